@@ -1,0 +1,221 @@
+//! Bulk synchronous message passing: tag size, send, the receive queue.
+//!
+//! A message sent in superstep `k` is copied once, into the sender's outbox for the receiver;
+//! during superstep `k + 1` the receiver reads it there in place (`hpmove` hands out references
+//! into that buffer). Payloads start 8-byte aligned, so [`Message::payload_as`] can view them as
+//! `&[f64]`, `&[u64]`... without copying.
+
+use crate::barrier::{FLAG_COMM, FLAG_TAGS};
+use crate::ctx::{Ctx, HpSend};
+use crate::error::Result;
+use crate::outbox::Outbox;
+use bytemuck::Pod;
+
+/// The number of messages in the queue and the total size of their payloads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueSize {
+    /// Messages not yet moved out of the queue.
+    pub messages: usize,
+    /// Sum of their payload sizes in bytes.
+    pub bytes: usize,
+}
+
+/// A received message, borrowed from the queue until the next sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Message<'a> {
+    /// The tag (as many bytes as the tag size of the superstep it was sent in).
+    pub tag: &'a [u8],
+    /// The payload bytes (8-byte aligned).
+    pub payload: &'a [u8],
+}
+
+impl<'a> Message<'a> {
+    /// The tag read as a `G` (its size must equal the tag size).
+    ///
+    /// # Panics
+    /// If `size_of::<G>()` differs from the tag length.
+    pub fn tag_as<G: Pod>(&self) -> G {
+        bytemuck::pod_read_unaligned(self.tag)
+    }
+
+    /// The payload viewed as a slice of `T`, without copying.
+    ///
+    /// # Panics
+    /// If the payload length is not a multiple of `size_of::<T>()`, or `T` needs more than
+    /// 8-byte alignment.
+    pub fn payload_as<T: Pod>(&self) -> &'a [T] {
+        bytemuck::cast_slice(self.payload)
+    }
+}
+
+impl Ctx {
+    /// Set the tag size (in bytes) of messages sent from the next superstep on; returns the tag
+    /// size in force now. Collective: every process must call it in the same superstep with the
+    /// same value (the last call of a superstep counts). The initial tag size is 0.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     assert_eq!(ctx.set_tagsize(4)?, 0);
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.tagsize(), 4);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn set_tagsize(&self, bytes: usize) -> Result<usize> {
+        self.live("set_tagsize")?;
+        let mut st = self.st.borrow_mut();
+        st.new_tagsize = Some(bytes);
+        self.flag(FLAG_TAGS);
+        Ok(st.tagsize)
+    }
+
+    /// The tag size of messages sent in this superstep.
+    pub fn tagsize(&self) -> usize {
+        self.st.borrow().tagsize
+    }
+
+    #[inline]
+    fn check_send(&self, op: &'static str, pid: usize, tag: &[u8]) -> Result<()> {
+        self.live(op)?;
+        self.check_pid(op, pid)?;
+        let t = self.st.borrow().tagsize;
+        if tag.len() != t {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "the tag has {} bytes, but the tag size in this superstep is {t} bytes",
+                    tag.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Send a message to `pid`: it arrives in `pid`'s queue after the next sync. `tag` must have
+    /// exactly [`tagsize`](Ctx::tagsize) bytes; tag and payload are copied now.
+    ///
+    /// ```
+    /// // Everyone sends its pid to process 0, tagged with the pid squared.
+    /// let got = mbsp::run(3, |ctx| {
+    ///     ctx.set_tagsize(4)?;
+    ///     ctx.sync()?;
+    ///     let me = ctx.pid() as u32;
+    ///     ctx.send(0, &(me * me).to_ne_bytes(), &me.to_ne_bytes())?;
+    ///     ctx.sync()?;
+    ///     let mut got = Vec::new();
+    ///     while let Some(m) = ctx.hpmove() {
+    ///         got.push((m.tag_as::<u32>(), m.payload_as::<u32>()[0]));
+    ///     }
+    ///     got.sort();
+    ///     Ok(got)
+    /// }).unwrap();
+    /// assert_eq!(got[0], vec![(0, 0), (1, 1), (4, 2)]);
+    /// assert!(got[1].is_empty());
+    /// ```
+    #[inline]
+    pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
+        self.check_send("send", pid, tag)?;
+        // SAFETY: `payload` is a valid slice.
+        unsafe { self.outbox(pid).send(tag, payload.as_ptr(), payload.len()) };
+        self.flag(FLAG_COMM);
+        Ok(())
+    }
+
+    /// [`send`](Ctx::send) with a typed tag and payload.
+    #[inline]
+    pub fn send_pod<G: Pod, T: Pod>(&self, pid: usize, tag: &G, payload: &[T]) -> Result<()> {
+        self.send(pid, bytemuck::bytes_of(tag), bytemuck::cast_slice(payload))
+    }
+
+    /// High-performance send: the payload is not copied now but at the sync (the tag is copied
+    /// now). The message arrives like a [`send`](Ctx::send)'s.
+    ///
+    /// # Safety
+    /// `payload` must stay allocated and unchanged until this process's next sync.
+    pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
+        self.check_send("hpsend", pid, tag)?;
+        let mut st = self.st.borrow_mut();
+        let st = &mut *st;
+        let tag_off = st.hp_tags.push(tag);
+        st.hpsends.push(HpSend {
+            pid,
+            tag_off,
+            tag_len: tag.len(),
+            payload: payload.as_ptr(),
+            len: payload.len(),
+        });
+        self.flag(FLAG_COMM);
+        Ok(())
+    }
+
+    /// Messages and payload bytes left in the queue (those sent to this process in the previous
+    /// superstep and not yet moved out).
+    pub fn qsize(&self) -> QueueSize {
+        let st = self.st.borrow();
+        QueueSize {
+            messages: st.queue.left,
+            bytes: st.queue.left_bytes,
+        }
+    }
+
+    /// The first message of the queue, as (outbox, index, tag size).
+    fn head(&self) -> Option<(&Outbox, usize, usize)> {
+        let st = self.st.borrow();
+        let q = &st.queue;
+        if q.left == 0 {
+            return None;
+        }
+        // SAFETY: queued outboxes belong to this run (kept alive by `self.run`) and their
+        // senders do not modify them before this process's next sync, which needs `&mut self`.
+        let ob: &Outbox = unsafe { &*q.srcs[q.cur_src] };
+        Some((ob, q.cur_msg, q.tagsize))
+    }
+
+    fn advance(&self, payload_len: usize) {
+        let mut st = self.st.borrow_mut();
+        let q = &mut st.queue;
+        // SAFETY: as in `head`.
+        let n = unsafe { (*q.srcs[q.cur_src]).msgs.len() };
+        q.cur_msg += 1;
+        if q.cur_msg == n {
+            q.cur_msg = 0;
+            q.cur_src += 1;
+        }
+        q.left -= 1;
+        q.left_bytes -= payload_len;
+    }
+
+    /// Look at the first message without removing it.
+    pub fn peek(&self) -> Option<Message<'_>> {
+        self.head().map(|(ob, i, t)| {
+            let (tag, payload) = ob.message(i, t);
+            Message { tag, payload }
+        })
+    }
+
+    /// BSPlib's `bsp_get_tag`: the payload length and the tag of the first message, or `None`
+    /// if the queue is empty. Does not remove the message.
+    pub fn get_tag(&self) -> Option<(usize, &[u8])> {
+        self.peek().map(|m| (m.payload.len(), m.tag))
+    }
+
+    /// BSPlib's `bsp_move`: copy the first message's payload into `buf` (truncated to
+    /// `buf.len()`; an empty `buf` just drops the message), remove it from the queue, and return
+    /// its full payload length; `None` if the queue is empty.
+    pub fn move_message(&self, buf: &mut [u8]) -> Option<usize> {
+        let m = self.peek()?;
+        let n = m.payload.len().min(buf.len());
+        buf[..n].copy_from_slice(&m.payload[..n]);
+        let len = m.payload.len();
+        self.advance(len);
+        Some(len)
+    }
+
+    /// BSPlib's `bsp_hpmove`: remove the first message from the queue and lend its tag and
+    /// payload in place until the next sync; `None` if the queue is empty.
+    pub fn hpmove(&self) -> Option<Message<'_>> {
+        let m = self.peek()?;
+        self.advance(m.payload.len());
+        Some(m)
+    }
+}

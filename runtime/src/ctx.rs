@@ -1,0 +1,385 @@
+//! The state of one run and the handle ([`Ctx`]) each of its processes works through.
+//!
+//! Shared (per run, [`RunShared`]): the barrier, and per process a [`ProcShared`] holding what
+//! other processes read: its registration table, its outboxes (two sets, by superstep parity),
+//! the bit masks of who sent to it, and how many syncs it has completed.
+//!
+//! Private (per process, inside [`Ctx`]): the superstep counter, requests not yet executed
+//! (gets, registration changes, hpsends, a new tag size), and the view of the message queue.
+//!
+//! Access discipline for the `UnsafeCell`s in [`ProcShared`] (the reason it is `Sync`):
+//! * `regs`: written by its owner only inside a sync, after the first barrier and before a
+//!   second one (which every sync with registration changes has); read by others only outside
+//!   syncs.
+//! * `out[q]`: written by its owner during supersteps of parity `q`; read by receivers during
+//!   the sync that ends such a superstep and during the following superstep (the message
+//!   queue). The owner writes parity `q` again only after the next sync's first barrier, which
+//!   no receiver passes before it is done reading.
+//! * `coll[q]`: like `out[q]`, read by others right after the first barrier.
+
+use crate::barrier::{Barrier, WaitPolicy};
+use crate::error::{Error, ErrorKind, Result};
+use crate::outbox::Outbox;
+use crate::registry::{Keep, RegOp, RegTable, SlotAlloc};
+use crate::shim::{AtomicBool, AtomicU64, Ordering};
+use crate::tree::Tree;
+use crossbeam_utils::CachePadded;
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+static NEXT_RUN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The collective requests of one superstep, published for validation at the sync.
+#[derive(Default)]
+pub(crate) struct Coll {
+    /// 1 + the superstep they belong to (0 = none yet).
+    pub(crate) stamp: u64,
+    pub(crate) regs: Vec<(bool, u32)>,
+    pub(crate) tagsize: Option<usize>,
+}
+
+pub(crate) struct ProcShared {
+    pub(crate) regs: UnsafeCell<RegTable>,
+    pub(crate) out: [UnsafeCell<Vec<Option<Box<Outbox>>>>; 2],
+    pub(crate) coll: [UnsafeCell<Coll>; 2],
+    /// Bit `s` set: sender `s` wrote an outbox for us in a superstep of this parity.
+    pub(crate) inbox: CachePadded<[Box<[AtomicU64]>; 2]>,
+    /// Number of syncs this process has completed (its communication is then written).
+    pub(crate) done: CachePadded<AtomicU64>,
+    /// Set when the process's SPMD function has returned and it arrives at the final barrier.
+    pub(crate) ended: AtomicBool,
+}
+
+// SAFETY: the UnsafeCells follow the discipline in the module documentation; the raw pointers
+// inside point to memory that the registration and sync protocol keeps alive and unaliased.
+unsafe impl Sync for ProcShared {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl Send for ProcShared {}
+
+impl ProcShared {
+    fn new(p: usize) -> Self {
+        let words = p.div_ceil(64);
+        let mask = || (0..words).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        let outs = || UnsafeCell::new((0..p).map(|_| None).collect::<Vec<_>>());
+        ProcShared {
+            regs: UnsafeCell::new(RegTable::default()),
+            out: [outs(), outs()],
+            coll: [
+                UnsafeCell::new(Coll::default()),
+                UnsafeCell::new(Coll::default()),
+            ],
+            inbox: CachePadded::new([mask(), mask()]),
+            done: CachePadded::new(AtomicU64::new(0)),
+            ended: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Everything the processes of one run share.
+pub(crate) struct RunShared {
+    pub(crate) id: u64,
+    pub(crate) p: usize,
+    /// Pids from the top-level run down to the process that started this run.
+    pub(crate) parent_path: Vec<usize>,
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) barrier: Arc<Barrier>,
+    pub(crate) procs: Box<[CachePadded<ProcShared>]>,
+}
+
+impl RunShared {
+    pub(crate) fn new(
+        p: usize,
+        parent_path: Vec<usize>,
+        tree: Arc<Tree>,
+        policy: WaitPolicy,
+    ) -> Arc<Self> {
+        let barrier = Arc::new(Barrier::new(p, policy));
+        tree.add_barrier(&barrier);
+        Arc::new(RunShared {
+            id: NEXT_RUN_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            p,
+            parent_path,
+            tree,
+            barrier,
+            procs: (0..p)
+                .map(|_| CachePadded::new(ProcShared::new(p)))
+                .collect(),
+        })
+    }
+
+    /// Process `pid`'s registration table (read side).
+    ///
+    /// # Safety
+    /// Only outside the owner's table updates (see the module documentation).
+    #[inline]
+    pub(crate) unsafe fn table(&self, pid: usize) -> &RegTable {
+        // SAFETY: forwarded to the caller.
+        unsafe { &*self.procs[pid].regs.get() }
+    }
+}
+
+/// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.
+pub(crate) struct GetOp {
+    pub(crate) src: *const u8,
+    pub(crate) dst: *mut u8,
+    pub(crate) len: usize,
+    pub(crate) buf_off: usize,
+    /// Keeps a typed destination alive until the write.
+    pub(crate) _keep: Option<Keep>,
+}
+
+/// An hpsend whose payload is copied at the sync.
+pub(crate) struct HpSend {
+    pub(crate) pid: usize,
+    pub(crate) tag_off: usize,
+    pub(crate) tag_len: usize,
+    pub(crate) payload: *const u8,
+    pub(crate) len: usize,
+}
+
+/// The message queue as seen during one superstep.
+#[derive(Default)]
+pub(crate) struct Queue {
+    /// Outboxes (of other processes, previous parity) holding messages for us.
+    pub(crate) srcs: Vec<*const Outbox>,
+    pub(crate) tagsize: usize,
+    pub(crate) cur_src: usize,
+    pub(crate) cur_msg: usize,
+    pub(crate) left: usize,
+    pub(crate) left_bytes: usize,
+}
+
+/// Private per-process state changed by `&self` primitives.
+#[derive(Default)]
+pub(crate) struct Local {
+    pub(crate) slots: SlotAlloc,
+    pub(crate) reg_ops: Vec<RegOp>,
+    pub(crate) graveyard: Vec<Keep>,
+    pub(crate) gets: Vec<GetOp>,
+    pub(crate) getbuf: crate::arena::Arena,
+    pub(crate) hpsends: Vec<HpSend>,
+    pub(crate) hp_tags: crate::arena::Arena,
+    pub(crate) tagsize: usize,
+    pub(crate) new_tagsize: Option<usize>,
+    pub(crate) queue: Queue,
+}
+
+/// One process's handle on its run: every BSPlib primitive is a method of `Ctx`.
+///
+/// A `Ctx` is created by the runtime and lent to the SPMD function (`&mut Ctx`). Communication
+/// primitives take `&self`, so they can be called while local views of registered memory
+/// ([`Ctx::local`]) are alive; [`Ctx::sync`] takes `&mut self`, so no such view survives a sync
+/// and the runtime's writes into registered memory never alias a live reference.
+pub struct Ctx {
+    pub(crate) run: Arc<RunShared>,
+    pub(crate) pid: usize,
+    pub(crate) path: Vec<usize>,
+    pub(crate) step: u64,
+    pub(crate) start: Instant,
+    pub(crate) st: RefCell<Local>,
+    /// `FLAG_*` bits of what this process did in the current superstep.
+    pub(crate) flags: Cell<u32>,
+    /// A `Ctx` belongs to its process's thread.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Ctx {
+    pub(crate) fn new(run: Arc<RunShared>, pid: usize) -> Ctx {
+        let mut path = run.parent_path.clone();
+        path.push(pid);
+        Ctx {
+            run,
+            pid,
+            path,
+            step: 0,
+            start: Instant::now(),
+            st: RefCell::new(Local::default()),
+            flags: Cell::new(0),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// This process's id, in `0..nprocs()`.
+    ///
+    /// ```
+    /// let pids = mbsp::run(3, |ctx| Ok(ctx.pid())).unwrap();
+    /// assert_eq!(pids, vec![0, 1, 2]);
+    /// ```
+    #[inline]
+    pub fn pid(&self) -> usize {
+        self.pid
+    }
+
+    /// The number of processes of this run.
+    #[inline]
+    pub fn nprocs(&self) -> usize {
+        self.run.p
+    }
+
+    /// Seconds since this process's run started (high resolution; clocks of different processes
+    /// are not synchronised).
+    ///
+    /// ```
+    /// mbsp::run(1, |ctx| {
+    ///     let t0 = ctx.time();
+    ///     assert!(ctx.time() >= t0 && t0 >= 0.0);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[inline]
+    pub fn time(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The current superstep, counted from 0 (the number of syncs this process has completed).
+    #[inline]
+    pub fn superstep(&self) -> u64 {
+        self.step
+    }
+
+    /// The pids from the top-level run down to this process: `[pid]` in a top-level run,
+    /// `[1, 3]` for process 3 of a run nested in top-level process 1.
+    pub fn path(&self) -> &[usize] {
+        &self.path
+    }
+
+    /// Whether some process of this run (or of any run in the same hierarchy) has failed or
+    /// aborted. Long computations may poll this to stop early; every primitive checks it.
+    #[inline]
+    pub fn is_aborted(&self) -> bool {
+        self.run.tree.is_aborted()
+    }
+
+    /// Abort the whole program (every run of the hierarchy) without a barrier.
+    ///
+    /// Returns the error to hand back from the SPMD function: `return Err(ctx.abort("..."))`.
+    /// Every other process stops at its next primitive (or at once, if it waits in a sync) and
+    /// the top-level `run` returns this error.
+    ///
+    /// ```
+    /// let err = mbsp::run(4, |ctx| {
+    ///     if ctx.pid() == 2 {
+    ///         return Err(ctx.abort("input file is empty"));
+    ///     }
+    ///     ctx.sync()?;
+    ///     Ok(())
+    /// }).unwrap_err();
+    /// assert_eq!(err.kind(), mbsp::ErrorKind::Abort);
+    /// assert_eq!(err.pid(), Some(2));
+    /// assert!(err.to_string().contains("input file is empty"));
+    /// ```
+    pub fn abort(&self, message: impl Into<String>) -> Error {
+        let e = self.error(ErrorKind::Abort, "abort", message);
+        self.run.tree.fail(&e);
+        e
+    }
+
+    // ----- helpers shared by the primitives -----
+
+    pub(crate) fn error(&self, kind: ErrorKind, op: &'static str, msg: impl Into<String>) -> Error {
+        Error::new(kind, op, self.path.clone(), Some(self.step), msg)
+    }
+
+    /// Record a misuse as the run's failure and return it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn misuse(&self, op: &'static str, msg: String) -> Error {
+        let e = self.error(ErrorKind::Misuse, op, msg);
+        self.run.tree.fail(&e);
+        e
+    }
+
+    /// The error returned by primitives once the run is aborted.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn stopped(&self, op: &'static str) -> Error {
+        let why = match self.run.tree.error() {
+            Some(e) => format!("stopped because the run failed: {e}"),
+            None => "stopped because the run was aborted".into(),
+        };
+        self.error(ErrorKind::Aborted, op, why)
+    }
+
+    /// Fail with [`Ctx::stopped`] if the run is aborted.
+    #[inline]
+    pub(crate) fn live(&self, op: &'static str) -> Result<()> {
+        if self.run.tree.is_aborted() {
+            Err(self.stopped(op))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[inline]
+    pub(crate) fn check_pid(&self, op: &'static str, pid: usize) -> Result<()> {
+        if pid < self.run.p {
+            Ok(())
+        } else {
+            Err(self.misuse(
+                op,
+                format!(
+                    "pid {pid} is out of range: the run has {} processes (0..{})",
+                    self.run.p, self.run.p
+                ),
+            ))
+        }
+    }
+
+    #[inline]
+    pub(crate) fn flag(&self, f: u32) {
+        self.flags.set(self.flags.get() | f);
+    }
+
+    #[inline]
+    pub(crate) fn me(&self) -> &ProcShared {
+        &self.run.procs[self.pid]
+    }
+
+    /// This process's outbox for `pid` in the current superstep, cleared on first use and
+    /// announced to the receiver.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn outbox(&self, pid: usize) -> &mut Outbox {
+        let q = (self.step & 1) as usize;
+        // SAFETY: only the owner writes its outboxes of the current parity, and no receiver
+        // reads them during this superstep (module documentation). Callers do not hold two of
+        // these references at once.
+        let outs = unsafe { &mut *self.me().out[q].get() };
+        let ob = outs[pid].get_or_insert_with(Box::default);
+        if ob.stamp != self.step + 1 {
+            ob.clear();
+            ob.stamp = self.step + 1;
+            let bit = 1u64 << (self.pid % 64);
+            self.run.procs[pid].inbox[q][self.pid / 64].fetch_or(bit, Ordering::Relaxed);
+        }
+        ob
+    }
+
+    /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
+    /// everything the previous supersteps wrote (needed by the immediate primitives).
+    #[inline]
+    pub(crate) fn wait_settled(&self, op: &'static str, pid: usize) -> Result<()> {
+        let done = &self.run.procs[pid].done;
+        if done.load(Ordering::Acquire) >= self.step {
+            return Ok(());
+        }
+        crate::barrier::wait_until(
+            self.run.barrier.policy(),
+            || done.load(Ordering::Acquire) >= self.step,
+            || self.run.tree.is_aborted(),
+        )
+        .map_err(|_| self.stopped(op))
+    }
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("path", &self.path)
+            .field("nprocs", &self.run.p)
+            .field("superstep", &self.step)
+            .finish()
+    }
+}

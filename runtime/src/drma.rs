@@ -1,0 +1,685 @@
+//! Direct remote memory access: registration, put, get and their high-performance variants.
+//!
+//! Two forms of every primitive:
+//! * typed, over [`Reg<T>`] handles with element offsets (and `_bytes` variants with byte
+//!   offsets) — safe, except the hp primitives and `direct_get`, which can race by design;
+//! * raw, naming registered areas by their local address as BSPlib does (`*_raw`), for the C ABI
+//!   and other foreign callers. Registering raw memory is `unsafe`; after that, naming it is not.
+
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS};
+use crate::ctx::{Ctx, GetOp};
+use crate::error::Result;
+use crate::reg::{Reg, Storage};
+use crate::registry::{Keep, RegOp, SlotState};
+use bytemuck::Pod;
+use std::mem::size_of;
+use std::sync::Arc;
+
+impl Ctx {
+    // ----- registration -----
+
+    /// Register `data` as this process's memory in a new registration slot; the slot becomes
+    /// usable by every process after the next [`sync`](Ctx::sync).
+    ///
+    /// All processes must push (and pop) registrations in the same order; the sizes may differ
+    /// per process. The runtime takes ownership of `data` (see [`Reg::into_vec`] to get it back).
+    ///
+    /// ```
+    /// // Every process registers a buffer of p slots; each writes its pid into slot `pid` of
+    /// // everyone's buffer.
+    /// let all = mbsp::run(3, |ctx| {
+    ///     let p = ctx.nprocs();
+    ///     let buf = ctx.push_reg(vec![0u32; p])?;
+    ///     ctx.sync()?;
+    ///     for q in 0..p {
+    ///         ctx.put(q, &[ctx.pid() as u32 * 10], &buf, ctx.pid())?;
+    ///     }
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&buf).to_vec())
+    /// }).unwrap();
+    /// assert!(all.iter().all(|b| b == &[0, 10, 20]));
+    /// ```
+    pub fn push_reg<T: Pod + Send>(&self, data: Vec<T>) -> Result<Reg<T>> {
+        self.live("push_reg")?;
+        let mem = Arc::new(Storage::new_from(data));
+        let (ptr, bytes) = (mem.ptr_u8(), mem.len() * size_of::<T>());
+        let keep: Keep = mem.clone();
+        let (slot, generation) = self.push_slot(ptr, bytes, false, Some(keep));
+        Ok(Reg {
+            slot,
+            generation,
+            run: self.run.id,
+            owner: self.pid,
+            pushed_in: self.step,
+            mem: Some(mem),
+        })
+    }
+
+    /// Take part in a registration without offering memory (BSPlib's `bsp_push_reg(NULL, 0)`):
+    /// this process will never be the target or source of communication in this slot, but can
+    /// still put to and get from the other processes' memory in it.
+    pub fn push_reg_empty<T: Pod + Send>(&self) -> Result<Reg<T>> {
+        self.live("push_reg")?;
+        let (slot, generation) = self.push_slot(std::ptr::null_mut(), 0, true, None);
+        Ok(Reg {
+            slot,
+            generation,
+            run: self.run.id,
+            owner: self.pid,
+            pushed_in: self.step,
+            mem: None,
+        })
+    }
+
+    fn push_slot(&self, ptr: *mut u8, len: usize, empty: bool, keep: Option<Keep>) -> (u32, u32) {
+        let mut st = self.st.borrow_mut();
+        let slot = st.slots.alloc();
+        // SAFETY: our own table, read outside a sync.
+        let generation = unsafe { self.run.table(self.pid) }
+            .entry(slot)
+            .generation
+            .wrapping_add(1);
+        st.reg_ops.push(RegOp::Push {
+            slot,
+            generation,
+            ptr,
+            len,
+            empty,
+            keep,
+        });
+        self.flag(FLAG_REGS);
+        (slot, generation)
+    }
+
+    /// Remove a registration at the next sync. Communication through it remains allowed in the
+    /// current superstep. Processes must pop in the same order.
+    pub fn pop_reg<T>(&self, reg: &Reg<T>) -> Result<()> {
+        self.live("pop_reg")?;
+        if reg.run != self.run.id {
+            return Err(self.misuse("pop_reg", other_run()));
+        }
+        let pending_push = self
+            .pending_push(|slot, generation, _| slot == reg.slot && generation == reg.generation);
+        // SAFETY: our own table, read outside a sync.
+        let e = unsafe { self.run.table(self.pid) }.entry(reg.slot);
+        let registered = e.state != SlotState::Free && e.generation == reg.generation;
+        if !pending_push.is_some() && !registered {
+            return Err(self.misuse(
+                "pop_reg",
+                format!(
+                    "the registration (slot {}) is not registered: it was already popped",
+                    reg.slot
+                ),
+            ));
+        }
+        self.pop_slot("pop_reg", reg.slot)
+    }
+
+    fn pop_slot(&self, op: &'static str, slot: u32) -> Result<()> {
+        let mut st = self.st.borrow_mut();
+        if st
+            .reg_ops
+            .iter()
+            .any(|o| matches!(o, RegOp::Pop { slot: s } if *s == slot))
+        {
+            drop(st);
+            return Err(self.misuse(
+                op,
+                format!(
+                    "the registration in slot {slot} is already being popped in this superstep"
+                ),
+            ));
+        }
+        st.reg_ops.push(RegOp::Pop { slot });
+        self.flag(FLAG_REGS);
+        Ok(())
+    }
+
+    /// The newest pending push (this superstep) matching `f(slot, generation, ptr)` and not popped yet.
+    fn pending_push(&self, f: impl Fn(u32, u32, *mut u8) -> bool) -> Option<u32> {
+        let st = self.st.borrow();
+        let popped = |s: u32| {
+            st.reg_ops
+                .iter()
+                .any(|o| matches!(o, RegOp::Pop { slot } if *slot == s))
+        };
+        st.reg_ops.iter().rev().find_map(|o| match o {
+            RegOp::Push {
+                slot,
+                generation,
+                ptr,
+                ..
+            } if f(*slot, *generation, *ptr) && !popped(*slot) => Some(*slot),
+            _ => None,
+        })
+    }
+
+    /// Check that `reg` may name a slot for communication now; return (slot, generation).
+    #[inline]
+    fn usable<T>(&self, op: &'static str, reg: &Reg<T>) -> Result<(u32, u32)> {
+        if reg.run != self.run.id {
+            return Err(self.misuse(op, other_run()));
+        }
+        if reg.pushed_in >= self.step {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "the registration pushed in superstep {} becomes valid only after the next sync",
+                    reg.pushed_in
+                ),
+            ));
+        }
+        // SAFETY: our own table, read outside a sync.
+        let e = unsafe { self.run.table(self.pid) }.entry(reg.slot);
+        if e.state == SlotState::Free || e.generation != reg.generation {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "the registration (slot {}) was popped in an earlier superstep",
+                    reg.slot
+                ),
+            ));
+        }
+        Ok((reg.slot, reg.generation))
+    }
+
+    /// The address of `len` bytes at byte `off` of `pid`'s memory in `slot`, bounds-checked.
+    #[inline]
+    fn remote(
+        &self,
+        op: &'static str,
+        dir: &'static str,
+        pid: usize,
+        (slot, generation): (u32, u32),
+        off: usize,
+        len: usize,
+    ) -> Result<*mut u8> {
+        self.check_pid(op, pid)?;
+        // SAFETY: tables are read outside syncs only.
+        let e = *unsafe { self.run.table(pid) }.entry(slot);
+        if e.state != SlotState::Active || e.generation != generation {
+            return Err(self.misuse(
+                op,
+                if e.state == SlotState::Empty && e.generation == generation {
+                    format!(
+                        "{dir} pid {pid}: pid {pid} registered no memory in this slot (slot {slot}, \
+                         a null registration)"
+                    )
+                } else {
+                    format!(
+                        "{dir} pid {pid}: pid {pid} has nothing registered in slot {slot} \
+                         (registration orders differ?)"
+                    )
+                },
+            ));
+        }
+        match off.checked_add(len) {
+            // SAFETY: in bounds of the registered area.
+            Some(end) if end <= e.len => Ok(unsafe { e.ptr.add(off) }),
+            _ => Err(self.misuse(
+                op,
+                format!(
+                    "{dir} pid {pid}: offset {off} + {len} bytes exceeds the {} bytes pid {pid} \
+                     registered",
+                    e.len
+                ),
+            )),
+        }
+    }
+
+    #[inline]
+    fn byte_offset<T>(&self, op: &'static str, offset: usize) -> Result<usize> {
+        offset.checked_mul(size_of::<T>()).ok_or_else(|| {
+            self.misuse(
+                op,
+                format!("element offset {offset} overflows when converted to bytes"),
+            )
+        })
+    }
+
+    /// Check that local `reg` has room for `len` bytes at byte `off` and return their address.
+    fn local_dst<T>(
+        &self,
+        op: &'static str,
+        reg: &Reg<T>,
+        off: usize,
+        len: usize,
+    ) -> Result<*mut u8> {
+        if reg.run != self.run.id || reg.owner != self.pid {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "the destination must be this process's own memory, but it belongs to pid {} \
+                     of {} run",
+                    reg.owner,
+                    if reg.run == self.run.id {
+                        "this"
+                    } else {
+                        "another"
+                    }
+                ),
+            ));
+        }
+        let have = reg.len() * size_of::<T>();
+        match off.checked_add(len) {
+            // SAFETY: in bounds of our own storage (null only when `have` is 0 and len is 0).
+            Some(end) if end <= have => Ok(unsafe { reg.ptr().add(off) }),
+            _ => Err(self.misuse(
+                op,
+                format!(
+                    "destination offset {off} + {len} bytes exceeds the {have} bytes of the local \
+                     destination"
+                ),
+            )),
+        }
+    }
+
+    // ----- put -----
+
+    /// Copy `src` into `pid`'s memory registered in `dst`, starting at element `offset`, at the
+    /// next sync. `src` is copied now (buffered on source and destination); if several puts
+    /// write the same place in one superstep, one of them wins.
+    ///
+    /// ```
+    /// // The BSPlib paper's `reverse`: process i ends up with the value of process p-1-i.
+    /// let out = mbsp::run(4, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as i32])?;
+    ///     ctx.sync()?;
+    ///     let target = ctx.nprocs() - 1 - ctx.pid();
+    ///     ctx.put(target, ctx.local(&x), &x, 0)?;
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&x)[0])
+    /// }).unwrap();
+    /// assert_eq!(out, vec![3, 2, 1, 0]);
+    /// ```
+    #[inline]
+    pub fn put<T: Pod>(&self, pid: usize, src: &[T], dst: &Reg<T>, offset: usize) -> Result<()> {
+        let off = self.byte_offset::<T>("put", offset)?;
+        self.put_bytes(pid, bytemuck::cast_slice(src), dst, off)
+    }
+
+    /// [`put`](Ctx::put) with a byte source and a byte offset.
+    #[inline]
+    pub fn put_bytes<T>(
+        &self,
+        pid: usize,
+        src: &[u8],
+        dst: &Reg<T>,
+        byte_offset: usize,
+    ) -> Result<()> {
+        self.live("put")?;
+        let slot = self.usable("put", dst)?;
+        self.put_slot(pid, src, slot, byte_offset)
+    }
+
+    #[inline]
+    fn put_slot(&self, pid: usize, src: &[u8], slot: (u32, u32), off: usize) -> Result<()> {
+        let dst = self.remote("put", "to", pid, slot, off, src.len())?;
+        if !src.is_empty() {
+            self.outbox(pid).put(dst, src);
+            self.flag(FLAG_COMM);
+        }
+        Ok(())
+    }
+
+    /// High-performance put: copy `src` into `pid`'s memory in `dst` at element `offset`
+    /// without buffering. mbsp performs the copy immediately (after `pid` has finished the
+    /// previous sync); the data is guaranteed visible to `pid` after the next sync.
+    ///
+    /// # Safety
+    /// For the rest of the superstep, nothing else (no local code of `pid`, no other
+    /// communication) may read or write the destination range, as BSPlib requires of
+    /// `bsp_hpput`; otherwise the copy races with that access.
+    ///
+    /// ```
+    /// let out = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![0u8; 4])?;
+    ///     ctx.sync()?;
+    ///     let other = 1 - ctx.pid();
+    ///     // SAFETY: nobody touches `x` in this superstep except this one hpput per process.
+    ///     unsafe { ctx.hpput(other, &[ctx.pid() as u8 + 1; 4], &x, 0)? };
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&x).to_vec())
+    /// }).unwrap();
+    /// assert_eq!(out, vec![vec![2; 4], vec![1; 4]]);
+    /// ```
+    pub unsafe fn hpput<T: Pod>(
+        &self,
+        pid: usize,
+        src: &[T],
+        dst: &Reg<T>,
+        offset: usize,
+    ) -> Result<()> {
+        self.live("hpput")?;
+        let off = self.byte_offset::<T>("hpput", offset)?;
+        let slot = self.usable("hpput", dst)?;
+        let bytes: &[u8] = bytemuck::cast_slice(src);
+        // SAFETY: forwarded to the caller.
+        unsafe { self.hpput_slot(pid, bytes.as_ptr(), bytes.len(), slot, off) }
+    }
+
+    unsafe fn hpput_slot(
+        &self,
+        pid: usize,
+        src: *const u8,
+        len: usize,
+        slot: (u32, u32),
+        off: usize,
+    ) -> Result<()> {
+        let dst = self.remote("hpput", "to", pid, slot, off, len)?;
+        if len > 0 {
+            self.wait_settled("hpput", pid)?;
+            // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
+            // promise. `copy` tolerates overlap (a process may hpput into itself).
+            unsafe { std::ptr::copy(src, dst, len) };
+        }
+        Ok(())
+    }
+
+    // ----- get -----
+
+    /// Copy `len` elements from `pid`'s memory in `src` (at element `offset`) into this
+    /// process's own memory in `dst` (at element `dst_offset`) at the next sync. The source is
+    /// read as it stands when `pid` enters the sync, before any put of the superstep lands.
+    ///
+    /// ```
+    /// // Everyone reads its right neighbour's value.
+    /// let out = mbsp::run(3, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u64 * 100])?;
+    ///     let y = ctx.push_reg(vec![0u64])?;
+    ///     ctx.sync()?;
+    ///     let right = (ctx.pid() + 1) % ctx.nprocs();
+    ///     ctx.get(right, &x, 0, &y, 0, 1)?;
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&y)[0])
+    /// }).unwrap();
+    /// assert_eq!(out, vec![100, 200, 0]);
+    /// ```
+    pub fn get<T: Pod + Send>(
+        &self,
+        pid: usize,
+        src: &Reg<T>,
+        offset: usize,
+        dst: &Reg<T>,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        let off = self.byte_offset::<T>("get", offset)?;
+        let doff = self.byte_offset::<T>("get", dst_offset)?;
+        let n = self.byte_offset::<T>("get", len)?;
+        self.get_bytes(pid, src, off, dst, doff, n)
+    }
+
+    /// [`get`](Ctx::get) with byte offsets and a byte count.
+    pub fn get_bytes<T, U: Send + 'static>(
+        &self,
+        pid: usize,
+        src: &Reg<T>,
+        byte_offset: usize,
+        dst: &Reg<U>,
+        dst_byte_offset: usize,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.live("get")?;
+        let slot = self.usable("get", src)?;
+        let s = self.remote("get", "from", pid, slot, byte_offset, nbytes)?;
+        let d = self.local_dst("get", dst, dst_byte_offset, nbytes)?;
+        if nbytes > 0 {
+            self.queue_get(s, d, nbytes, dst.keep());
+        }
+        Ok(())
+    }
+
+    fn queue_get(&self, src: *const u8, dst: *mut u8, len: usize, keep: Option<Keep>) {
+        self.st.borrow_mut().gets.push(GetOp {
+            src,
+            dst,
+            len,
+            buf_off: 0,
+            _keep: keep,
+        });
+        self.flag(FLAG_GETS);
+    }
+
+    /// High-performance get: copy `dst.len()` elements from `pid`'s memory in `src` (at element
+    /// `offset`) into `dst` without buffering. mbsp performs it immediately (after `pid` has
+    /// finished the previous sync), so it behaves as [`direct_get`](Ctx::direct_get).
+    ///
+    /// # Safety
+    /// The source range must not be written by anyone (its owner or any communication) during
+    /// the current superstep.
+    pub unsafe fn hpget<T: Pod>(
+        &self,
+        pid: usize,
+        src: &Reg<T>,
+        offset: usize,
+        dst: &mut [T],
+    ) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.immediate_get("hpget", pid, src, offset, dst) }
+    }
+
+    /// Copy `dst.len()` elements from `pid`'s registered memory in `src` (at element `offset`)
+    /// into `dst` now, blocking until done (MulticoreBSP's `bsp_direct_get`). Sees everything
+    /// that landed in `pid`'s memory at earlier syncs.
+    ///
+    /// # Safety
+    /// The source range must not be written by anyone (its owner or any communication) during
+    /// the current superstep.
+    ///
+    /// ```
+    /// let out = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as f32 + 0.5; 2])?;
+    ///     ctx.sync()?;
+    ///     let mut mine = [0.0f32; 2];
+    ///     // SAFETY: no process writes `x` in this superstep.
+    ///     unsafe { ctx.direct_get(1 - ctx.pid(), &x, 0, &mut mine)? };
+    ///     Ok(mine[0])
+    /// }).unwrap();
+    /// assert_eq!(out, vec![1.5, 0.5]);
+    /// ```
+    pub unsafe fn direct_get<T: Pod>(
+        &self,
+        pid: usize,
+        src: &Reg<T>,
+        offset: usize,
+        dst: &mut [T],
+    ) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.immediate_get("direct_get", pid, src, offset, dst) }
+    }
+
+    unsafe fn immediate_get<T: Pod>(
+        &self,
+        op: &'static str,
+        pid: usize,
+        src: &Reg<T>,
+        offset: usize,
+        dst: &mut [T],
+    ) -> Result<()> {
+        self.live(op)?;
+        let off = self.byte_offset::<T>(op, offset)?;
+        let slot = self.usable(op, src)?;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        // SAFETY: forwarded to the caller.
+        unsafe { self.immediate_get_slot(op, pid, slot, off, bytes.as_mut_ptr(), bytes.len()) }
+    }
+
+    unsafe fn immediate_get_slot(
+        &self,
+        op: &'static str,
+        pid: usize,
+        slot: (u32, u32),
+        off: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let s = self.remote(op, "from", pid, slot, off, len)?;
+        if len > 0 {
+            self.wait_settled(op, pid)?;
+            // SAFETY: the source is in bounds of a live registration and not written during
+            // this superstep (caller's promise); `dst` is valid for `len` bytes.
+            unsafe { std::ptr::copy(s, dst, len) };
+        }
+        Ok(())
+    }
+
+    // ----- raw forms: areas named by their local address, as in BSPlib -----
+
+    /// Register `len` bytes at `ptr` (BSPlib's `bsp_push_reg`); a null `ptr` is a null
+    /// registration. Puts and gets then name this area by `ptr`; the newest registration of an
+    /// address shadows older ones.
+    ///
+    /// # Safety
+    /// Until the registration is popped and a sync has passed (or the run ends), the memory must
+    /// stay allocated, and no reference to it may be held across a sync; it may be written by
+    /// other processes' communication during syncs.
+    pub unsafe fn push_reg_raw(&self, ptr: *mut u8, len: usize) -> Result<()> {
+        self.live("push_reg")?;
+        self.push_slot(
+            ptr,
+            if ptr.is_null() { 0 } else { len },
+            ptr.is_null(),
+            None,
+        );
+        Ok(())
+    }
+
+    /// Pop the newest registration of address `ptr` at the next sync (BSPlib's `bsp_pop_reg`).
+    pub fn pop_reg_raw(&self, ptr: *const u8) -> Result<()> {
+        self.live("pop_reg")?;
+        let slot = self
+            .pending_push(|_, _, p| p as *const u8 == ptr)
+            .or_else(|| {
+                let st = self.st.borrow();
+                let popping = |s: u32| {
+                    st.reg_ops
+                        .iter()
+                        .any(|o| matches!(o, RegOp::Pop { slot } if *slot == s))
+                };
+                // SAFETY: our own table, read outside a sync.
+                unsafe { self.run.table(self.pid) }.find_addr(ptr, true, popping)
+            });
+        match slot {
+            Some(s) => self.pop_slot("pop_reg", s),
+            None => Err(self.misuse("pop_reg", format!("address {ptr:p} is not registered"))),
+        }
+    }
+
+    /// Resolve a registered local address to its newest slot.
+    fn named(&self, op: &'static str, ptr: *const u8) -> Result<(u32, u32)> {
+        // SAFETY: our own table, read outside a sync.
+        let t = unsafe { self.run.table(self.pid) };
+        if let Some(s) = t.find_addr(ptr, false, |_| false) {
+            return Ok((s, t.entry(s).generation));
+        }
+        let pending = self.pending_push(|_, _, p| p as *const u8 == ptr).is_some();
+        Err(self.misuse(
+            op,
+            if pending {
+                format!("address {ptr:p} was registered in this superstep and becomes valid only after the next sync")
+            } else {
+                format!("address {ptr:p} is not registered")
+            },
+        ))
+    }
+
+    /// Buffered put of `src` into `pid`'s area registered under the local address `dst`, at
+    /// byte `offset` (BSPlib's `bsp_put`).
+    pub fn put_raw(&self, pid: usize, src: &[u8], dst: *const u8, offset: usize) -> Result<()> {
+        self.live("put")?;
+        let slot = self.named("put", dst)?;
+        self.put_slot(pid, src, slot, offset)
+    }
+
+    /// Buffered get of `len` bytes from `pid`'s area registered under the local address `src`,
+    /// at byte `offset`, into `dst` at the next sync (BSPlib's `bsp_get`).
+    ///
+    /// # Safety
+    /// `dst` must be valid for writing `len` bytes until the end of the next sync, and no
+    /// reference to it may be held across that sync.
+    pub unsafe fn get_raw(
+        &self,
+        pid: usize,
+        src: *const u8,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        self.live("get")?;
+        let slot = self.named("get", src)?;
+        let s = self.remote("get", "from", pid, slot, offset, len)?;
+        if len > 0 {
+            self.queue_get(s, dst, len, None);
+        }
+        Ok(())
+    }
+
+    /// Unbuffered put of `len` bytes at `src` (BSPlib's `bsp_hpput`), performed immediately.
+    ///
+    /// # Safety
+    /// `src` must be valid for reading `len` bytes, and the destination range must not be
+    /// accessed by anything else during the superstep.
+    pub unsafe fn hpput_raw(
+        &self,
+        pid: usize,
+        src: *const u8,
+        dst: *const u8,
+        offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.live("hpput")?;
+        let slot = self.named("hpput", dst)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.hpput_slot(pid, src, len, slot, offset) }
+    }
+
+    /// Unbuffered get (BSPlib's `bsp_hpget`), performed immediately.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writing `len` bytes; the source range must not be written by
+    /// anyone during the superstep.
+    pub unsafe fn hpget_raw(
+        &self,
+        pid: usize,
+        src: *const u8,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        self.live("hpget")?;
+        let slot = self.named("hpget", src)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.immediate_get_slot("hpget", pid, slot, offset, dst, len) }
+    }
+
+    /// Blocking immediate get (MulticoreBSP's `bsp_direct_get`).
+    ///
+    /// # Safety
+    /// As [`hpget_raw`](Ctx::hpget_raw).
+    pub unsafe fn direct_get_raw(
+        &self,
+        pid: usize,
+        src: *const u8,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        self.live("direct_get")?;
+        let slot = self.named("direct_get", src)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.immediate_get_slot("direct_get", pid, slot, offset, dst, len) }
+    }
+
+    /// Number of registrations in effect for this process (pushed and synced, not yet popped).
+    pub fn registrations(&self) -> usize {
+        // SAFETY: our own table, read outside a sync.
+        unsafe { self.run.table(self.pid) }.len()
+    }
+}
+
+fn other_run() -> String {
+    "the registration belongs to another run (a parent run's registrations are not visible \
+     inside a nested run, and registrations end with their run)"
+        .into()
+}

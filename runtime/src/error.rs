@@ -1,0 +1,175 @@
+//! The one error type of the runtime.
+//!
+//! Every failure of a run ends up as an [`Error`]: misuse of a primitive, an explicit
+//! [`Ctx::abort`](crate::Ctx::abort), a panic inside a process, or a run that could not start.
+//! The error names the primitive, the process (with its path through nested runs), the superstep
+//! and the values involved, so that the message alone says what went wrong.
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A primitive was used against the rules of BSPlib (bad pid, unregistered area, bounds,
+    /// registrations or tag sizes that differ between processes, mismatched `sync`/end...).
+    Misuse,
+    /// A process called [`Ctx::abort`](crate::Ctx::abort).
+    Abort,
+    /// A process panicked; the message is the panic payload.
+    Panic,
+    /// This process stopped because another process (possibly in another run of the same
+    /// hierarchy) failed first. `run` never returns this kind when it knows the root cause.
+    Aborted,
+    /// The operating system refused a resource the run needs (for example a thread).
+    System,
+}
+
+#[derive(Clone, Debug)]
+struct Inner {
+    kind: ErrorKind,
+    op: &'static str,
+    path: Vec<usize>,
+    superstep: Option<u64>,
+    message: String,
+}
+
+/// The error of a failed run or primitive.
+///
+/// `Display` gives one line such as
+/// `put (pid 3, superstep 5): offset 96 + 16 bytes exceeds the 100 bytes pid 7 registered`.
+/// For processes of nested runs the pid is written as a path from the top-level run, e.g.
+/// `pid 1/3` is process 3 of the run started by process 1.
+///
+/// The error is one pointer wide, so `Result<(), Error>` stays cheap on hot paths.
+#[derive(Clone)]
+pub struct Error(Box<Inner>);
+
+/// Shorthand for `std::result::Result<T, mbsp::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn new(
+        kind: ErrorKind,
+        op: &'static str,
+        path: Vec<usize>,
+        superstep: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error(Box::new(Inner {
+            kind,
+            op,
+            path,
+            superstep,
+            message: message.into(),
+        }))
+    }
+
+    /// An error not tied to a process (e.g. a run asked for 0 processes).
+    pub(crate) fn outside(kind: ErrorKind, op: &'static str, message: impl Into<String>) -> Self {
+        Self::new(kind, op, Vec::new(), None, message)
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
+    }
+
+    /// The primitive or phase that failed, e.g. `"put"`, `"sync"`, `"run"`.
+    pub fn op(&self) -> &'static str {
+        self.0.op
+    }
+
+    /// The pid of the failing process in its own run, if a process failed.
+    pub fn pid(&self) -> Option<usize> {
+        self.0.path.last().copied()
+    }
+
+    /// The pids from the top-level run down to the failing process (empty when no process
+    /// failed). `[1, 3]` is process 3 of the nested run started by top-level process 1.
+    pub fn path(&self) -> &[usize] {
+        &self.0.path
+    }
+
+    /// The superstep (counted from 0 in the failing process's run) in which the failure happened.
+    pub fn superstep(&self) -> Option<u64> {
+        self.0.superstep
+    }
+
+    /// The explanation, without the operation/pid/superstep prefix.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    pub(crate) fn is_secondary(&self) -> bool {
+        self.0.kind == ErrorKind::Aborted
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let i = &self.0;
+        f.write_str(i.op)?;
+        if !i.path.is_empty() || i.superstep.is_some() {
+            f.write_str(" (")?;
+            if !i.path.is_empty() {
+                f.write_str("pid ")?;
+                for (n, p) in i.path.iter().enumerate() {
+                    if n > 0 {
+                        f.write_str("/")?;
+                    }
+                    write!(f, "{p}")?;
+                }
+            }
+            if let Some(s) = i.superstep {
+                if !i.path.is_empty() {
+                    f.write_str(", ")?;
+                }
+                write!(f, "superstep {s}")?;
+            }
+            f.write_str(")")?;
+        }
+        match i.kind {
+            ErrorKind::Abort => write!(f, ": aborted: {}", i.message),
+            ErrorKind::Panic => write!(f, ": panicked: {}", i.message),
+            _ => write!(f, ": {}", i.message),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Error({:?}: {self})", self.0.kind)
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_op_pid_superstep() {
+        let e = Error::new(
+            ErrorKind::Misuse,
+            "put",
+            vec![3],
+            Some(5),
+            "offset 96 + 16 bytes exceeds the 100 bytes pid 7 registered",
+        );
+        assert_eq!(
+            e.to_string(),
+            "put (pid 3, superstep 5): offset 96 + 16 bytes exceeds the 100 bytes pid 7 registered"
+        );
+        assert_eq!(e.pid(), Some(3));
+        let nested = Error::new(ErrorKind::Abort, "abort", vec![1, 2], Some(0), "boom");
+        assert_eq!(
+            nested.to_string(),
+            "abort (pid 1/2, superstep 0): aborted: boom"
+        );
+        let outside = Error::outside(ErrorKind::Misuse, "run", "p = 0");
+        assert_eq!(outside.to_string(), "run: p = 0");
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+}

@@ -1,0 +1,92 @@
+//! # mbsp — bulk synchronous parallel programming on shared-memory machines
+//!
+//! The BSPlib programming model (Hill et al. 1998) with the MulticoreBSP additions (Yzelman et
+//! al. 2014), in safe Rust. A program is a sequence of *supersteps* run by `p` processes (OS
+//! threads); communication requested in a superstep — remote writes ([`Ctx::put`]), remote reads
+//! ([`Ctx::get`]) and messages ([`Ctx::send`]) — takes effect at the next [`Ctx::sync`].
+//!
+//! ```
+//! // Every process puts its pid into the next process's registered buffer.
+//! let got = mbsp::run(4, |ctx| {
+//!     let inbox = ctx.push_reg(vec![0usize; 1])?;   // registration: valid after the next sync
+//!     ctx.sync()?;
+//!     let next = (ctx.pid() + 1) % ctx.nprocs();
+//!     ctx.put(next, &[ctx.pid()], &inbox, 0)?;      // copied now, delivered at the sync
+//!     ctx.sync()?;
+//!     Ok(ctx.local(&inbox)[0])
+//! })?;
+//! assert_eq!(got, vec![3, 0, 1, 2]);
+//! # Ok::<(), mbsp::Error>(())
+//! ```
+//!
+//! ## The primitives
+//!
+//! | BSPlib / MulticoreBSP | mbsp |
+//! |---|---|
+//! | `bsp_begin`/`bsp_end`, `bsp_init` | [`run`], [`Run`], nested: [`Ctx::run`] |
+//! | `bsp_nprocs`, `bsp_pid`, `bsp_time` | [`nprocs`] (outside a run), [`Ctx::nprocs`], [`Ctx::pid`], [`Ctx::time`] |
+//! | `bsp_sync`, `bsp_abort` | [`Ctx::sync`], [`Ctx::abort`] |
+//! | `bsp_push_reg`, `bsp_pop_reg` | [`Ctx::push_reg`] (→ [`Reg`]), [`Ctx::push_reg_empty`], [`Ctx::pop_reg`] |
+//! | `bsp_put`, `bsp_get` | [`Ctx::put`], [`Ctx::get`] (+ `_bytes` forms) |
+//! | `bsp_hpput`, `bsp_hpget`, `bsp_direct_get` | `unsafe` [`Ctx::hpput`], [`Ctx::hpget`], [`Ctx::direct_get`] |
+//! | `bsp_set_tagsize`, `bsp_send`, `bsp_hpsend` | [`Ctx::set_tagsize`], [`Ctx::send`], `unsafe` [`Ctx::hpsend`] |
+//! | `bsp_qsize`, `bsp_get_tag`, `bsp_move`, `bsp_hpmove` | [`Ctx::qsize`], [`Ctx::get_tag`], [`Ctx::move_message`], [`Ctx::hpmove`] |
+//!
+//! The `*_raw` methods name registered memory by address, as BSPlib does, for the C ABI.
+//!
+//! ## Safety model
+//!
+//! Registered memory is owned by the runtime ([`Reg`]) and accessed locally only through
+//! [`Ctx::local`] / [`Ctx::local_mut`], whose borrows end before the next `sync` (it takes
+//! `&mut self`). Every remote write is performed by the *receiving* process inside its sync, into
+//! its own memory, so buffered communication can never race with local code. The primitives that
+//! BSPlib defines as unbuffered (`hpput`, `hpget`, `hpsend`, `direct_get`) are `unsafe`: their
+//! correctness rests on the caller's promise not to touch the memory involved in the superstep.
+//!
+//! ## Errors
+//!
+//! Every primitive returns [`Result`]. Misuse (bad pid, unregistered area, out-of-bounds offset,
+//! registrations or tag sizes that differ between processes, a process ending while others
+//! sync...) yields an [`Error`] naming the primitive, the process, the superstep and the values,
+//! *and* ends the run: all processes stop promptly and [`run`] returns that error. Panics and
+//! [`Ctx::abort`] behave the same way.
+//!
+//! ## Cost
+//!
+//! A superstep without communication costs one barrier. Puts and messages cost one copy at the
+//! sender and one at the receiver (messages are then read in place); a superstep with puts and
+//! messages costs one barrier plus the copies, with gets or registration changes two barriers.
+
+#![warn(missing_docs)]
+
+mod arena;
+mod barrier;
+mod bsmp;
+mod ctx;
+mod drma;
+mod error;
+mod outbox;
+mod reg;
+mod registry;
+mod run;
+mod shim;
+mod sync;
+mod tree;
+
+pub use barrier::WaitPolicy;
+pub use bsmp::{Message, QueueSize};
+pub use ctx::Ctx;
+pub use error::{Error, ErrorKind, Result};
+pub use reg::Reg;
+pub use run::{Run, nprocs, run};
+
+/// Re-export of `bytemuck`, whose [`Pod`](bytemuck::Pod) trait bounds the element types of
+/// registered memory (derive it with `#[derive(bytemuck::Pod, bytemuck::Zeroable)]` on a
+/// `#[repr(C)]` struct).
+pub use bytemuck;
+
+/// Internals exposed for the loom model checks and the benchmarks; not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::barrier::{Aborted, Barrier, Outcome};
+}

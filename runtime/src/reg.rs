@@ -1,0 +1,214 @@
+//! Typed registered memory: [`Reg<T>`] and the local views of it.
+
+use crate::ctx::Ctx;
+use bytemuck::Pod;
+use std::sync::Arc;
+
+/// Memory owned by the runtime on behalf of one process. Freed when the last of the user's
+/// handle, the registration table and pending requests lets go.
+pub(crate) struct Storage<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the storage is plain memory; who may touch it when is governed by the sync protocol
+// and the borrow rules of `Ctx::local`/`Ctx::local_mut`.
+unsafe impl<T: Send> Send for Storage<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Storage<T> {}
+
+impl<T> Storage<T> {
+    pub(crate) fn new_from(data: Vec<T>) -> Self {
+        let b = data.into_boxed_slice();
+        let len = b.len();
+        Storage {
+            ptr: Box::into_raw(b) as *mut T,
+            len,
+        }
+    }
+}
+
+impl<T> Storage<T> {
+    pub(crate) fn ptr_u8(&self) -> *mut u8 {
+        self.ptr as *mut u8
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T> Drop for Storage<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from `Box::into_raw` of a boxed slice of this length.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+/// A registration of a process-local array of `T`, made with [`Ctx::push_reg`].
+///
+/// The handle names the registration slot (for puts and gets into or out of *any* process's
+/// memory registered in the same slot) and owns this process's memory in it. Read and write the
+/// local part with [`Ctx::local`] and [`Ctx::local_mut`]; those views cannot live across a
+/// [`Ctx::sync`], which is when other processes' communication lands.
+///
+/// `T` is any plain-old-data type ([`bytemuck::Pod`]): integers, floats, arrays and
+/// `#[repr(C)]` structs of them.
+pub struct Reg<T> {
+    pub(crate) slot: u32,
+    pub(crate) generation: u32,
+    pub(crate) run: u64,
+    pub(crate) owner: usize,
+    pub(crate) pushed_in: u64,
+    pub(crate) mem: Option<Arc<Storage<T>>>,
+}
+
+impl<T> Reg<T> {
+    /// Number of elements this process registered (0 for an empty registration).
+    pub fn len(&self) -> usize {
+        self.mem.as_ref().map_or(0, |m| m.len)
+    }
+
+    /// Whether this process registered no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether this is a null registration ([`Ctx::push_reg_empty`]): this process receives
+    /// nothing in this slot.
+    pub fn is_null(&self) -> bool {
+        self.mem.is_none()
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.mem
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |m| m.ptr as *mut u8)
+    }
+
+    pub(crate) fn keep(&self) -> Option<crate::registry::Keep>
+    where
+        T: Send + 'static,
+    {
+        self.mem
+            .as_ref()
+            .map(|m| m.clone() as crate::registry::Keep)
+    }
+
+    /// Take the memory back once nothing else can reach it: after the registration was popped
+    /// and that pop took effect at a sync, or after the run ended. Otherwise the handle is
+    /// returned unchanged.
+    ///
+    /// ```
+    /// let v = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u32; 3])?;
+    ///     ctx.sync()?;
+    ///     ctx.pop_reg(&x)?;
+    ///     ctx.sync()?;
+    ///     Ok(x.into_vec().ok().expect("popped and synced"))
+    /// }).unwrap();
+    /// assert_eq!(v, vec![vec![0, 0, 0], vec![1, 1, 1]]);
+    /// ```
+    pub fn into_vec(self) -> Result<Vec<T>, Reg<T>> {
+        let Some(mem) = self.mem else {
+            return Ok(Vec::new());
+        };
+        match Arc::try_unwrap(mem) {
+            Ok(storage) => {
+                let storage = std::mem::ManuallyDrop::new(storage);
+                // SAFETY: we own the storage; rebuild the box it came from without dropping it
+                // twice (ManuallyDrop).
+                let b = unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(storage.ptr, storage.len))
+                };
+                Ok(b.into_vec())
+            }
+            Err(mem) => Err(Reg {
+                mem: Some(mem),
+                ..self
+            }),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Reg<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reg")
+            .field("slot", &self.slot)
+            .field("owner", &self.owner)
+            .field("len", &self.len())
+            .field("pushed_in_superstep", &self.pushed_in)
+            .finish()
+    }
+}
+
+impl Ctx {
+    fn check_local<T>(&self, op: &'static str, reg: &Reg<T>) {
+        if reg.run != self.run.id || reg.owner != self.pid {
+            let e = self.misuse(
+                op,
+                format!(
+                    "this registration's memory belongs to pid {} of {} run; a process can only \
+                     access its own registered memory locally",
+                    reg.owner,
+                    if reg.run == self.run.id {
+                        "this"
+                    } else {
+                        "another"
+                    }
+                ),
+            );
+            panic!("{e}");
+        }
+    }
+
+    /// This process's registered elements, for reading.
+    ///
+    /// The view borrows `self`, so it ends before the next [`sync`](Ctx::sync).
+    ///
+    /// # Panics
+    /// If `reg` belongs to another process or run (the run then fails with that message).
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as f64; 4])?;
+    ///     assert_eq!(ctx.local(&x), &[ctx.pid() as f64; 4]);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[inline]
+    pub fn local<'a, T: Pod>(&'a self, reg: &'a Reg<T>) -> &'a [T] {
+        self.check_local("local", reg);
+        match &reg.mem {
+            // SAFETY: the owner's view; remote writes happen only inside `sync(&mut self)`
+            // (or through unsafe hp primitives whose callers promise not to touch it).
+            Some(m) => unsafe { std::slice::from_raw_parts(m.ptr, m.len) },
+            None => &[],
+        }
+    }
+
+    /// This process's registered elements, for reading and writing.
+    ///
+    /// # Panics
+    /// If `reg` belongs to another process or run.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let mut x = ctx.push_reg(vec![0u64; 4])?;
+    ///     ctx.local_mut(&mut x)[1] = 7;
+    ///     assert_eq!(ctx.local(&x), &[0, 7, 0, 0]);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub fn local_mut<'a, T: Pod>(&'a self, reg: &'a mut Reg<T>) -> &'a mut [T] {
+        self.check_local("local_mut", reg);
+        match &reg.mem {
+            // SAFETY: as in `local`; `&mut Reg` makes this the only view through the handle, and
+            // handles are not `Clone`.
+            Some(m) => unsafe { std::slice::from_raw_parts_mut(m.ptr, m.len) },
+            None => &mut [],
+        }
+    }
+}

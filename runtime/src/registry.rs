@@ -1,0 +1,224 @@
+//! Registration slots.
+//!
+//! BSPlib's registration sequence is a stack of slots shared by all processes, each slot holding
+//! one (address, size) per process. Because every process pushes and pops in the same order, a
+//! slot can be named by an index that every process computes identically: pushes take the most
+//! recently freed index (or a new one), pops free it at the sync. Each process owns a table of
+//! its own entries, indexed by slot; a put to pid `r` through slot `s` reads `r`'s entry `s`.
+//! A generation number per index tells a stale handle from a reused slot.
+//!
+//! A process's table is written only by its owner, inside the sync, between the first barrier
+//! and a second barrier that every sync with registration changes has; other processes read it
+//! only in computation phases. So plain memory suffices.
+
+use std::sync::Arc;
+
+/// Keeps the memory of a registered area alive while any process may still reach it.
+pub(crate) type Keep = Arc<dyn Send + Sync>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotState {
+    Free,
+    /// Registered with an address and a size (possibly 0).
+    Active,
+    /// Registered as "nothing here" (a null registration).
+    Empty,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
+    pub(crate) generation: u32,
+    pub(crate) state: SlotState,
+}
+
+const FREE: Entry = Entry {
+    ptr: std::ptr::null_mut(),
+    len: 0,
+    generation: 0,
+    state: SlotState::Free,
+};
+
+/// A registration change requested in the current superstep, applied at the next sync.
+pub(crate) enum RegOp {
+    Push {
+        slot: u32,
+        generation: u32,
+        ptr: *mut u8,
+        len: usize,
+        empty: bool,
+        keep: Option<Keep>,
+    },
+    Pop {
+        slot: u32,
+    },
+}
+
+impl RegOp {
+    /// The part that must agree between processes.
+    pub(crate) fn signature(&self) -> (bool, u32) {
+        match self {
+            RegOp::Push { slot, .. } => (true, *slot),
+            RegOp::Pop { slot } => (false, *slot),
+        }
+    }
+}
+
+/// Describe a sequence of registration calls for an error message.
+pub(crate) fn describe(ops: &[(bool, u32)]) -> String {
+    if ops.is_empty() {
+        return "no push_reg/pop_reg".into();
+    }
+    let parts: Vec<String> = ops
+        .iter()
+        .map(|&(push, slot)| {
+            format!(
+                "{} (slot {slot})",
+                if push { "push_reg" } else { "pop_reg" }
+            )
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// One process's registration entries.
+#[derive(Default)]
+pub(crate) struct RegTable {
+    entries: Vec<Entry>,
+    keep: Vec<Option<Keep>>,
+    /// Registered slots in push order (newest last), for lookups by address.
+    order: Vec<u32>,
+}
+
+impl RegTable {
+    #[inline]
+    pub(crate) fn entry(&self, slot: u32) -> &Entry {
+        self.entries.get(slot as usize).unwrap_or(&FREE)
+    }
+
+    /// The newest registered slot whose address is `addr`, skipping slots for which `skip`
+    /// holds (e.g. those already being popped). Null registrations match only if
+    /// `include_null` (they can be popped, but never name a communication target).
+    pub(crate) fn find_addr(
+        &self,
+        addr: *const u8,
+        include_null: bool,
+        skip: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        self.order.iter().rev().copied().find(|&s| {
+            let e = &self.entries[s as usize];
+            e.ptr as *const u8 == addr && (include_null || e.state == SlotState::Active) && !skip(s)
+        })
+    }
+
+    /// Number of registered slots.
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Apply one requested change. Popped memory goes to `graveyard`, to be dropped once no
+    /// process can reach it any more.
+    pub(crate) fn apply(&mut self, op: RegOp, graveyard: &mut Vec<Keep>) {
+        match op {
+            RegOp::Push {
+                slot,
+                generation,
+                ptr,
+                len,
+                empty,
+                keep,
+            } => {
+                let s = slot as usize;
+                if self.entries.len() <= s {
+                    self.entries.resize(s + 1, FREE);
+                    self.keep.resize_with(s + 1, || None);
+                }
+                self.entries[s] = Entry {
+                    ptr,
+                    len,
+                    generation,
+                    state: if empty {
+                        SlotState::Empty
+                    } else {
+                        SlotState::Active
+                    },
+                };
+                self.keep[s] = keep;
+                self.order.push(slot);
+            }
+            RegOp::Pop { slot } => {
+                let s = slot as usize;
+                self.entries[s].state = SlotState::Free;
+                self.entries[s].ptr = std::ptr::null_mut();
+                if let Some(k) = self.keep[s].take() {
+                    graveyard.push(k);
+                }
+                if let Some(pos) = self.order.iter().rposition(|&o| o == slot) {
+                    self.order.remove(pos);
+                }
+            }
+        }
+    }
+}
+
+/// The slot indices a process hands out; identical on every process that makes the same calls.
+#[derive(Default)]
+pub(crate) struct SlotAlloc {
+    free: Vec<u32>,
+    next: u32,
+}
+
+impl SlotAlloc {
+    pub(crate) fn alloc(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+
+    pub(crate) fn release(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn push(slot: u32, generation: u32, addr: usize, len: usize) -> RegOp {
+        RegOp::Push {
+            slot,
+            generation,
+            ptr: addr as *mut u8,
+            len,
+            empty: false,
+            keep: None,
+        }
+    }
+
+    #[test]
+    fn newest_registration_of_an_address_shadows_older_ones() {
+        let mut t = RegTable::default();
+        let mut g = Vec::new();
+        t.apply(push(0, 1, 0x1000, 8), &mut g);
+        t.apply(push(1, 1, 0x2000, 8), &mut g);
+        t.apply(push(2, 1, 0x1000, 4), &mut g);
+        assert_eq!(t.find_addr(0x1000 as *const u8, false, |_| false), Some(2));
+        assert_eq!(t.find_addr(0x1000 as *const u8, false, |s| s == 2), Some(0));
+        t.apply(RegOp::Pop { slot: 2 }, &mut g);
+        assert_eq!(t.find_addr(0x1000 as *const u8, false, |_| false), Some(0));
+        assert_eq!(t.entry(2).state, SlotState::Free);
+        assert_eq!(t.entry(99).state, SlotState::Free);
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn slot_allocation_reuses_freed_indices_deterministically() {
+        let mut a = SlotAlloc::default();
+        assert_eq!((a.alloc(), a.alloc(), a.alloc()), (0, 1, 2));
+        a.release(1);
+        a.release(0);
+        assert_eq!((a.alloc(), a.alloc(), a.alloc()), (0, 1, 3));
+    }
+}
