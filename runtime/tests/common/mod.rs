@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Run `f` on its own thread and fail the test if it has not finished after `secs` seconds.
+/// This is a hang detector (a hung run would otherwise stall CI), not a timing assertion:
+/// the limits are orders of magnitude above the expected run time.
+pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => h.join().expect("test body panicked"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match h.join() {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not finished after {secs} s"),
+    }
+}
+
+/// Expect `r` to be an error of `kind` from `op` naming `pid` (its last path element), in
+/// `superstep` (`""`/`None` = any), whose message contains every string of `needles`.
+pub fn expect_err<T: std::fmt::Debug>(
+    r: mbsp::Result<T>,
+    kind: mbsp::ErrorKind,
+    op: &str,
+    pid: Option<usize>,
+    superstep: Option<u64>,
+    needles: &[&str],
+) -> mbsp::Error {
+    let e = r.expect_err("expected the run to fail");
+    assert_eq!(e.kind(), kind, "kind of {e}");
+    if !op.is_empty() {
+        assert_eq!(e.op(), op, "op of {e}");
+    }
+    if pid.is_some() {
+        assert_eq!(e.pid(), pid, "pid of {e}");
+    }
+    if superstep.is_some() {
+        assert_eq!(e.superstep(), superstep, "superstep of {e}");
+    }
+    let text = e.to_string();
+    for n in needles {
+        assert!(text.contains(n), "{text:?} should mention {n:?}");
+    }
+    e
+}
