@@ -1,0 +1,330 @@
+//! `mbsp bench core`: the runtime's synchronisation and communication costs, side by side with
+//! baselines measured in the same process run.
+
+use crate::floor::SpinBarrier;
+use crate::stats::{Samples, gbs, ns};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Options of `mbsp bench core`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per figure (the median is reported).
+    pub samples: usize,
+    /// Time budget of one sample.
+    pub sample_time: Duration,
+    /// Bytes per process of the bulk put test.
+    pub bulk_bytes: usize,
+    /// Supersteps of the oversubscribed ring.
+    pub ring_steps: usize,
+    /// Process counts for the latency tables.
+    pub procs: Vec<usize>,
+}
+
+impl Options {
+    /// The full benchmark.
+    pub fn full() -> Self {
+        Options {
+            samples: 7,
+            sample_time: Duration::from_millis(60),
+            bulk_bytes: 16 << 20,
+            ring_steps: 20_000,
+            procs: vec![1, 2, 4],
+        }
+    }
+
+    /// A smoke-test sized run (seconds, not minutes; numbers are not meaningful).
+    pub fn quick() -> Self {
+        Options {
+            samples: 3,
+            sample_time: Duration::from_millis(3),
+            bulk_bytes: 1 << 20,
+            ring_steps: 1_000,
+            procs: vec![1, 2, 4],
+        }
+    }
+}
+
+/// Per-iteration nanoseconds, `samples` times, of a loop of `iters` iterations.
+type Measure<'a> = dyn Fn(usize, usize) -> Vec<f64> + 'a;
+
+/// Pick an iteration count that makes one sample last about `budget`, then sample.
+fn figure(o: &Options, measure: &Measure<'_>) -> Samples {
+    let probe = measure(32, 1)[0].max(1.0);
+    let iters = ((o.sample_time.as_nanos() as f64 / probe) as usize).clamp(16, 20_000_000);
+    Samples(measure(iters, o.samples))
+}
+
+fn per_iter(t: Instant, iters: usize) -> f64 {
+    t.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// Empty supersteps through mbsp.
+fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::run(p, |ctx| {
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            ctx.sync()?;
+            let t = Instant::now();
+            for _ in 0..iters {
+                ctx.sync()?;
+            }
+            out.push(per_iter(t, iters));
+        }
+        Ok(out)
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
+/// One-word put to the right neighbour, then sync.
+fn mbsp_put_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::run(p, |ctx| {
+        let right = (ctx.pid() + 1) % ctx.nprocs();
+        let x = ctx.push_reg(vec![0u64; 1])?;
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            ctx.sync()?;
+            let t = Instant::now();
+            for i in 0..iters {
+                ctx.put(right, &[i as u64], &x, 0)?;
+                ctx.sync()?;
+            }
+            out.push(per_iter(t, iters));
+        }
+        Ok(out)
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
+/// `p` scoped threads each running `body(thread, iters, samples)`; thread 0's samples.
+fn threads(
+    p: usize,
+    iters: usize,
+    samples: usize,
+    body: impl Fn(usize, usize, usize) -> Vec<f64> + Sync,
+) -> Vec<f64> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (1..p)
+            .map(|t| {
+                s.spawn({
+                    let body = &body;
+                    move || body(t, iters, samples)
+                })
+            })
+            .collect();
+        let r = body(0, iters, samples);
+        for h in hs {
+            h.join().unwrap();
+        }
+        r
+    })
+}
+
+fn floor_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    let b = SpinBarrier::new(p);
+    threads(p, iters, samples, |_, iters, samples| {
+        (0..samples)
+            .map(|_| {
+                b.wait();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    b.wait();
+                }
+                per_iter(t, iters)
+            })
+            .collect()
+    })
+}
+
+fn std_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    let b = Barrier::new(p);
+    threads(p, iters, samples, |_, iters, samples| {
+        (0..samples)
+            .map(|_| {
+                b.wait();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    b.wait();
+                }
+                per_iter(t, iters)
+            })
+            .collect()
+    })
+}
+
+/// Bulk put of `bytes` per process to the right neighbour, then sync; GB/s per process.
+fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, hp: bool) -> Vec<f64> {
+    mbsp::run(p, |ctx| {
+        let right = (ctx.pid() + 1) % ctx.nprocs();
+        let dst = ctx.push_reg(vec![0u8; bytes])?;
+        let src = vec![ctx.pid() as u8 + 1; bytes];
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            ctx.sync()?;
+            let t = Instant::now();
+            for _ in 0..iters {
+                if hp {
+                    // SAFETY: nobody else touches `dst` on `right` during the superstep, and
+                    // `src` is not modified.
+                    unsafe { ctx.hpput(right, &src, &dst, 0)? };
+                } else {
+                    ctx.put(right, &src, &dst, 0)?;
+                }
+                ctx.sync()?;
+            }
+            out.push(bytes as f64 / per_iter(t, iters));
+        }
+        let left = (ctx.pid() + ctx.nprocs() - 1) % ctx.nprocs();
+        assert!(
+            ctx.local(&dst).iter().all(|&b| b == left as u8 + 1),
+            "data arrived"
+        );
+        Ok(out)
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
+/// `t` threads each copying `bytes` from their own source to their own destination; GB/s per
+/// thread.
+fn memcpy(t: usize, bytes: usize, iters: usize, samples: usize) -> Vec<f64> {
+    let b = Barrier::new(t);
+    threads(t, iters, samples, |me, iters, samples| {
+        let src = vec![me as u8 + 1; bytes];
+        let mut dst = vec![0u8; bytes];
+        (0..samples)
+            .map(|_| {
+                b.wait();
+                let t0 = Instant::now();
+                for _ in 0..iters {
+                    dst.copy_from_slice(std::hint::black_box(&src));
+                    std::hint::black_box(&mut dst);
+                }
+                bytes as f64 / per_iter(t0, iters)
+            })
+            .collect()
+    })
+}
+
+/// Seconds for `steps` supersteps of a ring of one-word puts with `p` processes.
+fn ring(p: usize, steps: usize) -> f64 {
+    let t = Instant::now();
+    mbsp::run(p, |ctx| {
+        let right = (ctx.pid() + 1) % ctx.nprocs();
+        let x = ctx.push_reg(vec![0u64; 1])?;
+        ctx.sync()?;
+        for i in 0..steps {
+            ctx.put(right, &[i as u64], &x, 0)?;
+            ctx.sync()?;
+        }
+        Ok(())
+    })
+    .expect("benchmark run");
+    t.elapsed().as_secs_f64()
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// Run the benchmark and print the tables.
+pub fn run(o: &Options) {
+    let cores = mbsp::nprocs();
+    println!("mbsp bench core: {}", crate::machine::describe());
+    println!(
+        "{} samples per figure; shown: median [min–max]; ratios of medians measured in this run\n",
+        o.samples
+    );
+
+    println!("empty superstep (time per sync)");
+    println!(
+        "  {:>2}  {:<28} {:<28} {:<28} {:>10} {:>10}",
+        "p", "mbsp", "spin floor", "std Barrier", "mbsp/floor", "std/mbsp"
+    );
+    for &p in &o.procs {
+        let m = figure(o, &|i, s| mbsp_sync(p, i, s));
+        let f = figure(o, &|i, s| floor_sync(p, i, s));
+        let b = figure(o, &|i, s| std_sync(p, i, s));
+        println!(
+            "  {p:>2}  {:<28} {:<28} {:<28} {:>10.2} {:>10.1}{}",
+            m.show(ns),
+            f.show(ns),
+            b.show(ns),
+            m.median() / f.median(),
+            b.median() / m.median(),
+            if p > cores { "  (oversubscribed)" } else { "" }
+        );
+        if p == 2 {
+            println!(
+                "      target at p = 2: mbsp within 2x of the floor: {}",
+                verdict(m.median() <= 2.0 * f.median())
+            );
+        }
+    }
+
+    println!("\none-word put to the right neighbour + sync (time per superstep)");
+    println!("  {:>2}  {:<28} {:>14}", "p", "mbsp", "vs empty sync");
+    for &p in &o.procs {
+        let m = figure(o, &|i, s| mbsp_put_sync(p, i, s));
+        let e = figure(o, &|i, s| mbsp_sync(p, i, s));
+        println!(
+            "  {p:>2}  {:<28} {:>13.2}x",
+            m.show(ns),
+            m.median() / e.median()
+        );
+        if p == 2 {
+            println!(
+                "      target at p = 2: under 150 ns: {}",
+                verdict(m.median() < 150.0)
+            );
+        }
+    }
+
+    let mib = o.bulk_bytes as f64 / (1 << 20) as f64;
+    println!(
+        "\nbulk put of {mib:.0} MiB per process to its neighbour, then sync (GB/s per process)"
+    );
+    println!(
+        "  {:>2}  {:<22} {:<22} {:<22} {:<22} {:>9} {:>9}",
+        "p", "memcpy, 1 thread", "memcpy, p threads", "put", "hpput", "put/mcpy", "hp/mcpy"
+    );
+    for &p in o.procs.iter().filter(|&&p| p <= cores.max(2)) {
+        let bulk_iters =
+            |target: f64| ((target * 1e9 / (o.bulk_bytes as f64 / 4.0)) as usize).max(2);
+        let it = bulk_iters(o.sample_time.as_secs_f64());
+        let m1 = Samples(memcpy(1, o.bulk_bytes, it, o.samples));
+        let mp = Samples(memcpy(p, o.bulk_bytes, it, o.samples));
+        let put = Samples(mbsp_bulk(p, o.bulk_bytes, it, o.samples, false));
+        let hp = Samples(mbsp_bulk(p, o.bulk_bytes, it, o.samples, true));
+        println!(
+            "  {p:>2}  {:<22} {:<22} {:<22} {:<22} {:>8.0}% {:>8.0}%",
+            m1.show(gbs),
+            mp.show(gbs),
+            put.show(gbs),
+            hp.show(gbs),
+            100.0 * put.median() / mp.median(),
+            100.0 * hp.median() / mp.median()
+        );
+        if p == 2 {
+            println!(
+                "      targets at p = 2: buffered put >= 6 GB/s: {}; hpput >= 70% of memcpy (p threads): {}",
+                verdict(put.median() >= 6.0),
+                verdict(hp.median() >= 0.7 * mp.median())
+            );
+        }
+    }
+
+    println!(
+        "\nring of one-word puts, p = 4 on {cores} hardware threads, {} supersteps",
+        o.ring_steps
+    );
+    let r = Samples::collect(o.samples.min(5), || ring(4, o.ring_steps));
+    println!(
+        "  {} s per run ({:.1} µs per superstep); target (20 000 supersteps) under 2 s: {}",
+        r.show(|v| format!("{v:.3}")),
+        r.median() * 1e6 / o.ring_steps as f64,
+        verdict(r.median() * 20_000.0 / (o.ring_steps as f64) < 2.0)
+    );
+}

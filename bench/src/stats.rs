@@ -1,0 +1,68 @@
+//! Repeated measurements: median and spread.
+
+/// Samples of one figure (e.g. nanoseconds per superstep).
+#[derive(Clone, Debug)]
+pub struct Samples(pub Vec<f64>);
+
+impl Samples {
+    /// Collect `n` samples from `f`.
+    pub fn collect(n: usize, mut f: impl FnMut() -> f64) -> Samples {
+        Samples((0..n).map(|_| f()).collect())
+    }
+
+    /// The median.
+    pub fn median(&self) -> f64 {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    /// Smallest and largest sample.
+    pub fn range(&self) -> (f64, f64) {
+        let lo = self.0.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.0.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    }
+
+    /// "median [min–max]" with the given formatter.
+    pub fn show(&self, fmt: impl Fn(f64) -> String) -> String {
+        let (lo, hi) = self.range();
+        format!("{} [{}–{}]", fmt(self.median()), fmt(lo), fmt(hi))
+    }
+}
+
+/// Format nanoseconds compactly.
+pub fn ns(v: f64) -> String {
+    if v >= 100_000.0 {
+        format!("{:.0} µs", v / 1000.0)
+    } else if v >= 10_000.0 {
+        format!("{:.1} µs", v / 1000.0)
+    } else {
+        format!("{v:.0} ns")
+    }
+}
+
+/// Format a rate in GB/s.
+pub fn gbs(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_range() {
+        let s = Samples(vec![3.0, 1.0, 2.0]);
+        assert_eq!(s.median(), 2.0);
+        assert_eq!(s.range(), (1.0, 3.0));
+        assert_eq!(Samples(vec![1.0, 2.0, 3.0, 10.0]).median(), 2.5);
+    }
+}
