@@ -103,7 +103,7 @@ impl Ctx {
         // SAFETY: our own table, read outside a sync.
         let e = unsafe { self.run.table(self.pid) }.entry(reg.slot);
         let registered = e.state != SlotState::Free && e.generation == reg.generation;
-        if !pending_push.is_some() && !registered {
+        if pending_push.is_none() && !registered {
             return Err(self.misuse(
                 "pop_reg",
                 format!(
@@ -549,7 +549,7 @@ impl Ctx {
     pub fn pop_reg_raw(&self, ptr: *const u8) -> Result<()> {
         self.live("pop_reg")?;
         let slot = self
-            .pending_push(|_, _, p| p as *const u8 == ptr)
+            .pending_push(|_, _, p| std::ptr::eq(p, ptr))
             .or_else(|| {
                 let st = self.st.borrow();
                 let popping = |s: u32| {
@@ -573,7 +573,7 @@ impl Ctx {
         if let Some(s) = t.find_addr(ptr, false, |_| false) {
             return Ok((s, t.entry(s).generation));
         }
-        let pending = self.pending_push(|_, _, p| p as *const u8 == ptr).is_some();
+        let pending = self.pending_push(|_, _, p| std::ptr::eq(p, ptr)).is_some();
         Err(self.misuse(
             op,
             if pending {

@@ -108,7 +108,7 @@ impl RegTable {
     ) -> Option<u32> {
         self.order.iter().rev().copied().find(|&s| {
             let e = &self.entries[s as usize];
-            e.ptr as *const u8 == addr && (include_null || e.state == SlotState::Active) && !skip(s)
+            std::ptr::eq(e.ptr, addr) && (include_null || e.state == SlotState::Active) && !skip(s)
         })
     }
 

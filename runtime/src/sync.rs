@@ -82,7 +82,8 @@ impl Ctx {
             st.queue.cur_msg = 0;
         }
         if g == 0 {
-            return Ok(self.finish_sync());
+            self.finish_sync();
+            return Ok(());
         }
 
         let sent_tagsize = self.st.get_mut().tagsize;
@@ -116,7 +117,8 @@ impl Ctx {
             }
             st.getbuf.clear();
         }
-        Ok(self.finish_sync())
+        self.finish_sync();
+        Ok(())
     }
 
     fn finish_sync(&mut self) {

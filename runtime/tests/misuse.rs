@@ -47,12 +47,11 @@ fn put_and_get_through_a_popped_registration() {
 fn raw_put_and_get_of_an_unregistered_address() {
     within(60, || {
         let r = run(2, |ctx| {
-            let mut buf = [0u8; 8];
+            let buf = [0u8; 8];
             if ctx.pid() == 0 {
                 ctx.put_raw(1, &[1, 2], buf.as_ptr(), 0)?;
             }
             ctx.sync()?;
-            buf[0] = 1;
             Ok(())
         });
         expect_err(r, Misuse, "put", Some(0), Some(0), &["is not registered"]);

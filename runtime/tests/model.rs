@@ -9,6 +9,8 @@
 //! BSPlib leaves the outcome open (overlapping writes in one superstep), the model accepts any of
 //! the written values per byte and continues from what the runtime produced.
 
+#![allow(clippy::needless_range_loop)] // indices name pids, buffers and bytes of the model
+
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

@@ -1,0 +1,68 @@
+//! Each example runs to completion (they check their own results) with a few process counts,
+//! including more processes than hardware threads.
+
+use std::process::Command;
+
+fn run(bin: &str, args: &[&str]) -> String {
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .expect("start example");
+    assert!(
+        out.status.success(),
+        "{bin} {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn hello() {
+    let out = run(env!("CARGO_BIN_EXE_hello"), &["3"]);
+    assert_eq!(out.lines().count(), 3);
+    assert!(out.contains("Hello BSP Worldwide from process 2 of 3"));
+}
+
+#[test]
+fn inner_product() {
+    for p in ["1", "3", "8"] {
+        let out = run(env!("CARGO_BIN_EXE_inner_product"), &["10000", p]);
+        assert!(out.contains(&format!("p = {p}")));
+    }
+}
+
+#[test]
+fn reverse() {
+    let out = run(env!("CARGO_BIN_EXE_reverse"), &["5"]);
+    assert!(out.contains("process 0 now holds 104"));
+}
+
+#[test]
+fn put_array() {
+    for p in ["1", "2", "4", "8"] {
+        run(env!("CARGO_BIN_EXE_put_array"), &["4096", p]);
+    }
+}
+
+#[test]
+fn put_array_aborts_on_indivisible_sizes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_put_array"))
+        .args(["10", "3"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("put_array: n=10 not divisible by p=3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sparse_allgather() {
+    for p in ["1", "3", "6"] {
+        let out = run(env!("CARGO_BIN_EXE_sparse_allgather"), &["1000", p]);
+        assert!(out.contains("143 nonzeros on every process"), "{out}");
+    }
+}
