@@ -76,6 +76,12 @@ impl Arena {
         unsafe { std::slice::from_raw_parts(self.base().add(off), n) }
     }
 
+    /// Bytes in use (always a multiple of 8).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.len = 0;

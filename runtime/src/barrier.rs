@@ -1,16 +1,23 @@
-//! The barrier of one run: a centralised counter barrier that also combines flags.
+//! The barrier of one run: a dissemination barrier that ORs flags along the way.
 //!
-//! Every process adds 1 to one arrival word (and 2^32 if it is ending its SPMD function).
-//! The last arriver resets the word, publishes the OR of the arrivals' flags and the number of
-//! ending arrivals, and bumps the release word. Waiters spin on the release word, then yield,
-//! then sleep on it as on a futex: this keeps the empty superstep at one atomic add plus one
-//! cache-line transfer, and keeps oversubscribed runs (more processes than cores) from burning
-//! the time slices of the processes they wait for.
+//! In round `k` (of ⌈log₂ p⌉) process `i` publishes, in its own cache line, the episode number
+//! and the OR of the flags it has seen so far, then waits for process `i - 2^k` (mod p) to
+//! publish the same episode in its round-`k` line. After the last round every process has
+//! (transitively) heard from every other, so it knows that all have arrived and the OR of all
+//! flags. The critical path is ⌈log₂ p⌉ cache-line transfers, one per round, with no line
+//! written by more than one process — against p serialized atomic additions on one line for a
+//! central counter (two transfers minimum even for p = 2).
 //!
-//! Abort sets bit 0 of the release word (epochs count in steps of 2, so they never touch it) and
-//! wakes all sleepers; every waiter returns [`Aborted`].
+//! Each round line holds two words, used in alternate episodes: a process can only write a
+//! round-`k` word again two episodes later, after everybody has finished the episode in between
+//! and so has read the earlier value.
+//!
+//! Waiting spins, then yields, then sleeps on one futex word per barrier, which writers bump
+//! (and wake) only when someone sleeps. Abort sets a flag and bumps the same word.
 
-use crate::shim::{AtomicU32, AtomicU64, Ordering, spin_hint, wait_while, wake_all, yield_now};
+use crate::shim::{
+    AtomicBool, AtomicU32, AtomicU64, Ordering, spin_hint, wait_while, wake_all, yield_now,
+};
 use crossbeam_utils::CachePadded;
 
 /// Someone in this superstep issued a put, send, hpsend or hpput.
@@ -22,9 +29,10 @@ pub(crate) const FLAG_REGS: u32 = 4;
 /// Someone called `set_tagsize`.
 pub(crate) const FLAG_TAGS: u32 = 8;
 
-const ABORT: u32 = 1;
-const EPOCH_STEP: u32 = 2;
-const END_UNIT: u64 = 1 << 32;
+/// Internal flags: the arrival was (not) the end of the process's SPMD function.
+const ENDED: u32 = 1 << 30;
+const SYNCED: u32 = 1 << 31;
+const USER_FLAGS: u32 = ENDED - 1;
 
 /// How long a waiting thread spins and yields before it sleeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,157 +44,212 @@ pub struct WaitPolicy {
 }
 
 impl WaitPolicy {
-    /// The default for `p` runnable threads on `cores` hardware threads: spin long when every
-    /// process has its own core (the awaited process is running), barely when oversubscribed
-    /// (the awaited process probably needs this core).
+    /// The default for `p` runnable threads on `cores` hardware threads: spin for about 10 µs
+    /// when every process has its own core (the awaited process is running and usually arrives
+    /// within a few hundred nanoseconds), about 0.5 µs when oversubscribed (the awaited process
+    /// probably needs this core); then yield up to 100 (resp. 50) times; then sleep.
     pub fn for_load(p: usize, cores: usize) -> Self {
         if p <= cores {
-            WaitPolicy {
-                spins: 20_000,
-                yields: 2_000,
-            }
+            Self::from_budget(std::time::Duration::from_micros(10), 100)
         } else {
-            WaitPolicy {
-                spins: 50,
-                yields: 200,
-            }
+            Self::from_budget(std::time::Duration::from_nanos(500), 50)
+        }
+    }
+
+    /// Spin for about `spin` (converted to iterations with this machine's measured cost of one
+    /// pause hint), then yield `yields` times.
+    pub fn from_budget(spin: std::time::Duration, yields: u32) -> Self {
+        let spins = (spin.as_nanos() as f64 / pause_ns()).ceil();
+        WaitPolicy {
+            spins: spins.clamp(1.0, 1e6) as u32,
+            yields,
         }
     }
 }
 
-/// What the last arriver saw: the OR of all arrivals' flags and how many arrivals were ends.
+/// The cost of one `spin_loop` hint on this machine, measured once (a pause takes 1 ns on some
+/// x86 cores and 30+ ns on others, so iteration counts must be calibrated).
+fn pause_ns() -> f64 {
+    static COST: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *COST.get_or_init(|| {
+        let n = 4000;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::spin_loop();
+        }
+        (t.elapsed().as_nanos() as f64 / n as f64).max(0.5)
+    })
+}
+
+/// What the processes brought to one barrier episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome {
-    /// OR of the flags passed to [`Barrier::wait`] by every process this round.
+    /// OR of the flags passed to [`Barrier::wait`] by every process.
     pub flags: u32,
-    /// How many processes arrived with `ending = true`.
-    pub ends: u32,
+    /// Some process arrived with `ending = true`.
+    pub some_ended: bool,
+    /// Every process arrived with `ending = true`.
+    pub all_ended: bool,
 }
 
 /// The run was aborted while (or before) waiting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Aborted;
 
-struct ReleaseLine {
-    word: AtomicU32,
-    result: AtomicU64,
-    sleepers: AtomicU32,
+/// One process's view of a barrier: its pid, how many episodes it has passed, and its current
+/// spin budget.
+///
+/// The budget adapts: a wait that ends while spinning lets it grow back towards the policy's
+/// maximum; a wait that had to yield or sleep halves it. So a process whose partners are
+/// descheduled (oversubscription, a noisy machine) soon stops burning its time slice on
+/// spinning, and returns to spinning once partners arrive promptly again.
+#[derive(Debug)]
+pub struct Member {
+    pid: usize,
+    episode: u32,
+    spins: u32,
 }
 
-/// A flag-combining barrier for a fixed number of processes.
+/// The smallest adaptive spin budget.
+const MIN_SPINS: u32 = 8;
+
+impl Member {
+    /// Process `pid`'s membership (each process must use exactly one).
+    pub fn new(pid: usize) -> Self {
+        Member {
+            pid,
+            episode: 0,
+            spins: u32::MAX,
+        }
+    }
+}
+
+/// Wakes sleepers; bumped by writers only while someone sleeps.
+struct Sleep {
+    word: AtomicU32,
+    sleepers: AtomicU32,
+    aborted: AtomicBool,
+}
+
+/// A flag-combining dissemination barrier for a fixed number of processes.
 pub struct Barrier {
-    p: u32,
-    arrive: CachePadded<AtomicU64>,
-    flags: CachePadded<AtomicU32>,
-    release: CachePadded<ReleaseLine>,
+    p: usize,
+    rounds: usize,
+    /// Round `k` of process `i` at `i * rounds + k`: `[episode << 32 | flags; 2]` by parity.
+    lines: Box<[CachePadded<[AtomicU64; 2]>]>,
+    sleep: CachePadded<Sleep>,
     policy: WaitPolicy,
 }
 
 impl Barrier {
-    /// A barrier for `p` processes (1 ≤ p < 2^32).
+    /// A barrier for `p ≥ 1` processes.
     pub fn new(p: usize, policy: WaitPolicy) -> Self {
-        assert!(p >= 1 && p < u32::MAX as usize, "barrier size {p}");
+        assert!(p >= 1, "barrier of 0 processes");
+        let rounds = p.next_power_of_two().trailing_zeros() as usize;
         Barrier {
-            p: p as u32,
-            arrive: CachePadded::new(AtomicU64::new(0)),
-            flags: CachePadded::new(AtomicU32::new(0)),
-            release: CachePadded::new(ReleaseLine {
+            p,
+            rounds,
+            lines: (0..p * rounds)
+                .map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]))
+                .collect(),
+            sleep: CachePadded::new(Sleep {
                 word: AtomicU32::new(0),
-                result: AtomicU64::new(0),
                 sleepers: AtomicU32::new(0),
+                aborted: AtomicBool::new(false),
             }),
             policy,
         }
     }
 
-    /// Arrive with `flags`, wait for all `p` processes, and return the combined outcome.
-    pub fn wait(&self, flags: u32, ending: bool) -> Result<Outcome, Aborted> {
-        // Read the epoch before arriving: it cannot change until this process has arrived.
-        let seen = self.release.word.load(Ordering::Acquire);
-        if seen & ABORT != 0 {
+    /// Arrive with `flags` (bits below 2^30), wait for all processes, and return what they
+    /// brought.
+    pub fn wait(&self, me: &mut Member, flags: u32, ending: bool) -> Result<Outcome, Aborted> {
+        debug_assert!(flags <= USER_FLAGS);
+        if self.sleep.aborted.load(Ordering::Relaxed) {
             return Err(Aborted);
         }
-        if flags != 0 {
-            // Published to the last arriver by the AcqRel add below.
-            self.flags.fetch_or(flags, Ordering::Relaxed);
-        }
-        let add = 1 + if ending { END_UNIT } else { 0 };
-        let old = self.arrive.fetch_add(add, Ordering::AcqRel);
-        if (old as u32) + 1 == self.p {
-            let total = old + add;
-            let out = Outcome {
-                flags: self.flags.swap(0, Ordering::Relaxed),
-                ends: (total >> 32) as u32,
-            };
-            // Nobody arrives for the next round before seeing the new epoch, so resetting
-            // here (ordered before the release below) is safe.
-            self.arrive.store(0, Ordering::Relaxed);
-            self.release.result.store(
-                out.flags as u64 | ((out.ends as u64) << 32),
-                Ordering::Relaxed,
-            );
-            let prev = self.release.word.fetch_add(EPOCH_STEP, Ordering::SeqCst);
-            if self.release.sleepers.load(Ordering::SeqCst) != 0 {
-                wake_all(&self.release.word);
+        me.episode = me.episode.wrapping_add(1);
+        me.spins = me.spins.min(self.policy.spins);
+        let (e, parity) = (me.episode, (me.episode & 1) as usize);
+        let mut acc = flags | if ending { ENDED } else { SYNCED };
+        for k in 0..self.rounds {
+            let word = ((e as u64) << 32) | acc as u64;
+            // SeqCst: ordered before the sleepers check below (see `sleep_until`).
+            self.lines[me.pid * self.rounds + k][parity].store(word, Ordering::SeqCst);
+            if self.sleep.sleepers.load(Ordering::SeqCst) != 0 {
+                self.sleep.word.fetch_add(1, Ordering::SeqCst);
+                wake_all(&self.sleep.word);
             }
-            if prev & ABORT != 0 {
-                return Err(Aborted);
-            }
-            return Ok(out);
+            let from = (me.pid + self.p - (1 << k) % self.p) % self.p;
+            let line = &self.lines[from * self.rounds + k][parity];
+            let got = self.await_episode(line, e, &mut me.spins)?;
+            acc |= got as u32;
         }
-        self.await_release(seen)
+        Ok(Outcome {
+            flags: acc & USER_FLAGS,
+            some_ended: acc & ENDED != 0,
+            all_ended: acc & SYNCED == 0,
+        })
     }
 
-    fn await_release(&self, seen: u32) -> Result<Outcome, Aborted> {
-        let word = &self.release.word;
-        for _ in 0..self.policy.spins {
-            let w = word.load(Ordering::Acquire);
-            if w != seen {
-                return self.finish(w);
+    /// Wait until `line` holds episode `e`; return the word.
+    #[inline]
+    fn await_episode(&self, line: &AtomicU64, e: u32, spins: &mut u32) -> Result<u64, Aborted> {
+        let ready = || {
+            let w = line.load(Ordering::Acquire);
+            ((w >> 32) as u32 == e).then_some(w)
+        };
+        for _ in 0..*spins {
+            if let Some(w) = ready() {
+                *spins = (*spins + *spins / 8 + 1).min(self.policy.spins);
+                return Ok(w);
             }
             spin_hint();
         }
+        *spins = (*spins / 2).max(MIN_SPINS.min(self.policy.spins));
         for _ in 0..self.policy.yields {
-            let w = word.load(Ordering::Acquire);
-            if w != seen {
-                return self.finish(w);
+            if let Some(w) = ready() {
+                return Ok(w);
+            }
+            if self.sleep.aborted.load(Ordering::Relaxed) {
+                return Err(Aborted);
             }
             yield_now();
         }
-        // Sleep. Announcing ourselves (SeqCst) before re-reading the word pairs with the
-        // releaser's SeqCst bump-then-read-sleepers: one of the two sees the other.
-        self.release.sleepers.fetch_add(1, Ordering::SeqCst);
-        let w = loop {
-            let w = word.load(Ordering::SeqCst);
-            if w != seen {
-                break w;
-            }
-            wait_while(word, seen);
-        };
-        self.release.sleepers.fetch_sub(1, Ordering::Relaxed);
-        self.finish(w)
+        self.sleep_until(ready)
     }
 
-    fn finish(&self, w: u32) -> Result<Outcome, Aborted> {
-        if w & ABORT != 0 {
-            return Err(Aborted);
-        }
-        let r = self.release.result.load(Ordering::Relaxed);
-        Ok(Outcome {
-            flags: r as u32,
-            ends: (r >> 32) as u32,
-        })
+    /// Sleep on the futex word until `ready` or abort. Announcing ourselves (SeqCst) before
+    /// re-checking pairs with the writers' SeqCst store-then-read-sleepers: either the writer
+    /// sees a sleeper and bumps the word, or we see its write.
+    #[cold]
+    fn sleep_until(&self, ready: impl Fn() -> Option<u64>) -> Result<u64, Aborted> {
+        let s = &*self.sleep;
+        s.sleepers.fetch_add(1, Ordering::SeqCst);
+        let r = loop {
+            let seen = s.word.load(Ordering::SeqCst);
+            if let Some(w) = ready() {
+                break Ok(w);
+            }
+            if s.aborted.load(Ordering::SeqCst) {
+                break Err(Aborted);
+            }
+            wait_while(&s.word, seen);
+        };
+        s.sleepers.fetch_sub(1, Ordering::SeqCst);
+        r
     }
 
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].
     pub fn abort(&self) {
-        self.release.word.fetch_or(ABORT, Ordering::SeqCst);
-        wake_all(&self.release.word);
+        self.sleep.aborted.store(true, Ordering::SeqCst);
+        self.sleep.word.fetch_add(1, Ordering::SeqCst);
+        wake_all(&self.sleep.word);
     }
 
     /// Whether [`abort`](Self::abort) was called.
     pub fn is_aborted(&self) -> bool {
-        self.release.word.load(Ordering::Relaxed) & ABORT != 0
+        self.sleep.aborted.load(Ordering::Relaxed)
     }
 
     /// The waiting policy.
@@ -227,64 +290,73 @@ pub(crate) fn wait_until(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+
+    const SLEEPY: WaitPolicy = WaitPolicy {
+        spins: 0,
+        yields: 0,
+    };
 
     fn policies() -> [WaitPolicy; 2] {
-        [
-            WaitPolicy::for_load(1, 64),
-            WaitPolicy {
-                spins: 0,
-                yields: 0,
-            },
-        ]
+        [WaitPolicy::for_load(1, 64), SLEEPY]
+    }
+
+    /// Every process arrives `rounds` times; in round r, pid q raises bit q iff r % (q+1) == 0.
+    fn flags_round_trip(p: usize, rounds: u32, policy: WaitPolicy) {
+        let b = Barrier::new(p, policy);
+        std::thread::scope(|s| {
+            for pid in 0..p {
+                let b = &b;
+                s.spawn(move || {
+                    let mut me = Member::new(pid);
+                    for round in 0..rounds {
+                        let bit = |q: usize| {
+                            if round % (q as u32 + 1) == 0 {
+                                1 << (q % 30)
+                            } else {
+                                0
+                            }
+                        };
+                        let out = b.wait(&mut me, bit(pid), false).unwrap();
+                        let want = (0..p).fold(0, |acc, q| acc | bit(q));
+                        assert_eq!(out.flags, want, "p {p} round {round}");
+                        assert!(!out.some_ended && !out.all_ended);
+                    }
+                    let out = b.wait(&mut me, 0, pid % 2 == 0).unwrap();
+                    assert!(out.some_ended);
+                    assert_eq!(out.all_ended, p == 1);
+                    let out = b.wait(&mut me, 0, true).unwrap();
+                    assert!(out.some_ended && out.all_ended);
+                });
+            }
+        });
     }
 
     #[test]
-    fn combines_flags_and_ends_over_many_rounds() {
+    fn combines_flags_and_ends_for_many_sizes() {
         for policy in policies() {
-            let p = 4;
-            let b = Arc::new(Barrier::new(p, policy));
-            std::thread::scope(|s| {
-                for pid in 0..p {
-                    let b = &b;
-                    s.spawn(move || {
-                        for round in 0..2000u32 {
-                            // pid contributes bit (pid) in rounds where round % (pid+1) == 0
-                            let mine = if round % (pid as u32 + 1) == 0 {
-                                1 << pid
-                            } else {
-                                0
-                            };
-                            let out = b.wait(mine, false).unwrap();
-                            let want: u32 = (0..p as u32)
-                                .filter(|q| round % (q + 1) == 0)
-                                .map(|q| 1 << q)
-                                .sum();
-                            assert_eq!(out.flags, want, "round {round}");
-                            assert_eq!(out.ends, 0);
-                        }
-                        let out = b.wait(0, pid % 2 == 0).unwrap();
-                        assert_eq!(out.ends, 2);
-                    });
-                }
-            });
+            for p in [1, 2, 3, 4, 5, 7, 8, 13] {
+                flags_round_trip(p, 300, policy);
+            }
         }
     }
 
     #[test]
+    fn a_hundred_processes() {
+        flags_round_trip(100, 20, WaitPolicy::for_load(100, mbsp_cores()));
+    }
+
+    fn mbsp_cores() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    #[test]
     fn abort_wakes_sleeping_waiters() {
-        let b = Arc::new(Barrier::new(
-            3,
-            WaitPolicy {
-                spins: 0,
-                yields: 0,
-            },
-        ));
+        let b = Barrier::new(3, SLEEPY);
         std::thread::scope(|s| {
             let h: Vec<_> = (0..2)
-                .map(|_| {
+                .map(|pid| {
                     let b = &b;
-                    s.spawn(move || b.wait(0, false))
+                    s.spawn(move || b.wait(&mut Member::new(pid), 0, false))
                 })
                 .collect();
             std::thread::sleep(std::time::Duration::from_millis(50));
@@ -293,15 +365,17 @@ mod tests {
                 assert_eq!(h.join().unwrap(), Err(Aborted));
             }
         });
-        assert_eq!(b.wait(0, false), Err(Aborted));
+        assert_eq!(b.wait(&mut Member::new(2), 0, false), Err(Aborted));
+        assert!(b.is_aborted());
     }
 
     #[test]
     fn single_process_barrier_returns_immediately() {
         let b = Barrier::new(1, WaitPolicy::for_load(1, 1));
+        let mut me = Member::new(0);
         for _ in 0..10 {
-            assert_eq!(b.wait(FLAG_GETS, false).unwrap().flags, FLAG_GETS);
+            assert_eq!(b.wait(&mut me, FLAG_GETS, false).unwrap().flags, FLAG_GETS);
         }
-        assert_eq!(b.wait(0, true).unwrap().ends, 1);
+        assert!(b.wait(&mut me, 0, true).unwrap().all_ended);
     }
 }

@@ -158,8 +158,8 @@ impl Ctx {
         }
     }
 
-    /// The first message of the queue, as (outbox, index, tag size).
-    fn head(&self) -> Option<(&Outbox, usize, usize)> {
+    /// The first message of the queue and the offset of the one after it in the same outbox.
+    fn head(&self) -> Option<(Message<'_>, Option<usize>)> {
         let st = self.st.borrow();
         let q = &st.queue;
         if q.left == 0 {
@@ -168,18 +168,19 @@ impl Ctx {
         // SAFETY: queued outboxes belong to this run (kept alive by `self.run`) and their
         // senders do not modify them before this process's next sync, which needs `&mut self`.
         let ob: &Outbox = unsafe { &*q.srcs[q.cur_src] };
-        Some((ob, q.cur_msg, q.tagsize))
+        let (tag, payload, next) = ob.message(q.cur_off, q.tagsize);
+        Some((Message { tag, payload }, next))
     }
 
-    fn advance(&self, payload_len: usize) {
+    fn advance(&self, payload_len: usize, next: Option<usize>) {
         let mut st = self.st.borrow_mut();
         let q = &mut st.queue;
-        // SAFETY: as in `head`.
-        let n = unsafe { (*q.srcs[q.cur_src]).msgs.len() };
-        q.cur_msg += 1;
-        if q.cur_msg == n {
-            q.cur_msg = 0;
-            q.cur_src += 1;
+        match next {
+            Some(off) => q.cur_off = off,
+            None => {
+                q.cur_src += 1;
+                q.cur_off = 0;
+            }
         }
         q.left -= 1;
         q.left_bytes -= payload_len;
@@ -187,10 +188,7 @@ impl Ctx {
 
     /// Look at the first message without removing it.
     pub fn peek(&self) -> Option<Message<'_>> {
-        self.head().map(|(ob, i, t)| {
-            let (tag, payload) = ob.message(i, t);
-            Message { tag, payload }
-        })
+        self.head().map(|(m, _)| m)
     }
 
     /// BSPlib's `bsp_get_tag`: the payload length and the tag of the first message, or `None`
@@ -203,19 +201,18 @@ impl Ctx {
     /// `buf.len()`; an empty `buf` just drops the message), remove it from the queue, and return
     /// its full payload length; `None` if the queue is empty.
     pub fn move_message(&self, buf: &mut [u8]) -> Option<usize> {
-        let m = self.peek()?;
+        let (m, next) = self.head()?;
         let n = m.payload.len().min(buf.len());
         buf[..n].copy_from_slice(&m.payload[..n]);
-        let len = m.payload.len();
-        self.advance(len);
-        Some(len)
+        self.advance(m.payload.len(), next);
+        Some(m.payload.len())
     }
 
     /// BSPlib's `bsp_hpmove`: remove the first message from the queue and lend its tag and
     /// payload in place until the next sync; `None` if the queue is empty.
     pub fn hpmove(&self) -> Option<Message<'_>> {
-        let m = self.peek()?;
-        self.advance(m.payload.len());
+        let (m, next) = self.head()?;
+        self.advance(m.payload.len(), next);
         Some(m)
     }
 }

@@ -17,7 +17,7 @@
 //!   no receiver passes before it is done reading.
 //! * `coll[q]`: like `out[q]`, read by others right after the first barrier.
 
-use crate::barrier::{Barrier, WaitPolicy};
+use crate::barrier::{Barrier, Member, WaitPolicy};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::registry::{Keep, RegOp, RegTable, SlotAlloc};
@@ -42,10 +42,8 @@ pub(crate) struct Coll {
 
 pub(crate) struct ProcShared {
     pub(crate) regs: UnsafeCell<RegTable>,
-    pub(crate) out: [UnsafeCell<Vec<Option<Box<Outbox>>>>; 2],
+    pub(crate) out: [UnsafeCell<Vec<Option<Box<CachePadded<Outbox>>>>>; 2],
     pub(crate) coll: [UnsafeCell<Coll>; 2],
-    /// Bit `s` set: sender `s` wrote an outbox for us in a superstep of this parity.
-    pub(crate) inbox: CachePadded<[Box<[AtomicU64]>; 2]>,
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
@@ -60,8 +58,6 @@ unsafe impl Send for ProcShared {}
 
 impl ProcShared {
     fn new(p: usize) -> Self {
-        let words = p.div_ceil(64);
-        let mask = || (0..words).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
         let outs = || UnsafeCell::new((0..p).map(|_| None).collect::<Vec<_>>());
         ProcShared {
             regs: UnsafeCell::new(RegTable::default()),
@@ -70,7 +66,6 @@ impl ProcShared {
                 UnsafeCell::new(Coll::default()),
                 UnsafeCell::new(Coll::default()),
             ],
-            inbox: CachePadded::new([mask(), mask()]),
             done: CachePadded::new(AtomicU64::new(0)),
             ended: AtomicBool::new(false),
         }
@@ -146,7 +141,8 @@ pub(crate) struct Queue {
     pub(crate) srcs: Vec<*const Outbox>,
     pub(crate) tagsize: usize,
     pub(crate) cur_src: usize,
-    pub(crate) cur_msg: usize,
+    /// Byte offset of the current message in `srcs[cur_src]`'s message records.
+    pub(crate) cur_off: usize,
     pub(crate) left: usize,
     pub(crate) left_bytes: usize,
 }
@@ -181,6 +177,7 @@ pub struct Ctx {
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
     pub(crate) flags: Cell<u32>,
+    pub(crate) member: Member,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -197,6 +194,7 @@ impl Ctx {
             start: Instant::now(),
             st: RefCell::new(Local::default()),
             flags: Cell::new(0),
+            member: Member::new(pid),
             _not_send: PhantomData,
         }
     }
@@ -337,8 +335,8 @@ impl Ctx {
         &self.run.procs[self.pid]
     }
 
-    /// This process's outbox for `pid` in the current superstep, cleared on first use and
-    /// announced to the receiver.
+    /// This process's outbox for `pid` in the current superstep, cleared on first use (the
+    /// receiver recognises it as fresh by its stamp).
     #[inline]
     #[allow(clippy::mut_from_ref)]
     pub(crate) fn outbox(&self, pid: usize) -> &mut Outbox {
@@ -351,8 +349,6 @@ impl Ctx {
         if ob.stamp != self.step + 1 {
             ob.clear();
             ob.stamp = self.step + 1;
-            let bit = 1u64 << (self.pid % 64);
-            self.run.procs[pid].inbox[q][self.pid / 64].fetch_or(bit, Ordering::Relaxed);
         }
         ob
     }

@@ -88,5 +88,5 @@ pub use bytemuck;
 /// Internals exposed for the loom model checks and the benchmarks; not a stable API.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::barrier::{Aborted, Barrier, Outcome};
+    pub use crate::barrier::{Aborted, Barrier, Member, Outcome};
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! sync, superstep k, parity q = k mod 2
 //!   copy hpsend payloads into outboxes; publish registration/tag-size requests (coll[q])
-//!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and counts ending processes
+//!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and whether processes ended
 //!   nothing anywhere? -> done (one barrier)
 //!   REGS|TAGS: compare own requests with pid 0's; apply own registration changes
 //!   GETS: read the sources of own gets into the get buffer
@@ -62,12 +62,9 @@ impl Ctx {
             self.me().ended.store(true, Ordering::Relaxed);
         }
 
-        let out = self
-            .run
-            .barrier
-            .wait(flags, ending)
-            .map_err(|_| self.stopped(op))?;
-        if out.ends != 0 && out.ends as usize != self.run.p {
+        let arrived = self.run.barrier.wait(&mut self.member, flags, ending);
+        let out = arrived.map_err(|_| self.stopped(op))?;
+        if out.some_ended && !out.all_ended {
             return Err(self.end_mismatch(op));
         }
         let g = out.flags;
@@ -79,7 +76,7 @@ impl Ctx {
                 st.queue.left_bytes = 0;
             }
             st.queue.cur_src = 0;
-            st.queue.cur_msg = 0;
+            st.queue.cur_off = 0;
         }
         if g == 0 {
             self.finish_sync();
@@ -99,10 +96,8 @@ impl Ctx {
             }
         }
         if g & (FLAG_GETS | FLAG_REGS) != 0 {
-            self.run
-                .barrier
-                .wait(0, false)
-                .map_err(|_| self.stopped(op))?;
+            let arrived = self.run.barrier.wait(&mut self.member, 0, false);
+            arrived.map_err(|_| self.stopped(op))?;
         }
         if g & FLAG_COMM != 0 {
             self.receive(q, sent_tagsize);
@@ -218,29 +213,31 @@ impl Ctx {
         Ok(())
     }
 
-    /// Deliver the puts of every sender that wrote to us and queue its messages.
+    /// Deliver the puts of every sender that wrote to us and queue its messages. An outbox is
+    /// fresh iff its stamp names this superstep; stale ones stay cached, so checking all p
+    /// senders costs little more than reading the ones that wrote.
     fn receive(&mut self, q: usize, tagsize: usize) {
-        let me = self.pid;
+        let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
         let st = self.st.get_mut();
         st.queue.tagsize = tagsize;
-        for (w, word) in run.procs[me].inbox[q].iter().enumerate() {
-            let mut bits = word.swap(0, Ordering::Relaxed);
-            while bits != 0 {
-                let s = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                // SAFETY: sender `s` filled this outbox before barrier 1 and leaves it alone
-                // until after the next sync's barrier 1.
-                let ob: &Outbox = unsafe { (&*run.procs[s].out[q].get())[me].as_deref() }
-                    .expect("announced outbox exists");
-                // SAFETY: put destinations are our own registered memory, kept alive by our
-                // table or graveyard, with no live references (we hold `&mut self`).
-                unsafe { ob.deliver_puts() };
-                if !ob.msgs.is_empty() {
-                    st.queue.srcs.push(ob as *const Outbox);
-                    st.queue.left += ob.msgs.len();
-                    st.queue.left_bytes += ob.msg_bytes;
-                }
+        for sender in run.procs.iter() {
+            // SAFETY: the sender filled its parity-q outboxes before barrier 1 and leaves them
+            // alone until after the next sync's barrier 1.
+            let outs = unsafe { &*sender.out[q].get() };
+            let Some(ob) = outs[me].as_deref() else {
+                continue;
+            };
+            if ob.stamp != fresh {
+                continue;
+            }
+            // SAFETY: put destinations are our own registered memory, kept alive by our table
+            // or graveyard, with no live references (we hold `&mut self`).
+            unsafe { ob.deliver_puts() };
+            if ob.msg_count > 0 {
+                st.queue.srcs.push(&**ob as *const Outbox);
+                st.queue.left += ob.msg_count;
+                st.queue.left_bytes += ob.msg_bytes;
             }
         }
     }

@@ -8,7 +8,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier};
+use mbsp::internals::{Aborted, Barrier, Member};
 
 const TIGHT: WaitPolicy = WaitPolicy {
     spins: 1,
@@ -43,10 +43,11 @@ fn parity_outboxes_are_handed_over_without_races() {
             .map(|pid| {
                 let (barrier, outbox) = (barrier.clone(), outbox.clone());
                 thread::spawn(move || {
+                    let mut me = Member::new(pid);
                     for round in 0..3u32 {
                         let q = (round % 2) as usize;
                         outbox[pid][q].with_mut(|v| unsafe { *v = round * 10 + pid as u32 });
-                        let out = barrier.wait(1 << pid, false).unwrap();
+                        let out = barrier.wait(&mut me, 1 << pid, false).unwrap();
                         assert_eq!(out.flags, 0b11);
                         let got = outbox[1 - pid][q].with(|v| unsafe { *v });
                         assert_eq!(got, round * 10 + (1 - pid) as u32);
@@ -60,18 +61,26 @@ fn parity_outboxes_are_handed_over_without_races() {
     });
 }
 
-/// Flags are ORed per round and ending arrivals are counted, and the arrival counter is reset
-/// correctly for the next round. (Three or more threads are covered by the barrier's unit test;
+/// Flags are ORed per episode, ending arrivals are reported, and round words are reused
+/// correctly across episodes. (Three or more threads are covered by the barrier's unit test;
 /// loom's state space explodes with three spinning threads.)
 #[test]
-fn flags_and_ends_combine_over_two_rounds() {
+fn flags_and_ends_combine_over_three_episodes() {
     model(3, || {
         let barrier = Arc::new(Barrier::new(2, TIGHT));
         let body = |barrier: &Barrier, pid: usize| {
-            let out = barrier.wait(if pid == 1 { 4 } else { 1 }, false).unwrap();
-            assert_eq!((out.flags, out.ends), (5, 0));
-            let out = barrier.wait(0, pid == 1).unwrap();
-            assert_eq!((out.flags, out.ends), (0, 1));
+            let mut me = Member::new(pid);
+            let out = barrier
+                .wait(&mut me, if pid == 1 { 4 } else { 1 }, false)
+                .unwrap();
+            assert_eq!(
+                (out.flags, out.some_ended, out.all_ended),
+                (5, false, false)
+            );
+            let out = barrier.wait(&mut me, 0, pid == 1).unwrap();
+            assert_eq!((out.flags, out.some_ended, out.all_ended), (0, true, false));
+            let out = barrier.wait(&mut me, 2, true).unwrap();
+            assert_eq!((out.flags, out.some_ended, out.all_ended), (2, true, true));
         };
         let handles: Vec<_> = (1..2)
             .map(|pid| {
@@ -93,9 +102,9 @@ fn abort_releases_waiters() {
     model(3, || {
         let barrier = Arc::new(Barrier::new(2, TIGHT));
         let b2 = barrier.clone();
-        let waiter = thread::spawn(move || b2.wait(0, false));
+        let waiter = thread::spawn(move || b2.wait(&mut Member::new(1), 0, false));
         barrier.abort();
         assert_eq!(waiter.join().unwrap(), Err(Aborted));
-        assert_eq!(barrier.wait(0, false), Err(Aborted));
+        assert_eq!(barrier.wait(&mut Member::new(0), 0, false), Err(Aborted));
     });
 }
