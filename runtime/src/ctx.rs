@@ -40,9 +40,12 @@ pub(crate) struct Coll {
     pub(crate) tagsize: Option<usize>,
 }
 
+/// One process's outboxes of one parity, by destination pid (allocated on first use).
+pub(crate) type Outboxes = Vec<Option<Box<CachePadded<Outbox>>>>;
+
 pub(crate) struct ProcShared {
     pub(crate) regs: UnsafeCell<RegTable>,
-    pub(crate) out: [UnsafeCell<Vec<Option<Box<CachePadded<Outbox>>>>>; 2],
+    pub(crate) out: [UnsafeCell<Outboxes>; 2],
     pub(crate) coll: [UnsafeCell<Coll>; 2],
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
