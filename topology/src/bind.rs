@@ -1,0 +1,178 @@
+//! Applying placements: binding threads to their PUs and memory to their NUMA nodes.
+//!
+//! Only a tree detected on the machine we run on is applied. On a loaded (synthetic, XML, or
+//! `HWLOC_*`-environment) machine, placements are planned and reported, never applied — the
+//! CPUs it names are not this machine's. When the operating system refuses a binding
+//! (containers often deny NUMA system calls), a warning is printed once per kind and the
+//! program carries on unbound.
+
+use crate::load::Loaded;
+use crate::tree::{Domain, Machine};
+use hwlocality::Topology;
+use hwlocality::cpu::binding::CpuBindingFlags;
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::memory::binding::{MemoryBindingFlags, MemoryBindingPolicy};
+use hwlocality::memory::nodeset::NodeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What happened to a requested binding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// Applied: the thread (or memory) is now bound to these OS indices (CPUs or NUMA nodes).
+    Applied(Vec<u32>),
+    /// Not applied, on purpose: the machine tree is not this machine, or binding was disabled.
+    NotApplied(String),
+    /// The operating system refused.
+    Refused(String),
+}
+
+impl Binding {
+    /// Whether the binding is in effect.
+    pub fn is_applied(&self) -> bool {
+        matches!(self, Binding::Applied(_))
+    }
+}
+
+/// Applies placements of one machine.
+#[derive(Clone)]
+pub struct Binder {
+    machine: Arc<Machine>,
+    hwloc: Option<Arc<Topology>>,
+}
+
+impl std::fmt::Debug for Binder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Binder")
+            .field("source", self.machine.source())
+            .field("applies", &self.hwloc.is_some())
+            .finish()
+    }
+}
+
+fn warn_once(flag: &AtomicBool, what: &str, why: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        eprintln!("mbsp: {what} refused by the operating system ({why}); continuing unbound");
+    }
+}
+
+static CPU_WARNED: AtomicBool = AtomicBool::new(false);
+static MEM_WARNED: AtomicBool = AtomicBool::new(false);
+
+impl Binder {
+    /// A binder for a loaded machine (applies bindings only if it is this machine).
+    pub fn new(loaded: &Loaded) -> Binder {
+        Binder {
+            machine: loaded.machine.clone(),
+            hwloc: loaded.hwloc.clone(),
+        }
+    }
+
+    /// The machine placements refer to.
+    pub fn machine(&self) -> &Arc<Machine> {
+        &self.machine
+    }
+
+    /// Whether bindings are applied (the tree is this machine's).
+    pub fn applies(&self) -> bool {
+        self.hwloc.is_some()
+    }
+
+    fn not_applied(&self) -> Binding {
+        Binding::NotApplied(format!(
+            "the machine tree is not this machine ({}): placement planned, not applied",
+            self.machine.source()
+        ))
+    }
+
+    /// Bind the calling thread to the PUs of `d`.
+    pub fn bind_thread(&self, d: &Domain) -> Binding {
+        let Some(topo) = &self.hwloc else {
+            return self.not_applied();
+        };
+        let os = d.pu_os(&self.machine);
+        let set: CpuSet = os
+            .iter()
+            .map(|&i| i as usize)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .fold(CpuSet::new(), |mut s, i| {
+                s.set(i);
+                s
+            });
+        match topo.bind_cpu(&set, CpuBindingFlags::THREAD) {
+            Ok(()) => Binding::Applied(os),
+            Err(e) => {
+                let why = e.to_string();
+                warn_once(&CPU_WARNED, "thread binding", &why);
+                Binding::Refused(why)
+            }
+        }
+    }
+
+    /// The calling thread's current CPU binding (OS indices), if it can be read.
+    pub fn thread_cpus(&self) -> Option<Vec<u32>> {
+        let topo = self.hwloc.as_ref()?;
+        let set = topo.cpu_binding(CpuBindingFlags::THREAD).ok()?;
+        Some(set.iter_set().map(|i| usize::from(i) as u32).collect())
+    }
+
+    /// Rebind the calling thread to the OS CPU indices `cpus` (e.g. what [`thread_cpus`]
+    /// returned before a run).
+    ///
+    /// [`thread_cpus`]: Binder::thread_cpus
+    pub fn restore_thread(&self, cpus: &[u32]) {
+        if let Some(topo) = &self.hwloc {
+            let mut set = CpuSet::new();
+            for &c in cpus {
+                set.set(c as usize);
+            }
+            let _ = topo.bind_cpu(&set, CpuBindingFlags::THREAD);
+        }
+    }
+
+    /// Bind (and migrate) the pages of `area` to the NUMA node(s) of `d`.
+    pub fn bind_memory(&self, area: &[u8], d: &Domain) -> Binding {
+        let Some(topo) = &self.hwloc else {
+            return self.not_applied();
+        };
+        if area.is_empty() {
+            return Binding::Applied(Vec::new());
+        }
+        let nodes = d.numas(&self.machine);
+        let mut set = NodeSet::new();
+        for &n in &nodes {
+            set.set(n as usize);
+        }
+        match topo.bind_memory_area(
+            area,
+            &set,
+            MemoryBindingPolicy::Bind,
+            MemoryBindingFlags::MIGRATE,
+        ) {
+            Ok(()) => Binding::Applied(nodes),
+            Err(e) => {
+                let why = e.to_string();
+                warn_once(&MEM_WARNED, "memory binding", &why);
+                Binding::Refused(why)
+            }
+        }
+    }
+
+    /// The NUMA nodes (OS indices) holding the pages of `area`, as the OS reports them.
+    pub fn memory_nodes(&self, area: &[u8]) -> Result<Vec<u32>, String> {
+        let Some(topo) = &self.hwloc else {
+            return Err(format!(
+                "memory location unknown: the machine tree is not this machine ({})",
+                self.machine.source()
+            ));
+        };
+        if area.is_empty() {
+            return Ok(Vec::new());
+        }
+        let set: NodeSet = topo
+            .area_memory_location(area, MemoryBindingFlags::empty())
+            .map_err(|e| format!("cannot query the memory location: {e}"))?;
+        Ok(set.iter_set().map(|i| usize::from(i) as u32).collect())
+    }
+}

@@ -1,0 +1,265 @@
+//! Loading machine trees through hwloc: the real machine, a synthetic description, an XML file,
+//! or whatever `MBSP_TOPOLOGY` says.
+
+use crate::tree::{Cache, Core, Machine, Numa, Package, Pu, Source};
+use hwlocality::Topology;
+use hwlocality::object::TopologyObject;
+use hwlocality::object::attributes::ObjectAttributes;
+use hwlocality::object::types::ObjectType;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// The environment variable every mbsp program honours to run on (or plan for) another machine:
+/// `synthetic:<hwloc synthetic description>` (e.g. `synthetic:package:2 numa:2 core:8 pu:2`),
+/// `xml:<path>`, or a path ending in `.xml`.
+pub const ENV: &str = "MBSP_TOPOLOGY";
+
+/// A topology could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyError(pub String);
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+/// A machine tree together with the hwloc topology it came from (kept for binding when the tree
+/// describes this machine).
+#[derive(Clone)]
+pub struct Loaded {
+    /// The tree.
+    pub machine: Arc<Machine>,
+    /// The hwloc topology, when it describes the machine we run on.
+    pub hwloc: Option<Arc<Topology>>,
+}
+
+impl fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Loaded")
+            .field("machine", &self.machine)
+            .field("bindable", &self.hwloc.is_some())
+            .finish()
+    }
+}
+
+impl Machine {
+    /// Detect the machine this program runs on. If `HWLOC_SYNTHETIC` or `HWLOC_XMLFILE` is set,
+    /// hwloc loads that fake machine instead; the result says so ([`Source::HwlocEnv`]) and
+    /// binding is not applied.
+    pub fn detect() -> Result<Loaded, TopologyError> {
+        let topo = Topology::new()
+            .map_err(|e| TopologyError(format!("cannot detect this machine's topology: {e}")))?;
+        let source = if topo.is_this_system() {
+            Source::Detected
+        } else {
+            let var = ["HWLOC_SYNTHETIC", "HWLOC_XMLFILE"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
+                .unwrap_or_else(|| "not this system".into());
+            Source::HwlocEnv(var)
+        };
+        finish(topo, source)
+    }
+
+    /// Load an hwloc synthetic description such as `package:2 numa:2 core:8 pu:2`.
+    pub fn synthetic(description: &str) -> Result<Loaded, TopologyError> {
+        let bad = |e: &dyn fmt::Display| {
+            TopologyError(format!(
+                "invalid synthetic topology \"{description}\": {e} (expected e.g. \"package:2 numa:2 core:8 pu:2\")"
+            ))
+        };
+        let topo = Topology::builder()
+            .from_synthetic(description)
+            .map_err(|e| bad(&e))?
+            .build()
+            .map_err(|e| bad(&e))?;
+        finish(topo, Source::Synthetic(description.to_string()))
+    }
+
+    /// Load an hwloc XML file.
+    pub fn xml(path: impl AsRef<Path>) -> Result<Loaded, TopologyError> {
+        let path = path.as_ref();
+        let bad = |e: &dyn fmt::Display| {
+            TopologyError(format!(
+                "cannot load topology from XML file {}: {e}",
+                path.display()
+            ))
+        };
+        if !path.is_file() {
+            return Err(bad(&"no such file"));
+        }
+        let topo = Topology::builder()
+            .from_xml_file(path)
+            .map_err(|e| bad(&e))?
+            .build()
+            .map_err(|e| bad(&e))?;
+        finish(topo, Source::Xml(path.to_path_buf()))
+    }
+
+    /// Load what an [`ENV`]-style specification names: `synthetic:...`, `xml:...`, or a path
+    /// ending in `.xml`.
+    pub fn from_spec(spec: &str) -> Result<Loaded, TopologyError> {
+        if let Some(d) = spec.strip_prefix("synthetic:") {
+            Machine::synthetic(d)
+        } else if let Some(p) = spec.strip_prefix("xml:") {
+            Machine::xml(p)
+        } else if spec.ends_with(".xml") {
+            Machine::xml(spec)
+        } else {
+            Err(TopologyError(format!(
+                "{ENV}=\"{spec}\" is not understood: use synthetic:<description>, xml:<path> or \
+                 a path ending in .xml"
+            )))
+        }
+    }
+
+    /// The machine every run uses by default, loaded once: [`ENV`] if set, otherwise detected.
+    pub fn current() -> Result<Loaded, TopologyError> {
+        static CURRENT: OnceLock<Result<Loaded, TopologyError>> = OnceLock::new();
+        CURRENT
+            .get_or_init(|| match std::env::var(ENV) {
+                Ok(spec) if !spec.is_empty() => Machine::from_spec(&spec),
+                _ => Machine::detect(),
+            })
+            .clone()
+    }
+}
+
+fn finish(topo: Topology, source: Source) -> Result<Loaded, TopologyError> {
+    let machine = Arc::new(extract(&topo, source.clone())?);
+    Ok(Loaded {
+        machine,
+        hwloc: source.is_real().then(|| Arc::new(topo)),
+    })
+}
+
+fn memory_of(o: &TopologyObject) -> u64 {
+    match o.attributes() {
+        Some(ObjectAttributes::NUMANode(n)) => n.local_memory().map_or(0, |m| m.get()),
+        _ => 0,
+    }
+}
+
+fn cache_size(o: &TopologyObject) -> u64 {
+    match o.attributes() {
+        Some(ObjectAttributes::Cache(c)) => c.size().map_or(0, |s| s.get()),
+        _ => 0,
+    }
+}
+
+/// Turn an hwloc topology into a [`Machine`].
+fn extract(topo: &Topology, source: Source) -> Result<Machine, TopologyError> {
+    let pu_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::PU).collect();
+    if pu_objs.is_empty() {
+        return Err(TopologyError(format!("the topology ({source}) has no PUs")));
+    }
+    let numa_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
+    let pkg_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::Package).collect();
+
+    let mut packages: Vec<Package> = if pkg_objs.is_empty() {
+        vec![Package {
+            os_index: None,
+            numas: Vec::new(),
+            cores: Vec::new(),
+        }]
+    } else {
+        pkg_objs
+            .iter()
+            .map(|o| Package {
+                os_index: o.os_index().map(|i| i as u32),
+                numas: Vec::new(),
+                cores: Vec::new(),
+            })
+            .collect()
+    };
+    let mut numas: Vec<Numa> = if numa_objs.is_empty() {
+        vec![Numa {
+            os_index: 0,
+            memory: 0,
+            cores: Vec::new(),
+        }]
+    } else {
+        numa_objs
+            .iter()
+            .map(|o| Numa {
+                os_index: o.os_index().unwrap_or(0) as u32,
+                memory: memory_of(o),
+                cores: Vec::new(),
+            })
+            .collect()
+    };
+    let mut cores: Vec<Core> = Vec::new();
+    let mut pus: Vec<Pu> = Vec::new();
+    let mut caches: Vec<Cache> = Vec::new();
+    // hwloc (global persistent index) of a core or cache -> our index
+    let mut core_of: std::collections::HashMap<u64, usize> = Default::default();
+    let mut cache_of: std::collections::HashMap<u64, usize> = Default::default();
+
+    for pu in &pu_objs {
+        let os = pu.os_index().unwrap_or(pu.logical_index()) as u32;
+        let core_obj = pu.first_ancestor_with_type(ObjectType::Core);
+        let key = core_obj.map_or(u64::MAX - pu.global_persistent_index(), |c| {
+            c.global_persistent_index()
+        });
+        let ci = match core_of.get(&key) {
+            Some(&ci) => ci,
+            None => {
+                let anchor = core_obj.unwrap_or(pu);
+                let package = anchor
+                    .first_ancestor_with_type(ObjectType::Package)
+                    .map_or(0, |p| p.logical_index());
+                let numa = numa_objs
+                    .iter()
+                    .position(|n| n.cpuset().is_some_and(|s| s.is_set(os as usize)))
+                    .unwrap_or(0);
+                let mut cache = |ty: ObjectType, level: u8| {
+                    anchor.first_ancestor_with_type(ty).map(|c| {
+                        let k = c.global_persistent_index();
+                        let idx = *cache_of.entry(k).or_insert_with(|| {
+                            caches.push(Cache {
+                                level,
+                                size: cache_size(c),
+                                cores: Vec::new(),
+                            });
+                            caches.len() - 1
+                        });
+                        caches[idx].cores.push(cores.len());
+                        idx
+                    })
+                };
+                let l2 = cache(ObjectType::L2Cache, 2);
+                let l3 = cache(ObjectType::L3Cache, 3);
+                cores.push(Core {
+                    package,
+                    numa,
+                    pus: Vec::new(),
+                    l2,
+                    l3,
+                });
+                let ci = cores.len() - 1;
+                packages[package].cores.push(ci);
+                numas[numa].cores.push(ci);
+                if !packages[package].numas.contains(&numa) {
+                    packages[package].numas.push(numa);
+                }
+                core_of.insert(key, ci);
+                ci
+            }
+        };
+        cores[ci].pus.push(pus.len());
+        pus.push(Pu {
+            os_index: os,
+            core: ci,
+        });
+    }
+    // Packages list their NUMA nodes in logical order; drop NUMA nodes without cores (e.g.
+    // memory-only nodes) from package lists but keep them in `numas` for completeness.
+    for p in &mut packages {
+        p.numas.sort_unstable();
+    }
+    Ok(Machine::new(source, packages, numas, cores, pus, caches))
+}

@@ -1,0 +1,354 @@
+//! Machine trees and placement plans on real multi-socket machines (hwloc XML files in
+//! `../shared/data/topologies`) and on synthetic trees. Nothing here depends on the shape of
+//! the machine running the tests.
+
+use mbsp_topology::{Domain, Level, Machine, Policy, count_at, plan, plan_per};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+fn data_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/topologies");
+    assert!(
+        d.is_dir(),
+        "topology test data not found at {} (the project expects ../shared/data next to it)",
+        d.display()
+    );
+    d
+}
+
+/// (file, packages, NUMA nodes, cores, PUs), from the data README.
+const MACHINES: &[(&str, usize, usize, usize, usize)] = &[
+    ("hwloc_32em64t-2n8c2t-pci-normalio.xml", 2, 2, 16, 32),
+    ("hwloc_28intel64-2p2g7c-CoDgroups.v1tov2.xml", 2, 4, 28, 28),
+    ("hwloc_memorysidecaches.xml", 2, 4, 40, 80),
+    ("mpibind_g4dnmetal.xml", 2, 2, 48, 96),
+    ("mpibind_cascade-lake-ap-snl-hwloc1.xml", 4, 4, 96, 192),
+    ("hwlocgen_40intel64-2g2n4c+pci.xml", 4, 4, 40, 40),
+    ("hwloc_16amd64-4distances.xml", 8, 8, 16, 16),
+    ("mpibind_epyc-corona.xml", 2, 8, 48, 96),
+    ("mpibind_eas-tioga.xml", 1, 4, 64, 128),
+];
+
+const SYNTHETIC: &[&str] = &[
+    "package:2 numa:2 core:8 pu:2",
+    "package:4 numa:2 core:8 pu:2",
+    "package:2 core:3 pu:1",
+    "numa:3 core:5 pu:4",
+    "package:3 numa:1 l3:2 core:3 pu:2",
+    "core:1 pu:1",
+];
+
+fn machines() -> Vec<Machine> {
+    let mut v: Vec<Machine> = MACHINES
+        .iter()
+        .map(|(f, ..)| (*Machine::xml(data_dir().join(f)).unwrap().machine).clone())
+        .collect();
+    v.extend(
+        SYNTHETIC
+            .iter()
+            .map(|s| (*Machine::synthetic(s).unwrap().machine).clone()),
+    );
+    v
+}
+
+#[test]
+fn xml_machines_have_the_documented_shape() {
+    for &(file, packages, numas, cores, pus) in MACHINES {
+        let loaded = Machine::xml(data_dir().join(file)).unwrap();
+        let m = &loaded.machine;
+        assert_eq!(
+            (
+                m.packages().len(),
+                m.numas().len(),
+                m.cores().len(),
+                m.pus().len()
+            ),
+            (packages, numas, cores, pus),
+            "{file}"
+        );
+        assert!(loaded.hwloc.is_none(), "a loaded machine is never bound");
+        assert!(!m.source().is_real());
+        // Every core is in a package and a NUMA node that list it.
+        for (i, c) in m.cores().iter().enumerate() {
+            assert!(m.packages()[c.package].cores.contains(&i), "{file}");
+            assert!(m.numas()[c.numa].cores.contains(&i), "{file}");
+        }
+        assert!(m.to_string().contains(&format!("{packages} packages")));
+    }
+}
+
+#[test]
+fn synthetic_machines_have_the_described_shape() {
+    let m = Machine::synthetic("package:4 numa:2 core:8 pu:2")
+        .unwrap()
+        .machine;
+    assert_eq!(
+        (
+            m.packages().len(),
+            m.numas().len(),
+            m.cores().len(),
+            m.pus().len()
+        ),
+        (4, 8, 64, 128)
+    );
+    let m = Machine::synthetic("package:3 numa:1 l3:2 core:3 pu:2")
+        .unwrap()
+        .machine;
+    assert_eq!(m.caches().iter().filter(|c| c.level == 3).count(), 6);
+}
+
+/// The invariants every plan must satisfy (see the rules in plan.rs).
+fn check_plan(m: &Machine, p: usize, policy: &Policy, what: &str) {
+    let whole = m.whole();
+    let d = plan(m, &whole, p, policy).unwrap();
+    assert_eq!(
+        d,
+        plan(m, &whole, p, policy).unwrap(),
+        "{what}: deterministic"
+    );
+    assert_eq!(d.len(), p, "{what}");
+    let (c, u) = (m.cores().len(), m.pus().len());
+    assert!(d.iter().all(|x| !x.pus().is_empty()), "{what}: non-empty");
+    if p <= c {
+        // Whole cores, disjoint.
+        let mut seen = BTreeSet::new();
+        for x in &d {
+            for core in x.cores(m) {
+                assert!(seen.insert(core), "{what}: core {core} owned twice");
+                let all: BTreeSet<usize> = m.cores()[core].pus.iter().copied().collect();
+                assert!(
+                    all.iter().all(|pu| x.pus().contains(pu)),
+                    "{what}: whole cores"
+                );
+            }
+        }
+        match policy {
+            Policy::Compact => {
+                // One core each, the first p cores: packages filled in order.
+                for (i, x) in d.iter().enumerate() {
+                    assert_eq!(x.cores(m), vec![i], "{what}: compact pid {i}");
+                }
+            }
+            Policy::Scattered => {
+                // All cores used; every package gets processes in proportion to its cores.
+                assert_eq!(seen.len(), c, "{what}: shares cover the machine");
+                let mut per_pkg: BTreeMap<usize, usize> = BTreeMap::new();
+                for x in &d {
+                    let pk = x.packages(m);
+                    if p >= m.packages().len() {
+                        assert_eq!(
+                            pk.len(),
+                            1,
+                            "{what}: shares stay in a package when p >= packages"
+                        );
+                    }
+                    for k in pk {
+                        *per_pkg.entry(k).or_default() += 1;
+                    }
+                }
+                for (pk, pkg) in m.packages().iter().enumerate() {
+                    let fair = p as f64 * pkg.cores.len() as f64 / c as f64;
+                    let got = *per_pkg.get(&pk).unwrap_or(&0) as f64;
+                    // With fewer processes than packages every package belongs to one process.
+                    let want_ok = if p < m.packages().len() {
+                        got == 1.0
+                    } else {
+                        (got - fair).abs() < 1.0 + 1e-9
+                    };
+                    assert!(want_ok, "{what}: package {pk} has {got}, fair {fair}");
+                }
+                // pids alternate packages when there is more than one.
+                if m.packages().len() > 1 && p >= 2 {
+                    assert_ne!(
+                        d[0].packages(m),
+                        d[1].packages(m),
+                        "{what}: pid 0 and 1 on different packages"
+                    );
+                }
+            }
+            Policy::Manual(_) => {}
+        }
+    } else {
+        // Single PUs; every core used once before any is used twice; beyond P, even sharing.
+        assert!(d.iter().all(|x| x.pus().len() == 1), "{what}: one PU each");
+        let first: BTreeSet<usize> = d.iter().take(c).map(|x| x.cores(m)[0]).collect();
+        assert_eq!(
+            first.len(),
+            c,
+            "{what}: the first C processes cover all cores"
+        );
+        let mut load: BTreeMap<usize, usize> = BTreeMap::new();
+        for x in &d {
+            *load.entry(x.pus()[0]).or_default() += 1;
+        }
+        let (lo, hi) = (p / u, p.div_ceil(u));
+        assert!(
+            load.values().all(|&n| n >= lo.max(1) && n <= hi),
+            "{what}: even sharing"
+        );
+        if p <= u {
+            assert_eq!(load.len(), p, "{what}: distinct PUs");
+        }
+    }
+}
+
+#[test]
+fn plans_satisfy_the_rules_on_every_machine() {
+    for m in machines() {
+        let (k, n, c, u) = (
+            m.packages().len(),
+            m.numas().len(),
+            m.cores().len(),
+            m.pus().len(),
+        );
+        let mut ps = vec![1, 2, 3, 5, k, n, c, c + 1, u, u + 5, 2 * u + 1];
+        ps.retain(|&p| p >= 1);
+        ps.sort_unstable();
+        ps.dedup();
+        for p in ps {
+            for policy in [Policy::Compact, Policy::Scattered] {
+                check_plan(&m, p, &policy, &format!("{} p={p} {policy}", m.source()));
+            }
+        }
+    }
+}
+
+#[test]
+fn scattered_gives_one_package_each_when_p_equals_packages() {
+    for &(file, packages, ..) in MACHINES {
+        let m = Machine::xml(data_dir().join(file)).unwrap().machine;
+        let d = plan(&m, &m.whole(), packages, &Policy::Scattered).unwrap();
+        for (i, x) in d.iter().enumerate() {
+            assert_eq!(x.packages(&m), vec![i], "{file}");
+            assert_eq!(
+                x.cores(&m),
+                m.packages()[i].cores,
+                "{file}: owns the whole package"
+            );
+        }
+        assert_eq!(d, plan_per(&m, &m.whole(), Level::Package), "{file}");
+    }
+}
+
+#[test]
+fn golden_placements_on_a_small_machine() {
+    // 2 packages x 2 NUMA nodes x 2 cores x 2 PUs: PUs 0..16, core c has PUs 2c, 2c+1.
+    let m = Machine::synthetic("package:2 numa:2 core:2 pu:2")
+        .unwrap()
+        .machine;
+    let show = |d: &[Domain]| -> Vec<Vec<u32>> { d.iter().map(|x| x.pu_os(&m)).collect() };
+    let w = m.whole();
+    assert_eq!(
+        show(&plan(&m, &w, 3, &Policy::Compact).unwrap()),
+        vec![vec![0, 1], vec![2, 3], vec![4, 5]]
+    );
+    // Scattered 4: one NUMA node each, alternating packages.
+    assert_eq!(
+        show(&plan(&m, &w, 4, &Policy::Scattered).unwrap()),
+        vec![
+            vec![0, 1, 2, 3],
+            vec![8, 9, 10, 11],
+            vec![4, 5, 6, 7],
+            vec![12, 13, 14, 15]
+        ]
+    );
+    // Scattered 2: one package each.
+    assert_eq!(
+        show(&plan(&m, &w, 2, &Policy::Scattered).unwrap()),
+        vec![(0..8).collect::<Vec<u32>>(), (8..16).collect()]
+    );
+    // 10 > 8 cores: single PUs, first PU of every core first.
+    assert_eq!(
+        show(&plan(&m, &w, 10, &Policy::Compact).unwrap()),
+        vec![
+            vec![0],
+            vec![2],
+            vec![4],
+            vec![6],
+            vec![8],
+            vec![10],
+            vec![12],
+            vec![14],
+            vec![1],
+            vec![3]
+        ]
+    );
+    assert_eq!(
+        show(&plan(&m, &w, 10, &Policy::Scattered).unwrap())[..4],
+        [vec![0], vec![8], vec![4], vec![12]]
+    );
+    // Nested: inside the second package's share, 2 processes scattered get a NUMA node each.
+    let pkg1 = &plan(&m, &w, 2, &Policy::Scattered).unwrap()[1];
+    assert_eq!(
+        show(&plan(&m, pkg1, 2, &Policy::Scattered).unwrap()),
+        vec![vec![8, 9, 10, 11], vec![12, 13, 14, 15]]
+    );
+    assert_eq!(count_at(&m, pkg1, Level::Core), 4);
+    assert_eq!(plan_per(&m, pkg1, Level::Numa).len(), 2);
+}
+
+#[test]
+fn manual_plans_and_their_errors() {
+    let m = Machine::synthetic("package:2 core:2 pu:2").unwrap().machine;
+    let w = m.whole();
+    let d = plan(&m, &w, 2, &Policy::Manual(vec![vec![0, 1], vec![7]])).unwrap();
+    assert_eq!(d[1].pu_os(&m), vec![7]);
+    assert_eq!(d[1].cores(&m), vec![3]);
+    let e = plan(&m, &w, 2, &Policy::Manual(vec![vec![0], vec![9]])).unwrap_err();
+    assert!(
+        e.0.contains("pid 1 names CPU 9, which does not exist (this machine has CPUs 0-7)"),
+        "{e}"
+    );
+    let e = plan(&m, &w, 3, &Policy::Manual(vec![vec![0]])).unwrap_err();
+    assert!(e.0.contains("gives 1 CPU sets for 3 processes"), "{e}");
+    let pkg0 = &plan_per(&m, &w, Level::Package)[0];
+    let e = plan(&m, pkg0, 1, &Policy::Manual(vec![vec![5]])).unwrap_err();
+    assert!(e.0.contains("outside the CPUs being placed (0-3)"), "{e}");
+    let e = plan(&m, &w, 0, &Policy::Compact).unwrap_err();
+    assert!(e.0.contains("p = 0"), "{e}");
+}
+
+#[test]
+fn loading_errors_are_clear() {
+    let e = Machine::xml("/nonexistent/machine.xml").unwrap_err();
+    assert!(
+        e.0.contains("cannot load topology from XML file /nonexistent/machine.xml"),
+        "{e}"
+    );
+    let e = Machine::synthetic("package:2 banana:3").unwrap_err();
+    assert!(
+        e.0.contains("invalid synthetic topology \"package:2 banana:3\""),
+        "{e}"
+    );
+    let e = Machine::from_spec("whatever").unwrap_err();
+    assert!(
+        e.0.contains("MBSP_TOPOLOGY=\"whatever\" is not understood"),
+        "{e}"
+    );
+    let m = Machine::from_spec("synthetic:package:2 core:2 pu:1").unwrap();
+    assert_eq!(m.machine.cores().len(), 4);
+    let f = data_dir().join(MACHINES[0].0);
+    assert_eq!(
+        Machine::from_spec(&format!("xml:{}", f.display()))
+            .unwrap()
+            .machine
+            .pus()
+            .len(),
+        32
+    );
+    assert_eq!(
+        Machine::from_spec(f.to_str().unwrap())
+            .unwrap()
+            .machine
+            .pus()
+            .len(),
+        32
+    );
+}
+
+#[test]
+fn levels_parse() {
+    assert_eq!("socket".parse::<Level>().unwrap(), Level::Package);
+    assert_eq!("NUMA".parse::<Level>().unwrap(), Level::Numa);
+    assert!("rack".parse::<Level>().is_err());
+}
