@@ -20,10 +20,12 @@
 use crate::barrier::{Barrier, Member, WaitPolicy};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
+use crate::place::{Layout, Placement};
 use crate::registry::{Keep, RegOp, RegTable, SlotAlloc};
 use crate::shim::{AtomicBool, AtomicU64, Ordering};
 use crate::tree::Tree;
 use crossbeam_utils::CachePadded;
+use mbsp_topology::{Binding, Domain, Machine};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -84,15 +86,17 @@ pub(crate) struct RunShared {
     pub(crate) tree: Arc<Tree>,
     pub(crate) barrier: Arc<Barrier>,
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
+    pub(crate) layout: Layout,
 }
 
 impl RunShared {
     pub(crate) fn new(
-        p: usize,
         parent_path: Vec<usize>,
         tree: Arc<Tree>,
         policy: WaitPolicy,
+        layout: Layout,
     ) -> Arc<Self> {
+        let p = layout.domains.len();
         let barrier = Arc::new(Barrier::new(p, policy));
         tree.add_barrier(&barrier);
         Arc::new(RunShared {
@@ -104,6 +108,7 @@ impl RunShared {
             procs: (0..p)
                 .map(|_| CachePadded::new(ProcShared::new(p)))
                 .collect(),
+            layout,
         })
     }
 
@@ -181,12 +186,13 @@ pub struct Ctx {
     /// `FLAG_*` bits of what this process did in the current superstep.
     pub(crate) flags: Cell<u32>,
     pub(crate) member: Member,
+    pub(crate) binding: Binding,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
 
 impl Ctx {
-    pub(crate) fn new(run: Arc<RunShared>, pid: usize) -> Ctx {
+    pub(crate) fn new(run: Arc<RunShared>, pid: usize, binding: Binding) -> Ctx {
         let mut path = run.parent_path.clone();
         path.push(pid);
         Ctx {
@@ -198,6 +204,7 @@ impl Ctx {
             st: RefCell::new(Local::default()),
             flags: Cell::new(0),
             member: Member::new(pid),
+            binding,
             _not_send: PhantomData,
         }
     }
@@ -244,6 +251,29 @@ impl Ctx {
     /// `[1, 3]` for process 3 of a run nested in top-level process 1.
     pub fn path(&self) -> &[usize] {
         &self.path
+    }
+
+    /// The part of the machine this process owns — packages, NUMA nodes, cores and PUs — and
+    /// whether its thread is bound there. A nested run started by this process is placed inside
+    /// it.
+    ///
+    /// ```
+    /// let owned = mbsp::run(2, |ctx| Ok(ctx.placement())).unwrap();
+    /// assert!(!owned[0].pus.is_empty() && !owned[0].cores.is_empty());
+    /// println!("pid 0 owns {}", owned[0]);
+    /// ```
+    pub fn placement(&self) -> Placement {
+        Placement::new(self.machine(), self.domain(), self.binding.clone())
+    }
+
+    /// The PUs this process owns, as a [`Domain`] of [`Ctx::machine`].
+    pub fn domain(&self) -> &Domain {
+        &self.run.layout.domains[self.pid]
+    }
+
+    /// The machine tree the run is placed on (detected, or loaded from `MBSP_TOPOLOGY`).
+    pub fn machine(&self) -> &Machine {
+        self.run.layout.machine()
     }
 
     /// Whether some process of this run (or of any run in the same hierarchy) has failed or

@@ -43,6 +43,7 @@ impl Ctx {
         self.live("push_reg")?;
         let mem = Arc::new(Storage::new_from(data));
         let (ptr, bytes) = (mem.ptr_u8(), mem.len() * size_of::<T>());
+        self.place_memory(ptr, bytes);
         let keep: Keep = mem.clone();
         let (slot, generation) = self.push_slot(ptr, bytes, false, Some(keep));
         Ok(Reg {
@@ -53,6 +54,39 @@ impl Ctx {
             pushed_in: self.step,
             mem: Some(mem),
         })
+    }
+
+    /// Bind (and migrate) registered memory to this process's NUMA node when the process is
+    /// bound to a single node; small areas stay where first touch put them.
+    fn place_memory(&self, ptr: *mut u8, len: usize) {
+        let layout = &self.run.layout;
+        if layout.bind && len >= 4096 && self.domain().numas(self.machine()).len() == 1 {
+            // SAFETY: the storage was just created and is not aliased.
+            let area = unsafe { std::slice::from_raw_parts(ptr, len) };
+            let _ = layout.binder.bind_memory(area, self.domain());
+        }
+    }
+
+    /// The NUMA nodes (OS indices) holding this process's memory of `reg`, as the operating
+    /// system reports them. Registered memory lives on the node of the process that registered
+    /// it: it is bound there when the process is bound to one node, and otherwise first touched
+    /// there (all buffered communication into it is written by its owner).
+    ///
+    /// ```
+    /// let nodes = mbsp::run(1, |ctx| {
+    ///     let x = ctx.push_reg(vec![0u8; 1 << 16])?;
+    ///     ctx.memory_nodes(&x)
+    /// });
+    /// // On a real machine: the process's node(s); on a loaded one, an error saying why.
+    /// if let Ok(n) = nodes { assert!(!n[0].is_empty()); }
+    /// ```
+    pub fn memory_nodes<T: Pod>(&self, reg: &Reg<T>) -> Result<Vec<u32>> {
+        let area: &[T] = self.local(reg);
+        self.run
+            .layout
+            .binder
+            .memory_nodes(bytemuck::cast_slice(area))
+            .map_err(|m| self.error(crate::ErrorKind::System, "memory_nodes", m))
     }
 
     /// Take part in a registration without offering memory (BSPlib's `bsp_push_reg(NULL, 0)`):

@@ -66,6 +66,7 @@ mod ctx;
 mod drma;
 mod error;
 mod outbox;
+mod place;
 mod reg;
 mod registry;
 mod run;
@@ -77,8 +78,13 @@ pub use barrier::WaitPolicy;
 pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
+pub use place::{AFFINITY_ENV, Placement, Procs, parse_affinity, parse_cpu_sets};
 pub use reg::Reg;
 pub use run::{Run, nprocs, run};
+
+/// The topology crate: machine trees, placement plans, binding.
+pub use mbsp_topology as topology;
+pub use mbsp_topology::{Binding, Domain, Level, Machine, Policy};
 
 /// Re-export of `bytemuck`, whose [`Pod`](bytemuck::Pod) trait bounds the element types of
 /// registered memory (derive it with `#[derive(bytemuck::Pod, bytemuck::Zeroable)]` on a

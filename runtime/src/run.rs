@@ -3,7 +3,9 @@
 use crate::barrier::WaitPolicy;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
+use crate::place::{Layout, Procs, default_affinity};
 use crate::tree::Tree;
+use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -52,16 +54,25 @@ where
     Run::new(p).run(f)
 }
 
-/// A run about to start, with its options.
+/// A run about to start, with its options: how many processes, where they go, how they wait.
 ///
 /// ```
-/// let r = mbsp::Run::new(2).stack_size(8 << 20).run(|ctx| Ok(ctx.nprocs())).unwrap();
-/// assert_eq!(r, vec![2, 2]);
+/// use mbsp::{Level, Policy, Run};
+/// // One process per package of the machine, placed compactly, with an 8 MiB stack each.
+/// let r = Run::per(Level::Package)
+///     .policy(Policy::Compact)
+///     .stack_size(8 << 20)
+///     .run(|ctx| Ok(ctx.placement().packages.clone()))
+///     .unwrap();
+/// assert_eq!(r.len(), mbsp::Machine::current().unwrap().machine.packages().len());
 /// ```
 #[derive(Clone, Debug)]
 pub struct Run {
-    p: usize,
-    policy: Option<WaitPolicy>,
+    procs: Procs,
+    policy: Option<Policy>,
+    bind: Option<bool>,
+    machine: Option<Loaded>,
+    wait: Option<WaitPolicy>,
     stack_size: Option<usize>,
 }
 
@@ -69,16 +80,51 @@ impl Run {
     /// A run of `p` processes with default options.
     pub fn new(p: usize) -> Self {
         Run {
-            p,
+            procs: Procs::Count(p),
             policy: None,
+            bind: None,
+            machine: None,
+            wait: None,
             stack_size: None,
         }
     }
 
-    /// How waiting processes spin, yield and sleep (default: [`WaitPolicy::for_load`] for `p`
-    /// processes on this machine's hardware threads).
-    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+    /// A run of one process per object of `level` (package, NUMA node, core, PU) in the part of
+    /// the machine it is placed on; each process owns its object.
+    pub fn per(level: Level) -> Self {
+        Run {
+            procs: Procs::Per(level),
+            ..Run::new(1)
+        }
+    }
+
+    /// The placement policy (default: from `MBSP_AFFINITY`, else scattered; a nested run
+    /// inherits its parent's policy, manual excepted).
+    pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
+        self
+    }
+
+    /// Whether to bind each process's thread (and registered memory) to its placement on the
+    /// real machine (default: yes, unless `MBSP_AFFINITY=none`; nested runs inherit). The plan
+    /// is made either way; it tells processes what they own.
+    pub fn bind(mut self, bind: bool) -> Self {
+        self.bind = Some(bind);
+        self
+    }
+
+    /// Place the run on this machine tree instead of [`Machine::current`] (top-level runs only;
+    /// a nested run is always placed in its parent's machine). On a loaded (synthetic or XML)
+    /// tree nothing is bound.
+    pub fn machine(mut self, loaded: Loaded) -> Self {
+        self.machine = Some(loaded);
+        self
+    }
+
+    /// How waiting processes spin, yield and sleep (default: [`WaitPolicy::for_load`] for the
+    /// run's processes on the hardware threads they are placed on).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.wait = Some(policy);
         self
     }
 
@@ -95,46 +141,76 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        if self.p == 0 {
+        if self.procs == Procs::Count(0) {
             return Err(Error::outside(
                 ErrorKind::Misuse,
                 "run",
                 "a run needs at least 1 process, but p = 0 was requested",
             ));
         }
+        let (def_policy, def_bind) = default_affinity()?;
+        let loaded = match self.machine.clone() {
+            Some(l) => l,
+            None => {
+                Machine::current().map_err(|e| Error::outside(ErrorKind::System, "run", e.0))?
+            }
+        };
+        let whole = loaded.machine.whole();
+        let layout = Layout::plan(
+            loaded,
+            &whole,
+            self.procs,
+            self.policy.clone().unwrap_or(def_policy),
+            self.bind.unwrap_or(def_bind),
+        )
+        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))?;
         let tree = Tree::new();
-        let results = self.launch(tree.clone(), Vec::new(), &f);
+        let results = self.launch(tree.clone(), Vec::new(), layout, &f);
         collect(results, &tree)
     }
 
-    /// Start a run nested in the process owning `parent`.
+    /// Start a run nested in the process owning `parent`, placed in what it owns.
     pub(crate) fn run_nested<R, F>(self, parent: &Ctx, f: F) -> Result<Vec<R>>
     where
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         parent.live("run")?;
-        if self.p == 0 {
+        if self.procs == Procs::Count(0) {
             return Err(parent.misuse(
                 "run",
                 "a nested run needs at least 1 process, but p = 0 was requested".into(),
             ));
         }
+        let up = &parent.run.layout;
+        let policy = self.policy.clone().unwrap_or_else(|| match &up.policy {
+            Policy::Manual(_) => Policy::Scattered,
+            p => p.clone(),
+        });
+        let bind = self.bind.unwrap_or(up.bind);
+        let layout = Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind)
+            .map_err(|m| parent.misuse("run", format!("nested run: {m}")))?;
         let tree = parent.run.tree.clone();
-        let results = self.launch(tree.clone(), parent.path.clone(), &f);
+        let results = self.launch(tree.clone(), parent.path.clone(), layout, &f);
         collect(results, &tree)
     }
 
-    fn launch<R, F>(&self, tree: Arc<Tree>, parent_path: Vec<usize>, f: &F) -> Vec<Result<R>>
+    fn launch<R, F>(
+        &self,
+        tree: Arc<Tree>,
+        parent_path: Vec<usize>,
+        layout: Layout,
+        f: &F,
+    ) -> Vec<Result<R>>
     where
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        let p = self.p;
+        let p = layout.domains.len();
         let policy = self
-            .policy
-            .unwrap_or_else(|| WaitPolicy::for_load(p, nprocs()));
-        let shared = RunShared::new(p, parent_path, tree.clone(), policy);
+            .wait
+            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
+        let shared = RunShared::new(parent_path, tree.clone(), policy, layout);
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
             for pid in 1..p {
@@ -189,7 +265,26 @@ where
     F: Fn(&mut Ctx) -> Result<R> + Sync,
 {
     let tree = shared.tree.clone();
-    let mut ctx = Ctx::new(shared, pid);
+    let layout = &shared.layout;
+    // Process 0 is the caller's thread: give it back its binding afterwards.
+    let saved = (pid == 0 && layout.bind)
+        .then(|| layout.binder.thread_cpus())
+        .flatten();
+    let binding = if layout.bind {
+        layout.binder.bind_thread(&layout.domains[pid])
+    } else if layout.binder.applies() {
+        Binding::NotApplied(
+            "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
+        )
+    } else {
+        layout.binder.bind_thread(&layout.domains[pid])
+    };
+    let restore = |cpus: Option<Vec<u32>>| {
+        if let Some(cpus) = cpus {
+            shared.layout.binder.restore_thread(&cpus);
+        }
+    };
+    let mut ctx = Ctx::new(shared.clone(), pid, binding);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = f(&mut ctx)?;
         ctx.end()?;
@@ -202,6 +297,8 @@ where
     if let Err(e) = &result {
         tree.fail(e);
     }
+    drop(ctx);
+    restore(saved);
     result
 }
 
@@ -252,6 +349,26 @@ impl Ctx {
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         Run::new(p).run_nested(self, f)
+    }
+
+    /// Start a nested run of one process per object of `level` inside what this process owns
+    /// (e.g. one per core of its package): see [`Run::per`].
+    ///
+    /// ```
+    /// // One process per package, and inside each, one per core.
+    /// let cores = mbsp::Run::per(mbsp::Level::Package).run(|ctx| {
+    ///     let inner = ctx.run_per(mbsp::Level::Core, |c| Ok(c.placement().cores[0]))?;
+    ///     Ok(inner)
+    /// }).unwrap();
+    /// let total: usize = cores.iter().map(Vec::len).sum();
+    /// assert_eq!(total, mbsp::Machine::current().unwrap().machine.cores().len());
+    /// ```
+    pub fn run_per<R, F>(&self, level: Level, f: F) -> Result<Vec<R>>
+    where
+        R: Send,
+        F: Fn(&mut Ctx) -> Result<R> + Sync,
+    {
+        Run::per(level).run_nested(self, f)
     }
 
     /// Start a nested run with options; see [`Ctx::run`].
