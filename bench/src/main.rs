@@ -1,12 +1,17 @@
 //! `mbsp`: the command-line tool of the mbsp project.
 //!
+//! * `mbsp topo` — the machine tree (detected, or loaded from XML / a synthetic description /
+//!   `MBSP_TOPOLOGY`) and the placement of a (possibly nested) plan.
 //! * `mbsp bench core` — synchronisation and communication costs of the runtime against
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy) measured in the same run.
+//! * `mbsp bench nested` — sync latency of flat against nested runs, compact against scattered.
 
 mod core_bench;
 mod floor;
 mod machine;
+mod nested_bench;
 mod stats;
+mod topo;
 
 use clap::{Parser, Subcommand};
 
@@ -23,6 +28,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Print the machine tree and, with -p, the placement of a plan.
+    Topo {
+        /// Load the tree from an hwloc XML file.
+        #[arg(long, value_name = "FILE")]
+        xml: Option<String>,
+        /// Load the tree from an hwloc synthetic description, e.g. "package:2 numa:2 core:8 pu:2".
+        #[arg(long, value_name = "DESC")]
+        synthetic: Option<String>,
+        /// Top-level processes: a number, or a level (package, numa, core, pu) for one per object.
+        #[arg(short = 'p', long = "procs", value_name = "N|LEVEL")]
+        procs: Option<topo::Count>,
+        /// A nested level inside each process (repeat for deeper nesting): a number or a level.
+        #[arg(long, value_name = "N|LEVEL")]
+        nest: Vec<topo::Count>,
+        /// Placement policy.
+        #[arg(long, default_value = "scattered", value_parser = ["compact", "scattered", "manual"])]
+        policy: String,
+        /// CPU sets for --policy manual, one per top-level process: "0-3;4-7".
+        #[arg(long, value_name = "SETS")]
+        cpus: Option<String>,
+        /// Print JSON: per process pid, package, numa, cores, pus and children.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a benchmark.
     Bench {
         #[command(subcommand)]
@@ -42,11 +71,54 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
+    Nested {
+        /// Samples per figure (the median is printed).
+        #[arg(long, default_value_t = 7)]
+        samples: usize,
+        /// A seconds-long smoke run; the numbers are not meaningful.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.command {
+        Command::Topo {
+            xml,
+            synthetic,
+            procs,
+            nest,
+            policy,
+            cpus,
+            json,
+        } => {
+            let policy = match (policy.as_str(), cpus) {
+                ("compact", None) => Ok(mbsp_topology::Policy::Compact),
+                ("scattered", None) => Ok(mbsp_topology::Policy::Scattered),
+                ("manual", Some(c)) => mbsp::parse_cpu_sets(&c).map(mbsp_topology::Policy::Manual),
+                ("manual", None) => {
+                    Err("--policy manual needs --cpus \"<cpus>;<cpus>;...\"".to_string())
+                }
+                (_, Some(_)) => Err("--cpus goes with --policy manual".to_string()),
+                _ => unreachable!("clap checks the policy"),
+            };
+            let result = policy.and_then(|policy| {
+                topo::run(topo::Options {
+                    xml,
+                    synthetic,
+                    procs,
+                    nest,
+                    policy,
+                    json,
+                })
+            });
+            if let Err(e) = result {
+                eprintln!("mbsp topo: {e}");
+                std::process::exit(2);
+            }
+        }
         Command::Bench { which } => match which {
             Bench::Core { samples, quick } => {
                 let mut o = if quick {
@@ -58,6 +130,9 @@ fn main() {
                     o.samples = samples.max(1);
                 }
                 core_bench::run(&o);
+            }
+            Bench::Nested { samples, quick } => {
+                nested_bench::run(if quick { 3 } else { samples.max(1) }, quick)
             }
         },
     }

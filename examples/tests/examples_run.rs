@@ -66,3 +66,34 @@ fn sparse_allgather() {
         assert!(out.contains("143 nonzeros on every process"), "{out}");
     }
 }
+
+#[test]
+fn programs_honour_the_topology_and_affinity_variables() {
+    // A fake 4-socket machine: the run is planned on it and nothing is bound.
+    for (var, val) in [
+        ("MBSP_TOPOLOGY", "synthetic:package:4 numa:2 core:4 pu:2"),
+        ("MBSP_AFFINITY", "compact"),
+        ("MBSP_AFFINITY", "none"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_inner_product"))
+            .args(["1000", "6"])
+            .env(var, val)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{var}={val}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hello"))
+        .arg("2")
+        .env("MBSP_AFFINITY", "sideways")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("MBSP_AFFINITY=\"sideways\" is not understood")
+    );
+}

@@ -195,6 +195,14 @@ pub fn ranges(ids: impl IntoIterator<Item = u32>) -> String {
     out.join(",")
 }
 
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn bytes(n: u64) -> String {
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
@@ -211,12 +219,12 @@ impl fmt::Display for Machine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "machine ({}): {} packages, {} NUMA nodes, {} cores, {} PUs",
+            "machine ({}): {}, {}, {}, {}",
             self.source,
-            self.packages.len(),
-            self.numas.len(),
-            self.cores.len(),
-            self.pus.len()
+            plural(self.packages.len(), "package"),
+            plural(self.numas.len(), "NUMA node"),
+            plural(self.cores.len(), "core"),
+            plural(self.pus.len(), "PU")
         )?;
         for (pi, p) in self.packages.iter().enumerate() {
             writeln!(f, "  package {pi}")?;
@@ -278,9 +286,11 @@ impl Domain {
         &self.pus
     }
 
-    /// OS indices of the PUs (CPU numbers).
+    /// OS indices of the PUs (CPU numbers), ascending.
     pub fn pu_os(&self, m: &Machine) -> Vec<u32> {
-        self.pus.iter().map(|&u| m.pus[u].os_index).collect()
+        let mut v: Vec<u32> = self.pus.iter().map(|&u| m.pus[u].os_index).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Logical indices of the cores it touches, in order.
