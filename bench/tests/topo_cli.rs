@@ -1,12 +1,29 @@
 //! `mbsp topo` as a user runs it: plans of real multi-socket machines, JSON shape, errors.
 
 use serde_json::Value;
+use std::path::PathBuf;
 use std::process::Command;
 
+fn data_dir() -> PathBuf {
+    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let candidates = [
+        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
+        Some(repo.join("../shared/data")),
+        Some(PathBuf::from("/work/shared/data")),
+    ];
+    let d = candidates
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("topologies"))
+        .find(|d| d.is_dir());
+    d.unwrap_or_else(|| {
+        panic!("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
+    })
+}
+
 fn xml(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/topologies")
-        .join(name);
+    let p = data_dir().join(name);
     assert!(p.is_file(), "test data missing: {}", p.display());
     p.to_string_lossy().into_owned()
 }

@@ -7,13 +7,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn data_dir() -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/topologies");
-    assert!(
-        d.is_dir(),
-        "topology test data not found at {} (the project expects ../shared/data next to it)",
-        d.display()
-    );
-    d
+    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let candidates = [
+        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
+        Some(repo.join("../shared/data")),
+        Some(PathBuf::from("/work/shared/data")),
+    ];
+    let d = candidates
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("topologies"))
+        .find(|d| d.is_dir());
+    d.unwrap_or_else(|| {
+        panic!("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
+    })
 }
 
 /// (file, packages, NUMA nodes, cores, PUs), from the data README.
