@@ -283,6 +283,18 @@ impl Ctx {
         self.run.tree.is_aborted()
     }
 
+    /// Report a misuse detected outside the runtime (e.g. by a foreign-language binding) as
+    /// this process's failure: the run ends, and the returned error names `op`, this process
+    /// and the superstep.
+    pub fn misuse_error(&self, op: &'static str, message: impl Into<String>) -> Error {
+        self.misuse(op, message.into())
+    }
+
+    /// The first failure of this run's hierarchy (the root cause), if any process failed.
+    pub fn failure(&self) -> Option<Error> {
+        self.run.tree.error()
+    }
+
     /// Abort the whole program (every run of the hierarchy) without a barrier.
     ///
     /// Returns the error to hand back from the SPMD function: `return Err(ctx.abort("..."))`.

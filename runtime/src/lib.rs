@@ -80,7 +80,7 @@ pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use place::{AFFINITY_ENV, Placement, Procs, parse_affinity, parse_cpu_sets};
 pub use reg::Reg;
-pub use run::{Run, nprocs, run};
+pub use run::{Run, Spmd, nprocs, run};
 
 /// The topology crate: machine trees, placement plans, binding.
 pub use mbsp_topology as topology;

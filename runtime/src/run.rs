@@ -169,6 +169,124 @@ impl Run {
         collect(results, &tree)
     }
 
+    /// Start the run without blocking: the calling thread becomes process 0 and gets its
+    /// context in the returned [`Spmd`]; processes 1.. run `f` on new threads. Call
+    /// [`Spmd::end`] when process 0 is done; it waits for the others. This is the shape of
+    /// BSPlib's `bsp_begin`/`bsp_end`, for foreign callers (the C ABI); Rust code should prefer
+    /// [`Run::run`].
+    ///
+    /// ```
+    /// let mut spmd = mbsp::Run::new(3).begin(|ctx| {
+    ///     ctx.sync()?;
+    ///     Ok(())
+    /// }).unwrap();
+    /// let ctx = spmd.ctx();
+    /// assert_eq!((ctx.pid(), ctx.nprocs()), (0, 3));
+    /// ctx.sync().unwrap();
+    /// spmd.end().unwrap();
+    /// ```
+    pub fn begin<F>(self, f: F) -> Result<Spmd>
+    where
+        F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
+    {
+        if self.procs == Procs::Count(0) {
+            return Err(Error::outside(
+                ErrorKind::Misuse,
+                "run",
+                "a run needs at least 1 process, but p = 0 was requested",
+            ));
+        }
+        let (def_policy, def_bind) = default_affinity()?;
+        let loaded = match self.machine.clone() {
+            Some(l) => l,
+            None => {
+                Machine::current().map_err(|e| Error::outside(ErrorKind::System, "run", e.0))?
+            }
+        };
+        let whole = loaded.machine.whole();
+        let layout = Layout::plan(
+            loaded,
+            &whole,
+            self.procs,
+            self.policy.clone().unwrap_or(def_policy),
+            self.bind.unwrap_or(def_bind),
+        )
+        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))?;
+        Ok(self.start(Tree::new(), Vec::new(), layout, Arc::new(f)))
+    }
+
+    /// [`Run::begin`] for a run nested in the process owning `parent` (which becomes its
+    /// process 0). `parent` must not be used until [`Spmd::end`] returns.
+    pub fn begin_nested<F>(self, parent: &Ctx, f: F) -> Result<Spmd>
+    where
+        F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
+    {
+        parent.live("run")?;
+        if self.procs == Procs::Count(0) {
+            return Err(parent.misuse(
+                "run",
+                "a nested run needs at least 1 process, but p = 0 was requested".into(),
+            ));
+        }
+        let layout = self.nested_layout(parent)?;
+        Ok(self.start(
+            parent.run.tree.clone(),
+            parent.path.clone(),
+            layout,
+            Arc::new(f),
+        ))
+    }
+
+    fn nested_layout(&self, parent: &Ctx) -> Result<Layout> {
+        let up = &parent.run.layout;
+        let policy = self.policy.clone().unwrap_or_else(|| match &up.policy {
+            Policy::Manual(_) => Policy::Scattered,
+            p => p.clone(),
+        });
+        let bind = self.bind.unwrap_or(up.bind);
+        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind)
+            .map_err(|m| parent.misuse("run", format!("nested run: {m}")))
+    }
+
+    fn start<F>(&self, tree: Arc<Tree>, parent_path: Vec<usize>, layout: Layout, f: Arc<F>) -> Spmd
+    where
+        F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
+    {
+        let p = layout.domains.len();
+        let policy = self
+            .wait
+            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
+        let shared = RunShared::new(parent_path, tree.clone(), policy, layout);
+        let mut threads = Vec::with_capacity(p - 1);
+        for pid in 1..p {
+            let mut b = std::thread::Builder::new().name(thread_name(&shared, pid));
+            if let Some(s) = self.stack_size {
+                b = b.stack_size(s);
+            }
+            let (mine, f) = (shared.clone(), f.clone());
+            match b.spawn(move || process(mine, pid, &*f)) {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    tree.fail(&Error::new(
+                        ErrorKind::System,
+                        "run",
+                        shared.parent_path.clone(),
+                        None,
+                        format!("could not start the thread for pid {pid} of {p}: {e}"),
+                    ));
+                    break;
+                }
+            }
+        }
+        let (ctx, saved) = enter(&shared, 0);
+        Spmd {
+            ctx: Some(ctx),
+            saved,
+            threads,
+            tree,
+        }
+    }
+
     /// Start a run nested in the process owning `parent`, placed in what it owns.
     pub(crate) fn run_nested<R, F>(self, parent: &Ctx, f: F) -> Result<Vec<R>>
     where
@@ -182,14 +300,7 @@ impl Run {
                 "a nested run needs at least 1 process, but p = 0 was requested".into(),
             ));
         }
-        let up = &parent.run.layout;
-        let policy = self.policy.clone().unwrap_or_else(|| match &up.policy {
-            Policy::Manual(_) => Policy::Scattered,
-            p => p.clone(),
-        });
-        let bind = self.bind.unwrap_or(up.bind);
-        let layout = Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind)
-            .map_err(|m| parent.misuse("run", format!("nested run: {m}")))?;
+        let layout = self.nested_layout(parent)?;
         let tree = parent.run.tree.clone();
         let results = self.launch(tree.clone(), parent.path.clone(), layout, &f);
         collect(results, &tree)
@@ -264,9 +375,19 @@ fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync,
 {
-    let tree = shared.tree.clone();
+    let (mut ctx, saved) = enter(&shared, pid);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let r = f(&mut ctx)?;
+        ctx.end()?;
+        Ok(r)
+    }));
+    leave(ctx, saved, outcome)
+}
+
+/// Bind the calling thread for process `pid` and make its context. Returns the thread's
+/// previous binding when it must be restored (process 0 is the caller's thread).
+fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
-    // Process 0 is the caller's thread: give it back its binding afterwards.
     let saved = (pid == 0 && layout.bind)
         .then(|| layout.binder.thread_cpus())
         .flatten();
@@ -279,26 +400,28 @@ where
     } else {
         layout.binder.bind_thread(&layout.domains[pid])
     };
-    let restore = |cpus: Option<Vec<u32>>| {
-        if let Some(cpus) = cpus {
-            shared.layout.binder.restore_thread(&cpus);
-        }
-    };
-    let mut ctx = Ctx::new(shared.clone(), pid, binding);
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let r = f(&mut ctx)?;
-        ctx.end()?;
-        Ok(r)
-    }));
+    (Ctx::new(shared.clone(), pid, binding), saved)
+}
+
+/// Turn the outcome of a process into its result (a panic becomes an error), record a failure,
+/// and give the thread back its binding.
+fn leave<R>(
+    ctx: Ctx,
+    saved: Option<Vec<u32>>,
+    outcome: std::thread::Result<Result<R>>,
+) -> Result<R> {
     let result = match outcome {
         Ok(r) => r,
         Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
     };
     if let Err(e) = &result {
-        tree.fail(e);
+        ctx.run.tree.fail(e);
     }
+    let shared = ctx.run.clone();
     drop(ctx);
-    restore(saved);
+    if let Some(cpus) = saved {
+        shared.layout.binder.restore_thread(&cpus);
+    }
     result
 }
 
@@ -378,5 +501,67 @@ impl Ctx {
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         options.run_nested(self, f)
+    }
+}
+
+/// A run started with [`Run::begin`]: process 0's context, and the other processes' threads.
+pub struct Spmd {
+    ctx: Option<Ctx>,
+    saved: Option<Vec<u32>>,
+    threads: Vec<std::thread::JoinHandle<Result<()>>>,
+    tree: Arc<Tree>,
+}
+
+impl Spmd {
+    /// Process 0's context.
+    pub fn ctx(&mut self) -> &mut Ctx {
+        self.ctx.as_mut().expect("the run has ended")
+    }
+
+    /// End process 0 (its final sync), wait for the other processes, and return the run's
+    /// outcome: the first error of any process, or `Ok`.
+    pub fn end(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let Some(mut ctx) = self.ctx.take() else {
+            return Ok(());
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| ctx.end()));
+        let mut results = vec![leave(ctx, self.saved.take(), outcome)];
+        for h in self.threads.drain(..) {
+            results.push(h.join().unwrap_or_else(|_| {
+                Err(Error::outside(
+                    ErrorKind::Panic,
+                    "run",
+                    "a process thread panicked outside its SPMD function",
+                ))
+            }));
+        }
+        collect(results, &self.tree).map(|_| ())
+    }
+}
+
+impl Drop for Spmd {
+    /// A run dropped without [`Spmd::end`] is aborted (so no thread waits forever) and joined.
+    fn drop(&mut self) {
+        if let Some(ctx) = &self.ctx {
+            if !std::thread::panicking() || !self.tree.is_aborted() {
+                let e = ctx.error(
+                    ErrorKind::Misuse,
+                    "end",
+                    "the run was dropped before process 0 ended it",
+                );
+                self.tree.fail(&e);
+            }
+            let _ = self.finish();
+        }
+    }
+}
+
+impl std::fmt::Debug for Spmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spmd").field("ctx", &self.ctx).finish()
     }
 }

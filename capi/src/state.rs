@@ -1,0 +1,80 @@
+//! Per-thread state of the C interface: the stack of runs the thread takes part in.
+
+use mbsp_rt::{Ctx, Error, ErrorKind, Spmd};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One run a thread takes part in.
+pub(crate) struct Frame {
+    /// The thread's context in that run (owned by the runtime or by `owner`).
+    pub(crate) ctx: *mut Ctx,
+    /// For the process that started the run (pid 0): the run itself.
+    pub(crate) owner: Option<Box<Spmd>>,
+    /// A thread started for the run whose SPMD function has not called `bsp_begin` yet.
+    pub(crate) awaiting_begin: bool,
+    /// `bsp_end` was called (threads started for the run).
+    pub(crate) ended: bool,
+}
+
+thread_local! {
+    pub(crate) static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// The SPMD function given to the last `bsp_init` of this thread.
+    pub(crate) static PENDING_INIT: Cell<Option<extern "C" fn()>> = const { Cell::new(None) };
+}
+
+/// The calling thread's context in its innermost run, if any.
+pub(crate) fn current() -> Option<*mut Ctx> {
+    FRAMES.with(|f| f.borrow().last().map(|fr| fr.ctx))
+}
+
+/// Run `f` on the innermost context; any error ends the program (see [`fatal`]).
+pub(crate) fn with_ctx<R>(op: &str, f: impl FnOnce(&mut Ctx) -> mbsp_rt::Result<R>) -> R {
+    let Some(ptr) = current() else {
+        die(&format!(
+            "mbsp: {op}: called outside an SPMD section (between bsp_begin and bsp_end)"
+        ));
+    };
+    // SAFETY: the frame's context lives as long as the frame, and only this thread uses it;
+    // no other reference to it is alive during a primitive.
+    let ctx = unsafe { &mut *ptr };
+    match f(ctx) {
+        Ok(v) => v,
+        Err(e) => fatal(Some(ctx), e),
+    }
+}
+
+/// The C name of a runtime operation, for messages.
+pub(crate) fn c_op(op: &str) -> String {
+    match op {
+        "run" => "bsp_begin".into(),
+        "end" => "bsp_end".into(),
+        "spmd" => "spmd".into(),
+        "move" => "bsp_move".into(),
+        o if o.starts_with("bsp_") || o.starts_with("mcbsp_") => o.into(),
+        o => format!("bsp_{o}"),
+    }
+}
+
+/// Print the error (the root cause if this one only reports that the run was aborted) as one
+/// line on stderr and exit the program with status 1.
+pub(crate) fn fatal(ctx: Option<&Ctx>, e: Error) -> ! {
+    let e = match (e.kind(), ctx.and_then(Ctx::failure)) {
+        (ErrorKind::Aborted, Some(root)) => root,
+        _ => e,
+    };
+    let text = e.to_string();
+    let rest = text.strip_prefix(e.op()).unwrap_or(&text);
+    die(&format!("mbsp: {}{rest}", c_op(e.op())))
+}
+
+/// Print `line` and exit with status 1; if another thread is already exiting, wait for it.
+pub(crate) fn die(line: &str) -> ! {
+    static DYING: AtomicBool = AtomicBool::new(false);
+    if DYING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    eprintln!("{line}");
+    std::process::exit(1)
+}
