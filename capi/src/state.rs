@@ -67,7 +67,16 @@ pub(crate) fn fatal(ctx: Option<&Ctx>, e: Error) -> ! {
     die(&format!("mbsp: {}{rest}", c_op(e.op())))
 }
 
+unsafe extern "C" {
+    fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
+    fn _exit(status: std::ffi::c_int) -> !;
+}
+
 /// Print `line` and exit with status 1; if another thread is already exiting, wait for it.
+///
+/// The program's C output streams are flushed, then the process ends with `_exit`: `exit`
+/// would run this thread's thread-local destructors, which end the runs it takes part in and
+/// wait for their other processes — which may be waiting here.
 pub(crate) fn die(line: &str) -> ! {
     static DYING: AtomicBool = AtomicBool::new(false);
     if DYING.swap(true, Ordering::SeqCst) {
@@ -76,5 +85,9 @@ pub(crate) fn die(line: &str) -> ! {
         }
     }
     eprintln!("{line}");
-    std::process::exit(1)
+    // SAFETY: fflush(NULL) flushes all C streams; _exit ends the process.
+    unsafe {
+        fflush(std::ptr::null_mut());
+        _exit(1)
+    }
 }

@@ -70,7 +70,7 @@ static void spmd(void) {
     bsp_send(0, &mytag, msg, strlen(msg) + 1);
     static char hp[16][16];
     snprintf(hp[s], sizeof hp[s], "hp%u", s % 10);
-    bsp_hpsend(1, &mytag, hp[s], strlen(hp[s]) + 1);
+    if (p > 1) bsp_hpsend(1, &mytag, hp[s], strlen(hp[s]) + 1);
     bsp_sync();
     unsigned packets = 0;
     size_t bytes = 0;

@@ -1,0 +1,287 @@
+//! The C test suite: C (and one C++) programs compiled with the system compiler against
+//! libmbsp exactly as a user would (`cc prog.c -Icapi/include -L<dir> -lmbsp`), run, and checked
+//! for their output and exit status. Needs `cc` and `c++` on the PATH.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Build libmbsp.so and libmbsp.a as a user does (`cargo build -p mbsp-capi`) and return their
+/// directory. Cargo does not build a cdylib/staticlib-only library for integration tests, and
+/// the running `cargo test` holds the lock of its own target directory, so this uses a separate
+/// one (target/capi-lib), built once per test run (incrementally after the first).
+fn lib_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = here().join("../target/capi-lib");
+        let out = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "mbsp-capi", "--target-dir"])
+            .arg(&target)
+            .current_dir(here())
+            .output()
+            .expect("run cargo");
+        assert!(
+            out.status.success(),
+            "cargo build -p mbsp-capi failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = target.join("debug");
+        for f in ["libmbsp.so", "libmbsp.a"] {
+            assert!(
+                dir.join(f).is_file(),
+                "{} was not built",
+                dir.join(f).display()
+            );
+        }
+        dir
+    })
+    .clone()
+}
+
+fn here() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn out_dir() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| {
+        let d = lib_dir().join("capi-tests");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+/// How to link: against the shared library (the default of `-lmbsp`) or the static one.
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    Shared,
+    Static,
+}
+
+/// Compile `src` (in tests/c) with `extra` flags into an executable named `name`.
+fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
+    let lib = lib_dir();
+    let exe = out_dir().join(name);
+    let cxx = src.ends_with(".cpp");
+    let mut cmd = Command::new(if cxx { "c++" } else { "cc" });
+    if !cxx && !extra.contains(&"c++") {
+        cmd.arg("-std=c11");
+    }
+    cmd.args(["-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg(format!("-I{}", here().join("include").display()))
+        .args(extra)
+        .arg(here().join("tests/c").join(src))
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Shared => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-lmbsp");
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libmbsp.a")).args([
+                "-lhwloc",
+                "-ludev",
+                "-lpthread",
+                "-ldl",
+                "-lm",
+                "-lrt",
+                "-lutil",
+            ]);
+        }
+    }
+    let out = cmd.output().expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {src} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Run with a hang detector (the suite's programs finish in well under a second).
+fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new("timeout")
+        .arg("60")
+        .arg(exe)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run");
+    if child.status.code() == Some(124) {
+        panic!("{} {args:?} hung", exe.display());
+    }
+    child.stdout.shrink_to_fit();
+    child
+}
+
+fn ok(out: &Output) -> String {
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {o}\nstderr: {e}",
+        out.status.code()
+    );
+    o.into_owned()
+}
+
+#[test]
+fn every_primitive_multicorebsp_mode() {
+    let exe = build("primitives.c", "primitives", &[], Link::Shared);
+    for p in ["1", "2", "4", "7"] {
+        assert!(ok(&run(&exe, &[p], &[])).contains(&format!("primitives ok (p = {p})")));
+    }
+}
+
+#[test]
+fn every_primitive_with_the_static_library() {
+    let exe = build("primitives.c", "primitives-static", &[], Link::Static);
+    assert!(ok(&run(&exe, &["3"], &[])).contains("primitives ok"));
+}
+
+#[test]
+fn bsplib_examples_in_compatibility_mode() {
+    let exe = build("bsplib_examples.c", "bsplib_examples", &[], Link::Shared);
+    for p in ["1", "3", "4", "6"] {
+        assert!(ok(&run(&exe, &[p], &[])).contains("BSPlib examples ok"));
+    }
+}
+
+#[test]
+fn nested_runs() {
+    let exe = build("nested.c", "nested", &[], Link::Shared);
+    assert!(ok(&run(&exe, &[], &[])).contains("nested ok"));
+}
+
+#[test]
+fn main_as_the_spmd_section_with_shared_globals() {
+    for link in [Link::Shared, Link::Static] {
+        let name = if link == Link::Shared {
+            "pure"
+        } else {
+            "pure-static"
+        };
+        let exe = build("pure_spmd.c", name, &[], link);
+        let out = ok(&run(&exe, &["a", "b"], &[]));
+        assert!(out.contains("sum 10, argc 3"), "{out}");
+        assert_eq!(
+            out.matches("after end").count(),
+            1,
+            "only pid 0 continues after bsp_end"
+        );
+    }
+}
+
+#[test]
+fn cxx_programs_compile_and_run() {
+    let exe = build("cxx_check.cpp", "cxx_check", &[], Link::Shared);
+    assert!(ok(&run(&exe, &[], &[])).contains("c++ ok"));
+    // The C programs compile as C++ too.
+    let exe = build("pure_spmd.c", "pure-cxx", &["-x", "c++"], Link::Shared);
+    assert!(ok(&run(&exe, &["x"], &[])).contains("sum 10"));
+}
+
+/// Expect exit status 1 and `needle` in the single error line.
+fn fails(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    let line = err.lines().find(|l| l.starts_with("mbsp: ")).unwrap_or("");
+    assert!(line.contains(needle), "expected {needle:?} in {err:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("should not get here"));
+}
+
+#[test]
+fn abort_and_misuse_end_the_program_with_one_clear_line() {
+    let exe = build("failures.c", "failures", &[], Link::Shared);
+    let cases = [
+        (
+            "abort",
+            "bsp_abort (pid 2, superstep 1): aborted: input matrix.mtx is broken (code 42)",
+        ),
+        (
+            "bounds",
+            "bsp_put (pid 1, superstep 1): to pid 3: offset 8 + 16 bytes exceeds the 16 bytes pid 3 registered",
+        ),
+        (
+            "pid",
+            "bsp_put (pid 3, superstep 1): pid 9 is out of range: the run has 4 processes",
+        ),
+        ("unregistered", "bsp_get (pid 0, superstep 1): address"),
+        (
+            "no_end",
+            "spmd (pid 3, superstep 1): the SPMD function returned without calling bsp_end",
+        ),
+        (
+            "sync_mismatch",
+            "pid(s) [1] returned from the SPMD function while pid(s) [0, 2, 3] called sync",
+        ),
+        (
+            "tagsize",
+            "set_tagsize differs between processes in superstep 1: pid 0 asked for 4 bytes, pid 2 asked for 8 bytes",
+        ),
+        ("move_empty", "superstep 1): the message queue is empty"),
+        ("null_tag", "bsp_send (pid "),
+        ("pop_unregistered", "bsp_pop_reg (pid "),
+        ("outside", "bsp_sync: called outside an SPMD section"),
+    ];
+    for (mode, needle) in cases {
+        fails(&run(&exe, &[mode], &[]), needle);
+    }
+    let exe = build("compat_negative.c", "compat_negative", &[], Link::Shared);
+    fails(&run(&exe, &[], &[]), "bsp_push_reg (pid ");
+    let exe = build("main_without_end.c", "main_without_end", &[], Link::Shared);
+    fails(
+        &run(&exe, &[], &[]),
+        "the run was dropped before process 0 ended it",
+    );
+}
+
+#[test]
+fn affinity_and_thread_settings() {
+    let exe = build("settings.c", "settings", &[], Link::Shared);
+    assert!(ok(&run(&exe, &[], &[])).contains("settings ok"));
+    assert!(
+        ok(&run(
+            &exe,
+            &[],
+            &[("MBSP_MAX_THREADS", "2"), ("EXPECT_MAX", "2")]
+        ))
+        .contains("settings ok")
+    );
+    assert!(
+        ok(&run(
+            &exe,
+            &[],
+            &[("MBSP_AFFINITY", "compact"), ("EXPECT_MODE", "0")]
+        ))
+        .contains("settings ok")
+    );
+    assert!(
+        ok(&run(
+            &exe,
+            &[],
+            &[("MBSP_AFFINITY", "none"), ("EXPECT_MODE", "3")]
+        ))
+        .contains("settings ok")
+    );
+    assert!(
+        ok(&run(
+            &exe,
+            &[],
+            &[("MBSP_TOPOLOGY", "synthetic:package:2 core:4 pu:2")]
+        ))
+        .contains("settings ok")
+    );
+    fails(
+        &run(&exe, &["bad_pinning"], &[]),
+        "mcbsp_set_pinning gave 2 CPUs for 4 processes",
+    );
+    fails(
+        &run(&exe, &[], &[("MBSP_MAX_THREADS", "lots")]),
+        "MBSP_MAX_THREADS=\"lots\" is not a positive number",
+    );
+}
