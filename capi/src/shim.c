@@ -54,3 +54,16 @@ extern int main(int, char **) __attribute__((weak));
 void *mbsp_c_weak_main(void) {
     return (void *)main;
 }
+
+/* The calling thread's current mbsp context, for every primitive: an initial-exec TLS variable
+ * is one instruction away, where Rust's thread_local! in a shared library goes through
+ * __tls_get_addr. */
+static __thread void *current_ctx __attribute__((tls_model("initial-exec")));
+
+void *mbsp_c_current(void) {
+    return current_ctx;
+}
+
+void mbsp_c_set_current(void *ctx) {
+    current_ctx = ctx;
+}

@@ -2,7 +2,7 @@
 //! bsp_sync, and the message part of bsp_abort (formatted by bsp.h).
 
 use crate::affinity;
-use crate::state::{FRAMES, Frame, PENDING_INIT, current, die, fatal, with_ctx};
+use crate::state::{FRAMES, Frame, PENDING_INIT, current, die, fatal, pop, push, with_ctx};
 use mbsp_rt::{Ctx, Run, Spmd};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
@@ -84,14 +84,11 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
         }
     }
     let spawned = move |ctx: &mut Ctx| -> mbsp_rt::Result<()> {
-        let ptr: *mut Ctx = ctx;
-        FRAMES.with(|f| {
-            f.borrow_mut().push(Frame {
-                ctx: ptr,
-                owner: None,
-                awaiting_begin: true,
-                ended: false,
-            })
+        push(Frame {
+            ctx,
+            owner: None,
+            awaiting_begin: true,
+            ended: false,
         });
         // SAFETY: C entry points of the program; the trampoline catches bsp_end's exit.
         unsafe {
@@ -100,7 +97,7 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
                 Entry::Main(m) => mbsp_c_call(None, Some(m)),
             };
         }
-        let frame = FRAMES.with(|f| f.borrow_mut().pop()).expect("own frame");
+        let frame = pop().expect("own frame");
         if frame.owner.is_some() {
             return Err(ctx.misuse_error(
                 "spmd",
@@ -124,13 +121,11 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
         Ok(s) => {
             let mut owner = Box::new(s);
             let ctx: *mut Ctx = owner.ctx();
-            FRAMES.with(|f| {
-                f.borrow_mut().push(Frame {
-                    ctx,
-                    owner: Some(owner),
-                    awaiting_begin: false,
-                    ended: false,
-                })
+            push(Frame {
+                ctx,
+                owner: Some(owner),
+                awaiting_begin: false,
+                ended: false,
             });
         }
         // SAFETY: as above.
@@ -161,33 +156,25 @@ pub extern "C" fn bsp_end() {
 
 /// Returns whether the calling thread must leave its SPMD function.
 fn end_section() -> bool {
-    enum What {
-        Owner(Box<Spmd>),
-        Leave,
-        Outside,
-    }
-    let what = FRAMES.with(|f| {
-        let mut f = f.borrow_mut();
-        match f.last_mut() {
-            None => What::Outside,
-            Some(top) if top.owner.is_some() => {
-                What::Owner(f.pop().and_then(|fr| fr.owner).expect("owner"))
-            }
-            Some(top) => {
-                top.ended = true;
-                What::Leave
-            }
+    let owner = FRAMES.with(|f| match f.borrow_mut().last_mut() {
+        None => None,
+        Some(top) if top.owner.is_some() => Some(true),
+        Some(top) => {
+            top.ended = true;
+            Some(false)
         }
     });
-    match what {
-        What::Outside => die("mbsp: bsp_end: called outside an SPMD section"),
-        What::Owner(spmd) => {
+    match owner {
+        None => die("mbsp: bsp_end: called outside an SPMD section"),
+        Some(true) => {
+            let spmd: Box<Spmd> = pop().and_then(|fr| fr.owner).expect("owner frame");
             if let Err(e) = spmd.end() {
+                // SAFETY: the remaining frame's context is alive.
                 fatal(current().map(|p| unsafe { &*p }), e);
             }
             false
         }
-        What::Leave => true,
+        Some(false) => true,
     }
 }
 

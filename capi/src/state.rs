@@ -22,9 +22,50 @@ thread_local! {
     pub(crate) static PENDING_INIT: Cell<Option<extern "C" fn()>> = const { Cell::new(None) };
 }
 
+// The innermost frame's context (null outside runs), read by every primitive: kept in an
+// initial-exec TLS variable of the C shim (Rust's thread-locals in a shared library cost a
+// __tls_get_addr call, a visible share of a 10 ns sync).
+unsafe extern "C" {
+    fn mbsp_c_current() -> *mut std::ffi::c_void;
+    fn mbsp_c_set_current(ctx: *mut std::ffi::c_void);
+}
+
+struct Current;
+impl Current {
+    #[inline]
+    fn set(&self, c: *mut Ctx) {
+        // SAFETY: writes this thread's TLS slot.
+        unsafe { mbsp_c_set_current(c.cast()) }
+    }
+    #[inline]
+    fn get(&self) -> *mut Ctx {
+        // SAFETY: reads this thread's TLS slot.
+        unsafe { mbsp_c_current().cast() }
+    }
+}
+static CURRENT: Current = Current;
+
+/// Push a frame (the thread entered a run).
+pub(crate) fn push(frame: Frame) {
+    CURRENT.set(frame.ctx);
+    FRAMES.with(|f| f.borrow_mut().push(frame));
+}
+
+/// Pop the innermost frame (the thread left a run).
+pub(crate) fn pop() -> Option<Frame> {
+    FRAMES.with(|f| {
+        let mut f = f.borrow_mut();
+        let top = f.pop();
+        CURRENT.set(f.last().map_or(std::ptr::null_mut(), |fr| fr.ctx));
+        top
+    })
+}
+
 /// The calling thread's context in its innermost run, if any.
+#[inline]
 pub(crate) fn current() -> Option<*mut Ctx> {
-    FRAMES.with(|f| f.borrow().last().map(|fr| fr.ctx))
+    let c = CURRENT.get();
+    (!c.is_null()).then_some(c)
 }
 
 /// Run `f` on the innermost context; any error ends the program (see [`fatal`]).

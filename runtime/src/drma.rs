@@ -56,8 +56,9 @@ impl Ctx {
         })
     }
 
-    /// Bind (and migrate) registered memory to this process's NUMA node when the process is
-    /// bound to a single node; small areas stay where first touch put them.
+    /// Bind registered memory to this process's NUMA node when the process is bound to a single
+    /// node (pages not yet touched are then allocated there); small areas stay where first
+    /// touch puts them.
     fn place_memory(&self, ptr: *mut u8, len: usize) {
         let layout = &self.run.layout;
         if layout.bind && len >= 4096 && self.domain().numas(self.machine()).len() == 1 {

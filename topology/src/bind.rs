@@ -131,7 +131,8 @@ impl Binder {
         }
     }
 
-    /// Bind (and migrate) the pages of `area` to the NUMA node(s) of `d`.
+    /// Bind the pages of `area` to the NUMA node(s) of `d`: pages not yet touched will be
+    /// allocated there (hwlocality does not allow migrating an area's existing pages).
     pub fn bind_memory(&self, area: &[u8], d: &Domain) -> Binding {
         let Some(topo) = &self.hwloc else {
             return self.not_applied();
@@ -148,7 +149,7 @@ impl Binder {
             area,
             &set,
             MemoryBindingPolicy::Bind,
-            MemoryBindingFlags::MIGRATE,
+            MemoryBindingFlags::empty(),
         ) {
             Ok(()) => Binding::Applied(nodes),
             Err(e) => {

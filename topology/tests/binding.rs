@@ -21,6 +21,10 @@ fn threads_are_bound_to_their_plan_and_the_binding_reads_back() {
         let got = std::thread::spawn(move || match b.bind_thread(&d) {
             Binding::Applied(cpus) => Some((cpus, b.thread_cpus())),
             Binding::Refused(why) => {
+                assert!(
+                    !why.contains("isn't valid"),
+                    "our request was malformed: {why}"
+                );
                 eprintln!("binding refused here: {why}");
                 None
             }
@@ -54,7 +58,13 @@ fn memory_is_bound_to_the_plans_numa_node_and_reported() {
                 "{at:?} vs {nodes:?}"
             );
         }
-        Binding::Refused(why) => eprintln!("memory binding refused here: {why}"),
+        Binding::Refused(why) => {
+            assert!(
+                !why.contains("isn't valid"),
+                "our request was malformed: {why}"
+            );
+            eprintln!("memory binding refused here: {why}");
+        }
         Binding::NotApplied(why) => panic!("{why}"),
     }
 }
