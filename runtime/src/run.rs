@@ -141,29 +141,7 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        if self.procs == Procs::Count(0) {
-            return Err(Error::outside(
-                ErrorKind::Misuse,
-                "run",
-                "a run needs at least 1 process, but p = 0 was requested",
-            ));
-        }
-        let (def_policy, def_bind) = default_affinity()?;
-        let loaded = match self.machine.clone() {
-            Some(l) => l,
-            None => {
-                Machine::current().map_err(|e| Error::outside(ErrorKind::System, "run", e.0))?
-            }
-        };
-        let whole = loaded.machine.whole();
-        let layout = Layout::plan(
-            loaded,
-            &whole,
-            self.procs,
-            self.policy.clone().unwrap_or(def_policy),
-            self.bind.unwrap_or(def_bind),
-        )
-        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))?;
+        let layout = self.top_layout()?;
         let tree = Tree::new();
         let results = self.launch(tree.clone(), Vec::new(), layout, &f);
         collect(results, &tree)
@@ -189,6 +167,13 @@ impl Run {
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
+        let layout = self.top_layout()?;
+        Ok(self.start(Tree::new(), Vec::new(), layout, Arc::new(f)))
+    }
+
+    /// The placement of a top-level run: on the given or current machine, with the given or
+    /// default (`MBSP_AFFINITY`) policy.
+    fn top_layout(&self) -> Result<Layout> {
         if self.procs == Procs::Count(0) {
             return Err(Error::outside(
                 ErrorKind::Misuse,
@@ -204,15 +189,14 @@ impl Run {
             }
         };
         let whole = loaded.machine.whole();
-        let layout = Layout::plan(
+        Layout::plan(
             loaded,
             &whole,
             self.procs,
             self.policy.clone().unwrap_or(def_policy),
             self.bind.unwrap_or(def_bind),
         )
-        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))?;
-        Ok(self.start(Tree::new(), Vec::new(), layout, Arc::new(f)))
+        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))
     }
 
     /// [`Run::begin`] for a run nested in the process owning `parent` (which becomes its
@@ -253,27 +237,17 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
         let p = layout.domains.len();
-        let policy = self
-            .wait
-            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
-        let shared = RunShared::new(parent_path, tree.clone(), policy, layout);
+        let shared = self.shared(tree.clone(), parent_path, layout);
         let mut threads = Vec::with_capacity(p - 1);
         for pid in 1..p {
-            let mut b = std::thread::Builder::new().name(thread_name(&shared, pid));
-            if let Some(s) = self.stack_size {
-                b = b.stack_size(s);
-            }
             let (mine, f) = (shared.clone(), f.clone());
-            match b.spawn(move || process(mine, pid, &*f)) {
+            match self
+                .thread(&shared, pid)
+                .spawn(move || process(mine, pid, &*f))
+            {
                 Ok(h) => threads.push(h),
                 Err(e) => {
-                    tree.fail(&Error::new(
-                        ErrorKind::System,
-                        "run",
-                        shared.parent_path.clone(),
-                        None,
-                        format!("could not start the thread for pid {pid} of {p}: {e}"),
-                    ));
+                    spawn_failed(&shared, pid, e);
                     break;
                 }
             }
@@ -318,29 +292,18 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         let p = layout.domains.len();
-        let policy = self
-            .wait
-            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
-        let shared = RunShared::new(parent_path, tree.clone(), policy, layout);
+        let shared = self.shared(tree, parent_path, layout);
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
             for pid in 1..p {
-                let mut b = std::thread::Builder::new().name(thread_name(&shared, pid));
-                if let Some(s) = self.stack_size {
-                    b = b.stack_size(s);
-                }
                 let mine = shared.clone();
-                match b.spawn_scoped(scope, move || process(mine, pid, f)) {
+                match self
+                    .thread(&shared, pid)
+                    .spawn_scoped(scope, move || process(mine, pid, f))
+                {
                     Ok(h) => handles.push(h),
                     Err(e) => {
-                        let err = Error::new(
-                            ErrorKind::System,
-                            "run",
-                            shared.parent_path.clone(),
-                            None,
-                            format!("could not start the thread for pid {pid} of {p}: {e}"),
-                        );
-                        tree.fail(&err);
+                        spawn_failed(&shared, pid, e);
                         break;
                     }
                 }
@@ -359,6 +322,40 @@ impl Run {
             results
         })
     }
+}
+
+impl Run {
+    /// The shared state of a run placed by `layout`, with this run's waiting policy.
+    fn shared(&self, tree: Arc<Tree>, parent_path: Vec<usize>, layout: Layout) -> Arc<RunShared> {
+        let p = layout.domains.len();
+        let policy = self
+            .wait
+            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
+        RunShared::new(parent_path, tree, policy, layout)
+    }
+
+    /// The builder of process `pid`'s thread: its name and stack size.
+    fn thread(&self, shared: &RunShared, pid: usize) -> std::thread::Builder {
+        let b = std::thread::Builder::new().name(thread_name(shared, pid));
+        match self.stack_size {
+            Some(s) => b.stack_size(s),
+            None => b,
+        }
+    }
+}
+
+/// Record that process `pid`'s thread could not be started (the run is aborted).
+fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
+    shared.tree.fail(&Error::new(
+        ErrorKind::System,
+        "run",
+        shared.parent_path.clone(),
+        None,
+        format!(
+            "could not start the thread for pid {pid} of {}: {e}",
+            shared.p
+        ),
+    ));
 }
 
 fn thread_name(shared: &RunShared, pid: usize) -> String {
