@@ -122,6 +122,18 @@ impl Ctx {
     }
 
     /// [`send`](Ctx::send) with a typed tag and payload.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.set_tagsize(std::mem::size_of::<u32>())?;
+    ///     ctx.sync()?;
+    ///     ctx.send_pod(1 - ctx.pid(), &42u32, &[1.5f64, 2.5])?;
+    ///     ctx.sync()?;
+    ///     let m = ctx.hpmove().unwrap();
+    ///     assert_eq!((m.tag_as::<u32>(), m.payload_as::<f64>()), (42, &[1.5, 2.5][..]));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     #[inline]
     pub fn send_pod<G: Pod, T: Pod>(&self, pid: usize, tag: &G, payload: &[T]) -> Result<()> {
         self.send(pid, bytemuck::bytes_of(tag), bytemuck::cast_slice(payload))
@@ -132,6 +144,17 @@ impl Ctx {
     ///
     /// # Safety
     /// `payload` must stay allocated and unchanged until this process's next sync.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let data = vec![ctx.pid() as u8; 1024];
+    ///     // SAFETY: `data` is neither changed nor freed before the sync.
+    ///     unsafe { ctx.hpsend(1 - ctx.pid(), &[], &data)? };
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.hpmove().unwrap().payload[0] as usize, 1 - ctx.pid());
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("hpsend", pid, tag)?;
         let mut st = self.st.borrow_mut();
@@ -150,6 +173,16 @@ impl Ctx {
 
     /// Messages and payload bytes left in the queue (those sent to this process in the previous
     /// superstep and not yet moved out).
+    ///
+    /// ```
+    /// let sizes = mbsp::run(3, |ctx| {
+    ///     ctx.send(0, &[], &[1, 2, 3])?; // everyone sends 3 bytes to pid 0
+    ///     ctx.sync()?;
+    ///     Ok(ctx.qsize())
+    /// }).unwrap();
+    /// assert_eq!((sizes[0].messages, sizes[0].bytes), (3, 9));
+    /// assert_eq!(sizes[1], mbsp::QueueSize::default());
+    /// ```
     pub fn qsize(&self) -> QueueSize {
         let st = self.st.borrow();
         QueueSize {
@@ -187,12 +220,34 @@ impl Ctx {
     }
 
     /// Look at the first message without removing it.
+    ///
+    /// ```
+    /// mbsp::run(1, |ctx| {
+    ///     ctx.send(0, &[], b"x")?;
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.peek().unwrap().payload, b"x");
+    ///     assert_eq!(ctx.qsize().messages, 1);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub fn peek(&self) -> Option<Message<'_>> {
         self.head().map(|(m, _)| m)
     }
 
     /// BSPlib's `bsp_get_tag`: the payload length and the tag of the first message, or `None`
     /// if the queue is empty. Does not remove the message.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.set_tagsize(2)?;
+    ///     ctx.sync()?;
+    ///     ctx.send(1 - ctx.pid(), &[7, 8], b"hello")?;
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.get_tag(), Some((5, &[7u8, 8][..]))); // payload length, tag
+    ///     assert_eq!(ctx.qsize().messages, 1, "get_tag does not remove the message");
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub fn get_tag(&self) -> Option<(usize, &[u8])> {
         self.peek().map(|m| (m.payload.len(), m.tag))
     }
@@ -200,6 +255,18 @@ impl Ctx {
     /// BSPlib's `bsp_move`: copy the first message's payload into `buf` (truncated to
     /// `buf.len()`; an empty `buf` just drops the message), remove it from the queue, and return
     /// its full payload length; `None` if the queue is empty.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.send(1 - ctx.pid(), &[], b"payload")?;
+    ///     ctx.sync()?;
+    ///     let mut buf = [0u8; 3];
+    ///     assert_eq!(ctx.move_message(&mut buf), Some(7)); // full length returned...
+    ///     assert_eq!(&buf, b"pay");                          // ...but truncated to the buffer
+    ///     assert_eq!(ctx.move_message(&mut buf), None);      // queue now empty
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub fn move_message(&self, buf: &mut [u8]) -> Option<usize> {
         let (m, next) = self.head()?;
         let n = m.payload.len().min(buf.len());
@@ -210,6 +277,19 @@ impl Ctx {
 
     /// BSPlib's `bsp_hpmove`: remove the first message from the queue and lend its tag and
     /// payload in place until the next sync; `None` if the queue is empty.
+    ///
+    /// ```
+    /// let total = mbsp::run(4, |ctx| {
+    ///     ctx.send_pod(0, &(), &[ctx.pid() as u64; 2])?;
+    ///     ctx.sync()?;
+    ///     let mut total = 0;
+    ///     while let Some(m) = ctx.hpmove() {
+    ///         total += m.payload_as::<u64>().iter().sum::<u64>(); // read in place, no copy
+    ///     }
+    ///     Ok(total)
+    /// }).unwrap();
+    /// assert_eq!(total[0], 2 * (0 + 1 + 2 + 3));
+    /// ```
     pub fn hpmove(&self) -> Option<Message<'_>> {
         let (m, next) = self.head()?;
         self.advance(m.payload.len(), next);

@@ -242,6 +242,15 @@ impl Ctx {
     }
 
     /// The current superstep, counted from 0 (the number of syncs this process has completed).
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     assert_eq!(ctx.superstep(), 0);
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.superstep(), 1);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     #[inline]
     pub fn superstep(&self) -> u64 {
         self.step
@@ -291,6 +300,18 @@ impl Ctx {
     }
 
     /// The first failure of this run's hierarchy (the root cause), if any process failed.
+    ///
+    /// ```
+    /// let r = mbsp::run(2, |ctx| -> mbsp::Result<()> {
+    ///     if ctx.pid() == 1 {
+    ///         return Err(ctx.abort("root cause"));
+    ///     }
+    ///     let err = ctx.sync().unwrap_err(); // pid 0 is stopped by pid 1's abort...
+    ///     assert_eq!(ctx.failure().unwrap().message(), "root cause"); // ...and can see why
+    ///     Err(err)
+    /// });
+    /// assert_eq!(r.unwrap_err().pid(), Some(1));
+    /// ```
     pub fn failure(&self) -> Option<Error> {
         self.run.tree.error()
     }

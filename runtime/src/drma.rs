@@ -93,6 +93,23 @@ impl Ctx {
     /// Take part in a registration without offering memory (BSPlib's `bsp_push_reg(NULL, 0)`):
     /// this process will never be the target or source of communication in this slot, but can
     /// still put to and get from the other processes' memory in it.
+    ///
+    /// ```
+    /// // Only pid 0 receives; the others take part in the registration without memory.
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let inbox = if ctx.pid() == 0 {
+    ///         ctx.push_reg(vec![0u32; 3])?
+    ///     } else {
+    ///         ctx.push_reg_empty::<u32>()?
+    ///     };
+    ///     ctx.sync()?;
+    ///     ctx.put(0, &[ctx.pid() as u32 + 1], &inbox, ctx.pid())?;
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&inbox).to_vec())
+    /// }).unwrap();
+    /// assert_eq!(got[0], vec![1, 2, 3]);
+    /// assert!(got[1].is_empty());
+    /// ```
     pub fn push_reg_empty<T: Pod + Send>(&self) -> Result<Reg<T>> {
         self.live("push_reg")?;
         let (slot, generation) = self.push_slot(std::ptr::null_mut(), 0, true, None);
@@ -128,6 +145,19 @@ impl Ctx {
 
     /// Remove a registration at the next sync. Communication through it remains allowed in the
     /// current superstep. Processes must pop in the same order.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![0u8; 4])?;
+    ///     ctx.sync()?;
+    ///     ctx.pop_reg(&x)?;
+    ///     ctx.put(1 - ctx.pid(), &[1], &x, 0)?; // still allowed in the superstep of the pop
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.registrations(), 0);
+    ///     assert!(ctx.put(1 - ctx.pid(), &[1], &x, 0).is_err()); // gone after the sync
+    ///     Ok(())
+    /// }).unwrap_err();
+    /// ```
     pub fn pop_reg<T>(&self, reg: &Reg<T>) -> Result<()> {
         self.live("pop_reg")?;
         if reg.run != self.run.id {
@@ -334,6 +364,18 @@ impl Ctx {
     }
 
     /// [`put`](Ctx::put) with a byte source and a byte offset.
+    ///
+    /// ```
+    /// // Write the bytes of a u16 into the middle of a u32 array.
+    /// let v = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![0u32; 2])?;
+    ///     ctx.sync()?;
+    ///     ctx.put_bytes(1 - ctx.pid(), &0xABCDu16.to_le_bytes(), &x, 4)?;
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&x)[1])
+    /// }).unwrap();
+    /// assert_eq!(v, vec![0xABCD, 0xABCD]);
+    /// ```
     #[inline]
     pub fn put_bytes<T>(
         &self,
@@ -446,6 +488,18 @@ impl Ctx {
     }
 
     /// [`get`](Ctx::get) with byte offsets and a byte count.
+    ///
+    /// ```
+    /// let v = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u8 + 1; 8])?;
+    ///     let y = ctx.push_reg(vec![0u16; 2])?;
+    ///     ctx.sync()?;
+    ///     ctx.get_bytes(1 - ctx.pid(), &x, 2, &y, 1, 3)?; // 3 bytes into byte 1 of y
+    ///     ctx.sync()?;
+    ///     Ok(ctx.local(&y).to_vec())
+    /// }).unwrap();
+    /// assert_eq!(v[0], vec![0x0200, 0x0202]);
+    /// ```
     pub fn get_bytes<T, U: Send + 'static>(
         &self,
         pid: usize,
@@ -483,6 +537,19 @@ impl Ctx {
     /// # Safety
     /// The source range must not be written by anyone (its owner or any communication) during
     /// the current superstep.
+    ///
+    /// ```
+    /// let v = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as i32 * 7; 2])?;
+    ///     ctx.sync()?;
+    ///     let mut mine = [0i32; 2];
+    ///     // SAFETY: no process writes `x` in this superstep.
+    ///     unsafe { ctx.hpget(1 - ctx.pid(), &x, 0, &mut mine)? };
+    ///     ctx.sync()?;
+    ///     Ok(mine[1])
+    /// }).unwrap();
+    /// assert_eq!(v, vec![7, 0]);
+    /// ```
     pub unsafe fn hpget<T: Pod>(
         &self,
         pid: usize,
@@ -621,6 +688,24 @@ impl Ctx {
 
     /// Buffered put of `src` into `pid`'s area registered under the local address `dst`, at
     /// byte `offset` (BSPlib's `bsp_put`).
+    ///
+    /// ```
+    /// // BSPlib style: registered memory named by its address.
+    /// let out = mbsp::run(2, |ctx| {
+    ///     let mut buf = Box::new([0u8; 4]);
+    ///     let addr = buf.as_mut_ptr();
+    ///     // SAFETY: `buf` outlives the registration (popped and synced below) and no reference to it
+    ///     // is held across a sync.
+    ///     unsafe { ctx.push_reg_raw(addr, 4)? };
+    ///     ctx.sync()?;
+    ///     ctx.put_raw(1 - ctx.pid(), &[9, 9], addr, 1)?;
+    ///     ctx.sync()?;
+    ///     ctx.pop_reg_raw(addr)?;
+    ///     ctx.sync()?;
+    ///     Ok(*buf)
+    /// }).unwrap();
+    /// assert_eq!(out, vec![[0, 9, 9, 0]; 2]);
+    /// ```
     pub fn put_raw(&self, pid: usize, src: &[u8], dst: *const u8, offset: usize) -> Result<()> {
         self.live("put")?;
         let slot = self.named("put", dst)?;
@@ -707,6 +792,16 @@ impl Ctx {
     }
 
     /// Number of registrations in effect for this process (pushed and synced, not yet popped).
+    ///
+    /// ```
+    /// mbsp::run(1, |ctx| {
+    ///     let _a = ctx.push_reg(vec![0u8; 1])?;
+    ///     assert_eq!(ctx.registrations(), 0, "not before the sync");
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.registrations(), 1);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub fn registrations(&self) -> usize {
         // SAFETY: our own table, read outside a sync.
         unsafe { self.run.table(self.pid) }.len()

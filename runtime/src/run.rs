@@ -100,6 +100,18 @@ impl Run {
 
     /// The placement policy (default: from `MBSP_AFFINITY`, else scattered; a nested run
     /// inherits its parent's policy, manual excepted).
+    ///
+    /// ```
+    /// use mbsp::{Machine, Policy, Run};
+    /// // Place 4 processes compactly on a (synthetic) 2-socket machine: all on package 0.
+    /// let m = Machine::synthetic("package:2 core:4 pu:1").unwrap();
+    /// let packages = Run::new(4)
+    ///     .machine(m)
+    ///     .policy(Policy::Compact)
+    ///     .run(|ctx| Ok(ctx.placement().packages))
+    ///     .unwrap();
+    /// assert!(packages.iter().all(|p| p == &[0]));
+    /// ```
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
         self

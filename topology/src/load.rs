@@ -66,6 +66,12 @@ impl Machine {
     }
 
     /// Load an hwloc synthetic description such as `package:2 numa:2 core:8 pu:2`.
+    ///
+    /// ```
+    /// let m = mbsp_topology::Machine::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
+    /// assert_eq!(m.machine.cores().len(), 32);
+    /// assert!(m.hwloc.is_none(), "a synthetic machine is never bound");
+    /// ```
     pub fn synthetic(description: &str) -> Result<Loaded, TopologyError> {
         let bad = |e: &dyn fmt::Display| {
             TopologyError(format!(
@@ -102,6 +108,12 @@ impl Machine {
 
     /// Load what an [`ENV`]-style specification names: `synthetic:...`, `xml:...`, or a path
     /// ending in `.xml`.
+    ///
+    /// ```
+    /// let m = mbsp_topology::Machine::from_spec("synthetic:package:4 core:2 pu:1").unwrap();
+    /// assert_eq!(m.machine.packages().len(), 4);
+    /// assert!(mbsp_topology::Machine::from_spec("nonsense").is_err());
+    /// ```
     pub fn from_spec(spec: &str) -> Result<Loaded, TopologyError> {
         if let Some(d) = spec.strip_prefix("synthetic:") {
             Machine::synthetic(d)

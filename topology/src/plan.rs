@@ -267,6 +267,14 @@ fn split(m: &Machine, cores: &[usize], q: usize, depth: usize) -> Vec<Vec<usize>
 
 /// One domain per object of `level` that `domain` touches, in logical order, each holding the
 /// object's PUs inside `domain`.
+///
+/// ```
+/// use mbsp_topology::{Level, Machine, plan_per};
+/// let m = Machine::synthetic("package:2 numa:2 core:2 pu:2").unwrap().machine;
+/// let per_numa = plan_per(&m, &m.whole(), Level::Numa);
+/// assert_eq!(per_numa.len(), 4);
+/// assert_eq!(per_numa[3].pu_os(&m), vec![12, 13, 14, 15]);
+/// ```
 pub fn plan_per(m: &Machine, domain: &Domain, level: Level) -> Vec<Domain> {
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for &u in domain.pus() {
