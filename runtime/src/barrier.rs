@@ -214,7 +214,9 @@ impl Barrier {
             if self.sleep.aborted.load(Ordering::Relaxed) {
                 return Err(Aborted);
             }
-            yield_now();
+            if !yield_briefly() {
+                break;
+            }
         }
         self.sleep_until(ready)
     }
@@ -255,6 +257,24 @@ impl Barrier {
     /// The waiting policy.
     pub fn policy(&self) -> WaitPolicy {
         self.policy
+    }
+}
+
+/// Yield the core; false if that took long enough (≥ 20 µs) that another thread must have run
+/// a time slice — then the machine is busy with other work, and sleeping until woken is cheaper
+/// than yielding again (each further yield may cost a whole slice of a competing thread).
+#[inline]
+fn yield_briefly() -> bool {
+    #[cfg(loom)]
+    {
+        yield_now();
+        true
+    }
+    #[cfg(not(loom))]
+    {
+        let t = std::time::Instant::now();
+        yield_now();
+        t.elapsed() < std::time::Duration::from_micros(20)
     }
 }
 
