@@ -138,6 +138,23 @@ fn every_primitive_multicorebsp_mode() {
 }
 
 #[test]
+fn every_primitive_bsplib_compatibility_mode() {
+    let exe = build(
+        "primitives.c",
+        "primitives-compat",
+        &["-DMCBSP_COMPATIBILITY_MODE"],
+        Link::Shared,
+    );
+    for p in ["1", "2", "5"] {
+        let out = ok(&run(&exe, &[p], &[]));
+        assert!(
+            out.contains("(BSPlib compatibility mode) primitives ok"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn every_primitive_with_the_static_library() {
     let exe = build("primitives.c", "primitives-static", &[], Link::Static);
     assert!(ok(&run(&exe, &["3"], &[])).contains("primitives ok"));

@@ -1,14 +1,22 @@
-/* Every MulticoreBSP primitive, with MulticoreBSP types (size_t sizes, SIZE_MAX for empty). */
+/* Every primitive. Written with bsp.h's mode-dependent types so that it compiles in both modes:
+ * MulticoreBSP (size_t sizes, unsigned pids, SIZE_MAX for empty) and, with
+ * -DMCBSP_COMPATIBILITY_MODE, BSPlib (int sizes and pids, -1 for empty). */
 #include <mcbsp.h>
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
 
+#ifdef MCBSP_COMPATIBILITY_MODE
+#define EMPTY (-1)
+#else
+#define EMPTY SIZE_MAX
+#endif
+
 static unsigned P = 4;
 
 static void spmd(void) {
     bsp_begin(P);
-    const unsigned p = bsp_nprocs(), s = bsp_pid();
+    const unsigned p = (unsigned)bsp_nprocs(), s = (unsigned)bsp_pid();
     CHECK(p == P && s < p);
     double t0 = bsp_time();
     CHECK(t0 >= 0.0);
@@ -60,7 +68,7 @@ static void spmd(void) {
     CHECK(y[3] == 5);
 
     /* BSMP: tag size, send, hpsend, qsize, get_tag, move (truncating, 0 drops), hpmove. */
-    size_t tag = sizeof(unsigned);
+    bsp_size_t tag = sizeof(unsigned);
     bsp_set_tagsize(&tag);
     CHECK(tag == 0);
     bsp_sync();
@@ -72,17 +80,17 @@ static void spmd(void) {
     snprintf(hp[s], sizeof hp[s], "hp%u", s % 10);
     if (p > 1) bsp_hpsend(1, &mytag, hp[s], strlen(hp[s]) + 1);
     bsp_sync();
-    unsigned packets = 0;
-    size_t bytes = 0;
+    bsp_pid_t packets = 0;
+    bsp_size_t bytes = 0;
     bsp_qsize(&packets, &bytes);
     if (s == 0) {
-        CHECK(packets == p);
+        CHECK(packets == (bsp_pid_t)p);
         unsigned seen = 0;
         for (unsigned i = 0; i < p; i++) {
-            size_t status = 0;
+            bsp_size_t status = 0;
             unsigned t = 99;
             bsp_get_tag(&status, &t);
-            CHECK(t < p && status == strlen("from 0") + 1);
+            CHECK(t < p && status == (bsp_size_t)(strlen("from 0") + 1));
             char buf[16];
             if (i == 0) {
                 bsp_move(buf, 3); /* truncated */
@@ -96,15 +104,16 @@ static void spmd(void) {
             seen |= 1u << t;
         }
         CHECK(seen == (1u << p) - 1);
-        size_t status = 0;
+        bsp_size_t status = 0;
         bsp_get_tag(&status, NULL);
-        CHECK(status == SIZE_MAX);
+        CHECK(status == (bsp_size_t)EMPTY);
     } else if (s == 1) {
-        CHECK(packets == p);
-        CHECK(bytes == 4 * p);
+        CHECK(packets == (bsp_pid_t)p);
+        CHECK(bytes == (bsp_size_t)(4 * p));
         void *tp, *pp;
-        size_t n, count = 0;
-        while ((n = bsp_hpmove(&tp, &pp)) != SIZE_MAX) {
+        bsp_hpmove_t n;
+        unsigned count = 0;
+        while ((n = bsp_hpmove(&tp, &pp)) != (bsp_hpmove_t)EMPTY) {
             unsigned t = *(unsigned *)tp;
             CHECK(n == 4 && ((char *)pp)[2] == (char)('0' + t));
             count++;
@@ -125,6 +134,9 @@ static void spmd(void) {
 int main(int argc, char **argv) {
     if (argc > 1) P = (unsigned)atoi(argv[1]);
     CHECK(bsp_nprocs() >= 1);
+#ifdef MCBSP_COMPATIBILITY_MODE
+    printf("(BSPlib compatibility mode) ");
+#endif
     bsp_init(spmd, argc, argv);
     spmd();
     printf("primitives ok (p = %u)\n", P);
