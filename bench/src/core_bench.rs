@@ -2,7 +2,7 @@
 //! baselines measured in the same process run.
 
 use crate::floor::SpinBarrier;
-use crate::stats::{Samples, gbs, ns};
+use crate::stats::{Samples, gbs, ns, timed};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -61,20 +61,9 @@ fn per_iter(t: Instant, iters: usize) -> f64 {
 
 /// Empty supersteps through mbsp.
 fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
-    mbsp::run(p, |ctx| {
-        let mut out = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            ctx.sync()?;
-            let t = Instant::now();
-            for _ in 0..iters {
-                ctx.sync()?;
-            }
-            out.push(per_iter(t, iters));
-        }
-        Ok(out)
-    })
-    .expect("benchmark run")
-    .swap_remove(0)
+    mbsp::run(p, |ctx| timed(samples, iters, || ctx.sync()))
+        .expect("benchmark run")
+        .swap_remove(0)
 }
 
 /// One-word put to the right neighbour, then sync.
@@ -82,17 +71,13 @@ fn mbsp_put_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     mbsp::run(p, |ctx| {
         let right = (ctx.pid() + 1) % ctx.nprocs();
         let x = ctx.push_reg(vec![0u64; 1])?;
-        let mut out = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            ctx.sync()?;
-            let t = Instant::now();
-            for i in 0..iters {
-                ctx.put(right, &[i as u64], &x, 0)?;
-                ctx.sync()?;
-            }
-            out.push(per_iter(t, iters));
-        }
-        Ok(out)
+        ctx.sync()?;
+        let mut i = 0u64;
+        timed(samples, iters, || {
+            i += 1;
+            ctx.put(right, &[i], &x, 0)?;
+            ctx.sync()
+        })
     })
     .expect("benchmark run")
     .swap_remove(0)
@@ -125,32 +110,22 @@ fn threads(
 fn floor_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     let b = SpinBarrier::new(p);
     threads(p, iters, samples, |_, iters, samples| {
-        (0..samples)
-            .map(|_| {
-                b.wait();
-                let t = Instant::now();
-                for _ in 0..iters {
-                    b.wait();
-                }
-                per_iter(t, iters)
-            })
-            .collect()
+        timed(samples, iters, || {
+            b.wait();
+            Ok::<(), ()>(())
+        })
+        .unwrap()
     })
 }
 
 fn std_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     let b = Barrier::new(p);
     threads(p, iters, samples, |_, iters, samples| {
-        (0..samples)
-            .map(|_| {
-                b.wait();
-                let t = Instant::now();
-                for _ in 0..iters {
-                    b.wait();
-                }
-                per_iter(t, iters)
-            })
-            .collect()
+        timed(samples, iters, || {
+            b.wait();
+            Ok::<(), ()>(())
+        })
+        .unwrap()
     })
 }
 
@@ -160,22 +135,17 @@ fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, hp: bool) -> 
         let right = (ctx.pid() + 1) % ctx.nprocs();
         let dst = ctx.push_reg(vec![0u8; bytes])?;
         let src = vec![ctx.pid() as u8 + 1; bytes];
-        let mut out = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            ctx.sync()?;
-            let t = Instant::now();
-            for _ in 0..iters {
-                if hp {
-                    // SAFETY: nobody else touches `dst` on `right` during the superstep, and
-                    // `src` is not modified.
-                    unsafe { ctx.hpput(right, &src, &dst, 0)? };
-                } else {
-                    ctx.put(right, &src, &dst, 0)?;
-                }
-                ctx.sync()?;
+        let ns = timed(samples, iters, || {
+            if hp {
+                // SAFETY: nobody else touches `dst` on `right` during the superstep, and `src`
+                // is not modified.
+                unsafe { ctx.hpput(right, &src, &dst, 0)? };
+            } else {
+                ctx.put(right, &src, &dst, 0)?;
             }
-            out.push(bytes as f64 / per_iter(t, iters));
-        }
+            ctx.sync()
+        })?;
+        let out: Vec<f64> = ns.iter().map(|t| bytes as f64 / t).collect();
         let left = (ctx.pid() + ctx.nprocs() - 1) % ctx.nprocs();
         assert!(
             ctx.local(&dst).iter().all(|&b| b == left as u8 + 1),

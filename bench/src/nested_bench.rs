@@ -1,30 +1,14 @@
 //! `mbsp bench nested`: sync latency of a flat run of p processes against nested runs with the
 //! same total (2 × p/2), for compact and scattered placement, side by side in one run.
 
-use crate::stats::{Samples, ns};
+use crate::stats::{Samples, ns, timed};
 use mbsp::{Policy, Run};
-use std::time::Instant;
-
-fn per_iter(t: Instant, iters: usize) -> f64 {
-    t.elapsed().as_nanos() as f64 / iters as f64
-}
 
 /// Nanoseconds per empty sync of a flat run.
 fn flat(p: usize, policy: &Policy, iters: usize, samples: usize) -> Vec<f64> {
     Run::new(p)
         .policy(policy.clone())
-        .run(|ctx| {
-            let mut out = Vec::new();
-            for _ in 0..samples {
-                ctx.sync()?;
-                let t = Instant::now();
-                for _ in 0..iters {
-                    ctx.sync()?;
-                }
-                out.push(per_iter(t, iters));
-            }
-            Ok(out)
-        })
+        .run(|ctx| timed(samples, iters, || ctx.sync()))
         .expect("benchmark run")
         .swap_remove(0)
 }
@@ -36,28 +20,9 @@ fn nested(inner: usize, policy: &Policy, iters: usize, samples: usize) -> (Vec<f
         .policy(policy.clone())
         .run(|ctx| {
             let inner_t = ctx
-                .run(inner, |n| {
-                    let mut out = Vec::new();
-                    for _ in 0..samples {
-                        n.sync()?;
-                        let t = Instant::now();
-                        for _ in 0..iters {
-                            n.sync()?;
-                        }
-                        out.push(per_iter(t, iters));
-                    }
-                    Ok(out)
-                })?
+                .run(inner, |n| timed(samples, iters, || n.sync()))?
                 .swap_remove(0);
-            let mut outer_t = Vec::new();
-            for _ in 0..samples {
-                ctx.sync()?;
-                let t = Instant::now();
-                for _ in 0..iters {
-                    ctx.sync()?;
-                }
-                outer_t.push(per_iter(t, iters));
-            }
+            let outer_t = timed(samples, iters, || ctx.sync())?;
             Ok((inner_t, outer_t))
         })
         .expect("benchmark run")
@@ -68,17 +33,7 @@ fn nested(inner: usize, policy: &Policy, iters: usize, samples: usize) -> (Vec<f
 fn nested_start(inner: usize, policy: &Policy, iters: usize, samples: usize) -> Vec<f64> {
     Run::new(2)
         .policy(policy.clone())
-        .run(|ctx| {
-            let mut out = Vec::new();
-            for _ in 0..samples {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    ctx.run(inner, |_| Ok(()))?;
-                }
-                out.push(per_iter(t, iters));
-            }
-            Ok(out)
-        })
+        .run(|ctx| timed(samples, iters, || ctx.run(inner, |_| Ok(())).map(drop)))
         .expect("benchmark run")
         .swap_remove(0)
 }

@@ -38,6 +38,25 @@ impl Samples {
     }
 }
 
+/// `samples` measurements of the nanoseconds per call of `step`, each over `iters` calls after
+/// one warm-up call (which also lines up the processes when `step` is a sync).
+pub fn timed<E>(
+    samples: usize,
+    iters: usize,
+    mut step: impl FnMut() -> Result<(), E>,
+) -> Result<Vec<f64>, E> {
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        step()?;
+        let t = std::time::Instant::now();
+        for _ in 0..iters {
+            step()?;
+        }
+        out.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    Ok(out)
+}
+
 /// Format nanoseconds compactly.
 pub fn ns(v: f64) -> String {
     if v >= 100_000.0 {
