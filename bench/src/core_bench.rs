@@ -135,6 +135,7 @@ fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, hp: bool) -> 
         let right = (ctx.pid() + 1) % ctx.nprocs();
         let dst = ctx.push_reg(vec![0u8; bytes])?;
         let src = vec![ctx.pid() as u8 + 1; bytes];
+        ctx.sync()?; // the registration becomes valid
         let ns = timed(samples, iters, || {
             if hp {
                 // SAFETY: nobody else touches `dst` on `right` during the superstep, and `src`
