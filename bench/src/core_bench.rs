@@ -149,7 +149,7 @@ fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, hp: bool) -> 
         let out: Vec<f64> = ns.iter().map(|t| bytes as f64 / t).collect();
         let left = (ctx.pid() + ctx.nprocs() - 1) % ctx.nprocs();
         assert!(
-            ctx.local(&dst).iter().all(|&b| b == left as u8 + 1),
+            ctx.local(&dst)?.iter().all(|&b| b == left as u8 + 1),
             "data arrived"
         );
         Ok(out)

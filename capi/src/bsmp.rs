@@ -10,9 +10,16 @@ use std::ffi::{c_uint, c_void};
 /// `size` must point to a `size_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_set_tagsize(size: *mut usize) {
-    // SAFETY: the caller's promise.
-    let new = unsafe { *size };
-    let old = with_ctx("bsp_set_tagsize", |c| c.set_tagsize(new));
+    let old = with_ctx("bsp_set_tagsize", |c| {
+        if size.is_null() {
+            return Err(c.misuse_error(
+                "set_tagsize",
+                "the size pointer is NULL (it must point to the new tag size)",
+            ));
+        }
+        // SAFETY: the caller's promise.
+        c.set_tagsize(unsafe { *size })
+    });
     // SAFETY: as above.
     unsafe { *size = old };
 }
@@ -64,7 +71,12 @@ pub unsafe extern "C" fn bsp_hpsend(
 /// `packets` must be writable; `accumulated_size` null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_qsize(packets: *mut c_uint, accumulated_size: *mut usize) {
-    let q = with_ctx("bsp_qsize", |c| Ok(c.qsize()));
+    let q = with_ctx("bsp_qsize", |c| {
+        if packets.is_null() {
+            return Err(c.misuse_error("qsize", "the packets pointer is NULL"));
+        }
+        c.qsize()
+    });
     // SAFETY: the caller's promise.
     unsafe {
         *packets = q.messages as c_uint;
@@ -82,7 +94,10 @@ pub unsafe extern "C" fn bsp_qsize(packets: *mut c_uint, accumulated_size: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_get_tag(status: *mut usize, tag: *mut c_void) {
     with_ctx("bsp_get_tag", |c| {
-        match c.get_tag() {
+        if status.is_null() {
+            return Err(c.misuse_error("get_tag", "the status pointer is NULL"));
+        }
+        match c.get_tag()? {
             // SAFETY: the caller's promise.
             Some((len, t)) => unsafe {
                 if !t.is_empty() {
@@ -122,7 +137,7 @@ pub unsafe extern "C" fn bsp_move(payload: *mut c_void, max_copy_size: usize) {
             // SAFETY: the caller's promise.
             unsafe { std::slice::from_raw_parts_mut(payload as *mut u8, max_copy_size) }
         };
-        match c.move_message(buf) {
+        match c.move_message(buf)? {
             Some(_) => Ok(()),
             None => Err(c.misuse_error("move", "the message queue is empty")),
         }
@@ -137,7 +152,14 @@ pub unsafe extern "C" fn bsp_move(payload: *mut c_void, max_copy_size: usize) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_hpmove(tag: *mut *mut c_void, payload: *mut *mut c_void) -> usize {
     with_ctx("bsp_hpmove", |c| {
-        Ok(match c.hpmove() {
+        if tag.is_null() || payload.is_null() {
+            let which = if tag.is_null() { "tag" } else { "payload" };
+            return Err(c.misuse_error(
+                "hpmove",
+                format!("the {which} pointer (where to store the message's address) is NULL"),
+            ));
+        }
+        Ok(match c.hpmove()? {
             // SAFETY: the caller's promise.
             Some(m) => unsafe {
                 *tag = m.tag.as_ptr() as *mut c_void;

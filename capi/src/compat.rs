@@ -90,6 +90,10 @@ get_like!(
 /// `tag_nbytes` must point to an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcbsp_compat_set_tagsize(tag_nbytes: *mut c_int) {
+    if tag_nbytes.is_null() {
+        // SAFETY: reports the NULL pointer as a misuse and ends the program.
+        unsafe { crate::bsmp::bsp_set_tagsize(std::ptr::null_mut()) };
+    }
     // SAFETY: the caller's promise.
     let mut s = size("set_tagsize", "the tag size", unsafe { *tag_nbytes });
     // SAFETY: forwarded.
@@ -130,7 +134,12 @@ pub unsafe extern "C" fn mcbsp_compat_qsize(nmessages: *mut c_int, accum_nbytes:
     let (mut m, mut b) = (0u32, 0usize);
     // SAFETY: forwarded; then the caller's promise.
     unsafe {
-        crate::bsmp::bsp_qsize(&mut m, &mut b);
+        let m_ptr = if nmessages.is_null() {
+            std::ptr::null_mut() // reported as a misuse
+        } else {
+            &mut m
+        };
+        crate::bsmp::bsp_qsize(m_ptr, &mut b);
         *nmessages = m as c_int;
         if !accum_nbytes.is_null() {
             *accum_nbytes = b as c_int;
@@ -147,7 +156,12 @@ pub unsafe extern "C" fn mcbsp_compat_get_tag(status: *mut c_int, tag: *mut c_vo
     let mut s = 0usize;
     // SAFETY: forwarded; then the caller's promise.
     unsafe {
-        crate::bsmp::bsp_get_tag(&mut s, tag);
+        let s_ptr = if status.is_null() {
+            std::ptr::null_mut() // reported as a misuse
+        } else {
+            &mut s
+        };
+        crate::bsmp::bsp_get_tag(s_ptr, tag);
         *status = if s == usize::MAX { -1 } else { s as c_int };
     }
 }

@@ -113,8 +113,10 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
         Ok(())
     };
     let started: mbsp_rt::Result<Spmd> = match parent {
-        // SAFETY: the parent's context outlives the nested run (stack discipline of frames).
-        Some(ptr) => run.begin_nested(unsafe { &*ptr }, spawned),
+        // SAFETY: the parent's context outlives the nested run (frames are a stack: the nested
+        // run's frame is popped, and the run ended, before the parent's), and the parent thread
+        // uses only the innermost frame's context, so the exclusive borrow is respected.
+        Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, spawned),
         None => run.begin(spawned),
     };
     match started {
@@ -167,7 +169,7 @@ fn end_section() -> bool {
     match owner {
         None => die("mbsp: bsp_end: called outside an SPMD section"),
         Some(true) => {
-            let spmd: Box<Spmd> = pop().and_then(|fr| fr.owner).expect("owner frame");
+            let spmd: Box<Spmd<'static>> = pop().and_then(|fr| fr.owner).expect("owner frame");
             if let Err(e) = spmd.end() {
                 // SAFETY: the remaining frame's context is alive.
                 fatal(current().map(|p| unsafe { &*p }), e);

@@ -9,7 +9,8 @@ pub(crate) struct Frame {
     /// The thread's context in that run (owned by the runtime or by `owner`).
     pub(crate) ctx: *mut Ctx,
     /// For the process that started the run (pid 0): the run itself.
-    pub(crate) owner: Option<Box<Spmd>>,
+    /// (`'static`: the parent context it borrows is kept alive by the frame stack.)
+    pub(crate) owner: Option<Box<Spmd<'static>>>,
     /// A thread started for the run whose SPMD function has not called `bsp_begin` yet.
     pub(crate) awaiting_begin: bool,
     /// `bsp_end` was called (threads started for the run).

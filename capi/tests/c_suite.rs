@@ -225,7 +225,7 @@ fn abort_and_misuse_end_the_program_with_one_clear_line() {
         ),
         (
             "pid",
-            "bsp_put (pid 3, superstep 1): pid 9 is out of range: the run has 4 processes",
+            "bsp_put (pid 3, superstep 1): pid 9 is out of range: valid pids are 0..=3",
         ),
         ("unregistered", "bsp_get (pid 0, superstep 1): address"),
         (

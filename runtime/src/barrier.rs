@@ -242,6 +242,16 @@ impl Barrier {
         r
     }
 
+    /// Make the barrier as new for a new run (no process may be using it).
+    pub(crate) fn reset(&mut self) {
+        for line in self.lines.iter_mut() {
+            for w in line.iter_mut() {
+                *w = AtomicU64::new(0);
+            }
+        }
+        self.sleep.aborted = AtomicBool::new(false);
+    }
+
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].
     pub fn abort(&self) {
         self.sleep.aborted.store(true, Ordering::SeqCst);

@@ -8,7 +8,6 @@
 use crate::barrier::{FLAG_COMM, FLAG_TAGS};
 use crate::ctx::{Ctx, HpSend};
 use crate::error::Result;
-use crate::outbox::Outbox;
 use bytemuck::Pod;
 
 /// The number of messages in the queue and the total size of their payloads.
@@ -103,7 +102,7 @@ impl Ctx {
     ///     ctx.send(0, &(me * me).to_ne_bytes(), &me.to_ne_bytes())?;
     ///     ctx.sync()?;
     ///     let mut got = Vec::new();
-    ///     while let Some(m) = ctx.hpmove() {
+    ///     while let Some(m) = ctx.hpmove()? {
     ///         got.push((m.tag_as::<u32>(), m.payload_as::<u32>()[0]));
     ///     }
     ///     got.sort();
@@ -116,7 +115,9 @@ impl Ctx {
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag)?;
         // SAFETY: `payload` is a valid slice.
-        unsafe { self.outbox(pid).send(tag, payload.as_ptr(), payload.len()) };
+        self.with_outbox(pid, |ob| unsafe {
+            ob.send(tag, payload.as_ptr(), payload.len())
+        });
         self.flag(FLAG_COMM);
         Ok(())
     }
@@ -129,7 +130,7 @@ impl Ctx {
     ///     ctx.sync()?;
     ///     ctx.send_pod(1 - ctx.pid(), &42u32, &[1.5f64, 2.5])?;
     ///     ctx.sync()?;
-    ///     let m = ctx.hpmove().unwrap();
+    ///     let m = ctx.hpmove()?.unwrap();
     ///     assert_eq!((m.tag_as::<u32>(), m.payload_as::<f64>()), (42, &[1.5, 2.5][..]));
     ///     Ok(())
     /// }).unwrap();
@@ -151,7 +152,7 @@ impl Ctx {
     ///     // SAFETY: `data` is neither changed nor freed before the sync.
     ///     unsafe { ctx.hpsend(1 - ctx.pid(), &[], &data)? };
     ///     ctx.sync()?;
-    ///     assert_eq!(ctx.hpmove().unwrap().payload[0] as usize, 1 - ctx.pid());
+    ///     assert_eq!(ctx.hpmove()?.unwrap().payload[0] as usize, 1 - ctx.pid());
     ///     Ok(())
     /// }).unwrap();
     /// ```
@@ -178,31 +179,55 @@ impl Ctx {
     /// let sizes = mbsp::run(3, |ctx| {
     ///     ctx.send(0, &[], &[1, 2, 3])?; // everyone sends 3 bytes to pid 0
     ///     ctx.sync()?;
-    ///     Ok(ctx.qsize())
+    ///     ctx.qsize()
     /// }).unwrap();
     /// assert_eq!((sizes[0].messages, sizes[0].bytes), (3, 9));
     /// assert_eq!(sizes[1], mbsp::QueueSize::default());
     /// ```
-    pub fn qsize(&self) -> QueueSize {
+    pub fn qsize(&self) -> Result<QueueSize> {
+        self.live("qsize")?;
         let st = self.st.borrow();
-        QueueSize {
+        Ok(QueueSize {
             messages: st.queue.left,
             bytes: st.queue.left_bytes,
-        }
+        })
     }
 
     /// The first message of the queue and the offset of the one after it in the same outbox.
-    fn head(&self) -> Option<(Message<'_>, Option<usize>)> {
+    fn head(&self, op: &'static str) -> Result<Option<(Message<'_>, Option<usize>)>> {
+        self.live(op)?;
         let st = self.st.borrow();
         let q = &st.queue;
         if q.left == 0 {
-            return None;
+            return Ok(None);
         }
-        // SAFETY: queued outboxes belong to this run (kept alive by `self.run`) and their
-        // senders do not modify them before this process's next sync, which needs `&mut self`.
-        let ob: &Outbox = unsafe { &*q.srcs[q.cur_src] };
-        let (tag, payload, next) = ob.message(q.cur_off, q.tagsize);
-        Some((Message { tag, payload }, next))
+        let sender = self.run.proc(q.srcs[q.cur_src] as usize);
+        // SAFETY: the queue is read during the superstep after the one the messages were sent
+        // in; their sender does not touch these outboxes before it passes barrier 1 of our next
+        // sync, which needs `&mut self` and so ends every borrow handed out here. The run state
+        // (and the outbox) outlives `self`.
+        let raw = unsafe {
+            sender.outboxes(q.parity, |outs| {
+                let ob = outs[self.pid]
+                    .as_deref()
+                    .expect("queued sender has an outbox");
+                let (tag, payload, next) = ob.message(q.cur_off, q.tagsize);
+                (
+                    (tag.as_ptr(), tag.len()),
+                    (payload.as_ptr(), payload.len()),
+                    next,
+                )
+            })
+        };
+        let ((tp, tl), (pp, pl), next) = raw;
+        // SAFETY: as above: the bytes stay valid and unchanged while `self` is borrowed.
+        let (tag, payload) = unsafe {
+            (
+                std::slice::from_raw_parts(tp, tl),
+                std::slice::from_raw_parts(pp, pl),
+            )
+        };
+        Ok(Some((Message { tag, payload }, next)))
     }
 
     fn advance(&self, payload_len: usize, next: Option<usize>) {
@@ -219,19 +244,19 @@ impl Ctx {
         q.left_bytes -= payload_len;
     }
 
-    /// Look at the first message without removing it.
+    /// Look at the first message without removing it; `None` if the queue is empty.
     ///
     /// ```
     /// mbsp::run(1, |ctx| {
     ///     ctx.send(0, &[], b"x")?;
     ///     ctx.sync()?;
-    ///     assert_eq!(ctx.peek().unwrap().payload, b"x");
-    ///     assert_eq!(ctx.qsize().messages, 1);
+    ///     assert_eq!(ctx.peek()?.unwrap().payload, b"x");
+    ///     assert_eq!(ctx.qsize()?.messages, 1);
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    pub fn peek(&self) -> Option<Message<'_>> {
-        self.head().map(|(m, _)| m)
+    pub fn peek(&self) -> Result<Option<Message<'_>>> {
+        Ok(self.head("peek")?.map(|(m, _)| m))
     }
 
     /// BSPlib's `bsp_get_tag`: the payload length and the tag of the first message, or `None`
@@ -243,13 +268,13 @@ impl Ctx {
     ///     ctx.sync()?;
     ///     ctx.send(1 - ctx.pid(), &[7, 8], b"hello")?;
     ///     ctx.sync()?;
-    ///     assert_eq!(ctx.get_tag(), Some((5, &[7u8, 8][..]))); // payload length, tag
-    ///     assert_eq!(ctx.qsize().messages, 1, "get_tag does not remove the message");
+    ///     assert_eq!(ctx.get_tag()?, Some((5, &[7u8, 8][..]))); // payload length, tag
+    ///     assert_eq!(ctx.qsize()?.messages, 1, "get_tag does not remove the message");
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    pub fn get_tag(&self) -> Option<(usize, &[u8])> {
-        self.peek().map(|m| (m.payload.len(), m.tag))
+    pub fn get_tag(&self) -> Result<Option<(usize, &[u8])>> {
+        Ok(self.head("get_tag")?.map(|(m, _)| (m.payload.len(), m.tag)))
     }
 
     /// BSPlib's `bsp_move`: copy the first message's payload into `buf` (truncated to
@@ -261,18 +286,20 @@ impl Ctx {
     ///     ctx.send(1 - ctx.pid(), &[], b"payload")?;
     ///     ctx.sync()?;
     ///     let mut buf = [0u8; 3];
-    ///     assert_eq!(ctx.move_message(&mut buf), Some(7)); // full length returned...
-    ///     assert_eq!(&buf, b"pay");                          // ...but truncated to the buffer
-    ///     assert_eq!(ctx.move_message(&mut buf), None);      // queue now empty
+    ///     assert_eq!(ctx.move_message(&mut buf)?, Some(7)); // full length returned...
+    ///     assert_eq!(&buf, b"pay");                           // ...but truncated to the buffer
+    ///     assert_eq!(ctx.move_message(&mut buf)?, None);      // queue now empty
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    pub fn move_message(&self, buf: &mut [u8]) -> Option<usize> {
-        let (m, next) = self.head()?;
+    pub fn move_message(&self, buf: &mut [u8]) -> Result<Option<usize>> {
+        let Some((m, next)) = self.head("move")? else {
+            return Ok(None);
+        };
         let n = m.payload.len().min(buf.len());
         buf[..n].copy_from_slice(&m.payload[..n]);
         self.advance(m.payload.len(), next);
-        Some(m.payload.len())
+        Ok(Some(m.payload.len()))
     }
 
     /// BSPlib's `bsp_hpmove`: remove the first message from the queue and lend its tag and
@@ -283,16 +310,18 @@ impl Ctx {
     ///     ctx.send_pod(0, &(), &[ctx.pid() as u64; 2])?;
     ///     ctx.sync()?;
     ///     let mut total = 0;
-    ///     while let Some(m) = ctx.hpmove() {
+    ///     while let Some(m) = ctx.hpmove()? {
     ///         total += m.payload_as::<u64>().iter().sum::<u64>(); // read in place, no copy
     ///     }
     ///     Ok(total)
     /// }).unwrap();
     /// assert_eq!(total[0], 2 * (0 + 1 + 2 + 3));
     /// ```
-    pub fn hpmove(&self) -> Option<Message<'_>> {
-        let (m, next) = self.head()?;
+    pub fn hpmove(&self) -> Result<Option<Message<'_>>> {
+        let Some((m, next)) = self.head("hpmove")? else {
+            return Ok(None);
+        };
         self.advance(m.payload.len(), next);
-        Some(m)
+        Ok(Some(m))
     }
 }

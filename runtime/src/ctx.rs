@@ -2,78 +2,187 @@
 //!
 //! Shared (per run, [`RunShared`]): the barrier, and per process a [`ProcShared`] holding what
 //! other processes read: its registration table, its outboxes (two sets, by superstep parity),
-//! the bit masks of who sent to it, and how many syncs it has completed.
+//! its collective requests, and how many syncs it has completed.
 //!
 //! Private (per process, inside [`Ctx`]): the superstep counter, requests not yet executed
 //! (gets, registration changes, hpsends, a new tag size), and the view of the message queue.
 //!
-//! Access discipline for the `UnsafeCell`s in [`ProcShared`] (the reason it is `Sync`):
-//! * `regs`: written by its owner only inside a sync, after the first barrier and before a
-//!   second one (which every sync with registration changes has); read by others only outside
-//!   syncs.
-//! * `out[q]`: written by its owner during supersteps of parity `q`; read by receivers during
-//!   the sync that ends such a superstep and during the following superstep (the message
-//!   queue). The owner writes parity `q` again only after the next sync's first barrier, which
-//!   no receiver passes before it is done reading.
-//! * `coll[q]`: like `out[q]`, read by others right after the first barrier.
+//! ## Who touches what when
+//!
+//! The cells of [`ProcShared`] are read and written only through its methods, each of which
+//! states the phase of the superstep protocol (`sync.rs`) in which it may be called:
+//!
+//! * the registration table: written by its owner only inside a sync, after the first barrier
+//!   and before a second one (which every sync with registration changes has); read by anyone
+//!   only outside syncs (and by the owner at any time);
+//! * the outboxes of parity `q`: written by their owner during supersteps of parity `q`; read by
+//!   receivers during the sync that ends such a superstep and during the following superstep
+//!   (the message queue). The owner writes parity `q` again only after the next sync's first
+//!   barrier, which no receiver passes before it has stopped reading (the queue is emptied
+//!   when a sync starts);
+//! * the collective requests of parity `q`: like the outboxes, read right after barrier 1.
+//!
+//! ## Failure
+//!
+//! Once a process has seen the run fail (any primitive returned an error), every later
+//! primitive on its `Ctx` fails too, including the local views of registered memory and the
+//! queue accessors, so user code that ignores an error cannot race with processes that are
+//! still communicating. A sync that fails does not return before every process of the run has
+//! stopped touching other processes' memory ([`Ctx::quiesce`]): each process counts itself as
+//! stopped (once) when it first sees the failure or when it ends.
 
 use crate::barrier::{Barrier, Member, WaitPolicy};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
-use crate::registry::{Keep, RegOp, RegTable, SlotAlloc};
-use crate::shim::{AtomicBool, AtomicU64, Ordering};
+use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
+use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SharedCell};
 use crate::tree::Tree;
 use crossbeam_utils::CachePadded;
 use mbsp_topology::{Binding, Domain, Machine};
-use std::cell::{Cell, RefCell, UnsafeCell};
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
 static NEXT_RUN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// A fresh run identity (registrations remember the run they belong to).
+pub(crate) fn next_run_id() -> u64 {
+    NEXT_RUN_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The collective requests of one superstep, published for validation at the sync.
 #[derive(Default)]
 pub(crate) struct Coll {
     /// 1 + the superstep they belong to (0 = none yet).
     pub(crate) stamp: u64,
-    pub(crate) regs: Vec<(bool, u32)>,
+    pub(crate) regs: Vec<RegSig>,
     pub(crate) tagsize: Option<usize>,
 }
 
 /// One process's outboxes of one parity, by destination pid (allocated on first use).
 pub(crate) type Outboxes = Vec<Option<Box<CachePadded<Outbox>>>>;
 
+/// What one process shares with the others of its run.
 pub(crate) struct ProcShared {
-    pub(crate) regs: UnsafeCell<RegTable>,
-    pub(crate) out: [UnsafeCell<Outboxes>; 2],
-    pub(crate) coll: [UnsafeCell<Coll>; 2],
+    regs: SharedCell<RegTable>,
+    out: [SharedCell<Outboxes>; 2],
+    coll: [SharedCell<Coll>; 2],
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
     pub(crate) ended: AtomicBool,
 }
 
-// SAFETY: the UnsafeCells follow the discipline in the module documentation; the raw pointers
-// inside point to memory that the registration and sync protocol keeps alive and unaliased.
+// SAFETY: the cells are accessed only through the methods below, under the protocol in the
+// module documentation; the raw pointers inside point to memory that the registration and sync
+// protocol keeps alive.
 unsafe impl Sync for ProcShared {}
 // SAFETY: as above; nothing in it is tied to a thread.
 unsafe impl Send for ProcShared {}
 
 impl ProcShared {
     fn new(p: usize) -> Self {
-        let outs = || UnsafeCell::new((0..p).map(|_| None).collect::<Vec<_>>());
+        let outs = || SharedCell::new((0..p).map(|_| None).collect::<Vec<_>>());
         ProcShared {
-            regs: UnsafeCell::new(RegTable::default()),
+            regs: SharedCell::new(RegTable::default()),
             out: [outs(), outs()],
             coll: [
-                UnsafeCell::new(Coll::default()),
-                UnsafeCell::new(Coll::default()),
+                SharedCell::new(Coll::default()),
+                SharedCell::new(Coll::default()),
             ],
             done: CachePadded::new(AtomicU64::new(0)),
             ended: AtomicBool::new(false),
         }
+    }
+
+    /// Read the registration table.
+    ///
+    /// # Safety
+    /// The caller is the owner, or a process of the run outside its syncs (the owner then does
+    /// not update the table: it does so only between the barriers of a sync).
+    #[inline]
+    pub(crate) unsafe fn table<R>(&self, f: impl FnOnce(&RegTable) -> R) -> R {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.regs.read(f) }
+    }
+
+    /// One entry of the registration table (see [`ProcShared::table`]).
+    ///
+    /// # Safety
+    /// As [`ProcShared::table`].
+    #[inline]
+    pub(crate) unsafe fn entry(&self, slot: u32) -> Entry {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.table(|t| *t.entry(slot)) }
+    }
+
+    /// Update the registration table.
+    ///
+    /// # Safety
+    /// Only the owner, inside a sync between barrier 1 and barrier 2.
+    #[inline]
+    pub(crate) unsafe fn table_mut<R>(&self, f: impl FnOnce(&mut RegTable) -> R) -> R {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.regs.write(f) }
+    }
+
+    /// Write the outboxes of parity `q`.
+    ///
+    /// # Safety
+    /// Only the owner, during a superstep of parity `q` (or in its sync before barrier 1).
+    #[inline]
+    pub(crate) unsafe fn outboxes_mut<R>(&self, q: usize, f: impl FnOnce(&mut Outboxes) -> R) -> R {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.out[q].write(f) }
+    }
+
+    /// Read the outboxes of parity `q`.
+    ///
+    /// # Safety
+    /// A process of the run between barrier 1 of a sync ending a superstep of parity `q` and
+    /// barrier 1 of the next sync.
+    #[inline]
+    pub(crate) unsafe fn outboxes<R>(&self, q: usize, f: impl FnOnce(&Outboxes) -> R) -> R {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.out[q].read(f) }
+    }
+
+    /// Publish the collective requests of a superstep of parity `q`.
+    ///
+    /// # Safety
+    /// Only the owner, in its sync before barrier 1.
+    #[inline]
+    pub(crate) unsafe fn publish(&self, q: usize, c: Coll) {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.coll[q].write(|old| *old = c) }
+    }
+
+    /// Read the collective requests of parity `q`.
+    ///
+    /// # Safety
+    /// As [`ProcShared::outboxes`].
+    #[inline]
+    pub(crate) unsafe fn coll<R>(&self, q: usize, f: impl FnOnce(&Coll) -> R) -> R {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.coll[q].read(f) }
+    }
+
+    /// Forget everything of a previous run (exclusive access: no process runs).
+    pub(crate) fn reset(&mut self) {
+        self.regs.with_mut(|t| *t = RegTable::default());
+        for q in 0..2 {
+            self.out[q].with_mut(|outs| {
+                for ob in outs.iter_mut().flatten() {
+                    ob.clear();
+                    ob.stamp = 0;
+                }
+            });
+            self.coll[q].with_mut(|c| *c = Coll::default());
+        }
+        self.done.store(0, Ordering::Relaxed);
+        self.ended.store(false, Ordering::Relaxed);
     }
 }
 
@@ -86,6 +195,8 @@ pub(crate) struct RunShared {
     pub(crate) tree: Arc<Tree>,
     pub(crate) barrier: Arc<Barrier>,
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
+    /// Processes that have seen the run fail, or ended (see [`Ctx::quiesce`]).
+    pub(crate) stopped: CachePadded<AtomicUsize>,
     pub(crate) layout: Layout,
 }
 
@@ -95,12 +206,12 @@ impl RunShared {
         tree: Arc<Tree>,
         policy: WaitPolicy,
         layout: Layout,
-    ) -> Arc<Self> {
+    ) -> Self {
         let p = layout.domains.len();
         let barrier = Arc::new(Barrier::new(p, policy));
         tree.add_barrier(&barrier);
-        Arc::new(RunShared {
-            id: NEXT_RUN_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        RunShared {
+            id: next_run_id(),
             p,
             parent_path,
             tree,
@@ -108,18 +219,31 @@ impl RunShared {
             procs: (0..p)
                 .map(|_| CachePadded::new(ProcShared::new(p)))
                 .collect(),
+            stopped: CachePadded::new(AtomicUsize::new(0)),
             layout,
-        })
+        }
     }
 
-    /// Process `pid`'s registration table (read side).
-    ///
-    /// # Safety
-    /// Only outside the owner's table updates (see the module documentation).
+    /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
+    /// processes of the previous run have all dropped their contexts).
+    pub(crate) fn reuse(&mut self, parent_path: Vec<usize>, tree: Arc<Tree>) {
+        self.id = next_run_id();
+        self.parent_path = parent_path;
+        for proc in self.procs.iter_mut() {
+            proc.reset();
+        }
+        self.stopped.store(0, Ordering::Relaxed);
+        Arc::get_mut(&mut self.barrier)
+            .expect("a finished run's barrier is not shared")
+            .reset();
+        tree.add_barrier(&self.barrier);
+        self.tree = tree;
+    }
+
+    /// Process `pid`'s shared state.
     #[inline]
-    pub(crate) unsafe fn table(&self, pid: usize) -> &RegTable {
-        // SAFETY: forwarded to the caller.
-        unsafe { &*self.procs[pid].regs.get() }
+    pub(crate) fn proc(&self, pid: usize) -> &ProcShared {
+        &self.procs[pid]
     }
 }
 
@@ -145,14 +269,29 @@ pub(crate) struct HpSend {
 /// The message queue as seen during one superstep.
 #[derive(Default)]
 pub(crate) struct Queue {
-    /// Outboxes (of other processes, previous parity) holding messages for us.
-    pub(crate) srcs: Vec<*const Outbox>,
+    /// Processes whose outboxes (of parity `parity`) hold messages for us.
+    pub(crate) srcs: Vec<u32>,
+    pub(crate) parity: usize,
     pub(crate) tagsize: usize,
     pub(crate) cur_src: usize,
     /// Byte offset of the current message in `srcs[cur_src]`'s message records.
     pub(crate) cur_off: usize,
     pub(crate) left: usize,
     pub(crate) left_bytes: usize,
+}
+
+impl Queue {
+    /// Forget the messages (they live for one superstep).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        if !self.srcs.is_empty() || self.left != 0 {
+            self.srcs.clear();
+            self.left = 0;
+            self.left_bytes = 0;
+        }
+        self.cur_src = 0;
+        self.cur_off = 0;
+    }
 }
 
 /// Private per-process state changed by `&self` primitives.
@@ -187,6 +326,10 @@ pub struct Ctx {
     pub(crate) flags: Cell<u32>,
     pub(crate) member: Member,
     pub(crate) binding: Binding,
+    /// This process has counted itself in `RunShared::stopped`.
+    stopped: Cell<bool>,
+    /// A failure to inject in the next sync (tests of the failure paths).
+    pub(crate) fault: Cell<Option<crate::internals::SyncPoint>>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -205,6 +348,8 @@ impl Ctx {
             flags: Cell::new(0),
             member: Member::new(pid),
             binding,
+            stopped: Cell::new(false),
+            fault: Cell::new(None),
             _not_send: PhantomData,
         }
     }
@@ -337,6 +482,7 @@ impl Ctx {
     pub fn abort(&self, message: impl Into<String>) -> Error {
         let e = self.error(ErrorKind::Abort, "abort", message);
         self.run.tree.fail(&e);
+        self.note_stopped();
         e
     }
 
@@ -352,6 +498,7 @@ impl Ctx {
     pub(crate) fn misuse(&self, op: &'static str, msg: String) -> Error {
         let e = self.error(ErrorKind::Misuse, op, msg);
         self.run.tree.fail(&e);
+        self.note_stopped();
         e
     }
 
@@ -359,6 +506,7 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     pub(crate) fn stopped(&self, op: &'static str) -> Error {
+        self.note_stopped();
         let why = match self.run.tree.error() {
             Some(e) => format!("stopped because the run failed: {e}"),
             None => "stopped because the run was aborted".into(),
@@ -384,8 +532,8 @@ impl Ctx {
             Err(self.misuse(
                 op,
                 format!(
-                    "pid {pid} is out of range: the run has {} processes (0..{})",
-                    self.run.p, self.run.p
+                    "pid {pid} is out of range: valid pids are 0..={}",
+                    self.run.p - 1
                 ),
             ))
         }
@@ -398,25 +546,49 @@ impl Ctx {
 
     #[inline]
     pub(crate) fn me(&self) -> &ProcShared {
-        &self.run.procs[self.pid]
+        self.run.proc(self.pid)
     }
 
-    /// This process's outbox for `pid` in the current superstep, cleared on first use (the
-    /// receiver recognises it as fresh by its stamp).
+    /// Run `f` on this process's outbox for `pid` in the current superstep, cleared on first
+    /// use (the receiver recognises it as fresh by its stamp).
     #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) fn outbox(&self, pid: usize) -> &mut Outbox {
-        let q = (self.step & 1) as usize;
-        // SAFETY: only the owner writes its outboxes of the current parity, and no receiver
-        // reads them during this superstep (module documentation). Callers do not hold two of
-        // these references at once.
-        let outs = unsafe { &mut *self.me().out[q].get() };
-        let ob = outs[pid].get_or_insert_with(Box::default);
-        if ob.stamp != self.step + 1 {
-            ob.clear();
-            ob.stamp = self.step + 1;
+    pub(crate) fn with_outbox<R>(&self, pid: usize, f: impl FnOnce(&mut Outbox) -> R) -> R {
+        let (q, stamp) = ((self.step & 1) as usize, self.step + 1);
+        // SAFETY: our own outboxes of the current parity, during the superstep.
+        unsafe {
+            self.me().outboxes_mut(q, |outs| {
+                let ob = outs[pid].get_or_insert_with(Box::default);
+                if ob.stamp != stamp {
+                    ob.clear();
+                    ob.stamp = stamp;
+                }
+                f(ob)
+            })
         }
-        ob
+    }
+
+    /// Count this process as stopped (once): it has seen the run fail, or it ends. From then on
+    /// it touches no memory of other processes.
+    #[inline]
+    pub(crate) fn note_stopped(&self) {
+        if !self.stopped.replace(true) {
+            self.run.stopped.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// After a failed sync: wait until every process of the run has stopped, so that none is
+    /// still reading this process's memory (get sources, popped registrations, raw areas) when
+    /// the error reaches user code. Every process stops promptly: the run is aborted, so its
+    /// next primitive (or the barrier it waits in) fails.
+    #[cold]
+    pub(crate) fn quiesce(&self) {
+        self.note_stopped();
+        let (stopped, p) = (&self.run.stopped, self.run.p);
+        let _ = crate::barrier::wait_until(
+            self.run.barrier.policy(),
+            || stopped.load(Ordering::Acquire) >= p,
+            || false,
+        );
     }
 
     /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
@@ -433,6 +605,13 @@ impl Ctx {
             || self.run.tree.is_aborted(),
         )
         .map_err(|_| self.stopped(op))
+    }
+}
+
+impl Drop for Ctx {
+    /// A process that ends no longer touches the run's memory.
+    fn drop(&mut self) {
+        self.note_stopped();
     }
 }
 

@@ -9,10 +9,11 @@
 use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS};
 use crate::ctx::{Ctx, GetOp};
 use crate::error::Result;
-use crate::reg::{Reg, Storage};
-use crate::registry::{Keep, RegOp, SlotState};
+use crate::reg::{Reg, RegId, Registration, Storage};
+use crate::registry::{ElemType, Entry, Keep, RegOp, SlotState};
 use bytemuck::Pod;
 use std::mem::size_of;
+use std::ops::{Bound, Range, RangeBounds};
 use std::sync::Arc;
 
 impl Ctx {
@@ -35,7 +36,7 @@ impl Ctx {
     ///         ctx.put(q, &[ctx.pid() as u32 * 10], &buf, ctx.pid())?;
     ///     }
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&buf).to_vec())
+    ///     Ok(ctx.local(&buf)?.to_vec())
     /// }).unwrap();
     /// assert!(all.iter().all(|b| b == &[0, 10, 20]));
     /// ```
@@ -45,13 +46,10 @@ impl Ctx {
         let (ptr, bytes) = (mem.ptr_u8(), mem.len() * size_of::<T>());
         self.place_memory(ptr, bytes);
         let keep: Keep = mem.clone();
-        let (slot, generation) = self.push_slot(ptr, bytes, false, Some(keep));
+        let ty = ElemType::of::<T>();
+        let (slot, generation) = self.push_slot(ptr, bytes, false, ty, Some(keep));
         Ok(Reg {
-            slot,
-            generation,
-            run: self.run.id,
-            owner: self.pid,
-            pushed_in: self.step,
+            id: RegId::new(slot, generation, self.run.id, self.pid, self.step),
             mem: Some(mem),
         })
     }
@@ -82,7 +80,7 @@ impl Ctx {
     /// if let Ok(n) = nodes { assert!(!n[0].is_empty()); }
     /// ```
     pub fn memory_nodes<T: Pod>(&self, reg: &Reg<T>) -> Result<Vec<u32>> {
-        let area: &[T] = self.local(reg);
+        let area: &[T] = self.local(reg)?;
         self.run
             .layout
             .binder
@@ -105,38 +103,40 @@ impl Ctx {
     ///     ctx.sync()?;
     ///     ctx.put(0, &[ctx.pid() as u32 + 1], &inbox, ctx.pid())?;
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&inbox).to_vec())
+    ///     Ok(ctx.local(&inbox)?.to_vec())
     /// }).unwrap();
     /// assert_eq!(got[0], vec![1, 2, 3]);
     /// assert!(got[1].is_empty());
     /// ```
     pub fn push_reg_empty<T: Pod + Send>(&self) -> Result<Reg<T>> {
         self.live("push_reg")?;
-        let (slot, generation) = self.push_slot(std::ptr::null_mut(), 0, true, None);
+        let ty = ElemType::of::<T>();
+        let (slot, generation) = self.push_slot(std::ptr::null_mut(), 0, true, ty, None);
         Ok(Reg {
-            slot,
-            generation,
-            run: self.run.id,
-            owner: self.pid,
-            pushed_in: self.step,
+            id: RegId::new(slot, generation, self.run.id, self.pid, self.step),
             mem: None,
         })
     }
 
-    fn push_slot(&self, ptr: *mut u8, len: usize, empty: bool, keep: Option<Keep>) -> (u32, u32) {
+    fn push_slot(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        empty: bool,
+        ty: ElemType,
+        keep: Option<Keep>,
+    ) -> (u32, u32) {
         let mut st = self.st.borrow_mut();
         let slot = st.slots.alloc();
         // SAFETY: our own table, read outside a sync.
-        let generation = unsafe { self.run.table(self.pid) }
-            .entry(slot)
-            .generation
-            .wrapping_add(1);
+        let generation = unsafe { self.me().entry(slot) }.generation.wrapping_add(1);
         st.reg_ops.push(RegOp::Push {
             slot,
             generation,
             ptr,
             len,
             empty,
+            ty,
             keep,
         });
         self.flag(FLAG_REGS);
@@ -151,22 +151,23 @@ impl Ctx {
     ///     let x = ctx.push_reg(vec![0u8; 4])?;
     ///     ctx.sync()?;
     ///     ctx.pop_reg(&x)?;
-    ///     ctx.put(1 - ctx.pid(), &[1], &x, 0)?; // still allowed in the superstep of the pop
+    ///     ctx.put(1 - ctx.pid(), &[1u8], &x, 0)?; // still allowed in the superstep of the pop
     ///     ctx.sync()?;
     ///     assert_eq!(ctx.registrations(), 0);
-    ///     assert!(ctx.put(1 - ctx.pid(), &[1], &x, 0).is_err()); // gone after the sync
+    ///     assert!(ctx.put(1 - ctx.pid(), &[1u8], &x, 0).is_err()); // gone after the sync
     ///     Ok(())
     /// }).unwrap_err();
     /// ```
-    pub fn pop_reg<T>(&self, reg: &Reg<T>) -> Result<()> {
+    pub fn pop_reg(&self, reg: impl Registration) -> Result<()> {
         self.live("pop_reg")?;
+        let reg = reg.reg_id();
         if reg.run != self.run.id {
             return Err(self.misuse("pop_reg", other_run()));
         }
         let pending_push = self
             .pending_push(|slot, generation, _| slot == reg.slot && generation == reg.generation);
         // SAFETY: our own table, read outside a sync.
-        let e = unsafe { self.run.table(self.pid) }.entry(reg.slot);
+        let e = unsafe { self.me().entry(reg.slot) };
         let registered = e.state != SlotState::Free && e.generation == reg.generation;
         if pending_push.is_none() && !registered {
             return Err(self.misuse(
@@ -221,7 +222,7 @@ impl Ctx {
 
     /// Check that `reg` may name a slot for communication now; return (slot, generation).
     #[inline]
-    fn usable<T>(&self, op: &'static str, reg: &Reg<T>) -> Result<(u32, u32)> {
+    fn usable<T>(&self, op: &'static str, reg: &RegId<T>) -> Result<(u32, u32)> {
         if reg.run != self.run.id {
             return Err(self.misuse(op, other_run()));
         }
@@ -235,7 +236,7 @@ impl Ctx {
             ));
         }
         // SAFETY: our own table, read outside a sync.
-        let e = unsafe { self.run.table(self.pid) }.entry(reg.slot);
+        let e = unsafe { self.me().entry(reg.slot) };
         if e.state == SlotState::Free || e.generation != reg.generation {
             return Err(self.misuse(
                 op,
@@ -261,7 +262,7 @@ impl Ctx {
     ) -> Result<*mut u8> {
         self.check_pid(op, pid)?;
         // SAFETY: tables are read outside syncs only.
-        let e = *unsafe { self.run.table(pid) }.entry(slot);
+        let e = unsafe { self.run.proc(pid).entry(slot) };
         if e.state != SlotState::Active || e.generation != generation {
             return Err(self.misuse(
                 op,
@@ -302,14 +303,15 @@ impl Ctx {
         })
     }
 
-    /// Check that local `reg` has room for `len` bytes at byte `off` and return their address.
+    /// Check that this process's registration `reg` has room for `len` bytes at byte `off`;
+    /// return their address and what keeps the memory alive.
     fn local_dst<T>(
         &self,
         op: &'static str,
-        reg: &Reg<T>,
+        reg: &RegId<T>,
         off: usize,
         len: usize,
-    ) -> Result<*mut u8> {
+    ) -> Result<(*mut u8, Option<Keep>)> {
         if reg.run != self.run.id || reg.owner != self.pid {
             return Err(self.misuse(
                 op,
@@ -325,25 +327,62 @@ impl Ctx {
                 ),
             ));
         }
-        let have = reg.len() * size_of::<T>();
+        let (slot, _) = self.usable(op, reg)?;
+        // SAFETY: our own table, read outside a sync.
+        let (e, keep): (Entry, _) = unsafe { self.me().table(|t| (*t.entry(slot), t.keep(slot))) };
         match off.checked_add(len) {
-            // SAFETY: in bounds of our own storage (null only when `have` is 0 and len is 0).
-            Some(end) if end <= have => Ok(unsafe { reg.ptr().add(off) }),
+            // SAFETY: in bounds of our own registered area (null only when its length is 0).
+            Some(end) if end <= e.len => Ok((unsafe { e.ptr.add(off) }, keep)),
             _ => Err(self.misuse(
                 op,
                 format!(
-                    "destination offset {off} + {len} bytes exceeds the {have} bytes of the local \
-                     destination"
+                    "destination offset {off} + {len} bytes exceeds the {} bytes of the local \
+                     destination",
+                    e.len
                 ),
             )),
         }
+    }
+
+    /// The byte range of `range` (in elements of `T`) within `pid`'s area in `slot`; an open
+    /// end means the end of what `pid` registered.
+    fn byte_range<T>(
+        &self,
+        op: &'static str,
+        pid: usize,
+        slot: u32,
+        range: impl RangeBounds<usize>,
+    ) -> Result<Range<usize>> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => {
+                self.check_pid(op, pid)?;
+                // SAFETY: tables are read outside syncs only.
+                unsafe { self.run.proc(pid).entry(slot) }.len / size_of::<T>().max(1)
+            }
+        };
+        if start > end {
+            return Err(self.misuse(op, format!("the source range {start}..{end} is reversed")));
+        }
+        let (s, e) = (
+            self.byte_offset::<T>(op, start)?,
+            self.byte_offset::<T>(op, end)?,
+        );
+        Ok(s..e)
     }
 
     // ----- put -----
 
     /// Copy `src` into `pid`'s memory registered in `dst`, starting at element `offset`, at the
     /// next sync. `src` is copied now (buffered on source and destination); if several puts
-    /// write the same place in one superstep, one of them wins.
+    /// write the same place in one superstep, one of them wins. `dst` is a [`Reg`], a
+    /// [`RegId`] or a reference to one.
     ///
     /// ```
     /// // The BSPlib paper's `reverse`: process i ends up with the value of process p-1-i.
@@ -351,14 +390,20 @@ impl Ctx {
     ///     let x = ctx.push_reg(vec![ctx.pid() as i32])?;
     ///     ctx.sync()?;
     ///     let target = ctx.nprocs() - 1 - ctx.pid();
-    ///     ctx.put(target, ctx.local(&x), &x, 0)?;
+    ///     ctx.put(target, ctx.local(&x)?, &x, 0)?;
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&x)[0])
+    ///     Ok(ctx.local(&x)?[0])
     /// }).unwrap();
     /// assert_eq!(out, vec![3, 2, 1, 0]);
     /// ```
     #[inline]
-    pub fn put<T: Pod>(&self, pid: usize, src: &[T], dst: &Reg<T>, offset: usize) -> Result<()> {
+    pub fn put<T: Pod>(
+        &self,
+        pid: usize,
+        src: &[T],
+        dst: impl Registration<Elem = T>,
+        offset: usize,
+    ) -> Result<()> {
         let off = self.byte_offset::<T>("put", offset)?;
         self.put_bytes(pid, bytemuck::cast_slice(src), dst, off)
     }
@@ -372,20 +417,20 @@ impl Ctx {
     ///     ctx.sync()?;
     ///     ctx.put_bytes(1 - ctx.pid(), &0xABCDu16.to_le_bytes(), &x, 4)?;
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&x)[1])
+    ///     Ok(ctx.local(&x)?[1])
     /// }).unwrap();
     /// assert_eq!(v, vec![0xABCD, 0xABCD]);
     /// ```
     #[inline]
-    pub fn put_bytes<T>(
+    pub fn put_bytes(
         &self,
         pid: usize,
         src: &[u8],
-        dst: &Reg<T>,
+        dst: impl Registration,
         byte_offset: usize,
     ) -> Result<()> {
         self.live("put")?;
-        let slot = self.usable("put", dst)?;
+        let slot = self.usable("put", &dst.reg_id())?;
         self.put_slot(pid, src, slot, byte_offset)
     }
 
@@ -393,7 +438,7 @@ impl Ctx {
     fn put_slot(&self, pid: usize, src: &[u8], slot: (u32, u32), off: usize) -> Result<()> {
         let dst = self.remote("put", "to", pid, slot, off, src.len())?;
         if !src.is_empty() {
-            self.outbox(pid).put(dst, src);
+            self.with_outbox(pid, |ob| ob.put(dst, src));
             self.flag(FLAG_COMM);
         }
         Ok(())
@@ -416,7 +461,7 @@ impl Ctx {
     ///     // SAFETY: nobody touches `x` in this superstep except this one hpput per process.
     ///     unsafe { ctx.hpput(other, &[ctx.pid() as u8 + 1; 4], &x, 0)? };
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&x).to_vec())
+    ///     Ok(ctx.local(&x)?.to_vec())
     /// }).unwrap();
     /// assert_eq!(out, vec![vec![2; 4], vec![1; 4]]);
     /// ```
@@ -424,12 +469,12 @@ impl Ctx {
         &self,
         pid: usize,
         src: &[T],
-        dst: &Reg<T>,
+        dst: impl Registration<Elem = T>,
         offset: usize,
     ) -> Result<()> {
         self.live("hpput")?;
         let off = self.byte_offset::<T>("hpput", offset)?;
-        let slot = self.usable("hpput", dst)?;
+        let slot = self.usable("hpput", &dst.reg_id())?;
         let bytes: &[u8] = bytemuck::cast_slice(src);
         // SAFETY: forwarded to the caller.
         unsafe { self.hpput_slot(pid, bytes.as_ptr(), bytes.len(), slot, off) }
@@ -455,9 +500,12 @@ impl Ctx {
 
     // ----- get -----
 
-    /// Copy `len` elements from `pid`'s memory in `src` (at element `offset`) into this
-    /// process's own memory in `dst` (at element `dst_offset`) at the next sync. The source is
-    /// read as it stands when `pid` enters the sync, before any put of the superstep lands.
+    /// Copy the elements `range` of `pid`'s memory in `src` into this process's own memory in
+    /// `dst`, starting at element `offset`, at the next sync — the arguments in the order of
+    /// [`put`](Ctx::put): process, source, destination, offset. The source is read as it stands
+    /// when `pid` enters the sync, before any put of the superstep lands. `range` may be open
+    /// (`..`, `2..`): an open end is the end of what `pid` registered. `dst` must be registered
+    /// by this process.
     ///
     /// ```
     /// // Everyone reads its right neighbour's value.
@@ -466,55 +514,70 @@ impl Ctx {
     ///     let y = ctx.push_reg(vec![0u64])?;
     ///     ctx.sync()?;
     ///     let right = (ctx.pid() + 1) % ctx.nprocs();
-    ///     ctx.get(right, &x, 0, &y, 0, 1)?;
+    ///     ctx.get(right, &x, 0..1, &y, 0)?;
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&y)[0])
+    ///     Ok(ctx.local(&y)?[0])
     /// }).unwrap();
     /// assert_eq!(out, vec![100, 200, 0]);
     /// ```
-    pub fn get<T: Pod + Send>(
+    pub fn get<T: Pod>(
         &self,
         pid: usize,
-        src: &Reg<T>,
+        src: impl Registration<Elem = T>,
+        range: impl RangeBounds<usize>,
+        dst: impl Registration<Elem = T>,
         offset: usize,
-        dst: &Reg<T>,
-        dst_offset: usize,
-        len: usize,
     ) -> Result<()> {
-        let off = self.byte_offset::<T>("get", offset)?;
-        let doff = self.byte_offset::<T>("get", dst_offset)?;
-        let n = self.byte_offset::<T>("get", len)?;
-        self.get_bytes(pid, src, off, dst, doff, n)
+        self.live("get")?;
+        let src = src.reg_id();
+        let (slot, _) = self.usable("get", &src)?;
+        let bytes = self.byte_range::<T>("get", pid, slot, range)?;
+        let doff = self.byte_offset::<T>("get", offset)?;
+        self.get_slot(pid, &src, bytes, &dst.reg_id(), doff)
     }
 
-    /// [`get`](Ctx::get) with byte offsets and a byte count.
+    /// [`get`](Ctx::get) with a byte range and a byte offset.
     ///
     /// ```
     /// let v = mbsp::run(2, |ctx| {
     ///     let x = ctx.push_reg(vec![ctx.pid() as u8 + 1; 8])?;
     ///     let y = ctx.push_reg(vec![0u16; 2])?;
     ///     ctx.sync()?;
-    ///     ctx.get_bytes(1 - ctx.pid(), &x, 2, &y, 1, 3)?; // 3 bytes into byte 1 of y
+    ///     ctx.get_bytes(1 - ctx.pid(), &x, 2..5, &y, 1)?; // 3 bytes into byte 1 of y
     ///     ctx.sync()?;
-    ///     Ok(ctx.local(&y).to_vec())
+    ///     Ok(ctx.local(&y)?.to_vec())
     /// }).unwrap();
     /// assert_eq!(v[0], vec![0x0200, 0x0202]);
     /// ```
-    pub fn get_bytes<T, U: Send + 'static>(
+    pub fn get_bytes(
         &self,
         pid: usize,
-        src: &Reg<T>,
+        src: impl Registration,
+        byte_range: impl RangeBounds<usize>,
+        dst: impl Registration,
         byte_offset: usize,
-        dst: &Reg<U>,
-        dst_byte_offset: usize,
-        nbytes: usize,
     ) -> Result<()> {
         self.live("get")?;
+        let src = src.reg_id();
+        let (slot, _) = self.usable("get", &src)?;
+        let bytes = self.byte_range::<u8>("get", pid, slot, byte_range)?;
+        self.get_slot(pid, &src, bytes, &dst.reg_id(), byte_offset)
+    }
+
+    fn get_slot<T, U>(
+        &self,
+        pid: usize,
+        src: &RegId<T>,
+        bytes: Range<usize>,
+        dst: &RegId<U>,
+        doff: usize,
+    ) -> Result<()> {
         let slot = self.usable("get", src)?;
-        let s = self.remote("get", "from", pid, slot, byte_offset, nbytes)?;
-        let d = self.local_dst("get", dst, dst_byte_offset, nbytes)?;
-        if nbytes > 0 {
-            self.queue_get(s, d, nbytes, dst.keep());
+        let n = bytes.end - bytes.start;
+        let s = self.remote("get", "from", pid, slot, bytes.start, n)?;
+        let (d, keep) = self.local_dst("get", dst, doff, n)?;
+        if n > 0 {
+            self.queue_get(s, d, n, keep);
         }
         Ok(())
     }
@@ -553,12 +616,12 @@ impl Ctx {
     pub unsafe fn hpget<T: Pod>(
         &self,
         pid: usize,
-        src: &Reg<T>,
+        src: impl Registration<Elem = T>,
         offset: usize,
         dst: &mut [T],
     ) -> Result<()> {
         // SAFETY: forwarded to the caller.
-        unsafe { self.immediate_get("hpget", pid, src, offset, dst) }
+        unsafe { self.immediate_get("hpget", pid, src.reg_id(), offset, dst) }
     }
 
     /// Copy `dst.len()` elements from `pid`'s registered memory in `src` (at element `offset`)
@@ -583,25 +646,25 @@ impl Ctx {
     pub unsafe fn direct_get<T: Pod>(
         &self,
         pid: usize,
-        src: &Reg<T>,
+        src: impl Registration<Elem = T>,
         offset: usize,
         dst: &mut [T],
     ) -> Result<()> {
         // SAFETY: forwarded to the caller.
-        unsafe { self.immediate_get("direct_get", pid, src, offset, dst) }
+        unsafe { self.immediate_get("direct_get", pid, src.reg_id(), offset, dst) }
     }
 
     unsafe fn immediate_get<T: Pod>(
         &self,
         op: &'static str,
         pid: usize,
-        src: &Reg<T>,
+        src: RegId<T>,
         offset: usize,
         dst: &mut [T],
     ) -> Result<()> {
         self.live(op)?;
         let off = self.byte_offset::<T>(op, offset)?;
-        let slot = self.usable(op, src)?;
+        let slot = self.usable(op, &src)?;
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
         // SAFETY: forwarded to the caller.
         unsafe { self.immediate_get_slot(op, pid, slot, off, bytes.as_mut_ptr(), bytes.len()) }
@@ -642,6 +705,7 @@ impl Ctx {
             ptr,
             if ptr.is_null() { 0 } else { len },
             ptr.is_null(),
+            ElemType::RAW,
             None,
         );
         Ok(())
@@ -660,7 +724,7 @@ impl Ctx {
                         .any(|o| matches!(o, RegOp::Pop { slot } if *slot == s))
                 };
                 // SAFETY: our own table, read outside a sync.
-                unsafe { self.run.table(self.pid) }.find_addr(ptr, true, popping)
+                unsafe { self.me().table(|t| t.find_addr(ptr, true, popping)) }
             });
         match slot {
             Some(s) => self.pop_slot("pop_reg", s),
@@ -671,9 +735,14 @@ impl Ctx {
     /// Resolve a registered local address to its newest slot.
     fn named(&self, op: &'static str, ptr: *const u8) -> Result<(u32, u32)> {
         // SAFETY: our own table, read outside a sync.
-        let t = unsafe { self.run.table(self.pid) };
-        if let Some(s) = t.find_addr(ptr, false, |_| false) {
-            return Ok((s, t.entry(s).generation));
+        let found = unsafe {
+            self.me().table(|t| {
+                t.find_addr(ptr, false, |_| false)
+                    .map(|s| (s, t.entry(s).generation))
+            })
+        };
+        if let Some(found) = found {
+            return Ok(found);
         }
         let pending = self.pending_push(|_, _, p| std::ptr::eq(p, ptr)).is_some();
         Err(self.misuse(
@@ -804,7 +873,7 @@ impl Ctx {
     /// ```
     pub fn registrations(&self) -> usize {
         // SAFETY: our own table, read outside a sync.
-        unsafe { self.run.table(self.pid) }.len()
+        unsafe { self.me().table(|t| t.len()) }
     }
 }
 

@@ -13,7 +13,7 @@
 //!     let next = (ctx.pid() + 1) % ctx.nprocs();
 //!     ctx.put(next, &[ctx.pid()], &inbox, 0)?;      // copied now, delivered at the sync
 //!     ctx.sync()?;
-//!     Ok(ctx.local(&inbox)[0])
+//!     Ok(ctx.local(&inbox)?[0])
 //! })?;
 //! assert_eq!(got, vec![3, 0, 1, 2]);
 //! # Ok::<(), mbsp::Error>(())
@@ -79,7 +79,7 @@ pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use place::{AFFINITY_ENV, Placement, Procs, parse_affinity, parse_cpu_sets};
-pub use reg::Reg;
+pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
 
 /// The topology crate: machine trees, placement plans, binding.
@@ -95,4 +95,21 @@ pub use bytemuck;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::barrier::{Aborted, Barrier, Member, Outcome};
+
+    /// A point inside `sync` where a test can make a process fail, to check the failure paths.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SyncPoint {
+        /// Right after the first barrier (peers may be starting their communication phase).
+        AfterBarrier1,
+        /// After reading the sources of this process's gets (peers are reading too).
+        AfterReads,
+        /// After the second barrier (peers are delivering puts and writing gets).
+        AfterBarrier2,
+    }
+
+    /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
+    /// another process of the hierarchy had aborted then.
+    pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {
+        ctx.fault.set(Some(at));
+    }
 }

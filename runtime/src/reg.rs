@@ -1,7 +1,9 @@
 //! Typed registered memory: [`Reg<T>`] and the local views of it.
 
 use crate::ctx::Ctx;
+use crate::error::Result;
 use bytemuck::Pod;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Memory owned by the runtime on behalf of one process. Freed when the last of the user's
@@ -45,21 +47,119 @@ impl<T> Drop for Storage<T> {
     }
 }
 
-/// A registration of a process-local array of `T`, made with [`Ctx::push_reg`].
+/// The name of a registration slot: what [`Ctx::put`], [`Ctx::get`] and the other primitives
+/// need to address any process's memory in that slot.
 ///
-/// The handle names the registration slot (for puts and gets into or out of *any* process's
-/// memory registered in the same slot) and owns this process's memory in it. Read and write the
-/// local part with [`Ctx::local`] and [`Ctx::local_mut`]; those views cannot live across a
-/// [`Ctx::sync`], which is when other processes' communication lands.
+/// Unlike [`Reg`], a `RegId` is `Copy` and owns no memory, so it can be used while a mutable
+/// local view of the registration is alive — the halo-exchange pattern:
 ///
-/// `T` is any plain-old-data type ([`bytemuck::Pod`]): integers, floats, arrays and
-/// `#[repr(C)]` structs of them.
-pub struct Reg<T> {
+/// ```
+/// // Each process sends the first element of its array to the end of its left neighbour's.
+/// let out = mbsp::run(3, |ctx| {
+///     let (p, s) = (ctx.nprocs(), ctx.pid());
+///     let mut u = ctx.push_reg(vec![0u32; 4])?;
+///     let id = u.id();
+///     ctx.sync()?;
+///     let view = ctx.local_mut(&mut u)?;
+///     view[0] = s as u32 + 1; // compute in place...
+///     ctx.put((s + p - 1) % p, &view[..1], id, 3)?; // ...and put from the live view
+///     ctx.sync()?;
+///     Ok(ctx.local(&u)?[3])
+/// }).unwrap();
+/// assert_eq!(out, vec![2, 3, 1]);
+/// ```
+pub struct RegId<T> {
     pub(crate) slot: u32,
     pub(crate) generation: u32,
     pub(crate) run: u64,
     pub(crate) owner: usize,
     pub(crate) pushed_in: u64,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> RegId<T> {
+    pub(crate) fn new(slot: u32, generation: u32, run: u64, owner: usize, pushed_in: u64) -> Self {
+        RegId {
+            slot,
+            generation,
+            run,
+            owner,
+            pushed_in,
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<T> Clone for RegId<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for RegId<T> {}
+
+impl<T> std::fmt::Debug for RegId<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegId")
+            .field("slot", &self.slot)
+            .field("owner", &self.owner)
+            .field("pushed_in_superstep", &self.pushed_in)
+            .finish()
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Something that names a registration slot: a [`Reg`], a [`RegId`], or a reference to one.
+/// The communication primitives take any of them.
+pub trait Registration: sealed::Sealed {
+    /// The element type of the registration.
+    type Elem;
+    /// The slot's name.
+    fn reg_id(&self) -> RegId<Self::Elem>;
+}
+
+impl<T> sealed::Sealed for RegId<T> {}
+impl<T> Registration for RegId<T> {
+    type Elem = T;
+    #[inline]
+    fn reg_id(&self) -> RegId<T> {
+        *self
+    }
+}
+
+impl<T> sealed::Sealed for Reg<T> {}
+impl<T> Registration for Reg<T> {
+    type Elem = T;
+    #[inline]
+    fn reg_id(&self) -> RegId<T> {
+        self.id
+    }
+}
+
+impl<R: Registration + ?Sized> sealed::Sealed for &R {}
+impl<R: Registration + ?Sized> Registration for &R {
+    type Elem = R::Elem;
+    #[inline]
+    fn reg_id(&self) -> RegId<R::Elem> {
+        (**self).reg_id()
+    }
+}
+
+/// A registration of a process-local array of `T`, made with [`Ctx::push_reg`].
+///
+/// The handle names the registration slot (for puts and gets into or out of *any* process's
+/// memory registered in the same slot) and owns this process's memory in it. Read and write the
+/// local part with [`Ctx::local`] and [`Ctx::local_mut`]; those views cannot live across a
+/// [`Ctx::sync`], which is when other processes' communication lands. [`Reg::id`] gives the
+/// slot's name alone, usable while a local view is alive.
+///
+/// `T` is any plain-old-data type ([`bytemuck::Pod`]): integers, floats, arrays and
+/// `#[repr(C)]` structs of them. All processes must register the same element type in a slot.
+pub struct Reg<T> {
+    pub(crate) id: RegId<T>,
     pub(crate) mem: Option<Arc<Storage<T>>>,
 }
 
@@ -80,19 +180,9 @@ impl<T> Reg<T> {
         self.mem.is_none()
     }
 
-    pub(crate) fn ptr(&self) -> *mut u8 {
-        self.mem
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |m| m.ptr as *mut u8)
-    }
-
-    pub(crate) fn keep(&self) -> Option<crate::registry::Keep>
-    where
-        T: Send + 'static,
-    {
-        self.mem
-            .as_ref()
-            .map(|m| m.clone() as crate::registry::Keep)
+    /// The name of the registration slot, without the memory (see [`RegId`]).
+    pub fn id(&self) -> RegId<T> {
+        self.id
     }
 
     /// Take the memory back once nothing else can reach it: after the registration was popped
@@ -134,81 +224,80 @@ impl<T> Reg<T> {
 impl<T> std::fmt::Debug for Reg<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reg")
-            .field("slot", &self.slot)
-            .field("owner", &self.owner)
+            .field("slot", &self.id.slot)
+            .field("owner", &self.id.owner)
             .field("len", &self.len())
-            .field("pushed_in_superstep", &self.pushed_in)
+            .field("pushed_in_superstep", &self.id.pushed_in)
             .finish()
     }
 }
 
 impl Ctx {
-    fn check_local<T>(&self, op: &'static str, reg: &Reg<T>) {
-        if reg.run != self.run.id || reg.owner != self.pid {
-            let e = self.misuse(
+    fn check_local<T>(&self, op: &'static str, reg: &Reg<T>) -> Result<()> {
+        self.live(op)?;
+        let id = &reg.id;
+        if id.run != self.run.id || id.owner != self.pid {
+            return Err(self.misuse(
                 op,
                 format!(
                     "this registration's memory belongs to pid {} of {} run; a process can only \
                      access its own registered memory locally",
-                    reg.owner,
-                    if reg.run == self.run.id {
+                    id.owner,
+                    if id.run == self.run.id {
                         "this"
                     } else {
                         "another"
                     }
                 ),
-            );
-            panic!("{e}");
+            ));
         }
+        Ok(())
     }
 
     /// This process's registered elements, for reading.
     ///
-    /// The view borrows `self`, so it ends before the next [`sync`](Ctx::sync).
-    ///
-    /// # Panics
-    /// If `reg` belongs to another process or run (the run then fails with that message).
+    /// The view borrows `self`, so it ends before the next [`sync`](Ctx::sync). Fails (and
+    /// ends the run) if `reg` belongs to another process or run, and fails once the run has
+    /// failed.
     ///
     /// ```
     /// mbsp::run(2, |ctx| {
     ///     let x = ctx.push_reg(vec![ctx.pid() as f64; 4])?;
-    ///     assert_eq!(ctx.local(&x), &[ctx.pid() as f64; 4]);
+    ///     assert_eq!(ctx.local(&x)?, &[ctx.pid() as f64; 4]);
     ///     Ok(())
     /// }).unwrap();
     /// ```
     #[inline]
-    pub fn local<'a, T: Pod>(&'a self, reg: &'a Reg<T>) -> &'a [T] {
-        self.check_local("local", reg);
-        match &reg.mem {
+    pub fn local<'a, T: Pod>(&'a self, reg: &'a Reg<T>) -> Result<&'a [T]> {
+        self.check_local("local", reg)?;
+        Ok(match &reg.mem {
             // SAFETY: the owner's view; remote writes happen only inside `sync(&mut self)`
-            // (or through unsafe hp primitives whose callers promise not to touch it).
+            // (or through unsafe hp primitives whose callers promise not to touch it), and a
+            // failed sync returns only when no other process touches this memory any more.
             Some(m) => unsafe { std::slice::from_raw_parts(m.ptr, m.len) },
             None => &[],
-        }
+        })
     }
 
-    /// This process's registered elements, for reading and writing.
-    ///
-    /// # Panics
-    /// If `reg` belongs to another process or run.
+    /// This process's registered elements, for reading and writing (see [`Ctx::local`]).
     ///
     /// ```
     /// mbsp::run(2, |ctx| {
     ///     let mut x = ctx.push_reg(vec![0u64; 4])?;
-    ///     ctx.local_mut(&mut x)[1] = 7;
-    ///     assert_eq!(ctx.local(&x), &[0, 7, 0, 0]);
+    ///     ctx.local_mut(&mut x)?[1] = 7;
+    ///     assert_eq!(ctx.local(&x)?, &[0, 7, 0, 0]);
     ///     Ok(())
     /// }).unwrap();
     /// ```
     #[inline]
     #[allow(clippy::mut_from_ref)]
-    pub fn local_mut<'a, T: Pod>(&'a self, reg: &'a mut Reg<T>) -> &'a mut [T] {
-        self.check_local("local_mut", reg);
-        match &reg.mem {
+    pub fn local_mut<'a, T: Pod>(&'a self, reg: &'a mut Reg<T>) -> Result<&'a mut [T]> {
+        self.check_local("local_mut", reg)?;
+        Ok(match &reg.mem {
             // SAFETY: as in `local`; `&mut Reg` makes this the only view through the handle, and
             // handles are not `Clone`.
             Some(m) => unsafe { std::slice::from_raw_parts_mut(m.ptr, m.len) },
             None => &mut [],
-        }
+        })
     }
 }

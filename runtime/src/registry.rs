@@ -11,6 +11,7 @@
 //! and a second barrier that every sync with registration changes has; other processes read it
 //! only in computation phases. So plain memory suffices.
 
+use std::any::TypeId;
 use std::sync::Arc;
 
 /// Keeps the memory of a registered area alive while any process may still reach it.
@@ -40,6 +41,30 @@ const FREE: Entry = Entry {
     state: SlotState::Free,
 };
 
+/// The element type of a registration: processes must register the same type in a slot
+/// (their sizes may differ). Raw (byte) registrations have no type.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ElemType {
+    pub(crate) id: Option<TypeId>,
+    pub(crate) name: &'static str,
+}
+
+impl ElemType {
+    /// The element type `T` of a typed registration.
+    pub(crate) fn of<T: 'static>() -> Self {
+        ElemType {
+            id: Some(TypeId::of::<T>()),
+            name: std::any::type_name::<T>(),
+        }
+    }
+
+    /// A raw registration (bytes named by address).
+    pub(crate) const RAW: ElemType = ElemType {
+        id: None,
+        name: "raw bytes",
+    };
+}
+
 /// A registration change requested in the current superstep, applied at the next sync.
 pub(crate) enum RegOp {
     Push {
@@ -48,6 +73,7 @@ pub(crate) enum RegOp {
         ptr: *mut u8,
         len: usize,
         empty: bool,
+        ty: ElemType,
         keep: Option<Keep>,
     },
     Pop {
@@ -55,28 +81,51 @@ pub(crate) enum RegOp {
     },
 }
 
+/// What processes must agree on about one registration call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RegSig {
+    pub(crate) push: bool,
+    pub(crate) slot: u32,
+    pub(crate) ty: ElemType,
+}
+
+impl PartialEq for RegSig {
+    fn eq(&self, o: &Self) -> bool {
+        self.push == o.push && self.slot == o.slot && (!self.push || self.ty.id == o.ty.id)
+    }
+}
+
 impl RegOp {
     /// The part that must agree between processes.
-    pub(crate) fn signature(&self) -> (bool, u32) {
+    pub(crate) fn signature(&self) -> RegSig {
         match self {
-            RegOp::Push { slot, .. } => (true, *slot),
-            RegOp::Pop { slot } => (false, *slot),
+            RegOp::Push { slot, ty, .. } => RegSig {
+                push: true,
+                slot: *slot,
+                ty: *ty,
+            },
+            RegOp::Pop { slot } => RegSig {
+                push: false,
+                slot: *slot,
+                ty: ElemType::RAW,
+            },
         }
     }
 }
 
 /// Describe a sequence of registration calls for an error message.
-pub(crate) fn describe(ops: &[(bool, u32)]) -> String {
+pub(crate) fn describe(ops: &[RegSig]) -> String {
     if ops.is_empty() {
         return "no push_reg/pop_reg".into();
     }
     let parts: Vec<String> = ops
         .iter()
-        .map(|&(push, slot)| {
-            format!(
-                "{} (slot {slot})",
-                if push { "push_reg" } else { "pop_reg" }
-            )
+        .map(|s| {
+            if s.push {
+                format!("push_reg of {} (slot {})", s.ty.name, s.slot)
+            } else {
+                format!("pop_reg (slot {})", s.slot)
+            }
         })
         .collect();
     format!("[{}]", parts.join(", "))
@@ -112,6 +161,11 @@ impl RegTable {
         })
     }
 
+    /// What keeps the memory registered in `slot` alive (typed registrations only).
+    pub(crate) fn keep(&self, slot: u32) -> Option<Keep> {
+        self.keep.get(slot as usize).and_then(Clone::clone)
+    }
+
     /// Number of registered slots.
     pub(crate) fn len(&self) -> usize {
         self.order.len()
@@ -128,6 +182,7 @@ impl RegTable {
                 len,
                 empty,
                 keep,
+                ..
             } => {
                 let s = slot as usize;
                 if self.entries.len() <= s {
@@ -193,6 +248,7 @@ mod tests {
             ptr: addr as *mut u8,
             len,
             empty: false,
+            ty: ElemType::RAW,
             keep: None,
         }
     }

@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, Procs, default_affinity};
 use crate::tree::Tree;
 use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
+use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -41,7 +42,7 @@ pub fn nprocs() -> usize {
 ///         ctx.put(q, &[mine], &partial, s)?;
 ///     }
 ///     ctx.sync()?;
-///     Ok(ctx.local(&partial).iter().sum::<f64>())
+///     Ok(ctx.local(&partial)?.iter().sum::<f64>())
 /// }).unwrap();
 /// let want: f64 = x.iter().map(|v| v * v).sum();
 /// assert!(sums.iter().all(|&v| (v - want).abs() < 1e-6));
@@ -175,7 +176,7 @@ impl Run {
     /// ctx.sync().unwrap();
     /// spmd.end().unwrap();
     /// ```
-    pub fn begin<F>(self, f: F) -> Result<Spmd>
+    pub fn begin<F>(self, f: F) -> Result<Spmd<'static>>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
@@ -212,8 +213,17 @@ impl Run {
     }
 
     /// [`Run::begin`] for a run nested in the process owning `parent` (which becomes its
-    /// process 0). `parent` must not be used until [`Spmd::end`] returns.
-    pub fn begin_nested<F>(self, parent: &Ctx, f: F) -> Result<Spmd>
+    /// process 0). The nested run borrows `parent` exclusively until [`Spmd::end`].
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let mut inner = mbsp::Run::new(2).begin_nested(ctx, |n| n.sync())?;
+    ///     inner.ctx().sync()?; // `ctx` cannot be used until `end`
+    ///     inner.end()?;
+    ///     ctx.sync()
+    /// }).unwrap();
+    /// ```
+    pub fn begin_nested<'a, F>(self, parent: &'a mut Ctx, f: F) -> Result<Spmd<'a>>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
@@ -244,7 +254,13 @@ impl Run {
             .map_err(|m| parent.misuse("run", format!("nested run: {m}")))
     }
 
-    fn start<F>(&self, tree: Arc<Tree>, parent_path: Vec<usize>, layout: Layout, f: Arc<F>) -> Spmd
+    fn start<'a, F>(
+        &self,
+        tree: Arc<Tree>,
+        parent_path: Vec<usize>,
+        layout: Layout,
+        f: Arc<F>,
+    ) -> Spmd<'a>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
@@ -270,6 +286,7 @@ impl Run {
             saved,
             threads,
             tree,
+            _parent: PhantomData,
         }
     }
 
@@ -343,7 +360,7 @@ impl Run {
         let policy = self
             .wait
             .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
-        RunShared::new(parent_path, tree, policy, layout)
+        Arc::new(RunShared::new(parent_path, tree, policy, layout))
     }
 
     /// The builder of process `pid`'s thread: its name and stack size.
@@ -514,14 +531,16 @@ impl Ctx {
 }
 
 /// A run started with [`Run::begin`]: process 0's context, and the other processes' threads.
-pub struct Spmd {
+/// A nested run ([`Run::begin_nested`]) borrows its parent's context for `'a`.
+pub struct Spmd<'a> {
     ctx: Option<Ctx>,
     saved: Option<Vec<u32>>,
     threads: Vec<std::thread::JoinHandle<Result<()>>>,
     tree: Arc<Tree>,
+    _parent: PhantomData<&'a mut Ctx>,
 }
 
-impl Spmd {
+impl Spmd<'_> {
     /// Process 0's context.
     pub fn ctx(&mut self) -> &mut Ctx {
         self.ctx.as_mut().expect("the run has ended")
@@ -552,7 +571,7 @@ impl Spmd {
     }
 }
 
-impl Drop for Spmd {
+impl Drop for Spmd<'_> {
     /// A run dropped without [`Spmd::end`] is aborted (so no thread waits forever) and joined.
     fn drop(&mut self) {
         if let Some(ctx) = &self.ctx {
@@ -569,7 +588,7 @@ impl Drop for Spmd {
     }
 }
 
-impl std::fmt::Debug for Spmd {
+impl std::fmt::Debug for Spmd<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spmd").field("ctx", &self.ctx).finish()
     }

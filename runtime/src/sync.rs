@@ -16,9 +16,9 @@
 
 use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
 use crate::ctx::{Coll, Ctx};
-use crate::error::Result;
-use crate::outbox::Outbox;
-use crate::registry::{RegOp, describe};
+use crate::error::{Error, ErrorKind, Result};
+use crate::internals::SyncPoint;
+use crate::registry::{RegOp, RegSig, describe};
 use crate::shim::Ordering;
 
 impl Ctx {
@@ -27,6 +27,10 @@ impl Ctx {
     /// queue, and registration and tag-size changes are in effect.
     ///
     /// A superstep in which no process communicated or changed registrations costs one barrier.
+    ///
+    /// If the run has failed (here or in any process), `sync` returns the error, and so does
+    /// every later primitive of this process; it returns only once no other process can still
+    /// be reading this process's memory.
     ///
     /// ```
     /// let steps = mbsp::run(2, |ctx| {
@@ -51,6 +55,8 @@ impl Ctx {
     fn superstep_end(&mut self, ending: bool) -> Result<()> {
         let op = if ending { "end" } else { "sync" };
         let q = (self.step & 1) as usize;
+        // Messages live for one superstep, and their senders overwrite them once past barrier 1.
+        self.st.get_mut().queue.clear();
         let flags = self.flags.get();
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
@@ -62,22 +68,16 @@ impl Ctx {
             self.me().ended.store(true, Ordering::Relaxed);
         }
 
-        let arrived = self.run.barrier.wait(&mut self.member, flags, ending);
-        let out = arrived.map_err(|_| self.stopped(op))?;
+        let out = match self.run.barrier.wait(&mut self.member, flags, ending) {
+            Ok(out) => out,
+            Err(_) => return Err(self.failed_sync(self.stopped(op))),
+        };
         if out.some_ended && !out.all_ended {
-            return Err(self.end_mismatch(op));
+            let e = self.end_mismatch(op);
+            return Err(self.failed_sync(e));
         }
+        self.fault_point(SyncPoint::AfterBarrier1)?;
         let g = out.flags;
-        {
-            let st = self.st.get_mut();
-            if !st.queue.srcs.is_empty() || st.queue.left != 0 {
-                st.queue.srcs.clear();
-                st.queue.left = 0;
-                st.queue.left_bytes = 0;
-            }
-            st.queue.cur_src = 0;
-            st.queue.cur_off = 0;
-        }
         if g == 0 {
             self.finish_sync();
             return Ok(());
@@ -85,7 +85,9 @@ impl Ctx {
 
         let sent_tagsize = self.st.get_mut().tagsize;
         if g & (FLAG_REGS | FLAG_TAGS) != 0 {
-            self.collective(q, g)?;
+            if let Err(e) = self.collective(q, g) {
+                return Err(self.failed_sync(e));
+            }
         }
         if g & FLAG_GETS != 0 {
             let st = self.st.get_mut();
@@ -95,10 +97,13 @@ impl Ctx {
                 op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
             }
         }
+        self.fault_point(SyncPoint::AfterReads)?;
         if g & (FLAG_GETS | FLAG_REGS) != 0 {
-            let arrived = self.run.barrier.wait(&mut self.member, 0, false);
-            arrived.map_err(|_| self.stopped(op))?;
+            if self.run.barrier.wait(&mut self.member, 0, false).is_err() {
+                return Err(self.failed_sync(self.stopped(op)));
+            }
         }
+        self.fault_point(SyncPoint::AfterBarrier2)?;
         if g & FLAG_COMM != 0 {
             self.receive(q, sent_tagsize);
         }
@@ -114,6 +119,30 @@ impl Ctx {
         }
         self.finish_sync();
         Ok(())
+    }
+
+    /// Leave a failed sync: the error is recorded (the run ends), and we wait until no process
+    /// can still read our memory before user code gets control back.
+    #[cold]
+    #[inline(never)]
+    fn failed_sync(&mut self, e: Error) -> Error {
+        self.run.tree.fail(&e);
+        let st = self.st.get_mut();
+        st.gets.clear();
+        st.getbuf.clear();
+        self.quiesce();
+        e
+    }
+
+    /// Fail here if a test asked for a failure at this point of this sync.
+    #[inline]
+    fn fault_point(&mut self, at: SyncPoint) -> Result<()> {
+        if self.fault.get() != Some(at) {
+            return Ok(());
+        }
+        self.fault.set(None);
+        let e = self.abort(format!("failure injected {at:?}"));
+        Err(self.failed_sync(e))
     }
 
     fn finish_sync(&mut self) {
@@ -135,7 +164,7 @@ impl Ctx {
         for h in hps.drain(..) {
             let tag = tags.bytes(h.tag_off, h.tag_len);
             // SAFETY: the hpsend caller promised the payload stays valid until this sync.
-            unsafe { self.outbox(h.pid).send(tag, h.payload, h.len) };
+            self.with_outbox(h.pid, |ob| unsafe { ob.send(tag, h.payload, h.len) });
         }
         let st = self.st.get_mut();
         st.hpsends = hps;
@@ -144,73 +173,96 @@ impl Ctx {
     }
 
     fn publish_collective(&mut self, q: usize) {
-        let stamp = self.step + 1;
         let st = self.st.get_mut();
-        let regs = st.reg_ops.iter().map(RegOp::signature).collect();
-        let tagsize = st.new_tagsize;
-        // SAFETY: our own coll[q]; others read it only after barrier 1.
-        let c = unsafe { &mut *self.run.procs[self.pid].coll[q].get() };
-        *c = Coll {
-            stamp,
-            regs,
-            tagsize,
+        let c = Coll {
+            stamp: self.step + 1,
+            regs: st.reg_ops.iter().map(RegOp::signature).collect(),
+            tagsize: st.new_tagsize,
         };
+        // SAFETY: our own requests, before barrier 1.
+        unsafe { self.me().publish(q, c) };
     }
 
-    /// Check that this process's registration and tag-size requests equal pid 0's, then apply
-    /// the registration changes to the own table.
+    /// Check that every process's registration and tag-size requests equal pid 0's, then apply
+    /// this process's registration changes to its own table. Every process checks all of them,
+    /// so all reach the same verdict without another barrier, and none communicates after a
+    /// mismatch.
     fn collective(&mut self, q: usize, g: u32) -> Result<()> {
-        let stamp = self.step + 1;
-        let view = |pid: usize| {
-            // SAFETY: written before barrier 1 and not again before the next superstep's.
-            let c = unsafe { &*self.run.procs[pid].coll[q].get() };
-            if c.stamp == stamp {
-                (&c.regs[..], c.tagsize)
-            } else {
-                (&[][..], None)
-            }
-        };
-        let (root_regs, root_tag) = view(0);
-        let (my_regs, my_tag) = view(self.pid);
-        if g & FLAG_REGS != 0 && my_regs != root_regs {
-            let msg = format!(
-                "push_reg/pop_reg calls differ between processes in superstep {}: pid 0 made {}, \
-                 pid {} made {} (all processes must register and deregister in the same order)",
-                self.step,
-                describe(root_regs),
-                self.pid,
-                describe(my_regs)
-            );
-            return Err(self.misuse("sync", msg));
+        if let Some((pid, msg)) = self.first_mismatch(q, g) {
+            let mut path = self.run.parent_path.clone();
+            path.push(pid);
+            return Err(Error::new(
+                ErrorKind::Misuse,
+                "sync",
+                path,
+                Some(self.step),
+                msg,
+            ));
         }
-        if g & FLAG_TAGS != 0 && my_tag != root_tag {
-            let show = |t: Option<usize>| match t {
-                Some(t) => format!("asked for {t} bytes"),
-                None => "did not call set_tagsize".to_string(),
-            };
-            let msg = format!(
-                "set_tagsize differs between processes in superstep {}: pid 0 {}, pid {} {} \
-                 (set_tagsize is collective)",
-                self.step,
-                show(root_tag),
-                self.pid,
-                show(my_tag)
-            );
-            return Err(self.misuse("sync", msg));
-        }
-        // SAFETY: our own table, between barrier 1 and barrier 2 (REGS forces barrier 2).
-        let table = unsafe { &mut *self.run.procs[self.pid].regs.get() };
         let st = self.st.get_mut();
-        for op in st.reg_ops.drain(..) {
-            if let RegOp::Pop { slot } = op {
-                st.slots.release(slot);
-            }
-            table.apply(op, &mut st.graveyard);
-        }
+        let (ops, graveyard, slots) = (&mut st.reg_ops, &mut st.graveyard, &mut st.slots);
+        // SAFETY: our own table, between barrier 1 and barrier 2 (REGS forces barrier 2).
+        unsafe {
+            self.run.proc(self.pid).table_mut(|table| {
+                for op in ops.drain(..) {
+                    if let RegOp::Pop { slot } = op {
+                        slots.release(slot);
+                    }
+                    table.apply(op, graveyard);
+                }
+            })
+        };
         if let Some(t) = st.new_tagsize.take() {
             st.tagsize = t;
         }
         Ok(())
+    }
+
+    /// The first process whose requests differ from pid 0's, and the explanation.
+    fn first_mismatch(&self, q: usize, g: u32) -> Option<(usize, String)> {
+        let (stamp, step) = (self.step + 1, self.step);
+        let run = &*self.run;
+        let mine = |c: &Coll| -> (Vec<RegSig>, Option<usize>) {
+            if c.stamp == stamp {
+                (c.regs.clone(), c.tagsize)
+            } else {
+                (Vec::new(), None)
+            }
+        };
+        // SAFETY: requests are written before barrier 1 and not again before the next sync's.
+        let (root_regs, root_tag) = unsafe { run.proc(0).coll(q, mine) };
+        (1..run.p).find_map(|pid| {
+            // SAFETY: as above.
+            let (regs, tag) = unsafe { run.proc(pid).coll(q, mine) };
+            if g & FLAG_REGS != 0 && regs != root_regs {
+                return Some((
+                    pid,
+                    format!(
+                        "push_reg/pop_reg calls differ between processes in superstep {step}: \
+                         pid 0 made {}, pid {pid} made {} (all processes must register and \
+                         deregister in the same order, with the same element types)",
+                        describe(&root_regs),
+                        describe(&regs)
+                    ),
+                ));
+            }
+            if g & FLAG_TAGS != 0 && tag != root_tag {
+                let show = |t: Option<usize>| match t {
+                    Some(t) => format!("asked for {t} bytes"),
+                    None => "did not call set_tagsize".to_string(),
+                };
+                return Some((
+                    pid,
+                    format!(
+                        "set_tagsize differs between processes in superstep {step}: pid 0 {}, \
+                         pid {pid} {} (set_tagsize is collective)",
+                        show(root_tag),
+                        show(tag)
+                    ),
+                ));
+            }
+            None
+        })
     }
 
     /// Deliver the puts of every sender that wrote to us and queue its messages. An outbox is
@@ -219,33 +271,37 @@ impl Ctx {
     fn receive(&mut self, q: usize, tagsize: usize) {
         let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
-        let st = self.st.get_mut();
-        st.queue.tagsize = tagsize;
-        for sender in run.procs.iter() {
+        let queue = &mut self.st.get_mut().queue;
+        queue.tagsize = tagsize;
+        queue.parity = q;
+        for (i, sender) in run.procs.iter().enumerate() {
             // SAFETY: the sender filled its parity-q outboxes before barrier 1 and leaves them
             // alone until after the next sync's barrier 1.
-            let outs = unsafe { &*sender.out[q].get() };
-            let Some(ob) = outs[me].as_deref() else {
-                continue;
+            unsafe {
+                sender.outboxes(q, |outs| {
+                    let Some(ob) = outs[me].as_deref() else {
+                        return;
+                    };
+                    if ob.stamp != fresh {
+                        return;
+                    }
+                    // Put destinations are our own registered memory, kept alive by our table
+                    // or graveyard, with no live references (we hold `&mut self`).
+                    ob.deliver_puts();
+                    if ob.msg_count > 0 {
+                        queue.srcs.push(i as u32);
+                        queue.left += ob.msg_count;
+                        queue.left_bytes += ob.msg_bytes;
+                    }
+                })
             };
-            if ob.stamp != fresh {
-                continue;
-            }
-            // SAFETY: put destinations are our own registered memory, kept alive by our table
-            // or graveyard, with no live references (we hold `&mut self`).
-            unsafe { ob.deliver_puts() };
-            if ob.msg_count > 0 {
-                st.queue.srcs.push(&**ob as *const Outbox);
-                st.queue.left += ob.msg_count;
-                st.queue.left_bytes += ob.msg_bytes;
-            }
         }
     }
 
     #[cold]
-    fn end_mismatch(&self, op: &'static str) -> crate::Error {
+    fn end_mismatch(&self, op: &'static str) -> Error {
         let (ended, synced): (Vec<usize>, Vec<usize>) =
-            (0..self.run.p).partition(|&i| self.run.procs[i].ended.load(Ordering::Relaxed));
+            (0..self.run.p).partition(|&i| self.run.proc(i).ended.load(Ordering::Relaxed));
         self.misuse(
             op,
             format!(

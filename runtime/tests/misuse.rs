@@ -36,7 +36,7 @@ fn put_and_get_through_a_popped_registration() {
             ctx.sync()?;
             ctx.pop_reg(&x)?;
             ctx.sync()?;
-            ctx.get(1, &x, 0, &y, 0, 1)?;
+            ctx.get(1, &x, 0..1, &y, 0)?;
             Ok(())
         });
         expect_err(r, Misuse, "get", None, Some(2), &["popped"]);
@@ -94,7 +94,7 @@ fn offset_plus_length_beyond_the_remote_registration() {
             let x = ctx.push_reg(vec![0u8; 10 * (ctx.pid() + 1)])?;
             ctx.sync()?;
             if ctx.pid() == 1 {
-                ctx.get_bytes(0, &x, 6, &x, 0, 5)?;
+                ctx.get_bytes(0, &x, 6..11, &x, 0)?;
             }
             ctx.sync()?;
             Ok(())
@@ -112,7 +112,7 @@ fn offset_plus_length_beyond_the_remote_registration() {
             let x = ctx.push_reg(vec![0u8; 4])?;
             let small = ctx.push_reg(vec![0u8; 2])?;
             ctx.sync()?;
-            ctx.get_bytes(0, &x, 0, &small, 1, 2)?;
+            ctx.get_bytes(0, &x, 0..2, &small, 1)?;
             Ok(())
         });
         expect_err(
@@ -144,7 +144,7 @@ fn pid_out_of_range() {
             "put",
             Some(3),
             Some(1),
-            &["pid 4 is out of range: the run has 4 processes"],
+            &["pid 4 is out of range: valid pids are 0..=3"],
         );
 
         let r = run(2, |ctx| {
@@ -230,8 +230,8 @@ fn registration_order_that_differs_between_processes() {
             Some(0),
             &[
                 "push_reg/pop_reg calls differ",
-                "pid 0 made [push_reg (slot 0), push_reg (slot 1)]",
-                "pid 1 made [push_reg (slot 0)]",
+                "pid 0 made [push_reg of u8 (slot 0), push_reg of u8 (slot 1)]",
+                "pid 1 made [push_reg of u8 (slot 0)]",
             ],
         );
 
@@ -561,7 +561,7 @@ fn local_access_to_another_processs_memory_is_refused() {
         let r = run(2, |ctx| {
             let x = ctx.push_reg(vec![0u8; 2])?;
             let y = ctx.run(1, |n| {
-                let _ = n.local(&x);
+                let _ = n.local(&x)?;
                 Ok(())
             });
             y?;
@@ -600,7 +600,7 @@ fn a_get_into_another_processs_memory_is_refused() {
             let y = ctx.run(1, |n| {
                 let z = n.push_reg(vec![0u8; 4])?;
                 n.sync()?;
-                n.get(0, &z, 0, &x, 0, 1)
+                n.get(0, &z, 0..1, &x, 0)
             });
             y?;
             Ok(())

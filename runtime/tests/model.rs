@@ -333,7 +333,7 @@ fn execute(p: usize, prog: &[Step]) -> Vec<Vec<Record>> {
                 tagsize = t;
             }
             ctx.sync()?;
-            let q = ctx.qsize();
+            let q = ctx.qsize()?;
             let mut rec = Record {
                 bufs: snapshot(&bufs),
                 qsize: (q.messages, q.bytes),
@@ -342,33 +342,33 @@ fn execute(p: usize, prog: &[Step]) -> Vec<Vec<Record>> {
             match step.drain[i] {
                 Drain::Keep => {}
                 Drain::HpMove => {
-                    while let Some(m) = ctx.hpmove() {
+                    while let Some(m) = ctx.hpmove()? {
                         rec.msgs.push((m.tag.to_vec(), m.payload.to_vec()));
                     }
                 }
                 Drain::Move => {
-                    while let Some((len, tag)) = ctx.get_tag() {
+                    while let Some((len, tag)) = ctx.get_tag()? {
                         let tag = tag.to_vec();
                         let mut buf = vec![0u8; len];
-                        assert_eq!(ctx.move_message(&mut buf), Some(len));
+                        assert_eq!(ctx.move_message(&mut buf)?, Some(len));
                         rec.msgs.push((tag, buf));
                     }
-                    assert_eq!(ctx.move_message(&mut [0u8; 4]), None);
+                    assert_eq!(ctx.move_message(&mut [0u8; 4])?, None);
                 }
                 Drain::PeekDrop => {
-                    while let Some(m) = ctx.peek() {
+                    while let Some(m) = ctx.peek()? {
                         rec.msgs.push((m.tag.to_vec(), m.payload.to_vec()));
-                        assert_eq!(ctx.move_message(&mut []), Some(m.payload.len()));
+                        assert_eq!(ctx.move_message(&mut [])?, Some(m.payload.len()));
                     }
                 }
             }
             if !matches!(step.drain[i], Drain::Keep) {
                 assert_eq!(
-                    ctx.qsize(),
+                    ctx.qsize()?,
                     mbsp::QueueSize::default(),
                     "drained queue is empty"
                 );
-                assert!(ctx.hpmove().is_none());
+                assert!(ctx.hpmove()?.is_none());
             }
             records.push(rec);
         }

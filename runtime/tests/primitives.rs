@@ -48,9 +48,9 @@ fn put_source_is_captured_when_put_is_called() {
         let mut src = [ctx.pid() as i64 + 1, 0];
         ctx.put(1 - ctx.pid(), &src, &x, 0)?;
         src[0] = -99; // after the put: must not matter
-        ctx.local_mut(&mut x)[1] = src[0];
+        ctx.local_mut(&mut x)?[1] = src[0];
         ctx.sync()?;
-        Ok(ctx.local(&x).to_vec())
+        Ok(ctx.local(&x)?.to_vec())
     })
     .unwrap();
     assert_eq!(r, vec![vec![2, 0], vec![1, 0]]);
@@ -63,13 +63,13 @@ fn get_reads_the_source_at_sync_entry_and_never_sees_puts_of_the_same_superstep(
         let y = ctx.push_reg(vec![0u32; 1])?;
         ctx.sync()?;
         let other = 1 - ctx.pid();
-        ctx.get(other, &x, 0, &y, 0, 1)?;
+        ctx.get(other, &x, 0..1, &y, 0)?;
         // Written after the get was issued but before the sync: the get sees it.
-        ctx.local_mut(&mut x)[0] = 100 + ctx.pid() as u32;
+        ctx.local_mut(&mut x)?[0] = 100 + ctx.pid() as u32;
         // A put into the get's source in the same superstep: the get must not see it.
         ctx.put(other, &[7], &x, 0)?;
         ctx.sync()?;
-        Ok((ctx.local(&x)[0], ctx.local(&y)[0]))
+        Ok((ctx.local(&x)?[0], ctx.local(&y)?[0]))
     })
     .unwrap();
     assert_eq!(r, vec![(7, 101), (7, 100)]);
@@ -81,11 +81,11 @@ fn puts_and_gets_to_self_take_effect_at_the_sync() {
         let mut x = ctx.push_reg(vec![1u8, 2, 3, 4])?;
         ctx.sync()?;
         ctx.put(0, &[9, 9], &x, 2)?;
-        assert_eq!(ctx.local(&x), &[1, 2, 3, 4], "not before the sync");
-        ctx.get(0, &x, 2, &x, 0, 2)?; // reads [3, 4] at sync entry
+        assert_eq!(ctx.local(&x)?, &[1, 2, 3, 4], "not before the sync");
+        ctx.get(0, &x, 2..4, &x, 0)?; // reads [3, 4] at sync entry
         ctx.sync()?;
-        assert_eq!(ctx.local(&x), &[3, 4, 9, 9]);
-        ctx.local_mut(&mut x)[0] = 0;
+        assert_eq!(ctx.local(&x)?, &[3, 4, 9, 9]);
+        ctx.local_mut(&mut x)?[0] = 0;
         Ok(())
     })
     .unwrap();
@@ -98,7 +98,7 @@ fn overlapping_puts_leave_one_of_the_written_values() {
         ctx.sync()?;
         ctx.put(0, &[ctx.pid() as u64 + 1], &x, 0)?;
         ctx.sync()?;
-        Ok(ctx.local(&x)[0])
+        Ok(ctx.local(&x)?[0])
     })
     .unwrap();
     assert!((1..=4).contains(&r[0]), "{}", r[0]);
@@ -110,12 +110,12 @@ fn zero_length_communication_does_nothing() {
         let x = ctx.push_reg(vec![5u8; 3])?;
         ctx.sync()?;
         ctx.put(1 - ctx.pid(), &[], &x, 3)?;
-        ctx.get(1 - ctx.pid(), &x, 3, &x, 3, 0)?;
+        ctx.get(1 - ctx.pid(), &x, 3..3, &x, 3)?;
         ctx.send(0, &[], &[])?;
         ctx.sync()?;
-        assert_eq!(ctx.local(&x), &[5, 5, 5]);
+        assert_eq!(ctx.local(&x)?, &[5, 5, 5]);
         // A message with neither tag nor payload is still a message.
-        assert_eq!(ctx.qsize().messages, if ctx.pid() == 0 { 2 } else { 0 });
+        assert_eq!(ctx.qsize()?.messages, if ctx.pid() == 0 { 2 } else { 0 });
         Ok(())
     })
     .unwrap();
@@ -135,7 +135,7 @@ fn registration_sizes_may_differ_and_empty_registrations_receive_nothing() {
         // Everybody (including pid 1, through its empty handle) writes into pid 2's 4 bytes.
         ctx.put(2, &[ctx.pid() as u8 + 1], &x, ctx.pid())?;
         ctx.sync()?;
-        Ok(ctx.local(&x).to_vec())
+        Ok(ctx.local(&x)?.to_vec())
     })
     .unwrap();
     assert_eq!(r, vec![vec![0, 0], vec![], vec![1, 2, 3, 0]]);
@@ -163,14 +163,14 @@ fn a_popped_registration_still_works_in_its_superstep_and_its_slot_is_reused() {
         assert_eq!(ctx.registrations(), 1);
         ctx.sync()?;
         assert_eq!(ctx.registrations(), 0);
-        let got = ctx.local(&a).to_vec();
+        let got = ctx.local(&a)?.to_vec();
         let b = ctx.push_reg(vec![0u16; 1])?; // reuses a's slot with a new generation
         ctx.sync()?;
         ctx.put(1 - ctx.pid(), &[9], &b, 0)?;
         ctx.sync()?;
         Ok((
             got,
-            ctx.local(&b)[0],
+            ctx.local(&b)?[0],
             a.into_vec().expect("popped: memory returned"),
         ))
     })
@@ -275,7 +275,7 @@ fn hpput_hpget_and_direct_get_see_previous_supersteps() {
             }
         }
         ctx.sync()?;
-        Ok(ctx.local(&x).to_vec())
+        Ok(ctx.local(&x)?.to_vec())
     })
     .unwrap();
     assert!(r.iter().all(|v| v == &[1, 2, 3]));
@@ -294,12 +294,12 @@ fn tag_size_changes_at_the_next_superstep_and_queue_keeps_the_senders_size() {
         ctx.send(1 - ctx.pid(), &[], b"abc")?; // tag size 0 in this superstep
         ctx.sync()?;
         assert_eq!(ctx.tagsize(), 3);
-        let m = ctx.peek().unwrap();
+        let m = ctx.peek()?.unwrap();
         assert_eq!((m.tag, m.payload), (&[][..], &b"abc"[..]));
         ctx.send(1 - ctx.pid(), &[1, 2, 3], b"")?;
         assert_eq!(ctx.set_tagsize(1)?, 3);
         ctx.sync()?;
-        let m = ctx.hpmove().unwrap();
+        let m = ctx.hpmove()?.unwrap();
         assert_eq!((m.tag, m.payload), (&[1u8, 2, 3][..], &[][..]));
         assert_eq!(ctx.tagsize(), 1);
         Ok(())
@@ -319,40 +319,40 @@ fn queue_size_get_tag_move_and_truncation() {
         ctx.sync()?;
         if ctx.pid() == 0 {
             assert_eq!(
-                ctx.qsize(),
+                ctx.qsize()?,
                 QueueSize {
                     messages: 2,
                     bytes: 12
                 }
             );
             let mut seen = Vec::new();
-            let (len, tag) = ctx.get_tag().unwrap();
+            let (len, tag) = ctx.get_tag()?.unwrap();
             assert_eq!(
-                ctx.get_tag().unwrap(),
+                ctx.get_tag()?.unwrap(),
                 (len, tag),
                 "get_tag does not consume"
             );
             let tag = tag[0];
             let mut small = [0u8; 2];
             assert_eq!(
-                ctx.move_message(&mut small),
+                ctx.move_message(&mut small)?,
                 Some(len),
                 "returns the full length"
             );
             assert_eq!(small, [tag; 2], "truncated copy");
             seen.push(tag);
-            assert_eq!(ctx.qsize().messages, 1);
-            assert_eq!(ctx.qsize().bytes, 12 - len);
-            let m = ctx.hpmove().unwrap();
+            assert_eq!(ctx.qsize()?.messages, 1);
+            assert_eq!(ctx.qsize()?.bytes, 12 - len);
+            let m = ctx.hpmove()?.unwrap();
             seen.push(m.tag_as::<u8>());
             assert_eq!(m.payload.len(), m.tag[0] as usize * 4);
             seen.sort();
             assert_eq!(seen, vec![1, 2]);
-            assert_eq!(ctx.qsize(), QueueSize::default());
-            assert_eq!(ctx.get_tag(), None);
-            assert_eq!(ctx.move_message(&mut small), None);
+            assert_eq!(ctx.qsize()?, QueueSize::default());
+            assert_eq!(ctx.get_tag()?, None);
+            assert_eq!(ctx.move_message(&mut small)?, None);
         } else {
-            assert_eq!(ctx.qsize(), QueueSize::default());
+            assert_eq!(ctx.qsize()?, QueueSize::default());
         }
         ctx.sync()?;
         Ok(())
@@ -365,10 +365,10 @@ fn messages_live_for_one_superstep() {
     run(2, |ctx| {
         ctx.send(1 - ctx.pid(), &[], b"x")?;
         ctx.sync()?;
-        assert_eq!(ctx.qsize().messages, 1);
+        assert_eq!(ctx.qsize()?.messages, 1);
         ctx.sync()?;
         assert_eq!(
-            ctx.qsize().messages,
+            ctx.qsize()?.messages,
             0,
             "unread messages are dropped at the next sync"
         );
@@ -387,7 +387,7 @@ fn hpmove_payloads_are_aligned_views() {
         ctx.send_pod(1 - ctx.pid(), &[4u8, 5, 6], &data[..2])?;
         ctx.sync()?;
         let mut total = 0;
-        while let Some(m) = ctx.hpmove() {
+        while let Some(m) = ctx.hpmove()? {
             let v: &[f64] = m.payload_as();
             assert_eq!(v[1], 1.0 + (1 - ctx.pid()) as f64 / 10.0);
             total += v.len();
@@ -407,7 +407,7 @@ fn hpsend_delivers_the_payload_as_it_stands_at_the_sync() {
         ctx.sync()?;
         drop(payload);
         let mut buf = [0u8; 4];
-        assert_eq!(ctx.move_message(&mut buf), Some(4));
+        assert_eq!(ctx.move_message(&mut buf)?, Some(4));
         Ok(buf)
     })
     .unwrap();
@@ -431,7 +431,7 @@ fn nested_runs_have_their_own_registrations_tag_size_and_queue() {
             n.put(0, &[n.pid() as u32 * 10], &y, n.pid())?;
             n.send(0, &[], b"inner")?;
             n.sync()?;
-            Ok((n.local(&y).to_vec(), n.qsize().messages))
+            Ok((n.local(&y)?.to_vec(), n.qsize()?.messages))
         })?;
         assert_eq!(
             ctx.registrations(),
@@ -439,9 +439,9 @@ fn nested_runs_have_their_own_registrations_tag_size_and_queue() {
             "the parent's registration is valid again"
         );
         ctx.sync()?;
-        let m = ctx.hpmove().unwrap();
+        let m = ctx.hpmove()?.unwrap();
         assert_eq!((m.tag, m.payload), (&[0u8, 0, 0, 7][..], &b"parent"[..]));
-        Ok((ctx.local(&x)[0], inner))
+        Ok((ctx.local(&x)?[0], inner))
     })
     .unwrap();
     for (pid, (x0, inner)) in r.iter().enumerate() {
@@ -461,7 +461,7 @@ fn nesting_works_three_levels_deep() {
                 let path = c.path().iter().fold(0, |acc, p| acc * 10 + p);
                 c.put(1 - c.pid(), &[path], &x, 0)?;
                 c.sync()?;
-                Ok(c.local(&x)[0])
+                Ok(c.local(&x)?[0])
             })?;
             b.sync()?;
             Ok(w)
@@ -486,7 +486,7 @@ fn more_processes_than_hardware_threads() {
                 ctx.put((ctx.pid() + 1) % ctx.nprocs(), &[k + ctx.pid()], &x, 0)?;
                 ctx.sync()?;
             }
-            Ok(ctx.local(&x)[0])
+            Ok(ctx.local(&x)?[0])
         })
         .unwrap();
         for (i, v) in r.iter().enumerate() {
@@ -502,9 +502,9 @@ fn sync_without_communication_keeps_state() {
         for _ in 0..100 {
             ctx.sync()?;
         }
-        ctx.local_mut(&mut x)[0] += 1;
+        ctx.local_mut(&mut x)?[0] += 1;
         ctx.sync()?;
-        assert_eq!(ctx.local(&x), &[ctx.pid() as u8 + 1, ctx.pid() as u8]);
+        assert_eq!(ctx.local(&x)?, &[ctx.pid() as u8 + 1, ctx.pid() as u8]);
         assert_eq!(ctx.superstep(), 101);
         Ok(())
     })

@@ -27,15 +27,15 @@ fn hundred_thousand_supersteps_with_four_processes() {
                 }
                 ctx.sync()?;
                 if k % 5 != 0 {
-                    let got = ctx.local(&ring)[(k % 2) as usize];
+                    let got = ctx.local(&ring)?[(k % 2) as usize];
                     assert_eq!(got, k * 4 + left as u64, "superstep {k}");
                     checksum = checksum.wrapping_add(got);
                 }
                 if k % 3 == 0 {
-                    let m = ctx.hpmove().expect("one message");
+                    let m = ctx.hpmove()?.expect("one message");
                     assert_eq!(m.payload, &k.to_le_bytes());
                 }
-                assert!(ctx.hpmove().is_none());
+                assert!(ctx.hpmove()?.is_none());
             }
             Ok(checksum)
         })

@@ -29,7 +29,7 @@ fn main() -> Result<(), mbsp::Error> {
             ctx.put(k, &[alpha], &buffer, s)?;
         }
         ctx.sync()?;
-        Ok(ctx.local(&buffer).iter().sum::<f64>())
+        Ok(ctx.local(&buffer)?.iter().sum::<f64>())
     })?;
 
     let exact: f64 = (0..n).map(|i| i as f64 / (1.0 + i as f64)).sum();

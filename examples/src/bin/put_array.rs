@@ -3,13 +3,13 @@
 //!
 //! `cargo run --release -p mbsp-examples --bin put_array [-- N P]`
 
-fn put_array(ctx: &mut mbsp::Ctx, xs: &mut mbsp::Reg<u32>, n: usize) -> mbsp::Result<()> {
+fn put_array(ctx: &mut mbsp::Ctx, xs: &mbsp::Reg<u32>, n: usize) -> mbsp::Result<()> {
     let p = ctx.nprocs();
     if !n.is_multiple_of(p) {
         return Err(ctx.abort(format!("put_array: n={n} not divisible by p={p}")));
     }
     let n_over_p = n / p;
-    for &v in ctx.local(xs) {
+    for &v in ctx.local(xs)? {
         let (dst_pid, dst_idx) = (v as usize / n_over_p, v as usize % n_over_p);
         ctx.put(dst_pid, &[v], xs, dst_idx)?;
     }
@@ -29,10 +29,10 @@ fn main() -> Result<(), mbsp::Error> {
     let blocks = mbsp::run(p, |ctx| {
         let s = ctx.pid();
         let b = n / ctx.nprocs();
-        let mut xs = ctx.push_reg((s * b..(s + 1) * b).map(perm).collect::<Vec<u32>>())?;
+        let xs = ctx.push_reg((s * b..(s + 1) * b).map(perm).collect::<Vec<u32>>())?;
         ctx.sync()?;
-        put_array(ctx, &mut xs, n)?;
-        Ok(ctx.local(&xs).to_vec())
+        put_array(ctx, &xs, n)?;
+        Ok(ctx.local(&xs)?.to_vec())
     })?;
     let all: Vec<u32> = blocks.concat();
     assert!(

@@ -9,10 +9,10 @@ fn reverse(ctx: &mut mbsp::Ctx, x: i64) -> mbsp::Result<i64> {
     let cell = ctx.push_reg(vec![x])?;
     ctx.sync()?;
     let target = ctx.nprocs() - ctx.pid() - 1;
-    ctx.put(target, ctx.local(&cell), &cell, 0)?;
+    ctx.put(target, ctx.local(&cell)?, &cell, 0)?;
     ctx.sync()?;
     ctx.pop_reg(&cell)?; // takes effect at the next sync
-    Ok(ctx.local(&cell)[0])
+    Ok(ctx.local(&cell)?[0])
 }
 
 fn main() -> Result<(), mbsp::Error> {

@@ -20,9 +20,9 @@ fn all_gather_sparse_vec(ctx: &mut mbsp::Ctx, dense: &[f32]) -> mbsp::Result<(Ve
     }
     ctx.sync()?;
 
-    let count = ctx.qsize().messages;
+    let count = ctx.qsize()?.messages;
     let (mut idx, mut val) = (Vec::with_capacity(count), Vec::with_capacity(count));
-    while let Some(m) = ctx.hpmove() {
+    while let Some(m) = ctx.hpmove()? {
         if m.payload.len() != std::mem::size_of::<f32>() {
             return Err(ctx.abort("all_gather_sparse_vec: unexpected payload size"));
         }
