@@ -287,6 +287,29 @@ pub fn run(o: &Options) {
         }
     }
 
+    println!("\nstarting and ending a top-level run of 2 processes (empty function)");
+    let (team_iters, spawn_iters) = if o.ring_steps < 20_000 {
+        (20, 5)
+    } else {
+        (2000, 200)
+    };
+    let team = Samples(crate::nested_bench::top_start(
+        2, true, true, team_iters, o.samples,
+    ));
+    let spawn = Samples(crate::nested_bench::top_start(
+        2,
+        false,
+        true,
+        spawn_iters,
+        o.samples,
+    ));
+    println!(
+        "  worker teams {}   threads started per run {}   ({:.1}x)",
+        team.show(ns),
+        spawn.show(ns),
+        spawn.median() / team.median()
+    );
+
     println!(
         "\nring of one-word puts, p = 4 on {cores} hardware threads, {} supersteps",
         o.ring_steps

@@ -35,7 +35,7 @@ macro_rules! put_like {
         pub unsafe extern "C" fn $name(
             pid: c_int,
             src: *const c_void,
-            dst: *mut c_void,
+            dst: *const c_void,
             offset: c_int,
             n: c_int,
         ) {
@@ -191,4 +191,16 @@ pub unsafe extern "C" fn mcbsp_compat_hpmove(
         usize::MAX => -1,
         n => n as c_int,
     }
+}
+
+/// BSPlib `int bsp_nprocs(void)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcbsp_compat_nprocs() -> c_int {
+    crate::spmd::bsp_nprocs() as c_int
+}
+
+/// BSPlib `int bsp_pid(void)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcbsp_compat_pid() -> c_int {
+    crate::spmd::bsp_pid() as c_int
 }

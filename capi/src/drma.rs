@@ -55,7 +55,7 @@ pub extern "C" fn bsp_pop_reg(ident: *const c_void) {
 pub unsafe extern "C" fn bsp_put(
     pid: c_uint,
     src: *const c_void,
-    dst: *mut c_void,
+    dst: *const c_void,
     offset: usize,
     size: usize,
 ) {
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn bsp_put(
 pub unsafe extern "C" fn bsp_hpput(
     pid: c_uint,
     src: *const c_void,
-    dst: *mut c_void,
+    dst: *const c_void,
     offset: usize,
     size: usize,
 ) {

@@ -16,9 +16,12 @@
 //! the process, the superstep and the values, and the program exits with status 1.
 
 mod affinity;
+mod aliases;
 mod bench;
 mod bsmp;
 mod compat;
 mod drma;
+mod profiling;
+mod resiliency;
 mod spmd;
 mod state;

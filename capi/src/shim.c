@@ -3,7 +3,10 @@
  * - mbsp_c_call: runs an SPMD entry point (void spmd(void), or main itself) under setjmp, so
  *   that bsp_end on a process other than 0 can leave it at once through mbsp_c_leave, as
  *   MulticoreBSP ends the thread (the code after bsp_end is not run). The only Rust frame
- *   skipped by the longjmp is bsp_end's own, which holds nothing to drop.
+ *   skipped by the longjmp is bsp_end's own, which holds nothing to drop. When the run was
+ *   started from C++, the entry point is called through the trampoline bsp.h defines for C++,
+ *   which catches the exception its bsp_end throws (so C++ destructors run); a C bsp_end
+ *   called under it still leaves through the longjmp.
  * - the constructor records argc/argv (glibc passes them to ELF constructors), for spawned
  *   processes whose SPMD section is main.
  * - mbsp_c_weak_main: main, if the executable makes it visible (always with libmbsp.a; with
@@ -24,14 +27,24 @@ __attribute__((constructor)) static void mbsp_c_record_args(int argc, char **arg
 
 static __thread jmp_buf *current;
 
-/* Returns 1 if the entry point was left through mbsp_c_leave (bsp_end), 0 if it returned. */
-int mbsp_c_call(void (*spmd)(void), int (*main_fn)(int, char **)) {
+/* The C++ trampoline of bsp.h: calls spmd (or main_fn) and returns 1 if it was left through
+ * bsp_end, 0 if it returned. */
+typedef int (*mbsp_c_trampoline)(void (*spmd)(void), int (*main_fn)(int, char **), int argc,
+                                 char **argv);
+
+/* Returns 1 if the entry point was left through bsp_end, 0 if it returned. */
+int mbsp_c_call(void (*spmd)(void), int (*main_fn)(int, char **), mbsp_c_trampoline trampoline) {
     jmp_buf here;
     jmp_buf *outer = current;
     current = &here;
     if (setjmp(here) != 0) {
         current = outer;
         return 1;
+    }
+    if (trampoline != NULL) {
+        int left = trampoline(spmd, main_fn, saved_argc, saved_argv);
+        current = outer;
+        return left;
     }
     if (spmd != NULL) {
         spmd();

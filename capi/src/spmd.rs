@@ -8,11 +8,24 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 type MainFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> c_int;
 
+/// The C++ trampoline of bsp.h: calls the SPMD function (or `main`) and catches the exception
+/// that the C++ `bsp_end` throws; returns 1 if the entry point was left through `bsp_end`.
+pub(crate) type Trampoline =
+    unsafe extern "C" fn(Option<extern "C" fn()>, Option<MainFn>, c_int, *mut *mut c_char) -> c_int;
+
 unsafe extern "C" {
-    fn mbsp_c_call(spmd: Option<extern "C" fn()>, main_fn: Option<MainFn>) -> c_int;
+    fn mbsp_c_call(
+        spmd: Option<extern "C" fn()>,
+        main_fn: Option<MainFn>,
+        trampoline: Option<Trampoline>,
+    ) -> c_int;
     fn mbsp_c_leave();
     fn mbsp_c_weak_main() -> *mut c_void;
 }
+
+/// The deepest nesting of runs accepted (a top-level run is level 1): far more than any
+/// machine hierarchy has, so reaching it means runaway recursion.
+const MAX_DEPTH: usize = 64;
 
 /// What the threads of a run execute.
 #[derive(Clone, Copy)]
@@ -37,13 +50,46 @@ pub unsafe extern "C" fn bsp_init(
     PENDING_INIT.set(spmd);
 }
 
-/// `bsp_begin` with the address of the program's `main` (bsp.h passes it in C, for SPMD
-/// sections that are `main` itself).
+/// MulticoreBSP's name of `bsp_init`.
 ///
 /// # Safety
-/// `main_fn` must be null or the program's `main`.
+/// As `bsp_init`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
+pub unsafe extern "C" fn mcbsp_init(
+    spmd: Option<extern "C" fn()>,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) {
+    // SAFETY: forwarded.
+    unsafe { bsp_init(spmd, argc, argv) }
+}
+
+/// End the program with a misuse of `bsp_begin`: reported by the calling process if it is in a
+/// run, else as a plain line.
+fn begin_misuse(parent: Option<*mut Ctx>, message: String) -> ! {
+    match parent {
+        Some(ptr) => {
+            // SAFETY: the innermost frame's context is alive; only this thread uses it.
+            let ctx = unsafe { &*ptr };
+            fatal(Some(ctx), ctx.misuse_error("run", message))
+        }
+        None => die(&format!("mbsp: bsp_begin: {message}")),
+    }
+}
+
+/// The entry of `bsp_begin` / `mcbsp_begin` behind bsp.h: `p` processes (signed, so that a
+/// negative BSPlib `int` is reported), `main_fn` the program's `main` (passed by the C macro,
+/// for SPMD sections that are `main` itself; null: looked up as a weak symbol), `trampoline`
+/// the C++ trampoline of bsp.h when called from C++ (null from C).
+///
+/// # Safety
+/// `main_fn` must be null or the program's `main`; `trampoline` null or bsp.h's trampoline.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mbsp_begin_with(
+    p: i64,
+    main_fn: *mut c_void,
+    trampoline: Option<Trampoline>,
+) {
     // A process started by a run calls bsp_begin first: it only joins.
     let joined = FRAMES.with(|f| match f.borrow_mut().last_mut() {
         Some(top) if top.awaiting_begin => {
@@ -54,6 +100,33 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
     });
     if joined {
         return;
+    }
+    let parent = current();
+    // SAFETY: the innermost frame's context is alive.
+    let level = parent.map_or(0, |ptr| unsafe { (*ptr).path().len() }) + 1;
+    if parent.is_some() && PENDING_INIT.get().is_none() {
+        begin_misuse(
+            parent,
+            "called again in the SPMD section it started or joined (each SPMD section has one \
+             bsp_begin; a nested run needs bsp_init(spmd, argc, argv) right before its \
+             bsp_begin)"
+                .into(),
+        );
+    }
+    if level > MAX_DEPTH {
+        begin_misuse(
+            parent,
+            format!(
+                "nested runs are limited to {MAX_DEPTH} levels, and this bsp_begin would start \
+                 level {level} (a nested run that starts itself without end?)"
+            ),
+        );
+    }
+    if p < 1 {
+        begin_misuse(
+            parent,
+            format!("a run needs at least 1 process, but P = {p} was requested"),
+        );
     }
     let main_ptr = if main_fn.is_null() {
         // SAFETY: reads the address of a weak symbol.
@@ -72,11 +145,8 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
              or (C++, shared library) link with -rdynamic so that main is visible",
         ),
     };
-    if p == 0 {
-        die("mbsp: bsp_begin: a run needs at least 1 process, but P = 0 was requested");
-    }
-    let p = affinity::max_threads().map_or(p as usize, |m| (p as usize).min(m));
-    let parent = current();
+    let p = usize::try_from(p).unwrap_or(usize::MAX);
+    let p = affinity::max_threads().map_or(p, |m| p.min(m));
     let mut run = Run::new(p);
     if parent.is_none() {
         if let Some((policy, bind)) = affinity::for_run(p) {
@@ -89,12 +159,13 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
             owner: None,
             awaiting_begin: true,
             ended: false,
+            cxx: trampoline.is_some(),
         });
-        // SAFETY: C entry points of the program; the trampoline catches bsp_end's exit.
+        // SAFETY: C entry points of the program; the trampolines catch bsp_end's exit.
         unsafe {
             match entry {
-                Entry::Spmd(f) => mbsp_c_call(Some(f), None),
-                Entry::Main(m) => mbsp_c_call(None, Some(m)),
+                Entry::Spmd(f) => mbsp_c_call(Some(f), None, trampoline),
+                Entry::Main(m) => mbsp_c_call(None, Some(m), trampoline),
             };
         }
         let frame = pop().expect("own frame");
@@ -128,6 +199,7 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
                 owner: Some(owner),
                 awaiting_begin: false,
                 ended: false,
+                cxx: false,
             });
         }
         // SAFETY: as above.
@@ -136,47 +208,96 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint, main_fn: *mut c_void) {
 }
 
 /// Start (or, in a process started by a run, join) an SPMD section of `p` processes. C code
-/// gets the macro of bsp.h instead, which also passes `main`.
+/// gets the macro of bsp.h instead, which also passes `main`; C++ code the inline function of
+/// bsp.h, which also passes its trampoline.
 ///
 /// # Safety
-/// See `mcbsp_begin`.
+/// See `mbsp_begin_with`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_begin(p: c_uint) {
     // SAFETY: forwarded.
-    unsafe { mcbsp_begin(p, std::ptr::null_mut()) }
+    unsafe { mbsp_begin_with(i64::from(p), std::ptr::null_mut(), None) }
+}
+
+/// MulticoreBSP's name of `bsp_begin`.
+///
+/// # Safety
+/// See `mbsp_begin_with`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcbsp_begin(p: c_uint) {
+    // SAFETY: forwarded.
+    unsafe { mbsp_begin_with(i64::from(p), std::ptr::null_mut(), None) }
 }
 
 /// End the SPMD section. Process 0 waits for the others and continues; the other processes
-/// leave their SPMD function here.
+/// leave their SPMD function here (through `longjmp`: this is the C `bsp_end`).
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_end() {
-    if end_section() {
+    if end_section() != Ended::Continue {
         // SAFETY: jumps back to this thread's trampoline; this frame holds nothing to drop.
         unsafe { mbsp_c_leave() }
     }
 }
 
-/// Returns whether the calling thread must leave its SPMD function.
-fn end_section() -> bool {
+/// MulticoreBSP's name of `bsp_end`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcbsp_end() {
+    bsp_end()
+}
+
+/// The C++ `bsp_end` of bsp.h: ends the SPMD section and returns 1 if the calling process must
+/// now leave its SPMD function by throwing bsp.h's exception (its entry point runs under the
+/// C++ trampoline), 0 if it continues (process 0). A process that must leave but runs without
+/// the trampoline (its run was started from C) leaves through `longjmp`, as from C.
+#[unsafe(no_mangle)]
+pub extern "C" fn mbsp_end_cxx() -> c_int {
+    match end_section() {
+        Ended::Continue => 0,
+        Ended::LeaveCxx => 1,
+        Ended::LeaveC => {
+            // SAFETY: as in `bsp_end`.
+            unsafe { mbsp_c_leave() };
+            1
+        }
+    }
+}
+
+/// What a process does after `bsp_end`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Process 0 of the run: continue after `bsp_end`.
+    Continue,
+    /// Leave the SPMD function through `longjmp`.
+    LeaveC,
+    /// Leave the SPMD function by throwing (the C++ trampoline catches it).
+    LeaveCxx,
+}
+
+/// End the calling process's SPMD section; returns what the process does next.
+fn end_section() -> Ended {
     let owner = FRAMES.with(|f| match f.borrow_mut().last_mut() {
         None => None,
-        Some(top) if top.owner.is_some() => Some(true),
+        Some(top) if top.owner.is_some() => Some(Ended::Continue),
         Some(top) => {
             top.ended = true;
-            Some(false)
+            Some(if top.cxx {
+                Ended::LeaveCxx
+            } else {
+                Ended::LeaveC
+            })
         }
     });
     match owner {
         None => die("mbsp: bsp_end: called outside an SPMD section"),
-        Some(true) => {
+        Some(Ended::Continue) => {
             let spmd: Box<Spmd<'static>> = pop().and_then(|fr| fr.owner).expect("owner frame");
             if let Err(e) = spmd.end() {
                 // SAFETY: the remaining frame's context is alive.
                 fatal(current().map(|p| unsafe { &*p }), e);
             }
-            false
+            Ended::Continue
         }
-        Some(false) => true,
+        Some(leave) => leave,
     }
 }
 

@@ -15,6 +15,9 @@ pub(crate) struct Frame {
     pub(crate) awaiting_begin: bool,
     /// `bsp_end` was called (threads started for the run).
     pub(crate) ended: bool,
+    /// The thread's SPMD function runs under the C++ trampoline of bsp.h (the run was started
+    /// by C++ code), so a C++ `bsp_end` leaves it by throwing rather than by `longjmp`.
+    pub(crate) cxx: bool,
 }
 
 thread_local! {

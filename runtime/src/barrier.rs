@@ -242,14 +242,16 @@ impl Barrier {
         r
     }
 
-    /// Make the barrier as new for a new run (no process may be using it).
-    pub(crate) fn reset(&mut self) {
-        for line in self.lines.iter_mut() {
-            for w in line.iter_mut() {
-                *w = AtomicU64::new(0);
+    /// Make the barrier as new for a new run. No process may be using it (the run that used
+    /// it has ended); the stores are published to the new run's processes by the hand-over of
+    /// their jobs.
+    pub(crate) fn reset(&self) {
+        for line in self.lines.iter() {
+            for w in line.iter() {
+                w.store(0, Ordering::Relaxed);
             }
         }
-        self.sleep.aborted = AtomicBool::new(false);
+        self.sleep.aborted.store(false, Ordering::Relaxed);
     }
 
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].

@@ -172,6 +172,13 @@ impl ProcShared {
     /// Forget everything of a previous run (exclusive access: no process runs).
     pub(crate) fn reset(&mut self) {
         self.regs.with_mut(|t| *t = RegTable::default());
+        self.clear_outboxes();
+        self.done.store(0, Ordering::Relaxed);
+        self.ended.store(false, Ordering::Relaxed);
+    }
+
+    /// Mark every outbox as unwritten, keeping its buffers.
+    fn clear_outboxes(&mut self) {
         for q in 0..2 {
             self.out[q].with_mut(|outs| {
                 for ob in outs.iter_mut().flatten() {
@@ -181,8 +188,6 @@ impl ProcShared {
             });
             self.coll[q].with_mut(|c| *c = Coll::default());
         }
-        self.done.store(0, Ordering::Relaxed);
-        self.ended.store(false, Ordering::Relaxed);
     }
 }
 
@@ -198,6 +203,8 @@ pub(crate) struct RunShared {
     /// Processes that have seen the run fail, or ended (see [`Ctx::quiesce`]).
     pub(crate) stopped: CachePadded<AtomicUsize>,
     pub(crate) layout: Layout,
+    /// For a nested run: the binding of the thread that starts it (kept by its process 0).
+    pub(crate) inherited: Option<Binding>,
 }
 
 impl RunShared {
@@ -221,6 +228,7 @@ impl RunShared {
                 .collect(),
             stopped: CachePadded::new(AtomicUsize::new(0)),
             layout,
+            inherited: None,
         }
     }
 
@@ -233,11 +241,17 @@ impl RunShared {
             proc.reset();
         }
         self.stopped.store(0, Ordering::Relaxed);
-        Arc::get_mut(&mut self.barrier)
-            .expect("a finished run's barrier is not shared")
-            .reset();
+        self.barrier.reset();
         tree.add_barrier(&self.barrier);
         self.tree = tree;
+    }
+
+    /// Release what a run that has ended still holds of its processes' memory (registered
+    /// areas); keep the buffers.
+    pub(crate) fn release(&mut self) {
+        for proc in self.procs.iter_mut() {
+            proc.regs.with_mut(|t| *t = RegTable::default());
+        }
     }
 
     /// Process `pid`'s shared state.

@@ -72,6 +72,7 @@ mod registry;
 mod run;
 mod shim;
 mod sync;
+mod team;
 mod tree;
 
 pub use barrier::WaitPolicy;
@@ -81,6 +82,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use place::{AFFINITY_ENV, Placement, Procs, parse_affinity, parse_cpu_sets};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
+pub use team::{TEAMS_ENV, release_threads};
 
 /// The topology crate: machine trees, placement plans, binding.
 pub use mbsp_topology as topology;

@@ -4,20 +4,24 @@ use crate::barrier::WaitPolicy;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, Procs, default_affinity};
+use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
 use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-/// The number of hardware threads available to this program: what `bsp_nprocs()` returns
-/// outside a run.
+/// The number of hardware threads available to this program (as the standard library reports
+/// it when first asked): what `bsp_nprocs()` returns outside a run.
 ///
 /// ```
 /// assert!(mbsp::nprocs() >= 1);
 /// ```
 pub fn nprocs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // Asked once: the standard library reads cgroup files to answer, which costs tens of
+    // microseconds — more than starting a run with a warm team.
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Start an SPMD run of `p` processes, each executing `f`; return each process's result, in
@@ -75,6 +79,7 @@ pub struct Run {
     machine: Option<Loaded>,
     wait: Option<WaitPolicy>,
     stack_size: Option<usize>,
+    reuse: Option<bool>,
 }
 
 impl Run {
@@ -87,6 +92,7 @@ impl Run {
             machine: None,
             wait: None,
             stack_size: None,
+            reuse: None,
         }
     }
 
@@ -148,6 +154,35 @@ impl Run {
         self
     }
 
+    /// Whether the threads of processes 1.. come from the calling thread's team of parked
+    /// workers, reused from run to run (default: yes, unless `MBSP_TEAMS=off`), or are started
+    /// for this run and joined at its end.
+    ///
+    /// A warm team starts a run with a wake-up per worker instead of a thread creation, keeps
+    /// its threads bound where they were (no binding system call when the placement repeats),
+    /// and reuses the run state (barrier, outboxes, arenas) of the previous run of the same
+    /// size. Idle workers spin for about 20 µs, then sleep: they cost no CPU. They are joined
+    /// when the thread that owns them ends, or by [`crate::release_threads`].
+    ///
+    /// ```
+    /// // Many short nested runs: each one wakes the same parked threads.
+    /// let sums = mbsp::run(2, |ctx| {
+    ///     let mut total = 0;
+    ///     for i in 0..100 {
+    ///         total += ctx.run(2, |n| Ok(n.pid() + i))?.iter().sum::<usize>();
+    ///     }
+    ///     Ok(total)
+    /// }).unwrap();
+    /// assert_eq!(sums, vec![2 * 4950 + 100; 2]);
+    /// // The same with threads started per run (the behaviour of most BSPlib implementations).
+    /// let r = mbsp::Run::new(2).reuse_threads(false).run(|ctx| Ok(ctx.pid())).unwrap();
+    /// assert_eq!(r, vec![0, 1]);
+    /// ```
+    pub fn reuse_threads(mut self, reuse: bool) -> Self {
+        self.reuse = Some(reuse);
+        self
+    }
+
     /// Start the run; see [`run`].
     pub fn run<R, F>(self, f: F) -> Result<Vec<R>>
     where
@@ -156,7 +191,7 @@ impl Run {
     {
         let layout = self.top_layout()?;
         let tree = Tree::new();
-        let results = self.launch(tree.clone(), Vec::new(), layout, &f);
+        let results = self.launch(tree.clone(), Vec::new(), layout, None, &f);
         collect(results, &tree)
     }
 
@@ -181,7 +216,7 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
         let layout = self.top_layout()?;
-        Ok(self.start(Tree::new(), Vec::new(), layout, Arc::new(f)))
+        Ok(self.start(Tree::new(), Vec::new(), layout, None, Arc::new(f)))
     }
 
     /// The placement of a top-level run: on the given or current machine, with the given or
@@ -239,6 +274,7 @@ impl Run {
             parent.run.tree.clone(),
             parent.path.clone(),
             layout,
+            Some(parent.binding.clone()),
             Arc::new(f),
         ))
     }
@@ -259,32 +295,49 @@ impl Run {
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
         layout: Layout,
+        inherited: Option<Binding>,
         f: Arc<F>,
     ) -> Spmd<'a>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
-        let p = layout.domains.len();
-        let shared = self.shared(tree.clone(), parent_path, layout);
-        let mut threads = Vec::with_capacity(p - 1);
-        for pid in 1..p {
-            let (mine, f) = (shared.clone(), f.clone());
-            match self
-                .thread(&shared, pid)
-                .spawn(move || process(mine, pid, &*f))
-            {
-                Ok(h) => threads.push(h),
-                Err(e) => {
-                    spawn_failed(&shared, pid, e);
-                    break;
+        let (shared, workers) = if self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
+            let mut team = Team::take(self.stack_size);
+            let shared = self.shared_from(&mut team, tree.clone(), parent_path, layout, inherited);
+            let f: Arc<BegunFn> = f;
+            // SAFETY: the `Spmd` keeps `f` and waits for the launch (in `finish`, or when the
+            // launch is dropped) before it drops `f`.
+            let launch = Box::new(unsafe { Launch::new(shared.clone(), &*f, process_dyn) });
+            launch.dispatch(&mut team);
+            let w = Workers::Team {
+                launch,
+                team,
+                _f: f,
+            };
+            (shared, w)
+        } else {
+            let shared = Arc::new(self.new_shared(tree.clone(), parent_path, layout, inherited));
+            let mut threads = Vec::with_capacity(shared.p - 1);
+            for pid in 1..shared.p {
+                let (mine, f) = (shared.clone(), f.clone());
+                match self
+                    .thread(&shared, pid)
+                    .spawn(move || process(mine, pid, &*f))
+                {
+                    Ok(h) => threads.push(h),
+                    Err(e) => {
+                        spawn_failed(&shared, pid, e);
+                        break;
+                    }
                 }
             }
-        }
+            (shared, Workers::Spawned(threads))
+        };
         let (ctx, saved) = enter(&shared, 0);
         Spmd {
             ctx: Some(ctx),
             saved,
-            threads,
+            workers: Some(workers),
             tree,
             _parent: PhantomData,
         }
@@ -305,7 +358,8 @@ impl Run {
         }
         let layout = self.nested_layout(parent)?;
         let tree = parent.run.tree.clone();
-        let results = self.launch(tree.clone(), parent.path.clone(), layout, &f);
+        let inherited = Some(parent.binding.clone());
+        let results = self.launch(tree.clone(), parent.path.clone(), layout, inherited, &f);
         collect(results, &tree)
     }
 
@@ -314,14 +368,42 @@ impl Run {
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
         layout: Layout,
+        inherited: Option<Binding>,
         f: &F,
     ) -> Vec<Result<R>>
     where
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        let p = layout.domains.len();
-        let shared = self.shared(tree, parent_path, layout);
+        if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
+            let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited));
+            return self.launch_spawned(shared, f);
+        }
+        let mut team = Team::take(self.stack_size);
+        let shared = self.shared_from(&mut team, tree, parent_path, layout, inherited);
+        let results = {
+            // SAFETY: `launch` lives in this frame and waits for every worker, when dropped at
+            // the latest, before `f` (borrowed by this call) can go away.
+            let launch = unsafe { Launch::new(shared.clone(), f, process_dyn) };
+            launch.dispatch(&mut team);
+            let mut results = Vec::with_capacity(shared.p);
+            results.push(process(shared.clone(), 0, f));
+            launch.wait();
+            results.extend(launch.take_results());
+            results
+        };
+        team.keep(shared);
+        team.give_back();
+        results
+    }
+
+    /// [`Run::launch`] with threads started for this run and joined at its end.
+    fn launch_spawned<R, F>(&self, shared: Arc<RunShared>, f: &F) -> Vec<Result<R>>
+    where
+        R: Send,
+        F: Fn(&mut Ctx) -> Result<R> + Sync,
+    {
+        let p = shared.p;
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
             for pid in 1..p {
@@ -354,13 +436,51 @@ impl Run {
 }
 
 impl Run {
-    /// The shared state of a run placed by `layout`, with this run's waiting policy.
-    fn shared(&self, tree: Arc<Tree>, parent_path: Vec<usize>, layout: Layout) -> Arc<RunShared> {
+    /// This run's waiting policy for `layout`.
+    fn wait_policy_for(&self, layout: &Layout) -> WaitPolicy {
         let p = layout.domains.len();
-        let policy = self
-            .wait
-            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()));
-        Arc::new(RunShared::new(parent_path, tree, policy, layout))
+        self.wait
+            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()))
+    }
+
+    /// New shared state of a run placed by `layout`.
+    fn new_shared(
+        &self,
+        tree: Arc<Tree>,
+        parent_path: Vec<usize>,
+        layout: Layout,
+        inherited: Option<Binding>,
+    ) -> RunShared {
+        let policy = self.wait_policy_for(&layout);
+        let mut s = RunShared::new(parent_path, tree, policy, layout);
+        s.inherited = inherited;
+        s
+    }
+
+    /// The shared state of a run placed by `layout`: the team's last one when it fits (same
+    /// size and waiting policy, nobody else holding it), else a new one.
+    fn shared_from(
+        &self,
+        team: &mut Team,
+        tree: Arc<Tree>,
+        parent_path: Vec<usize>,
+        layout: Layout,
+        inherited: Option<Binding>,
+    ) -> Arc<RunShared> {
+        let policy = self.wait_policy_for(&layout);
+        if let Some(mut last) = team.last.take() {
+            if last.p == layout.domains.len() && last.barrier.policy() == policy {
+                if let Some(s) = Arc::get_mut(&mut last) {
+                    s.layout = layout;
+                    s.inherited = inherited;
+                    s.reuse(parent_path, tree);
+                    return last;
+                }
+            }
+        }
+        let mut s = RunShared::new(parent_path, tree, policy, layout);
+        s.inherited = inherited;
+        Arc::new(s)
     }
 
     /// The builder of process `pid`'s thread: its name and stack size.
@@ -373,8 +493,12 @@ impl Run {
     }
 }
 
-/// Record that process `pid`'s thread could not be started (the run is aborted).
-fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
+/// Record that process `pid`'s thread could not be started (the run is aborted); processes
+/// `pid..` never start, and count as stopped.
+pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
+    shared
+        .stopped
+        .fetch_add(shared.p - pid, crate::shim::Ordering::AcqRel);
     shared.tree.fail(&Error::new(
         ErrorKind::System,
         "run",
@@ -399,7 +523,7 @@ fn thread_name(shared: &RunShared, pid: usize) -> String {
 /// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
 fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
 where
-    F: Fn(&mut Ctx) -> Result<R> + Sync,
+    F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {
     let (mut ctx, saved) = enter(&shared, pid);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -410,21 +534,63 @@ where
     leave(ctx, saved, outcome)
 }
 
+thread_local! {
+    /// The OS CPUs mbsp last bound this (worker) thread to, so that a worker placed on the
+    /// same PUs run after run is not bound again (a binding system call costs microseconds,
+    /// tens of microseconds when it moves the thread).
+    static BOUND: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`process`] for a type-erased SPMD function (what team workers run).
+fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) -> Result<R> {
+    process(shared, pid, f)
+}
+
 /// Bind the calling thread for process `pid` and make its context. Returns the thread's
-/// previous binding when it must be restored (process 0 is the caller's thread).
+/// previous binding when it must be restored (process 0 of a top-level run is the caller's
+/// thread).
+///
+/// Process 0 of a nested run keeps its thread's binding (its parent's placement, which
+/// contains its own): narrowing and restoring it would cost two binding system calls per
+/// nested run, and the nested run's other processes, bound to the rest of the parent's PUs,
+/// leave its own PUs to it.
 fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
-    let saved = (pid == 0 && layout.bind)
-        .then(|| layout.binder.thread_cpus())
-        .flatten();
-    let binding = if layout.bind {
-        layout.binder.bind_thread(&layout.domains[pid])
-    } else if layout.binder.applies() {
-        Binding::NotApplied(
-            "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
-        )
+    let domain = &layout.domains[pid];
+    let (binding, saved) = if !layout.bind {
+        let b = if layout.binder.applies() {
+            Binding::NotApplied(
+                "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
+            )
+        } else {
+            layout.binder.bind_thread(domain)
+        };
+        (b, None)
+    } else if pid == 0 {
+        match &shared.inherited {
+            Some(parent) => (parent.clone(), None),
+            None => {
+                let before = layout.binder.thread_cpus();
+                let want = domain.pu_os(layout.machine());
+                if before.as_ref() == Some(&want) {
+                    (Binding::Applied(want), None)
+                } else {
+                    (layout.binder.bind_thread(domain), before)
+                }
+            }
+        }
     } else {
-        layout.binder.bind_thread(&layout.domains[pid])
+        let want = domain.pu_os(layout.machine());
+        let cached = BOUND.with(|b| b.borrow().as_ref() == Some(&want));
+        if cached && layout.binder.applies() {
+            (Binding::Applied(want), None)
+        } else {
+            let b = layout.binder.bind_thread(domain);
+            if let Binding::Applied(cpus) = &b {
+                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
+            }
+            (b, None)
+        }
     };
     (Ctx::new(shared.clone(), pid, binding), saved)
 }
@@ -535,9 +701,24 @@ impl Ctx {
 pub struct Spmd<'a> {
     ctx: Option<Ctx>,
     saved: Option<Vec<u32>>,
-    threads: Vec<std::thread::JoinHandle<Result<()>>>,
+    workers: Option<Workers>,
     tree: Arc<Tree>,
     _parent: PhantomData<&'a mut Ctx>,
+}
+
+/// The SPMD function of a begun run.
+type BegunFn = dyn Fn(&mut Ctx) -> Result<()> + Send + Sync;
+
+/// Who runs processes 1.. of a begun run.
+enum Workers {
+    /// Threads started for the run.
+    Spawned(Vec<std::thread::JoinHandle<Result<()>>>),
+    /// A team's workers (the launch before the function it lends: dropping it waits).
+    Team {
+        launch: Box<Launch<()>>,
+        team: Team,
+        _f: Arc<BegunFn>,
+    },
 }
 
 impl Spmd<'_> {
@@ -558,14 +739,31 @@ impl Spmd<'_> {
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| ctx.end()));
         let mut results = vec![leave(ctx, self.saved.take(), outcome)];
-        for h in self.threads.drain(..) {
-            results.push(h.join().unwrap_or_else(|_| {
-                Err(Error::outside(
-                    ErrorKind::Panic,
-                    "run",
-                    "a process thread panicked outside its SPMD function",
-                ))
-            }));
+        match self.workers.take() {
+            Some(Workers::Spawned(threads)) => {
+                for h in threads {
+                    results.push(h.join().unwrap_or_else(|_| {
+                        Err(Error::outside(
+                            ErrorKind::Panic,
+                            "run",
+                            "a process thread panicked outside its SPMD function",
+                        ))
+                    }));
+                }
+            }
+            Some(Workers::Team {
+                launch,
+                mut team,
+                _f,
+            }) => {
+                launch.wait();
+                results.extend(launch.take_results());
+                let shared = launch.shared.clone();
+                drop(launch);
+                team.keep(shared);
+                team.give_back();
+            }
+            None => {}
         }
         collect(results, &self.tree).map(|_| ())
     }

@@ -98,10 +98,10 @@ impl Ctx {
             }
         }
         self.fault_point(SyncPoint::AfterReads)?;
-        if g & (FLAG_GETS | FLAG_REGS) != 0 {
-            if self.run.barrier.wait(&mut self.member, 0, false).is_err() {
-                return Err(self.failed_sync(self.stopped(op)));
-            }
+        if g & (FLAG_GETS | FLAG_REGS) != 0
+            && self.run.barrier.wait(&mut self.member, 0, false).is_err()
+        {
+            return Err(self.failed_sync(self.stopped(op)));
         }
         self.fault_point(SyncPoint::AfterBarrier2)?;
         if g & FLAG_COMM != 0 {

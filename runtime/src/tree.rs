@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// One per top-level run; nested runs share their parent's.
 pub(crate) struct Tree {
-    aborted: AtomicBool,
+    /// Read by every primitive: alone on its cache line, away from the mutexes below.
+    aborted: crossbeam_utils::CachePadded<AtomicBool>,
     first_error: Mutex<Option<Error>>,
     barriers: Mutex<Vec<Weak<Barrier>>>,
 }
@@ -16,7 +17,7 @@ pub(crate) struct Tree {
 impl Tree {
     pub(crate) fn new() -> Arc<Tree> {
         Arc::new(Tree {
-            aborted: AtomicBool::new(false),
+            aborted: crossbeam_utils::CachePadded::new(AtomicBool::new(false)),
             first_error: Mutex::new(None),
             barriers: Mutex::new(Vec::new()),
         })
@@ -60,7 +61,13 @@ impl Tree {
         {
             let mut barriers = lock(&self.barriers);
             barriers.retain(|w| w.strong_count() > 0);
-            barriers.push(Arc::downgrade(b));
+            // A reused run state brings the same barrier again.
+            if !barriers
+                .iter()
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(b)))
+            {
+                barriers.push(Arc::downgrade(b));
+            }
         }
         if self.aborted.load(Ordering::SeqCst) {
             b.abort();

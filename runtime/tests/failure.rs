@@ -202,7 +202,10 @@ fn a_process_that_ends_while_others_sync() {
         .expect_err("mismatched end")
     });
     assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-    assert!(e.message().contains("returned from the SPMD function"), "{e}");
+    assert!(
+        e.message().contains("returned from the SPMD function"),
+        "{e}"
+    );
 }
 
 /// A peer in another subtree of the hierarchy aborts at a random moment while the nested runs
