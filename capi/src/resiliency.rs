@@ -85,5 +85,5 @@ pub extern "C" fn mcbsp_set_safe_checkpoint_frequency(frequency: usize) {
 /// The safe frequency set, else the checkpoint frequency.
 #[unsafe(no_mangle)]
 pub extern "C" fn mcbsp_get_safe_checkpoint_frequency() -> usize {
-    with(|c| c.safe_frequency).unwrap_or_else(mcbsp_get_checkpoint_frequency)
+    with(|c| c.safe_frequency).unwrap_or_else(|| mcbsp_get_checkpoint_frequency())
 }

@@ -9,11 +9,16 @@ use std::sync::OnceLock;
 /// Build libmbsp.so and libmbsp.a as a user does (`cargo build -p mbsp-capi`) and return their
 /// directory. Cargo does not build a cdylib/staticlib-only library for integration tests, and
 /// the running `cargo test` holds the lock of its own target directory, so this uses a separate
-/// one (target/capi-lib), built once per test run (incrementally after the first).
+/// one (`capi-lib` in `$CARGO_TARGET_DIR` if that is an absolute path, else in target/), built
+/// once per test run (incrementally after the first).
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let target = here().join("../target/capi-lib");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .unwrap_or_else(|| here().join("../target"))
+            .join("capi-lib");
         let out = Command::new(env!("CARGO"))
             .args(["build", "--quiet", "-p", "mbsp-capi", "--target-dir"])
             .arg(&target)
@@ -62,9 +67,9 @@ enum Link {
 fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
     let lib = lib_dir();
     let exe = out_dir().join(name);
-    let cxx = src.ends_with(".cpp");
+    let cxx = src.ends_with(".cpp") || extra.contains(&"c++");
     let mut cmd = Command::new(if cxx { "c++" } else { "cc" });
-    if !cxx && !extra.contains(&"c++") {
+    if !cxx {
         cmd.arg("-std=c11");
     }
     cmd.args(["-Wall", "-Wextra", "-Werror", "-O1"])
@@ -100,12 +105,16 @@ fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
     exe
 }
 
-/// Run with a hang detector (the suite's programs finish in well under a second).
+/// Run with a hang detector (the suite's programs finish in well under a second), without the
+/// caller's mbsp settings but with `env`.
 fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new("timeout")
         .arg("60")
         .arg(exe)
         .args(args)
+        .env_remove("MBSP_AFFINITY")
+        .env_remove("MBSP_MAX_THREADS")
+        .env_remove("MBSP_TOPOLOGY")
         .envs(env.iter().copied())
         .output()
         .expect("run");
@@ -273,7 +282,7 @@ fn affinity_and_thread_settings() {
         ok(&run(
             &exe,
             &[],
-            &[("MBSP_AFFINITY", "compact"), ("EXPECT_MODE", "0")]
+            &[("MBSP_AFFINITY", "compact"), ("EXPECT_MODE", "1")]
         ))
         .contains("settings ok")
     );
@@ -301,4 +310,147 @@ fn affinity_and_thread_settings() {
         &run(&exe, &[], &[("MBSP_MAX_THREADS", "lots")]),
         "MBSP_MAX_THREADS=\"lots\" is not a positive number",
     );
+}
+
+#[test]
+fn every_name_of_the_multicorebsp_headers_in_both_modes_and_cxx() {
+    let builds = [
+        ("api_complete", &[][..], "api complete (multicorebsp) ok"),
+        (
+            "api_complete-compat",
+            &["-DMCBSP_COMPATIBILITY_MODE"][..],
+            "api complete (compat) ok",
+        ),
+        (
+            "api_complete-cxx",
+            &["-x", "c++"][..],
+            "api complete (multicorebsp) ok",
+        ),
+        (
+            "api_complete-cxx-compat",
+            &["-x", "c++", "-DMCBSP_COMPATIBILITY_MODE"][..],
+            "api complete (compat) ok",
+        ),
+    ];
+    for (name, flags, expect) in builds {
+        let exe = build("api_complete.c", name, flags, Link::Shared);
+        let out = run(&exe, &[], &[]);
+        assert!(ok(&out).contains(expect), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("checkpointing is not supported").count(),
+            1,
+            "{name}: one warning line for checkpoints: {err}"
+        );
+        for (mode, n) in [
+            ("bsp_abort", 1),
+            ("mcbsp_abort", 2),
+            ("bsp_vabort", 3),
+            ("mcbsp_vabort", 4),
+        ] {
+            fails(
+                &run(&exe, &[mode], &[]),
+                &format!("bsp_abort (pid 1, superstep 0): aborted: by {mode} {n}"),
+            );
+        }
+    }
+    let exe = build("api_complete.c", "api_complete-static", &[], Link::Static);
+    assert!(ok(&run(&exe, &[], &[])).contains("api complete (multicorebsp) ok"));
+}
+
+#[test]
+fn null_result_pointers_are_misuse_in_both_modes() {
+    for (name, flags) in [
+        ("null_results", &[][..]),
+        ("null_results-compat", &["-DMCBSP_COMPATIBILITY_MODE"][..]),
+    ] {
+        let exe = build("null_results.c", name, flags, Link::Shared);
+        assert!(ok(&run(&exe, &["none"], &[])).contains("null results ok"));
+        for (mode, needle) in [
+            (
+                "set_tagsize",
+                "bsp_set_tagsize (pid 1, superstep 0): the size pointer is NULL",
+            ),
+            (
+                "get_tag",
+                "bsp_get_tag (pid 1, superstep 0): the status pointer is NULL",
+            ),
+            (
+                "qsize",
+                "bsp_qsize (pid 1, superstep 0): the packets pointer is NULL",
+            ),
+            (
+                "hpmove_tag",
+                "bsp_hpmove (pid 1, superstep 0): the tag pointer (where to store the message's address) is NULL",
+            ),
+            (
+                "hpmove_payload",
+                "bsp_hpmove (pid 1, superstep 0): the payload pointer (where to store the message's address) is NULL",
+            ),
+        ] {
+            fails(&run(&exe, &[mode], &[]), needle);
+        }
+    }
+}
+
+#[test]
+fn a_second_bsp_begin_and_runaway_nesting_are_misuse() {
+    let exe = build("failures.c", "failures", &[], Link::Shared);
+    let out = run(&exe, &["begin_twice"], &[]);
+    fails(
+        &out,
+        "mbsp: bsp_begin (pid 2, superstep 1): called again in the SPMD section it started or joined",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let out = run(&exe, &["deep"], &[]);
+    fails(
+        &out,
+        "superstep 0): nested runs are limited to 64 levels, and this bsp_begin would start level 65",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!("mbsp: bsp_begin (pid 1/{}0, ", "0/".repeat(62))),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1);
+    let exe = build("begin_twice_main.c", "begin_twice_main", &[], Link::Shared);
+    let out = run(&exe, &[], &[]);
+    fails(
+        &out,
+        "superstep 0): called again in the SPMD section it started or joined",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn null_registrations_popped_by_null() {
+    for (name, flags) in [
+        ("pop_null", &[][..]),
+        ("pop_null-compat", &["-DMCBSP_COMPATIBILITY_MODE"][..]),
+    ] {
+        let exe = build("pop_null.c", name, flags, Link::Shared);
+        assert!(ok(&run(&exe, &[], &[])).contains("pop null ok"));
+    }
+}
+
+#[test]
+fn cxx_destructors_run_on_every_process() {
+    let mixed = here().join("tests/c/mixed_end.c");
+    let mixed = mixed.to_str().unwrap();
+    let flags = ["-rdynamic", "-x", "c", mixed, "-x", "none"];
+    for link in [Link::Shared, Link::Static] {
+        let name = if link == Link::Shared {
+            "cxx_destructors"
+        } else {
+            "cxx_destructors-static"
+        };
+        let exe = build("cxx_destructors.cpp", name, &flags, link);
+        for style in ["spmd", "mcbsp", "main", "mixed"] {
+            let out = ok(&run(&exe, &[style], &[]));
+            assert!(
+                out.contains(&format!("c++ destructors ok ({style})")),
+                "{out}"
+            );
+        }
+    }
 }

@@ -62,22 +62,21 @@ impl Ctx {
     /// ```
     pub fn set_tagsize(&self, bytes: usize) -> Result<usize> {
         self.live("set_tagsize")?;
-        let mut st = self.st.borrow_mut();
-        st.new_tagsize = Some(bytes);
+        self.st.borrow_mut().new_tagsize = Some(bytes);
         self.flag(FLAG_TAGS);
-        Ok(st.tagsize)
+        Ok(self.tagsize.get())
     }
 
     /// The tag size of messages sent in this superstep.
     pub fn tagsize(&self) -> usize {
-        self.st.borrow().tagsize
+        self.tagsize.get()
     }
 
     #[inline]
     fn check_send(&self, op: &'static str, pid: usize, tag: &[u8]) -> Result<()> {
         self.live(op)?;
         self.check_pid(op, pid)?;
-        let t = self.st.borrow().tagsize;
+        let t = self.tagsize.get();
         if tag.len() != t {
             return Err(self.misuse(
                 op,

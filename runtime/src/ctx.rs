@@ -318,7 +318,6 @@ pub(crate) struct Local {
     pub(crate) getbuf: crate::arena::Arena,
     pub(crate) hpsends: Vec<HpSend>,
     pub(crate) hp_tags: crate::arena::Arena,
-    pub(crate) tagsize: usize,
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
 }
@@ -338,6 +337,8 @@ pub struct Ctx {
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
     pub(crate) flags: Cell<u32>,
+    /// The tag size of messages sent in this superstep.
+    pub(crate) tagsize: Cell<usize>,
     pub(crate) member: Member,
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
@@ -360,6 +361,7 @@ impl Ctx {
             start: Instant::now(),
             st: RefCell::new(Local::default()),
             flags: Cell::new(0),
+            tagsize: Cell::new(0),
             member: Member::new(pid),
             binding,
             stopped: Cell::new(false),

@@ -429,9 +429,47 @@ impl Ctx {
         dst: impl Registration,
         byte_offset: usize,
     ) -> Result<()> {
+        let id = dst.reg_id();
+        match self.fast_remote(pid, &id, byte_offset, src.len()) {
+            Some(d) => {
+                if !src.is_empty() {
+                    self.with_outbox(pid, |ob| ob.put(d, src));
+                    self.flag(FLAG_COMM);
+                }
+                Ok(())
+            }
+            None => self.put_checked(pid, src, &id, byte_offset),
+        }
+    }
+
+    /// [`put_bytes`](Ctx::put_bytes) with every check spelled out, for the error message.
+    #[cold]
+    #[inline(never)]
+    fn put_checked<T>(&self, pid: usize, src: &[u8], id: &RegId<T>, off: usize) -> Result<()> {
         self.live("put")?;
-        let slot = self.usable("put", &dst.reg_id())?;
-        self.put_slot(pid, src, slot, byte_offset)
+        let slot = self.usable("put", id)?;
+        self.put_slot(pid, src, slot, off)
+    }
+
+    /// The address of `len` bytes at byte `off` of `pid`'s memory named by `id`, if everything
+    /// is in order (the run is live, `id` belongs to it and is in effect, `pid` exists and
+    /// registered the same slot with room for them); `None` sends the caller to the checks that
+    /// say what is wrong. One look at `pid`'s table suffices: registrations change on every
+    /// process at the same sync, so an entry of the same generation is the same registration.
+    #[inline]
+    fn fast_remote<T>(&self, pid: usize, id: &RegId<T>, off: usize, len: usize) -> Option<*mut u8> {
+        if self.run.tree.is_aborted() || id.run != self.run.id || id.pushed_in >= self.step {
+            return None;
+        }
+        let proc = self.run.procs.get(pid)?;
+        // SAFETY: tables are read outside syncs only.
+        let e = unsafe { proc.entry(id.slot) };
+        if e.state != SlotState::Active || e.generation != id.generation {
+            return None;
+        }
+        let end = off.checked_add(len)?;
+        // SAFETY: in bounds of the registered area.
+        (end <= e.len).then(|| unsafe { e.ptr.add(off) })
     }
 
     #[inline]

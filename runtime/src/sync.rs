@@ -83,7 +83,7 @@ impl Ctx {
             return Ok(());
         }
 
-        let sent_tagsize = self.st.get_mut().tagsize;
+        let sent_tagsize = self.tagsize.get();
         if g & (FLAG_REGS | FLAG_TAGS) != 0 {
             if let Err(e) = self.collective(q, g) {
                 return Err(self.failed_sync(e));
@@ -213,7 +213,7 @@ impl Ctx {
             })
         };
         if let Some(t) = st.new_tagsize.take() {
-            st.tagsize = t;
+            self.tagsize.set(t);
         }
         Ok(())
     }

@@ -5,6 +5,17 @@
 #include "check.h"
 
 static const char *mode = "";
+static int depth = 0;
+
+/* A nested run that starts itself again and again (runaway recursion). */
+static void recurse(void) {
+    bsp_begin(1);
+    if (++depth < 1000) {
+        bsp_init(recurse, 0, NULL);
+        recurse();
+    }
+    bsp_end();
+}
 
 static void spmd(void) {
     bsp_begin(4);
@@ -40,6 +51,13 @@ static void spmd(void) {
     } else if (!strcmp(mode, "pop_unregistered")) {
         long x;
         bsp_pop_reg(&x);
+    } else if (!strcmp(mode, "begin_twice")) {
+        if (s == 2) bsp_begin(4); /* a second bsp_begin in the same SPMD section */
+    } else if (!strcmp(mode, "deep")) {
+        if (s == 1) {
+            bsp_init(recurse, 0, NULL);
+            recurse();
+        }
     }
     bsp_sync();
     bsp_end();

@@ -1,14 +1,19 @@
-/* Every primitive. Written with bsp.h's mode-dependent types so that it compiles in both modes:
- * MulticoreBSP (size_t sizes, unsigned pids, SIZE_MAX for empty) and, with
- * -DMCBSP_COMPATIBILITY_MODE, BSPlib (int sizes and pids, -1 for empty). */
+/* Every primitive. Compiles in both modes: MulticoreBSP (size_t sizes, unsigned pids, SIZE_MAX
+ * for empty) and, with -DMCBSP_COMPATIBILITY_MODE, BSPlib (int sizes and pids, -1 for empty). */
 #include <mcbsp.h>
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
 
 #ifdef MCBSP_COMPATIBILITY_MODE
+typedef int size_arg;   /* sizes as the primitives take them */
+typedef int count_arg;  /* message counts */
+typedef int hpmove_ret; /* what bsp_hpmove returns */
 #define EMPTY (-1)
 #else
+typedef bsp_size_t size_arg;
+typedef bsp_nprocs_t count_arg;
+typedef bsp_size_t hpmove_ret;
 #define EMPTY SIZE_MAX
 #endif
 
@@ -68,7 +73,7 @@ static void spmd(void) {
     CHECK(y[3] == 5);
 
     /* BSMP: tag size, send, hpsend, qsize, get_tag, move (truncating, 0 drops), hpmove. */
-    bsp_size_t tag = sizeof(unsigned);
+    size_arg tag = sizeof(unsigned);
     bsp_set_tagsize(&tag);
     CHECK(tag == 0);
     bsp_sync();
@@ -80,17 +85,17 @@ static void spmd(void) {
     snprintf(hp[s], sizeof hp[s], "hp%u", s % 10);
     if (p > 1) bsp_hpsend(1, &mytag, hp[s], strlen(hp[s]) + 1);
     bsp_sync();
-    bsp_pid_t packets = 0;
-    bsp_size_t bytes = 0;
+    count_arg packets = 0;
+    size_arg bytes = 0;
     bsp_qsize(&packets, &bytes);
     if (s == 0) {
-        CHECK(packets == (bsp_pid_t)p);
+        CHECK(packets == (count_arg)p);
         unsigned seen = 0;
         for (unsigned i = 0; i < p; i++) {
-            bsp_size_t status = 0;
+            size_arg status = 0;
             unsigned t = 99;
             bsp_get_tag(&status, &t);
-            CHECK(t < p && status == (bsp_size_t)(strlen("from 0") + 1));
+            CHECK(t < p && status == (size_arg)(strlen("from 0") + 1));
             char buf[16];
             if (i == 0) {
                 bsp_move(buf, 3); /* truncated */
@@ -104,16 +109,16 @@ static void spmd(void) {
             seen |= 1u << t;
         }
         CHECK(seen == (1u << p) - 1);
-        bsp_size_t status = 0;
+        size_arg status = 0;
         bsp_get_tag(&status, NULL);
-        CHECK(status == (bsp_size_t)EMPTY);
+        CHECK(status == (size_arg)EMPTY);
     } else if (s == 1) {
-        CHECK(packets == (bsp_pid_t)p);
-        CHECK(bytes == (bsp_size_t)(4 * p));
+        CHECK(packets == (count_arg)p);
+        CHECK(bytes == (size_arg)(4 * p));
         void *tp, *pp;
-        bsp_hpmove_t n;
+        hpmove_ret n;
         unsigned count = 0;
-        while ((n = bsp_hpmove(&tp, &pp)) != (bsp_hpmove_t)EMPTY) {
+        while ((n = bsp_hpmove(&tp, &pp)) != (hpmove_ret)EMPTY) {
             unsigned t = *(unsigned *)tp;
             CHECK(n == 4 && ((char *)pp)[2] == (char)('0' + t));
             count++;

@@ -1,5 +1,6 @@
 /* Affinity and thread-count settings from C and from the environment. */
 #include <bsp.h>
+#include <mcbsp-affinity.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
