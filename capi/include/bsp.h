@@ -29,7 +29,8 @@
  * so the destructors of the SPMD function's objects run, as with MulticoreBSP's pthread_exit.
  * A catch (...) in the SPMD function that does not rethrow would swallow this end of the
  * process: the process would then run on after its bsp_end. (C code leaves with longjmp; a C
- * function calling bsp_end from C++ SPMD code still works, skipping the C++ destructors.)
+ * function calling bsp_end from C++ SPMD code still works, skipping the C++ destructors, and so
+ * does C++ compiled with -fno-exceptions, which gets the C functions.)
  *
  * Environment: MBSP_AFFINITY = compact | scattered (default) | none | manual:<cpus>;<cpus>;...
  *              MBSP_MAX_THREADS = the most processes a run may have
@@ -94,6 +95,12 @@ typedef bsp_size_t mbsp_size_arg_t;
 typedef bsp_size_t bsp_hpmove_t; /* bsp_hpmove returns SIZE_MAX when the queue is empty */
 #endif
 
+/* C++ with exceptions: bsp_begin, bsp_end, mcbsp_begin and mcbsp_end are inline functions at
+ * the end of this header (see above). */
+#if defined(__cplusplus) && (defined(__cpp_exceptions) || defined(__EXCEPTIONS))
+#define MBSP_CXX_UNWIND 1
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -104,7 +111,7 @@ extern "C" {
  * Call before bsp_begin, unless the SPMD section is main itself. */
 void bsp_init(void (*spmd)(void), int argc, char **argv);
 
-#ifndef __cplusplus
+#ifndef MBSP_CXX_UNWIND
 /* Start an SPMD section of P processes: the caller becomes pid 0, P-1 threads run the SPMD
  * function (which join when they reach their bsp_begin). Inside an SPMD section, bsp_init then
  * bsp_begin start a nested run over the part of the machine the calling process owns (at most
@@ -182,7 +189,7 @@ bsp_hpmove_t bsp_hpmove(void **p_tag, void **p_payload);
  * The same functions as bsp_*, with MulticoreBSP's signatures in both modes. */
 
 void mcbsp_init(void (*spmd)(void), int argc, char **argv);
-#ifndef __cplusplus
+#ifndef MBSP_CXX_UNWIND
 void mcbsp_begin(bsp_pid_t P); /* C: a macro below; C++: an inline function below */
 void mcbsp_end(void);          /* C++: an inline function below */
 #endif
@@ -218,8 +225,13 @@ void mcbsp_abort_message(const char *message);
 static inline void mcbsp_vabort(const char *format, va_list args) {
     char small[512];
     va_list again;
+    int n;
+#ifdef va_copy
     va_copy(again, args);
-    int n = vsnprintf(small, sizeof small, format, args);
+#else
+    __va_copy(again, args); /* C++98 */
+#endif
+    n = vsnprintf(small, sizeof small, format, args);
     if (n >= 0 && (size_t)n >= sizeof small) {
         char *big = (char *)malloc((size_t)n + 1);
         if (big != NULL) {
@@ -253,6 +265,10 @@ typedef int (*mbsp_trampoline_t)(void (*spmd)(void), int (*main_fn)(int, char **
 /* bsp_begin(P) with the address of the program's main (C passes it, so that an SPMD section
  * can be main itself without bsp_init; NULL: looked up as a symbol, which needs -rdynamic with
  * libmbsp.so) and, from C++, the trampoline that catches bsp_end's exception. */
+#if !defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes" /* main may have either signature */
+#endif
 void mbsp_begin_with(int64_t P, int (*main_function)(), mbsp_trampoline_t trampoline);
 /* bsp_end for C++: returns 1 if the caller must leave its SPMD function by throwing. */
 int mbsp_end_cxx(void);
@@ -266,10 +282,15 @@ extern int main();
 #endif
 #define mcbsp_begin(P) mbsp_begin_with((int64_t)(bsp_pid_t)(P), main, (mbsp_trampoline_t)0)
 #endif
+#if !defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 #ifdef __cplusplus
 }
+#endif
 
+#ifdef MBSP_CXX_UNWIND
 #if __cplusplus >= 201103L
 #define MBSP_CXX_NOTHROW noexcept
 #else
@@ -315,6 +336,7 @@ inline void mcbsp_end() {
 } /* extern "C++" */
 
 #undef MBSP_CXX_NOTHROW
-#endif /* __cplusplus */
+#undef MBSP_CXX_UNWIND
+#endif /* MBSP_CXX_UNWIND */
 
 #endif /* MBSP_BSP_H */

@@ -88,7 +88,7 @@ fn default_mode() -> u32 {
     let m = MCBSP_DEFAULT_AFFINITY.load(Ordering::Relaxed);
     if m > NONE {
         die(&format!(
-            "mbsp: bsp_begin: MCBSP_DEFAULT_AFFINITY is {m}, which is not an affinity mode"
+            "mbsp: MCBSP_DEFAULT_AFFINITY is {m}, which is not an affinity mode"
         ));
     }
     m
@@ -101,7 +101,10 @@ pub(crate) fn for_run(p: usize) -> Option<(Policy, bool)> {
     let mode = match s.mode {
         Some(m) => m,
         None if std::env::var_os(mbsp_rt::AFFINITY_ENV).is_some() => return None,
-        None => default_mode(),
+        None => match default_mode() {
+            SCATTER => return None, // the runtime's own default
+            m => m,
+        },
     };
     match mode {
         COMPACT => Some((Policy::Compact, true)),

@@ -106,7 +106,9 @@ fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
 }
 
 /// Run with a hang detector (the suite's programs finish in well under a second), without the
-/// caller's mbsp settings but with `env`.
+/// caller's mbsp settings but with `env`, and without `LD_LIBRARY_PATH` (cargo points it at
+/// its own target directory, whose libmbsp.so may be older than the one the program was linked
+/// with and found through its rpath).
 fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new("timeout")
         .arg("60")
@@ -115,6 +117,7 @@ fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("MBSP_AFFINITY")
         .env_remove("MBSP_MAX_THREADS")
         .env_remove("MBSP_TOPOLOGY")
+        .env_remove("LD_LIBRARY_PATH")
         .envs(env.iter().copied())
         .output()
         .expect("run");
@@ -205,6 +208,14 @@ fn main_as_the_spmd_section_with_shared_globals() {
 #[test]
 fn cxx_programs_compile_and_run() {
     let exe = build("cxx_check.cpp", "cxx_check", &[], Link::Shared);
+    assert!(ok(&run(&exe, &[], &[])).contains("c++ ok"));
+    // Without exceptions, C++ gets the C bsp_begin/bsp_end (bsp_end leaves by longjmp).
+    let exe = build(
+        "cxx_check.cpp",
+        "cxx_check-noexcept",
+        &["-fno-exceptions"],
+        Link::Shared,
+    );
     assert!(ok(&run(&exe, &[], &[])).contains("c++ ok"));
     // The C programs compile as C++ too.
     let exe = build("pure_spmd.c", "pure-cxx", &["-x", "c++"], Link::Shared);
@@ -395,7 +406,7 @@ fn null_result_pointers_are_misuse_in_both_modes() {
 
 #[test]
 fn a_second_bsp_begin_and_runaway_nesting_are_misuse() {
-    let exe = build("failures.c", "failures", &[], Link::Shared);
+    let exe = build("failures.c", "failures-begin", &[], Link::Shared);
     let out = run(&exe, &["begin_twice"], &[]);
     fails(
         &out,
@@ -445,7 +456,7 @@ fn cxx_destructors_run_on_every_process() {
             "cxx_destructors-static"
         };
         let exe = build("cxx_destructors.cpp", name, &flags, link);
-        for style in ["spmd", "mcbsp", "main", "mixed"] {
+        for style in ["spmd", "mcbsp", "main", "mixed", "c_begin"] {
             let out = ok(&run(&exe, &[style], &[]));
             assert!(
                 out.contains(&format!("c++ destructors ok ({style})")),

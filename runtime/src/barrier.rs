@@ -1,16 +1,34 @@
-//! The barrier of one run: a dissemination barrier that ORs flags along the way.
+//! The barrier of one run: a dissemination barrier that ORs flags along the way, shaped by the
+//! machine's packages, whose cache lines also carry small puts.
 //!
-//! In round `k` (of ⌈log₂ p⌉) process `i` publishes, in its own cache line, the episode number
-//! and the OR of the flags it has seen so far, then waits for process `i - 2^k` (mod p) to
-//! publish the same episode in its round-`k` line. After the last round every process has
-//! (transitively) heard from every other, so it knows that all have arrived and the OR of all
-//! flags. The critical path is ⌈log₂ p⌉ cache-line transfers, one per round, with no line
-//! written by more than one process — against p serialized atomic additions on one line for a
-//! central counter (two transfers minimum even for p = 2).
+//! In round `k` process `i` publishes, in its own cache line, the episode number and the OR of
+//! the flags it has seen so far, then waits for its round-`k` *source* to publish the same
+//! episode in its round-`k` line. After the last round every process has (transitively) heard
+//! from every other, so it knows that all have arrived and the OR of all flags. No line is
+//! written by more than one process, and each round costs one cache-line transfer on the
+//! critical path — against p serialized atomic additions on one line for a central counter.
 //!
-//! Each round line holds two words, used in alternate episodes: a process can only write a
-//! round-`k` word again two episodes later, after everybody has finished the episode in between
-//! and so has read the earlier value.
+//! **Sources.** With all processes in one package (one *group*), process `i`'s round-`k` source
+//! is `i - 2^k mod p`: ⌈log₂ p⌉ rounds. When the run spans packages, processes are grouped by
+//! package: the first ⌈log₂ s⌉ rounds (s = the largest group) disseminate within each group
+//! (member `j`'s source is member `j - 2^k mod |g|` of its own group `g`), and the next
+//! ⌈log₂ m⌉ rounds (m = the number of groups) cross packages: member `j` of group `g` reads
+//! member `j mod |g'|` of group `g' = g - 2^k mod m`. After the group rounds every member of a
+//! group knows the same (its group's flags), so each cross round spreads whole groups'
+//! knowledge, and only ⌈log₂ m⌉ transfers cross packages on the critical path (a flat
+//! dissemination over scattered pids would cross in nearly every round).
+//!
+//! **Riding puts.** A line read by exactly one other process carries, next to the episode word,
+//! up to [`RIDE_WORDS`] words of put records for that reader (a one-word put takes two). A
+//! process stages small puts to the reader of its round-`k` line ([`Barrier::rider_rounds`])
+//! instead of writing them to an outbox; the reader copies them out when it sees the episode
+//! (before the writer can reuse the line, two episodes later) and delivers them in the
+//! communication phase. So a superstep whose only communication is a few small puts to barrier
+//! partners costs no cache-line transfer beyond the barrier's own.
+//!
+//! Each line holds two episode words and two payloads, used in alternate episodes: a process
+//! can only write a round-`k` word again two episodes later, after everybody has finished the
+//! episode in between and so has read the earlier value.
 //!
 //! Waiting spins, then yields, then sleeps on one futex word per barrier, which writers bump
 //! (and wake) only when someone sleeps. Abort sets a flag and bumps the same word.
@@ -20,7 +38,8 @@ use crate::shim::{
 };
 use crossbeam_utils::CachePadded;
 
-/// Someone in this superstep issued a put, send, hpsend or hpput.
+/// Someone in this superstep issued a put, send, hpsend or hpput (a communication phase is
+/// needed).
 pub(crate) const FLAG_COMM: u32 = 1;
 /// Someone issued a buffered get: reads need their own phase before the writes.
 pub(crate) const FLAG_GETS: u32 = 2;
@@ -28,11 +47,41 @@ pub(crate) const FLAG_GETS: u32 = 2;
 pub(crate) const FLAG_REGS: u32 = 4;
 /// Someone called `set_tagsize`.
 pub(crate) const FLAG_TAGS: u32 = 8;
+/// Someone wrote to an outbox (puts that did not ride the barrier, messages): receivers must
+/// look at the outboxes.
+pub(crate) const FLAG_OUTBOX: u32 = 16;
 
+/// Flags ORed over all processes: bits 0..8.
+const USER_FLAGS: u32 = 0xFF;
+/// Bits 8..11 of a line's word: how many payload words ride with it (not ORed).
+const RIDE_SHIFT: u32 = 8;
+const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
-const USER_FLAGS: u32 = ENDED - 1;
+
+/// In [`Barrier::rider_rounds`]: no line of the sender is read by that destination alone.
+pub const NO_RIDE: u8 = u8::MAX;
+
+/// Words of put records a barrier line carries for its reader.
+pub const RIDE_WORDS: usize = 6;
+
+/// Put records riding in (or copied out of) one barrier line: `len` words of `words`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ride {
+    /// The records (the put record format of the outboxes).
+    pub words: [u64; RIDE_WORDS],
+    /// Words in use.
+    pub len: usize,
+}
+
+impl Ride {
+    /// Append a put of `src` to `dst` if it fits; false if not.
+    #[inline]
+    pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) -> bool {
+        crate::outbox::push_short(&mut self.words, &mut self.len, dst, src)
+    }
+}
 
 /// How long a waiting thread spins and yields before it sleeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,27 +180,80 @@ struct Sleep {
     aborted: AtomicBool,
 }
 
+/// One process's line of one round: the episode word and the riding payload, by parity.
+struct Line {
+    words: [AtomicU64; 2],
+    ride: [[AtomicU64; RIDE_WORDS]; 2],
+}
+
 /// A flag-combining dissemination barrier for a fixed number of processes.
 pub struct Barrier {
     p: usize,
     rounds: usize,
-    /// Round `k` of process `i` at `i * rounds + k`: `[episode << 32 | flags; 2]` by parity.
-    lines: Box<[CachePadded<[AtomicU64; 2]>]>,
+    /// Process `i`'s round-`k` source at `i * rounds + k`.
+    sources: Box<[u32]>,
+    /// Round `k` of process `i` at `i * rounds + k`.
+    lines: Box<[CachePadded<Line>]>,
     sleep: CachePadded<Sleep>,
     policy: WaitPolicy,
 }
 
+/// ⌈log₂ n⌉ (0 for n ≤ 1).
+fn log2_ceil(n: usize) -> usize {
+    n.next_power_of_two().trailing_zeros() as usize
+}
+
 impl Barrier {
-    /// A barrier for `p ≥ 1` processes.
+    /// A barrier for `p ≥ 1` processes in one group.
     pub fn new(p: usize, policy: WaitPolicy) -> Self {
+        Self::grouped(&vec![0; p], policy)
+    }
+
+    /// A barrier for `group.len() ≥ 1` processes, process `i` in group `group[i]` (e.g. its
+    /// package): processes combine within their group first (see the module documentation).
+    pub fn grouped(group: &[usize], policy: WaitPolicy) -> Self {
+        let p = group.len();
         assert!(p >= 1, "barrier of 0 processes");
-        let rounds = p.next_power_of_two().trailing_zeros() as usize;
+        // Groups in order of first appearance; members in pid order.
+        let mut ids: Vec<usize> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        for (pid, &g) in group.iter().enumerate() {
+            match ids.iter().position(|&x| x == g) {
+                Some(at) => members[at].push(pid),
+                None => {
+                    ids.push(g);
+                    members.push(vec![pid]);
+                }
+            }
+        }
+        let largest = members.iter().map(Vec::len).max().unwrap_or(1);
+        let (inner, outer) = (log2_ceil(largest), log2_ceil(members.len()));
+        let rounds = inner + outer;
+        let mut sources = vec![0u32; p * rounds];
+        for (g, m) in members.iter().enumerate() {
+            for (j, &pid) in m.iter().enumerate() {
+                for k in 0..inner {
+                    let back = (1usize << k) % m.len();
+                    sources[pid * rounds + k] = m[(j + m.len() - back) % m.len()] as u32;
+                }
+                for k in 0..outer {
+                    let n = members.len();
+                    let src = &members[(g + n - (1usize << k) % n) % n];
+                    sources[pid * rounds + inner + k] = src[j % src.len()] as u32;
+                }
+            }
+        }
+        let line = || {
+            CachePadded::new(Line {
+                words: [AtomicU64::new(0), AtomicU64::new(0)],
+                ride: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            })
+        };
         Barrier {
             p,
             rounds,
-            lines: (0..p * rounds)
-                .map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]))
-                .collect(),
+            sources: sources.into(),
+            lines: (0..p * rounds).map(|_| line()).collect(),
             sleep: CachePadded::new(Sleep {
                 word: AtomicU32::new(0),
                 sleepers: AtomicU32::new(0),
@@ -161,9 +263,60 @@ impl Barrier {
         }
     }
 
-    /// Arrive with `flags` (bits below 2^30), wait for all processes, and return what they
-    /// brought.
+    /// The number of rounds of an episode.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// Process `pid`'s source in each round.
+    pub fn sources(&self, pid: usize) -> &[u32] {
+        &self.sources[pid * self.rounds..(pid + 1) * self.rounds]
+    }
+
+    /// For every process: by destination pid, the round whose line (of that process) the
+    /// destination alone reads — puts to it can ride there — or [`NO_RIDE`].
+    pub fn rider_rounds(&self) -> Vec<Box<[u8]>> {
+        let r = self.rounds;
+        // Readers of each line: how many, and the last one seen.
+        let mut count = vec![0u32; self.p * r];
+        let mut reader = vec![0usize; self.p * r];
+        for q in 0..self.p {
+            for k in 0..r {
+                let line = self.sources[q * r + k] as usize * r + k;
+                count[line] += 1;
+                reader[line] = q;
+            }
+        }
+        (0..self.p)
+            .map(|pid| {
+                let mut out = vec![NO_RIDE; self.p].into_boxed_slice();
+                for k in (0..r).rev() {
+                    let line = pid * r + k;
+                    if count[line] == 1 && reader[line] != pid {
+                        out[reader[line]] = k as u8; // the earliest round wins
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Arrive with `flags` (bits 0..8), wait for all processes, and return what they brought.
     pub fn wait(&self, me: &mut Member, flags: u32, ending: bool) -> Result<Outcome, Aborted> {
+        self.wait_riding(me, flags, ending, &[], &mut [])
+    }
+
+    /// [`wait`](Self::wait), with `out[k]` riding in this process's round-`k` line (for the
+    /// line's one reader), and what rides in the lines this process reads copied to `inbox[k]`
+    /// (`out` and `inbox` may be shorter than the number of rounds).
+    pub fn wait_riding(
+        &self,
+        me: &mut Member,
+        flags: u32,
+        ending: bool,
+        out: &[Ride],
+        inbox: &mut [Ride],
+    ) -> Result<Outcome, Aborted> {
         debug_assert!(flags <= USER_FLAGS);
         if self.sleep.aborted.load(Ordering::Relaxed) {
             return Err(Aborted);
@@ -173,17 +326,35 @@ impl Barrier {
         let (e, parity) = (me.episode, (me.episode & 1) as usize);
         let mut acc = flags | if ending { ENDED } else { SYNCED };
         for k in 0..self.rounds {
-            let word = ((e as u64) << 32) | acc as u64;
-            // SeqCst: ordered before the sleepers check below (see `sleep_until`).
-            self.lines[me.pid * self.rounds + k][parity].store(word, Ordering::SeqCst);
+            let mine = &self.lines[me.pid * self.rounds + k];
+            let mut ride = 0;
+            if let Some(r) = out.get(k).filter(|r| r.len > 0) {
+                for (w, v) in mine.ride[parity].iter().zip(&r.words[..r.len]) {
+                    w.store(*v, Ordering::Relaxed);
+                }
+                ride = (r.len as u32) << RIDE_SHIFT;
+            }
+            let word = ((e as u64) << 32) | (acc | ride) as u64;
+            // SeqCst: ordered before the sleepers check below (see `sleep_until`); Release for
+            // the payload above.
+            mine.words[parity].store(word, Ordering::SeqCst);
             if self.sleep.sleepers.load(Ordering::SeqCst) != 0 {
                 self.sleep.word.fetch_add(1, Ordering::SeqCst);
                 wake_all(&self.sleep.word);
             }
-            let from = (me.pid + self.p - (1 << k) % self.p) % self.p;
-            let line = &self.lines[from * self.rounds + k][parity];
-            let got = self.await_episode(line, e, &mut me.spins)?;
-            acc |= got as u32;
+            let from = self.sources[me.pid * self.rounds + k] as usize;
+            let line = &self.lines[from * self.rounds + k];
+            let got = self.await_episode(&line.words[parity], e, &mut me.spins)? as u32;
+            let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
+            if n > 0 {
+                if let Some(slot) = inbox.get_mut(k) {
+                    for (v, w) in slot.words.iter_mut().zip(&line.ride[parity][..n]) {
+                        *v = w.load(Ordering::Relaxed);
+                    }
+                    slot.len = n;
+                }
+            }
+            acc |= got & !RIDE_MASK;
         }
         Ok(Outcome {
             flags: acc & USER_FLAGS,
@@ -192,11 +363,11 @@ impl Barrier {
         })
     }
 
-    /// Wait until `line` holds episode `e`; return the word.
+    /// Wait until `word` holds episode `e`; return it.
     #[inline]
-    fn await_episode(&self, line: &AtomicU64, e: u32, spins: &mut u32) -> Result<u64, Aborted> {
+    fn await_episode(&self, word: &AtomicU64, e: u32, spins: &mut u32) -> Result<u64, Aborted> {
         let ready = || {
-            let w = line.load(Ordering::Acquire);
+            let w = word.load(Ordering::Acquire);
             ((w >> 32) as u32 == e).then_some(w)
         };
         for _ in 0..*spins {
@@ -247,7 +418,7 @@ impl Barrier {
     /// their jobs.
     pub(crate) fn reset(&self) {
         for line in self.lines.iter() {
-            for w in line.iter() {
+            for w in line.words.iter() {
                 w.store(0, Ordering::Relaxed);
             }
         }
@@ -343,7 +514,7 @@ mod tests {
                     for round in 0..rounds {
                         let bit = |q: usize| {
                             if round % (q as u32 + 1) == 0 {
-                                1 << (q % 30)
+                                1 << (q % 8)
                             } else {
                                 0
                             }

@@ -5,7 +5,7 @@
 //! into that buffer). Payloads start 8-byte aligned, so [`Message::payload_as`] can view them as
 //! `&[f64]`, `&[u64]`... without copying.
 
-use crate::barrier::{FLAG_COMM, FLAG_TAGS};
+use crate::barrier::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::ctx::{Ctx, HpSend};
 use crate::error::Result;
 use bytemuck::Pod;
@@ -117,7 +117,7 @@ impl Ctx {
         self.with_outbox(pid, |ob| unsafe {
             ob.send(tag, payload.as_ptr(), payload.len())
         });
-        self.flag(FLAG_COMM);
+        self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
     }
 
@@ -167,7 +167,7 @@ impl Ctx {
             payload: payload.as_ptr(),
             len: payload.len(),
         });
-        self.flag(FLAG_COMM);
+        self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
     }
 

@@ -31,7 +31,7 @@
 //! stopped touching other processes' memory ([`Ctx::quiesce`]): each process counts itself as
 //! stopped (once) when it first sees the failure or when it ends.
 
-use crate::barrier::{Barrier, Member, WaitPolicy};
+use crate::barrier::{Barrier, Member, Ride, WaitPolicy};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
@@ -205,6 +205,10 @@ pub(crate) struct RunShared {
     pub(crate) layout: Layout,
     /// For a nested run: the binding of the thread that starts it (kept by its process 0).
     pub(crate) inherited: Option<Binding>,
+    /// Each process's barrier group (its first package).
+    pub(crate) groups: Vec<usize>,
+    /// By process, then destination: the barrier round in which puts to it can ride.
+    pub(crate) riders: Vec<Box<[u8]>>,
 }
 
 impl RunShared {
@@ -215,7 +219,9 @@ impl RunShared {
         layout: Layout,
     ) -> Self {
         let p = layout.domains.len();
-        let barrier = Arc::new(Barrier::new(p, policy));
+        let groups = layout.groups();
+        let barrier = Arc::new(Barrier::grouped(&groups, policy));
+        let riders = barrier.rider_rounds();
         tree.add_barrier(&barrier);
         RunShared {
             id: next_run_id(),
@@ -229,6 +235,8 @@ impl RunShared {
             stopped: CachePadded::new(AtomicUsize::new(0)),
             layout,
             inherited: None,
+            groups,
+            riders,
         }
     }
 
@@ -339,6 +347,10 @@ pub struct Ctx {
     pub(crate) flags: Cell<u32>,
     /// The tag size of messages sent in this superstep.
     pub(crate) tagsize: Cell<usize>,
+    /// Put records riding in this process's barrier lines at the next sync, by round.
+    pub(crate) rides: RefCell<Box<[Ride]>>,
+    /// Put records that rode in the lines this process read at the last barrier, by round.
+    pub(crate) rode: Box<[Ride]>,
     pub(crate) member: Member,
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
@@ -353,6 +365,7 @@ impl Ctx {
     pub(crate) fn new(run: Arc<RunShared>, pid: usize, binding: Binding) -> Ctx {
         let mut path = run.parent_path.clone();
         path.push(pid);
+        let rounds = run.barrier.rounds();
         Ctx {
             run,
             pid,
@@ -362,6 +375,8 @@ impl Ctx {
             st: RefCell::new(Local::default()),
             flags: Cell::new(0),
             tagsize: Cell::new(0),
+            rides: RefCell::new(vec![Ride::default(); rounds].into()),
+            rode: vec![Ride::default(); rounds].into(),
             member: Member::new(pid),
             binding,
             stopped: Cell::new(false),

@@ -6,7 +6,7 @@
 //! * raw, naming registered areas by their local address as BSPlib does (`*_raw`), for the C ABI
 //!   and other foreign callers. Registering raw memory is `unsafe`; after that, naming it is not.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS};
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, NO_RIDE};
 use crate::ctx::{Ctx, GetOp};
 use crate::error::Result;
 use crate::reg::{Reg, RegId, Registration, Storage};
@@ -432,14 +432,27 @@ impl Ctx {
         let id = dst.reg_id();
         match self.fast_remote(pid, &id, byte_offset, src.len()) {
             Some(d) => {
-                if !src.is_empty() {
-                    self.with_outbox(pid, |ob| ob.put(d, src));
-                    self.flag(FLAG_COMM);
-                }
+                self.put_at(pid, d, src);
                 Ok(())
             }
             None => self.put_checked(pid, src, &id, byte_offset),
         }
+    }
+
+    /// Queue a checked put: riding in the barrier when `pid` reads one of our lines alone and
+    /// the record fits, else in the outbox.
+    #[inline]
+    fn put_at(&self, pid: usize, dst: *mut u8, src: &[u8]) {
+        if src.is_empty() {
+            return;
+        }
+        let round = self.run.riders[self.pid][pid];
+        if round != NO_RIDE && self.rides.borrow_mut()[round as usize].put(dst, src) {
+            self.flag(FLAG_COMM);
+            return;
+        }
+        self.with_outbox(pid, |ob| ob.put(dst, src));
+        self.flag(FLAG_COMM | FLAG_OUTBOX);
     }
 
     /// [`put_bytes`](Ctx::put_bytes) with every check spelled out, for the error message.
@@ -475,10 +488,7 @@ impl Ctx {
     #[inline]
     fn put_slot(&self, pid: usize, src: &[u8], slot: (u32, u32), off: usize) -> Result<()> {
         let dst = self.remote("put", "to", pid, slot, off, src.len())?;
-        if !src.is_empty() {
-            self.with_outbox(pid, |ob| ob.put(dst, src));
-            self.flag(FLAG_COMM);
-        }
+        self.put_at(pid, dst, src);
         Ok(())
     }
 

@@ -33,6 +33,28 @@ fn header(dst: *mut u8, len: usize) -> ([u64; 3], usize) {
     }
 }
 
+/// Append a short put record of `src` to `dst` to `words[*len..]` if it fits (and the short
+/// form applies); for a put that rides in a barrier line.
+#[inline]
+pub(crate) fn push_short(words: &mut [u64], len: &mut usize, dst: *mut u8, src: &[u8]) -> bool {
+    let n = 1 + align8(src.len()) / WORD;
+    let d = dst as u64;
+    if *len + n > words.len() || d >> SHIFT != 0 {
+        return false;
+    }
+    words[*len] = (src.len() as u64) << SHIFT | d;
+    // SAFETY: `src.len()` bytes fit in the `n - 1` words after the header.
+    unsafe {
+        copy_bytes(
+            src.as_ptr(),
+            words[*len + 1..].as_mut_ptr() as *mut u8,
+            src.len(),
+        )
+    };
+    *len += n;
+    true
+}
+
 /// Words of put records stored inline, next to the stamp (stamp + length + inline = 64 bytes).
 const INLINE: usize = 6;
 
@@ -143,7 +165,7 @@ impl Outbox {
 
     /// # Safety
     /// `base .. base + end` holds put records; their destinations are valid (see above).
-    unsafe fn deliver(base: *const u8, end: usize) {
+    pub(crate) unsafe fn deliver(base: *const u8, end: usize) {
         let mut off = 0;
         while off < end {
             // SAFETY: records written by `put`; the destination is the caller's promise.

@@ -105,6 +105,15 @@ impl Layout {
         &self.loaded.machine
     }
 
+    /// Each process's barrier group: the first package of its domain.
+    pub(crate) fn groups(&self) -> Vec<usize> {
+        let m = self.machine();
+        self.domains
+            .iter()
+            .map(|d| d.packages(m).first().copied().unwrap_or(0))
+            .collect()
+    }
+
     /// Hardware threads really available to the run's processes (for the waiting policy).
     pub(crate) fn cores_for(&self) -> usize {
         let pus: std::collections::BTreeSet<usize> = self

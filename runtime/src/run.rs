@@ -469,7 +469,10 @@ impl Run {
     ) -> Arc<RunShared> {
         let policy = self.wait_policy_for(&layout);
         if let Some(mut last) = team.last.take() {
-            if last.p == layout.domains.len() && last.barrier.policy() == policy {
+            if last.p == layout.domains.len()
+                && last.barrier.policy() == policy
+                && last.groups == layout.groups()
+            {
                 if let Some(s) = Arc::get_mut(&mut last) {
                     s.layout = layout;
                     s.inherited = inherited;

@@ -14,10 +14,11 @@
 //! Every write lands in the writer's own memory, so no third barrier is needed: a process
 //! leaving the sync early can only touch its own memory and its next-parity outboxes.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS};
 use crate::ctx::{Coll, Ctx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::internals::SyncPoint;
+use crate::outbox::Outbox;
 use crate::registry::{RegOp, RegSig, describe};
 use crate::shim::Ordering;
 
@@ -68,7 +69,21 @@ impl Ctx {
             self.me().ended.store(true, Ordering::Relaxed);
         }
 
-        let out = match self.run.barrier.wait(&mut self.member, flags, ending) {
+        let arrived = {
+            let rides = self.rides.get_mut();
+            let r = self.run.barrier.wait_riding(
+                &mut self.member,
+                flags,
+                ending,
+                rides,
+                &mut self.rode,
+            );
+            for ride in rides.iter_mut() {
+                ride.len = 0;
+            }
+            r
+        };
+        let out = match arrived {
             Ok(out) => out,
             Err(_) => return Err(self.failed_sync(self.stopped(op))),
         };
@@ -105,6 +120,9 @@ impl Ctx {
         }
         self.fault_point(SyncPoint::AfterBarrier2)?;
         if g & FLAG_COMM != 0 {
+            self.deliver_rides();
+        }
+        if g & FLAG_OUTBOX != 0 {
             self.receive(q, sent_tagsize);
         }
         let st = self.st.get_mut();
@@ -130,6 +148,9 @@ impl Ctx {
         let st = self.st.get_mut();
         st.gets.clear();
         st.getbuf.clear();
+        for ride in self.rode.iter_mut() {
+            ride.len = 0;
+        }
         self.quiesce();
         e
     }
@@ -263,6 +284,17 @@ impl Ctx {
             }
             None
         })
+    }
+
+    /// Deliver the puts that rode in the barrier lines we read.
+    fn deliver_rides(&mut self) {
+        for ride in self.rode.iter_mut().filter(|r| r.len > 0) {
+            // SAFETY: the records were made by `put` of a sender whose checks made their
+            // destinations our own registered memory, kept alive by our table or graveyard,
+            // with no live references (we hold `&mut self`).
+            unsafe { Outbox::deliver(ride.words.as_ptr() as *const u8, ride.len * 8) };
+            ride.len = 0;
+        }
     }
 
     /// Deliver the puts of every sender that wrote to us and queue its messages. An outbox is

@@ -180,7 +180,8 @@ static void settings(void) {
     mcbsp_set_affinity_mode(MCBSP_NO_AFFINITY);
     mcbsp_affinity_mode_t mode = mcbsp_get_affinity_mode();
     CHECK(mode == MCBSP_NO_AFFINITY);
-    mcbsp_set_affinity_mode(SCATTER);
+    enum mcbsp_affinity_mode scatter = SCATTER;
+    mcbsp_set_affinity_mode(scatter);
     CHECK(mcbsp_get_affinity_mode() == MCBSP_SCATTER);
 
     size_t max = mcbsp_get_maximum_threads();
@@ -212,7 +213,8 @@ static void settings(void) {
     CHECK(mcbsp_get_thread_numbering() == CONSECUTIVE);
     MCBSP_DEFAULT_THREAD_NUMBERING = WRAPPED;
     CHECK(mcbsp_get_thread_numbering() == WRAPPED);
-    mcbsp_set_thread_numbering(CONSECUTIVE);
+    enum mcbsp_thread_numbering consecutive = CONSECUTIVE;
+    mcbsp_set_thread_numbering(consecutive);
     CHECK(mcbsp_get_thread_numbering() == CONSECUTIVE);
     CHECK(mcbsp_get_reserved_cores() == NULL && mcbsp_get_reserved_cores_number() == 0);
     size_t reserved[2] = {5, 7};

@@ -5,6 +5,7 @@
 //   mcbsp  the same with mcbsp_init, mcbsp_begin, mcbsp_end
 //   main   bsp_begin/bsp_end bracketing main (linked with -rdynamic)
 //   mixed  C++ SPMD code whose bsp_end is called from C (mixed_end.c): leaves by longjmp
+//   c_begin  a C SPMD function (mixed_end.c) whose bsp_end is called from C++: longjmp too
 #include <mcbsp.h>
 #include <atomic>
 #include <cstdio>
@@ -13,6 +14,12 @@
 #include <vector>
 
 extern "C" void mixed_end(void); // mixed_end.c: calls bsp_end from C
+extern "C" void c_spmd(void);    // mixed_end.c: C SPMD function calling cxx_end
+extern "C" void cxx_end(void);
+extern "C" int c_after_end;
+void cxx_end(void) {
+    bsp_end();
+}
 
 static const unsigned P = 4;
 static std::atomic<unsigned> destroyed(0);
@@ -56,7 +63,7 @@ static void spmd() {
 }
 
 int main(int argc, char **argv) {
-    check(argc == 2, "usage: cxx_destructors spmd|mcbsp|main|mixed");
+    check(argc == 2, "usage: cxx_destructors spmd|mcbsp|main|mixed|c_begin");
     style = argv[1];
     if (!std::strcmp(style, "main")) {
         bsp_begin(P);
@@ -64,6 +71,13 @@ int main(int argc, char **argv) {
         bsp_sync();
         bsp_end();
         check(destroyed == P - 1, "pids 1.. destroyed their objects in main");
+        std::printf("c++ destructors ok (%s)\n", style);
+        return 0;
+    }
+    if (!std::strcmp(style, "c_begin")) {
+        bsp_init(c_spmd, argc, argv);
+        c_spmd();
+        check(c_after_end == 1, "only pid 0 continues after bsp_end in c_spmd");
         std::printf("c++ destructors ok (%s)\n", style);
         return 0;
     }
