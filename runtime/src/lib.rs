@@ -114,4 +114,56 @@ pub mod internals {
     pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {
         ctx.fault.set(Some(at));
     }
+
+    /// Run `f` as an SPMD program of `p` processes on loom threads (inside `loom::model`),
+    /// through the runtime's real run state, barrier and superstep code, so that the model
+    /// checker explores their interleavings. Placement is planned on a small synthetic machine
+    /// and not applied; waiting spins once and yields once.
+    #[cfg(loom)]
+    pub fn model_run<R, F>(p: usize, f: F) -> Vec<crate::Result<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
+    {
+        use crate::barrier::WaitPolicy;
+        use crate::ctx::RunShared;
+        use std::sync::Arc;
+        static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
+        let loaded = MACHINE
+            .get_or_init(|| crate::Machine::synthetic("pu:4").expect("synthetic machine"))
+            .clone();
+        let whole = loaded.machine.whole();
+        let layout = crate::place::Layout::plan(
+            loaded,
+            &whole,
+            crate::Procs::Count(p),
+            crate::Policy::Scattered,
+            false,
+        )
+        .expect("plan");
+        let policy = WaitPolicy {
+            spins: 1,
+            yields: 1,
+        };
+        let shared = Arc::new(RunShared::new(
+            Vec::new(),
+            crate::tree::Tree::new(),
+            policy,
+            layout,
+        ));
+        let f = Arc::new(f);
+        let handles: Vec<_> = (1..p)
+            .map(|pid| {
+                let (s, f) = (shared.clone(), f.clone());
+                loom::thread::spawn(move || crate::run::process(s, pid, &*f))
+            })
+            .collect();
+        let mut out = vec![crate::run::process(shared, 0, &*f)];
+        out.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("process thread")),
+        );
+        out
+    }
 }

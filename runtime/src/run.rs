@@ -524,7 +524,7 @@ fn thread_name(shared: &RunShared, pid: usize) -> String {
 }
 
 /// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
-fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
+pub(crate) fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {

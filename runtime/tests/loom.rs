@@ -1,14 +1,15 @@
-//! Model checks (loom) of the barrier and the superstep handshake built on it.
+//! Model checks (loom) of the runtime's barrier and of its superstep code, as written in
+//! runtime/src (the atomics and shared cells go through the `shim` module, which switches them
+//! to loom's models).
 //!
 //! Run with: `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom --release`
 //! (scripts/test does). Without `--cfg loom` this file is empty.
 #![cfg(loom)]
 
-use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier, Member};
+use mbsp::internals::{Aborted, Barrier, Member, model_run};
 
 const TIGHT: WaitPolicy = WaitPolicy {
     spins: 1,
@@ -25,39 +26,58 @@ fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-/// The superstep protocol: each process writes its outbox of the current parity before the
-/// barrier, and the receiver reads it after the barrier, while the writer may already be in the
-/// next superstep writing the other parity. Loom reports any access to a cell that is not
-/// ordered by the barrier, and the asserts check that the data read is the data of the round.
+/// The real superstep code (runtime/src/sync.rs, ctx.rs, outbox.rs, barrier.rs) with two
+/// processes: registration, then a superstep with a riding put, a put through the outbox, a
+/// message and a get, then one in which the queue is read in place while the other process
+/// fills its outboxes of the other parity. Loom explores the interleavings and reports any
+/// access to the shared cells (registration tables, outboxes, collective requests) that the
+/// barrier does not order; the asserts check the data.
 #[test]
-fn parity_outboxes_are_handed_over_without_races() {
-    model(3, || {
-        let barrier = Arc::new(Barrier::new(2, TIGHT));
-        // outbox[pid][parity]
-        let outbox: Arc<Vec<[UnsafeCell<u32>; 2]>> = Arc::new(
-            (0..2)
-                .map(|_| [UnsafeCell::new(0), UnsafeCell::new(0)])
-                .collect(),
-        );
-        let handles: Vec<_> = (0..2)
-            .map(|pid| {
-                let (barrier, outbox) = (barrier.clone(), outbox.clone());
-                thread::spawn(move || {
-                    let mut me = Member::new(pid);
-                    for round in 0..3u32 {
-                        let q = (round % 2) as usize;
-                        outbox[pid][q].with_mut(|v| unsafe { *v = round * 10 + pid as u32 });
-                        let out = barrier.wait(&mut me, 1 << pid, false).unwrap();
-                        assert_eq!(out.flags, 0b11);
-                        let got = outbox[1 - pid][q].with(|v| unsafe { *v });
-                        assert_eq!(got, round * 10 + (1 - pid) as u32);
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
+fn supersteps_of_the_real_runtime() {
+    model(2, || {
+        let r = model_run(2, |ctx| {
+            let (me, other) = (ctx.pid(), 1 - ctx.pid());
+            let x = ctx.push_reg(vec![me as u64 * 10; 4])?;
+            let y = ctx.push_reg(vec![0u64; 8])?;
+            ctx.sync()?;
+            ctx.put(other, &[me as u64 + 1], &y, 0)?; // rides in the barrier line
+            ctx.put(other, &[7u64; 4], &y, 4)?; // too big to ride: outbox
+            ctx.send(other, &[], &[me as u8 + 5])?;
+            ctx.get(other, &x, 1..2, &y, 1)?;
+            ctx.sync()?;
+            let got = ctx.local(&y)?.to_vec();
+            assert_eq!(&got[..2], &[other as u64 + 1, other as u64 * 10]);
+            assert_eq!(&got[4..], &[7; 4]);
+            ctx.send(other, &[], &[9])?; // the other parity's outbox, while the queue is read
+            let m = ctx.hpmove()?.expect("a message");
+            assert_eq!(m.payload, &[other as u8 + 5]);
+            ctx.sync()?;
+            assert_eq!(ctx.hpmove()?.expect("a message").payload, &[9]);
+            Ok(())
+        });
+        for x in r {
+            x.unwrap();
         }
+    });
+}
+
+/// A process that aborts while the other waits in a sync: the waiting one is released with an
+/// error, and both leave only when neither touches the other's memory.
+#[test]
+fn an_abort_while_the_other_process_syncs() {
+    model(2, || {
+        let r = model_run(2, |ctx| -> mbsp::Result<()> {
+            let x = ctx.push_reg(vec![0u64; 2])?;
+            ctx.sync()?;
+            if ctx.pid() == 1 {
+                return Err(ctx.abort("stop"));
+            }
+            ctx.put(1, &[1], &x, 0)?;
+            let e = ctx.sync().unwrap_err();
+            assert!(ctx.local(&x).is_err());
+            Err(e)
+        });
+        assert!(r.iter().all(|x| x.is_err()));
     });
 }
 
