@@ -505,7 +505,13 @@ mod tests {
 
     /// Every process arrives `rounds` times; in round r, pid q raises bit q iff r % (q+1) == 0.
     fn flags_round_trip(p: usize, rounds: u32, policy: WaitPolicy) {
-        let b = Barrier::new(p, policy);
+        flags_round_trip_on(&vec![0; p], rounds, policy);
+    }
+
+    /// [`flags_round_trip`] with processes in groups (packages).
+    fn flags_round_trip_on(groups: &[usize], rounds: u32, policy: WaitPolicy) {
+        let p = groups.len();
+        let b = Barrier::grouped(groups, policy);
         std::thread::scope(|s| {
             for pid in 0..p {
                 let b = &b;
@@ -540,6 +546,101 @@ mod tests {
             for p in [1, 2, 3, 4, 5, 7, 8, 13] {
                 flags_round_trip(p, 300, policy);
             }
+        }
+    }
+
+    #[test]
+    fn grouped_barriers_combine_flags() {
+        let shapes: [&[usize]; 8] = [
+            &[0, 1],
+            &[0, 1, 0, 1],
+            &[0, 0, 0, 1, 1],
+            &[0, 1, 2, 0, 1, 2, 0],
+            &[0, 0, 1, 1, 2, 2, 3, 3],
+            &[3, 1, 3, 1, 2],
+            &[0, 0, 0, 0, 0, 0, 0, 1],
+            &[5, 4, 3, 2, 1],
+        ];
+        for groups in shapes {
+            for policy in policies() {
+                flags_round_trip_on(groups, 100, policy);
+            }
+        }
+    }
+
+    /// Group rounds first, then ⌈log₂ #groups⌉ rounds that read from another group.
+    #[test]
+    fn grouped_barriers_cross_packages_in_the_last_rounds_only() {
+        let cases: [(&[usize], usize, usize); 5] = [
+            (&[0, 1, 0, 1, 0, 1, 0, 1], 2, 1),
+            (&[0, 1, 2, 3, 0, 1, 2, 3], 1, 2),
+            (&[0; 8], 3, 0),
+            (&[0, 0, 0, 1, 1], 2, 1),
+            (&[0, 1, 2], 0, 2),
+        ];
+        for (groups, inner, outer) in cases {
+            let b = Barrier::grouped(groups, WaitPolicy::for_load(1, 1));
+            assert_eq!(b.rounds(), inner + outer, "{groups:?}");
+            for pid in 0..groups.len() {
+                let cross: Vec<usize> = (0..b.rounds())
+                    .filter(|&k| groups[b.sources(pid)[k] as usize] != groups[pid])
+                    .collect();
+                assert_eq!(
+                    cross,
+                    (inner..inner + outer).collect::<Vec<_>>(),
+                    "{groups:?}"
+                );
+            }
+        }
+    }
+
+    /// Every process sends a word in each line that one other process alone reads; each reader
+    /// gets exactly those words, episode after episode (both parities).
+    #[test]
+    fn puts_ride_to_the_one_reader_of_a_line() {
+        let shapes: [&[usize]; 5] = [&[0, 0], &[0; 5], &[0, 1, 0, 1], &[0, 0, 0, 1, 1], &[0; 8]];
+        for groups in shapes {
+            let b = Barrier::grouped(groups, WaitPolicy::for_load(1, 64));
+            let riders = b.rider_rounds();
+            let p = groups.len();
+            if p == 2 {
+                assert_eq!((riders[0][1], riders[1][0]), (0, 0));
+            }
+            if groups.iter().all(|&g| g == 0) && p.is_power_of_two() {
+                // Flat dissemination: i's round-k line is read by i + 2^k alone.
+                for k in 0..b.rounds() {
+                    assert_eq!(riders[0][1 << k], k as u8);
+                }
+            }
+            std::thread::scope(|s| {
+                for pid in 0..p {
+                    let (b, riders) = (&b, &riders);
+                    s.spawn(move || {
+                        let mut me = Member::new(pid);
+                        for episode in 0..50u64 {
+                            let mut out = vec![Ride::default(); b.rounds()];
+                            for d in 0..p {
+                                if riders[pid][d] != NO_RIDE {
+                                    let r = &mut out[riders[pid][d] as usize];
+                                    r.words[r.len] = (pid * 100 + d) as u64 + episode * 10_000;
+                                    r.len += 1;
+                                }
+                            }
+                            let mut inbox = vec![Ride::default(); b.rounds()];
+                            b.wait_riding(&mut me, 1, false, &out, &mut inbox).unwrap();
+                            for (k, got) in inbox.iter().enumerate() {
+                                let src = b.sources(pid)[k] as usize;
+                                if riders[src][pid] == k as u8 {
+                                    let want = (src * 100 + pid) as u64 + episode * 10_000;
+                                    assert_eq!(&got.words[..got.len], &[want], "{groups:?}");
+                                } else {
+                                    assert_eq!(got.len, 0, "{groups:?} round {k}");
+                                }
+                            }
+                        }
+                    });
+                }
+            });
         }
     }
 

@@ -115,6 +115,16 @@ pub mod internals {
         ctx.fault.set(Some(at));
     }
 
+    /// The barrier group (first package) of each process of `ctx`'s run, and each process's
+    /// source in every barrier round: the shape of the run's barrier.
+    pub fn barrier_shape(ctx: &crate::Ctx) -> (Vec<usize>, Vec<Vec<u32>>) {
+        let run = &ctx.run;
+        let sources = (0..run.p)
+            .map(|q| run.barrier.sources(q).to_vec())
+            .collect();
+        (run.groups.clone(), sources)
+    }
+
     /// Run `f` as an SPMD program of `p` processes on loom threads (inside `loom::model`),
     /// through the runtime's real run state, barrier and superstep code, so that the model
     /// checker explores their interleavings. Placement is planned on a small synthetic machine

@@ -21,11 +21,13 @@
 //! ```
 
 mod bind;
+mod error;
 mod load;
 mod plan;
 mod tree;
 
 pub use bind::{Binder, Binding};
-pub use load::{ENV, Loaded, TopologyError};
-pub use plan::{Level, PlanError, Policy, count_at, plan, plan_per};
+pub use error::{HwlocError, PlanError, TopologyError};
+pub use load::{ENV, Loaded};
+pub use plan::{Level, Policy, count_at, plan, plan_per};
 pub use tree::{Cache, Core, Domain, Machine, Numa, Package, Pu, Source, ranges};

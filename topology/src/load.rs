@@ -1,6 +1,7 @@
 //! Loading machine trees through hwloc: the real machine, a synthetic description, an XML file,
 //! or whatever `MBSP_TOPOLOGY` says.
 
+use crate::error::{HwlocError, TopologyError};
 use crate::tree::{Cache, Core, Machine, Numa, Package, Pu, Source};
 use hwlocality::Topology;
 use hwlocality::object::TopologyObject;
@@ -14,18 +15,6 @@ use std::sync::{Arc, OnceLock};
 /// `synthetic:<hwloc synthetic description>` (e.g. `synthetic:package:2 numa:2 core:8 pu:2`),
 /// `xml:<path>`, or a path ending in `.xml`.
 pub const ENV: &str = "MBSP_TOPOLOGY";
-
-/// A topology could not be loaded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TopologyError(pub String);
-
-impl fmt::Display for TopologyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for TopologyError {}
 
 /// A machine tree together with the hwloc topology it came from (kept for binding when the tree
 /// describes this machine).
@@ -51,8 +40,7 @@ impl Machine {
     /// hwloc loads that fake machine instead; the result says so ([`Source::HwlocEnv`]) and
     /// binding is not applied.
     pub fn detect() -> Result<Loaded, TopologyError> {
-        let topo = Topology::new()
-            .map_err(|e| TopologyError(format!("cannot detect this machine's topology: {e}")))?;
+        let topo = Topology::new().map_err(|e| TopologyError::Detect { source: e.into() })?;
         let source = if topo.is_this_system() {
             Source::Detected
         } else {
@@ -73,36 +61,40 @@ impl Machine {
     /// assert!(m.hwloc.is_none(), "a synthetic machine is never bound");
     /// ```
     pub fn synthetic(description: &str) -> Result<Loaded, TopologyError> {
-        let bad = |e: &dyn fmt::Display| {
-            TopologyError(format!(
-                "invalid synthetic topology \"{description}\": {e} (expected e.g. \"package:2 numa:2 core:8 pu:2\")"
-            ))
+        let bad = |e: HwlocError| TopologyError::Synthetic {
+            description: description.to_string(),
+            source: e,
         };
         let topo = Topology::builder()
             .from_synthetic(description)
-            .map_err(|e| bad(&e))?
+            .map_err(|e| bad(e.into()))?
             .build()
-            .map_err(|e| bad(&e))?;
+            .map_err(|e| bad(e.into()))?;
         finish(topo, Source::Synthetic(description.to_string()))
     }
 
     /// Load an hwloc XML file.
     pub fn xml(path: impl AsRef<Path>) -> Result<Loaded, TopologyError> {
         let path = path.as_ref();
-        let bad = |e: &dyn fmt::Display| {
-            TopologyError(format!(
-                "cannot load topology from XML file {}: {e}",
-                path.display()
-            ))
+        let unreadable = |e: std::io::Error| TopologyError::XmlFile {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
         };
-        if !path.is_file() {
-            return Err(bad(&"no such file"));
+        // hwloc only says "invalid" for a file it cannot open: check first, to say why.
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => return Err(unreadable(std::io::Error::other("not a regular file"))),
+            Err(e) => return Err(unreadable(e)),
         }
+        let bad = |e: HwlocError| TopologyError::Xml {
+            path: path.to_path_buf(),
+            source: e,
+        };
         let topo = Topology::builder()
             .from_xml_file(path)
-            .map_err(|e| bad(&e))?
+            .map_err(|e| bad(e.into()))?
             .build()
-            .map_err(|e| bad(&e))?;
+            .map_err(|e| bad(e.into()))?;
         finish(topo, Source::Xml(path.to_path_buf()))
     }
 
@@ -122,10 +114,10 @@ impl Machine {
         } else if spec.ends_with(".xml") {
             Machine::xml(spec)
         } else {
-            Err(TopologyError(format!(
-                "{ENV}=\"{spec}\" is not understood: use synthetic:<description>, xml:<path> or \
-                 a path ending in .xml"
-            )))
+            Err(TopologyError::EnvSpec {
+                var: ENV,
+                value: spec.to_string(),
+            })
         }
     }
 
@@ -167,7 +159,7 @@ fn cache_size(o: &TopologyObject) -> u64 {
 fn extract(topo: &Topology, source: Source) -> Result<Machine, TopologyError> {
     let pu_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::PU).collect();
     if pu_objs.is_empty() {
-        return Err(TopologyError(format!("the topology ({source}) has no PUs")));
+        return Err(TopologyError::NoPus { origin: source });
     }
     let numa_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::NUMANode).collect();
     let pkg_objs: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::Package).collect();

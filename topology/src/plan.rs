@@ -21,7 +21,8 @@
 //! * **Manual** — the user gives each process's PUs (OS indices); they must exist and lie in the
 //!   domain.
 
-use crate::tree::{Domain, Machine, ranges};
+use crate::error::PlanError;
+use crate::tree::{Domain, Machine};
 use std::fmt;
 
 /// How processes are placed.
@@ -77,24 +78,12 @@ impl std::str::FromStr for Level {
             "numa" | "node" => Ok(Level::Numa),
             "core" => Ok(Level::Core),
             "pu" | "thread" | "hwthread" => Ok(Level::Pu),
-            _ => Err(PlanError(format!(
-                "unknown level \"{s}\": use package, numa, core or pu"
-            ))),
+            _ => Err(PlanError::UnknownLevel {
+                name: s.to_string(),
+            }),
         }
     }
 }
-
-/// A plan could not be made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanError(pub String);
-
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PlanError {}
 
 /// The domains of `p` processes placed in `domain` under `policy`, in pid order.
 pub fn plan(
@@ -104,14 +93,10 @@ pub fn plan(
     policy: &Policy,
 ) -> Result<Vec<Domain>, PlanError> {
     if p == 0 {
-        return Err(PlanError(
-            "a plan needs at least 1 process, but p = 0".into(),
-        ));
+        return Err(PlanError::ZeroProcesses);
     }
     if domain.pus().is_empty() {
-        return Err(PlanError(
-            "cannot place processes in an empty set of PUs".into(),
-        ));
+        return Err(PlanError::EmptyDomain);
     }
     let cores = domain.cores(m);
     let pus_of = |c: usize| -> Vec<usize> {
@@ -159,33 +144,33 @@ fn manual(
     sets: &[Vec<u32>],
 ) -> Result<Vec<Domain>, PlanError> {
     if sets.len() != p {
-        return Err(PlanError(format!(
-            "manual affinity gives {} CPU sets for {p} processes",
-            sets.len()
-        )));
+        return Err(PlanError::ManualCount {
+            sets: sets.len(),
+            procs: p,
+        });
     }
     let owned = domain.pu_os(m);
     sets.iter()
         .enumerate()
         .map(|(pid, set)| {
             if set.is_empty() {
-                return Err(PlanError(format!("manual CPU set for pid {pid} is empty")));
+                return Err(PlanError::ManualEmpty { pid });
             }
             let mut pus = Vec::with_capacity(set.len());
             for &cpu in set {
                 let Some(u) = m.pu_by_os(cpu) else {
-                    return Err(PlanError(format!(
-                        "manual CPU set for pid {pid} names CPU {cpu}, which does not exist \
-                         (this machine has CPUs {})",
-                        ranges(m.pus().iter().map(|u| u.os_index))
-                    )));
+                    return Err(PlanError::ManualNoSuchCpu {
+                        pid,
+                        cpu,
+                        available: m.pus().iter().map(|u| u.os_index).collect(),
+                    });
                 };
                 if domain.pus().binary_search(&u).is_err() {
-                    return Err(PlanError(format!(
-                        "manual CPU set for pid {pid} names CPU {cpu}, outside the CPUs being \
-                         placed ({})",
-                        ranges(owned.iter().copied())
-                    )));
+                    return Err(PlanError::ManualOutside {
+                        pid,
+                        cpu,
+                        domain: owned.clone(),
+                    });
                 }
                 pus.push(u);
             }
