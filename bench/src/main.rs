@@ -97,7 +97,9 @@ fn main() {
             let policy = match (policy.as_str(), cpus) {
                 ("compact", None) => Ok(mbsp_topology::Policy::Compact),
                 ("scattered", None) => Ok(mbsp_topology::Policy::Scattered),
-                ("manual", Some(c)) => mbsp::parse_cpu_sets(&c).map(mbsp_topology::Policy::Manual),
+                ("manual", Some(c)) => mbsp::parse_cpu_sets(&c)
+                    .map(mbsp_topology::Policy::Manual)
+                    .map_err(|e| e.to_string()),
                 ("manual", None) => {
                     Err("--policy manual needs --cpus \"<cpus>;<cpus>;...\"".to_string())
                 }

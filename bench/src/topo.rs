@@ -17,7 +17,10 @@ impl std::str::FromStr for Count {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.parse::<usize>() {
             Ok(n) => Ok(Count::N(n)),
-            Err(_) => s.parse::<Level>().map(Count::Per).map_err(|e| e.0),
+            Err(_) => s
+                .parse::<Level>()
+                .map(Count::Per)
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -38,7 +41,7 @@ fn build(
         return Ok(Vec::new());
     };
     let domains = match first {
-        Count::N(p) => plan(m, domain, *p, policy).map_err(|e| e.0)?,
+        Count::N(p) => plan(m, domain, *p, policy).map_err(|e| e.to_string())?,
         Count::Per(level) => plan_per(m, domain, *level),
     };
     // Nested levels use the same policy, except that manual sets apply to the top level only.
@@ -148,9 +151,9 @@ pub struct Options {
 pub fn run(o: Options) -> Result<(), String> {
     let loaded: Loaded = match (&o.xml, &o.synthetic) {
         (Some(_), Some(_)) => return Err("give --xml or --synthetic, not both".into()),
-        (Some(f), None) => Machine::xml(f).map_err(|e| e.0)?,
-        (None, Some(s)) => Machine::synthetic(s).map_err(|e| e.0)?,
-        (None, None) => Machine::current().map_err(|e| e.0)?,
+        (Some(f), None) => Machine::xml(f).map_err(|e| e.to_string())?,
+        (None, Some(s)) => Machine::synthetic(s).map_err(|e| e.to_string())?,
+        (None, None) => Machine::current().map_err(|e| e.to_string())?,
     };
     let m = &loaded.machine;
     let mut levels = Vec::new();

@@ -71,7 +71,7 @@ impl Arena {
     /// The bytes at `off .. off + n`.
     #[inline]
     pub(crate) fn bytes(&self, off: usize, n: usize) -> &[u8] {
-        assert!(off + n <= self.len);
+        assert!(off + n <= self.len, "arena read out of bounds");
         // SAFETY: bounds checked above; the words are initialised.
         unsafe { std::slice::from_raw_parts(self.base().add(off), n) }
     }

@@ -192,11 +192,12 @@ impl Ctx {
         })
     }
 
-    /// The first message of the queue and the offset of the one after it in the same outbox.
-    fn head(&self, op: &'static str) -> Result<Option<(Message<'_>, Option<usize>)>> {
+    /// The first message of the queue, removed from it if `take`.
+    #[inline]
+    fn next_message(&self, op: &'static str, take: bool) -> Result<Option<Message<'_>>> {
         self.live(op)?;
-        let st = self.st.borrow();
-        let q = &st.queue;
+        let mut st = self.st.borrow_mut();
+        let q = &mut st.queue;
         if q.left == 0 {
             return Ok(None);
         }
@@ -205,7 +206,7 @@ impl Ctx {
         // in; their sender does not touch these outboxes before it passes barrier 1 of our next
         // sync, which needs `&mut self` and so ends every borrow handed out here. The run state
         // (and the outbox) outlives `self`.
-        let raw = unsafe {
+        let ((tp, tl), (pp, pl), next) = unsafe {
             sender.outboxes(q.parity, |outs| {
                 let ob = outs[self.pid]
                     .as_deref()
@@ -218,7 +219,17 @@ impl Ctx {
                 )
             })
         };
-        let ((tp, tl), (pp, pl), next) = raw;
+        if take {
+            match next {
+                Some(off) => q.cur_off = off,
+                None => {
+                    q.cur_src += 1;
+                    q.cur_off = 0;
+                }
+            }
+            q.left -= 1;
+            q.left_bytes -= pl;
+        }
         // SAFETY: as above: the bytes stay valid and unchanged while `self` is borrowed.
         let (tag, payload) = unsafe {
             (
@@ -226,21 +237,7 @@ impl Ctx {
                 std::slice::from_raw_parts(pp, pl),
             )
         };
-        Ok(Some((Message { tag, payload }, next)))
-    }
-
-    fn advance(&self, payload_len: usize, next: Option<usize>) {
-        let mut st = self.st.borrow_mut();
-        let q = &mut st.queue;
-        match next {
-            Some(off) => q.cur_off = off,
-            None => {
-                q.cur_src += 1;
-                q.cur_off = 0;
-            }
-        }
-        q.left -= 1;
-        q.left_bytes -= payload_len;
+        Ok(Some(Message { tag, payload }))
     }
 
     /// Look at the first message without removing it; `None` if the queue is empty.
@@ -255,7 +252,7 @@ impl Ctx {
     /// }).unwrap();
     /// ```
     pub fn peek(&self) -> Result<Option<Message<'_>>> {
-        Ok(self.head("peek")?.map(|(m, _)| m))
+        self.next_message("peek", false)
     }
 
     /// BSPlib's `bsp_get_tag`: the payload length and the tag of the first message, or `None`
@@ -273,7 +270,9 @@ impl Ctx {
     /// }).unwrap();
     /// ```
     pub fn get_tag(&self) -> Result<Option<(usize, &[u8])>> {
-        Ok(self.head("get_tag")?.map(|(m, _)| (m.payload.len(), m.tag)))
+        Ok(self
+            .next_message("get_tag", false)?
+            .map(|m| (m.payload.len(), m.tag)))
     }
 
     /// BSPlib's `bsp_move`: copy the first message's payload into `buf` (truncated to
@@ -292,12 +291,12 @@ impl Ctx {
     /// }).unwrap();
     /// ```
     pub fn move_message(&self, buf: &mut [u8]) -> Result<Option<usize>> {
-        let Some((m, next)) = self.head("move")? else {
+        let Some(m) = self.next_message("move", true)? else {
             return Ok(None);
         };
         let n = m.payload.len().min(buf.len());
-        buf[..n].copy_from_slice(&m.payload[..n]);
-        self.advance(m.payload.len(), next);
+        // SAFETY: `n` bytes are in bounds of both.
+        unsafe { crate::outbox::copy_bytes(m.payload.as_ptr(), buf.as_mut_ptr(), n) };
         Ok(Some(m.payload.len()))
     }
 
@@ -317,10 +316,6 @@ impl Ctx {
     /// assert_eq!(total[0], 2 * (0 + 1 + 2 + 3));
     /// ```
     pub fn hpmove(&self) -> Result<Option<Message<'_>>> {
-        let Some((m, next)) = self.head("hpmove")? else {
-            return Ok(None);
-        };
-        self.advance(m.payload.len(), next);
-        Ok(Some(m))
+        self.next_message("hpmove", true)
     }
 }

@@ -53,11 +53,13 @@ pub(crate) fn next_run_id() -> u64 {
 }
 
 /// The collective requests of one superstep, published for validation at the sync.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Coll {
     /// 1 + the superstep they belong to (0 = none yet).
     pub(crate) stamp: u64,
     pub(crate) regs: Vec<RegSig>,
+    /// The candidate slots of each NULL pop, in order.
+    pub(crate) wild: Vec<Vec<u32>>,
     pub(crate) tagsize: Option<usize>,
 }
 

@@ -762,6 +762,9 @@ impl Ctx {
     /// Pop the newest registration of address `ptr` at the next sync (BSPlib's `bsp_pop_reg`).
     pub fn pop_reg_raw(&self, ptr: *const u8) -> Result<()> {
         self.live("pop_reg")?;
+        if ptr.is_null() {
+            return self.pop_null();
+        }
         let slot = self
             .pending_push(|_, _, p| std::ptr::eq(p, ptr))
             .or_else(|| {
@@ -778,6 +781,45 @@ impl Ctx {
             Some(s) => self.pop_slot("pop_reg", s),
             None => Err(self.misuse("pop_reg", format!("address {ptr:p} is not registered"))),
         }
+    }
+
+    /// BSPlib's `bsp_pop_reg(NULL)`: pop the registration the other processes pop in the same
+    /// position, which must be one of this process's null registrations (as other BSPlib
+    /// implementations accept). Resolved at the sync.
+    fn pop_null(&self) -> Result<()> {
+        let mut st = self.st.borrow_mut();
+        let popping: Vec<u32> = st
+            .reg_ops
+            .iter()
+            .filter_map(|o| match o {
+                RegOp::Pop { slot } => Some(*slot),
+                _ => None,
+            })
+            .collect();
+        let mut cands: Vec<u32> = st
+            .reg_ops
+            .iter()
+            .rev()
+            .filter_map(|o| match o {
+                RegOp::Push {
+                    slot, empty: true, ..
+                } => Some(*slot),
+                _ => None,
+            })
+            .collect();
+        // SAFETY: our own table, read outside a sync.
+        unsafe { self.me().table(|t| cands.extend(t.null_slots())) };
+        cands.retain(|s| !popping.contains(s));
+        if cands.is_empty() {
+            drop(st);
+            return Err(self.misuse(
+                "pop_reg",
+                "address NULL is not registered (no null registration to pop)".into(),
+            ));
+        }
+        st.reg_ops.push(RegOp::PopNull { cands });
+        self.flag(FLAG_REGS);
+        Ok(())
     }
 
     /// Resolve a registered local address to its newest slot.

@@ -6,6 +6,7 @@
 //! and the values involved, so that the message alone says what went wrong.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What kind of failure an [`Error`] reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,6 +33,8 @@ struct Inner {
     path: Vec<usize>,
     superstep: Option<u64>,
     message: String,
+    /// The typed error this one was made from (a topology, plan or affinity error), if any.
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// The error of a failed run or primitive.
@@ -40,6 +43,12 @@ struct Inner {
 /// `put (pid 3, superstep 5): offset 96 + 16 bytes exceeds the 100 bytes pid 7 registered`.
 /// For processes of nested runs the pid is written as a path from the top-level run, e.g.
 /// `pid 1/3` is process 3 of the run started by process 1.
+///
+/// When the failure comes from a typed error of another layer — a machine that could not be
+/// loaded ([`topology::TopologyError`](crate::topology::TopologyError)), a plan that could not
+/// be made ([`topology::PlanError`](crate::topology::PlanError)), or an `MBSP_AFFINITY` that
+/// could not be parsed ([`AffinityError`](crate::AffinityError)) — the message is that error's
+/// text and [`std::error::Error::source`] returns the typed error itself, for `downcast_ref`.
 ///
 /// The error is one pointer wide, so `Result<(), Error>` stays cheap on hot paths.
 #[derive(Clone)]
@@ -62,7 +71,17 @@ impl Error {
             path,
             superstep,
             message: message.into(),
+            source: None,
         }))
+    }
+
+    /// This error with `source` as its [`std::error::Error::source`].
+    pub(crate) fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.0.source = Some(Arc::new(source));
+        self
     }
 
     /// An error not tied to a process (e.g. a run asked for 0 processes).
@@ -143,7 +162,14 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -170,6 +196,23 @@ mod tests {
         );
         let outside = Error::outside(ErrorKind::Misuse, "run", "p = 0");
         assert_eq!(outside.to_string(), "run: p = 0");
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn source_is_kept_through_clones() {
+        use std::error::Error as _;
+        let plain = Error::outside(ErrorKind::Misuse, "run", "p = 0");
+        assert!(plain.source().is_none());
+        let cause = mbsp_topology::PlanError::ManualEmpty { pid: 1 };
+        let e = Error::outside(ErrorKind::Misuse, "run", cause.to_string()).with_source(cause);
+        assert_eq!(e.to_string(), "run: manual CPU set for pid 1 is empty");
+        let copy = e.clone();
+        let s = copy.source().expect("source kept by clone");
+        assert_eq!(
+            s.downcast_ref::<mbsp_topology::PlanError>(),
+            Some(&mbsp_topology::PlanError::ManualEmpty { pid: 1 })
+        );
         assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
     }
 }

@@ -79,7 +79,7 @@ pub use barrier::WaitPolicy;
 pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
-pub use place::{AFFINITY_ENV, Placement, Procs, parse_affinity, parse_cpu_sets};
+pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
 pub use team::{TEAMS_ENV, release_threads};

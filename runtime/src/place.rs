@@ -1,8 +1,11 @@
 //! Where the processes of a run are: the plan, the binding, and what each process owns.
 
 use crate::error::{Error, ErrorKind, Result};
-use mbsp_topology::{Binder, Binding, Domain, Level, Loaded, Machine, Policy, plan, plan_per};
+use mbsp_topology::{
+    Binder, Binding, Domain, Level, Loaded, Machine, PlanError, Policy, plan, plan_per,
+};
 use std::fmt;
+use std::num::ParseIntError;
 use std::sync::Arc;
 
 /// The environment variable choosing the default affinity of runs: `compact`, `scattered`
@@ -19,29 +22,100 @@ pub enum Procs {
     Per(Level),
 }
 
+/// An affinity specification ([`AFFINITY_ENV`], [`parse_affinity`]) or a list of CPU sets
+/// ([`parse_cpu_sets`]) that could not be parsed.
+///
+/// A run started with a bad [`AFFINITY_ENV`] fails with an [`Error`] whose message is this
+/// error's text and whose [`std::error::Error::source`] is this error.
+///
+/// ```
+/// use mbsp::AffinityError;
+/// let e = mbsp::parse_affinity("manual:0-3;4-x").unwrap_err();
+/// assert!(matches!(&e, AffinityError::NotACpu { token, .. } if token == "x"));
+/// assert_eq!(e.to_string(), "\"x\" is not a CPU number (in \"0-3;4-x\")");
+/// // The number's own parse error is the source.
+/// assert!(std::error::Error::source(&e).unwrap().is::<std::num::ParseIntError>());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AffinityError {
+    /// The specification is none of `compact`, `scattered`, `none`, `manual:...`.
+    UnknownPolicy {
+        /// The specification (trimmed).
+        value: String,
+    },
+    /// An element of a CPU list is not a CPU number.
+    NotACpu {
+        /// The element.
+        token: String,
+        /// The whole CPU list.
+        spec: String,
+        /// Why it is not a number.
+        source: ParseIntError,
+    },
+    /// A CPU range `a-b` has `a > b`.
+    EmptyRange {
+        /// The first CPU of the range.
+        a: u32,
+        /// The last CPU of the range.
+        b: u32,
+        /// The whole CPU list.
+        spec: String,
+    },
+}
+
+impl fmt::Display for AffinityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AffinityError::UnknownPolicy { value } => write!(
+                f,
+                "{AFFINITY_ENV}=\"{value}\" is not understood: use compact, scattered, none or \
+                 manual:<cpus>;<cpus>;..."
+            ),
+            AffinityError::NotACpu { token, spec, .. } => {
+                write!(f, "\"{token}\" is not a CPU number (in \"{spec}\")")
+            }
+            AffinityError::EmptyRange { a, b, spec } => {
+                write!(f, "CPU range {a}-{b} is empty (in \"{spec}\")")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AffinityError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AffinityError::NotACpu { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// The affinity a run uses when none is given: from [`AFFINITY_ENV`], else scattered and bound.
+/// A bad [`AFFINITY_ENV`] is a misuse error of `run` with the [`AffinityError`] as its source.
 pub(crate) fn default_affinity() -> Result<(Policy, bool)> {
     match std::env::var(AFFINITY_ENV) {
         Err(_) => Ok((Policy::Scattered, true)),
-        Ok(v) => parse_affinity(&v).map_err(|m| Error::outside(ErrorKind::Misuse, "run", m)),
+        Ok(v) => parse_affinity(&v)
+            .map_err(|e| Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e)),
     }
 }
 
 /// Parse an affinity specification (see [`AFFINITY_ENV`]).
-pub fn parse_affinity(v: &str) -> std::result::Result<(Policy, bool), String> {
+pub fn parse_affinity(v: &str) -> std::result::Result<(Policy, bool), AffinityError> {
     match v.trim() {
         "" | "scattered" | "scatter" => Ok((Policy::Scattered, true)),
         "compact" => Ok((Policy::Compact, true)),
         "none" | "unbound" => Ok((Policy::Scattered, false)),
         s if s.starts_with("manual:") => Ok((Policy::Manual(parse_cpu_sets(&s[7..])?), true)),
-        s => Err(format!(
-            "{AFFINITY_ENV}=\"{s}\" is not understood: use compact, scattered, none or manual:<cpus>;<cpus>;..."
-        )),
+        s => Err(AffinityError::UnknownPolicy {
+            value: s.to_string(),
+        }),
     }
 }
 
 /// Parse `0-3,8;4-7` into `[[0,1,2,3,8],[4,5,6,7]]`.
-pub fn parse_cpu_sets(s: &str) -> std::result::Result<Vec<Vec<u32>>, String> {
+pub fn parse_cpu_sets(s: &str) -> std::result::Result<Vec<Vec<u32>>, AffinityError> {
     s.split(';')
         .map(|set| {
             let mut out = Vec::new();
@@ -49,13 +123,21 @@ pub fn parse_cpu_sets(s: &str) -> std::result::Result<Vec<Vec<u32>>, String> {
                 let num = |x: &str| {
                     x.trim()
                         .parse::<u32>()
-                        .map_err(|_| format!("\"{x}\" is not a CPU number (in \"{s}\")"))
+                        .map_err(|source| AffinityError::NotACpu {
+                            token: x.to_string(),
+                            spec: s.to_string(),
+                            source,
+                        })
                 };
                 match part.split_once('-') {
                     Some((a, b)) => {
                         let (a, b) = (num(a)?, num(b)?);
                         if a > b {
-                            return Err(format!("CPU range {a}-{b} is empty (in \"{s}\")"));
+                            return Err(AffinityError::EmptyRange {
+                                a,
+                                b,
+                                spec: s.to_string(),
+                            });
                         }
                         out.extend(a..=b);
                     }
@@ -78,17 +160,19 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// Plan `procs` processes in `domain` of `loaded`.
+    /// Plan `procs` processes in `domain` of `loaded`. Top-level runs get `loaded` from the
+    /// caller or from [`Machine::current`], which detects the machine with hwloc on the first
+    /// run of the program (a few milliseconds) and caches it for every later run.
     pub(crate) fn plan(
         loaded: Loaded,
         domain: &Domain,
         procs: Procs,
         policy: Policy,
         bind: bool,
-    ) -> std::result::Result<Layout, String> {
+    ) -> std::result::Result<Layout, PlanError> {
         let m = &loaded.machine;
         let domains = match procs {
-            Procs::Count(p) => plan(m, domain, p, &policy).map_err(|e| e.0)?,
+            Procs::Count(p) => plan(m, domain, p, &policy)?,
             Procs::Per(level) => plan_per(m, domain, level),
         };
         let binder = Binder::new(&loaded);
@@ -131,7 +215,11 @@ impl Layout {
 
 /// What a process owns: the part of the machine it is placed on (and bound to, on the real
 /// machine), which is also where a nested run it starts is placed.
+///
+/// Only the runtime makes placements ([`Ctx::placement`](crate::Ctx::placement)); the type is
+/// `#[non_exhaustive]` so that fields can be added.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Placement {
     /// Logical indices of the packages it touches.
     pub packages: Vec<usize>,
@@ -191,12 +279,51 @@ mod tests {
         assert!(
             parse_affinity("manual:0-x")
                 .unwrap_err()
+                .to_string()
                 .contains("not a CPU number")
         );
         assert!(
             parse_affinity("spread")
                 .unwrap_err()
+                .to_string()
                 .contains("MBSP_AFFINITY=\"spread\"")
         );
+    }
+
+    #[test]
+    fn affinity_errors_are_typed() {
+        use std::error::Error as _;
+        let e = parse_affinity(" spread ").unwrap_err();
+        assert_eq!(
+            e,
+            AffinityError::UnknownPolicy {
+                value: "spread".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "MBSP_AFFINITY=\"spread\" is not understood: use compact, scattered, none or \
+             manual:<cpus>;<cpus>;..."
+        );
+        assert!(e.source().is_none());
+        let e = parse_cpu_sets("0-3; 4-x").unwrap_err();
+        assert!(
+            matches!(&e, AffinityError::NotACpu { token, spec, .. } if token == "x" && spec == "0-3; 4-x"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "\"x\" is not a CPU number (in \"0-3; 4-x\")");
+        let int = e.source().unwrap().downcast_ref::<ParseIntError>().unwrap();
+        assert_eq!(int, &"x".parse::<u32>().unwrap_err());
+        let e = parse_affinity("manual:7-5").unwrap_err();
+        assert_eq!(
+            e,
+            AffinityError::EmptyRange {
+                a: 7,
+                b: 5,
+                spec: "7-5".into()
+            }
+        );
+        assert_eq!(e.to_string(), "CPU range 7-5 is empty (in \"7-5\")");
+        assert!(e.source().is_none());
     }
 }

@@ -79,7 +79,15 @@ pub(crate) enum RegOp {
     Pop {
         slot: u32,
     },
+    /// A pop of the null address: it pops the registration the other processes pop, which must
+    /// be one of these null registrations (newest first). Resolved at the sync.
+    PopNull {
+        cands: Vec<u32>,
+    },
 }
+
+/// The slot of a [`RegOp::PopNull`] in its signature.
+pub(crate) const WILD: u32 = u32::MAX;
 
 /// What processes must agree on about one registration call.
 #[derive(Clone, Copy, Debug)]
@@ -109,6 +117,11 @@ impl RegOp {
                 slot: *slot,
                 ty: ElemType::RAW,
             },
+            RegOp::PopNull { .. } => RegSig {
+                push: false,
+                slot: WILD,
+                ty: ElemType::RAW,
+            },
         }
     }
 }
@@ -123,6 +136,8 @@ pub(crate) fn describe(ops: &[RegSig]) -> String {
         .map(|s| {
             if s.push {
                 format!("push_reg of {} (slot {})", s.ty.name, s.slot)
+            } else if s.slot == WILD {
+                "pop_reg of NULL".to_string()
             } else {
                 format!("pop_reg (slot {})", s.slot)
             }
@@ -159,6 +174,15 @@ impl RegTable {
             let e = &self.entries[s as usize];
             std::ptr::eq(e.ptr, addr) && (include_null || e.state == SlotState::Active) && !skip(s)
         })
+    }
+
+    /// The null registrations, newest first.
+    pub(crate) fn null_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.order
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&s| self.entries[s as usize].state == SlotState::Empty)
     }
 
     /// What keeps the memory registered in `slot` alive (typed registrations only).
@@ -202,6 +226,7 @@ impl RegTable {
                 self.keep[s] = keep;
                 self.order.push(slot);
             }
+            RegOp::PopNull { .. } => unreachable!("a NULL pop is resolved at the sync"),
             RegOp::Pop { slot } => {
                 let s = slot as usize;
                 self.entries[s].state = SlotState::Free;

@@ -232,9 +232,9 @@ impl Run {
         let (def_policy, def_bind) = default_affinity()?;
         let loaded = match self.machine.clone() {
             Some(l) => l,
-            None => {
-                Machine::current().map_err(|e| Error::outside(ErrorKind::System, "run", e.0))?
-            }
+            None => Machine::current().map_err(|e| {
+                Error::outside(ErrorKind::System, "run", e.to_string()).with_source(e)
+            })?,
         };
         let whole = loaded.machine.whole();
         Layout::plan(
@@ -244,7 +244,7 @@ impl Run {
             self.policy.clone().unwrap_or(def_policy),
             self.bind.unwrap_or(def_bind),
         )
-        .map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))
+        .map_err(|e| Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e))
     }
 
     /// [`Run::begin`] for a run nested in the process owning `parent` (which becomes its
@@ -286,8 +286,15 @@ impl Run {
             p => p.clone(),
         });
         let bind = self.bind.unwrap_or(up.bind);
-        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind)
-            .map_err(|m| parent.misuse("run", format!("nested run: {m}")))
+        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind).map_err(|e| {
+            // `Ctx::misuse`, with the plan error as the source of the recorded failure.
+            let err = parent
+                .error(ErrorKind::Misuse, "run", format!("nested run: {e}"))
+                .with_source(e);
+            parent.run.tree.fail(&err);
+            parent.note_stopped();
+            err
+        })
     }
 
     fn start<'a, F>(

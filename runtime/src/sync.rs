@@ -19,7 +19,7 @@ use crate::ctx::{Coll, Ctx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::internals::SyncPoint;
 use crate::outbox::Outbox;
-use crate::registry::{RegOp, RegSig, describe};
+use crate::registry::{RegOp, WILD, describe};
 use crate::shim::Ordering;
 
 impl Ctx {
@@ -198,34 +198,52 @@ impl Ctx {
         let c = Coll {
             stamp: self.step + 1,
             regs: st.reg_ops.iter().map(RegOp::signature).collect(),
+            wild: st
+                .reg_ops
+                .iter()
+                .filter_map(|o| match o {
+                    RegOp::PopNull { cands } => Some(cands.clone()),
+                    _ => None,
+                })
+                .collect(),
             tagsize: st.new_tagsize,
         };
         // SAFETY: our own requests, before barrier 1.
         unsafe { self.me().publish(q, c) };
     }
 
-    /// Check that every process's registration and tag-size requests equal pid 0's, then apply
-    /// this process's registration changes to its own table. Every process checks all of them,
-    /// so all reach the same verdict without another barrier, and none communicates after a
+    /// Check that every process's registration and tag-size requests agree, then apply this
+    /// process's registration changes to its own table. Every process checks all of them, so
+    /// all reach the same verdict without another barrier, and none communicates after a
     /// mismatch.
     fn collective(&mut self, q: usize, g: u32) -> Result<()> {
-        if let Some((pid, msg)) = self.first_mismatch(q, g) {
-            let mut path = self.run.parent_path.clone();
-            path.push(pid);
-            return Err(Error::new(
-                ErrorKind::Misuse,
-                "sync",
-                path,
-                Some(self.step),
-                msg,
-            ));
-        }
+        let resolved = match self.agree(q, g) {
+            Ok(r) => r,
+            Err((pid, msg)) => {
+                let mut path = self.run.parent_path.clone();
+                path.push(pid);
+                return Err(Error::new(
+                    ErrorKind::Misuse,
+                    "sync",
+                    path,
+                    Some(self.step),
+                    msg,
+                ));
+            }
+        };
         let st = self.st.get_mut();
         let (ops, graveyard, slots) = (&mut st.reg_ops, &mut st.graveyard, &mut st.slots);
+        let mut resolved = resolved.into_iter();
         // SAFETY: our own table, between barrier 1 and barrier 2 (REGS forces barrier 2).
         unsafe {
             self.run.proc(self.pid).table_mut(|table| {
                 for op in ops.drain(..) {
+                    let op = match op {
+                        RegOp::PopNull { .. } => RegOp::Pop {
+                            slot: resolved.next().expect("a resolved NULL pop"),
+                        },
+                        op => op,
+                    };
                     if let RegOp::Pop { slot } = op {
                         slots.release(slot);
                     }
@@ -239,51 +257,130 @@ impl Ctx {
         Ok(())
     }
 
-    /// The first process whose requests differ from pid 0's, and the explanation.
-    fn first_mismatch(&self, q: usize, g: u32) -> Option<(usize, String)> {
-        let (stamp, step) = (self.step + 1, self.step);
-        let run = &*self.run;
-        let mine = |c: &Coll| -> (Vec<RegSig>, Option<usize>) {
-            if c.stamp == stamp {
-                (c.regs.clone(), c.tagsize)
-            } else {
-                (Vec::new(), None)
-            }
-        };
+    /// Whether the requests of all processes agree: the registration calls of every process
+    /// equal pid 0's (pushes of the same element type in the same slots, pops of the same
+    /// slots; a NULL pop stands for the slot the others pop, which must be one of its null
+    /// registrations) and so do the tag sizes. Returns the slots this process's NULL pops
+    /// resolve to, or the first process that differs and the explanation.
+    fn agree(&self, q: usize, g: u32) -> std::result::Result<Vec<u32>, (usize, String)> {
+        let (stamp, step, run) = (self.step + 1, self.step, &*self.run);
+        let p = run.p;
         // SAFETY: requests are written before barrier 1 and not again before the next sync's.
-        let (root_regs, root_tag) = unsafe { run.proc(0).coll(q, mine) };
-        (1..run.p).find_map(|pid| {
-            // SAFETY: as above.
-            let (regs, tag) = unsafe { run.proc(pid).coll(q, mine) };
-            if g & FLAG_REGS != 0 && regs != root_regs {
-                return Some((
-                    pid,
-                    format!(
-                        "push_reg/pop_reg calls differ between processes in superstep {step}: \
-                         pid 0 made {}, pid {pid} made {} (all processes must register and \
-                         deregister in the same order, with the same element types)",
-                        describe(&root_regs),
-                        describe(&regs)
-                    ),
-                ));
-            }
-            if g & FLAG_TAGS != 0 && tag != root_tag {
+        let colls: Vec<Coll> = (0..p)
+            .map(|pid| unsafe {
+                run.proc(pid).coll(q, |c| {
+                    if c.stamp == stamp {
+                        c.clone()
+                    } else {
+                        Coll::default()
+                    }
+                })
+            })
+            .collect();
+        if g & FLAG_TAGS != 0 {
+            if let Some(pid) = (1..p).find(|&pid| colls[pid].tagsize != colls[0].tagsize) {
                 let show = |t: Option<usize>| match t {
                     Some(t) => format!("asked for {t} bytes"),
                     None => "did not call set_tagsize".to_string(),
                 };
-                return Some((
+                return Err((
                     pid,
                     format!(
                         "set_tagsize differs between processes in superstep {step}: pid 0 {}, \
                          pid {pid} {} (set_tagsize is collective)",
-                        show(root_tag),
-                        show(tag)
+                        show(colls[0].tagsize),
+                        show(colls[pid].tagsize)
                     ),
                 ));
             }
-            None
-        })
+        }
+        if g & FLAG_REGS == 0 {
+            return Ok(Vec::new());
+        }
+        let differ = |pid: usize| {
+            (
+                pid,
+                format!(
+                    "push_reg/pop_reg calls differ between processes in superstep {step}: pid 0 \
+                     made {}, pid {pid} made {} (all processes must register and deregister in \
+                     the same order, with the same element types)",
+                    describe(&colls[0].regs),
+                    describe(&colls[pid].regs)
+                ),
+            )
+        };
+        let root = &colls[0].regs;
+        for (pid, c) in colls.iter().enumerate().skip(1) {
+            let mine = &c.regs;
+            let same_shape = mine.len() == root.len()
+                && mine
+                    .iter()
+                    .zip(root)
+                    .all(|(a, b)| a.push == b.push && (!a.push || a == b));
+            if !same_shape {
+                return Err(differ(pid));
+            }
+        }
+        // Pops: every process pops the same slot; NULL pops take the others' slot.
+        let mut resolved: Vec<Vec<u32>> = vec![Vec::new(); p];
+        let mut popped: Vec<Vec<u32>> = vec![Vec::new(); p];
+        let mut next_wild = vec![0usize; p];
+        for i in (0..root.len()).filter(|&i| !root[i].push) {
+            let named = (0..p).find_map(|pid| Some(colls[pid].regs[i].slot).filter(|&s| s != WILD));
+            let agreed = match named {
+                Some(s) => s,
+                None => {
+                    // Everyone pops NULL: the newest null registration all of them have.
+                    let cands = |pid: usize| &colls[pid].wild[next_wild[pid]];
+                    match cands(0)
+                        .iter()
+                        .copied()
+                        .find(|s| (1..p).all(|q| cands(q).contains(s)))
+                    {
+                        Some(s) => s,
+                        None => {
+                            return Err((
+                                0,
+                                format!(
+                                    "every process popped NULL in superstep {step}, but they \
+                                     have no null registration in common"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            };
+            for pid in 0..p {
+                if colls[pid].regs[i].slot == WILD {
+                    let cands = &colls[pid].wild[next_wild[pid]];
+                    next_wild[pid] += 1;
+                    if !cands.contains(&agreed) {
+                        return Err((
+                            pid,
+                            format!(
+                                "pop_reg of NULL in superstep {step}: the other processes pop slot \
+                                 {agreed}, where pid {pid} has no null registration (a NULL pop \
+                                 stands for the registration the others pop)"
+                            ),
+                        ));
+                    }
+                    resolved[pid].push(agreed);
+                } else if colls[pid].regs[i].slot != agreed {
+                    return Err(differ(if pid == 0 { 1 } else { pid }));
+                }
+                if popped[pid].contains(&agreed) {
+                    return Err((
+                        pid,
+                        format!(
+                            "pid {pid} pops the registration in slot {agreed} twice in superstep \
+                             {step}"
+                        ),
+                    ));
+                }
+                popped[pid].push(agreed);
+            }
+        }
+        Ok(std::mem::take(&mut resolved[self.pid]))
     }
 
     /// Deliver the puts that rode in the barrier lines we read.

@@ -233,3 +233,157 @@ fn unbound_runs_are_planned_but_not_bound() {
         assert!(!x.pus.is_empty());
     }
 }
+
+/// The error and the sources below it, outermost first.
+fn chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut out = vec![e];
+    let mut cur = e;
+    while let Some(s) = cur.source() {
+        out.push(s);
+        cur = s;
+    }
+    out
+}
+
+#[test]
+fn plan_failures_are_the_source_of_run_errors() {
+    use mbsp::topology::PlanError;
+    let e = Run::new(2)
+        .machine(fake("package:2 core:2 pu:1"))
+        .policy(Policy::Manual(vec![vec![0], vec![99]]))
+        .run(|_| Ok(()))
+        .unwrap_err();
+    let below = chain(&e);
+    assert_eq!(below.len(), 2, "{e}");
+    let plan = below[1].downcast_ref::<PlanError>().expect("a PlanError");
+    assert!(
+        matches!(
+            plan,
+            PlanError::ManualNoSuchCpu {
+                pid: 1,
+                cpu: 99,
+                ..
+            }
+        ),
+        "{plan:?}"
+    );
+    assert_eq!(e.message(), plan.to_string());
+
+    // A nested run's plan failure is the hierarchy's failure, with the same source.
+    within(60, || {
+        let e = Run::per(Level::Package)
+            .machine(fake("package:2 core:2 pu:1"))
+            .run(|ctx| {
+                ctx.run_with(
+                    Run::new(2).policy(Policy::Manual(vec![vec![0]])),
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::Misuse, "run"));
+        let plan = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<PlanError>())
+            .unwrap_or_else(|| panic!("no PlanError under {e}"));
+        assert_eq!(plan, &PlanError::ManualCount { sets: 1, procs: 2 });
+        assert_eq!(e.message(), format!("nested run: {plan}"));
+    });
+}
+
+/// Set in a child run of this test binary by [`in_child`].
+const CHILD: &str = "MBSP_PLACEMENT_TEST_CHILD";
+
+/// Run the test `name` of this binary again in a child process with `env` set (the machine and
+/// affinity variables are read once per process, and tests share the process), and check that
+/// it passed. Returns whether this is the child, which then does the checks itself.
+fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env_remove(mbsp::topology::ENV)
+        .env_remove(mbsp::AFFINITY_ENV)
+        .envs(env.iter().copied())
+        .output()
+        .expect("test binary runs again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child test failed:\n{text}");
+    assert!(text.contains("1 passed"), "child ran no test:\n{text}");
+    false
+}
+
+#[test]
+fn a_bad_machine_specification_is_the_source_of_the_run_error() {
+    use mbsp::topology::TopologyError;
+    if !in_child(
+        "a_bad_machine_specification_is_the_source_of_the_run_error",
+        &[("MBSP_TOPOLOGY", "xml:/no/such/machine.xml")],
+    ) {
+        return;
+    }
+    let e = mbsp::run(2, |ctx| ctx.sync()).unwrap_err();
+    assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::System, "run"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "run: cannot load topology from XML file /no/such/machine.xml: no such file"
+    );
+    let below = chain(&e);
+    assert_eq!(below.len(), 3, "run error, topology error, I/O error: {e}");
+    let topo = below[1]
+        .downcast_ref::<TopologyError>()
+        .expect("a TopologyError");
+    assert!(
+        matches!(topo, TopologyError::XmlFile { path, .. } if path.to_str() == Some("/no/such/machine.xml")),
+        "{topo:?}"
+    );
+    let io = below[2]
+        .downcast_ref::<std::io::Error>()
+        .expect("io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    // The failure is cached: the next run fails the same way.
+    let again = mbsp::run(1, |_| Ok(())).unwrap_err();
+    assert!(matches!(
+        chain(&again)[1].downcast_ref::<TopologyError>(),
+        Some(TopologyError::XmlFile { .. })
+    ));
+}
+
+#[test]
+fn a_bad_affinity_is_the_source_of_the_run_error() {
+    use mbsp::AffinityError;
+    if !in_child(
+        "a_bad_affinity_is_the_source_of_the_run_error",
+        &[("MBSP_AFFINITY", "manual:0-3;4-x")],
+    ) {
+        return;
+    }
+    let e = mbsp::run(2, |ctx| ctx.sync()).unwrap_err();
+    assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::Misuse, "run"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "run: \"x\" is not a CPU number (in \"0-3;4-x\")"
+    );
+    let below = chain(&e);
+    assert_eq!(below.len(), 3, "run error, affinity error, int error: {e}");
+    let affinity = below[1]
+        .downcast_ref::<AffinityError>()
+        .expect("an AffinityError");
+    assert!(
+        matches!(affinity, AffinityError::NotACpu { token, spec, .. } if token == "x" && spec == "0-3;4-x"),
+        "{affinity:?}"
+    );
+    assert!(below[2].is::<std::num::ParseIntError>());
+    // The same error from the parser itself.
+    assert_eq!(
+        &mbsp::parse_affinity("manual:0-3;4-x").unwrap_err(),
+        affinity
+    );
+}

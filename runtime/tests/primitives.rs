@@ -510,3 +510,56 @@ fn sync_without_communication_keeps_state() {
     })
     .unwrap();
 }
+
+/// BSPlib's `bsp_pop_reg(NULL)` pops the registration the other processes pop, which must be a
+/// null registration here (as other BSPlib implementations accept), whatever the order.
+#[test]
+fn a_null_pop_matches_the_registration_the_others_pop() {
+    let r = run(3, |ctx| {
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 8];
+        let (px, py) = (x.as_mut_ptr(), y.as_mut_ptr());
+        let null = std::ptr::null_mut();
+        let me = ctx.pid();
+        // SAFETY: `x` and `y` outlive their registrations (popped and synced below), and no
+        // reference to them is held across a sync.
+        unsafe {
+            ctx.push_reg_raw(if me == 0 { null } else { px }, 8)?;
+            ctx.push_reg_raw(if me == 0 { null } else { py }, 8)?;
+        }
+        ctx.sync()?;
+        // The oldest registration first: pid 0's NULL stands for x's slot, not the newest NULL.
+        ctx.pop_reg_raw(if me == 0 { null } else { px })?;
+        ctx.sync()?;
+        assert_eq!(ctx.registrations(), 1);
+        // y's slot is still registered everywhere: pid 1 puts into pid 2's y through it.
+        if me == 1 {
+            ctx.put_raw(2, &[7; 8], py, 0)?;
+        }
+        ctx.sync()?;
+        ctx.pop_reg_raw(if me == 0 { null } else { py })?;
+        ctx.sync()?;
+        Ok((ctx.registrations(), y, x))
+    })
+    .unwrap();
+    assert_eq!(r[2], (0, [7; 8], [0; 8]));
+    assert_eq!(r[0].0, 0);
+
+    // A NULL pop where the others pop a slot that is not null here is an error naming it.
+    let e = run(2, |ctx| {
+        let mut a = [0u8; 4];
+        let pa = a.as_mut_ptr();
+        // SAFETY: as above.
+        unsafe {
+            ctx.push_reg_raw(pa, 4)?;
+            ctx.push_reg_raw(std::ptr::null_mut(), 0)?;
+        }
+        ctx.sync()?;
+        ctx.pop_reg_raw(if ctx.pid() == 0 { pa } else { std::ptr::null() })?;
+        ctx.sync()?;
+        Ok(a)
+    })
+    .unwrap_err();
+    assert_eq!(e.pid(), Some(1), "{e}");
+    assert!(e.message().contains("pop_reg of NULL"), "{e}");
+}

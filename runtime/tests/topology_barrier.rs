@@ -86,8 +86,8 @@ fn communication_across_grouped_barriers() {
                             ctx.get(left, &x, 0..8, &y, 32 * p)?;
                             ctx.sync()?;
                             let v = ctx.local(&y)?;
-                            for q in 0..p {
-                                assert_eq!(v[q], step * 1000 + q as u64);
+                            for (q, &got) in v[..p].iter().enumerate() {
+                                assert_eq!(got, step * 1000 + q as u64);
                             }
                             assert_eq!(&v[p + 16 * left..p + 16 * left + 16], &[step; 16]);
                             assert_eq!(&v[32 * p..32 * p + 8], &[left as u64; 8]);

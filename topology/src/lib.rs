@@ -9,6 +9,8 @@
 //!   compact, scattered or manual.
 //! * [`Binder`]: applies a plan on the real machine (threads and memory); on a loaded (fake)
 //!   machine it reports that nothing is applied.
+//! * Errors are typed: [`TopologyError`] (loading a machine; its `source()` is hwloc's error or
+//!   an I/O error) and [`PlanError`] (making a plan).
 //!
 //! ```
 //! let m = mbsp_topology::Machine::synthetic("package:2 numa:2 core:4 pu:2").unwrap().machine;

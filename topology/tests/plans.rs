@@ -309,33 +309,44 @@ fn manual_plans_and_their_errors() {
     assert_eq!(d[1].cores(&m), vec![3]);
     let e = plan(&m, &w, 2, &Policy::Manual(vec![vec![0], vec![9]])).unwrap_err();
     assert!(
-        e.0.contains("pid 1 names CPU 9, which does not exist (this machine has CPUs 0-7)"),
+        e.to_string()
+            .contains("pid 1 names CPU 9, which does not exist (this machine has CPUs 0-7)"),
         "{e}"
     );
     let e = plan(&m, &w, 3, &Policy::Manual(vec![vec![0]])).unwrap_err();
-    assert!(e.0.contains("gives 1 CPU sets for 3 processes"), "{e}");
+    assert!(
+        e.to_string().contains("gives 1 CPU sets for 3 processes"),
+        "{e}"
+    );
     let pkg0 = &plan_per(&m, &w, Level::Package)[0];
     let e = plan(&m, pkg0, 1, &Policy::Manual(vec![vec![5]])).unwrap_err();
-    assert!(e.0.contains("outside the CPUs being placed (0-3)"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("outside the CPUs being placed (0-3)"),
+        "{e}"
+    );
     let e = plan(&m, &w, 0, &Policy::Compact).unwrap_err();
-    assert!(e.0.contains("p = 0"), "{e}");
+    assert!(e.to_string().contains("p = 0"), "{e}");
 }
 
 #[test]
 fn loading_errors_are_clear() {
     let e = Machine::xml("/nonexistent/machine.xml").unwrap_err();
     assert!(
-        e.0.contains("cannot load topology from XML file /nonexistent/machine.xml"),
+        e.to_string()
+            .contains("cannot load topology from XML file /nonexistent/machine.xml"),
         "{e}"
     );
     let e = Machine::synthetic("package:2 banana:3").unwrap_err();
     assert!(
-        e.0.contains("invalid synthetic topology \"package:2 banana:3\""),
+        e.to_string()
+            .contains("invalid synthetic topology \"package:2 banana:3\""),
         "{e}"
     );
     let e = Machine::from_spec("whatever").unwrap_err();
     assert!(
-        e.0.contains("MBSP_TOPOLOGY=\"whatever\" is not understood"),
+        e.to_string()
+            .contains("MBSP_TOPOLOGY=\"whatever\" is not understood"),
         "{e}"
     );
     let m = Machine::from_spec("synthetic:package:2 core:2 pu:1").unwrap();
