@@ -84,7 +84,13 @@ impl Ride {
 }
 
 /// How long a waiting thread spins and yields before it sleeps.
+///
+/// ```
+/// let quick = mbsp::WaitPolicy::new(100, 2); // spin 100 pauses, yield twice, then sleep
+/// assert_eq!((quick.spins, quick.yields), (100, 2));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WaitPolicy {
     /// Busy-wait iterations (each one a CPU pause hint) before yielding.
     pub spins: u32,
@@ -93,6 +99,11 @@ pub struct WaitPolicy {
 }
 
 impl WaitPolicy {
+    /// Spin `spins` pause hints, then yield `yields` times, then sleep.
+    pub const fn new(spins: u32, yields: u32) -> Self {
+        WaitPolicy { spins, yields }
+    }
+
     /// The default for `p` runnable threads on `cores` hardware threads: spin for about 10 µs
     /// when every process has its own core (the awaited process is running and usually arrives
     /// within a few hundred nanoseconds), about 0.5 µs when oversubscribed (the awaited process

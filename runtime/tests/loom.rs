@@ -11,10 +11,7 @@ use loom::thread;
 use mbsp::WaitPolicy;
 use mbsp::internals::{Aborted, Barrier, Member, model_run};
 
-const TIGHT: WaitPolicy = WaitPolicy {
-    spins: 1,
-    yields: 1,
-};
+const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
