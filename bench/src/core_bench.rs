@@ -234,20 +234,25 @@ fn hrel(p: usize, h: usize, send: bool, iters: usize, samples: usize) -> Vec<f64
     .swap_remove(0)
 }
 
-/// Least-squares fit of `t = l + g h` weighted by relative error (weights 1/t²), so that the
-/// small-h points that fix `l` count as much as the large-h points that fix `g`: (g, l).
+/// Fit `t = l + g h` to the points: `g` by least squares (as the BSPlib paper does; the large
+/// h-relations, where t is large, decide it), then `l` as the intercept that minimises the
+/// relative errors for that `g` (weights 1/t², so the small h-relations decide it; a plain fit's
+/// intercept is a small difference of large numbers and often negative): (g, l).
 pub(crate) fn fit_gl(points: &[(f64, f64)]) -> (f64, f64) {
-    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for &(h, t) in points {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(h, t)| (a + h, b + t));
+    let (mx, my) = (sx / n, sy / n);
+    let (sxy, sxx) = points.iter().fold((0.0, 0.0), |(a, b), &(h, t)| {
+        (a + (h - mx) * (t - my), b + (h - mx) * (h - mx))
+    });
+    let g = sxy / sxx;
+    let (sw, swr) = points.iter().fold((0.0, 0.0), |(a, b), &(h, t)| {
         let w = 1.0 / (t * t);
-        sw += w;
-        sx += w * h;
-        sy += w * t;
-        sxx += w * h * h;
-        sxy += w * h * t;
-    }
-    let g = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
-    (g, (sy - g * sx) / sw)
+        (a + w, b + w * (t - g * h))
+    });
+    (g, swr / sw)
 }
 
 /// The h-relation sweep: g and l of single-word puts and sends at each p.

@@ -353,6 +353,9 @@ pub struct Ctx {
     pub(crate) rides: RefCell<Box<[Ride]>>,
     /// Put records that rode in the lines this process read at the last barrier, by round.
     pub(crate) rode: Box<[Ride]>,
+    /// The last address resolved to a registration slot (raw primitives): (address, slot,
+    /// generation); cleared whenever this process's registrations change.
+    pub(crate) named_cache: Cell<Option<(*const u8, u32, u32)>>,
     pub(crate) member: Member,
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
@@ -379,6 +382,7 @@ impl Ctx {
             tagsize: Cell::new(0),
             rides: RefCell::new(vec![Ride::default(); rounds].into()),
             rode: vec![Ride::default(); rounds].into(),
+            named_cache: Cell::new(None),
             member: Member::new(pid),
             binding,
             stopped: Cell::new(false),

@@ -471,13 +471,28 @@ impl Ctx {
     /// process at the same sync, so an entry of the same generation is the same registration.
     #[inline]
     fn fast_remote<T>(&self, pid: usize, id: &RegId<T>, off: usize, len: usize) -> Option<*mut u8> {
-        if self.run.tree.is_aborted() || id.run != self.run.id || id.pushed_in >= self.step {
+        if id.run != self.run.id || id.pushed_in >= self.step {
+            return None;
+        }
+        self.fast_remote_slot(pid, (id.slot, id.generation), off, len)
+    }
+
+    /// [`fast_remote`](Ctx::fast_remote) for a slot known to be in effect.
+    #[inline]
+    fn fast_remote_slot(
+        &self,
+        pid: usize,
+        (slot, generation): (u32, u32),
+        off: usize,
+        len: usize,
+    ) -> Option<*mut u8> {
+        if self.run.tree.is_aborted() {
             return None;
         }
         let proc = self.run.procs.get(pid)?;
         // SAFETY: tables are read outside syncs only.
-        let e = unsafe { proc.entry(id.slot) };
-        if e.state != SlotState::Active || e.generation != id.generation {
+        let e = unsafe { proc.entry(slot) };
+        if e.state != SlotState::Active || e.generation != generation {
             return None;
         }
         let end = off.checked_add(len)?;
@@ -832,6 +847,7 @@ impl Ctx {
             })
         };
         if let Some(found) = found {
+            self.named_cache.set(Some((ptr, found.0, found.1)));
             return Ok(found);
         }
         let pending = self.pending_push(|_, _, p| std::ptr::eq(p, ptr)).is_some();
@@ -865,10 +881,28 @@ impl Ctx {
     /// }).unwrap();
     /// assert_eq!(out, vec![[0, 9, 9, 0]; 2]);
     /// ```
+    #[inline]
     pub fn put_raw(&self, pid: usize, src: &[u8], dst: *const u8, offset: usize) -> Result<()> {
+        if let Some(slot) = self.named_cached(dst) {
+            if let Some(d) = self.fast_remote_slot(pid, slot, offset, src.len()) {
+                self.put_at(pid, d, src);
+                return Ok(());
+            }
+        }
         self.live("put")?;
         let slot = self.named("put", dst)?;
         self.put_slot(pid, src, slot, offset)
+    }
+
+    /// The slot last resolved for the address `ptr` by [`named`](Ctx::named), if the
+    /// registration tables have not changed since (the common case of a program that
+    /// communicates through the same area many times in a row).
+    #[inline]
+    fn named_cached(&self, ptr: *const u8) -> Option<(u32, u32)> {
+        match self.named_cache.get() {
+            Some((p, slot, generation)) if std::ptr::eq(p, ptr) => Some((slot, generation)),
+            _ => None,
+        }
     }
 
     /// Buffered get of `len` bytes from `pid`'s area registered under the local address `src`,

@@ -146,10 +146,12 @@ pub(crate) fn describe(ops: &[RegSig]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
-/// One process's registration entries.
+/// One process's registration entries. Each entry has a cache line of its own: every put to
+/// this process reads one, and a heap neighbour written by the owner (an outbox arena growing
+/// during the superstep, say) would otherwise make every such read a cache miss.
 #[derive(Default)]
 pub(crate) struct RegTable {
-    entries: Vec<Entry>,
+    entries: Vec<crossbeam_utils::CachePadded<Entry>>,
     keep: Vec<Option<Keep>>,
     /// Registered slots in push order (newest last), for lookups by address.
     order: Vec<u32>,
@@ -158,7 +160,7 @@ pub(crate) struct RegTable {
 impl RegTable {
     #[inline]
     pub(crate) fn entry(&self, slot: u32) -> &Entry {
-        self.entries.get(slot as usize).unwrap_or(&FREE)
+        self.entries.get(slot as usize).map_or(&FREE, |e| e)
     }
 
     /// The newest registered slot whose address is `addr`, skipping slots for which `skip`
@@ -210,10 +212,10 @@ impl RegTable {
             } => {
                 let s = slot as usize;
                 if self.entries.len() <= s {
-                    self.entries.resize(s + 1, FREE);
+                    self.entries.resize(s + 1, FREE.into());
                     self.keep.resize_with(s + 1, || None);
                 }
-                self.entries[s] = Entry {
+                *self.entries[s] = Entry {
                     ptr,
                     len,
                     generation,

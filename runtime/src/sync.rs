@@ -231,6 +231,7 @@ impl Ctx {
                 ));
             }
         };
+        self.named_cache.set(None);
         let st = self.st.get_mut();
         let (ops, graveyard, slots) = (&mut st.reg_ops, &mut st.graveyard, &mut st.slots);
         let mut resolved = resolved.into_iter();
