@@ -71,6 +71,9 @@ pub(crate) struct ProcShared {
     regs: SharedCell<RegTable>,
     out: [SharedCell<Outboxes>; 2],
     coll: [SharedCell<Coll>; 2],
+    /// The get buffer of the process's last context, kept for the next run on this state
+    /// (touched only by the process's own context, when it is made and when it is dropped).
+    spare_getbuf: SharedCell<crate::arena::Arena>,
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
@@ -94,6 +97,7 @@ impl ProcShared {
                 SharedCell::new(Coll::default()),
                 SharedCell::new(Coll::default()),
             ],
+            spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
             done: CachePadded::new(AtomicU64::new(0)),
             ended: AtomicBool::new(false),
         }
@@ -371,13 +375,19 @@ impl Ctx {
         let mut path = run.parent_path.clone();
         path.push(pid);
         let rounds = run.barrier.rounds();
+        // SAFETY: only this process's contexts touch the spare buffer, one at a time (a run's
+        // contexts are made after the previous run's were dropped).
+        let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
         Ctx {
             run,
             pid,
             path,
             step: 0,
             start: Instant::now(),
-            st: RefCell::new(Local::default()),
+            st: RefCell::new(Local {
+                getbuf,
+                ..Local::default()
+            }),
             flags: Cell::new(0),
             tagsize: Cell::new(0),
             rides: RefCell::new(vec![Ride::default(); rounds].into()),
@@ -649,6 +659,10 @@ impl Drop for Ctx {
     /// A process that ends no longer touches the run's memory.
     fn drop(&mut self) {
         self.note_stopped();
+        let mut getbuf = std::mem::take(&mut self.st.get_mut().getbuf);
+        getbuf.clear();
+        // SAFETY: as in `Ctx::new`.
+        unsafe { self.run.proc(self.pid).spare_getbuf.write(|b| *b = getbuf) };
     }
 }
 

@@ -115,6 +115,13 @@ pub mod internals {
         ctx.fault.set(Some(at));
     }
 
+    /// Whether every process of `ctx`'s run has stopped touching the run's shared memory (has
+    /// seen the run fail, or ended).
+    pub fn all_stopped(ctx: &crate::Ctx) -> bool {
+        let run = &ctx.run;
+        run.stopped.load(crate::shim::Ordering::Acquire) >= run.p
+    }
+
     /// The barrier group (first package) of each process of `ctx`'s run, and each process's
     /// source in every barrier round: the shape of the run's barrier.
     pub fn barrier_shape(ctx: &crate::Ctx) -> (Vec<usize>, Vec<Vec<u32>>) {

@@ -30,8 +30,8 @@ impl Ctx {
     /// A superstep in which no process communicated or changed registrations costs one barrier.
     ///
     /// If the run has failed (here or in any process), `sync` returns the error, and so does
-    /// every later primitive of this process; it returns only once no other process can still
-    /// be reading this process's memory.
+    /// every later primitive of this process; a failed sync returns only once every process of
+    /// the run has stopped touching shared memory (has seen the failure, or ended).
     ///
     /// ```
     /// let steps = mbsp::run(2, |ctx| {
@@ -43,14 +43,28 @@ impl Ctx {
     /// assert_eq!(steps, vec![10, 10]);
     /// ```
     pub fn sync(&mut self) -> Result<()> {
-        self.live("sync")?;
+        if self.run.tree.is_aborted() {
+            return Err(self.refused_sync("sync"));
+        }
         self.superstep_end(false)
     }
 
     /// The implicit final sync when the SPMD function returns.
     pub(crate) fn end(&mut self) -> Result<()> {
-        self.live("end")?;
+        if self.run.tree.is_aborted() {
+            return Err(self.refused_sync("end"));
+        }
         self.superstep_end(true)
+    }
+
+    /// A sync of a run that has already failed: like every failed sync, it returns once no
+    /// process touches shared memory any more.
+    #[cold]
+    #[inline(never)]
+    fn refused_sync(&mut self, op: &'static str) -> Error {
+        let e = self.stopped(op);
+        self.quiesce();
+        e
     }
 
     fn superstep_end(&mut self, ending: bool) -> Result<()> {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::within;
-use mbsp::internals::{SyncPoint, fail_next_sync};
+use mbsp::internals::{SyncPoint, all_stopped, fail_next_sync};
 use mbsp::{Ctx, ErrorKind, Reg, run};
 
 /// What each process holds when the failure happens.
@@ -78,6 +78,30 @@ fn everything_fails(ctx: &mut Ctx, h: &mut Held) {
     stopped("sync again", ctx.sync());
 }
 
+/// Failed checks inside the processes of a run that is meant to fail. A panic there would only
+/// become a secondary error of the run (which reports its root cause), so checks run through
+/// [`Problems::check`] and the test asserts afterwards that none failed.
+#[derive(Clone, Default)]
+struct Problems(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Problems {
+    fn check(&self, what: impl FnOnce()) {
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(what)) {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            self.0.lock().unwrap().push(msg);
+        }
+    }
+
+    fn assert_none(&self) {
+        let v = self.0.lock().unwrap();
+        assert!(v.is_empty(), "checks failed inside processes: {v:?}");
+    }
+}
+
 /// Run `p` processes: `setup`, then `body` for the failing superstep; every process ignores the
 /// error of its sync there (a process whose sync completed before a peer failed late in it
 /// meets the failure at its next sync), then checks that everything fails. Returns the run's
@@ -86,18 +110,35 @@ fn ignore_and_probe(
     p: usize,
     body: impl Fn(&mut Ctx, &Held) -> mbsp::Result<()> + Sync + Send + 'static,
 ) -> mbsp::Error {
-    within(60, move || {
+    let problems = Problems::default();
+    let pr = problems.clone();
+    let e = within(60, move || {
         run(p, |ctx| {
             let mut h = setup(ctx)?;
             let _ = body(ctx, &h); // ignored on purpose
-            if ctx.sync().is_ok() {
-                let _ = ctx.sync(); // ignored on purpose
+            let mut failed = ctx.sync();
+            if failed.is_ok() {
+                failed = ctx.sync();
             }
-            everything_fails(ctx, &mut h);
+            pr.check(|| {
+                let e = failed.expect_err("the sync fails");
+                // A sync that failed inside (not refused at its start because this process had
+                // already failed) returns only once no process touches shared memory any more.
+                let root = ctx.failure().expect("a root cause");
+                if root.path() != ctx.path() {
+                    assert!(
+                        all_stopped(ctx),
+                        "{e}: returned while others may still communicate"
+                    );
+                }
+                everything_fails(ctx, &mut h);
+            });
             Ok(())
         })
         .expect_err("the run must fail")
-    })
+    });
+    problems.assert_none();
+    e
 }
 
 #[test]
@@ -188,7 +229,9 @@ fn failure_injected_during_the_communication_phase() {
 
 #[test]
 fn a_process_that_ends_while_others_sync() {
-    let e = within(60, || {
+    let problems = Problems::default();
+    let pr = problems.clone();
+    let e = within(60, move || {
         run(3, |ctx| {
             let mut h = setup(ctx)?;
             if ctx.pid() == 0 {
@@ -196,11 +239,12 @@ fn a_process_that_ends_while_others_sync() {
             }
             communicate(ctx, &h)?;
             let _ = ctx.sync();
-            everything_fails(ctx, &mut h);
+            pr.check(|| everything_fails(ctx, &mut h));
             Ok(())
         })
         .expect_err("mismatched end")
     });
+    problems.assert_none();
     assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
     assert!(
         e.message().contains("returned from the SPMD function"),
@@ -214,6 +258,8 @@ fn a_process_that_ends_while_others_sync() {
 #[test]
 fn an_abort_elsewhere_in_the_hierarchy_at_random_moments() {
     for round in 0..40u64 {
+        let problems = Problems::default();
+        let pr = problems.clone();
         let e = within(60, move || {
             run(2, |ctx| {
                 if ctx.pid() == 1 {
@@ -241,14 +287,49 @@ fn an_abort_elsewhere_in_the_hierarchy_at_random_moments() {
                             break;
                         }
                     }
-                    everything_fails(n, &mut h);
+                    pr.check(|| everything_fails(n, &mut h));
                     Ok(())
                 })?;
                 Ok(())
             })
             .expect_err("aborted")
         });
+        problems.assert_none();
         assert_eq!(e.kind(), ErrorKind::Abort, "round {round}: {e}");
         assert_eq!(e.path(), &[1, 1], "round {round}: {e}");
     }
+}
+
+/// A failed sync waits for the processes that have not noticed the failure yet: pid 0 waits in
+/// its sync when pid 2 aborts; pid 1 is still computing (no primitive called); pid 0's sync
+/// returns only after pid 1 has stopped.
+#[test]
+fn a_failed_sync_waits_for_every_process_to_stop() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    let seen = std::sync::Arc::new(AtomicBool::new(false));
+    let s = seen.clone();
+    let e = within(60, move || {
+        run(3, |ctx| {
+            match ctx.pid() {
+                2 => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    return Err(ctx.abort("early"));
+                }
+                1 => std::thread::sleep(Duration::from_millis(300)),
+                _ => {}
+            }
+            let r = ctx.sync();
+            if ctx.pid() == 0 {
+                s.store(all_stopped(ctx), Ordering::SeqCst);
+            }
+            r
+        })
+        .expect_err("aborted")
+    });
+    assert_eq!(e.pid(), Some(2));
+    assert!(
+        seen.load(Ordering::SeqCst),
+        "pid 0 left its failed sync while pid 1 still ran"
+    );
 }
