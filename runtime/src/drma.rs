@@ -147,16 +147,16 @@ impl Ctx {
     /// current superstep. Processes must pop in the same order.
     ///
     /// ```
-    /// mbsp::run(2, |ctx| {
+    /// let e = mbsp::run(2, |ctx| {
     ///     let x = ctx.push_reg(vec![0u8; 4])?;
     ///     ctx.sync()?;
     ///     ctx.pop_reg(&x)?;
     ///     ctx.put(1 - ctx.pid(), &[1u8], &x, 0)?; // still allowed in the superstep of the pop
     ///     ctx.sync()?;
     ///     assert_eq!(ctx.registrations(), 0);
-    ///     assert!(ctx.put(1 - ctx.pid(), &[1u8], &x, 0).is_err()); // gone after the sync
-    ///     Ok(())
+    ///     ctx.put(1 - ctx.pid(), &[1u8], &x, 0) // gone after the sync: a misuse, the run ends
     /// }).unwrap_err();
+    /// assert_eq!((e.op(), e.superstep()), ("put", Some(2)));
     /// ```
     pub fn pop_reg(&self, reg: impl Registration) -> Result<()> {
         self.live("pop_reg")?;
