@@ -51,8 +51,18 @@ pub(crate) const FLAG_TAGS: u32 = 8;
 /// look at the outboxes.
 pub(crate) const FLAG_OUTBOX: u32 = 16;
 
-/// Flags ORed over all processes: bits 0..8.
-const USER_FLAGS: u32 = 0xFF;
+// Flags ORed over all processes: bits 0..8 (`FLAG_*`), and the get-source bits.
+/// Bits 11..30: which registration slots (modulo 19) are read by a buffered get in this
+/// superstep, ORed over all processes — a get whose destination is in no such slot can be
+/// written directly, without the get buffer (`sync.rs`).
+const SOURCE_SHIFT: u32 = 11;
+const SOURCE_BITS: u32 = 19;
+
+/// The get-source bit of registration slot `slot`.
+#[inline]
+pub(crate) fn source_bit(slot: u32) -> u32 {
+    1 << (SOURCE_SHIFT + slot % SOURCE_BITS)
+}
 /// Bits 8..11 of a line's word: how many payload words ride with it (not ORed).
 const RIDE_SHIFT: u32 = 8;
 const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
@@ -312,7 +322,8 @@ impl Barrier {
             .collect()
     }
 
-    /// Arrive with `flags` (bits 0..8), wait for all processes, and return what they brought.
+    /// Arrive with `flags` (bits 0..8 and 11..30), wait for all processes, and return what they
+    /// brought.
     pub fn wait(&self, me: &mut Member, flags: u32, ending: bool) -> Result<Outcome, Aborted> {
         self.wait_riding(me, flags, ending, &[], &mut [])
     }
@@ -328,7 +339,7 @@ impl Barrier {
         out: &[Ride],
         inbox: &mut [Ride],
     ) -> Result<Outcome, Aborted> {
-        debug_assert!(flags <= USER_FLAGS);
+        debug_assert!(flags & (RIDE_MASK | ENDED | SYNCED) == 0);
         if self.sleep.aborted.load(Ordering::Relaxed) {
             return Err(Aborted);
         }
@@ -368,7 +379,7 @@ impl Barrier {
             acc |= got & !RIDE_MASK;
         }
         Ok(Outcome {
-            flags: acc & USER_FLAGS,
+            flags: acc & !(RIDE_MASK | ENDED | SYNCED),
             some_ended: acc & ENDED != 0,
             all_ended: acc & SYNCED == 0,
         })

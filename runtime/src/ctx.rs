@@ -281,6 +281,12 @@ pub(crate) struct GetOp {
     pub(crate) dst: *mut u8,
     pub(crate) len: usize,
     pub(crate) buf_off: usize,
+    /// The get-source bits of this process's registered slots that overlap the destination:
+    /// if no get of the superstep reads any of them, the data is copied straight to the
+    /// destination, without the get buffer.
+    pub(crate) dst_bits: u32,
+    /// Copied straight (between the barriers) rather than through the buffer.
+    pub(crate) direct: bool,
     /// Keeps a typed destination alive until the write.
     pub(crate) _keep: Option<Keep>,
 }

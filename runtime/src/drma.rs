@@ -6,7 +6,7 @@
 //! * raw, naming registered areas by their local address as BSPlib does (`*_raw`), for the C ABI
 //!   and other foreign callers. Registering raw memory is `unsafe`; after that, naming it is not.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, NO_RIDE};
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, NO_RIDE, source_bit};
 use crate::ctx::{Ctx, GetOp};
 use crate::error::Result;
 use crate::reg::{Reg, RegId, Registration, Storage};
@@ -640,20 +640,28 @@ impl Ctx {
         let s = self.remote("get", "from", pid, slot, bytes.start, n)?;
         let (d, keep) = self.local_dst("get", dst, doff, n)?;
         if n > 0 {
-            self.queue_get(s, d, n, keep);
+            self.queue_get(slot.0, s, d, n, keep);
         }
         Ok(())
     }
 
-    fn queue_get(&self, src: *const u8, dst: *mut u8, len: usize, keep: Option<Keep>) {
+    /// Queue a checked get reading registration slot `slot` (of its owner).
+    fn queue_get(&self, slot: u32, src: *const u8, dst: *mut u8, len: usize, keep: Option<Keep>) {
+        // SAFETY: our own table, read outside a sync.
+        let dst_bits = unsafe {
+            self.me()
+                .table(|t| t.overlapping(dst, len).fold(0, |b, s| b | source_bit(s)))
+        };
         self.st.borrow_mut().gets.push(GetOp {
             src,
             dst,
             len,
             buf_off: 0,
+            dst_bits,
+            direct: false,
             _keep: keep,
         });
-        self.flag(FLAG_GETS);
+        self.flag(FLAG_GETS | source_bit(slot));
     }
 
     /// High-performance get: copy `dst.len()` elements from `pid`'s memory in `src` (at element
@@ -923,7 +931,7 @@ impl Ctx {
         let slot = self.named("get", src)?;
         let s = self.remote("get", "from", pid, slot, offset, len)?;
         if len > 0 {
-            self.queue_get(s, dst, len, None);
+            self.queue_get(slot.0, s, dst, len, None);
         }
         Ok(())
     }

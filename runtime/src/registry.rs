@@ -178,6 +178,20 @@ impl RegTable {
         })
     }
 
+    /// The registered slots whose areas overlap `len` bytes at `addr`.
+    pub(crate) fn overlapping(
+        &self,
+        addr: *const u8,
+        len: usize,
+    ) -> impl Iterator<Item = u32> + '_ {
+        let (a, b) = (addr as usize, addr as usize + len);
+        self.order.iter().copied().filter(move |&s| {
+            let e = &self.entries[s as usize];
+            let (x, y) = (e.ptr as usize, e.ptr as usize + e.len);
+            e.state == SlotState::Active && x < b && a < y
+        })
+    }
+
     /// The null registrations, newest first.
     pub(crate) fn null_slots(&self) -> impl Iterator<Item = u32> + '_ {
         self.order

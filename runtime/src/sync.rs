@@ -121,9 +121,19 @@ impl Ctx {
         if g & FLAG_GETS != 0 {
             let st = self.st.get_mut();
             for op in st.gets.iter_mut() {
-                // SAFETY: the source is in bounds of a live registration (kept alive until the
-                // owner's sync ends) and nobody writes registered memory before barrier 2.
-                op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
+                if op.dst_bits & g == 0 {
+                    // No get of this superstep reads the destination (no process's get names a
+                    // slot overlapping it): write it now, one copy instead of two.
+                    // SAFETY: the source is in bounds of a live registration, which nobody
+                    // writes before barrier 2 (the only writes before it are such direct gets,
+                    // into areas no get reads); the destination is our own memory, with no live
+                    // reference (we hold `&mut self`). `copy` tolerates overlap.
+                    unsafe { std::ptr::copy(op.src, op.dst, op.len) };
+                    op.direct = true;
+                } else {
+                    // SAFETY: as above, for the source.
+                    op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
+                }
             }
         }
         self.fault_point(SyncPoint::AfterReads)?;
@@ -142,7 +152,7 @@ impl Ctx {
         let st = self.st.get_mut();
         if !st.gets.is_empty() {
             let base = st.getbuf.base();
-            for op in st.gets.drain(..) {
+            for op in st.gets.drain(..).filter(|op| !op.direct) {
                 // SAFETY: the destination is this process's own memory (kept alive by the op or
                 // promised by the raw caller) and no reference to it lives across `&mut self`.
                 unsafe { std::ptr::copy_nonoverlapping(base.add(op.buf_off), op.dst, op.len) };

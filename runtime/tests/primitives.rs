@@ -563,3 +563,39 @@ fn a_null_pop_matches_the_registration_the_others_pop() {
     assert_eq!(e.pid(), Some(1), "{e}");
     assert!(e.message().contains("pop_reg of NULL"), "{e}");
 }
+
+/// A get whose destination another get of the same superstep reads still sees the value from
+/// before the sync (gets into areas nobody reads are written directly, the others through the
+/// get buffer); with many slots, so that slots share get-source bits too.
+#[test]
+fn a_get_destination_read_by_another_get_keeps_its_old_value_for_it() {
+    let r = run(3, |ctx| {
+        let me = ctx.pid() as u64;
+        let regs: Vec<_> = (0..25)
+            .map(|k| ctx.push_reg(vec![me * 100 + k as u64; 4]))
+            .collect::<mbsp::Result<_>>()?;
+        let out = ctx.push_reg(vec![0u64; 4])?;
+        ctx.sync()?;
+        let (p, right) = (ctx.nprocs(), (ctx.pid() + 1) % ctx.nprocs());
+        // Everyone reads slot k of its right neighbour into its own slot k + 1, for every k:
+        // each destination is also a source of the left neighbour's get.
+        for k in 0..24 {
+            ctx.get(right, &regs[k], .., &regs[k + 1], 0)?;
+        }
+        // And one get into an area nobody reads: written directly.
+        ctx.get(right, &regs[24], 0..1, &out, 3)?;
+        ctx.sync()?;
+        let mut got = Vec::new();
+        for reg in &regs {
+            got.push(ctx.local(reg)?[0]);
+        }
+        got.push(ctx.local(&out)?[3]);
+        let r = right as u64;
+        let mut want = vec![me * 100];
+        want.extend((0..24).map(|k| r * 100 + k));
+        want.push(r * 100 + 24);
+        assert_eq!(got, want, "pid {me} of {p}");
+        Ok(())
+    });
+    r.unwrap();
+}
