@@ -397,7 +397,7 @@ pub fn run(o: &Options) {
         );
         if p == 2 {
             println!(
-                "      targets at p = 2: put and get >= 45% of memcpy (p threads; two copies bound them to 50%): {} / {}; hpput >= 70%: {}",
+                "      targets at p = 2: put and get >= 45% of memcpy (p threads; a put copies twice, which bounds it to 50%): {} / {}; hpput >= 70%: {}",
                 verdict(pct(&put) >= 45.0),
                 verdict(pct(&get) >= 45.0),
                 verdict(pct(&hp) >= 70.0)
