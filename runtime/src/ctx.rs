@@ -549,7 +549,12 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     pub(crate) fn misuse(&self, op: &'static str, msg: String) -> Error {
-        let e = self.error(ErrorKind::Misuse, op, msg);
+        self.fail_with(self.error(ErrorKind::Misuse, op, msg))
+    }
+
+    /// Record `e` (made by this process) as the run's failure and return it.
+    #[cold]
+    pub(crate) fn fail_with(&self, e: Error) -> Error {
         self.run.tree.fail(&e);
         self.note_stopped();
         e

@@ -287,13 +287,8 @@ impl Run {
         });
         let bind = self.bind.unwrap_or(up.bind);
         Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind).map_err(|e| {
-            // `Ctx::misuse`, with the plan error as the source of the recorded failure.
-            let err = parent
-                .error(ErrorKind::Misuse, "run", format!("nested run: {e}"))
-                .with_source(e);
-            parent.run.tree.fail(&err);
-            parent.note_stopped();
-            err
+            let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
+            parent.fail_with(err.with_source(e))
         })
     }
 
