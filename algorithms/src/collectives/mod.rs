@@ -1,0 +1,1036 @@
+//! The level-1 operations of the BSPlib paper (§6): broadcast, reduce and all-reduce with a user
+//! operator, inclusive and exclusive scan, gather, scatter, all-gather and all-to-all, for any
+//! plain-old-data element type ([`bytemuck::Pod`]).
+//!
+//! ```
+//! use mbsp_algorithms::collectives as coll;
+//! let out = mbsp::run(4, |ctx| {
+//!     let mut x = [ctx.pid() as u64 + 1];
+//!     coll::allreduce(ctx, &mut x, |a, b| a + b)?;       // 1 + 2 + 3 + 4 on every process
+//!     let mut s = [ctx.pid() as u64 + 1];
+//!     coll::scan_inclusive(ctx, &mut s, |a, b| a + b)?;  // prefix sums over the processes
+//!     let all = coll::allgather(ctx, &[ctx.pid() as u8])?;
+//!     Ok((x[0], s[0], all.into_vec()))
+//! })?;
+//! assert_eq!(out[2], (10, 6, vec![0, 1, 2, 3]));
+//! # Ok::<(), mbsp::Error>(())
+//! ```
+//!
+//! # Semantics
+//!
+//! Every process of the run calls the same collective with the same root, element type and (where
+//! the operation says so) length. Each call is one or more whole supersteps: it syncs, so puts
+//! and gets the caller issued before it complete in its first sync, and messages the caller had
+//! not moved out of the queue are gone afterwards, as after any sync. Following the paper's
+//! rules for level-1 operations:
+//!
+//! * memory it accesses remotely is registered and deregistered inside (the caller's
+//!   registrations are untouched and may be used around it);
+//! * its messages carry a zero tag of whatever tag size is in force, so the caller's tag size is
+//!   neither needed nor changed; all its messages are moved out of the queue before it returns;
+//! * nothing is left pending on return.
+//!
+//! The caller must not send messages in the superstep in which it calls a collective (they would
+//! arrive in the collective's sync; the collective reports them as an error). Processes that call
+//! collectives that do not match — different operations, roots, element sizes or lengths — get an
+//! error naming both calls, never wrong data or a hang; the error ends the run like every misuse.
+//!
+//! Reductions and scans apply the operator elementwise, in pid order
+//! (`x₀ ⊕ x₁ ⊕ … ⊕ x_{p-1}`), so an associative operator need not be commutative; the operator
+//! is never applied to an element with itself twice.
+//!
+//! # Algorithms and cost
+//!
+//! For `n` words per process (`w` = `n` elements in 8-byte words):
+//!
+//! | operation | messages (1 superstep) | registered, direct gets |
+//! |---|---|---|
+//! | broadcast | `h = (p-1)w` | direct: `h = (p-1)w`, 2 supersteps; two-phase (scatter, all-gather): `h = 2(p-1)/p·w`, 3 |
+//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 |
+//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3 |
+//! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — |
+//!
+//! Messages are copied twice (into the sender's outbox, out of it); direct gets once, so their `g`
+//! is lower, but each superstep that registers or deregisters memory costs a second barrier. The
+//! cheapest by [`Params`](crate::cost::Params) is chosen from the length, which all processes
+//! agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather, scatter,
+//! all-gather and all-to-all are already `h`-optimal in one superstep, and their lengths may
+//! differ per process, so they always use messages.
+
+mod exposed;
+mod wire;
+
+use crate::cost::{Params, words};
+use crate::dist::block_range;
+use bytemuck::Pod;
+use exposed::Exposed;
+use mbsp::{Ctx, Result};
+pub use wire::Op as Collective;
+use wire::{Call, Inbox, Op, copy_into, elems, zero_tag};
+
+/// How a collective moves its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// The cheapest for the length and the BSP parameters.
+    Auto,
+    /// One superstep of messages.
+    Messages,
+    /// Register, then every process fetches what it needs with direct gets (broadcast only).
+    Direct,
+    /// Register, then two phases of direct gets, each moving a 1/p block per pair of processes
+    /// (broadcast: scatter + all-gather; reduce: reduce-scatter + gather; all-reduce:
+    /// reduce-scatter + all-gather; scan: per-block prefixes + fetch).
+    TwoPhase,
+}
+
+impl Algorithm {
+    fn code(self) -> u16 {
+        match self {
+            Algorithm::Auto | Algorithm::Messages => 0,
+            Algorithm::Direct => 1,
+            Algorithm::TwoPhase => 2,
+        }
+    }
+}
+
+/// Collectives with a chosen algorithm and BSP parameters; the free functions of this module use
+/// [`Collectives::default`] (automatic choice, [`Params::current`]).
+///
+/// ```
+/// use mbsp_algorithms::collectives::{Algorithm, Collectives};
+/// let c = Collectives::default().algorithm(Algorithm::TwoPhase);
+/// let v = mbsp::run(3, |ctx| {
+///     let mut data = vec![ctx.pid() as f64; 1000];
+///     c.allreduce(ctx, &mut data, f64::max)?;
+///     Ok(data[999])
+/// })?;
+/// assert_eq!(v, vec![2.0; 3]);
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Collectives {
+    algorithm: Algorithm,
+    params: Params,
+}
+
+impl Default for Collectives {
+    fn default() -> Self {
+        Collectives {
+            algorithm: Algorithm::Auto,
+            params: *Params::current(),
+        }
+    }
+}
+
+/// Bytes of the chunks the two-phase algorithms combine at a time (fits in L1 with its partner).
+const CHUNK_BYTES: usize = 16 << 10;
+
+impl Collectives {
+    /// Use `algorithm` where the operation has it (others use their only algorithm).
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+
+    /// Choose algorithms with these BSP parameters.
+    pub fn params(mut self, params: Params) -> Self {
+        self.params = params;
+        self
+    }
+
+    /// The algorithm [`Algorithm::Auto`] picks for `op` on `p` processes with `n` elements of
+    /// `elem` bytes per process, and its predicted time in seconds.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::{Algorithm, Collective, Collectives};
+    /// let c = Collectives::default();
+    /// assert_eq!(c.plan(Collective::AllReduce, 2, 1, 8).0, Algorithm::Messages);
+    /// assert_eq!(c.plan(Collective::Broadcast, 4, 1 << 21, 8).0, Algorithm::TwoPhase);
+    /// ```
+    pub fn plan(&self, op: Collective, p: usize, n: usize, elem: usize) -> (Algorithm, f64) {
+        let mut best = (
+            Algorithm::Messages,
+            self.predict(op, Algorithm::Messages, p, n, elem),
+        );
+        for a in [Algorithm::Direct, Algorithm::TwoPhase] {
+            if let Some(t) = self.predict_some(op, a, p, n, elem) {
+                if t < best.1 {
+                    best = (a, t);
+                }
+            }
+        }
+        best
+    }
+
+    /// The BSP-predicted seconds of `op` by `algorithm` (its nearest available algorithm) on `p`
+    /// processes with `n` elements of `elem` bytes per process.
+    pub fn predict(
+        &self,
+        op: Collective,
+        algorithm: Algorithm,
+        p: usize,
+        n: usize,
+        elem: usize,
+    ) -> f64 {
+        match algorithm {
+            Algorithm::Auto => self.plan(op, p, n, elem).1,
+            a => self.predict_some(op, a, p, n, elem).unwrap_or_else(|| {
+                self.predict_some(op, Algorithm::Messages, p, n, elem)
+                    .unwrap()
+            }),
+        }
+    }
+
+    fn predict_some(
+        &self,
+        op: Collective,
+        a: Algorithm,
+        p: usize,
+        n: usize,
+        elem: usize,
+    ) -> Option<f64> {
+        let w = words(n, elem);
+        let pm = p.saturating_sub(1) as f64;
+        let block = pm / p.max(1) as f64 * w;
+        let prm = &self.params;
+        // A superstep that registers or deregisters costs two barriers.
+        Some(match (a, op) {
+            (Algorithm::Messages | Algorithm::Auto, _) => prm.time(1, pm * w, false),
+            (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true),
+            (
+                Algorithm::TwoPhase,
+                Op::Broadcast | Op::Reduce | Op::AllReduce | Op::ScanInclusive | Op::ScanExclusive,
+            ) => prm.time(5, 2.0 * block, true),
+            _ => return None,
+        })
+    }
+
+    /// The algorithm to run: forced, or planned; only ones `op` has.
+    fn choose<T>(&self, op: Op, p: usize, n: usize) -> Algorithm {
+        if p == 1 {
+            return Algorithm::Messages;
+        }
+        let a = match self.algorithm {
+            Algorithm::Auto => self.plan(op, p, n, size_of::<T>()).0,
+            a => a,
+        };
+        match self.predict_some(op, a, p, n, size_of::<T>()) {
+            Some(_) => a,
+            None => Algorithm::Messages,
+        }
+    }
+
+    // ------------------------------------------------------------------ broadcast
+
+    /// Copy `buf` of process `root` into `buf` of every process. Every process passes a buffer
+    /// of the same length. Cost: see the [module docs](self).
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mut v = if ctx.pid() == 1 { vec![7u32, 8, 9] } else { vec![0; 3] };
+    ///     Collectives::default().broadcast(ctx, 1, &mut v)?;
+    ///     Ok(v)
+    /// })?;
+    /// assert!(got.iter().all(|v| v == &[7, 8, 9]));
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn broadcast<T: Pod>(&self, ctx: &mut Ctx, root: usize, buf: &mut [T]) -> Result<()> {
+        let op = Op::Broadcast;
+        check_root(ctx, op, root)?;
+        let algo = self.choose::<T>(op, ctx.nprocs(), buf.len());
+        let mut call = Call::new::<T>(op, Some(root), Some(buf.len()));
+        call.algo = algo.code();
+        match algo {
+            Algorithm::Direct | Algorithm::TwoPhase => {
+                broadcast_registered(ctx, &call, root, buf, algo == Algorithm::TwoPhase)
+            }
+            _ => {
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                if me == root {
+                    let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+                    for q in (0..p).filter(|&q| q != me) {
+                        call.send(ctx, q, buf, &tag, &mut scratch)?;
+                    }
+                }
+                ctx.sync()?;
+                let inbox = Inbox::take(ctx, &call)?;
+                inbox.only_from(ctx, &call, |q| q == root && q != me)?;
+                if me != root {
+                    copy_into(buf, inbox.from(ctx, &call, root)?);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ reductions
+
+    /// Combine `buf` of all processes elementwise with `op` (in pid order) into `buf` of
+    /// `root`; the other processes' buffers are left as they were. All buffers have the same
+    /// length.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(4, |ctx| {
+    ///     let mut v = [ctx.pid() as i64, 1];
+    ///     Collectives::default().reduce(ctx, 0, &mut v, |a, b| a + b)?;
+    ///     Ok(v)
+    /// })?;
+    /// assert_eq!(got[0], [6, 4]);
+    /// assert_eq!(got[3], [3, 1]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn reduce<T: Pod, F: Fn(T, T) -> T>(
+        &self,
+        ctx: &mut Ctx,
+        root: usize,
+        buf: &mut [T],
+        op: F,
+    ) -> Result<()> {
+        check_root(ctx, Op::Reduce, root)?;
+        self.reduction(ctx, Op::Reduce, Some(root), buf, None, op)
+    }
+
+    /// Combine `buf` of all processes elementwise with `op` (in pid order) into `buf` of every
+    /// process. All buffers have the same length.
+    pub fn allreduce<T: Pod, F: Fn(T, T) -> T>(
+        &self,
+        ctx: &mut Ctx,
+        buf: &mut [T],
+        op: F,
+    ) -> Result<()> {
+        self.reduction(ctx, Op::AllReduce, None, buf, None, op)
+    }
+
+    /// Inclusive prefix over the processes: afterwards `buf` of pid `j` holds
+    /// `x₀ ⊕ … ⊕ x_j` elementwise. All buffers have the same length.
+    pub fn scan_inclusive<T: Pod, F: Fn(T, T) -> T>(
+        &self,
+        ctx: &mut Ctx,
+        buf: &mut [T],
+        op: F,
+    ) -> Result<()> {
+        self.reduction(ctx, Op::ScanInclusive, None, buf, None, op)
+    }
+
+    /// Exclusive prefix over the processes: afterwards `buf` of pid `j` holds
+    /// `x₀ ⊕ … ⊕ x_{j-1}` elementwise, and pid 0's holds `identity`. All buffers have the same
+    /// length.
+    pub fn scan_exclusive<T: Pod, F: Fn(T, T) -> T>(
+        &self,
+        ctx: &mut Ctx,
+        buf: &mut [T],
+        identity: T,
+        op: F,
+    ) -> Result<()> {
+        self.reduction(ctx, Op::ScanExclusive, None, buf, Some(identity), op)
+    }
+
+    fn reduction<T: Pod, F: Fn(T, T) -> T>(
+        &self,
+        ctx: &mut Ctx,
+        kind: Op,
+        root: Option<usize>,
+        buf: &mut [T],
+        identity: Option<T>,
+        op: F,
+    ) -> Result<()> {
+        let algo = self.choose::<T>(kind, ctx.nprocs(), buf.len());
+        let mut call = Call::new::<T>(kind, root, Some(buf.len()));
+        call.algo = algo.code();
+        if algo == Algorithm::TwoPhase {
+            return reduction_registered(ctx, &call, buf, identity, &op);
+        }
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        // Who needs my contribution, and whose I need.
+        let (sends_to, receives_from): (Vec<usize>, Vec<usize>) = match kind {
+            Op::Reduce => {
+                let r = root.unwrap();
+                if me == r {
+                    (vec![], (0..p).filter(|&q| q != r).collect())
+                } else {
+                    (vec![r], vec![])
+                }
+            }
+            Op::AllReduce => {
+                let others: Vec<usize> = (0..p).filter(|&q| q != me).collect();
+                (others.clone(), others)
+            }
+            Op::ScanInclusive | Op::ScanExclusive => ((me + 1..p).collect(), (0..me).collect()),
+            _ => unreachable!("not a reduction"),
+        };
+        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+        for &q in &sends_to {
+            call.send(ctx, q, buf, &tag, &mut scratch)?;
+        }
+        ctx.sync()?;
+        let inbox = Inbox::take(ctx, &call)?;
+        inbox.only_from(ctx, &call, |q| receives_from.contains(&q))?;
+        let mut parts = Vec::with_capacity(p);
+        for &q in &receives_from {
+            parts.push((q, elems::<T>(inbox.from(ctx, &call, q)?)));
+        }
+        let include_own = match kind {
+            Op::Reduce => me == root.unwrap(),
+            Op::ScanExclusive => false,
+            _ => true,
+        };
+        if include_own {
+            // The pid order puts own data among the others'.
+            let at = parts.partition_point(|(q, _)| *q < me);
+            parts.insert(at, (me, std::borrow::Cow::Owned(buf.to_vec())));
+        }
+        match parts.split_first() {
+            None => {
+                if let Some(id) = identity {
+                    buf.fill(id); // exclusive scan at pid 0
+                }
+            }
+            Some(((_, first), rest)) => {
+                let mut acc = first.to_vec();
+                for (_, x) in rest {
+                    for (a, &b) in acc.iter_mut().zip(x.iter()) {
+                        *a = op(*a, b);
+                    }
+                }
+                buf.copy_from_slice(&acc);
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ gather / scatter
+
+    /// Collect every process's `local` (lengths may differ) at `root`, in pid order: `Some` at
+    /// the root, `None` elsewhere. Cost: one superstep, `h` = the total length at the root.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mine = vec![ctx.pid() as u16; ctx.pid()];
+    ///     Collectives::default().gather(ctx, 0, &mine)
+    /// })?;
+    /// let parts = got[0].as_ref().unwrap();
+    /// assert_eq!(parts.part(2), &[2, 2]);
+    /// assert_eq!(parts.as_slice(), &[1, 2, 2]);
+    /// assert!(got[1].is_none());
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn gather<T: Pod>(
+        &self,
+        ctx: &mut Ctx,
+        root: usize,
+        local: &[T],
+    ) -> Result<Option<Parts<T>>> {
+        let op = Op::Gather;
+        check_root(ctx, op, root)?;
+        let call = Call::new::<T>(op, Some(root), None);
+        let me = ctx.pid();
+        if me != root {
+            call.send(ctx, root, local, &zero_tag(ctx), &mut Vec::new())?;
+        }
+        ctx.sync()?;
+        let inbox = Inbox::take(ctx, &call)?;
+        if me != root {
+            inbox.only_from(ctx, &call, |_| false)?;
+            return Ok(None);
+        }
+        let sources: Vec<Source<'_, T>> = (0..ctx.nprocs())
+            .map(|q| {
+                Ok(if q == me {
+                    Source::Local(local)
+                } else {
+                    Source::Bytes(inbox.from(ctx, &call, q)?)
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Some(Parts::concat(&sources)))
+    }
+
+    /// Every process's `local` (lengths may differ), in pid order, at every process.
+    /// Cost: one superstep, `h = (p-1)·` the longest contribution (sent), the total (received).
+    pub fn allgather<T: Pod>(&self, ctx: &mut Ctx, local: &[T]) -> Result<Parts<T>> {
+        let call = Call::new::<T>(Op::AllGather, None, None);
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+        for q in (0..p).filter(|&q| q != me) {
+            call.send(ctx, q, local, &tag, &mut scratch)?;
+        }
+        ctx.sync()?;
+        let inbox = Inbox::take(ctx, &call)?;
+        let sources: Vec<Source<'_, T>> = (0..p)
+            .map(|q| {
+                Ok(if q == me {
+                    Source::Local(local)
+                } else {
+                    Source::Bytes(inbox.from(ctx, &call, q)?)
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Parts::concat(&sources))
+    }
+
+    /// Hand out the block distribution of `root`'s `data`: process `i` receives
+    /// `data[block_range(data.len(), p, i)]`. Other processes pass an empty slice.
+    /// Cost: one superstep, `h` = the root's data minus its own block.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let all: Vec<u32> = if ctx.pid() == 0 { (0..7).collect() } else { vec![] };
+    ///     Collectives::default().scatter(ctx, 0, &all)
+    /// })?;
+    /// assert_eq!(got, vec![vec![0, 1, 2], vec![3, 4], vec![5, 6]]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn scatter<T: Pod>(&self, ctx: &mut Ctx, root: usize, data: &[T]) -> Result<Vec<T>> {
+        let p = ctx.nprocs();
+        let counts: Vec<usize> = if ctx.pid() == root {
+            (0..p)
+                .map(|q| block_range(data.len(), p, q).len())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.scatterv(ctx, root, data, &counts)
+    }
+
+    /// Hand out consecutive pieces of `root`'s `data`: process `i` receives the `counts[i]`
+    /// elements after the first `counts[..i]`. Only the root's `data` and `counts` are read
+    /// (`counts` has one entry per process and sums to `data.len()`); others pass empty slices.
+    /// Cost: one superstep, `h` = the data the root sends.
+    pub fn scatterv<T: Pod>(
+        &self,
+        ctx: &mut Ctx,
+        root: usize,
+        data: &[T],
+        counts: &[usize],
+    ) -> Result<Vec<T>> {
+        let op = Op::Scatter;
+        check_root(ctx, op, root)?;
+        let call = Call::new::<T>(op, Some(root), None);
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let mut own = Vec::new();
+        if me == root {
+            let total: usize = counts.iter().sum();
+            if counts.len() != p || total != data.len() {
+                return Err(ctx.misuse_error(
+                    op.name(),
+                    format!(
+                        "root pid {root} passed {} counts summing to {total} for {} processes and \
+                         {} elements of data",
+                        counts.len(),
+                        p,
+                        data.len()
+                    ),
+                ));
+            }
+            let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+            let mut at = 0;
+            for (q, &c) in counts.iter().enumerate() {
+                let piece = &data[at..at + c];
+                if q == me {
+                    own = piece.to_vec();
+                } else {
+                    call.send(ctx, q, piece, &tag, &mut scratch)?;
+                }
+                at += c;
+            }
+        }
+        ctx.sync()?;
+        let inbox = Inbox::take(ctx, &call)?;
+        inbox.only_from(ctx, &call, |q| q == root && q != me)?;
+        if me != root {
+            let bytes = inbox.from(ctx, &call, root)?;
+            own = vec![T::zeroed(); bytes.len() / size_of::<T>()];
+            copy_into(&mut own, bytes);
+        }
+        Ok(own)
+    }
+
+    // ------------------------------------------------------------------ all-to-all
+
+    /// Total exchange with equal pieces: `send` holds `p` pieces of `k = send.len() / p`
+    /// elements, piece `j` for pid `j`; the result holds piece `me` of every process, in pid
+    /// order. Every process passes the same `k`. Cost: one superstep, `h = (p-1)·k` words.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(2, |ctx| {
+    ///     let me = ctx.pid() as u8;
+    ///     Collectives::default().alltoall(ctx, &[10 * me, 10 * me + 1])
+    /// })?;
+    /// assert_eq!(got, vec![vec![0, 10], vec![1, 11]]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn alltoall<T: Pod>(&self, ctx: &mut Ctx, send: &[T]) -> Result<Vec<T>> {
+        let p = ctx.nprocs();
+        let op = Op::AllToAll;
+        if send.len() % p != 0 {
+            return Err(ctx.misuse_error(
+                op.name(),
+                format!("{} elements do not split into {p} equal pieces", send.len()),
+            ));
+        }
+        let k = send.len() / p;
+        let call = Call::new::<T>(op, None, Some(k));
+        let parts = self.exchange(ctx, &call, send, &vec![k; p])?;
+        Ok(parts.data)
+    }
+
+    /// Total exchange with pieces of any size: piece `j` of `send` (the `counts[j]` elements
+    /// after the first `counts[..j]`) goes to pid `j`; part `i` of the result is what pid `i`
+    /// sent here. Cost: one superstep, `h` = the larger of the data sent and received.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     // pid i sends i + 1 copies of its pid to every process.
+    ///     let me = ctx.pid();
+    ///     let send = vec![me as u32; 3 * (me + 1)];
+    ///     Collectives::default().alltoallv(ctx, &send, &[me + 1; 3])
+    /// })?;
+    /// assert_eq!(got[0].as_slice(), &[0, 1, 1, 2, 2, 2]);
+    /// assert_eq!(got[1].part(2), &[2, 2, 2]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn alltoallv<T: Pod>(
+        &self,
+        ctx: &mut Ctx,
+        send: &[T],
+        counts: &[usize],
+    ) -> Result<Parts<T>> {
+        let call = Call::new::<T>(Op::AllToAllV, None, None);
+        self.exchange(ctx, &call, send, counts)
+    }
+
+    fn exchange<T: Pod>(
+        &self,
+        ctx: &mut Ctx,
+        call: &Call,
+        send: &[T],
+        counts: &[usize],
+    ) -> Result<Parts<T>> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let total: usize = counts.iter().sum();
+        if counts.len() != p || total != send.len() {
+            return Err(ctx.misuse_error(
+                call.op.name(),
+                format!(
+                    "{} counts summing to {total} for {p} processes and {} elements to send",
+                    counts.len(),
+                    send.len()
+                ),
+            ));
+        }
+        let offsets = prefix(counts);
+        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+        for q in (0..p).filter(|&q| q != me) {
+            call.send(
+                ctx,
+                q,
+                &send[offsets[q]..offsets[q + 1]],
+                &tag,
+                &mut scratch,
+            )?;
+        }
+        ctx.sync()?;
+        let inbox = Inbox::take(ctx, call)?;
+        let sources: Vec<Source<'_, T>> = (0..p)
+            .map(|q| {
+                Ok(if q == me {
+                    Source::Local(&send[offsets[q]..offsets[q + 1]])
+                } else {
+                    Source::Bytes(inbox.from(ctx, call, q)?)
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Parts::concat(&sources))
+    }
+}
+
+// ---------------------------------------------------------------------- free functions
+
+/// [`Collectives::broadcast`] with the automatic choice of algorithm.
+pub fn broadcast<T: Pod>(ctx: &mut Ctx, root: usize, buf: &mut [T]) -> Result<()> {
+    Collectives::default().broadcast(ctx, root, buf)
+}
+
+/// [`Collectives::reduce`] with the automatic choice of algorithm.
+pub fn reduce<T: Pod, F: Fn(T, T) -> T>(
+    ctx: &mut Ctx,
+    root: usize,
+    buf: &mut [T],
+    op: F,
+) -> Result<()> {
+    Collectives::default().reduce(ctx, root, buf, op)
+}
+
+/// [`Collectives::allreduce`] with the automatic choice of algorithm.
+pub fn allreduce<T: Pod, F: Fn(T, T) -> T>(ctx: &mut Ctx, buf: &mut [T], op: F) -> Result<()> {
+    Collectives::default().allreduce(ctx, buf, op)
+}
+
+/// All-reduce of one value: `x` of every process combined with `op` in pid order.
+///
+/// ```
+/// let m = mbsp::run(3, |ctx| {
+///     mbsp_algorithms::collectives::allreduce_value(ctx, ctx.pid() as f64, f64::max)
+/// })?;
+/// assert_eq!(m, vec![2.0; 3]);
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub fn allreduce_value<T: Pod, F: Fn(T, T) -> T>(ctx: &mut Ctx, x: T, op: F) -> Result<T> {
+    let mut b = [x];
+    Collectives::default().allreduce(ctx, &mut b, op)?;
+    Ok(b[0])
+}
+
+/// [`Collectives::scan_inclusive`] with the automatic choice of algorithm.
+pub fn scan_inclusive<T: Pod, F: Fn(T, T) -> T>(ctx: &mut Ctx, buf: &mut [T], op: F) -> Result<()> {
+    Collectives::default().scan_inclusive(ctx, buf, op)
+}
+
+/// [`Collectives::scan_exclusive`] with the automatic choice of algorithm.
+pub fn scan_exclusive<T: Pod, F: Fn(T, T) -> T>(
+    ctx: &mut Ctx,
+    buf: &mut [T],
+    identity: T,
+    op: F,
+) -> Result<()> {
+    Collectives::default().scan_exclusive(ctx, buf, identity, op)
+}
+
+/// [`Collectives::gather`].
+pub fn gather<T: Pod>(ctx: &mut Ctx, root: usize, local: &[T]) -> Result<Option<Parts<T>>> {
+    Collectives::default().gather(ctx, root, local)
+}
+
+/// [`Collectives::allgather`].
+pub fn allgather<T: Pod>(ctx: &mut Ctx, local: &[T]) -> Result<Parts<T>> {
+    Collectives::default().allgather(ctx, local)
+}
+
+/// [`Collectives::scatter`].
+pub fn scatter<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T]) -> Result<Vec<T>> {
+    Collectives::default().scatter(ctx, root, data)
+}
+
+/// [`Collectives::scatterv`].
+pub fn scatterv<T: Pod>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    counts: &[usize],
+) -> Result<Vec<T>> {
+    Collectives::default().scatterv(ctx, root, data, counts)
+}
+
+/// [`Collectives::alltoall`].
+pub fn alltoall<T: Pod>(ctx: &mut Ctx, send: &[T]) -> Result<Vec<T>> {
+    Collectives::default().alltoall(ctx, send)
+}
+
+/// [`Collectives::alltoallv`].
+pub fn alltoallv<T: Pod>(ctx: &mut Ctx, send: &[T], counts: &[usize]) -> Result<Parts<T>> {
+    Collectives::default().alltoallv(ctx, send, counts)
+}
+
+// ---------------------------------------------------------------------- results
+
+/// Per-process pieces in pid order, stored as one vector (`part(i)` is pid `i`'s piece).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parts<T> {
+    data: Vec<T>,
+    offsets: Vec<usize>,
+}
+
+impl<T> Parts<T> {
+    /// The piece of pid `i`.
+    ///
+    /// # Panics
+    /// If `i` is not a pid of the run.
+    pub fn part(&self, i: usize) -> &[T] {
+        &self.data[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    /// The number of pieces (processes).
+    pub fn parts(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Where each piece starts in [`as_slice`](Self::as_slice), plus the total length at the end.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// All pieces, concatenated in pid order.
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// All pieces, concatenated in pid order.
+    pub fn into_vec(self) -> Vec<T> {
+        self.data
+    }
+}
+
+impl<T: Pod> Parts<T> {
+    fn concat(sources: &[Source<'_, T>]) -> Parts<T> {
+        let counts: Vec<usize> = sources.iter().map(Source::len).collect();
+        let offsets = prefix(&counts);
+        let mut data = vec![T::zeroed(); offsets[sources.len()]];
+        for (s, w) in sources.iter().zip(offsets.windows(2)) {
+            let dst = &mut data[w[0]..w[1]];
+            match s {
+                Source::Local(x) => dst.copy_from_slice(x),
+                Source::Bytes(b) => copy_into(dst, b),
+            }
+        }
+        Parts { data, offsets }
+    }
+}
+
+enum Source<'a, T> {
+    Local(&'a [T]),
+    Bytes(&'a [u8]),
+}
+
+impl<T> Source<'_, T> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Local(x) => x.len(),
+            Source::Bytes(b) => b.len() / size_of::<T>(),
+        }
+    }
+}
+
+fn prefix(counts: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(counts.len() + 1);
+    let mut at = 0;
+    out.push(0);
+    for &c in counts {
+        at += c;
+        out.push(at);
+    }
+    out
+}
+
+fn check_root(ctx: &Ctx, op: Op, root: usize) -> Result<()> {
+    if root >= ctx.nprocs() {
+        return Err(ctx.misuse_error(
+            op.name(),
+            format!(
+                "root {root} is not a pid of this run of {} processes",
+                ctx.nprocs()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------- registered algorithms
+
+/// Superstep 1 of the registered algorithms: every process sends its call's header to every
+/// other; after the sync, check them all (the registrations made in the same superstep are then
+/// in effect).
+fn exchange_headers(ctx: &mut Ctx, call: &Call) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+    for q in (0..p).filter(|&q| q != me) {
+        call.send::<u8>(ctx, q, &[], &tag, &mut scratch)?;
+    }
+    ctx.sync()?;
+    let inbox = Inbox::take(ctx, call)?;
+    for q in (0..p).filter(|&q| q != me) {
+        inbox.from(ctx, call, q)?;
+    }
+    Ok(())
+}
+
+/// Broadcast by direct gets: after registering, every process fetches the whole buffer from the
+/// root (`two_phase = false`), or its own block from the root and then every other block from
+/// that block's owner (`two_phase = true`).
+fn broadcast_registered<T: Pod>(
+    ctx: &mut Ctx,
+    call: &Call,
+    root: usize,
+    buf: &mut [T],
+    two_phase: bool,
+) -> Result<()> {
+    let (me, p, n) = (ctx.pid(), ctx.nprocs(), buf.len());
+    let ex = Exposed::push(ctx, buf)?;
+    let steps = |ctx: &mut Ctx| -> Result<()> {
+        exchange_headers(ctx, call)?;
+        if !two_phase {
+            if me != root {
+                // SAFETY: superstep 2: nobody writes the root's buffer; this process writes its
+                // own, which nobody reads (everyone reads from the root only).
+                unsafe { ex.get_from(ctx, root, 0, ex.range_mut(0..n))? };
+            }
+        } else {
+            let mine = block_range(n, p, me);
+            if me != root {
+                // SAFETY: superstep 2: everyone reads only the root's buffer, which nobody writes;
+                // this process writes only its own block of its own buffer.
+                unsafe { ex.get_from(ctx, root, mine.start, ex.range_mut(mine))? };
+            }
+            ctx.sync()?;
+            for q in (0..p).filter(|&q| q != me && me != root) {
+                let r = block_range(n, p, q);
+                // SAFETY: superstep 3: pid q's block q is final (the root's whole buffer is) and
+                // nobody writes it; this process writes blocks other than its own, which others
+                // do not read (they read block `me` of this buffer, or the root's).
+                unsafe { ex.get_from(ctx, q, r.start, ex.range_mut(r))? };
+            }
+        }
+        ex.pop(ctx)?;
+        ctx.sync()
+    };
+    steps(ctx).map_err(|e| ex.fail(ctx, e))
+}
+
+/// Reduce, all-reduce and scans by two phases of direct gets. Phase 1: process `i` combines
+/// block `i` of every process's buffer, in pid order, chunk by chunk. Phase 2: reduce — the root
+/// fetches every combined block; all-reduce — everyone fetches every other combined block; scan —
+/// process `j` fetches, from every `i`, block `i`'s prefix up to `j`.
+fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
+    ctx: &mut Ctx,
+    call: &Call,
+    buf: &mut [T],
+    identity: Option<T>,
+    op: &F,
+) -> Result<()> {
+    let (me, p, n) = (ctx.pid(), ctx.nprocs(), buf.len());
+    let mine = block_range(n, p, me);
+    let kind = call.op;
+    let scan = matches!(kind, Op::ScanInclusive | Op::ScanExclusive);
+    // Scratch: reduce — the combined block; scan — the p prefixes of the block; all-reduce
+    // combines into the buffer itself.
+    let scratch_len = match kind {
+        Op::Reduce => mine.len(),
+        _ if scan => p * mine.len(),
+        _ => 0,
+    };
+    let mut scratch = vec![T::zeroed(); scratch_len];
+    let ex = Exposed::push(ctx, buf)?;
+    let sx = match Exposed::push(ctx, &mut scratch) {
+        Ok(s) => s,
+        Err(e) => return Err(ex.fail(ctx, e)),
+    };
+    let steps = |ctx: &mut Ctx| -> Result<()> {
+        exchange_headers(ctx, call)?;
+        // Phase 1. Others read block q != me of this buffer; this process reads block `me`
+        // of every buffer and writes only its block (all-reduce) or its scratch.
+        let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+        let mut acc = vec![T::zeroed(); chunk.min(mine.len())];
+        let mut tmp = acc.clone();
+        let mut at = mine.start;
+        while at < mine.end {
+            let c = chunk.min(mine.end - at);
+            let (acc, tmp) = (&mut acc[..c], &mut tmp[..c]);
+            let rel = at - mine.start;
+            for q in 0..p {
+                let x: &[T] = if q == me {
+                    // SAFETY: nobody writes this process's block in phase 1 except this
+                    // process, below, after its last read of the chunk.
+                    unsafe { ex.range(at..at + c) }
+                } else {
+                    // SAFETY: nobody writes block `me` of pid q's buffer in phase 1; `tmp` is
+                    // private.
+                    unsafe { ex.get_from(ctx, q, at, tmp)? };
+                    tmp
+                };
+                if kind == Op::ScanExclusive {
+                    let slot = q * mine.len() + rel;
+                    // SAFETY: scratch is read by others only in phase 2.
+                    let out = unsafe { sx.range_mut(slot..slot + c) };
+                    if q == 0 {
+                        out.fill(identity.expect("exclusive scan has an identity"));
+                    } else {
+                        out.copy_from_slice(acc);
+                    }
+                }
+                if q == 0 {
+                    acc.copy_from_slice(x);
+                } else {
+                    for (a, &b) in acc.iter_mut().zip(x.iter()) {
+                        *a = op(*a, b);
+                    }
+                }
+                if kind == Op::ScanInclusive {
+                    let slot = q * mine.len() + rel;
+                    // SAFETY: as above.
+                    unsafe { sx.range_mut(slot..slot + c) }.copy_from_slice(acc);
+                }
+            }
+            match kind {
+                // SAFETY: this process's own block of its buffer, read by nobody else in
+                // phase 1 and no longer read by this process for this chunk.
+                Op::AllReduce => unsafe { ex.range_mut(at..at + c) }.copy_from_slice(acc),
+                // SAFETY: scratch is read by others only in phase 2.
+                Op::Reduce => unsafe { sx.range_mut(rel..rel + c) }.copy_from_slice(acc),
+                _ => {}
+            }
+            at += c;
+        }
+        ctx.sync()?;
+        // Phase 2. Reads go to scratch (reduce, scan) or to owners' own blocks (all-reduce),
+        // which nobody writes now; each process writes only its own buffer, outside the blocks
+        // others read.
+        let root = call.root as usize;
+        for q in 0..p {
+            let r = block_range(n, p, q);
+            if r.is_empty() {
+                continue;
+            }
+            match kind {
+                Op::Reduce if me == root => {
+                    // SAFETY: pid q's scratch is final; this process's buffer is read by nobody
+                    // in phase 2.
+                    unsafe { sx_get(&sx, ctx, q, 0, ex.range_mut(r), me)? };
+                }
+                Op::AllReduce if q != me => {
+                    // SAFETY: block q of pid q is final and read-only now; this process writes
+                    // block q != me of its own buffer, which others do not read (they read
+                    // block `me` here).
+                    unsafe { ex.get_from(ctx, q, r.start, ex.range_mut(r))? };
+                }
+                _ if scan => {
+                    // SAFETY: pid q's scratch is final; this process's buffer is read by nobody
+                    // in phase 2.
+                    unsafe { sx_get(&sx, ctx, q, me * r.len(), ex.range_mut(r), me)? };
+                }
+                _ => {}
+            }
+        }
+        sx.pop(ctx)?;
+        ex.pop(ctx)?;
+        ctx.sync()
+    };
+    steps(ctx).map_err(|e| ex.fail(ctx, e))
+}
+
+/// Fetch from pid `q`'s scratch (or copy from this process's own).
+///
+/// # Safety
+/// As [`Exposed::get_from`]; for `q == me`, `dst` must not overlap the scratch.
+unsafe fn sx_get<T: Pod>(
+    sx: &Exposed<'_, T>,
+    ctx: &Ctx,
+    q: usize,
+    offset: usize,
+    dst: &mut [T],
+    me: usize,
+) -> Result<()> {
+    if q == me {
+        // SAFETY: this process's scratch is final and only read in phase 2.
+        dst.copy_from_slice(unsafe { sx.range(offset..offset + dst.len()) });
+        Ok(())
+    } else {
+        // SAFETY: forwarded to the caller.
+        unsafe { sx.get_from(ctx, q, offset, dst) }
+    }
+}

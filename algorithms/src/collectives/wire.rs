@@ -1,0 +1,305 @@
+//! The messages of the collectives: a header naming the call, then the data.
+//!
+//! Every message a collective sends starts with a [`Header`] describing the sender's call
+//! (which operation, root, element size, length). Receivers compare it with their own call, so
+//! processes that disagree (different operations, roots, lengths or element types) get an error
+//! naming both sides instead of wrong data. Messages are sent with a zero tag of whatever tag
+//! size is in force, so the caller's tag size is neither needed nor changed.
+
+use bytemuck::{Pod, Zeroable};
+use mbsp::{Ctx, Error, Result};
+
+/// Marks messages sent by a collective ("BSPc").
+const MAGIC: u32 = 0x4253_5063;
+
+/// No root (all-reduce, scan, all-gather, all-to-all).
+pub const NO_ROOT: u32 = u32::MAX;
+/// Lengths that may differ between processes (gather, scatter, all-to-all-v).
+pub const ANY_LEN: u64 = u64::MAX;
+
+/// The collective operations (for [`Collectives::plan`](super::Collectives::plan) and errors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum Op {
+    /// [`broadcast`](super::broadcast)
+    Broadcast = 1,
+    /// [`reduce`](super::reduce)
+    Reduce,
+    /// [`allreduce`](super::allreduce)
+    AllReduce,
+    /// [`scan_inclusive`](super::scan_inclusive)
+    ScanInclusive,
+    /// [`scan_exclusive`](super::scan_exclusive)
+    ScanExclusive,
+    /// [`gather`](super::gather)
+    Gather,
+    /// [`scatter`](super::scatter) and [`scatterv`](super::scatterv)
+    Scatter,
+    /// [`allgather`](super::allgather)
+    AllGather,
+    /// [`alltoall`](super::alltoall)
+    AllToAll,
+    /// [`alltoallv`](super::alltoallv)
+    AllToAllV,
+}
+
+impl Op {
+    /// The operation's name, as errors give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Broadcast => "broadcast",
+            Op::Reduce => "reduce",
+            Op::AllReduce => "allreduce",
+            Op::ScanInclusive => "scan_inclusive",
+            Op::ScanExclusive => "scan_exclusive",
+            Op::Gather => "gather",
+            Op::Scatter => "scatter",
+            Op::AllGather => "allgather",
+            Op::AllToAll => "alltoall",
+            Op::AllToAllV => "alltoallv",
+        }
+    }
+
+    fn from_code(c: u16) -> Option<Op> {
+        use Op::*;
+        [
+            Broadcast,
+            Reduce,
+            AllReduce,
+            ScanInclusive,
+            ScanExclusive,
+            Gather,
+            Scatter,
+            AllGather,
+            AllToAll,
+            AllToAllV,
+        ]
+        .into_iter()
+        .find(|o| *o as u16 == c)
+    }
+}
+
+/// The first bytes of every message of a collective.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Header {
+    magic: u32,
+    op: u16,
+    /// Which algorithm the sender chose (0 = messages, 1.. = registered variants).
+    pub algo: u16,
+    pub root: u32,
+    pub from: u32,
+    pub elem: u32,
+    _pad: u32,
+    /// The sender's length in elements ([`ANY_LEN`] when lengths may differ).
+    pub len: u64,
+    /// Per-operation extra: the number of elements of data that follow.
+    pub count: u64,
+}
+
+pub const HEADER: usize = std::mem::size_of::<Header>();
+const _: () = assert!(
+    HEADER % 8 == 0,
+    "data after the header must stay 8-byte aligned"
+);
+
+/// One process's call of a collective, as the headers describe it.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    pub op: Op,
+    pub root: u32,
+    pub elem: u32,
+    pub len: u64,
+    pub algo: u16,
+}
+
+impl Call {
+    pub fn new<T>(op: Op, root: Option<usize>, len: Option<usize>) -> Call {
+        Call {
+            op,
+            root: root.map_or(NO_ROOT, |r| r as u32),
+            elem: std::mem::size_of::<T>() as u32,
+            len: len.map_or(ANY_LEN, |n| n as u64),
+            algo: 0,
+        }
+    }
+
+    pub fn header(&self, from: usize, count: usize) -> Header {
+        Header {
+            magic: MAGIC,
+            op: self.op as u16,
+            algo: self.algo,
+            root: self.root,
+            from: from as u32,
+            elem: self.elem,
+            _pad: 0,
+            len: self.len,
+            count: count as u64,
+        }
+    }
+
+    fn describe(op: Option<Op>, root: u32, len: u64, elem: u32) -> String {
+        let mut s = op.map_or("an unknown collective", Op::name).to_string();
+        if root != NO_ROOT {
+            s += &format!(" with root {root}");
+        }
+        if len != ANY_LEN {
+            s += &format!(" on {len} elements");
+        }
+        s + &format!(" of {elem} bytes")
+    }
+
+    /// An error unless `h` (received from another process) describes the same call.
+    pub fn check(&self, ctx: &Ctx, h: &Header) -> Result<()> {
+        if h.magic != MAGIC {
+            return Err(foreign_message(ctx, self, ""));
+        }
+        let same = h.op == self.op as u16
+            && h.root == self.root
+            && h.elem == self.elem
+            && h.len == self.len
+            && h.algo == self.algo;
+        if same {
+            return Ok(());
+        }
+        Err(ctx.misuse_error(
+            self.op.name(),
+            format!(
+                "processes disagree: pid {} called {}, pid {} called {}",
+                h.from,
+                Call::describe(Op::from_code(h.op), h.root, h.len, h.elem),
+                ctx.pid(),
+                Call::describe(Some(self.op), self.root, self.len, self.elem),
+            ),
+        ))
+    }
+
+    /// Send `data` to `pid` behind this call's header; `tag` is a zero tag of the current size,
+    /// `scratch` a reusable buffer.
+    pub fn send<T: Pod>(
+        &self,
+        ctx: &Ctx,
+        pid: usize,
+        data: &[T],
+        tag: &[u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        scratch.clear();
+        scratch.extend_from_slice(bytemuck::bytes_of(&self.header(ctx.pid(), data.len())));
+        scratch.extend_from_slice(bytemuck::cast_slice(data));
+        ctx.send(pid, tag, scratch)
+    }
+
+    /// Error for a process that expected a message from `from` and got none.
+    pub fn missing(&self, ctx: &Ctx, from: usize) -> Error {
+        ctx.misuse_error(
+            self.op.name(),
+            format!(
+                "pid {} expected data from pid {from} and got none (processes disagree on the \
+                 root or on the operation; pid {} called {})",
+                ctx.pid(),
+                ctx.pid(),
+                Call::describe(Some(self.op), self.root, self.len, self.elem)
+            ),
+        )
+    }
+}
+
+/// A zero tag of the tag size in force.
+pub fn zero_tag(ctx: &Ctx) -> Vec<u8> {
+    vec![0; ctx.tagsize()]
+}
+
+/// The messages this process received in a collective's superstep, checked against `call` and
+/// indexed by sender: `data[q]` is the data bytes pid `q` sent (at most one message per
+/// sender). Borrows the queue until the next sync.
+pub struct Inbox<'a> {
+    pub data: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> Inbox<'a> {
+    /// Move every message out of the queue, checking each against `call`.
+    pub fn take(ctx: &'a Ctx, call: &Call) -> Result<Inbox<'a>> {
+        let mut data: Vec<Option<&'a [u8]>> = vec![None; ctx.nprocs()];
+        while let Some(m) = ctx.hpmove()? {
+            if m.payload.len() < HEADER {
+                return Err(call_error_short(ctx, call, m.payload.len()));
+            }
+            let h: Header = bytemuck::pod_read_unaligned(&m.payload[..HEADER]);
+            call.check(ctx, &h)?;
+            let body = &m.payload[HEADER..];
+            let from = h.from as usize;
+            if from >= data.len() || data[from].is_some() {
+                return Err(ctx.misuse_error(
+                    call.op.name(),
+                    format!("a second message from pid {from} in one superstep"),
+                ));
+            }
+            let want = h.count as usize * call.elem as usize;
+            if body.len() != want {
+                return Err(ctx.misuse_error(
+                    call.op.name(),
+                    format!(
+                        "message from pid {from} holds {} bytes, its header says {want}",
+                        body.len()
+                    ),
+                ));
+            }
+            data[from] = Some(body);
+        }
+        Ok(Inbox { data })
+    }
+
+    /// The data from `from`, or an error if it sent nothing.
+    pub fn from(&self, ctx: &Ctx, call: &Call, from: usize) -> Result<&'a [u8]> {
+        self.data[from].ok_or_else(|| call.missing(ctx, from))
+    }
+
+    /// An error if any process other than those `allowed` sent something.
+    pub fn only_from(&self, ctx: &Ctx, call: &Call, allowed: impl Fn(usize) -> bool) -> Result<()> {
+        match (0..self.data.len()).find(|&q| self.data[q].is_some() && !allowed(q)) {
+            None => Ok(()),
+            Some(q) => Err(ctx.misuse_error(
+                call.op.name(),
+                format!(
+                    "pid {} received data from pid {q}, which should not send here (processes \
+                     disagree on the root)",
+                    ctx.pid()
+                ),
+            )),
+        }
+    }
+}
+
+fn call_error_short(ctx: &Ctx, call: &Call, len: usize) -> Error {
+    foreign_message(ctx, call, &format!(" ({len} bytes)"))
+}
+
+/// The error for a message in a collective's superstep that the collective did not send.
+fn foreign_message(ctx: &Ctx, call: &Call, what: &str) -> Error {
+    ctx.misuse_error(
+        call.op.name(),
+        format!(
+            "a message not sent by this collective{what} arrived in its superstep (messages sent \
+             before calling a collective are delivered by its sync: send them after it, or sync \
+             first)"
+        ),
+    )
+}
+
+/// Copy message bytes into typed elements (the bytes may not be aligned for `T`).
+pub fn copy_into<T: Pod>(dst: &mut [T], bytes: &[u8]) {
+    bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(bytes);
+}
+
+/// View message bytes as elements without copying when aligned, else copy.
+pub fn elems<T: Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => {
+            let mut v = vec![T::zeroed(); bytes.len() / size_of::<T>()];
+            copy_into(&mut v, bytes);
+            std::borrow::Cow::Owned(v)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Randomised BSP sample sort (BSPlib paper §5.3): being written.

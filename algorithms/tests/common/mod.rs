@@ -1,0 +1,34 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Run `f` on its own thread and fail the test if it has not finished after `secs` seconds.
+/// A hang detector (a hung run would otherwise stall CI), not a timing assertion: the limits
+/// are orders of magnitude above the expected run time.
+pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => h.join().expect("test body panicked"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match h.join() {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not finished after {secs} s"),
+    }
+}
+
+/// A small deterministic generator (splitmix64), so every process can rebuild every other
+/// process's input and compute the expected result itself.
+pub fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
