@@ -298,3 +298,73 @@ fn nested_runs_at_two_levels() {
         }
     });
 }
+
+/// The `Comm` collectives (mailbox registered once) against the same model, with data that fits
+/// a slot and data that does not (which goes through `Collectives`).
+fn comm_program(ctx: &mut Ctx, seed: u64, n: usize) -> mbsp::Result<()> {
+    use mbsp_algorithms::collectives::Comm;
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let mut comm = Comm::with_capacity(ctx, 4, Collectives::default())?;
+    for round in 0..3u64 {
+        let seed = seed ^ round;
+        let root = (mix(seed) % p as u64) as usize;
+        let all: Vec<Vec<M>> = (0..p).map(|q| matrices(seed, q, n % 3, 3)).collect();
+        let what = |op: &str| format!("Comm {op}: pid {me} of {p}, n {n}, seed {seed}");
+        let mut b = if me == root {
+            all[root].clone()
+        } else {
+            vec![[0; 4]; n % 3]
+        };
+        comm.broadcast(ctx, root, &mut b)?;
+        assert_eq!(b, all[root], "{}", what("broadcast"));
+        let mut b = all[me].clone();
+        comm.reduce(ctx, root, &mut b, mul)?;
+        let want = if me == root {
+            fold(&all, 0..p, mul).unwrap()
+        } else {
+            all[me].clone()
+        };
+        assert_eq!(b, want, "{}", what("reduce"));
+        let mut b = all[me].clone();
+        comm.allreduce(ctx, &mut b, mul)?;
+        assert_eq!(b, fold(&all, 0..p, mul).unwrap(), "{}", what("allreduce"));
+        let mut b = all[me].clone();
+        comm.scan_inclusive(ctx, &mut b, mul)?;
+        assert_eq!(
+            b,
+            fold(&all, 0..me + 1, mul).unwrap(),
+            "{}",
+            what("scan_inclusive")
+        );
+        let mut b = all[me].clone();
+        comm.scan_exclusive(ctx, &mut b, IDENTITY, mul)?;
+        let want = fold(&all, 0..me, mul).unwrap_or_else(|| vec![IDENTITY; n % 3]);
+        assert_eq!(b, want, "{}", what("scan_exclusive"));
+        let x = comm.allreduce_value(ctx, (me as u64 + 1) << round, u64::wrapping_add)?;
+        assert_eq!(
+            x,
+            ((p * (p + 1) / 2) as u64) << round,
+            "{}",
+            what("allreduce_value")
+        );
+        // Pieces of different lengths, some beyond a slot when n is large.
+        let len = |q: usize| (mix(seed ^ q as u64) % (n as u64 + 1)) as usize;
+        let local = |q: usize| -> Vec<u8> { (0..len(q)).map(|i| (q * 31 + i) as u8).collect() };
+        let g = comm.allgather(ctx, &local(me), n)?;
+        let want: Vec<u8> = (0..p).flat_map(local).collect();
+        assert_eq!(g.as_slice(), &want[..], "{}", what("allgather"));
+    }
+    comm.free(ctx)?;
+    ctx.sync()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn comm_matches_the_model(pi in 0..PS.len(), n in 0usize..80, seed in any::<u64>()) {
+        let p = PS[pi];
+        within(120, move || mbsp::run(p, |ctx| comm_program(ctx, seed, n)))
+            .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed}: {e}"));
+    }
+}

@@ -157,3 +157,41 @@ fn messages_sent_before_the_call() {
         coll::allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
     });
 }
+
+#[test]
+fn comm_calls_that_do_not_match() {
+    use mbsp_algorithms::collectives::Comm;
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "on 1 elements", "on 2 elements"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = vec![1u64; 1 + ctx.pid()];
+            comm.allreduce(ctx, &mut b, |a, b| a + b)
+        },
+    );
+    expect_misuse(3, &["broadcast", "disagree", "root 1"], |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        let mut b = [0u32; 2];
+        comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
+    });
+    // pid 1 skips the first all-reduce: the call counters differ.
+    expect_misuse(2, &["allreduce", "disagree", "call 1", "call 2"], |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        if ctx.pid() == 0 {
+            comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
+        } else {
+            ctx.sync()?;
+        }
+        comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+    });
+    expect_misuse(2, &["scan_inclusive", "disagree", "allreduce"], |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        let mut b = [1i64];
+        if ctx.pid() == 0 {
+            comm.allreduce(ctx, &mut b, |a, b| a + b)
+        } else {
+            comm.scan_inclusive(ctx, &mut b, |a, b| a + b)
+        }
+    });
+}

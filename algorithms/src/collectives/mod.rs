@@ -57,12 +57,14 @@
 //! all-gather and all-to-all are already `h`-optimal in one superstep, and their lengths may
 //! differ per process, so they always use messages.
 
+mod comm;
 mod exposed;
 mod wire;
 
 use crate::cost::{Params, words};
 use crate::dist::block_range;
 use bytemuck::Pod;
+pub use comm::Comm;
 use exposed::Exposed;
 use mbsp::{Ctx, Result};
 pub use wire::Op as Collective;

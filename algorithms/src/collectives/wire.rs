@@ -60,7 +60,7 @@ impl Op {
         }
     }
 
-    fn from_code(c: u16) -> Option<Op> {
+    pub(crate) fn from_code(c: u16) -> Option<Op> {
         use Op::*;
         [
             Broadcast,
