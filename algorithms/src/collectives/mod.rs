@@ -68,7 +68,7 @@ pub use comm::Comm;
 use exposed::Exposed;
 use mbsp::{Ctx, Result};
 pub use wire::Op as Collective;
-use wire::{Call, Inbox, Op, copy_into, elems, zero_tag};
+use wire::{Call, Inbox, Op, copy_into, zero_tag};
 
 /// How a collective moves its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -346,59 +346,57 @@ impl Collectives {
             return reduction_registered(ctx, &call, buf, identity, &op);
         }
         let (me, p) = (ctx.pid(), ctx.nprocs());
-        // Who needs my contribution, and whose I need.
-        let (sends_to, receives_from): (Vec<usize>, Vec<usize>) = match kind {
-            Op::Reduce => {
-                let r = root.unwrap();
-                if me == r {
-                    (vec![], (0..p).filter(|&q| q != r).collect())
-                } else {
-                    (vec![r], vec![])
-                }
-            }
-            Op::AllReduce => {
-                let others: Vec<usize> = (0..p).filter(|&q| q != me).collect();
-                (others.clone(), others)
-            }
-            Op::ScanInclusive | Op::ScanExclusive => ((me + 1..p).collect(), (0..me).collect()),
-            _ => unreachable!("not a reduction"),
+        let r = root.unwrap_or(0);
+        // Whose contribution this process needs (its own included where it counts), and who
+        // needs this process's.
+        let needs = |q: usize| match kind {
+            Op::Reduce => me == r,
+            Op::AllReduce => true,
+            Op::ScanInclusive => q <= me,
+            _ => q < me, // exclusive scan
         };
-        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
-        for &q in &sends_to {
+        let needed_by = |q: usize| match kind {
+            Op::Reduce => q == r,
+            Op::AllReduce => true,
+            _ => q > me,
+        };
+        let tag = zero_tag(ctx);
+        let mut scratch = Vec::new();
+        for q in (0..p).filter(|&q| q != me && needed_by(q)) {
             call.send(ctx, q, buf, &tag, &mut scratch)?;
         }
         ctx.sync()?;
         let inbox = Inbox::take(ctx, &call)?;
-        inbox.only_from(ctx, &call, |q| receives_from.contains(&q))?;
-        let mut parts = Vec::with_capacity(p);
-        for &q in &receives_from {
-            parts.push((q, elems::<T>(inbox.from(ctx, &call, q)?)));
-        }
-        let include_own = match kind {
-            Op::Reduce => me == root.unwrap(),
-            Op::ScanExclusive => false,
-            _ => true,
-        };
-        if include_own {
-            // The pid order puts own data among the others'.
-            let at = parts.partition_point(|(q, _)| *q < me);
-            parts.insert(at, (me, std::borrow::Cow::Owned(buf.to_vec())));
-        }
-        match parts.split_first() {
-            None => {
-                if let Some(id) = identity {
-                    buf.fill(id); // exclusive scan at pid 0
-                }
-            }
-            Some(((_, first), rest)) => {
-                let mut acc = first.to_vec();
-                for (_, x) in rest {
-                    for (a, &b) in acc.iter_mut().zip(x.iter()) {
+        inbox.only_from(ctx, &call, |q| q != me && needs(q))?;
+        // Fold in pid order; the first contribution starts the accumulator.
+        let mut acc: Vec<T> = Vec::new();
+        for q in (0..p).filter(|&q| needs(q)) {
+            if q == me {
+                if acc.is_empty() {
+                    acc.extend_from_slice(buf);
+                } else {
+                    for (a, &b) in acc.iter_mut().zip(buf.iter()) {
                         *a = op(*a, b);
                     }
                 }
-                buf.copy_from_slice(&acc);
+                continue;
             }
+            let bytes = inbox.from(ctx, &call, q)?;
+            let sz = size_of::<T>();
+            let x = (0..buf.len())
+                .map(|i| bytemuck::pod_read_unaligned::<T>(&bytes[i * sz..(i + 1) * sz]));
+            if acc.is_empty() {
+                acc.extend(x);
+            } else {
+                for (a, b) in acc.iter_mut().zip(x) {
+                    *a = op(*a, b);
+                }
+            }
+        }
+        if !acc.is_empty() {
+            buf.copy_from_slice(&acc);
+        } else if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
+            buf.fill(id);
         }
         Ok(())
     }

@@ -184,9 +184,19 @@ impl Call {
         tag: &[u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
+        let h = self.header(ctx.pid(), data.len());
+        let body: &[u8] = bytemuck::cast_slice(data);
+        // Small messages are assembled on the stack.
+        let mut small = [0u64; 32];
+        if HEADER + body.len() <= small.len() * 8 {
+            let bytes = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut small)[..HEADER + body.len()];
+            bytes[..HEADER].copy_from_slice(bytemuck::bytes_of(&h));
+            bytes[HEADER..].copy_from_slice(body);
+            return ctx.send(pid, tag, bytes);
+        }
         scratch.clear();
-        scratch.extend_from_slice(bytemuck::bytes_of(&self.header(ctx.pid(), data.len())));
-        scratch.extend_from_slice(bytemuck::cast_slice(data));
+        scratch.extend_from_slice(bytemuck::bytes_of(&h));
+        scratch.extend_from_slice(body);
         ctx.send(pid, tag, scratch)
     }
 
@@ -290,16 +300,4 @@ fn foreign_message(ctx: &Ctx, call: &Call, what: &str) -> Error {
 /// Copy message bytes into typed elements (the bytes may not be aligned for `T`).
 pub fn copy_into<T: Pod>(dst: &mut [T], bytes: &[u8]) {
     bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(bytes);
-}
-
-/// View message bytes as elements without copying when aligned, else copy.
-pub fn elems<T: Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
-    match bytemuck::try_cast_slice(bytes) {
-        Ok(s) => std::borrow::Cow::Borrowed(s),
-        Err(_) => {
-            let mut v = vec![T::zeroed(); bytes.len() / size_of::<T>()];
-            copy_into(&mut v, bytes);
-            std::borrow::Cow::Owned(v)
-        }
-    }
 }
