@@ -97,3 +97,45 @@ fn programs_honour_the_topology_and_affinity_variables() {
             .contains("MBSP_AFFINITY=\"sideways\" is not understood")
     );
 }
+
+#[test]
+fn scan() {
+    for p in ["1", "3", "8"] {
+        let out = run(env!("CARGO_BIN_EXE_scan"), &["100003", p]);
+        assert!(out.contains("prefix sums correct"), "{out}");
+    }
+}
+
+#[test]
+fn heat() {
+    for p in ["1", "2", "5"] {
+        let out = run(env!("CARGO_BIN_EXE_heat"), &["1001", p, "200"]);
+        assert!(out.contains("matches the sequential stencil"), "{out}");
+    }
+    // More processes than cells: empty blocks are skipped by the halo exchange.
+    run(env!("CARGO_BIN_EXE_heat"), &["3", "5", "10"]);
+}
+
+#[test]
+fn nested_reduce() {
+    let out = run(env!("CARGO_BIN_EXE_nested_reduce"), &["100000"]);
+    assert!(out.contains("agree on the sum"), "{out}");
+    for tree in ["synthetic:package:2 core:2 pu:1", "synthetic:package:4 core:3 pu:1"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_nested_reduce"))
+            .arg("100000")
+            .env("MBSP_TOPOLOGY", tree)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let packages = tree[18..19].parse::<usize>().unwrap();
+        assert!(
+            text.contains(&format!("{packages} packages agree")),
+            "{text}"
+        );
+    }
+}
