@@ -176,23 +176,31 @@ fn comm_calls_that_do_not_match() {
         comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
     });
     // pid 1 skips the first all-reduce: the call counters differ.
-    expect_misuse(2, &["allreduce", "disagree", "pid 1 sent nothing", "call 1"], |ctx| {
-        let mut comm = Comm::new(ctx)?;
-        if ctx.pid() == 0 {
-            comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
-        } else {
-            ctx.sync()?;
-        }
-        comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
-    });
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "pid 1 sent nothing", "call 1"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 0 {
+                comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
+            } else {
+                ctx.sync()?;
+            }
+            comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+        },
+    );
     // pid 0's scan reads nothing; pid 1's all-reduce finds pid 0's scan in its slot.
-    expect_misuse(2, &["allreduce", "disagree", "pid 0 called scan_inclusive"], |ctx| {
-        let mut comm = Comm::new(ctx)?;
-        let mut b = [1i64];
-        if ctx.pid() == 0 {
-            comm.scan_inclusive(ctx, &mut b, |a, b| a + b)
-        } else {
-            comm.allreduce(ctx, &mut b, |a, b| a + b)
-        }
-    });
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "pid 0 called scan_inclusive"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = [1i64];
+            if ctx.pid() == 0 {
+                comm.scan_inclusive(ctx, &mut b, |a, b| a + b)
+            } else {
+                comm.allreduce(ctx, &mut b, |a, b| a + b)
+            }
+        },
+    );
 }

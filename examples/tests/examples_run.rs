@@ -120,7 +120,10 @@ fn heat() {
 fn nested_reduce() {
     let out = run(env!("CARGO_BIN_EXE_nested_reduce"), &["100000"]);
     assert!(out.contains("agree on the sum"), "{out}");
-    for tree in ["synthetic:package:2 core:2 pu:1", "synthetic:package:4 core:3 pu:1"] {
+    for tree in [
+        "synthetic:package:2 core:2 pu:1",
+        "synthetic:package:4 core:3 pu:1",
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_nested_reduce"))
             .arg("100000")
             .env("MBSP_TOPOLOGY", tree)

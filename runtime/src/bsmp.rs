@@ -121,6 +121,27 @@ impl Ctx {
         Ok(())
     }
 
+    /// [`send`](Ctx::send) of one message whose payload is the concatenation of `parts`, copied
+    /// once, straight into the outbox (e.g. a header and a large body without assembling them
+    /// first).
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let body = vec![7u8; 1000];
+    ///     ctx.send_parts(1 - ctx.pid(), &[], &[b"head", &body])?;
+    ///     ctx.sync()?;
+    ///     let m = ctx.hpmove()?.unwrap();
+    ///     assert_eq!((&m.payload[..4], m.payload.len()), (&b"head"[..], 1004));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn send_parts(&self, pid: usize, tag: &[u8], parts: &[&[u8]]) -> Result<()> {
+        self.check_send("send", pid, tag)?;
+        self.with_outbox(pid, |ob| ob.send_parts(tag, parts));
+        self.flag(FLAG_COMM | FLAG_OUTBOX);
+        Ok(())
+    }
+
     /// [`send`](Ctx::send) with a typed tag and payload.
     ///
     /// ```

@@ -150,6 +150,27 @@ impl Outbox {
         self.msg_bytes += len;
     }
 
+    /// Append a message whose payload is the concatenation of `parts`.
+    pub(crate) fn send_parts(&mut self, tag: &[u8], parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let off = self.msgs.reserve(WORD + align8(tag.len()) + len);
+        let base = self.msgs.base_mut();
+        // SAFETY: `reserve` made room for the length, the aligned tag and the payload parts.
+        unsafe {
+            (base.add(off) as *mut usize).write(len);
+            if !tag.is_empty() {
+                copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
+            }
+            let mut at = off + WORD + align8(tag.len());
+            for part in parts {
+                copy_bytes(part.as_ptr(), base.add(at), part.len());
+                at += part.len();
+            }
+        }
+        self.msg_count += 1;
+        self.msg_bytes += len;
+    }
+
     /// Copy every put into its destination.
     ///
     /// # Safety

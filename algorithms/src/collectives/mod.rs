@@ -251,9 +251,9 @@ impl Collectives {
             _ => {
                 let (me, p) = (ctx.pid(), ctx.nprocs());
                 if me == root {
-                    let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+                    let tag = zero_tag(ctx);
                     for q in (0..p).filter(|&q| q != me) {
-                        call.send(ctx, q, buf, &tag, &mut scratch)?;
+                        call.send(ctx, q, buf, &tag)?;
                     }
                 }
                 ctx.sync()?;
@@ -361,42 +361,50 @@ impl Collectives {
             _ => q > me,
         };
         let tag = zero_tag(ctx);
-        let mut scratch = Vec::new();
         for q in (0..p).filter(|&q| q != me && needed_by(q)) {
-            call.send(ctx, q, buf, &tag, &mut scratch)?;
+            call.send(ctx, q, buf, &tag)?;
         }
         ctx.sync()?;
         let inbox = Inbox::take(ctx, &call)?;
         inbox.only_from(ctx, &call, |q| q != me && needs(q))?;
-        // Fold in pid order; the first contribution starts the accumulator.
+        // Fold in pid order. Contributions before this process's own are folded into `acc`;
+        // from its own on, the fold runs in place in `buf` (at p = 1: no copy at all).
+        let sz = size_of::<T>();
+        let read = |bytes: &[u8], i: usize| {
+            bytemuck::pod_read_unaligned::<T>(&bytes[i * sz..(i + 1) * sz])
+        };
         let mut acc: Vec<T> = Vec::new();
+        let (mut started, mut in_buf) = (false, false);
         for q in (0..p).filter(|&q| needs(q)) {
             if q == me {
-                if acc.is_empty() {
-                    acc.extend_from_slice(buf);
-                } else {
-                    for (a, &b) in acc.iter_mut().zip(buf.iter()) {
-                        *a = op(*a, b);
+                if started {
+                    for (b, &a) in buf.iter_mut().zip(&acc) {
+                        *b = op(a, *b);
                     }
                 }
-                continue;
-            }
-            let bytes = inbox.from(ctx, &call, q)?;
-            let sz = size_of::<T>();
-            let x = (0..buf.len())
-                .map(|i| bytemuck::pod_read_unaligned::<T>(&bytes[i * sz..(i + 1) * sz]));
-            if acc.is_empty() {
-                acc.extend(x);
+                in_buf = true;
             } else {
-                for (a, b) in acc.iter_mut().zip(x) {
-                    *a = op(*a, b);
+                let bytes = inbox.from(ctx, &call, q)?;
+                if in_buf {
+                    for (i, b) in buf.iter_mut().enumerate() {
+                        *b = op(*b, read(bytes, i));
+                    }
+                } else if !started {
+                    acc.extend((0..buf.len()).map(|i| read(bytes, i)));
+                } else {
+                    for (i, a) in acc.iter_mut().enumerate() {
+                        *a = op(*a, read(bytes, i));
+                    }
                 }
             }
+            started = true;
         }
-        if !acc.is_empty() {
-            buf.copy_from_slice(&acc);
-        } else if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
-            buf.fill(id);
+        if !in_buf {
+            if started {
+                buf.copy_from_slice(&acc);
+            } else if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
+                buf.fill(id);
+            }
         }
         Ok(())
     }
@@ -429,7 +437,7 @@ impl Collectives {
         let call = Call::new::<T>(op, Some(root), None);
         let me = ctx.pid();
         if me != root {
-            call.send(ctx, root, local, &zero_tag(ctx), &mut Vec::new())?;
+            call.send(ctx, root, local, &zero_tag(ctx))?;
         }
         ctx.sync()?;
         let inbox = Inbox::take(ctx, &call)?;
@@ -454,9 +462,9 @@ impl Collectives {
     pub fn allgather<T: Pod>(&self, ctx: &mut Ctx, local: &[T]) -> Result<Parts<T>> {
         let call = Call::new::<T>(Op::AllGather, None, None);
         let (me, p) = (ctx.pid(), ctx.nprocs());
-        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+        let tag = zero_tag(ctx);
         for q in (0..p).filter(|&q| q != me) {
-            call.send(ctx, q, local, &tag, &mut scratch)?;
+            call.send(ctx, q, local, &tag)?;
         }
         ctx.sync()?;
         let inbox = Inbox::take(ctx, &call)?;
@@ -527,14 +535,14 @@ impl Collectives {
                     ),
                 ));
             }
-            let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+            let tag = zero_tag(ctx);
             let mut at = 0;
             for (q, &c) in counts.iter().enumerate() {
                 let piece = &data[at..at + c];
                 if q == me {
                     own = piece.to_vec();
                 } else {
-                    call.send(ctx, q, piece, &tag, &mut scratch)?;
+                    call.send(ctx, q, piece, &tag)?;
                 }
                 at += c;
             }
@@ -626,15 +634,9 @@ impl Collectives {
             ));
         }
         let offsets = prefix(counts);
-        let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+        let tag = zero_tag(ctx);
         for q in (0..p).filter(|&q| q != me) {
-            call.send(
-                ctx,
-                q,
-                &send[offsets[q]..offsets[q + 1]],
-                &tag,
-                &mut scratch,
-            )?;
+            call.send(ctx, q, &send[offsets[q]..offsets[q + 1]], &tag)?;
         }
         ctx.sync()?;
         let inbox = Inbox::take(ctx, call)?;
@@ -781,12 +783,17 @@ impl<T: Pod> Parts<T> {
     fn concat(sources: &[Source<'_, T>]) -> Parts<T> {
         let counts: Vec<usize> = sources.iter().map(Source::len).collect();
         let offsets = prefix(&counts);
-        let mut data = vec![T::zeroed(); offsets[sources.len()]];
-        for (s, w) in sources.iter().zip(offsets.windows(2)) {
-            let dst = &mut data[w[0]..w[1]];
+        let mut data = Vec::with_capacity(offsets[sources.len()]);
+        for s in sources {
             match s {
-                Source::Local(x) => dst.copy_from_slice(x),
-                Source::Bytes(b) => copy_into(dst, b),
+                Source::Local(x) => data.extend_from_slice(x),
+                Source::Bytes(b) => match bytemuck::try_cast_slice::<u8, T>(b) {
+                    Ok(x) => data.extend_from_slice(x),
+                    Err(_) => data.extend(
+                        b.chunks_exact(size_of::<T>())
+                            .map(bytemuck::pod_read_unaligned::<T>),
+                    ),
+                },
             }
         }
         Parts { data, offsets }
@@ -838,9 +845,9 @@ fn check_root(ctx: &Ctx, op: Op, root: usize) -> Result<()> {
 /// in effect).
 fn exchange_headers(ctx: &mut Ctx, call: &Call) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
-    let (tag, mut scratch) = (zero_tag(ctx), Vec::new());
+    let tag = zero_tag(ctx);
     for q in (0..p).filter(|&q| q != me) {
-        call.send::<u8>(ctx, q, &[], &tag, &mut scratch)?;
+        call.send::<u8>(ctx, q, &[], &tag)?;
     }
     ctx.sync()?;
     let inbox = Inbox::take(ctx, call)?;

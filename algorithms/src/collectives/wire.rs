@@ -174,30 +174,15 @@ impl Call {
         ))
     }
 
-    /// Send `data` to `pid` behind this call's header; `tag` is a zero tag of the current size,
-    /// `scratch` a reusable buffer.
-    pub fn send<T: Pod>(
-        &self,
-        ctx: &Ctx,
-        pid: usize,
-        data: &[T],
-        tag: &[u8],
-        scratch: &mut Vec<u8>,
-    ) -> Result<()> {
+    /// Send `data` to `pid` behind this call's header (one copy, into the outbox); `tag` is a
+    /// zero tag of the current size.
+    pub fn send<T: Pod>(&self, ctx: &Ctx, pid: usize, data: &[T], tag: &[u8]) -> Result<()> {
         let h = self.header(ctx.pid(), data.len());
-        let body: &[u8] = bytemuck::cast_slice(data);
-        // Small messages are assembled on the stack.
-        let mut small = [0u64; 32];
-        if HEADER + body.len() <= small.len() * 8 {
-            let bytes = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut small)[..HEADER + body.len()];
-            bytes[..HEADER].copy_from_slice(bytemuck::bytes_of(&h));
-            bytes[HEADER..].copy_from_slice(body);
-            return ctx.send(pid, tag, bytes);
-        }
-        scratch.clear();
-        scratch.extend_from_slice(bytemuck::bytes_of(&h));
-        scratch.extend_from_slice(body);
-        ctx.send(pid, tag, scratch)
+        ctx.send_parts(
+            pid,
+            tag,
+            &[bytemuck::bytes_of(&h), bytemuck::cast_slice(data)],
+        )
     }
 
     /// Error for a process that expected a message from `from` and got none.
