@@ -346,8 +346,9 @@ impl Comm {
         let mut first = true;
         // Elements before ours are folded into a copy on the stack (at most `capacity` words).
         let mut acc = [0u64; 64];
-        let words = (buf.len() * sz).div_ceil(8);
-        let use_stack = words <= acc.len() && align_of::<T>() <= 8 && (words * 8) % sz.max(1) == 0;
+        let words = std::mem::size_of_val(buf).div_ceil(8);
+        let use_stack =
+            words <= acc.len() && align_of::<T>() <= 8 && (words * 8).is_multiple_of(sz.max(1));
         let mut heap;
         let acc: &mut [T] = if use_stack {
             &mut bytemuck::cast_slice_mut::<u64, T>(&mut acc[..words])[..buf.len()]

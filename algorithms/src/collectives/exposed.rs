@@ -83,7 +83,7 @@ impl<'a, T: Pod> Exposed<'a, T> {
                 self.base.cast(),
                 offset * sz,
                 dst.as_mut_ptr().cast(),
-                dst.len() * sz,
+                std::mem::size_of_val(dst),
             )
         }
     }

@@ -46,8 +46,8 @@
 //! | operation | messages (1 superstep) | registered, direct gets |
 //! |---|---|---|
 //! | broadcast | `h = (p-1)w` | direct: `h = (p-1)w`, 2 supersteps; two-phase (scatter, all-gather): `h = 2(p-1)/p·w`, 3 |
-//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 |
-//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3 |
+//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 (reduce: `+ w/p` words of scratch) |
+//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch |
 //! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — |
 //!
 //! Messages are copied twice (into the sender's outbox, out of it); direct gets once, so their `g`
@@ -156,10 +156,10 @@ impl Collectives {
             self.predict(op, Algorithm::Messages, p, n, elem),
         );
         for a in [Algorithm::Direct, Algorithm::TwoPhase] {
-            if let Some(t) = self.predict_some(op, a, p, n, elem) {
-                if t < best.1 {
-                    best = (a, t);
-                }
+            if let Some(t) = self.predict_some(op, a, p, n, elem)
+                && t < best.1
+            {
+                best = (a, t);
             }
         }
         best
@@ -200,10 +200,15 @@ impl Collectives {
         Some(match (a, op) {
             (Algorithm::Messages | Algorithm::Auto, _) => prm.time(1, pm * w, false),
             (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true),
-            (
-                Algorithm::TwoPhase,
-                Op::Broadcast | Op::Reduce | Op::AllReduce | Op::ScanInclusive | Op::ScanExclusive,
-            ) => prm.time(5, 2.0 * block, true),
+            (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => prm.time(5, 2.0 * block, true),
+            // Plus writing fresh scratch: the combined block (reduce), the block's p prefixes
+            // (scan).
+            (Algorithm::TwoPhase, Op::Reduce) => {
+                prm.time(5, 2.0 * block + w / p.max(1) as f64, true)
+            }
+            (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
+                prm.time(5, 2.0 * block + w, true)
+            }
             _ => return None,
         })
     }
@@ -576,7 +581,7 @@ impl Collectives {
     pub fn alltoall<T: Pod>(&self, ctx: &mut Ctx, send: &[T]) -> Result<Vec<T>> {
         let p = ctx.nprocs();
         let op = Op::AllToAll;
-        if send.len() % p != 0 {
+        if !send.len().is_multiple_of(p) {
             return Err(ctx.misuse_error(
                 op.name(),
                 format!("{} elements do not split into {p} equal pieces", send.len()),

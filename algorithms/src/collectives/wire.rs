@@ -99,7 +99,7 @@ pub struct Header {
 
 pub const HEADER: usize = std::mem::size_of::<Header>();
 const _: () = assert!(
-    HEADER % 8 == 0,
+    HEADER.is_multiple_of(8),
     "data after the header must stay 8-byte aligned"
 );
 
