@@ -60,7 +60,7 @@ fn per_iter(t: Instant, iters: usize) -> f64 {
 }
 
 /// Empty supersteps through mbsp.
-fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+pub(crate) fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     mbsp::run(p, |ctx| timed(samples, iters, || ctx.sync()))
         .expect("benchmark run")
         .swap_remove(0)
@@ -131,7 +131,7 @@ fn std_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
 
 /// How a bulk transfer is made.
 #[derive(Clone, Copy, PartialEq)]
-enum Bulk {
+pub(crate) enum Bulk {
     Put,
     HpPut,
     Get,
@@ -139,7 +139,13 @@ enum Bulk {
 
 /// Bulk transfer of `bytes` per process to (or, for a get, from) the right neighbour, then
 /// sync; GB/s per process.
-fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, how: Bulk) -> Vec<f64> {
+pub(crate) fn mbsp_bulk(
+    p: usize,
+    bytes: usize,
+    iters: usize,
+    samples: usize,
+    how: Bulk,
+) -> Vec<f64> {
     mbsp::run(p, |ctx| {
         let (right, left) = (
             (ctx.pid() + 1) % ctx.nprocs(),
@@ -171,7 +177,7 @@ fn mbsp_bulk(p: usize, bytes: usize, iters: usize, samples: usize, how: Bulk) ->
 
 /// `t` threads each copying `bytes` from their own source to their own destination; GB/s per
 /// thread.
-fn memcpy(t: usize, bytes: usize, iters: usize, samples: usize) -> Vec<f64> {
+pub(crate) fn memcpy(t: usize, bytes: usize, iters: usize, samples: usize) -> Vec<f64> {
     let b = Barrier::new(t);
     threads(t, iters, samples, |me, iters, samples| {
         let src = vec![me as u8 + 1; bytes];

@@ -5,11 +5,15 @@
 //! * `mbsp bench core` — synchronisation and communication costs of the runtime against
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy) measured in the same run.
 //! * `mbsp bench nested` — sync latency of flat against nested runs, compact against scattered.
+//! * `mbsp bench collectives` — the collectives against their BSP prediction and hand-written
+//!   put + sync, and sample sort against the sequential and rayon sorts.
 
+mod collectives_bench;
 mod core_bench;
 mod floor;
 mod machine;
 mod nested_bench;
+mod sort_bench;
 mod stats;
 mod topo;
 
@@ -70,6 +74,32 @@ enum Bench {
         /// A seconds-long smoke run; the numbers are not meaningful.
         #[arg(long)]
         quick: bool,
+    },
+    /// Each collective for one word and for large data at p = 1, 2, 4, next to its BSP-predicted
+    /// time and to the same operation written with put + sync; then sample sort against the
+    /// sequential and rayon sorts.
+    Collectives {
+        /// Samples per figure (the median is printed).
+        #[arg(long, default_value_t = 5)]
+        samples: usize,
+        /// Process counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        procs: Vec<usize>,
+        /// Size of the large case in MiB.
+        #[arg(long, default_value_t = 16)]
+        large_mib: usize,
+        /// Elements of the sort benchmark (0 = skip it).
+        #[arg(long, default_value_t = 10_000_000)]
+        sort_n: usize,
+        /// A seconds-long smoke run; the numbers are not meaningful.
+        #[arg(long)]
+        quick: bool,
+        /// Print the results as JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Also write the table of collectives as CSV to FILE.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<String>,
     },
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested {
@@ -132,6 +162,34 @@ fn main() {
                     o.samples = samples.max(1);
                 }
                 core_bench::run(&o);
+            }
+            Bench::Collectives {
+                samples,
+                procs,
+                large_mib,
+                sort_n,
+                quick,
+                json,
+                csv,
+            } => {
+                if procs.is_empty() || procs.contains(&0) || large_mib == 0 {
+                    eprintln!(
+                        "mbsp bench collectives: --procs needs counts >= 1 and --large-mib >= 1"
+                    );
+                    std::process::exit(2);
+                }
+                let o = collectives_bench::Options {
+                    samples: if quick { 2 } else { samples.max(1) },
+                    procs,
+                    large: if quick { 1 << 20 } else { large_mib << 20 },
+                    sort_n: if quick { sort_n.min(100_000) } else { sort_n },
+                    json,
+                    csv,
+                };
+                if let Err(e) = collectives_bench::run(&o) {
+                    eprintln!("mbsp bench collectives: {e}");
+                    std::process::exit(2);
+                }
             }
             Bench::Nested { samples, quick } => {
                 nested_bench::run(if quick { 3 } else { samples.max(1) }, quick)

@@ -1,0 +1,447 @@
+//! `mbsp bench collectives`: every collective of `mbsp_algorithms::collectives` for one word
+//! and for large data at p = 1, 2, 4, next to its BSP-predicted time (parameters l, g and
+//! g_direct measured in the same run) and next to the same operation written by hand with put +
+//! sync, as a user would (registered buffers set up once, outside the timing); then sample sort
+//! against the sequential and rayon sorts.
+
+use crate::core_bench::{Bulk, mbsp_bulk, mbsp_sync, memcpy};
+use crate::stats::{Samples, ns, timed};
+use mbsp::{Ctx, Reg};
+use mbsp_algorithms::collectives::{Algorithm, Collective, Collectives, Comm};
+use mbsp_algorithms::cost::Params;
+use serde_json::{Value, json};
+use std::io::Write;
+
+/// Options of `mbsp bench collectives`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per figure (the median is reported).
+    pub samples: usize,
+    /// Process counts.
+    pub procs: Vec<usize>,
+    /// Bytes of the large case (per process for broadcast, reductions and scan; in total for
+    /// gather, scatter, all-gather and all-to-all).
+    pub large: usize,
+    /// Elements of the sort benchmark.
+    pub sort_n: usize,
+    /// Print JSON instead of the tables.
+    pub json: bool,
+    /// Write the table as CSV to this file.
+    pub csv: Option<String>,
+}
+
+const OPS: [Collective; 8] = [
+    Collective::Broadcast,
+    Collective::Reduce,
+    Collective::AllReduce,
+    Collective::ScanInclusive,
+    Collective::Gather,
+    Collective::Scatter,
+    Collective::AllGather,
+    Collective::AllToAll,
+];
+
+/// The per-process length the cost functions take: the whole buffer for broadcast, reductions
+/// and scan; a process's piece for the others.
+fn per_process(op: Collective, words: usize, p: usize) -> usize {
+    match op {
+        Collective::Gather | Collective::Scatter | Collective::AllGather | Collective::AllToAll => {
+            (words / p).max(1)
+        }
+        _ => words,
+    }
+}
+
+/// Buffers of one benchmark process: its data and, for the hand-written version, a registered
+/// receive area of `p` pieces.
+struct Bufs {
+    data: Vec<u64>,
+    recv: Reg<u64>,
+    k: usize,
+}
+
+fn setup(ctx: &mut Ctx, op: Collective, words: usize) -> mbsp::Result<Bufs> {
+    let p = ctx.nprocs();
+    let k = per_process(op, words, p);
+    let (data_len, recv_len) = match op {
+        Collective::Broadcast => (words, words),
+        Collective::Reduce | Collective::AllReduce | Collective::ScanInclusive => {
+            (words, p * words)
+        }
+        Collective::Scatter => (if ctx.pid() == 0 { p * k } else { 0 }, k),
+        Collective::AllToAll => (p * k, p * k),
+        _ => (k, p * k),
+    };
+    let data = (0..data_len as u64).map(|i| i ^ ctx.pid() as u64).collect();
+    let recv = ctx.push_reg(vec![0u64; recv_len])?;
+    ctx.sync()?;
+    Ok(Bufs { data, recv, k })
+}
+
+/// One call of the library collective (through `comm` when given).
+fn library(
+    ctx: &mut Ctx,
+    c: &Collectives,
+    comm: Option<&mut Comm>,
+    op: Collective,
+    b: &mut Bufs,
+) -> mbsp::Result<()> {
+    let sum = |a: u64, b: u64| a.wrapping_add(b);
+    if let Some(comm) = comm {
+        return match op {
+            Collective::Broadcast => comm.broadcast(ctx, 0, &mut b.data),
+            Collective::Reduce => comm.reduce(ctx, 0, &mut b.data, sum),
+            Collective::AllReduce => comm.allreduce(ctx, &mut b.data, sum),
+            Collective::ScanInclusive => comm.scan_inclusive(ctx, &mut b.data, sum),
+            _ => unreachable!("not through a Comm"),
+        };
+    }
+    match op {
+        Collective::Broadcast => c.broadcast(ctx, 0, &mut b.data),
+        Collective::Reduce => c.reduce(ctx, 0, &mut b.data, sum),
+        Collective::AllReduce => c.allreduce(ctx, &mut b.data, sum),
+        Collective::ScanInclusive => c.scan_inclusive(ctx, &mut b.data, sum),
+        Collective::Gather => c.gather(ctx, 0, &b.data).map(drop),
+        Collective::Scatter => c.scatter(ctx, 0, &b.data).map(drop),
+        Collective::AllGather => c.allgather(ctx, &b.data).map(drop),
+        Collective::AllToAll => c.alltoall(ctx, &b.data).map(drop),
+        _ => unreachable!("not benchmarked"),
+    }
+}
+
+/// The same operation written with put + sync into a buffer registered beforehand, then the
+/// local combination a user would write.
+fn by_hand(ctx: &mut Ctx, op: Collective, b: &mut Bufs) -> mbsp::Result<()> {
+    let (me, p, k) = (ctx.pid(), ctx.nprocs(), b.k);
+    let n = b.data.len();
+    match op {
+        Collective::Broadcast => {
+            if me == 0 {
+                for q in 1..p {
+                    ctx.put(q, &b.data, &b.recv, 0)?;
+                }
+            }
+        }
+        Collective::Reduce => {
+            if me != 0 {
+                ctx.put(0, &b.data, &b.recv, me * n)?;
+            }
+        }
+        Collective::AllReduce => {
+            for q in (0..p).filter(|&q| q != me) {
+                ctx.put(q, &b.data, &b.recv, me * n)?;
+            }
+        }
+        Collective::ScanInclusive => {
+            for q in me + 1..p {
+                ctx.put(q, &b.data, &b.recv, me * n)?;
+            }
+        }
+        Collective::Gather => {
+            if me != 0 {
+                ctx.put(0, &b.data, &b.recv, me * k)?;
+            }
+        }
+        Collective::Scatter => {
+            if me == 0 {
+                for q in 1..p {
+                    ctx.put(q, &b.data[q * k..(q + 1) * k], &b.recv, 0)?;
+                }
+            }
+        }
+        Collective::AllGather => {
+            for q in (0..p).filter(|&q| q != me) {
+                ctx.put(q, &b.data, &b.recv, me * k)?;
+            }
+        }
+        Collective::AllToAll => {
+            for q in (0..p).filter(|&q| q != me) {
+                ctx.put(q, &b.data[q * k..(q + 1) * k], &b.recv, me * k)?;
+            }
+        }
+        _ => unreachable!("not benchmarked"),
+    }
+    ctx.sync()?;
+    // The local part of reductions and scans: fold the received pieces into the data.
+    let fold_upto = match op {
+        Collective::Reduce if me == 0 => p,
+        Collective::AllReduce => p,
+        Collective::ScanInclusive => me,
+        _ => 0,
+    };
+    if fold_upto > 0 {
+        let recv = ctx.local(&b.recv)?;
+        for q in (0..fold_upto).filter(|&q| q != me) {
+            for (a, &x) in b.data.iter_mut().zip(&recv[q * n..(q + 1) * n]) {
+                *a = a.wrapping_add(x);
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Row {
+    op: Collective,
+    /// Through a `Comm` (mailbox registered once) rather than the level-1 functions.
+    comm: bool,
+    p: usize,
+    bytes: usize,
+    algorithm: Algorithm,
+    ours: Samples,
+    predicted: f64,
+    hand: Samples,
+}
+
+/// Nanoseconds per call, `samples` times, of the library collective and of the hand-written one.
+fn measure(
+    p: usize,
+    op: Collective,
+    words: usize,
+    c: &Collectives,
+    use_comm: bool,
+    samples: usize,
+) -> (Samples, Samples) {
+    let iters = if words <= 1024 { 2000 } else { 3 };
+    let r = mbsp::run(p, |ctx| {
+        let mut b = setup(ctx, op, words)?;
+        let mut comm = if use_comm {
+            Some(Comm::new(ctx)?)
+        } else {
+            None
+        };
+        let ours = timed(samples, iters, || {
+            library(ctx, c, comm.as_mut(), op, &mut b)
+        })?;
+        let hand = timed(samples, iters, || by_hand(ctx, op, &mut b))?;
+        Ok((Samples(ours), Samples(hand)))
+    })
+    .expect("benchmark run");
+    r.into_iter().next().expect("pid 0")
+}
+
+/// l, g and g_direct at `p`, measured now (seconds).
+fn params(p: usize, samples: usize, bytes: usize) -> Params {
+    let l = Samples(mbsp_sync(p, 20_000, samples)).median() * 1e-9;
+    let bytes = bytes.min(16 << 20);
+    let word = |gbs: f64| 8.0 / (gbs * 1e9);
+    let g = word(Samples(mbsp_bulk(p, bytes, 3, samples, Bulk::Put)).median());
+    let g_direct = word(Samples(mbsp_bulk(p, bytes, 3, samples, Bulk::Get)).median());
+    Params {
+        r: Params::DEFAULT.r,
+        g,
+        g_direct,
+        l,
+    }
+}
+
+fn size(bytes: usize) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// Run the benchmark; print tables (or JSON) on stdout and progress on stderr.
+pub fn run(o: &Options) -> Result<(), String> {
+    let samples = o.samples.max(1);
+    let mut rows = Vec::new();
+    let mut levels = Vec::new();
+    for &p in &o.procs {
+        eprintln!("collectives: measuring l, g, g_direct at p = {p}");
+        let prm = params(p, samples, o.large);
+        levels.push((p, prm));
+        let c = Collectives::default().params(prm);
+        for words in [1, o.large / 8] {
+            let through_comm = [Collective::Broadcast, Collective::AllReduce];
+            let cases = OPS.iter().map(|&op| (op, false)).chain(
+                through_comm
+                    .iter()
+                    .filter(|_| words == 1)
+                    .map(|&op| (op, true)),
+            );
+            for (op, comm) in cases {
+                let via = if comm { " (Comm)" } else { "" };
+                eprintln!(
+                    "collectives: {}{via} p = {p}, {}",
+                    op.name(),
+                    size(words * 8)
+                );
+                let n = per_process(op, words, p);
+                let (algorithm, predicted) = if comm {
+                    // One superstep of puts into the mailbox.
+                    (Algorithm::Messages, prm.l + (p - 1) as f64 * prm.g)
+                } else {
+                    c.plan(op, p, n, 8)
+                };
+                let (ours, hand) = measure(p, op, words, &c, comm, samples);
+                rows.push(Row {
+                    op,
+                    comm,
+                    p,
+                    bytes: words * 8,
+                    algorithm,
+                    ours,
+                    predicted: predicted * 1e9,
+                    hand,
+                });
+            }
+        }
+    }
+    let empty: Vec<(usize, f64)> = levels.iter().map(|(p, prm)| (*p, prm.l * 1e9)).collect();
+    let memcpy_gbs = Samples(memcpy(1, o.large, 3, samples)).median();
+
+    // Targets at p = 2.
+    let find = |op: Collective, small: bool, comm: bool| {
+        rows.iter()
+            .find(|r| r.op == op && r.p == 2 && (r.bytes == 8) == small && r.comm == comm)
+    };
+    let sync2 = empty.iter().find(|(p, _)| *p == 2).map(|x| x.1);
+    let over_sync = |r: Option<&Row>, hand: bool| {
+        r.zip(sync2)
+            .map(|(r, s)| if hand { r.hand.median() } else { r.ours.median() } / s)
+    };
+    let allreduce_ratio = over_sync(find(Collective::AllReduce, true, true), false);
+    let allreduce_level1_ratio = over_sync(find(Collective::AllReduce, true, false), false);
+    let hand_ratio = over_sync(find(Collective::AllReduce, true, true), true);
+    let bcast_share = find(Collective::Broadcast, false, false)
+        .map(|r| r.bytes as f64 / r.ours.median() / memcpy_gbs);
+
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows).map_err(|e| format!("--csv {path}: {e}"))?;
+    }
+    if o.json {
+        let sort: Value = if o.sort_n > 0 {
+            eprintln!("collectives: sample sort of {} u64", o.sort_n);
+            crate::sort_bench::run(o.sort_n, &[2], samples, !o.json)
+        } else {
+            Value::Null
+        };
+        let j = json!({
+            "machine": crate::machine::describe(),
+            "samples": samples,
+            "params": levels.iter().map(|(p, prm)| json!({
+                "p": p, "l_s": prm.l, "g_s_per_word": prm.g, "g_direct_s_per_word": prm.g_direct,
+            })).collect::<Vec<_>>(),
+            "memcpy_gbs": memcpy_gbs,
+            "rows": rows.iter().map(|r| json!({
+                "op": r.op.name(), "comm": r.comm, "p": r.p, "bytes": r.bytes,
+                "algorithm": format!("{:?}", r.algorithm),
+                "ns": r.ours.median(), "predicted_ns": r.predicted, "put_sync_ns": r.hand.median(),
+            })).collect::<Vec<_>>(),
+            "targets": {
+                "allreduce_one_word_over_empty_sync_p2": allreduce_ratio,
+                "allreduce_one_word_level1_over_empty_sync_p2": allreduce_level1_ratio,
+                "put_sync_one_word_over_empty_sync_p2": hand_ratio,
+                "broadcast_large_share_of_memcpy_p2": bcast_share,
+            },
+            "sort": sort,
+        });
+        println!("{j:#}");
+        return Ok(());
+    }
+    println!("mbsp bench collectives: {}", crate::machine::describe());
+    println!(
+        "{samples} samples per figure; shown: median [min–max]; predicted = BSP cost with l, g, \
+         g_direct measured in this run; put+sync = the same operation written by hand"
+    );
+    for (p, prm) in &levels {
+        println!(
+            "  p = {p}: l = {}, g = {:.2} ns/word (puts), g_direct = {:.2} ns/word (direct gets)",
+            ns(prm.l * 1e9),
+            prm.g * 1e9,
+            prm.g_direct * 1e9
+        );
+    }
+    println!(
+        "\n  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9} {:<30} {:>10}",
+        "operation",
+        "p",
+        "size",
+        "algorithm",
+        "mbsp",
+        "predicted",
+        "meas/pred",
+        "put+sync by hand",
+        "hand/mbsp"
+    );
+    for r in &rows {
+        println!(
+            "  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9.2} {:<30} {:>10.2}",
+            format!("{}{}", r.op.name(), if r.comm { " (Comm)" } else { "" }),
+            r.p,
+            size(r.bytes),
+            format!("{:?}", r.algorithm),
+            r.ours.show(ns),
+            ns(r.predicted),
+            r.ours.median() / r.predicted,
+            r.hand.show(ns),
+            r.hand.median() / r.ours.median(),
+        );
+    }
+    let sort: Value = if o.sort_n > 0 {
+        eprintln!("collectives: sample sort of {} u64", o.sort_n);
+        crate::sort_bench::run(o.sort_n, &[2], samples, !o.json)
+    } else {
+        Value::Null
+    };
+    println!("\ntargets at p = 2");
+    if let Some(x) = allreduce_ratio {
+        println!(
+            "  all-reduce of one word (Comm) / empty sync: {x:.2} (target <= 1.3: {}); \
+             one-word put + sync by hand / empty sync: {:.2}; level-1 allreduce / empty sync: {:.2}",
+            verdict(x <= 1.3),
+            hand_ratio.unwrap_or(f64::NAN),
+            allreduce_level1_ratio.unwrap_or(f64::NAN),
+        );
+    }
+    if let Some(x) = bcast_share {
+        println!(
+            "  broadcast of {}: {:.2} GB/s = {:.0}% of memcpy ({memcpy_gbs:.2} GB/s) (target >= 40%: {})",
+            size(o.large),
+            x * memcpy_gbs,
+            100.0 * x,
+            verdict(x >= 0.4)
+        );
+    }
+    if let Some(row) = sort["rows"].as_array().and_then(|r| r.first()) {
+        let (speedup, vs_rayon) = (
+            row["speedup_over_sequential"].as_f64().unwrap_or(f64::NAN),
+            row["par_sort_over_rayon"].as_f64().unwrap_or(f64::NAN),
+        );
+        println!(
+            "  sample sort of {} u64: {speedup:.2}x sequential sort_unstable (target >= 1.6: {}), \
+             {vs_rayon:.2} of rayon's par_sort_unstable time (target <= 1: {})",
+            o.sort_n,
+            verdict(speedup >= 1.6),
+            verdict(vs_rayon <= 1.0)
+        );
+    }
+    Ok(())
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(f, "op,comm,p,bytes,algorithm,ns,predicted_ns,put_sync_ns")?;
+    for r in rows {
+        writeln!(
+            f,
+            "{},{},{},{},{:?},{:.1},{:.1},{:.1}",
+            r.op.name(),
+            r.comm,
+            r.p,
+            r.bytes,
+            r.algorithm,
+            r.ours.median(),
+            r.predicted,
+            r.hand.median()
+        )?;
+    }
+    f.flush()
+}
