@@ -201,10 +201,17 @@ struct Sleep {
     aborted: AtomicBool,
 }
 
-/// One process's line of one round: the episode word and the riding payload, by parity.
+/// One process's lines of one round, by parity.
 struct Line {
-    words: [AtomicU64; 2],
-    ride: [[AtomicU64; RIDE_WORDS]; 2],
+    half: [Half; 2],
+}
+
+/// The episode word and the payload riding with it, in one cache line, so that a reader that
+/// sees the word finds the payload in the line it just fetched.
+#[repr(C, align(64))]
+struct Half {
+    word: AtomicU64,
+    ride: [AtomicU64; RIDE_WORDS],
 }
 
 /// A flag-combining dissemination barrier for a fixed number of processes.
@@ -266,8 +273,10 @@ impl Barrier {
         }
         let line = || {
             CachePadded::new(Line {
-                words: [AtomicU64::new(0), AtomicU64::new(0)],
-                ride: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+                half: std::array::from_fn(|_| Half {
+                    word: AtomicU64::new(0),
+                    ride: std::array::from_fn(|_| AtomicU64::new(0)),
+                }),
             })
         };
         Barrier {
@@ -351,7 +360,7 @@ impl Barrier {
             let mine = &self.lines[me.pid * self.rounds + k];
             let mut ride = 0;
             if let Some(r) = out.get(k).filter(|r| r.len > 0) {
-                for (w, v) in mine.ride[parity].iter().zip(&r.words[..r.len]) {
+                for (w, v) in mine.half[parity].ride.iter().zip(&r.words[..r.len]) {
                     w.store(*v, Ordering::Relaxed);
                 }
                 ride = (r.len as u32) << RIDE_SHIFT;
@@ -359,18 +368,18 @@ impl Barrier {
             let word = ((e as u64) << 32) | (acc | ride) as u64;
             // SeqCst: ordered before the sleepers check below (see `sleep_until`); Release for
             // the payload above.
-            mine.words[parity].store(word, Ordering::SeqCst);
+            mine.half[parity].word.store(word, Ordering::SeqCst);
             if self.sleep.sleepers.load(Ordering::SeqCst) != 0 {
                 self.sleep.word.fetch_add(1, Ordering::SeqCst);
                 wake_all(&self.sleep.word);
             }
             let from = self.sources[me.pid * self.rounds + k] as usize;
             let line = &self.lines[from * self.rounds + k];
-            let got = self.await_episode(&line.words[parity], e, &mut me.spins)? as u32;
+            let got = self.await_episode(&line.half[parity].word, e, &mut me.spins)? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
             if n > 0 {
                 if let Some(slot) = inbox.get_mut(k) {
-                    for (v, w) in slot.words.iter_mut().zip(&line.ride[parity][..n]) {
+                    for (v, w) in slot.words.iter_mut().zip(&line.half[parity].ride[..n]) {
                         *v = w.load(Ordering::Relaxed);
                     }
                     slot.len = n;
@@ -440,8 +449,8 @@ impl Barrier {
     /// their jobs.
     pub(crate) fn reset(&self) {
         for line in self.lines.iter() {
-            for w in line.words.iter() {
-                w.store(0, Ordering::Relaxed);
+            for h in line.half.iter() {
+                h.word.store(0, Ordering::Relaxed);
             }
         }
         self.sleep.aborted.store(false, Ordering::Relaxed);
