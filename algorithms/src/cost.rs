@@ -9,7 +9,8 @@
 //! the source. A superstep that changes registrations costs a second barrier.
 //!
 //! The parameters come from [`Params::current`]: the file named by `MBSP_PARAMS` (JSON, e.g.
-//! `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "r": 1e9}`; keys may be omitted), else
+//! `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "fresh": 3.2e-9, "r": 1e9}`; keys may be
+//! omitted), else
 //! [`Params::DEFAULT`], measured on a 2-core AMD EPYC virtual machine with `mbsp bench core`.
 
 use std::sync::OnceLock;
@@ -28,16 +29,22 @@ pub struct Params {
     pub g_direct: f64,
     /// Seconds per superstep (an empty sync).
     pub l: f64,
+    /// Seconds per 8-byte word of freshly allocated memory written for the first time (page
+    /// faults and zeroing: scratch space of some algorithms).
+    pub fresh: f64,
 }
 
 impl Params {
     /// Parameters measured on the development machine (2-core AMD EPYC VM, `mbsp bench core`,
-    /// p = 2): empty sync ≈ 1 µs, bulk puts ≈ 5 GB/s, direct gets ≈ 10 GB/s.
+    /// p = 2): empty sync 0.05–1 µs (the machine switches between a fast and a slow state),
+    /// bulk puts ≈ 5 GB/s, direct gets ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per
+    /// 4 KiB page.
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         g: 1.6e-9,
         g_direct: 0.8e-9,
         l: 1.0e-6,
+        fresh: 3.2e-9,
     };
 
     /// The parameters in force: read once from the file named by `MBSP_PARAMS`, or
@@ -67,8 +74,8 @@ impl Params {
         })
     }
 
-    /// Parse a JSON object with any of the keys `r`, `g`, `g_direct`, `l` (numbers, seconds or
-    /// flop/s); missing keys keep their [`Params::DEFAULT`] values.
+    /// Parse a JSON object with any of the keys `r`, `g`, `g_direct`, `l`, `fresh` (numbers,
+    /// seconds or flop/s); missing keys keep their [`Params::DEFAULT`] values.
     ///
     /// ```
     /// let p = mbsp_algorithms::cost::Params::from_json(r#"{"l": 2e-6, "g": 3e-9}"#).unwrap();
@@ -83,6 +90,7 @@ impl Params {
             ("g", &mut p.g),
             ("g_direct", &mut p.g_direct),
             ("l", &mut p.l),
+            ("fresh", &mut p.fresh),
         ] {
             if let Some(x) = obj.get(key) {
                 let x = x
@@ -100,7 +108,7 @@ impl Params {
     ///
     /// ```
     /// use mbsp_algorithms::cost::Params;
-    /// let p = Params { r: 1e9, g: 2e-9, g_direct: 1e-9, l: 1e-6 };
+    /// let p = Params { g: 2e-9, l: 1e-6, ..Params::DEFAULT };
     /// assert!((p.time(2, 1000.0, false) - 4e-6).abs() < 1e-15);
     /// ```
     pub fn time(&self, supersteps: usize, h: f64, direct: bool) -> f64 {

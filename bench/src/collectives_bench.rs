@@ -226,11 +226,22 @@ fn params(p: usize, samples: usize, bytes: usize) -> Params {
     let word = |gbs: f64| 8.0 / (gbs * 1e9);
     let g = word(Samples(mbsp_bulk(p, bytes, 3, samples, Bulk::Put)).median());
     let g_direct = word(Samples(mbsp_bulk(p, bytes, 3, samples, Bulk::Get)).median());
+    // First touch of fresh memory: allocate and fill, per word.
+    let words = bytes / 8;
+    let fresh = Samples::collect(samples, || {
+        let t = std::time::Instant::now();
+        let mut v: Vec<u64> = Vec::with_capacity(words);
+        v.resize(words, 1);
+        std::hint::black_box(&v);
+        t.elapsed().as_secs_f64() / words as f64
+    })
+    .median();
     Params {
         r: Params::DEFAULT.r,
         g,
         g_direct,
         l,
+        fresh,
     }
 }
 
@@ -324,6 +335,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             "samples": samples,
             "params": levels.iter().map(|(p, prm)| json!({
                 "p": p, "l_s": prm.l, "g_s_per_word": prm.g, "g_direct_s_per_word": prm.g_direct,
+                "fresh_s_per_word": prm.fresh,
             })).collect::<Vec<_>>(),
             "memcpy_gbs": memcpy_gbs,
             "rows": rows.iter().map(|r| json!({
@@ -349,10 +361,12 @@ pub fn run(o: &Options) -> Result<(), String> {
     );
     for (p, prm) in &levels {
         println!(
-            "  p = {p}: l = {}, g = {:.2} ns/word (puts), g_direct = {:.2} ns/word (direct gets)",
+            "  p = {p}: l = {}, g = {:.2} ns/word (puts), g_direct = {:.2} ns/word (direct gets), \
+             fresh memory {:.2} ns/word",
             ns(prm.l * 1e9),
             prm.g * 1e9,
-            prm.g_direct * 1e9
+            prm.g_direct * 1e9,
+            prm.fresh * 1e9
         );
     }
     println!(

@@ -204,10 +204,10 @@ impl Collectives {
             // Plus writing fresh scratch: the combined block (reduce), the block's p prefixes
             // (scan).
             (Algorithm::TwoPhase, Op::Reduce) => {
-                prm.time(5, 2.0 * block + w / p.max(1) as f64, true)
+                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh
             }
             (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
-                prm.time(5, 2.0 * block + w, true)
+                prm.time(5, 2.0 * block, true) + w * prm.fresh
             }
             _ => return None,
         })
