@@ -190,6 +190,8 @@ struct Row {
     ours: Samples,
     predicted: f64,
     hand: Samples,
+    /// Empty syncs timed in the same run, interleaved with the samples (small data only).
+    sync: Option<Samples>,
 }
 
 /// Nanoseconds per call, `samples` times, of the library collective and of the hand-written one.
@@ -200,7 +202,7 @@ fn measure(
     c: &Collectives,
     use_comm: bool,
     samples: usize,
-) -> (Samples, Samples) {
+) -> (Samples, Samples, Option<Samples>) {
     let iters = if words <= 1024 { 2000 } else { 3 };
     let r = mbsp::run(p, |ctx| {
         let mut b = setup(ctx, op, words)?;
@@ -209,11 +211,19 @@ fn measure(
         } else {
             None
         };
-        let ours = timed(samples, iters, || {
-            library(ctx, c, comm.as_mut(), op, &mut b)
-        })?;
-        let hand = timed(samples, iters, || by_hand(ctx, op, &mut b))?;
-        Ok((Samples(ours), Samples(hand)))
+        // Samples interleaved, so that a change of the machine's state hits all three alike.
+        let (mut ours, mut hand, mut sync) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..samples {
+            ours.extend(timed(1, iters, || {
+                library(ctx, c, comm.as_mut(), op, &mut b)
+            })?);
+            hand.extend(timed(1, iters, || by_hand(ctx, op, &mut b))?);
+            if words <= 1024 {
+                sync.extend(timed(1, iters, || ctx.sync())?);
+            }
+        }
+        let sync = (!sync.is_empty()).then_some(Samples(sync));
+        Ok((Samples(ours), Samples(hand), sync))
     })
     .expect("benchmark run");
     r.into_iter().next().expect("pid 0")
@@ -287,7 +297,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 } else {
                     c.plan(op, p, n, 8)
                 };
-                let (ours, hand) = measure(p, op, words, &c, comm, samples);
+                let (ours, hand, sync) = measure(p, op, words, &c, comm, samples);
                 rows.push(Row {
                     op,
                     comm,
@@ -297,11 +307,11 @@ pub fn run(o: &Options) -> Result<(), String> {
                     ours,
                     predicted: predicted * 1e9,
                     hand,
+                    sync,
                 });
             }
         }
     }
-    let empty: Vec<(usize, f64)> = levels.iter().map(|(p, prm)| (*p, prm.l * 1e9)).collect();
     let memcpy_gbs = Samples(memcpy(1, o.large, 3, samples)).median();
 
     // Targets at p = 2.
@@ -309,10 +319,18 @@ pub fn run(o: &Options) -> Result<(), String> {
         rows.iter()
             .find(|r| r.op == op && r.p == 2 && (r.bytes == 8) == small && r.comm == comm)
     };
-    let sync2 = empty.iter().find(|(p, _)| *p == 2).map(|x| x.1);
+    // Ratios to the empty sync measured in the same run as the row.
     let over_sync = |r: Option<&Row>, hand: bool| {
-        r.zip(sync2)
-            .map(|(r, s)| if hand { r.hand.median() } else { r.ours.median() } / s)
+        r.and_then(|r| {
+            let s = r.sync.as_ref()?.median();
+            Some(
+                if hand {
+                    r.hand.median()
+                } else {
+                    r.ours.median()
+                } / s,
+            )
+        })
     };
     let allreduce_ratio = over_sync(find(Collective::AllReduce, true, true), false);
     let allreduce_level1_ratio = over_sync(find(Collective::AllReduce, true, false), false);
@@ -342,6 +360,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 "op": r.op.name(), "comm": r.comm, "p": r.p, "bytes": r.bytes,
                 "algorithm": format!("{:?}", r.algorithm),
                 "ns": r.ours.median(), "predicted_ns": r.predicted, "put_sync_ns": r.hand.median(),
+                "empty_sync_ns": r.sync.as_ref().map(Samples::median),
             })).collect::<Vec<_>>(),
             "targets": {
                 "allreduce_one_word_over_empty_sync_p2": allreduce_ratio,
@@ -357,7 +376,8 @@ pub fn run(o: &Options) -> Result<(), String> {
     println!("mbsp bench collectives: {}", crate::machine::describe());
     println!(
         "{samples} samples per figure; shown: median [min–max]; predicted = BSP cost with l, g, \
-         g_direct measured in this run; put+sync = the same operation written by hand"
+         g_direct measured in this run; put+sync = the same operation written by hand; \
+         mbsp/sync = against empty syncs timed in the same run, interleaved"
     );
     for (p, prm) in &levels {
         println!(
@@ -370,7 +390,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     println!(
-        "\n  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9} {:<30} {:>10}",
+        "\n  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9} {:<30} {:>10} {:>10}",
         "operation",
         "p",
         "size",
@@ -379,11 +399,12 @@ pub fn run(o: &Options) -> Result<(), String> {
         "predicted",
         "meas/pred",
         "put+sync by hand",
-        "hand/mbsp"
+        "hand/mbsp",
+        "mbsp/sync"
     );
     for r in &rows {
         println!(
-            "  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9.2} {:<30} {:>10.2}",
+            "  {:<18} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9.2} {:<30} {:>10.2} {:>10}",
             format!("{}{}", r.op.name(), if r.comm { " (Comm)" } else { "" }),
             r.p,
             size(r.bytes),
@@ -393,6 +414,10 @@ pub fn run(o: &Options) -> Result<(), String> {
             r.ours.median() / r.predicted,
             r.hand.show(ns),
             r.hand.median() / r.ours.median(),
+            r.sync.as_ref().map_or(String::new(), |s| format!(
+                "{:.2}",
+                r.ours.median() / s.median()
+            )),
         );
     }
     let sort: Value = if o.sort_n > 0 {
@@ -442,11 +467,14 @@ fn verdict(ok: bool) -> &'static str {
 
 fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(f, "op,comm,p,bytes,algorithm,ns,predicted_ns,put_sync_ns")?;
+    writeln!(
+        f,
+        "op,comm,p,bytes,algorithm,ns,predicted_ns,put_sync_ns,empty_sync_ns"
+    )?;
     for r in rows {
         writeln!(
             f,
-            "{},{},{},{},{:?},{:.1},{:.1},{:.1}",
+            "{},{},{},{},{:?},{:.1},{:.1},{:.1},{}",
             r.op.name(),
             r.comm,
             r.p,
@@ -454,7 +482,10 @@ fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
             r.algorithm,
             r.ours.median(),
             r.predicted,
-            r.hand.median()
+            r.hand.median(),
+            r.sync
+                .as_ref()
+                .map_or(String::new(), |s| format!("{:.1}", s.median()))
         )?;
     }
     f.flush()
