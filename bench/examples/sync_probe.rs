@@ -1,4 +1,5 @@
-//! Probe: empty sync, one-word put + sync and Comm all-reduce at p = 2 (ns, best of 7).
+//! Probe: empty sync, puts + sync and Comm all-reduce at p = 2 (ns, best of 7 samples):
+//! `cargo run --release -p mbsp-bench --example sync_probe`.
 use std::time::Instant;
 fn t(
     p: usize,
@@ -35,6 +36,21 @@ fn main() {
         let c = t(2, |ctx, _, comm| {
             comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
         });
+        let one = t(2, |ctx, r, _| {
+            if ctx.pid() == 0 {
+                ctx.put(1, &[7u64], r, 0)?;
+            }
+            ctx.sync()
+        });
+        let three = t(2, |ctx, r, _| {
+            ctx.put(1 - ctx.pid(), &[7u64, 8, 9], r, 0)?;
+            ctx.sync()
+        });
+        println!(
+            "one-word put one way {one:.0} ns ({:.2}x), three words both ways {three:.0} ns ({:.2}x)",
+            one / e,
+            three / e
+        );
         println!(
             "empty {e:.0} ns, put+sync {p:.0} ns ({:.2}x), comm allreduce {c:.0} ns ({:.2}x)",
             p / e,

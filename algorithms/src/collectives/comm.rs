@@ -168,8 +168,8 @@ impl Comm {
             && h.elem == mine.elem
             && h.root == mine.root
             && (any_len || h.len == mine.len);
-        let name = Op::from_code(mine.op as u16).map_or("collective", Op::name);
         if !same {
+            let name = Op::from_code(mine.op as u16).map_or("collective", Op::name);
             let theirs = if h.call == mine.call || h.call != 0 {
                 format!("pid {from} called {}", h.describe())
             } else {
@@ -331,7 +331,8 @@ impl Comm {
         Ok(Parts::concat(&pieces))
     }
 
-    /// Fold the slots of `from` (own data from `buf`) in pid order into `buf`.
+    /// Fold the slots of `from` (own data from `buf`) in pid order into `buf`, element by
+    /// element (at most a slot's worth), so no accumulator is needed.
     fn fold<T: Pod, F: Fn(T, T) -> T>(
         &self,
         ctx: &Ctx,
@@ -342,40 +343,31 @@ impl Comm {
     ) -> Result<()> {
         let me = ctx.pid();
         let mb = ctx.local(&self.mailbox)?;
-        let sz = size_of::<T>();
-        let mut first = true;
-        // Elements before ours are folded into a copy on the stack (at most `capacity` words).
-        let mut acc = [0u64; 64];
-        let words = std::mem::size_of_val(buf).div_ceil(8);
-        let use_stack =
-            words <= acc.len() && align_of::<T>() <= 8 && (words * 8).is_multiple_of(sz.max(1));
-        let mut heap;
-        let acc: &mut [T] = if use_stack {
-            &mut bytemuck::cast_slice_mut::<u64, T>(&mut acc[..words])[..buf.len()]
-        } else {
-            heap = buf.to_vec();
-            &mut heap
-        };
-        for q in from {
-            if q == me {
-                if first {
-                    acc.copy_from_slice(buf);
-                } else {
-                    for (a, &b) in acc.iter_mut().zip(buf.iter()) {
-                        *a = op(*a, b);
-                    }
-                }
-            } else {
-                let (data, _) = self.slot(ctx, mb, h, q, false)?;
-                for (i, a) in acc.iter_mut().enumerate() {
-                    let b: T = bytemuck::pod_read_unaligned(&data[i * sz..(i + 1) * sz]);
-                    *a = if first { b } else { op(*a, b) };
-                }
-            }
-            first = false;
+        // Check every slot first; then read them without further checks.
+        for q in from.clone().filter(|&q| q != me) {
+            self.slot(ctx, mb, h, q, false)?;
         }
-        if !first {
-            buf.copy_from_slice(acc);
+        let Some(first) = from.clone().next() else {
+            return Ok(());
+        };
+        let sz = size_of::<T>();
+        let stride = HEADER_WORDS + self.capacity;
+        let bytes: &[u8] = bytemuck::cast_slice(mb);
+        let elem = |q: usize, i: usize, own: T| -> T {
+            if q == me {
+                own
+            } else {
+                let at = (q * stride + HEADER_WORDS) * 8 + i * sz;
+                bytemuck::pod_read_unaligned(&bytes[at..at + sz])
+            }
+        };
+        for (i, b) in buf.iter_mut().enumerate() {
+            let own = *b;
+            let mut acc = elem(first, i, own);
+            for q in from.clone().skip(1) {
+                acc = op(acc, elem(q, i, own));
+            }
+            *b = acc;
         }
         Ok(())
     }
