@@ -192,6 +192,18 @@ impl Comm {
     }
 
     /// [`Collectives::broadcast`]; one superstep when `buf` fits a slot.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Comm;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mut comm = Comm::new(ctx)?;
+    ///     let mut x = [ctx.pid() as f32 * 1.5];
+    ///     comm.broadcast(ctx, 2, &mut x)?;
+    ///     Ok(x[0])
+    /// })?;
+    /// assert_eq!(got, vec![3.0; 3]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn broadcast<T: Pod>(&mut self, ctx: &mut Ctx, root: usize, buf: &mut [T]) -> Result<()> {
         if !self.fits::<T>(buf.len()) {
             return self.coll.broadcast(ctx, root, buf);
@@ -296,8 +308,19 @@ impl Comm {
     }
 
     /// [`Collectives::allgather`]; one superstep when every piece fits a slot. The decision is
-    /// made from this process's piece, so all pieces must fit or none: pass `max_len`, an upper
-    /// bound of every process's length that all processes agree on.
+    /// made from `max_len`, an upper bound of every process's length that all processes agree
+    /// on (a longer piece is an error).
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Comm;
+    /// let got = mbsp::run(2, |ctx| {
+    ///     let mut comm = Comm::new(ctx)?;
+    ///     let mine = vec![ctx.pid() as u16; ctx.pid() + 1];
+    ///     Ok(comm.allgather(ctx, &mine, 2)?.into_vec())
+    /// })?;
+    /// assert_eq!(got[0], vec![0, 1, 1]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn allgather<T: Pod>(
         &mut self,
         ctx: &mut Ctx,

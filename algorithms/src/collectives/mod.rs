@@ -302,6 +302,17 @@ impl Collectives {
 
     /// Combine `buf` of all processes elementwise with `op` (in pid order) into `buf` of every
     /// process. All buffers have the same length.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mut v = [ctx.pid() as u32, 10];
+    ///     Collectives::default().allreduce(ctx, &mut v, u32::max)?;
+    ///     Ok(v)
+    /// })?;
+    /// assert!(got.iter().all(|v| *v == [2, 10]));
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn allreduce<T: Pod, F: Fn(T, T) -> T>(
         &self,
         ctx: &mut Ctx,
@@ -313,6 +324,17 @@ impl Collectives {
 
     /// Inclusive prefix over the processes: afterwards `buf` of pid `j` holds
     /// `x₀ ⊕ … ⊕ x_j` elementwise. All buffers have the same length.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(4, |ctx| {
+    ///     let mut v = [1u64];
+    ///     Collectives::default().scan_inclusive(ctx, &mut v, |a, b| a + b)?;
+    ///     Ok(v[0])
+    /// })?;
+    /// assert_eq!(got, vec![1, 2, 3, 4]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn scan_inclusive<T: Pod, F: Fn(T, T) -> T>(
         &self,
         ctx: &mut Ctx,
@@ -325,6 +347,18 @@ impl Collectives {
     /// Exclusive prefix over the processes: afterwards `buf` of pid `j` holds
     /// `x₀ ⊕ … ⊕ x_{j-1}` elementwise, and pid 0's holds `identity`. All buffers have the same
     /// length.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// // Where each process's block starts in the concatenation of all blocks.
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mut start = [10 * (ctx.pid() + 1)]; // block lengths 10, 20, 30
+    ///     Collectives::default().scan_exclusive(ctx, &mut start, 0, |a, b| a + b)?;
+    ///     Ok(start[0])
+    /// })?;
+    /// assert_eq!(got, vec![0, 10, 30]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn scan_exclusive<T: Pod, F: Fn(T, T) -> T>(
         &self,
         ctx: &mut Ctx,
@@ -464,6 +498,17 @@ impl Collectives {
 
     /// Every process's `local` (lengths may differ), in pid order, at every process.
     /// Cost: one superstep, `h = (p-1)·` the longest contribution (sent), the total (received).
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let mine = vec![ctx.pid() as i8; ctx.pid() + 1];
+    ///     Collectives::default().allgather(ctx, &mine)
+    /// })?;
+    /// assert_eq!(got[1].as_slice(), &[0, 1, 1, 2, 2, 2]);
+    /// assert_eq!(got[0].offsets(), &[0, 1, 3, 6]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn allgather<T: Pod>(&self, ctx: &mut Ctx, local: &[T]) -> Result<Parts<T>> {
         let call = Call::new::<T>(Op::AllGather, None, None);
         let (me, p) = (ctx.pid(), ctx.nprocs());
@@ -514,6 +559,19 @@ impl Collectives {
     /// elements after the first `counts[..i]`. Only the root's `data` and `counts` are read
     /// (`counts` has one entry per process and sums to `data.len()`); others pass empty slices.
     /// Cost: one superstep, `h` = the data the root sends.
+    ///
+    /// ```
+    /// use mbsp_algorithms::collectives::Collectives;
+    /// let got = mbsp::run(3, |ctx| {
+    ///     if ctx.pid() == 2 {
+    ///         Collectives::default().scatterv(ctx, 2, &[1u8, 2, 3, 4], &[3, 0, 1])
+    ///     } else {
+    ///         Collectives::default().scatterv::<u8>(ctx, 2, &[], &[])
+    ///     }
+    /// })?;
+    /// assert_eq!(got, vec![vec![1, 2, 3], vec![], vec![4]]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn scatterv<T: Pod>(
         &self,
         ctx: &mut Ctx,
