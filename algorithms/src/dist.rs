@@ -8,7 +8,7 @@
 //! * [`Blocks`]: splits a caller's `&mut [T]` into the `p` block ranges and lets each process
 //!   of a run take its own block as `&mut [T]` for the length of the run (no lock, no copy).
 //!   [`run_on_blocks`] starts a run doing exactly that.
-//! * [`concat`]: collects the per-process results of a run into one vector.
+//! * [`concat()`]: collects the per-process results of a run into one vector.
 //!
 //! No communication: these cost nothing in the BSP model.
 

@@ -20,7 +20,14 @@ use mbsp::{Ctx, Reg, Result};
 
 const HEADER_WORDS: usize = 2;
 
-/// A set of collectives with a registered mailbox; see the [module docs](self).
+/// A set of collectives with a mailbox registered once, for programs that call them often.
+///
+/// The level-1 free functions register nothing between calls, so a one-word all-reduce is a
+/// superstep of messages. A `Comm` registers, once, a small mailbox on every process (`p` slots
+/// of a few words), and its small collectives put straight into the receivers' slots: one
+/// superstep whose puts travel inside the barrier. Data larger than a slot goes through
+/// [`Collectives`]. Slot headers carry a call counter, so mismatched or skipped calls are
+/// reported as errors.
 ///
 /// ```
 /// use mbsp_algorithms::collectives::Comm;

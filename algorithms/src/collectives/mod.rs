@@ -52,7 +52,7 @@
 //!
 //! Messages are copied twice (into the sender's outbox, out of it); direct gets once, so their `g`
 //! is lower, but each superstep that registers or deregisters memory costs a second barrier. The
-//! cheapest by [`Params`](crate::cost::Params) is chosen from the length, which all processes
+//! cheapest by [`cost::Params`](crate::cost::Params) is chosen from the length, which all processes
 //! agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather, scatter,
 //! all-gather and all-to-all are already `h`-optimal in one superstep, and their lengths may
 //! differ per process, so they always use messages.

@@ -2,7 +2,7 @@
 //!
 //! The rod of N cells is split into blocks (block distribution). Every step, each process puts
 //! its first and last cell into the halo cells of its neighbours, syncs, and updates its block:
-//! u'[i] = u[i] + a (u[i-1] - 2 u[i] + u[i+1]); the rod's ends are held at 0. Every 100 steps
+//! `u'[i] = u[i] + a (u[i-1] - 2 u[i] + u[i+1])`; the rod's ends are held at 0. Every 100 steps
 //! an all-reduce of the total heat (which decays slowly through the cold ends) is printed.
 //! The result is checked against the same computation done sequentially.
 //! Cost per step: 3n/p flops (local), one superstep with h = 2 words.
