@@ -355,12 +355,15 @@ impl Ctx {
             let agreed = match named {
                 Some(s) => s,
                 None => {
-                    // Everyone pops NULL: the newest null registration all of them have.
+                    // Everyone pops NULL: the newest null registration all of them have and
+                    // none of them pops already in this superstep (an earlier NULL pop of the
+                    // same superstep had the same candidates).
                     let cands = |pid: usize| &colls[pid].wild[next_wild[pid]];
+                    let free = |q: usize, s: &u32| cands(q).contains(s) && !popped[q].contains(s);
                     match cands(0)
                         .iter()
                         .copied()
-                        .find(|s| (1..p).all(|q| cands(q).contains(s)))
+                        .find(|s| (0..p).all(|q| free(q, s)))
                     {
                         Some(s) => s,
                         None => {

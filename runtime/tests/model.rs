@@ -616,3 +616,13 @@ fn generator_exercises_every_operation() {
         assert!(n > 100, "too few {what}: {n}");
     }
 }
+
+/// A case proptest found: two pops of NULL in one superstep, with two null registrations, both
+/// resolved to the newest one ("pops the registration in slot 2 twice").
+#[test]
+fn regression_two_null_pops_in_one_superstep() {
+    let (p, seed) = (1, 14382256994169017907);
+    let prog = generate(p, 6, seed);
+    let records = execute(p, &prog);
+    check(p, &prog, &records).unwrap();
+}
