@@ -8,6 +8,7 @@
 //! * [`Blocks`]: splits a caller's `&mut [T]` into the `p` block ranges and lets each process
 //!   of a run take its own block as `&mut [T]` for the length of the run (no lock, no copy).
 //!   [`run_on_blocks`] starts a run doing exactly that.
+//! * [`Cyclic`]: the same for the cyclic distribution (strided parts).
 //! * [`concat()`]: collects the per-process results of a run into one vector.
 //!
 //! No communication: these cost nothing in the BSP model.
@@ -164,6 +165,114 @@ impl<'a, T> Blocks<'a, T> {
         // SAFETY: the swap above returned `false` to this caller only, so no other thread
         // reads or writes this cell, now or later.
         unsafe { (*slot.block.get()).take() }
+    }
+}
+
+/// A caller's slice split into the `p` parts of the cyclic distribution (part `s` holds
+/// `data[s], data[s + p], ...`), each of which one process of a run may take for the length of
+/// the borrow: strided access to caller-owned data with no lock and no copy.
+///
+/// ```
+/// use mbsp_algorithms::dist::Cyclic;
+/// let mut data: Vec<u32> = (0..10).collect();
+/// let parts = Cyclic::new(&mut data, 3);
+/// mbsp::run(3, |ctx| {
+///     let mut mine = parts.take(ctx.pid()).expect("each pid takes its part once");
+///     for i in 0..mine.len() {
+///         let v = mine.get(i);
+///         mine.set(i, v * 100); // entry pid + 3 i
+///     }
+///     Ok(())
+/// })?;
+/// drop(parts);
+/// assert_eq!(data[7], 700);
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub struct Cyclic<'a, T> {
+    base: *mut T,
+    n: usize,
+    taken: Vec<AtomicBool>,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: parts are disjoint (part `s` touches only indices `≡ s mod p`) and each is handed out
+// once (the `taken` swap), so sharing the splitter between threads only ever gives each thread
+// exclusive access to its own entries, as sending `&mut` parts of `[T]` would (`T: Send`).
+unsafe impl<T: Send> Sync for Cyclic<'_, T> {}
+
+/// One process's part of a [`Cyclic`] split: entry `i` is `data[pid + p·i]`.
+pub struct CyclicPart<'a, T> {
+    base: *mut T,
+    pid: usize,
+    p: usize,
+    len: usize,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a part is the exclusive owner of its entries (see `Cyclic`).
+unsafe impl<T: Send> Send for CyclicPart<'_, T> {}
+
+impl<'a, T: Copy> Cyclic<'a, T> {
+    /// Split `data` cyclically into `p` parts.
+    ///
+    /// # Panics
+    /// If `p == 0`.
+    pub fn new(data: &'a mut [T], p: usize) -> Self {
+        assert!(p > 0, "Cyclic::new: p = 0");
+        Cyclic {
+            base: data.as_mut_ptr(),
+            n: data.len(),
+            taken: (0..p).map(|_| AtomicBool::new(false)).collect(),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// Take part `pid`; `None` if it was taken already or `pid` is out of range.
+    pub fn take(&self, pid: usize) -> Option<CyclicPart<'a, T>> {
+        let flag = self.taken.get(pid)?;
+        if flag.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let p = self.taken.len();
+        Some(CyclicPart {
+            base: self.base,
+            pid,
+            p,
+            len: cyclic_len(self.n, p, pid),
+            _borrow: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T: Copy> CyclicPart<'_, T> {
+    /// The number of entries of this part.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether this part is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Entry `i` (global index `pid + p·i`).
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn get(&self, i: usize) -> T {
+        assert!(i < self.len, "CyclicPart::get: {i} >= {}", self.len);
+        // SAFETY: `pid + p i < n`, an index of this part, which no other part touches.
+        unsafe { *self.base.add(self.pid + self.p * i) }
+    }
+
+    /// Set entry `i` (global index `pid + p·i`).
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn set(&mut self, i: usize, v: T) {
+        assert!(i < self.len, "CyclicPart::set: {i} >= {}", self.len);
+        // SAFETY: as in `get`; `&mut self` makes the write exclusive within this part.
+        unsafe { *self.base.add(self.pid + self.p * i) = v }
     }
 }
 

@@ -10,9 +10,11 @@
 //! * [`timer`] — a synchronised region timer (the slowest process's time).
 //! * [`cost`] — BSP parameters and the cost functions that choose between algorithms.
 //! * [`sort`] — randomised sample sort with BSMP.
+//! * [`fft`] — parallel complex FFT, cyclic distribution in and out.
 
 pub mod collectives;
 pub mod cost;
 pub mod dist;
+pub mod fft;
 pub mod sort;
 pub mod timer;

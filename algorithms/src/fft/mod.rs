@@ -1,0 +1,101 @@
+//! Parallel complex FFT in BSP (BSPlib paper §5.2; MulticoreBSP for C paper §3.1, Algorithm 4).
+//!
+//! The vector `x` of length `n = 2^m` is distributed cyclically over `p = 2^q` processes:
+//! process `s` holds `x[s], x[s+p], x[s+2p], ...` (its *local* array of `n/p` entries), on input
+//! and on output. With `j = s + p·t` and `k = k₁ + (n/p)·k₂`,
+//!
+//! ```text
+//! y[k₁ + (n/p)·k₂] = Σ_s ω_p^{s·k₂} · ( ω_n^{s·k₁} · Σ_t x[s + p·t] ω_{n/p}^{t·k₁} )
+//! ```
+//!
+//! so one transform is: (1) a sequential FFT of the local array (rustfft, planned once),
+//! (2) twiddle by `ω_n^{s·k₁}` and pack, per destination `r`, the entries `k₁ ≡ r (mod p)`,
+//! (3) one superstep in which every process fetches its packs from all others with direct gets,
+//! (4) `n/p²` FFTs of length `p` across the fetched packs, done column slab by column slab in
+//! cache, which leave the output exactly in the cyclic distribution. No bit reversal is needed:
+//! rustfft's output is in order, and the packs are placed in bit-reversed source order so the
+//! length-`p` FFTs come out in order too. The inverse runs the same steps with `ω⁻¹` and folds
+//! the `1/n` scaling into the twiddles.
+//!
+//! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
+//! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),
+//! read by direct gets (one copy). The packs are double-buffered across calls, so a transform
+//! needs a single sync: a process rewrites a pack buffer only after everybody has passed the
+//! sync that followed the reads of its previous contents.
+//!
+//! When `p² > n` (tiny vectors on many processes) the length-`p` transforms cannot be split
+//! into columns; then every process fetches all packs (`h = 2n·(p-1)/p` words, still one
+//! superstep) and computes its own outputs directly, `O(n)` work — at most `p²` entries.
+//!
+//! [`BspFft`] is the plan inside a run; [`fft`] / [`ifft`] transform a whole vector, starting a
+//! run of `p` processes.
+
+mod plan;
+
+pub use num_complex::Complex;
+pub use plan::{BspFft, Direction};
+
+use mbsp::Result;
+use rustfft::FftNum;
+
+/// Floating-point types the FFT works on (`f32`, `f64`).
+pub trait Float: FftNum + bytemuck::Pod {}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// Flops of one complex FFT of length `n` by the usual convention, `5 n log₂ n`.
+///
+/// ```
+/// assert_eq!(mbsp_algorithms::fft::flops(1024), 51_200.0);
+/// ```
+pub fn flops(n: usize) -> f64 {
+    5.0 * n as f64 * (n.max(1) as f64).log2()
+}
+
+/// Transform `data` (natural order) in place with `p` processes: forward, unscaled.
+///
+/// The vector is handed out cyclically (each process reads its entries straight from `data`),
+/// transformed by [`BspFft`], and written back in place. With `p = 1` no run is started.
+///
+/// ```
+/// use mbsp_algorithms::fft::{fft, ifft, Complex};
+/// let mut x: Vec<Complex<f64>> = (0..16).map(|i| Complex::new(i as f64, 0.0)).collect();
+/// let orig = x.clone();
+/// fft(&mut x, 2)?;
+/// assert!((x[0].re - 120.0).abs() < 1e-12);   // the sum of 0..16
+/// ifft(&mut x, 4)?;
+/// assert!(x.iter().zip(&orig).all(|(a, b)| (a - b).norm() < 1e-12));
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub fn fft<T: Float>(data: &mut [Complex<T>], p: usize) -> Result<()> {
+    whole(data, p, Direction::Forward)
+}
+
+/// The inverse of [`fft`], scaled by `1/n`.
+pub fn ifft<T: Float>(data: &mut [Complex<T>], p: usize) -> Result<()> {
+    whole(data, p, Direction::Inverse)
+}
+
+fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction) -> Result<()> {
+    let n = data.len();
+    if p == 1 {
+        // Validate as the runs do, then one sequential transform.
+        mbsp::run(1, |ctx| plan::check_shape(ctx, n, 1))?;
+        plan::sequential(data, dir);
+        return Ok(());
+    }
+    let parts = crate::dist::Cyclic::new(data, p);
+    mbsp::run(p, |ctx| {
+        let mut plan = BspFft::<T>::new(ctx, n)?;
+        let Some(mut mine) = parts.take(ctx.pid()) else {
+            return Err(ctx.misuse_error("fft", "cyclic part taken twice"));
+        };
+        let mut local: Vec<Complex<T>> = (0..mine.len()).map(|i| mine.get(i)).collect();
+        plan.transform(ctx, &mut local, dir)?;
+        for (i, v) in local.into_iter().enumerate() {
+            mine.set(i, v);
+        }
+        plan.free(ctx)
+    })
+    .map(drop)
+}

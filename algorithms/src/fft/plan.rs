@@ -1,0 +1,385 @@
+//! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)).
+
+use super::{Complex, Float};
+use mbsp::{Ctx, Reg, Result};
+use rustfft::{Fft, FftPlanner};
+use std::sync::Arc;
+
+/// Forward (`e^{-2πi jk/n}`, unscaled) or inverse (`e^{+2πi jk/n}`, scaled by `1/n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// `y_k = Σ_j x_j e^{-2πi jk/n}`.
+    Forward,
+    /// `x_j = (1/n) Σ_k y_k e^{+2πi jk/n}`.
+    Inverse,
+}
+
+/// An error unless `n` and `p` are powers of two with `p ≤ n`.
+pub(crate) fn check_shape(ctx: &Ctx, n: usize, p: usize) -> Result<()> {
+    let why = if n == 0 || !n.is_power_of_two() {
+        format!("n = {n} is not a power of two")
+    } else if !p.is_power_of_two() {
+        format!("p = {p} processes is not a power of two")
+    } else if p > n {
+        format!("p = {p} processes exceeds n = {n}")
+    } else {
+        return Ok(());
+    };
+    Err(ctx.misuse_error("fft", why))
+}
+
+/// One sequential transform of `data` (planning included).
+pub(crate) fn sequential<T: Float>(data: &mut [Complex<T>], dir: Direction) {
+    let n = data.len();
+    let mut planner = FftPlanner::<T>::new();
+    match dir {
+        Direction::Forward => planner.plan_fft_forward(n).process(data),
+        Direction::Inverse => {
+            planner.plan_fft_inverse(n).process(data);
+            let s = T::from_f64(1.0 / n as f64).expect("a float");
+            data.iter_mut().for_each(|x| *x = x.scale(s));
+        }
+    }
+}
+
+/// `e^{sign·2πi·num/den}` computed in f64 (the argument reduced exactly first).
+fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {
+    let a = sign * 2.0 * std::f64::consts::PI * ((num % den) as f64) / den as f64;
+    let (s, c) = a.sin_cos();
+    let f = |x: f64| T::from_f64(x * scale).expect("a float");
+    Complex::new(f(c), f(s))
+}
+
+/// Complex entries per tile row of the length-p transforms (a tile of p rows stays in L1/L2).
+const TILE: usize = 2048;
+
+/// A distributed FFT of length `n` over the processes of a run, cyclic distribution in and out.
+///
+/// Planning (sequential kernels, twiddle tables) and registering the two pack buffers happen
+/// once, in [`BspFft::new`] (collective, one superstep); each [`forward`](BspFft::forward) or
+/// [`inverse`](BspFft::inverse) then costs one superstep (see the [module docs](super)).
+///
+/// ```
+/// use mbsp_algorithms::fft::{BspFft, Complex};
+/// let n = 64;
+/// let out = mbsp::run(4, |ctx| {
+///     let mut plan = BspFft::<f64>::new(ctx, n)?;
+///     // Cyclic distribution: this process holds x[pid], x[pid + 4], ...; x = an impulse at 1.
+///     let mut local: Vec<Complex<f64>> = (0..n / 4)
+///         .map(|i| Complex::new(if ctx.pid() + 4 * i == 1 { 1.0 } else { 0.0 }, 0.0))
+///         .collect();
+///     plan.forward(ctx, &mut local)?;
+///     // y_k = e^{-2πi k/n}: check this process's entries k = pid + 4 i.
+///     for (i, y) in local.iter().enumerate() {
+///         let k = (ctx.pid() + 4 * i) as f64;
+///         let want = Complex::from_polar(1.0, -2.0 * std::f64::consts::PI * k / n as f64);
+///         assert!((y - want).norm() < 1e-12);
+///     }
+///     plan.free(ctx)
+/// })?;
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub struct BspFft<T: Float> {
+    n: usize,
+    p: usize,
+    me: usize,
+    /// Local length `n/p`.
+    m: usize,
+    /// Pack length `n/p²` (0 when `p² > n`).
+    b: usize,
+    fwd: Arc<dyn Fft<T>>,
+    inv: Arc<dyn Fft<T>>,
+    scratch: Vec<Complex<T>>,
+    /// `ω_n^{±me·k₁}` for `k₁ < n/p` (the inverse's with `1/n` folded in).
+    tw_fwd: Vec<Complex<T>>,
+    tw_inv: Vec<Complex<T>>,
+    /// `ω_p^{j}` for `j < p/2`, forward.
+    roots: Vec<Complex<T>>,
+    /// Bit reversal of pids in `log₂ p` bits.
+    bitrev: Vec<usize>,
+    packs: [Reg<Complex<T>>; 2],
+    parity: usize,
+    tile: Vec<Complex<T>>,
+}
+
+impl<T: Float> BspFft<T> {
+    /// Plan a transform of length `n` over this run's processes (collective: every process calls
+    /// it with the same `n`; one superstep). `n` and the number of processes must be powers of
+    /// two with `p ≤ n`.
+    pub fn new(ctx: &mut Ctx, n: usize) -> Result<Self> {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        check_shape(ctx, n, p)?;
+        let m = n / p;
+        let b = if p * p <= n { m / p } else { 0 };
+        let mut planner = FftPlanner::<T>::new();
+        let (fwd, inv) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
+        let scratch_len = fwd
+            .get_inplace_scratch_len()
+            .max(inv.get_inplace_scratch_len());
+        let inv_n = 1.0 / n as f64;
+        let tw_fwd = (0..m).map(|k| root(me * k, n, -1.0, 1.0)).collect();
+        let tw_inv = (0..m).map(|k| root(me * k, n, 1.0, inv_n)).collect();
+        let roots = (0..p / 2).map(|j| root(j, p, -1.0, 1.0)).collect();
+        let bits = p.trailing_zeros();
+        let bitrev = (0..p)
+            .map(|s| {
+                if bits == 0 {
+                    0
+                } else {
+                    s.reverse_bits() >> (usize::BITS - bits)
+                }
+            })
+            .collect();
+        let zero = Complex::new(T::zero(), T::zero());
+        let packs = [ctx.push_reg(vec![zero; m])?, ctx.push_reg(vec![zero; m])?];
+        // Every process checks its left neighbour's n in the registration superstep.
+        let tag = vec![0u8; ctx.tagsize()];
+        if p > 1 {
+            ctx.send(
+                (me + 1) % p,
+                &tag,
+                bytemuck::bytes_of(&[PLAN_MAGIC, n as u64]),
+            )?;
+        }
+        ctx.sync()?;
+        let left = (me + p - 1) % p;
+        let mut theirs = if p > 1 { None } else { Some(n as u64) };
+        while let Some(msg) = ctx.hpmove()? {
+            let w: [u64; 2] = match msg.payload.len() {
+                16 => bytemuck::pod_read_unaligned(msg.payload),
+                _ => [0, 0],
+            };
+            if w[0] != PLAN_MAGIC {
+                return Err(ctx.misuse_error(
+                    "fft",
+                    "a message not sent by BspFft::new arrived in its superstep (messages sent \
+                     before it are delivered by its sync)",
+                ));
+            }
+            theirs = Some(w[1]);
+        }
+        if theirs != Some(n as u64) {
+            return Err(ctx.misuse_error(
+                "fft",
+                format!(
+                    "processes plan different transforms: pid {left} n = {}, pid {me} n = {n}",
+                    theirs.map_or("(no plan)".to_string(), |t| t.to_string())
+                ),
+            ));
+        }
+        Ok(BspFft {
+            n,
+            p,
+            me,
+            m,
+            b,
+            fwd,
+            inv,
+            scratch: vec![zero; scratch_len],
+            tw_fwd,
+            tw_inv,
+            roots,
+            bitrev,
+            packs,
+            parity: 0,
+            tile: vec![zero; if b > 0 { p * TILE.min(b) } else { n }],
+        })
+    }
+
+    /// The transform length `n`.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the length is 0 (never: `n` is a power of two).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The length of each process's local array, `n/p`.
+    pub fn local_len(&self) -> usize {
+        self.m
+    }
+
+    /// Forward transform of the cyclically distributed vector whose local part is `local`
+    /// (entries `pid, pid + p, ...`), in place; collective, one superstep.
+    pub fn forward(&mut self, ctx: &mut Ctx, local: &mut [Complex<T>]) -> Result<()> {
+        self.transform(ctx, local, Direction::Forward)
+    }
+
+    /// Inverse transform (scaled by `1/n`), as [`forward`](Self::forward).
+    pub fn inverse(&mut self, ctx: &mut Ctx, local: &mut [Complex<T>]) -> Result<()> {
+        self.transform(ctx, local, Direction::Inverse)
+    }
+
+    /// Deregister the pack buffers (effective at the next sync).
+    pub fn free(self, ctx: &mut Ctx) -> Result<()> {
+        let [a, b] = self.packs;
+        ctx.pop_reg(&a)?;
+        ctx.pop_reg(&b)
+    }
+
+    /// [`forward`](Self::forward) or [`inverse`](Self::inverse).
+    pub fn transform(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+    ) -> Result<()> {
+        if local.len() != self.m {
+            return Err(ctx.misuse_error(
+                "fft",
+                format!(
+                    "the local array of pid {} has {} entries; a transform of n = {} over {} \
+                     processes needs n/p = {}",
+                    self.me,
+                    local.len(),
+                    self.n,
+                    self.p,
+                    self.m
+                ),
+            ));
+        }
+        let (kernel, tw) = match dir {
+            Direction::Forward => (&self.fwd, &self.tw_fwd),
+            Direction::Inverse => (&self.inv, &self.tw_inv),
+        };
+        // (1) Local FFT, in order.
+        kernel.process_with_scratch(local, &mut self.scratch);
+        if self.p == 1 {
+            if dir == Direction::Inverse {
+                let s = tw[0].re; // 1/n
+                local.iter_mut().for_each(|x| *x = x.scale(s));
+            }
+            return ctx.sync();
+        }
+        let (p, b, par) = (self.p, self.b, self.parity);
+        // (2) Twiddle and pack: pack r holds entries k₁ ≡ r (mod p), in order of k₁.
+        {
+            let pack = ctx.local_mut(&mut self.packs[par])?;
+            if b > 0 {
+                for (r, dst) in pack.chunks_exact_mut(b).enumerate() {
+                    for (u, d) in dst.iter_mut().enumerate() {
+                        let k = r + p * u;
+                        *d = local[k] * tw[k];
+                    }
+                }
+            } else {
+                for ((d, x), w) in pack.iter_mut().zip(local.iter()).zip(tw) {
+                    *d = x * w;
+                }
+            }
+        }
+        // (3) One superstep; the packs of the other parity may still be read by slow
+        // processes of the previous transform, these ones only after this sync.
+        ctx.sync()?;
+        self.parity ^= 1;
+        let inverse = dir == Direction::Inverse;
+        if b == 0 {
+            return self.small(ctx, local, par, inverse);
+        }
+        // (4) Length-p FFTs across the packs, one column slab at a time: gather the slab of
+        // every pack (source s at row bitrev(s)), transform the columns in cache, write row k₂
+        // to local[k₂·b ..], which is the cyclic order of the output.
+        let me = self.me;
+        let c = TILE.min(b);
+        let own = ctx.local(&self.packs[par])?;
+        let mut e0 = 0;
+        while e0 < b {
+            let cl = c.min(b - e0);
+            for s in 0..p {
+                let row = self.bitrev[s] * c;
+                let dst = &mut self.tile[row..row + cl];
+                if s == me {
+                    dst.copy_from_slice(&own[me * b + e0..me * b + e0 + cl]);
+                } else {
+                    // SAFETY: pid s wrote this pack before the sync and rewrites it only after
+                    // the next sync (double buffering); `dst` is private.
+                    unsafe { ctx.direct_get(s, &self.packs[par], me * b + e0, dst)? };
+                }
+            }
+            butterflies(&mut self.tile, p, c, cl, &self.roots, inverse);
+            for k2 in 0..p {
+                local[k2 * b + e0..k2 * b + e0 + cl]
+                    .copy_from_slice(&self.tile[k2 * c..k2 * c + cl]);
+            }
+            e0 += cl;
+        }
+        Ok(())
+    }
+
+    /// `p² > n`: fetch every pack whole and compute this process's outputs directly.
+    fn small(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        par: usize,
+        inverse: bool,
+    ) -> Result<()> {
+        let (p, m, me) = (self.p, self.m, self.me);
+        let own = ctx.local(&self.packs[par])?;
+        for s in 0..p {
+            let dst = &mut self.tile[s * m..(s + 1) * m];
+            if s == me {
+                dst.copy_from_slice(own);
+            } else {
+                // SAFETY: as in `transform`.
+                unsafe { ctx.direct_get(s, &self.packs[par], 0, dst)? };
+            }
+        }
+        let sign = if inverse { 1.0 } else { -1.0 };
+        for (i, y) in local.iter_mut().enumerate() {
+            let k = me + p * i;
+            let (k1, k2) = (k % m, k / m);
+            let mut acc = Complex::new(T::zero(), T::zero());
+            for s in 0..p {
+                acc = acc + self.tile[s * m + k1] * root::<T>(s * k2, p, sign, 1.0);
+            }
+            *y = acc;
+        }
+        Ok(())
+    }
+}
+
+/// Marks the plan-check message of [`BspFft::new`].
+const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
+
+/// In-place radix-2 FFTs of length `p` down the columns of a tile of `p` rows of stride `c`
+/// (the first `cl` columns), rows in bit-reversed order on input, natural order on output.
+fn butterflies<T: Float>(
+    tile: &mut [Complex<T>],
+    p: usize,
+    c: usize,
+    cl: usize,
+    roots: &[Complex<T>],
+    inverse: bool,
+) {
+    let mut len = 2;
+    while len <= p {
+        let half = len / 2;
+        let step = p / len;
+        for g in (0..p).step_by(len) {
+            for j in 0..half {
+                let w = roots[j * step];
+                let w = if inverse { w.conj() } else { w };
+                let (lo, hi) = tile.split_at_mut((g + j + half) * c);
+                let a = &mut lo[(g + j) * c..(g + j) * c + cl];
+                let bb = &mut hi[..cl];
+                if j == 0 {
+                    for (x, y) in a.iter_mut().zip(bb.iter_mut()) {
+                        let t = *y;
+                        *y = *x - t;
+                        *x = *x + t;
+                    }
+                } else {
+                    for (x, y) in a.iter_mut().zip(bb.iter_mut()) {
+                        let t = *y * w;
+                        *y = *x - t;
+                        *x = *x + t;
+                    }
+                }
+            }
+        }
+        len *= 2;
+    }
+}
