@@ -5,11 +5,13 @@
 //! * `mbsp bench core` — synchronisation and communication costs of the runtime against
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy) measured in the same run.
 //! * `mbsp bench nested` — sync latency of flat against nested runs, compact against scattered.
+//! * `mbsp bench fft` — the BSP FFT against sequential rustfft, in Gflop/s.
 //! * `mbsp bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
 
 mod collectives_bench;
 mod core_bench;
+mod fft_bench;
 mod floor;
 mod machine;
 mod nested_bench;
@@ -101,6 +103,30 @@ enum Bench {
         #[arg(long, value_name = "FILE")]
         csv: Option<String>,
     },
+    /// Gflop/s of the BSP FFT (flat, p = 1, 2, ...) against sequential rustfft, n = 2^10 ... 2^24.
+    Fft {
+        /// log2 of the smallest n.
+        #[arg(long, default_value_t = 10)]
+        min_log: u32,
+        /// log2 of the largest n.
+        #[arg(long, default_value_t = 24)]
+        max_log: u32,
+        /// Process counts of the flat BSP FFT (powers of two), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        procs: Vec<usize>,
+        /// Timed transforms per figure (the median is printed).
+        #[arg(long, default_value_t = 9)]
+        samples: usize,
+        /// A seconds-long smoke run (n = 2^10 ... 2^14); the numbers are not meaningful.
+        #[arg(long)]
+        quick: bool,
+        /// Print the results as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the rows as CSV (n, variant, p, gflops, rel_error) to FILE.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<String>,
+    },
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested {
         /// Samples per figure (the median is printed).
@@ -188,6 +214,35 @@ fn main() {
                 };
                 if let Err(e) = collectives_bench::run(&o) {
                     eprintln!("mbsp bench collectives: {e}");
+                    std::process::exit(2);
+                }
+            }
+            Bench::Fft {
+                min_log,
+                max_log,
+                procs,
+                samples,
+                quick,
+                json,
+                csv,
+            } => {
+                let max_log = if quick { max_log.min(14) } else { max_log };
+                if min_log > max_log || max_log > 30 || procs.iter().any(|p| !p.is_power_of_two()) {
+                    eprintln!(
+                        "mbsp bench fft: need --min-log <= --max-log <= 30 and --procs powers of two"
+                    );
+                    std::process::exit(2);
+                }
+                let o = fft_bench::Options {
+                    min_log,
+                    max_log,
+                    procs,
+                    samples: if quick { 3 } else { samples.max(1) },
+                    json,
+                    csv,
+                };
+                if let Err(e) = fft_bench::run(&o) {
+                    eprintln!("mbsp bench fft: {e}");
                     std::process::exit(2);
                 }
             }

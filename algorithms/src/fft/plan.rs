@@ -258,10 +258,12 @@ impl<T: Float> BspFft<T> {
         {
             let pack = ctx.local_mut(&mut self.packs[par])?;
             if b > 0 {
-                for (r, dst) in pack.chunks_exact_mut(b).enumerate() {
-                    for (u, d) in dst.iter_mut().enumerate() {
-                        let k = r + p * u;
-                        *d = local[k] * tw[k];
+                // One sequential pass over the local array and the twiddles, p interleaved
+                // write streams (twice as fast here as p strided passes).
+                let shift = b.trailing_zeros();
+                for (u, (xs, ws)) in local.chunks_exact(p).zip(tw.chunks_exact(p)).enumerate() {
+                    for (r, (x, w)) in xs.iter().zip(ws).enumerate() {
+                        pack[(r << shift) + u] = x * w;
                     }
                 }
             } else {

@@ -1,0 +1,226 @@
+//! `mbsp bench fft`: Gflop/s of the BSP FFT against sequential rustfft, in the same run.
+//!
+//! For each n, every variant transforms the same random vector (forward, unscaled) `samples`
+//! times after a warm-up; the median time gives Gflop/s = 5 n log₂ n / t. Planning (rustfft
+//! plans, twiddle tables, registering the pack buffers) is timed apart. Each variant's result
+//! is compared with sequential rustfft's (relative 2-norm error).
+
+use crate::stats::Samples;
+use mbsp_algorithms::fft::{BspFft, Complex, flops};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::time::Instant;
+
+type C = Complex<f64>;
+
+/// Options of `mbsp bench fft`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// log₂ of the smallest and largest n.
+    pub min_log: u32,
+    /// log₂ of the largest n.
+    pub max_log: u32,
+    /// Process counts of the flat BSP FFT.
+    pub procs: Vec<usize>,
+    /// Timed transforms per figure (the median is reported).
+    pub samples: usize,
+    /// Print JSON instead of the table.
+    pub json: bool,
+    /// Write the rows as CSV.
+    pub csv: Option<String>,
+}
+
+struct Row {
+    n: usize,
+    variant: String,
+    p: usize,
+    seconds: f64,
+    plan_seconds: f64,
+    rel_error: f64,
+}
+
+impl Row {
+    fn gflops(&self) -> f64 {
+        flops(self.n) / self.seconds / 1e9
+    }
+}
+
+fn random(n: usize) -> Vec<C> {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    (0..n).map(|_| C::new(next(), next())).collect()
+}
+
+fn rel_error(a: &[C], b: &[C]) -> f64 {
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
+    let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
+    (d / r).sqrt()
+}
+
+/// Sequential rustfft, planned once, in place with its scratch: seconds per transform, the
+/// planning seconds, and the result.
+fn rustfft_seq(x: &[C], samples: usize) -> (Samples, f64, Vec<C>) {
+    let t = Instant::now();
+    let plan = rustfft::FftPlanner::new().plan_fft_forward(x.len());
+    let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+    let planning = t.elapsed().as_secs_f64();
+    let mut y = x.to_vec();
+    plan.process_with_scratch(&mut y, &mut scratch);
+    let mut out = y.clone();
+    let times = (0..samples)
+        .map(|_| {
+            y.copy_from_slice(x);
+            let t = Instant::now();
+            plan.process_with_scratch(&mut y, &mut scratch);
+            let s = t.elapsed().as_secs_f64();
+            std::hint::black_box(&y);
+            s
+        })
+        .collect();
+    out.copy_from_slice(&y);
+    (Samples(times), planning, out)
+}
+
+/// The flat BSP FFT on `p` processes: seconds per transform (slowest process: each sample
+/// starts after a sync and ends with the transform's own sync), planning seconds, and the
+/// result gathered from the cyclic distribution.
+fn bsp_flat(x: &[C], p: usize, samples: usize) -> (Samples, f64, Vec<C>) {
+    let n = x.len();
+    let r = mbsp::run(p, |ctx| {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+        ctx.sync()?;
+        let t = Instant::now();
+        let mut plan = BspFft::<f64>::new(ctx, n)?;
+        let planning = t.elapsed().as_secs_f64();
+        let mut local = mine.clone();
+        plan.forward(ctx, &mut local)?;
+        let result = local.clone();
+        let mut times = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            local.copy_from_slice(&mine);
+            ctx.sync()?;
+            let t = Instant::now();
+            plan.forward(ctx, &mut local)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        plan.free(ctx)?;
+        Ok((times, planning, result))
+    })
+    .expect("benchmark run");
+    let mut y = vec![C::default(); n];
+    for (me, (_, _, local)) in r.iter().enumerate() {
+        for (i, v) in local.iter().enumerate() {
+            y[me + p * i] = *v;
+        }
+    }
+    // The transform ends with a sync, so every process's time is about the slowest's; take
+    // the maximum per sample all the same.
+    let times = (0..samples)
+        .map(|i| r.iter().map(|(t, _, _)| t[i]).fold(0.0, f64::max))
+        .collect();
+    (Samples(times), r[0].1, y)
+}
+
+/// Run the benchmark.
+pub fn run(o: &Options) -> Result<(), String> {
+    let mut rows: Vec<Row> = Vec::new();
+    for lg in o.min_log..=o.max_log {
+        let n = 1usize << lg;
+        let samples = if n >= 1 << 22 {
+            o.samples.min(5)
+        } else {
+            o.samples
+        };
+        eprintln!("fft: n = 2^{lg}: sequential rustfft");
+        let x = random(n);
+        let (t, plan, want) = rustfft_seq(&x, samples);
+        rows.push(Row {
+            n,
+            variant: "rustfft".into(),
+            p: 1,
+            seconds: t.median(),
+            plan_seconds: plan,
+            rel_error: 0.0,
+        });
+        for &p in o.procs.iter().filter(|&&p| p <= n) {
+            eprintln!("fft: n = 2^{lg}: mbsp flat, p = {p}");
+            let (t, plan, y) = bsp_flat(&x, p, samples);
+            rows.push(Row {
+                n,
+                variant: "mbsp-flat".into(),
+                p,
+                seconds: t.median(),
+                plan_seconds: plan,
+                rel_error: rel_error(&y, &want),
+            });
+        }
+    }
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows).map_err(|e| format!("--csv {path}: {e}"))?;
+    }
+    let base = |n: usize| {
+        rows.iter()
+            .find(|r| r.n == n && r.variant == "rustfft")
+            .map_or(f64::NAN, Row::gflops)
+    };
+    if o.json {
+        let j = json!({
+            "machine": crate::machine::describe(),
+            "samples": o.samples,
+            "rows": rows.iter().map(|r| json!({
+                "n": r.n, "variant": r.variant, "p": r.p, "seconds": r.seconds,
+                "gflops": r.gflops(), "ratio_to_rustfft": r.gflops() / base(r.n),
+                "plan_seconds": r.plan_seconds, "rel_error": r.rel_error,
+            })).collect::<Vec<Value>>(),
+        });
+        println!("{j:#}");
+        return Ok(());
+    }
+    println!("mbsp bench fft: {}", crate::machine::describe());
+    println!(
+        "complex f64, forward; Gflop/s = 5 n log2 n / median time of {} transforms; ratio to \
+         sequential rustfft measured in the same run; planning timed apart",
+        o.samples
+    );
+    println!(
+        "\n  {:>9} {:<10} {:>2} {:>12} {:>8} {:>9} {:>12} {:>9}",
+        "n", "variant", "p", "time", "Gflop/s", "/rustfft", "planning", "rel.err"
+    );
+    for r in &rows {
+        println!(
+            "  {:>9} {:<10} {:>2} {:>12} {:>8.2} {:>9.2} {:>12} {:>9.1e}",
+            format!("2^{}", r.n.trailing_zeros()),
+            r.variant,
+            r.p,
+            crate::stats::ns(r.seconds * 1e9),
+            r.gflops(),
+            r.gflops() / base(r.n),
+            crate::stats::ns(r.plan_seconds * 1e9),
+            r.rel_error
+        );
+    }
+    Ok(())
+}
+
+fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(f, "n,variant,p,gflops,rel_error")?;
+    for r in rows {
+        writeln!(
+            f,
+            "{},{},{},{:.4},{:.3e}",
+            r.n,
+            r.variant,
+            r.p,
+            r.gflops(),
+            r.rel_error
+        )?;
+    }
+    f.flush()
+}
