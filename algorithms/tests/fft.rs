@@ -284,3 +284,120 @@ fn nan_and_infinity_propagate() {
     // FFT; nothing panics or hangs.
     assert!(x.iter().all(|v| !v.re.is_finite() || !v.im.is_finite()));
 }
+
+// ----------------------------------------------------------------------------- Multi-BSP
+
+use mbsp_algorithms::fft::{MultiFft, fft_multi, hierarchy};
+
+#[test]
+fn multi_bsp_matches_rustfft() {
+    within(300, || {
+        for levels in [&[2usize][..], &[2, 2], &[4, 2], &[2, 4], &[2, 2, 2]] {
+            for m in [3usize, 6, 10, 14] {
+                let n = 1 << m;
+                let x = random(n, m as u64 ^ 77);
+                let want = sequential(&x, Direction::Forward);
+                let mut y = x.clone();
+                fft_multi(&mut y, levels, Direction::Forward).unwrap();
+                let err = rel_error(&y, &want);
+                assert!(
+                    err <= 1e-13,
+                    "levels {levels:?} n {n}: relative error {err:e}"
+                );
+                fft_multi(&mut y, levels, Direction::Inverse).unwrap();
+                assert!(
+                    rel_error(&y, &x) <= 1e-13,
+                    "levels {levels:?} n {n}: round trip"
+                );
+            }
+        }
+    });
+}
+
+/// Synthetic trees of 2 and 4 packages: the hierarchy, and the transform placed on them (top
+/// level one process per package, nested runs inside each package's cores).
+#[test]
+fn multi_bsp_on_synthetic_trees() {
+    within(300, || {
+        for (desc, want_levels) in [
+            ("package:2 core:2 pu:1", vec![2, 2]),
+            ("package:4 core:2 pu:2", vec![4, 2]),
+            ("package:2 numa:2 core:2 pu:1", vec![2, 2, 2]),
+        ] {
+            let loaded = mbsp::Machine::synthetic(desc).unwrap();
+            let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
+            assert_eq!(levels, want_levels, "{desc}");
+            let n = 1 << 12;
+            let x = random(n, 5);
+            let want = sequential(&x, Direction::Forward);
+            let packages = mbsp::Run::new(levels[0])
+                .machine(loaded.clone())
+                .run(|ctx| {
+                    let (p, me) = (ctx.nprocs(), ctx.pid());
+                    let mut plan = MultiFft::<f64>::new(ctx, n, &levels[1..])?;
+                    let mut local: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+                    plan.forward(ctx, &mut local)?;
+                    for (i, v) in local.iter().enumerate() {
+                        assert!(
+                            (v - want[me + p * i]).norm() < 1e-9,
+                            "{desc}: entry {}",
+                            me + p * i
+                        );
+                    }
+                    let procs = plan.procs(ctx);
+                    plan.free(ctx)?;
+                    Ok((ctx.placement().packages.clone(), procs))
+                })
+                .unwrap();
+            // One top-level process per package.
+            for (pid, (pk, procs)) in packages.iter().enumerate() {
+                assert_eq!(pk, &vec![pid], "{desc}");
+                assert_eq!(*procs, levels.iter().product::<usize>());
+            }
+        }
+    });
+}
+
+fn threads() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("Threads:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Nested runs in every transform: hundreds of them in one run, no thread growth.
+#[test]
+fn multi_bsp_in_a_loop_does_not_grow_threads() {
+    within(300, || {
+        let n = 1 << 8;
+        let x = random(n, 9);
+        let want = sequential(&x, Direction::Forward);
+        let run = || {
+            mbsp::run(2, |ctx| {
+                let (p, me) = (ctx.nprocs(), ctx.pid());
+                let mut plan = MultiFft::<f64>::new(ctx, n, &[2])?;
+                let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+                for _ in 0..300 {
+                    let mut local = mine.clone();
+                    plan.forward(ctx, &mut local)?;
+                    assert!((local[1] - want[me + p]).norm() < 1e-9);
+                }
+                plan.free(ctx)
+            })
+            .unwrap()
+        };
+        run();
+        let before = threads();
+        run();
+        assert!(
+            threads() <= before,
+            "threads grew from {before} to {}",
+            threads()
+        );
+    });
+}

@@ -28,10 +28,13 @@
 //! superstep) and computes its own outputs directly, `O(n)` work — at most `p²` entries.
 //!
 //! [`BspFft`] is the plan inside a run; [`fft`] / [`ifft`] transform a whole vector, starting a
-//! run of `p` processes.
+//! run of `p` processes. [`MultiFft`] / [`fft_multi`] nest the same algorithm along the machine
+//! tree (packages → NUMA nodes → cores); [`FftCost`] predicts both and picks one.
 
+mod multi;
 mod plan;
 
+pub use multi::{Choice, FftCost, MultiFft, Variant, fft_multi, hierarchy};
 pub use num_complex::Complex;
 pub use plan::{BspFft, Direction};
 
@@ -76,7 +79,7 @@ pub fn ifft<T: Float>(data: &mut [Complex<T>], p: usize) -> Result<()> {
     whole(data, p, Direction::Inverse)
 }
 
-fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction) -> Result<()> {
+pub(crate) fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction) -> Result<()> {
     let n = data.len();
     if p == 1 {
         // Validate as the runs do, then one sequential transform.

@@ -80,26 +80,67 @@ const TILE: usize = 2048;
 /// # Ok::<(), mbsp::Error>(())
 /// ```
 pub struct BspFft<T: Float> {
-    n: usize,
-    p: usize,
-    me: usize,
+    t: Arc<Tables<T>>,
+    scratch: Vec<Complex<T>>,
+    packs: [Reg<Complex<T>>; 2],
+    parity: usize,
+    tile: Vec<Complex<T>>,
+}
+
+/// What one process of a transform needs besides communication buffers: the sequential
+/// kernels and the twiddle tables. Immutable, so a Multi-BSP plan keeps the tables of nested
+/// processes across nested runs.
+pub(crate) struct Tables<T: Float> {
+    pub(crate) n: usize,
+    pub(crate) p: usize,
+    pub(crate) me: usize,
     /// Local length `n/p`.
-    m: usize,
+    pub(crate) m: usize,
     /// Pack length `n/p²` (0 when `p² > n`).
-    b: usize,
+    pub(crate) b: usize,
     fwd: Arc<dyn Fft<T>>,
     inv: Arc<dyn Fft<T>>,
-    scratch: Vec<Complex<T>>,
-    /// `ω_n^{±me·k₁}` for `k₁ < n/p` (the inverse's with `1/n` folded in).
+    /// `ω_n^{±me·k₁}` for `k₁ < n/p` (the inverse's with the scaling folded in).
     tw_fwd: Vec<Complex<T>>,
     tw_inv: Vec<Complex<T>>,
     /// `ω_p^{j}` for `j < p/2`, forward.
     roots: Vec<Complex<T>>,
     /// Bit reversal of pids in `log₂ p` bits.
     bitrev: Vec<usize>,
-    packs: [Reg<Complex<T>>; 2],
-    parity: usize,
-    tile: Vec<Complex<T>>,
+}
+
+impl<T: Float> Tables<T> {
+    /// Tables of process `me` of `p` for length `n`. The inverse twiddles fold in `1/n`, or
+    /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
+    pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
+        let m = n / p;
+        let b = if p * p <= n { m / p } else { 0 };
+        let mut planner = FftPlanner::<T>::new();
+        let (fwd, inv) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
+        let scale = 1.0 / if local_scaled { p } else { n } as f64;
+        let bits = p.trailing_zeros();
+        Tables {
+            n,
+            p,
+            me,
+            m,
+            b,
+            fwd,
+            inv,
+            tw_fwd: (0..m).map(|k| root(me * k, n, -1.0, 1.0)).collect(),
+            tw_inv: (0..m).map(|k| root(me * k, n, 1.0, scale)).collect(),
+            roots: (0..p / 2).map(|j| root(j, p, -1.0, 1.0)).collect(),
+            bitrev: (0..p)
+                .map(|s| {
+                    if bits == 0 {
+                        0
+                    } else {
+                        s.reverse_bits() >> (usize::BITS - bits)
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 impl<T: Float> BspFft<T> {
@@ -109,28 +150,18 @@ impl<T: Float> BspFft<T> {
     pub fn new(ctx: &mut Ctx, n: usize) -> Result<Self> {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         check_shape(ctx, n, p)?;
-        let m = n / p;
-        let b = if p * p <= n { m / p } else { 0 };
-        let mut planner = FftPlanner::<T>::new();
-        let (fwd, inv) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
-        let scratch_len = fwd
-            .get_inplace_scratch_len()
-            .max(inv.get_inplace_scratch_len());
-        let inv_n = 1.0 / n as f64;
-        let tw_fwd = (0..m).map(|k| root(me * k, n, -1.0, 1.0)).collect();
-        let tw_inv = (0..m).map(|k| root(me * k, n, 1.0, inv_n)).collect();
-        let roots = (0..p / 2).map(|j| root(j, p, -1.0, 1.0)).collect();
-        let bits = p.trailing_zeros();
-        let bitrev = (0..p)
-            .map(|s| {
-                if bits == 0 {
-                    0
-                } else {
-                    s.reverse_bits() >> (usize::BITS - bits)
-                }
-            })
-            .collect();
+        Self::with_tables(ctx, Arc::new(Tables::new(n, p, me, false)))
+    }
+
+    /// A plan from tables made earlier for this process (collective, one superstep: registers
+    /// the pack buffers and checks that all processes plan the same length).
+    pub(crate) fn with_tables(ctx: &mut Ctx, t: Arc<Tables<T>>) -> Result<Self> {
+        let (p, me, n, m, b) = (t.p, t.me, t.n, t.m, t.b);
         let zero = Complex::new(T::zero(), T::zero());
+        let scratch_len = t
+            .fwd
+            .get_inplace_scratch_len()
+            .max(t.inv.get_inplace_scratch_len());
         let packs = [ctx.push_reg(vec![zero; m])?, ctx.push_reg(vec![zero; m])?];
         // Every process checks its left neighbour's n in the registration superstep.
         let tag = vec![0u8; ctx.tagsize()];
@@ -168,37 +199,27 @@ impl<T: Float> BspFft<T> {
             ));
         }
         Ok(BspFft {
-            n,
-            p,
-            me,
-            m,
-            b,
-            fwd,
-            inv,
             scratch: vec![zero; scratch_len],
-            tw_fwd,
-            tw_inv,
-            roots,
-            bitrev,
             packs,
             parity: 0,
             tile: vec![zero; if b > 0 { p * TILE.min(b) } else { n }],
+            t,
         })
     }
 
     /// The transform length `n`.
     pub fn len(&self) -> usize {
-        self.n
+        self.t.n
     }
 
     /// Whether the length is 0 (never: `n` is a power of two).
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.t.n == 0
     }
 
     /// The length of each process's local array, `n/p`.
     pub fn local_len(&self) -> usize {
-        self.m
+        self.t.m
     }
 
     /// Forward transform of the cyclically distributed vector whose local part is `local`
@@ -226,34 +247,50 @@ impl<T: Float> BspFft<T> {
         local: &mut [Complex<T>],
         dir: Direction,
     ) -> Result<()> {
-        if local.len() != self.m {
+        self.transform_with(ctx, local, dir, None)
+    }
+
+    /// [`transform`](Self::transform) whose local FFTs are nested BSP FFTs over the processes
+    /// of `below` (Multi-BSP), or sequential when `below` is `None`.
+    pub(crate) fn transform_with(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        below: Option<&super::multi::Below<T>>,
+    ) -> Result<()> {
+        let t = self.t.clone();
+        if local.len() != t.m {
             return Err(ctx.misuse_error(
                 "fft",
                 format!(
                     "the local array of pid {} has {} entries; a transform of n = {} over {} \
                      processes needs n/p = {}",
-                    self.me,
+                    t.me,
                     local.len(),
-                    self.n,
-                    self.p,
-                    self.m
+                    t.n,
+                    t.p,
+                    t.m
                 ),
             ));
         }
         let (kernel, tw) = match dir {
-            Direction::Forward => (&self.fwd, &self.tw_fwd),
-            Direction::Inverse => (&self.inv, &self.tw_inv),
+            Direction::Forward => (&t.fwd, &t.tw_fwd),
+            Direction::Inverse => (&t.inv, &t.tw_inv),
         };
-        // (1) Local FFT, in order.
-        kernel.process_with_scratch(local, &mut self.scratch);
-        if self.p == 1 {
+        // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
+        match below {
+            None => kernel.process_with_scratch(local, &mut self.scratch),
+            Some(below) => below.transform(ctx, local, dir)?,
+        }
+        if t.p == 1 {
             if dir == Direction::Inverse {
                 let s = tw[0].re; // 1/n
                 local.iter_mut().for_each(|x| *x = x.scale(s));
             }
             return ctx.sync();
         }
-        let (p, b, par) = (self.p, self.b, self.parity);
+        let (p, b, par) = (t.p, t.b, self.parity);
         // (2) Twiddle and pack: pack r holds entries k₁ ≡ r (mod p), in order of k₁.
         {
             let pack = ctx.local_mut(&mut self.packs[par])?;
@@ -283,14 +320,14 @@ impl<T: Float> BspFft<T> {
         // (4) Length-p FFTs across the packs, one column slab at a time: gather the slab of
         // every pack (source s at row bitrev(s)), transform the columns in cache, write row k₂
         // to local[k₂·b ..], which is the cyclic order of the output.
-        let me = self.me;
+        let me = t.me;
         let c = TILE.min(b);
         let own = ctx.local(&self.packs[par])?;
         let mut e0 = 0;
         while e0 < b {
             let cl = c.min(b - e0);
             for s in 0..p {
-                let row = self.bitrev[s] * c;
+                let row = t.bitrev[s] * c;
                 let dst = &mut self.tile[row..row + cl];
                 if s == me {
                     dst.copy_from_slice(&own[me * b + e0..me * b + e0 + cl]);
@@ -300,7 +337,7 @@ impl<T: Float> BspFft<T> {
                     unsafe { ctx.direct_get(s, &self.packs[par], me * b + e0, dst)? };
                 }
             }
-            butterflies(&mut self.tile, p, c, cl, &self.roots, inverse);
+            butterflies(&mut self.tile, p, c, cl, &t.roots, inverse);
             for k2 in 0..p {
                 local[k2 * b + e0..k2 * b + e0 + cl]
                     .copy_from_slice(&self.tile[k2 * c..k2 * c + cl]);
@@ -318,7 +355,7 @@ impl<T: Float> BspFft<T> {
         par: usize,
         inverse: bool,
     ) -> Result<()> {
-        let (p, m, me) = (self.p, self.m, self.me);
+        let (p, m, me) = (self.t.p, self.t.m, self.t.me);
         let own = ctx.local(&self.packs[par])?;
         for s in 0..p {
             let dst = &mut self.tile[s * m..(s + 1) * m];

@@ -1,0 +1,345 @@
+//! Multi-BSP FFT: the top level runs over the first level of the machine tree with more than one
+//! child (packages on a multi-socket server), and each top-level process computes its local
+//! FFT with a nested BSP FFT over the part of the machine it owns, to any depth (MulticoreBSP
+//! for C paper §5.1).
+//!
+//! At every level the algorithm is the flat one ([`BspFft`]): local FFT, twiddle and pack, one
+//! superstep of direct gets, length-`p` FFTs across the packs. Only step (1) differs: a
+//! process with levels below it hands its local array out cyclically to a nested run (each
+//! nested process copies its part in and out), whose processes transform it with the same
+//! algorithm one level down. The tables of every process of the subtree are made once, in
+//! [`MultiFft::new`]; each nested run registers its pack buffers in its first superstep.
+//!
+//! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: the nested
+//! levels do `5(n/p)·log₂(n/P)` flops per process and one superstep of `h = 2(n/p)(c-1)/c`
+//! words with the inner `g` and `l`, plus starting the nested run and registering (another
+//! `l`); the top level does `5(n/P)·log₂ P` flops, packing and the length-`P` FFTs on one
+//! thread per top-level process, and one superstep of `h = 2(n/P)(P-1)/P` words with the `g`
+//! and `l` of a run of one process per top-level part. The flat algorithm on all `p` processes
+//! pays the `g` of a run of all of them (every core crossing the top level's links at once)
+//! for `2(n/p)(p-1)/p` words per process. [`FftCost::choose`] compares the two. The top level's
+//! packing and length-`P` FFTs run on one thread per top-level part here: the nested variant
+//! wins when crossing the top level is dear (many cores sharing few links), not otherwise.
+
+use super::plan::{BspFft, Direction, Tables, check_shape};
+use super::{Complex, Float};
+use crate::cost::Params;
+use crate::dist::Cyclic;
+use mbsp::{Ctx, Domain, Machine, Result};
+use std::sync::Arc;
+
+/// The nested levels below a process: the nested run's size and, per nested pid, its tables
+/// and its own levels below.
+pub(crate) struct Below<T: Float> {
+    fanout: usize,
+    nodes: Vec<Node<T>>,
+}
+
+struct Node<T: Float> {
+    tables: Arc<Tables<T>>,
+    below: Option<Below<T>>,
+}
+
+impl<T: Float> Below<T> {
+    /// Plan the levels `fanouts` below a process whose local length is `m` (each fan-out a
+    /// power of two, capped at the length it splits).
+    fn plan(m: usize, fanouts: &[usize]) -> Option<Below<T>> {
+        let (&c, rest) = fanouts.split_first()?;
+        let c = c.min(m);
+        if c <= 1 {
+            return Below::plan(m, rest);
+        }
+        let nodes = (0..c)
+            .map(|t| {
+                let below = Below::plan(m / c, rest);
+                Node {
+                    tables: Arc::new(Tables::new(m, c, t, below.is_some())),
+                    below,
+                }
+            })
+            .collect();
+        Some(Below { fanout: c, nodes })
+    }
+
+    /// The processes of the whole subtree.
+    fn procs(&self) -> usize {
+        self.fanout * self.nodes[0].below.as_ref().map_or(1, Below::procs)
+    }
+
+    /// The local FFT of `local` (scaled by `1/len` when inverse) by a nested run.
+    pub(crate) fn transform(
+        &self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+    ) -> Result<()> {
+        let parts = Cyclic::new(local, self.fanout);
+        ctx.run(self.fanout, |nctx| {
+            let t = nctx.pid();
+            let node = &self.nodes[t];
+            let Some(mut part) = parts.take(t) else {
+                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
+            };
+            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
+            fft.free(nctx)?;
+            for (i, v) in loc.into_iter().enumerate() {
+                part.set(i, v);
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+}
+
+/// A Multi-BSP FFT of length `n`: this run's processes are the top level, with nested runs of
+/// the given fan-outs below each (see the [module docs](self)). Cyclic distribution over the
+/// top level in and out, as [`BspFft`].
+///
+/// ```
+/// use mbsp_algorithms::fft::{Complex, MultiFft};
+/// let n = 256;
+/// let x: Vec<Complex<f64>> = (0..n).map(|j| Complex::new((j % 5) as f64, 0.0)).collect();
+/// let mut want = x.clone();
+/// mbsp_algorithms::fft::fft(&mut want, 1)?;
+/// // 2 top-level processes, each with a nested run of 2.
+/// mbsp::run(2, |ctx| {
+///     let (p, me) = (ctx.nprocs(), ctx.pid());
+///     let mut plan = MultiFft::<f64>::new(ctx, n, &[2])?;
+///     let mut local: Vec<_> = (me..n).step_by(p).map(|j| x[j]).collect();
+///     plan.forward(ctx, &mut local)?;
+///     for (i, y) in local.iter().enumerate() {
+///         assert!((y - want[me + p * i]).norm() < 1e-9);
+///     }
+///     plan.free(ctx)
+/// })?;
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub struct MultiFft<T: Float> {
+    top: BspFft<T>,
+    below: Option<Below<T>>,
+}
+
+impl<T: Float> MultiFft<T> {
+    /// Plan (collective over this run, one superstep): `below` gives the nested runs' sizes,
+    /// outermost first, each a power of two (e.g. `[cores per package]`, or
+    /// [`hierarchy`]`(..)[1..]`).
+    pub fn new(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        check_shape(ctx, n, p)?;
+        if let Some(bad) = below.iter().find(|c| !c.is_power_of_two()) {
+            return Err(ctx.misuse_error(
+                "fft",
+                format!("nested run of {bad} processes: fan-outs must be powers of two"),
+            ));
+        }
+        let below = Below::plan(n / p, below);
+        let tables = Arc::new(Tables::new(n, p, me, below.is_some()));
+        Ok(MultiFft {
+            top: BspFft::with_tables(ctx, tables)?,
+            below,
+        })
+    }
+
+    /// All processes of the hierarchy: this run's times the nested runs' below each.
+    pub fn procs(&self, ctx: &Ctx) -> usize {
+        ctx.nprocs() * self.below.as_ref().map_or(1, Below::procs)
+    }
+
+    /// Forward transform (see [`BspFft::forward`]).
+    pub fn forward(&mut self, ctx: &mut Ctx, local: &mut [Complex<T>]) -> Result<()> {
+        self.transform(ctx, local, Direction::Forward)
+    }
+
+    /// Inverse transform, scaled by `1/n`.
+    pub fn inverse(&mut self, ctx: &mut Ctx, local: &mut [Complex<T>]) -> Result<()> {
+        self.transform(ctx, local, Direction::Inverse)
+    }
+
+    /// [`forward`](Self::forward) or [`inverse`](Self::inverse).
+    pub fn transform(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+    ) -> Result<()> {
+        self.top
+            .transform_with(ctx, local, dir, self.below.as_ref())
+    }
+
+    /// Deregister the top level's pack buffers (effective at the next sync).
+    pub fn free(self, ctx: &mut Ctx) -> Result<()> {
+        self.top.free(ctx)
+    }
+}
+
+/// The fan-outs of the machine tree below `domain`, outermost first: packages, then NUMA nodes
+/// per package, then cores per NUMA node — each level with more than one child, rounded down to
+/// a power of two. On a one-package, one-NUMA-node machine with 2 cores: `[2]`.
+///
+/// ```
+/// let m = mbsp::Machine::synthetic("package:2 numa:2 core:4 pu:2").unwrap().machine;
+/// assert_eq!(mbsp_algorithms::fft::hierarchy(&m, &m.whole()), vec![2, 2, 4]);
+/// ```
+pub fn hierarchy(machine: &Machine, domain: &Domain) -> Vec<usize> {
+    let pow2 = |k: usize| if k == 0 { 1 } else { 1 << k.ilog2() };
+    let cores = machine.cores();
+    let mut group = domain.cores(machine);
+    let mut out = Vec::new();
+    for key in [
+        &(|c: usize| cores[c].package) as &dyn Fn(usize) -> usize,
+        &|c: usize| cores[c].numa,
+    ] {
+        let mut ids: Vec<usize> = group.iter().map(|&c| key(c)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > 1 {
+            out.push(pow2(ids.len()));
+            group.retain(|&c| key(c) == ids[0]);
+        }
+    }
+    if group.len() > 1 {
+        out.push(pow2(group.len()));
+    }
+    out
+}
+
+/// Transform a whole vector with the Multi-BSP FFT over the fan-outs `levels` (outermost first;
+/// e.g. [`hierarchy`] of the machine): a top-level run of `levels[0]` processes with nested runs
+/// below. With no levels (or all 1) the transform is sequential.
+///
+/// ```
+/// use mbsp_algorithms::fft::{fft_multi, Complex, Direction};
+/// let mut x: Vec<Complex<f32>> = (0..1024).map(|j| Complex::new(j as f32, 0.0)).collect();
+/// fft_multi(&mut x, &[2, 2], Direction::Forward)?;
+/// assert!((x[0].re - 523_776.0).abs() < 1.0); // the sum 0 + ... + 1023
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub fn fft_multi<T: Float>(
+    data: &mut [Complex<T>],
+    levels: &[usize],
+    dir: Direction,
+) -> Result<()> {
+    let levels: Vec<usize> = levels.iter().copied().filter(|&c| c > 1).collect();
+    let Some((&top, below)) = levels.split_first() else {
+        return super::whole(data, 1, dir);
+    };
+    let n = data.len();
+    let parts = Cyclic::new(data, top);
+    mbsp::run(top, |ctx| {
+        let mut plan = MultiFft::<T>::new(ctx, n, below)?;
+        let Some(mut mine) = parts.take(ctx.pid()) else {
+            return Err(ctx.misuse_error("fft", "cyclic part taken twice"));
+        };
+        let mut local: Vec<Complex<T>> = (0..mine.len()).map(|i| mine.get(i)).collect();
+        plan.transform(ctx, &mut local, dir)?;
+        for (i, v) in local.into_iter().enumerate() {
+            mine.set(i, v);
+        }
+        plan.free(ctx)
+    })
+    .map(drop)
+}
+
+/// Which variant to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// One BSP FFT over all processes.
+    Flat,
+    /// The Multi-BSP FFT over the machine tree.
+    Nested,
+}
+
+/// The cost model that picks [`Variant::Flat`] or [`Variant::Nested`], from BSP parameters
+/// measured on three kinds of runs: all `p` processes at once (the flat variant), one process
+/// per top-level part (the nested variant's top level), and the processes inside one part.
+#[derive(Clone, Copy, Debug)]
+pub struct FftCost {
+    /// A run of all processes (spanning the top level, every core communicating).
+    pub flat: Params,
+    /// A run of one process per top-level part (e.g. per package).
+    pub top: Params,
+    /// A run inside one top-level part.
+    pub inner: Params,
+    /// Seconds to start and end a nested run (worker teams: a few µs).
+    pub nested_start: f64,
+}
+
+/// The choice and both predictions, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    /// The cheaper variant.
+    pub variant: Variant,
+    /// Predicted seconds of the flat variant.
+    pub flat: f64,
+    /// Predicted seconds of the nested variant (infinite when the tree has one level).
+    pub nested: f64,
+}
+
+impl FftCost {
+    /// The same parameters at both levels (e.g. [`Params::current`]), 5 µs per nested run.
+    pub fn uniform(p: Params) -> Self {
+        FftCost {
+            flat: p,
+            top: p,
+            inner: p,
+            nested_start: 5e-6,
+        }
+    }
+
+    /// Predict both variants for length `n` on the fan-outs `levels` (outermost first) and
+    /// pick the cheaper.
+    ///
+    /// ```
+    /// use mbsp_algorithms::cost::Params;
+    /// use mbsp_algorithms::fft::{FftCost, Variant};
+    /// let c = FftCost::uniform(Params::DEFAULT);
+    /// assert_eq!(c.choose(1 << 20, &[2]).variant, Variant::Flat); // one level: nothing to nest
+    /// // 2 packages x 8 cores whose link is swamped when all 16 processes cross it at once:
+    /// let numa = FftCost { flat: Params { g_direct: 60e-9, ..Params::DEFAULT }, ..c };
+    /// let choice = numa.choose(1 << 22, &[2, 8]);
+    /// assert_eq!(choice.variant, Variant::Nested);
+    /// assert!(choice.nested < choice.flat);
+    /// ```
+    pub fn choose(&self, n: usize, levels: &[usize]) -> Choice {
+        let levels: Vec<usize> = levels.iter().copied().filter(|&c| c > 1).collect();
+        let p: usize = levels.iter().product::<usize>().max(1);
+        let nf = n as f64;
+        let lg = |x: f64| x.max(1.0).log2();
+        let (f, o, i) = (&self.flat, &self.top, &self.inner);
+        // Local work: the FFT flops at rate r, plus pack and length-p passes (~4 memory
+        // passes of 2 words per entry, at about the inner g_direct per word).
+        let passes = |entries: f64| 8.0 * entries * i.g_direct;
+        let work = |entries: f64, len: f64| 5.0 * entries * lg(len) / i.r + passes(entries);
+        let pf = p as f64;
+        let flat = work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true);
+        let nested = if levels.len() < 2 {
+            f64::INFINITY
+        } else {
+            let top = levels[0] as f64;
+            let below = pf / top;
+            // Top level: one thread per top-level process packs and does the length-P FFTs on
+            // its n/P entries, and one superstep among the top-level processes.
+            let outer = passes(nf / top)
+                + 5.0 * nf / top * lg(top) / i.r
+                + o.time(1, 2.0 * nf / top * (top - 1.0) / top, true);
+            // Below: copy in and out, the FFT of the rest, one superstep inside, the start and
+            // the registration superstep of each nested level.
+            let inner = work(nf / pf, nf / top)
+                + 4.0 * nf / pf * i.g_direct
+                + i.time(2, 2.0 * nf / pf * (below - 1.0) / below, true)
+                + self.nested_start * (levels.len() - 1) as f64;
+            outer + inner
+        };
+        Choice {
+            variant: if nested < flat {
+                Variant::Nested
+            } else {
+                Variant::Flat
+            },
+            flat,
+            nested,
+        }
+    }
+}
