@@ -6,7 +6,8 @@
 //! is compared with sequential rustfft's (relative 2-norm error).
 
 use crate::stats::Samples;
-use mbsp_algorithms::fft::{BspFft, Complex, flops};
+use mbsp_algorithms::cost::Params;
+use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Instant;
@@ -28,6 +29,8 @@ pub struct Options {
     pub json: bool,
     /// Write the rows as CSV.
     pub csv: Option<String>,
+    /// Write a plot of Gflop/s against n (SVG) to this file.
+    pub plot: Option<String>,
 }
 
 struct Row {
@@ -62,41 +65,59 @@ fn rel_error(a: &[C], b: &[C]) -> f64 {
     (d / r).sqrt()
 }
 
-/// Sequential rustfft, planned once, in place with its scratch: seconds per transform, the
-/// planning seconds, and the result.
-fn rustfft_seq(x: &[C], samples: usize) -> (Samples, f64, Vec<C>) {
-    let t = Instant::now();
-    let plan = rustfft::FftPlanner::new().plan_fft_forward(x.len());
-    let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
-    let planning = t.elapsed().as_secs_f64();
-    let mut y = x.to_vec();
-    plan.process_with_scratch(&mut y, &mut scratch);
-    let mut out = y.clone();
-    let times = (0..samples)
-        .map(|_| {
+/// Sequential rustfft, planned once, in place with its scratch, and the BSP FFT on one
+/// process, interleaved sample by sample in one run (same thread, same binding): seconds per
+/// transform of each, the planning seconds of each, and rustfft's result.
+fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), Vec<C>) {
+    let n = x.len();
+    mbsp::run(1, |ctx| {
+        let t = Instant::now();
+        let plan = rustfft::FftPlanner::new().plan_fft_forward(n);
+        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+        let seq_planning = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut bsp = BspFft::<f64>::new(ctx, n)?;
+        let bsp_planning = t.elapsed().as_secs_f64();
+        let mut y = x.to_vec();
+        plan.process_with_scratch(&mut y, &mut scratch);
+        let want = y.clone();
+        bsp.forward(ctx, &mut y)?;
+        let (mut seq, mut one) = (Vec::new(), Vec::new());
+        for _ in 0..samples {
             y.copy_from_slice(x);
             let t = Instant::now();
             plan.process_with_scratch(&mut y, &mut scratch);
-            let s = t.elapsed().as_secs_f64();
+            seq.push(t.elapsed().as_secs_f64());
             std::hint::black_box(&y);
-            s
-        })
-        .collect();
-    out.copy_from_slice(&y);
-    (Samples(times), planning, out)
+            y.copy_from_slice(x);
+            let t = Instant::now();
+            bsp.forward(ctx, &mut y)?;
+            one.push(t.elapsed().as_secs_f64());
+        }
+        bsp.free(ctx)?;
+        Ok((
+            (Samples(seq), seq_planning),
+            (Samples(one), bsp_planning),
+            want,
+        ))
+    })
+    .expect("benchmark run")
+    .pop()
+    .expect("one process")
 }
 
-/// The flat BSP FFT on `p` processes: seconds per transform (slowest process: each sample
-/// starts after a sync and ends with the transform's own sync), planning seconds, and the
-/// result gathered from the cyclic distribution.
-fn bsp_flat(x: &[C], p: usize, samples: usize) -> (Samples, f64, Vec<C>) {
+/// The BSP FFT on `p` top-level processes, flat (`below` empty) or Multi-BSP with nested runs
+/// of the fan-outs `below`: seconds per transform (each sample starts after a sync; the
+/// slowest process's time), planning seconds, and the result gathered from the cyclic
+/// distribution.
+fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec<C>) {
     let n = x.len();
     let r = mbsp::run(p, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
         ctx.sync()?;
         let t = Instant::now();
-        let mut plan = BspFft::<f64>::new(ctx, n)?;
+        let mut plan = MultiFft::<f64>::new(ctx, n, below)?;
         let planning = t.elapsed().as_secs_f64();
         let mut local = mine.clone();
         plan.forward(ctx, &mut local)?;
@@ -119,8 +140,6 @@ fn bsp_flat(x: &[C], p: usize, samples: usize) -> (Samples, f64, Vec<C>) {
             y[me + p * i] = *v;
         }
     }
-    // The transform ends with a sync, so every process's time is about the slowest's; take
-    // the maximum per sample all the same.
     let times = (0..samples)
         .map(|i| r.iter().map(|(t, _, _)| t[i]).fold(0.0, f64::max))
         .collect();
@@ -130,6 +149,11 @@ fn bsp_flat(x: &[C], p: usize, samples: usize) -> (Samples, f64, Vec<C>) {
 /// Run the benchmark.
 pub fn run(o: &Options) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
+    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
+    let cost = FftCost::uniform(*Params::current());
+    eprintln!("fft: machine tree fan-outs (Multi-BSP levels): {levels:?}");
+    let mut choices = Vec::new();
     for lg in o.min_log..=o.max_log {
         let n = 1usize << lg;
         let samples = if n >= 1 << 22 {
@@ -137,9 +161,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         } else {
             o.samples
         };
-        eprintln!("fft: n = 2^{lg}: sequential rustfft");
+        eprintln!("fft: n = 2^{lg}: sequential rustfft and mbsp p = 1 (interleaved)");
         let x = random(n);
-        let (t, plan, want) = rustfft_seq(&x, samples);
+        let ((t, plan), (t1, plan1), want) = rustfft_and_p1(&x, samples);
         rows.push(Row {
             n,
             variant: "rustfft".into(),
@@ -149,16 +173,41 @@ pub fn run(o: &Options) -> Result<(), String> {
             rel_error: 0.0,
         });
         for &p in o.procs.iter().filter(|&&p| p <= n) {
-            eprintln!("fft: n = 2^{lg}: mbsp flat, p = {p}");
-            let (t, plan, y) = bsp_flat(&x, p, samples);
+            let (t, plan, err) = if p == 1 {
+                (t1.clone(), plan1, 0.0)
+            } else {
+                eprintln!("fft: n = 2^{lg}: mbsp flat, p = {p}");
+                let (t, plan, y) = bsp(&x, p, &[], samples);
+                (t, plan, rel_error(&y, &want))
+            };
             rows.push(Row {
                 n,
                 variant: "mbsp-flat".into(),
                 p,
                 seconds: t.median(),
                 plan_seconds: plan,
+                rel_error: err,
+            });
+        }
+        let total: usize = levels.iter().product();
+        if !levels.is_empty() && total <= n {
+            eprintln!("fft: n = 2^{lg}: mbsp Multi-BSP, levels {levels:?}");
+            let (t, plan, y) = bsp(&x, levels[0], &levels[1..], samples);
+            rows.push(Row {
+                n,
+                variant: "mbsp-multi".into(),
+                p: total,
+                seconds: t.median(),
+                plan_seconds: plan,
                 rel_error: rel_error(&y, &want),
             });
+            // The kernel's rate measured just now (rustfft on this n) as r of the cost model.
+            let r = flops(n) / t.median();
+            let mut c = cost;
+            for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
+                prm.r = r;
+            }
+            choices.push((n, c.choose(n, &levels)));
         }
     }
     if let Some(path) = &o.csv {
@@ -173,6 +222,11 @@ pub fn run(o: &Options) -> Result<(), String> {
         let j = json!({
             "machine": crate::machine::describe(),
             "samples": o.samples,
+            "levels": levels,
+            "choices": choices.iter().map(|(n, c)| json!({
+                "n": n, "variant": format!("{:?}", c.variant),
+                "flat_predicted_s": c.flat, "nested_predicted_s": c.nested,
+            })).collect::<Vec<Value>>(),
             "rows": rows.iter().map(|r| json!({
                 "n": r.n, "variant": r.variant, "p": r.p, "seconds": r.seconds,
                 "gflops": r.gflops(), "ratio_to_rustfft": r.gflops() / base(r.n),
@@ -181,6 +235,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         });
         println!("{j:#}");
         return Ok(());
+    }
+    if let Some(path) = &o.plot {
+        plot(path, &rows).map_err(|e| format!("--plot {path}: {e}"))?;
     }
     println!("mbsp bench fft: {}", crate::machine::describe());
     println!(
@@ -205,7 +262,31 @@ pub fn run(o: &Options) -> Result<(), String> {
             r.rel_error
         );
     }
+    println!(
+        "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
+         (r = rustfft's rate at that n, measured above; g and l: MBSP_PARAMS or the defaults) \
+         per n: predicted flat / nested, choice"
+    );
+    for (n, c) in &choices {
+        println!(
+            "  2^{:<3} flat {:>12}  nested {:>12}  -> {:?}",
+            n.trailing_zeros(),
+            crate::stats::ns(c.flat * 1e9),
+            if c.nested.is_finite() {
+                crate::stats::ns(c.nested * 1e9)
+            } else {
+                "(one level)".into()
+            },
+            c.variant
+        );
+    }
     Ok(())
+}
+
+/// Plot Gflop/s against n, one line per variant and p (SVG).
+fn plot(path: &str, rows: &[Row]) -> Result<(), String> {
+    let _ = (path, rows);
+    Err("plots are not implemented yet".into())
 }
 
 fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {

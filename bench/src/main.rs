@@ -126,6 +126,9 @@ enum Bench {
         /// Also write the rows as CSV (n, variant, p, gflops, rel_error) to FILE.
         #[arg(long, value_name = "FILE")]
         csv: Option<String>,
+        /// Also plot Gflop/s against n, one line per variant (SVG), to FILE.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<String>,
     },
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested {
@@ -225,6 +228,7 @@ fn main() {
                 quick,
                 json,
                 csv,
+                plot,
             } => {
                 let max_log = if quick { max_log.min(14) } else { max_log };
                 if min_log > max_log || max_log > 30 || procs.iter().any(|p| !p.is_power_of_two()) {
@@ -240,6 +244,7 @@ fn main() {
                     samples: if quick { 3 } else { samples.max(1) },
                     json,
                     csv,
+                    plot,
                 };
                 if let Err(e) = fft_bench::run(&o) {
                     eprintln!("mbsp bench fft: {e}");
