@@ -142,3 +142,14 @@ fn nested_reduce() {
         );
     }
 }
+
+#[test]
+fn spectral() {
+    for p in ["1", "2", "8"] {
+        let out = run(env!("CARGO_BIN_EXE_spectral"), &["4096", p]);
+        assert!(
+            out.contains("max error of the spectral derivative"),
+            "{out}"
+        );
+    }
+}
