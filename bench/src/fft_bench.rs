@@ -2,12 +2,17 @@
 //!
 //! For each n, every variant transforms the same random vector (forward, unscaled) `samples`
 //! times after a warm-up; the median time gives Gflop/s = 5 n log₂ n / t. Planning (rustfft
-//! plans, twiddle tables, registering the pack buffers) is timed apart. Each variant's result
-//! is compared with sequential rustfft's (relative 2-norm error).
+//! plans, FFTW's `FFTW_MEASURE` planning, twiddle tables, registering the pack buffers) is timed
+//! apart. Each variant's result is compared with sequential rustfft's (relative 2-norm error).
+//!
+//! With the cargo feature `fftw`, FFTW 3 is a baseline too: `fftw` on one thread and
+//! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
+//! `--procs`, in place like the others, planned on the main thread.
 
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy};
+use plotters::prelude::*;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Instant;
@@ -106,6 +111,32 @@ fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), V
     .expect("one process")
 }
 
+/// FFTW on `threads` threads, in place, planned with `FFTW_MEASURE` on this thread (FFTW's
+/// planner is not thread-safe; the benchmark calls this from its main thread): seconds per
+/// transform, planning seconds (including the array's allocation), and the result.
+#[cfg(feature = "fftw")]
+fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>), String> {
+    let t = Instant::now();
+    let mut fft = crate::fftw::Fft::forward(x.len(), threads)?;
+    let planning = t.elapsed().as_secs_f64();
+    // Planning overwrote the array: the input goes in after it.
+    fft.data_mut().copy_from_slice(x);
+    fft.execute();
+    let result = fft.data().to_vec();
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        fft.data_mut().copy_from_slice(x);
+        let t = Instant::now();
+        fft.execute();
+        times.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(fft.data());
+    }
+    Ok((Samples(times), planning, result))
+}
+
+/// The smallest n of the targets summary.
+const LARGE: usize = 1 << 16;
+
 /// The BSP FFT on `p` top-level processes, flat (`below` empty) or Multi-BSP with nested runs
 /// of the fan-outs `below`: seconds per transform (each sample starts after a sync; the
 /// slowest process's time), planning seconds, and the result gathered from the cyclic
@@ -153,6 +184,11 @@ pub fn run(o: &Options) -> Result<(), String> {
     let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
     let cost = FftCost::uniform(*Params::current());
     eprintln!("fft: machine tree fan-outs (Multi-BSP levels): {levels:?}");
+    #[cfg(not(feature = "fftw"))]
+    eprintln!(
+        "fft: FFTW not built in (install libfftw3-dev and build with \
+         `cargo run --release -p mbsp-bench --features fftw -- bench fft`)"
+    );
     let mut choices = Vec::new();
     for lg in o.min_log..=o.max_log {
         let n = 1usize << lg;
@@ -164,6 +200,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         eprintln!("fft: n = 2^{lg}: sequential rustfft and mbsp p = 1 (interleaved)");
         let x = random(n);
         let ((t, plan), (t1, plan1), want) = rustfft_and_p1(&x, samples);
+        let seq_rate = flops(n) / t.median();
         rows.push(Row {
             n,
             variant: "rustfft".into(),
@@ -172,6 +209,19 @@ pub fn run(o: &Options) -> Result<(), String> {
             plan_seconds: plan,
             rel_error: 0.0,
         });
+        #[cfg(feature = "fftw")]
+        for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
+            eprintln!("fft: n = 2^{lg}: FFTW, {threads} thread(s)");
+            let (t, plan, y) = fftw(&x, threads, samples)?;
+            rows.push(Row {
+                n,
+                variant: if threads == 1 { "fftw" } else { "fftw-threads" }.into(),
+                p: threads,
+                seconds: t.median(),
+                plan_seconds: plan,
+                rel_error: rel_error(&y, &want),
+            });
+        }
         for &p in o.procs.iter().filter(|&&p| p <= n) {
             let (t, plan, err) = if p == 1 {
                 (t1.clone(), plan1, 0.0)
@@ -202,7 +252,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 rel_error: rel_error(&y, &want),
             });
             // The kernel's rate measured just now (rustfft on this n) as r of the cost model.
-            let r = flops(n) / t.median();
+            let r = seq_rate;
             let mut c = cost;
             for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
                 prm.r = r;
@@ -218,6 +268,9 @@ pub fn run(o: &Options) -> Result<(), String> {
             .find(|r| r.n == n && r.variant == "rustfft")
             .map_or(f64::NAN, Row::gflops)
     };
+    if let Some(path) = &o.plot {
+        plot(path, &rows).map_err(|e| format!("--plot {path}: {e}"))?;
+    }
     if o.json {
         let j = json!({
             "machine": crate::machine::describe(),
@@ -236,9 +289,6 @@ pub fn run(o: &Options) -> Result<(), String> {
         println!("{j:#}");
         return Ok(());
     }
-    if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot {path}: {e}"))?;
-    }
     println!("mbsp bench fft: {}", crate::machine::describe());
     println!(
         "complex f64, forward; Gflop/s = 5 n log2 n / median time of {} transforms; ratio to \
@@ -246,12 +296,12 @@ pub fn run(o: &Options) -> Result<(), String> {
         o.samples
     );
     println!(
-        "\n  {:>9} {:<10} {:>2} {:>12} {:>8} {:>9} {:>12} {:>9}",
+        "\n  {:>9} {:<12} {:>2} {:>12} {:>8} {:>9} {:>12} {:>9}",
         "n", "variant", "p", "time", "Gflop/s", "/rustfft", "planning", "rel.err"
     );
     for r in &rows {
         println!(
-            "  {:>9} {:<10} {:>2} {:>12} {:>8.2} {:>9.2} {:>12} {:>9.1e}",
+            "  {:>9} {:<12} {:>2} {:>12} {:>8.2} {:>9.2} {:>12} {:>9.1e}",
             format!("2^{}", r.n.trailing_zeros()),
             r.variant,
             r.p,
@@ -262,6 +312,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             r.rel_error
         );
     }
+    targets(&rows);
     println!(
         "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
          (r = rustfft's rate at that n, measured above; g and l: MBSP_PARAMS or the defaults) \
@@ -283,10 +334,152 @@ pub fn run(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Plot Gflop/s against n, one line per variant and p (SVG).
+/// The targets summary: per large n, the flat BSP FFT on 2 processes against FFTW on 2 threads.
+fn targets(rows: &[Row]) {
+    println!(
+        "\ntargets at p = 2, n >= 2^{}: mbsp-flat against fftw-threads (ratio of Gflop/s)",
+        LARGE.trailing_zeros()
+    );
+    if !cfg!(feature = "fftw") {
+        println!("  (FFTW not built in: build with --features fftw for this comparison)");
+        return;
+    }
+    let mut ns: Vec<usize> = rows.iter().map(|r| r.n).filter(|&n| n >= LARGE).collect();
+    ns.dedup();
+    if ns.is_empty() {
+        println!("  (no n >= 2^{} in this run)", LARGE.trailing_zeros());
+    }
+    for n in ns {
+        let find = |variant: &str| {
+            rows.iter()
+                .find(|r| r.n == n && r.variant == variant && r.p == 2)
+        };
+        match (find("mbsp-flat"), find("fftw-threads")) {
+            (Some(m), Some(f)) => println!(
+                "  2^{:<3} mbsp-flat p=2 {:>6.2} Gflop/s / fftw-threads p=2 {:>6.2} Gflop/s = {:.2}",
+                n.trailing_zeros(),
+                m.gflops(),
+                f.gflops(),
+                m.gflops() / f.gflops()
+            ),
+            _ => println!("  2^{:<3} (needs 2 in --procs)", n.trailing_zeros()),
+        }
+    }
+}
+
+/// The legend label of a (variant, p) line.
+fn label(variant: &str, p: usize) -> String {
+    match variant {
+        "rustfft" | "fftw" => variant.to_string(),
+        _ => format!("{variant} p={p}"),
+    }
+}
+
+/// The colours of the plot's lines, in turn (distinct on white).
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Plot Gflop/s against n, one line per variant and p (SVG), as Figure 1 of the MulticoreBSP
+/// for C paper: n on a log₂ axis, a legend, point markers on the lines.
 fn plot(path: &str, rows: &[Row]) -> Result<(), String> {
-    let _ = (path, rows);
-    Err("plots are not implemented yet".into())
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    // The lines, (variant, p) and their points (log2 n, Gflop/s), in the order of the table.
+    type Line<'a> = ((&'a str, usize), Vec<(f64, f64)>);
+    let mut lines: Vec<Line> = Vec::new();
+    for r in rows {
+        let point = (f64::from(r.n.trailing_zeros()), r.gflops());
+        let key = (r.variant.as_str(), r.p);
+        match lines.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, points)) => points.push(point),
+            None => lines.push((key, vec![point])),
+        }
+    }
+    let logs = rows.iter().map(|r| r.n.trailing_zeros());
+    let (lo, hi) = (logs.clone().min().unwrap_or(0), logs.max().unwrap_or(0));
+    let top = rows
+        .iter()
+        .map(Row::gflops)
+        .filter(|g| g.is_finite())
+        .fold(0.0, f64::max);
+    let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+
+    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let body = root
+        .titled("FFT speed (complex f64)", ("sans-serif", 24))
+        .map_err(|e| err(&e))?;
+    // The legend gets a column of its own on the right, so it never hides a line.
+    let (plot_area, legend_area) = body.split_horizontally(1000 - 210);
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(f64::from(lo) - 0.3..f64::from(hi) + 0.3, 0.0..top)
+        .map_err(|e| err(&e))?;
+    // One tick per power of two (fewer if there are many), labelled 2^k.
+    let ticks = (hi - lo + 1) as usize;
+    let exponent = |v: &f64| {
+        if (v - v.round()).abs() < 1e-6 {
+            format!("2^{}", v.round() as i64)
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_labels(ticks)
+        .x_label_formatter(&exponent)
+        .x_desc("n (complex values; log2 scale)")
+        .y_desc("Gflop/s (5 n log2 n / median time)")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, ((variant, p), points)) in lines.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
+            )
+            .map_err(|e| err(&e))?;
+        // The legend entry: a stretch of the line with its marker, and the label.
+        let y = 40 + 24 * i as i32;
+        legend_area
+            .draw(&PathElement::new(
+                vec![(8, y), (40, y)],
+                color.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?;
+        legend_area
+            .draw(&Circle::new((24, y), 4, color.filled()))
+            .map_err(|e| err(&e))?;
+        legend_area
+            .draw(&Text::new(
+                label(variant, *p),
+                (48, y - 8),
+                ("sans-serif", 15).into_font(),
+            ))
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))
 }
 
 fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {

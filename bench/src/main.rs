@@ -1,5 +1,6 @@
 //! `mbsp`: the command-line tool of the mbsp project.
 //!
+//! * `mbsp fft` — one BSP FFT of random data, checked, timed, with the cost model's choice.
 //! * `mbsp topo` — the machine tree (detected, or loaded from XML / a synthetic description /
 //!   `MBSP_TOPOLOGY`) and the placement of a (possibly nested) plan.
 //! * `mbsp bench core` — synchronisation and communication costs of the runtime against
@@ -12,6 +13,8 @@
 mod collectives_bench;
 mod core_bench;
 mod fft_bench;
+mod fft_cmd;
+mod fftw;
 mod floor;
 mod machine;
 mod nested_bench;
@@ -55,6 +58,25 @@ enum Command {
         #[arg(long, value_name = "SETS")]
         cpus: Option<String>,
         /// Print JSON: per process pid, package, numa, cores, pus and children.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One BSP FFT of random data: time, Gflop/s, error against sequential rustfft, and the
+    /// cost model's flat/nested choice.
+    Fft {
+        /// Transform length (a power of two).
+        #[arg(long, value_name = "N")]
+        n: usize,
+        /// Processes of the flat variant (a power of two; default: the hardware threads).
+        #[arg(short = 'p', long = "procs", value_name = "P")]
+        procs: Option<usize>,
+        /// The Multi-BSP variant over the machine tree (MBSP_TOPOLOGY is honoured).
+        #[arg(long)]
+        nested: bool,
+        /// The inverse transform (scaled by 1/n).
+        #[arg(long)]
+        inverse: bool,
+        /// Print one JSON object (n, p, variant, seconds, gflops, rel_error, choice, ...).
         #[arg(long)]
         json: bool,
     },
@@ -177,6 +199,25 @@ fn main() {
             });
             if let Err(e) = result {
                 eprintln!("mbsp topo: {e}");
+                std::process::exit(2);
+            }
+        }
+        Command::Fft {
+            n,
+            procs,
+            nested,
+            inverse,
+            json,
+        } => {
+            let o = fft_cmd::Options {
+                n,
+                p: procs,
+                nested,
+                inverse,
+                json,
+            };
+            if let Err(e) = fft_cmd::run(&o) {
+                eprintln!("mbsp fft: {e}");
                 std::process::exit(2);
             }
         }

@@ -1,0 +1,161 @@
+//! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
+
+use mbsp_algorithms::cost::Params;
+use mbsp_algorithms::fft::{Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy};
+use serde_json::json;
+use std::time::Instant;
+
+type C = Complex<f64>;
+
+/// Options of `mbsp fft`.
+pub struct Options {
+    /// Transform length (a power of two).
+    pub n: usize,
+    /// Processes of the flat variant (`None`: the largest power of two <= the hardware threads).
+    pub p: Option<usize>,
+    /// Run the Multi-BSP variant over the machine tree.
+    pub nested: bool,
+    /// Inverse instead of forward.
+    pub inverse: bool,
+    /// Print one JSON object.
+    pub json: bool,
+}
+
+fn random(n: usize) -> Vec<C> {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    (0..n).map(|_| C::new(next(), next())).collect()
+}
+
+/// Run it; `Err` is a one-line message for exit status 2.
+pub fn run(o: &Options) -> Result<(), String> {
+    let n = o.n;
+    if !n.is_power_of_two() {
+        return Err(format!("--n {n} is not a power of two"));
+    }
+    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let tree = hierarchy(&loaded.machine, &loaded.machine.whole());
+    let pow2_threads = 1usize << mbsp::nprocs().max(1).ilog2();
+    let levels: Vec<usize> = if o.nested {
+        let total: usize = tree.iter().product::<usize>().max(1);
+        if let Some(p) = o.p.filter(|&p| p != total) {
+            return Err(format!(
+                "-p {p} with --nested: the machine tree {tree:?} gives {total} processes (leave -p out)"
+            ));
+        }
+        tree.clone()
+    } else {
+        let p = o.p.unwrap_or(pow2_threads);
+        if !p.is_power_of_two() {
+            return Err(format!("-p {p} is not a power of two"));
+        }
+        vec![p]
+    };
+    let p: usize = levels.iter().product::<usize>().max(1);
+    if p > n {
+        return Err(format!("{p} processes exceed n = {n}"));
+    }
+    let dir = if o.inverse {
+        Direction::Inverse
+    } else {
+        Direction::Forward
+    };
+    eprintln!("fft: n = {n}, {p} processes, levels {levels:?}: planning");
+    let x = random(n);
+    // Sequential reference (and the kernel's rate, for the cost model).
+    let mut want = x.clone();
+    let mut planner = rustfft::FftPlanner::new();
+    let kernel = match dir {
+        Direction::Forward => planner.plan_fft_forward(n),
+        Direction::Inverse => planner.plan_fft_inverse(n),
+    };
+    let mut warm = x.clone();
+    kernel.process(&mut warm); // first touch, twiddles in cache
+    let t = Instant::now();
+    kernel.process(&mut want);
+    let seq = t.elapsed().as_secs_f64();
+    if dir == Direction::Inverse {
+        want.iter_mut().for_each(|v| *v /= n as f64);
+    }
+    let (top, below) = levels.split_first().map_or((1, &[][..]), |(t, b)| (*t, b));
+    let r = mbsp::run(top, |ctx| {
+        let (me, pt) = (ctx.pid(), ctx.nprocs());
+        let mine: Vec<C> = (me..n).step_by(pt).map(|i| x[i]).collect();
+        let t = Instant::now();
+        let mut plan = MultiFft::<f64>::new(ctx, n, below)?;
+        let planning = t.elapsed().as_secs_f64();
+        let mut local = mine.clone();
+        plan.transform(ctx, &mut local, dir)?; // warm-up
+        local.copy_from_slice(&mine);
+        ctx.sync()?;
+        let t = Instant::now();
+        plan.transform(ctx, &mut local, dir)?;
+        let secs = t.elapsed().as_secs_f64();
+        plan.free(ctx)?;
+        Ok((local, secs, planning))
+    })
+    .map_err(|e| e.to_string())?;
+    let mut y = vec![C::default(); n];
+    for (me, (local, _, _)) in r.iter().enumerate() {
+        for (i, v) in local.iter().enumerate() {
+            y[me + top * i] = *v;
+        }
+    }
+    let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
+    let planning = r[0].2;
+    let d: f64 = y.iter().zip(&want).map(|(a, b)| (a - b).norm_sqr()).sum();
+    let w: f64 = want.iter().map(|b| b.norm_sqr()).sum();
+    let rel_error = (d / w).sqrt();
+    let gflops = flops(n) / secs / 1e9;
+    let mut cost = FftCost::uniform(*Params::current());
+    for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
+        prm.r = flops(n) / seq;
+    }
+    let choice = cost.choose(n, &tree);
+    let variant = if o.nested && levels.len() > 1 {
+        "nested"
+    } else {
+        "flat"
+    };
+    let chosen = match choice.variant {
+        Variant::Flat => "flat",
+        Variant::Nested => "nested",
+    };
+    if o.json {
+        let j = json!({
+            "n": n, "p": p, "variant": variant, "levels": levels, "inverse": o.inverse,
+            "seconds": secs, "gflops": gflops, "rel_error": rel_error,
+            "planning_seconds": planning, "sequential_seconds": seq,
+            "choice": chosen, "predicted_flat_seconds": choice.flat,
+            "predicted_nested_seconds": if choice.nested.is_finite() { Some(choice.nested) } else { None },
+        });
+        println!("{j:#}");
+    } else {
+        println!(
+            "fft n = {n} ({}), p = {p} ({variant}, levels {levels:?}): {:.3} ms, {gflops:.2} Gflop/s, \
+             relative error {rel_error:.1e} against sequential rustfft ({:.3} ms); planning {:.1} ms",
+            if o.inverse { "inverse" } else { "forward" },
+            secs * 1e3,
+            seq * 1e3,
+            planning * 1e3
+        );
+        println!(
+            "cost model on this machine's tree {tree:?}: flat {:.3} ms, nested {} -> {chosen}",
+            choice.flat * 1e3,
+            if choice.nested.is_finite() {
+                format!("{:.3} ms", choice.nested * 1e3)
+            } else {
+                "n/a (one level)".into()
+            }
+        );
+    }
+    if rel_error > 1e-10 {
+        return Err(format!("relative error {rel_error:e} is too large"));
+    }
+    Ok(())
+}
