@@ -308,7 +308,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             crate::stats::ns(r.seconds * 1e9),
             r.gflops(),
             r.gflops() / base(r.n),
-            crate::stats::ns(r.plan_seconds * 1e9),
+            secs(r.plan_seconds),
             r.rel_error
         );
     }
@@ -497,4 +497,13 @@ fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
         )?;
     }
     f.flush()
+}
+
+/// Seconds compactly: `1.23 s` from one second on, else as [`crate::stats::ns`].
+fn secs(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        crate::stats::ns(s * 1e9)
+    }
 }

@@ -199,7 +199,8 @@ impl<T: Float> BspFft<T> {
             ));
         }
         Ok(BspFft {
-            scratch: vec![zero; scratch_len],
+            // A few spare entries, so that the kernel's scratch can start on a cache line.
+            scratch: vec![zero; scratch_len + 8],
             packs,
             parity: 0,
             tile: vec![zero; if b > 0 { p * TILE.min(b) } else { n }],
@@ -280,7 +281,11 @@ impl<T: Float> BspFft<T> {
         };
         // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
         match below {
-            None => kernel.process_with_scratch(local, &mut self.scratch),
+            None => {
+                let len = kernel.get_inplace_scratch_len();
+                let skew = self.scratch.as_ptr().align_offset(64).min(8);
+                kernel.process_with_scratch(local, &mut self.scratch[skew..skew + len]);
+            }
             Some(below) => below.transform(ctx, local, dir)?,
         }
         if t.p == 1 {
