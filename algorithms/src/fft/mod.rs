@@ -31,7 +31,7 @@
 //! run of `p` processes. [`MultiFft`] / [`fft_multi`] nest the same algorithm along the machine
 //! tree (packages → NUMA nodes → cores); [`FftCost`] predicts both and picks one.
 
-mod multi;
+pub mod multi;
 mod plan;
 
 pub use multi::{Choice, FftCost, MultiFft, Variant, fft_multi, hierarchy};
