@@ -4,22 +4,24 @@
 //! for C paper §5.1).
 //!
 //! At every level the algorithm is the flat one ([`BspFft`]): local FFT, twiddle and pack, one
-//! superstep of direct gets, length-`p` FFTs across the packs. Only step (1) differs: a
-//! process with levels below it hands its local array out cyclically to a nested run (each
-//! nested process copies its part in and out), whose processes transform it with the same
-//! algorithm one level down. The tables of every process of the subtree are made once, in
-//! [`MultiFft::new`]; each nested run registers its pack buffers in its first superstep.
+//! superstep of direct gets, length-`p` FFTs across the packs. A process with levels below it
+//! has its cores do the local work in two nested runs: the first hands the local array out
+//! cyclically (each nested process copies its part in), transforms it with the same algorithm
+//! one level down, and writes the twiddled outputs straight into the parent's pack; after the
+//! parent's superstep and its fetch of the other packs, the second nested run does the
+//! length-`p` FFTs, each nested process on its own columns, writing the parent's output. The
+//! tables of every process of the subtree are made once, in [`MultiFft::new`]; each nested run
+//! of the first kind registers its pack buffers in its first superstep.
 //!
-//! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: the nested
-//! levels do `5(n/p)·log₂(n/P)` flops per process and one superstep of `h = 2(n/p)(c-1)/c`
-//! words with the inner `g` and `l`, plus starting the nested run and registering (another
-//! `l`); the top level does `5(n/P)·log₂ P` flops, packing and the length-`P` FFTs on one
-//! thread per top-level process, and one superstep of `h = 2(n/P)(P-1)/P` words with the `g`
-//! and `l` of a run of one process per top-level part. The flat algorithm on all `p` processes
-//! pays the `g` of a run of all of them (every core crossing the top level's links at once)
-//! for `2(n/p)(p-1)/p` words per process. [`FftCost::choose`] compares the two. The top level's
-//! packing and length-`P` FFTs run on one thread per top-level part here: the nested variant
-//! wins when crossing the top level is dear (many cores sharing few links), not otherwise.
+//! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: every process
+//! does `5(n/p)·log₂ n` flops and the pack and column passes over its `n/p` entries; the nested
+//! level adds one superstep of `h = 2(n/p)(c-1)/c` words with the inner `g` and `l`, two nested
+//! runs and a registration superstep; the top level one superstep of `h = 2(n/P)(P-1)/P` words
+//! with the `g` and `l` of a run of one process per top-level part (the fetch is done by that
+//! process alone). The flat algorithm on all `p` processes pays the `g` of a run of all of
+//! them (every core crossing the top level's links at once) for `2(n/p)(p-1)/p` words per
+//! process. [`FftCost::choose`] compares the two: nesting wins when crossing the top level is
+//! dear and the transform is long enough to pay for the nested runs.
 
 use super::plan::{BspFft, Direction, Tables, check_shape};
 use super::{Complex, Float};
@@ -59,6 +61,41 @@ impl<T: Float> Below<T> {
             })
             .collect();
         Some(Below { fanout: c, nodes })
+    }
+
+    /// The size of the nested run.
+    pub(crate) fn fanout(&self) -> usize {
+        self.fanout
+    }
+
+    /// The local FFT of `local` by a nested run, as [`transform`](Self::transform), except that
+    /// the outputs are not written back: output `k` goes to `sink(k, value)`, called by the
+    /// nested process that owns `k` (each `k` once).
+    pub(crate) fn transform_into(
+        &self,
+        ctx: &Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        sink: &(dyn Fn(usize, Complex<T>) + Sync),
+    ) -> Result<()> {
+        let c = self.fanout;
+        let parts = Cyclic::new(local, c);
+        ctx.run(c, |nctx| {
+            let t = nctx.pid();
+            let node = &self.nodes[t];
+            let Some(part) = parts.take(t) else {
+                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
+            };
+            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
+            fft.free(nctx)?;
+            for (i, v) in loc.into_iter().enumerate() {
+                sink(t + c * i, v);
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// The processes of the whole subtree.
@@ -319,17 +356,15 @@ impl FftCost {
         } else {
             let top = levels[0] as f64;
             let below = pf / top;
-            // Top level: one thread per top-level process packs and does the length-P FFTs on
-            // its n/P entries, and one superstep among the top-level processes.
-            let outer = passes(nf / top)
-                + 5.0 * nf / top * lg(top) / i.r
-                + o.time(1, 2.0 * nf / top * (top - 1.0) / top, true);
-            // Below: copy in and out, the FFT of the rest, one superstep inside, the start and
-            // the registration superstep of each nested level.
-            let inner = work(nf / pf, nf / top)
-                + 4.0 * nf / pf * i.g_direct
+            // Top level: one superstep among the top-level processes; the fetch of the other
+            // packs by each of them alone.
+            let outer = o.time(1, 2.0 * nf / top * (top - 1.0) / top, true);
+            // Below: copy in, all flops and passes spread over the cores, one superstep inside,
+            // the nested runs (two per level) and the registration superstep.
+            let inner = work(nf / pf, nf)
+                + 2.0 * nf / pf * i.g_direct
                 + i.time(2, 2.0 * nf / pf * (below - 1.0) / below, true)
-                + self.nested_start * (levels.len() - 1) as f64;
+                + 2.0 * self.nested_start * (levels.len() - 1) as f64;
             outer + inner
         };
         Choice {

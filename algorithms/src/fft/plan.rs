@@ -85,6 +85,54 @@ pub struct BspFft<T: Float> {
     packs: [Reg<Complex<T>>; 2],
     parity: usize,
     tile: Vec<Complex<T>>,
+    /// The fetched packs of a Multi-BSP level (allocated on first use).
+    recv: Vec<Complex<T>>,
+}
+
+/// A slice written by several threads at disjoint places (the nested processes of a Multi-BSP
+/// level writing into their parent's arrays): the raw pointer and length, with the
+/// disjointness promised at each write.
+pub(crate) struct Shared<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: the wrapper only hands out writes whose callers promise disjointness; sending or
+// sharing it is like sharing disjoint `&mut` parts of the slice (`T: Send`).
+unsafe impl<T: Send> Send for Shared<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Shared<'_, T> {}
+
+impl<'a, T> Shared<'a, T> {
+    pub(crate) fn new(s: &'a mut [T]) -> Self {
+        Shared {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// Write entry `i`.
+    ///
+    /// # Safety
+    /// No other thread reads or writes entry `i` meanwhile.
+    pub(crate) unsafe fn write(&self, i: usize, v: T) {
+        assert!(i < self.len, "Shared::write: {i} >= {}", self.len);
+        // SAFETY: in bounds; exclusive by the caller's promise.
+        unsafe { self.ptr.add(i).write(v) }
+    }
+
+    /// Entries `r`, to write.
+    ///
+    /// # Safety
+    /// No other thread touches entries `r` while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice_mut(&self, r: std::ops::Range<usize>) -> &mut [T] {
+        assert!(r.start <= r.end && r.end <= self.len);
+        // SAFETY: in bounds; exclusive by the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.len()) }
+    }
 }
 
 /// What one process of a transform needs besides communication buffers: the sequential
@@ -204,6 +252,7 @@ impl<T: Float> BspFft<T> {
             packs,
             parity: 0,
             tile: vec![zero; if b > 0 { p * TILE.min(b) } else { n }],
+            recv: Vec::new(),
             t,
         })
     }
@@ -274,6 +323,12 @@ impl<T: Float> BspFft<T> {
                     t.m
                 ),
             ));
+        }
+        if let Some(below) = below
+            && t.p > 1
+            && t.b > 0
+        {
+            return self.transform_nested(ctx, local, dir, below, &t);
         }
         let (kernel, tw) = match dir {
             Direction::Forward => (&t.fwd, &t.tw_fwd),
@@ -349,6 +404,81 @@ impl<T: Float> BspFft<T> {
             }
             e0 += cl;
         }
+        Ok(())
+    }
+
+    /// The transform with the cores below doing the local work (Multi-BSP): a nested run
+    /// computes the local FFT and writes the twiddled outputs straight into this process's pack;
+    /// after this level's superstep, this process fetches the packs, and a second nested run
+    /// does the length-p FFTs, each nested process on its own columns.
+    fn transform_nested(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        below: &super::multi::Below<T>,
+        t: &Tables<T>,
+    ) -> Result<()> {
+        let tw = match dir {
+            Direction::Forward => &t.tw_fwd,
+            Direction::Inverse => &t.tw_inv,
+        };
+        let (p, b, me, par) = (t.p, t.b, t.me, self.parity);
+        let (pmask, pshift) = (p - 1, p.trailing_zeros());
+        {
+            let pack = Shared::new(ctx.local_mut(&mut self.packs[par])?);
+            // SAFETY: entry k₁ of the local transform goes to one pack position, a bijection
+            // of 0..m, so the nested processes (each writing the k₁ it owns) write disjoint
+            // entries; nobody reads the pack before this level's sync.
+            let sink = |k1: usize, v: Complex<T>| unsafe {
+                pack.write((k1 & pmask) * b + (k1 >> pshift), v * tw[k1])
+            };
+            below.transform_into(ctx, local, dir, &sink)?;
+        }
+        ctx.sync()?;
+        self.parity ^= 1;
+        // Fetch: pack row of source s at row bitrev(s) of the receive buffer.
+        let m = t.m;
+        if self.recv.len() != m {
+            self.recv = vec![Complex::new(T::zero(), T::zero()); m];
+        }
+        let own = ctx.local(&self.packs[par])?;
+        for s in 0..p {
+            let row = t.bitrev[s] * b;
+            let dst = &mut self.recv[row..row + b];
+            if s == me {
+                dst.copy_from_slice(&own[me * b..(me + 1) * b]);
+            } else {
+                // SAFETY: as in `transform`.
+                unsafe { ctx.direct_get(s, &self.packs[par], me * b, dst)? };
+            }
+        }
+        // Length-p FFTs by the cores below, each on its own columns of the receive buffer.
+        let recv = &self.recv;
+        let out = Shared::new(local);
+        let inverse = dir == Direction::Inverse;
+        let c = below.fanout();
+        ctx.run(c, |nctx| {
+            let cols = crate::dist::block_range(b, c, nctx.pid());
+            let width = TILE.min(cols.len().max(1));
+            let mut tile = vec![Complex::new(T::zero(), T::zero()); p * width];
+            let mut e0 = cols.start;
+            while e0 < cols.end {
+                let cl = width.min(cols.end - e0);
+                for r in 0..p {
+                    tile[r * width..r * width + cl]
+                        .copy_from_slice(&recv[r * b + e0..r * b + e0 + cl]);
+                }
+                butterflies(&mut tile, p, width, cl, &t.roots, inverse);
+                for k2 in 0..p {
+                    // SAFETY: this nested process alone writes columns `cols` of every row.
+                    unsafe { out.slice_mut(k2 * b + e0..k2 * b + e0 + cl) }
+                        .copy_from_slice(&tile[k2 * width..k2 * width + cl]);
+                }
+                e0 += cl;
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 
