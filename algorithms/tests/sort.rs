@@ -4,32 +4,13 @@
 //! and empty local parts; balance with duplicates; nested runs; the caller's tag size and queue
 //! afterwards; malformed messages.
 
+mod common;
+
+use common::within;
 use mbsp::bytemuck;
 use mbsp_algorithms::sort::{SortKey, par_sort, sample_sort};
 use std::cmp::Ordering;
 use std::fmt::Debug;
-use std::sync::mpsc;
-use std::time::Duration;
-
-/// Run `f` on its own thread and fail the test if it has not finished after `secs` seconds.
-/// A hang detector (a hung run would otherwise stall CI), not a timing assertion: the limit is
-/// orders of magnitude above the expected run time.
-fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().expect("test body panicked"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => match h.join() {
-            Ok(v) => v,
-            Err(e) => std::panic::resume_unwind(e),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung: not finished after {secs} s"),
-    }
-}
 
 /// splitmix64: a deterministic stream of pseudo-random words.
 fn mix(mut x: u64) -> u64 {

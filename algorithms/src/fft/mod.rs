@@ -87,18 +87,10 @@ pub(crate) fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction)
         plan::sequential(data, dir);
         return Ok(());
     }
-    let parts = crate::dist::Cyclic::new(data, p);
-    mbsp::run(p, |ctx| {
-        let mut plan = BspFft::<T>::new(ctx, n)?;
-        let Some(mut mine) = parts.take(ctx.pid()) else {
-            return Err(ctx.misuse_error("fft", "cyclic part taken twice"));
-        };
-        let mut local: Vec<Complex<T>> = (0..mine.len()).map(|i| mine.get(i)).collect();
-        plan.transform(ctx, &mut local, dir)?;
-        for (i, v) in local.into_iter().enumerate() {
-            mine.set(i, v);
-        }
-        plan.free(ctx)
-    })
-    .map(drop)
+    if p == 0 {
+        // The run reports the bad process count.
+        return mbsp::run(0, |_| Ok(())).map(drop);
+    }
+    // One level of the Multi-BSP FFT is the flat BSP FFT.
+    fft_multi(data, &[p], dir)
 }
