@@ -251,7 +251,8 @@ impl<T: Float> BspFft<T> {
             scratch: vec![zero; scratch_len + 8],
             packs,
             parity: 0,
-            tile: vec![zero; if b > 0 { p * TILE.min(b) } else { n }],
+            // Only the p² > n path gathers all packs; the others work in the local array.
+            tile: vec![zero; if b > 0 { 0 } else { n }],
             recv: Vec::new(),
             t,
         })
@@ -377,18 +378,21 @@ impl<T: Float> BspFft<T> {
         if b == 0 {
             return self.small(ctx, local, par, inverse);
         }
-        // (4) Length-p FFTs across the packs, one column slab at a time: gather the slab of
-        // every pack (source s at row bitrev(s)), transform the columns in cache, write row k₂
-        // to local[k₂·b ..], which is the cyclic order of the output.
+        // (4) Length-p FFTs across the packs, one column slab at a time: the slab of the pack
+        // from source s goes to row bitrev(s) of the local array (p rows of b), the columns are
+        // transformed there in place, and row k₂ is then local[k₂·b ..], the cyclic order of
+        // the output.
         let me = t.me;
         let c = TILE.min(b);
         let own = ctx.local(&self.packs[par])?;
         let mut e0 = 0;
         while e0 < b {
             let cl = c.min(b - e0);
+            // The slab's rows go straight to where the outputs belong (row bitrev(s) of the
+            // local array, viewed as p rows of b), and the FFTs run in place there.
             for s in 0..p {
-                let row = t.bitrev[s] * c;
-                let dst = &mut self.tile[row..row + cl];
+                let at = t.bitrev[s] * b + e0;
+                let dst = &mut local[at..at + cl];
                 if s == me {
                     dst.copy_from_slice(&own[me * b + e0..me * b + e0 + cl]);
                 } else {
@@ -397,11 +401,7 @@ impl<T: Float> BspFft<T> {
                     unsafe { ctx.direct_get(s, &self.packs[par], me * b + e0, dst)? };
                 }
             }
-            butterflies(&mut self.tile, p, c, cl, &t.roots, inverse);
-            for k2 in 0..p {
-                local[k2 * b + e0..k2 * b + e0 + cl]
-                    .copy_from_slice(&self.tile[k2 * c..k2 * c + cl]);
-            }
+            butterflies(&mut local[e0..], p, b, cl, &t.roots, inverse);
             e0 += cl;
         }
         Ok(())
