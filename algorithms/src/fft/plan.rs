@@ -50,6 +50,24 @@ fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {
     Complex::new(f(c), f(s))
 }
 
+/// `scale·e^{sign·2πi·me·k/n}` for `k < m`, as products of two exactly computed roots (a
+/// high and a low part of `me·k`): `2√m` sin/cos evaluations instead of `m`, and an error of a
+/// few ulps.
+fn twiddles<T: Float>(me: usize, n: usize, m: usize, sign: f64, scale: f64) -> Vec<Complex<T>> {
+    const L: usize = 1024;
+    let lo: Vec<Complex<f64>> = (0..L.min(m)).map(|k| root(me * k, n, sign, 1.0)).collect();
+    let hi: Vec<Complex<f64>> = (0..m.div_ceil(L))
+        .map(|h| root(me * h * L, n, sign, scale))
+        .collect();
+    let f = |x: f64| T::from_f64(x).expect("a float");
+    (0..m)
+        .map(|k| {
+            let z = hi[k / L] * lo[k % L];
+            Complex::new(f(z.re), f(z.im))
+        })
+        .collect()
+}
+
 /// Complex entries per tile row of the length-p transforms (a tile of p rows stays in L1/L2).
 const TILE: usize = 2048;
 
@@ -135,6 +153,9 @@ impl<'a, T> Shared<'a, T> {
     }
 }
 
+/// A sequential kernel and the twiddles that go with it.
+type Kernel<T> = (Arc<dyn Fft<T>>, Vec<Complex<T>>);
+
 /// What one process of a transform needs besides communication buffers: the sequential
 /// kernels and the twiddle tables. Immutable, so a Multi-BSP plan keeps the tables of nested
 /// processes across nested runs.
@@ -147,10 +168,12 @@ pub(crate) struct Tables<T: Float> {
     /// Pack length `n/p²` (0 when `p² > n`).
     pub(crate) b: usize,
     fwd: Arc<dyn Fft<T>>,
-    inv: Arc<dyn Fft<T>>,
-    /// `ω_n^{±me·k₁}` for `k₁ < n/p` (the inverse's with the scaling folded in).
+    /// `ω_n^{me·k₁}` for `k₁ < n/p`.
     tw_fwd: Vec<Complex<T>>,
-    tw_inv: Vec<Complex<T>>,
+    /// The inverse kernel and twiddles (scaling folded in), made at the first inverse
+    /// transform: planning is a large part of a plan's cost, and many users only go forward.
+    inverse: std::sync::OnceLock<Kernel<T>>,
+    inv_scale: f64,
     /// `ω_p^{j}` for `j < p/2`, forward.
     roots: Vec<Complex<T>>,
     /// Bit reversal of pids in `log₂ p` bits.
@@ -158,13 +181,27 @@ pub(crate) struct Tables<T: Float> {
 }
 
 impl<T: Float> Tables<T> {
+    /// The kernel and twiddles of `dir`.
+    fn kernel(&self, dir: Direction) -> (&Arc<dyn Fft<T>>, &[Complex<T>]) {
+        match dir {
+            Direction::Forward => (&self.fwd, &self.tw_fwd),
+            Direction::Inverse => {
+                let (k, tw) = self.inverse.get_or_init(|| {
+                    let k = FftPlanner::<T>::new().plan_fft_inverse(self.m);
+                    (k, twiddles(self.me, self.n, self.m, 1.0, self.inv_scale))
+                });
+                (k, tw)
+            }
+        }
+    }
+
     /// Tables of process `me` of `p` for length `n`. The inverse twiddles fold in `1/n`, or
     /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
     pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
         let m = n / p;
         let b = if p * p <= n { m / p } else { 0 };
         let mut planner = FftPlanner::<T>::new();
-        let (fwd, inv) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
+        let fwd = planner.plan_fft_forward(m);
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
         let bits = p.trailing_zeros();
         Tables {
@@ -174,9 +211,9 @@ impl<T: Float> Tables<T> {
             m,
             b,
             fwd,
-            inv,
-            tw_fwd: (0..m).map(|k| root(me * k, n, -1.0, 1.0)).collect(),
-            tw_inv: (0..m).map(|k| root(me * k, n, 1.0, scale)).collect(),
+            tw_fwd: twiddles(me, n, m, -1.0, 1.0),
+            inverse: std::sync::OnceLock::new(),
+            inv_scale: scale,
             roots: (0..p / 2).map(|j| root(j, p, -1.0, 1.0)).collect(),
             bitrev: (0..p)
                 .map(|s| {
@@ -206,10 +243,7 @@ impl<T: Float> BspFft<T> {
     pub(crate) fn with_tables(ctx: &mut Ctx, t: Arc<Tables<T>>) -> Result<Self> {
         let (p, me, n, m, b) = (t.p, t.me, t.n, t.m, t.b);
         let zero = Complex::new(T::zero(), T::zero());
-        let scratch_len = t
-            .fwd
-            .get_inplace_scratch_len()
-            .max(t.inv.get_inplace_scratch_len());
+        let scratch_len = t.fwd.get_inplace_scratch_len();
         let packs = [ctx.push_reg(vec![zero; m])?, ctx.push_reg(vec![zero; m])?];
         // Every process checks its left neighbour's n in the registration superstep.
         let tag = vec![0u8; ctx.tagsize()];
@@ -331,14 +365,15 @@ impl<T: Float> BspFft<T> {
         {
             return self.transform_nested(ctx, local, dir, below, &t);
         }
-        let (kernel, tw) = match dir {
-            Direction::Forward => (&t.fwd, &t.tw_fwd),
-            Direction::Inverse => (&t.inv, &t.tw_inv),
-        };
+        let (kernel, tw) = t.kernel(dir);
         // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
         match below {
             None => {
                 let len = kernel.get_inplace_scratch_len();
+                if self.scratch.len() < len + 8 {
+                    self.scratch
+                        .resize(len + 8, Complex::new(T::zero(), T::zero()));
+                }
                 let skew = self.scratch.as_ptr().align_offset(64).min(8);
                 kernel.process_with_scratch(local, &mut self.scratch[skew..skew + len]);
             }
@@ -419,10 +454,7 @@ impl<T: Float> BspFft<T> {
         below: &super::multi::Below<T>,
         t: &Tables<T>,
     ) -> Result<()> {
-        let tw = match dir {
-            Direction::Forward => &t.tw_fwd,
-            Direction::Inverse => &t.tw_inv,
-        };
+        let tw = t.kernel(dir).1;
         let (p, b, me, par) = (t.p, t.b, t.me, self.parity);
         let (pmask, pshift) = (p - 1, p.trailing_zeros());
         {
