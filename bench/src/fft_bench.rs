@@ -53,8 +53,9 @@ impl Row {
     }
 }
 
-fn random(n: usize) -> Vec<C> {
-    let mut s = 0x2545_f491_4f6c_dd1du64;
+/// `n` pseudo-random complex numbers in [-0.5, 0.5)² (xorshift from `seed`, which must not be 0).
+pub(crate) fn random(n: usize, seed: u64) -> Vec<C> {
+    let mut s = seed;
     let mut next = || {
         s ^= s << 13;
         s ^= s >> 7;
@@ -64,7 +65,8 @@ fn random(n: usize) -> Vec<C> {
     (0..n).map(|_| C::new(next(), next())).collect()
 }
 
-fn rel_error(a: &[C], b: &[C]) -> f64 {
+/// ‖a - b‖₂ / ‖b‖₂.
+pub(crate) fn rel_error(a: &[C], b: &[C]) -> f64 {
     let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
     let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
     (d / r).sqrt()
@@ -198,7 +200,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             o.samples
         };
         eprintln!("fft: n = 2^{lg}: sequential rustfft and mbsp p = 1 (interleaved)");
-        let x = random(n);
+        let x = random(n, 0x2545_f491_4f6c_dd1d);
         let ((t, plan), (t1, plan1), want) = rustfft_and_p1(&x, samples);
         let seq_rate = flops(n) / t.median();
         rows.push(Row {

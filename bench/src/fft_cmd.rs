@@ -1,5 +1,6 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
+use crate::fft_bench::{random, rel_error};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy};
 use serde_json::json;
@@ -19,17 +20,6 @@ pub struct Options {
     pub inverse: bool,
     /// Print one JSON object.
     pub json: bool,
-}
-
-fn random(n: usize) -> Vec<C> {
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    (0..n).map(|_| C::new(next(), next())).collect()
 }
 
 /// Run it; `Err` is a one-line message for exit status 2.
@@ -66,7 +56,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         Direction::Forward
     };
     eprintln!("fft: n = {n}, {p} processes, levels {levels:?}: planning");
-    let x = random(n);
+    let x = random(n, 0x9e37_79b9_7f4a_7c15);
     // Sequential reference (and the kernel's rate, for the cost model).
     let mut want = x.clone();
     let mut planner = rustfft::FftPlanner::new();
@@ -108,9 +98,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     }
     let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
     let planning = r[0].2;
-    let d: f64 = y.iter().zip(&want).map(|(a, b)| (a - b).norm_sqr()).sum();
-    let w: f64 = want.iter().map(|b| b.norm_sqr()).sum();
-    let rel_error = (d / w).sqrt();
+    let rel_error = rel_error(&y, &want);
     let gflops = flops(n) / secs / 1e9;
     let mut cost = FftCost::uniform(*Params::current());
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
