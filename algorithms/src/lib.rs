@@ -11,10 +11,12 @@
 //! * [`cost`] — BSP parameters and the cost functions that choose between algorithms.
 //! * [`sort`] — randomised sample sort with BSMP.
 //! * [`fft`] — parallel complex FFT, cyclic distribution in and out.
+//! * [`sparse`] — Matrix Market input, the medium-grain sparse matrix partitioner, Mondriaan files.
 
 pub mod collectives;
 pub mod cost;
 pub mod dist;
 pub mod fft;
 pub mod sort;
+pub mod sparse;
 pub mod timer;

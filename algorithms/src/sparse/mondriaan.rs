@@ -1,0 +1,1 @@
+//! Mondriaan file formats (being written).
