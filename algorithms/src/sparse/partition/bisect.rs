@@ -1,0 +1,101 @@
+//! Multilevel hypergraph bipartitioning: coarsen, split the coarsest hypergraph, refine on the
+//! way back up.
+//!
+//! Coarsening ([`super::coarsen`]) repeats until a few hundred vertices remain or a step stops
+//! shrinking the hypergraph. The coarsest hypergraph is split several times — greedy growing
+//! from a random vertex and random balanced splits, each followed by FM — and the best split is
+//! kept. Each level's split is projected to the finer level and refined by FM ([`super::fm`]).
+//!
+//! Given a starting bipartition instead, the same V-cycle refines it: clusters stay within a
+//! side, the coarsest level starts from the projection, and no level ever makes the split worse
+//! (FM returns to its best state), so the result is never worse than the start.
+
+use super::coarsen::cluster;
+use super::fm::{Bounds, Fm};
+use super::hypergraph::{Hypergraph, Rng};
+
+/// Coarsening stops at this many vertices.
+const COARSEST: usize = 200;
+/// Initial splits tried at the coarsest level.
+const TRIES: usize = 8;
+/// FM passes per level.
+pub(crate) const PASSES: usize = 8;
+
+/// Bipartitions `h` within `b`; returns the side (0 or 1) of every vertex.
+pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, start: Option<Vec<u8>>, rng: &mut Rng) -> Vec<u8> {
+    let total = h.total_weight();
+    let max_cluster = ((total as f64 * 1.5 / COARSEST as f64).ceil() as u64).max(1);
+    let mut levels: Vec<Hypergraph> = Vec::new();
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    let mut side = start;
+    loop {
+        let cur = levels.last().unwrap_or(h);
+        if cur.nv() <= COARSEST {
+            break;
+        }
+        let (cmap, nc) = cluster(cur, max_cluster, side.as_deref(), rng);
+        if nc as f64 > 0.95 * cur.nv() as f64 {
+            break;
+        }
+        let coarse = cur.contract(&cmap, nc);
+        if let Some(s) = &side {
+            let mut cs = vec![0u8; nc];
+            for (v, &c) in cmap.iter().enumerate() {
+                cs[c as usize] = s[v];
+            }
+            side = Some(cs);
+        }
+        levels.push(coarse);
+        maps.push(cmap);
+    }
+    let coarsest = levels.last().unwrap_or(h);
+    let mut cur_side = match side {
+        Some(mut s) => {
+            Fm::new(coarsest).refine(&mut s, b, PASSES);
+            s
+        }
+        None => initial(coarsest, b, rng),
+    };
+    for k in (0..levels.len()).rev() {
+        let finer = if k == 0 { h } else { &levels[k - 1] };
+        let cmap = &maps[k];
+        let mut fine: Vec<u8> = cmap.iter().map(|&c| cur_side[c as usize]).collect();
+        Fm::new(finer).refine(&mut fine, b, PASSES);
+        cur_side = fine;
+    }
+    cur_side
+}
+
+/// The best of several initial splits of a small hypergraph.
+fn initial(h: &Hypergraph, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
+    let nv = h.nv();
+    let mut fm = Fm::new(h);
+    let mut best: Option<((u64, u64, u64), Vec<u8>)> = None;
+    for t in 0..TRIES {
+        let mut side = vec![0u8; nv];
+        if nv > 0 {
+            if t % 2 == 0 {
+                // Greedy growing: side 1 starts as one random vertex; FM, seeing side 0 too
+                // heavy, moves the best-connected vertices across until the split is balanced.
+                side[rng.below(nv)] = 1;
+            } else {
+                let mut order: Vec<u32> = (0..nv as u32).collect();
+                rng.shuffle(&mut order);
+                let mut w0 = 0u64;
+                for &v in &order {
+                    if w0 < b.target[0] {
+                        w0 += h.vwgt[v as usize] as u64;
+                    } else {
+                        side[v as usize] = 1;
+                    }
+                }
+            }
+        }
+        let cut = fm.refine(&mut side, b, PASSES);
+        let key = b.key(h.side_weights(&side), cut);
+        if best.as_ref().is_none_or(|(k, _)| key < *k) {
+            best = Some((key, side));
+        }
+    }
+    best.map(|(_, s)| s).unwrap_or_default()
+}

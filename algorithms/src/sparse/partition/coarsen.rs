@@ -1,0 +1,90 @@
+//! Coarsening by matching: pairs of vertices that share many small nets are merged.
+//!
+//! Vertices are visited in random order; an unmatched vertex `v` is matched with the unmatched
+//! neighbour `u` of the largest score `Σ_{e ∋ u, v} cost(e) / (|e| - 1)` (the scaled inner
+//! product of the two vertices' net vectors: a net of two pins binds them strongly, a long net
+//! weakly), among those whose combined weight stays under a cap, so that the coarsest level still
+//! allows a balanced split. Nets longer than `LONG_NET` are ignored when scoring: they tie
+//! everything to everything and cost quadratic time. A vertex with no free neighbour joins the
+//! cluster of its best matched neighbour if the weight allows (this keeps the coarsening rate up
+//! on hypergraphs with many degree-1 vertices), else it stays alone.
+//!
+//! With `side` given (refining an existing bipartition), only vertices on the same side merge,
+//! so the bipartition projects exactly onto the coarse hypergraph.
+
+use super::hypergraph::{Hypergraph, Rng};
+
+const LONG_NET: usize = 64;
+
+/// One coarsening step: the cluster of every vertex (`cmap`) and the number of clusters.
+pub(crate) fn cluster(
+    h: &Hypergraph,
+    max_weight: u64,
+    side: Option<&[u8]>,
+    rng: &mut Rng,
+) -> (Vec<u32>, usize) {
+    let nv = h.nv();
+    let mut order: Vec<u32> = (0..nv as u32).collect();
+    rng.shuffle(&mut order);
+    let mut cmap = vec![u32::MAX; nv];
+    let mut cweight: Vec<u64> = Vec::with_capacity(nv / 2 + 1);
+    let mut score = vec![0f64; nv];
+    let mut touched: Vec<u32> = Vec::new();
+    for &v in &order {
+        let v = v as usize;
+        if cmap[v] != u32::MAX {
+            continue;
+        }
+        let wv = h.vwgt[v] as u64;
+        for &e in h.nets(v) {
+            let pins = h.net(e as usize);
+            if pins.len() > LONG_NET {
+                continue;
+            }
+            let s = h.ncost[e as usize] as f64 / (pins.len() - 1) as f64;
+            for &u in pins {
+                let u = u as usize;
+                if u == v || side.is_some_and(|sd| sd[u] != sd[v]) {
+                    continue;
+                }
+                if score[u] == 0.0 {
+                    touched.push(u as u32);
+                }
+                score[u] += s;
+            }
+        }
+        // Best free neighbour, else best cluster to join.
+        let mut best_free: Option<(f64, usize)> = None;
+        let mut best_join: Option<(f64, usize)> = None;
+        for &u in &touched {
+            let u = u as usize;
+            let sc = score[u];
+            score[u] = 0.0;
+            if cmap[u] == u32::MAX {
+                if wv + h.vwgt[u] as u64 <= max_weight && best_free.is_none_or(|(b, _)| sc > b) {
+                    best_free = Some((sc, u));
+                }
+            } else {
+                let c = cmap[u] as usize;
+                if wv + cweight[c] <= max_weight && best_join.is_none_or(|(b, _)| sc > b) {
+                    best_join = Some((sc, c));
+                }
+            }
+        }
+        touched.clear();
+        if let Some((_, u)) = best_free {
+            let c = cweight.len();
+            cmap[v] = c as u32;
+            cmap[u] = c as u32;
+            cweight.push(wv + h.vwgt[u] as u64);
+        } else if let Some((_, c)) = best_join {
+            cmap[v] = c as u32;
+            cweight[c] += wv;
+        } else {
+            cmap[v] = cweight.len() as u32;
+            cweight.push(wv);
+        }
+    }
+    let nc = cweight.len();
+    (cmap, nc)
+}

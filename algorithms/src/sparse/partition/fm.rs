@@ -1,0 +1,471 @@
+//! Fiduccia–Mattheyses refinement of a bipartition, with boundary moves.
+//!
+//! A pass moves vertices one at a time, each time the free vertex with the largest gain (cut
+//! decrease) whose move the balance allows, locks it, and updates its neighbours' gains from the
+//! pin counts of its nets (the classic four cases). Moves with negative gain are allowed, so a
+//! pass climbs out of local minima; at the end the pass is rolled back to the best state seen.
+//! States are compared by (balance violation, cut, distance from the target split). Only
+//! vertices on the boundary (in a cut net) enter the priority queues; a vertex joins when a
+//! neighbour's move puts it on the boundary. A pass stops early after a run of moves without
+//! improvement. Passes repeat while they improve.
+//!
+//! Gain of `v` on side `s`: `Σ_{e ∋ v} cost(e) · ([pins of e on s = 1] − [pins of e on the other
+//! side = 0])`.
+
+use super::hypergraph::Hypergraph;
+#[cfg(test)]
+use super::hypergraph::Rng;
+
+/// An addressable binary max-heap of vertices keyed by gain.
+struct Heap {
+    items: Vec<(i64, u32)>,
+    pos: Vec<u32>,
+}
+
+const ABSENT: u32 = u32::MAX;
+
+impl Heap {
+    fn new(n: usize) -> Self {
+        Heap {
+            items: Vec::new(),
+            pos: vec![ABSENT; n],
+        }
+    }
+
+    fn contains(&self, v: u32) -> bool {
+        self.pos[v as usize] != ABSENT
+    }
+
+    fn top(&self) -> Option<(i64, u32)> {
+        self.items.first().copied()
+    }
+
+    fn insert(&mut self, v: u32, key: i64) {
+        self.items.push((key, v));
+        let i = self.items.len() - 1;
+        self.pos[v as usize] = i as u32;
+        self.up(i);
+    }
+
+    fn update(&mut self, v: u32, key: i64) {
+        let i = self.pos[v as usize] as usize;
+        let old = self.items[i].0;
+        self.items[i].0 = key;
+        if key > old {
+            self.up(i);
+        } else {
+            self.down(i);
+        }
+    }
+
+    fn remove(&mut self, v: u32) {
+        let i = self.pos[v as usize] as usize;
+        self.pos[v as usize] = ABSENT;
+        let last = self.items.pop().expect("heap not empty");
+        if i < self.items.len() {
+            let old = self.items[i].0;
+            self.items[i] = last;
+            self.pos[last.1 as usize] = i as u32;
+            if last.0 > old {
+                self.up(i);
+            } else {
+                self.down(i);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        for &(_, v) in &self.items {
+            self.pos[v as usize] = ABSENT;
+        }
+        self.items.clear();
+    }
+
+    fn up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.items[parent].0 >= self.items[i].0 {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn down(&mut self, mut i: usize) {
+        loop {
+            let l = 2 * i + 1;
+            if l >= self.items.len() {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < self.items.len() && self.items[r].0 > self.items[l].0 {
+                r
+            } else {
+                l
+            };
+            if self.items[i].0 >= self.items[c].0 {
+                break;
+            }
+            self.swap(i, c);
+            i = c;
+        }
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.items.swap(a, b);
+        self.pos[self.items[a].1 as usize] = a as u32;
+        self.pos[self.items[b].1 as usize] = b as u32;
+    }
+}
+
+/// Balance bounds of a bipartition: side `s` may weigh at most `max[s]`; `target[s]` is the
+/// ideal weight (used to prefer the more even of two equally cut states).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub max: [u64; 2],
+    pub target: [u64; 2],
+}
+
+impl Bounds {
+    fn violation(&self, w: [u64; 2]) -> u64 {
+        w[0].saturating_sub(self.max[0]) + w[1].saturating_sub(self.max[1])
+    }
+
+    fn deviation(&self, w: [u64; 2]) -> u64 {
+        w[0].abs_diff(self.target[0])
+    }
+
+    /// The (violation, cut, deviation) key by which states are compared; smaller is better.
+    pub fn key(&self, w: [u64; 2], cut: u64) -> (u64, u64, u64) {
+        (self.violation(w), cut, self.deviation(w))
+    }
+}
+
+/// Reusable refinement state: pin counts per net and side, gains, locks, queues.
+pub(crate) struct Fm<'h> {
+    h: &'h Hypergraph,
+    count: Vec<[u32; 2]>,
+    gain: Vec<i64>,
+    locked: Vec<bool>,
+    heaps: [Heap; 2],
+    w: [u64; 2],
+    cut: u64,
+    /// Rolling back a pass: gains are updated, queues are left alone.
+    undoing: bool,
+}
+
+impl<'h> Fm<'h> {
+    pub fn new(h: &'h Hypergraph) -> Self {
+        Fm {
+            h,
+            count: vec![[0, 0]; h.nn()],
+            gain: vec![0; h.nv()],
+            locked: vec![false; h.nv()],
+            heaps: [Heap::new(h.nv()), Heap::new(h.nv())],
+            w: [0, 0],
+            cut: 0,
+            undoing: false,
+        }
+    }
+
+    fn init(&mut self, side: &[u8]) {
+        let h = self.h;
+        self.w = h.side_weights(side);
+        self.cut = 0;
+        for e in 0..h.nn() {
+            let mut c = [0u32; 2];
+            for &v in h.net(e) {
+                c[side[v as usize] as usize] += 1;
+            }
+            self.count[e] = c;
+            if c[0] > 0 && c[1] > 0 {
+                self.cut += h.ncost[e] as u64;
+            }
+        }
+        for (v, &s) in side.iter().enumerate() {
+            let s = s as usize;
+            let mut g = 0i64;
+            for &e in h.nets(v) {
+                let c = self.count[e as usize];
+                let cost = h.ncost[e as usize] as i64;
+                if c[s] == 1 {
+                    g += cost;
+                }
+                if c[1 - s] == 0 {
+                    g -= cost;
+                }
+            }
+            self.gain[v] = g;
+        }
+    }
+
+    /// Moves `v` to the other side and updates counts, gains, weights and the cut.
+    fn apply(&mut self, v: usize, side: &mut [u8]) {
+        let h = self.h;
+        let s = side[v] as usize;
+        let t = 1 - s;
+        self.cut = (self.cut as i64 - self.gain[v]) as u64;
+        self.w[s] -= h.vwgt[v] as u64;
+        self.w[t] += h.vwgt[v] as u64;
+        side[v] = t as u8;
+        // Moving back would undo this move exactly.
+        self.gain[v] = -self.gain[v];
+        for &e in h.nets(v) {
+            let e = e as usize;
+            let cost = h.ncost[e] as i64;
+            let c = self.count[e];
+            if c[t] == 0 {
+                // The net was uncut: every other pin now gains by following `v`.
+                for &u in h.net(e) {
+                    if u as usize != v {
+                        self.bump(u as usize, cost, side);
+                    }
+                }
+            } else if c[t] == 1 {
+                // The lone pin on `t` no longer uncuts the net by leaving.
+                let lone = h
+                    .net(e)
+                    .iter()
+                    .find(|&&u| side[u as usize] as usize == t && u as usize != v);
+                if let Some(&u) = lone {
+                    self.bump(u as usize, -cost, side);
+                }
+            }
+            let c = [
+                if s == 0 { c[0] - 1 } else { c[0] + 1 },
+                if s == 1 { c[1] - 1 } else { c[1] + 1 },
+            ];
+            self.count[e] = c;
+            if c[s] == 0 {
+                // The net is now uncut: moving any pin would cut it.
+                for &u in h.net(e) {
+                    if u as usize != v {
+                        self.bump(u as usize, -cost, side);
+                    }
+                }
+            } else if c[s] == 1 {
+                // The lone pin left on `s` would uncut the net by leaving.
+                let lone = h.net(e).iter().find(|&&u| side[u as usize] as usize == s);
+                if let Some(&u) = lone {
+                    self.bump(u as usize, cost, side);
+                }
+            }
+        }
+    }
+
+    /// Adds `delta` to the gain of `u`; a free vertex enters its side's queue if absent.
+    fn bump(&mut self, u: usize, delta: i64, side: &[u8]) {
+        self.gain[u] += delta;
+        if self.locked[u] || self.undoing {
+            return;
+        }
+        let heap = &mut self.heaps[side[u] as usize];
+        if heap.contains(u as u32) {
+            heap.update(u as u32, self.gain[u]);
+        } else {
+            heap.insert(u as u32, self.gain[u]);
+        }
+    }
+
+    /// Refines `side` in place; returns the final cut. `max_passes` bounds the work.
+    pub fn refine(&mut self, side: &mut [u8], b: &Bounds, max_passes: usize) -> u64 {
+        let h = self.h;
+        let nv = h.nv();
+        self.init(side);
+        // A pass gives up after this many moves without a new best state.
+        let patience = (nv / 4).clamp(25, 400);
+        for _ in 0..max_passes {
+            let start_key = b.key(self.w, self.cut);
+            if b.violation(self.w) > 0 {
+                for (v, &s) in side.iter().enumerate() {
+                    self.heaps[s as usize].insert(v as u32, self.gain[v]);
+                }
+            } else {
+                // The boundary: pins of cut nets.
+                for e in 0..h.nn() {
+                    let c = self.count[e];
+                    if c[0] > 0 && c[1] > 0 {
+                        for &u in h.net(e) {
+                            let heap = &mut self.heaps[side[u as usize] as usize];
+                            if !heap.contains(u) {
+                                heap.insert(u, self.gain[u as usize]);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut moves: Vec<u32> = Vec::new();
+            let mut best_key = start_key;
+            let mut best_len = 0usize;
+            let mut deferred: Vec<u32> = Vec::new();
+            while let Some(v) = self.pick(b, &mut deferred) {
+                self.heaps[side[v] as usize].remove(v as u32);
+                self.locked[v] = true;
+                self.apply(v, side);
+                moves.push(v as u32);
+                let key = b.key(self.w, self.cut);
+                if key < best_key {
+                    best_key = key;
+                    best_len = moves.len();
+                } else if moves.len() - best_len > patience {
+                    break;
+                }
+            }
+            // Undo the moves after the best state, keeping gains exact (no queue insertions).
+            for heap in &mut self.heaps {
+                heap.clear();
+            }
+            self.undoing = true;
+            while moves.len() > best_len {
+                let v = moves.pop().unwrap() as usize;
+                self.apply(v, side);
+            }
+            self.undoing = false;
+            for &v in &moves {
+                self.locked[v as usize] = false;
+            }
+            for v in deferred.drain(..) {
+                self.locked[v as usize] = false;
+            }
+            if best_key >= start_key {
+                break;
+            }
+        }
+        self.cut
+    }
+
+    /// The next vertex to move: the best-gain free vertex whose move the balance allows. A
+    /// queue top that may not move is set aside (locked) for the rest of the pass.
+    fn pick(&mut self, b: &Bounds, deferred: &mut Vec<u32>) -> Option<usize> {
+        let h = self.h;
+        loop {
+            let mut best: Option<(i64, usize)> = None;
+            let mut blocked: Option<usize> = None;
+            for s in 0..2 {
+                let Some((g, v)) = self.heaps[s].top() else {
+                    continue;
+                };
+                let v = v as usize;
+                let t = 1 - s;
+                let w = h.vwgt[v] as u64;
+                let allowed = self.w[t] + w <= b.max[t] || self.w[s] > b.max[s];
+                // When a side is too heavy, only moves out of it count.
+                let needed = b.violation(self.w) == 0 || self.w[s] > b.max[s];
+                if allowed && needed {
+                    if best.is_none_or(|(bg, _)| g > bg) {
+                        best = Some((g, v));
+                    }
+                } else if blocked.is_none() {
+                    blocked = Some(v);
+                }
+            }
+            if let Some((_, v)) = best {
+                return Some(v);
+            }
+            let v = blocked?;
+            let s = self.side_of(v);
+            self.heaps[s].remove(v as u32);
+            self.locked[v] = true;
+            deferred.push(v as u32);
+        }
+    }
+
+    fn side_of(&self, v: usize) -> usize {
+        if self.heaps[0].contains(v as u32) {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_hypergraph(rng: &mut Rng) -> Hypergraph {
+        let nv = 2 + rng.below(30);
+        let nn = 1 + rng.below(40);
+        let vwgt: Vec<u32> = (0..nv).map(|_| 1 + rng.below(4) as u32).collect();
+        let mut nptr = vec![0u32];
+        let mut pins = Vec::new();
+        let mut ncost = Vec::new();
+        for _ in 0..nn {
+            let size = 2 + rng.below(5.min(nv - 1));
+            let mut net: Vec<u32> = Vec::new();
+            while net.len() < size {
+                let v = rng.below(nv) as u32;
+                if !net.contains(&v) {
+                    net.push(v);
+                }
+            }
+            pins.extend(net);
+            nptr.push(pins.len() as u32);
+            ncost.push(1 + rng.below(3) as u32);
+        }
+        Hypergraph::new(vwgt, ncost, nptr, pins)
+    }
+
+    /// Gain of moving `v`, by recomputing the cut.
+    fn brute_gain(h: &Hypergraph, side: &[u8], v: usize) -> i64 {
+        let mut flipped = side.to_vec();
+        flipped[v] ^= 1;
+        h.cut(side) as i64 - h.cut(&flipped) as i64
+    }
+
+    #[test]
+    fn gains_and_cut_match_brute_force_through_moves_and_rollback() {
+        let mut rng = Rng::new(7);
+        for _ in 0..300 {
+            let h = random_hypergraph(&mut rng);
+            let mut side: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
+            let mut fm = Fm::new(&h);
+            fm.init(&side);
+            let mut moved = Vec::new();
+            for step in 0..10 {
+                for v in 0..h.nv() {
+                    assert_eq!(
+                        fm.gain[v],
+                        brute_gain(&h, &side, v),
+                        "vertex {v} after {step} moves"
+                    );
+                }
+                assert_eq!(fm.cut, h.cut(&side));
+                assert_eq!(fm.w, h.side_weights(&side));
+                let v = rng.below(h.nv());
+                fm.apply(v, &mut side);
+                moved.push(v);
+            }
+            // Rolling back keeps the books exact too.
+            fm.undoing = true;
+            while let Some(v) = moved.pop() {
+                fm.apply(v, &mut side);
+                for u in 0..h.nv() {
+                    assert_eq!(fm.gain[u], brute_gain(&h, &side, u));
+                }
+                assert_eq!(fm.cut, h.cut(&side));
+            }
+        }
+    }
+
+    #[test]
+    fn refine_never_worsens_and_reports_the_true_cut() {
+        let mut rng = Rng::new(11);
+        for _ in 0..300 {
+            let h = random_hypergraph(&mut rng);
+            let total = h.total_weight();
+            let half = total / 2;
+            let b = Bounds {
+                max: [half + 3, total - half + 3],
+                target: [half, total - half],
+            };
+            let mut side: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
+            let before = b.key(h.side_weights(&side), h.cut(&side));
+            let cut = Fm::new(&h).refine(&mut side, &b, 8);
+            assert_eq!(cut, h.cut(&side));
+            let after = b.key(h.side_weights(&side), cut);
+            assert!(after <= before, "{after:?} worse than {before:?}");
+        }
+    }
+}

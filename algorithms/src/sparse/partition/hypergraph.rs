@@ -1,0 +1,225 @@
+//! Hypergraphs in compressed form, and the split-rng the partitioner draws from.
+//!
+//! Vertices carry weights (nonzeros), nets carry costs (1 per row or column of the matrix; more
+//! after identical nets are merged while coarsening). Both directions are stored: the pins of
+//! every net and the nets of every vertex.
+
+/// A hypergraph with weighted vertices and costed nets.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Hypergraph {
+    /// Weight of each vertex.
+    pub vwgt: Vec<u32>,
+    /// Cost of each net.
+    pub ncost: Vec<u32>,
+    /// `nptr[e]..nptr[e + 1]` indexes `pins` for net `e`.
+    pub nptr: Vec<u32>,
+    /// The vertices of every net, net after net.
+    pub pins: Vec<u32>,
+    /// `vptr[v]..vptr[v + 1]` indexes `vnets` for vertex `v`.
+    pub vptr: Vec<u32>,
+    /// The nets of every vertex.
+    pub vnets: Vec<u32>,
+}
+
+impl Hypergraph {
+    /// Builds the vertex -> nets direction from the nets' pins.
+    pub fn new(vwgt: Vec<u32>, ncost: Vec<u32>, nptr: Vec<u32>, pins: Vec<u32>) -> Self {
+        let nv = vwgt.len();
+        let mut vptr = vec![0u32; nv + 1];
+        for &v in &pins {
+            vptr[v as usize + 1] += 1;
+        }
+        for v in 0..nv {
+            vptr[v + 1] += vptr[v];
+        }
+        let mut fill: Vec<u32> = vptr[..nv].to_vec();
+        let mut vnets = vec![0u32; pins.len()];
+        for e in 0..ncost.len() {
+            for &v in &pins[nptr[e] as usize..nptr[e + 1] as usize] {
+                vnets[fill[v as usize] as usize] = e as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        Hypergraph {
+            vwgt,
+            ncost,
+            nptr,
+            pins,
+            vptr,
+            vnets,
+        }
+    }
+
+    pub fn nv(&self) -> usize {
+        self.vwgt.len()
+    }
+
+    pub fn nn(&self) -> usize {
+        self.ncost.len()
+    }
+
+    pub fn net(&self, e: usize) -> &[u32] {
+        &self.pins[self.nptr[e] as usize..self.nptr[e + 1] as usize]
+    }
+
+    pub fn nets(&self, v: usize) -> &[u32] {
+        &self.vnets[self.vptr[v] as usize..self.vptr[v + 1] as usize]
+    }
+
+    pub fn total_weight(&self) -> u64 {
+        self.vwgt.iter().map(|&w| w as u64).sum()
+    }
+
+    /// Cut cost of a bipartition: the summed cost of nets with pins on both sides (the tests'
+    /// independent check of FM's books).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn cut(&self, side: &[u8]) -> u64 {
+        (0..self.nn())
+            .filter(|&e| {
+                let pins = self.net(e);
+                let s = side[pins[0] as usize];
+                pins.iter().any(|&v| side[v as usize] != s)
+            })
+            .map(|e| self.ncost[e] as u64)
+            .sum()
+    }
+
+    /// Weight on each side of a bipartition.
+    pub fn side_weights(&self, side: &[u8]) -> [u64; 2] {
+        let mut w = [0u64; 2];
+        for (v, &s) in side.iter().enumerate() {
+            w[s as usize] += self.vwgt[v] as u64;
+        }
+        w
+    }
+
+    /// The coarse hypergraph of the clustering `cmap` (fine vertex -> coarse vertex, `nc`
+    /// coarse vertices): weights summed, pins mapped and deduplicated, nets left with one pin
+    /// dropped (they can never be cut), identical nets merged into one with the summed cost.
+    pub fn contract(&self, cmap: &[u32], nc: usize) -> Hypergraph {
+        let mut vwgt = vec![0u32; nc];
+        for (v, &c) in cmap.iter().enumerate() {
+            vwgt[c as usize] += self.vwgt[v];
+        }
+        let mut stamp = vec![u32::MAX; nc];
+        let mut nptr = vec![0u32];
+        let mut pins: Vec<u32> = Vec::with_capacity(self.pins.len());
+        let mut ncost: Vec<u32> = Vec::with_capacity(self.nn());
+        let mut hash: Vec<u64> = Vec::with_capacity(self.nn());
+        for e in 0..self.nn() {
+            let start = pins.len();
+            let mut h = 0u64;
+            for &v in self.net(e) {
+                let c = cmap[v as usize];
+                if stamp[c as usize] != e as u32 {
+                    stamp[c as usize] = e as u32;
+                    pins.push(c);
+                    // Order-independent hash of the pin set, to find identical nets.
+                    h = h.wrapping_add(mix(c as u64 + 1));
+                }
+            }
+            if pins.len() - start < 2 {
+                pins.truncate(start);
+                continue;
+            }
+            nptr.push(pins.len() as u32);
+            ncost.push(self.ncost[e]);
+            hash.push(h ^ (pins.len() - start) as u64);
+        }
+        let h = Hypergraph::new(vwgt, ncost, nptr, pins);
+        merge_identical(h, &hash)
+    }
+}
+
+/// Merges nets with the same pin set (same hash, then compared exactly) into one net whose
+/// cost is the sum: the cut is unchanged and FM does the work once.
+fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
+    let mut order: Vec<u32> = (0..h.nn() as u32).collect();
+    order.sort_unstable_by_key(|&e| (hash[e as usize], e));
+    let mut keep = vec![true; h.nn()];
+    let mut cost = h.ncost.clone();
+    let mut sorted_a: Vec<u32> = Vec::new();
+    let mut sorted_b: Vec<u32> = Vec::new();
+    let mut merged = 0usize;
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i + 1;
+        while j < order.len() && hash[order[j] as usize] == hash[order[i] as usize] {
+            j += 1;
+        }
+        if j - i > 1 {
+            // Compare every later net of the run with the earlier survivors.
+            for x in i + 1..j {
+                let ex = order[x] as usize;
+                sorted_a.clear();
+                sorted_a.extend_from_slice(h.net(ex));
+                sorted_a.sort_unstable();
+                for &ey in &order[i..x] {
+                    let ey = ey as usize;
+                    if !keep[ey] || h.net(ey).len() != sorted_a.len() {
+                        continue;
+                    }
+                    sorted_b.clear();
+                    sorted_b.extend_from_slice(h.net(ey));
+                    sorted_b.sort_unstable();
+                    if sorted_a == sorted_b {
+                        cost[ey] += cost[ex];
+                        keep[ex] = false;
+                        merged += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        i = j;
+    }
+    if merged == 0 {
+        return h;
+    }
+    let mut nptr = vec![0u32];
+    let mut pins = Vec::with_capacity(h.pins.len());
+    let mut ncost = Vec::with_capacity(h.nn() - merged);
+    for e in 0..h.nn() {
+        if keep[e] {
+            pins.extend_from_slice(h.net(e));
+            nptr.push(pins.len() as u32);
+            ncost.push(cost[e]);
+        }
+    }
+    Hypergraph::new(h.vwgt, ncost, nptr, pins)
+}
+
+/// A 64-bit mixing function (the finaliser of splitmix64).
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A small deterministic random generator (splitmix64): the partitioner's results depend only
+/// on the seed, never on thread timing.
+#[derive(Clone, Debug)]
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(mix(seed ^ 0x9e37_79b9_7f4a_7c15))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+
+    /// A uniform integer in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
