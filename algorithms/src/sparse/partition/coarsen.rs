@@ -26,9 +26,20 @@ pub(crate) fn cluster(
     let nv = h.nv();
     let mut order: Vec<u32> = (0..nv as u32).collect();
     rng.shuffle(&mut order);
+    // Each net's contribution to the score of a pair, once per net (0: ignored).
+    let weight: Vec<f32> = (0..h.nn())
+        .map(|e| {
+            let len = h.net(e).len();
+            if len > LONG_NET {
+                0.0
+            } else {
+                h.ncost[e] as f32 / (len - 1) as f32
+            }
+        })
+        .collect();
     let mut cmap = vec![u32::MAX; nv];
     let mut cweight: Vec<u64> = Vec::with_capacity(nv / 2 + 1);
-    let mut score = vec![0f64; nv];
+    let mut score = vec![0f32; nv];
     let mut touched: Vec<u32> = Vec::new();
     for &v in &order {
         let v = v as usize;
@@ -37,14 +48,13 @@ pub(crate) fn cluster(
         }
         let wv = h.vwgt[v] as u64;
         for &e in h.nets(v) {
-            let pins = h.net(e as usize);
-            if pins.len() > LONG_NET {
+            let s = weight[e as usize];
+            if s == 0.0 {
                 continue;
             }
-            let s = h.ncost[e as usize] as f64 / (pins.len() - 1) as f64;
-            for &u in pins {
+            for &u in h.net(e as usize) {
                 let u = u as usize;
-                if u == v || side.is_some_and(|sd| sd[u] != sd[v]) {
+                if side.is_some_and(|sd| sd[u] != sd[v]) {
                     continue;
                 }
                 if score[u] == 0.0 {
@@ -53,13 +63,16 @@ pub(crate) fn cluster(
                 score[u] += s;
             }
         }
-        // Best free neighbour, else best cluster to join.
-        let mut best_free: Option<(f64, usize)> = None;
-        let mut best_join: Option<(f64, usize)> = None;
+        // Best free neighbour, else best cluster to join (`v` itself was scored too: skipped).
+        let mut best_free: Option<(f32, usize)> = None;
+        let mut best_join: Option<(f32, usize)> = None;
         for &u in &touched {
             let u = u as usize;
             let sc = score[u];
             score[u] = 0.0;
+            if u == v {
+                continue;
+            }
             if cmap[u] == u32::MAX {
                 if wv + h.vwgt[u] as u64 <= max_weight && best_free.is_none_or(|(b, _)| sc > b) {
                     best_free = Some((sc, u));

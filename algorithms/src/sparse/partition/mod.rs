@@ -4,7 +4,7 @@
 //! under a balance bound, then each half is split again, until there are `p` parts (any `p`, the
 //! halves get `⌊q/2⌋` and `⌈q/2⌉` parts). The volume of the final partition — `Σ (λ − 1)` over
 //! rows and columns — is the sum of the volumes of the splits. Each split uses the medium-grain
-//! hypergraph model ([`medium`]), the multilevel bipartitioner ([`bisect`]: coarsening by
+//! hypergraph model (module `medium`), the multilevel bipartitioner (`bisect`: coarsening by
 //! matching, several initial splits, FM refinement on every level) and iterative refinement. The
 //! two halves of a split are partitioned in parallel (rayon). Every random choice comes from a
 //! generator seeded by the seed and the position in the recursion: the same seed gives the same
