@@ -17,6 +17,7 @@ mod bisect;
 mod coarsen;
 mod fm;
 mod hypergraph;
+mod kway;
 mod medium;
 
 use super::{CooMatrix, Distribution};
@@ -110,7 +111,7 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
         (((1.0 + opts.eps) * nnz as f64 / p as f64).floor() as u64).max(nnz.div_ceil(p as u64));
     let nz: Vec<u32> = (0..a.nnz() as u32).collect();
     let job = || split(a, &nz, 0, p, lmax, opts.seed);
-    let (parts, volume) = if opts.threads == 0 {
+    let (mut parts, volume) = if opts.threads == 0 {
         job()
     } else {
         rayon::ThreadPoolBuilder::new()
@@ -124,8 +125,12 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
             })?
             .install(job)
     };
-    Ok((parts, volume))
+    let gained = kway::refine(a, &mut parts, p, lmax, KWAY_PASSES);
+    Ok((parts, volume - gained))
 }
+
+/// Passes of the final p-way refinement (each stops the loop if it gains nothing).
+const KWAY_PASSES: usize = 8;
 
 fn check(a: &CooMatrix, p: usize, opts: &Options) -> Result<(), PartitionError> {
     if p == 0 {
