@@ -13,6 +13,7 @@
 use super::coarsen::cluster;
 use super::fm::{Bounds, Fm};
 use super::hypergraph::{Hypergraph, Rng};
+use rayon::prelude::*;
 
 /// Coarsening stops at this many vertices.
 const COARSEST: usize = 200;
@@ -21,49 +22,86 @@ const TRIES: usize = 8;
 /// FM passes per level.
 pub(crate) const PASSES: usize = 8;
 
-/// Bipartitions `h` within `b`; returns the side (0 or 1) of every vertex.
-pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, start: Option<Vec<u8>>, rng: &mut Rng) -> Vec<u8> {
-    let total = h.total_weight();
-    let max_cluster = ((total as f64 * 1.5 / COARSEST as f64).ceil() as u64).max(1);
-    let mut levels: Vec<Hypergraph> = Vec::new();
-    let mut maps: Vec<Vec<u32>> = Vec::new();
-    let mut side = start;
-    loop {
-        let cur = levels.last().unwrap_or(h);
-        if cur.nv() <= COARSEST {
-            break;
-        }
-        let (cmap, nc) = cluster(cur, max_cluster, side.as_deref(), rng);
-        if nc as f64 > 0.95 * cur.nv() as f64 {
-            break;
-        }
-        let coarse = cur.contract(&cmap, nc);
-        if let Some(s) = &side {
-            let mut cs = vec![0u8; nc];
-            for (v, &c) in cmap.iter().enumerate() {
-                cs[c as usize] = s[v];
+/// The coarsening of a hypergraph: the levels, the clusterings between them, and (when
+/// refining) the projection of the starting split onto the coarsest level.
+struct Hierarchy<'h> {
+    top: &'h Hypergraph,
+    levels: Vec<Hypergraph>,
+    maps: Vec<Vec<u32>>,
+    coarse_side: Option<Vec<u8>>,
+}
+
+impl<'h> Hierarchy<'h> {
+    fn new(h: &'h Hypergraph, mut side: Option<Vec<u8>>, rng: &mut Rng) -> Self {
+        let total = h.total_weight();
+        let max_cluster = ((total as f64 * 1.5 / COARSEST as f64).ceil() as u64).max(1);
+        let mut levels: Vec<Hypergraph> = Vec::new();
+        let mut maps: Vec<Vec<u32>> = Vec::new();
+        loop {
+            let cur = levels.last().unwrap_or(h);
+            if cur.nv() <= COARSEST {
+                break;
             }
-            side = Some(cs);
+            let (cmap, nc) = cluster(cur, max_cluster, side.as_deref(), rng);
+            if nc as f64 > 0.95 * cur.nv() as f64 {
+                break;
+            }
+            let coarse = cur.contract(&cmap, nc);
+            if let Some(s) = &side {
+                let mut cs = vec![0u8; nc];
+                for (v, &c) in cmap.iter().enumerate() {
+                    cs[c as usize] = s[v];
+                }
+                side = Some(cs);
+            }
+            levels.push(coarse);
+            maps.push(cmap);
         }
-        levels.push(coarse);
-        maps.push(cmap);
-    }
-    let coarsest = levels.last().unwrap_or(h);
-    let mut cur_side = match side {
-        Some(mut s) => {
-            Fm::new(coarsest).refine(&mut s, b, PASSES);
-            s
+        Hierarchy {
+            top: h,
+            levels,
+            maps,
+            coarse_side: side,
         }
-        None => initial(coarsest, b, rng),
-    };
-    for k in (0..levels.len()).rev() {
-        let finer = if k == 0 { h } else { &levels[k - 1] };
-        let cmap = &maps[k];
-        let mut fine: Vec<u8> = cmap.iter().map(|&c| cur_side[c as usize]).collect();
-        Fm::new(finer).refine(&mut fine, b, PASSES);
-        cur_side = fine;
     }
-    cur_side
+
+    fn coarsest(&self) -> &Hypergraph {
+        self.levels.last().unwrap_or(self.top)
+    }
+
+    /// Projects a split of the coarsest level back to the top, refining on every level.
+    fn uncoarsen(&self, mut side: Vec<u8>, b: &Bounds) -> Vec<u8> {
+        for k in (0..self.levels.len()).rev() {
+            let finer = if k == 0 {
+                self.top
+            } else {
+                &self.levels[k - 1]
+            };
+            let mut fine: Vec<u8> = self.maps[k].iter().map(|&c| side[c as usize]).collect();
+            Fm::new(finer).refine(&mut fine, b, PASSES);
+            side = fine;
+        }
+        side
+    }
+}
+
+/// Refines the bipartition `start` of `h` within `b` by a V-cycle; never makes it worse.
+pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Rng) -> Vec<u8> {
+    let hi = Hierarchy::new(h, Some(start), rng);
+    let mut s = hi.coarse_side.clone().expect("a starting split");
+    Fm::new(hi.coarsest()).refine(&mut s, b, PASSES);
+    hi.uncoarsen(s, b)
+}
+
+/// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
+/// initial splits; returns the side (0 or 1) of every vertex for each try.
+pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, tries: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+    let hi = Hierarchy::new(h, None, rng);
+    let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
+    seeds
+        .par_iter()
+        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut Rng::new(seed)), b))
+        .collect()
 }
 
 /// The best of several initial splits of a small hypergraph.

@@ -17,10 +17,9 @@
 
 use super::super::CooMatrix;
 use super::bisect::PASSES;
-use super::bisect::bisect;
+use super::bisect::{bisect, refine};
 use super::fm::{Bounds, Fm};
 use super::hypergraph::{Hypergraph, Rng};
-use rayon::prelude::*;
 
 /// Rounds of iterative refinement without improvement before changing method (single-level FM
 /// -> multilevel V-cycle) or giving up. Two, so that both regroupings (rows first, columns
@@ -253,17 +252,25 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
         })
         .collect();
     let (h, vertex) = sub.hypergraph(&by_row, None);
-    // Independent multilevel splits from different seeds, in parallel; the best one is refined.
-    let seeds: Vec<u64> = (0..INITIAL_TRIES).map(|_| rng.next_u64()).collect();
-    let tries: Vec<((u64, u64, u64), Vec<u8>)> = seeds
-        .par_iter()
-        .map(|&seed| {
-            let vside = bisect(&h, b, None, &mut Rng::new(seed));
+    // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
+    let tries: Vec<((u64, u64, u64), Vec<u8>)> = bisect(&h, b, INITIAL_TRIES, rng)
+        .into_iter()
+        .map(|vside| {
             let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
             (b.key(weights(&side), sub.volume(&side)), side)
         })
         .collect();
     let best_try = tries.into_iter().min_by_key(|(key, _)| *key);
+    let dbg = std::env::var("DBG").is_ok();
+    let t0 = std::time::Instant::now();
+    if dbg {
+        eprintln!(
+            "split w={w} nv={} pins={}: tries {:?}",
+            h.nv(),
+            h.pins.len(),
+            best_try.as_ref().map(|x| x.0)
+        );
+    }
     let (mut best, mut side) = best_try.expect("at least one try");
     let mut nv = 0; // multilevel rounds so far
     let mut stale = 0;
@@ -293,10 +300,18 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
             Fm::new(&h).refine(&mut s, b, PASSES);
             s
         } else {
-            bisect(&h, b, Some(start), rng)
+            refine(&h, b, start, rng)
         };
         let new: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
         let key = b.key(weights(&new), sub.volume(&new));
+        if dbg {
+            eprintln!(
+                "  round {round} v={vcycle} {:?} -> {:?} at {:.2}s",
+                best,
+                key,
+                t0.elapsed().as_secs_f64()
+            );
+        }
         if (key.0, key.1) < (best.0, best.1) {
             best = key;
             side = new;
