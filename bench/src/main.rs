@@ -9,6 +9,9 @@
 //! * `mbsp bench fft` — the BSP FFT against sequential rustfft, in Gflop/s.
 //! * `mbsp bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
+//! * `mbsp partition` — split a sparse matrix over p processes, write Mondriaan's files.
+//! * `mbsp bench partition` — communication volume against Mondriaan 4.2.1 and the 1D row-block
+//!   and 2D checkerboard baselines.
 
 mod collectives_bench;
 mod core_bench;
@@ -18,6 +21,8 @@ mod fftw;
 mod floor;
 mod machine;
 mod nested_bench;
+mod partition_bench;
+mod partition_cmd;
 mod sort_bench;
 mod stats;
 mod topo;
@@ -77,6 +82,44 @@ enum Command {
         #[arg(long)]
         inverse: bool,
         /// Print one JSON object (n, p, variant, seconds, gflops, rel_error, choice, ...).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Partition a sparse matrix (Matrix Market, .mtx or .mtx.gz) into p parts with minimal
+    /// communication volume and write Mondriaan's files PREFIX-P<p>, PREFIX-u<p>, PREFIX-v<p>.
+    Partition {
+        /// The Matrix Market file.
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Number of parts (a positive integer).
+        #[arg(
+            short = 'p',
+            long = "procs",
+            value_name = "P",
+            allow_hyphen_values = true
+        )]
+        procs: String,
+        /// Allowed load imbalance: every part gets at most (1 + eps) nnz / p nonzeros.
+        #[arg(
+            long,
+            value_name = "E",
+            default_value = "0.03",
+            allow_hyphen_values = true
+        )]
+        eps: String,
+        /// Seed of the partitioner's random choices.
+        #[arg(
+            long,
+            value_name = "S",
+            default_value = "1",
+            allow_hyphen_values = true
+        )]
+        seed: String,
+        /// Prefix of the output files (default: the input path; a directory: the input's name
+        /// inside it).
+        #[arg(long, value_name = "PREFIX")]
+        out: Option<std::path::PathBuf>,
+        /// Print one JSON object (volume, imbalance, max_h, seconds, p, nnz, m, n, files, ...).
         #[arg(long)]
         json: bool,
     },
@@ -161,6 +204,42 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
+    /// row-block and 2D checkerboard baselines, per matrix and p.
+    Partition {
+        /// Matrix Market files (default: every matrix in shared/data/matrices, found through
+        /// MBSP_DATA or above the current directory).
+        #[arg(value_name = "FILES")]
+        files: Vec<std::path::PathBuf>,
+        /// Numbers of parts, comma-separated (default 2,4,8,16,64; 2,4 with --quick).
+        #[arg(long, value_name = "P,P,...")]
+        procs: Option<String>,
+        /// Seed of the partitioner.
+        #[arg(
+            long,
+            value_name = "S",
+            default_value = "1",
+            allow_hyphen_values = true
+        )]
+        seed: String,
+        /// Allowed load imbalance (the Mondriaan volumes are for 0.03).
+        #[arg(
+            long,
+            value_name = "E",
+            default_value = "0.03",
+            allow_hyphen_values = true
+        )]
+        eps: String,
+        /// Also write the rows as CSV to FILE.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<std::path::PathBuf>,
+        /// Print the results as one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// A smoke run: only rajat01, bayer10 and wiki-Vote, p = 2, 4.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() {
@@ -218,6 +297,27 @@ fn main() {
             };
             if let Err(e) = fft_cmd::run(&o) {
                 eprintln!("mbsp fft: {e}");
+                std::process::exit(2);
+            }
+        }
+        Command::Partition {
+            file,
+            procs,
+            eps,
+            seed,
+            out,
+            json,
+        } => {
+            let o = partition_cmd::Options {
+                file,
+                p: procs,
+                eps,
+                seed,
+                out,
+                json,
+            };
+            if let Err(e) = partition_cmd::run(&o) {
+                eprintln!("mbsp partition: {e}");
                 std::process::exit(2);
             }
         }
@@ -294,6 +394,35 @@ fn main() {
             }
             Bench::Nested { samples, quick } => {
                 nested_bench::run(if quick { 3 } else { samples.max(1) }, quick)
+            }
+            Bench::Partition {
+                files,
+                procs,
+                seed,
+                eps,
+                csv,
+                json,
+                quick,
+            } => {
+                let result = (|| {
+                    let o = partition_bench::Options {
+                        files,
+                        procs: procs
+                            .as_deref()
+                            .map(partition_bench::parse_procs)
+                            .transpose()?,
+                        seed: partition_cmd::parse_seed(&seed)?,
+                        eps: partition_cmd::parse_eps(&eps)?,
+                        csv,
+                        json,
+                        quick,
+                    };
+                    partition_bench::run(&o)
+                })();
+                if let Err(e) = result {
+                    eprintln!("mbsp bench partition: {e}");
+                    std::process::exit(2);
+                }
             }
         },
     }

@@ -1,0 +1,279 @@
+//! `mbsp partition` and `mbsp bench partition` as a user runs them: JSON shape, the Mondriaan
+//! files, bad arguments, the CSV of the quick benchmark.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn mbsp(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args(args)
+        .output()
+        .expect("start mbsp");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh directory of its own for each test (they run in parallel).
+fn scratch(test: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("partition_cli")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create scratch directory");
+    d
+}
+
+/// A shared test matrix: in `$MBSP_DATA` (or its `matrices/`) if set, as the binary looks,
+/// else in `shared/data/matrices` beside the workspace, where CI has it.
+fn shared_matrix(name: &str) -> PathBuf {
+    let dir = match std::env::var_os("MBSP_DATA").map(PathBuf::from) {
+        Some(d) if d.join("matrices").is_dir() => d.join("matrices"),
+        Some(d) => d,
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/matrices"),
+    };
+    let f = dir.join(name);
+    assert!(f.is_file(), "shared data missing: {}", f.display());
+    f
+}
+
+/// A 5 x 6 general matrix with 12 nonzeros, two of them in row 3.
+const SMALL: &str = "%%MatrixMarket matrix coordinate real general
+% a comment line
+5 6 12
+1 1 1.0
+1 4 2.0
+2 2 3.0
+2 6 -1.5
+3 1 4.0
+3 3 5.0
+3 5 6.0
+4 2 7.0
+4 4 8.0
+5 3 9.0
+5 5 1e1
+5 6 11
+";
+
+/// The first line of `path` that is not a comment.
+fn header(path: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .find(|l| !l.starts_with('%'))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Runs `mbsp partition ... --json` and checks what every run must have.
+fn partition_json(args: &[&str], m: usize, n: usize, nnz: usize, p: usize) -> Value {
+    let (code, out, err) = mbsp(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    for key in [
+        "volume",
+        "imbalance",
+        "max_h",
+        "seconds",
+        "p",
+        "nnz",
+        "m",
+        "n",
+        "files",
+    ] {
+        assert!(j.get(key).is_some(), "{args:?}: no {key} in {out}");
+    }
+    assert_eq!(j["nnz"], nnz);
+    assert_eq!(j["p"], p);
+    assert_eq!((j["m"].clone(), j["n"].clone()), (m.into(), n.into()));
+    assert!(j["imbalance"].as_f64().unwrap() >= 0.0);
+    for f in ["matrix", "u", "v"] {
+        let path = j["files"][f].as_str().expect("file path");
+        assert!(Path::new(path).is_file(), "{path} not written");
+    }
+    // Mondriaan's distributed-matrix file: after the banner, "m n nnz p".
+    let matrix_file = j["files"]["matrix"].as_str().unwrap();
+    assert_eq!(header(matrix_file), format!("{m} {n} {nnz} {p}"));
+    // The progress went to stderr, not into the JSON.
+    assert!(err.contains("partitioning"), "{err}");
+    j
+}
+
+#[test]
+fn small_matrix_files_next_to_the_input() {
+    let dir = scratch("small");
+    let file = dir.join("small.mtx");
+    std::fs::write(&file, SMALL).unwrap();
+    let f = file.to_str().unwrap();
+    let j = partition_json(&["partition", f, "-p", "3", "--json"], 5, 6, 12, 3);
+    // The default prefix is the input path itself.
+    assert_eq!(j["files"]["matrix"], format!("{f}-P3"));
+    assert_eq!(j["files"]["u"], format!("{f}-u3"));
+    assert_eq!(j["files"]["v"], format!("{f}-v3"));
+    // p = 1 and p > rows are fine too.
+    partition_json(&["partition", f, "-p", "1", "--json"], 5, 6, 12, 1);
+    partition_json(&["partition", f, "-p", "7", "--json"], 5, 6, 12, 7);
+}
+
+#[test]
+fn rajat01_with_an_output_prefix() {
+    let dir = scratch("rajat01");
+    let prefix = dir.join("out");
+    let (m, f) = (shared_matrix("rajat01.mtx"), prefix.to_str().unwrap());
+    let j = partition_json(
+        &[
+            "partition",
+            m.to_str().unwrap(),
+            "-p",
+            "4",
+            "--out",
+            f,
+            "--json",
+        ],
+        6833,
+        6833,
+        43250,
+        4,
+    );
+    assert_eq!(j["files"]["matrix"], format!("{f}-P4"));
+    assert!(j["volume"].as_u64().is_some());
+}
+
+#[test]
+fn text_output_names_everything() {
+    let dir = scratch("text");
+    let file = dir.join("small.mtx");
+    std::fs::write(&file, SMALL).unwrap();
+    let (code, out, err) = mbsp(&["partition", file.to_str().unwrap(), "-p", "2"]);
+    assert_eq!(code, 0, "{err}");
+    for word in [
+        "small",
+        "nnz = 12",
+        "volume",
+        "imbalance",
+        "max_h",
+        "small.mtx-P2",
+    ] {
+        assert!(out.contains(word), "no {word} in {out}");
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    let dir = scratch("bad");
+    let good = dir.join("good.mtx");
+    std::fs::write(&good, SMALL).unwrap();
+    let bad = dir.join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n2 x 2.0\n",
+    )
+    .unwrap();
+    let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let missing = dir.join("no-such.mtx");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], &[&str]); 8] = [
+        (&["partition", good, "-p", "0"], &["-p 0"]),
+        (&["partition", good, "-p", "two"], &["-p two"]),
+        (&["partition", missing, "-p", "2"], &["no-such.mtx"]),
+        // The reader's message names the file and the bad line (line 4).
+        (&["partition", bad, "-p", "2"], &["bad.mtx", "line 4"]),
+        (
+            &["partition", good, "-p", "2", "--eps", "-1"],
+            &["--eps -1"],
+        ),
+        (
+            &["partition", good, "-p", "2", "--eps", "abc"],
+            &["--eps abc"],
+        ),
+        (
+            &["partition", good, "-p", "2", "--out", "/no/such/dir/x"],
+            &["/no/such/dir"],
+        ),
+        (
+            &["bench", "partition", "--procs", "2,0", good],
+            &["--procs 2,0"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let (code, out, err) = mbsp(args);
+        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        for needle in needles {
+            assert!(err.contains(needle), "{args:?}: no {needle} in {err}");
+        }
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    // Nothing was left behind by the failed runs.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "good.mtx" && n != "bad.mtx")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn quick_benchmark_csv_and_json() {
+    let dir = scratch("bench");
+    let csv = dir.join("partition.csv");
+    let (code, out, err) = mbsp(&[
+        "bench",
+        "partition",
+        "--quick",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "matrix,p,nnz,volume,reference,ratio,row1d_volume,checker2d_volume,imbalance,max_h,seconds"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // rajat01, bayer10, wiki-Vote at p = 2 and 4.
+    assert_eq!(rows.len(), 6, "{text}");
+    assert!(rows.iter().all(|r| r.len() == 11), "{text}");
+    let mut cases: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    cases.sort();
+    assert_eq!(
+        cases,
+        [
+            ("bayer10", "2"),
+            ("bayer10", "4"),
+            ("rajat01", "2"),
+            ("rajat01", "4"),
+            ("wiki-Vote", "2"),
+            ("wiki-Vote", "4"),
+        ]
+    );
+    // The references are there for p = 4 and only there.
+    for r in &rows {
+        assert_eq!(r[1] == "4", !r[4].is_empty(), "{r:?}");
+    }
+    let rajat4 = rows
+        .iter()
+        .find(|r| r[0] == "rajat01" && r[1] == "4")
+        .unwrap();
+    assert_eq!((rajat4[2], rajat4[4]), ("43250", "182"));
+    // No temporary file is left beside the CSV.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    assert_eq!(j["rows"].as_array().map(Vec::len), Some(6));
+    assert_eq!(j["summary"]["cases_with_reference"], 3);
+    assert!(j["summary"]["geomean_ratio"].as_f64().unwrap() > 0.0);
+    assert!(j["summary"]["imbalance_violations"].as_u64().is_some());
+    // One progress line per case at least.
+    assert!(
+        err.lines().filter(|l| l.contains(" p = ")).count() >= 6,
+        "{err}"
+    );
+}
