@@ -306,10 +306,13 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
             side = new;
             stale = 0;
             vcycle = false;
+        } else if vcycle {
+            // A multilevel round that found nothing: the split is as good as this gets.
+            break;
         } else {
             stale += 1;
             if stale >= IR_PATIENCE {
-                if vcycle || multilevel_left == 0 {
+                if multilevel_left == 0 {
                     break;
                 }
                 vcycle = true;
