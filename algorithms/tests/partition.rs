@@ -220,3 +220,26 @@ fn real_matrices_beat_row_blocks() {
         }
     });
 }
+
+#[test]
+fn tridiagonal_in_two_parts_is_cut_in_one_place() {
+    within(60, || {
+        let n = 300;
+        let mut e = Vec::new();
+        for i in 0..n {
+            e.push((i, i, 2.0));
+            if i > 0 {
+                e.push((i, i - 1, -1.0));
+            }
+            if i + 1 < n {
+                e.push((i, i + 1, -1.0));
+            }
+        }
+        let a = CooMatrix::new(n, n, e).unwrap();
+        // One row and one column cross, whatever the seed (a split that grows a part from
+        // the middle of the band cuts it twice).
+        for seed in 1..6 {
+            assert_eq!(check(&a, 2, 0.03, seed), 2, "seed {seed}");
+        }
+    });
+}

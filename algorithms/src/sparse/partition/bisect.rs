@@ -112,19 +112,33 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
     for t in 0..TRIES {
         let mut side = vec![0u8; nv];
         if nv > 0 {
-            if t % 2 == 0 {
-                // Greedy growing: side 1 starts as one random vertex; FM, seeing side 0 too
-                // heavy, moves the best-connected vertices across until the split is balanced.
-                side[rng.below(nv)] = 1;
-            } else {
-                let mut order: Vec<u32> = (0..nv as u32).collect();
-                rng.shuffle(&mut order);
-                let mut w0 = 0u64;
-                for &v in &order {
-                    if w0 < b.target[0] {
-                        w0 += h.vwgt[v as usize] as u64;
+            match t % 4 {
+                0 | 2 => {
+                    // Greedy growing: side 1 starts as one vertex; FM, seeing side 0 too heavy,
+                    // moves the best-connected vertices across until the split is balanced.
+                    // Half the time from a vertex far from a random one (a BFS's last vertex):
+                    // grown from the rim of a mesh, the part has one boundary, not two.
+                    let start = rng.below(nv);
+                    side[if t % 4 == 0 {
+                        farthest(h, start)
                     } else {
-                        side[v as usize] = 1;
+                        start
+                    }] = 1;
+                }
+                1 => {
+                    let start = rng.below(nv);
+                    side[farthest(h, start)] = 1;
+                }
+                _ => {
+                    let mut order: Vec<u32> = (0..nv as u32).collect();
+                    rng.shuffle(&mut order);
+                    let mut w0 = 0u64;
+                    for &v in &order {
+                        if w0 < b.target[0] {
+                            w0 += h.vwgt[v as usize] as u64;
+                        } else {
+                            side[v as usize] = 1;
+                        }
                     }
                 }
             }
@@ -136,4 +150,56 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
         }
     }
     best.map(|(_, s)| s).unwrap_or_default()
+}
+
+/// The vertex a breadth-first search from `start` reaches last (a pseudo-peripheral vertex).
+fn farthest(h: &Hypergraph, start: usize) -> usize {
+    let mut seen = vec![false; h.nv()];
+    let mut net_done = vec![false; h.nn()];
+    let mut queue = std::collections::VecDeque::from([start]);
+    seen[start] = true;
+    let mut last = start;
+    while let Some(v) = queue.pop_front() {
+        last = v;
+        for &e in h.nets(v) {
+            if std::mem::replace(&mut net_done[e as usize], true) {
+                continue;
+            }
+            for &u in h.net(e as usize) {
+                if !std::mem::replace(&mut seen[u as usize], true) {
+                    queue.push_back(u as usize);
+                }
+            }
+        }
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path of `n` unit vertices, nets {i, i + 1}.
+    fn path(n: usize) -> Hypergraph {
+        let pins: Vec<u32> = (0..n as u32 - 1).flat_map(|i| [i, i + 1]).collect();
+        let nptr: Vec<u32> = (0..n as u32).map(|e| 2 * e).collect();
+        Hypergraph::new(vec![1; n], vec![1; n - 1], nptr, pins)
+    }
+
+    #[test]
+    fn a_path_is_cut_once() {
+        for n in [50, 200, 1000, 5000] {
+            let h = path(n);
+            let half = n as u64 / 2;
+            let b = Bounds {
+                max: [half + n as u64 / 30, half + n as u64 / 30],
+                target: [half, n as u64 - half],
+            };
+            for seed in 0..5 {
+                for side in bisect(&h, &b, 3, &mut Rng::new(seed)) {
+                    assert_eq!(h.cut(&side), 1, "n = {n}, seed {seed}");
+                }
+            }
+        }
+    }
 }

@@ -277,29 +277,25 @@ impl<'h> Fm<'h> {
         let patience = (nv / 4).clamp(25, 400);
         for _ in 0..max_passes {
             let start_key = b.key(self.w, self.cut);
-            if b.violation(self.w) > 0 {
-                for (v, &s) in side.iter().enumerate() {
-                    self.heaps[s as usize].insert(v as u32, self.gain[v]);
-                }
-            } else {
-                // The boundary: pins of cut nets.
-                for e in 0..h.nn() {
-                    let c = self.count[e];
-                    if c[0] > 0 && c[1] > 0 {
-                        for &u in h.net(e) {
-                            let heap = &mut self.heaps[side[u as usize] as usize];
-                            if !heap.contains(u) {
-                                heap.insert(u, self.gain[u as usize]);
-                            }
+            // The boundary: pins of cut nets. (When a side is too heavy and there is no
+            // boundary, pick() floods the queue with that side's vertices.)
+            for e in 0..h.nn() {
+                let c = self.count[e];
+                if c[0] > 0 && c[1] > 0 {
+                    for &u in h.net(e) {
+                        let heap = &mut self.heaps[side[u as usize] as usize];
+                        if !heap.contains(u) {
+                            heap.insert(u, self.gain[u as usize]);
                         }
                     }
                 }
             }
+            let mut flooded = false;
             let mut moves: Vec<u32> = Vec::new();
             let mut best_key = start_key;
             let mut best_len = 0usize;
             let mut deferred: Vec<u32> = Vec::new();
-            while let Some(v) = self.pick(b, &mut deferred) {
+            while let Some(v) = self.pick(b, side, &mut deferred, &mut flooded) {
                 self.heaps[side[v] as usize].remove(v as u32);
                 self.locked[v] = true;
                 self.apply(v, side);
@@ -337,7 +333,18 @@ impl<'h> Fm<'h> {
 
     /// The next vertex to move: the best-gain free vertex whose move the balance allows. A
     /// queue top that may not move is set aside (locked) for the rest of the pass.
-    fn pick(&mut self, b: &Bounds, deferred: &mut Vec<u32>) -> Option<usize> {
+    ///
+    /// Only boundary vertices are queued, so a side grown from one vertex while the other is
+    /// too heavy grows contiguously (a far-away vertex of low degree would otherwise often
+    /// have the better gain); if the boundary runs dry while a side is still too heavy, all
+    /// of that side's free vertices are queued once.
+    fn pick(
+        &mut self,
+        b: &Bounds,
+        side: &[u8],
+        deferred: &mut Vec<u32>,
+        flooded: &mut bool,
+    ) -> Option<usize> {
         let h = self.h;
         loop {
             let mut best: Option<(i64, usize)> = None;
@@ -362,6 +369,19 @@ impl<'h> Fm<'h> {
             }
             if let Some((_, v)) = best {
                 return Some(v);
+            }
+            if blocked.is_none() && !*flooded && b.violation(self.w) > 0 {
+                *flooded = true;
+                let heavy = if self.w[0] > b.max[0] { 0 } else { 1 };
+                for (v, &s) in side.iter().enumerate() {
+                    if s as usize == heavy
+                        && !self.locked[v]
+                        && !self.heaps[heavy].contains(v as u32)
+                    {
+                        self.heaps[heavy].insert(v as u32, self.gain[v]);
+                    }
+                }
+                continue;
             }
             let v = blocked?;
             let s = self.side_of(v);
