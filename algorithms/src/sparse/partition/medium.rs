@@ -29,6 +29,9 @@ const IR_PATIENCE: usize = 2;
 /// three seeds, three tries instead of one lower the volume by 5-7% (geometric mean) and remove
 /// the worst outliers (up to 1.3x), for 10-20% more time on one core.
 const INITIAL_TRIES: usize = 3;
+/// Splits of more than this many nonzeros try twice only (two uncoarsenings run side by side
+/// on two cores; on such matrices — meshes, circuits — the tries differ by a few percent).
+const HUGE: usize = 2_000_000;
 /// At most this many rounds.
 const IR_MAX: usize = 40;
 /// At most this many multilevel rounds per split, and none after one that gained under 0.5%:
@@ -253,13 +256,14 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
         .collect();
     let (h, vertex) = sub.hypergraph(&by_row, None);
     // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
-    let tries: Vec<((u64, u64, u64), Vec<u8>)> = bisect(&h, b, INITIAL_TRIES, rng)
-        .into_iter()
-        .map(|vside| {
-            let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
-            (b.key(weights(&side), sub.volume(&side)), side)
-        })
-        .collect();
+    let tries: Vec<((u64, u64, u64), Vec<u8>)> =
+        bisect(&h, b, if w > HUGE { 2 } else { INITIAL_TRIES }, rng)
+            .into_iter()
+            .map(|vside| {
+                let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
+                (b.key(weights(&side), sub.volume(&side)), side)
+            })
+            .collect();
     let best_try = tries.into_iter().min_by_key(|(key, _)| *key);
     let (mut best, mut side) = best_try.expect("at least one try");
     let mut multilevel_left = V_CYCLES;
