@@ -264,7 +264,18 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
                 (b.key(weights(&side), sub.volume(&side)), side)
             })
             .collect();
-    let best_try = tries.into_iter().min_by_key(|(key, _)| *key);
+    // Contiguous blocks of rows and of columns (the 1D splits), refined by one round: on
+    // matrices whose numbering already follows their structure (bands, meshes in natural
+    // order) they are a floor the multilevel splits must beat.
+    let blocks = [
+        block_split(&sub.rstart, &sub.rline, b.target[0]),
+        block_split(&sub.cstart, &sub.cline, b.target[0]),
+    ];
+    let refined = blocks
+        .into_iter()
+        .enumerate()
+        .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, false, rng));
+    let best_try = tries.into_iter().chain(refined).min_by_key(|(key, _)| *key);
     let (mut best, mut side) = best_try.expect("at least one try");
     let mut multilevel_left = V_CYCLES;
     let mut stale = 0;
@@ -278,29 +289,7 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
             }
             multilevel_left -= 1;
         }
-        let (rcut, ccut) = sub.cut_lines(&side);
-        let prefer_rows = round % 2 == 0;
-        let by_row: Vec<bool> = (0..w)
-            .map(|t| {
-                let r = rcut[sub.rline[t] as usize];
-                let c = ccut[sub.cline[t] as usize];
-                if prefer_rows { !r || c } else { c && !r }
-            })
-            .collect();
-        let (h, vertex) = sub.hypergraph(&by_row, Some(&side));
-        let mut start = vec![0u8; h.nv()];
-        for (t, &v) in vertex.iter().enumerate() {
-            start[v as usize] = side[t];
-        }
-        let vside = if vcycle {
-            refine(&h, b, start, rng)
-        } else {
-            let mut s = start;
-            Fm::new(&h).refine(&mut s, b, PASSES);
-            s
-        };
-        let new: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
-        let key = b.key(weights(&new), sub.volume(&new));
+        let (key, new) = round_of_refinement(sub, b, &side, round % 2 == 0, vcycle, rng);
         if (key.0, key.1) < (best.0, best.1) {
             if vcycle && (best.1 - key.1) * 200 < best.1 {
                 // A multilevel round that gained under 0.5% will not pay for another.
@@ -325,6 +314,56 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
         }
     }
     side
+}
+
+/// One round of iterative refinement of `side`: regroup (rows or columns first), then FM on
+/// one level or a V-cycle. Returns the new split and its (violation, volume, deviation) key.
+fn round_of_refinement(
+    sub: &Sub,
+    b: &Bounds,
+    side: &[u8],
+    prefer_rows: bool,
+    vcycle: bool,
+    rng: &mut Rng,
+) -> ((u64, u64, u64), Vec<u8>) {
+    let (rcut, ccut) = sub.cut_lines(side);
+    let by_row: Vec<bool> = (0..sub.len())
+        .map(|t| {
+            let r = rcut[sub.rline[t] as usize];
+            let c = ccut[sub.cline[t] as usize];
+            if prefer_rows { !r || c } else { c && !r }
+        })
+        .collect();
+    let (h, vertex) = sub.hypergraph(&by_row, Some(side));
+    let mut start = vec![0u8; h.nv()];
+    for (t, &v) in vertex.iter().enumerate() {
+        start[v as usize] = side[t];
+    }
+    let vside = if vcycle {
+        refine(&h, b, start, rng)
+    } else {
+        let mut s = start;
+        Fm::new(&h).refine(&mut s, b, PASSES);
+        s
+    };
+    let new: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
+    (b.key(weights(&new), sub.volume(&new)), new)
+}
+
+/// Side 0 = the first lines (in index order) up to `target0` nonzeros, side 1 the rest.
+fn block_split(start: &[u32], line: &[u32], target0: u64) -> Vec<u8> {
+    // The first line whose end passes the target goes to side 1 if that is closer.
+    let cut = (1..start.len())
+        .find(|&l| start[l] as u64 >= target0)
+        .map(|l| {
+            if start[l] as u64 - target0 > target0 - start[l - 1] as u64 {
+                l - 1
+            } else {
+                l
+            }
+        })
+        .unwrap_or(start.len() - 1);
+    line.iter().map(|&l| u8::from(l as usize >= cut)).collect()
 }
 
 fn weights(side: &[u8]) -> [u64; 2] {
