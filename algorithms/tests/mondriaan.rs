@@ -1,24 +1,19 @@
 //! Mondriaan files: round trips, the exact text written, and an error naming file and line for
 //! every malformed input.
 
+mod common;
+
+use common::Rng;
 use mbsp_algorithms::sparse::mondriaan::{self, Files, MondriaanError};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution};
 use std::path::{Path, PathBuf};
 
-/// splitmix64: a small deterministic generator.
-struct Rng(u64);
+/// Test values for the number formatting.
+trait Values {
+    fn value(&mut self) -> f64;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+impl Values for Rng {
     /// A value that exercises the number formatting: random bits (finite), awkward constants,
     /// or simple numbers.
     fn value(&mut self) -> f64 {

@@ -1,24 +1,11 @@
 //! Vector distribution: owners are candidates, the volume is minimal, the h-relations beat a
 //! naive choice and come close to the brute-force optimum on tiny cases.
 
+mod common;
+
+use common::Rng;
 use mbsp_algorithms::sparse::metrics::{self, Traffic};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, vector};
-
-/// splitmix64: a small deterministic generator, so every run tests the same cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A random `m x n` matrix with about `nnz` distinct nonzeros.
 fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
