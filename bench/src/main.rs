@@ -86,7 +86,7 @@ enum Command {
         json: bool,
     },
     /// Partition a sparse matrix (Matrix Market, .mtx or .mtx.gz) into p parts with minimal
-    /// communication volume and write Mondriaan's files PREFIX-P<p>, PREFIX-u<p>, PREFIX-v<p>.
+    /// communication volume and write Mondriaan's files PREFIX-P4, PREFIX-u4 and PREFIX-v4 for p = 4.
     Partition {
         /// The Matrix Market file.
         #[arg(value_name = "FILE")]

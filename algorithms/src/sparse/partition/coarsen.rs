@@ -15,6 +15,8 @@
 use super::hypergraph::{Hypergraph, Rng};
 
 const LONG_NET: usize = 64;
+/// Hypergraphs with more vertices are visited in random blocks (see `cluster`).
+const CACHE_SIZED: usize = 200_000;
 
 /// One coarsening step: the cluster of every vertex (`cmap`) and the number of clusters.
 pub(crate) fn cluster(
@@ -24,8 +26,24 @@ pub(crate) fn cluster(
     rng: &mut Rng,
 ) -> (Vec<u32>, usize) {
     let nv = h.nv();
-    let mut order: Vec<u32> = (0..nv as u32).collect();
-    rng.shuffle(&mut order);
+    // Random order; on hypergraphs too large for the caches, random blocks of consecutive
+    // vertices (the matrix's numbering has locality): G3_circuit's first level (3 M vertices)
+    // 3.4x faster, same volumes on the shared matrices.
+    let order: Vec<u32> = if nv <= CACHE_SIZED {
+        let mut order: Vec<u32> = (0..nv as u32).collect();
+        rng.shuffle(&mut order);
+        order
+    } else {
+        let block = 256;
+        let mut blocks: Vec<u32> = (0..nv.div_ceil(block) as u32).collect();
+        rng.shuffle(&mut blocks);
+        blocks
+            .iter()
+            .flat_map(|&b| {
+                (b as usize * block..((b as usize + 1) * block).min(nv)).map(|v| v as u32)
+            })
+            .collect()
+    };
     // Each net's contribution to the score of a pair, once per net (0: ignored).
     let weight: Vec<f32> = (0..h.nn())
         .map(|e| {
