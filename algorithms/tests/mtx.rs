@@ -4,6 +4,8 @@
 //! per kind of malformed input, checking the file, the line and the problem in the message;
 //! write -> read round trips (plain and gzip). An ignored test times the largest matrix.
 
+mod common;
+
 use mbsp_algorithms::sparse::CooMatrix;
 use mbsp_algorithms::sparse::mtx::{
     self, Axis, Complex, Field, MtxError, MtxErrorKind, ReadOptions, Symmetry,
@@ -11,8 +13,6 @@ use mbsp_algorithms::sparse::mtx::{
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-const MATRICES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/matrices");
 
 /// splitmix64: a deterministic stream of pseudo-random words.
 fn mix(mut x: u64) -> u64 {
@@ -113,7 +113,7 @@ fn check_msg(e: &MtxError, file: &str, line: Option<usize>, what: &[&str]) {
 
 #[test]
 fn shared_matrices_match_the_readme_table() {
-    let dir = Path::new(MATRICES);
+    let dir = &common::matrices_dir();
     assert!(dir.is_dir(), "{} does not exist", dir.display());
     // From shared/data/README.md: file, rows, cols, nnz of the full matrix.
     let table: [(&str, usize, usize, usize); 11] = [
@@ -159,7 +159,7 @@ fn shared_matrices_match_the_readme_table() {
 #[test]
 fn shared_symmetric_matrices_are_symmetric() {
     for file in ["bcsstk16.mtx", "wing.mtx"] {
-        let a = mtx::read_path(Path::new(MATRICES).join(file)).unwrap();
+        let a = mtx::read_path(common::matrices_dir().join(file)).unwrap();
         let mut t: Vec<(u32, u32, u64)> = (0..a.nnz())
             .map(|k| (a.col_idx[k], a.row_idx[k], a.vals[k].to_bits()))
             .collect();
@@ -174,7 +174,7 @@ fn shared_symmetric_matrices_are_symmetric() {
 #[test]
 fn shared_values_equal_str_parse() {
     // bayer10 has values such as ".01" and 16-digit mantissas (past the fast path).
-    let path = Path::new(MATRICES).join("bayer10.mtx");
+    let path = common::matrices_dir().join("bayer10.mtx");
     let text = std::fs::read_to_string(&path).unwrap();
     let a = mtx::read_path(&path).unwrap();
     let mut expect: Vec<(u32, u32, f64)> = text
@@ -930,7 +930,7 @@ fn write_read_round_trip() {
 
 #[test]
 fn write_read_round_trip_of_a_shared_matrix() {
-    let a = mtx::read_path(Path::new(MATRICES).join("bcsstk16.mtx")).unwrap();
+    let a = mtx::read_path(common::matrices_dir().join("bcsstk16.mtx")).unwrap();
     let mut out = Vec::new();
     mtx::write(&a, &mut out).unwrap();
     let b = mtx::read(&out[..], "copy", &ReadOptions::default()).unwrap();
@@ -960,7 +960,7 @@ fn write_rejects_an_inconsistent_matrix() {
 #[test]
 #[ignore = "timing; run in release"]
 fn time_g3_circuit() {
-    let path = Path::new(MATRICES).join("G3_circuit.mtx.gz");
+    let path = common::matrices_dir().join("G3_circuit.mtx.gz");
     // The floor: decompressing alone, on one thread.
     let t = std::time::Instant::now();
     let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());

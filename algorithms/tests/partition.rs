@@ -206,9 +206,9 @@ fn bad_input_is_refused_clearly() {
 #[test]
 fn real_matrices_beat_row_blocks() {
     within(300, || {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/matrices");
+        let dir = common::matrices_dir();
         for name in ["rajat01.mtx", "bayer10.mtx"] {
-            let a = mtx::read_path(format!("{dir}/{name}")).unwrap();
+            let a = mtx::read_path(dir.join(name)).unwrap();
             for p in [2, 3, 4] {
                 let ours = check(&a, p, 0.03, 1);
                 let rows = row_block_volume(&a, p);

@@ -208,7 +208,7 @@ enum Bench {
     /// row-block and 2D checkerboard baselines, per matrix and p.
     Partition {
         /// Matrix Market files (default: every matrix in shared/data/matrices, found through
-        /// MBSP_DATA or above the current directory).
+        /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
         #[arg(value_name = "FILES")]
         files: Vec<std::path::PathBuf>,
         /// Numbers of parts, comma-separated (default 2,4,8,16,64; 2,4 with --quick).

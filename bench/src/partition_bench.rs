@@ -142,12 +142,12 @@ pub fn checkerboard(a: &CooMatrix, p: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Finds the shared matrices: `$MBSP_DATA` (the `matrices` directory itself, or a directory
-/// holding one) if set, else `shared/data/matrices` in the current directory or above it, or
-/// above this crate's source (so that it works from anywhere inside the workspace and from the
-/// test harness).
+/// Finds the shared matrices: `$MBSP_DATA_DIR` or `$MBSP_DATA` (the `matrices` directory
+/// itself, or a directory holding one) if set, else `shared/data/matrices` in the current
+/// directory or above it, or above this crate's source (so that it works from anywhere inside
+/// the workspace and from the test harness), else the workplace's `/work/shared/data`.
 pub fn data_dir() -> Result<PathBuf, String> {
-    if let Some(d) = std::env::var_os("MBSP_DATA") {
+    if let Some(d) = std::env::var_os("MBSP_DATA_DIR").or_else(|| std::env::var_os("MBSP_DATA")) {
         let d = PathBuf::from(d);
         for c in [d.join("matrices"), d.clone()] {
             if c.is_dir() {
@@ -155,7 +155,7 @@ pub fn data_dir() -> Result<PathBuf, String> {
             }
         }
         return Err(format!(
-            "MBSP_DATA={} is not a directory of matrices (nor holds matrices/)",
+            "MBSP_DATA_DIR / MBSP_DATA = {} is not a directory of matrices (nor holds matrices/)",
             d.display()
         ));
     }
@@ -171,6 +171,10 @@ pub fn data_dir() -> Result<PathBuf, String> {
             }
         }
     }
+    let workplace = PathBuf::from("/work/shared/data/matrices");
+    if workplace.is_dir() {
+        return Ok(workplace);
+    }
     let mut looked: Vec<String> = starts
         .iter()
         .flatten()
@@ -178,7 +182,8 @@ pub fn data_dir() -> Result<PathBuf, String> {
         .collect();
     looked.dedup();
     Err(format!(
-        "no shared/data/matrices found in or above {}: set MBSP_DATA or name the files",
+        "no shared/data/matrices found in or above {} (nor /work/shared/data): set MBSP_DATA_DIR \
+         or name the files",
         looked.join(" or ")
     ))
 }

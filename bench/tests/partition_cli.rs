@@ -27,14 +27,19 @@ fn scratch(test: &str) -> PathBuf {
     d
 }
 
-/// A shared test matrix: in `$MBSP_DATA` (or its `matrices/`) if set, as the binary looks,
-/// else in `shared/data/matrices` beside the workspace, where CI has it.
+/// A shared test matrix: in `$MBSP_DATA_DIR/matrices` if set, else in `shared/data/matrices`
+/// beside the workspace, else in the workplace's copy (CI clones the repository elsewhere).
 fn shared_matrix(name: &str) -> PathBuf {
-    let dir = match std::env::var_os("MBSP_DATA").map(PathBuf::from) {
-        Some(d) if d.join("matrices").is_dir() => d.join("matrices"),
-        Some(d) => d,
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/matrices"),
-    };
+    let dir = [
+        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data")),
+        Some(PathBuf::from("/work/shared/data")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|d| d.join("matrices"))
+    .find(|d| d.is_dir())
+    .expect("shared data missing: set MBSP_DATA_DIR");
     let f = dir.join(name);
     assert!(f.is_file(), "shared data missing: {}", f.display());
     f

@@ -50,3 +50,19 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// The shared matrices: `$MBSP_DATA_DIR/matrices`, else `../shared/data/matrices` beside the
+/// repository, else the workplace's copy (CI clones the repository elsewhere).
+pub fn matrices_dir() -> std::path::PathBuf {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    [
+        std::env::var_os("MBSP_DATA_DIR").map(std::path::PathBuf::from),
+        Some(repo.join("../shared/data")),
+        Some(std::path::PathBuf::from("/work/shared/data")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|d| d.join("matrices"))
+    .find(|d| d.is_dir())
+    .expect("shared matrices not found: set MBSP_DATA_DIR to the shared data directory")
+}
