@@ -11,7 +11,7 @@ use mbsp_algorithms::sparse::mtx::{
     self, Axis, Complex, Field, MtxError, MtxErrorKind, ReadOptions, Symmetry,
 };
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// splitmix64: a deterministic stream of pseudo-random words.
