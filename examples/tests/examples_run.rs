@@ -153,3 +153,27 @@ fn spectral() {
         );
     }
 }
+
+#[test]
+fn cg() {
+    // The default matrix (bcsstk16) with the shared data found the usual ways.
+    let out = run(env!("CARGO_BIN_EXE_cg"), &[]);
+    assert!(out.contains("ok: matches sequential CG"), "{out}");
+    let matrix = out.split(':').next().unwrap().to_string();
+    for p in ["1", "3", "4"] {
+        let out = run(env!("CARGO_BIN_EXE_cg"), &[&matrix, p, "1e-10"]);
+        assert!(
+            out.contains(&format!("p = {p}:")) && out.contains("ok: matches sequential CG"),
+            "{out}"
+        );
+    }
+    // A rectangular matrix is refused with a clear message and a failure status.
+    let rect = std::path::Path::new(&matrix).with_file_name("Maragal_6.mtx.gz");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cg"))
+        .arg(&rect)
+        .arg("2")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CG needs a square matrix"));
+}
