@@ -24,6 +24,7 @@ mod nested_bench;
 mod partition_bench;
 mod partition_cmd;
 mod sort_bench;
+mod spmv_cmd;
 mod stats;
 mod topo;
 
@@ -82,6 +83,26 @@ enum Command {
         #[arg(long)]
         inverse: bool,
         /// Print one JSON object (n, p, variant, seconds, gflops, rel_error, choice, ...).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Multiply by one sparse matrix with the 2D BSP SpMV (partitioned first), check the result
+    /// against sequential CSR, print Mflop/s and the speedup.
+    Spmv {
+        /// The Matrix Market file.
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Processes.
+        #[arg(short = 'p', long = "procs", value_name = "P", default_value_t = 2)]
+        procs: usize,
+        /// Variant: plain (hp and hier are not written yet).
+        #[arg(long, value_name = "V", default_value = "plain")]
+        variant: String,
+        /// Multiplies timed (median of 5 batches).
+        #[arg(long, default_value_t = 500)]
+        reps: usize,
+        /// Print one JSON object (matrix, p, variant, mflops, speedup, max_rel_error,
+        /// partition_seconds, ...).
         #[arg(long)]
         json: bool,
     },
@@ -297,6 +318,25 @@ fn main() {
             };
             if let Err(e) = fft_cmd::run(&o) {
                 eprintln!("mbsp fft: {e}");
+                std::process::exit(2);
+            }
+        }
+        Command::Spmv {
+            file,
+            procs,
+            variant,
+            reps,
+            json,
+        } => {
+            let o = spmv_cmd::Options {
+                file,
+                p: procs,
+                variant,
+                reps,
+                json,
+            };
+            if let Err(e) = spmv_cmd::run(&o) {
+                eprintln!("mbsp spmv: {e}");
                 std::process::exit(2);
             }
         }

@@ -312,8 +312,8 @@ impl<'p> Spmv<'p> {
             for (r, dest) in l.row_dest.iter().enumerate() {
                 let (a, b) = (l.row_ptr[r] as usize, l.row_ptr[r + 1] as usize);
                 let mut sum = 0.0;
-                for k in a..b {
-                    sum += l.val[k] * xb[l.col[k] as usize];
+                for (v, &c) in l.val[a..b].iter().zip(&l.col[a..b]) {
+                    sum += v * xb[c as usize];
                 }
                 match *dest {
                     RowDest::Own(q) => y[q as usize] += sum,
