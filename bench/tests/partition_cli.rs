@@ -1,6 +1,8 @@
 //! `mbsp partition` and `mbsp bench partition` as a user runs them: JSON shape, the Mondriaan
 //! files, bad arguments, the CSV of the quick benchmark.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,22 +29,8 @@ fn scratch(test: &str) -> PathBuf {
     d
 }
 
-/// A shared test matrix: in `$MBSP_DATA_DIR/matrices` if set, else in `shared/data/matrices`
-/// beside the workspace, else in the workplace's copy (CI clones the repository elsewhere).
 fn shared_matrix(name: &str) -> PathBuf {
-    let dir = [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data")),
-        Some(PathBuf::from("/work/shared/data")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join("matrices"))
-    .find(|d| d.is_dir())
-    .expect("shared data missing: set MBSP_DATA_DIR");
-    let f = dir.join(name);
-    assert!(f.is_file(), "shared data missing: {}", f.display());
-    f
+    common::matrix(name)
 }
 
 /// A 5 x 6 general matrix with 12 nonzeros, two of them in row 3.

@@ -1,24 +1,9 @@
 //! `mbsp spmv` as a user runs it: the result checked against sequential CSR, the JSON keys,
 //! and a clear exit status 2 for bad arguments.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn matrix(name: &str) -> PathBuf {
-    [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/data"
-        ))),
-        Some(PathBuf::from("/work/shared/data")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join("matrices").join(name))
-    .find(|f| f.is_file())
-    .expect("shared data missing: set MBSP_DATA_DIR")
-}
+use std::process::Command;
 
 #[test]
 fn json_result_checked_against_sequential() {
@@ -26,7 +11,7 @@ fn json_result_checked_against_sequential() {
         let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
             .args([
                 "spmv",
-                matrix("rajat01.mtx").to_str().unwrap(),
+                common::matrix("rajat01.mtx").to_str().unwrap(),
                 "-p",
                 p,
                 "--reps",
@@ -59,7 +44,7 @@ fn json_result_checked_against_sequential() {
 
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
-    let m = matrix("rajat01.mtx");
+    let m = common::matrix("rajat01.mtx");
     for args in [vec!["-p", "0"], vec!["--variant", "fancy"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
             .arg("spmv")

@@ -1,25 +1,13 @@
 //! `mbsp topo` as a user runs it: plans of real multi-socket machines, JSON shape, errors.
 
+mod common;
+
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
 fn data_dir() -> PathBuf {
-    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let candidates = [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(repo.join("../shared/data")),
-        Some(PathBuf::from("/work/shared/data")),
-    ];
-    let d = candidates
-        .into_iter()
-        .flatten()
-        .map(|d| d.join("topologies"))
-        .find(|d| d.is_dir());
-    d.unwrap_or_else(|| {
-        panic!("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
-    })
+    common::shared("topologies")
 }
 
 fn xml(name: &str) -> String {
