@@ -8,12 +8,14 @@
 //! hypergraph has about `m + n` vertices instead of the fine-grain model's `nnz`.
 //!
 //! The first split gives each nonzero to the shorter of its row and column (a short line is
-//! then likely to stay whole, and it is the long lines that are cut anyway). Iterative
-//! refinement then alternates: with a split in hand, nonzeros are regrouped — by rows where the
-//! row is uncut (or both lines are cut), by columns otherwise, and the other way round on the next
-//! round — with every group inside one side, so the split is a valid starting point for a
-//! multilevel V-cycle on the new hypergraph, which can only improve it. Rounds continue while
-//! they improve.
+//! then likely to stay whole, and it is the long lines that are cut anyway); several multilevel
+//! splits of that hypergraph compete with the 1D row-block and column-block splits (each refined
+//! once), and the best goes on. Iterative refinement then alternates: with a split in hand,
+//! nonzeros are regrouped — by rows where the row is uncut (or both lines are cut), by columns
+//! otherwise, and the other way round on the next round — with every group inside one side, so
+//! the split is a valid start for FM on the new hypergraph (cheap single-level rounds) or for a
+//! multilevel V-cycle (when the cheap rounds stall), neither of which can make it worse. Rounds
+//! continue while they improve.
 
 use super::super::CooMatrix;
 use super::bisect::PASSES;
