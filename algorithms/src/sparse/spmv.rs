@@ -42,8 +42,8 @@ pub struct LocalSpmv {
     row_ptr: Vec<u32>,
     col: Vec<u32>,
     val: Vec<f64>,
-    /// Local column -> position in `x_owned`, for the owned ones: (local, owned) pairs.
-    own_x: Vec<(u32, u32)>,
+    /// Owned columns as runs (local start, start in `x_owned`, length): copied, not fetched.
+    own_x: Vec<(u32, u32, u32)>,
     fetches: Vec<Fetch>,
     /// Local row -> position in `y_owned` (owned rows) or in `send` (rows owned elsewhere).
     row_dest: Vec<RowDest>,
@@ -69,7 +69,8 @@ impl LocalSpmv {
 
     /// Number of local columns (the length of the local `x` buffer).
     pub fn local_cols(&self) -> usize {
-        self.own_x.len() + self.fetches.iter().map(|f| f.len as usize).sum::<usize>()
+        let own: usize = self.own_x.iter().map(|r| r.2 as usize).sum();
+        own + self.fetches.iter().map(|f| f.len as usize).sum::<usize>()
     }
 }
 
@@ -148,13 +149,16 @@ impl SpmvPlan {
             cols.sort_unstable_by_key(|&j| (d.x_owner[j as usize], x_pos[j as usize], j));
             cols.dedup();
             let mut local_col = std::collections::HashMap::with_capacity(cols.len());
-            let mut own_x = Vec::new();
+            let mut own_x: Vec<(u32, u32, u32)> = Vec::new();
             let mut fetches: Vec<Fetch> = Vec::new();
             for (l, &j) in cols.iter().enumerate() {
                 local_col.insert(j, l as u32);
                 let (o, q) = (d.x_owner[j as usize], x_pos[j as usize]);
                 if o as usize == s {
-                    own_x.push((l as u32, q));
+                    match own_x.last_mut() {
+                        Some(r) if r.0 + r.2 == l as u32 && r.1 + r.2 == q => r.2 += 1,
+                        _ => own_x.push((l as u32, q, 1)),
+                    }
                 } else {
                     match fetches.last_mut() {
                         Some(f)
@@ -290,8 +294,9 @@ impl<'p> Spmv<'p> {
         {
             let x = ctx.local(&self.x)?;
             let buf = ctx.local_mut(&mut self.xbuf)?;
-            for &(dst, src) in &l.own_x {
-                buf[dst as usize] = x[src as usize];
+            for &(dst, src, len) in &l.own_x {
+                let (dst, src, len) = (dst as usize, src as usize, len as usize);
+                buf[dst..dst + len].copy_from_slice(&x[src..src + len]);
             }
         }
         for f in &l.fetches {
