@@ -51,23 +51,27 @@ impl Buckets {
     }
 }
 
-/// For each key (row or column), the number of distinct parts among its nonzeros (`λ`).
-fn lambdas(keys: &[u32], nkeys: usize, part: &[u32], p: usize) -> Vec<u32> {
+/// Calls `f(line, part)` once for every line (row or column, by `keys`) and every distinct
+/// part among its nonzeros.
+fn line_parts(keys: &[u32], nkeys: usize, part: &[u32], p: usize, mut f: impl FnMut(usize, usize)) {
     let b = Buckets::new(keys, nkeys);
     let mut seen = vec![u32::MAX; p];
-    (0..nkeys)
-        .map(|k| {
-            let mut l = 0;
-            for &t in b.get(k) {
-                let s = part[t as usize] as usize;
-                if seen[s] != k as u32 {
-                    seen[s] = k as u32;
-                    l += 1;
-                }
+    for l in 0..nkeys {
+        for &t in b.get(l) {
+            let s = part[t as usize] as usize;
+            if seen[s] != l as u32 {
+                seen[s] = l as u32;
+                f(l, s);
             }
-            l
-        })
-        .collect()
+        }
+    }
+}
+
+/// For each key (row or column), the number of distinct parts among its nonzeros (`λ`).
+fn lambdas(keys: &[u32], nkeys: usize, part: &[u32], p: usize) -> Vec<u32> {
+    let mut l = vec![0u32; nkeys];
+    line_parts(keys, nkeys, part, p, |k, _| l[k] += 1);
+    l
 }
 
 /// `λ_i` for every row: the number of parts holding a nonzero of row `i`.
@@ -161,35 +165,19 @@ pub fn traffic(a: &CooMatrix, d: &Distribution) -> Traffic {
         fanin_sent: vec![0; p],
         fanin_recv: vec![0; p],
     };
-    let mut seen = vec![u32::MAX; p];
-    let cols = Buckets::new(&a.col_idx, a.cols);
-    for j in 0..a.cols {
+    line_parts(&a.col_idx, a.cols, &d.nz_part, p, |j, s| {
         let owner = d.x_owner[j] as usize;
-        for &k in cols.get(j) {
-            let s = d.nz_part[k as usize] as usize;
-            if seen[s] != j as u32 {
-                seen[s] = j as u32;
-                if s != owner {
-                    t.fanout_sent[owner] += 1;
-                    t.fanout_recv[s] += 1;
-                }
-            }
+        if s != owner {
+            t.fanout_sent[owner] += 1;
+            t.fanout_recv[s] += 1;
         }
-    }
-    seen.fill(u32::MAX);
-    let rows = Buckets::new(&a.row_idx, a.rows);
-    for i in 0..a.rows {
+    });
+    line_parts(&a.row_idx, a.rows, &d.nz_part, p, |i, s| {
         let owner = d.y_owner[i] as usize;
-        for &k in rows.get(i) {
-            let s = d.nz_part[k as usize] as usize;
-            if seen[s] != i as u32 {
-                seen[s] = i as u32;
-                if s != owner {
-                    t.fanin_sent[s] += 1;
-                    t.fanin_recv[owner] += 1;
-                }
-            }
+        if s != owner {
+            t.fanin_sent[s] += 1;
+            t.fanin_recv[owner] += 1;
         }
-    }
+    });
     t
 }

@@ -76,13 +76,7 @@ impl CooMatrix {
                 u32::MAX
             )));
         }
-        let mut a = CooMatrix {
-            rows,
-            cols,
-            row_idx: Vec::new(),
-            col_idx: Vec::new(),
-            vals: Vec::new(),
-        };
+        let mut a = CooMatrix::empty(rows, cols);
         for (k, (i, j, v)) in entries.into_iter().enumerate() {
             if i >= rows || j >= cols {
                 return Err(ShapeError(format!(
@@ -94,6 +88,17 @@ impl CooMatrix {
             a.vals.push(v);
         }
         Ok(a)
+    }
+
+    /// A `rows × cols` matrix without nonzeros (sizes not checked: callers do).
+    pub(crate) fn empty(rows: usize, cols: usize) -> Self {
+        CooMatrix {
+            rows,
+            cols,
+            row_idx: Vec::new(),
+            col_idx: Vec::new(),
+            vals: Vec::new(),
+        }
     }
 
     /// Number of stored nonzeros.

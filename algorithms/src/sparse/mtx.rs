@@ -1349,13 +1349,7 @@ fn assemble_by_sort(
         }
     }
     all.sort_by_key(|e| e.0); // stable: duplicates are summed in file order
-    let mut a = CooMatrix {
-        rows,
-        cols,
-        row_idx: Vec::new(),
-        col_idx: Vec::new(),
-        vals: Vec::new(),
-    };
+    let mut a = CooMatrix::empty(rows, cols);
     let mut last = None;
     for (key, v) in all {
         if last == Some(key)
