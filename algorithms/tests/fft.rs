@@ -11,19 +11,7 @@ use std::path::PathBuf;
 type C = Complex<f64>;
 
 fn data_file() -> PathBuf {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(repo.join("../shared/data")),
-        Some(PathBuf::from("/work/shared/data")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join("fft/dft_reference_mpmath.json"))
-    .find(|f| f.is_file())
-    .expect(
-        "fft/dft_reference_mpmath.json not found: set MBSP_DATA_DIR to the shared data directory",
-    )
+    common::shared("fft").join("dft_reference_mpmath.json")
 }
 
 fn random(n: usize, seed: u64) -> Vec<C> {

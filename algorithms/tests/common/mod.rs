@@ -51,9 +51,10 @@ impl Rng {
     }
 }
 
-/// The shared matrices: `$MBSP_DATA_DIR/matrices`, else `../shared/data/matrices` beside the
-/// repository, else the workplace's copy (CI clones the repository elsewhere).
-pub fn matrices_dir() -> std::path::PathBuf {
+/// A directory of the shared test data (`matrices`, `fft`, ...): under `$MBSP_DATA_DIR`, else
+/// `../shared/data` beside the repository, else the workplace's copy (CI clones the repository
+/// elsewhere).
+pub fn shared(sub: &str) -> std::path::PathBuf {
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     [
         std::env::var_os("MBSP_DATA_DIR").map(std::path::PathBuf::from),
@@ -62,7 +63,12 @@ pub fn matrices_dir() -> std::path::PathBuf {
     ]
     .into_iter()
     .flatten()
-    .map(|d| d.join("matrices"))
+    .map(|d| d.join(sub))
     .find(|d| d.is_dir())
-    .expect("shared matrices not found: set MBSP_DATA_DIR to the shared data directory")
+    .unwrap_or_else(|| panic!("shared test data ({sub}) not found: set MBSP_DATA_DIR"))
+}
+
+/// The shared matrices.
+pub fn matrices_dir() -> std::path::PathBuf {
+    shared("matrices")
 }
