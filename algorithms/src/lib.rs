@@ -17,6 +17,7 @@ pub mod collectives;
 pub mod cost;
 pub mod dist;
 pub mod fft;
+mod shared;
 pub mod sort;
 pub mod sparse;
 pub mod timer;

@@ -1,12 +1,12 @@
-//! The plain BSP SpMV against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
+//! The BSP SpMV (plain, hp, hierarchical) against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
 //! many multiplies per run, empty rows, columns and parts, rectangular matrices, bad input.
 
 mod common;
 
 use common::{Rng, within};
 use mbsp_algorithms::sparse::partition::{Options, partition};
-use mbsp_algorithms::sparse::spmv::{Spmv, SpmvPlan};
-use mbsp_algorithms::sparse::{CooMatrix, Distribution, mtx};
+use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 
 fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
     let mut y = vec![0.0; a.rows];
@@ -16,44 +16,156 @@ fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
     y
 }
 
+/// Which multiply a test runs.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Plain,
+    Hp,
+    /// Packages x cores, partitioned by the partitioner.
+    Hier(usize, usize),
+    /// Packages x cores on quick scattered-block distributions ([`scattered`]).
+    HierQuick(usize, usize),
+}
+
+/// Every form at `p`: plain, hp, and the hierarchical form for every factorisation of `p`.
+fn forms(p: usize) -> Vec<Form> {
+    let mut v = vec![Form::Plain, Form::Hp];
+    v.extend((1..=p).filter(|c| p % c == 0).map(|c| Form::Hier(p / c, c)));
+    v
+}
+
+fn x_at(j: u32, t: usize) -> f64 {
+    (j as usize + t + 1) as f64
+}
+
 /// Runs `times` multiplies y = A x_t with x_t[j] = j + t + 1 and returns the last y, gathered.
-fn distributed(a: &CooMatrix, d: &Distribution, times: usize) -> Vec<f64> {
-    let plan = SpmvPlan::new(a, d).unwrap();
-    let parts = mbsp::run(d.p, |ctx| {
-        let local = &plan.procs[ctx.pid()];
-        let mut spmv = Spmv::new(ctx, local)?;
-        let mut y = vec![0.0; local.y_owned.len()];
-        for t in 0..times {
-            let x = spmv.x_mut(ctx)?;
-            for (v, &j) in x.iter_mut().zip(&local.x_owned) {
-                *v = (j as usize + t + 1) as f64;
-            }
-            spmv.multiply(ctx, &mut y)?;
+/// The hierarchical form partitions for itself.
+fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec<f64> {
+    let (parts, owned): (Vec<Vec<f64>>, Vec<Vec<u32>>) = match form {
+        Form::Plain => {
+            let plan = SpmvPlan::new(a, d).unwrap();
+            let parts = mbsp::run(d.p, |ctx| {
+                let local = &plan.procs[ctx.pid()];
+                let mut spmv = Spmv::new(ctx, local)?;
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    let x = spmv.x_mut(ctx)?;
+                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
+                        *v = x_at(j, t);
+                    }
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            (parts, plan.procs.iter().map(|l| l.y_owned.clone()).collect())
         }
-        Ok(y)
-    })
-    .unwrap();
+        Form::Hp => {
+            let plan = SpmvPlan::new(a, d).unwrap();
+            let parts = mbsp::run(d.p, |ctx| {
+                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let local = spmv.local();
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    let x = spmv.x_mut(ctx)?;
+                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
+                        *v = x_at(j, t);
+                    }
+                    ctx.sync()?;
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            (parts, plan.procs.iter().map(|l| l.y_owned.clone()).collect())
+        }
+        Form::Hier(packages, cores) | Form::HierQuick(packages, cores) => {
+            let plan = if let Form::Hier(..) = form {
+                HierPlan::partition(a, packages, cores, &Options::default()).unwrap()
+            } else {
+                let top = scattered(a, packages, 1);
+                let parts = SpmvPlan::new(a, &top).unwrap();
+                let inner: Vec<Distribution> = parts
+                    .procs
+                    .iter()
+                    .map(|l| scattered(&l.matrix(), cores, 2))
+                    .collect();
+                HierPlan::new(a, &top, &inner).unwrap()
+            };
+            let parts = mbsp::run(packages, |ctx| {
+                let mut spmv = HierSpmv::new(ctx, &plan)?;
+                let local = spmv.local();
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    let x = spmv.x_mut(ctx)?;
+                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
+                        *v = x_at(j, t);
+                    }
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            let owned = plan.top.procs.iter().map(|l| l.y_owned.clone()).collect();
+            (parts, owned)
+        }
+    };
     let mut y = vec![f64::NAN; a.rows];
-    for (s, part) in parts.into_iter().enumerate() {
-        for (q, &i) in plan.procs[s].y_owned.iter().enumerate() {
+    for (part, rows) in parts.into_iter().zip(owned) {
+        for (q, &i) in rows.iter().enumerate() {
             y[i as usize] = part[q];
         }
     }
     y
 }
 
+/// Every form in `forms` on distribution `d` against the sequential multiply: relative error
+/// per entry at most 1e-12 of the sum of the magnitudes of its terms.
+fn check_on(a: &CooMatrix, d: &Distribution, forms: &[Form], times: usize) {
+    let x: Vec<f64> = (0..a.cols as u32).map(|j| x_at(j, times - 1)).collect();
+    let want = sequential(a, &x);
+    let mut scale = vec![0.0f64; a.rows];
+    for k in 0..a.nnz() {
+        scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
+    }
+    for &form in forms {
+        let y = distributed(a, d, form, times);
+        for (i, (&got, &exp)) in y.iter().zip(&want).enumerate() {
+            assert!(
+                (got - exp).abs() <= 1e-12 * scale[i],
+                "p = {}, {form:?}, row {i}: {got} vs {exp}",
+                d.p
+            );
+        }
+    }
+}
+
+/// A quick distribution for big matrices: 16 x 16 blocks of the matrix scattered over the parts,
+/// each vector entry owned by the part of the first nonzero in its row or column (or cyclic).
+fn scattered(a: &CooMatrix, p: usize, seed: u64) -> Distribution {
+    let nz_part: Vec<u32> = (0..a.nnz())
+        .map(|k| {
+            let block = (a.row_idx[k] as u64 / 16) << 32 | a.col_idx[k] as u64 / 16;
+            (common::mix(block ^ seed << 60) % p as u64) as u32
+        })
+        .collect();
+    let mut x_owner: Vec<u32> = (0..a.cols).map(|j| (j % p) as u32).collect();
+    let mut y_owner: Vec<u32> = (0..a.rows).map(|i| (i % p) as u32).collect();
+    for k in (0..a.nnz()).rev() {
+        x_owner[a.col_idx[k] as usize] = nz_part[k];
+        y_owner[a.row_idx[k] as usize] = nz_part[k];
+    }
+    Distribution {
+        p,
+        nz_part,
+        x_owner,
+        y_owner,
+    }
+}
+
 fn check(a: &CooMatrix, p: usize, times: usize) {
     let d = partition(a, p, &Options::default()).unwrap().dist;
-    let y = distributed(a, &d, times);
-    let x: Vec<f64> = (0..a.cols).map(|j| (j + times) as f64).collect();
-    let want = sequential(a, &x);
-    for (i, (&got, &exp)) in y.iter().zip(&want).enumerate() {
-        let scale = exp.abs().max(1.0);
-        assert!(
-            (got - exp).abs() <= 1e-12 * scale,
-            "p = {p}, row {i}: {got} vs {exp}"
-        );
-    }
+    check_on(a, &d, &forms(p), times);
 }
 
 fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
@@ -138,4 +250,91 @@ fn mismatched_plans_and_vectors_are_refused() {
     })
     .unwrap_err();
     assert!(err.to_string().contains("spmv multiply"), "{err}");
+}
+
+#[test]
+fn every_shared_matrix_every_variant() {
+    within(900, || {
+        let dir = common::matrices_dir();
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|f| f.to_string_lossy().contains(".mtx"))
+            .collect();
+        names.sort();
+        assert!(names.len() >= 10, "shared matrices missing in {}", dir.display());
+        for f in names {
+            let a = mtx::read_path(&f).unwrap();
+            for (p, hier) in [(1, (1, 1)), (2, (1, 2)), (3, (3, 1)), (4, (2, 2)), (7, (1, 7))] {
+                let d = scattered(&a, p, 3);
+                let forms = [Form::Plain, Form::Hp, Form::HierQuick(hier.0, hier.1)];
+                check_on(&a, &d, &forms, 1);
+            }
+        }
+    });
+}
+
+#[test]
+fn partition_read_from_mondriaan_files() {
+    within(300, || {
+        let a = mtx::read_path(common::matrices_dir().join("rajat01.mtx")).unwrap();
+        let d = partition(&a, 4, &Options::default()).unwrap().dist;
+        let dir = std::env::temp_dir().join(format!("mbsp-spmv-mondriaan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("rajat01");
+        mondriaan::write(&a, &d, &prefix).unwrap();
+        let (b, e) = mondriaan::read(&prefix, 4).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(b.nnz(), a.nnz());
+        check_on(&b, &e, &[Form::Plain, Form::Hp], 3);
+    });
+}
+
+#[test]
+fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
+    within(120, || {
+        let mut rng = Rng(11);
+        let a = random_matrix(&mut rng, 50, 50, 400);
+        let d = partition(&a, 2, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        assert!(plan.procs.iter().all(|l| l.traffic().0 > 0), "both must read remote x");
+        for _ in 0..20 {
+            let err = mbsp::run(2, |ctx| {
+                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let mut y = vec![0.0; spmv.local().y_owned.len()];
+                spmv.x_mut(ctx)?.fill(1.0); // no sync before the multiply
+                spmv.multiply(ctx, &mut y)
+            })
+            .unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("spmv hp"), "{msg}");
+            assert!(msg.contains("superstep"), "{msg}");
+        }
+        // The plan is free again after the failed runs, and a correct program works.
+        check_on(&a, &d, &[Form::Hp], 2);
+    });
+}
+
+#[test]
+fn hp_plan_serves_one_run_at_a_time() {
+    within(120, || {
+        let mut rng = Rng(12);
+        let a = random_matrix(&mut rng, 30, 30, 100);
+        let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
+        let err = mbsp::run(2, |ctx| {
+            let _first = HpSpmv::new(ctx, &plan)?;
+            HpSpmv::new(ctx, &plan).map(drop)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+        let err = mbsp::run(3, |ctx| HpSpmv::new(ctx, &plan).map(drop)).unwrap_err();
+        assert!(err.to_string().contains("the plan is for 2 processes"), "{err}");
+        let copy = plan.clone();
+        let out = mbsp::run(2, |ctx| {
+            let _a = HpSpmv::new(ctx, &plan)?;
+            let _b = HpSpmv::new(ctx, &copy)?; // a clone has its own guard
+            Ok(())
+        });
+        assert!(out.is_ok(), "{out:?}");
+    });
 }

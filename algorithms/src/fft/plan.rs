@@ -1,6 +1,7 @@
 //! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)).
 
 use super::{Complex, Float};
+use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
 use rustfft::{Fft, FftPlanner};
 use std::sync::Arc;
@@ -105,52 +106,6 @@ pub struct BspFft<T: Float> {
     tile: Vec<Complex<T>>,
     /// The fetched packs of a Multi-BSP level (allocated on first use).
     recv: Vec<Complex<T>>,
-}
-
-/// A slice written by several threads at disjoint places (the nested processes of a Multi-BSP
-/// level writing into their parent's arrays): the raw pointer and length, with the
-/// disjointness promised at each write.
-pub(crate) struct Shared<'a, T> {
-    ptr: *mut T,
-    len: usize,
-    _borrow: std::marker::PhantomData<&'a mut [T]>,
-}
-
-// SAFETY: the wrapper only hands out writes whose callers promise disjointness; sending or
-// sharing it is like sharing disjoint `&mut` parts of the slice (`T: Send`).
-unsafe impl<T: Send> Send for Shared<'_, T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for Shared<'_, T> {}
-
-impl<'a, T> Shared<'a, T> {
-    pub(crate) fn new(s: &'a mut [T]) -> Self {
-        Shared {
-            ptr: s.as_mut_ptr(),
-            len: s.len(),
-            _borrow: std::marker::PhantomData,
-        }
-    }
-
-    /// Write entry `i`.
-    ///
-    /// # Safety
-    /// No other thread reads or writes entry `i` meanwhile.
-    pub(crate) unsafe fn write(&self, i: usize, v: T) {
-        assert!(i < self.len, "Shared::write: {i} >= {}", self.len);
-        // SAFETY: in bounds; exclusive by the caller's promise.
-        unsafe { self.ptr.add(i).write(v) }
-    }
-
-    /// Entries `r`, to write.
-    ///
-    /// # Safety
-    /// No other thread touches entries `r` while the slice lives.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn slice_mut(&self, r: std::ops::Range<usize>) -> &mut [T] {
-        assert!(r.start <= r.end && r.end <= self.len);
-        // SAFETY: in bounds; exclusive by the caller's promise.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.len()) }
-    }
 }
 
 /// A sequential kernel and the twiddles that go with it.

@@ -1,0 +1,241 @@
+//! The hierarchical (Multi-BSP) multiply: packages at the top, each package's cores below.
+//!
+//! [`HierPlan::partition`] partitions the matrix over the packages, then each package's part
+//! (its nonzeros in its local rows and columns, [`LocalSpmv::matrix`]) over that package's
+//! cores. A multiply is the plain [`Spmv`] over the packages whose local phase is a nested BSP
+//! run over the package's cores:
+//!
+//! 1. top fan-out: the package fetches the `x` entries it needs into its local buffer
+//!    (package-level gets, one top superstep);
+//! 2. nested run, one superstep: each core multiplies its nonzeros, reading the package's
+//!    buffer in place (it is in the package's memory: no fan-out at the lower level), and
+//!    sends the partial sums of rows summed by another core of the package to that core
+//!    (`hpsend`, header word first); after the nested sync each core adds what it received
+//!    and writes the package's row sums where the top level wants them: into `y` for rows the
+//!    package owns, into the top send buffer for the others (each row has one summing core,
+//!    so the writes are disjoint);
+//! 3. top fan-in and summation (one top superstep).
+//!
+//! Cost: top `2 l_top + (h_top_fanout + h_top_fanin) g_top`, plus per package
+//! `max_c 2 nz(c) + h_core g_core + l_core` and the start of a nested run (worker teams: a few
+//! µs). Communication between packages is what the top partition minimises; the cores of a
+//! package only exchange partial sums, through the package's memory.
+
+use super::{LocalSpmv, RowDest, Spmv, SpmvPlan};
+use crate::shared::Shared;
+use crate::sparse::partition::{Options, partition};
+use crate::sparse::{CooMatrix, Distribution};
+use mbsp::Ctx;
+use std::sync::Mutex;
+
+/// A two-level plan: the top plan over packages and, per package, the plan of its part over
+/// its cores.
+#[derive(Clone, Debug)]
+pub struct HierPlan {
+    /// Rows of the matrix.
+    pub rows: usize,
+    /// Columns of the matrix.
+    pub cols: usize,
+    /// The plan over the packages.
+    pub top: SpmvPlan,
+    /// Per package, the plan of its part ([`LocalSpmv::matrix`] of `top.procs[P]`) over its
+    /// cores, reading the package's local `x` buffer in place.
+    pub inner: Vec<SpmvPlan>,
+}
+
+impl HierPlan {
+    /// The plan for the distribution `top` of `a` over packages and the distributions
+    /// `inner[P]` of each package's part ([`LocalSpmv::matrix`]) over its cores. The `x`
+    /// owners of the inner distributions are not used (the cores read the package's buffer).
+    pub fn new(a: &CooMatrix, top: &Distribution, inner: &[Distribution]) -> Result<Self, String> {
+        let top = SpmvPlan::new(a, top)?;
+        if inner.len() != top.p() {
+            return Err(format!(
+                "spmv hier plan: {} inner distributions for {} packages",
+                inner.len(),
+                top.p()
+            ));
+        }
+        let inner = top
+            .procs
+            .iter()
+            .zip(inner)
+            .map(|(l, d)| {
+                SpmvPlan::build(&l.matrix(), d, true)
+                    .map_err(|e| format!("package {}: {e}", l.pid))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(HierPlan {
+            rows: a.rows,
+            cols: a.cols,
+            top,
+            inner,
+        })
+    }
+
+    /// Partitions `a` over `packages` parts, then each part over `cores` parts, with the
+    /// partitioner's `options`, and plans the multiply.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, spmv::HierPlan, partition::Options};
+    /// let a = CooMatrix::new(4, 4, (0..4).map(|i| (i, i, 1.0)).collect()).unwrap();
+    /// let plan = HierPlan::partition(&a, 2, 2, &Options::default()).unwrap();
+    /// assert_eq!((plan.top.p(), plan.inner[0].p()), (2, 2));
+    /// ```
+    pub fn partition(
+        a: &CooMatrix,
+        packages: usize,
+        cores: usize,
+        options: &Options,
+    ) -> Result<Self, String> {
+        let top = partition(a, packages, options).map_err(|e| e.to_string())?;
+        let top_plan = SpmvPlan::new(a, &top.dist)?;
+        let inner = top_plan
+            .procs
+            .iter()
+            .map(|l| {
+                partition(&l.matrix(), cores, options)
+                    .map(|r| r.dist)
+                    .map_err(|e| format!("package {}: {e}", l.pid))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::new(a, &top.dist, &inner)
+    }
+
+    /// Communication volume between packages and the sum over packages of the volume between
+    /// the cores of a package (partial sums only).
+    pub fn volumes(&self) -> (usize, usize) {
+        let words = |plan: &SpmvPlan| -> usize {
+            plan.procs
+                .iter()
+                .map(|l| {
+                    let (fan_out, fan_in) = l.traffic();
+                    fan_out + fan_in
+                })
+                .sum()
+        };
+        (words(&self.top), self.inner.iter().map(words).sum())
+    }
+}
+
+/// One core's buffers, taken by the nested process of that number in each multiply.
+struct Scratch {
+    acc: Vec<f64>,
+    send: Vec<f64>,
+    slot_of: Vec<u32>,
+}
+
+/// One package's hierarchical multiply, made once per top-level run ([`HierSpmv::new`]).
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, spmv::{HierPlan, HierSpmv}, partition::Options};
+/// // y = A x with A = [[2, 1], [0, 3]], x = (1, 1): 2 packages of 2 cores.
+/// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (0, 1, 1.0), (1, 1, 3.0)]).unwrap();
+/// let plan = HierPlan::partition(&a, 2, 2, &Options::default()).unwrap();
+/// let parts = mbsp::run(2, |ctx| {
+///     let mut spmv = HierSpmv::new(ctx, &plan)?;
+///     spmv.x_mut(ctx)?.fill(1.0);
+///     let mut y = vec![0.0; spmv.local().y_owned.len()];
+///     spmv.multiply(ctx, &mut y)?;
+///     Ok(spmv.local().y_owned.iter().copied().zip(y).collect::<Vec<_>>())
+/// }).unwrap();
+/// let mut y: Vec<(u32, f64)> = parts.concat();
+/// y.sort_by_key(|e| e.0);
+/// assert_eq!(y, vec![(0, 3.0), (1, 3.0)]);
+/// ```
+pub struct HierSpmv<'p> {
+    top: Spmv<'p>,
+    inner: &'p SpmvPlan,
+    scratch: Vec<Mutex<Scratch>>,
+}
+
+impl<'p> HierSpmv<'p> {
+    /// Registers the package's buffers (one top superstep). Called by every process of the
+    /// top-level run (one per package) with the same plan.
+    pub fn new(ctx: &mut Ctx, plan: &'p HierPlan) -> mbsp::Result<Self> {
+        if plan.top.p() != ctx.nprocs() {
+            return Err(ctx.misuse_error(
+                "spmv hier",
+                format!(
+                    "the plan is for {} packages, the run has {} processes",
+                    plan.top.p(),
+                    ctx.nprocs()
+                ),
+            ));
+        }
+        let inner = &plan.inner[ctx.pid()];
+        let scratch = inner
+            .procs
+            .iter()
+            .map(|l| {
+                Mutex::new(Scratch {
+                    acc: vec![0.0; l.y_owned.len()],
+                    send: l.send_buffer(),
+                    slot_of: l.slot_of(inner.p()),
+                })
+            })
+            .collect();
+        Ok(HierSpmv {
+            top: Spmv::new(ctx, &plan.top.procs[ctx.pid()])?,
+            inner,
+            scratch,
+        })
+    }
+
+    /// The package's part of the top plan (its owned `x` and `y` entries).
+    pub fn local(&self) -> &'p LocalSpmv {
+        self.top.local
+    }
+
+    /// The package's owned entries of `x` (in the order of `x_owned`), to fill before a
+    /// multiply.
+    pub fn x_mut<'a>(&'a mut self, ctx: &'a Ctx) -> mbsp::Result<&'a mut [f64]> {
+        self.top.x_mut(ctx)
+    }
+
+    /// `y = A x`: `y` receives the package's owned entries (in the order of `y_owned`). Two
+    /// top supersteps around one nested run; every top-level process must call it.
+    pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {
+        let (inner, scratch, top) = (self.inner, &self.scratch, self.top.local);
+        self.top.multiply_with(ctx, y, |ctx, xb, y, send| {
+            y.fill(0.0);
+            let (y, send) = (Shared::new(y), Shared::new(send));
+            ctx.run(inner.p(), |n| {
+                const OP: &str = "spmv hier multiply";
+                let l = &inner.procs[n.pid()];
+                let mut sc = scratch[n.pid()]
+                    .lock()
+                    .map_err(|_| n.misuse_error(OP, "a core's buffers are poisoned"))?;
+                let sc = &mut *sc;
+                l.multiply_local(xb, &mut sc.acc, &mut sc.send);
+                let tag = vec![0u8; n.tagsize()];
+                for o in &l.outs {
+                    let (start, len) = (o.start as usize - 1, o.len as usize + 1);
+                    let payload: &[u8] = bytemuck::cast_slice(&sc.send[start..start + len]);
+                    // SAFETY: `sc.send` is neither changed nor freed before the sync below
+                    // (this core holds its lock until it returns).
+                    unsafe { n.hpsend(o.to as usize, &tag, payload)? };
+                }
+                n.sync()?;
+                for _ in 0..l.recv_from.len() {
+                    let Some(m) = n.hpmove()? else {
+                        return Err(n.misuse_error(OP, "a partial-sum message is missing"));
+                    };
+                    l.add_message(&sc.slot_of, m.payload_as::<f64>(), &mut sc.acc)
+                        .map_err(|e| n.misuse_error(OP, e))?;
+                }
+                for (&r, &v) in l.y_owned.iter().zip(&sc.acc) {
+                    // SAFETY: each local row of the package has exactly one summing core (its
+                    // inner y owner), and distinct rows have distinct destinations, so no two
+                    // cores write the same entry; the package reads them after the nested run.
+                    match top.row_dest[r as usize] {
+                        RowDest::Own(q) => unsafe { y.write(q as usize, v) },
+                        RowDest::Send(q) => unsafe { send.write(q as usize, v) },
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,560 @@
+//! Distributed sparse matrix–vector multiplication `y = Ax` on a 2D partition: plain BSP,
+//! high-performance, and hierarchical (packages → cores).
+//!
+//! [`SpmvPlan::new`] turns a matrix and its [`Distribution`] into one [`LocalSpmv`] per process,
+//! once, outside the multiply: the process's nonzeros in CRS over its local rows and local
+//! columns (indices into a local `x` buffer), the runs of `x` entries to fetch from each owner,
+//! and the slots its partial sums take in each owner's receive buffer. Inside a run, the four
+//! phases of the BSPlib paper's §5.4 / Bisseling's Algorithm 4.5 are:
+//!
+//! 1. fan-out: each process fetches the `x_j` it needs from their owners (one request per run
+//!    of consecutive entries of one owner);
+//! 2. local multiply `u = A_s x_s` over the local rows;
+//! 3. fan-in: partial sums for rows owned elsewhere are packed per owner and sent, one
+//!    communication per owner;
+//! 4. summation: each owner adds its own partial sums and the received ones into `y`.
+//!
+//! Three variants run them:
+//!
+//! * [`Spmv`] — plain primitives: `get` for the fan-out (superstep 1), `put` for the fan-in
+//!   (superstep 2). `x` may be written right before the multiply.
+//! * [`HpSpmv`] — `direct_get` for the fan-out and `hpsend`/`hpmove` for the fan-in: one
+//!   superstep per multiply, no buffering of `x`. `x` must have been written before a sync
+//!   (checked: see [`HpSpmv::x_mut`]).
+//! * [`HierSpmv`] — the Multi-BSP form: the plain variant over packages whose local multiply is
+//!   a nested BSP run over the package's cores, on a partition of each package's part
+//!   ([`HierPlan`]).
+//!
+//! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
+//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l` (plain), `... + l` (hp).
+//! Nothing is allocated per multiply.
+
+use super::{CooMatrix, Distribution};
+use mbsp::{Ctx, Reg};
+
+mod guard;
+mod hier;
+mod hp;
+
+pub use hier::{HierPlan, HierSpmv};
+pub use hp::HpSpmv;
+
+/// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`
+/// into position `dst` of the local `x` buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fetch {
+    from: u32,
+    src: u32,
+    dst: u32,
+    len: u32,
+}
+
+/// The partial sums for one owner: `len` words at `start` of the send buffer (the word before
+/// them holds the sender's number, for the message variants), landing at `offset` of the
+/// owner's receive buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Out {
+    to: u32,
+    start: u32,
+    len: u32,
+    offset: u32,
+}
+
+/// One process's share of the multiply, made by [`SpmvPlan::new`].
+#[derive(Clone, Debug)]
+pub struct LocalSpmv {
+    /// Process number.
+    pub pid: usize,
+    /// Global indices of the `x` entries this process owns, ascending (the order of its `x`).
+    pub x_owned: Vec<u32>,
+    /// Global indices of the `y` entries this process owns, ascending (the order of its `y`).
+    pub y_owned: Vec<u32>,
+    row_ptr: Vec<u32>,
+    col: Vec<u32>,
+    val: Vec<f64>,
+    /// Owned columns as runs (local start, start in `x_owned`, length): copied, not fetched.
+    own_x: Vec<(u32, u32, u32)>,
+    fetches: Vec<Fetch>,
+    /// Local row -> position in `y_owned` (owned rows) or in the send buffer (rows owned
+    /// elsewhere).
+    row_dest: Vec<RowDest>,
+    /// Per destination process, ascending.
+    outs: Vec<Out>,
+    send_len: usize,
+    /// Receive slot -> position in `y_owned`.
+    recv_to_y: Vec<u32>,
+    /// Per sender, ascending: (sender, offset in the receive buffer, length).
+    recv_from: Vec<(u32, u32, u32)>,
+    /// Processes whose `x` this one reads, ascending.
+    sources: Vec<u32>,
+    /// Processes that read this one's `x`, ascending.
+    readers: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum RowDest {
+    Own(u32),
+    Send(u32),
+}
+
+impl LocalSpmv {
+    /// Number of nonzeros stored here.
+    pub fn nnz(&self) -> usize {
+        self.val.len()
+    }
+
+    /// Number of local rows (rows with a nonzero here).
+    pub fn local_rows(&self) -> usize {
+        self.row_dest.len()
+    }
+
+    /// Number of local columns (the length of the local `x` buffer).
+    pub fn local_cols(&self) -> usize {
+        let own: usize = self.own_x.iter().map(|r| r.2 as usize).sum();
+        own + self.fetches.iter().map(|f| f.len as usize).sum::<usize>()
+    }
+
+    /// This process's nonzeros as a `local_rows × local_cols` matrix in local indices (what a
+    /// nested level partitions further).
+    pub fn matrix(&self) -> CooMatrix {
+        let mut a = CooMatrix::empty(self.local_rows(), self.local_cols());
+        for r in 0..self.local_rows() {
+            let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+            a.row_idx.extend(std::iter::repeat_n(r as u32, hi - lo));
+            a.col_idx.extend_from_slice(&self.col[lo..hi]);
+            a.vals.extend_from_slice(&self.val[lo..hi]);
+        }
+        a
+    }
+
+    /// Words this process receives in the fan-out and sends in the fan-in.
+    pub fn traffic(&self) -> (usize, usize) {
+        let fetched = self.fetches.iter().map(|f| f.len as usize).sum();
+        (fetched, self.outs.iter().map(|o| o.len as usize).sum())
+    }
+
+    /// A send buffer with each destination's header word (the sender's number) in place.
+    fn send_buffer(&self) -> Vec<f64> {
+        let mut send = vec![0.0; self.send_len];
+        for o in &self.outs {
+            send[o.start as usize - 1] = f64::from_bits(self.pid as u64);
+        }
+        send
+    }
+
+    /// Copies the owned entries of `x` into their places in the local buffer `xb`.
+    fn copy_own(&self, x: &[f64], xb: &mut [f64]) {
+        for &(dst, src, len) in &self.own_x {
+            let (dst, src, len) = (dst as usize, src as usize, len as usize);
+            xb[dst..dst + len].copy_from_slice(&x[src..src + len]);
+        }
+    }
+
+    /// The local multiply: the sums of owned rows go to `y` (zeroed first), the others to their
+    /// slots in `send`.
+    fn multiply_local(&self, xb: &[f64], y: &mut [f64], send: &mut [f64]) {
+        y.fill(0.0);
+        for (r, dest) in self.row_dest.iter().enumerate() {
+            let (a, b) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+            let mut sum = 0.0;
+            for (v, &c) in self.val[a..b].iter().zip(&self.col[a..b]) {
+                sum += v * xb[c as usize];
+            }
+            match *dest {
+                RowDest::Own(q) => y[q as usize] = sum,
+                RowDest::Send(q) => send[q as usize] = sum,
+            }
+        }
+    }
+
+    /// Adds received partial sums (one message's payload from `from`, header word first) into
+    /// `y`; `Err` with a description when the message is not one this process expects.
+    fn add_message(&self, slot_of: &[u32], payload: &[f64], y: &mut [f64]) -> Result<(), String> {
+        let Some((&head, sums)) = payload.split_first() else {
+            return Err("an empty message".into());
+        };
+        let from = head.to_bits();
+        let k = usize::try_from(from)
+            .ok()
+            .and_then(|f| slot_of.get(f))
+            .copied()
+            .unwrap_or(u32::MAX);
+        if k == u32::MAX {
+            return Err(format!(
+                "a message of {} bytes that is not a partial-sum message for process {}",
+                payload.len() * 8,
+                self.pid
+            ));
+        }
+        let (_, off, len) = self.recv_from[k as usize];
+        if sums.len() != len as usize {
+            return Err(format!(
+                "{} partial sums from process {from}, expected {len}",
+                sums.len()
+            ));
+        }
+        let slots = &self.recv_to_y[off as usize..(off + len) as usize];
+        for (&q, &v) in slots.iter().zip(sums) {
+            y[q as usize] += v;
+        }
+        Ok(())
+    }
+
+    /// Sender number -> index in `recv_from` (`u32::MAX` for processes that send nothing here).
+    fn slot_of(&self, p: usize) -> Vec<u32> {
+        let mut slot_of = vec![u32::MAX; p];
+        for (k, &(s, _, _)) in self.recv_from.iter().enumerate() {
+            slot_of[s as usize] = k as u32;
+        }
+        slot_of
+    }
+
+    fn check_y(&self, ctx: &Ctx, op: &'static str, y: &[f64]) -> mbsp::Result<()> {
+        if y.len() == self.y_owned.len() {
+            return Ok(());
+        }
+        Err(ctx.misuse_error(
+            op,
+            format!(
+                "y has {} entries; process {} owns {}",
+                y.len(),
+                self.pid,
+                self.y_owned.len()
+            ),
+        ))
+    }
+}
+
+/// The multiply of one matrix under one distribution, cut into per-process parts.
+#[derive(Clone, Debug)]
+pub struct SpmvPlan {
+    /// Rows of the matrix.
+    pub rows: usize,
+    /// Columns of the matrix.
+    pub cols: usize,
+    /// One part per process.
+    pub procs: Vec<LocalSpmv>,
+    guard: guard::HpGuard,
+}
+
+/// Position of each global index in its owner's ascending list of owned indices.
+fn positions(owner: &[u32], p: usize) -> (Vec<Vec<u32>>, Vec<u32>) {
+    let mut owned: Vec<Vec<u32>> = vec![Vec::new(); p];
+    let mut pos = vec![0u32; owner.len()];
+    for (i, &s) in owner.iter().enumerate() {
+        pos[i] = owned[s as usize].len() as u32;
+        owned[s as usize].push(i as u32);
+    }
+    (owned, pos)
+}
+
+impl SpmvPlan {
+    /// Cuts `a` by `d` into per-process parts; checks that they belong together.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, spmv::SpmvPlan, partition::{partition, Options}};
+    /// let a = CooMatrix::new(3, 3, vec![(0, 0, 1.0), (1, 1, 2.0), (2, 0, 3.0), (2, 2, 4.0)]).unwrap();
+    /// let d = partition(&a, 2, &Options::default()).unwrap().dist;
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// assert_eq!(plan.procs.iter().map(|l| l.nnz()).sum::<usize>(), 4);
+    /// ```
+    pub fn new(a: &CooMatrix, d: &Distribution) -> Result<Self, String> {
+        Self::build(a, d, false)
+    }
+
+    /// Number of processes.
+    pub fn p(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// With `direct_x`, the local column indices are the matrix's own column indices and no
+    /// fan-out is planned: the processes read a shared `x` in place (the nested level of
+    /// [`HierSpmv`], whose `x` is its package's local buffer).
+    fn build(a: &CooMatrix, d: &Distribution, direct_x: bool) -> Result<Self, String> {
+        a.validate().map_err(|e| format!("spmv plan: {e}"))?;
+        let p = d.p;
+        if p == 0 {
+            return Err("spmv plan: the distribution has p = 0".into());
+        }
+        if d.nz_part.len() != a.nnz() || d.x_owner.len() != a.cols || d.y_owner.len() != a.rows {
+            return Err(format!(
+                "spmv plan: the distribution is for another matrix ({} nonzero parts, {} x owners, \
+                 {} y owners; the matrix is {} x {} with {} nonzeros)",
+                d.nz_part.len(),
+                d.x_owner.len(),
+                d.y_owner.len(),
+                a.rows,
+                a.cols,
+                a.nnz()
+            ));
+        }
+        if let Some(&s) = d
+            .nz_part
+            .iter()
+            .chain(&d.x_owner)
+            .chain(&d.y_owner)
+            .find(|&&s| s as usize >= p)
+        {
+            return Err(format!("spmv plan: part {s} is not below p = {p}"));
+        }
+        let (x_owned, x_pos) = positions(&d.x_owner, p);
+        let (y_owned, y_pos) = positions(&d.y_owner, p);
+        // Nonzeros of each process, sorted by (row, column).
+        let mut mine: Vec<Vec<u32>> = vec![Vec::new(); p];
+        for (k, &s) in d.nz_part.iter().enumerate() {
+            mine[s as usize].push(k as u32);
+        }
+        // Receive slots: owner t gets, from each sender s (ascending), one slot per row of s
+        // that t owns, in row order.
+        let mut recv_len = vec![0u32; p];
+        let mut procs: Vec<LocalSpmv> = Vec::with_capacity(p);
+        let mut recv_to_y: Vec<Vec<u32>> = vec![Vec::new(); p];
+        let mut recv_from: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); p];
+        let mut readers: Vec<Vec<u32>> = vec![Vec::new(); p];
+        // Global column -> local column of the process being built (reset after each).
+        let mut local_col = vec![u32::MAX; if direct_x { 0 } else { a.cols }];
+        for (s, nz) in mine.iter_mut().enumerate() {
+            nz.sort_unstable_by_key(|&k| (a.row_idx[k as usize], a.col_idx[k as usize]));
+            let mut own_x: Vec<(u32, u32, u32)> = Vec::new();
+            let mut fetches: Vec<Fetch> = Vec::new();
+            let mut cols: Vec<u32> = Vec::new();
+            if !direct_x {
+                // Local columns: sorted by (owner, position at owner), so fetches coalesce.
+                cols = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
+                cols.sort_unstable_by_key(|&j| (d.x_owner[j as usize], x_pos[j as usize], j));
+                cols.dedup();
+                for (l, &j) in cols.iter().enumerate() {
+                    local_col[j as usize] = l as u32;
+                    let (o, q) = (d.x_owner[j as usize], x_pos[j as usize]);
+                    if o as usize == s {
+                        match own_x.last_mut() {
+                            Some(r) if r.0 + r.2 == l as u32 && r.1 + r.2 == q => r.2 += 1,
+                            _ => own_x.push((l as u32, q, 1)),
+                        }
+                    } else {
+                        match fetches.last_mut() {
+                            Some(f)
+                                if f.from == o
+                                    && f.src + f.len == q
+                                    && f.dst + f.len == l as u32 =>
+                            {
+                                f.len += 1
+                            }
+                            _ => fetches.push(Fetch {
+                                from: o,
+                                src: q,
+                                dst: l as u32,
+                                len: 1,
+                            }),
+                        }
+                    }
+                }
+            }
+            let mut sources: Vec<u32> = fetches.iter().map(|f| f.from).collect();
+            sources.dedup(); // fetches are grouped by owner
+            for &o in &sources {
+                readers[o as usize].push(s as u32);
+            }
+            let mut row_ptr = vec![0u32];
+            let mut col = Vec::with_capacity(nz.len());
+            let mut val = Vec::with_capacity(nz.len());
+            let mut rows: Vec<u32> = Vec::new();
+            for &k in nz.iter() {
+                let i = a.row_idx[k as usize];
+                if rows.last() != Some(&i) {
+                    if !rows.is_empty() {
+                        row_ptr.push(col.len() as u32);
+                    }
+                    rows.push(i);
+                }
+                let j = a.col_idx[k as usize];
+                col.push(if direct_x { j } else { local_col[j as usize] });
+                val.push(a.vals[k as usize]);
+            }
+            if !rows.is_empty() {
+                row_ptr.push(col.len() as u32);
+            }
+            for &j in &cols {
+                local_col[j as usize] = u32::MAX;
+            }
+            // Rows owned elsewhere: packed per owner (ascending owner, then row), each owner's
+            // block preceded by a header word.
+            let mut remote: Vec<(u32, usize)> = rows
+                .iter()
+                .enumerate()
+                .filter(|&(_, &i)| d.y_owner[i as usize] as usize != s)
+                .map(|(r, &i)| (d.y_owner[i as usize], r))
+                .collect();
+            remote.sort_unstable();
+            let mut row_dest: Vec<RowDest> = rows
+                .iter()
+                .map(|&i| RowDest::Own(y_pos[i as usize]))
+                .collect();
+            let mut outs: Vec<Out> = Vec::new();
+            let mut next = 0u32;
+            for &(t, r) in &remote {
+                match outs.last_mut() {
+                    Some(o) if o.to == t => o.len += 1,
+                    _ => {
+                        next += 1; // the header
+                        outs.push(Out {
+                            to: t,
+                            start: next,
+                            len: 1,
+                            offset: recv_len[t as usize],
+                        });
+                    }
+                }
+                row_dest[r] = RowDest::Send(next);
+                next += 1;
+                recv_to_y[t as usize].push(y_pos[rows[r] as usize]);
+            }
+            for o in &outs {
+                recv_from[o.to as usize].push((s as u32, o.offset, o.len));
+                recv_len[o.to as usize] += o.len;
+            }
+            procs.push(LocalSpmv {
+                pid: s,
+                x_owned: x_owned[s].clone(),
+                y_owned: y_owned[s].clone(),
+                row_ptr,
+                col,
+                val,
+                own_x,
+                fetches,
+                row_dest,
+                send_len: next as usize,
+                outs,
+                recv_to_y: Vec::new(),
+                recv_from: Vec::new(),
+                sources,
+                readers: Vec::new(),
+            });
+        }
+        for (s, ((r, f), rd)) in recv_to_y
+            .into_iter()
+            .zip(recv_from)
+            .zip(readers)
+            .enumerate()
+        {
+            procs[s].recv_to_y = r;
+            procs[s].recv_from = f;
+            procs[s].readers = rd;
+        }
+        Ok(SpmvPlan {
+            rows: a.rows,
+            cols: a.cols,
+            procs,
+            guard: guard::HpGuard::new(p),
+        })
+    }
+}
+
+/// The registered buffers of one process's plain multiply, made once per run
+/// ([`Spmv::new`]).
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, spmv::{Spmv, SpmvPlan}, partition::{partition, Options}};
+/// // y = A x with A = [[2, 1], [0, 3]], x = (1, 1).
+/// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (0, 1, 1.0), (1, 1, 3.0)]).unwrap();
+/// let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
+/// let parts = mbsp::run(2, |ctx| {
+///     let local = &plan.procs[ctx.pid()];
+///     let mut spmv = Spmv::new(ctx, local)?;
+///     spmv.x_mut(ctx)?.fill(1.0);
+///     let mut y = vec![0.0; local.y_owned.len()];
+///     spmv.multiply(ctx, &mut y)?;
+///     Ok(local.y_owned.iter().copied().zip(y).collect::<Vec<_>>())
+/// }).unwrap();
+/// let mut y: Vec<(u32, f64)> = parts.concat();
+/// y.sort_by_key(|e| e.0);
+/// assert_eq!(y, vec![(0, 3.0), (1, 3.0)]);
+/// ```
+pub struct Spmv<'p> {
+    local: &'p LocalSpmv,
+    x: Reg<f64>,
+    xbuf: Reg<f64>,
+    recv: Reg<f64>,
+    send: Vec<f64>,
+}
+
+impl<'p> Spmv<'p> {
+    /// Registers this process's `x`, its local `x` buffer and its receive buffer (one
+    /// superstep). Every process of the run calls it with its own part of one plan.
+    pub fn new(ctx: &mut Ctx, local: &'p LocalSpmv) -> mbsp::Result<Self> {
+        let x = ctx.push_reg(vec![0.0; local.x_owned.len()])?;
+        let xbuf = ctx.push_reg(vec![0.0; local.local_cols()])?;
+        let recv = ctx.push_reg(vec![0.0; local.recv_to_y.len()])?;
+        ctx.sync()?;
+        Ok(Spmv {
+            local,
+            x,
+            xbuf,
+            recv,
+            send: local.send_buffer(),
+        })
+    }
+
+    /// This process's owned entries of `x` (in the order of `x_owned`), to fill before a
+    /// multiply.
+    pub fn x_mut<'a>(&'a mut self, ctx: &'a Ctx) -> mbsp::Result<&'a mut [f64]> {
+        ctx.local_mut(&mut self.x)
+    }
+
+    /// `y = A x`: `y` receives this process's owned entries (in the order of `y_owned`). Two
+    /// supersteps; every process must call it.
+    pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {
+        let l = self.local;
+        self.multiply_with(ctx, y, |_, xb, y, send| {
+            l.multiply_local(xb, y, send);
+            Ok(())
+        })
+    }
+
+    /// The multiply with the local phase done by `local(ctx, x buffer, y, send buffer)`, which
+    /// must leave in `y` the sums of the owned local rows (zero for owned rows without
+    /// nonzeros here) and in `send` those of the other local rows.
+    fn multiply_with(
+        &mut self,
+        ctx: &mut Ctx,
+        y: &mut [f64],
+        local: impl FnOnce(&Ctx, &[f64], &mut [f64], &mut [f64]) -> mbsp::Result<()>,
+    ) -> mbsp::Result<()> {
+        let l = self.local;
+        l.check_y(ctx, "spmv multiply", y)?;
+        // Fan-out.
+        {
+            let x = ctx.local(&self.x)?;
+            let buf = ctx.local_mut(&mut self.xbuf)?;
+            l.copy_own(x, buf);
+        }
+        for f in &l.fetches {
+            let (src, len) = (f.src as usize, f.len as usize);
+            ctx.get(
+                f.from as usize,
+                &self.x,
+                src..src + len,
+                &self.xbuf,
+                f.dst as usize,
+            )?;
+        }
+        ctx.sync()?;
+        local(ctx, ctx.local(&self.xbuf)?, y, &mut self.send)?;
+        // Fan-in.
+        for o in &l.outs {
+            let (start, len) = (o.start as usize, o.len as usize);
+            ctx.put(
+                o.to as usize,
+                &self.send[start..start + len],
+                &self.recv,
+                o.offset as usize,
+            )?;
+        }
+        ctx.sync()?;
+        let recv = ctx.local(&self.recv)?;
+        for (slot, &q) in l.recv_to_y.iter().enumerate() {
+            y[q as usize] += recv[slot];
+        }
+        Ok(())
+    }
+}
