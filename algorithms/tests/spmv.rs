@@ -30,7 +30,7 @@ enum Form {
 /// Every form at `p`: plain, hp, and the hierarchical form for every factorisation of `p`.
 fn forms(p: usize) -> Vec<Form> {
     let mut v = vec![Form::Plain, Form::Hp];
-    v.extend((1..=p).filter(|c| p % c == 0).map(|c| Form::Hier(p / c, c)));
+    v.extend((1..=p).filter(|c| p.is_multiple_of(*c)).map(|c| Form::Hier(p / c, c)));
     v
 }
 
@@ -58,7 +58,10 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 Ok(y)
             })
             .unwrap();
-            (parts, plan.procs.iter().map(|l| l.y_owned.clone()).collect())
+            (
+                parts,
+                plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
+            )
         }
         Form::Hp => {
             let plan = SpmvPlan::new(a, d).unwrap();
@@ -77,7 +80,10 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 Ok(y)
             })
             .unwrap();
-            (parts, plan.procs.iter().map(|l| l.y_owned.clone()).collect())
+            (
+                parts,
+                plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
+            )
         }
         Form::Hier(packages, cores) | Form::HierQuick(packages, cores) => {
             let plan = if let Form::Hier(..) = form {
@@ -145,7 +151,7 @@ fn check_on(a: &CooMatrix, d: &Distribution, forms: &[Form], times: usize) {
 fn scattered(a: &CooMatrix, p: usize, seed: u64) -> Distribution {
     let nz_part: Vec<u32> = (0..a.nnz())
         .map(|k| {
-            let block = (a.row_idx[k] as u64 / 16) << 32 | a.col_idx[k] as u64 / 16;
+            let block = ((a.row_idx[k] as u64 / 16) << 32) | (a.col_idx[k] as u64 / 16);
             (common::mix(block ^ seed << 60) % p as u64) as u32
         })
         .collect();
@@ -262,10 +268,20 @@ fn every_shared_matrix_every_variant() {
             .filter(|f| f.to_string_lossy().contains(".mtx"))
             .collect();
         names.sort();
-        assert!(names.len() >= 10, "shared matrices missing in {}", dir.display());
+        assert!(
+            names.len() >= 10,
+            "shared matrices missing in {}",
+            dir.display()
+        );
         for f in names {
             let a = mtx::read_path(&f).unwrap();
-            for (p, hier) in [(1, (1, 1)), (2, (1, 2)), (3, (3, 1)), (4, (2, 2)), (7, (1, 7))] {
+            for (p, hier) in [
+                (1, (1, 1)),
+                (2, (1, 2)),
+                (3, (3, 1)),
+                (4, (2, 2)),
+                (7, (1, 7)),
+            ] {
                 let d = scattered(&a, p, 3);
                 let forms = [Form::Plain, Form::Hp, Form::HierQuick(hier.0, hier.1)];
                 check_on(&a, &d, &forms, 1);
@@ -297,7 +313,10 @@ fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
         let a = random_matrix(&mut rng, 50, 50, 400);
         let d = partition(&a, 2, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
-        assert!(plan.procs.iter().all(|l| l.traffic().0 > 0), "both must read remote x");
+        assert!(
+            plan.procs.iter().all(|l| l.traffic().0 > 0),
+            "both must read remote x"
+        );
         for _ in 0..20 {
             let err = mbsp::run(2, |ctx| {
                 let mut spmv = HpSpmv::new(ctx, &plan)?;
@@ -328,7 +347,10 @@ fn hp_plan_serves_one_run_at_a_time() {
         .unwrap_err();
         assert!(err.to_string().contains("in use"), "{err}");
         let err = mbsp::run(3, |ctx| HpSpmv::new(ctx, &plan).map(drop)).unwrap_err();
-        assert!(err.to_string().contains("the plan is for 2 processes"), "{err}");
+        assert!(
+            err.to_string().contains("the plan is for 2 processes"),
+            "{err}"
+        );
         let copy = plan.clone();
         let out = mbsp::run(2, |ctx| {
             let _a = HpSpmv::new(ctx, &plan)?;

@@ -12,6 +12,8 @@
 //! * `mbsp partition` — split a sparse matrix over p processes, write Mondriaan's files.
 //! * `mbsp bench partition` — communication volume against Mondriaan 4.2.1 and the 1D row-block
 //!   and 2D checkerboard baselines.
+//! * `mbsp bench spmv` — SpMV Mflop/s of the mbsp variants against sequential and rayon CSR,
+//!   and the bandwidth achieved against a STREAM triad.
 
 mod collectives_bench;
 mod core_bench;
@@ -24,6 +26,7 @@ mod nested_bench;
 mod partition_bench;
 mod partition_cmd;
 mod sort_bench;
+mod spmv_bench;
 mod spmv_cmd;
 mod stats;
 mod topo;
@@ -261,6 +264,20 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// SpMV Mflop/s and speedup over sequential CSR of rayon row-parallel CSR and each mbsp
+    /// variant, per matrix and p, with the bandwidth achieved against a STREAM triad, all
+    /// measured in the same run (options: `mbsp bench spmv --help`).
+    #[command(disable_help_flag = true)]
+    Spmv {
+        /// Matrix files and options, parsed by the benchmark itself (`mbsp bench spmv --help`)
+        /// so that every bad argument, an unknown option too, is reported in one line.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn main() {
@@ -461,6 +478,12 @@ fn main() {
                 })();
                 if let Err(e) = result {
                     eprintln!("mbsp bench partition: {e}");
+                    std::process::exit(2);
+                }
+            }
+            Bench::Spmv { args } => {
+                if let Err(e) = spmv_bench::parse_args(&args).and_then(|o| spmv_bench::run(&o)) {
+                    eprintln!("mbsp bench spmv: {e}");
                     std::process::exit(2);
                 }
             }

@@ -2,7 +2,7 @@
 //! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR.
 
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
-use mbsp_algorithms::sparse::spmv::{Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use mbsp_algorithms::timer::RegionTimer;
 use serde_json::json;
@@ -24,14 +24,14 @@ pub struct Options {
 }
 
 /// Compressed rows, the sequential baseline.
-struct Csr {
-    ptr: Vec<usize>,
-    col: Vec<u32>,
-    val: Vec<f64>,
+pub(crate) struct Csr {
+    pub(crate) ptr: Vec<usize>,
+    pub(crate) col: Vec<u32>,
+    pub(crate) val: Vec<f64>,
 }
 
 impl Csr {
-    fn new(a: &CooMatrix) -> Self {
+    pub(crate) fn new(a: &CooMatrix) -> Self {
         let mut ptr = vec![0usize; a.rows + 1];
         for &i in &a.row_idx {
             ptr[i as usize + 1] += 1;
@@ -50,8 +50,9 @@ impl Csr {
         Csr { ptr, col, val }
     }
 
-    fn multiply(&self, x: &[f64], y: &mut [f64]) {
-        for (i, yi) in y.iter_mut().enumerate() {
+    /// `y = A x` over the rows `rows` (`y` holds exactly those rows).
+    pub(crate) fn multiply_rows(&self, rows: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
+        for (i, yi) in rows.zip(y.iter_mut()) {
             let mut s = 0.0;
             for k in self.ptr[i]..self.ptr[i + 1] {
                 s += self.val[k] * x[self.col[k] as usize];
@@ -59,11 +60,272 @@ impl Csr {
             *yi = s;
         }
     }
+
+    pub(crate) fn multiply(&self, x: &[f64], y: &mut [f64]) {
+        self.multiply_rows(0..y.len(), x, y);
+    }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The BSP variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// Gets and puts, two supersteps per multiply.
+    Plain,
+    /// `direct_get` and `hpsend`, one superstep per multiply.
+    Hp,
+    /// Packages (plain) with a nested run over each package's cores.
+    Hier,
+}
+
+impl Variant {
+    pub(crate) const ALL: [Variant; 3] = [Variant::Plain, Variant::Hp, Variant::Hier];
+
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "plain" => Ok(Variant::Plain),
+            "hp" => Ok(Variant::Hp),
+            "hier" => Ok(Variant::Hier),
+            _ => Err(format!("--variant {s}: expected plain, hp or hier")),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Variant::Plain => "plain",
+            Variant::Hp => "hp",
+            Variant::Hier => "hier",
+        }
+    }
+}
+
+/// The plan of one variant.
+pub(crate) enum Plan {
+    Flat(SpmvPlan),
+    Hier(HierPlan),
+}
+
+/// A matrix with its partition and plan for one variant at one p.
+pub(crate) struct Prepared {
+    pub(crate) p: usize,
+    pub(crate) plan: Plan,
+    /// Seconds spent partitioning.
+    pub(crate) partition_seconds: f64,
+    /// Communication volume (for `hier`: between packages plus inside packages).
+    pub(crate) volume: u64,
+    /// The largest h-relation of a superstep (for `hier`: of the top level).
+    pub(crate) max_h: u64,
+    /// `hier`: packages x cores.
+    pub(crate) shape: (usize, usize),
+}
+
+/// The hierarchical shape for `p` processes: as many packages as the machine has (or the
+/// largest divisor of `p` below that), `p / packages` cores each.
+pub(crate) fn hier_shape(p: usize) -> Result<(usize, usize), String> {
+    let machine = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let packages = machine.machine.packages().len().max(1);
+    let top = (1..=packages.min(p))
+        .rev()
+        .find(|&d| p.is_multiple_of(d))
+        .unwrap_or(1);
+    Ok((top, p / top))
+}
+
+impl Prepared {
+    /// Partition `a` for `p` processes (seed 1, eps 0.03) and cut it into per-process parts.
+    pub(crate) fn new(a: &CooMatrix, p: usize, variant: Variant) -> Result<Self, String> {
+        let t = Instant::now();
+        if variant == Variant::Hier {
+            let shape = hier_shape(p)?;
+            let plan = HierPlan::partition(a, shape.0, shape.1, &PartitionOptions::default())?;
+            let (top, inner) = plan.volumes();
+            let max_h = plan
+                .top
+                .procs
+                .iter()
+                .map(|l| {
+                    let (i, o) = l.traffic();
+                    i.max(o) as u64
+                })
+                .max()
+                .unwrap_or(0);
+            return Ok(Prepared {
+                p,
+                plan: Plan::Hier(plan),
+                partition_seconds: t.elapsed().as_secs_f64(),
+                volume: (top + inner) as u64,
+                max_h,
+                shape,
+            });
+        }
+        let r = partition(a, p, &PartitionOptions::default()).map_err(|e| e.to_string())?;
+        let partition_seconds = t.elapsed().as_secs_f64();
+        let plan = SpmvPlan::new(a, &r.dist)?;
+        Ok(Prepared {
+            p,
+            plan: Plan::Flat(plan),
+            partition_seconds,
+            volume: r.volume,
+            max_h: r.max_h,
+            shape: (p, 1),
+        })
+    }
+}
+
+/// Times `per` multiplies by `step` in `batches` batches inside a run; between them process
+/// 0 times as many sequential CSR multiplies (the others wait in the timer's sync). Returns
+/// (median seconds per BSP multiply, median seconds per sequential multiply; 0 off pid 0).
+fn batches_of(
+    ctx: &mut mbsp::Ctx,
+    batches: usize,
+    per: usize,
+    seq: &dyn Fn(),
+    mut step: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
+) -> mbsp::Result<(f64, f64)> {
+    step(ctx)?; // warm-up
+    let (mut times, mut seqs) = (Vec::new(), Vec::new());
+    for _ in 0..batches {
+        if ctx.pid() == 0 {
+            let t = Instant::now();
+            for _ in 0..per {
+                seq();
+            }
+            seqs.push(t.elapsed().as_secs_f64() / per as f64);
+        }
+        let timer = RegionTimer::start(ctx)?;
+        for _ in 0..per {
+            step(ctx)?;
+        }
+        times.push(timer.stop(ctx)? / per as f64);
+    }
+    let t_seq = if seqs.is_empty() { 0.0 } else { median(seqs) };
+    Ok((median(times), t_seq))
+}
+
+/// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
+/// same run, and the largest relative error of the result.
+pub(crate) struct Measured {
+    pub(crate) bsp: f64,
+    pub(crate) seq: f64,
+    pub(crate) max_rel_error: f64,
+}
+
+/// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
+/// the same number of sequential CSR multiplies (the other processes wait in a sync), so both
+/// see the same machine state: this machine switches between a fast and a slow state, and
+/// figures timed minutes apart are not comparable. Medians of the batches.
+pub(crate) fn measure(
+    a: &CooMatrix,
+    csr: &Csr,
+    x: &[f64],
+    prep: &Prepared,
+    variant: Variant,
+    batches: usize,
+    per: usize,
+) -> Result<Measured, String> {
+    let mut ys = vec![0.0; a.rows];
+    csr.multiply(x, &mut ys);
+    // The sequential baseline writes its own y (one per thread that may run it).
+    let y_seq = std::sync::Mutex::new(vec![0.0; a.rows]);
+    let seq = || csr.multiply(x, &mut y_seq.lock().unwrap());
+    let fill = |owned: &[u32], xs: &mut [f64]| {
+        for (v, &j) in xs.iter_mut().zip(owned) {
+            *v = x[j as usize];
+        }
+    };
+    type Out = mbsp::Result<Vec<(Vec<f64>, f64, f64)>>;
+    let (out, owned): (Out, Vec<&[u32]>) = match (&prep.plan, variant) {
+        (Plan::Flat(plan), Variant::Plain) => (
+            mbsp::run(prep.p, |ctx| {
+                let local = &plan.procs[ctx.pid()];
+                let mut spmv = Spmv::new(ctx, local)?;
+                fill(&local.x_owned, spmv.x_mut(ctx)?);
+                let mut y = vec![0.0; local.y_owned.len()];
+                let (t, ts) =
+                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
+                Ok((y, t, ts))
+            }),
+            plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
+        ),
+        (Plan::Flat(plan), Variant::Hp) => (
+            mbsp::run(prep.p, |ctx| {
+                let mut spmv = HpSpmv::new(ctx, plan)?;
+                let local = spmv.local();
+                fill(&local.x_owned, spmv.x_mut(ctx)?);
+                ctx.sync()?;
+                let mut y = vec![0.0; local.y_owned.len()];
+                let (t, ts) =
+                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
+                Ok((y, t, ts))
+            }),
+            plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
+        ),
+        (Plan::Hier(plan), Variant::Hier) => (
+            mbsp::run(plan.top.p(), |ctx| {
+                let mut spmv = HierSpmv::new(ctx, plan)?;
+                let local = spmv.local();
+                fill(&local.x_owned, spmv.x_mut(ctx)?);
+                let mut y = vec![0.0; local.y_owned.len()];
+                let (t, ts) =
+                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
+                Ok((y, t, ts))
+            }),
+            plan.top
+                .procs
+                .iter()
+                .map(|l| l.y_owned.as_slice())
+                .collect(),
+        ),
+        _ => return Err(format!("no {} plan prepared", variant.name())),
+    };
+    let out = out.map_err(|e| e.to_string())?;
+    let parts: Vec<(&[u32], &[f64])> = out
+        .iter()
+        .enumerate()
+        .map(|(s, o)| (owned[s], o.0.as_slice()))
+        .collect();
+    Ok(Measured {
+        bsp: out[0].1,
+        seq: out[0].2,
+        max_rel_error: max_rel_error(a, x, &ys, &parts),
+    })
+}
+
+/// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
+/// rounding error of any summation order); `parts` are (owned rows, values) per process.
+pub(crate) fn max_rel_error(
+    a: &CooMatrix,
+    x: &[f64],
+    want: &[f64],
+    parts: &[(&[u32], &[f64])],
+) -> f64 {
+    let mut scale = vec![0.0f64; a.rows];
+    for k in 0..a.nnz() {
+        scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
+    }
+    let mut worst = 0.0f64;
+    for &(rows, ys) in parts {
+        for (&i, &y) in rows.iter().zip(ys) {
+            let i = i as usize;
+            if scale[i] > 0.0 {
+                worst = worst.max((y - want[i]).abs() / scale[i]);
+            } else if y != 0.0 {
+                worst = f64::INFINITY;
+            }
+        }
+    }
+    worst
+}
+
+/// The test vector: deterministic, entries in [-0.5, 0.5).
+pub(crate) fn test_x(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
+        .collect()
 }
 
 /// Run it; `Err` is a one-line message for exit status 2.
@@ -71,12 +333,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     if o.p == 0 {
         return Err("-p 0: need at least one process".into());
     }
-    if o.variant != "plain" {
-        return Err(format!(
-            "--variant {}: only `plain` exists so far (hp and hier are not written yet)",
-            o.variant
-        ));
-    }
+    let variant = Variant::parse(&o.variant)?;
     let batches = 5;
     let per = (o.reps / batches).max(1);
     let name = o
@@ -91,97 +348,49 @@ pub fn run(o: &Options) -> Result<(), String> {
         a.nnz(),
         o.p
     );
-    let t = Instant::now();
-    let r = partition(&a, o.p, &PartitionOptions::default()).map_err(|e| e.to_string())?;
-    let partition_seconds = t.elapsed().as_secs_f64();
-    let plan = SpmvPlan::new(&a, &r.dist)?;
-    let x: Vec<f64> = (0..a.cols)
-        .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
-        .collect();
-
+    let prep = Prepared::new(&a, o.p, variant)?;
+    let x = test_x(a.cols);
     eprintln!(
         "spmv: sequential CSR and BSP 2D {} at p = {}, interleaved: {batches} batches of {per} \
          multiplies each",
-        o.variant, o.p
+        variant.name(),
+        o.p
     );
     let csr = Csr::new(&a);
-    let mut ys = vec![0.0; a.rows];
-    csr.multiply(&x, &mut ys);
-    // The baseline's batches run on process 0 between the BSP batches (the other processes
-    // wait in a sync), so both see the same machine state: this machine switches between a
-    // fast and a slow state, and figures timed minutes apart are not comparable.
-    let out = mbsp::run(o.p, |ctx| {
-        let local = &plan.procs[ctx.pid()];
-        let mut spmv = Spmv::new(ctx, local)?;
-        for (v, &j) in spmv.x_mut(ctx)?.iter_mut().zip(&local.x_owned) {
-            *v = x[j as usize];
-        }
-        let mut y = vec![0.0; local.y_owned.len()];
-        let mut y_seq = vec![0.0; if ctx.pid() == 0 { a.rows } else { 0 }];
-        spmv.multiply(ctx, &mut y)?; // warm-up
-        let (mut times, mut seq) = (Vec::new(), Vec::new());
-        for _ in 0..batches {
-            if ctx.pid() == 0 {
-                let t = Instant::now();
-                for _ in 0..per {
-                    csr.multiply(&x, &mut y_seq);
-                }
-                seq.push(t.elapsed().as_secs_f64() / per as f64);
-            }
-            let timer = RegionTimer::start(ctx)?;
-            for _ in 0..per {
-                spmv.multiply(ctx, &mut y)?;
-            }
-            times.push(timer.stop(ctx)? / per as f64);
-        }
-        let t_seq = if seq.is_empty() { 0.0 } else { median(seq) };
-        Ok((y, median(times), t_seq))
-    })
-    .map_err(|e| e.to_string())?;
-    let t_seq = out[0].2;
-    let t_bsp = out[0].1;
-    // Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
-    // rounding error of any summation order).
-    let mut scale = vec![0.0f64; a.rows];
-    for k in 0..a.nnz() {
-        scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
-    }
-    let mut max_rel_error = 0.0f64;
-    for (s, (y, _, _)) in out.iter().enumerate() {
-        for (q, &i) in plan.procs[s].y_owned.iter().enumerate() {
-            let i = i as usize;
-            if scale[i] > 0.0 {
-                max_rel_error = max_rel_error.max((y[q] - ys[i]).abs() / scale[i]);
-            } else if y[q] != 0.0 {
-                max_rel_error = f64::INFINITY;
-            }
-        }
-    }
+    let m = measure(&a, &csr, &x, &prep, variant, batches, per)?;
+    let (t_bsp, t_seq, max_rel_error) = (m.bsp, m.seq, m.max_rel_error);
+    let partition_seconds = prep.partition_seconds;
     let flops = 2.0 * a.nnz() as f64;
     let mflops = flops / t_bsp / 1e6;
     let speedup = t_seq / t_bsp;
     if o.json {
         let v = json!({
-            "matrix": name, "p": o.p, "variant": o.variant, "mflops": mflops, "speedup": speedup,
-            "max_rel_error": max_rel_error, "partition_seconds": partition_seconds,
-            "sequential_mflops": flops / t_seq / 1e6, "volume": r.volume, "max_h": r.max_h,
-            "nnz": a.nnz(), "m": a.rows, "n": a.cols,
+            "matrix": name, "p": o.p, "variant": variant.name(), "mflops": mflops,
+            "speedup": speedup, "max_rel_error": max_rel_error,
+            "partition_seconds": partition_seconds, "sequential_mflops": flops / t_seq / 1e6,
+            "volume": prep.volume, "max_h": prep.max_h, "nnz": a.nnz(), "m": a.rows, "n": a.cols,
+            "packages": prep.shape.0, "cores_per_package": prep.shape.1,
         });
         println!("{v}");
     } else {
+        let shape = if variant == Variant::Hier {
+            format!(" ({} packages x {} cores)", prep.shape.0, prep.shape.1)
+        } else {
+            String::new()
+        };
         println!(
-            "{name}: {} x {}, nnz {}, p = {}, {}: {mflops:.0} Mflop/s ({:.1} µs per multiply), \
+            "{name}: {} x {}, nnz {}, p = {}{shape}, {}: {mflops:.0} Mflop/s ({:.1} µs per multiply), \
              sequential CSR {:.0} Mflop/s, speedup {speedup:.2}; max relative error {max_rel_error:.1e}; \
              partition: volume {}, max h {}, {partition_seconds:.2} s",
             a.rows,
             a.cols,
             a.nnz(),
             o.p,
-            o.variant,
+            variant.name(),
             t_bsp * 1e6,
             flops / t_seq / 1e6,
-            r.volume,
-            r.max_h
+            prep.volume,
+            prep.max_h
         );
     }
     if max_rel_error > 1e-12 {

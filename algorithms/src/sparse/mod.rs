@@ -9,8 +9,9 @@
 //! * [`vector`] — distributing the vectors `x` and `y` so that the h-relations are small.
 //! * [`mondriaan`] — writing and reading the distributed matrix and vector files of Mondriaan.
 //! * [`metrics`] — communication volume, load imbalance and h-relations of a distribution.
-//! * [`spmv`] — the distributed multiply `y = Ax` on such a distribution (plain BSP, two
-//!   supersteps).
+//! * [`spmv`] — the distributed multiply `y = Ax` on such a distribution: plain BSP (two
+//!   supersteps), high-performance (`direct_get` + `hpsend`, one superstep) and hierarchical
+//!   (packages, then a nested run over each package's cores).
 //!
 //! The communication cost model is that of the 2D SpMV `y = Ax` (BSPlib paper §5.4, the
 //! Mondriaan papers): a column `j` whose nonzeros lie in `λ_j` parts costs `λ_j - 1` words in the

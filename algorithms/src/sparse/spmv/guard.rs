@@ -115,7 +115,11 @@ mod tests {
         assert_eq!(g.begin_read(1, 6, &[0]), Ok(()));
         g.release(0);
         assert!(g.claim(0));
-        assert_eq!(g.begin_read(1, 7, &[0]), Ok(()), "claiming cleared the stamps");
+        assert_eq!(
+            g.begin_read(1, 7, &[0]),
+            Ok(()),
+            "claiming cleared the stamps"
+        );
     }
 
     /// Two threads race a write and a read in the same superstep many times: at least one of

@@ -21,7 +21,7 @@
 //! µs). Communication between packages is what the top partition minimises; the cores of a
 //! package only exchange partial sums, through the package's memory.
 
-use super::{LocalSpmv, RowDest, Spmv, SpmvPlan};
+use super::{LocalSpmv, Spmv, SpmvPlan};
 use crate::shared::Shared;
 use crate::sparse::partition::{Options, partition};
 use crate::sparse::{CooMatrix, Distribution};
@@ -61,8 +61,7 @@ impl HierPlan {
             .iter()
             .zip(inner)
             .map(|(l, d)| {
-                SpmvPlan::build(&l.matrix(), d, true)
-                    .map_err(|e| format!("package {}: {e}", l.pid))
+                SpmvPlan::build(&l.matrix(), d, true).map_err(|e| format!("package {}: {e}", l.pid))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(HierPlan {
@@ -198,7 +197,9 @@ impl<'p> HierSpmv<'p> {
     pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {
         let (inner, scratch, top) = (self.inner, &self.scratch, self.top.local);
         self.top.multiply_with(ctx, y, |ctx, xb, y, send| {
-            y.fill(0.0);
+            for &q in &top.y_empty {
+                y[q as usize] = 0.0;
+            }
             let (y, send) = (Shared::new(y), Shared::new(send));
             ctx.run(inner.p(), |n| {
                 const OP: &str = "spmv hier multiply";
@@ -228,9 +229,11 @@ impl<'p> HierSpmv<'p> {
                     // SAFETY: each local row of the package has exactly one summing core (its
                     // inner y owner), and distinct rows have distinct destinations, so no two
                     // cores write the same entry; the package reads them after the nested run.
-                    match top.row_dest[r as usize] {
-                        RowDest::Own(q) => unsafe { y.write(q as usize, v) },
-                        RowDest::Send(q) => unsafe { send.write(q as usize, v) },
+                    let (r, q) = (r as usize, top.dest[r as usize] as usize);
+                    if r < top.own_rows {
+                        unsafe { y.write(q, v) }
+                    } else {
+                        unsafe { send.write(q, v) }
                     }
                 }
                 Ok(())

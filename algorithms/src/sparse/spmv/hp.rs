@@ -46,8 +46,9 @@ use mbsp::{Ctx, Reg};
 pub struct HpSpmv<'p> {
     local: &'p LocalSpmv,
     guard: &'p HpGuard,
+    /// The local `x` buffer: this process's `x` (read by others in place), then the fetched
+    /// entries.
     x: Reg<f64>,
-    xbuf: Vec<f64>,
     send: Vec<f64>,
     slot_of: Vec<u32>,
     tag: Vec<u8>,
@@ -78,7 +79,7 @@ impl<'p> HpSpmv<'p> {
                 ),
             ));
         }
-        let x = match ctx.push_reg(vec![0.0; local.x_owned.len()]) {
+        let x = match ctx.push_reg(vec![0.0; local.local_cols()]) {
             Ok(x) => x,
             Err(e) => {
                 plan.guard.release(pid);
@@ -90,7 +91,6 @@ impl<'p> HpSpmv<'p> {
             local,
             guard: &plan.guard,
             x,
-            xbuf: vec![0.0; local.local_cols()],
             send: local.send_buffer(),
             slot_of: local.slot_of(plan.p()),
             tag: Vec::new(),
@@ -120,7 +120,8 @@ impl<'p> HpSpmv<'p> {
                 ),
             ));
         }
-        ctx.local_mut(&mut self.x)
+        let own = l.x_owned.len();
+        Ok(&mut ctx.local_mut(&mut self.x)?[..own])
     }
 
     /// `y = A x` in one superstep: `y` receives this process's owned entries (in the order of
@@ -142,9 +143,13 @@ impl<'p> HpSpmv<'p> {
                 ),
             ));
         }
-        l.copy_own(ctx.local(&self.x)?, &mut self.xbuf);
+        let own = l.x_owned.len();
+        // Only the tail is written here: the head is this process's `x`, which others may be
+        // reading right now.
+        let id = self.x.id();
+        let fetched = &mut ctx.local_mut(&mut self.x)?[own..];
         for f in &l.fetches {
-            let (dst, len) = (f.dst as usize, f.len as usize);
+            let (dst, len) = (f.dst as usize - own, f.len as usize);
             // SAFETY: the source is `f.from`'s `x`, which no communication writes (the
             // registration is private to its HpSpmv and only read) and which its owner does not
             // write in this superstep: the guard's stamps, checked above, make an owner that
@@ -152,13 +157,13 @@ impl<'p> HpSpmv<'p> {
             unsafe {
                 ctx.direct_get(
                     f.from as usize,
-                    &self.x,
+                    id,
                     f.src as usize,
-                    &mut self.xbuf[dst..dst + len],
+                    &mut fetched[dst..dst + len],
                 )?
             };
         }
-        l.multiply_local(&self.xbuf, y, &mut self.send);
+        l.multiply_local(ctx.local(&self.x)?, y, &mut self.send);
         let tagsize = ctx.tagsize();
         if self.tag.len() != tagsize {
             self.tag = vec![0; tagsize];
@@ -182,11 +187,18 @@ impl<'p> HpSpmv<'p> {
                     ),
                 ));
             };
-            if m.payload.len() % 8 != 0 || m.payload.as_ptr() as usize % 8 != 0 {
+            if !m.payload.len().is_multiple_of(8)
+                || !(m.payload.as_ptr() as usize).is_multiple_of(8)
+            {
                 return Err(ctx.misuse_error(OP, "a foreign message in the queue"));
             }
             l.add_message(&self.slot_of, m.payload_as::<f64>(), y)
-                .map_err(|e| ctx.misuse_error(OP, format!("{e} (messages sent in the multiply's superstep by the caller?)")))?;
+                .map_err(|e| {
+                    ctx.misuse_error(
+                        OP,
+                        format!("{e} (messages sent in the multiply's superstep by the caller?)"),
+                    )
+                })?;
         }
         Ok(())
     }

@@ -72,12 +72,17 @@ pub struct LocalSpmv {
     row_ptr: Vec<u32>,
     col: Vec<u32>,
     val: Vec<f64>,
-    /// Owned columns as runs (local start, start in `x_owned`, length): copied, not fetched.
-    own_x: Vec<(u32, u32, u32)>,
+    /// Length of the local `x` buffer: the owned entries first (in the order of `x_owned`, so
+    /// the buffer's head *is* this process's `x`, read in place), then the fetched ones.
+    local_cols: usize,
     fetches: Vec<Fetch>,
+    /// Local rows `..own_rows` are owned here, the others are summed elsewhere.
+    own_rows: usize,
     /// Local row -> position in `y_owned` (owned rows) or in the send buffer (rows owned
     /// elsewhere).
-    row_dest: Vec<RowDest>,
+    dest: Vec<u32>,
+    /// Owned rows without a nonzero here (positions in `y_owned`): zero before the fan-in.
+    y_empty: Vec<u32>,
     /// Per destination process, ascending.
     outs: Vec<Out>,
     send_len: usize,
@@ -91,12 +96,6 @@ pub struct LocalSpmv {
     readers: Vec<u32>,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum RowDest {
-    Own(u32),
-    Send(u32),
-}
-
 impl LocalSpmv {
     /// Number of nonzeros stored here.
     pub fn nnz(&self) -> usize {
@@ -105,13 +104,12 @@ impl LocalSpmv {
 
     /// Number of local rows (rows with a nonzero here).
     pub fn local_rows(&self) -> usize {
-        self.row_dest.len()
+        self.dest.len()
     }
 
     /// Number of local columns (the length of the local `x` buffer).
     pub fn local_cols(&self) -> usize {
-        let own: usize = self.own_x.iter().map(|r| r.2 as usize).sum();
-        own + self.fetches.iter().map(|f| f.len as usize).sum::<usize>()
+        self.local_cols
     }
 
     /// This process's nonzeros as a `local_rows × local_cols` matrix in local indices (what a
@@ -142,28 +140,25 @@ impl LocalSpmv {
         send
     }
 
-    /// Copies the owned entries of `x` into their places in the local buffer `xb`.
-    fn copy_own(&self, x: &[f64], xb: &mut [f64]) {
-        for &(dst, src, len) in &self.own_x {
-            let (dst, src, len) = (dst as usize, src as usize, len as usize);
-            xb[dst..dst + len].copy_from_slice(&x[src..src + len]);
-        }
-    }
-
-    /// The local multiply: the sums of owned rows go to `y` (zeroed first), the others to their
-    /// slots in `send`.
+    /// The local multiply: the sums of owned rows go to `y` (owned rows without nonzeros here
+    /// get zero), the others to their slots in `send`.
     fn multiply_local(&self, xb: &[f64], y: &mut [f64], send: &mut [f64]) {
-        y.fill(0.0);
-        for (r, dest) in self.row_dest.iter().enumerate() {
+        let row = |r: usize| {
             let (a, b) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
             let mut sum = 0.0;
             for (v, &c) in self.val[a..b].iter().zip(&self.col[a..b]) {
                 sum += v * xb[c as usize];
             }
-            match *dest {
-                RowDest::Own(q) => y[q as usize] = sum,
-                RowDest::Send(q) => send[q as usize] = sum,
-            }
+            sum
+        };
+        for (r, &q) in self.dest[..self.own_rows].iter().enumerate() {
+            y[q as usize] = row(r);
+        }
+        for (r, &q) in self.dest.iter().enumerate().skip(self.own_rows) {
+            send[q as usize] = row(r);
+        }
+        for &q in &self.y_empty {
+            y[q as usize] = 0.0;
         }
     }
 
@@ -314,36 +309,38 @@ impl SpmvPlan {
         // Global column -> local column of the process being built (reset after each).
         let mut local_col = vec![u32::MAX; if direct_x { 0 } else { a.cols }];
         for (s, nz) in mine.iter_mut().enumerate() {
-            nz.sort_unstable_by_key(|&k| (a.row_idx[k as usize], a.col_idx[k as usize]));
-            let mut own_x: Vec<(u32, u32, u32)> = Vec::new();
+            // Rows owned here first (ascending, so `y` is written in order), then the others
+            // grouped by owner (so the send buffer is written in order).
+            nz.sort_unstable_by_key(|&k| {
+                let (i, j) = (a.row_idx[k as usize], a.col_idx[k as usize]);
+                let t = d.y_owner[i as usize];
+                (if t as usize == s { 0 } else { t + 1 }, i, j)
+            });
+            let mut local_cols = if direct_x { a.cols } else { x_owned[s].len() };
             let mut fetches: Vec<Fetch> = Vec::new();
             let mut cols: Vec<u32> = Vec::new();
             if !direct_x {
-                // Local columns: sorted by (owner, position at owner), so fetches coalesce.
+                // Owned columns sit at their position in `x`; the others follow, sorted by
+                // (owner, position at owner), so fetches coalesce.
                 cols = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
                 cols.sort_unstable_by_key(|&j| (d.x_owner[j as usize], x_pos[j as usize], j));
                 cols.dedup();
-                for (l, &j) in cols.iter().enumerate() {
-                    local_col[j as usize] = l as u32;
+                for &j in &cols {
                     let (o, q) = (d.x_owner[j as usize], x_pos[j as usize]);
                     if o as usize == s {
-                        match own_x.last_mut() {
-                            Some(r) if r.0 + r.2 == l as u32 && r.1 + r.2 == q => r.2 += 1,
-                            _ => own_x.push((l as u32, q, 1)),
-                        }
+                        local_col[j as usize] = q;
                     } else {
+                        let l = local_cols as u32;
+                        local_col[j as usize] = l;
+                        local_cols += 1;
                         match fetches.last_mut() {
-                            Some(f)
-                                if f.from == o
-                                    && f.src + f.len == q
-                                    && f.dst + f.len == l as u32 =>
-                            {
+                            Some(f) if f.from == o && f.src + f.len == q && f.dst + f.len == l => {
                                 f.len += 1
                             }
                             _ => fetches.push(Fetch {
                                 from: o,
                                 src: q,
-                                dst: l as u32,
+                                dst: l,
                                 len: 1,
                             }),
                         }
@@ -377,22 +374,27 @@ impl SpmvPlan {
             for &j in &cols {
                 local_col[j as usize] = u32::MAX;
             }
+            let own_rows = rows
+                .iter()
+                .take_while(|&&i| d.y_owner[i as usize] as usize == s)
+                .count();
+            let mut dest: Vec<u32> = rows[..own_rows]
+                .iter()
+                .map(|&i| y_pos[i as usize])
+                .collect();
+            let mut present = vec![false; y_owned[s].len()];
+            for &q in &dest {
+                present[q as usize] = true;
+            }
+            let y_empty = (0..y_owned[s].len() as u32)
+                .filter(|&q| !present[q as usize])
+                .collect();
             // Rows owned elsewhere: packed per owner (ascending owner, then row), each owner's
             // block preceded by a header word.
-            let mut remote: Vec<(u32, usize)> = rows
-                .iter()
-                .enumerate()
-                .filter(|&(_, &i)| d.y_owner[i as usize] as usize != s)
-                .map(|(r, &i)| (d.y_owner[i as usize], r))
-                .collect();
-            remote.sort_unstable();
-            let mut row_dest: Vec<RowDest> = rows
-                .iter()
-                .map(|&i| RowDest::Own(y_pos[i as usize]))
-                .collect();
             let mut outs: Vec<Out> = Vec::new();
             let mut next = 0u32;
-            for &(t, r) in &remote {
+            for r in own_rows..rows.len() {
+                let t = d.y_owner[rows[r] as usize];
                 match outs.last_mut() {
                     Some(o) if o.to == t => o.len += 1,
                     _ => {
@@ -405,7 +407,7 @@ impl SpmvPlan {
                         });
                     }
                 }
-                row_dest[r] = RowDest::Send(next);
+                dest.push(next);
                 next += 1;
                 recv_to_y[t as usize].push(y_pos[rows[r] as usize]);
             }
@@ -420,9 +422,11 @@ impl SpmvPlan {
                 row_ptr,
                 col,
                 val,
-                own_x,
+                local_cols,
                 fetches,
-                row_dest,
+                own_rows,
+                dest,
+                y_empty,
                 send_len: next as usize,
                 outs,
                 recv_to_y: Vec::new(),
@@ -450,7 +454,7 @@ impl SpmvPlan {
     }
 }
 
-/// The registered buffers of one process's plain multiply, made once per run
+/// The registered buffer of one process's plain multiply, made once per run
 /// ([`Spmv::new`]).
 ///
 /// ```
@@ -472,24 +476,22 @@ impl SpmvPlan {
 /// ```
 pub struct Spmv<'p> {
     local: &'p LocalSpmv,
+    /// The local `x` buffer: this process's `x`, then the fetched entries.
     x: Reg<f64>,
-    xbuf: Reg<f64>,
     recv: Reg<f64>,
     send: Vec<f64>,
 }
 
 impl<'p> Spmv<'p> {
-    /// Registers this process's `x`, its local `x` buffer and its receive buffer (one
-    /// superstep). Every process of the run calls it with its own part of one plan.
+    /// Registers this process's local `x` buffer (its `x` at the head) and its receive buffer
+    /// (one superstep). Every process of the run calls it with its own part of one plan.
     pub fn new(ctx: &mut Ctx, local: &'p LocalSpmv) -> mbsp::Result<Self> {
-        let x = ctx.push_reg(vec![0.0; local.x_owned.len()])?;
-        let xbuf = ctx.push_reg(vec![0.0; local.local_cols()])?;
+        let x = ctx.push_reg(vec![0.0; local.local_cols()])?;
         let recv = ctx.push_reg(vec![0.0; local.recv_to_y.len()])?;
         ctx.sync()?;
         Ok(Spmv {
             local,
             x,
-            xbuf,
             recv,
             send: local.send_buffer(),
         })
@@ -498,7 +500,8 @@ impl<'p> Spmv<'p> {
     /// This process's owned entries of `x` (in the order of `x_owned`), to fill before a
     /// multiply.
     pub fn x_mut<'a>(&'a mut self, ctx: &'a Ctx) -> mbsp::Result<&'a mut [f64]> {
-        ctx.local_mut(&mut self.x)
+        let own = self.local.x_owned.len();
+        Ok(&mut ctx.local_mut(&mut self.x)?[..own])
     }
 
     /// `y = A x`: `y` receives this process's owned entries (in the order of `y_owned`). Two
@@ -522,24 +525,19 @@ impl<'p> Spmv<'p> {
     ) -> mbsp::Result<()> {
         let l = self.local;
         l.check_y(ctx, "spmv multiply", y)?;
-        // Fan-out.
-        {
-            let x = ctx.local(&self.x)?;
-            let buf = ctx.local_mut(&mut self.xbuf)?;
-            l.copy_own(x, buf);
-        }
+        // Fan-out (the owned entries are in place already).
         for f in &l.fetches {
             let (src, len) = (f.src as usize, f.len as usize);
             ctx.get(
                 f.from as usize,
                 &self.x,
                 src..src + len,
-                &self.xbuf,
+                &self.x,
                 f.dst as usize,
             )?;
         }
         ctx.sync()?;
-        local(ctx, ctx.local(&self.xbuf)?, y, &mut self.send)?;
+        local(ctx, ctx.local(&self.x)?, y, &mut self.send)?;
         // Fan-in.
         for o in &l.outs {
             let (start, len) = (o.start as usize, o.len as usize);

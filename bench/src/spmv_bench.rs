@@ -1,0 +1,1164 @@
+//! `mbsp bench spmv`: sparse matrix–vector multiply `y = A x` with the mbsp SpMV variants
+//! against sequential CSR and rayon row-parallel CSR, and against the memory bandwidth of the
+//! machine, all measured in the same run.
+//!
+//! **What is timed.** Per matrix and per p (default 1, 2, 4, ... up to the hardware threads;
+//! `--procs`): a *group* of measurements taken close together in time, because this kind of
+//! machine switches between fast and slow states and figures timed minutes apart are not
+//! comparable. For each mbsp variant of [`Variant::ALL`] the matrix is partitioned and planned
+//! ([`Prepared::new`], timed apart and reported as `partition_seconds`, never part of a
+//! multiply); then [`measure`] times `batches` batches of `per` multiplies of the variant,
+//! interleaved batch by batch with as many sequential CSR multiplies ([`Csr::multiply`]) on
+//! process 0. Right before and right after each `measure`, rayon row-parallel CSR is timed in
+//! batches of `per` multiplies too. Every figure is the median over its batches of the seconds
+//! per multiply, after one warm-up multiply.
+//!
+//! **Rows.** `sequential`: sequential CSR, the median of the `seq` figures of the group's
+//! `measure` calls (one thread; `p` is the group's). `rayon`: the CSR rows cut into blocks of
+//! balanced nonzeros (4 per thread, 1 at p = 1) and multiplied with `par_iter_mut` over the
+//! blocks, each block writing its own slice of `y`, on a rayon `ThreadPool` of p threads built
+//! once per p (not the global pool), with the same kernel as sequential CSR
+//! ([`Csr::multiply_rows`]). One row per mbsp variant (its [`Variant::name`]).
+//!
+//! **Speedup** is over sequential CSR of the same group: an mbsp variant's over the `seq` timed
+//! interleaved with it in its own `measure` call; rayon's and the sequential row's over the
+//! group's sequential figure (with one variant, that is the same number).
+//! **Mflop/s** = 2 nnz / seconds per multiply / 10⁶.
+//!
+//! **Bandwidth model.** Bytes moved per multiply, the same for every row (the useful traffic
+//! of CSR, not what a variant moves besides: its communication and index structures are extra
+//! work, not extra credit): `nnz (8 + 4)` (values, f64, and column indices, u32) `+ (rows + 1) 8`
+//! (row pointers, usize) `+ 8 (rows + cols)` (x read once, y written once; no write-allocate
+//! traffic counted, as STREAM does not count it). GB/s = bytes / seconds per multiply / 10⁹.
+//! A matrix whose data fit in the caches can exceed the triad figure.
+//!
+//! **STREAM triad.** `a[i] = b[i] + s c[i]` over three arrays of [`TRIAD_MIB`] MiB of f64 each
+//! (much larger than the last-level cache), 24 bytes per element counted; on 1 thread and on p
+//! std threads (each its contiguous chunk, first-touched by the same chunking, timed from a
+//! common barrier to the slowest thread); the best of several passes at the start of the run
+//! and again at its end. A row's `% triad` is its GB/s against the triad on its thread count
+//! (1 for `sequential`, p otherwise): SpMV is memory bound and the triad is the practical limit.
+//!
+//! Every result is checked against sequential CSR with [`max_rel_error`] (error per entry
+//! relative to the sum of the magnitudes of its terms); above 1e-12 the run fails after its
+//! output. After the table, a summary per target of the issue (met / missed with the numbers,
+//! skipped for variants not built yet).
+
+use crate::partition_bench::{balanced_blocks, data_dir, parse_procs};
+use crate::partition_cmd::{check_input, matrix_name};
+use crate::spmv_cmd::{Csr, Prepared, Variant, max_rel_error, measure, median, test_x};
+use mbsp_algorithms::sparse::mtx;
+use plotters::prelude::*;
+use rayon::prelude::*;
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::io::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Size of each of the three arrays of the STREAM triad, in MiB.
+pub const TRIAD_MIB: usize = 64;
+
+/// The matrices of `--quick`: small enough for a CI smoke run.
+const QUICK: [&str; 3] = ["rajat01", "bayer10", "wiki-Vote"];
+
+/// The largest relative error accepted (as `mbsp spmv`).
+const TOLERANCE: f64 = 1e-12;
+
+/// Options of `mbsp bench spmv`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The matrices (empty: every matrix of the shared data directory, smallest first).
+    pub files: Vec<PathBuf>,
+    /// Process counts (`None`: 1, 2, 4, ... up to the hardware threads, and their number;
+    /// 1, 2 with `quick`).
+    pub procs: Option<Vec<usize>>,
+    /// Multiplies timed per measurement, in 5 batches (`None`: per batch
+    /// clamp(4·10⁷ / nnz, 5, 2000), or a few with `quick`).
+    pub reps: Option<usize>,
+    /// Write the rows as CSV to this file.
+    pub csv: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    pub json: bool,
+    /// Write a bar chart of the speedups at the largest p (SVG) to this file.
+    pub plot: Option<PathBuf>,
+    /// Smoke run: only the small matrices (unless files are given), p = 1, 2 (unless `procs`
+    /// is given), few multiplies and triad passes.
+    pub quick: bool,
+}
+
+/// The command line of `mbsp bench spmv`. The top-level parser hands the arguments over
+/// unparsed and they are parsed here, so that any bad argument, an unknown option too, gives
+/// one line and exit status 2 (clap's own errors add usage and tips).
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "mbsp bench spmv",
+    about = "SpMV Mflop/s and speedup over sequential CSR of rayon row-parallel CSR and each \
+             mbsp variant, per matrix and p, with the bandwidth achieved against a STREAM \
+             triad, all measured in the same run"
+)]
+struct Args {
+    /// Matrix Market files (default: every matrix in shared/data/matrices, found through
+    /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
+    #[arg(value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Process counts, comma-separated (default 1, 2, 4, ... up to the hardware threads;
+    /// 1,2 with --quick).
+    #[arg(long, value_name = "P,P,...", allow_hyphen_values = true)]
+    procs: Option<String>,
+    /// Multiplies timed per measurement, in 5 batches (default: per batch
+    /// clamp(4e7 / nnz, 5, 2000)).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    reps: Option<String>,
+    /// Also write the rows as CSV (matrix, variant, p, mflops, speedup, gbs, triad_gbs,
+    /// rel_error, partition_seconds, nnz, seconds) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Print the results as one JSON object (rows, triad figures, targets) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also plot the speedups at the largest p as grouped bars (SVG) to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// A smoke run of seconds: only rajat01, bayer10 and wiki-Vote (unless files are given),
+    /// p = 1, 2 (unless --procs is given), few multiplies; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Parses the arguments after `mbsp bench spmv`; `Err` is a one-line message (exit status 2).
+/// `--help` prints the help and exits.
+pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
+    use clap::Parser;
+    let argv = std::iter::once(OsString::from("mbsp bench spmv")).chain(args.iter().cloned());
+    let a = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        // --help: printed on stdout, exit status 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            return Err(format!(
+                "{} (see mbsp bench spmv --help)",
+                first.strip_prefix("error: ").unwrap_or(first)
+            ));
+        }
+    };
+    Ok(Options {
+        files: a.files,
+        procs: a.procs.as_deref().map(parse_procs).transpose()?,
+        reps: a.reps.as_deref().map(parse_reps).transpose()?,
+        csv: a.csv,
+        json: a.json,
+        plot: a.plot,
+        quick: a.quick,
+    })
+}
+
+/// Parses `--reps`: a positive integer.
+fn parse_reps(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("--reps {s}: need a positive integer"))
+}
+
+/// The default process counts: 1, 2, then powers of two up to `cores`, and `cores` itself.
+fn default_procs(cores: usize) -> Vec<usize> {
+    let mut v = vec![1, 2];
+    let mut p = 4;
+    while p <= cores {
+        v.push(p);
+        p *= 2;
+    }
+    if !v.contains(&cores) {
+        v.push(cores);
+    }
+    v
+}
+
+/// Batches and multiplies per batch of one measurement of a matrix with `nnz` nonzeros.
+fn batching(nnz: usize, reps: Option<usize>, quick: bool) -> (usize, usize) {
+    let batches = if quick { 3 } else { 5 };
+    let per = match reps {
+        Some(r) => (r / batches).max(1),
+        // About 8·10⁷ flops per batch: 0.2–0.4 s per measurement of 5 batches on one core
+        // at 1–2 Gflop/s (the default run of the shared matrices stays within a few minutes).
+        None if !quick => (4e7 / nnz.max(1) as f64).clamp(5.0, 2000.0) as usize,
+        None => (1e6 / nnz.max(1) as f64).clamp(2.0, 20.0) as usize,
+    };
+    (batches, per)
+}
+
+/// Bytes moved by one multiply, by the model of the module doc.
+fn bytes_per_multiply(rows: usize, cols: usize, nnz: usize) -> f64 {
+    (nnz * (8 + 4) + (rows + 1) * 8 + 8 * (rows + cols)) as f64
+}
+
+// ---------------------------------------------------------------------------------------------
+// STREAM triad
+
+/// The three arrays of the triad, allocated once for the run.
+struct Triad {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Triad {
+    /// Arrays of `mib` MiB each, first-touched in `threads` contiguous chunks.
+    fn new(mib: usize, threads: usize) -> Self {
+        let len = (mib << 20) / 8;
+        let (mut a, mut b, mut c) = (vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+        let chunk = len.div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|s| {
+            for (k, ((a, b), c)) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks_mut(chunk))
+                .zip(c.chunks_mut(chunk))
+                .enumerate()
+            {
+                s.spawn(move || {
+                    for (i, ((a, b), c)) in a.iter_mut().zip(b).zip(c).enumerate() {
+                        let j = (k * chunk + i) as f64;
+                        *a = 0.0;
+                        *b = 1.0 + j * 1e-9;
+                        *c = 2.0 - j * 1e-9;
+                    }
+                });
+            }
+        });
+        Triad { a, b, c }
+    }
+
+    /// GB/s of the best of `passes` triads on `threads` threads (24 bytes per element).
+    fn best_gbs(&mut self, threads: usize, passes: usize) -> f64 {
+        let len = self.a.len();
+        let chunk = len.div_ceil(threads).max(1);
+        let scalar = std::hint::black_box(3.0);
+        let mut best = f64::INFINITY;
+        for _ in 0..passes {
+            let barrier = std::sync::Barrier::new(threads);
+            let barrier = &barrier;
+            let seconds = std::thread::scope(|s| {
+                let handles: Vec<_> = self
+                    .a
+                    .chunks_mut(chunk)
+                    .zip(self.b.chunks(chunk))
+                    .zip(self.c.chunks(chunk))
+                    .map(|((a, b), c)| {
+                        s.spawn(move || {
+                            barrier.wait();
+                            let t = Instant::now();
+                            for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                                *a = b + scalar * c;
+                            }
+                            std::hint::black_box(&a);
+                            t.elapsed().as_secs_f64()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("triad thread"))
+                    .fold(0.0, f64::max)
+            });
+            best = best.min(seconds);
+        }
+        (24 * len) as f64 / best / 1e9
+    }
+}
+
+/// Best triad GB/s per thread count, over every measurement of the run.
+#[derive(Default)]
+struct TriadFigures(Vec<(usize, f64)>);
+
+impl TriadFigures {
+    fn record(&mut self, threads: usize, gbs: f64) {
+        match self.0.iter_mut().find(|(t, _)| *t == threads) {
+            Some((_, best)) => *best = best.max(gbs),
+            None => self.0.push((threads, gbs)),
+        }
+    }
+
+    fn get(&self, threads: usize) -> f64 {
+        self.0
+            .iter()
+            .find(|(t, _)| *t == threads)
+            .map_or(f64::NAN, |&(_, g)| g)
+    }
+
+    /// Measures the triad on every thread count.
+    fn measure(&mut self, triad: &mut Triad, counts: &[usize], passes: usize) {
+        for &t in counts {
+            let gbs = triad.best_gbs(t, passes);
+            self.record(t, gbs);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// rayon row-parallel CSR
+
+/// The rows cut into `parts` contiguous blocks of balanced nonzeros (empty blocks dropped).
+fn row_ranges(csr: &Csr, parts: usize) -> Vec<Range<usize>> {
+    let counts: Vec<u32> = csr.ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect();
+    let block = balanced_blocks(&counts, parts);
+    let mut ranges: Vec<Range<usize>> = Vec::with_capacity(parts);
+    let mut start = 0;
+    for i in 1..=block.len() {
+        if i == block.len() || block[i] != block[i - 1] {
+            ranges.push(start..i);
+            start = i;
+        }
+    }
+    ranges
+}
+
+/// `y` cut into the slices of `ranges` (which cover it in order), each with its rows.
+fn split_rows<'y>(
+    mut y: &'y mut [f64],
+    ranges: &[Range<usize>],
+) -> Vec<(Range<usize>, &'y mut [f64])> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        let (head, tail) = y.split_at_mut(r.len());
+        parts.push((r.clone(), head));
+        y = tail;
+    }
+    parts
+}
+
+/// One rayon multiply: each block of rows computes its slice of `y`, in parallel.
+fn rayon_multiply(csr: &Csr, x: &[f64], parts: &mut [(Range<usize>, &mut [f64])]) {
+    parts
+        .par_iter_mut()
+        .for_each(|(rows, y)| csr.multiply_rows(rows.clone(), x, y));
+}
+
+/// Seconds per multiply of `batches` batches of `per` rayon multiplies in `pool`.
+fn time_rayon(
+    pool: &rayon::ThreadPool,
+    csr: &Csr,
+    x: &[f64],
+    parts: &mut [(Range<usize>, &mut [f64])],
+    batches: usize,
+    per: usize,
+) -> Vec<f64> {
+    pool.install(|| {
+        (0..batches)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..per {
+                    rayon_multiply(csr, x, parts);
+                }
+                t.elapsed().as_secs_f64() / per as f64
+            })
+            .collect()
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows
+
+/// One row of the table: a variant of one matrix in one (matrix, p) group.
+struct Row {
+    matrix: String,
+    nnz: usize,
+    rows: usize,
+    cols: usize,
+    variant: String,
+    p: usize,
+    /// Threads it ran on: 1 for sequential, p otherwise (the triad it is compared with).
+    threads: usize,
+    /// Seconds per multiply (median of the batches).
+    seconds: f64,
+    /// Over sequential CSR of the same group.
+    speedup: f64,
+    /// Bytes per multiply (the model).
+    bytes: f64,
+    rel_error: f64,
+    /// mbsp variants: partitioning and planning seconds, volume and max_h of the partition.
+    partition: Option<(f64, u64, u64)>,
+}
+
+impl Row {
+    fn mflops(&self) -> f64 {
+        2.0 * self.nnz as f64 / self.seconds / 1e6
+    }
+
+    fn gbs(&self) -> f64 {
+        self.bytes / self.seconds / 1e9
+    }
+}
+
+/// The Matrix Market files (`.mtx`, `.mtx.gz`) of `dir`, smallest first (so the first results
+/// come quickly), by name on equal sizes.
+fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files: Vec<(u64, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            p.is_file() && (n.ends_with(".mtx") || n.ends_with(".mtx.gz"))
+        })
+        .map(|p| (std::fs::metadata(&p).map_or(0, |m| m.len()), p))
+        .collect();
+    files.sort();
+    Ok(files.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Checks that a file can be written at `path` (its directory exists), before a long run.
+fn check_output(flag: &str, path: &Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    if !dir.is_dir() {
+        return Err(format!(
+            "{flag} {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The matrices of the run, checked.
+fn input_files(o: &Options) -> Result<Vec<PathBuf>, String> {
+    let files = if o.files.is_empty() {
+        let dir = data_dir()?;
+        let mut all = matrices_in(&dir)?;
+        if o.quick {
+            all.retain(|f| QUICK.contains(&matrix_name(f).as_str()));
+        }
+        if all.is_empty() {
+            return Err(format!(
+                "no{} matrices in {}",
+                if o.quick { " quick" } else { "" },
+                dir.display()
+            ));
+        }
+        all
+    } else {
+        o.files.clone()
+    };
+    for f in &files {
+        check_input(f)?;
+    }
+    Ok(files)
+}
+
+/// Runs the benchmark; `Err` is a one-line message (exit status 2).
+pub fn run(o: &Options) -> Result<(), String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let procs = match &o.procs {
+        Some(p) if p.contains(&0) => return Err("--procs: p = 0, need p >= 1".into()),
+        Some(p) => p.clone(),
+        None if o.quick => vec![1, 2],
+        None => default_procs(cores),
+    };
+    let files = input_files(o)?;
+    if let Some(path) = &o.csv {
+        check_output("--csv", path)?;
+    }
+    if let Some(path) = &o.plot {
+        check_output("--plot", path)?;
+    }
+    let pools = procs
+        .iter()
+        .map(|&p| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(p)
+                .thread_name(|i| format!("spmv-rayon-{i}"))
+                .build()
+                .map_err(|e| format!("rayon pool of {p} threads: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+
+    let mut threads: Vec<usize> = std::iter::once(1).chain(procs.iter().copied()).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let passes = if o.quick { 2 } else { 8 };
+    eprintln!("spmv: STREAM triad, 3 x {TRIAD_MIB} MiB, best of {passes} on {threads:?} thread(s)");
+    let mut triad = Triad::new(TRIAD_MIB, *threads.last().unwrap_or(&1));
+    let mut figures = TriadFigures::default();
+    figures.measure(&mut triad, &threads, passes);
+    let triad_start: Vec<(usize, f64)> = figures.0.clone();
+
+    let mut rows: Vec<Row> = Vec::new();
+    for f in &files {
+        let name = matrix_name(f);
+        let t = Instant::now();
+        let a = mtx::read_path(f).map_err(|e| e.to_string())?;
+        let (nnz, bytes) = (a.nnz(), bytes_per_multiply(a.rows, a.cols, a.nnz()));
+        let (batches, per) = batching(nnz, o.reps, o.quick);
+        eprintln!(
+            "spmv: {name}: {} x {}, {nnz} nonzeros, read in {:.2} s; {batches} batches of {per} \
+             multiplies per measurement",
+            a.rows,
+            a.cols,
+            t.elapsed().as_secs_f64()
+        );
+        let csr = Csr::new(&a);
+        let x = test_x(a.cols);
+        let mut want = vec![0.0; a.rows];
+        csr.multiply(&x, &mut want);
+        let all_rows: Vec<u32> = (0..a.rows as u32).collect();
+        let row = |variant: &str, p: usize, seconds: f64, speedup: f64| Row {
+            matrix: name.clone(),
+            nnz,
+            rows: a.rows,
+            cols: a.cols,
+            variant: variant.into(),
+            p,
+            threads: p,
+            seconds,
+            speedup,
+            bytes,
+            rel_error: 0.0,
+            partition: None,
+        };
+        for (&p, pool) in procs.iter().zip(&pools) {
+            let ranges = row_ranges(&csr, if p == 1 { 1 } else { 4 * p });
+            let mut y_rayon = vec![0.0; a.rows];
+            let mut parts = split_rows(&mut y_rayon, &ranges);
+            pool.install(|| rayon_multiply(&csr, &x, &mut parts)); // warm-up
+            let (mut rayon_times, mut seqs) = (Vec::new(), Vec::new());
+            let mut group: Vec<Row> = Vec::new();
+            for &v in Variant::ALL.iter() {
+                eprintln!("spmv: {name} p = {p}: partitioning for {}", v.name());
+                let prep = Prepared::new(&a, p, v).map_err(|e| format!("{name}, p = {p}: {e}"))?;
+                eprintln!(
+                    "spmv: {name} p = {p}: {} and sequential CSR (interleaved), rayon before \
+                     and after",
+                    v.name()
+                );
+                let before = batches.div_ceil(2);
+                rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
+                let m = measure(&a, &csr, &x, &prep, v, batches, per)
+                    .map_err(|e| format!("{name}, p = {p}, {}: {e}", v.name()))?;
+                rayon_times.extend(time_rayon(
+                    pool,
+                    &csr,
+                    &x,
+                    &mut parts,
+                    batches - before,
+                    per,
+                ));
+                seqs.push(m.seq);
+                let mut r = row(v.name(), p, m.bsp, m.seq / m.bsp);
+                r.rel_error = m.max_rel_error;
+                r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
+                group.push(r);
+            }
+            drop(parts);
+            let seq = median(seqs);
+            let t_rayon = median(rayon_times);
+            let mut sequential = row("sequential", p, seq, 1.0);
+            sequential.threads = 1;
+            let mut rayon = row("rayon", p, t_rayon, seq / t_rayon);
+            rayon.rel_error = max_rel_error(&a, &x, &want, &[(&all_rows, &y_rayon)]);
+            eprintln!(
+                "spmv: {name} p = {p}: sequential {:.0}, rayon {:.0}{} Mflop/s",
+                sequential.mflops(),
+                rayon.mflops(),
+                group
+                    .iter()
+                    .map(|r| format!(", {} {:.0}", r.variant, r.mflops()))
+                    .collect::<String>()
+            );
+            rows.push(sequential);
+            rows.push(rayon);
+            rows.append(&mut group);
+            // Rewritten after every group: an interrupted run keeps the groups it finished.
+            if let Some(path) = &o.csv {
+                write_csv(path, &rows, &figures)
+                    .map_err(|e| format!("--csv {}: {e}", path.display()))?;
+            }
+        }
+    }
+
+    eprintln!("spmv: STREAM triad again at the end of the run");
+    figures.measure(&mut triad, &threads, passes);
+    drop(triad);
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows, &figures).map_err(|e| format!("--csv {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &o.plot {
+        plot(path, &rows).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+    }
+    let targets = targets(&rows, &figures);
+    let (batch_counts, _) = batching(1, o.reps, o.quick);
+    if o.json {
+        print_json(
+            &rows,
+            &figures,
+            &triad_start,
+            &targets,
+            batch_counts,
+            passes,
+        );
+    } else {
+        print_table(&rows, &figures, &targets, batch_counts, passes);
+    }
+    if let Some(bad) = rows
+        .iter()
+        .find(|r| r.rel_error.is_nan() || r.rel_error > TOLERANCE)
+    {
+        return Err(format!(
+            "{} p = {} {}: result differs from sequential CSR: relative error {:e} > {TOLERANCE:e}",
+            bad.matrix, bad.p, bad.variant, bad.rel_error
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+
+/// The outcome of one target of the issue.
+struct Target {
+    target: String,
+    /// `Some(true)`: met, `Some(false)`: missed, `None`: not evaluated (variant or case absent).
+    met: Option<bool>,
+    detail: String,
+}
+
+/// Matrices above this many nonzeros count for the p = 2 speedup target.
+const LARGE_NNZ: usize = 200_000;
+
+fn has_variant(name: &str) -> bool {
+    Variant::ALL.iter().any(|v| v.name() == name)
+}
+
+fn find<'r>(rows: &'r [Row], matrix: &str, variant: &str, p: usize) -> Option<&'r Row> {
+    rows.iter()
+        .find(|r| r.matrix == matrix && r.variant == variant && r.p == p)
+}
+
+/// The matrices of the run, in order.
+fn matrices(rows: &[Row]) -> Vec<&str> {
+    let mut m: Vec<&str> = Vec::new();
+    for r in rows {
+        if !m.contains(&r.matrix.as_str()) {
+            m.push(&r.matrix);
+        }
+    }
+    m
+}
+
+/// The targets of the issue, for the variants that exist: "2D hp at p = 2 >= 1.7x sequential
+/// CSR on matrices with > 200 000 nonzeros; ahead of rayon 1D on most; hp faster than plain;
+/// p = 1 within 5% of sequential; bandwidth within 2x of triad".
+fn targets(rows: &[Row], triad: &TriadFigures) -> Vec<Target> {
+    let mut out = Vec::new();
+    let large: Vec<&str> = matrices(rows)
+        .into_iter()
+        .filter(|m| rows.iter().any(|r| r.matrix == *m && r.nnz > LARGE_NNZ))
+        .collect();
+    let skipped = |target: String, why: String| Target {
+        target,
+        met: None,
+        detail: why,
+    };
+    // hp at p = 2 on the large matrices: its speedup, and against rayon.
+    let t1 = format!("hp at p = 2 >= 1.7x sequential CSR on matrices > {LARGE_NNZ} nnz");
+    let t2 = "hp at p = 2 ahead of rayon 1D on most of them".to_string();
+    let cases: Vec<(&Row, Option<&Row>)> = large
+        .iter()
+        .filter_map(|m| Some((find(rows, m, "hp", 2)?, find(rows, m, "rayon", 2))))
+        .collect();
+    let why = if !has_variant("hp") {
+        Some("skipped: no hp variant yet")
+    } else if cases.is_empty() {
+        Some("skipped: no matrix > 200000 nnz at p = 2 in this run")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        out.push(skipped(t1, why.into()));
+        out.push(skipped(t2, why.into()));
+    } else {
+        let n = cases.len();
+        let good = cases.iter().filter(|(r, _)| r.speedup >= 1.7).count();
+        let worst = cases
+            .iter()
+            .map(|(r, _)| r)
+            .min_by(|a, b| a.speedup.total_cmp(&b.speedup))
+            .expect("cases");
+        out.push(Target {
+            target: t1,
+            met: Some(good == n),
+            detail: format!(
+                "{good} of {n}; lowest {:.2}x ({})",
+                worst.speedup, worst.matrix
+            ),
+        });
+        // Mflop/s of hp over rayon's, where rayon ran.
+        let ratios: Vec<(f64, &str)> = cases
+            .iter()
+            .filter_map(|(r, q)| Some(((*q)?.seconds / r.seconds, r.matrix.as_str())))
+            .collect();
+        let ahead = ratios.iter().filter(|(x, _)| *x > 1.0).count();
+        let worst = ratios.iter().min_by(|a, b| a.0.total_cmp(&b.0));
+        out.push(Target {
+            target: t2,
+            met: Some(2 * ahead > ratios.len()),
+            detail: format!(
+                "ahead on {ahead} of {}; hp / rayon Mflop/s: geometric mean {:.2}{}",
+                ratios.len(),
+                geomean(ratios.iter().map(|x| x.0)),
+                worst.map_or(String::new(), |(x, m)| format!(", lowest {x:.2} ({m})")),
+            ),
+        });
+    }
+    // hp against plain, every matrix at every p > 1.
+    let t3 = "hp faster than plain (every matrix, p > 1)".to_string();
+    if has_variant("hp") && has_variant("plain") {
+        let ratios: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.variant == "hp" && r.p > 1)
+            .filter_map(|h| Some(find(rows, &h.matrix, "plain", h.p)?.seconds / h.seconds))
+            .collect();
+        let faster = ratios.iter().filter(|&&x| x > 1.0).count();
+        out.push(Target {
+            target: t3,
+            met: (!ratios.is_empty()).then_some(2 * faster > ratios.len()),
+            detail: format!(
+                "faster in {faster} of {} cases; hp / plain Mflop/s: geometric mean {:.2}",
+                ratios.len(),
+                geomean(ratios.iter().copied())
+            ),
+        });
+    } else {
+        out.push(skipped(t3, "skipped: needs both hp and plain".into()));
+    }
+    for v in Variant::ALL.iter().map(|v| v.name()) {
+        // p = 1 within 5% of sequential CSR.
+        let one: Vec<&Row> = rows.iter().filter(|r| r.variant == v && r.p == 1).collect();
+        let target = format!("{v} at p = 1 within 5% of sequential CSR");
+        match one.iter().min_by(|a, b| a.speedup.total_cmp(&b.speedup)) {
+            Some(worst) => {
+                let good = one.iter().filter(|r| r.speedup >= 0.95).count();
+                out.push(Target {
+                    target,
+                    met: Some(good == one.len()),
+                    detail: format!(
+                        "{good} of {}; lowest {:.2}x ({})",
+                        one.len(),
+                        worst.speedup,
+                        worst.matrix
+                    ),
+                });
+            }
+            None => out.push(skipped(target, "skipped: p = 1 not in this run".into())),
+        }
+        // Bandwidth within 2x of the triad on as many threads.
+        let all: Vec<(f64, &Row)> = rows
+            .iter()
+            .filter(|r| r.variant == v)
+            .map(|r| (r.gbs() / triad.get(r.threads), r))
+            .collect();
+        let target = format!("{v} bandwidth within 2x of the triad (every matrix and p)");
+        match all.iter().min_by(|a, b| a.0.total_cmp(&b.0)) {
+            Some((x, worst)) => {
+                let good = all.iter().filter(|(x, _)| *x >= 0.5).count();
+                out.push(Target {
+                    target,
+                    met: Some(good == all.len()),
+                    detail: format!(
+                        "{good} of {}; lowest {:.0}% of triad ({}, p = {}: {:.2} of {:.2} GB/s)",
+                        all.len(),
+                        100.0 * x,
+                        worst.matrix,
+                        worst.p,
+                        worst.gbs(),
+                        triad.get(worst.threads)
+                    ),
+                });
+            }
+            None => out.push(skipped(target, "skipped: no rows".into())),
+        }
+    }
+    out
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for x in xs {
+        sum += x.ln();
+        n += 1;
+    }
+    if n == 0 {
+        f64::NAN
+    } else {
+        (sum / n as f64).exp()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+fn status(t: &Target) -> &'static str {
+    match t.met {
+        Some(true) => "met",
+        Some(false) => "missed",
+        None => "-",
+    }
+}
+
+fn print_table(
+    rows: &[Row],
+    triad: &TriadFigures,
+    targets: &[Target],
+    batches: usize,
+    passes: usize,
+) {
+    println!("mbsp bench spmv: {}", crate::machine::describe());
+    println!(
+        "y = A x, f64; Mflop/s = 2 nnz / median seconds per multiply over {batches} batches; \
+         speedup over sequential CSR timed in the same group (mbsp: interleaved with it); \
+         partitioning timed apart"
+    );
+    println!(
+        "GB/s = bytes per multiply / time, bytes = 12 nnz + 8 (rows + 1) + 8 (rows + cols); \
+         % triad: of the STREAM triad on as many threads (1 for sequential)"
+    );
+    println!(
+        "STREAM triad (a = b + s c, 3 x {TRIAD_MIB} MiB, 24 bytes per element, best of {passes} \
+         at the start and at the end): {}",
+        triad
+            .0
+            .iter()
+            .map(|(t, g)| format!("{t} thread{} {g:.2} GB/s", if *t == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "\n  {:<15} {:>9} {:<10} {:>3} {:>9} {:>8} {:>7} {:>7} {:>10} {:>8}",
+        "matrix",
+        "nnz",
+        "variant",
+        "p",
+        "Mflop/s",
+        "speedup",
+        "GB/s",
+        "%triad",
+        "partition",
+        "rel.err"
+    );
+    let mut last: Option<(&str, usize)> = None;
+    for r in rows {
+        if last.is_some_and(|(m, _)| m != r.matrix) {
+            println!();
+        }
+        last = Some((&r.matrix, r.p));
+        println!(
+            "  {:<15} {:>9} {:<10} {:>3} {:>9.0} {:>8.2} {:>7.2} {:>6.0}% {:>10} {:>8.1e}",
+            r.matrix,
+            r.nnz,
+            r.variant,
+            r.p,
+            r.mflops(),
+            r.speedup,
+            r.gbs(),
+            100.0 * r.gbs() / triad.get(r.threads),
+            r.partition
+                .map_or("-".into(), |(s, _, _)| format!("{s:.3} s")),
+            r.rel_error
+        );
+    }
+    println!("\ntargets (from the issue):");
+    for t in targets {
+        println!("  [{:<6}] {}: {}", status(t), t.target, t.detail);
+    }
+}
+
+fn print_json(
+    rows: &[Row],
+    triad: &TriadFigures,
+    triad_start: &[(usize, f64)],
+    targets: &[Target],
+    batches: usize,
+    passes: usize,
+) {
+    let j = json!({
+        "machine": crate::machine::describe(),
+        "batches": batches,
+        "bytes_model": "12 nnz + 8 (rows + 1) + 8 (rows + cols) per multiply",
+        "triad": {
+            "array_mib": TRIAD_MIB,
+            "bytes_per_element": 24,
+            "passes": passes,
+            "best_gbs": triad.0.iter().map(|(t, g)| json!({"threads": t, "gbs": g})).collect::<Vec<Value>>(),
+            "start_gbs": triad_start.iter().map(|(t, g)| json!({"threads": t, "gbs": g})).collect::<Vec<Value>>(),
+        },
+        "rows": rows.iter().map(|r| json!({
+            "matrix": r.matrix, "nnz": r.nnz, "m": r.rows, "n": r.cols, "variant": r.variant,
+            "p": r.p, "threads": r.threads, "seconds": r.seconds, "mflops": r.mflops(),
+            "speedup": r.speedup, "gbs": r.gbs(), "triad_gbs": triad.get(r.threads),
+            "rel_error": r.rel_error,
+            "partition_seconds": r.partition.map(|x| x.0),
+            "volume": r.partition.map(|x| x.1),
+            "max_h": r.partition.map(|x| x.2),
+        })).collect::<Vec<Value>>(),
+        "targets": targets.iter().map(|t| json!({
+            "target": t.target, "met": t.met, "detail": t.detail,
+        })).collect::<Vec<Value>>(),
+    });
+    println!("{j:#}");
+}
+
+/// Writes the rows as CSV to a temporary file beside `path`, then renames it over `path`, so
+/// that `path` always holds a whole table.
+fn write_csv(path: &Path, rows: &[Row], triad: &TriadFigures) -> std::io::Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        writeln!(
+            f,
+            "matrix,variant,p,mflops,speedup,gbs,triad_gbs,rel_error,partition_seconds,nnz,seconds"
+        )?;
+        for r in rows {
+            writeln!(
+                f,
+                "{},{},{},{:.2},{:.4},{:.3},{:.3},{:.3e},{},{},{:.6e}",
+                r.matrix,
+                r.variant,
+                r.p,
+                r.mflops(),
+                r.speedup,
+                r.gbs(),
+                triad.get(r.threads),
+                r.rel_error,
+                r.partition
+                    .map_or(String::new(), |(s, _, _)| format!("{s:.4}")),
+                r.nnz,
+                r.seconds
+            )?;
+        }
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The colours of the bars, in turn (distinct on white).
+const COLORS: [RGBColor; 8] = [
+    RGBColor(127, 127, 127),
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+];
+
+/// Grouped bars: the speedup over sequential CSR of rayon and each mbsp variant at the largest
+/// p, one group per matrix, with the sequential level (1) as a line.
+fn plot(path: &Path, rows: &[Row]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let p = rows.iter().map(|r| r.p).max().unwrap_or(1);
+    let bars: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.p == p && r.variant != "sequential")
+        .collect();
+    let names = matrices(rows);
+    let mut variants: Vec<&str> = Vec::new();
+    for r in &bars {
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+    }
+    let top = bars
+        .iter()
+        .map(|r| r.speedup)
+        .filter(|s| s.is_finite())
+        .fold(1.0, f64::max)
+        * 1.15;
+    let n = names.len().max(1);
+    let width = (120 * n as u32 + 300).max(900);
+    let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let body = root
+        .titled(
+            &format!("SpMV speedup over sequential CSR at p = {p} (same run)"),
+            ("sans-serif", 22),
+        )
+        .map_err(|e| err(&e))?;
+    let (plot_area, legend_area) = body.split_horizontally(width - 200);
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top)
+        .map_err(|e| err(&e))?;
+    let label = |v: &f64| {
+        let k = v.round();
+        if (v - k).abs() < 1e-6 && k >= 0.0 {
+            names
+                .get(k as usize)
+                .map_or(String::new(), |s| s.to_string())
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&label)
+        .y_desc("speedup over sequential CSR")
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let w = 0.8 / variants.len().max(1) as f64;
+    for (j, v) in variants.iter().enumerate() {
+        let color = COLORS[j % COLORS.len()];
+        chart
+            .draw_series(bars.iter().filter(|r| r.variant == *v).filter_map(|r| {
+                let k = names.iter().position(|m| *m == r.matrix)? as f64;
+                let x0 = k - 0.4 + j as f64 * w;
+                Some(Rectangle::new(
+                    [(x0 + 0.05 * w, 0.0), (x0 + 0.95 * w, r.speedup)],
+                    color.filled(),
+                ))
+            }))
+            .map_err(|e| err(&e))?;
+        let y = 40 + 24 * j as i32;
+        legend_area
+            .draw(&Rectangle::new([(8, y - 7), (36, y + 7)], color.filled()))
+            .map_err(|e| err(&e))?;
+        legend_area
+            .draw(&Text::new(
+                format!("{v} p={p}"),
+                (46, y - 8),
+                ("sans-serif", 15).into_font(),
+            ))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .draw_series(LineSeries::new(
+            [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?;
+    let y = 40 + 24 * variants.len() as i32;
+    legend_area
+        .draw(&PathElement::new(
+            vec![(8, y), (36, y)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?;
+    legend_area
+        .draw(&Text::new(
+            "sequential CSR = 1",
+            (46, y - 8),
+            ("sans-serif", 15).into_font(),
+        ))
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mbsp_algorithms::sparse::CooMatrix;
+
+    #[test]
+    fn default_process_counts() {
+        assert_eq!(default_procs(1), [1, 2]);
+        assert_eq!(default_procs(2), [1, 2]);
+        assert_eq!(default_procs(4), [1, 2, 4]);
+        assert_eq!(default_procs(6), [1, 2, 4, 6]);
+        assert_eq!(default_procs(16), [1, 2, 4, 8, 16]);
+    }
+
+    #[test]
+    fn reps_are_checked() {
+        assert_eq!(parse_reps("10"), Ok(10));
+        assert!(parse_reps("0").is_err());
+        assert!(parse_reps("-3").is_err());
+        assert!(parse_reps("x").is_err());
+    }
+
+    #[test]
+    fn batches_from_nnz() {
+        assert_eq!(batching(1_000_000_000, None, false), (5, 5));
+        assert_eq!(batching(10, None, false), (5, 2000));
+        assert_eq!(batching(1_000_000, None, false), (5, 40));
+        assert_eq!(batching(1_000_000, Some(50), false), (5, 10));
+        assert_eq!(batching(1_000_000, Some(2), false), (5, 1));
+        assert_eq!(batching(10, None, true), (3, 20));
+    }
+
+    #[test]
+    fn rayon_blocks_cover_the_rows_and_match_sequential() {
+        // Rows of 1 to 12 nonzeros, and some empty ones.
+        let mut e = Vec::new();
+        for i in 0..500usize {
+            for k in 0..(i * 7 % 13) {
+                e.push((i, (i * 31 + k * 17) % 300, 1.0 + (i + k) as f64 * 0.01));
+            }
+        }
+        let a = CooMatrix::new(500, 300, e).unwrap();
+        let csr = Csr::new(&a);
+        let x = test_x(300);
+        let mut want = vec![0.0; 500];
+        csr.multiply(&x, &mut want);
+        for parts in [1, 2, 3, 8, 1000] {
+            let ranges = row_ranges(&csr, parts);
+            assert!(ranges.len() <= parts);
+            assert_eq!(ranges.first().unwrap().start, 0);
+            assert_eq!(ranges.last().unwrap().end, 500);
+            assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+            let mut y = vec![f64::NAN; 500];
+            let mut split = split_rows(&mut y, &ranges);
+            rayon_multiply(&csr, &x, &mut split);
+            drop(split);
+            assert_eq!(y, want, "{parts} blocks");
+        }
+    }
+
+    #[test]
+    fn triad_figures_keep_the_best() {
+        let mut t = TriadFigures::default();
+        t.record(1, 5.0);
+        t.record(2, 8.0);
+        t.record(1, 4.0);
+        t.record(1, 6.0);
+        assert_eq!(t.get(1), 6.0);
+        assert_eq!(t.get(2), 8.0);
+        assert!(t.get(4).is_nan());
+    }
+
+    #[test]
+    fn triad_runs_on_small_arrays() {
+        let mut t = Triad::new(1, 2);
+        for threads in [1, 2, 3] {
+            let g = t.best_gbs(threads, 2);
+            assert!(g.is_finite() && g > 0.0);
+        }
+        assert!(t.a.iter().all(|&a| a > 6.0 && a < 8.0));
+    }
+
+    #[test]
+    fn bytes_model() {
+        // 10 nonzeros, 4 x 3: 120 + 40 + 56.
+        assert_eq!(bytes_per_multiply(4, 3, 10), 216.0);
+    }
+}
