@@ -30,7 +30,11 @@ enum Form {
 /// Every form at `p`: plain, hp, and the hierarchical form for every factorisation of `p`.
 fn forms(p: usize) -> Vec<Form> {
     let mut v = vec![Form::Plain, Form::Hp];
-    v.extend((1..=p).filter(|c| p.is_multiple_of(*c)).map(|c| Form::Hier(p / c, c)));
+    v.extend(
+        (1..=p)
+            .filter(|c| p.is_multiple_of(*c))
+            .map(|c| Form::Hier(p / c, c)),
+    );
     v
 }
 

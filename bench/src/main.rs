@@ -101,7 +101,7 @@ enum Command {
         /// Variant: plain (hp and hier are not written yet).
         #[arg(long, value_name = "V", default_value = "plain")]
         variant: String,
-        /// Multiplies timed (median of 5 batches).
+        /// Multiplies timed (median of 9 batches).
         #[arg(long, default_value_t = 500)]
         reps: usize,
         /// Print one JSON object (matrix, p, variant, mflops, speedup, max_rel_error,

@@ -6,6 +6,7 @@
 //! `--procs`): a *group* of measurements taken close together in time, because this kind of
 //! machine switches between fast and slow states and figures timed minutes apart are not
 //! comparable. For each mbsp variant of [`Variant::ALL`] the matrix is partitioned and planned
+//! (plain and hp share one partition)
 //! ([`Prepared::new`], timed apart and reported as `partition_seconds`, never part of a
 //! multiply); then [`measure`] times `batches` batches of `per` multiplies of the variant,
 //! interleaved batch by batch with as many sequential CSR multiplies ([`Csr::multiply`]) on
@@ -74,7 +75,7 @@ pub struct Options {
     /// Process counts (`None`: 1, 2, 4, ... up to the hardware threads, and their number;
     /// 1, 2 with `quick`).
     pub procs: Option<Vec<usize>>,
-    /// Multiplies timed per measurement, in 5 batches (`None`: per batch
+    /// Multiplies timed per measurement, in 9 batches (`None`: per batch
     /// clamp(4·10⁷ / nnz, 5, 2000), or a few with `quick`).
     pub reps: Option<usize>,
     /// Write the rows as CSV to this file.
@@ -107,7 +108,7 @@ struct Args {
     /// 1,2 with --quick).
     #[arg(long, value_name = "P,P,...", allow_hyphen_values = true)]
     procs: Option<String>,
-    /// Multiplies timed per measurement, in 5 batches (default: per batch
+    /// Multiplies timed per measurement, in 9 batches (default: per batch
     /// clamp(4e7 / nnz, 5, 2000)).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     reps: Option<String>,
@@ -181,12 +182,12 @@ fn default_procs(cores: usize) -> Vec<usize> {
 
 /// Batches and multiplies per batch of one measurement of a matrix with `nnz` nonzeros.
 fn batching(nnz: usize, reps: Option<usize>, quick: bool) -> (usize, usize) {
-    let batches = if quick { 3 } else { 5 };
+    let batches = if quick { 3 } else { 9 };
     let per = match reps {
         Some(r) => (r / batches).max(1),
-        // About 8·10⁷ flops per batch: 0.2–0.4 s per measurement of 5 batches on one core
+        // About 5·10⁷ flops per batch: 0.2–0.4 s per measurement of 9 batches on one core
         // at 1–2 Gflop/s (the default run of the shared matrices stays within a few minutes).
-        None if !quick => (4e7 / nnz.max(1) as f64).clamp(5.0, 2000.0) as usize,
+        None if !quick => (2.5e7 / nnz.max(1) as f64).clamp(5.0, 2000.0) as usize,
         None => (1e6 / nnz.max(1) as f64).clamp(2.0, 20.0) as usize,
     };
     (batches, per)
@@ -532,9 +533,19 @@ pub fn run(o: &Options) -> Result<(), String> {
             pool.install(|| rayon_multiply(&csr, &x, &mut parts)); // warm-up
             let (mut rayon_times, mut seqs) = (Vec::new(), Vec::new());
             let mut group: Vec<Row> = Vec::new();
+            // plain and hp run on the same partition; hier partitions for itself.
+            let mut flat: Option<Prepared> = None;
             for &v in Variant::ALL.iter() {
-                eprintln!("spmv: {name} p = {p}: partitioning for {}", v.name());
-                let prep = Prepared::new(&a, p, v).map_err(|e| format!("{name}, p = {p}: {e}"))?;
+                let mut fresh: Option<Prepared> = None;
+                let prep = match &flat {
+                    Some(f) if v != Variant::Hier => f,
+                    _ => {
+                        eprintln!("spmv: {name} p = {p}: partitioning for {}", v.name());
+                        &*fresh.insert(
+                            Prepared::new(&a, p, v).map_err(|e| format!("{name}, p = {p}: {e}"))?,
+                        )
+                    }
+                };
                 eprintln!(
                     "spmv: {name} p = {p}: {} and sequential CSR (interleaved), rayon before \
                      and after",
@@ -553,10 +564,13 @@ pub fn run(o: &Options) -> Result<(), String> {
                     per,
                 ));
                 seqs.push(m.seq);
-                let mut r = row(v.name(), p, m.bsp, m.seq / m.bsp);
+                let mut r = row(v.name(), p, m.bsp, m.ratio);
                 r.rel_error = m.max_rel_error;
                 r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
                 group.push(r);
+                if v == Variant::Plain {
+                    flat = fresh;
+                }
             }
             drop(parts);
             let seq = median(seqs);

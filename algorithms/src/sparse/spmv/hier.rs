@@ -7,8 +7,10 @@
 //!
 //! 1. top fan-out: the package fetches the `x` entries it needs into its local buffer
 //!    (package-level gets, one top superstep);
-//! 2. nested run, one superstep: each core multiplies its nonzeros, reading the package's
-//!    buffer in place (it is in the package's memory: no fan-out at the lower level), and
+//! 2. nested run, one superstep: each core gathers the entries of the package's buffer it
+//!    needs into a compact buffer of its own (the package's memory is shared: no communication
+//!    at the lower level, and the compact copy keeps the multiply's reads cache-friendly),
+//!    multiplies its nonzeros, and
 //!    sends the partial sums of rows summed by another core of the package to that core
 //!    (`hpsend`, header word first); after the nested sync each core adds what it received
 //!    and writes the package's row sums where the top level wants them: into `y` for rows the
@@ -119,9 +121,57 @@ impl HierPlan {
 
 /// One core's buffers, taken by the nested process of that number in each multiply.
 struct Scratch {
-    acc: Vec<f64>,
+    /// The entries of the package's `x` this core needs, gathered (compact: cache-friendly).
+    x: Vec<f64>,
     send: Vec<f64>,
     slot_of: Vec<u32>,
+    /// Per row this core sums (position in its `y_owned`): where the package wants the sum,
+    /// a position in the package's `y`, or in its top send buffer when [`TO_SEND`] is set.
+    out: Vec<u32>,
+}
+
+/// Marks an entry of [`Scratch::out`] as a position in the top send buffer.
+const TO_SEND: u32 = 1 << 31;
+
+/// The package's outputs as one core writes them: the destinations of the rows it sums.
+struct CoreOut<'s, 'a> {
+    y: &'s Shared<'a, f64>,
+    send: &'s Shared<'a, f64>,
+    out: &'s [u32],
+}
+
+impl<'s, 'a> CoreOut<'s, 'a> {
+    /// # Safety
+    /// `out` must be the destinations of the rows this core sums, and the nested run's other
+    /// processes may touch no other entries of `y` and `send` than theirs. [`HierSpmv::new`]
+    /// builds one `out` per core from the inner plan, where every local row of the package
+    /// has exactly one summing core and distinct rows have distinct destinations: the cores'
+    /// destinations are disjoint, and nobody else reads `y` or `send` before the nested run
+    /// has ended.
+    unsafe fn new(y: &'s Shared<'a, f64>, send: &'s Shared<'a, f64>, out: &'s [u32]) -> Self {
+        CoreOut { y, send, out }
+    }
+
+    fn target(&self, q: usize) -> (&Shared<'a, f64>, usize) {
+        let d = self.out[q];
+        if d & TO_SEND != 0 {
+            (self.send, (d & !TO_SEND) as usize)
+        } else {
+            (self.y, d as usize)
+        }
+    }
+
+    fn set(&self, q: usize, v: f64) {
+        let (s, i) = self.target(q);
+        // SAFETY: entry `i` is this core's alone (`new`).
+        unsafe { s.write(i, v) }
+    }
+
+    fn add(&self, q: usize, v: f64) {
+        let (s, i) = self.target(q);
+        // SAFETY: entry `i` is this core's alone (`new`).
+        unsafe { s.slice_mut(i..i + 1)[0] += v }
+    }
 }
 
 /// One package's hierarchical multiply, made once per top-level run ([`HierSpmv::new`]).
@@ -162,20 +212,28 @@ impl<'p> HierSpmv<'p> {
                 ),
             ));
         }
-        let inner = &plan.inner[ctx.pid()];
+        let (top, inner) = (&plan.top.procs[ctx.pid()], &plan.inner[ctx.pid()]);
         let scratch = inner
             .procs
             .iter()
             .map(|l| {
                 Mutex::new(Scratch {
-                    acc: vec![0.0; l.y_owned.len()],
+                    x: vec![0.0; l.local_cols()],
                     send: l.send_buffer(),
                     slot_of: l.slot_of(inner.p()),
+                    out: l
+                        .y_owned
+                        .iter()
+                        .map(|&r| {
+                            let (r, d) = (r as usize, top.dest[r as usize]);
+                            if r < top.own_rows { d } else { d | TO_SEND }
+                        })
+                        .collect(),
                 })
             })
             .collect();
         Ok(HierSpmv {
-            top: Spmv::new(ctx, &plan.top.procs[ctx.pid()])?,
+            top: Spmv::new(ctx, top)?,
             inner,
             scratch,
         })
@@ -193,8 +251,13 @@ impl<'p> HierSpmv<'p> {
     }
 
     /// `y = A x`: `y` receives the package's owned entries (in the order of `y_owned`). Two
-    /// top supersteps around one nested run; every top-level process must call it.
+    /// top supersteps around one nested run (none for a package of one core); every top-level
+    /// process must call it.
     pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {
+        if self.inner.p() == 1 {
+            // One core: its part is the package's; a nested run would only add its start.
+            return self.top.multiply(ctx, y);
+        }
         let (inner, scratch, top) = (self.inner, &self.scratch, self.top.local);
         self.top.multiply_with(ctx, y, |ctx, xb, y, send| {
             for &q in &top.y_empty {
@@ -208,7 +271,12 @@ impl<'p> HierSpmv<'p> {
                     .lock()
                     .map_err(|_| n.misuse_error(OP, "a core's buffers are poisoned"))?;
                 let sc = &mut *sc;
-                l.multiply_local(xb, &mut sc.acc, &mut sc.send);
+                // SAFETY: `sc.out` is this core's part of the inner plan (see `CoreOut::new`).
+                let mine = unsafe { CoreOut::new(&y, &send, &sc.out) };
+                for (v, &j) in sc.x.iter_mut().zip(&l.gather) {
+                    *v = xb[j as usize];
+                }
+                l.multiply_local_with(&sc.x, |q, v| mine.set(q, v), &mut sc.send);
                 let tag = vec![0u8; n.tagsize()];
                 for o in &l.outs {
                     let (start, len) = (o.start as usize - 1, o.len as usize + 1);
@@ -222,19 +290,8 @@ impl<'p> HierSpmv<'p> {
                     let Some(m) = n.hpmove()? else {
                         return Err(n.misuse_error(OP, "a partial-sum message is missing"));
                     };
-                    l.add_message(&sc.slot_of, m.payload_as::<f64>(), &mut sc.acc)
+                    l.add_message_with(&sc.slot_of, m.payload_as::<f64>(), |q, v| mine.add(q, v))
                         .map_err(|e| n.misuse_error(OP, e))?;
-                }
-                for (&r, &v) in l.y_owned.iter().zip(&sc.acc) {
-                    // SAFETY: each local row of the package has exactly one summing core (its
-                    // inner y owner), and distinct rows have distinct destinations, so no two
-                    // cores write the same entry; the package reads them after the nested run.
-                    let (r, q) = (r as usize, top.dest[r as usize] as usize);
-                    if r < top.own_rows {
-                        unsafe { y.write(q, v) }
-                    } else {
-                        unsafe { send.write(q, v) }
-                    }
                 }
                 Ok(())
             })?;

@@ -75,6 +75,9 @@ pub struct LocalSpmv {
     /// Length of the local `x` buffer: the owned entries first (in the order of `x_owned`, so
     /// the buffer's head *is* this process's `x`, read in place), then the fetched ones.
     local_cols: usize,
+    /// Plans with a shared `x` (the nested level of [`HierSpmv`]): local column -> position in
+    /// the shared `x`.
+    gather: Vec<u32>,
     fetches: Vec<Fetch>,
     /// Local rows `..own_rows` are owned here, the others are summed elsewhere.
     own_rows: usize,
@@ -143,28 +146,46 @@ impl LocalSpmv {
     /// The local multiply: the sums of owned rows go to `y` (owned rows without nonzeros here
     /// get zero), the others to their slots in `send`.
     fn multiply_local(&self, xb: &[f64], y: &mut [f64], send: &mut [f64]) {
-        let row = |r: usize| {
-            let (a, b) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
-            let mut sum = 0.0;
-            for (v, &c) in self.val[a..b].iter().zip(&self.col[a..b]) {
-                sum += v * xb[c as usize];
-            }
-            sum
-        };
-        for (r, &q) in self.dest[..self.own_rows].iter().enumerate() {
-            y[q as usize] = row(r);
+        self.multiply_local_with(xb, |q, v| y[q] = v, send);
+    }
+
+    /// [`multiply_local`](Self::multiply_local) with the sum of owned row `q` (position in
+    /// `y_owned`) handed to `own(q, sum)`.
+    #[inline(always)]
+    fn multiply_local_with(&self, xb: &[f64], mut own: impl FnMut(usize, f64), send: &mut [f64]) {
+        let (mine, other) = self.dest.split_at(self.own_rows);
+        let (own_end, other_end) = self.row_ptr[1..].split_at(self.own_rows);
+        let (col, val) = (&self.col[..], &self.val[..]);
+        let mut a = 0;
+        for (&q, &end) in mine.iter().zip(own_end) {
+            let b = end as usize;
+            own(q as usize, row_sum(&col[a..b], &val[a..b], xb));
+            a = b;
         }
-        for (r, &q) in self.dest.iter().enumerate().skip(self.own_rows) {
-            send[q as usize] = row(r);
+        for (&q, &end) in other.iter().zip(other_end) {
+            let b = end as usize;
+            send[q as usize] = row_sum(&col[a..b], &val[a..b], xb);
+            a = b;
         }
         for &q in &self.y_empty {
-            y[q as usize] = 0.0;
+            own(q as usize, 0.0);
         }
     }
 
-    /// Adds received partial sums (one message's payload from `from`, header word first) into
-    /// `y`; `Err` with a description when the message is not one this process expects.
+    /// Adds received partial sums (one message's payload, the sender's number first) into `y`;
+    /// `Err` with a description when the message is not one this process expects.
     fn add_message(&self, slot_of: &[u32], payload: &[f64], y: &mut [f64]) -> Result<(), String> {
+        self.add_message_with(slot_of, payload, |q, v| y[q] += v)
+    }
+
+    /// [`add_message`](Self::add_message) with each sum for owned row `q` handed to
+    /// `add(q, sum)`.
+    fn add_message_with(
+        &self,
+        slot_of: &[u32],
+        payload: &[f64],
+        mut add: impl FnMut(usize, f64),
+    ) -> Result<(), String> {
         let Some((&head, sums)) = payload.split_first() else {
             return Err("an empty message".into());
         };
@@ -190,7 +211,7 @@ impl LocalSpmv {
         }
         let slots = &self.recv_to_y[off as usize..(off + len) as usize];
         for (&q, &v) in slots.iter().zip(sums) {
-            y[q as usize] += v;
+            add(q as usize, v);
         }
         Ok(())
     }
@@ -218,6 +239,16 @@ impl LocalSpmv {
             ),
         ))
     }
+}
+
+/// One row of the local multiply: `Σ val[k] · x[col[k]]`.
+#[inline(always)]
+fn row_sum(col: &[u32], val: &[f64], x: &[f64]) -> f64 {
+    let mut sum = 0.0;
+    for (v, &c) in val.iter().zip(col) {
+        sum += v * x[c as usize];
+    }
+    sum
 }
 
 /// The multiply of one matrix under one distribution, cut into per-process parts.
@@ -262,10 +293,10 @@ impl SpmvPlan {
         self.procs.len()
     }
 
-    /// With `direct_x`, the local column indices are the matrix's own column indices and no
-    /// fan-out is planned: the processes read a shared `x` in place (the nested level of
-    /// [`HierSpmv`], whose `x` is its package's local buffer).
-    fn build(a: &CooMatrix, d: &Distribution, direct_x: bool) -> Result<Self, String> {
+    /// With `gather_x`, no fan-out is planned: the processes gather the entries they need from
+    /// a shared `x` (the nested level of [`HierSpmv`], whose `x` is its package's local buffer)
+    /// into a compact local buffer, in ascending column order (`gather`).
+    fn build(a: &CooMatrix, d: &Distribution, gather_x: bool) -> Result<Self, String> {
         a.validate().map_err(|e| format!("spmv plan: {e}"))?;
         let p = d.p;
         if p == 0 {
@@ -307,7 +338,7 @@ impl SpmvPlan {
         let mut recv_from: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); p];
         let mut readers: Vec<Vec<u32>> = vec![Vec::new(); p];
         // Global column -> local column of the process being built (reset after each).
-        let mut local_col = vec![u32::MAX; if direct_x { 0 } else { a.cols }];
+        let mut local_col = vec![u32::MAX; a.cols];
         for (s, nz) in mine.iter_mut().enumerate() {
             // Rows owned here first (ascending, so `y` is written in order), then the others
             // grouped by owner (so the send buffer is written in order).
@@ -316,13 +347,19 @@ impl SpmvPlan {
                 let t = d.y_owner[i as usize];
                 (if t as usize == s { 0 } else { t + 1 }, i, j)
             });
-            let mut local_cols = if direct_x { a.cols } else { x_owned[s].len() };
+            let mut local_cols = if gather_x { 0 } else { x_owned[s].len() };
             let mut fetches: Vec<Fetch> = Vec::new();
-            let mut cols: Vec<u32> = Vec::new();
-            if !direct_x {
+            let mut cols: Vec<u32> = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
+            if gather_x {
+                cols.sort_unstable();
+                cols.dedup();
+                for (l, &j) in cols.iter().enumerate() {
+                    local_col[j as usize] = l as u32;
+                }
+                local_cols = cols.len();
+            } else {
                 // Owned columns sit at their position in `x`; the others follow, sorted by
                 // (owner, position at owner), so fetches coalesce.
-                cols = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
                 cols.sort_unstable_by_key(|&j| (d.x_owner[j as usize], x_pos[j as usize], j));
                 cols.dedup();
                 for &j in &cols {
@@ -365,7 +402,7 @@ impl SpmvPlan {
                     rows.push(i);
                 }
                 let j = a.col_idx[k as usize];
-                col.push(if direct_x { j } else { local_col[j as usize] });
+                col.push(local_col[j as usize]);
                 val.push(a.vals[k as usize]);
             }
             if !rows.is_empty() {
@@ -374,6 +411,7 @@ impl SpmvPlan {
             for &j in &cols {
                 local_col[j as usize] = u32::MAX;
             }
+            let gather = if gather_x { cols } else { Vec::new() };
             let own_rows = rows
                 .iter()
                 .take_while(|&&i| d.y_owner[i as usize] as usize == s)
@@ -423,6 +461,7 @@ impl SpmvPlan {
                 col,
                 val,
                 local_cols,
+                gather,
                 fetches,
                 own_rows,
                 dest,
