@@ -53,8 +53,9 @@ impl Csr {
     /// `y = A x` over the rows `rows` (`y` holds exactly those rows).
     pub(crate) fn multiply_rows(&self, rows: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
         // Slices zipped per row: one bounds check per entry (on x), as a careful user writes it.
-        for (i, yi) in rows.zip(y.iter_mut()) {
-            let (a, b) = (self.ptr[i], self.ptr[i + 1]);
+        let ptr = &self.ptr[rows.start..=rows.end];
+        for (yi, w) in y.iter_mut().zip(ptr.windows(2)) {
+            let (a, b) = (w[0], w[1]);
             let mut s = 0.0;
             for (v, &c) in self.val[a..b].iter().zip(&self.col[a..b]) {
                 s += v * x[c as usize];
