@@ -98,12 +98,18 @@ enum Command {
         /// Processes.
         #[arg(short = 'p', long = "procs", value_name = "P", default_value_t = 2)]
         procs: usize,
-        /// Variant: plain (hp and hier are not written yet).
+        /// Variant: plain (gets and puts, two supersteps), hp (direct_get and hpsend, one
+        /// superstep) or hier (packages of the machine, each a nested run over its cores).
         #[arg(long, value_name = "V", default_value = "plain")]
         variant: String,
         /// Multiplies timed (median of 9 batches).
         #[arg(long, default_value_t = 500)]
         reps: usize,
+        /// Use the partition in Mondriaan's files PREFIX-P<p>, PREFIX-u<p>, PREFIX-v<p> (as
+        /// written by `mbsp partition --out PREFIX` or Mondriaan) instead of partitioning;
+        /// plain and hp only.
+        #[arg(long, value_name = "PREFIX")]
+        partition: Option<std::path::PathBuf>,
         /// Print one JSON object (matrix, p, variant, mflops, speedup, max_rel_error,
         /// partition_seconds, ...).
         #[arg(long)]
@@ -343,6 +349,7 @@ fn main() {
             procs,
             variant,
             reps,
+            partition,
             json,
         } => {
             let o = spmv_cmd::Options {
@@ -350,6 +357,7 @@ fn main() {
                 p: procs,
                 variant,
                 reps,
+                partition,
                 json,
             };
             if let Err(e) = spmv_cmd::run(&o) {

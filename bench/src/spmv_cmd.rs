@@ -3,7 +3,7 @@
 
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
-use mbsp_algorithms::sparse::{CooMatrix, mtx};
+use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
 use mbsp_algorithms::timer::RegionTimer;
 use serde_json::json;
 use std::path::PathBuf;
@@ -19,6 +19,8 @@ pub struct Options {
     pub variant: String,
     /// Multiplies timed (the median of 9 batches of `reps / 9` is reported).
     pub reps: usize,
+    /// Read the partition from Mondriaan's files with this prefix instead of partitioning.
+    pub partition: Option<PathBuf>,
     /// Print one JSON object.
     pub json: bool,
 }
@@ -139,6 +141,20 @@ pub(crate) fn hier_shape(p: usize) -> Result<(usize, usize), String> {
 }
 
 impl Prepared {
+    /// Plan the flat variants on a given distribution (no partitioning).
+    pub(crate) fn from_distribution(a: &CooMatrix, d: Distribution) -> Result<Self, String> {
+        let m = metrics::traffic(a, &d);
+        let plan = SpmvPlan::new(a, &d)?;
+        Ok(Prepared {
+            p: d.p,
+            plan: Plan::Flat(plan),
+            partition_seconds: 0.0,
+            volume: m.volume(),
+            max_h: m.max_h(),
+            shape: (d.p, 1),
+        })
+    }
+
     /// Partition `a` for `p` processes (seed 1, eps 0.03) and cut it into per-process parts.
     pub(crate) fn new(a: &CooMatrix, p: usize, variant: Variant) -> Result<Self, String> {
         let t = Instant::now();
@@ -176,6 +192,41 @@ impl Prepared {
             max_h: r.max_h,
             shape: (p, 1),
         })
+    }
+}
+
+/// `Ok` if `a` and `b` have the same shape and nonzero pattern (in any order).
+fn same_matrix(a: &CooMatrix, b: &CooMatrix) -> Result<(), String> {
+    if (a.rows, a.cols, a.nnz()) != (b.rows, b.cols, b.nnz()) {
+        return Err(format!(
+            "it is {} x {} with {} nonzeros, the matrix is {} x {} with {}",
+            b.rows,
+            b.cols,
+            b.nnz(),
+            a.rows,
+            a.cols,
+            a.nnz()
+        ));
+    }
+    let pattern = |m: &CooMatrix| {
+        let mut v: Vec<(u32, u32)> = m
+            .row_idx
+            .iter()
+            .copied()
+            .zip(m.col_idx.iter().copied())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    match pattern(a).iter().zip(&pattern(b)).find(|(x, y)| x != y) {
+        Some((x, y)) => Err(format!(
+            "the nonzero patterns differ (the matrix has ({}, {}) where the partition has ({}, {}), 1-based)",
+            x.0 + 1,
+            x.1 + 1,
+            y.0 + 1,
+            y.1 + 1
+        )),
+        None => Ok(()),
     }
 }
 
@@ -358,15 +409,42 @@ pub fn run(o: &Options) -> Result<(), String> {
         .file
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
-    let a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
-    eprintln!(
-        "spmv: {name}: {} x {}, {} nonzeros; partitioning for p = {}",
-        a.rows,
-        a.cols,
-        a.nnz(),
-        o.p
-    );
-    let prep = Prepared::new(&a, o.p, variant)?;
+    let mut a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    let prep = if let Some(prefix) = &o.partition {
+        if variant == Variant::Hier {
+            return Err(
+                "--partition: the hier variant partitions each level itself; use \
+                        --variant plain or hp with a partition file"
+                    .into(),
+            );
+        }
+        let (b, d) = mondriaan::read(prefix, o.p).map_err(|e| e.to_string())?;
+        same_matrix(&a, &b).map_err(|e| {
+            format!(
+                "--partition {}: the partition is for another matrix than {name}: {e}",
+                prefix.display()
+            )
+        })?;
+        eprintln!(
+            "spmv: {name}: {} x {}, {} nonzeros; partition read from {}-P{}",
+            b.rows,
+            b.cols,
+            b.nnz(),
+            prefix.display(),
+            o.p
+        );
+        a = b; // the same matrix, in the order of the partition file
+        Prepared::from_distribution(&a, d)?
+    } else {
+        eprintln!(
+            "spmv: {name}: {} x {}, {} nonzeros; partitioning for p = {}",
+            a.rows,
+            a.cols,
+            a.nnz(),
+            o.p
+        );
+        Prepared::new(&a, o.p, variant)?
+    };
     let x = test_x(a.cols);
     eprintln!(
         "spmv: sequential CSR and BSP 2D {} at p = {}, interleaved: {batches} batches of {per} \
