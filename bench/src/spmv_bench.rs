@@ -553,7 +553,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 );
                 let before = batches.div_ceil(2);
                 rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
-                let m = measure(&a, &csr, &x, &prep, v, batches, per)
+                let m = measure(&a, &csr, &x, prep, v, batches, per)
                     .map_err(|e| format!("{name}, p = {p}, {}: {e}", v.name()))?;
                 rayon_times.extend(time_rayon(
                     pool,
