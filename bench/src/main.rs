@@ -105,7 +105,7 @@ enum Command {
         /// Multiplies timed (median of 9 batches).
         #[arg(long, default_value_t = 500)]
         reps: usize,
-        /// Use the partition in Mondriaan's files PREFIX-P<p>, PREFIX-u<p>, PREFIX-v<p> (as
+        /// Use the partition in Mondriaan's files PREFIX-P4, PREFIX-u4, PREFIX-v4 (for -p 4; as
         /// written by `mbsp partition --out PREFIX` or Mondriaan) instead of partitioning;
         /// plain and hp only.
         #[arg(long, value_name = "PREFIX")]
