@@ -42,6 +42,13 @@ fn x_at(j: u32, t: usize) -> f64 {
     (j as usize + t + 1) as f64
 }
 
+/// A process's owned entries of x_t.
+fn fill(x: &mut [f64], owned: &[u32], t: usize) {
+    for (v, &j) in x.iter_mut().zip(owned) {
+        *v = x_at(j, t);
+    }
+}
+
 /// Runs `times` multiplies y = A x_t with x_t[j] = j + t + 1 and returns the last y, gathered.
 /// The hierarchical form partitions for itself.
 fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec<f64> {
@@ -53,10 +60,7 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 let mut spmv = Spmv::new(ctx, local)?;
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
-                    let x = spmv.x_mut(ctx)?;
-                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
-                        *v = x_at(j, t);
-                    }
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
                     spmv.multiply(ctx, &mut y)?;
                 }
                 Ok(y)
@@ -74,10 +78,7 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
-                    let x = spmv.x_mut(ctx)?;
-                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
-                        *v = x_at(j, t);
-                    }
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
                     ctx.sync()?;
                     spmv.multiply(ctx, &mut y)?;
                 }
@@ -107,10 +108,7 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
-                    let x = spmv.x_mut(ctx)?;
-                    for (v, &j) in x.iter_mut().zip(&local.x_owned) {
-                        *v = x_at(j, t);
-                    }
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
                     spmv.multiply(ctx, &mut y)?;
                 }
                 Ok(y)

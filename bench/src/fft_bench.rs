@@ -377,8 +377,8 @@ fn label(variant: &str, p: usize) -> String {
     }
 }
 
-/// The colours of the plot's lines, in turn (distinct on white).
-const COLORS: [RGBColor; 10] = [
+/// The colours of a plot's lines or bars, in turn (distinct on white).
+pub(crate) const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),

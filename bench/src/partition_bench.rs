@@ -205,6 +205,37 @@ fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files.into_iter().map(|(_, p)| p).collect())
 }
 
+/// The matrices of a benchmark run: `files`, or (none given) every matrix of the shared data
+/// directory, only the small ones with `quick`; each checked readable before the first
+/// (possibly long) case runs.
+pub(crate) fn input_files(files: &[PathBuf], quick: bool) -> Result<Vec<PathBuf>, String> {
+    let files = if files.is_empty() {
+        let dir = data_dir()?;
+        let mut all = matrices_in(&dir)?;
+        if quick {
+            all.retain(|f| QUICK.contains(&matrix_name(f).as_str()));
+        }
+        if all.is_empty() {
+            return Err(format!(
+                "no{} matrices in {}",
+                if quick {
+                    " quick (rajat01, bayer10, wiki-Vote)"
+                } else {
+                    ""
+                },
+                dir.display()
+            ));
+        }
+        all
+    } else {
+        files.to_vec()
+    };
+    for f in &files {
+        check_input(f)?;
+    }
+    Ok(files)
+}
+
 /// One case: a matrix partitioned into `p` parts.
 struct Row {
     matrix: String,
@@ -267,31 +298,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         None if o.quick => vec![2, 4],
         None => vec![2, 4, 8, 16, 64],
     };
-    let files = if o.files.is_empty() {
-        let dir = data_dir()?;
-        let mut all = matrices_in(&dir)?;
-        if o.quick {
-            all.retain(|f| QUICK.contains(&matrix_name(f).as_str()));
-        }
-        if all.is_empty() {
-            return Err(format!(
-                "no{} matrices in {}",
-                if o.quick {
-                    " quick (rajat01, bayer10, wiki-Vote)"
-                } else {
-                    ""
-                },
-                dir.display()
-            ));
-        }
-        all
-    } else {
-        o.files.clone()
-    };
-    // Every named file is checked before the first (possibly long) case runs.
-    for f in &files {
-        check_input(f)?;
-    }
+    let files = input_files(&o.files, o.quick)?;
     if (o.eps - REFERENCE_EPS).abs() > 1e-12 {
         eprintln!(
             "partition: note: the Mondriaan volumes were measured with eps = {REFERENCE_EPS}, \

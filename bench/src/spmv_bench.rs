@@ -45,8 +45,9 @@
 //! output. After the table, a summary per target of the issue (met / missed with the numbers,
 //! skipped for variants not built yet).
 
-use crate::partition_bench::{balanced_blocks, data_dir, parse_procs};
-use crate::partition_cmd::{check_input, matrix_name};
+use crate::fft_bench::COLORS;
+use crate::partition_bench::{balanced_blocks, input_files, parse_procs};
+use crate::partition_cmd::matrix_name;
 use crate::spmv_cmd::{Csr, Prepared, Variant, max_rel_error, measure, median, test_x};
 use mbsp_algorithms::sparse::mtx;
 use plotters::prelude::*;
@@ -60,9 +61,6 @@ use std::time::Instant;
 
 /// Size of each of the three arrays of the STREAM triad, in MiB.
 pub const TRIAD_MIB: usize = 64;
-
-/// The matrices of `--quick`: small enough for a CI smoke run.
-const QUICK: [&str; 3] = ["rajat01", "bayer10", "wiki-Vote"];
 
 /// The largest relative error accepted (as `mbsp spmv`).
 const TOLERANCE: f64 = 1e-12;
@@ -395,23 +393,6 @@ impl Row {
     }
 }
 
-/// The Matrix Market files (`.mtx`, `.mtx.gz`) of `dir`, smallest first (so the first results
-/// come quickly), by name on equal sizes.
-fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut files: Vec<(u64, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.to_string_lossy();
-            p.is_file() && (n.ends_with(".mtx") || n.ends_with(".mtx.gz"))
-        })
-        .map(|p| (std::fs::metadata(&p).map_or(0, |m| m.len()), p))
-        .collect();
-    files.sort();
-    Ok(files.into_iter().map(|(_, p)| p).collect())
-}
-
 /// Checks that a file can be written at `path` (its directory exists), before a long run.
 fn check_output(flag: &str, path: &Path) -> Result<(), String> {
     let dir = match path.parent() {
@@ -431,31 +412,6 @@ fn check_output(flag: &str, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The matrices of the run, checked.
-fn input_files(o: &Options) -> Result<Vec<PathBuf>, String> {
-    let files = if o.files.is_empty() {
-        let dir = data_dir()?;
-        let mut all = matrices_in(&dir)?;
-        if o.quick {
-            all.retain(|f| QUICK.contains(&matrix_name(f).as_str()));
-        }
-        if all.is_empty() {
-            return Err(format!(
-                "no{} matrices in {}",
-                if o.quick { " quick" } else { "" },
-                dir.display()
-            ));
-        }
-        all
-    } else {
-        o.files.clone()
-    };
-    for f in &files {
-        check_input(f)?;
-    }
-    Ok(files)
-}
-
 /// Runs the benchmark; `Err` is a one-line message (exit status 2).
 pub fn run(o: &Options) -> Result<(), String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -465,7 +421,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         None if o.quick => vec![1, 2],
         None => default_procs(cores),
     };
-    let files = input_files(o)?;
+    let files = input_files(&o.files, o.quick)?;
     if let Some(path) = &o.csv {
         check_output("--csv", path)?;
     }
@@ -968,18 +924,6 @@ fn write_csv(path: &Path, rows: &[Row], triad: &TriadFigures) -> std::io::Result
     }
     result
 }
-
-/// The colours of the bars, in turn (distinct on white).
-const COLORS: [RGBColor; 8] = [
-    RGBColor(127, 127, 127),
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-];
 
 /// Grouped bars: the speedup over sequential CSR of rayon and each mbsp variant at the largest
 /// p, one group per matrix, with the sequential level (1) as a line.

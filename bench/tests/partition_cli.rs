@@ -5,29 +5,6 @@ mod common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn mbsp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
-        .args(args)
-        .output()
-        .expect("start mbsp");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// A fresh directory of its own for each test (they run in parallel).
-fn scratch(test: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("partition_cli")
-        .join(test);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create scratch directory");
-    d
-}
 
 fn shared_matrix(name: &str) -> PathBuf {
     common::matrix(name)
@@ -63,7 +40,7 @@ fn header(path: &str) -> String {
 
 /// Runs `mbsp partition ... --json` and checks what every run must have.
 fn partition_json(args: &[&str], m: usize, n: usize, nnz: usize, p: usize) -> Value {
-    let (code, out, err) = mbsp(args);
+    let (code, out, err) = common::mbsp(args);
     assert_eq!(code, 0, "{args:?}: {err}");
     let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
     for key in [
@@ -97,7 +74,7 @@ fn partition_json(args: &[&str], m: usize, n: usize, nnz: usize, p: usize) -> Va
 
 #[test]
 fn small_matrix_files_next_to_the_input() {
-    let dir = scratch("small");
+    let dir = common::scratch("partition_cli", "small");
     let file = dir.join("small.mtx");
     std::fs::write(&file, SMALL).unwrap();
     let f = file.to_str().unwrap();
@@ -113,7 +90,7 @@ fn small_matrix_files_next_to_the_input() {
 
 #[test]
 fn rajat01_with_an_output_prefix() {
-    let dir = scratch("rajat01");
+    let dir = common::scratch("partition_cli", "rajat01");
     let prefix = dir.join("out");
     let (m, f) = (shared_matrix("rajat01.mtx"), prefix.to_str().unwrap());
     let j = partition_json(
@@ -137,10 +114,10 @@ fn rajat01_with_an_output_prefix() {
 
 #[test]
 fn text_output_names_everything() {
-    let dir = scratch("text");
+    let dir = common::scratch("partition_cli", "text");
     let file = dir.join("small.mtx");
     std::fs::write(&file, SMALL).unwrap();
-    let (code, out, err) = mbsp(&["partition", file.to_str().unwrap(), "-p", "2"]);
+    let (code, out, err) = common::mbsp(&["partition", file.to_str().unwrap(), "-p", "2"]);
     assert_eq!(code, 0, "{err}");
     for word in [
         "small",
@@ -156,7 +133,7 @@ fn text_output_names_everything() {
 
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
-    let dir = scratch("bad");
+    let dir = common::scratch("partition_cli", "bad");
     let good = dir.join("good.mtx");
     std::fs::write(&good, SMALL).unwrap();
     let bad = dir.join("bad.mtx");
@@ -192,7 +169,7 @@ fn bad_arguments_exit_2_with_one_line() {
         ),
     ];
     for (args, needles) in cases {
-        let (code, out, err) = mbsp(args);
+        let (code, out, err) = common::mbsp(args);
         assert_eq!(code, 2, "{args:?}: {out} {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         for needle in needles {
@@ -211,9 +188,9 @@ fn bad_arguments_exit_2_with_one_line() {
 
 #[test]
 fn quick_benchmark_csv_and_json() {
-    let dir = scratch("bench");
+    let dir = common::scratch("partition_cli", "bench");
     let csv = dir.join("partition.csv");
-    let (code, out, err) = mbsp(&[
+    let (code, out, err) = common::mbsp(&[
         "bench",
         "partition",
         "--quick",

@@ -6,30 +6,6 @@ mod common;
 
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn mbsp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
-        .args(args)
-        .output()
-        .expect("start mbsp");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// A fresh directory of its own for each test (they run in parallel).
-fn scratch(test: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("spmv_bench_cli")
-        .join(test);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create scratch directory");
-    d
-}
 
 /// Checks the (matrix, variant, p) cases of a run on `matrices` at p = 1, 2: every group has
 /// sequential, rayon and the same mbsp variants, plain among them, each exactly once.
@@ -64,11 +40,11 @@ fn check_cases(cases: &[(String, String, u64)], matrices: &[&str]) {
 
 #[test]
 fn quick_run_csv_json_and_plot() {
-    let dir = scratch("quick");
+    let dir = common::scratch("spmv_bench_cli", "quick");
     let csv = dir.join("spmv.csv");
     let svg = dir.join("spmv.svg");
     let (rajat, bayer) = (common::matrix("rajat01.mtx"), common::matrix("bayer10.mtx"));
-    let (code, out, err) = mbsp(&[
+    let (code, out, err) = common::mbsp(&[
         "bench",
         "spmv",
         "--quick",
@@ -168,7 +144,7 @@ fn quick_run_csv_json_and_plot() {
 #[test]
 fn table_has_every_row_and_the_targets() {
     let rajat = common::matrix("rajat01.mtx");
-    let (code, out, err) = mbsp(&[
+    let (code, out, err) = common::mbsp(&[
         "bench",
         "spmv",
         "--quick",
@@ -200,7 +176,7 @@ fn table_has_every_row_and_the_targets() {
 
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
-    let dir = scratch("bad");
+    let dir = common::scratch("spmv_bench_cli", "bad");
     let rajat = common::matrix("rajat01.mtx");
     let good = rajat.to_str().unwrap();
     let missing = dir.join("no-such.mtx");
@@ -223,7 +199,7 @@ fn bad_arguments_exit_2_with_one_line() {
             .into_iter()
             .chain(args.iter().copied())
             .collect();
-        let (code, out, err) = mbsp(&all);
+        let (code, out, err) = common::mbsp(&all);
         assert_eq!(code, 2, "{args:?}: {out} {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("mbsp bench spmv: "), "{args:?}: {err}");

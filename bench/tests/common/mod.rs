@@ -26,3 +26,27 @@ pub fn matrix(name: &str) -> PathBuf {
     assert!(f.is_file(), "shared data missing: {}", f.display());
     f
 }
+
+/// Runs `mbsp` with `args`: (exit status, stdout, stderr).
+pub fn mbsp(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args(args)
+        .output()
+        .expect("start mbsp");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh directory of its own for each test (they run in parallel): `suite/test` under
+/// cargo's scratch directory for integration tests.
+pub fn scratch(suite: &str, test: &str) -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(suite)
+        .join(test);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create scratch directory");
+    d
+}
