@@ -30,6 +30,7 @@ mod spmv_bench;
 mod spmv_cmd;
 mod stats;
 mod topo;
+mod whole_file;
 
 use clap::{Parser, Subcommand};
 

@@ -463,11 +463,7 @@ fn print_table(o: &Options, rows: &[Row], s: &Summary) {
 /// Writes the rows as CSV to a temporary file beside `path`, then renames it over `path`, so
 /// that `path` always holds a whole table (renaming within a directory is atomic).
 fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    crate::whole_file::write(path, |f| {
         writeln!(
             f,
             "matrix,p,nnz,volume,reference,ratio,row1d_volume,checker2d_volume,imbalance,max_h,seconds"
@@ -489,13 +485,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
                 r.seconds
             )?;
         }
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+        Ok(())
+    })
 }
 
 #[cfg(test)]
