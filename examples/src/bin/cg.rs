@@ -3,18 +3,24 @@
 //! The matrix (default: the shared bcsstk16, a structural stiffness matrix) is partitioned by
 //! the medium-grain partitioner; the vectors of CG are distributed like `y` (owner of entry `i`
 //! = owner of `y_i`, so the vector updates are local and `x` of the multiply needs no copy).
-//! Each iteration is one multiply (two supersteps: fan-out, fan-in) and two inner products
-//! (one all-reduce superstep each, through a `Comm` mailbox). The right-hand side is `b = A·1`,
-//! so the solution is all ones; the result is checked against the same CG run sequentially.
+//! The right-hand side is `b = A·1`, so the solution is all ones; the result is checked against
+//! the same CG run sequentially. Two variants:
 //!
-//! Cost per iteration: `2 nz(s) + 10 n/p` flops, `h_fanout + h_fanin + 2(p − 1)` words, four
-//! supersteps.
+//! * `plain` (default): each iteration multiplies `q = A p` with [`Spmv`] (two supersteps:
+//!   fan-out, fan-in) and does two inner products (one all-reduce superstep each, through a
+//!   `Comm` mailbox): four supersteps, `2 nz(s) + 10 n/p` flops, `h_fanout + h_fanin + 2(p − 1)`
+//!   words.
+//! * `hp`: the one-superstep [`HpSpmv`], whose `x` must be written before a sync. `p` is only
+//!   known after the `r·r` all-reduce, so the multiply is of `r` instead (written before that
+//!   all-reduce, whose sync publishes it) and `q = A p = A r + β q_old` is updated alongside
+//!   `p = r + β p_old`: three supersteps per iteration, `2 nz(s) + 14 n/p` flops.
 //!
-//! `cargo run --release -p mbsp-examples --bin cg [-- MATRIX P TOLERANCE MAX_ITERATIONS]`
+//! `cargo run --release -p mbsp-examples --bin cg [-- MATRIX P TOLERANCE MAX_ITERATIONS
+//! plain|hp]`
 
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::partition::{Options, partition};
-use mbsp_algorithms::sparse::spmv::{Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{HpSpmv, LocalSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::path::PathBuf;
 
@@ -74,12 +80,105 @@ fn sequential_cg(a: &CooMatrix, b: &[f64], tol: f64, max_it: usize) -> (Vec<f64>
     (x, max_it)
 }
 
+/// (this process's part of the solution, iterations, relative residual).
+type Solved = (Vec<f64>, usize, f64);
+
+/// CG with the plain multiply: each iteration multiplies `A p` (two supersteps) and does two
+/// all-reduces.
+fn cg_plain(
+    ctx: &mut mbsp::Ctx,
+    local: &LocalSpmv,
+    tol: f64,
+    max_it: usize,
+) -> mbsp::Result<Solved> {
+    let m = local.y_owned.len();
+    let mut spmv = Spmv::new(ctx, local)?;
+    let mut comm = Comm::new(ctx)?;
+    // b = A·1.
+    spmv.x_mut(ctx)?.fill(1.0);
+    let mut b = vec![0.0; m];
+    spmv.multiply(ctx, &mut b)?;
+    let bb = comm.allreduce_value(ctx, dot(&b, &b), |x, y| x + y)?;
+    let (mut x, mut r, mut q) = (vec![0.0; m], b.clone(), vec![0.0; m]);
+    let mut rho = bb;
+    let stop = tol * tol * bb;
+    let mut it = 0;
+    spmv.x_mut(ctx)?.copy_from_slice(&r); // p = r lives in the multiply's x
+    while it < max_it && rho > stop {
+        spmv.multiply(ctx, &mut q)?;
+        let pq = comm.allreduce_value(ctx, dot(spmv.x_mut(ctx)?, &q), |x, y| x + y)?;
+        let alpha = rho / pq;
+        let pv = spmv.x_mut(ctx)?;
+        for i in 0..m {
+            x[i] += alpha * pv[i];
+            r[i] -= alpha * q[i];
+        }
+        let next = comm.allreduce_value(ctx, dot(&r, &r), |x, y| x + y)?;
+        let beta = next / rho;
+        rho = next;
+        let pv = spmv.x_mut(ctx)?;
+        for i in 0..m {
+            pv[i] = r[i] + beta * pv[i];
+        }
+        it += 1;
+    }
+    comm.free(ctx)?;
+    Ok((x, it, (rho / bb).sqrt()))
+}
+
+/// CG with the one-superstep multiply. Its `x` must be written before a sync, so the multiply
+/// is of the residual `r` (updated before the `r·r` all-reduce, whose sync publishes it) and
+/// `q = A p` follows from `A p = A r + β A p_old`: one superstep per multiply, two all-reduces.
+fn cg_hp(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mbsp::Result<Solved> {
+    let mut spmv = HpSpmv::new(ctx, plan)?;
+    let m = spmv.local().y_owned.len();
+    let mut comm = Comm::new(ctx)?;
+    spmv.x_mut(ctx)?.fill(1.0);
+    ctx.sync()?;
+    let mut b = vec![0.0; m];
+    spmv.multiply(ctx, &mut b)?;
+    spmv.x_mut(ctx)?.copy_from_slice(&b); // r = b lives in the multiply's x
+    let bb = comm.allreduce_value(ctx, dot(&b, &b), |x, y| x + y)?;
+    let (mut x, mut p, mut q, mut s) = (vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
+    let (mut rho, mut beta) = (bb, 0.0);
+    let stop = tol * tol * bb;
+    let mut it = 0;
+    while it < max_it && rho > stop {
+        spmv.multiply(ctx, &mut s)?; // s = A r
+        let r = spmv.x_mut(ctx)?;
+        for i in 0..m {
+            p[i] = r[i] + beta * p[i];
+            q[i] = s[i] + beta * q[i];
+        }
+        let pq = comm.allreduce_value(ctx, dot(&p, &q), |x, y| x + y)?;
+        let alpha = rho / pq;
+        let r = spmv.x_mut(ctx)?;
+        let mut rr = 0.0;
+        for i in 0..m {
+            x[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+            rr += r[i] * r[i];
+        }
+        let next = comm.allreduce_value(ctx, rr, |x, y| x + y)?;
+        beta = next / rho;
+        rho = next;
+        it += 1;
+    }
+    comm.free(ctx)?;
+    Ok((x, it, (rho / bb).sqrt()))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let file = args.first().map_or_else(default_matrix, PathBuf::from);
     let p: usize = args.get(1).map_or(Ok(mbsp::nprocs()), |s| s.parse())?;
     let tol: f64 = args.get(2).map_or(Ok(1e-10), |s| s.parse())?;
     let max_it: usize = args.get(3).map_or(Ok(20_000), |s| s.parse())?;
+    let hp = match args.get(4).map(String::as_str) {
+        None | Some("plain") => false,
+        Some("hp") => true,
+        Some(v) => return Err(format!("variant {v}: expected plain or hp").into()),
+    };
     let a = mtx::read_path(&file)?;
     if a.rows != a.cols {
         return Err(format!(
@@ -104,42 +203,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let t = std::time::Instant::now();
-    let out = mbsp::run(p, |ctx| {
-        let local = &plan.procs[ctx.pid()];
-        let m = local.y_owned.len();
-        let mut spmv = Spmv::new(ctx, local)?;
-        let mut comm = Comm::new(ctx)?;
-        // b = A·1.
-        spmv.x_mut(ctx)?.fill(1.0);
-        let mut b = vec![0.0; m];
-        spmv.multiply(ctx, &mut b)?;
-        let bb = comm.allreduce_value(ctx, dot(&b, &b), |x, y| x + y)?;
-        let (mut x, mut r, mut q) = (vec![0.0; m], b.clone(), vec![0.0; m]);
-        let mut rho = bb;
-        let stop = tol * tol * bb;
-        let mut it = 0;
-        spmv.x_mut(ctx)?.copy_from_slice(&r); // p = r lives in the multiply's x
-        while it < max_it && rho > stop {
-            spmv.multiply(ctx, &mut q)?;
-            let pq = comm.allreduce_value(ctx, dot(spmv.x_mut(ctx)?, &q), |x, y| x + y)?;
-            let alpha = rho / pq;
-            let pv = spmv.x_mut(ctx)?;
-            for i in 0..m {
-                x[i] += alpha * pv[i];
-                r[i] -= alpha * q[i];
-            }
-            let next = comm.allreduce_value(ctx, dot(&r, &r), |x, y| x + y)?;
-            let beta = next / rho;
-            rho = next;
-            let pv = spmv.x_mut(ctx)?;
-            for i in 0..m {
-                pv[i] = r[i] + beta * pv[i];
-            }
-            it += 1;
-        }
-        comm.free(ctx)?;
-        Ok((x, it, (rho / bb).sqrt()))
-    })?;
+    let out = if hp {
+        mbsp::run(p, |ctx| cg_hp(ctx, &plan, tol, max_it))?
+    } else {
+        mbsp::run(p, |ctx| cg_plain(ctx, &plan.procs[ctx.pid()], tol, max_it))?
+    };
     let secs = t.elapsed().as_secs_f64();
 
     let mut x = vec![0.0; n];
