@@ -1047,11 +1047,11 @@ mod tests {
 
     #[test]
     fn batches_from_nnz() {
-        assert_eq!(batching(1_000_000_000, None, false), (5, 5));
-        assert_eq!(batching(10, None, false), (5, 2000));
-        assert_eq!(batching(1_000_000, None, false), (5, 40));
-        assert_eq!(batching(1_000_000, Some(50), false), (5, 10));
-        assert_eq!(batching(1_000_000, Some(2), false), (5, 1));
+        assert_eq!(batching(1_000_000_000, None, false), (9, 5));
+        assert_eq!(batching(10, None, false), (9, 2000));
+        assert_eq!(batching(1_000_000, None, false), (9, 25));
+        assert_eq!(batching(1_000_000, Some(90), false), (9, 10));
+        assert_eq!(batching(1_000_000, Some(2), false), (9, 1));
         assert_eq!(batching(10, None, true), (3, 20));
     }
 
