@@ -79,7 +79,7 @@ impl HierPlan {
     ///
     /// ```
     /// use mbsp_algorithms::sparse::{CooMatrix, spmv::HierPlan, partition::Options};
-    /// let a = CooMatrix::new(4, 4, (0..4).map(|i| (i, i, 1.0)).collect()).unwrap();
+    /// let a = CooMatrix::new(4, 4, (0..4).map(|i| (i, i, 1.0))).unwrap();
     /// let plan = HierPlan::partition(&a, 2, 2, &Options::default()).unwrap();
     /// assert_eq!((plan.top.p(), plan.inner[0].p()), (2, 2));
     /// ```
