@@ -1,6 +1,8 @@
 //! `mbsp`: the command-line tool of the mbsp project.
 //!
 //! * `mbsp fft` — one BSP FFT of random data, checked, timed, with the cost model's choice.
+//! * `mbsp params` — the BSP parameters (r, g, l) of every level of the machine tree, as a
+//!   table, a JSON file for the cost functions (`MBSP_PARAMS`) and a plot.
 //! * `mbsp topo` — the machine tree (detected, or loaded from XML / a synthetic description /
 //!   `MBSP_TOPOLOGY`) and the placement of a (possibly nested) plan.
 //! * `mbsp bench core` — synchronisation and communication costs of the runtime against
@@ -23,6 +25,7 @@ mod fftw;
 mod floor;
 mod machine;
 mod nested_bench;
+mod params_cmd;
 mod partition_bench;
 mod partition_cmd;
 mod sort_bench;
@@ -153,6 +156,29 @@ enum Command {
         /// Print one JSON object (volume, imbalance, max_h, seconds, p, nnz, m, n, files, ...).
         #[arg(long)]
         json: bool,
+    },
+    /// Measure the BSP parameters (r, g, l) of every level of the machine tree under both
+    /// affinity policies: a table like the BSPlib paper's Table 1, the JSON file the cost
+    /// functions read (MBSP_PARAMS) and a plot of time against h with the fitted lines.
+    Params {
+        /// Write the parameters as JSON to FILE (then: MBSP_PARAMS=FILE).
+        #[arg(long, value_name = "FILE")]
+        json: Option<std::path::PathBuf>,
+        /// Plot time per superstep against h with the fitted lines (SVG) to FILE.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<std::path::PathBuf>,
+        /// Only these levels, comma-separated: machine, package, numa, core.
+        #[arg(long, value_delimiter = ',', value_name = "LEVEL,...")]
+        levels: Option<Vec<String>>,
+        /// Samples per point (the median is used).
+        #[arg(long, default_value_t = 7)]
+        samples: usize,
+        /// Largest h of the h-relations, in 8-byte words.
+        #[arg(long, default_value_t = 4096)]
+        max_h: usize,
+        /// A smoke run (h up to 1024, short samples); the numbers are not meaningful.
+        #[arg(long)]
+        quick: bool,
     },
     /// Run a benchmark.
     Bench {
@@ -384,6 +410,36 @@ fn main() {
             };
             if let Err(e) = partition_cmd::run(&o) {
                 eprintln!("mbsp partition: {e}");
+                std::process::exit(2);
+            }
+        }
+        Command::Params {
+            json,
+            plot,
+            levels,
+            samples,
+            max_h,
+            quick,
+        } => {
+            let mut o = if quick {
+                params_cmd::Options::quick()
+            } else {
+                params_cmd::Options::full()
+            };
+            o.json = json;
+            o.plot = plot;
+            o.levels = levels;
+            let result = if samples == 0 || max_h < 8 {
+                Err("--samples must be >= 1 and --max-h >= 8".to_string())
+            } else {
+                if !quick {
+                    o.samples = samples;
+                    o.max_h = max_h;
+                }
+                params_cmd::run(&o)
+            };
+            if let Err(e) = result {
+                eprintln!("mbsp params: {e}");
                 std::process::exit(2);
             }
         }

@@ -1,0 +1,693 @@
+//! `mbsp params`: the BSP parameters (r, g, l) of every level of the machine tree, measured the
+//! way the BSPlib paper (§5.1) and BSP over InfiniBand (§4.1) do, written as the JSON file the
+//! cost functions read (`MBSP_PARAMS`).
+//!
+//! * **r** (flop/s): two stated local kernels run by every process of the level at once — a
+//!   DAXPY `y += a·x` on 2048 doubles (2 flop per element, in cache) and a 48 × 48 dense
+//!   matrix product `C += A·B` (2·48³ flop, i-k-j loops the compiler vectorises). `r` is the
+//!   dense kernel's rate (the BSPlib paper's r is a compute-bound rate too); both are reported.
+//! * **l** (seconds): the median time of an empty superstep, over many.
+//! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
+//!   superstep against h over full h-relations — every process sends h words and receives h
+//!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
+//!   communicating: single-word puts (`put1`), bulk puts (`put`: one put of h/(p-1) words to each
+//!   other process), bulk gets (`get`), single-word BSMP sends (`send1`, drained by the
+//!   receiver) and direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once, then a
+//!   sync). The fit's intercept is reported beside `l`, and its residual (root mean square of
+//!   the relative errors) says how well `l + g h` describes the machine.
+//!
+//! Levels (one nested run inside one object of the level, the other objects idle): the whole
+//! machine (one process per core), one package, one NUMA node, one core's hardware threads —
+//! each only where it differs from the level above and has more than one child — under both
+//! affinity policies (`scattered` and `compact` number the same cores differently, which
+//! changes who synchronises with whom first).
+//!
+//! The JSON file keeps the whole machine's values (scattered policy) as its top-level keys
+//! `r, g, g_direct, l, fresh` — what `Params::current()` reads — and every measured level in
+//! `"levels"`, with the fits and their points.
+
+use crate::core_bench::fit_gl;
+use crate::stats::{Samples, timed};
+use mbsp::{Ctx, Level, Policy, Run};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Options of `mbsp params`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per point (the median is used).
+    pub samples: usize,
+    /// Nanoseconds one sample of a point should last (sets the repetitions).
+    pub sample_ns: f64,
+    /// Largest h of the h-relations, in words.
+    pub max_h: usize,
+    /// Steps of h from 0 to `max_h`.
+    pub h_steps: usize,
+    /// Only these levels (names), if given.
+    pub levels: Option<Vec<String>>,
+    /// Write the JSON parameter file here.
+    pub json: Option<std::path::PathBuf>,
+    /// Plot time against h with the fitted lines (SVG) here.
+    pub plot: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// The full measurement (about 5 s per level and policy).
+    pub fn full() -> Options {
+        Options {
+            samples: 7,
+            sample_ns: 4e6,
+            max_h: 4096,
+            h_steps: 8,
+            levels: None,
+            json: None,
+            plot: None,
+        }
+    }
+
+    /// A smoke run (well under a second per level; the numbers are not meaningful).
+    pub fn quick() -> Options {
+        Options {
+            samples: 3,
+            sample_ns: 1e5,
+            max_h: 1024,
+            h_steps: 4,
+            ..Options::full()
+        }
+    }
+}
+
+/// The ways of communicating whose g is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prim {
+    /// Single-word buffered puts.
+    Put1,
+    /// One bulk buffered put per other process.
+    Put,
+    /// One bulk buffered get per other process.
+    Get,
+    /// Single-word BSMP messages (tag size 0), moved out by the receiver.
+    Send1,
+    /// One bulk `direct_get` per other process, then a sync.
+    Direct,
+}
+
+impl Prim {
+    /// All of them, in table order.
+    pub const ALL: [Prim; 5] = [Prim::Put1, Prim::Put, Prim::Get, Prim::Send1, Prim::Direct];
+
+    /// Short name (table column, JSON key suffix).
+    pub fn name(self) -> &'static str {
+        match self {
+            Prim::Put1 => "put1",
+            Prim::Put => "put",
+            Prim::Get => "get",
+            Prim::Send1 => "send1",
+            Prim::Direct => "direct",
+        }
+    }
+}
+
+/// A level of the machine tree that can be measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Where {
+    /// One process per core of the machine.
+    Machine,
+    /// One process per core of package 0.
+    Package,
+    /// One process per core of NUMA node 0.
+    Numa,
+    /// One process per hardware thread of core 0.
+    Core,
+}
+
+impl Where {
+    /// The name used in tables, JSON and `--levels`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Where::Machine => "machine",
+            Where::Package => "package",
+            Where::Numa => "numa",
+            Where::Core => "core",
+        }
+    }
+
+    /// The levels of `m` worth measuring (different from the level above, more than one
+    /// child), with their process counts.
+    pub fn of(m: &mbsp::Machine) -> Vec<(Where, usize)> {
+        let mut out = vec![(Where::Machine, m.cores().len())];
+        let pkg = m.packages().first().map_or(0, |p| p.cores.len());
+        if m.packages().len() > 1 && pkg > 1 {
+            out.push((Where::Package, pkg));
+        }
+        let numa0 = m.numas().first().map_or(0, |n| n.cores.len());
+        if m.numas().len() > m.packages().len() && numa0 > 1 {
+            out.push((Where::Numa, numa0));
+        }
+        let pus0 = m.cores().first().map_or(0, |c| c.pus.len());
+        if pus0 > 1 {
+            out.push((Where::Core, pus0));
+        }
+        out
+    }
+
+    /// Run `f` as the processes of this level under `policy`: a top-level run for the machine,
+    /// else a nested run inside the first object of the level (the others idle). Returns the
+    /// results of the measured run's processes.
+    fn run<R, F>(self, policy: &Policy, f: F) -> mbsp::Result<Vec<R>>
+    where
+        R: Send,
+        F: Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
+    {
+        let (outer, inner) = match self {
+            Where::Machine => return Run::per(Level::Core).policy(policy.clone()).run(f),
+            Where::Package => (Level::Package, Level::Core),
+            Where::Numa => (Level::Numa, Level::Core),
+            Where::Core => (Level::Core, Level::Pu),
+        };
+        let mut all = Run::per(outer).policy(policy.clone()).run(|ctx| {
+            if ctx.pid() == 0 {
+                ctx.run_with(Run::per(inner).policy(policy.clone()), &f)
+                    .map(Some)
+            } else {
+                Ok(None)
+            }
+        })?;
+        Ok(all.swap_remove(0).expect("process 0 measured"))
+    }
+}
+
+/// A fit of `t = l + g h` to measured points.
+#[derive(Clone, Debug)]
+pub struct Fit {
+    /// Seconds per word.
+    pub g: f64,
+    /// Intercept, seconds.
+    pub l: f64,
+    /// Root mean square of the relative errors of the fit at the points.
+    pub residual: f64,
+    /// (h, seconds per superstep) as measured.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Fit {
+    fn of(points: Vec<(f64, f64)>) -> Fit {
+        let (g, l) = fit_gl(&points);
+        let ms = points
+            .iter()
+            .map(|&(h, t)| ((l + g * h - t) / t).powi(2))
+            .sum::<f64>()
+            / points.len() as f64;
+        Fit {
+            g,
+            l,
+            residual: ms.sqrt(),
+            points,
+        }
+    }
+}
+
+/// The parameters of one level under one policy.
+#[derive(Clone, Debug)]
+pub struct LevelParams {
+    /// Which level.
+    pub level: Where,
+    /// `"scattered"` or `"compact"`.
+    pub policy: &'static str,
+    /// Processes.
+    pub p: usize,
+    /// DAXPY rate, flop/s (mean over the processes, all running at once).
+    pub r_daxpy: f64,
+    /// Dense-kernel rate, flop/s: the level's r.
+    pub r_dense: f64,
+    /// Empty superstep, seconds (median).
+    pub l: f64,
+    /// One fit per primitive, in [`Prim::ALL`] order.
+    pub fits: Vec<(Prim, Fit)>,
+}
+
+impl LevelParams {
+    /// The fit of `prim`.
+    pub fn fit(&self, prim: Prim) -> &Fit {
+        &self
+            .fits
+            .iter()
+            .find(|(q, _)| *q == prim)
+            .expect("all measured")
+            .1
+    }
+
+    /// The level as JSON, with the keys `Params` reads (`g` = bulk puts, `g_direct`).
+    fn json(&self, fresh: f64) -> serde_json::Value {
+        let fits: serde_json::Map<String, serde_json::Value> = self
+            .fits
+            .iter()
+            .map(|(prim, f)| {
+                (
+                    prim.name().to_string(),
+                    serde_json::json!({
+                        "g": f.g, "l": f.l, "residual": f.residual, "points": f.points,
+                    }),
+                )
+            })
+            .collect();
+        let mut v = serde_json::json!({
+            "level": self.level.name(),
+            "policy": self.policy,
+            "p": self.p,
+            "r": self.r_dense,
+            "r_daxpy": self.r_daxpy,
+            "r_dense": self.r_dense,
+            "l": self.l,
+            "g": self.fit(Prim::Put).g,
+            "g_direct": self.fit(Prim::Direct).g,
+            "fresh": fresh,
+            "fits": fits,
+        });
+        for prim in Prim::ALL {
+            v[format!("g_{}", prim.name())] = self.fit(prim).g.into();
+        }
+        v
+    }
+}
+
+/// Flop/s of the DAXPY kernel over `reps` passes.
+fn daxpy_rate(reps: usize) -> f64 {
+    let n = 2048;
+    let x: Vec<f64> = (0..n).map(|i| i as f64 * 1e-3).collect();
+    let mut y = vec![1.0f64; n];
+    let a = black_box(1.000_001);
+    let t = Instant::now();
+    for _ in 0..reps {
+        for (y, x) in y.iter_mut().zip(black_box(&x)) {
+            *y += a * x;
+        }
+        black_box(&mut y);
+    }
+    (2 * n * reps) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Flop/s of the dense kernel (48 × 48 product, i-k-j loops) over `reps` products.
+fn dense_rate(reps: usize) -> f64 {
+    const N: usize = 48;
+    let a: Vec<f64> = (0..N * N).map(|i| (i % 7) as f64 * 0.1).collect();
+    let b: Vec<f64> = (0..N * N).map(|i| (i % 5) as f64 * 0.2).collect();
+    let mut c = vec![0.0f64; N * N];
+    let t = Instant::now();
+    for _ in 0..reps {
+        let (a, b) = (black_box(&a), black_box(&b));
+        for i in 0..N {
+            let crow = &mut c[i * N..(i + 1) * N];
+            for k in 0..N {
+                let aik = a[i * N + k];
+                for (c, b) in crow.iter_mut().zip(&b[k * N..(k + 1) * N]) {
+                    *c += aik * b;
+                }
+            }
+        }
+        black_box(&mut c);
+    }
+    (2 * N * N * N * reps) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Seconds per word of writing freshly allocated memory for the first time (64 MiB).
+fn fresh_per_word() -> f64 {
+    let words = 8 << 20;
+    let t = Instant::now();
+    let v = vec![1u64; words];
+    black_box(&v);
+    t.elapsed().as_secs_f64() / words as f64
+}
+
+/// What every process of a level measures; process 0's times are the level's.
+struct Measured {
+    r_daxpy: f64,
+    r_dense: f64,
+    l: f64,
+    points: Vec<(Prim, Vec<(f64, f64)>)>,
+}
+
+/// Repetitions of one sample of a superstep of `h` words (the same on every process).
+fn iters_for(o: &Options, h: usize) -> usize {
+    ((o.sample_ns / (3000.0 + 40.0 * h as f64)) as usize).clamp(2, 100_000)
+}
+
+/// Median seconds per superstep in which this process communicates `h` words by `prim`.
+fn superstep(ctx: &mut Ctx, o: &Options, prim: Prim, h: usize) -> mbsp::Result<f64> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let others = (p - 1).max(1);
+    // Words to or from each other process (the last may take fewer), and the partners.
+    let chunk = h.div_ceil(others);
+    let partner = |j: usize| (me + 1 + j) % p;
+    let cap = o.max_h + others;
+    let src = ctx.push_reg(vec![1.0f64; cap])?;
+    let dst = ctx.push_reg(vec![0.0f64; cap])?;
+    ctx.sync()?;
+    let words = vec![2.0f64; cap];
+    let mut got = vec![0.0f64; cap];
+    let mut buf = [0u8; 8];
+    let iters = iters_for(o, h);
+    let ns = timed(o.samples, iters, || {
+        match prim {
+            Prim::Put1 => {
+                for k in 0..h {
+                    ctx.put(partner(k % others), &words[k..k + 1], &dst, k)?;
+                }
+            }
+            Prim::Put | Prim::Get | Prim::Direct => {
+                for j in 0..others {
+                    let len = chunk.min(h.saturating_sub(j * chunk));
+                    if len == 0 {
+                        break;
+                    }
+                    let at = j * chunk;
+                    match prim {
+                        Prim::Put => ctx.put(partner(j), &words[..len], &dst, at)?,
+                        Prim::Get => ctx.get(partner(j), &src, at..at + len, &dst, at)?,
+                        // SAFETY: `src` is never written after its registration (every
+                        // process only reads it), and `got` is this process's own memory.
+                        _ => unsafe {
+                            ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
+                        },
+                    }
+                }
+            }
+            Prim::Send1 => {
+                for (k, w) in words[..h].iter().enumerate() {
+                    ctx.send(partner(k % others), &[], &w.to_ne_bytes())?;
+                }
+            }
+        }
+        ctx.sync()?;
+        if prim == Prim::Send1 {
+            while ctx.move_message(&mut buf)?.is_some() {}
+        }
+        Ok(())
+    })?;
+    black_box(&got);
+    ctx.pop_reg(&dst)?;
+    ctx.pop_reg(&src)?;
+    ctx.sync()?;
+    Ok(Samples(ns).median() * 1e-9)
+}
+
+/// The measurements of one process of a level.
+fn measure(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
+    // r: every process runs the kernels at once, lined up by a sync; the median of samples.
+    let kernel_samples = o.samples.max(3);
+    let reps = ((o.sample_ns / 2e3) as usize).max(4);
+    ctx.sync()?;
+    let r_daxpy = Samples::collect(kernel_samples, || daxpy_rate(reps)).median();
+    ctx.sync()?;
+    let r_dense = Samples::collect(kernel_samples, || dense_rate(reps / 50 + 1)).median();
+    ctx.sync()?;
+    let l = Samples(timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?).median() * 1e-9;
+    let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
+    let mut points = Vec::new();
+    for prim in Prim::ALL {
+        let mut pts = Vec::new();
+        for &h in &hs {
+            pts.push((h as f64, superstep(ctx, o, prim, h)?));
+        }
+        points.push((prim, pts));
+    }
+    Ok(Measured {
+        r_daxpy,
+        r_dense,
+        l,
+        points,
+    })
+}
+
+/// Measure one level under one policy.
+pub fn measure_level(
+    level: Where,
+    policy: &Policy,
+    policy_name: &'static str,
+    o: &Options,
+) -> Result<LevelParams, String> {
+    let all = level
+        .run(policy, |ctx| measure(ctx, o))
+        .map_err(|e| format!("{} level, {policy_name}: {e}", level.name()))?;
+    let p = all.len();
+    let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
+    let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
+    let first = all.into_iter().next().expect("a run has a process");
+    Ok(LevelParams {
+        level,
+        policy: policy_name,
+        p,
+        r_daxpy,
+        r_dense,
+        l: first.l,
+        fits: first
+            .points
+            .into_iter()
+            .map(|(prim, pts)| (prim, Fit::of(pts)))
+            .collect(),
+    })
+}
+
+/// The whole JSON parameter file.
+pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
+    let top = levels
+        .iter()
+        .find(|l| l.level == Where::Machine && l.policy == "scattered")
+        .or(levels.first());
+    let mut v = serde_json::json!({
+        "machine": crate::machine::describe(),
+        "fresh": fresh,
+        "levels": levels.iter().map(|l| l.json(fresh)).collect::<Vec<_>>(),
+    });
+    if let Some(t) = top {
+        v["r"] = t.r_dense.into();
+        v["l"] = t.l.into();
+        v["g"] = t.fit(Prim::Put).g.into();
+        v["g_direct"] = t.fit(Prim::Direct).g.into();
+    }
+    v
+}
+
+/// The table, like the BSPlib paper's Table 1: r in Mflop/s, l and g in µs / ns and in flop
+/// units (time × r).
+pub fn table(levels: &[LevelParams]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>9} {:>8}",
+        "level", "policy", "p", "r Mflop/s", "(daxpy)", "l µs", "l flop"
+    ));
+    for prim in Prim::ALL {
+        s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
+    }
+    s.push_str(&format!(" {:>9}\n", "fit err"));
+    for l in levels {
+        s.push_str(&format!(
+            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>9.3} {:>8.0}",
+            l.level.name(),
+            l.policy,
+            l.p,
+            l.r_dense / 1e6,
+            l.r_daxpy / 1e6,
+            l.l * 1e6,
+            l.l * l.r_dense
+        ));
+        for prim in Prim::ALL {
+            let g = l.fit(prim).g;
+            s.push_str(&format!(
+                " {:>17}",
+                format!("{:.2} | {:.1}", g * 1e9, g * l.r_dense)
+            ));
+        }
+        let worst = l.fits.iter().map(|(_, f)| f.residual).fold(0.0, f64::max);
+        s.push_str(&format!(" {:>8.1}%\n", 100.0 * worst));
+    }
+    s
+}
+
+/// Run `mbsp params`: measure, print, write the files.
+pub fn run(o: &Options) -> Result<(), String> {
+    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let all = Where::of(&loaded.machine);
+    let known = |n: &String| matches!(n.as_str(), "machine" | "package" | "numa" | "core");
+    if let Some(bad) = o.levels.iter().flatten().find(|n| !known(n)) {
+        return Err(format!(
+            "unknown level '{bad}' (levels: machine, package, numa, core)"
+        ));
+    }
+    let chosen: Vec<(Where, usize)> = all
+        .iter()
+        .copied()
+        .filter(|(w, _)| {
+            o.levels
+                .as_ref()
+                .is_none_or(|n| n.iter().any(|n| n == w.name()))
+        })
+        .collect();
+    if chosen.is_empty() {
+        let have: Vec<&str> = all.iter().map(|(w, _)| w.name()).collect();
+        return Err(format!(
+            "none of the levels asked for exists on this machine (it has: {}; a level that \
+             would repeat the one above it, or has one child, is not measured)",
+            have.join(", ")
+        ));
+    }
+    println!("mbsp params: {}", crate::machine::describe());
+    println!(
+        "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
+         48x48 dense product (DAXPY of 2048 beside it), all processes at once\n",
+        o.max_h, o.h_steps, o.samples
+    );
+    let fresh = fresh_per_word();
+    let mut levels = Vec::new();
+    for &(level, p) in &chosen {
+        for (policy, name) in [
+            (Policy::Scattered, "scattered"),
+            (Policy::Compact, "compact"),
+        ] {
+            eprintln!(
+                "mbsp params: measuring the {} level, p = {p}, {name} ...",
+                level.name()
+            );
+            let t = Instant::now();
+            levels.push(measure_level(level, &policy, name, o)?);
+            eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
+        }
+    }
+    print!("{}", table(&levels));
+    println!(
+        "\ng = seconds per 8-byte word of a full h-relation (slope of a least-squares fit of time \
+         against h); flop units = time x r; fit err = worst RMS relative residual of the five \
+         fits; first touch of fresh memory: {:.2} ns per word",
+        fresh * 1e9
+    );
+    if let Some(path) = &o.json {
+        let text = serde_json::to_string_pretty(&to_json(&levels, fresh)).expect("JSON");
+        crate::whole_file::write(path, |f| {
+            use std::io::Write;
+            writeln!(f, "{text}")
+        })
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
+            path.display(),
+            path.display()
+        );
+    }
+    if let Some(path) = &o.plot {
+        plot(path, &levels).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("mbsp params: plotted {}", path.display());
+    }
+    Ok(())
+}
+
+/// Time per superstep against h, one panel per level and policy: measured points and fitted
+/// lines per primitive (SVG, written whole).
+fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
+    use plotters::prelude::*;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let panel_h = 380u32;
+    let size = (1000u32, panel_h * levels.len() as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        for (area, l) in root.split_evenly((levels.len(), 1)).iter().zip(levels) {
+            let max_h = l
+                .fits
+                .iter()
+                .flat_map(|(_, f)| f.points.iter().map(|p| p.0))
+                .fold(1.0, f64::max);
+            let max_t = l
+                .fits
+                .iter()
+                .flat_map(|(_, f)| f.points.iter().map(|p| p.1 * 1e6))
+                .fold(0.0, f64::max)
+                * 1.1;
+            let title = format!(
+                "{} level, {}, p = {}: time per superstep vs h",
+                l.level.name(),
+                l.policy,
+                l.p
+            );
+            let (plot_area, legend_area) = area.split_horizontally(1000 - 200);
+            let mut chart = ChartBuilder::on(&plot_area)
+                .caption(title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..max_h, 0.0..max_t.max(1e-3))
+                .map_err(|e| err(&e))?;
+            chart
+                .configure_mesh()
+                .x_desc("h (8-byte words per process)")
+                .y_desc("µs per superstep")
+                .draw()
+                .map_err(|e| err(&e))?;
+            for (i, (prim, f)) in l.fits.iter().enumerate() {
+                let color = crate::fft_bench::COLORS[i % crate::fft_bench::COLORS.len()];
+                chart
+                    .draw_series(
+                        f.points
+                            .iter()
+                            .map(|&(h, t)| Circle::new((h, t * 1e6), 3, color.filled())),
+                    )
+                    .map_err(|e| err(&e))?;
+                chart
+                    .draw_series(LineSeries::new(
+                        [0.0, max_h].map(|h| (h, (f.l + f.g * h) * 1e6)),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| err(&e))?;
+                let label = format!("{}: g = {:.2} ns/word", prim.name(), f.g * 1e9);
+                legend_area
+                    .draw(&Text::new(
+                        label,
+                        (8, 40 + 22 * i as i32),
+                        ("sans-serif", 14).into_font().color(&color),
+                    ))
+                    .map_err(|e| err(&e))?;
+            }
+        }
+        root.present().map_err(|e| err(&e))?;
+    }
+    crate::whole_file::write(path, |f| {
+        use std::io::Write;
+        f.write_all(svg.as_bytes())
+    })
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_a_line_and_its_residual_is_zero() {
+        let pts: Vec<(f64, f64)> = (0..5)
+            .map(|i| (i as f64 * 100.0, 1e-6 + 2e-9 * i as f64 * 100.0))
+            .collect();
+        let f = Fit::of(pts);
+        assert!(
+            (f.g - 2e-9).abs() < 1e-15 && (f.l - 1e-6).abs() < 1e-12,
+            "{f:?}"
+        );
+        assert!(f.residual < 1e-9);
+    }
+
+    #[test]
+    fn levels_follow_the_tree() {
+        let m = |d: &str| mbsp::Machine::synthetic(d).unwrap().machine;
+        let names = |d: &str| {
+            Where::of(&m(d))
+                .into_iter()
+                .map(|(w, p)| format!("{}:{p}", w.name()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("package:1 core:2 pu:1"), ["machine:2"]);
+        assert_eq!(
+            names("package:2 numa:2 core:4 pu:2"),
+            ["machine:16", "package:8", "numa:4", "core:2"]
+        );
+        assert_eq!(names("package:4 core:2 pu:1"), ["machine:8", "package:2"]);
+    }
+}
