@@ -20,10 +20,40 @@ pub struct Options {
     pub inverse: bool,
     /// Print one JSON object.
     pub json: bool,
+    /// Timed transforms (the median is reported).
+    pub reps: usize,
 }
 
-/// Run it; `Err` is a one-line message for exit status 2.
-pub fn run(o: &Options) -> Result<(), String> {
+/// One measured transform and the cost model's view of it.
+pub struct Outcome {
+    /// Processes in all.
+    pub p: usize,
+    /// Fan-outs of the run (one entry: flat).
+    pub levels: Vec<usize>,
+    /// The machine tree's fan-outs.
+    pub tree: Vec<usize>,
+    /// `"flat"` or `"nested"`: what ran.
+    pub variant: &'static str,
+    /// Median seconds of a transform.
+    pub secs: f64,
+    /// Seconds of planning.
+    pub planning: f64,
+    /// Median seconds of sequential rustfft on the same data.
+    pub seq: f64,
+    /// Relative error (2-norm) against sequential rustfft.
+    pub rel_error: f64,
+    /// The cost model's choice and predictions (r = rustfft's measured rate).
+    pub choice: mbsp_algorithms::fft::Choice,
+}
+
+/// The median of `v` (not empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
+pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     let n = o.n;
     if !n.is_power_of_two() {
         return Err(format!("--n {n} is not a power of two"));
@@ -64,11 +94,20 @@ pub fn run(o: &Options) -> Result<(), String> {
         Direction::Forward => planner.plan_fft_forward(n),
         Direction::Inverse => planner.plan_fft_inverse(n),
     };
+    let reps = o.reps.max(1);
     let mut warm = x.clone();
     kernel.process(&mut warm); // first touch, twiddles in cache
-    let t = Instant::now();
+    let seq = median(
+        (0..reps)
+            .map(|_| {
+                warm.copy_from_slice(&x);
+                let t = Instant::now();
+                kernel.process(&mut warm);
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
     kernel.process(&mut want);
-    let seq = t.elapsed().as_secs_f64();
     if dir == Direction::Inverse {
         want.iter_mut().for_each(|v| *v /= n as f64);
     }
@@ -81,11 +120,15 @@ pub fn run(o: &Options) -> Result<(), String> {
         let planning = t.elapsed().as_secs_f64();
         let mut local = mine.clone();
         plan.transform(ctx, &mut local, dir)?; // warm-up
-        local.copy_from_slice(&mine);
-        ctx.sync()?;
-        let t = Instant::now();
-        plan.transform(ctx, &mut local, dir)?;
-        let secs = t.elapsed().as_secs_f64();
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            local.copy_from_slice(&mine);
+            ctx.sync()?;
+            let t = Instant::now();
+            plan.transform(ctx, &mut local, dir)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        let secs = median(times);
         plan.free(ctx)?;
         Ok((local, secs, planning))
     })
@@ -99,8 +142,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
     let planning = r[0].2;
     let rel_error = rel_error(&y, &want);
-    let gflops = flops(n) / secs / 1e9;
-    let mut cost = FftCost::uniform(*Params::current());
+    let mut cost = *params;
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
         prm.r = flops(n) / seq;
     }
@@ -110,13 +152,45 @@ pub fn run(o: &Options) -> Result<(), String> {
     } else {
         "flat"
     };
+    if rel_error > 1e-10 {
+        return Err(format!("relative error {rel_error:e} is too large"));
+    }
+    Ok(Outcome {
+        p,
+        levels,
+        tree,
+        variant,
+        secs,
+        planning,
+        seq,
+        rel_error,
+        choice,
+    })
+}
+
+/// Run it; `Err` is a one-line message for exit status 2.
+pub fn run(o: &Options) -> Result<(), String> {
+    let out = measure(o, &FftCost::uniform(*Params::current()))?;
+    let Outcome {
+        p,
+        levels,
+        tree,
+        variant,
+        secs,
+        planning,
+        seq,
+        rel_error,
+        choice,
+    } = out;
+    let n = o.n;
+    let gflops = flops(n) / secs / 1e9;
     let chosen = match choice.variant {
         Variant::Flat => "flat",
         Variant::Nested => "nested",
     };
     if o.json {
         let j = json!({
-            "n": n, "p": p, "variant": variant, "levels": levels, "inverse": o.inverse,
+            "n": n, "p": p, "variant": variant, "levels": levels, "inverse": o.inverse, "reps": o.reps,
             "seconds": secs, "gflops": gflops, "rel_error": rel_error,
             "planning_seconds": planning, "sequential_seconds": seq,
             "choice": chosen, "predicted_flat_seconds": choice.flat,
@@ -141,9 +215,6 @@ pub fn run(o: &Options) -> Result<(), String> {
                 "n/a (one level)".into()
             }
         );
-    }
-    if rel_error > 1e-10 {
-        return Err(format!("relative error {rel_error:e} is too large"));
     }
     Ok(())
 }

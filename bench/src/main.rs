@@ -1,5 +1,7 @@
 //! `mbsp`: the command-line tool of the mbsp project.
 //!
+//! * `mbsp demo` (or `mbsp` alone) — the machine, placements, BSP parameters, and the FFT and
+//!   SpMV checked, timed and predicted, in under a minute.
 //! * `mbsp fft` — one BSP FFT of random data, checked, timed, with the cost model's choice.
 //! * `mbsp params` — the BSP parameters (r, g, l) of every level of the machine tree, as a
 //!   table, a JSON file for the cost functions (`MBSP_PARAMS`) and a plot.
@@ -19,6 +21,7 @@
 
 mod collectives_bench;
 mod core_bench;
+mod demo;
 mod fft_bench;
 mod fft_cmd;
 mod fftw;
@@ -45,11 +48,19 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// The project in a minute (also what `mbsp` without arguments runs): the machine tree,
+    /// nested placements under both policies, the measured BSP parameters, and the FFT and SpMV
+    /// verified and timed against sequential baselines and their BSP predictions.
+    Demo {
+        /// A smoke run in seconds (small problems; the numbers are not meaningful).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Print the machine tree and, with -p, the placement of a plan.
     Topo {
         /// Load the tree from an hwloc XML file.
@@ -89,6 +100,9 @@ enum Command {
         /// The inverse transform (scaled by 1/n).
         #[arg(long)]
         inverse: bool,
+        /// Timed transforms after a warm-up (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
         /// Print one JSON object (n, p, variant, seconds, gflops, rel_error, choice, ...).
         #[arg(long)]
         json: bool,
@@ -315,7 +329,13 @@ enum Bench {
 
 fn main() {
     let cli = Cli::parse();
-    match cli.command {
+    match cli.command.unwrap_or(Command::Demo { quick: false }) {
+        Command::Demo { quick } => {
+            if let Err(e) = demo::run(&demo::Options { quick }) {
+                eprintln!("mbsp demo: {e}");
+                std::process::exit(1);
+            }
+        }
         Command::Topo {
             xml,
             synthetic,
@@ -357,6 +377,7 @@ fn main() {
             procs,
             nested,
             inverse,
+            reps,
             json,
         } => {
             let o = fft_cmd::Options {
@@ -365,6 +386,7 @@ fn main() {
                 nested,
                 inverse,
                 json,
+                reps,
             };
             if let Err(e) = fft_cmd::run(&o) {
                 eprintln!("mbsp fft: {e}");

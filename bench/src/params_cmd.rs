@@ -191,13 +191,33 @@ pub struct Fit {
 }
 
 impl Fit {
+    /// The fit over the points with h > 0 (when there are two or more): the empty superstep
+    /// is the level's `l`, measured on its own, and a superstep that communicates at all
+    /// costs a step more (a second barrier for gets, the delivery pass for puts), so the
+    /// line's intercept — reported beside `l` — is a communicating superstep's latency.
     fn of(points: Vec<(f64, f64)>) -> Fit {
-        let (g, l) = fit_gl(&points);
-        let ms = points
+        let nonzero: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.0 > 0.0).collect();
+        let fitted = if nonzero.len() >= 2 {
+            &nonzero
+        } else {
+            &points
+        };
+        let (g, l) = fit_gl(fitted);
+        // Time cannot fall as h grows: a negative slope is noise (an oversubscribed or busy
+        // machine); the best non-negative fit is then flat, at the weighted mean.
+        let (g, l) = if g >= 0.0 {
+            (g, l)
+        } else {
+            let (sw, swt) = fitted.iter().fold((0.0, 0.0), |(a, b), &(_, t)| {
+                (a + 1.0 / (t * t), b + 1.0 / t)
+            });
+            (0.0, swt / sw)
+        };
+        let ms = fitted
             .iter()
             .map(|&(h, t)| ((l + g * h - t) / t).powi(2))
             .sum::<f64>()
-            / points.len() as f64;
+            / fitted.len() as f64;
         Fit {
             g,
             l,
@@ -259,8 +279,10 @@ impl LevelParams {
             "r_daxpy": self.r_daxpy,
             "r_dense": self.r_dense,
             "l": self.l,
-            "g": self.fit(Prim::Put).g,
-            "g_direct": self.fit(Prim::Direct).g,
+            "l_comm": self.fit(Prim::Put).l,
+            // Positive, as the cost functions require (a flat fit is noise).
+            "g": self.fit(Prim::Put).g.max(1e-12),
+            "g_direct": self.fit(Prim::Direct).g.max(1e-12),
             "fresh": fresh,
             "fits": fits,
         });
@@ -311,7 +333,7 @@ fn dense_rate(reps: usize) -> f64 {
 }
 
 /// Seconds per word of writing freshly allocated memory for the first time (64 MiB).
-fn fresh_per_word() -> f64 {
+pub fn fresh_per_word() -> f64 {
     let words = 8 << 20;
     let t = Instant::now();
     let v = vec![1u64; words];
@@ -332,12 +354,14 @@ fn iters_for(o: &Options, h: usize) -> usize {
     ((o.sample_ns / (3000.0 + 40.0 * h as f64)) as usize).clamp(2, 100_000)
 }
 
-/// Median seconds per superstep in which this process communicates `h` words by `prim`.
-fn superstep(ctx: &mut Ctx, o: &Options, prim: Prim, h: usize) -> mbsp::Result<f64> {
+/// Median seconds per superstep in which this process communicates `h` words by `prim`, for
+/// each `h` of `hs`. The samples are taken in rounds over all of `hs` (alternating direction),
+/// not one `h` after another, so that a change of the machine's state (this kind of machine
+/// switches between a fast and a slow one) spreads over every point instead of bending the
+/// line.
+fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Result<Vec<f64>> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let others = (p - 1).max(1);
-    // Words to or from each other process (the last may take fewer), and the partners.
-    let chunk = h.div_ceil(others);
     let partner = |j: usize| (me + 1 + j) % p;
     let cap = o.max_h + others;
     let src = ctx.push_reg(vec![1.0f64; cap])?;
@@ -346,49 +370,62 @@ fn superstep(ctx: &mut Ctx, o: &Options, prim: Prim, h: usize) -> mbsp::Result<f
     let words = vec![2.0f64; cap];
     let mut got = vec![0.0f64; cap];
     let mut buf = [0u8; 8];
-    let iters = iters_for(o, h);
-    let ns = timed(o.samples, iters, || {
-        match prim {
-            Prim::Put1 => {
-                for k in 0..h {
-                    ctx.put(partner(k % others), &words[k..k + 1], &dst, k)?;
-                }
-            }
-            Prim::Put | Prim::Get | Prim::Direct => {
-                for j in 0..others {
-                    let len = chunk.min(h.saturating_sub(j * chunk));
-                    if len == 0 {
-                        break;
+    let mut samples = vec![Vec::with_capacity(o.samples); hs.len()];
+    for round in 0..o.samples {
+        for i in 0..hs.len() {
+            let i = if round % 2 == 0 { i } else { hs.len() - 1 - i };
+            let h = hs[i];
+            // Words to or from each other process (the last may take fewer).
+            let chunk = h.div_ceil(others);
+            let ns = timed(1, iters_for(o, h), || {
+                match prim {
+                    Prim::Put1 => {
+                        for k in 0..h {
+                            ctx.put(partner(k % others), &words[k..k + 1], &dst, k)?;
+                        }
                     }
-                    let at = j * chunk;
-                    match prim {
-                        Prim::Put => ctx.put(partner(j), &words[..len], &dst, at)?,
-                        Prim::Get => ctx.get(partner(j), &src, at..at + len, &dst, at)?,
-                        // SAFETY: `src` is never written after its registration (every
-                        // process only reads it), and `got` is this process's own memory.
-                        _ => unsafe {
-                            ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
-                        },
+                    Prim::Put | Prim::Get | Prim::Direct => {
+                        for j in 0..others {
+                            let len = chunk.min(h.saturating_sub(j * chunk));
+                            if len == 0 {
+                                break;
+                            }
+                            let at = j * chunk;
+                            match prim {
+                                Prim::Put => ctx.put(partner(j), &words[..len], &dst, at)?,
+                                Prim::Get => ctx.get(partner(j), &src, at..at + len, &dst, at)?,
+                                // SAFETY: `src` is never written after its registration (every
+                                // process only reads it), and `got` is this process's own
+                                // memory.
+                                _ => unsafe {
+                                    ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
+                                },
+                            }
+                        }
+                    }
+                    Prim::Send1 => {
+                        for (k, w) in words[..h].iter().enumerate() {
+                            ctx.send(partner(k % others), &[], &w.to_ne_bytes())?;
+                        }
                     }
                 }
-            }
-            Prim::Send1 => {
-                for (k, w) in words[..h].iter().enumerate() {
-                    ctx.send(partner(k % others), &[], &w.to_ne_bytes())?;
+                ctx.sync()?;
+                if prim == Prim::Send1 {
+                    while ctx.move_message(&mut buf)?.is_some() {}
                 }
-            }
+                Ok(())
+            })?;
+            samples[i].push(ns[0]);
         }
-        ctx.sync()?;
-        if prim == Prim::Send1 {
-            while ctx.move_message(&mut buf)?.is_some() {}
-        }
-        Ok(())
-    })?;
+    }
     black_box(&got);
     ctx.pop_reg(&dst)?;
     ctx.pop_reg(&src)?;
     ctx.sync()?;
-    Ok(Samples(ns).median() * 1e-9)
+    Ok(samples
+        .into_iter()
+        .map(|s| Samples(s).median() * 1e-9)
+        .collect())
 }
 
 /// The measurements of one process of a level.
@@ -405,10 +442,8 @@ fn measure(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
     let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
     let mut points = Vec::new();
     for prim in Prim::ALL {
-        let mut pts = Vec::new();
-        for &h in &hs {
-            pts.push((h as f64, superstep(ctx, o, prim, h)?));
-        }
+        let times = supersteps(ctx, o, prim, &hs)?;
+        let pts = hs.iter().zip(times).map(|(&h, t)| (h as f64, t)).collect();
         points.push((prim, pts));
     }
     Ok(Measured {
@@ -460,10 +495,11 @@ pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
         "levels": levels.iter().map(|l| l.json(fresh)).collect::<Vec<_>>(),
     });
     if let Some(t) = top {
+        // The cost functions take positive values only; a flat fit (noise) becomes tiny.
         v["r"] = t.r_dense.into();
         v["l"] = t.l.into();
-        v["g"] = t.fit(Prim::Put).g.into();
-        v["g_direct"] = t.fit(Prim::Direct).g.into();
+        v["g"] = t.fit(Prim::Put).g.max(1e-12).into();
+        v["g_direct"] = t.fit(Prim::Direct).g.max(1e-12).into();
     }
     v
 }
@@ -473,8 +509,8 @@ pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
 pub fn table(levels: &[LevelParams]) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>9} {:>8}",
-        "level", "policy", "p", "r Mflop/s", "(daxpy)", "l µs", "l flop"
+        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>8} {:>7} {:>8}",
+        "level", "policy", "p", "r Mflop/s", "(daxpy)", "l µs", "l flop", "l' µs"
     ));
     for prim in Prim::ALL {
         s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
@@ -482,14 +518,15 @@ pub fn table(levels: &[LevelParams]) -> String {
     s.push_str(&format!(" {:>9}\n", "fit err"));
     for l in levels {
         s.push_str(&format!(
-            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>9.3} {:>8.0}",
+            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>8.3} {:>7.0} {:>8.3}",
             l.level.name(),
             l.policy,
             l.p,
             l.r_dense / 1e6,
             l.r_daxpy / 1e6,
             l.l * 1e6,
-            l.l * l.r_dense
+            l.l * l.r_dense,
+            l.fit(Prim::Put).l * 1e6
         ));
         for prim in Prim::ALL {
             let g = l.fit(prim).g;
@@ -555,9 +592,10 @@ pub fn run(o: &Options) -> Result<(), String> {
     }
     print!("{}", table(&levels));
     println!(
-        "\ng = seconds per 8-byte word of a full h-relation (slope of a least-squares fit of time \
-         against h); flop units = time x r; fit err = worst RMS relative residual of the five \
-         fits; first touch of fresh memory: {:.2} ns per word",
+        "\nl = empty superstep; g = seconds per 8-byte word of a full h-relation (slope of a \
+         least-squares fit of time against h > 0); l' = the bulk-put fit's intercept (a superstep \
+         that communicates at all); flop units = time x r; fit err = worst RMS relative residual \
+         of the five fits; first touch of fresh memory: {:.2} ns per word",
         fresh * 1e9
     );
     if let Some(path) = &o.json {

@@ -147,6 +147,13 @@ pub struct Options {
     pub json: bool,
 }
 
+/// Print the placement of a plan of `levels` (outermost first) on the whole of `m`.
+pub fn print_nested(m: &Machine, levels: &[Count], policy: &Policy) -> Result<(), String> {
+    let nodes = build(m, &m.whole(), levels, policy)?;
+    print_plan(m, &nodes, "", 0);
+    Ok(())
+}
+
 /// Run `mbsp topo`; an error is a message for the user.
 pub fn run(o: Options) -> Result<(), String> {
     let loaded: Loaded = match (&o.xml, &o.synthetic) {

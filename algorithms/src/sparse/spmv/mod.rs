@@ -293,6 +293,62 @@ impl SpmvPlan {
         self.procs.len()
     }
 
+    /// The h-relations of one multiply: (fan-out, fan-in), each the largest over the processes
+    /// of the words sent or received in that phase.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::SpmvPlan};
+    /// // Row 0 on process 0 needs x1, owned by process 1: one word out, one word back.
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// assert_eq!(SpmvPlan::new(&a, &d).unwrap().h_relations(), (1, 0));
+    /// ```
+    pub fn h_relations(&self) -> (usize, usize) {
+        let p = self.p();
+        let (mut out_x, mut in_x) = (vec![0usize; p], vec![0usize; p]);
+        let (mut out_y, mut in_y) = (vec![0usize; p], vec![0usize; p]);
+        for l in &self.procs {
+            for f in &l.fetches {
+                in_x[l.pid] += f.len as usize;
+                out_x[f.from as usize] += f.len as usize;
+            }
+            for o in &l.outs {
+                out_y[l.pid] += o.len as usize;
+                in_y[o.to as usize] += o.len as usize;
+            }
+        }
+        let h = |a: &[usize], b: &[usize]| a.iter().zip(b).map(|(x, y)| *x.max(y)).max();
+        (h(&out_x, &in_x).unwrap_or(0), h(&out_y, &in_y).unwrap_or(0))
+    }
+
+    /// The BSP-predicted seconds of one multiply (the module's cost formula) with the machine
+    /// parameters `params` and a local multiply that takes `seconds_per_nz` per nonzero (the
+    /// rate of a sequential CSR multiply: SpMV is memory bound, so a flop rate would mislead):
+    /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + 2 l` for the plain variant; the
+    /// high-performance variant (`hp`) reads `x` once (`g_direct`) and takes one superstep.
+    ///
+    /// ```
+    /// use mbsp_algorithms::{cost::Params, sparse::{CooMatrix, Distribution, spmv::SpmvPlan}};
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// let params = Params { l: 1e-6, g: 1e-9, g_direct: 0.5e-9, ..Params::DEFAULT };
+    /// // Process 0 has 2 nonzeros; one word is fetched.
+    /// let t = plan.predict(&params, 1e-9, false);
+    /// assert!((t - (2e-9 + 1e-9 + 2e-6)).abs() < 1e-18);
+    /// ```
+    pub fn predict(&self, params: &crate::cost::Params, seconds_per_nz: f64, hp: bool) -> f64 {
+        let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
+        let (fan_out, fan_in) = self.h_relations();
+        let (fan_out, fan_in) = (fan_out as f64, fan_in as f64);
+        let comm = if hp {
+            fan_out * params.g_direct + fan_in * params.g + params.l
+        } else {
+            (fan_out + fan_in) * params.g + 2.0 * params.l
+        };
+        work * seconds_per_nz + comm
+    }
+
     /// With `gather_x`, no fan-out is planned: the processes gather the entries they need from
     /// a shared `x` (the nested level of [`HierSpmv`], whose `x` is its package's local buffer)
     /// into a compact local buffer, in ascending column order (`gather`).

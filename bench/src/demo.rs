@@ -1,0 +1,279 @@
+//! `mbsp demo` (also `mbsp` with no arguments): the project in one minute on the machine at
+//! hand — its tree, where a nested run's processes go under both policies, the measured BSP
+//! parameters, and the flagship algorithms (FFT, SpMV) verified, timed against their sequential
+//! baselines and against the BSP prediction made from those parameters.
+
+use crate::fft_cmd;
+use crate::params_cmd::{self, LevelParams, Where};
+use crate::spmv_cmd::{Csr, Prepared, Variant, measure, test_x};
+use crate::topo::{self, Count};
+use mbsp::{Level, Policy};
+use mbsp_algorithms::cost::Params;
+use mbsp_algorithms::fft::FftCost;
+use mbsp_algorithms::sparse::CooMatrix;
+use std::time::Instant;
+
+/// Options of the demo.
+pub struct Options {
+    /// Smaller problems and shorter measurements (a smoke run; seconds).
+    pub quick: bool,
+}
+
+fn section(title: &str) {
+    println!("\n== {title} ==");
+}
+
+/// Progress on stderr, with the seconds since the start.
+fn progress(start: Instant, what: &str) {
+    eprintln!("[{:5.1} s] {what}", start.elapsed().as_secs_f64());
+}
+
+/// The cost-function parameters of a measured level (bulk puts for `g`, direct gets for
+/// `g_direct`, first touch from `fresh`).
+fn params_of(l: &LevelParams, fresh: f64) -> Params {
+    use params_cmd::Prim;
+    Params {
+        r: l.r_dense,
+        g: l.fit(Prim::Put).g,
+        g_direct: l.fit(Prim::Direct).g,
+        l: l.l,
+        fresh,
+    }
+}
+
+/// A 2D Poisson matrix (5-point Laplacian on a `k × k` grid) shifted by `shift` on the
+/// diagonal: symmetric positive definite, 5 nonzeros per interior row.
+pub fn laplacian(k: usize, shift: f64) -> CooMatrix {
+    let mut e = Vec::with_capacity(5 * k * k);
+    for i in 0..k {
+        for j in 0..k {
+            let r = i * k + j;
+            e.push((r, r, 4.0 + shift));
+            if i > 0 {
+                e.push((r, r - k, -1.0));
+            }
+            if i + 1 < k {
+                e.push((r, r + k, -1.0));
+            }
+            if j > 0 {
+                e.push((r, r - 1, -1.0));
+            }
+            if j + 1 < k {
+                e.push((r, r + 1, -1.0));
+            }
+        }
+    }
+    CooMatrix::new(k * k, k * k, e).expect("a valid grid matrix")
+}
+
+/// "1.23 ms" / "45.6 µs".
+fn time(s: f64) -> String {
+    if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// Predicted against measured, as a signed percentage of the measured time.
+fn off_by(predicted: f64, measured: f64) -> String {
+    format!("{:+.0}%", 100.0 * (predicted - measured) / measured)
+}
+
+/// Run the demo; `Err` is a one-line message.
+pub fn run(o: &Options) -> Result<(), String> {
+    let start = Instant::now();
+    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let m = &loaded.machine;
+    println!(
+        "mbsp demo: hierarchical BSP on {}",
+        crate::machine::describe()
+    );
+
+    section("The machine tree (hwloc; MBSP_TOPOLOGY overrides)");
+    print!("{m}");
+
+    section("A nested run: one process per package, inside each one per core");
+    for policy in [Policy::Scattered, Policy::Compact] {
+        println!("policy {policy}:");
+        topo::print_nested(
+            m,
+            &[Count::Per(Level::Package), Count::Per(Level::Core)],
+            &policy,
+        )?;
+    }
+    let p_all = m.cores().len();
+    let half = (p_all / 2).max(1);
+    println!("a flat run of {half} (half the cores):");
+    for policy in [Policy::Scattered, Policy::Compact] {
+        println!("policy {policy}:");
+        topo::print_nested(m, &[Count::N(half)], &policy)?;
+    }
+
+    section("BSP parameters, measured now (mbsp params has the full set)");
+    progress(start, "measuring r, l and g on every level of the tree");
+    let quick = o.quick;
+    let o = if quick {
+        params_cmd::Options::quick()
+    } else {
+        params_cmd::Options::full()
+    };
+    let fresh = params_cmd::fresh_per_word();
+    let mut levels = Vec::new();
+    for (level, _) in Where::of(m) {
+        levels.push(params_cmd::measure_level(
+            level,
+            &Policy::Scattered,
+            "scattered",
+            &o,
+        )?);
+    }
+    print!("{}", params_cmd::table(&levels));
+    let machine = params_of(&levels[0], fresh);
+    let inner = levels
+        .iter()
+        .find(|l| l.level == Where::Package)
+        .map_or(machine, |l| params_of(l, fresh));
+    println!(
+        "(g in ns per 8-byte word | in flops; a superstep of an h-relation costs l + g h; \
+         these values feed the predictions below)"
+    );
+
+    section("FFT: complex f64, BSP (one superstep of direct gets) against sequential rustfft");
+    let n = if quick { 1 << 14 } else { 1 << 20 };
+    let p_fft = 1usize << mbsp::nprocs().max(1).ilog2();
+    let cost = FftCost {
+        flat: machine,
+        top: machine,
+        inner,
+        ..FftCost::uniform(machine)
+    };
+    let mut variants = vec![false];
+    if mbsp_algorithms::fft::hierarchy(m, &m.whole()).len() > 1 {
+        variants.push(true);
+    }
+    for nested in variants {
+        progress(
+            start,
+            &format!("FFT n = {n}, {}", if nested { "nested" } else { "flat" }),
+        );
+        let r = fft_cmd::measure(
+            &fft_cmd::Options {
+                n,
+                p: (!nested).then_some(p_fft),
+                nested,
+                inverse: false,
+                json: false,
+                reps: if quick { 3 } else { 9 },
+            },
+            &cost,
+        )?;
+        let gflops = |s: f64| mbsp_algorithms::fft::flops(n) / s / 1e9;
+        let predicted = if nested {
+            r.choice.nested
+        } else {
+            r.choice.flat
+        };
+        println!(
+            "n = 2^{} {} p = {} {:?}: {} ({:.1} Gflop/s), sequential rustfft {} ({:.1} Gflop/s): \
+             speedup {:.2}; relative error {:.0e}; BSP prediction {} ({})",
+            n.trailing_zeros(),
+            r.variant,
+            r.p,
+            r.levels,
+            time(r.secs),
+            gflops(r.secs),
+            time(r.seq),
+            gflops(r.seq),
+            r.seq / r.secs,
+            r.rel_error,
+            time(predicted),
+            off_by(predicted, r.secs)
+        );
+        if !nested {
+            println!(
+                "cost model's choice for this machine ({:?}): {:?}",
+                r.tree, r.choice.variant
+            );
+        }
+    }
+
+    section("SpMV: y = Ax on a 2D partition, against sequential CSR");
+    let k = if quick { 60 } else { 300 };
+    let a = laplacian(k, 0.1);
+    progress(
+        start,
+        &format!(
+            "partitioning a {0}x{0} grid Laplacian ({1} nonzeros)",
+            k * k,
+            a.nnz()
+        ),
+    );
+    let p = mbsp::nprocs().max(1);
+    let prep = Prepared::new(&a, p, Variant::Plain)?;
+    println!(
+        "matrix: 2D Laplacian on a {k}x{k} grid, {} rows, {} nonzeros; partitioned for p = {p} \
+         in {:.2} s: communication volume {} words, largest h {}",
+        a.rows,
+        a.nnz(),
+        prep.partition_seconds,
+        prep.volume,
+        prep.max_h
+    );
+    let x = test_x(a.cols);
+    let csr = Csr::new(&a);
+    let (batches, per) = if quick { (3, 5) } else { (9, 40) };
+    for variant in [Variant::Plain, Variant::Hp] {
+        progress(start, &format!("SpMV {}", variant.name()));
+        let r = measure(&a, &csr, &x, &prep, variant, batches, per)?;
+        let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {
+            unreachable!("flat plan")
+        };
+        let predicted = plan.predict(&machine, r.seq / a.nnz() as f64, variant == Variant::Hp);
+        let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
+        println!(
+            "{:<5} p = {p}: {} per multiply ({:.0} Mflop/s), sequential CSR {} ({:.0} Mflop/s): \
+             speedup {:.2}; max relative error {:.0e}; BSP prediction {} ({})",
+            variant.name(),
+            time(r.bsp),
+            mflops(r.bsp),
+            time(r.seq),
+            mflops(r.seq),
+            r.ratio,
+            r.max_rel_error,
+            time(predicted),
+            off_by(predicted, r.bsp)
+        );
+        if r.max_rel_error > 1e-12 {
+            return Err(format!(
+                "SpMV {} differs from sequential CSR (max relative error {:e})",
+                variant.name(),
+                r.max_rel_error
+            ));
+        }
+    }
+
+    println!(
+        "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
+         `mbsp --help`, `mbsp params --json params.json`, `mbsp bench fft`, `mbsp bench spmv`.",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn laplacian_shape() {
+        let a = laplacian(3, 0.5);
+        // 9 diagonal entries, 12 grid edges twice.
+        assert_eq!((a.rows, a.cols, a.nnz()), (9, 9, 9 + 24));
+        let row_sum: f64 = (0..a.nnz())
+            .filter(|&k| a.row_idx[k] == 4)
+            .map(|k| a.vals[k])
+            .sum();
+        assert_eq!(row_sum, 0.5); // the centre: 4.5 - 4
+    }
+}
