@@ -466,27 +466,28 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(
-        f,
-        "op,comm,p,bytes,algorithm,ns,predicted_ns,put_sync_ns,empty_sync_ns"
-    )?;
-    for r in rows {
+    crate::whole_file::write(std::path::Path::new(path), |f| {
         writeln!(
             f,
-            "{},{},{},{},{:?},{:.1},{:.1},{:.1},{}",
-            r.op.name(),
-            r.comm,
-            r.p,
-            r.bytes,
-            r.algorithm,
-            r.ours.median(),
-            r.predicted,
-            r.hand.median(),
-            r.sync
-                .as_ref()
-                .map_or(String::new(), |s| format!("{:.1}", s.median()))
+            "op,comm,p,bytes,algorithm,ns,predicted_ns,put_sync_ns,empty_sync_ns"
         )?;
-    }
-    f.flush()
+        for r in rows {
+            writeln!(
+                f,
+                "{},{},{},{},{:?},{:.1},{:.1},{:.1},{}",
+                r.op.name(),
+                r.comm,
+                r.p,
+                r.bytes,
+                r.algorithm,
+                r.ours.median(),
+                r.predicted,
+                r.hand.median(),
+                r.sync
+                    .as_ref()
+                    .map_or(String::new(), |s| format!("{:.1}", s.median()))
+            )?;
+        }
+        Ok(())
+    })
 }

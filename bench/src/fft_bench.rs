@@ -415,90 +415,92 @@ fn plot(path: &str, rows: &[Row]) -> Result<(), String> {
         .fold(0.0, f64::max);
     let top = if top > 0.0 { top * 1.15 } else { 1.0 };
 
-    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let body = root
-        .titled("FFT speed (complex f64)", ("sans-serif", 24))
-        .map_err(|e| err(&e))?;
-    // The legend gets a column of its own on the right, so it never hides a line.
-    let (plot_area, legend_area) = body.split_horizontally(1000 - 210);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(f64::from(lo) - 0.3..f64::from(hi) + 0.3, 0.0..top)
-        .map_err(|e| err(&e))?;
-    // One tick per power of two (fewer if there are many), labelled 2^k.
-    let ticks = (hi - lo + 1) as usize;
-    let exponent = |v: &f64| {
-        if (v - v.round()).abs() < 1e-6 {
-            format!("2^{}", v.round() as i64)
-        } else {
-            String::new()
+    crate::whole_file::svg(std::path::Path::new(path), (1000, 600), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let body = root
+            .titled("FFT speed (complex f64)", ("sans-serif", 24))
+            .map_err(|e| err(&e))?;
+        // The legend gets a column of its own on the right, so it never hides a line.
+        let (plot_area, legend_area) = body.split_horizontally(1000 - 210);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(f64::from(lo) - 0.3..f64::from(hi) + 0.3, 0.0..top)
+            .map_err(|e| err(&e))?;
+        // One tick per power of two (fewer if there are many), labelled 2^k.
+        let ticks = (hi - lo + 1) as usize;
+        let exponent = |v: &f64| {
+            if (v - v.round()).abs() < 1e-6 {
+                format!("2^{}", v.round() as i64)
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_labels(ticks)
+            .x_label_formatter(&exponent)
+            .x_desc("n (complex values; log2 scale)")
+            .y_desc("Gflop/s (5 n log2 n / median time)")
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16))
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, ((variant, p), points)) in lines.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
+                )
+                .map_err(|e| err(&e))?;
+            // The legend entry: a stretch of the line with its marker, and the label.
+            let y = 40 + 24 * i as i32;
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(8, y), (40, y)],
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            legend_area
+                .draw(&Circle::new((24, y), 4, color.filled()))
+                .map_err(|e| err(&e))?;
+            legend_area
+                .draw(&Text::new(
+                    label(variant, *p),
+                    (48, y - 8),
+                    ("sans-serif", 15).into_font(),
+                ))
+                .map_err(|e| err(&e))?;
         }
-    };
-    chart
-        .configure_mesh()
-        .x_labels(ticks)
-        .x_label_formatter(&exponent)
-        .x_desc("n (complex values; log2 scale)")
-        .y_desc("Gflop/s (5 n log2 n / median time)")
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, ((variant, p), points)) in lines.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(
-                points
-                    .iter()
-                    .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
-            )
-            .map_err(|e| err(&e))?;
-        // The legend entry: a stretch of the line with its marker, and the label.
-        let y = 40 + 24 * i as i32;
-        legend_area
-            .draw(&PathElement::new(
-                vec![(8, y), (40, y)],
-                color.stroke_width(2),
-            ))
-            .map_err(|e| err(&e))?;
-        legend_area
-            .draw(&Circle::new((24, y), 4, color.filled()))
-            .map_err(|e| err(&e))?;
-        legend_area
-            .draw(&Text::new(
-                label(variant, *p),
-                (48, y - 8),
-                ("sans-serif", 15).into_font(),
-            ))
-            .map_err(|e| err(&e))?;
-    }
-    root.present().map_err(|e| err(&e))
+        root.present().map_err(|e| err(&e))
+    })
 }
 
 fn write_csv(path: &str, rows: &[Row]) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(f, "n,variant,p,gflops,rel_error")?;
-    for r in rows {
-        writeln!(
-            f,
-            "{},{},{},{:.4},{:.3e}",
-            r.n,
-            r.variant,
-            r.p,
-            r.gflops(),
-            r.rel_error
-        )?;
-    }
-    f.flush()
+    crate::whole_file::write(std::path::Path::new(path), |f| {
+        writeln!(f, "n,variant,p,gflops,rel_error")?;
+        for r in rows {
+            writeln!(
+                f,
+                "{},{},{},{:.4},{:.3e}",
+                r.n,
+                r.variant,
+                r.p,
+                r.gflops(),
+                r.rel_error
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// Seconds compactly: `1.23 s` from one second on, else as [`crate::stats::ns`].

@@ -327,8 +327,30 @@ enum Bench {
     },
 }
 
+/// A parameter file named by `MBSP_PARAMS` that cannot be used is an error of the command
+/// line (exit status 2), not a warning: the predictions printed would silently come from the
+/// defaults.
+fn check_params_file() {
+    let Some(path) = std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) else {
+        return;
+    };
+    let checked = std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| mbsp_algorithms::cost::Params::from_json(&text).map(|_| ()));
+    if let Err(e) = checked {
+        eprintln!(
+            "mbsp: {}={}: {e} (write one with `mbsp params --json FILE`)",
+            mbsp_algorithms::cost::PARAMS_ENV,
+            path.to_string_lossy()
+        );
+        std::process::exit(2);
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    whole_file::on_interrupt();
+    check_params_file();
     match cli.command.unwrap_or(Command::Demo { quick: false }) {
         Command::Demo { quick } => {
             if let Err(e) = demo::run(&demo::Options { quick }) {

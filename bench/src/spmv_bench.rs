@@ -940,87 +940,88 @@ fn plot(path: &Path, rows: &[Row]) -> Result<(), String> {
         * 1.15;
     let n = names.len().max(1);
     let width = (120 * n as u32 + 300).max(900);
-    let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let body = root
-        .titled(
-            &format!("SpMV speedup over sequential CSR at p = {p} (same run)"),
-            ("sans-serif", 22),
-        )
-        .map_err(|e| err(&e))?;
-    let (plot_area, legend_area) = body.split_horizontally(width - 200);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top)
-        .map_err(|e| err(&e))?;
-    let label = |v: &f64| {
-        let k = v.round();
-        if (v - k).abs() < 1e-6 && k >= 0.0 {
-            names
-                .get(k as usize)
-                .map_or(String::new(), |s| s.to_string())
-        } else {
-            String::new()
-        }
-    };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&label)
-        .y_desc("speedup over sequential CSR")
-        .label_style(("sans-serif", 13))
-        .axis_desc_style(("sans-serif", 15))
-        .draw()
-        .map_err(|e| err(&e))?;
-    let w = 0.8 / variants.len().max(1) as f64;
-    for (j, v) in variants.iter().enumerate() {
-        let color = COLORS[j % COLORS.len()];
-        chart
-            .draw_series(bars.iter().filter(|r| r.variant == *v).filter_map(|r| {
-                let k = names.iter().position(|m| *m == r.matrix)? as f64;
-                let x0 = k - 0.4 + j as f64 * w;
-                Some(Rectangle::new(
-                    [(x0 + 0.05 * w, 0.0), (x0 + 0.95 * w, r.speedup)],
-                    color.filled(),
-                ))
-            }))
+    crate::whole_file::svg(std::path::Path::new(path), (width, 560), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let body = root
+            .titled(
+                &format!("SpMV speedup over sequential CSR at p = {p} (same run)"),
+                ("sans-serif", 22),
+            )
             .map_err(|e| err(&e))?;
-        let y = 40 + 24 * j as i32;
+        let (plot_area, legend_area) = body.split_horizontally(width - 200);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top)
+            .map_err(|e| err(&e))?;
+        let label = |v: &f64| {
+            let k = v.round();
+            if (v - k).abs() < 1e-6 && k >= 0.0 {
+                names
+                    .get(k as usize)
+                    .map_or(String::new(), |s| s.to_string())
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .y_desc("speedup over sequential CSR")
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(|e| err(&e))?;
+        let w = 0.8 / variants.len().max(1) as f64;
+        for (j, v) in variants.iter().enumerate() {
+            let color = COLORS[j % COLORS.len()];
+            chart
+                .draw_series(bars.iter().filter(|r| r.variant == *v).filter_map(|r| {
+                    let k = names.iter().position(|m| *m == r.matrix)? as f64;
+                    let x0 = k - 0.4 + j as f64 * w;
+                    Some(Rectangle::new(
+                        [(x0 + 0.05 * w, 0.0), (x0 + 0.95 * w, r.speedup)],
+                        color.filled(),
+                    ))
+                }))
+                .map_err(|e| err(&e))?;
+            let y = 40 + 24 * j as i32;
+            legend_area
+                .draw(&Rectangle::new([(8, y - 7), (36, y + 7)], color.filled()))
+                .map_err(|e| err(&e))?;
+            legend_area
+                .draw(&Text::new(
+                    format!("{v} p={p}"),
+                    (46, y - 8),
+                    ("sans-serif", 15).into_font(),
+                ))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(|e| err(&e))?;
+        let y = 40 + 24 * variants.len() as i32;
         legend_area
-            .draw(&Rectangle::new([(8, y - 7), (36, y + 7)], color.filled()))
+            .draw(&PathElement::new(
+                vec![(8, y), (36, y)],
+                BLACK.stroke_width(1),
+            ))
             .map_err(|e| err(&e))?;
         legend_area
             .draw(&Text::new(
-                format!("{v} p={p}"),
+                "sequential CSR = 1",
                 (46, y - 8),
                 ("sans-serif", 15).into_font(),
             ))
             .map_err(|e| err(&e))?;
-    }
-    chart
-        .draw_series(LineSeries::new(
-            [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(|e| err(&e))?;
-    let y = 40 + 24 * variants.len() as i32;
-    legend_area
-        .draw(&PathElement::new(
-            vec![(8, y), (36, y)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(|e| err(&e))?;
-    legend_area
-        .draw(&Text::new(
-            "sequential CSR = 1",
-            (46, y - 8),
-            ("sans-serif", 15).into_font(),
-        ))
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+        root.present().map_err(|e| err(&e))
+    })
 }
 
 #[cfg(test)]
