@@ -45,6 +45,8 @@ struct Row {
     seconds: f64,
     plan_seconds: f64,
     rel_error: f64,
+    /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at this n).
+    predicted: Option<f64>,
 }
 
 impl Row {
@@ -185,6 +187,13 @@ pub fn run(o: &Options) -> Result<(), String> {
     let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
     let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
     let cost = FftCost::uniform(*Params::current());
+    eprintln!(
+        "fft: BSP predictions with g and l from {}",
+        std::env::var(mbsp_algorithms::cost::PARAMS_ENV).map_or(
+            "the defaults (set MBSP_PARAMS to a `mbsp params --json` file)".into(),
+            |f| f
+        )
+    );
     eprintln!("fft: machine tree fan-outs (Multi-BSP levels): {levels:?}");
     #[cfg(not(feature = "fftw"))]
     eprintln!(
@@ -210,6 +219,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             seconds: t.median(),
             plan_seconds: plan,
             rel_error: 0.0,
+            predicted: None,
         });
         #[cfg(feature = "fftw")]
         for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
@@ -222,7 +232,13 @@ pub fn run(o: &Options) -> Result<(), String> {
                 seconds: t.median(),
                 plan_seconds: plan,
                 rel_error: rel_error(&y, &want),
+                predicted: None,
             });
+        }
+        // The kernel's rate measured just now (rustfft on this n) as r of the cost model.
+        let mut c = cost;
+        for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
+            prm.r = seq_rate;
         }
         for &p in o.procs.iter().filter(|&&p| p <= n) {
             let (t, plan, err) = if p == 1 {
@@ -239,12 +255,14 @@ pub fn run(o: &Options) -> Result<(), String> {
                 seconds: t.median(),
                 plan_seconds: plan,
                 rel_error: err,
+                predicted: Some(c.choose(n, &[p]).flat),
             });
         }
         let total: usize = levels.iter().product();
         if !levels.is_empty() && total <= n {
             eprintln!("fft: n = 2^{lg}: mbsp Multi-BSP, levels {levels:?}");
             let (t, plan, y) = bsp(&x, levels[0], &levels[1..], samples);
+            let choice = c.choose(n, &levels);
             rows.push(Row {
                 n,
                 variant: "mbsp-multi".into(),
@@ -252,14 +270,14 @@ pub fn run(o: &Options) -> Result<(), String> {
                 seconds: t.median(),
                 plan_seconds: plan,
                 rel_error: rel_error(&y, &want),
+                // With one level the Multi-BSP FFT is the flat one.
+                predicted: Some(if levels.len() > 1 {
+                    choice.nested
+                } else {
+                    choice.flat
+                }),
             });
-            // The kernel's rate measured just now (rustfft on this n) as r of the cost model.
-            let r = seq_rate;
-            let mut c = cost;
-            for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
-                prm.r = r;
-            }
-            choices.push((n, c.choose(n, &levels)));
+            choices.push((n, choice));
         }
     }
     if let Some(path) = &o.csv {
@@ -286,6 +304,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 "n": r.n, "variant": r.variant, "p": r.p, "seconds": r.seconds,
                 "gflops": r.gflops(), "ratio_to_rustfft": r.gflops() / base(r.n),
                 "plan_seconds": r.plan_seconds, "rel_error": r.rel_error,
+                "predicted_seconds": r.predicted,
             })).collect::<Vec<Value>>(),
         });
         println!("{j:#}");
@@ -298,12 +317,24 @@ pub fn run(o: &Options) -> Result<(), String> {
         o.samples
     );
     println!(
-        "\n  {:>9} {:<12} {:>2} {:>12} {:>8} {:>9} {:>12} {:>9}",
-        "n", "variant", "p", "time", "Gflop/s", "/rustfft", "planning", "rel.err"
+        "\n  {:>9} {:<12} {:>2} {:>12} {:>8} {:>9} {:>12} {:>9} {:>12} {:>9}",
+        "n",
+        "variant",
+        "p",
+        "time",
+        "Gflop/s",
+        "/rustfft",
+        "planning",
+        "rel.err",
+        "predicted",
+        "pred/time"
     );
     for r in &rows {
+        let (pred, ratio) = r.predicted.map_or((String::new(), String::new()), |t| {
+            (crate::stats::ns(t * 1e9), format!("{:.2}", t / r.seconds))
+        });
         println!(
-            "  {:>9} {:<12} {:>2} {:>12} {:>8.2} {:>9.2} {:>12} {:>9.1e}",
+            "  {:>9} {:<12} {:>2} {:>12} {:>8.2} {:>9.2} {:>12} {:>9.1e} {:>12} {:>9}",
             format!("2^{}", r.n.trailing_zeros()),
             r.variant,
             r.p,
@@ -311,9 +342,12 @@ pub fn run(o: &Options) -> Result<(), String> {
             r.gflops(),
             r.gflops() / base(r.n),
             secs(r.plan_seconds),
-            r.rel_error
+            r.rel_error,
+            pred,
+            ratio
         );
     }
+    predictions(&rows);
     targets(&rows);
     println!(
         "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
@@ -334,6 +368,33 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// How far the BSP predictions of the mbsp rows are from the measured times.
+fn predictions(rows: &[Row]) {
+    let errs: Vec<(usize, f64)> = rows
+        .iter()
+        .filter_map(|r| r.predicted.map(|t| (r.p, (t - r.seconds) / r.seconds)))
+        .collect();
+    for p in [1, 2] {
+        let mut e: Vec<f64> = errs
+            .iter()
+            .filter(|x| x.0 == p)
+            .map(|x| x.1.abs())
+            .collect();
+        if e.is_empty() {
+            continue;
+        }
+        e.sort_by(f64::total_cmp);
+        let within = e.iter().filter(|&&x| x <= 0.2).count();
+        println!(
+            "BSP prediction, mbsp rows at p = {p}: |predicted - measured| / measured median {:.0}%, \
+             max {:.0}%; within 20% in {within} of {}",
+            100.0 * e[e.len() / 2],
+            100.0 * e[e.len() - 1],
+            e.len()
+        );
+    }
 }
 
 /// The targets summary: per large n, the flat BSP FFT on 2 processes against FFTW on 2 threads.

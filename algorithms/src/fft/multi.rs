@@ -350,7 +350,12 @@ impl FftCost {
         let passes = |entries: f64| 8.0 * entries * i.g_direct;
         let work = |entries: f64, len: f64| 5.0 * entries * lg(len) / i.r + passes(entries);
         let pf = p as f64;
-        let flat = work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true);
+        // One process: the sequential kernel alone (no packs, no superstep).
+        let flat = if p == 1 {
+            5.0 * nf * lg(nf) / i.r
+        } else {
+            work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)
+        };
         let nested = if levels.len() < 2 {
             f64::INFINITY
         } else {
