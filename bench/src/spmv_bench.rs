@@ -381,6 +381,9 @@ struct Row {
     rel_error: f64,
     /// mbsp variants: partitioning and planning seconds, volume and max_h of the partition.
     partition: Option<(f64, u64, u64)>,
+    /// plain and hp: the BSP-predicted seconds per multiply (`SpmvPlan::predict`, with the
+    /// sequential CSR time per nonzero of the same group and g, l from `MBSP_PARAMS`).
+    predicted: Option<f64>,
 }
 
 impl Row {
@@ -481,6 +484,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             bytes,
             rel_error: 0.0,
             partition: None,
+            predicted: None,
         };
         for (&p, pool) in procs.iter().zip(&pools) {
             let ranges = row_ranges(&csr, if p == 1 { 1 } else { 4 * p });
@@ -523,6 +527,11 @@ pub fn run(o: &Options) -> Result<(), String> {
                 let mut r = row(v.name(), p, m.bsp, m.ratio);
                 r.rel_error = m.max_rel_error;
                 r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
+                if let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan {
+                    let per_nz = m.seq / nnz.max(1) as f64;
+                    let params = mbsp_algorithms::cost::Params::current();
+                    r.predicted = Some(plan.predict(params, per_nz, v == Variant::Hp));
+                }
                 group.push(r);
                 if v == Variant::Plain {
                     flat = fresh;
@@ -812,7 +821,7 @@ fn print_table(
             .join(", ")
     );
     println!(
-        "\n  {:<15} {:>9} {:<10} {:>3} {:>9} {:>8} {:>7} {:>7} {:>10} {:>8}",
+        "\n  {:<15} {:>9} {:<10} {:>3} {:>9} {:>8} {:>7} {:>7} {:>10} {:>8} {:>9}",
         "matrix",
         "nnz",
         "variant",
@@ -822,7 +831,8 @@ fn print_table(
         "GB/s",
         "%triad",
         "partition",
-        "rel.err"
+        "rel.err",
+        "pred/time"
     );
     let mut last: Option<(&str, usize)> = None;
     for r in rows {
@@ -831,7 +841,7 @@ fn print_table(
         }
         last = Some((&r.matrix, r.p));
         println!(
-            "  {:<15} {:>9} {:<10} {:>3} {:>9.0} {:>8.2} {:>7.2} {:>6.0}% {:>10} {:>8.1e}",
+            "  {:<15} {:>9} {:<10} {:>3} {:>9.0} {:>8.2} {:>7.2} {:>6.0}% {:>10} {:>8.1e} {:>9}",
             r.matrix,
             r.nnz,
             r.variant,
@@ -842,7 +852,30 @@ fn print_table(
             100.0 * r.gbs() / triad.get(r.threads),
             r.partition
                 .map_or("-".into(), |(s, _, _)| format!("{s:.3} s")),
-            r.rel_error
+            r.rel_error,
+            r.predicted
+                .map_or(String::new(), |t| format!("{:.2}", t / r.seconds))
+        );
+    }
+    // Predictions of multiplies that take more than 10 µs (below that, one superstep's
+    // latency and the timer dominate).
+    for p in 1..=rows.iter().map(|r| r.p).max().unwrap_or(0) {
+        let mut e: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.p == p && r.seconds > 10e-6)
+            .filter_map(|r| r.predicted.map(|t| ((t - r.seconds) / r.seconds).abs()))
+            .collect();
+        if e.is_empty() {
+            continue;
+        }
+        e.sort_by(f64::total_cmp);
+        println!(
+            "\nBSP prediction (plain, hp) at p = {p}, multiplies > 10 µs: |predicted - measured| / \
+             measured median {:.0}%, max {:.0}%, within 20% in {} of {}",
+            100.0 * e[e.len() / 2],
+            100.0 * e[e.len() - 1],
+            e.iter().filter(|&&x| x <= 0.2).count(),
+            e.len()
         );
     }
     println!("\ntargets (from the issue):");
@@ -878,6 +911,7 @@ fn print_json(
             "partition_seconds": r.partition.map(|x| x.0),
             "volume": r.partition.map(|x| x.1),
             "max_h": r.partition.map(|x| x.2),
+            "predicted_seconds": r.predicted,
         })).collect::<Vec<Value>>(),
         "targets": targets.iter().map(|t| json!({
             "target": t.target, "met": t.met, "detail": t.detail,

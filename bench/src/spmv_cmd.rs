@@ -459,6 +459,14 @@ pub fn run(o: &Options) -> Result<(), String> {
     let flops = 2.0 * a.nnz() as f64;
     let mflops = flops / t_bsp / 1e6;
     let speedup = m.ratio;
+    let predicted = match &prep.plan {
+        Plan::Flat(plan) => Some(plan.predict(
+            mbsp_algorithms::cost::Params::current(),
+            t_seq / a.nnz().max(1) as f64,
+            variant == Variant::Hp,
+        )),
+        Plan::Hier(_) => None,
+    };
     if o.json {
         let v = json!({
             "matrix": name, "p": o.p, "variant": variant.name(), "mflops": mflops,
@@ -466,6 +474,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             "partition_seconds": partition_seconds, "sequential_mflops": flops / t_seq / 1e6,
             "volume": prep.volume, "max_h": prep.max_h, "nnz": a.nnz(), "m": a.rows, "n": a.cols,
             "packages": prep.shape.0, "cores_per_package": prep.shape.1,
+            "seconds": t_bsp, "predicted_seconds": predicted,
         });
         println!("{v}");
     } else {
@@ -477,7 +486,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         println!(
             "{name}: {} x {}, nnz {}, p = {}{shape}, {}: {mflops:.0} Mflop/s ({:.1} µs per multiply), \
              sequential CSR {:.0} Mflop/s, speedup {speedup:.2}; max relative error {max_rel_error:.1e}; \
-             partition: volume {}, max h {}, {partition_seconds:.2} s",
+             partition: volume {}, max h {}, {partition_seconds:.2} s{}",
             a.rows,
             a.cols,
             a.nnz(),
@@ -486,7 +495,12 @@ pub fn run(o: &Options) -> Result<(), String> {
             t_bsp * 1e6,
             flops / t_seq / 1e6,
             prep.volume,
-            prep.max_h
+            prep.max_h,
+            predicted.map_or(String::new(), |t| format!(
+                "; BSP prediction {:.1} µs ({:+.0}%)",
+                t * 1e6,
+                100.0 * (t - t_bsp) / t_bsp
+            ))
         );
     }
     if max_rel_error > 1e-12 {
