@@ -130,10 +130,13 @@ pub fn run(o: &Options) -> Result<(), String> {
     }
     print!("{}", params_cmd::table(&levels));
     let machine = params_of(&levels[0], fresh);
-    let inner = levels
-        .iter()
-        .find(|l| l.level == Where::Package)
-        .map_or(machine, |l| params_of(l, fresh));
+    let at = |w: Where| {
+        levels
+            .iter()
+            .find(|l| l.level == w)
+            .map_or(machine, |l| params_of(l, fresh))
+    };
+    let (top, inner) = (at(Where::Packages), at(Where::Package));
     println!(
         "(g in ns per 8-byte word | in flops; a superstep of an h-relation costs l + g h; \
          these values feed the predictions below)"
@@ -144,7 +147,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let p_fft = 1usize << mbsp::nprocs().max(1).ilog2();
     let cost = FftCost {
         flat: machine,
-        top: machine,
+        top,
         inner,
         ..FftCost::uniform(machine)
     };

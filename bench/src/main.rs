@@ -181,7 +181,8 @@ enum Command {
         /// Plot time per superstep against h with the fitted lines (SVG) to FILE.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
-        /// Only these levels, comma-separated: machine, package, numa, core.
+        /// Only these levels, comma-separated: machine (a process per core), packages (a
+        /// process per package), package (the cores of one), numa, core (its hardware threads).
         #[arg(long, value_delimiter = ',', value_name = "LEVEL,...")]
         levels: Option<Vec<String>>,
         /// Samples per point (the median is used).

@@ -17,7 +17,8 @@
 //!   the relative errors) says how well `l + g h` describes the machine.
 //!
 //! Levels (one nested run inside one object of the level, the other objects idle): the whole
-//! machine (one process per core), one package, one NUMA node, one core's hardware threads —
+//! machine (one process per core), the packages (one process per package: the top level of a
+//! Multi-BSP run), one package, one NUMA node, one core's hardware threads —
 //! each only where it differs from the level above and has more than one child — under both
 //! affinity policies (`scattered` and `compact` number the same cores differently, which
 //! changes who synchronises with whom first).
@@ -113,6 +114,9 @@ impl Prim {
 pub enum Where {
     /// One process per core of the machine.
     Machine,
+    /// One process per package (the top level of a Multi-BSP run: every superstep crosses
+    /// the packages' link).
+    Packages,
     /// One process per core of package 0.
     Package,
     /// One process per core of NUMA node 0.
@@ -126,6 +130,7 @@ impl Where {
     pub fn name(self) -> &'static str {
         match self {
             Where::Machine => "machine",
+            Where::Packages => "packages",
             Where::Package => "package",
             Where::Numa => "numa",
             Where::Core => "core",
@@ -138,6 +143,7 @@ impl Where {
         let mut out = vec![(Where::Machine, m.cores().len())];
         let pkg = m.packages().first().map_or(0, |p| p.cores.len());
         if m.packages().len() > 1 && pkg > 1 {
+            out.push((Where::Packages, m.packages().len()));
             out.push((Where::Package, pkg));
         }
         let numa0 = m.numas().first().map_or(0, |n| n.cores.len());
@@ -161,6 +167,7 @@ impl Where {
     {
         let (outer, inner) = match self {
             Where::Machine => return Run::per(Level::Core).policy(policy.clone()).run(f),
+            Where::Packages => return Run::per(Level::Package).policy(policy.clone()).run(f),
             Where::Package => (Level::Package, Level::Core),
             Where::Numa => (Level::Numa, Level::Core),
             Where::Core => (Level::Core, Level::Pu),
@@ -545,10 +552,15 @@ pub fn table(levels: &[LevelParams]) -> String {
 pub fn run(o: &Options) -> Result<(), String> {
     let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
     let all = Where::of(&loaded.machine);
-    let known = |n: &String| matches!(n.as_str(), "machine" | "package" | "numa" | "core");
+    let known = |n: &String| {
+        matches!(
+            n.as_str(),
+            "machine" | "packages" | "package" | "numa" | "core"
+        )
+    };
     if let Some(bad) = o.levels.iter().flatten().find(|n| !known(n)) {
         return Err(format!(
-            "unknown level '{bad}' (levels: machine, package, numa, core)"
+            "unknown level '{bad}' (levels: machine, packages, package, numa, core)"
         ));
     }
     let chosen: Vec<(Where, usize)> = all
@@ -724,8 +736,11 @@ mod tests {
         assert_eq!(names("package:1 core:2 pu:1"), ["machine:2"]);
         assert_eq!(
             names("package:2 numa:2 core:4 pu:2"),
-            ["machine:16", "package:8", "numa:4", "core:2"]
+            ["machine:16", "packages:2", "package:8", "numa:4", "core:2"]
         );
-        assert_eq!(names("package:4 core:2 pu:1"), ["machine:8", "package:2"]);
+        assert_eq!(
+            names("package:4 core:2 pu:1"),
+            ["machine:8", "packages:4", "package:2"]
+        );
     }
 }

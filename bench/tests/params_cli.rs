@@ -101,7 +101,8 @@ fn every_level_of_a_synthetic_tree() {
             )
         })
         .collect();
-    let want = [("machine", 4), ("package", 2), ("core", 2)].map(|(l, p)| (l.to_string(), p));
+    let want = [("machine", 4), ("packages", 2), ("package", 2), ("core", 2)]
+        .map(|(l, p)| (l.to_string(), p));
     assert_eq!(levels, want);
 }
 
