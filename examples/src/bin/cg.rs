@@ -15,6 +15,12 @@
 //!   all-reduce, whose sync publishes it) and `q = A p = A r + β q_old` is updated alongside
 //!   `p = r + β p_old`: three supersteps per iteration, `2 nz(s) + 14 n/p` flops.
 //!
+//! The run's time is printed beside its BSP prediction: per iteration, the multiply's cost
+//! ([`SpmvPlan::predict`] with the time per nonzero of a sequential CSR multiply measured here),
+//! the vector work of the largest part at the sequential time per entry, and two all-reduce
+//! supersteps of `p − 1` words, with `g` and `l` from `MBSP_PARAMS` (`mbsp params --json`) or the
+//! defaults.
+//!
 //! `cargo run --release -p mbsp-examples --bin cg [-- MATRIX P TOLERANCE MAX_ITERATIONS
 //! plain|hp]`
 
@@ -78,6 +84,71 @@ fn sequential_cg(a: &CooMatrix, b: &[f64], tol: f64, max_it: usize) -> (Vec<f64>
         }
     }
     (x, max_it)
+}
+
+/// Seconds per nonzero of a sequential CSR multiply of `a`, and per vector entry of one CG
+/// iteration's vector work (two inner products, three updates), each the best of a few runs.
+fn sequential_rates(a: &CooMatrix) -> (f64, f64) {
+    let n = a.rows;
+    let mut order: Vec<usize> = (0..a.nnz()).collect();
+    order.sort_by_key(|&k| a.row_idx[k]);
+    let mut ptr = vec![0usize; n + 1];
+    for &k in &order {
+        ptr[a.row_idx[k] as usize + 1] += 1;
+    }
+    for i in 0..n {
+        ptr[i + 1] += ptr[i];
+    }
+    let col: Vec<u32> = order.iter().map(|&k| a.col_idx[k]).collect();
+    let val: Vec<f64> = order.iter().map(|&k| a.vals[k]).collect();
+    let (v, mut y) = (vec![1.0; n], vec![0.0; n]);
+    let best = |f: &mut dyn FnMut()| {
+        (0..5)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let t_mul = best(&mut || {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = (ptr[i]..ptr[i + 1])
+                .map(|k| val[k] * v[col[k] as usize])
+                .sum();
+        }
+        std::hint::black_box(&y);
+    });
+    let (mut x, mut r, mut p) = (vec![0.0; n], vec![1.0; n], vec![0.5; n]);
+    let t_vec = best(&mut || {
+        let alpha = 1e-3 / dot(&p, &y).abs().max(1.0);
+        for i in 0..n {
+            x[i] += alpha * p[i];
+            r[i] -= alpha * y[i];
+        }
+        let beta = 1e-3 * dot(&r, &r).min(1.0);
+        for i in 0..n {
+            p[i] = r[i] + beta * p[i];
+        }
+        std::hint::black_box((&x, &p));
+    });
+    (t_mul / a.nnz().max(1) as f64, t_vec / n.max(1) as f64)
+}
+
+/// The BSP-predicted seconds of one CG iteration: the multiply ([`SpmvPlan::predict`]), the
+/// vector work of the largest part (the hp variant updates `q` too: 14 instead of 10 flops
+/// per entry), and two one-superstep all-reduces of `p − 1` words.
+fn predict_iteration(plan: &SpmvPlan, per_nz: f64, per_entry: f64, hp: bool) -> f64 {
+    let params = mbsp_algorithms::cost::Params::current();
+    let rows = plan
+        .procs
+        .iter()
+        .map(|l| l.y_owned.len())
+        .max()
+        .unwrap_or(0) as f64;
+    let vector = rows * per_entry * if hp { 1.4 } else { 1.0 };
+    let allreduces = 2.0 * params.time(1, (plan.p() - 1) as f64, false);
+    plan.predict(params, per_nz, hp) + vector + allreduces
 }
 
 /// (this process's part of the solution, iterations, relative residual).
@@ -217,6 +288,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let (it, rel) = (out[0].1, out[0].2);
+    let (per_nz, per_entry) = sequential_rates(&a);
+    let predicted = it as f64 * predict_iteration(&plan, per_nz, per_entry, hp);
     let (xs, it_seq) = sequential_cg(&a, &b_seq, tol, max_it);
     let diff = x
         .iter()
@@ -228,9 +301,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let err = (x.iter().map(|v| (v - 1.0).powi(2)).sum::<f64>() / n as f64).sqrt();
     println!(
         "{}: n = {n}, nnz = {}, p = {p}: {it} iterations ({it_seq} sequential), relative residual \
-         {rel:.2e}, ‖x − 1‖/‖1‖ = {err:.2e}, max |x - x_seq| = {diff:.2e}, {secs:.3} s",
+         {rel:.2e}, ‖x − 1‖/‖1‖ = {err:.2e}, max |x - x_seq| = {diff:.2e}, {secs:.3} s \
+         (BSP prediction {predicted:.3} s, {:+.0}%)",
         file.display(),
-        a.nnz()
+        a.nnz(),
+        100.0 * (predicted - secs) / secs
     );
     if it >= max_it || rel > tol {
         return Err(format!("CG did not converge to {tol:e} in {max_it} iterations").into());
