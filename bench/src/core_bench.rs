@@ -66,21 +66,37 @@ pub(crate) fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
         .swap_remove(0)
 }
 
+/// Empty supersteps through mbsp with the superstep profiler on or off.
+fn mbsp_sync_profiled(p: usize, on: bool, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::Run::new(p)
+        .profile(on)
+        .run(|ctx| timed(samples, iters, || ctx.sync()))
+        .expect("benchmark run")
+        .swap_remove(0)
+}
+
 /// One-word put to the right neighbour, then sync.
 fn mbsp_put_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
-    mbsp::run(p, |ctx| {
-        let right = (ctx.pid() + 1) % ctx.nprocs();
-        let x = ctx.push_reg(vec![0u64; 1])?;
-        ctx.sync()?;
-        let mut i = 0u64;
-        timed(samples, iters, || {
-            i += 1;
-            ctx.put(right, &[i], &x, 0)?;
-            ctx.sync()
+    mbsp_put_sync_profiled(p, false, iters, samples)
+}
+
+/// [`mbsp_put_sync`] with the superstep profiler on or off.
+fn mbsp_put_sync_profiled(p: usize, on: bool, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::Run::new(p)
+        .profile(on)
+        .run(|ctx| {
+            let right = (ctx.pid() + 1) % ctx.nprocs();
+            let x = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            let mut i = 0u64;
+            timed(samples, iters, || {
+                i += 1;
+                ctx.put(right, &[i], &x, 0)?;
+                ctx.sync()
+            })
         })
-    })
-    .expect("benchmark run")
-    .swap_remove(0)
+        .expect("benchmark run")
+        .swap_remove(0)
 }
 
 /// `p` scoped threads each running `body(thread, iters, samples)`; thread 0's samples.
@@ -412,6 +428,24 @@ pub fn run(o: &Options) {
     }
 
     hrelations(o);
+
+    println!(
+        "\nthe superstep profiler (Run::profile, MBSP_PROFILE) at p = 2: off (the default; one \
+         branch per request and per sync) against on (a record per superstep and process)"
+    );
+    let off = figure(o, &|i, s| mbsp_sync_profiled(2, false, i, s));
+    let on = figure(o, &|i, s| mbsp_sync_profiled(2, true, i, s));
+    let put_off = figure(o, &|i, s| mbsp_put_sync_profiled(2, false, i, s));
+    let put_on = figure(o, &|i, s| mbsp_put_sync_profiled(2, true, i, s));
+    println!(
+        "  empty sync: off {}  on {}  ({:.2}x);  one-word put + sync: off {}  on {}  ({:.2}x)",
+        off.show(ns),
+        on.show(ns),
+        on.median() / off.median(),
+        put_off.show(ns),
+        put_on.show(ns),
+        put_on.median() / put_off.median()
+    );
 
     println!("\nstarting and ending a top-level run of 2 processes (empty function)");
     let (team_iters, spawn_iters) = if o.ring_steps < 20_000 {

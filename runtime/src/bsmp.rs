@@ -113,6 +113,7 @@ impl Ctx {
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag)?;
+        self.note_out(pid, tag.len() + payload.len(), true);
         // SAFETY: `payload` is a valid slice.
         self.with_outbox(pid, |ob| unsafe {
             ob.send(tag, payload.as_ptr(), payload.len())
@@ -137,6 +138,8 @@ impl Ctx {
     /// ```
     pub fn send_parts(&self, pid: usize, tag: &[u8], parts: &[&[u8]]) -> Result<()> {
         self.check_send("send", pid, tag)?;
+        let bytes = tag.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        self.note_out(pid, bytes, true);
         self.with_outbox(pid, |ob| ob.send_parts(tag, parts));
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
@@ -178,6 +181,7 @@ impl Ctx {
     /// ```
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("hpsend", pid, tag)?;
+        self.note_out(pid, tag.len() + payload.len(), true);
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
         let tag_off = st.hp_tags.push(tag);

@@ -213,6 +213,8 @@ pub(crate) struct RunShared {
     pub(crate) inherited: Option<Binding>,
     /// Each process's barrier group (its first package).
     pub(crate) groups: Vec<usize>,
+    /// Where a profiled run's processes hand in their records (`None`: not profiled).
+    pub(crate) prof: Option<Arc<crate::profile::Sink>>,
     /// By process, then destination: the barrier round in which puts to it can ride.
     pub(crate) riders: Vec<Box<[u8]>>,
 }
@@ -243,6 +245,7 @@ impl RunShared {
             inherited: None,
             groups,
             riders,
+            prof: None,
         }
     }
 
@@ -372,6 +375,8 @@ pub struct Ctx {
     stopped: Cell<bool>,
     /// A failure to inject in the next sync (tests of the failure paths).
     pub(crate) fault: Cell<Option<crate::internals::SyncPoint>>,
+    /// The superstep recorder of a profiled run (see [`crate::profile`]).
+    pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -384,6 +389,10 @@ impl Ctx {
         // SAFETY: only this process's contexts touch the spare buffer, one at a time (a run's
         // contexts are made after the previous run's were dropped).
         let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
+        let prof = run
+            .prof
+            .as_ref()
+            .map(|_| Box::new(RefCell::new(crate::profile::Recorder::new(pid, run.p))));
         Ctx {
             run,
             pid,
@@ -403,7 +412,24 @@ impl Ctx {
             binding,
             stopped: Cell::new(false),
             fault: Cell::new(None),
+            prof,
             _not_send: PhantomData,
+        }
+    }
+
+    /// Profiling: a put or message of `bytes` to `to` (one branch when not profiling).
+    #[inline(always)]
+    pub(crate) fn note_out(&self, to: usize, bytes: usize, message: bool) {
+        if let Some(r) = &self.prof {
+            r.borrow_mut().out(to, bytes, message);
+        }
+    }
+
+    /// Profiling: a get of `bytes` from `from`.
+    #[inline(always)]
+    pub(crate) fn note_get(&self, from: usize, bytes: usize) {
+        if let Some(r) = &self.prof {
+            r.borrow_mut().get(from, bytes);
         }
     }
 
@@ -670,6 +696,9 @@ impl Drop for Ctx {
     /// A process that ends no longer touches the run's memory.
     fn drop(&mut self) {
         self.note_stopped();
+        if let (Some(rec), Some(sink)) = (self.prof.take(), &self.run.prof) {
+            sink.hand_in(rec.into_inner());
+        }
         let mut getbuf = std::mem::take(&mut self.st.get_mut().getbuf);
         getbuf.clear();
         // SAFETY: as in `Ctx::new`.

@@ -80,6 +80,7 @@ pub struct Run {
     wait: Option<WaitPolicy>,
     stack_size: Option<usize>,
     reuse: Option<bool>,
+    profile: Option<bool>,
 }
 
 impl Run {
@@ -93,7 +94,64 @@ impl Run {
             wait: None,
             stack_size: None,
             reuse: None,
+            profile: None,
         }
+    }
+
+    /// Record a superstep profile of this run (see [`crate::profile`]): per superstep and
+    /// process the compute and sync time and the words, bytes and messages sent and received.
+    /// Default: on when `MBSP_PROFILE` is set (then a top-level run prints its report when it
+    /// ends), and for a nested run, on when its parent run is profiled (its profile is attached
+    /// to the parent's). Get the profile with [`Run::run_profiled`].
+    pub fn profile(mut self, on: bool) -> Self {
+        self.profile = Some(on);
+        self
+    }
+
+    /// [`Run::run`], returning the run's [`Profile`](crate::profile::Profile) beside the
+    /// results (profiling is on for this run whatever [`Run::profile`] says).
+    ///
+    /// ```
+    /// let (_, profile) = mbsp::Run::new(3).run_profiled(|ctx| {
+    ///     ctx.send((ctx.pid() + 1) % 3, &[], &[0u8; 16])?; // 2 words to the next process
+    ///     ctx.sync()
+    /// })?;
+    /// let first = &profile.supersteps[0];
+    /// assert_eq!((first.procs[0].words_sent, first.procs[0].messages_received), (2, 1));
+    /// assert_eq!(first.h(), 2);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn run_profiled<R, F>(self, f: F) -> Result<(Vec<R>, crate::profile::Profile)>
+    where
+        R: Send,
+        F: Fn(&mut Ctx) -> Result<R> + Sync,
+    {
+        let layout = self.top_layout()?;
+        let p = layout.domains.len();
+        let tree = Tree::new();
+        let sink = Arc::new(crate::profile::Sink::default());
+        let results = self.launch(
+            tree.clone(),
+            Vec::new(),
+            layout,
+            None,
+            Some(sink.clone()),
+            &f,
+        );
+        let results = collect(results, &tree)?;
+        let profile = sink.take(p, Vec::new());
+        if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
+            crate::profile::emit(&profile);
+        }
+        Ok((results, profile))
+    }
+
+    /// The sink of a top-level run's profile, if it is profiled.
+    fn top_sink(&self) -> Option<Arc<crate::profile::Sink>> {
+        let env = *crate::profile::env_request() != crate::profile::EnvRequest::Off;
+        self.profile
+            .unwrap_or(env)
+            .then(|| Arc::new(crate::profile::Sink::default()))
     }
 
     /// A run of one process per object of `level` (package, NUMA node, core, PU) in the part of
@@ -190,9 +248,17 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         let layout = self.top_layout()?;
+        let p = layout.domains.len();
         let tree = Tree::new();
-        let results = self.launch(tree.clone(), Vec::new(), layout, None, &f);
-        collect(results, &tree)
+        let sink = self.top_sink();
+        let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), &f);
+        let results = collect(results, &tree)?;
+        if let Some(sink) = sink {
+            if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
+                crate::profile::emit(&sink.take(p, Vec::new()));
+            }
+        }
+        Ok(results)
     }
 
     /// Start the run without blocking: the calling thread becomes process 0 and gets its
@@ -216,7 +282,8 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
         let layout = self.top_layout()?;
-        Ok(self.start(Tree::new(), Vec::new(), layout, None, Arc::new(f)))
+        let sink = self.top_sink();
+        Ok(self.start(Tree::new(), Vec::new(), layout, None, sink, Arc::new(f)))
     }
 
     /// The placement of a top-level run: on the given or current machine, with the given or
@@ -270,11 +337,17 @@ impl Run {
             ));
         }
         let layout = self.nested_layout(parent)?;
+        // A begun nested run is profiled only when asked; its profile is not attached.
+        let sink = self
+            .profile
+            .unwrap_or(false)
+            .then(|| Arc::new(crate::profile::Sink::default()));
         Ok(self.start(
             parent.run.tree.clone(),
             parent.path.clone(),
             layout,
             Some(parent.binding.clone()),
+            sink,
             Arc::new(f),
         ))
     }
@@ -298,14 +371,23 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
+        sink: Option<Arc<crate::profile::Sink>>,
         f: Arc<F>,
     ) -> Spmd<'a>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
+        let top = parent_path.is_empty();
         let (shared, workers) = if self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let mut team = Team::take(self.stack_size);
-            let shared = self.shared_from(&mut team, tree.clone(), parent_path, layout, inherited);
+            let shared = self.shared_from(
+                &mut team,
+                tree.clone(),
+                parent_path,
+                layout,
+                inherited,
+                sink.clone(),
+            );
             let f: Arc<BegunFn> = f;
             // SAFETY: the `Spmd` keeps `f` and waits for the launch (in `finish`, or when the
             // launch is dropped) before it drops `f`.
@@ -318,7 +400,13 @@ impl Run {
             };
             (shared, w)
         } else {
-            let shared = Arc::new(self.new_shared(tree.clone(), parent_path, layout, inherited));
+            let shared = Arc::new(self.new_shared(
+                tree.clone(),
+                parent_path,
+                layout,
+                inherited,
+                sink.clone(),
+            ));
             let mut threads = Vec::with_capacity(shared.p - 1);
             for pid in 1..shared.p {
                 let (mine, f) = (shared.clone(), f.clone());
@@ -341,6 +429,7 @@ impl Run {
             saved,
             workers: Some(workers),
             tree,
+            profile: sink.filter(|_| top).map(|s| (s, shared.p)),
             _parent: PhantomData,
         }
     }
@@ -359,10 +448,28 @@ impl Run {
             ));
         }
         let layout = self.nested_layout(parent)?;
+        let p = layout.domains.len();
         let tree = parent.run.tree.clone();
         let inherited = Some(parent.binding.clone());
-        let results = self.launch(tree.clone(), parent.path.clone(), layout, inherited, &f);
-        collect(results, &tree)
+        // Profiled with its parent (unless told otherwise), and attached to the parent's.
+        let sink = self
+            .profile
+            .unwrap_or(parent.prof.is_some())
+            .then(|| Arc::new(crate::profile::Sink::default()));
+        let path = parent.path.clone();
+        let results = self.launch(
+            tree.clone(),
+            path.clone(),
+            layout,
+            inherited,
+            sink.clone(),
+            &f,
+        );
+        let results = collect(results, &tree)?;
+        if let (Some(sink), Some(rec)) = (sink, &parent.prof) {
+            rec.borrow_mut().add_nested(sink.take(p, path));
+        }
+        Ok(results)
     }
 
     fn launch<R, F>(
@@ -371,6 +478,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
+        sink: Option<Arc<crate::profile::Sink>>,
         f: &F,
     ) -> Vec<Result<R>>
     where
@@ -378,11 +486,11 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
-            let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited));
+            let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_spawned(shared, f);
         }
         let mut team = Team::take(self.stack_size);
-        let shared = self.shared_from(&mut team, tree, parent_path, layout, inherited);
+        let shared = self.shared_from(&mut team, tree, parent_path, layout, inherited, sink);
         let results = {
             // SAFETY: `launch` lives in this frame and waits for every worker, when dropped at
             // the latest, before `f` (borrowed by this call) can go away.
@@ -452,10 +560,12 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
+        sink: Option<Arc<crate::profile::Sink>>,
     ) -> RunShared {
         let policy = self.wait_policy_for(&layout);
         let mut s = RunShared::new(parent_path, tree, policy, layout);
         s.inherited = inherited;
+        s.prof = sink;
         s
     }
 
@@ -468,6 +578,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
+        sink: Option<Arc<crate::profile::Sink>>,
     ) -> Arc<RunShared> {
         let policy = self.wait_policy_for(&layout);
         if let Some(mut last) = team.last.take() {
@@ -478,6 +589,7 @@ impl Run {
                 if let Some(s) = Arc::get_mut(&mut last) {
                     s.layout = layout;
                     s.inherited = inherited;
+                    s.prof = sink;
                     s.reuse(parent_path, tree);
                     return last;
                 }
@@ -485,6 +597,7 @@ impl Run {
         }
         let mut s = RunShared::new(parent_path, tree, policy, layout);
         s.inherited = inherited;
+        s.prof = sink;
         Arc::new(s)
     }
 
@@ -708,6 +821,8 @@ pub struct Spmd<'a> {
     saved: Option<Vec<u32>>,
     workers: Option<Workers>,
     tree: Arc<Tree>,
+    /// A profiled top-level run (`MBSP_PROFILE`): where its processes hand in, and p.
+    profile: Option<(Arc<crate::profile::Sink>, usize)>,
     _parent: PhantomData<&'a mut Ctx>,
 }
 
@@ -770,7 +885,11 @@ impl Spmd<'_> {
             }
             None => {}
         }
-        collect(results, &self.tree).map(|_| ())
+        collect(results, &self.tree)?;
+        if let Some((sink, p)) = self.profile.take() {
+            crate::profile::emit(&sink.take(p, Vec::new()));
+        }
+        Ok(())
     }
 }
 

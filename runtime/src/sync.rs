@@ -46,13 +46,33 @@ impl Ctx {
         if self.run.tree.is_aborted() {
             return Err(self.refused_sync("sync"));
         }
+        if self.prof.is_some() {
+            return self.profiled_superstep_end(false);
+        }
         self.superstep_end(false)
+    }
+
+    /// [`superstep_end`](Self::superstep_end) timed for the profile.
+    #[cold]
+    #[inline(never)]
+    fn profiled_superstep_end(&mut self, ending: bool) -> Result<()> {
+        if let Some(r) = &self.prof {
+            r.borrow_mut().sync_begins();
+        }
+        let result = self.superstep_end(ending);
+        if let Some(r) = &self.prof {
+            r.borrow_mut().sync_ends();
+        }
+        result
     }
 
     /// The implicit final sync when the SPMD function returns.
     pub(crate) fn end(&mut self) -> Result<()> {
         if self.run.tree.is_aborted() {
             return Err(self.refused_sync("end"));
+        }
+        if self.prof.is_some() {
+            return self.profiled_superstep_end(true);
         }
         self.superstep_end(true)
     }

@@ -1,0 +1,249 @@
+//! Superstep profiles: exact counts for a known program (puts, gets, sends, hp primitives),
+//! superstep boundaries, nested runs attached to their parent, the report and its JSON, the
+//! environment variable through a child process, and a failing profiled run.
+
+mod common;
+
+use common::within;
+use mbsp::Run;
+use mbsp::params::Params;
+use mbsp::profile::Profile;
+
+/// p = 3. Superstep 0: register. Superstep 1: pid i puts (i + 1) words to i + 1 and one word
+/// to itself (not counted). Superstep 2: pid i gets 2 words from i + 2 and sends a message
+/// with a 4-byte tag and 10 bytes of payload to pid 0. Superstep 3 (to the end): nothing.
+fn known_program() -> Profile {
+    within(60, || {
+        Run::new(3)
+            .run_profiled(|ctx| {
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                let x = ctx.push_reg(vec![0u64; 8])?;
+                ctx.set_tagsize(4)?;
+                ctx.sync()?;
+                let words = vec![7u64; me + 1];
+                ctx.put((me + 1) % p, &words, &x, 0)?;
+                ctx.put(me, &[1u64], &x, 7)?;
+                ctx.sync()?;
+                let y = x.id();
+                ctx.get((me + 2) % p, y, 0..2, y, 4)?;
+                ctx.send(0, &[1, 2, 3, 4], &[0u8; 10])?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap()
+            .1
+    })
+}
+
+#[test]
+fn counts_of_a_known_program() {
+    let prof = known_program();
+    assert_eq!(prof.p, 3);
+    assert!(prof.path.is_empty() && prof.nested.is_empty());
+    // Three syncs, then the end.
+    assert_eq!(prof.supersteps.len(), 4);
+    let s0 = &prof.supersteps[0];
+    assert!(
+        s0.procs
+            .iter()
+            .all(|s| s.words_sent == 0 && s.words_received == 0)
+    );
+    // Superstep 1: pid i sends i + 1 words to i + 1, receives i words from i - 1 (pid 0 gets
+    // 3 from pid 2); the put to itself is not counted.
+    let s1 = &prof.supersteps[1];
+    for i in 0..3 {
+        let me = &s1.procs[i];
+        let from = (i + 2) % 3;
+        assert_eq!(me.words_sent, i as u64 + 1, "pid {i}");
+        assert_eq!(me.bytes_sent, 8 * (i as u64 + 1));
+        assert_eq!(me.words_received, from as u64 + 1, "pid {i}");
+        assert_eq!((me.messages_sent, me.messages_received), (0, 0));
+    }
+    assert_eq!(s1.h(), 3);
+    // Superstep 2: everyone reads 2 words from i + 2 (sent by the source); messages of 14
+    // bytes (2 words) to pid 0, pid 0's own not counted.
+    let s2 = &prof.supersteps[2];
+    for i in 0..3 {
+        let me = &s2.procs[i];
+        let to_zero = u64::from(i != 0);
+        assert_eq!(me.messages_sent, to_zero, "pid {i}");
+        assert_eq!(
+            me.words_sent,
+            2 + 2 * to_zero,
+            "pid {i}: read by i + 1, message"
+        );
+        assert_eq!(me.bytes_sent, 16 + 14 * to_zero);
+    }
+    assert_eq!(s2.procs[0].messages_received, 2);
+    assert_eq!(s2.procs[0].words_received, 2 + 4);
+    assert_eq!(s2.procs[1].words_received, 2);
+    assert_eq!(s2.h(), 6);
+    assert_eq!(prof.supersteps[3].h(), 0);
+    for s in &prof.supersteps {
+        for p in &s.procs {
+            assert!(p.compute >= 0.0 && p.sync >= 0.0 && p.compute.is_finite());
+        }
+        assert!(s.imbalance() >= 1.0 || s.w() == 0.0);
+    }
+}
+
+#[test]
+fn high_performance_primitives_are_counted() {
+    let (_, prof) = within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                let other = 1 - ctx.pid();
+                let x = ctx.push_reg(vec![1.0f64; 16])?;
+                ctx.sync()?;
+                let mut local = [0.0f64; 5];
+                // SAFETY: `x` is only read in this superstep; `local` is ours.
+                unsafe { ctx.direct_get(other, &x, 0, &mut local)? };
+                ctx.sync()?;
+                let data = [0u8; 24];
+                // SAFETY: `data` lives unchanged until the sync; `x` is written only by the
+                // other process's hpput at offset 8..11 (disjoint from anyone's reads).
+                unsafe {
+                    ctx.hpsend(other, &[], &data)?;
+                    ctx.hpput(other, &[2.0f64; 3], &x, 8)?;
+                }
+                ctx.sync()?;
+                while ctx.hpmove()?.is_some() {}
+                Ok(())
+            })
+            .unwrap()
+    });
+    let s1 = &prof.supersteps[1];
+    assert_eq!((s1.procs[0].words_received, s1.procs[0].words_sent), (5, 5));
+    let s2 = &prof.supersteps[2];
+    assert_eq!(s2.procs[1].words_sent, 3 + 3);
+    assert_eq!(s2.procs[1].messages_received, 1);
+}
+
+#[test]
+fn nested_runs_are_attached_to_their_parent() {
+    let (_, prof) = within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                ctx.run(2, |n| {
+                    n.send(1 - n.pid(), &[], &[0u8; 8])?;
+                    n.sync()
+                })?;
+                ctx.sync()
+            })
+            .unwrap()
+    });
+    assert_eq!(prof.nested.len(), 2, "one nested run per top-level process");
+    let mut paths: Vec<Vec<usize>> = prof.nested.iter().map(|n| n.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, [vec![0], vec![1]]);
+    for n in &prof.nested {
+        assert_eq!((n.p, n.supersteps.len()), (2, 2));
+        assert_eq!(n.supersteps[0].h(), 1);
+    }
+    // Not profiled when told so.
+    let (_, prof) = Run::new(2)
+        .run_profiled(|ctx| {
+            ctx.run_with(Run::new(2).profile(false), |n| n.sync())?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(prof.nested.is_empty());
+}
+
+#[test]
+fn report_predicts_from_the_parameters() {
+    let prof = known_program();
+    let params = Params {
+        g: 1e-6,
+        l: 1e-3,
+        ..Params::DEFAULT
+    };
+    let report = prof.report(&params);
+    assert_eq!(report.rows.len(), 4);
+    for (row, s) in report.rows.iter().zip(&prof.supersteps) {
+        let want = s.w() + s.h() as f64 * 1e-6 + 1e-3;
+        assert!((row.predicted - want).abs() < 1e-15, "{row:?}");
+        assert_eq!(row.h, s.h());
+        assert_eq!(row.measured, s.measured());
+    }
+    let text = report.to_string();
+    assert!(
+        text.contains("top-level run: p = 3, 4 supersteps"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(v["supersteps"].as_array().unwrap().len(), 4);
+    assert_eq!(v["supersteps"][2]["h"], 6);
+    let (m, p) = report.totals();
+    // (serde_json's default float parsing may be off by an ulp)
+    assert!((v["measured_seconds"].as_f64().unwrap() - m).abs() <= 1e-12 * m);
+    assert!((v["predicted_seconds"].as_f64().unwrap() - p).abs() <= 1e-12 * p);
+}
+
+#[test]
+fn a_failing_profiled_run_returns_its_error() {
+    let r = within(60, || {
+        Run::new(3).run_profiled(|ctx| {
+            ctx.sync()?;
+            if ctx.pid() == 1 {
+                return Err(ctx.abort("stop here"));
+            }
+            ctx.sync()
+        })
+    });
+    let e = r.unwrap_err();
+    assert!(e.to_string().contains("stop here"), "{e}");
+}
+
+/// The environment variable, through a child process (it is read once per process): this
+/// test binary re-run with `MBSP_PROFILE` set, running only the child half below.
+#[test]
+fn environment_variable_reports_every_top_level_run() {
+    if std::env::var_os("MBSP_PROFILE_CHILD").is_some() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let dir = std::env::temp_dir().join(format!("mbsp-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("run.json");
+    for (value, text) in [("1", true), (json.to_str().unwrap(), false)] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "child_runs_a_program",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("MBSP_PROFILE", value)
+            .env("MBSP_PROFILE_CHILD", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        if text {
+            assert!(
+                err.contains("mbsp profile: top-level run: p = 2, 2 supersteps"),
+                "{err}"
+            );
+        } else {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            assert_eq!(v["p"], 2);
+            assert_eq!(v["supersteps"][0]["h"], 1);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The program the environment test runs in a child process (a no-op otherwise).
+#[test]
+fn child_runs_a_program() {
+    if std::env::var_os("MBSP_PROFILE_CHILD").is_none() {
+        return;
+    }
+    mbsp::run(2, |ctx| {
+        ctx.send(1 - ctx.pid(), &[], &[0u8; 8])?;
+        ctx.sync()
+    })
+    .unwrap();
+}
