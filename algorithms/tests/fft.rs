@@ -108,6 +108,69 @@ fn matches_sequential_rustfft_for_every_valid_p() {
     });
 }
 
+/// The number of group-cyclic redistributions for n over p: while the group is larger than the
+/// local length m = n/p, it shrinks by a factor m (DESIGN.md §7; BSPlib paper §5.2).
+fn redistributions(n: usize, p: usize) -> usize {
+    let (m, mut g, mut r) = (n / p, p, 0);
+    while m >= 2 && g > m {
+        g /= m;
+        r += 1;
+    }
+    r
+}
+
+/// p > √n: group-cyclic stages, each a superstep whose h is the local length (2 words per
+/// complex entry) — never the all-to-all of every pack — with the output still cyclic.
+#[test]
+fn group_cyclic_when_p_exceeds_sqrt_n() {
+    within(300, || {
+        for p in [4usize, 8, 16, 32, 64] {
+            for n in (p.trailing_zeros()..=2 * p.trailing_zeros() + 1).map(|k| 1usize << k) {
+                let x = random(n, (n * 31 + p) as u64);
+                let fwd = sequential(&x, Direction::Forward);
+                let (m, steps) = (n / p, redistributions(n, p));
+                let (outs, profile) = mbsp::Run::new(p)
+                    .profile(true)
+                    .run_profiled(|ctx| {
+                        let me = ctx.pid();
+                        let mut plan = BspFft::<f64>::new(ctx, n)?;
+                        let mut local: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+                        plan.forward(ctx, &mut local)?;
+                        let y = local.clone();
+                        plan.inverse(ctx, &mut local)?;
+                        plan.free(ctx)?;
+                        Ok((y, local))
+                    })
+                    .unwrap();
+                let (mut y, mut back) = (vec![C::new(0.0, 0.0); n], vec![C::new(0.0, 0.0); n]);
+                for (me, (a, b)) in outs.into_iter().enumerate() {
+                    for (i, (u, v)) in a.into_iter().zip(b).enumerate() {
+                        y[me + p * i] = u;
+                        back[me + p * i] = v;
+                    }
+                }
+                let err = rel_error(&y, &fwd);
+                assert!(err <= 1e-13, "n {n} p {p}: relative error {err:e}");
+                let err = rel_error(&back, &x);
+                assert!(err <= 1e-13, "n {n} p {p}: round trip error {err:e}");
+                // The plan's superstep, then (1 + redistributions) per transform, then the end.
+                let s = &profile.supersteps;
+                assert_eq!(s.len(), 2 + 2 * (1 + steps), "n {n} p {p}: supersteps");
+                if m >= 2 {
+                    for (i, step) in s[1..s.len() - 1].iter().enumerate() {
+                        assert!(
+                            step.h() <= 2 * m as u64,
+                            "n {n} p {p}: superstep {} has h = {} > 2 n/p",
+                            i + 1,
+                            step.h()
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
 #[test]
 fn round_trip_and_identities() {
     within(120, || {
@@ -280,8 +343,21 @@ use mbsp_algorithms::fft::{MultiFft, fft_multi, hierarchy};
 #[test]
 fn multi_bsp_matches_rustfft() {
     within(300, || {
-        for levels in [&[2usize][..], &[2, 2], &[4, 2], &[2, 4], &[2, 2, 2]] {
-            for m in [3usize, 6, 10, 14] {
+        // [8, 2] and [16, 2] at n = 2^6: a top level above √n (group-cyclic stages whose local
+        // transforms are nested runs, scaled at every stage when inverse).
+        for levels in [
+            &[2usize][..],
+            &[2, 2],
+            &[4, 2],
+            &[2, 4],
+            &[2, 2, 2],
+            &[8, 2],
+            &[16, 2],
+        ] {
+            for m in [3usize, 6, 10, 14]
+                .into_iter()
+                .filter(|&m| 1 << m >= levels[0])
+            {
                 let n = 1 << m;
                 let x = random(n, m as u64 ^ 77);
                 let want = sequential(&x, Direction::Forward);

@@ -23,9 +23,20 @@
 //! needs a single sync: a process rewrites a pack buffer only after everybody has passed the
 //! sync that followed the reads of its previous contents.
 //!
-//! When `p² > n` (tiny vectors on many processes) the length-`p` transforms cannot be split
-//! into columns; then every process fetches all packs (`h = 2n·(p-1)/p` words, still one
-//! superstep) and computes its own outputs directly, `O(n)` work — at most `p²` entries.
+//! **`p² > n`: group-cyclic stages.** The length-`p` transforms of step (4) are then longer than
+//! the local arrays (`m = n/p < p`), so they cannot be split into columns. Instead the column
+//! `k₁` of the `m` length-`p` transforms goes to the group of `p/m` processes `{k₁ + m·i}`, in
+//! the cyclic distribution over that group (process `k₁ + m·i` fetches entry `k₁` from the
+//! processes `i + (p/m)·t`, `t < m`: one superstep, `h = 2m` words), and each group runs the same
+//! algorithm on its length-`p` transform: local FFT of length `m`, twiddles, pack. While a group
+//! is still larger than `m` it splits again (its stride times `m`); after
+//! `L = ⌈log_m p⌉ − 1` such redistributions the last groups have `gp ≤ m` processes and do the
+//! exchange of step (4) among themselves. The output is again exactly cyclic over all `p`
+//! processes (each stage keeps an entry's local position), so nothing is collected or
+//! reordered. Cost: `(L + 1)` supersteps of `h ≤ 2m` words and `L + 1` local FFTs of length
+//! `m` — against `2n` words for fetching everything, which is what `n = p` (`m = 1`, where no
+//! stage makes progress) still does: every process fetches all packs and computes its own
+//! outputs directly, `O(n)` work.
 //!
 //! [`BspFft`] is the plan inside a run; [`fft`] / [`ifft`] transform a whole vector, starting a
 //! run of `p` processes. [`MultiFft`] / [`fft_multi`] nest the same algorithm along the machine

@@ -351,8 +351,22 @@ impl FftCost {
         let work = |entries: f64, len: f64| 5.0 * entries * lg(len) / i.r + passes(entries);
         let pf = p as f64;
         // One process: the sequential kernel alone (no packs, no superstep).
+        let m = (n / p.min(n)).max(1);
         let flat = if p == 1 {
             5.0 * nf * lg(nf) / i.r
+        } else if m >= 2 && p > m {
+            // Group-cyclic: L redistributions of h = 2m, each followed by a local FFT of length
+            // m (5 m log₂ n flops in all, as the flat one) and a pass more, and the final
+            // exchange within groups of gp processes.
+            let (stages, gp) = super::plan::group_cyclic(n, p);
+            let (mf, gf) = (m as f64, gp as f64);
+            work(mf, nf)
+                + stages as f64 * passes(mf)
+                + f.time(
+                    stages + 1,
+                    2.0 * mf * (stages as f64 + (gf - 1.0) / gf),
+                    true,
+                )
         } else {
             work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)
         };

@@ -29,6 +29,18 @@ pub(crate) fn check_shape(ctx: &Ctx, n: usize, p: usize) -> Result<()> {
     Err(ctx.misuse_error("fft", why))
 }
 
+/// The group-cyclic redistributions of a transform of length `n` over `p` processes and the
+/// size of the groups of its final exchange: `(0, p)` when `p² ≤ n` (or `n = p`).
+pub(crate) fn group_cyclic(n: usize, p: usize) -> (usize, usize) {
+    let m = n / p;
+    let (mut stages, mut gp) = (0, p);
+    while m >= 2 && gp > m {
+        gp /= m;
+        stages += 1;
+    }
+    (stages, gp)
+}
+
 /// One sequential transform of `data` (planning included).
 pub(crate) fn sequential<T: Float>(data: &mut [Complex<T>], dir: Direction) {
     let n = data.len();
@@ -120,8 +132,17 @@ pub(crate) struct Tables<T: Float> {
     pub(crate) me: usize,
     /// Local length `n/p`.
     pub(crate) m: usize,
-    /// Pack length `n/p²` (0 when `p² > n`).
+    /// Pack length of the final exchange, `m/gp`; 0 only when `n/p = 1 < p` (no group-cyclic
+    /// stage can make progress there: see `small`).
     pub(crate) b: usize,
+    /// The group of the final exchange: processes `gbase + gstride·s` for `s < gp`, this
+    /// process being member `gme`. The whole run when `p² ≤ n`.
+    gp: usize,
+    gme: usize,
+    gbase: usize,
+    gstride: usize,
+    /// The group-cyclic redistributions before the final exchange (empty when `p² ≤ n`).
+    levels: Vec<Level<T>>,
     fwd: Arc<dyn Fft<T>>,
     /// `ω_n^{me·k₁}` for `k₁ < n/p`.
     tw_fwd: Vec<Complex<T>>,
@@ -129,10 +150,22 @@ pub(crate) struct Tables<T: Float> {
     /// transform: planning is a large part of a plan's cost, and many users only go forward.
     inverse: std::sync::OnceLock<Kernel<T>>,
     inv_scale: f64,
-    /// `ω_p^{j}` for `j < p/2`, forward.
+    /// `ω_gp^{j}` for `j < gp/2`, forward.
     roots: Vec<Complex<T>>,
-    /// Bit reversal of pids in `log₂ p` bits.
+    /// Bit reversal of group members in `log₂ gp` bits.
     bitrev: Vec<usize>,
+}
+
+/// One group-cyclic redistribution and the stage after it (see the [module docs](super)).
+struct Level<T: Float> {
+    /// The processes to fetch from: the entry from `sources[t]` becomes local entry `t`.
+    sources: Vec<usize>,
+    /// The entry of each source's pack to fetch (this process's column `k₁`).
+    column: usize,
+    /// The stage's twiddles `ω_N^{j·k₁}` (`N` its transform length, `j` this process's index
+    /// in its group), forward and inverse.
+    tw_fwd: Vec<Complex<T>>,
+    tw_inv: Vec<Complex<T>>,
 }
 
 impl<T: Float> Tables<T> {
@@ -154,23 +187,46 @@ impl<T: Float> Tables<T> {
     /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
     pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
         let m = n / p;
-        let b = if p * p <= n { m / p } else { 0 };
         let mut planner = FftPlanner::<T>::new();
         let fwd = planner.plan_fft_forward(m);
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
-        let bits = p.trailing_zeros();
+        // Group-cyclic stages while the group is larger than the local length: the group of
+        // `gp` processes `gbase + gstride·j` doing a transform of length `m·gp` hands column
+        // `k₁` of its length-`gp` transforms to the subgroup `{k₁ + m·i}` (stride times `m`).
+        let (mut gp, mut gstride) = (p, 1);
+        let mut levels = Vec::new();
+        while gp > m && m >= 2 {
+            let (sub, j) = (gp / m, me / gstride);
+            let (base, column, i) = (me % gstride, j % m, j / m);
+            // Nested local transforms are scaled by 1/m at every stage: undo it after stage 0.
+            let inv = if local_scaled { m as f64 } else { 1.0 };
+            levels.push(Level {
+                sources: (0..m).map(|t| base + gstride * (i + sub * t)).collect(),
+                column,
+                tw_fwd: twiddles(i, gp, m, -1.0, 1.0),
+                tw_inv: twiddles(i, gp, m, 1.0, inv),
+            });
+            gp = sub;
+            gstride *= m;
+        }
+        let bits = gp.trailing_zeros();
         Tables {
             n,
             p,
             me,
             m,
-            b,
+            b: if gp <= m { m / gp } else { 0 },
+            gp,
+            gme: me / gstride,
+            gbase: me % gstride,
+            gstride,
+            levels,
             fwd,
             tw_fwd: twiddles(me, n, m, -1.0, 1.0),
             inverse: std::sync::OnceLock::new(),
             inv_scale: scale,
-            roots: (0..p / 2).map(|j| root(j, p, -1.0, 1.0)).collect(),
-            bitrev: (0..p)
+            roots: (0..gp / 2).map(|j| root(j, gp, -1.0, 1.0)).collect(),
+            bitrev: (0..gp)
                 .map(|s| {
                     if bits == 0 {
                         0
@@ -180,6 +236,11 @@ impl<T: Float> Tables<T> {
                 })
                 .collect(),
         }
+    }
+
+    /// The number of supersteps of one transform (`1 +` the group-cyclic redistributions).
+    pub(crate) fn supersteps(&self) -> usize {
+        1 + self.levels.len()
     }
 }
 
@@ -317,23 +378,13 @@ impl<T: Float> BspFft<T> {
         if let Some(below) = below
             && t.p > 1
             && t.b > 0
+            && t.levels.is_empty()
         {
             return self.transform_nested(ctx, local, dir, below, &t);
         }
         let (kernel, tw) = t.kernel(dir);
         // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
-        match below {
-            None => {
-                let len = kernel.get_inplace_scratch_len();
-                if self.scratch.len() < len + 8 {
-                    self.scratch
-                        .resize(len + 8, Complex::new(T::zero(), T::zero()));
-                }
-                let skew = self.scratch.as_ptr().align_offset(64).min(8);
-                kernel.process_with_scratch(local, &mut self.scratch[skew..skew + len]);
-            }
-            Some(below) => below.transform(ctx, local, dir)?,
-        }
+        self.local_fft(ctx, local, kernel, below, dir)?;
         if t.p == 1 {
             if dir == Direction::Inverse {
                 let s = tw[0].re; // 1/n
@@ -341,15 +392,36 @@ impl<T: Float> BspFft<T> {
             }
             return ctx.sync();
         }
-        let (p, b, par) = (t.p, t.b, self.parity);
-        // (2) Twiddle and pack: pack r holds entries k₁ ≡ r (mod p), in order of k₁.
-        {
-            let pack = ctx.local_mut(&mut self.packs[par])?;
-            if b > 0 {
-                // One sequential pass over the local array and the twiddles, p interleaved
-                // write streams (twice as fast here as p strided passes).
-                let shift = b.trailing_zeros();
-                for (u, (xs, ws)) in local.chunks_exact(p).zip(tw.chunks_exact(p)).enumerate() {
+        let inverse = dir == Direction::Inverse;
+        // (2) Twiddle and pack, (3) one superstep; then, when p² > n, the group-cyclic stages:
+        // fetch this process's column, local FFT, twiddle and pack, one superstep each.
+        let mut tw = tw;
+        for stage in 0..t.supersteps() {
+            if stage > 0 {
+                let lv = &t.levels[stage - 1];
+                let par = self.parity ^ 1;
+                let own = ctx.local(&self.packs[par])?;
+                for (x, &src) in local.iter_mut().zip(&lv.sources) {
+                    if src == t.me {
+                        *x = own[lv.column];
+                    } else {
+                        // SAFETY: pid `src` wrote this pack before the last sync and rewrites
+                        // it only after the next one (double buffering); `x` is private.
+                        let dst = std::slice::from_mut(x);
+                        unsafe { ctx.direct_get(src, &self.packs[par], lv.column, dst)? };
+                    }
+                }
+                self.local_fft(ctx, local, kernel, below, dir)?;
+                tw = if inverse { &lv.tw_inv } else { &lv.tw_fwd };
+            }
+            let last = stage + 1 == t.supersteps();
+            let pack = ctx.local_mut(&mut self.packs[self.parity])?;
+            if last && t.b > 0 {
+                // Pack r holds entries k₁ ≡ r (mod gp), in order of k₁: one sequential pass
+                // over the local array and the twiddles, gp interleaved write streams (twice
+                // as fast here as gp strided passes).
+                let (gp, shift) = (t.gp, t.b.trailing_zeros());
+                for (u, (xs, ws)) in local.chunks_exact(gp).zip(tw.chunks_exact(gp)).enumerate() {
                     for (r, (x, w)) in xs.iter().zip(ws).enumerate() {
                         pack[(r << shift) + u] = x * w;
                     }
@@ -359,42 +431,66 @@ impl<T: Float> BspFft<T> {
                     *d = x * w;
                 }
             }
+            // The packs of the other parity may still be read by slow processes of the
+            // previous superstep, these ones only after this sync.
+            ctx.sync()?;
+            self.parity ^= 1;
         }
-        // (3) One superstep; the packs of the other parity may still be read by slow
-        // processes of the previous transform, these ones only after this sync.
-        ctx.sync()?;
-        self.parity ^= 1;
-        let inverse = dir == Direction::Inverse;
-        if b == 0 {
+        let par = self.parity ^ 1;
+        if t.b == 0 {
             return self.small(ctx, local, par, inverse);
         }
-        // (4) Length-p FFTs across the packs, one column slab at a time: the slab of the pack
-        // from source s goes to row bitrev(s) of the local array (p rows of b), the columns are
-        // transformed there in place, and row k₂ is then local[k₂·b ..], the cyclic order of
-        // the output.
-        let me = t.me;
+        // (4) Length-gp FFTs across the packs of the group, one column slab at a time: the slab
+        // of the pack from member s goes to row bitrev(s) of the local array (gp rows of b),
+        // the columns are transformed there in place, and row k₂ is then local[k₂·b ..], the
+        // cyclic order of the output.
+        let (gp, b, gme) = (t.gp, t.b, t.gme);
         let c = TILE.min(b);
         let own = ctx.local(&self.packs[par])?;
         let mut e0 = 0;
         while e0 < b {
             let cl = c.min(b - e0);
-            // The slab's rows go straight to where the outputs belong (row bitrev(s) of the
-            // local array, viewed as p rows of b), and the FFTs run in place there.
-            for s in 0..p {
+            for s in 0..gp {
                 let at = t.bitrev[s] * b + e0;
                 let dst = &mut local[at..at + cl];
-                if s == me {
-                    dst.copy_from_slice(&own[me * b + e0..me * b + e0 + cl]);
+                let from = gme * b + e0;
+                if s == gme {
+                    dst.copy_from_slice(&own[from..from + cl]);
                 } else {
-                    // SAFETY: pid s wrote this pack before the sync and rewrites it only after
-                    // the next sync (double buffering); `dst` is private.
-                    unsafe { ctx.direct_get(s, &self.packs[par], me * b + e0, dst)? };
+                    // SAFETY: as above.
+                    let src = t.gbase + t.gstride * s;
+                    unsafe { ctx.direct_get(src, &self.packs[par], from, dst)? };
                 }
             }
-            butterflies(&mut local[e0..], p, b, cl, &t.roots, inverse);
+            butterflies(&mut local[e0..], gp, b, cl, &t.roots, inverse);
             e0 += cl;
         }
         Ok(())
+    }
+
+    /// The local FFT of `local` in order: the sequential kernel, or a nested BSP FFT over the
+    /// cores below (scaled by `1/len` when inverse).
+    fn local_fft(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        kernel: &Arc<dyn Fft<T>>,
+        below: Option<&super::multi::Below<T>>,
+        dir: Direction,
+    ) -> Result<()> {
+        match below {
+            None => {
+                let len = kernel.get_inplace_scratch_len();
+                if self.scratch.len() < len + 8 {
+                    self.scratch
+                        .resize(len + 8, Complex::new(T::zero(), T::zero()));
+                }
+                let skew = self.scratch.as_ptr().align_offset(64).min(8);
+                kernel.process_with_scratch(local, &mut self.scratch[skew..skew + len]);
+                Ok(())
+            }
+            Some(below) => below.transform(ctx, local, dir),
+        }
     }
 
     /// The transform with the cores below doing the local work (Multi-BSP): a nested run
