@@ -113,7 +113,7 @@ impl Ctx {
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag)?;
-        self.note_out(pid, tag.len() + payload.len(), true);
+        self.note_out(pid, tag.len() + payload.len(), true, false);
         // SAFETY: `payload` is a valid slice.
         self.with_outbox(pid, |ob| unsafe {
             ob.send(tag, payload.as_ptr(), payload.len())
@@ -139,7 +139,7 @@ impl Ctx {
     pub fn send_parts(&self, pid: usize, tag: &[u8], parts: &[&[u8]]) -> Result<()> {
         self.check_send("send", pid, tag)?;
         let bytes = tag.len() + parts.iter().map(|p| p.len()).sum::<usize>();
-        self.note_out(pid, bytes, true);
+        self.note_out(pid, bytes, true, false);
         self.with_outbox(pid, |ob| ob.send_parts(tag, parts));
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
@@ -181,7 +181,7 @@ impl Ctx {
     /// ```
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("hpsend", pid, tag)?;
-        self.note_out(pid, tag.len() + payload.len(), true);
+        self.note_out(pid, tag.len() + payload.len(), true, false);
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
         let tag_off = st.hp_tags.push(tag);

@@ -419,17 +419,17 @@ impl Ctx {
 
     /// Profiling: a put or message of `bytes` to `to` (one branch when not profiling).
     #[inline(always)]
-    pub(crate) fn note_out(&self, to: usize, bytes: usize, message: bool) {
+    pub(crate) fn note_out(&self, to: usize, bytes: usize, message: bool, immediate: bool) {
         if let Some(r) = &self.prof {
-            r.borrow_mut().out(to, bytes, message);
+            r.borrow_mut().out(to, bytes, message, immediate);
         }
     }
 
-    /// Profiling: a get of `bytes` from `from`.
+    /// Profiling: a get of `bytes` from `from` (`immediate`: copied now).
     #[inline(always)]
-    pub(crate) fn note_get(&self, from: usize, bytes: usize) {
+    pub(crate) fn note_get(&self, from: usize, bytes: usize, immediate: bool) {
         if let Some(r) = &self.prof {
-            r.borrow_mut().get(from, bytes);
+            r.borrow_mut().get(from, bytes, immediate);
         }
     }
 

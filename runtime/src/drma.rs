@@ -446,7 +446,7 @@ impl Ctx {
         if src.is_empty() {
             return;
         }
-        self.note_out(pid, src.len(), false);
+        self.note_out(pid, src.len(), false, false);
         let round = self.run.riders[self.pid][pid];
         if round != NO_RIDE && self.rides.borrow_mut()[round as usize].put(dst, src) {
             self.flag(FLAG_COMM);
@@ -553,7 +553,7 @@ impl Ctx {
         off: usize,
     ) -> Result<()> {
         let dst = self.remote("hpput", "to", pid, slot, off, len)?;
-        self.note_out(pid, len, false);
+        self.note_out(pid, len, false, true);
         if len > 0 {
             self.wait_settled("hpput", pid)?;
             // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
@@ -641,7 +641,7 @@ impl Ctx {
         let n = bytes.end - bytes.start;
         let s = self.remote("get", "from", pid, slot, bytes.start, n)?;
         let (d, keep) = self.local_dst("get", dst, doff, n)?;
-        self.note_get(pid, n);
+        self.note_get(pid, n, false);
         if n > 0 {
             self.queue_get(slot.0, s, d, n, keep);
         }
@@ -754,7 +754,7 @@ impl Ctx {
         len: usize,
     ) -> Result<()> {
         let s = self.remote(op, "from", pid, slot, off, len)?;
-        self.note_get(pid, len);
+        self.note_get(pid, len, true);
         if len > 0 {
             self.wait_settled(op, pid)?;
             // SAFETY: the source is in bounds of a live registration and not written during

@@ -11,10 +11,12 @@
 //! a get (also `hpget`, `direct_get`) as sent by the process it reads and received by the
 //! reader — BSPlib's h-relation counts both sides. Communication of a process with itself is
 //! not counted (it is a local copy). The last superstep runs from the last sync to the end of
-//! the SPMD function.
+//! the SPMD function. `hpput`, `hpget` and `direct_get` copy at once, during the computation,
+//! so their time is part of the compute time: their words are counted as well, and also apart
+//! (`immediate_words_*`), and the sync's h-relation leaves them out.
 //!
 //! **The report** ([`Profile::report`]) gives each superstep's `w` (the largest compute time),
-//! `h` (the largest of any process's words sent or received), imbalance (largest compute time
+//! `h` (the largest of any process's words sent or received through the sync), imbalance (largest compute time
 //! over the mean) and the BSP prediction `w + h·g + l` — the measured computation plus the
 //! communication and synchronisation the parameters predict — beside the measured time (the
 //! largest compute + sync of any process). Nested runs are reported level by level, each with
@@ -66,6 +68,9 @@ struct Counts {
     /// Bytes and words this process read from each process (gets).
     in_bytes: Vec<u64>,
     in_words: Vec<u64>,
+    /// The words of those that were copied at once (hpput; hpget and direct_get).
+    imm_out_words: Vec<u64>,
+    imm_in_words: Vec<u64>,
 }
 
 impl Counts {
@@ -76,6 +81,8 @@ impl Counts {
             out_msgs: vec![0; p],
             in_bytes: vec![0; p],
             in_words: vec![0; p],
+            imm_out_words: vec![0; p],
+            imm_in_words: vec![0; p],
         }
     }
 }
@@ -114,22 +121,30 @@ impl Recorder {
         }
     }
 
-    /// A put or message of `bytes` to `to`.
+    /// A put or message of `bytes` to `to` (`immediate`: copied now, not by the sync).
     #[inline]
-    pub(crate) fn out(&mut self, to: usize, bytes: usize, message: bool) {
+    pub(crate) fn out(&mut self, to: usize, bytes: usize, message: bool, immediate: bool) {
         if to != self.pid && to < self.p {
+            let words = bytes.div_ceil(8) as u64;
             self.cur.out_bytes[to] += bytes as u64;
-            self.cur.out_words[to] += bytes.div_ceil(8) as u64;
+            self.cur.out_words[to] += words;
             self.cur.out_msgs[to] += u64::from(message);
+            if immediate {
+                self.cur.imm_out_words[to] += words;
+            }
         }
     }
 
-    /// A get of `bytes` from `from`.
+    /// A get of `bytes` from `from` (`immediate`: copied now, not by the sync).
     #[inline]
-    pub(crate) fn get(&mut self, from: usize, bytes: usize) {
+    pub(crate) fn get(&mut self, from: usize, bytes: usize, immediate: bool) {
         if from != self.pid && from < self.p {
+            let words = bytes.div_ceil(8) as u64;
             self.cur.in_bytes[from] += bytes as u64;
-            self.cur.in_words[from] += bytes.div_ceil(8) as u64;
+            self.cur.in_words[from] += words;
+            if immediate {
+                self.cur.imm_in_words[from] += words;
+            }
         }
     }
 
@@ -194,6 +209,8 @@ impl Sink {
                     me.messages_sent += c.out_msgs[q];
                     me.bytes_received += c.in_bytes[q];
                     me.words_received += c.in_words[q];
+                    me.immediate_words_sent += c.imm_out_words[q];
+                    me.immediate_words_received += c.imm_in_words[q];
                 }
             }
             // The other side of each request.
@@ -206,6 +223,8 @@ impl Sink {
                     to.messages_received += c.out_msgs[q];
                     to.bytes_sent += c.in_bytes[q];
                     to.words_sent += c.in_words[q];
+                    to.immediate_words_received += c.imm_out_words[q];
+                    to.immediate_words_sent += c.imm_in_words[q];
                 }
             }
             supersteps.push(Superstep { procs });
@@ -242,6 +261,11 @@ pub struct ProcStep {
     pub messages_sent: u64,
     /// BSMP messages received.
     pub messages_received: u64,
+    /// The part of [`words_sent`](Self::words_sent) copied at once, during the computation
+    /// (`hpput` by this process; `hpget`/`direct_get` from it by others).
+    pub immediate_words_sent: u64,
+    /// The part of [`words_received`](Self::words_received) copied at once.
+    pub immediate_words_received: u64,
 }
 
 /// One superstep of a run: a record per process.
@@ -252,11 +276,25 @@ pub struct Superstep {
 }
 
 impl Superstep {
-    /// The h of the h-relation: the largest number of words any process sent or received.
+    /// The h of the h-relation the sync carries: the largest number of words any process sent
+    /// or received, leaving out those copied at once.
     pub fn h(&self) -> u64 {
         self.procs
             .iter()
-            .map(|s| s.words_sent.max(s.words_received))
+            .map(|s| {
+                (s.words_sent - s.immediate_words_sent)
+                    .max(s.words_received - s.immediate_words_received)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The largest number of words any process sent or received by immediate copies (their
+    /// time is in the computation).
+    pub fn h_immediate(&self) -> u64 {
+        self.procs
+            .iter()
+            .map(|s| s.immediate_words_sent.max(s.immediate_words_received))
             .max()
             .unwrap_or(0)
     }
@@ -333,6 +371,7 @@ impl Profile {
                     w: s.w(),
                     imbalance: s.imbalance(),
                     h,
+                    h_immediate: s.h_immediate(),
                     predicted: s.w() + h as f64 * params.g + params.l,
                     measured: s.measured(),
                 }
@@ -362,8 +401,10 @@ pub struct Row {
     pub w: f64,
     /// Largest computation time over the mean.
     pub imbalance: f64,
-    /// Words of the h-relation.
+    /// Words of the h-relation the sync carries.
     pub h: u64,
+    /// Words copied at once during the computation (their time is in `w`).
+    pub h_immediate: u64,
     /// `w + h·g + l`, seconds.
     pub predicted: f64,
     /// The largest computation + sync time of any process, seconds.
@@ -412,6 +453,7 @@ impl Report {
             "predicted_seconds": predicted,
             "supersteps": self.rows.iter().map(|r| serde_json::json!({
                 "superstep": r.superstep, "w": r.w, "imbalance": r.imbalance, "h": r.h,
+                "h_immediate": r.h_immediate,
                 "predicted": r.predicted, "measured": r.measured,
             })).collect::<Vec<_>>(),
             "nested": self.nested.iter().map(Report::json).collect::<Vec<_>>(),
@@ -439,8 +481,8 @@ impl Report {
         )?;
         writeln!(
             f,
-            "{pad}  {:>9} {:>11} {:>9} {:>9} {:>11} {:>11} {:>7}",
-            "superstep", "w", "imbal.", "h words", "measured", "predicted", "pred/m"
+            "{pad}  {:>9} {:>11} {:>9} {:>9} {:>9} {:>11} {:>11} {:>7}",
+            "superstep", "w", "imbal.", "h words", "h imm.", "measured", "predicted", "pred/m"
         )?;
         // Thousands of supersteps: the first ones, the largest ones, and a summary.
         const SHOW: usize = 20;
@@ -453,11 +495,12 @@ impl Report {
         for r in &shown {
             writeln!(
                 f,
-                "{pad}  {:>9} {:>11} {:>9.2} {:>9} {:>11} {:>11} {:>7.2}",
+                "{pad}  {:>9} {:>11} {:>9.2} {:>9} {:>9} {:>11} {:>11} {:>7.2}",
                 r.superstep,
                 secs(r.w),
                 r.imbalance,
                 r.h,
+                r.h_immediate,
                 secs(r.measured),
                 secs(r.predicted),
                 r.predicted / r.measured

@@ -112,11 +112,21 @@ fn high_performance_primitives_are_counted() {
             })
             .unwrap()
     });
+    // direct_get copies at once: counted, as immediate, and left out of the sync's h.
     let s1 = &prof.supersteps[1];
     assert_eq!((s1.procs[0].words_received, s1.procs[0].words_sent), (5, 5));
+    let p0 = &s1.procs[0];
+    assert_eq!(
+        (p0.immediate_words_received, p0.immediate_words_sent),
+        (5, 5)
+    );
+    assert_eq!((s1.h(), s1.h_immediate()), (0, 5));
+    // hpput is immediate too; hpsend's message is delivered by the sync.
     let s2 = &prof.supersteps[2];
     assert_eq!(s2.procs[1].words_sent, 3 + 3);
+    assert_eq!(s2.procs[1].immediate_words_sent, 3);
     assert_eq!(s2.procs[1].messages_received, 1);
+    assert_eq!((s2.h(), s2.h_immediate()), (3, 3));
 }
 
 #[test]
