@@ -58,41 +58,28 @@ fn parse_env(v: Option<&std::ffi::OsStr>) -> EnvRequest {
     }
 }
 
-/// One process's counts in one superstep, per other process.
-#[derive(Clone, Debug, Default)]
-struct Counts {
-    /// Bytes, words and messages this process put or sent to each process.
-    out_bytes: Vec<u64>,
-    out_words: Vec<u64>,
-    out_msgs: Vec<u64>,
-    /// Bytes and words this process read from each process (gets).
-    in_bytes: Vec<u64>,
-    in_words: Vec<u64>,
+/// What one process sent to and read from one other process in one superstep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Peer {
+    /// Bytes, words and messages put or sent to it.
+    out_bytes: u64,
+    out_words: u64,
+    out_msgs: u64,
+    /// Bytes and words read from it (gets).
+    in_bytes: u64,
+    in_words: u64,
     /// The words of those that were copied at once (hpput; hpget and direct_get).
-    imm_out_words: Vec<u64>,
-    imm_in_words: Vec<u64>,
+    imm_out_words: u64,
+    imm_in_words: u64,
 }
 
-impl Counts {
-    fn new(p: usize) -> Counts {
-        Counts {
-            out_bytes: vec![0; p],
-            out_words: vec![0; p],
-            out_msgs: vec![0; p],
-            in_bytes: vec![0; p],
-            in_words: vec![0; p],
-            imm_out_words: vec![0; p],
-            imm_in_words: vec![0; p],
-        }
-    }
-}
-
-/// One process's record of one superstep.
+/// One process's record of one superstep: the range of the recorder's `peers` that holds the
+/// peers it communicated with (one growing list for all supersteps: no allocation per step).
 #[derive(Clone, Debug)]
 struct Step {
     compute: f64,
     sync: f64,
-    counts: Counts,
+    peers: std::ops::Range<usize>,
 }
 
 /// The recorder in a profiled process's context.
@@ -102,7 +89,11 @@ pub(crate) struct Recorder {
     p: usize,
     last: Instant,
     sync_start: Option<Instant>,
-    cur: Counts,
+    /// This superstep's counts per peer (reused), and the peers touched (maybe repeated).
+    cur: Vec<Peer>,
+    touched: Vec<usize>,
+    /// The peers of all closed supersteps, in order.
+    peers: Vec<(usize, Peer)>,
     steps: Vec<Step>,
     /// Profiles of the nested runs this process started.
     nested: Vec<Profile>,
@@ -115,7 +106,9 @@ impl Recorder {
             p,
             last: Instant::now(),
             sync_start: None,
-            cur: Counts::new(p),
+            cur: vec![Peer::default(); p],
+            touched: Vec::new(),
+            peers: Vec::new(),
             steps: Vec::new(),
             nested: Vec::new(),
         }
@@ -126,11 +119,12 @@ impl Recorder {
     pub(crate) fn out(&mut self, to: usize, bytes: usize, message: bool, immediate: bool) {
         if to != self.pid && to < self.p {
             let words = bytes.div_ceil(8) as u64;
-            self.cur.out_bytes[to] += bytes as u64;
-            self.cur.out_words[to] += words;
-            self.cur.out_msgs[to] += u64::from(message);
+            let c = self.peer(to);
+            c.out_bytes += bytes as u64;
+            c.out_words += words;
+            c.out_msgs += u64::from(message);
             if immediate {
-                self.cur.imm_out_words[to] += words;
+                c.imm_out_words += words;
             }
         }
     }
@@ -140,12 +134,22 @@ impl Recorder {
     pub(crate) fn get(&mut self, from: usize, bytes: usize, immediate: bool) {
         if from != self.pid && from < self.p {
             let words = bytes.div_ceil(8) as u64;
-            self.cur.in_bytes[from] += bytes as u64;
-            self.cur.in_words[from] += words;
+            let c = self.peer(from);
+            c.in_bytes += bytes as u64;
+            c.in_words += words;
             if immediate {
-                self.cur.imm_in_words[from] += words;
+                c.imm_in_words += words;
             }
         }
+    }
+
+    /// The counts of peer `q`, remembered as touched when they were zero.
+    #[inline]
+    fn peer(&mut self, q: usize) -> &mut Peer {
+        if self.cur[q] == Peer::default() {
+            self.touched.push(q);
+        }
+        &mut self.cur[q]
     }
 
     /// The sync starts: the superstep's computation ends.
@@ -157,11 +161,18 @@ impl Recorder {
     pub(crate) fn sync_ends(&mut self) {
         let now = Instant::now();
         let start = self.sync_start.take().unwrap_or(now);
-        let counts = std::mem::replace(&mut self.cur, Counts::new(self.p));
+        let first = self.peers.len();
+        for q in self.touched.drain(..) {
+            // A peer touched twice (counts that stayed zero) is taken once.
+            let c = std::mem::take(&mut self.cur[q]);
+            if c != Peer::default() {
+                self.peers.push((q, c));
+            }
+        }
         self.steps.push(Step {
             compute: start.duration_since(self.last).as_secs_f64(),
             sync: now.duration_since(start).as_secs_f64(),
-            counts,
+            peers: first..self.peers.len(),
         });
         self.last = now;
     }
@@ -202,29 +213,28 @@ impl Sink {
                 let me = &mut procs[r.pid];
                 me.compute = s.compute;
                 me.sync = s.sync;
-                for q in 0..p {
-                    let c = &s.counts;
-                    me.bytes_sent += c.out_bytes[q];
-                    me.words_sent += c.out_words[q];
-                    me.messages_sent += c.out_msgs[q];
-                    me.bytes_received += c.in_bytes[q];
-                    me.words_received += c.in_words[q];
-                    me.immediate_words_sent += c.imm_out_words[q];
-                    me.immediate_words_received += c.imm_in_words[q];
+                for (_, c) in &r.peers[s.peers.clone()] {
+                    me.bytes_sent += c.out_bytes;
+                    me.words_sent += c.out_words;
+                    me.messages_sent += c.out_msgs;
+                    me.bytes_received += c.in_bytes;
+                    me.words_received += c.in_words;
+                    me.immediate_words_sent += c.imm_out_words;
+                    me.immediate_words_received += c.imm_in_words;
                 }
             }
             // The other side of each request.
             for r in &recs {
                 let Some(s) = r.steps.get(i) else { continue };
-                let c = &s.counts;
-                for (q, to) in procs.iter_mut().enumerate() {
-                    to.bytes_received += c.out_bytes[q];
-                    to.words_received += c.out_words[q];
-                    to.messages_received += c.out_msgs[q];
-                    to.bytes_sent += c.in_bytes[q];
-                    to.words_sent += c.in_words[q];
-                    to.immediate_words_received += c.imm_out_words[q];
-                    to.immediate_words_sent += c.imm_in_words[q];
+                for &(q, c) in &r.peers[s.peers.clone()] {
+                    let to = &mut procs[q];
+                    to.bytes_received += c.out_bytes;
+                    to.words_received += c.out_words;
+                    to.messages_received += c.out_msgs;
+                    to.bytes_sent += c.in_bytes;
+                    to.words_sent += c.in_words;
+                    to.immediate_words_received += c.imm_out_words;
+                    to.immediate_words_sent += c.imm_in_words;
                 }
             }
             supersteps.push(Superstep { procs });
