@@ -85,18 +85,21 @@ impl Params {
     /// Parse the keys of `obj` over [`Params::DEFAULT`].
     fn from_object(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Params, String> {
         let mut p = Params::DEFAULT;
-        for (key, slot) in [
-            ("r", &mut p.r),
-            ("g", &mut p.g),
-            ("g_direct", &mut p.g_direct),
-            ("l", &mut p.l),
-            ("fresh", &mut p.fresh),
+        // r divides and l is never free; a g may be 0 (`mbsp params` reports a fit whose slope
+        // came out negative, noise below its resolution, as a flat line).
+        for (key, slot, zero_ok) in [
+            ("r", &mut p.r, false),
+            ("g", &mut p.g, true),
+            ("g_direct", &mut p.g_direct, true),
+            ("l", &mut p.l, false),
+            ("fresh", &mut p.fresh, true),
         ] {
             if let Some(x) = obj.get(key) {
+                let what = if zero_ok { "non-negative" } else { "positive" };
                 let x = x
                     .as_f64()
-                    .filter(|x| x.is_finite() && *x > 0.0)
-                    .ok_or_else(|| format!("\"{key}\" must be a positive number, not {x}"))?;
+                    .filter(|x| x.is_finite() && (*x > 0.0 || (zero_ok && *x == 0.0)))
+                    .ok_or_else(|| format!("\"{key}\" must be a {what} number, not {x}"))?;
                 *slot = x;
             }
         }
@@ -202,7 +205,8 @@ mod tests {
     fn bad_files_are_refused_with_the_reason() {
         for (text, why) in [
             ("[1]", "expected a JSON object"),
-            (r#"{"g": -1}"#, "\"g\" must be a positive number"),
+            (r#"{"g": -1}"#, "\"g\" must be a non-negative number"),
+            (r#"{"r": 0}"#, "\"r\" must be a positive number"),
             (r#"{"l": "fast"}"#, "\"l\" must be a positive number"),
             (r#"{"levels": 3}"#, "\"levels\" must be an array"),
             (
@@ -210,7 +214,7 @@ mod tests {
                 "levels[0] has no \"level\" name",
             ),
             (
-                r#"{"levels": [{"level": "numa", "g": 0}]}"#,
+                r#"{"levels": [{"level": "numa", "g": -2}]}"#,
                 "levels[0]: \"g\"",
             ),
             ("{", "EOF"),
@@ -218,5 +222,8 @@ mod tests {
             let e = parse_file(text).unwrap_err();
             assert!(e.contains(why), "{text}: {e}");
         }
+        // A flat fit (g = 0) is a measurement, not an error.
+        let (top, _) = parse_file(r#"{"g": 0, "g_direct": 0}"#).unwrap();
+        assert_eq!((top.g, top.g_direct), (0.0, 0.0));
     }
 }
