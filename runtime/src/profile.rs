@@ -214,27 +214,14 @@ impl Sink {
                 me.compute = s.compute;
                 me.sync = s.sync;
                 for (_, c) in &r.peers[s.peers.clone()] {
-                    me.bytes_sent += c.out_bytes;
-                    me.words_sent += c.out_words;
-                    me.messages_sent += c.out_msgs;
-                    me.bytes_received += c.in_bytes;
-                    me.words_received += c.in_words;
-                    me.immediate_words_sent += c.imm_out_words;
-                    me.immediate_words_received += c.imm_in_words;
+                    me.add(c, true);
                 }
             }
             // The other side of each request.
             for r in &recs {
                 let Some(s) = r.steps.get(i) else { continue };
-                for &(q, c) in &r.peers[s.peers.clone()] {
-                    let to = &mut procs[q];
-                    to.bytes_received += c.out_bytes;
-                    to.words_received += c.out_words;
-                    to.messages_received += c.out_msgs;
-                    to.bytes_sent += c.in_bytes;
-                    to.words_sent += c.in_words;
-                    to.immediate_words_received += c.imm_out_words;
-                    to.immediate_words_sent += c.imm_in_words;
+                for (q, c) in &r.peers[s.peers.clone()] {
+                    procs[*q].add(c, false);
                 }
             }
             supersteps.push(Superstep { procs });
@@ -283,6 +270,28 @@ pub struct ProcStep {
 pub struct Superstep {
     /// Indexed by pid.
     pub procs: Vec<ProcStep>,
+}
+
+impl ProcStep {
+    /// Counts `c`, the requests of one process to one peer, on the side of the process that
+    /// made them (`requester`) or on the peer's.
+    fn add(&mut self, c: &Peer, requester: bool) {
+        // (bytes, words, immediate words) leaving and reaching the requester.
+        let out = (c.out_bytes, c.out_words, c.imm_out_words);
+        let inn = (c.in_bytes, c.in_words, c.imm_in_words);
+        let (sent, received) = if requester { (out, inn) } else { (inn, out) };
+        self.bytes_sent += sent.0;
+        self.words_sent += sent.1;
+        self.immediate_words_sent += sent.2;
+        self.bytes_received += received.0;
+        self.words_received += received.1;
+        self.immediate_words_received += received.2;
+        if requester {
+            self.messages_sent += c.out_msgs;
+        } else {
+            self.messages_received += c.out_msgs;
+        }
+    }
 }
 
 impl Superstep {

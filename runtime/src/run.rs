@@ -126,22 +126,32 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
+        let sink = Arc::new(crate::profile::Sink::default());
+        let (results, profile) = self.run_top(Some(sink), &f)?;
+        Ok((results, profile.expect("a profiled run has a profile")))
+    }
+
+    /// A top-level run handing its processes' records to `sink` (if any); the profile is
+    /// reported as `MBSP_PROFILE` asks and returned.
+    fn run_top<R, F>(
+        self,
+        sink: Option<Arc<crate::profile::Sink>>,
+        f: &F,
+    ) -> Result<(Vec<R>, Option<crate::profile::Profile>)>
+    where
+        R: Send,
+        F: Fn(&mut Ctx) -> Result<R> + Sync,
+    {
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
-        let sink = Arc::new(crate::profile::Sink::default());
-        let results = self.launch(
-            tree.clone(),
-            Vec::new(),
-            layout,
-            None,
-            Some(sink.clone()),
-            &f,
-        );
+        let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), f);
         let results = collect(results, &tree)?;
-        let profile = sink.take(p, Vec::new());
-        if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
-            crate::profile::emit(&profile);
+        let profile = sink.map(|sink| sink.take(p, Vec::new()));
+        if let Some(profile) = &profile
+            && *crate::profile::env_request() != crate::profile::EnvRequest::Off
+        {
+            crate::profile::emit(profile);
         }
         Ok((results, profile))
     }
@@ -247,18 +257,8 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        let layout = self.top_layout()?;
-        let p = layout.domains.len();
-        let tree = Tree::new();
         let sink = self.top_sink();
-        let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), &f);
-        let results = collect(results, &tree)?;
-        if let Some(sink) = sink {
-            if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
-                crate::profile::emit(&sink.take(p, Vec::new()));
-            }
-        }
-        Ok(results)
+        Ok(self.run_top(sink, &f)?.0)
     }
 
     /// Start the run without blocking: the calling thread becomes process 0 and gets its
