@@ -271,6 +271,21 @@ fn batches_of(
     Ok((median(times), t_seq, ratio))
 }
 
+/// Seconds per nonzero of mbsp's local multiply kernel (SELL-C-σ) on the whole of `a`, on
+/// this thread: the rate the BSP prediction charges for the local phase (it is not the CSR
+/// baseline's rate: the kernels differ).
+pub(crate) fn kernel_seconds_per_nz(a: &CooMatrix) -> Result<f64, String> {
+    let d = mbsp_algorithms::sparse::Distribution {
+        p: 1,
+        nz_part: vec![0; a.nnz()],
+        x_owner: vec![0; a.cols],
+        y_owner: vec![0; a.rows],
+    };
+    let plan = mbsp_algorithms::sparse::spmv::SpmvPlan::new(a, &d)?;
+    let reps = (2_000_000 / a.nnz().max(1)).clamp(1, 1000);
+    Ok(plan.procs[0].time_local_multiply(reps) / a.nnz().max(1) as f64)
+}
+
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
 /// same run, and the largest relative error of the result.
 pub(crate) struct Measured {
@@ -462,7 +477,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let predicted = match &prep.plan {
         Plan::Flat(plan) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
-            t_seq / a.nnz().max(1) as f64,
+            kernel_seconds_per_nz(&a)?,
             variant == Variant::Hp,
         )),
         Plan::Hier(_) => None,

@@ -218,7 +218,7 @@ impl<'p> HierSpmv<'p> {
             .iter()
             .map(|l| {
                 Mutex::new(Scratch {
-                    x: vec![0.0; l.local_cols()],
+                    x: vec![0.0; l.x_buffer_len()],
                     send: l.send_buffer(),
                     slot_of: l.slot_of(inner.p()),
                     out: l

@@ -79,7 +79,7 @@ impl<'p> HpSpmv<'p> {
                 ),
             ));
         }
-        let x = match ctx.push_reg(vec![0.0; local.local_cols()]) {
+        let x = match ctx.push_reg(vec![0.0; local.x_buffer_len()]) {
             Ok(x) => x,
             Err(e) => {
                 plan.guard.release(pid);

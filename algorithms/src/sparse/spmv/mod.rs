@@ -25,6 +25,9 @@
 //!   a nested BSP run over the package's cores, on a partition of each package's part
 //!   ([`HierPlan`]).
 //!
+//! The local multiply reads its nonzeros in SELL-C-σ ([`sell`](self) module docs: four rows
+//! summed at once, each in CRS order, so the sums are those of a CRS multiply, bit for bit).
+//!
 //! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
 //! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l` (plain), `... + l` (hp).
 //! Nothing is allocated per multiply.
@@ -35,6 +38,7 @@ use mbsp::{Ctx, Reg};
 mod guard;
 mod hier;
 mod hp;
+mod sell;
 
 pub use hier::{HierPlan, HierSpmv};
 pub use hp::HpSpmv;
@@ -69,11 +73,12 @@ pub struct LocalSpmv {
     pub x_owned: Vec<u32>,
     /// Global indices of the `y` entries this process owns, ascending (the order of its `y`).
     pub y_owned: Vec<u32>,
-    row_ptr: Vec<u32>,
-    col: Vec<u32>,
-    val: Vec<f64>,
-    /// Length of the local `x` buffer: the owned entries first (in the order of `x_owned`, so
-    /// the buffer's head *is* this process's `x`, read in place), then the fetched ones.
+    /// The owned local rows (`..own_rows`) and the others, in SELL-C-σ over local columns.
+    own: sell::Sell,
+    other: sell::Sell,
+    /// Local columns: the local `x` buffer holds the owned entries first (in the order of
+    /// `x_owned`, so the buffer's head *is* this process's `x`, read in place), then the
+    /// fetched ones, then one zero that padding entries read ([`Self::x_buffer_len`]).
     local_cols: usize,
     /// Plans with a shared `x` (the nested level of [`HierSpmv`]): local column -> position in
     /// the shared `x`.
@@ -102,7 +107,12 @@ pub struct LocalSpmv {
 impl LocalSpmv {
     /// Number of nonzeros stored here.
     pub fn nnz(&self) -> usize {
-        self.val.len()
+        self.own.nnz() + self.other.nnz()
+    }
+
+    /// Entries the local multiply reads: the nonzeros plus SELL-C-σ's padding.
+    pub fn stored_entries(&self) -> usize {
+        self.own.stored() + self.other.stored()
     }
 
     /// Number of local rows (rows with a nonzero here).
@@ -110,20 +120,26 @@ impl LocalSpmv {
         self.dest.len()
     }
 
-    /// Number of local columns (the length of the local `x` buffer).
+    /// Number of local columns (the `x` entries the local multiply reads).
     pub fn local_cols(&self) -> usize {
         self.local_cols
+    }
+
+    /// Length of the local `x` buffer: the local columns and the zero that padding reads.
+    fn x_buffer_len(&self) -> usize {
+        self.local_cols + 1
     }
 
     /// This process's nonzeros as a `local_rows × local_cols` matrix in local indices (what a
     /// nested level partitions further).
     pub fn matrix(&self) -> CooMatrix {
+        let mut e: Vec<(u32, u32, f64)> = self.own.entries().chain(self.other.entries()).collect();
+        e.sort_unstable_by_key(|&(r, c, _)| (r, c));
         let mut a = CooMatrix::empty(self.local_rows(), self.local_cols());
-        for r in 0..self.local_rows() {
-            let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
-            a.row_idx.extend(std::iter::repeat_n(r as u32, hi - lo));
-            a.col_idx.extend_from_slice(&self.col[lo..hi]);
-            a.vals.extend_from_slice(&self.val[lo..hi]);
+        for (r, c, v) in e {
+            a.row_idx.push(r);
+            a.col_idx.push(c);
+            a.vals.push(v);
         }
         a
     }
@@ -132,6 +148,35 @@ impl LocalSpmv {
     pub fn traffic(&self) -> (usize, usize) {
         let fetched = self.fetches.iter().map(|f| f.len as usize).sum();
         (fetched, self.outs.iter().map(|o| o.len as usize).sum())
+    }
+
+    /// Seconds of this process's local multiply (phase 2 alone, on this thread, `x` all ones):
+    /// the best of three batches of `multiplies`. With the plan of one process this is the
+    /// sequential kernel's time, the `seconds_per_nz · nnz` that [`SpmvPlan::predict`] wants.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::SpmvPlan};
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 1, nz_part: vec![0; 3], x_owner: vec![0; 2], y_owner: vec![0; 2] };
+    /// let t = SpmvPlan::new(&a, &d).unwrap().procs[0].time_local_multiply(10);
+    /// assert!(t > 0.0 && t < 1.0);
+    /// ```
+    pub fn time_local_multiply(&self, multiplies: usize) -> f64 {
+        let mut x = vec![1.0; self.x_buffer_len()];
+        x[self.local_cols] = 0.0;
+        let mut y = vec![0.0; self.y_owned.len()];
+        let mut send = self.send_buffer();
+        let n = multiplies.max(1);
+        (0..3)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                for _ in 0..n {
+                    self.multiply_local(std::hint::black_box(&x), &mut y, &mut send);
+                    std::hint::black_box(&mut y);
+                }
+                t.elapsed().as_secs_f64() / n as f64
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// A send buffer with each destination's header word (the sender's number) in place.
@@ -153,20 +198,9 @@ impl LocalSpmv {
     /// `y_owned`) handed to `own(q, sum)`.
     #[inline(always)]
     fn multiply_local_with(&self, xb: &[f64], mut own: impl FnMut(usize, f64), send: &mut [f64]) {
-        let (mine, other) = self.dest.split_at(self.own_rows);
-        let (own_end, other_end) = self.row_ptr[1..].split_at(self.own_rows);
-        let (col, val) = (&self.col[..], &self.val[..]);
-        let mut a = 0;
-        for (&q, &end) in mine.iter().zip(own_end) {
-            let b = end as usize;
-            own(q as usize, row_sum(&col[a..b], &val[a..b], xb));
-            a = b;
-        }
-        for (&q, &end) in other.iter().zip(other_end) {
-            let b = end as usize;
-            send[q as usize] = row_sum(&col[a..b], &val[a..b], xb);
-            a = b;
-        }
+        let dest = &self.dest[..];
+        self.own.multiply(xb, |r, s| own(dest[r] as usize, s));
+        self.other.multiply(xb, |r, s| send[dest[r] as usize] = s);
         for &q in &self.y_empty {
             own(q as usize, 0.0);
         }
@@ -240,17 +274,6 @@ impl LocalSpmv {
         ))
     }
 }
-
-/// One row of the local multiply: `Σ val[k] · x[col[k]]`.
-#[inline(always)]
-fn row_sum(col: &[u32], val: &[f64], x: &[f64]) -> f64 {
-    let mut sum = 0.0;
-    for (v, &c) in val.iter().zip(col) {
-        sum += v * x[c as usize];
-    }
-    sum
-}
-
 /// The multiply of one matrix under one distribution, cut into per-process parts.
 #[derive(Clone, Debug)]
 pub struct SpmvPlan {
@@ -323,7 +346,8 @@ impl SpmvPlan {
 
     /// The BSP-predicted seconds of one multiply (the module's cost formula) with the machine
     /// parameters `params` and a local multiply that takes `seconds_per_nz` per nonzero (the
-    /// rate of a sequential CSR multiply: SpMV is memory bound, so a flop rate would mislead):
+    /// local kernel's measured rate, e.g. from [`LocalSpmv::time_local_multiply`] on a plan of
+    /// one process: SpMV is memory bound, so a flop rate would mislead):
     /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + 2 l` for the plain variant; the
     /// high-performance variant (`hp`) reads `x` once (`g_direct`) and takes one superstep.
     ///
@@ -472,6 +496,9 @@ impl SpmvPlan {
                 .iter()
                 .take_while(|&&i| d.y_owner[i as usize] as usize == s)
                 .count();
+            let pad = local_cols as u32;
+            let own = sell::Sell::new(0, &row_ptr[..=own_rows], &col, &val, pad);
+            let other = sell::Sell::new(own_rows as u32, &row_ptr[own_rows..], &col, &val, pad);
             let mut dest: Vec<u32> = rows[..own_rows]
                 .iter()
                 .map(|&i| y_pos[i as usize])
@@ -513,9 +540,8 @@ impl SpmvPlan {
                 pid: s,
                 x_owned: x_owned[s].clone(),
                 y_owned: y_owned[s].clone(),
-                row_ptr,
-                col,
-                val,
+                own,
+                other,
                 local_cols,
                 gather,
                 fetches,
@@ -581,7 +607,7 @@ impl<'p> Spmv<'p> {
     /// Registers this process's local `x` buffer (its `x` at the head) and its receive buffer
     /// (one superstep). Every process of the run calls it with its own part of one plan.
     pub fn new(ctx: &mut Ctx, local: &'p LocalSpmv) -> mbsp::Result<Self> {
-        let x = ctx.push_reg(vec![0.0; local.local_cols()])?;
+        let x = ctx.push_reg(vec![0.0; local.x_buffer_len()])?;
         let recv = ctx.push_reg(vec![0.0; local.recv_to_y.len()])?;
         ctx.sync()?;
         Ok(Spmv {
