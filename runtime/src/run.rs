@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, Procs, default_affinity};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
-use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
+use mbsp_topology::{Binding, Domain, Level, Loaded, Machine, Policy};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -653,9 +653,9 @@ where
 }
 
 thread_local! {
-    /// The OS CPUs mbsp last bound this (worker) thread to, so that a worker placed on the
-    /// same PUs run after run is not bound again (a binding system call costs microseconds,
-    /// tens of microseconds when it moves the thread).
+    /// The OS CPUs mbsp last bound this thread to (`None` when unknown), so that a thread
+    /// placed on the same PUs run after run is not bound again (a binding system call costs
+    /// microseconds, tens of microseconds when it moves the thread).
     static BOUND: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
 }
 
@@ -665,13 +665,16 @@ fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) 
 }
 
 /// Bind the calling thread for process `pid` and make its context. Returns the thread's
-/// previous binding when it must be restored (process 0 of a top-level run is the caller's
+/// binding before the run when it may have to be restored (process 0 of a top-level run is the caller's
 /// thread).
 ///
-/// Process 0 of a nested run keeps its thread's binding (its parent's placement, which
-/// contains its own): narrowing and restoring it would cost two binding system calls per
-/// nested run, and the nested run's other processes, bound to the rest of the parent's PUs,
-/// leave its own PUs to it.
+/// Process 0 of a nested run narrows its thread to its own placement when the parent's is
+/// wider, and leaves it narrowed when the nested run ends (the parent's placement contains
+/// it): a thread left on the parent's PUs shares them with its bound siblings, and the
+/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one
+/// core, half speed). Not restoring spares two binding system calls per nested run; the
+/// narrowing is done once for a series of nested runs of one shape. The caller's binding is
+/// restored when its top-level run ends, as always.
 fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let domain = &layout.domains[pid];
@@ -685,15 +688,24 @@ fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
         };
         (b, None)
     } else if pid == 0 {
+        let want = domain.pu_os(layout.machine());
         match &shared.inherited {
-            Some(parent) => (parent.clone(), None),
-            None => {
-                let before = layout.binder.thread_cpus();
-                let want = domain.pu_os(layout.machine());
-                if before.as_ref() == Some(&want) {
+            Some(Binding::Applied(cpus)) if *cpus != want && layout.binder.applies() => {
+                if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
                     (Binding::Applied(want), None)
                 } else {
-                    (layout.binder.bind_thread(domain), before)
+                    (bind_remembered(layout, domain), None)
+                }
+            }
+            Some(parent) => (parent.clone(), None),
+            None => {
+                // `before` comes back at the end if the thread is elsewhere then (see `leave`).
+                let before = layout.binder.thread_cpus();
+                if before.as_ref() == Some(&want) {
+                    BOUND.with(|c| *c.borrow_mut() = before.clone());
+                    (Binding::Applied(want), before)
+                } else {
+                    (bind_remembered(layout, domain), before)
                 }
             }
         }
@@ -703,14 +715,21 @@ fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
         if cached && layout.binder.applies() {
             (Binding::Applied(want), None)
         } else {
-            let b = layout.binder.bind_thread(domain);
-            if let Binding::Applied(cpus) = &b {
-                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
-            }
-            (b, None)
+            (bind_remembered(layout, domain), None)
         }
     };
     (Ctx::new(shared.clone(), pid, binding), saved)
+}
+
+/// Bind the calling thread to `domain` and remember where (see [`BOUND`]).
+fn bind_remembered(layout: &Layout, domain: &Domain) -> Binding {
+    let b = layout.binder.bind_thread(domain);
+    let now = match &b {
+        Binding::Applied(cpus) => Some(cpus.clone()),
+        _ => None,
+    };
+    BOUND.with(|c| *c.borrow_mut() = now);
+    b
 }
 
 /// Turn the outcome of a process into its result (a panic becomes an error), record a failure,
@@ -730,7 +749,11 @@ fn leave<R>(
     let shared = ctx.run.clone();
     drop(ctx);
     if let Some(cpus) = saved {
-        shared.layout.binder.restore_thread(&cpus);
+        // Bound at the start, or narrowed by a nested run since: put it back.
+        if BOUND.with(|c| c.borrow().as_ref() != Some(&cpus)) {
+            shared.layout.binder.restore_thread(&cpus);
+            BOUND.with(|c| *c.borrow_mut() = Some(cpus));
+        }
     }
     result
 }

@@ -149,7 +149,8 @@ fn more_processes_than_the_domain_has_pus_share_them() {
 }
 
 /// On the machine running the tests: threads are bound to their placement (read back from the
-/// OS), nested pid 0 gets its parent's binding back, and the caller gets its own back.
+/// OS), a nested run in a process of one PU leaves its binding as it was, and the caller
+/// gets its own back.
 #[test]
 fn bindings_on_this_machine_read_back_and_are_restored() {
     let loaded = Machine::current().unwrap();
@@ -188,6 +189,48 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
                 assert!(x.iter().all(|p| mine.pus.contains(p)));
             }
         }
+    });
+}
+
+/// On the machine running the tests: in a nested run under a wider parent (a top-level run of
+/// one process spans the machine), process 0's thread is narrowed to its own placement like
+/// its siblings' threads, so it cannot share a sibling's core; it stays narrowed after the
+/// nested run, and the caller's binding comes back when the top-level run ends.
+#[test]
+fn nested_process_zero_is_narrowed_to_its_placement() {
+    let loaded = Machine::current().unwrap();
+    let binder = Binder::new(&loaded);
+    let pus = loaded.machine.pus().len();
+    if !binder.applies() || pus < 2 {
+        eprintln!("not a real machine of 2 PUs or more; skipping the read-back");
+        return;
+    }
+    within(60, move || {
+        let before = binder.thread_cpus();
+        let r = Run::new(1)
+            .run(|ctx| {
+                let b = Binder::new(&Machine::current().unwrap());
+                let mut rounds = Vec::new();
+                for _ in 0..3 {
+                    let inner = ctx.run(pus, |n| Ok((n.placement().pus, b.thread_cpus())))?;
+                    rounds.push((inner, b.thread_cpus()));
+                }
+                Ok((ctx.placement().pus, rounds))
+            })
+            .unwrap();
+        let (top, rounds) = &r[0];
+        for (inner, after) in rounds {
+            for (pid, (want, now)) in inner.iter().enumerate() {
+                assert_eq!(now.as_ref(), Some(want), "nested process {pid}");
+            }
+            assert_eq!(after.as_ref(), Some(&inner[0].0), "narrowed after the run");
+            assert!(inner[0].0.iter().all(|p| top.contains(p)));
+        }
+        assert_eq!(
+            binder.thread_cpus(),
+            before,
+            "the caller's binding is restored"
+        );
     });
 }
 
