@@ -7,10 +7,9 @@
 //!
 //! 1. top fan-out: the package fetches the `x` entries it needs into its local buffer
 //!    (package-level gets, one top superstep);
-//! 2. nested run, one superstep: each core gathers the entries of the package's buffer it
-//!    needs into a compact buffer of its own (the package's memory is shared: no communication
-//!    at the lower level, and the compact copy keeps the multiply's reads cache-friendly),
-//!    multiplies its nonzeros, and
+//! 2. nested run, one superstep: each core multiplies its nonzeros reading the package's `x`
+//!    buffer in place (the package's memory is shared: no communication at the lower level,
+//!    and no copy: a compact per-core copy of `x` cost more traffic than it saved), and
 //!    sends the partial sums of rows summed by another core of the package to that core
 //!    (`hpsend`, header word first); after the nested sync each core adds what it received
 //!    and writes the package's row sums where the top level wants them: into `y` for rows the
@@ -121,8 +120,6 @@ impl HierPlan {
 
 /// One core's buffers, taken by the nested process of that number in each multiply.
 struct Scratch {
-    /// The entries of the package's `x` this core needs, gathered (compact: cache-friendly).
-    x: Vec<f64>,
     send: Vec<f64>,
     slot_of: Vec<u32>,
     /// Per row this core sums (position in its `y_owned`): where the package wants the sum,
@@ -218,7 +215,6 @@ impl<'p> HierSpmv<'p> {
             .iter()
             .map(|l| {
                 Mutex::new(Scratch {
-                    x: vec![0.0; l.x_buffer_len()],
                     send: l.send_buffer(),
                     slot_of: l.slot_of(inner.p()),
                     out: l
@@ -273,10 +269,7 @@ impl<'p> HierSpmv<'p> {
                 let sc = &mut *sc;
                 // SAFETY: `sc.out` is this core's part of the inner plan (see `CoreOut::new`).
                 let mine = unsafe { CoreOut::new(&y, &send, &sc.out) };
-                for (v, &j) in sc.x.iter_mut().zip(&l.gather) {
-                    *v = xb[j as usize];
-                }
-                l.multiply_local_with(&sc.x, |q, v| mine.set(q, v), &mut sc.send);
+                l.multiply_local_with(xb, |q, v| mine.set(q, v), &mut sc.send);
                 let tag = vec![0u8; n.tagsize()];
                 for o in &l.outs {
                     let (start, len) = (o.start as usize - 1, o.len as usize + 1);

@@ -80,9 +80,6 @@ pub struct LocalSpmv {
     /// `x_owned`, so the buffer's head *is* this process's `x`, read in place), then the
     /// fetched ones, then one zero that padding entries read ([`Self::x_buffer_len`]).
     local_cols: usize,
-    /// Plans with a shared `x` (the nested level of [`HierSpmv`]): local column -> position in
-    /// the shared `x`.
-    gather: Vec<u32>,
     fetches: Vec<Fetch>,
     /// Local rows `..own_rows` are owned here, the others are summed elsewhere.
     own_rows: usize,
@@ -373,10 +370,10 @@ impl SpmvPlan {
         work * seconds_per_nz + comm
     }
 
-    /// With `gather_x`, no fan-out is planned: the processes gather the entries they need from
-    /// a shared `x` (the nested level of [`HierSpmv`], whose `x` is its package's local buffer)
-    /// into a compact local buffer, in ascending column order (`gather`).
-    fn build(a: &CooMatrix, d: &Distribution, gather_x: bool) -> Result<Self, String> {
+    /// With `shared_x`, no fan-out is planned: the processes read a shared `x` of `a.cols`
+    /// entries and a zero after them in place (the nested level of [`HierSpmv`], whose `x` is
+    /// its package's local buffer): local columns are the matrix's columns.
+    fn build(a: &CooMatrix, d: &Distribution, shared_x: bool) -> Result<Self, String> {
         a.validate().map_err(|e| format!("spmv plan: {e}"))?;
         let p = d.p;
         if p == 0 {
@@ -427,16 +424,15 @@ impl SpmvPlan {
                 let t = d.y_owner[i as usize];
                 (if t as usize == s { 0 } else { t + 1 }, i, j)
             });
-            let mut local_cols = if gather_x { 0 } else { x_owned[s].len() };
+            let mut local_cols = if shared_x { a.cols } else { x_owned[s].len() };
             let mut fetches: Vec<Fetch> = Vec::new();
             let mut cols: Vec<u32> = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
-            if gather_x {
+            if shared_x {
                 cols.sort_unstable();
                 cols.dedup();
-                for (l, &j) in cols.iter().enumerate() {
-                    local_col[j as usize] = l as u32;
+                for &j in &cols {
+                    local_col[j as usize] = j;
                 }
-                local_cols = cols.len();
             } else {
                 // Owned columns sit at their position in `x`; the others follow, sorted by
                 // (owner, position at owner), so fetches coalesce.
@@ -491,7 +487,6 @@ impl SpmvPlan {
             for &j in &cols {
                 local_col[j as usize] = u32::MAX;
             }
-            let gather = if gather_x { cols } else { Vec::new() };
             let own_rows = rows
                 .iter()
                 .take_while(|&&i| d.y_owner[i as usize] as usize == s)
@@ -543,7 +538,6 @@ impl SpmvPlan {
                 own,
                 other,
                 local_cols,
-                gather,
                 fetches,
                 own_rows,
                 dest,
