@@ -21,20 +21,21 @@ fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
 enum Form {
     Plain,
     Hp,
-    /// Packages x cores, partitioned by the partitioner.
+    /// Packages x cores: packages by the partitioner, row blocks inside.
     Hier(usize, usize),
+    /// Packages x cores, both levels by the partitioner.
+    Hier2d(usize, usize),
     /// Packages x cores on quick scattered-block distributions ([`scattered`]).
     HierQuick(usize, usize),
 }
 
-/// Every form at `p`: plain, hp, and the hierarchical form for every factorisation of `p`.
+/// Every form at `p`: plain, hp, and the hierarchical forms for every factorisation of `p`.
 fn forms(p: usize) -> Vec<Form> {
     let mut v = vec![Form::Plain, Form::Hp];
-    v.extend(
-        (1..=p)
-            .filter(|c| p.is_multiple_of(*c))
-            .map(|c| Form::Hier(p / c, c)),
-    );
+    for c in (1..=p).filter(|c| p.is_multiple_of(*c)) {
+        v.push(Form::Hier(p / c, c));
+        v.push(Form::Hier2d(p / c, c));
+    }
     v
 }
 
@@ -90,9 +91,13 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
                 plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
             )
         }
-        Form::Hier(packages, cores) | Form::HierQuick(packages, cores) => {
+        Form::Hier(packages, cores)
+        | Form::Hier2d(packages, cores)
+        | Form::HierQuick(packages, cores) => {
             let plan = if let Form::Hier(..) = form {
                 HierPlan::partition(a, packages, cores, &Options::default()).unwrap()
+            } else if let Form::Hier2d(..) = form {
+                HierPlan::partition_2d(a, packages, cores, &Options::default()).unwrap()
             } else {
                 let top = scattered(a, packages, 1);
                 let parts = SpmvPlan::new(a, &top).unwrap();

@@ -40,7 +40,7 @@ mod hier;
 mod hp;
 mod sell;
 
-pub use hier::{HierPlan, HierSpmv};
+pub use hier::{HierPlan, HierSpmv, row_blocks};
 pub use hp::HpSpmv;
 
 /// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`
@@ -196,11 +196,20 @@ impl LocalSpmv {
     #[inline(always)]
     fn multiply_local_with(&self, xb: &[f64], mut own: impl FnMut(usize, f64), send: &mut [f64]) {
         let dest = &self.dest[..];
-        self.own.multiply(xb, |r, s| own(dest[r] as usize, s));
-        self.other.multiply(xb, |r, s| send[dest[r] as usize] = s);
+        self.multiply_local_rows(xb, |r, s| own(dest[r] as usize, s), send);
         for &q in &self.y_empty {
             own(q as usize, 0.0);
         }
+    }
+
+    /// The local multiply with the sum of owned local row `r` (`..own_rows`) handed to
+    /// `own_row(r, sum)`, for callers that map local rows to their destinations themselves;
+    /// owned rows without nonzeros here (`y_empty`) are left to the caller.
+    #[inline(always)]
+    fn multiply_local_rows(&self, xb: &[f64], own_row: impl FnMut(usize, f64), send: &mut [f64]) {
+        self.own.multiply(xb, own_row);
+        let dest = &self.dest[..];
+        self.other.multiply(xb, |r, s| send[dest[r] as usize] = s);
     }
 
     /// Adds received partial sums (one message's payload, the sender's number first) into `y`;
