@@ -1,0 +1,102 @@
+//! The MPI engine over real ranks: `mpiexec -n 1, 2, 3` (MPICH on localhost; 3 ranks
+//! oversubscribe a 2-core machine) running `mbsp-mpi-selftest`, its semantic checks and its
+//! failure modes. Every launch has a deadline (the hang detector): a run that does not end
+//! within it is killed and the test fails.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `mpiexec -n ranks selftest mode`: (exit success, stdout, stderr).
+fn launch(ranks: usize, mode: &str) -> (bool, String, String) {
+    let exe = env!("CARGO_BIN_EXE_mbsp-mpi-selftest");
+    let mut cmd = Command::new("mpiexec");
+    cmd.args(["-n", &ranks.to_string(), exe]);
+    if !mode.is_empty() {
+        cmd.arg(mode);
+    }
+    let mut child = cmd
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpiexec not found: install MPICH (scripts/setup does: mpich, libmpich-dev)");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for mpiexec") {
+            break s;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("mpiexec -n {ranks} selftest {mode:?} still running after {DEADLINE:?}: hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.success(), out, err)
+}
+
+#[test]
+fn semantics_on_one_two_and_three_ranks() {
+    for ranks in 1..=3 {
+        let (ok, out, err) = launch(ranks, "");
+        assert!(ok, "{ranks} ranks failed:\n{out}\n{err}");
+        let line = format!("selftest ok on {ranks} ranks");
+        assert_eq!(
+            out.lines().filter(|l| *l == line).count(),
+            ranks,
+            "every rank reports success:\n{out}\n{err}"
+        );
+    }
+}
+
+#[test]
+fn one_ranks_abort_or_panic_ends_every_rank_with_its_message() {
+    for ranks in [2, 3] {
+        for (mode, says) in [
+            ("abort", "Abort in abort on rank"),
+            ("panic", "Panic in spmd on rank"),
+        ] {
+            let (ok, out, err) = launch(ranks, mode);
+            assert!(!ok, "{mode} on {ranks} ranks exited 0:\n{out}\n{err}");
+            let last = ranks - 1;
+            let own = format!("{} {last}, superstep 1", says);
+            let relayed = format!("rank {last} failed: {own}");
+            assert_eq!(
+                err.matches(&own).count(),
+                ranks,
+                "{mode}, {ranks} ranks:\n{err}"
+            );
+            assert_eq!(
+                err.matches(&relayed).count(),
+                ranks - 1,
+                "every other rank names the failing one:\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
+    for ranks in [2, 3] {
+        let (ok, _, err) = launch(ranks, "mismatch");
+        assert!(!ok);
+        let what = format!("ranks [{}] ended their run while ranks", ranks - 1);
+        assert_eq!(err.matches(&what).count(), ranks, "{err}");
+        assert_eq!(err.matches("Misuse in end on rank").count(), 1, "{err}");
+    }
+}
