@@ -65,6 +65,20 @@ fn semantics_on_one_two_and_three_ranks() {
 }
 
 #[test]
+fn random_programs_match_the_sequential_model_on_one_two_and_three_ranks() {
+    for ranks in 1..=3 {
+        let (ok, out, err) = launch(ranks, "model");
+        assert!(ok, "{ranks} ranks failed:\n{out}\n{err}");
+        let line = format!("selftest model ok on {ranks} ranks");
+        assert_eq!(
+            out.lines().filter(|l| *l == line).count(),
+            ranks,
+            "{out}\n{err}"
+        );
+    }
+}
+
+#[test]
 fn one_ranks_abort_or_panic_ends_every_rank_with_its_message() {
     for ranks in [2, 3] {
         for (mode, says) in [

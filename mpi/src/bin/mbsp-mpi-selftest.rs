@@ -1,7 +1,8 @@
 //! Checks the MPI engine's semantics on however many ranks it is started on
-//! (`mpiexec -n P mbsp-mpi-selftest [MODE]`); prints `selftest ok on P ranks` from rank 0 and
-//! exits 0, or prints the failure on stderr and exits 1. MODE `abort`, `panic` or `mismatch`
-//! makes one rank fail on purpose (the run must then fail on every rank, promptly).
+//! (`mpiexec -n P mbsp-mpi-selftest [MODE]`); every rank prints `selftest ok on P ranks` and
+//! exits 0, or prints the failure on stderr and exits 1. MODE `model` runs random programs
+//! against a sequential model; `abort`, `panic` or `mismatch` makes one rank fail on purpose
+//! (the run must then fail on every rank, promptly); `timing` prints sync costs.
 
 use mbsp_mpi::{ErrorKind, MpiCtx, Result, run};
 
@@ -148,6 +149,181 @@ fn timing(ctx: &mut MpiCtx) -> Result<()> {
     Ok(())
 }
 
+/// A deterministic generator (xorshift64*): every rank draws the same program.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One rank's operations in one superstep of a random program.
+#[derive(Default)]
+struct StepOps {
+    /// (registration, word, value)
+    writes: Vec<(usize, usize, u64)>,
+    /// (to, registration, word, values)
+    puts: Vec<(usize, usize, usize, Vec<u64>)>,
+    /// (from, source registration, source words, destination registration, destination word)
+    gets: Vec<(usize, usize, std::ops::Range<usize>, usize, usize)>,
+    /// (to, tag, payload)
+    sends: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+/// Draws superstep `step` of the program for all `p` ranks: local writes, puts, gets and
+/// messages, with no two writes to one word of one rank landing at the same sync (BSPlib
+/// leaves the winner of overlapping writes unspecified; the model here is exact).
+fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<StepOps> {
+    let regs = sizes.len();
+    let mut landing: std::collections::HashSet<(usize, usize, usize)> = Default::default();
+    let mut ops: Vec<StepOps> = (0..p).map(|_| StepOps::default()).collect();
+    for (me, op) in ops.iter_mut().enumerate() {
+        for _ in 0..rng.below(3) {
+            let r = rng.below(regs);
+            op.writes
+                .push((r, rng.below(sizes[r][me]), rng.next() >> 8));
+        }
+        for _ in 0..rng.below(4) {
+            let (to, r) = (rng.below(p), rng.below(regs));
+            let size = sizes[r][to];
+            let at = rng.below(size);
+            let len = 1 + rng.below(size - at);
+            if (at..at + len).any(|w| landing.contains(&(to, r, w))) {
+                continue;
+            }
+            landing.extend((at..at + len).map(|w| (to, r, w)));
+            op.puts
+                .push((to, r, at, (0..len).map(|_| rng.next() >> 8).collect()));
+        }
+        for _ in 0..rng.below(3) {
+            let (from, sr, dr) = (rng.below(p), rng.below(regs), rng.below(regs));
+            let len = 1 + rng.below(sizes[sr][from].min(sizes[dr][me]));
+            let src = rng.below(sizes[sr][from] - len + 1);
+            let dst = rng.below(sizes[dr][me] - len + 1);
+            if (dst..dst + len).any(|w| landing.contains(&(me, dr, w))) {
+                continue;
+            }
+            landing.extend((dst..dst + len).map(|w| (me, dr, w)));
+            op.gets.push((from, sr, src..src + len, dr, dst));
+        }
+        for _ in 0..rng.below(3) {
+            let to = rng.below(p);
+            let tag = (0..tagsize).map(|_| rng.next() as u8).collect();
+            let payload = (0..rng.below(20)).map(|_| rng.next() as u8).collect();
+            op.sends.push((to, tag, payload));
+        }
+    }
+    ops
+}
+
+/// Mode `model`: random programs (seeds 1..=programs, 12 supersteps each, three
+/// registrations of per-rank sizes, a tag size that changes) run on the ranks and, on every
+/// rank, on a sequential model of all ranks; after every sync each rank compares its memory
+/// and its queue (as a multiset) with the model's.
+fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    for seed in 1..=programs {
+        let mut rng = Rng::new(seed);
+        let sizes: Vec<Vec<usize>> = (0..3)
+            .map(|_| (0..p).map(|_| 1 + rng.below(6)).collect())
+            .collect();
+        let mut state: Vec<Vec<Vec<u64>>> = (0..p)
+            .map(|k| sizes.iter().map(|s| vec![0u64; s[k]]).collect())
+            .collect();
+        let regs: Vec<_> = sizes
+            .iter()
+            .map(|s| ctx.push_reg(vec![0u64; s[me]]))
+            .collect::<Result<_>>()?;
+        let mut tagsize = ctx.tagsize();
+        ctx.sync()?;
+        for step in 0..12 {
+            let ops = draw(&mut rng, p, &sizes, tagsize);
+            let new_tagsize = (step % 4 == 3).then(|| rng.below(5));
+            // The ranks.
+            let mine = &ops[me];
+            for &(r, w, v) in &mine.writes {
+                ctx.local_mut(&regs[r])?[w] = v;
+            }
+            for (to, r, at, vals) in &mine.puts {
+                ctx.put(*to, vals, &regs[*r], *at)?;
+            }
+            for (from, sr, range, dr, dst) in &mine.gets {
+                ctx.get(*from, &regs[*sr], range.clone(), &regs[*dr], *dst)?;
+            }
+            for (to, tag, payload) in &mine.sends {
+                ctx.send(*to, tag, payload)?;
+            }
+            if let Some(t) = new_tagsize {
+                ctx.set_tagsize(t);
+            }
+            ctx.sync()?;
+            // The model: local writes, then gets read, then puts and gets land.
+            for (k, op) in ops.iter().enumerate() {
+                for &(r, w, v) in &op.writes {
+                    state[k][r][w] = v;
+                }
+            }
+            let before = state.clone();
+            for (k, op) in ops.iter().enumerate() {
+                for (to, r, at, vals) in &op.puts {
+                    state[*to][*r][*at..*at + vals.len()].copy_from_slice(vals);
+                }
+                for (from, sr, range, dr, dst) in &op.gets {
+                    let src = &before[*from][*sr][range.clone()];
+                    state[k][*dr][*dst..*dst + src.len()].copy_from_slice(src);
+                }
+            }
+            if let Some(t) = new_tagsize {
+                tagsize = t;
+            }
+            // Compare.
+            for (r, reg) in regs.iter().enumerate() {
+                let got = ctx.local(reg)?.to_vec();
+                check(
+                    ctx,
+                    got == state[me][r],
+                    &format!(
+                        "program {seed}, superstep {step}, registration {r}: {got:?}, model {:?}",
+                        state[me][r]
+                    ),
+                )?;
+            }
+            let mut want: Vec<(Vec<u8>, Vec<u8>)> = ops
+                .iter()
+                .flat_map(|op| op.sends.iter().filter(|s| s.0 == me))
+                .map(|(_, t, pl)| (t.clone(), pl.clone()))
+                .collect();
+            let mut got = Vec::new();
+            while let Some(m) = ctx.move_message() {
+                got.push(m);
+            }
+            want.sort();
+            got.sort();
+            check(
+                ctx,
+                got == want,
+                &format!("program {seed}, superstep {step}: queue {got:?}, model {want:?}"),
+            )?;
+            check(ctx, ctx.tagsize() == tagsize, "tag size")?;
+        }
+        for reg in regs {
+            ctx.pop_reg(reg)?;
+        }
+        ctx.sync()?;
+    }
+    Ok(())
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     let r = run(|ctx| {
@@ -168,19 +344,29 @@ fn main() {
                 }
             }
             "timing" => timing(ctx)?,
+            "model" => model(ctx, 40)?,
             other => return Err(ctx.abort(format!("unknown mode {other:?}"))),
         }
         Ok(p)
     });
     match r {
         Ok(p) => {
-            if mode.is_empty() {
+            if mode.is_empty() || mode == "model" {
                 // Every rank prints (the rank is not known out here); the test counts lines.
-                println!("selftest ok on {p} ranks");
+                let what = if mode.is_empty() {
+                    "selftest"
+                } else {
+                    "selftest model"
+                };
+                println!("{what} ok on {p} ranks");
             }
         }
         Err(e) => {
-            eprintln!("mbsp-mpi-selftest: {e}");
+            // One write for the whole line: the ranks share mpiexec's stderr, and a line
+            // written in pieces interleaves with the others' lines.
+            use std::io::Write;
+            let line = format!("mbsp-mpi-selftest: {e}\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
             std::process::exit(1);
         }
     }
