@@ -104,6 +104,25 @@ fn one_ranks_abort_or_panic_ends_every_rank_with_its_message() {
     }
 }
 
+/// A rank killed from outside cannot tell the others; MPICH's process manager (hydra) sees it
+/// die and ends the rest, so nobody waits forever in a collective.
+#[test]
+fn a_killed_rank_does_not_leave_the_others_hanging() {
+    for ranks in [2, 3] {
+        let start = Instant::now();
+        let (ok, out, err) = launch(ranks, "die");
+        assert!(!ok, "{out}\n{err}");
+        assert!(
+            (out.clone() + &err).contains("BAD TERMINATION"),
+            "mpiexec reports the dead rank (on its stdout):\n{out}\n{err}"
+        );
+        eprintln!(
+            "{ranks} ranks, one killed: mpiexec ended in {:?}",
+            start.elapsed()
+        );
+    }
+}
+
 #[test]
 fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
     for ranks in [2, 3] {

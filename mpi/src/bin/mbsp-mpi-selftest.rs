@@ -2,7 +2,8 @@
 //! (`mpiexec -n P mbsp-mpi-selftest [MODE]`); every rank prints `selftest ok on P ranks` and
 //! exits 0, or prints the failure on stderr and exits 1. MODE `model` runs random programs
 //! against a sequential model; `abort`, `panic` or `mismatch` makes one rank fail on purpose
-//! (the run must then fail on every rank, promptly); `timing` prints sync costs.
+//! (the run must then fail on every rank, promptly), `die` makes one rank kill itself with
+//! SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
 
 use mbsp_mpi::{ErrorKind, MpiCtx, Result, run};
 
@@ -330,12 +331,19 @@ fn main() {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         match mode.as_str() {
             "" => semantics(ctx)?,
-            "abort" | "panic" | "mismatch" => {
+            "abort" | "panic" | "mismatch" | "die" => {
                 ctx.sync()?;
                 if me == p - 1 {
                     match mode.as_str() {
                         "abort" => return Err(ctx.abort("rank asked to abort")),
                         "panic" => panic!("rank asked to panic"),
+                        // Killed from outside as far as the others can tell (SIGKILL).
+                        "die" => {
+                            let _ = std::process::Command::new("kill")
+                                .args(["-9", &std::process::id().to_string()])
+                                .status();
+                            std::thread::sleep(std::time::Duration::from_secs(60));
+                        }
                         _ => return Ok(p), // ends while the others sync
                     }
                 }
