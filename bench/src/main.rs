@@ -27,6 +27,7 @@ mod fft_cmd;
 mod fftw;
 mod floor;
 mod machine;
+mod mpi_bench;
 mod nested_bench;
 mod params_cmd;
 mod partition_bench;
@@ -204,6 +205,21 @@ enum Command {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// The MPI engine against plain MPI on the same ranks, same run: empty sync against
+    /// MPI_Barrier, one-word put + sync and 16 MiB put and get + sync against MPI_Put/MPI_Get +
+    /// flush + barrier. Start it under `mpiexec -n 2` (or more); rank 0 prints.
+    Mpi {
+        /// A seconds-long smoke run (1 MiB bulk, few batches); the numbers are not meaningful.
+        #[arg(long)]
+        quick: bool,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also write the figures as CSV (figure, bytes, mbsp_seconds, mpi_seconds, ratio,
+        /// ranks) to FILE.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<std::path::PathBuf>,
+    },
     /// Empty-sync latency, one-word put + sync, bulk put throughput and an oversubscribed ring,
     /// against a spinning barrier, std::sync::Barrier and memcpy.
     Core {
@@ -489,6 +505,12 @@ fn main() {
             }
         }
         Command::Bench { which } => match which {
+            Bench::Mpi { quick, json, csv } => {
+                if let Err(e) = mpi_bench::run(&mpi_bench::Options { quick, json, csv }) {
+                    eprintln!("mbsp bench mpi: {e}");
+                    std::process::exit(2);
+                }
+            }
             Bench::Core { samples, quick } => {
                 let mut o = if quick {
                     core_bench::Options::quick()
