@@ -50,12 +50,13 @@ fn launch(ranks: usize, mode: &str) -> (bool, String, String) {
     (status.success(), out, err)
 }
 
-#[test]
-fn semantics_on_one_two_and_three_ranks() {
+/// Runs `mode` on 1, 2 and 3 ranks and checks that every rank printed `line` (with the rank
+/// count) and the launch succeeded.
+fn every_rank_succeeds(mode: &str, line: &str) {
     for ranks in 1..=3 {
-        let (ok, out, err) = launch(ranks, "");
-        assert!(ok, "{ranks} ranks failed:\n{out}\n{err}");
-        let line = format!("selftest ok on {ranks} ranks");
+        let (ok, out, err) = launch(ranks, mode);
+        assert!(ok, "{mode:?} on {ranks} ranks failed:\n{out}\n{err}");
+        let line = format!("{line} ok on {ranks} ranks");
         assert_eq!(
             out.lines().filter(|l| *l == line).count(),
             ranks,
@@ -65,17 +66,13 @@ fn semantics_on_one_two_and_three_ranks() {
 }
 
 #[test]
+fn semantics_on_one_two_and_three_ranks() {
+    every_rank_succeeds("", "selftest");
+}
+
+#[test]
 fn random_programs_match_the_sequential_model_on_one_two_and_three_ranks() {
-    for ranks in 1..=3 {
-        let (ok, out, err) = launch(ranks, "model");
-        assert!(ok, "{ranks} ranks failed:\n{out}\n{err}");
-        let line = format!("selftest model ok on {ranks} ranks");
-        assert_eq!(
-            out.lines().filter(|l| *l == line).count(),
-            ranks,
-            "{out}\n{err}"
-        );
-    }
+    every_rank_succeeds("model", "selftest model");
 }
 
 #[test]
