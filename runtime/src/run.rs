@@ -665,8 +665,8 @@ fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) 
 }
 
 /// Bind the calling thread for process `pid` and make its context. Returns the thread's
-/// binding before the run when it may have to be restored (process 0 of a top-level run is the caller's
-/// thread).
+/// binding before the run when it may have to be restored (process 0 of a top-level run is
+/// the caller's thread).
 ///
 /// Process 0 of a nested run narrows its thread to its own placement when the parent's is
 /// wider, and leaves it narrowed when the nested run ends (the parent's placement contains
@@ -690,7 +690,10 @@ fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     } else if pid == 0 {
         let want = domain.pu_os(layout.machine());
         match &shared.inherited {
-            Some(Binding::Applied(cpus)) if *cpus != want && layout.binder.applies() => {
+            // Bound where it should be (the parent's PUs, or narrowed by an earlier nested run
+            // of this shape): nothing to do; anywhere else (narrowed for another shape, or on
+            // the parent's wider PUs): bind.
+            Some(Binding::Applied(_)) if layout.binder.applies() => {
                 if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
                     (Binding::Applied(want), None)
                 } else {
