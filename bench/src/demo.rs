@@ -226,13 +226,13 @@ pub fn run(o: &Options) -> Result<(), String> {
     let x = test_x(a.cols);
     let csr = Csr::new(&a);
     let (batches, per) = if quick { (3, 5) } else { (9, 40) };
-    let per_nz = crate::spmv_cmd::kernel_seconds_per_nz(&a)?;
     for variant in [Variant::Plain, Variant::Hp] {
         progress(start, &format!("SpMV {}", variant.name()));
         let r = measure(&a, &csr, &x, &prep, variant, batches, per)?;
         let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {
             unreachable!("flat plan")
         };
+        let per_nz = crate::spmv_cmd::plan_seconds_per_nz(plan)?;
         let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(

@@ -470,7 +470,6 @@ pub fn run(o: &Options) -> Result<(), String> {
         let x = test_x(a.cols);
         let mut want = vec![0.0; a.rows];
         csr.multiply(&x, &mut want);
-        let per_nz = crate::spmv_cmd::kernel_seconds_per_nz(&a)?;
         let all_rows: Vec<u32> = (0..a.rows as u32).collect();
         let row = |variant: &str, p: usize, seconds: f64, speedup: f64| Row {
             matrix: name.clone(),
@@ -530,6 +529,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
                 if let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan {
                     let params = mbsp_algorithms::cost::Params::current();
+                    let per_nz = crate::spmv_cmd::plan_seconds_per_nz(plan)?;
                     r.predicted = Some(plan.predict(params, per_nz, v == Variant::Hp));
                 }
                 group.push(r);

@@ -271,19 +271,20 @@ fn batches_of(
     Ok((median(times), t_seq, ratio))
 }
 
-/// Seconds per nonzero of mbsp's local multiply kernel (SELL-C-σ) on the whole of `a`, on
-/// this thread: the rate the BSP prediction charges for the local phase (it is not the CSR
-/// baseline's rate: the kernels differ).
-pub(crate) fn kernel_seconds_per_nz(a: &CooMatrix) -> Result<f64, String> {
-    let d = mbsp_algorithms::sparse::Distribution {
-        p: 1,
-        nz_part: vec![0; a.nnz()],
-        x_owner: vec![0; a.cols],
-        y_owner: vec![0; a.rows],
-    };
-    let plan = mbsp_algorithms::sparse::spmv::SpmvPlan::new(a, &d)?;
-    let reps = (2_000_000 / a.nnz().max(1)).clamp(1, 1000);
-    Ok(plan.procs[0].time_local_multiply(reps) / a.nnz().max(1) as f64)
+/// Seconds per nonzero of mbsp's local multiply kernel (SELL-C-σ) under `plan`, measured with
+/// every process of the plan running its own part at once (as BSP's r is measured: on a
+/// memory-bound kernel, two cores sharing the memory each run slower than one alone): the
+/// slowest part's time over the largest part's nonzeros, the rate the BSP prediction charges
+/// for the local phase (not the CSR baseline's: the kernels differ).
+pub(crate) fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<f64, String> {
+    let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+    let reps = (2_000_000 / most).clamp(1, 1000);
+    let times = mbsp::run(plan.p(), |ctx| {
+        ctx.sync()?; // start together
+        Ok(plan.procs[ctx.pid()].time_local_multiply(reps))
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(times.into_iter().fold(0.0, f64::max) / most as f64)
 }
 
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
@@ -477,7 +478,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let predicted = match &prep.plan {
         Plan::Flat(plan) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
-            kernel_seconds_per_nz(&a)?,
+            plan_seconds_per_nz(plan)?,
             variant == Variant::Hp,
         )),
         Plan::Hier(_) => None,
