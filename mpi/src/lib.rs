@@ -183,11 +183,13 @@ pub fn run<R>(f: impl FnOnce(&mut MpiCtx) -> Result<R>) -> Result<R> {
             "end",
             "the run returned Ok after a sync that reported the run over",
         )),
-        Ok(v) => ctx.finish(ENDED, "").map(|()| v),
+        // The run's end on this rank: one last exchange, so every rank learns how the others
+        // ended.
+        Ok(v) => ctx.exchange(ENDED, "").map(|()| v),
         Err(e) => {
             let text = e.to_string();
             // Tell the others; their own verdict is theirs to report, ours is our error.
-            let _ = ctx.finish(FAILED, &text);
+            let _ = ctx.exchange(FAILED, &text);
             Err(e)
         }
     }
@@ -483,12 +485,6 @@ impl MpiCtx {
     /// Ends the superstep (module docs: the protocol).
     pub fn sync(&mut self) -> Result<()> {
         self.exchange(SYNCING, "")
-    }
-
-    /// The run's end on this rank: one last exchange so that every rank learns how the
-    /// others ended.
-    fn finish(&mut self, state: u64, message: &str) -> Result<()> {
-        self.exchange(state, message)
     }
 
     fn exchange(&mut self, state: u64, message: &str) -> Result<()> {

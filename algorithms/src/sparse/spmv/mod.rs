@@ -107,11 +107,6 @@ impl LocalSpmv {
         self.own.nnz() + self.other.nnz()
     }
 
-    /// Entries the local multiply reads: the nonzeros plus SELL-C-σ's padding.
-    pub fn stored_entries(&self) -> usize {
-        self.own.stored() + self.other.stored()
-    }
-
     /// Number of local rows (rows with a nonzero here).
     pub fn local_rows(&self) -> usize {
         self.dest.len()
@@ -188,17 +183,10 @@ impl LocalSpmv {
     /// The local multiply: the sums of owned rows go to `y` (owned rows without nonzeros here
     /// get zero), the others to their slots in `send`.
     fn multiply_local(&self, xb: &[f64], y: &mut [f64], send: &mut [f64]) {
-        self.multiply_local_with(xb, |q, v| y[q] = v, send);
-    }
-
-    /// [`multiply_local`](Self::multiply_local) with the sum of owned row `q` (position in
-    /// `y_owned`) handed to `own(q, sum)`.
-    #[inline(always)]
-    fn multiply_local_with(&self, xb: &[f64], mut own: impl FnMut(usize, f64), send: &mut [f64]) {
         let dest = &self.dest[..];
-        self.multiply_local_rows(xb, |r, s| own(dest[r] as usize, s), send);
+        self.multiply_local_rows(xb, |r, s| y[dest[r] as usize] = s, send);
         for &q in &self.y_empty {
-            own(q as usize, 0.0);
+            y[q as usize] = 0.0;
         }
     }
 

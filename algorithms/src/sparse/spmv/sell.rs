@@ -84,7 +84,8 @@ impl Sell {
     }
 
     /// Stored entries, padding included.
-    pub(super) fn stored(&self) -> usize {
+    #[cfg(test)]
+    fn stored(&self) -> usize {
         self.val.len()
     }
 
