@@ -280,6 +280,8 @@ impl RunShared {
 
 /// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.
 pub(crate) struct GetOp {
+    /// The process read from.
+    pub(crate) from: u32,
     pub(crate) src: *const u8,
     pub(crate) dst: *mut u8,
     pub(crate) len: usize,
@@ -377,6 +379,10 @@ pub struct Ctx {
     pub(crate) fault: Cell<Option<crate::internals::SyncPoint>>,
     /// The superstep recorder of a profiled run (see [`crate::profile`]).
     pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
+    /// The connection to the other ranks when this is the top level of a run over MPI ranks
+    /// (see `ranks.rs`).
+    #[cfg(feature = "mpi")]
+    pub(crate) net: Option<Box<crate::ranks::Net>>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -413,6 +419,8 @@ impl Ctx {
             stopped: Cell::new(false),
             fault: Cell::new(None),
             prof,
+            #[cfg(feature = "mpi")]
+            net: None,
             _not_send: PhantomData,
         }
     }

@@ -554,6 +554,12 @@ impl Ctx {
     ) -> Result<()> {
         let dst = self.remote("hpput", "to", pid, slot, off, len)?;
         self.note_out(pid, len, false, true);
+        #[cfg(feature = "mpi")]
+        if self.net.is_some() && pid != self.pid {
+            // SAFETY: forwarded to the caller; `dst` checked against the mirror just now.
+            unsafe { self.rank_hpput(pid, src, dst, len) };
+            return Ok(());
+        }
         if len > 0 {
             self.wait_settled("hpput", pid)?;
             // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
@@ -643,19 +649,28 @@ impl Ctx {
         let (d, keep) = self.local_dst("get", dst, doff, n)?;
         self.note_get(pid, n, false);
         if n > 0 {
-            self.queue_get(slot.0, s, d, n, keep);
+            self.queue_get(pid, slot.0, s, d, n, keep);
         }
         Ok(())
     }
 
     /// Queue a checked get reading registration slot `slot` (of its owner).
-    fn queue_get(&self, slot: u32, src: *const u8, dst: *mut u8, len: usize, keep: Option<Keep>) {
+    fn queue_get(
+        &self,
+        from: usize,
+        slot: u32,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+        keep: Option<Keep>,
+    ) {
         // SAFETY: our own table, read outside a sync.
         let dst_bits = unsafe {
             self.me()
                 .table(|t| t.overlapping(dst, len).fold(0, |b, s| b | source_bit(s)))
         };
         self.st.borrow_mut().gets.push(GetOp {
+            from: from as u32,
             src,
             dst,
             len,
@@ -755,6 +770,12 @@ impl Ctx {
     ) -> Result<()> {
         let s = self.remote(op, "from", pid, slot, off, len)?;
         self.note_get(pid, len, true);
+        #[cfg(feature = "mpi")]
+        if self.net.is_some() && pid != self.pid {
+            // SAFETY: forwarded to the caller; `s` checked against the mirror just now.
+            unsafe { self.rank_get_now(pid, s, dst, len) };
+            return Ok(());
+        }
         if len > 0 {
             self.wait_settled(op, pid)?;
             // SAFETY: the source is in bounds of a live registration and not written during
@@ -935,7 +956,7 @@ impl Ctx {
         let slot = self.named("get", src)?;
         let s = self.remote("get", "from", pid, slot, offset, len)?;
         if len > 0 {
-            self.queue_get(slot.0, s, dst, len, None);
+            self.queue_get(pid, slot.0, s, dst, len, None);
         }
         Ok(())
     }

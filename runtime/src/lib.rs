@@ -69,6 +69,8 @@ mod outbox;
 pub mod params;
 mod place;
 pub mod profile;
+#[cfg(feature = "mpi")]
+mod ranks;
 mod reg;
 mod registry;
 mod run;
@@ -82,8 +84,21 @@ pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
+#[cfg(feature = "mpi")]
+pub use ranks::{MPI_ENV, mpi_ranks};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
+
+/// This program's MPI rank and the number of ranks, when top-level runs go over MPI ranks:
+/// never in a build without the `mpi` feature.
+///
+/// ```
+/// assert_eq!(mbsp::mpi_ranks(), None);
+/// ```
+#[cfg(not(feature = "mpi"))]
+pub fn mpi_ranks() -> Option<(usize, usize)> {
+    None
+}
 pub use team::{TEAMS_ENV, release_threads};
 
 /// The topology crate: machine trees, placement plans, binding.

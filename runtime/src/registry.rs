@@ -99,7 +99,9 @@ pub(crate) struct RegSig {
 
 impl PartialEq for RegSig {
     fn eq(&self, o: &Self) -> bool {
-        self.push == o.push && self.slot == o.slot && (!self.push || self.ty.id == o.ty.id)
+        self.push == o.push
+            && self.slot == o.slot
+            && (!self.push || (self.ty.id == o.ty.id && self.ty.name == o.ty.name))
     }
 }
 

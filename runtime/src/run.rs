@@ -257,8 +257,85 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = crate::ranks::world_for_top_level() {
+            let _active = crate::ranks::Active::enter();
+            let Some((mut ctx, saved)) = self.rank_start(world)? else {
+                return Ok(Vec::new());
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                let r = f(&mut ctx)?;
+                ctx.end()?;
+                Ok(r)
+            }));
+            return leave_rank(ctx, saved, outcome).map(|r| vec![r]);
+        }
         let sink = self.top_sink();
         Ok(self.run_top(sink, &f)?.0)
+    }
+
+    /// This rank's process of a top-level run over MPI ranks, or `None` if the run has fewer
+    /// processes than there are ranks and this rank takes no part. Collective over the ranks.
+    #[cfg(feature = "mpi")]
+    fn rank_start(
+        &self,
+        world: mpi::topology::SimpleCommunicator,
+    ) -> Result<Option<(Ctx, Option<Vec<u32>>)>> {
+        use mpi::topology::Communicator;
+        let size = world.size() as usize;
+        let p = match self.procs {
+            Procs::Count(0) => {
+                return Err(Error::outside(
+                    ErrorKind::Misuse,
+                    "run",
+                    "a run needs at least 1 process, but p = 0 was requested",
+                ));
+            }
+            Procs::Count(n) => n,
+            Procs::Per(_) => size,
+        };
+        if p > size {
+            return Err(Error::outside(
+                ErrorKind::Misuse,
+                "run",
+                format!(
+                    "the top level runs over MPI ranks, one process per rank: p = {p} \
+                     processes were requested but the program runs on {size} rank(s) \
+                     (start it with mpiexec -n {p}, or ask for at most {size})"
+                ),
+            ));
+        }
+        let Some(comm) = crate::ranks::comm_for(world, p) else {
+            return Ok(None);
+        };
+        let rank = comm.rank() as usize;
+        // Every process of this rank's view owns the rank's whole machine: nested runs are
+        // placed inside it.
+        let mut layout = Run {
+            procs: Procs::Count(1),
+            ..self.clone()
+        }
+        .top_layout()?;
+        let whole = layout.machine().whole();
+        layout.domains = vec![whole; p];
+        let saved = layout.binder.thread_cpus();
+        let binding = match &saved {
+            Some(cpus) if layout.binder.applies() => {
+                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
+                Binding::Applied(cpus.clone())
+            }
+            _ => Binding::NotApplied(
+                "the top level runs over MPI ranks: this rank's thread stays where the MPI \
+                 launcher put it"
+                    .into(),
+            ),
+        };
+        let mut shared =
+            RunShared::new(Vec::new(), Tree::new(), WaitPolicy::for_load(1, 1), layout);
+        crate::ranks::adapt(&mut shared);
+        let mut ctx = Ctx::new(Arc::new(shared), rank, binding);
+        ctx.net = Some(Box::new(crate::ranks::Net::new(comm)));
+        Ok(Some((ctx, saved)))
     }
 
     /// Start the run without blocking: the calling thread becomes process 0 and gets its
@@ -281,6 +358,27 @@ impl Run {
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = crate::ranks::world_for_top_level() {
+            let active = crate::ranks::Active::enter();
+            let Some((ctx, saved)) = self.rank_start(world)? else {
+                return Err(Error::outside(
+                    ErrorKind::Misuse,
+                    "begin",
+                    "this MPI rank takes no part in the run: it asked for fewer processes than \
+                     there are ranks (use Run::run, which returns no results on such ranks)",
+                ));
+            };
+            return Ok(Spmd {
+                tree: ctx.run.tree.clone(),
+                ctx: Some(ctx),
+                saved,
+                workers: None,
+                profile: None,
+                active: Some(active),
+                _parent: PhantomData,
+            });
+        }
         let layout = self.top_layout()?;
         let sink = self.top_sink();
         Ok(self.start(Tree::new(), Vec::new(), layout, None, sink, Arc::new(f)))
@@ -430,6 +528,8 @@ impl Run {
             workers: Some(workers),
             tree,
             profile: sink.filter(|_| top).map(|s| (s, shared.p)),
+            #[cfg(feature = "mpi")]
+            active: None,
             _parent: PhantomData,
         }
     }
@@ -771,6 +871,30 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// [`leave`] for this rank's process of a run over MPI ranks: a failure travels to the other
+/// ranks in one last exchange, the window is closed, and the error returned is the run's root
+/// cause (the same on every rank).
+#[cfg(feature = "mpi")]
+fn leave_rank<R>(
+    mut ctx: Ctx,
+    saved: Option<Vec<u32>>,
+    outcome: std::thread::Result<Result<R>>,
+) -> Result<R> {
+    let result = match outcome {
+        Ok(r) => r,
+        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
+    };
+    if let Err(e) = &result {
+        ctx.run.tree.fail(e);
+        ctx.rank_fail();
+    }
+    if let Some(net) = ctx.net.take() {
+        net.close();
+    }
+    let tree = ctx.run.tree.clone();
+    leave(ctx, saved, Ok(result)).map_err(|e| tree.error().unwrap_or(e))
+}
+
 /// All results, or the root cause of the failure.
 fn collect<R>(results: Vec<Result<R>>, tree: &Tree) -> Result<Vec<R>> {
     if results.iter().all(Result::is_ok) {
@@ -849,6 +973,9 @@ pub struct Spmd<'a> {
     tree: Arc<Tree>,
     /// A profiled top-level run (`MBSP_PROFILE`): where its processes hand in, and p.
     profile: Option<(Arc<crate::profile::Sink>, usize)>,
+    /// A run over MPI ranks: marks it going on.
+    #[cfg(feature = "mpi")]
+    active: Option<crate::ranks::Active>,
     _parent: PhantomData<&'a mut Ctx>,
 }
 
@@ -884,6 +1011,12 @@ impl Spmd<'_> {
             return Ok(());
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| ctx.end()));
+        #[cfg(feature = "mpi")]
+        if ctx.net.is_some() {
+            let r = leave_rank(ctx, self.saved.take(), outcome);
+            self.active = None;
+            return r;
+        }
         let mut results = vec![leave(ctx, self.saved.take(), outcome)];
         match self.workers.take() {
             Some(Workers::Spawned(threads)) => {

@@ -43,6 +43,10 @@ impl Ctx {
     /// assert_eq!(steps, vec![10, 10]);
     /// ```
     pub fn sync(&mut self) -> Result<()> {
+        #[cfg(feature = "mpi")]
+        if self.net.is_some() {
+            return self.rank_sync(false);
+        }
         if self.run.tree.is_aborted() {
             return Err(self.refused_sync("sync"));
         }
@@ -68,6 +72,10 @@ impl Ctx {
 
     /// The implicit final sync when the SPMD function returns.
     pub(crate) fn end(&mut self) -> Result<()> {
+        #[cfg(feature = "mpi")]
+        if self.net.is_some() {
+            return self.rank_sync(true);
+        }
         if self.run.tree.is_aborted() {
             return Err(self.refused_sync("end"));
         }
@@ -210,7 +218,7 @@ impl Ctx {
         Err(self.failed_sync(e))
     }
 
-    fn finish_sync(&mut self) {
+    pub(crate) fn finish_sync(&mut self) {
         let st = self.st.get_mut();
         if !st.graveyard.is_empty() {
             st.graveyard.clear();
@@ -220,7 +228,7 @@ impl Ctx {
         self.me().done.store(self.step, Ordering::Release);
     }
 
-    fn flush_hpsends(&mut self) {
+    pub(crate) fn flush_hpsends(&mut self) {
         let mut hps = std::mem::take(&mut self.st.get_mut().hpsends);
         if hps.is_empty() {
             return;
@@ -238,8 +246,15 @@ impl Ctx {
     }
 
     fn publish_collective(&mut self, q: usize) {
+        let c = self.own_coll();
+        // SAFETY: our own requests, before barrier 1.
+        unsafe { self.me().publish(q, c) };
+    }
+
+    /// This superstep's registration and tag-size requests.
+    pub(crate) fn own_coll(&mut self) -> Coll {
         let st = self.st.get_mut();
-        let c = Coll {
+        Coll {
             stamp: self.step + 1,
             regs: st.reg_ops.iter().map(RegOp::signature).collect(),
             wild: st
@@ -251,9 +266,7 @@ impl Ctx {
                 })
                 .collect(),
             tagsize: st.new_tagsize,
-        };
-        // SAFETY: our own requests, before barrier 1.
-        unsafe { self.me().publish(q, c) };
+        }
     }
 
     /// Check that every process's registration and tag-size requests agree, then apply this
@@ -261,7 +274,18 @@ impl Ctx {
     /// all reach the same verdict without another barrier, and none communicates after a
     /// mismatch.
     fn collective(&mut self, q: usize, g: u32) -> Result<()> {
-        let resolved = match self.agree(q, g) {
+        let colls = self.colls(q);
+        self.collective_with(&colls, g).map(drop)
+    }
+
+    /// [`collective`](Self::collective) with every process's requests at hand; returns the
+    /// registration changes applied, in order: (push?, slot, generation).
+    pub(crate) fn collective_with(
+        &mut self,
+        colls: &[Coll],
+        g: u32,
+    ) -> Result<Vec<(bool, u32, u32)>> {
+        let resolved = match self.agree(colls, g) {
             Ok(r) => r,
             Err((pid, msg)) => {
                 let mut path = self.run.parent_path.clone();
@@ -279,6 +303,7 @@ impl Ctx {
         let st = self.st.get_mut();
         let (ops, graveyard, slots) = (&mut st.reg_ops, &mut st.graveyard, &mut st.slots);
         let mut resolved = resolved.into_iter();
+        let mut applied = Vec::new();
         // SAFETY: our own table, between barrier 1 and barrier 2 (REGS forces barrier 2).
         unsafe {
             self.run.proc(self.pid).table_mut(|table| {
@@ -289,8 +314,15 @@ impl Ctx {
                         },
                         op => op,
                     };
-                    if let RegOp::Pop { slot } = op {
-                        slots.release(slot);
+                    match op {
+                        RegOp::Pop { slot } => {
+                            slots.release(slot);
+                            applied.push((false, slot, 0));
+                        }
+                        RegOp::Push {
+                            slot, generation, ..
+                        } => applied.push((true, slot, generation)),
+                        RegOp::PopNull { .. } => {}
                     }
                     table.apply(op, graveyard);
                 }
@@ -299,7 +331,7 @@ impl Ctx {
         if let Some(t) = st.new_tagsize.take() {
             self.tagsize.set(t);
         }
-        Ok(())
+        Ok(applied)
     }
 
     /// Whether the requests of all processes agree: the registration calls of every process
@@ -307,21 +339,8 @@ impl Ctx {
     /// slots; a NULL pop stands for the slot the others pop, which must be one of its null
     /// registrations) and so do the tag sizes. Returns the slots this process's NULL pops
     /// resolve to, or the first process that differs and the explanation.
-    fn agree(&self, q: usize, g: u32) -> std::result::Result<Vec<u32>, (usize, String)> {
-        let (stamp, step, run) = (self.step + 1, self.step, &*self.run);
-        let p = run.p;
-        // SAFETY: requests are written before barrier 1 and not again before the next sync's.
-        let colls: Vec<Coll> = (0..p)
-            .map(|pid| unsafe {
-                run.proc(pid).coll(q, |c| {
-                    if c.stamp == stamp {
-                        c.clone()
-                    } else {
-                        Coll::default()
-                    }
-                })
-            })
-            .collect();
+    fn agree(&self, colls: &[Coll], g: u32) -> std::result::Result<Vec<u32>, (usize, String)> {
+        let (step, p) = (self.step, self.run.p);
         if g & FLAG_TAGS != 0 {
             if let Some(pid) = (1..p).find(|&pid| colls[pid].tagsize != colls[0].tagsize) {
                 let show = |t: Option<usize>| match t {
@@ -429,6 +448,23 @@ impl Ctx {
             }
         }
         Ok(std::mem::take(&mut resolved[self.pid]))
+    }
+
+    /// Every process's requests of the superstep of parity `q` (published before barrier 1).
+    fn colls(&self, q: usize) -> Vec<Coll> {
+        let (stamp, run) = (self.step + 1, &*self.run);
+        // SAFETY: requests are written before barrier 1 and not again before the next sync's.
+        (0..run.p)
+            .map(|pid| unsafe {
+                run.proc(pid).coll(q, |c| {
+                    if c.stamp == stamp {
+                        c.clone()
+                    } else {
+                        Coll::default()
+                    }
+                })
+            })
+            .collect()
     }
 
     /// Deliver the puts that rode in the barrier lines we read.

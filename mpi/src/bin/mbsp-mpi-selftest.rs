@@ -1,13 +1,15 @@
-//! Checks the MPI engine's semantics on however many ranks it is started on
+//! Checks mbsp's semantics over MPI ranks — the runtime's own `mbsp::Ctx`, whose top level
+//! runs over the ranks when started by `mpiexec` — on however many ranks it is started on
 //! (`mpiexec -n P mbsp-mpi-selftest [MODE]`); every rank prints `selftest ok on P ranks` and
 //! exits 0, or prints the failure on stderr and exits 1. MODE `model` runs random programs
-//! against a sequential model; `abort`, `panic` or `mismatch` makes one rank fail on purpose
-//! (the run must then fail on every rank, promptly), `die` makes one rank kill itself with
+//! against a sequential model; `hybrid` runs nested thread runs inside every rank;
+//! `abort`, `panic`, `misuse` or `mismatch` makes one rank fail on purpose (the run must then
+//! fail on every rank, promptly, with that rank's error), `die` makes one rank kill itself with
 //! SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
 
-use mbsp_mpi::{ErrorKind, MpiCtx, Result, run};
+use mbsp::{Ctx, ErrorKind, Result};
 
-fn check(ctx: &MpiCtx, ok: bool, what: &str) -> Result<()> {
+fn check(ctx: &Ctx, ok: bool, what: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
@@ -15,27 +17,29 @@ fn check(ctx: &MpiCtx, ok: bool, what: &str) -> Result<()> {
     }
 }
 
-fn semantics(ctx: &mut MpiCtx) -> Result<()> {
+fn early_put(ctx: &mut Ctx) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let next = (me + 1) % p;
+    let a = ctx.push_reg(vec![me as u64 * 100; me + 2])?;
+    let early = ctx.put(next, &[1u64], &a, 0).unwrap_err();
+    check(
+        ctx,
+        early.kind() == ErrorKind::Misuse,
+        "a put before the registration's sync fails",
+    )?;
+    // That put's misuse failed the run on this rank; a fresh run goes on.
+    Ok(())
+}
+
+fn semantics(ctx: &mut Ctx) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let next = (me + 1) % p;
     // Sizes differ per rank: rank r registers r + 2 words.
     let a = ctx.push_reg(vec![me as u64 * 100; me + 2])?;
     let b = ctx.push_reg(vec![0u64; 4])?;
-    let early = ctx.put(next, &[1u64], &a, 0).unwrap_err();
-    check(
-        ctx,
-        early.kind == ErrorKind::Misuse,
-        "a put before the registration's sync fails",
-    )?;
     ctx.sync()?;
     // Put into the next rank's area, bounds checked against *its* size.
     ctx.put(next, &[me as u64 + 1000], &a, next + 1)?;
-    let err = ctx.put(next, &[1u64, 2], &a, next + 1).unwrap_err();
-    check(
-        ctx,
-        err.kind == ErrorKind::Misuse && err.message.contains(&format!("holds {}", next + 2)),
-        &format!("out-of-bounds put names the remote size: {err}"),
-    )?;
     // A get of the area the put writes sees the value before the put.
     ctx.get(next, &a, next + 1..next + 2, &b, 0)?;
     ctx.sync()?;
@@ -62,30 +66,25 @@ fn semantics(ctx: &mut MpiCtx) -> Result<()> {
         &format!("get after sync: {got}"),
     )?;
     // BSMP: tag size takes effect at the sync; every rank sends to every rank.
-    let old = ctx.set_tagsize(4);
+    let old = ctx.set_tagsize(4)?;
     check(ctx, old == 0, "initial tag size 0")?;
     ctx.sync()?;
     for to in 0..p {
         let payload = vec![me as u8; to + 1];
         ctx.send(to, &(me as u32).to_le_bytes(), &payload)?;
     }
-    let wrong = ctx.send(0, &[1, 2], &[]).is_err();
-    check(ctx, wrong, "a tag of the wrong size fails")?;
     ctx.sync()?;
-    let q = ctx.qsize();
+    let q = ctx.qsize()?;
     check(
         ctx,
         q.messages == p && q.bytes == p * (me + 1),
         &format!("queue {q:?}"),
     )?;
     let mut from = Vec::new();
-    while let Some((tag, payload)) = ctx.move_message() {
-        let s = u32::from_le_bytes(tag.try_into().unwrap()) as usize;
-        check(
-            ctx,
-            payload == vec![s as u8; me + 1],
-            "payload from its sender",
-        )?;
+    while let Some(m) = ctx.hpmove()? {
+        let s = m.tag_as::<u32>() as usize;
+        let ok = m.payload == vec![s as u8; me + 1];
+        check(ctx, ok, "payload from its sender")?;
         from.push(s);
     }
     from.sort_unstable();
@@ -97,7 +96,7 @@ fn semantics(ctx: &mut MpiCtx) -> Result<()> {
     ctx.sync()?;
     check(
         ctx,
-        ctx.qsize().messages == 0,
+        ctx.qsize()?.messages == 0,
         "messages live one superstep",
     )?;
     // Pop: the area is gone after the sync.
@@ -114,16 +113,118 @@ fn semantics(ctx: &mut MpiCtx) -> Result<()> {
         let v = ctx.local(&ring)?[0];
         check(ctx, v == step * p as u64 + prev as u64, "ring")?;
     }
+    high_performance(ctx)
+}
+
+/// hpput, hpget, direct_get (one-sided over ranks), hpsend, raw registrations and NULL pops.
+fn high_performance(ctx: &mut Ctx) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let (next, prev) = ((me + 1) % p, (me + p - 1) % p);
+    let mut x = ctx.push_reg(vec![me as u64; 8])?;
+    let y = ctx.push_reg(vec![0u64; 8])?;
+    ctx.sync()?;
+    let mut got = [0u64; 3];
+    // SAFETY: nobody writes x in this superstep; `got` outlives the call.
+    unsafe { ctx.direct_get(next, &x, 2, &mut got)? };
+    check(ctx, got == [next as u64; 3], &format!("direct_get {got:?}"))?;
+    let src = [me as u64 + 7; 2];
+    // SAFETY: y's words 4..6 of `next` are written by nobody else this superstep; `src` lives
+    // until the sync.
+    unsafe { ctx.hpput(next, &src, &y, 4)? };
+    ctx.sync()?;
+    check(
+        ctx,
+        ctx.local(&y)?[4..6] == [prev as u64 + 7; 2],
+        "hpput landed by the sync",
+    )?;
+    ctx.local_mut(&mut x)?[0] = 1000 + me as u64;
+    ctx.sync()?;
+    let mut one = [0u64; 1];
+    // SAFETY: as above.
+    unsafe { ctx.hpget(prev, &x, 0, &mut one)? };
+    ctx.sync()?;
+    check(
+        ctx,
+        one[0] == 1000 + prev as u64,
+        "hpget saw the last superstep's write",
+    )?;
+    // hpsend: the payload is read at the sync.
+    ctx.set_tagsize(8)?;
+    ctx.sync()?;
+    let payload = vec![me as u8; 5];
+    // SAFETY: `payload` lives, unchanged, until the sync.
+    unsafe { ctx.hpsend(next, &(me as u64).to_le_bytes(), &payload)? };
+    ctx.sync()?;
+    let m = ctx.hpmove()?;
+    let ok = m.is_some_and(|m| m.tag_as::<u64>() == prev as u64 && m.payload == [prev as u8; 5]);
+    check(ctx, ok, "hpsend arrived")?;
+    // Raw registrations (BSPlib's), a NULL registration popped by NULL.
+    let mut raw = vec![0u8; 16 + me];
+    // SAFETY: `raw` stays allocated, and is not referenced across syncs, until popped.
+    unsafe {
+        ctx.push_reg_raw(raw.as_mut_ptr(), raw.len())?;
+        ctx.push_reg_raw(std::ptr::null_mut(), 0)?;
+    }
+    ctx.sync()?;
+    ctx.put_raw(next, &[9u8, 8, 7], raw.as_ptr(), 16 + next - 3)?;
+    ctx.sync()?;
+    let tail = raw[raw.len() - 3..].to_vec();
+    check(ctx, tail == [9, 8, 7], &format!("raw put {tail:?}"))?;
+    ctx.pop_reg_raw(std::ptr::null())?;
+    ctx.pop_reg_raw(raw.as_ptr())?;
+    ctx.sync()?;
+    check(ctx, ctx.registrations() == 4, "a, ring, x and y left")?;
+    Ok(())
+}
+
+/// Mode `hybrid`: each rank runs nested thread runs over its own machine (2 threads, then
+/// one per core), with registrations and puts inside; the rank's top level goes on after.
+fn hybrid(ctx: &mut Ctx) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let total = ctx.push_reg(vec![0u64; p])?;
+    ctx.sync()?;
+    for round in 0..3u64 {
+        let sums = ctx.run(2, |n| {
+            let s = n.push_reg(vec![0u64; 2])?;
+            n.sync()?;
+            let v = (me as u64 + 1) * 10 + n.pid() as u64 + round;
+            for to in 0..2 {
+                n.put(to, &[v], &s, n.pid())?;
+            }
+            n.sync()?;
+            Ok(n.local(&s)?.iter().sum::<u64>())
+        })?;
+        check(
+            ctx,
+            sums.len() == 2 && sums[0] == sums[1],
+            &format!("nested sums {sums:?}"),
+        )?;
+        for to in 0..p {
+            ctx.put(to, &[sums[0]], &total, me)?;
+        }
+        ctx.sync()?;
+        let all = ctx.local(&total)?.to_vec();
+        let want: Vec<u64> = (0..p as u64)
+            .map(|r| 2 * ((r + 1) * 10 + round) + 1)
+            .collect();
+        check(
+            ctx,
+            all == want,
+            &format!("round {round}: {all:?}, want {want:?}"),
+        )?;
+    }
+    let per_core = ctx.run_per(mbsp::Level::Core, |n| Ok(n.nprocs()))?;
+    check(ctx, !per_core.is_empty(), "a run per core inside the rank")?;
     Ok(())
 }
 
 /// Mode `timing`: rank 0 prints the median of 9 batches of 2000 empty syncs and of 2000
 /// one-word put + sync (a first look; `mbsp bench mpi` is to come).
-fn timing(ctx: &mut MpiCtx) -> Result<()> {
+fn timing(ctx: &mut Ctx) -> Result<()> {
     let next = (ctx.pid() + 1) % ctx.nprocs();
     let r = ctx.push_reg(vec![0u64; 1])?;
     ctx.sync()?;
-    let batch = |ctx: &mut MpiCtx, put: bool| -> Result<f64> {
+    let batch = |ctx: &mut Ctx, put: bool| -> Result<f64> {
         let mut t = Vec::new();
         for _ in 0..9 {
             let s = ctx.time();
@@ -231,7 +332,7 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
 /// registrations of per-rank sizes, a tag size that changes) run on the ranks and, on every
 /// rank, on a sequential model of all ranks; after every sync each rank compares its memory
 /// and its queue (as a multiset) with the model's.
-fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
+fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     for seed in 1..=programs {
         let mut rng = Rng::new(seed);
@@ -241,7 +342,7 @@ fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
         let mut state: Vec<Vec<Vec<u64>>> = (0..p)
             .map(|k| sizes.iter().map(|s| vec![0u64; s[k]]).collect())
             .collect();
-        let regs: Vec<_> = sizes
+        let mut regs: Vec<_> = sizes
             .iter()
             .map(|s| ctx.push_reg(vec![0u64; s[me]]))
             .collect::<Result<_>>()?;
@@ -253,7 +354,7 @@ fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
             // The ranks.
             let mine = &ops[me];
             for &(r, w, v) in &mine.writes {
-                ctx.local_mut(&regs[r])?[w] = v;
+                ctx.local_mut(&mut regs[r])?[w] = v;
             }
             for (to, r, at, vals) in &mine.puts {
                 ctx.put(*to, vals, &regs[*r], *at)?;
@@ -265,7 +366,7 @@ fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
                 ctx.send(*to, tag, payload)?;
             }
             if let Some(t) = new_tagsize {
-                ctx.set_tagsize(t);
+                ctx.set_tagsize(t)?;
             }
             ctx.sync()?;
             // The model: local writes, then gets read, then puts and gets land.
@@ -305,8 +406,8 @@ fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
                 .map(|(_, t, pl)| (t.clone(), pl.clone()))
                 .collect();
             let mut got = Vec::new();
-            while let Some(m) = ctx.move_message() {
-                got.push(m);
+            while let Some(m) = ctx.hpmove()? {
+                got.push((m.tag.to_vec(), m.payload.to_vec()));
             }
             want.sort();
             got.sort();
@@ -327,16 +428,30 @@ fn model(ctx: &mut MpiCtx, programs: u64) -> Result<()> {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
-    let r = run(|ctx| {
+    let ranks = mbsp::mpi_ranks().map_or(1, |(_, size)| size);
+    if mode.is_empty() {
+        // A misuse fails the run on every rank, naming the operation, rank and superstep.
+        let e = mbsp::run(ranks, early_put).unwrap_err();
+        let ok = e.kind() == ErrorKind::Misuse && e.op() == "put" && e.superstep() == Some(0);
+        if !ok {
+            fail(&format!(
+                "an early put should fail every rank with its misuse, got: {e}"
+            ));
+        }
+    }
+    let r = mbsp::run(ranks, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         match mode.as_str() {
             "" => semantics(ctx)?,
-            "abort" | "panic" | "mismatch" | "die" => {
+            "abort" | "panic" | "misuse" | "mismatch" | "die" => {
                 ctx.sync()?;
                 if me == p - 1 {
                     match mode.as_str() {
                         "abort" => return Err(ctx.abort("rank asked to abort")),
                         "panic" => panic!("rank asked to panic"),
+                        "misuse" => {
+                            ctx.put(p, &[1u8], &ctx.push_reg_empty::<u8>()?, 0)?;
+                        }
                         // Killed from outside as far as the others can tell (SIGKILL).
                         "die" => {
                             let _ = std::process::Command::new("kill")
@@ -351,6 +466,7 @@ fn main() {
                     ctx.sync()?;
                 }
             }
+            "hybrid" => hybrid(ctx)?,
             "timing" => timing(ctx)?,
             "model" => model(ctx, 40)?,
             other => return Err(ctx.abort(format!("unknown mode {other:?}"))),
@@ -358,24 +474,28 @@ fn main() {
         Ok(p)
     });
     match r {
-        Ok(p) => {
-            if mode.is_empty() || mode == "model" {
-                // Every rank prints (the rank is not known out here); the test counts lines.
+        Ok(ps) => {
+            if let Some(p) = ps
+                .first()
+                .filter(|_| ["", "model", "hybrid"].contains(&mode.as_str()))
+            {
                 let what = if mode.is_empty() {
-                    "selftest"
+                    "selftest".to_string()
                 } else {
-                    "selftest model"
+                    format!("selftest {mode}")
                 };
                 println!("{what} ok on {p} ranks");
             }
         }
-        Err(e) => {
-            // One write for the whole line: the ranks share mpiexec's stderr, and a line
-            // written in pieces interleaves with the others' lines.
-            use std::io::Write;
-            let line = format!("mbsp-mpi-selftest: {e}\n");
-            let _ = std::io::stderr().write_all(line.as_bytes());
-            std::process::exit(1);
-        }
+        Err(e) => fail(&e.to_string()),
     }
+}
+
+fn fail(msg: &str) -> ! {
+    // One write for the whole line: the ranks share mpiexec's stderr, and a line written in
+    // pieces interleaves with the others' lines.
+    use std::io::Write;
+    let line = format!("mbsp-mpi-selftest: {msg}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    std::process::exit(1);
 }

@@ -1,0 +1,897 @@
+//! The top level over MPI ranks (feature `mpi`): a program started under `mpiexec` runs the
+//! processes of its top-level runs as MPI ranks, one per rank, with the same [`Ctx`] API;
+//! nested runs inside a rank are thread runs, as on one machine. Started plainly (no MPI
+//! launcher in the environment, or `MBSP_MPI=0`), runs are thread runs as always.
+//!
+//! ## What a rank keeps
+//!
+//! A run over ranks has the usual [`RunShared`] on every rank, with one real process (this
+//! rank's) and `p - 1` mirrors. A mirror holds what this rank knows of another rank: its
+//! registration table (addresses and sizes, exchanged when registrations take effect, so
+//! `put`/`get` are bounds-checked at the call exactly as in the thread runtime) and, during a
+//! superstep, the messages that rank sent here. Puts and messages are written into this
+//! rank's outboxes by the thread runtime's code unchanged; records carry the destination's
+//! address in the destination's address space (from the mirrored table).
+//!
+//! ## One superstep's sync
+//!
+//! ```text
+//! hpsend payloads into outboxes; one-sided hpputs completed (MPI_Win_flush_all)
+//! stream to each other rank: [outbox words][get requests: address, length]
+//! all-to-all of headers (state, stream words, flags)          <- an empty sync stops here
+//! any rank failed / ended while others sync -> every rank stops with the same error
+//! REGS|TAGS: all-gather of every rank's requests (+ areas of its pushes); the thread
+//!            runtime's agreement check; own table, mirrors and the window updated
+//! all-to-all-v of the streams (only if some rank sends one)
+//! get requests served from this rank's memory, before any put lands; replies all-to-all-v
+//! puts delivered (in rank order, from the receive buffer), messages into the mirrors' outboxes
+//! get replies written; superstep counted done (published in the window for one-sided reads)
+//! ```
+//!
+//! ## One-sided primitives
+//!
+//! Registered memory is attached to one dynamic MPI window per run (`MPI_Win_attach` when a
+//! push takes effect), opened for passive access with `MPI_Win_lock_all`. `hpput` is an
+//! `MPI_Put`, completed at the next sync; `hpget` and `direct_get` are an `MPI_Get` plus
+//! `MPI_Win_flush`, after checking (atomically, in the window) that the target has finished
+//! the previous sync, as the thread runtime's immediate primitives wait for it.
+//!
+//! ## Failure
+//!
+//! Every exchange begins with each rank's state. A rank whose process failed (abort, panic,
+//! misuse, an error returned) makes one last exchange with the state "failed" and its error;
+//! every rank then reports that error (kind, pid, superstep and message preserved) and stops.
+//! A rank that is killed is the MPI launcher's business: MPICH's `mpiexec` ends the others.
+//!
+//! Trust: a rank writes where another rank's put record says and reads where its get request
+//! says; both were checked by the sender against the mirrored table, as one process of the
+//! thread runtime trusts another's checks.
+
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
+use crate::ctx::{Coll, Ctx, RunShared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::outbox::Outbox;
+use crate::registry::{ElemType, RegOp, RegSig, SlotState};
+use mpi::collective::CommunicatorCollectives;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The environment variable that forces (`1`) or forbids (`0`) running top levels over MPI
+/// ranks; by default they do when an MPI launcher started the program.
+pub const MPI_ENV: &str = "MBSP_MPI";
+
+const SYNCING: u64 = 0;
+const ENDED: u64 = 1;
+const FAILED: u64 = 2;
+
+/// Header flag: the sender has a stream for somebody.
+const STREAM: u64 = 1 << 32;
+
+/// A run over ranks is going on in this program (runs started inside it are thread runs).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the environment says an MPI launcher started this program.
+fn launched() -> bool {
+    match std::env::var(MPI_ENV).as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => ["PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some()),
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+}
+
+extern "C" fn finalize() {
+    let mut done = 0;
+    // SAFETY: plain MPI calls on an initialised MPI (registered only after initialisation).
+    unsafe {
+        ffi::MPI_Finalized(&mut done);
+        if done == 0 {
+            ffi::MPI_Finalize();
+        }
+    }
+}
+
+/// MPI is initialised (by mbsp, or already by the program) because a launcher started us.
+fn initialised() -> bool {
+    static INIT: OnceLock<bool> = OnceLock::new();
+    *INIT.get_or_init(|| {
+        if !launched() {
+            return false;
+        }
+        if mpi::environment::is_initialized() {
+            return true;
+        }
+        match mpi::initialize_with_threading(mpi::Threading::Serialized) {
+            Some((universe, _)) => {
+                // MPI stays up for every later run; it is finalised when the program exits.
+                std::mem::forget(universe);
+                // SAFETY: registering a plain function.
+                unsafe { atexit(finalize) };
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// This program's MPI rank and the number of ranks, when top-level runs go over ranks (the
+/// program was started by an MPI launcher and mbsp was built with the `mpi` feature).
+///
+/// ```
+/// // Started plainly, there are no ranks.
+/// if std::env::var_os("PMI_SIZE").is_none() && std::env::var_os("MBSP_MPI").is_none() {
+///     assert_eq!(mbsp::mpi_ranks(), None);
+/// }
+/// ```
+pub fn mpi_ranks() -> Option<(usize, usize)> {
+    if !initialised() {
+        return None;
+    }
+    let w = SimpleCommunicator::world();
+    Some((w.rank() as usize, w.size() as usize))
+}
+
+/// The communicator for a new top-level run, if it goes over ranks.
+pub(crate) fn world_for_top_level() -> Option<SimpleCommunicator> {
+    (initialised() && !ACTIVE.load(Ordering::Acquire)).then(SimpleCommunicator::world)
+}
+
+/// Marks the program as inside a run over ranks while alive.
+pub(crate) struct Active;
+
+impl Active {
+    pub(crate) fn enter() -> Active {
+        ACTIVE.store(true, Ordering::Release);
+        Active
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        ACTIVE.store(false, Ordering::Release);
+    }
+}
+
+/// The communicator of a run of `p` processes: all ranks, or the first `p` (the others get
+/// `None`: they take no part). Collective over the world.
+pub(crate) fn comm_for(world: SimpleCommunicator, p: usize) -> Option<SimpleCommunicator> {
+    if p == world.size() as usize {
+        return Some(world);
+    }
+    let inside = (world.rank() as usize) < p;
+    let color = mpi::topology::Color::with_value(if inside { 0 } else { 1 });
+    let sub = world.split_by_color(color);
+    if inside { sub } else { None }
+}
+
+/// Make `shared` a run over ranks: no barrier rides, and the mirrors count as stopped (a
+/// failed sync never waits for other ranks' threads: they are not in this address space).
+pub(crate) fn adapt(shared: &mut RunShared) {
+    let p = shared.p;
+    shared.riders = (0..p).map(|_| vec![NO_RIDE; p].into()).collect();
+    shared
+        .stopped
+        .store(p.saturating_sub(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What a rank's top-level process needs to talk to the others.
+pub(crate) struct Net {
+    comm: SimpleCommunicator,
+    /// The dynamic window holding every registered area of this rank, and `done`.
+    win: ffi::MPI_Win,
+    /// This rank's completed syncs, readable by the others through `win`.
+    done: Box<u64>,
+    /// Per rank: the address of its `done` in its address space.
+    done_at: Vec<u64>,
+    /// Per rank: the superstep up to which it is known to have completed its syncs.
+    settled: std::cell::RefCell<Vec<u64>>,
+    /// One-sided puts were issued in this superstep (to complete at the sync).
+    hp_pending: std::cell::Cell<bool>,
+    /// An exchange reported the end or a failure: no more exchanges.
+    over: bool,
+    send: Vec<u64>,
+    send_counts: Vec<i32>,
+    recv: Vec<u64>,
+    replies: Vec<Vec<u8>>,
+    reply_send: Vec<u8>,
+    reply_recv: Vec<u8>,
+}
+
+// SAFETY: MPI handles are plain values; a `Net` is used by its process's thread only (it lives
+// in a `Ctx`, which is not `Send`; the bound is for `Box<Net>` inside `Ctx`'s fields).
+unsafe impl Send for Net {}
+
+impl Net {
+    /// Collective over `comm`: the window is created and `done` published.
+    pub(crate) fn new(comm: SimpleCommunicator) -> Net {
+        let p = comm.size() as usize;
+        let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
+        let done = Box::new(0u64);
+        // SAFETY: MPI calls on a valid communicator; `done` lives (boxed) as long as the window
+        // (detached and the window freed in `close`).
+        unsafe {
+            ffi::MPI_Win_create_dynamic(ffi::RSMPI_INFO_NULL, comm.as_raw(), &mut win);
+            ffi::MPI_Win_attach(win, &*done as *const u64 as *mut _, 8);
+            ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as i32, win);
+        }
+        let mine = &*done as *const u64 as u64;
+        let mut done_at = vec![0u64; p];
+        comm.all_gather_into(&mine, &mut done_at[..]);
+        Net {
+            comm,
+            win,
+            done,
+            done_at,
+            settled: std::cell::RefCell::new(vec![0; p]),
+            hp_pending: std::cell::Cell::new(false),
+            over: false,
+            send: Vec::new(),
+            send_counts: vec![0; p],
+            recv: Vec::new(),
+            replies: vec![Vec::new(); p],
+            reply_send: Vec::new(),
+            reply_recv: Vec::new(),
+        }
+    }
+
+    /// Collective: close the window (after the last exchange of the run).
+    pub(crate) fn close(mut self) {
+        // SAFETY: every one-sided operation was completed by the last exchange's flush.
+        unsafe {
+            ffi::MPI_Win_unlock_all(self.win);
+            ffi::MPI_Win_free(&mut self.win);
+        }
+    }
+
+    /// All-to-all-v of words: `send` (`send_counts` words to each rank, in rank order) into
+    /// `recv`; returns the offset of each rank's part in `recv` (`p + 1` of them).
+    fn exchange_words(&mut self, recv_counts: &[i32]) -> Vec<usize> {
+        let sd = offsets(&self.send_counts);
+        let rd = offsets(recv_counts);
+        let total = rd[rd.len() - 1] as usize;
+        self.recv.clear();
+        self.recv.resize(total, 0);
+        {
+            let s = Partition::new(&self.send[..], &self.send_counts[..], &sd[..sd.len() - 1]);
+            let mut r = PartitionMut::new(&mut self.recv[..], recv_counts, &rd[..rd.len() - 1]);
+            self.comm.all_to_all_varcount_into(&s, &mut r);
+        }
+        rd.iter().map(|&d| d as usize).collect()
+    }
+
+    /// All-to-all-v of the get replies; returns each rank's offset in `reply_recv`.
+    fn exchange_replies(&mut self) -> Vec<usize> {
+        let counts: Vec<u64> = self.replies.iter().map(|r| r.len() as u64).collect();
+        let mut back = vec![0u64; counts.len()];
+        self.comm.all_to_all_into(&counts[..], &mut back[..]);
+        self.reply_send.clear();
+        for r in &self.replies {
+            self.reply_send.extend_from_slice(r);
+        }
+        let sc: Vec<i32> = counts.iter().map(|&c| count(c as usize)).collect();
+        let rc: Vec<i32> = back.iter().map(|&c| count(c as usize)).collect();
+        let (sd, rd) = (offsets(&sc), offsets(&rc));
+        self.reply_recv.clear();
+        self.reply_recv.resize(rd[rd.len() - 1] as usize, 0);
+        {
+            let s = Partition::new(&self.reply_send[..], &sc[..], &sd[..sd.len() - 1]);
+            let mut r = PartitionMut::new(&mut self.reply_recv[..], &rc[..], &rd[..rd.len() - 1]);
+            self.comm.all_to_all_varcount_into(&s, &mut r);
+        }
+        rd.iter().map(|&d| d as usize).collect()
+    }
+
+    /// All-gather of variable-length word vectors: each rank's part.
+    fn all_gather_words(&self, mine: &[u64]) -> Vec<Vec<u64>> {
+        let p = self.comm.size() as usize;
+        let n = mine.len() as u64;
+        let mut lens = vec![0u64; p];
+        self.comm.all_gather_into(&n, &mut lens[..]);
+        let counts: Vec<i32> = lens.iter().map(|&l| count(l as usize)).collect();
+        let displ = offsets(&counts);
+        let mut all = vec![0u64; displ[p] as usize];
+        {
+            let mut r = PartitionMut::new(&mut all[..], &counts[..], &displ[..p]);
+            self.comm.all_gather_varcount_into(mine, &mut r);
+        }
+        (0..p)
+            .map(|k| all[displ[k] as usize..displ[k + 1] as usize].to_vec())
+            .collect()
+    }
+
+    /// Complete this superstep's one-sided puts at their targets.
+    fn flush_puts(&self) {
+        if self.hp_pending.replace(false) {
+            // SAFETY: a valid window, locked for all targets.
+            unsafe { ffi::MPI_Win_flush_all(self.win) };
+        }
+    }
+
+    /// Wait until rank `pid` has completed `step` syncs (read atomically from its window).
+    fn wait_settled(&self, pid: usize, step: u64) {
+        if self.settled.borrow()[pid] >= step {
+            return;
+        }
+        loop {
+            let mut seen = 0u64;
+            // Fetch-and-add of 0: an atomic read (MPICH has no MPI_NO_OP constant in rsmpi).
+            let nothing = 0u64;
+            // SAFETY: `done_at[pid]` is attached in `pid`'s window for the whole run; an atomic
+            // fetch of one u64, completed by the flush.
+            unsafe {
+                ffi::MPI_Fetch_and_op(
+                    &nothing as *const u64 as *const _,
+                    &mut seen as *mut u64 as *mut _,
+                    ffi::RSMPI_UINT64_T,
+                    pid as i32,
+                    self.done_at[pid] as ffi::MPI_Aint,
+                    ffi::RSMPI_SUM,
+                    self.win,
+                );
+                ffi::MPI_Win_flush(pid as i32, self.win);
+            }
+            if seen >= step {
+                self.settled.borrow_mut()[pid] = seen;
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Publish `step` completed syncs.
+    fn publish_done(&mut self, step: u64) {
+        // SAFETY: our own window memory; others read it only with atomic operations, and
+        // MPI_Win_sync makes the store visible to them.
+        unsafe {
+            std::ptr::write_volatile(&mut *self.done, step);
+            ffi::MPI_Win_sync(self.win);
+        }
+    }
+}
+
+/// Largest piece of one MPI call (counts are C ints).
+const PIECE: usize = 1 << 30;
+
+fn count(n: usize) -> i32 {
+    i32::try_from(n).expect(
+        "mbsp over MPI: more than 2^31 - 1 units between two ranks in one exchange (MPI counts \
+         are C ints)",
+    )
+}
+
+fn offsets(counts: &[i32]) -> Vec<i32> {
+    let mut d = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0i32;
+    d.push(0);
+    for &c in counts {
+        acc = acc.checked_add(c).expect(
+            "mbsp over MPI: more than 2^31 - 1 units in one exchange (MPI counts are C ints)",
+        );
+        d.push(acc);
+    }
+    d
+}
+
+/// A `&'static str` equal to `s` (names of types and operations that arrive from other ranks;
+/// few distinct ones).
+fn intern(s: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == s) {
+        return n;
+    }
+    let n: &'static str = Box::leak(s.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
+fn put_str(w: &mut Vec<u64>, s: &str) {
+    w.push(s.len() as u64);
+    for chunk in s.as_bytes().chunks(8) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        w.push(u64::from_le_bytes(b));
+    }
+}
+
+fn take_str(w: &[u64], at: &mut usize) -> String {
+    let n = w[*at] as usize;
+    *at += 1;
+    let words = n.div_ceil(8);
+    let bytes: Vec<u8> = w[*at..*at + words]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .take(n)
+        .collect();
+    *at += words;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+const KINDS: [ErrorKind; 5] = [
+    ErrorKind::Misuse,
+    ErrorKind::Abort,
+    ErrorKind::Panic,
+    ErrorKind::Aborted,
+    ErrorKind::System,
+];
+
+/// An error for another rank: kind, op, path, superstep, message.
+fn encode_error(e: &Error, w: &mut Vec<u64>) {
+    w.push(KINDS.iter().position(|k| *k == e.kind()).unwrap_or(0) as u64);
+    put_str(w, e.op());
+    w.push(e.path().len() as u64);
+    w.extend(e.path().iter().map(|&p| p as u64));
+    w.push(e.superstep().map_or(u64::MAX, |s| s));
+    put_str(w, e.message());
+}
+
+fn decode_error(w: &[u64]) -> Error {
+    let mut at = 0;
+    let kind = KINDS[(w[0] as usize).min(KINDS.len() - 1)];
+    at += 1;
+    let op = intern(&take_str(w, &mut at));
+    let n = w[at] as usize;
+    at += 1;
+    let path = w[at..at + n].iter().map(|&p| p as usize).collect();
+    at += n;
+    let step = (w[at] != u64::MAX).then_some(w[at]);
+    at += 1;
+    let message = take_str(w, &mut at);
+    Error::new(kind, op, path, step, message)
+}
+
+/// A rank's registration and tag-size requests, and the areas of its pushes.
+fn encode_coll(c: &Coll, areas: &[(u64, u64)], w: &mut Vec<u64>) {
+    w.push(c.tagsize.map_or(0, |t| t as u64 + 1));
+    w.push(c.regs.len() as u64);
+    for r in &c.regs {
+        w.push(r.push as u64);
+        w.push(r.slot as u64);
+        put_str(w, r.ty.name);
+    }
+    w.push(c.wild.len() as u64);
+    for cands in &c.wild {
+        w.push(cands.len() as u64);
+        w.extend(cands.iter().map(|&s| s as u64));
+    }
+    for &(ptr, len) in areas {
+        w.push(ptr);
+        w.push(len);
+    }
+}
+
+fn decode_coll(w: &[u64], stamp: u64) -> (Coll, Vec<(u64, u64)>) {
+    let mut at = 2;
+    let tagsize = (w[0] > 0).then(|| (w[0] - 1) as usize);
+    let mut regs = Vec::new();
+    for _ in 0..w[1] {
+        let push = w[at] != 0;
+        let slot = w[at + 1] as u32;
+        at += 2;
+        let name = intern(&take_str(w, &mut at));
+        regs.push(RegSig {
+            push,
+            slot,
+            ty: ElemType { id: None, name },
+        });
+    }
+    let nw = w[at] as usize;
+    at += 1;
+    let mut wild = Vec::new();
+    for _ in 0..nw {
+        let n = w[at] as usize;
+        wild.push(w[at + 1..at + 1 + n].iter().map(|&s| s as u32).collect());
+        at += 1 + n;
+    }
+    let areas = w[at..].chunks_exact(2).map(|a| (a[0], a[1])).collect();
+    (
+        Coll {
+            stamp,
+            regs,
+            wild,
+            tagsize,
+        },
+        areas,
+    )
+}
+
+impl Ctx {
+    /// The sync of a process at the top level of a run over ranks (module docs).
+    pub(crate) fn rank_sync(&mut self, ending: bool) -> Result<()> {
+        let op = if ending { "end" } else { "sync" };
+        let mut net = self.net.take().expect("a run over ranks");
+        let r = if net.over {
+            Err(self.stopped(op))
+        } else {
+            let r = self.rank_exchange(&mut net, op, ending);
+            if r.is_err() {
+                net.over = true;
+            }
+            r
+        };
+        self.net = Some(net);
+        r
+    }
+
+    /// The last exchange of a process that failed outside a sync (its error travels to every
+    /// rank), unless an exchange already ended the run.
+    pub(crate) fn rank_fail(&mut self) {
+        if let Some(net) = &self.net {
+            if !net.over {
+                let _ = self.rank_sync(false);
+            }
+        }
+    }
+
+    fn rank_exchange(&mut self, net: &mut Net, op: &'static str, ending: bool) -> Result<()> {
+        let (me, p, q) = (self.pid, self.run.p, (self.step & 1) as usize);
+        let fresh = self.step + 1;
+        self.st.get_mut().queue.clear();
+        let state = if self.run.tree.is_aborted() {
+            FAILED
+        } else if ending {
+            ENDED
+        } else {
+            SYNCING
+        };
+        let flags = if state == SYNCING {
+            self.flags.get()
+        } else {
+            0
+        };
+        if flags & FLAG_COMM != 0 {
+            self.flush_hpsends();
+        }
+        net.flush_puts();
+
+        // Streams: an error, or [outbox][get requests] for each other rank.
+        net.send.clear();
+        for (j, c) in net.send_counts.iter_mut().enumerate() {
+            let start = net.send.len();
+            if j == me {
+                *c = 0;
+                continue;
+            }
+            if state == FAILED {
+                let e = self.run.tree.error().unwrap_or_else(|| self.stopped(op));
+                encode_error(&e, &mut net.send);
+            } else if state == SYNCING && flags & (FLAG_COMM | FLAG_GETS) != 0 {
+                // SAFETY: our own outboxes, in our sync (no other thread touches them).
+                let has_out = unsafe {
+                    self.me().outboxes(q, |outs| match outs[j].as_deref() {
+                        Some(ob) if ob.stamp == fresh => {
+                            ob.encode(&mut net.send);
+                            true
+                        }
+                        _ => false,
+                    })
+                };
+                let gets = &self.st.get_mut().gets;
+                let n = gets.iter().filter(|g| g.from as usize == j).count();
+                if n > 0 {
+                    if !has_out {
+                        Outbox::default().encode(&mut net.send);
+                    }
+                    for g in gets.iter().filter(|g| g.from as usize == j) {
+                        net.send.extend_from_slice(&[g.src as u64, g.len as u64]);
+                    }
+                }
+            }
+            *c = count(net.send.len() - start);
+        }
+
+        // Headers.
+        let sends = net.send_counts.iter().any(|&c| c > 0);
+        let word = flags as u64 | if sends { STREAM } else { 0 };
+        let header: Vec<u64> = net
+            .send_counts
+            .iter()
+            .flat_map(|&c| [state, c as u64, word])
+            .collect();
+        let mut got = vec![0u64; 3 * p];
+        net.comm.all_to_all_into(&header[..], &mut got[..]);
+        let states: Vec<u64> = got.chunks_exact(3).map(|h| h[0]).collect();
+        let g = got.chunks_exact(3).fold(0u64, |a, h| a | h[2]);
+        let recv_counts: Vec<i32> = got.chunks_exact(3).map(|h| h[1] as i32).collect();
+        let displ = if g & STREAM != 0 {
+            net.exchange_words(&recv_counts)
+        } else {
+            vec![0; p + 1]
+        };
+
+        // Verdict: every rank sees the same states.
+        if states.iter().any(|&s| s != SYNCING) || state != SYNCING {
+            net.over = true;
+        }
+        if let Some(k) = states.iter().position(|&s| s == FAILED) {
+            let e = if state == FAILED {
+                self.run.tree.error().unwrap_or_else(|| self.stopped(op))
+            } else {
+                let e = decode_error(&net.recv[displ[k]..displ[k + 1]]);
+                self.run.tree.fail(&e);
+                e
+            };
+            return Err(e);
+        }
+        if states.iter().any(|&s| s != state) {
+            let (ended, synced): (Vec<usize>, Vec<usize>) =
+                (0..p).partition(|&k| states[k] == ENDED);
+            let e = self.error(
+                ErrorKind::Misuse,
+                op,
+                format!(
+                    "ranks {ended:?} returned from the SPMD function while ranks {synced:?} \
+                     called sync (every process must call sync the same number of times)"
+                ),
+            );
+            self.run.tree.fail(&e);
+            return Err(e);
+        }
+        if state == ENDED {
+            return Ok(());
+        }
+        let g32 = g as u32;
+        if g32 == 0 {
+            self.rank_finish(net);
+            return Ok(());
+        }
+
+        let sent_tagsize = self.tagsize.get();
+        if g32 & (FLAG_REGS | FLAG_TAGS) != 0 {
+            if let Err(e) = self.rank_collective(net, g32) {
+                self.run.tree.fail(&e);
+                return Err(e);
+            }
+        }
+
+        // Gets: served from our memory before any put lands; our own gets of our memory are
+        // read into the get buffer now, for the same reason.
+        if g32 & FLAG_GETS != 0 {
+            net.replies.iter_mut().for_each(Vec::clear);
+            for k in (0..p).filter(|&k| k != me && displ[k + 1] > displ[k]) {
+                let stream = &net.recv[displ[k]..displ[k + 1]];
+                let used = Outbox::decode(stream).4;
+                for req in stream[used..].chunks_exact(2) {
+                    // SAFETY: the requester checked the range against its mirror of our table;
+                    // the area is registered (or in our graveyard until this sync ends).
+                    let data =
+                        unsafe { std::slice::from_raw_parts(req[0] as *const u8, req[1] as usize) };
+                    net.replies[k].extend_from_slice(data);
+                }
+            }
+            let st = self.st.get_mut();
+            for op in st.gets.iter_mut().filter(|g| g.from as usize == me) {
+                // SAFETY: our own registered memory, in bounds (checked at the get).
+                op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
+            }
+        }
+        let reply_displ = (g32 & FLAG_GETS != 0).then(|| net.exchange_replies());
+
+        // Puts and messages, in rank order.
+        let queue = &mut self.st.get_mut().queue;
+        queue.tagsize = sent_tagsize;
+        queue.parity = q;
+        for k in 0..p {
+            let (count, bytes) = if k == me {
+                // SAFETY: our own outboxes, in our sync; put destinations are our own
+                // registered memory, with no live references (we hold `&mut self`).
+                unsafe {
+                    self.run
+                        .proc(me)
+                        .outboxes(q, |outs| match outs[me].as_deref() {
+                            Some(ob) if ob.stamp == fresh => {
+                                ob.deliver_puts();
+                                (ob.msg_count, ob.msg_bytes)
+                            }
+                            _ => (0, 0),
+                        })
+                }
+            } else if displ[k + 1] > displ[k] {
+                let stream = &net.recv[displ[k]..displ[k + 1]];
+                let (puts, msgs, count, bytes, _) = Outbox::decode(stream);
+                // SAFETY: put records made by rank k's `put`, whose checks against its mirror
+                // of our table made their destinations our registered memory (alive in our
+                // table or graveyard), with no live references (we hold `&mut self`).
+                unsafe { Outbox::deliver(puts.as_ptr() as *const u8, puts.len() * 8) };
+                if count > 0 {
+                    // SAFETY: the mirror of rank k exists on this rank only; only this thread
+                    // touches it.
+                    unsafe {
+                        self.run.proc(k).outboxes_mut(q, |outs| {
+                            outs[me]
+                                .get_or_insert_with(Box::default)
+                                .set_messages(fresh, msgs, count, bytes)
+                        })
+                    };
+                }
+                (count, bytes)
+            } else {
+                (0, 0)
+            };
+            if count > 0 {
+                queue.srcs.push(k as u32);
+                queue.left += count;
+                queue.left_bytes += bytes;
+            }
+        }
+
+        // Get data, last (as in the thread runtime).
+        let st = self.st.get_mut();
+        if !st.gets.is_empty() {
+            let mut at = reply_displ.unwrap_or_default();
+            let base = st.getbuf.base();
+            for op in st.gets.drain(..) {
+                let src = if op.from as usize == me {
+                    // SAFETY: within the get buffer filled above.
+                    unsafe { base.add(op.buf_off) }
+                } else {
+                    let k = op.from as usize;
+                    let s = net.reply_recv[at[k]..].as_ptr();
+                    at[k] += op.len;
+                    s
+                };
+                // SAFETY: the destination is this process's own memory (kept alive by the op
+                // or promised by the raw caller), `len` bytes at `src` were received for it.
+                unsafe { std::ptr::copy_nonoverlapping(src, op.dst, op.len) };
+            }
+            st.getbuf.clear();
+        }
+        self.rank_finish(net);
+        Ok(())
+    }
+
+    fn rank_finish(&mut self, net: &mut Net) {
+        self.finish_sync();
+        net.publish_done(self.step);
+    }
+
+    /// Registration and tag-size changes over ranks: every rank's requests gathered, checked
+    /// as in the thread runtime, applied to our table, the mirrors and the window.
+    fn rank_collective(&mut self, net: &mut Net, g: u32) -> Result<()> {
+        let (me, p) = (self.pid, self.run.p);
+        let own = self.own_coll();
+        let areas: Vec<(u64, u64)> = self
+            .st
+            .get_mut()
+            .reg_ops
+            .iter()
+            .filter_map(|o| match o {
+                RegOp::Push {
+                    ptr, len, empty, ..
+                } => Some((*ptr as u64, if *empty { u64::MAX } else { *len as u64 })),
+                _ => None,
+            })
+            .collect();
+        // Our areas being popped that are attached to the window (non-empty, not null).
+        let run = self.run.clone();
+        let detach: Vec<*mut u8> = self
+            .st
+            .get_mut()
+            .reg_ops
+            .iter()
+            .filter_map(|o| match o {
+                // SAFETY: our own table, read in our sync before we change it.
+                RegOp::Pop { slot } => Some(unsafe { run.proc(me).entry(*slot) }),
+                _ => None,
+            })
+            .filter(|e| e.state == SlotState::Active && e.len > 0)
+            .map(|e| e.ptr)
+            .collect();
+        let mut w = Vec::new();
+        encode_coll(&own, &areas, &mut w);
+        let all = net.all_gather_words(&w);
+        let (colls, all_areas): (Vec<Coll>, Vec<Vec<(u64, u64)>>) =
+            all.iter().map(|w| decode_coll(w, self.step + 1)).unzip();
+        let applied = self.collective_with(&colls, g)?;
+        let mut push_no = 0;
+        for &(push, slot, generation) in &applied {
+            for k in 0..p {
+                let (ptr, len) = if push { all_areas[k][push_no] } else { (0, 0) };
+                let empty = push && len == u64::MAX;
+                if k == me {
+                    if push && !empty && len > 0 {
+                        // SAFETY: our registered area, alive until its pop takes effect.
+                        unsafe {
+                            ffi::MPI_Win_attach(net.win, ptr as *mut _, len as ffi::MPI_Aint)
+                        };
+                    }
+                    continue;
+                }
+                let op = if push {
+                    RegOp::Push {
+                        slot,
+                        generation,
+                        ptr: ptr as *mut u8,
+                        len: if empty { 0 } else { len as usize },
+                        empty,
+                        ty: ElemType::RAW,
+                        keep: None,
+                    }
+                } else {
+                    RegOp::Pop { slot }
+                };
+                let mut graveyard = Vec::new();
+                // SAFETY: the mirror of rank k exists on this rank only; only this thread
+                // touches it.
+                unsafe { self.run.proc(k).table_mut(|t| t.apply(op, &mut graveyard)) };
+            }
+            if push {
+                push_no += 1;
+            }
+        }
+        for ptr in detach {
+            // SAFETY: attached when its push took effect; no one-sided access reaches it after
+            // this sync (its pop is in effect on every rank).
+            unsafe { ffi::MPI_Win_detach(net.win, ptr as *const _) };
+        }
+        Ok(())
+    }
+
+    /// `hpput` to another rank: an `MPI_Put` into its window, completed at the next sync.
+    ///
+    /// # Safety
+    /// `src` valid for `len` bytes until the next sync; `dst` inside `pid`'s registered area
+    /// (checked against the mirror).
+    pub(crate) unsafe fn rank_hpput(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
+        let net = self.net.as_ref().expect("a run over ranks");
+        net.wait_settled(pid, self.step);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(PIECE);
+            // SAFETY: forwarded to the caller; the target area is attached in `pid`'s window.
+            unsafe {
+                ffi::MPI_Put(
+                    src.add(done) as *const _,
+                    n as i32,
+                    ffi::RSMPI_UINT8_T,
+                    pid as i32,
+                    (dst as usize + done) as ffi::MPI_Aint,
+                    n as i32,
+                    ffi::RSMPI_UINT8_T,
+                    net.win,
+                )
+            };
+            done += n;
+        }
+        net.hp_pending.set(true);
+    }
+
+    /// `hpget`/`direct_get` from another rank: an `MPI_Get` from its window, completed now.
+    ///
+    /// # Safety
+    /// `dst` valid for `len` bytes; `src` inside `pid`'s registered area (checked against the
+    /// mirror).
+    pub(crate) unsafe fn rank_get_now(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
+        let net = self.net.as_ref().expect("a run over ranks");
+        net.wait_settled(pid, self.step);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(PIECE);
+            // SAFETY: forwarded to the caller; the source area is attached in `pid`'s window.
+            unsafe {
+                ffi::MPI_Get(
+                    dst.add(done) as *mut _,
+                    n as i32,
+                    ffi::RSMPI_UINT8_T,
+                    pid as i32,
+                    (src as usize + done) as ffi::MPI_Aint,
+                    n as i32,
+                    ffi::RSMPI_UINT8_T,
+                    net.win,
+                )
+            };
+            done += n;
+        }
+        // SAFETY: a valid window, locked for all targets.
+        unsafe { ffi::MPI_Win_flush(pid as i32, net.win) };
+    }
+}
