@@ -1,4 +1,4 @@
-//! `mbsp bench mpi`: the MPI engine (crate mbsp-mpi) against plain MPI on the same ranks, in
+//! `mbsp bench mpi`: mbsp's top level over MPI ranks against plain MPI on the same ranks, in
 //! the same run (`mbsp_mpi::bench`): empty superstep against `MPI_Barrier`, one-word put +
 //! sync and bulk put and get + sync against `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
@@ -30,7 +30,8 @@ pub fn run(o: &Options) -> Result<(), String> {
             bulk: 16 << 20,
         }
     };
-    let (pid, p, figures) = mbsp_mpi::run(|ctx| {
+    let ranks = mbsp::mpi_ranks().map_or(1, |(_, size)| size);
+    let results = mbsp::run(ranks, |ctx| {
         if ctx.pid() == 0 {
             eprintln!(
                 "mbsp bench mpi: {} ranks; {} batches per figure, {} operations per batch ({} \
@@ -49,6 +50,10 @@ pub fn run(o: &Options) -> Result<(), String> {
         Ok((ctx.pid(), ctx.nprocs(), f))
     })
     .map_err(|e| e.to_string())?;
+    // Over ranks, this rank's result only.
+    let Some((pid, p, figures)) = results.into_iter().next() else {
+        return Ok(());
+    };
     if pid != 0 {
         return Ok(());
     }

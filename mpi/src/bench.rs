@@ -1,4 +1,4 @@
-//! Side-by-side figures of this engine and of plain MPI on the same ranks, in the same run
+//! Side-by-side figures of mbsp over ranks and of plain MPI on the same ranks, in the same run
 //! (what `mbsp bench mpi` prints): each mbsp figure is timed in batches interleaved with the
 //! batches of its MPI counterpart, and the medians are compared.
 //!
@@ -8,14 +8,16 @@
 //! | one-word put | `put` + `sync` | `MPI_Put` + `MPI_Win_flush` + `MPI_Barrier` |
 //! | bulk put | `put` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
 //! | bulk get | `get` of `bulk` bytes + `sync` | `MPI_Get` + flush + barrier |
+//! | bulk hpput | `hpput` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
 //!
 //! Every rank puts to / gets from the next rank. The MPI side uses one window over a buffer of
 //! `bulk` bytes, in a passive-target epoch (`MPI_Win_lock_all`) for the whole measurement.
 
-use crate::{MpiCtx, Result};
+use mbsp::{Ctx, Result};
 use mpi::collective::CommunicatorCollectives;
 use mpi::ffi;
 use mpi::raw::AsRaw;
+use mpi::topology::SimpleCommunicator;
 
 /// One figure: seconds per operation of mbsp and of plain MPI (medians over the batches).
 #[derive(Clone, Debug, PartialEq)]
@@ -52,7 +54,7 @@ impl Window {
     /// # Safety
     /// `mem` must outlive the window and must not be accessed by this process while remote
     /// operations on it may be in flight (the callers only read it after a barrier).
-    unsafe fn new(ctx: &MpiCtx, mem: &mut [u64]) -> Self {
+    unsafe fn new(world: &SimpleCommunicator, mem: &mut [u64]) -> Self {
         // SAFETY: MPI_Win is a plain handle; it is written by MPI_Win_create.
         let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
         // SAFETY: `mem` is valid for its length (the caller keeps it alive); collective call.
@@ -62,7 +64,7 @@ impl Window {
                 std::mem::size_of_val(mem) as ffi::MPI_Aint,
                 8,
                 ffi::RSMPI_INFO_NULL,
-                ctx.world.as_raw(),
+                world.as_raw(),
                 &mut win,
             );
             ffi::MPI_Win_lock_all(0, win);
@@ -124,7 +126,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Measures the figures of the module table on every rank (collective); every rank returns
 /// its own timings, rank 0's are the ones to print.
-pub fn measure(ctx: &mut MpiCtx, o: &Options) -> Result<Vec<Figure>> {
+pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let next = (me + 1) % p;
     let words = (o.bulk / 8).max(1);
@@ -135,7 +137,8 @@ pub fn measure(ctx: &mut MpiCtx, o: &Options) -> Result<Vec<Figure>> {
     let mut target = vec![0u64; words];
     // SAFETY: `target` lives until the end of this function, after the window is dropped,
     // and is not touched here.
-    let win = unsafe { Window::new(ctx, &mut target) };
+    let world = SimpleCommunicator::world();
+    let win = unsafe { Window::new(&world, &mut target) };
     let mut src = vec![me as u64; words];
     let bulk_reps = (o.reps / 10).max(2);
     let mut figures = Vec::new();
@@ -144,6 +147,7 @@ pub fn measure(ctx: &mut MpiCtx, o: &Options) -> Result<Vec<Figure>> {
         ("one-word put", 8),
         ("bulk put", words * 8),
         ("bulk get", words * 8),
+        ("bulk hpput", words * 8),
     ] {
         let reps = if bytes > 8 { bulk_reps } else { o.reps };
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -155,21 +159,24 @@ pub fn measure(ctx: &mut MpiCtx, o: &Options) -> Result<Vec<Figure>> {
                     "one-word put" => ctx.put(next, &[i as u64], &small, 0)?,
                     "bulk put" => ctx.put(next, &src, &big, 0)?,
                     "bulk get" => ctx.get(next, &big, 0..words, &dst, 0)?,
+                    // SAFETY: `src` is not written until the sync; nobody else writes `big`.
+                    "bulk hpput" => unsafe { ctx.hpput(next, &src, &big, 0)? },
                     _ => {}
                 }
                 ctx.sync()?;
             }
             ours.push((ctx.time() - t) / reps as f64);
-            ctx.world.barrier();
+            world.barrier();
             let t = ctx.time();
             for _ in 0..reps {
                 match name {
                     "one-word put" => win.transfer(&mut src[..1], next, false),
                     "bulk put" => win.transfer(&mut src, next, false),
                     "bulk get" => win.transfer(&mut src, next, true),
+                    "bulk hpput" => win.transfer(&mut src, next, false),
                     _ => {}
                 }
-                ctx.world.barrier();
+                world.barrier();
             }
             theirs.push((ctx.time() - t) / reps as f64);
         }

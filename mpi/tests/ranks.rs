@@ -1,4 +1,4 @@
-//! The MPI engine over real ranks: `mpiexec -n 1, 2, 3` (MPICH on localhost; 3 ranks
+//! mbsp's top level over real MPI ranks: `mpiexec -n 1, 2, 3` (MPICH on localhost; 3 ranks
 //! oversubscribe a 2-core machine) running `mbsp-mpi-selftest`, its semantic checks and its
 //! failure modes. Every launch has a deadline (the hang detector): a run that does not end
 //! within it is killed and the test fails.
@@ -76,26 +76,36 @@ fn random_programs_match_the_sequential_model_on_one_two_and_three_ranks() {
 }
 
 #[test]
-fn one_ranks_abort_or_panic_ends_every_rank_with_its_message() {
+fn nested_thread_runs_inside_every_rank() {
+    every_rank_succeeds("hybrid", "selftest hybrid");
+}
+
+#[test]
+fn one_ranks_abort_panic_or_misuse_ends_every_rank_with_its_error() {
     for ranks in [2, 3] {
         for (mode, says) in [
-            ("abort", "Abort in abort on rank"),
-            ("panic", "Panic in spmd on rank"),
+            (
+                "abort",
+                "abort (pid {last}, superstep 1): aborted: rank asked to abort",
+            ),
+            (
+                "panic",
+                "spmd (pid {last}, superstep 1): panicked: rank asked to panic",
+            ),
+            (
+                "misuse",
+                "put (pid {last}, superstep 1): the registration pushed in superstep 1",
+            ),
         ] {
             let (ok, out, err) = launch(ranks, mode);
             assert!(!ok, "{mode} on {ranks} ranks exited 0:\n{out}\n{err}");
             let last = ranks - 1;
-            let own = format!("{} {last}, superstep 1", says);
-            let relayed = format!("rank {last} failed: {own}");
+            let own = says.replace("{last}", &last.to_string());
+            // Every rank reports the failing rank's own error (kind, pid, superstep, message).
             assert_eq!(
                 err.matches(&own).count(),
                 ranks,
                 "{mode}, {ranks} ranks:\n{err}"
-            );
-            assert_eq!(
-                err.matches(&relayed).count(),
-                ranks - 1,
-                "every other rank names the failing one:\n{err}"
             );
         }
     }
@@ -125,8 +135,11 @@ fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
     for ranks in [2, 3] {
         let (ok, _, err) = launch(ranks, "mismatch");
         assert!(!ok);
-        let what = format!("ranks [{}] ended their run while ranks", ranks - 1);
+        let what = format!(
+            "ranks [{}] returned from the SPMD function while ranks",
+            ranks - 1
+        );
         assert_eq!(err.matches(&what).count(), ranks, "{err}");
-        assert_eq!(err.matches("Misuse in end on rank").count(), 1, "{err}");
+        assert_eq!(err.matches("end (pid").count(), 1, "{err}");
     }
 }
