@@ -3,7 +3,7 @@
  *
  * Build the library:   cargo build --release -p mbsp-capi
  * Compile a program:   cc prog.c -Icapi/include -Ltarget/release -Wl,-rpath,$PWD/target/release -lmbsp
- * Static instead:      cc prog.c -Icapi/include target/release/libmbsp.a -lhwloc -lpthread -ldl -lm
+ * Static instead:      cc prog.c -Icapi/include target/release/libmbsp.a -lmpich -lhwloc -lpthread -ldl -lm
  *
  * By default the MulticoreBSP for C 2.0 interface: sizes are size_t, pids and counts unsigned
  * int, and "empty" is SIZE_MAX. Define MCBSP_COMPATIBILITY_MODE before including this header

@@ -183,6 +183,9 @@ pub unsafe extern "C" fn mbsp_begin_with(
         }
         Ok(())
     };
+    // Over MPI ranks, a rank beyond the P processes takes no part: it leaves the program at
+    // once (as in BSPlib over MPI), after the collective start it must join.
+    let idle = parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank >= p);
     let started: mbsp_rt::Result<Spmd> = match parent {
         // SAFETY: the parent's context outlives the nested run (frames are a stack: the nested
         // run's frame is popped, and the run ended, before the parent's), and the parent thread
@@ -190,6 +193,9 @@ pub unsafe extern "C" fn mbsp_begin_with(
         Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, spawned),
         None => run.begin(spawned),
     };
+    if idle {
+        std::process::exit(0);
+    }
     match started {
         Ok(s) => {
             let mut owner = Box::new(s);
@@ -294,6 +300,11 @@ fn end_section() -> Ended {
             if let Err(e) = spmd.end() {
                 // SAFETY: the remaining frame's context is alive.
                 fatal(current().map(|p| unsafe { &*p }), e);
+            }
+            // Over MPI ranks, only process 0 goes on after the top-level bsp_end (as in BSPlib
+            // over MPI); the others end here, with status 0 (MPI is finalised at exit).
+            if current().is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank != 0) {
+                std::process::exit(0);
             }
             Ended::Continue
         }

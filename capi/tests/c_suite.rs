@@ -86,6 +86,7 @@ fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
         }
         Link::Static => {
             cmd.arg(lib.join("libmbsp.a")).args([
+                "-lmpich",
                 "-lhwloc",
                 "-ludev",
                 "-lpthread",
@@ -463,5 +464,80 @@ fn cxx_destructors_run_on_every_process() {
                 "{out}"
             );
         }
+    }
+}
+
+/// [`run`] under `mpiexec -n ranks` (MPICH on localhost): the top-level SPMD section runs over
+/// the ranks, one process each.
+fn run_ranks(ranks: usize, exe: &Path, args: &[&str]) -> Output {
+    let out = Command::new("timeout")
+        .arg("120")
+        .args(["mpiexec", "-n", &ranks.to_string()])
+        .arg(exe)
+        .args(args)
+        .env_remove("MBSP_AFFINITY")
+        .env_remove("MBSP_MAX_THREADS")
+        .env_remove("MBSP_TOPOLOGY")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("mpiexec not found: install MPICH (scripts/setup does: mpich, libmpich-dev)");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "mpiexec -n {ranks} {} {args:?} hung",
+        exe.display()
+    );
+    out
+}
+
+#[test]
+fn bsplib_programs_run_unchanged_over_mpi_ranks() {
+    let prims = build("primitives.c", "primitives", &[], Link::Shared);
+    let compat = build(
+        "primitives.c",
+        "primitives-compat",
+        &["-DMCBSP_COMPATIBILITY_MODE"],
+        Link::Shared,
+    );
+    let examples = build("bsplib_examples.c", "bsplib_examples", &[], Link::Shared);
+    for ranks in [2, 3] {
+        let n = ranks.to_string();
+        for (exe, line) in [
+            (&prims, format!("primitives ok (p = {ranks})")),
+            (&compat, format!("primitives ok (p = {ranks})")),
+            (&examples, format!("BSPlib examples ok (p = {ranks})")),
+        ] {
+            let out = ok(&run_ranks(ranks, exe, &[&n]));
+            // Only process 0 goes on after bsp_end (the others leave the program there).
+            assert_eq!(out.matches(&line).count(), 1, "{ranks} ranks: {out}");
+        }
+    }
+    // Fewer processes than ranks: the extra rank takes no part.
+    let out = ok(&run_ranks(3, &prims, &["2"]));
+    assert_eq!(out.matches("primitives ok (p = 2)").count(), 1, "{out}");
+}
+
+#[test]
+fn a_failing_rank_ends_every_rank_with_its_line() {
+    let exe = build("failures.c", "failures", &[], Link::Shared);
+    for (mode, needle) in [
+        (
+            "abort",
+            "bsp_abort (pid 2, superstep 1): aborted: input matrix.mtx is broken (code 42)",
+        ),
+        (
+            "bounds",
+            "bsp_put (pid 1, superstep 1): to pid 3: offset 8 + 16 bytes exceeds the 16 bytes pid 3 registered",
+        ),
+        (
+            "tagsize",
+            "set_tagsize differs between processes in superstep 1: pid 0 asked for 4 bytes, pid 2 asked for 8 bytes",
+        ),
+    ] {
+        let out = run_ranks(4, &exe, &[mode]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mode}: {err}");
+        assert!(err.contains(needle), "{mode}: expected {needle:?} in {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("should not get here"));
     }
 }

@@ -12,12 +12,19 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 /// The number of hardware threads available to this program (as the standard library reports
-/// it when first asked): what `bsp_nprocs()` returns outside a run.
+/// it when first asked): what `bsp_nprocs()` returns outside a run. Under `mpiexec` (feature
+/// `mpi`), outside a run over ranks: the number of ranks, one process each.
 ///
 /// ```
 /// assert!(mbsp::nprocs() >= 1);
 /// ```
 pub fn nprocs() -> usize {
+    // Under mpiexec, a top-level run has one process per rank.
+    #[cfg(feature = "mpi")]
+    if let Some(world) = crate::ranks::world_for_top_level() {
+        use mpi::topology::Communicator;
+        return world.size() as usize;
+    }
     // Asked once: the standard library reads cgroup files to answer, which costs tens of
     // microseconds — more than starting a run with a warm team.
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
