@@ -11,8 +11,14 @@ const DEADLINE: Duration = Duration::from_secs(120);
 
 /// Runs `mpiexec -n ranks selftest mode`: (exit success, stdout, stderr).
 fn launch(ranks: usize, mode: &str) -> (bool, String, String) {
+    launch_with(ranks, mode, &[])
+}
+
+/// [`launch`] with extra environment variables.
+fn launch_with(ranks: usize, mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
     let exe = env!("CARGO_BIN_EXE_mbsp-mpi-selftest");
     let mut cmd = Command::new("mpiexec");
+    cmd.envs(env.iter().copied());
     cmd.args(["-n", &ranks.to_string(), exe]);
     if !mode.is_empty() {
         cmd.arg(mode);
@@ -81,6 +87,11 @@ fn nested_thread_runs_inside_every_rank() {
 }
 
 #[test]
+fn fft_and_spmv_with_the_top_level_over_ranks() {
+    every_rank_succeeds("algorithms", "selftest algorithms");
+}
+
+#[test]
 fn one_ranks_abort_panic_or_misuse_ends_every_rank_with_its_error() {
     for ranks in [2, 3] {
         for (mode, says) in [
@@ -128,6 +139,24 @@ fn a_killed_rank_does_not_leave_the_others_hanging() {
             start.elapsed()
         );
     }
+}
+
+/// A rank that stops syncing without dying (hung): the others give up after
+/// MBSP_MPI_TIMEOUT seconds with a clear line, and the launcher ends the job.
+#[test]
+fn a_rank_that_stops_syncing_ends_the_job_after_the_timeout() {
+    let start = Instant::now();
+    let (ok, out, err) = launch_with(2, "stall", &[("MBSP_MPI_TIMEOUT", "2")]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        err.contains("sync (pid 1, superstep 1): no word from the other ranks for 2 s"),
+        "{out}\n{err}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]

@@ -280,7 +280,8 @@ impl RunShared {
 
 /// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.
 pub(crate) struct GetOp {
-    /// The process read from.
+    /// The process read from (the rank to ask, over MPI ranks).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) from: u32,
     pub(crate) src: *const u8,
     pub(crate) dst: *mut u8,

@@ -452,6 +452,14 @@ impl Ctx {
             self.flag(FLAG_COMM);
             return;
         }
+        #[cfg(feature = "mpi")]
+        if src.len() >= crate::ranks::BIG_PUT && pid != self.pid {
+            if let Some(net) = &self.net {
+                net.big_put(pid, dst, src);
+                self.flag(FLAG_COMM);
+                return;
+            }
+        }
         self.with_outbox(pid, |ob| ob.put(dst, src));
         self.flag(FLAG_COMM | FLAG_OUTBOX);
     }

@@ -85,7 +85,7 @@ pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 #[cfg(feature = "mpi")]
-pub use ranks::{MPI_ENV, mpi_ranks};
+pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
 

@@ -70,6 +70,122 @@ const FAILED: u64 = 2;
 
 /// Header flag: the sender has a stream for somebody.
 const STREAM: u64 = 1 << 32;
+/// Header flag: the sender has large puts, which travel apart (received in place).
+const BIG: u64 = 1 << 33;
+
+/// Puts to another rank of at least this many bytes travel as messages of their own, received
+/// straight into the destination: two copies fewer than through the stream.
+pub(crate) const BIG_PUT: usize = 32 << 10;
+
+/// MPI tag of the large puts (matched in order between each pair of ranks).
+const BIG_TAG: i32 = 0x6d62;
+
+/// The large puts of one superstep to one rank: their data (copied at the call) and records
+/// (destination address, length, offset in `data`).
+#[derive(Default)]
+struct BigPuts {
+    data: Vec<u8>,
+    recs: Vec<(u64, u64, usize)>,
+}
+
+/// The environment variable bounding how long a rank waits in a sync for the others, in
+/// seconds (default 600; 0: forever). A rank that dies is normally reported by the MPI
+/// launcher, which ends the others; this bounds the wait when it does not.
+pub const TIMEOUT_ENV: &str = "MBSP_MPI_TIMEOUT";
+
+/// How long a rank waits in a sync for the others ([`TIMEOUT_ENV`]).
+fn timeout() -> Option<std::time::Duration> {
+    static T: OnceLock<Option<std::time::Duration>> = OnceLock::new();
+    *T.get_or_init(|| {
+        let secs = std::env::var(TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(600.0);
+        (secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
+    })
+}
+
+/// A thread that ends this rank if it waits in a sync's header exchange longer than
+/// [`timeout`]: the MPI launcher then ends the others (MPICH's does on any non-zero exit). The
+/// waiting rank only stores two words on entry and one on exit, so the empty sync costs no more
+/// than without it; the thread sleeps between checks.
+struct Watchdog {
+    /// Milliseconds since `base` at which the current wait began, plus 1 (0: not waiting).
+    since: std::sync::atomic::AtomicU64,
+    /// pid << 40 | superstep of the current wait (for the message).
+    at: std::sync::atomic::AtomicU64,
+    base: std::time::Instant,
+}
+
+impl Watchdog {
+    fn enter(&'static self, pid: usize, step: u64) -> &'static Watchdog {
+        let now = self.base.elapsed().as_millis() as u64 + 1;
+        self.at.store(
+            (pid as u64) << 40 | (step & ((1 << 40) - 1)),
+            Ordering::Relaxed,
+        );
+        self.since.store(now, Ordering::Release);
+        self
+    }
+
+    fn leave(&self) {
+        self.since.store(0, Ordering::Release);
+    }
+
+    fn watch(&self, limit: std::time::Duration) {
+        let period = (limit / 10).clamp(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_secs(1),
+        );
+        loop {
+            std::thread::sleep(period);
+            let since = self.since.load(Ordering::Acquire);
+            if since == 0 {
+                continue;
+            }
+            let now = self.base.elapsed().as_millis() as u64 + 1;
+            if now.saturating_sub(since) <= limit.as_millis() as u64 {
+                continue;
+            }
+            let at = self.at.load(Ordering::Relaxed);
+            let line = format!(
+                "mbsp: sync (pid {}, superstep {}): no word from the other ranks for {:.0} s (one \
+                 may have died or stopped syncing); ending this rank ({TIMEOUT_ENV}=seconds \
+                 changes the limit, 0 waits forever)\n",
+                at >> 40,
+                at & ((1 << 40) - 1),
+                limit.as_secs_f64()
+            );
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            // SAFETY: ends the process at once, without running exit handlers (MPI_Finalize
+            // would wait for the ranks we gave up on).
+            unsafe { _exit(1) };
+        }
+    }
+}
+
+unsafe extern "C" {
+    fn _exit(status: std::ffi::c_int) -> !;
+}
+
+/// The watchdog, started on first use, when a timeout applies.
+fn watchdog() -> Option<&'static Watchdog> {
+    static W: OnceLock<Option<&'static Watchdog>> = OnceLock::new();
+    *W.get_or_init(|| {
+        let limit = timeout()?;
+        let w: &'static Watchdog = Box::leak(Box::new(Watchdog {
+            since: std::sync::atomic::AtomicU64::new(0),
+            at: std::sync::atomic::AtomicU64::new(0),
+            base: std::time::Instant::now(),
+        }));
+        std::thread::Builder::new()
+            .name("mbsp-mpi-watchdog".into())
+            .spawn(move || w.watch(limit))
+            .ok()?;
+        Some(w)
+    })
+}
 
 /// A run over ranks is going on in this program (runs started inside it are thread runs).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -198,6 +314,8 @@ pub(crate) struct Net {
     hp_pending: std::cell::Cell<bool>,
     /// An exchange reported the end or a failure: no more exchanges.
     over: bool,
+    /// Large puts of this superstep, by destination rank.
+    big: std::cell::RefCell<Vec<BigPuts>>,
     send: Vec<u64>,
     send_counts: Vec<i32>,
     recv: Vec<u64>,
@@ -234,6 +352,7 @@ impl Net {
             settled: std::cell::RefCell::new(vec![0; p]),
             hp_pending: std::cell::Cell::new(false),
             over: false,
+            big: std::cell::RefCell::new((0..p).map(|_| BigPuts::default()).collect()),
             send: Vec::new(),
             send_counts: vec![0; p],
             recv: Vec::new(),
@@ -249,6 +368,16 @@ impl Net {
         unsafe {
             ffi::MPI_Win_unlock_all(self.win);
             ffi::MPI_Win_free(&mut self.win);
+        }
+    }
+
+    /// The all-to-all of the sync headers, where a rank waits for the others, watched by
+    /// [`Watchdog`].
+    fn headers(&self, header: &[u64], got: &mut [u64], pid: usize, step: u64) {
+        let armed = watchdog().map(|w| w.enter(pid, step));
+        self.comm.all_to_all_into(header, got);
+        if let Some(w) = armed {
+            w.leave();
         }
     }
 
@@ -308,6 +437,86 @@ impl Net {
             .collect()
     }
 
+    /// Queue a large put of `src` to `dst` on rank `pid` (copied now: a buffered put).
+    pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8]) {
+        let mut big = self.big.borrow_mut();
+        let b = &mut big[pid];
+        b.recs.push((dst as u64, src.len() as u64, b.data.len()));
+        b.data.extend_from_slice(src);
+    }
+
+    /// Move the large puts: receive those of `streams` (each rank's records, as
+    /// `[address, length]` words) in place, send ours. Collective in effect: every rank with
+    /// large puts for another sends them here, and the other receives them here.
+    fn move_big(&mut self, incoming: &[(usize, &[u64])]) {
+        let mut reqs: Vec<ffi::MPI_Request> = Vec::new();
+        let comm = self.comm.as_raw();
+        let piece = |addr: u64, len: u64, f: &mut dyn FnMut(u64, i32)| {
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(PIECE as u64);
+                f(addr + done, n as i32);
+                done += n;
+            }
+        };
+        for &(k, recs) in incoming {
+            for r in recs.chunks_exact(2) {
+                piece(r[0], r[1], &mut |at, n| {
+                    let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
+                    // SAFETY: rank k checked the destination against its mirror of our table:
+                    // our registered memory (alive until this sync ends), with no live
+                    // references (the caller holds `&mut Ctx`).
+                    unsafe {
+                        ffi::MPI_Irecv(
+                            at as *mut _,
+                            n,
+                            ffi::RSMPI_UINT8_T,
+                            k as i32,
+                            BIG_TAG,
+                            comm,
+                            &mut req,
+                        )
+                    };
+                    reqs.push(req);
+                });
+            }
+        }
+        let big = self.big.get_mut();
+        for (j, b) in big.iter().enumerate() {
+            for &(_, len, off) in &b.recs {
+                let base = b.data.as_ptr() as u64 + off as u64;
+                piece(base, len, &mut |at, n| {
+                    let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
+                    // SAFETY: `data` is not touched until the wait below.
+                    unsafe {
+                        ffi::MPI_Isend(
+                            at as *const _,
+                            n,
+                            ffi::RSMPI_UINT8_T,
+                            j as i32,
+                            BIG_TAG,
+                            comm,
+                            &mut req,
+                        )
+                    };
+                    reqs.push(req);
+                });
+            }
+        }
+        // SAFETY: the requests were just posted; their buffers live until they complete.
+        unsafe {
+            ffi::MPI_Waitall(
+                reqs.len() as i32,
+                reqs.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            )
+        };
+        for b in big.iter_mut() {
+            b.data.clear();
+            b.recs.clear();
+        }
+    }
+
     /// Complete this superstep's one-sided puts at their targets.
     fn flush_puts(&self) {
         if self.hp_pending.replace(false) {
@@ -356,6 +565,17 @@ impl Net {
             ffi::MPI_Win_sync(self.win);
         }
     }
+}
+
+/// The parts of a stream from another rank: (encoded outbox, get requests, large-put
+/// records), the last two as `[address, length]` word pairs.
+fn split_stream(w: &[u64]) -> (&[u64], &[u64], &[u64]) {
+    let used = Outbox::decode(w).4;
+    let n = w[used] as usize;
+    let gets = &w[used + 1..used + 1 + 2 * n];
+    let at = used + 1 + 2 * n;
+    let nb = w[at] as usize;
+    (&w[..used], gets, &w[at + 1..at + 1 + 2 * nb])
 }
 
 /// Largest piece of one MPI call (counts are C ints).
@@ -577,12 +797,19 @@ impl Ctx {
                 };
                 let gets = &self.st.get_mut().gets;
                 let n = gets.iter().filter(|g| g.from as usize == j).count();
-                if n > 0 {
+                let big = net.big.borrow();
+                let nb = big[j].recs.len();
+                if has_out || n > 0 || nb > 0 {
                     if !has_out {
                         Outbox::default().encode(&mut net.send);
                     }
+                    net.send.push(n as u64);
                     for g in gets.iter().filter(|g| g.from as usize == j) {
                         net.send.extend_from_slice(&[g.src as u64, g.len as u64]);
+                    }
+                    net.send.push(nb as u64);
+                    for &(dst, len, _) in &big[j].recs {
+                        net.send.extend_from_slice(&[dst, len]);
                     }
                 }
             }
@@ -591,14 +818,15 @@ impl Ctx {
 
         // Headers.
         let sends = net.send_counts.iter().any(|&c| c > 0);
-        let word = flags as u64 | if sends { STREAM } else { 0 };
+        let bigs = state == SYNCING && net.big.borrow().iter().any(|b| !b.recs.is_empty());
+        let word = flags as u64 | if sends { STREAM } else { 0 } | if bigs { BIG } else { 0 };
         let header: Vec<u64> = net
             .send_counts
             .iter()
             .flat_map(|&c| [state, c as u64, word])
             .collect();
         let mut got = vec![0u64; 3 * p];
-        net.comm.all_to_all_into(&header[..], &mut got[..]);
+        net.headers(&header, &mut got, me, self.step);
         let states: Vec<u64> = got.chunks_exact(3).map(|h| h[0]).collect();
         let g = got.chunks_exact(3).fold(0u64, |a, h| a | h[2]);
         let recv_counts: Vec<i32> = got.chunks_exact(3).map(|h| h[1] as i32).collect();
@@ -658,9 +886,8 @@ impl Ctx {
         if g32 & FLAG_GETS != 0 {
             net.replies.iter_mut().for_each(Vec::clear);
             for k in (0..p).filter(|&k| k != me && displ[k + 1] > displ[k]) {
-                let stream = &net.recv[displ[k]..displ[k + 1]];
-                let used = Outbox::decode(stream).4;
-                for req in stream[used..].chunks_exact(2) {
+                let (_, gets, _) = split_stream(&net.recv[displ[k]..displ[k + 1]]);
+                for req in gets.chunks_exact(2) {
                     // SAFETY: the requester checked the range against its mirror of our table;
                     // the area is registered (or in our graveyard until this sync ends).
                     let data =
@@ -673,6 +900,17 @@ impl Ctx {
                 // SAFETY: our own registered memory, in bounds (checked at the get).
                 op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
             }
+        }
+        if g & BIG != 0 {
+            let recv = std::mem::take(&mut net.recv);
+            let incoming: Vec<(usize, &[u64])> = (0..p)
+                .filter(|&k| k != me && displ[k + 1] > displ[k])
+                .map(|k| (k, split_stream(&recv[displ[k]..displ[k + 1]]).2))
+                .filter(|(_, b)| !b.is_empty())
+                .collect();
+            net.move_big(&incoming);
+            drop(incoming);
+            net.recv = recv;
         }
         let reply_displ = (g32 & FLAG_GETS != 0).then(|| net.exchange_replies());
 
@@ -696,8 +934,8 @@ impl Ctx {
                         })
                 }
             } else if displ[k + 1] > displ[k] {
-                let stream = &net.recv[displ[k]..displ[k + 1]];
-                let (puts, msgs, count, bytes, _) = Outbox::decode(stream);
+                let (ob, _, _) = split_stream(&net.recv[displ[k]..displ[k + 1]]);
+                let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
                 // SAFETY: put records made by rank k's `put`, whose checks against its mirror
                 // of our table made their destinations our registered memory (alive in our
                 // table or graveyard), with no live references (we hold `&mut self`).
@@ -757,7 +995,7 @@ impl Ctx {
     /// Registration and tag-size changes over ranks: every rank's requests gathered, checked
     /// as in the thread runtime, applied to our table, the mirrors and the window.
     fn rank_collective(&mut self, net: &mut Net, g: u32) -> Result<()> {
-        let (me, p) = (self.pid, self.run.p);
+        let me = self.pid;
         let own = self.own_coll();
         let areas: Vec<(u64, u64)> = self
             .st
@@ -794,8 +1032,8 @@ impl Ctx {
         let applied = self.collective_with(&colls, g)?;
         let mut push_no = 0;
         for &(push, slot, generation) in &applied {
-            for k in 0..p {
-                let (ptr, len) = if push { all_areas[k][push_no] } else { (0, 0) };
+            for (k, areas) in all_areas.iter().enumerate() {
+                let (ptr, len) = if push { areas[push_no] } else { (0, 0) };
                 let empty = push && len == u64::MAX;
                 if k == me {
                     if push && !empty && len > 0 {

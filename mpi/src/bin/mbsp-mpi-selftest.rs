@@ -120,6 +120,27 @@ fn semantics(ctx: &mut Ctx) -> Result<()> {
 fn high_performance(ctx: &mut Ctx) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let (next, prev) = ((me + 1) % p, (me + p - 1) % p);
+    // Large puts (received in place over ranks) land, and a get of the same superstep still
+    // sees the value before them.
+    let big = ctx.push_reg(vec![me as u64; 10_000])?;
+    let seen = ctx.push_reg(vec![0u64; 1])?;
+    ctx.sync()?;
+    ctx.put(next, &vec![me as u64 + 1; 9000], &big, 500)?;
+    ctx.put(next, &vec![me as u64 + 7; 5000], &big, 0)?;
+    ctx.get(next, &big, 600..601, &seen, 0)?;
+    ctx.sync()?;
+    let mine = ctx.local(&big)?;
+    let ok = mine[..500].iter().all(|&v| v == prev as u64 + 7)
+        && mine[5000..9500].iter().all(|&v| v == prev as u64 + 1)
+        && mine[9500..].iter().all(|&v| v == me as u64);
+    check(ctx, ok, "large puts landed")?;
+    check(
+        ctx,
+        ctx.local(&seen)?[0] == next as u64,
+        "a get before large puts",
+    )?;
+    ctx.pop_reg(big)?;
+    ctx.pop_reg(seen)?;
     let mut x = ctx.push_reg(vec![me as u64; 8])?;
     let y = ctx.push_reg(vec![0u64; 8])?;
     ctx.sync()?;
@@ -215,6 +236,120 @@ fn hybrid(ctx: &mut Ctx) -> Result<()> {
     }
     let per_core = ctx.run_per(mbsp::Level::Core, |n| Ok(n.nprocs()))?;
     check(ctx, !per_core.is_empty(), "a run per core inside the rank")?;
+    Ok(())
+}
+
+/// Mode `algorithms`: the FFT (flat, and Multi-BSP with 2 threads under each rank) and the
+/// SpMV (plain, hp, hierarchical with 2 threads under each rank) with the top level over the
+/// ranks, checked on every rank against sequential results.
+fn algorithms(ctx: &mut Ctx) -> Result<()> {
+    use mbsp_algorithms::fft::{BspFft, Complex, MultiFft, fft};
+    use mbsp_algorithms::sparse::CooMatrix;
+    use mbsp_algorithms::sparse::partition::{Options, partition};
+    use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let p2 = p.next_power_of_two() == p;
+    if p2 {
+        let n = 1 << 14;
+        let x: Vec<Complex<f64>> = (0..n)
+            .map(|j| Complex::new(((j * 7919) % 101) as f64 - 50.0, ((j * 31) % 17) as f64))
+            .collect();
+        let mut want = x.clone();
+        fft(&mut want, 1)?;
+        let scale = want.iter().map(|v| v.norm()).fold(0.0, f64::max);
+        let mine = |x: &[Complex<f64>]| -> Vec<Complex<f64>> {
+            (me..n).step_by(p).map(|j| x[j]).collect()
+        };
+        let close = |got: &[Complex<f64>]| {
+            got.iter()
+                .enumerate()
+                .all(|(i, y)| (y - want[me + p * i]).norm() <= 1e-12 * scale)
+        };
+        let mut flat = BspFft::<f64>::new(ctx, n)?;
+        let mut local = mine(&x);
+        flat.forward(ctx, &mut local)?;
+        check(ctx, close(&local), "flat FFT over ranks")?;
+        flat.inverse(ctx, &mut local)?;
+        let back = local
+            .iter()
+            .zip(mine(&x))
+            .all(|(a, b)| (a - b).norm() < 1e-9);
+        check(ctx, back, "flat FFT round trip")?;
+        flat.free(ctx)?;
+        let mut multi = MultiFft::<f64>::new(ctx, n, &[2])?;
+        let mut local = mine(&x);
+        multi.forward(ctx, &mut local)?;
+        check(
+            ctx,
+            close(&local),
+            "Multi-BSP FFT, 2 threads under each rank",
+        )?;
+        multi.free(ctx)?;
+    }
+    // A 2D grid Laplacian with a few long-range couplings.
+    let side = 40;
+    let mut entries = Vec::new();
+    for i in 0..side * side {
+        entries.push((i, i, 4.0 + (i % 3) as f64));
+        for j in [i + 1, i + side, (i * 7 + 11) % (side * side)] {
+            if j < side * side && j != i {
+                entries.push((i, j, -1.0 - (j % 5) as f64 / 10.0));
+            }
+        }
+    }
+    let a = CooMatrix::new(side * side, side * side, entries.clone())
+        .map_err(|e| ctx.abort(e.to_string()))?;
+    let xv: Vec<f64> = (0..side * side)
+        .map(|j| 1.0 + (j % 13) as f64 / 7.0)
+        .collect();
+    let mut want = vec![0.0; side * side];
+    for &(i, j, v) in &entries {
+        want[i] += v * xv[j];
+    }
+    let dist = partition(&a, p, &Options::default())
+        .map_err(|e| ctx.abort(e.to_string()))?
+        .dist;
+    let plan = SpmvPlan::new(&a, &dist).map_err(|e| ctx.abort(e))?;
+    let agree = |rows: &[u32], y: &[f64]| {
+        rows.iter()
+            .zip(y)
+            .all(|(&r, v)| (v - want[r as usize]).abs() <= 1e-12 * want[r as usize].abs().max(1.0))
+    };
+    let local = &plan.procs[me];
+    let mut y = vec![0.0; local.y_owned.len()];
+    let mut plain = Spmv::new(ctx, local)?;
+    for (slot, &j) in plain.x_mut(ctx)?.iter_mut().zip(&local.x_owned) {
+        *slot = xv[j as usize];
+    }
+    plain.multiply(ctx, &mut y)?;
+    check(ctx, agree(&local.y_owned, &y), "plain SpMV over ranks")?;
+    let mut hp = HpSpmv::new(ctx, &plan)?;
+    for (slot, &j) in hp.x_mut(ctx)?.iter_mut().zip(&local.x_owned) {
+        *slot = xv[j as usize];
+    }
+    ctx.sync()?;
+    for _ in 0..3 {
+        hp.multiply(ctx, &mut y)?;
+    }
+    check(
+        ctx,
+        agree(&local.y_owned, &y),
+        "hp SpMV over ranks (one-sided)",
+    )?;
+    let hplan = HierPlan::partition(&a, p, 2, &Options::default()).map_err(|e| ctx.abort(e))?;
+    let mut hier = HierSpmv::new(ctx, &hplan)?;
+    let owned = hier.local().x_owned.clone();
+    for (slot, &j) in hier.x_mut(ctx)?.iter_mut().zip(&owned) {
+        *slot = xv[j as usize];
+    }
+    let mut y = vec![0.0; hier.local().y_owned.len()];
+    hier.multiply(ctx, &mut y)?;
+    let rows = hier.local().y_owned.clone();
+    check(
+        ctx,
+        agree(&rows, &y),
+        "hierarchical SpMV, 2 threads under each rank",
+    )?;
     Ok(())
 }
 
@@ -466,7 +601,17 @@ fn main() {
                     ctx.sync()?;
                 }
             }
+            "stall" => {
+                // Rank 0 stops syncing (as if hung); the others must give up after
+                // MBSP_MPI_TIMEOUT seconds and end the job.
+                ctx.sync()?;
+                if me == 0 {
+                    std::thread::sleep(std::time::Duration::from_secs(100));
+                }
+                ctx.sync()?;
+            }
             "hybrid" => hybrid(ctx)?,
+            "algorithms" => algorithms(ctx)?,
             "timing" => timing(ctx)?,
             "model" => model(ctx, 40)?,
             other => return Err(ctx.abort(format!("unknown mode {other:?}"))),
@@ -477,7 +622,7 @@ fn main() {
         Ok(ps) => {
             if let Some(p) = ps
                 .first()
-                .filter(|_| ["", "model", "hybrid"].contains(&mode.as_str()))
+                .filter(|_| ["", "model", "hybrid", "algorithms"].contains(&mode.as_str()))
             {
                 let what = if mode.is_empty() {
                     "selftest".to_string()
