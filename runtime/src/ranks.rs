@@ -32,7 +32,9 @@
 //!
 //! Registered memory is attached to one dynamic MPI window per run (`MPI_Win_attach` when a
 //! push takes effect), opened for passive access with `MPI_Win_lock_all`. `hpput` is an
-//! `MPI_Put`, completed at the next sync; `hpget` and `direct_get` are an `MPI_Get` plus
+//! `MPI_Put`, completed at the next sync (one of at least [`BIG_PUT`] bytes is sent at the
+//! sync straight from the caller's memory and received in place, which MPICH does several
+//! times faster than a put into a dynamic window); `hpget` and `direct_get` are an `MPI_Get` plus
 //! `MPI_Win_flush`, after checking (atomically, in the window) that the target has finished
 //! the previous sync, as the thread runtime's immediate primitives wait for it.
 //!
@@ -72,6 +74,8 @@ const FAILED: u64 = 2;
 const STREAM: u64 = 1 << 32;
 /// Header flag: the sender has large puts, which travel apart (received in place).
 const BIG: u64 = 1 << 33;
+/// Header flag: the sender has large gets, whose data travels apart.
+const BIG_GETS: u64 = 1 << 34;
 
 /// Puts to another rank of at least this many bytes travel as messages of their own, received
 /// straight into the destination: two copies fewer than through the stream.
@@ -79,13 +83,26 @@ pub(crate) const BIG_PUT: usize = 32 << 10;
 
 /// MPI tag of the large puts (matched in order between each pair of ranks).
 const BIG_TAG: i32 = 0x6d62;
+/// MPI tag of the large gets' data.
+const BIG_GET_TAG: i32 = 0x6d63;
 
-/// The large puts of one superstep to one rank: their data (copied at the call) and records
-/// (destination address, length, offset in `data`).
+/// A get request's length word: the data travels apart (sent from the owner's memory, received
+/// in place when safe).
+const APART: u64 = 1 << 63;
+
+/// The large puts of one superstep to one rank: the data of buffered ones (copied at the
+/// call) and records (destination address, length, source: an offset in `data`, or for an
+/// `hpput` the caller's own address, valid until the sync by its contract).
 #[derive(Default)]
 struct BigPuts {
     data: Vec<u8>,
-    recs: Vec<(u64, u64, usize)>,
+    recs: Vec<(u64, u64, Source)>,
+}
+
+#[derive(Clone, Copy)]
+enum Source {
+    Copied(usize),
+    Caller(u64),
 }
 
 /// The environment variable bounding how long a rank waits in a sync for the others, in
@@ -441,66 +458,95 @@ impl Net {
     pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8]) {
         let mut big = self.big.borrow_mut();
         let b = &mut big[pid];
-        b.recs.push((dst as u64, src.len() as u64, b.data.len()));
+        b.recs
+            .push((dst as u64, src.len() as u64, Source::Copied(b.data.len())));
         b.data.extend_from_slice(src);
     }
 
-    /// Move the large puts: receive those of `streams` (each rank's records, as
-    /// `[address, length]` words) in place, send ours. Collective in effect: every rank with
-    /// large puts for another sends them here, and the other receives them here.
+    /// Queue a large `hpput` of `len` bytes at `src` to `dst` on rank `pid`, sent from `src`
+    /// at the sync (the caller keeps it valid and unchanged until then).
+    fn big_hpput(&self, pid: usize, dst: *mut u8, src: *const u8, len: usize) {
+        self.big.borrow_mut()[pid]
+            .recs
+            .push((dst as u64, len as u64, Source::Caller(src as u64)));
+    }
+
+    /// Move the large puts: receive those of `incoming` (each rank's records, as
+    /// `[address, length]` words) in place, send ours.
     fn move_big(&mut self, incoming: &[(usize, &[u64])]) {
+        let recvs: Vec<(usize, u64, u64)> = incoming
+            .iter()
+            .flat_map(|&(k, recs)| recs.chunks_exact(2).map(move |r| (k, r[0], r[1])))
+            .collect();
+        let big = self.big.get_mut();
+        let sends: Vec<(usize, u64, u64)> = big
+            .iter()
+            .enumerate()
+            .flat_map(|(j, b)| {
+                b.recs.iter().map(move |&(_, len, src)| {
+                    let at = match src {
+                        Source::Copied(off) => b.data.as_ptr() as u64 + off as u64,
+                        Source::Caller(addr) => addr,
+                    };
+                    (j, at, len)
+                })
+            })
+            .collect();
+        // SAFETY: the receive areas are our registered memory, checked by their senders
+        // against their mirrors of our table, with no live references (the caller holds
+        // `&mut Ctx`); the send areas are our copies (untouched until cleared below) or
+        // `hpput` sources the caller keeps valid until this sync.
+        unsafe { self.transfer(&recvs, &sends, BIG_TAG) };
+        for b in self.big.get_mut().iter_mut() {
+            b.data.clear();
+            b.recs.clear();
+        }
+    }
+
+    /// Point-to-point transfers: `(rank, address, length)` to receive and to send, matched in
+    /// order between each pair of ranks; returns when all are complete.
+    ///
+    /// # Safety
+    /// Receive areas valid for writing and not otherwise accessed until the return; send areas
+    /// valid for reading and unchanged until the return.
+    unsafe fn transfer(&self, recvs: &[(usize, u64, u64)], sends: &[(usize, u64, u64)], tag: i32) {
         let mut reqs: Vec<ffi::MPI_Request> = Vec::new();
         let comm = self.comm.as_raw();
-        let piece = |addr: u64, len: u64, f: &mut dyn FnMut(u64, i32)| {
-            let mut done = 0;
-            while done < len {
-                let n = (len - done).min(PIECE as u64);
-                f(addr + done, n as i32);
-                done += n;
-            }
-        };
-        for &(k, recs) in incoming {
-            for r in recs.chunks_exact(2) {
-                piece(r[0], r[1], &mut |at, n| {
+        for (list, recv) in [(recvs, true), (sends, false)] {
+            for &(k, addr, len) in list {
+                let mut done = 0;
+                while done < len {
+                    let n = (len - done).min(PIECE as u64) as i32;
+                    // SAFETY: a plain handle, written by the call.
                     let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
-                    // SAFETY: rank k checked the destination against its mirror of our table:
-                    // our registered memory (alive until this sync ends), with no live
-                    // references (the caller holds `&mut Ctx`).
+                    let at = addr + done;
+                    // SAFETY: the caller's promises on the areas.
                     unsafe {
-                        ffi::MPI_Irecv(
-                            at as *mut _,
-                            n,
-                            ffi::RSMPI_UINT8_T,
-                            k as i32,
-                            BIG_TAG,
-                            comm,
-                            &mut req,
-                        )
-                    };
+                        if recv {
+                            ffi::MPI_Irecv(
+                                at as *mut _,
+                                n,
+                                ffi::RSMPI_UINT8_T,
+                                k as i32,
+                                tag,
+                                comm,
+                                &mut req,
+                            );
+                        } else {
+                            ffi::MPI_Isend(
+                                at as *const _,
+                                n,
+                                ffi::RSMPI_UINT8_T,
+                                k as i32,
+                                tag,
+                                comm,
+                                &mut req,
+                            );
+                        }
+                    }
                     reqs.push(req);
-                });
-            }
-        }
-        let big = self.big.get_mut();
-        for (j, b) in big.iter().enumerate() {
-            for &(_, len, off) in &b.recs {
-                let base = b.data.as_ptr() as u64 + off as u64;
-                piece(base, len, &mut |at, n| {
-                    let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
-                    // SAFETY: `data` is not touched until the wait below.
-                    unsafe {
-                        ffi::MPI_Isend(
-                            at as *const _,
-                            n,
-                            ffi::RSMPI_UINT8_T,
-                            j as i32,
-                            BIG_TAG,
-                            comm,
-                            &mut req,
-                        )
-                    };
-                    reqs.push(req);
-                });
+                    done += n as u64;
+                }
             }
         }
         // SAFETY: the requests were just posted; their buffers live until they complete.
@@ -511,10 +557,6 @@ impl Net {
                 ffi::RSMPI_STATUSES_IGNORE,
             )
         };
-        for b in big.iter_mut() {
-            b.data.clear();
-            b.recs.clear();
-        }
     }
 
     /// Complete this superstep's one-sided puts at their targets.
@@ -805,7 +847,9 @@ impl Ctx {
                     }
                     net.send.push(n as u64);
                     for g in gets.iter().filter(|g| g.from as usize == j) {
-                        net.send.extend_from_slice(&[g.src as u64, g.len as u64]);
+                        let apart = if g.len >= BIG_PUT { APART } else { 0 };
+                        net.send
+                            .extend_from_slice(&[g.src as u64, g.len as u64 | apart]);
                     }
                     net.send.push(nb as u64);
                     for &(dst, len, _) in &big[j].recs {
@@ -819,7 +863,17 @@ impl Ctx {
         // Headers.
         let sends = net.send_counts.iter().any(|&c| c > 0);
         let bigs = state == SYNCING && net.big.borrow().iter().any(|b| !b.recs.is_empty());
-        let word = flags as u64 | if sends { STREAM } else { 0 } | if bigs { BIG } else { 0 };
+        let big_gets = state == SYNCING
+            && self
+                .st
+                .get_mut()
+                .gets
+                .iter()
+                .any(|g| g.from as usize != me && g.len >= BIG_PUT);
+        let word = flags as u64
+            | if sends { STREAM } else { 0 }
+            | if bigs { BIG } else { 0 }
+            | if big_gets { BIG_GETS } else { 0 };
         let header: Vec<u64> = net
             .send_counts
             .iter()
@@ -885,9 +939,14 @@ impl Ctx {
         // read into the get buffer now, for the same reason.
         if g32 & FLAG_GETS != 0 {
             net.replies.iter_mut().for_each(Vec::clear);
+            let mut sends = Vec::new();
             for k in (0..p).filter(|&k| k != me && displ[k + 1] > displ[k]) {
                 let (_, gets, _) = split_stream(&net.recv[displ[k]..displ[k + 1]]);
                 for req in gets.chunks_exact(2) {
+                    if req[1] & APART != 0 {
+                        sends.push((k, req[0], req[1] & !APART));
+                        continue;
+                    }
                     // SAFETY: the requester checked the range against its mirror of our table;
                     // the area is registered (or in our graveyard until this sync ends).
                     let data =
@@ -899,6 +958,40 @@ impl Ctx {
             for op in st.gets.iter_mut().filter(|g| g.from as usize == me) {
                 // SAFETY: our own registered memory, in bounds (checked at the get).
                 op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
+            }
+            // Large gets travel apart, before any put lands: straight from the owner's memory
+            // (no get writes a get source: see below), into the destination when no get of this
+            // superstep reads a registration overlapping it (the source bits of `g`), else into
+            // the get buffer.
+            let mut recvs = Vec::new();
+            for op in st.gets.iter_mut() {
+                if op.from as usize != me && op.len >= BIG_PUT {
+                    op.direct = op.dst_bits & g32 == 0;
+                    if !op.direct {
+                        op.buf_off = st.getbuf.reserve(op.len);
+                    }
+                }
+            }
+            let base = st.getbuf.base_mut();
+            for op in st
+                .gets
+                .iter()
+                .filter(|o| o.from as usize != me && o.len >= BIG_PUT)
+            {
+                // SAFETY: `buf_off` was reserved in the get buffer above.
+                let at = if op.direct {
+                    op.dst
+                } else {
+                    unsafe { base.add(op.buf_off) }
+                };
+                recvs.push((op.from as usize, at as u64, op.len as u64));
+            }
+            if g & BIG_GETS != 0 {
+                // SAFETY: destinations are our own memory (kept alive by the ops), written
+                // directly only when no get reads them; sources are our registered memory,
+                // which nothing writes during this phase (direct destinations are never get
+                // sources; puts land later).
+                unsafe { net.transfer(&recvs, &sends, BIG_GET_TAG) };
             }
         }
         if g & BIG != 0 {
@@ -968,7 +1061,10 @@ impl Ctx {
             let mut at = reply_displ.unwrap_or_default();
             let base = st.getbuf.base();
             for op in st.gets.drain(..) {
-                let src = if op.from as usize == me {
+                if op.from as usize != me && op.len >= BIG_PUT && op.direct {
+                    continue; // received in place
+                }
+                let src = if op.from as usize == me || op.len >= BIG_PUT {
                     // SAFETY: within the get buffer filled above.
                     unsafe { base.add(op.buf_off) }
                 } else {
@@ -1081,6 +1177,13 @@ impl Ctx {
     /// (checked against the mirror).
     pub(crate) unsafe fn rank_hpput(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
         let net = self.net.as_ref().expect("a run over ranks");
+        if len >= BIG_PUT {
+            // Two-sided at the sync, straight from the caller's memory: MPICH's dynamic windows
+            // move large blocks several times slower (`mbsp bench mpi`).
+            net.big_hpput(pid, dst, src, len);
+            self.flag(FLAG_COMM);
+            return;
+        }
         net.wait_settled(pid, self.step);
         let mut done = 0;
         while done < len {

@@ -122,23 +122,48 @@ fn high_performance(ctx: &mut Ctx) -> Result<()> {
     let (next, prev) = ((me + 1) % p, (me + p - 1) % p);
     // Large puts (received in place over ranks) land, and a get of the same superstep still
     // sees the value before them.
-    let big = ctx.push_reg(vec![me as u64; 10_000])?;
+    // Large gets too (sent apart), into memory no get reads (in place) and into get sources
+    // (through the get buffer).
+    let big = ctx.push_reg(vec![me as u64; 20_000])?;
+    let big2 = ctx.push_reg(vec![me as u64 + 50; 10_000])?;
+    let big3 = ctx.push_reg(vec![0u64; 6000])?;
     let seen = ctx.push_reg(vec![0u64; 1])?;
     ctx.sync()?;
     ctx.put(next, &vec![me as u64 + 1; 9000], &big, 500)?;
     ctx.put(next, &vec![me as u64 + 7; 5000], &big, 0)?;
     ctx.get(next, &big, 600..601, &seen, 0)?;
+    ctx.get(next, &big, 2000..8000, &big2, 0)?;
+    ctx.get(next, &big2, 0..6000, &big, 12_000)?;
+    ctx.get(next, &big, 2000..8000, &big3, 0)?;
     ctx.sync()?;
     let mine = ctx.local(&big)?;
     let ok = mine[..500].iter().all(|&v| v == prev as u64 + 7)
         && mine[5000..9500].iter().all(|&v| v == prev as u64 + 1)
-        && mine[9500..].iter().all(|&v| v == me as u64);
-    check(ctx, ok, "large puts landed")?;
+        && mine[9500..12_000].iter().all(|&v| v == me as u64)
+        && mine[12_000..18_000].iter().all(|&v| v == next as u64 + 50)
+        && mine[18_000..].iter().all(|&v| v == me as u64);
+    check(ctx, ok, "large puts and gets landed in big")?;
+    let two = ctx.local(&big2)?;
+    let ok = two[..6000].iter().all(|&v| v == next as u64)
+        && two[6000..].iter().all(|&v| v == me as u64 + 50);
+    check(ctx, ok, "a large get into a get source")?;
+    let ok = ctx.local(&big3)?.iter().all(|&v| v == next as u64);
+    check(ctx, ok, "a large get in place")?;
+    ctx.pop_reg(big2)?;
+    ctx.pop_reg(big3)?;
     check(
         ctx,
         ctx.local(&seen)?[0] == next as u64,
         "a get before large puts",
     )?;
+    let src = vec![me as u64 + 100; 9999];
+    // SAFETY: `src` lives, unchanged, until the sync; nobody else writes `big` of `next`.
+    unsafe { ctx.hpput(next, &src, &big, 1)? };
+    ctx.sync()?;
+    let ok = ctx.local(&big)?[1..10_000]
+        .iter()
+        .all(|&v| v == prev as u64 + 100);
+    check(ctx, ok, "a large hpput landed")?;
     ctx.pop_reg(big)?;
     ctx.pop_reg(seen)?;
     let mut x = ctx.push_reg(vec![me as u64; 8])?;
