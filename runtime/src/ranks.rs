@@ -331,6 +331,9 @@ pub(crate) struct Net {
     hp_pending: std::cell::Cell<bool>,
     /// An exchange reported the end or a failure: no more exchanges.
     over: bool,
+    /// The sync headers sent and received (kept from sync to sync).
+    header: Vec<u64>,
+    got: Vec<u64>,
     /// Large puts of this superstep, by destination rank.
     big: std::cell::RefCell<Vec<BigPuts>>,
     send: Vec<u64>,
@@ -369,6 +372,8 @@ impl Net {
             settled: std::cell::RefCell::new(vec![0; p]),
             hp_pending: std::cell::Cell::new(false),
             over: false,
+            header: Vec::new(),
+            got: Vec::new(),
             big: std::cell::RefCell::new((0..p).map(|_| BigPuts::default()).collect()),
             send: Vec::new(),
             send_counts: vec![0; p],
@@ -874,16 +879,29 @@ impl Ctx {
             | if sends { STREAM } else { 0 }
             | if bigs { BIG } else { 0 }
             | if big_gets { BIG_GETS } else { 0 };
-        let header: Vec<u64> = net
-            .send_counts
-            .iter()
-            .flat_map(|&c| [state, c as u64, word])
-            .collect();
-        let mut got = vec![0u64; 3 * p];
+        let (mut header, mut got) = (
+            std::mem::take(&mut net.header),
+            std::mem::take(&mut net.got),
+        );
+        header.clear();
+        header.extend(
+            net.send_counts
+                .iter()
+                .flat_map(|&c| [state, c as u64, word]),
+        );
+        got.resize(3 * p, 0);
         net.headers(&header, &mut got, me, self.step);
-        let states: Vec<u64> = got.chunks_exact(3).map(|h| h[0]).collect();
         let g = got.chunks_exact(3).fold(0u64, |a, h| a | h[2]);
+        let all_syncing = got.chunks_exact(3).all(|h| h[0] == SYNCING);
+        if g == 0 && all_syncing && state == SYNCING {
+            // The empty superstep: nothing else to exchange.
+            (net.header, net.got) = (header, got);
+            self.rank_finish(net);
+            return Ok(());
+        }
+        let states: Vec<u64> = got.chunks_exact(3).map(|h| h[0]).collect();
         let recv_counts: Vec<i32> = got.chunks_exact(3).map(|h| h[1] as i32).collect();
+        (net.header, net.got) = (header, got);
         let displ = if g & STREAM != 0 {
             net.exchange_words(&recv_counts)
         } else {
