@@ -81,6 +81,13 @@ fn random_programs_match_the_sequential_model_on_one_two_and_three_ranks() {
     every_rank_succeeds("model", "selftest model");
 }
 
+/// The runtime's own model check (`runtime/tests/model.rs`, shared through
+/// `runtime/tests/common/bsplib_model.rs`) with the processes as ranks.
+#[test]
+fn the_runtime_model_check_over_one_two_and_three_ranks() {
+    every_rank_succeeds("bsplib-model", "selftest bsplib-model");
+}
+
 #[test]
 fn nested_thread_runs_inside_every_rank() {
     every_rank_succeeds("hybrid", "selftest hybrid");

@@ -9,6 +9,11 @@
 
 use mbsp::{Ctx, ErrorKind, Result};
 
+/// The runtime's own random-program generator and sequential model (`runtime/tests/model.rs`
+/// runs them over threads).
+#[path = "../../../runtime/tests/common/bsplib_model.rs"]
+mod bsplib_model;
+
 fn check(ctx: &Ctx, ok: bool, what: &str) -> Result<()> {
     if ok {
         Ok(())
@@ -378,6 +383,88 @@ fn algorithms(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// Mode `bsplib-model`: the runtime's own model check (`runtime/tests/model.rs`: raw
+/// registrations with null and shadowed ones, per-process sizes, puts, gets, messages drained
+/// four ways, overlapping writes) over the ranks, one top-level run per program: every rank
+/// runs its part, the records are all-gathered (BSMP), and every rank checks all of them
+/// against the model.
+fn bsplib_model_over_ranks(ranks: usize, programs: u64) -> Result<()> {
+    for seed in 0..programs {
+        let prog = bsplib_model::generate(ranks, 8, 0xB5B + seed);
+        let out = mbsp::run(ranks, |ctx| {
+            let p = ctx.nprocs();
+            let (mine, bufs) = bsplib_model::process(ctx, &prog)?;
+            // All-gather the records: one message per process and destination.
+            ctx.set_tagsize(8)?;
+            ctx.sync()?;
+            let bytes = encode_records(&mine);
+            for to in 0..p {
+                ctx.send(to, &(ctx.pid() as u64).to_le_bytes(), &bytes)?;
+            }
+            ctx.sync()?;
+            let mut all = vec![Vec::new(); p];
+            while let Some(m) = ctx.hpmove()? {
+                all[m.tag_as::<u64>() as usize] = decode_records(m.payload);
+            }
+            if let Err(e) = bsplib_model::check(p, &prog, &all) {
+                return Err(ctx.abort(format!("bsplib model, seed {seed}, p {p}: {e}")));
+            }
+            Ok(bufs)
+        })?;
+        // The run is over: nothing can write the program's buffers any more.
+        out.into_iter().for_each(bsplib_model::free);
+    }
+    Ok(())
+}
+
+fn encode_records(recs: &[bsplib_model::Record]) -> Vec<u8> {
+    let mut w = Vec::new();
+    let put = |w: &mut Vec<u8>, b: &[u8]| {
+        w.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        w.extend_from_slice(b);
+    };
+    w.extend_from_slice(&(recs.len() as u64).to_le_bytes());
+    for r in recs {
+        w.extend_from_slice(&(r.bufs.len() as u64).to_le_bytes());
+        for b in &r.bufs {
+            put(&mut w, b);
+        }
+        w.extend_from_slice(&(r.qsize.0 as u64).to_le_bytes());
+        w.extend_from_slice(&(r.qsize.1 as u64).to_le_bytes());
+        w.extend_from_slice(&(r.msgs.len() as u64).to_le_bytes());
+        for (t, m) in &r.msgs {
+            put(&mut w, t);
+            put(&mut w, m);
+        }
+    }
+    w
+}
+
+fn decode_records(b: &[u8]) -> Vec<bsplib_model::Record> {
+    struct Cursor<'a>(&'a [u8], usize);
+    impl Cursor<'_> {
+        fn word(&mut self) -> usize {
+            let v = u64::from_le_bytes(self.0[self.1..self.1 + 8].try_into().unwrap());
+            self.1 += 8;
+            v as usize
+        }
+        fn bytes(&mut self) -> Vec<u8> {
+            let len = self.word();
+            self.1 += len;
+            self.0[self.1 - len..self.1].to_vec()
+        }
+    }
+    let mut c = Cursor(b, 0);
+    (0..c.word())
+        .map(|_| {
+            let bufs = (0..c.word()).map(|_| c.bytes()).collect();
+            let qsize = (c.word(), c.word());
+            let msgs = (0..c.word()).map(|_| (c.bytes(), c.bytes())).collect();
+            bsplib_model::Record { bufs, qsize, msgs }
+        })
+        .collect()
+}
+
 /// Mode `timing`: rank 0 prints the median of 9 batches of 2000 empty syncs and of 2000
 /// one-word put + sync (a first look; `mbsp bench mpi` is to come).
 fn timing(ctx: &mut Ctx) -> Result<()> {
@@ -598,6 +685,13 @@ fn main() {
                 "an early put should fail every rank with its misuse, got: {e}"
             ));
         }
+    }
+    if mode == "bsplib-model" {
+        match bsplib_model_over_ranks(ranks, 40) {
+            Ok(()) => println!("selftest bsplib-model ok on {ranks} ranks"),
+            Err(e) => fail(&e.to_string()),
+        }
+        return;
     }
     let r = mbsp::run(ranks, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
