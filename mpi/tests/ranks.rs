@@ -16,9 +16,20 @@ fn launch(ranks: usize, mode: &str) -> (bool, String, String) {
 
 /// [`launch`] with extra environment variables.
 fn launch_with(ranks: usize, mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    launch_full(ranks, &[], mode, env)
+}
+
+/// [`launch`] with extra arguments of mpiexec and extra environment variables.
+fn launch_full(
+    ranks: usize,
+    mpiexec: &[&str],
+    mode: &str,
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
     let exe = env!("CARGO_BIN_EXE_mbsp-mpi-selftest");
     let mut cmd = Command::new("mpiexec");
     cmd.envs(env.iter().copied());
+    cmd.args(mpiexec);
     cmd.args(["-n", &ranks.to_string(), exe]);
     if !mode.is_empty() {
         cmd.arg(mode);
@@ -91,6 +102,19 @@ fn the_runtime_model_check_over_one_two_and_three_ranks() {
 #[test]
 fn nested_thread_runs_inside_every_rank() {
     every_rank_succeeds("hybrid", "selftest hybrid");
+}
+
+/// With the launcher binding each rank to one core, nested runs stay on the rank's PUs (the
+/// selftest checks every nested process's placement against its rank's cpuset).
+#[test]
+fn nested_runs_stay_inside_a_bound_ranks_cpuset() {
+    let (ok, out, err) = launch_full(2, &["-bind-to", "core"], "hybrid", &[]);
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(
+        out.matches("selftest hybrid ok on 2 ranks").count(),
+        2,
+        "{out}\n{err}"
+    );
 }
 
 #[test]

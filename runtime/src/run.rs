@@ -323,9 +323,17 @@ impl Run {
             ..self.clone()
         }
         .top_layout()?;
-        let whole = layout.machine().whole();
-        layout.domains = vec![whole; p];
+        // The rank's domain: the PUs the MPI launcher left this thread (all of them when it
+        // does not bind), so that nested runs are placed and bound inside the rank's cpuset.
         let saved = layout.binder.thread_cpus();
+        let m = layout.machine().clone();
+        let mine = Domain::from_pus(&m, saved.iter().flatten().filter_map(|&os| m.pu_by_os(os)));
+        let domain = if mine.pus().is_empty() {
+            m.whole()
+        } else {
+            mine
+        };
+        layout.domains = vec![domain; p];
         let binding = match &saved {
             Some(cpus) if layout.binder.applies() => {
                 BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));

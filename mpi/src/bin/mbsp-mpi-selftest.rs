@@ -264,8 +264,16 @@ fn hybrid(ctx: &mut Ctx) -> Result<()> {
             &format!("round {round}: {all:?}, want {want:?}"),
         )?;
     }
-    let per_core = ctx.run_per(mbsp::Level::Core, |n| Ok(n.nprocs()))?;
-    check(ctx, !per_core.is_empty(), "a run per core inside the rank")?;
+    // Nested processes are placed inside the rank's own PUs (its cpuset under
+    // `mpiexec -bind-to core`, the whole machine when the launcher does not bind).
+    let rank_pus = ctx.domain().pu_os(ctx.machine());
+    let per_core = ctx.run_per(mbsp::Level::Core, |n| Ok(n.domain().pu_os(n.machine())))?;
+    let inside = per_core.iter().flatten().all(|pu| rank_pus.contains(pu));
+    check(
+        ctx,
+        !per_core.is_empty() && inside,
+        &format!("a run per core inside the rank's PUs {rank_pus:?}: {per_core:?}"),
+    )?;
     Ok(())
 }
 
