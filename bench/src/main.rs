@@ -366,6 +366,20 @@ fn check_params_file() {
 
 fn main() {
     let cli = Cli::parse();
+    let mpi_bench = matches!(
+        &cli.command,
+        Some(Command::Bench {
+            which: Bench::Mpi { .. }
+        })
+    );
+    if !mpi_bench && mbsp::mpi_ranks().is_some_and(|(_, ranks)| ranks > 1) {
+        // Their runs would go over the ranks, each rank getting its own results only.
+        eprintln!(
+            "mbsp: under mpiexec only `mbsp bench mpi` runs; the other commands measure one \
+             machine (start them without mpiexec)"
+        );
+        std::process::exit(2);
+    }
     whole_file::on_interrupt();
     check_params_file();
     match cli.command.unwrap_or(Command::Demo { quick: false }) {

@@ -85,3 +85,21 @@ fn an_interrupt_leaves_no_output_file_behind() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Under mpiexec, the commands that measure one machine refuse to run (their runs would go
+/// over the ranks) with one line and status 2; `mbsp bench mpi` runs.
+#[test]
+fn under_mpiexec_only_bench_mpi_runs() {
+    let out = Command::new("timeout")
+        .args(["60", "mpiexec", "-n", "2", env!("CARGO_BIN_EXE_mbsp")])
+        .args(["bench", "core", "--quick"])
+        .output()
+        .expect("mpiexec not found: install MPICH (scripts/setup does)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("mbsp: under mpiexec only `mbsp bench mpi` runs").count(),
+        2,
+        "{err}"
+    );
+}
