@@ -130,9 +130,14 @@ pub(crate) fn die(line: &str) -> ! {
         }
     }
     eprintln!("{line}");
-    // SAFETY: fflush(NULL) flushes all C streams; _exit ends the process.
-    unsafe {
-        fflush(std::ptr::null_mut());
-        _exit(1)
+    // SAFETY: fflush(NULL) flushes all C streams.
+    unsafe { fflush(std::ptr::null_mut()) };
+    if mbsp_rt::mpi_ranks().is_some() {
+        // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and was
+        // seen dropping this line, still in its forwarding pipe, when it did (1 run in ~15):
+        // give it a moment to pass the line on.
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // SAFETY: _exit ends the process.
+    unsafe { _exit(1) }
 }

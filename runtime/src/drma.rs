@@ -455,7 +455,7 @@ impl Ctx {
         #[cfg(feature = "mpi")]
         if src.len() >= crate::ranks::BIG_PUT && pid != self.pid {
             if let Some(net) = &self.net {
-                net.big_put(pid, dst, src);
+                net.big_put(pid, dst, src, self.step);
                 self.flag(FLAG_COMM);
                 return;
             }

@@ -28,6 +28,13 @@
 //! get replies written; superstep counted done (published in the window for one-sided reads)
 //! ```
 //!
+//! Puts and gets of at least [`BIG_PUT`] bytes do not go through the streams (whose copies
+//! cost more than the data): their records travel in the streams, their data apart — a large
+//! get is sent from the owner's memory and received in place (through the get buffer when
+//! another get reads the destination), before any put lands; a large put to a rank of the
+//! same node is copied at the call into the sender's shared-memory segment (`Shm`) and copied
+//! into place by the receiver, one to another node travels as a message received in place.
+//!
 //! ## One-sided primitives
 //!
 //! Registered memory is attached to one dynamic MPI window per run (`MPI_Win_attach` when a
@@ -103,6 +110,151 @@ struct BigPuts {
 enum Source {
     Copied(usize),
     Caller(u64),
+    /// At this offset of our shared segment (read by the receiver itself).
+    Shared(usize),
+}
+
+/// A stream's large-put record word for data that travels as a message.
+const AS_MESSAGE: u64 = u64::MAX;
+
+/// Header flag: some rank's large puts to ranks of its node did not fit its shared segment;
+/// every node grows its segments at the end of this sync.
+const GROW: u64 = 1 << 35;
+
+/// The shared-memory segments of the ranks of this node, for large puts between them: the
+/// sender copies the data (at the call, as a buffered put must) into its own segment, and the
+/// receiver copies it from there into place at the sync — two copies in all, where a message
+/// through MPICH's shared memory adds its own. Each segment has two halves, one per superstep
+/// parity: a sender writes the half of parity `q` again only two syncs later, after every
+/// receiver has entered the next sync and so finished reading it (the outboxes' argument).
+/// A put that does not fit travels as a message and makes every node grow its segments at the
+/// end of that sync (behind a barrier of the node: nobody reads the old ones any more).
+struct Shm {
+    /// The ranks of the run on this node.
+    node: ffi::MPI_Comm,
+    /// By rank of the run: its rank in `node`, if it is on this node.
+    node_rank: Vec<Option<usize>>,
+    win: Option<ffi::MPI_Win>,
+    /// By rank of `node`: the address of its segment (as mapped here).
+    bases: Vec<u64>,
+    /// Our segment: bytes per half, bytes used in each half.
+    cap: usize,
+    used: [usize; 2],
+    /// Bytes that did not fit this superstep.
+    missed: usize,
+}
+
+impl Shm {
+    /// Collective over `comm`.
+    fn new(comm: &SimpleCommunicator) -> Shm {
+        let p = comm.size() as usize;
+        let mut node: ffi::MPI_Comm = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid communicator; `node` is written by the call.
+        unsafe {
+            ffi::MPI_Comm_split_type(
+                comm.as_raw(),
+                ffi::RSMPI_COMM_TYPE_SHARED,
+                comm.rank(),
+                ffi::RSMPI_INFO_NULL,
+                &mut node,
+            )
+        };
+        // Every rank's lowest node mate identifies its node; node ranks follow run ranks.
+        let mut lowest = 0i32;
+        // SAFETY: `node` is valid; one int reduced.
+        unsafe {
+            ffi::MPI_Allreduce(
+                &comm.rank() as *const i32 as *const _,
+                &mut lowest as *mut i32 as *mut _,
+                1,
+                ffi::RSMPI_INT32_T,
+                ffi::RSMPI_MIN,
+                node,
+            )
+        };
+        let mut leaders = vec![0i32; p];
+        comm.all_gather_into(&lowest, &mut leaders[..]);
+        let mut node_rank = vec![None; p];
+        let mut next = 0;
+        for k in 0..p {
+            if leaders[k] == lowest {
+                node_rank[k] = Some(next);
+                next += 1;
+            }
+        }
+        Shm {
+            node,
+            node_rank,
+            win: None,
+            bases: Vec::new(),
+            cap: 0,
+            used: [0; 2],
+            missed: 0,
+        }
+    }
+
+    /// Copy `src` into half `q` of our segment if it fits: its offset in the segment.
+    fn place(&mut self, q: usize, src: &[u8]) -> Option<usize> {
+        let need = src.len().next_multiple_of(64);
+        if self.win.is_none() || self.used[q] + need > self.cap {
+            self.missed += need;
+            return None;
+        }
+        let off = q * self.cap + self.used[q];
+        self.used[q] += need;
+        Some(off)
+    }
+
+    /// Collective over the node: free the segments and allocate ones with `cap` bytes per
+    /// half for us.
+    fn regrow(&mut self, my_rank_in_node: usize, cap: usize) {
+        self.free();
+        let mut base: *mut u8 = std::ptr::null_mut();
+        let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
+        // SAFETY: collective over the node; `base` and `win` are written by the call.
+        unsafe {
+            ffi::MPI_Win_allocate_shared(
+                (2 * cap) as ffi::MPI_Aint,
+                1,
+                ffi::RSMPI_INFO_NULL,
+                self.node,
+                &mut base as *mut *mut u8 as *mut _,
+                &mut win,
+            )
+        };
+        let mut n = 0;
+        // SAFETY: a valid communicator.
+        unsafe { ffi::MPI_Comm_size(self.node, &mut n) };
+        self.bases = (0..n)
+            .map(|r| {
+                let (mut size, mut unit, mut at): (ffi::MPI_Aint, i32, *mut u8) =
+                    (0, 0, std::ptr::null_mut());
+                // SAFETY: `r` is a rank of the window's group.
+                unsafe {
+                    ffi::MPI_Win_shared_query(
+                        win,
+                        r,
+                        &mut size,
+                        &mut unit,
+                        &mut at as *mut *mut u8 as *mut _,
+                    )
+                };
+                at as u64
+            })
+            .collect();
+        debug_assert_eq!(self.bases[my_rank_in_node], base as u64);
+        self.win = Some(win);
+        self.cap = cap;
+        self.used = [0; 2];
+    }
+
+    /// Collective over the node: free the segments.
+    fn free(&mut self) {
+        if let Some(mut w) = self.win.take() {
+            // SAFETY: nobody reads the segments any more (the caller's barrier or the end).
+            unsafe { ffi::MPI_Win_free(&mut w) };
+        }
+    }
 }
 
 /// The environment variable bounding how long a rank waits in a sync for the others, in
@@ -336,6 +488,10 @@ pub(crate) struct Net {
     got: Vec<u64>,
     /// Large puts of this superstep, by destination rank.
     big: std::cell::RefCell<Vec<BigPuts>>,
+    /// The shared segments of this node's ranks, for large puts between them.
+    shm: std::cell::RefCell<Shm>,
+    /// This rank.
+    me: usize,
     send: Vec<u64>,
     send_counts: Vec<i32>,
     recv: Vec<u64>,
@@ -364,7 +520,11 @@ impl Net {
         let mine = &*done as *const u64 as u64;
         let mut done_at = vec![0u64; p];
         comm.all_gather_into(&mine, &mut done_at[..]);
+        let shm = std::cell::RefCell::new(Shm::new(&comm));
+        let me = comm.rank() as usize;
         Net {
+            shm,
+            me,
             comm,
             win,
             done,
@@ -386,10 +546,14 @@ impl Net {
 
     /// Collective: close the window (after the last exchange of the run).
     pub(crate) fn close(mut self) {
-        // SAFETY: every one-sided operation was completed by the last exchange's flush.
+        let shm = self.shm.get_mut();
+        shm.free();
+        // SAFETY: every one-sided operation was completed by the last exchange's flush; the
+        // node communicator is ours.
         unsafe {
             ffi::MPI_Win_unlock_all(self.win);
             ffi::MPI_Win_free(&mut self.win);
+            ffi::MPI_Comm_free(&mut shm.node);
         }
     }
 
@@ -460,12 +624,51 @@ impl Net {
     }
 
     /// Queue a large put of `src` to `dst` on rank `pid` (copied now: a buffered put).
-    pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8]) {
+    pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8], step: u64) {
         let mut big = self.big.borrow_mut();
         let b = &mut big[pid];
+        let mut shm = self.shm.borrow_mut();
+        if shm.node_rank[pid].is_some() {
+            if let Some(off) = shm.place((step & 1) as usize, src) {
+                let base = shm.bases[shm.node_rank[self.me].expect("on our node")];
+                // SAFETY: `off .. off + len` lies in our segment (checked by `place`), which
+                // no receiver reads before the sync (double buffering: module docs of `Shm`).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.as_ptr(),
+                        (base + off as u64) as *mut u8,
+                        src.len(),
+                    )
+                };
+                b.recs
+                    .push((dst as u64, src.len() as u64, Source::Shared(off)));
+                return;
+            }
+        }
         b.recs
             .push((dst as u64, src.len() as u64, Source::Copied(b.data.len())));
         b.data.extend_from_slice(src);
+    }
+
+    /// Collective (every rank, when some rank's large puts missed its segment): after a
+    /// barrier of the node (nobody reads the old segments any more), every segment is made
+    /// anew, large enough for what missed this superstep (at most 1 GiB per half).
+    fn grow_segments(&mut self) {
+        let shm = self.shm.get_mut();
+        // SAFETY: a valid communicator.
+        unsafe { ffi::MPI_Barrier(shm.node) };
+        let q_used = shm.used.iter().copied().max().unwrap_or(0);
+        let cap = if shm.missed > 0 {
+            (q_used + shm.missed)
+                .next_power_of_two()
+                .max(2 * shm.cap)
+                .min(1 << 30)
+        } else {
+            shm.cap
+        };
+        shm.missed = 0;
+        let mine = shm.node_rank[self.me].expect("on our node");
+        shm.regrow(mine, cap);
     }
 
     /// Queue a large `hpput` of `len` bytes at `src` to `dst` on rank `pid`, sent from `src`
@@ -481,22 +684,47 @@ impl Net {
     fn move_big(&mut self, incoming: &[(usize, &[u64])]) {
         let recvs: Vec<(usize, u64, u64)> = incoming
             .iter()
-            .flat_map(|&(k, recs)| recs.chunks_exact(2).map(move |r| (k, r[0], r[1])))
+            .flat_map(|&(k, recs)| {
+                recs.chunks_exact(3)
+                    .filter(|r| r[2] == AS_MESSAGE)
+                    .map(move |r| (k, r[0], r[1]))
+            })
             .collect();
         let big = self.big.get_mut();
         let sends: Vec<(usize, u64, u64)> = big
             .iter()
             .enumerate()
             .flat_map(|(j, b)| {
-                b.recs.iter().map(move |&(_, len, src)| {
+                b.recs.iter().filter_map(move |&(_, len, src)| {
                     let at = match src {
                         Source::Copied(off) => b.data.as_ptr() as u64 + off as u64,
                         Source::Caller(addr) => addr,
+                        Source::Shared(_) => return None,
                     };
-                    (j, at, len)
+                    Some((j, at, len))
                 })
             })
             .collect();
+        {
+            // Large puts from this node's ranks: copied from their segments.
+            let shm = self.shm.get_mut();
+            for &(k, recs) in incoming {
+                for r in recs.chunks_exact(3).filter(|r| r[2] != AS_MESSAGE) {
+                    let base = shm.bases[shm.node_rank[k].expect("a node mate")];
+                    // SAFETY: rank k wrote these bytes into its segment before the sync and
+                    // leaves them alone until after the next one; the destination is our
+                    // registered memory, checked by rank k against its mirror of our table,
+                    // with no live references (the caller holds `&mut Ctx`).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (base + r[2]) as *const u8,
+                            r[0] as *mut u8,
+                            r[1] as usize,
+                        )
+                    };
+                }
+            }
+        }
         // SAFETY: the receive areas are our registered memory, checked by their senders
         // against their mirrors of our table, with no live references (the caller holds
         // `&mut Ctx`); the send areas are our copies (untouched until cleared below) or
@@ -614,15 +842,16 @@ impl Net {
     }
 }
 
-/// The parts of a stream from another rank: (encoded outbox, get requests, large-put
-/// records), the last two as `[address, length]` word pairs.
+/// The parts of a stream from another rank: (encoded outbox, get requests as `[address,
+/// length]` word pairs, large-put records as `[address, length, offset in the sender's shared
+/// segment or AS_MESSAGE]` triples).
 fn split_stream(w: &[u64]) -> (&[u64], &[u64], &[u64]) {
     let used = Outbox::decode(w).4;
     let n = w[used] as usize;
     let gets = &w[used + 1..used + 1 + 2 * n];
     let at = used + 1 + 2 * n;
     let nb = w[at] as usize;
-    (&w[..used], gets, &w[at + 1..at + 1 + 2 * nb])
+    (&w[..used], gets, &w[at + 1..at + 1 + 3 * nb])
 }
 
 /// Largest piece of one MPI call (counts are C ints).
@@ -857,8 +1086,12 @@ impl Ctx {
                             .extend_from_slice(&[g.src as u64, g.len as u64 | apart]);
                     }
                     net.send.push(nb as u64);
-                    for &(dst, len, _) in &big[j].recs {
-                        net.send.extend_from_slice(&[dst, len]);
+                    for &(dst, len, src) in &big[j].recs {
+                        let from = match src {
+                            Source::Shared(off) => off as u64,
+                            _ => AS_MESSAGE,
+                        };
+                        net.send.extend_from_slice(&[dst, len, from]);
                     }
                 }
             }
@@ -875,7 +1108,9 @@ impl Ctx {
                 .gets
                 .iter()
                 .any(|g| g.from as usize != me && g.len >= BIG_PUT);
+        let grow = state == SYNCING && net.shm.get_mut().missed > 0;
         let word = flags as u64
+            | if grow { GROW } else { 0 }
             | if sends { STREAM } else { 0 }
             | if bigs { BIG } else { 0 }
             | if big_gets { BIG_GETS } else { 0 };
@@ -1023,6 +1258,9 @@ impl Ctx {
             drop(incoming);
             net.recv = recv;
         }
+        if g & GROW != 0 {
+            net.grow_segments();
+        }
         let reply_displ = (g32 & FLAG_GETS != 0).then(|| net.exchange_replies());
 
         // Puts and messages, in rank order.
@@ -1102,6 +1340,9 @@ impl Ctx {
     }
 
     fn rank_finish(&mut self, net: &mut Net) {
+        // Our segment's half of this parity is free again two syncs from now (see `Shm`): its
+        // next writer is the superstep after next.
+        net.shm.get_mut().used[(self.step & 1) as usize] = 0;
         self.finish_sync();
         net.publish_done(self.step);
     }

@@ -171,6 +171,25 @@ fn high_performance(ctx: &mut Ctx) -> Result<()> {
     check(ctx, ok, "a large hpput landed")?;
     ctx.pop_reg(big)?;
     ctx.pop_reg(seen)?;
+    // Many supersteps of large puts in a ring, growing (the shared segments between ranks of
+    // a node are made anew several times) and then steady (double-buffered halves reused):
+    // every superstep's data must be its own.
+    let ring = ctx.push_reg(vec![0u64; 1 << 16])?;
+    ctx.sync()?;
+    for step in 0..24u64 {
+        let words = (4096usize << (step.min(4) as usize)).min(1 << 16) - step as usize;
+        let v = step * 1000 + me as u64;
+        ctx.put(next, &vec![v; words], &ring, 0)?;
+        ctx.sync()?;
+        let got = &ctx.local(&ring)?[..words];
+        let want = step * 1000 + prev as u64;
+        check(
+            ctx,
+            got.iter().all(|&x| x == want),
+            &format!("large put ring, superstep {step}"),
+        )?;
+    }
+    ctx.pop_reg(ring)?;
     let mut x = ctx.push_reg(vec![me as u64; 8])?;
     let y = ctx.push_reg(vec![0u64; 8])?;
     ctx.sync()?;
