@@ -17,12 +17,13 @@
 //!
 //! ```text
 //! hpsend payloads into outboxes; one-sided hpputs completed (MPI_Win_flush_all)
-//! stream to each other rank: [outbox words][get requests: address, length]
-//! all-to-all of headers (state, stream words, flags)          <- an empty sync stops here
+//! stream to each other rank: [outbox words][get requests][large-put records]
+//! all-to-all of headers (state, stream words, flags, and the stream itself if it is short)
+//!                                                             <- an empty sync stops here
 //! any rank failed / ended while others sync -> every rank stops with the same error
 //! REGS|TAGS: all-gather of every rank's requests (+ areas of its pushes); the thread
 //!            runtime's agreement check; own table, mirrors and the window updated
-//! all-to-all-v of the streams (only if some rank sends one)
+//! all-to-all-v of the long streams (only if some rank sends one)
 //! get requests served from this rank's memory, before any put lands; replies all-to-all-v
 //! puts delivered (in rank order, from the receive buffer), messages into the mirrors' outboxes
 //! get replies written; superstep counted done (published in the window for one-sided reads)
@@ -77,7 +78,12 @@ const SYNCING: u64 = 0;
 const ENDED: u64 = 1;
 const FAILED: u64 = 2;
 
-/// Header flag: the sender has a stream for somebody.
+/// Words per pair in the header exchange: state, stream length, flags, and a stream of up to
+/// [`INLINE`] words (a few small puts or messages), which then needs no second exchange.
+const SLOT: usize = 16;
+const INLINE: usize = SLOT - 3;
+
+/// Header flag: the sender has a stream too long for its header slot for somebody.
 const STREAM: u64 = 1 << 32;
 /// Header flag: the sender has large puts, which travel apart (received in place).
 const BIG: u64 = 1 << 33;
@@ -570,13 +576,19 @@ impl Net {
     /// All-to-all-v of words: `send` (`send_counts` words to each rank, in rank order) into
     /// `recv`; returns the offset of each rank's part in `recv` (`p + 1` of them).
     fn exchange_words(&mut self, recv_counts: &[i32]) -> Vec<usize> {
+        // Where each stream starts in `send`; short ones went in the headers.
         let sd = offsets(&self.send_counts);
+        let send_counts: Vec<i32> = self
+            .send_counts
+            .iter()
+            .map(|&c| if c as usize > INLINE { c } else { 0 })
+            .collect();
         let rd = offsets(recv_counts);
         let total = rd[rd.len() - 1] as usize;
         self.recv.clear();
         self.recv.resize(total, 0);
         {
-            let s = Partition::new(&self.send[..], &self.send_counts[..], &sd[..sd.len() - 1]);
+            let s = Partition::new(&self.send[..], &send_counts[..], &sd[..sd.len() - 1]);
             let mut r = PartitionMut::new(&mut self.recv[..], recv_counts, &rd[..rd.len() - 1]);
             self.comm.all_to_all_varcount_into(&s, &mut r);
         }
@@ -1099,7 +1111,8 @@ impl Ctx {
         }
 
         // Headers.
-        let sends = net.send_counts.iter().any(|&c| c > 0);
+        // Streams of up to INLINE words ride in the header exchange itself.
+        let sends = net.send_counts.iter().any(|&c| c as usize > INLINE);
         let bigs = state == SYNCING && net.big.borrow().iter().any(|b| !b.recs.is_empty());
         let big_gets = state == SYNCING
             && self
@@ -1119,29 +1132,50 @@ impl Ctx {
             std::mem::take(&mut net.got),
         );
         header.clear();
-        header.extend(
-            net.send_counts
-                .iter()
-                .flat_map(|&c| [state, c as u64, word]),
-        );
-        got.resize(3 * p, 0);
+        let mut at = 0;
+        for &c in &net.send_counts {
+            let c = c as usize;
+            header.extend_from_slice(&[state, c as u64, word]);
+            let inline = if c <= INLINE { c } else { 0 };
+            header.extend_from_slice(&net.send[at..at + inline]);
+            header.resize(header.len() + INLINE - inline, 0);
+            at += c;
+        }
+        got.resize(SLOT * p, 0);
         net.headers(&header, &mut got, me, self.step);
-        let g = got.chunks_exact(3).fold(0u64, |a, h| a | h[2]);
-        let all_syncing = got.chunks_exact(3).all(|h| h[0] == SYNCING);
+        let g = got.chunks_exact(SLOT).fold(0u64, |a, h| a | h[2]);
+        let all_syncing = got.chunks_exact(SLOT).all(|h| h[0] == SYNCING);
         if g == 0 && all_syncing && state == SYNCING {
             // The empty superstep: nothing else to exchange.
             (net.header, net.got) = (header, got);
             self.rank_finish(net);
             return Ok(());
         }
-        let states: Vec<u64> = got.chunks_exact(3).map(|h| h[0]).collect();
-        let recv_counts: Vec<i32> = got.chunks_exact(3).map(|h| h[1] as i32).collect();
-        (net.header, net.got) = (header, got);
-        let displ = if g & STREAM != 0 {
-            net.exchange_words(&recv_counts)
+        let states: Vec<u64> = got.chunks_exact(SLOT).map(|h| h[0]).collect();
+        let counts: Vec<usize> = got.chunks_exact(SLOT).map(|h| h[1] as usize).collect();
+        // Each rank's stream to us: received by the all-to-all-v (long ones), or copied from
+        // its header slot to the end of the receive buffer (short ones).
+        let mut rng: Vec<std::ops::Range<usize>> = if g & STREAM != 0 {
+            let recv_counts: Vec<i32> = counts
+                .iter()
+                .map(|&c| if c > INLINE { c as i32 } else { 0 })
+                .collect();
+            let d = net.exchange_words(&recv_counts);
+            (0..p).map(|k| d[k]..d[k + 1]).collect()
         } else {
-            vec![0; p + 1]
+            net.recv.clear();
+            vec![0..0; p]
         };
+        for k in 0..p {
+            let c = counts[k];
+            if c > 0 && c <= INLINE {
+                let start = net.recv.len();
+                net.recv
+                    .extend_from_slice(&got[k * SLOT + 3..k * SLOT + 3 + c]);
+                rng[k] = start..start + c;
+            }
+        }
+        (net.header, net.got) = (header, got);
 
         // Verdict: every rank sees the same states.
         if states.iter().any(|&s| s != SYNCING) || state != SYNCING {
@@ -1151,7 +1185,7 @@ impl Ctx {
             let e = if state == FAILED {
                 self.run.tree.error().unwrap_or_else(|| self.stopped(op))
             } else {
-                let e = decode_error(&net.recv[displ[k]..displ[k + 1]]);
+                let e = decode_error(&net.recv[rng[k].clone()]);
                 self.run.tree.fail(&e);
                 e
             };
@@ -1193,8 +1227,8 @@ impl Ctx {
         if g32 & FLAG_GETS != 0 {
             net.replies.iter_mut().for_each(Vec::clear);
             let mut sends = Vec::new();
-            for k in (0..p).filter(|&k| k != me && displ[k + 1] > displ[k]) {
-                let (_, gets, _) = split_stream(&net.recv[displ[k]..displ[k + 1]]);
+            for k in (0..p).filter(|&k| k != me && !rng[k].is_empty()) {
+                let (_, gets, _) = split_stream(&net.recv[rng[k].clone()]);
                 for req in gets.chunks_exact(2) {
                     if req[1] & APART != 0 {
                         sends.push((k, req[0], req[1] & !APART));
@@ -1250,8 +1284,8 @@ impl Ctx {
         if g & BIG != 0 {
             let recv = std::mem::take(&mut net.recv);
             let incoming: Vec<(usize, &[u64])> = (0..p)
-                .filter(|&k| k != me && displ[k + 1] > displ[k])
-                .map(|k| (k, split_stream(&recv[displ[k]..displ[k + 1]]).2))
+                .filter(|&k| k != me && !rng[k].is_empty())
+                .map(|k| (k, split_stream(&recv[rng[k].clone()]).2))
                 .filter(|(_, b)| !b.is_empty())
                 .collect();
             net.move_big(&incoming);
@@ -1282,8 +1316,8 @@ impl Ctx {
                             _ => (0, 0),
                         })
                 }
-            } else if displ[k + 1] > displ[k] {
-                let (ob, _, _) = split_stream(&net.recv[displ[k]..displ[k + 1]]);
+            } else if !rng[k].is_empty() {
+                let (ob, _, _) = split_stream(&net.recv[rng[k].clone()]);
                 let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
                 // SAFETY: put records made by rank k's `put`, whose checks against its mirror
                 // of our table made their destinations our registered memory (alive in our
