@@ -1301,7 +1301,7 @@ impl Ctx {
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = sent_tagsize;
         queue.parity = q;
-        for k in 0..p {
+        for (k, range) in rng.iter().enumerate() {
             let (count, bytes) = if k == me {
                 // SAFETY: our own outboxes, in our sync; put destinations are our own
                 // registered memory, with no live references (we hold `&mut self`).
@@ -1316,8 +1316,8 @@ impl Ctx {
                             _ => (0, 0),
                         })
                 }
-            } else if !rng[k].is_empty() {
-                let (ob, _, _) = split_stream(&net.recv[rng[k].clone()]);
+            } else if !range.is_empty() {
+                let (ob, _, _) = split_stream(&net.recv[range.clone()]);
                 let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
                 // SAFETY: put records made by rank k's `put`, whose checks against its mirror
                 // of our table made their destinations our registered memory (alive in our
