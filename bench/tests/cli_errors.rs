@@ -98,7 +98,8 @@ fn under_mpiexec_only_bench_mpi_runs() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert_eq!(
-        err.matches("mbsp: under mpiexec only `mbsp bench mpi` runs").count(),
+        err.matches("mbsp: under mpiexec only `mbsp bench mpi` runs")
+            .count(),
         2,
         "{err}"
     );
