@@ -25,7 +25,8 @@
 //!            runtime's agreement check; own table, mirrors and the window updated
 //! all-to-all-v of the long streams (only if some rank sends one)
 //! get requests served from this rank's memory, before any put lands; replies all-to-all-v
-//! puts delivered (in rank order, from the receive buffer), messages into the mirrors' outboxes
+//! puts delivered, messages into the mirrors' outboxes (as with threads, which of several puts
+//! writing the same bytes in one superstep wins is left open: here large ones land first)
 //! get replies written; superstep counted done (published in the window for one-sided reads)
 //! ```
 //!
@@ -40,9 +41,9 @@
 //!
 //! Registered memory is attached to one dynamic MPI window per run (`MPI_Win_attach` when a
 //! push takes effect), opened for passive access with `MPI_Win_lock_all`. `hpput` is an
-//! `MPI_Put`, completed at the next sync (one of at least [`BIG_PUT`] bytes is sent at the
-//! sync straight from the caller's memory and received in place, which MPICH does several
-//! times faster than a put into a dynamic window); `hpget` and `direct_get` are an `MPI_Get` plus
+//! `MPI_Put`, completed at the next sync (one of at least [`BIG_PUT`] bytes goes the way of a
+//! large buffered put, copied at the call, which MPICH does several times faster than a put
+//! into a dynamic window); `hpget` and `direct_get` are an `MPI_Get` plus
 //! `MPI_Win_flush`, after checking (atomically, in the window) that the target has finished
 //! the previous sync, as the thread runtime's immediate primitives wait for it.
 //!
@@ -61,7 +62,7 @@ use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
 use crate::ctx::{Coll, Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
-use crate::registry::{ElemType, RegOp, RegSig, SlotState};
+use crate::registry::{ElemType, RegOp, RegSig};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::ffi;
@@ -103,9 +104,8 @@ const BIG_GET_TAG: i32 = 0x6d63;
 /// in place when safe).
 const APART: u64 = 1 << 63;
 
-/// The large puts of one superstep to one rank: the data of buffered ones (copied at the
-/// call) and records (destination address, length, source: an offset in `data`, or for an
-/// `hpput` the caller's own address, valid until the sync by its contract).
+/// The large puts of one superstep to one rank: their data (copied at the call) and records
+/// (destination address, length, where the data is).
 #[derive(Default)]
 struct BigPuts {
     data: Vec<u8>,
@@ -115,10 +115,13 @@ struct BigPuts {
 #[derive(Clone, Copy)]
 enum Source {
     Copied(usize),
-    Caller(u64),
     /// At this offset of our shared segment (read by the receiver itself).
     Shared(usize),
 }
+
+/// Largest half of a shared segment (each rank has two): 256 MiB. Larger large puts travel
+/// as messages.
+const MAX_SEGMENT: usize = 256 << 20;
 
 /// A stream's large-put record word for data that travels as a message.
 const AS_MESSAGE: u64 = u64::MAX;
@@ -148,6 +151,8 @@ struct Shm {
     used: [usize; 2],
     /// Bytes that did not fit this superstep.
     missed: usize,
+    /// Allocation failed somewhere on the node: no segments for the rest of the run.
+    disabled: bool,
 }
 
 impl Shm {
@@ -196,6 +201,7 @@ impl Shm {
             cap: 0,
             used: [0; 2],
             missed: 0,
+            disabled: false,
         }
     }
 
@@ -203,7 +209,9 @@ impl Shm {
     fn place(&mut self, q: usize, src: &[u8]) -> Option<usize> {
         let need = src.len().next_multiple_of(64);
         if self.win.is_none() || self.used[q] + need > self.cap {
-            self.missed += need;
+            if !self.disabled && self.cap < MAX_SEGMENT {
+                self.missed += need;
+            }
             return None;
         }
         let off = q * self.cap + self.used[q];
@@ -214,11 +222,16 @@ impl Shm {
     /// Collective over the node: free the segments and allocate ones with `cap` bytes per
     /// half for us.
     fn regrow(&mut self, my_rank_in_node: usize, cap: usize) {
+        if self.disabled {
+            return; // on every rank of the node alike (they agreed when it failed)
+        }
         self.free();
         let mut base: *mut u8 = std::ptr::null_mut();
         let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
-        // SAFETY: collective over the node; `base` and `win` are written by the call.
-        unsafe {
+        // SAFETY: collective over the node; `base` and `win` are written by the call. Errors
+        // return (the node communicator's handler) instead of ending the job.
+        let rc = unsafe {
+            ffi::MPI_Comm_set_errhandler(self.node, ffi::RSMPI_ERRORS_RETURN);
             ffi::MPI_Win_allocate_shared(
                 (2 * cap) as ffi::MPI_Aint,
                 1,
@@ -228,6 +241,31 @@ impl Shm {
                 &mut win,
             )
         };
+        // Every rank of the node must have its segment, or nobody uses them: large puts then
+        // travel as messages for the rest of the run.
+        let ok = i32::from(rc == 0);
+        let mut all = 0i32;
+        // SAFETY: one int reduced over the node.
+        unsafe {
+            ffi::MPI_Allreduce(
+                &ok as *const i32 as *const _,
+                &mut all as *mut i32 as *mut _,
+                1,
+                ffi::RSMPI_INT32_T,
+                ffi::RSMPI_MIN,
+                self.node,
+            )
+        };
+        if all == 0 {
+            if rc == 0 {
+                // SAFETY: just allocated; collective like the allocation (every rank of the node
+                // that succeeded frees; MPI frees failed ones itself).
+                unsafe { ffi::MPI_Win_free(&mut win) };
+            }
+            self.disabled = true;
+            self.cap = 0;
+            return;
+        }
         let mut n = 0;
         // SAFETY: a valid communicator.
         unsafe { ffi::MPI_Comm_size(self.node, &mut n) };
@@ -264,7 +302,8 @@ impl Shm {
 }
 
 /// The environment variable bounding how long a rank waits in a sync for the others, in
-/// seconds (default 600; 0: forever). A rank that dies is normally reported by the MPI
+/// seconds (default 3600; 0: forever). It must exceed the longest superstep of the program:
+/// a rank computing longer than this before its next sync is taken for dead. A rank that dies is normally reported by the MPI
 /// launcher, which ends the others; this bounds the wait when it does not.
 pub const TIMEOUT_ENV: &str = "MBSP_MPI_TIMEOUT";
 
@@ -275,7 +314,7 @@ fn timeout() -> Option<std::time::Duration> {
         let secs = std::env::var(TIMEOUT_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(600.0);
+            .unwrap_or(3600.0);
         (secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
     })
 }
@@ -464,6 +503,27 @@ pub(crate) fn comm_for(world: SimpleCommunicator, p: usize) -> Option<SimpleComm
     if inside { sub } else { None }
 }
 
+/// Collective over `world`: every rank learns whether all of them could prepare the run; a
+/// rank that could not returns its own error, the others one naming it.
+pub(crate) fn agree_start(world: &SimpleCommunicator, mine: Option<&Error>) -> Result<()> {
+    let code = if mine.is_some() {
+        world.rank()
+    } else {
+        i32::MAX
+    };
+    let mut first = 0i32;
+    world.all_reduce_into(&code, &mut first, mpi::collective::SystemOperation::min());
+    match (mine, first) {
+        (Some(e), _) => Err(e.clone()),
+        (None, i32::MAX) => Ok(()),
+        (None, k) => Err(Error::outside(
+            ErrorKind::Aborted,
+            "run",
+            format!("rank {k} could not start the run over MPI ranks (it reports why)"),
+        )),
+    }
+}
+
 /// Make `shared` a run over ranks: no barrier rides, and the mirrors count as stopped (a
 /// failed sync never waits for other ranks' threads: they are not in this address space).
 pub(crate) fn adapt(shared: &mut RunShared) {
@@ -498,6 +558,8 @@ pub(crate) struct Net {
     shm: std::cell::RefCell<Shm>,
     /// This rank.
     me: usize,
+    /// The intervals of our memory attached to `win`, disjoint and sorted.
+    attached: Vec<(usize, usize)>,
     send: Vec<u64>,
     send_counts: Vec<i32>,
     recv: Vec<u64>,
@@ -531,6 +593,7 @@ impl Net {
         Net {
             shm,
             me,
+            attached: Vec::new(),
             comm,
             win,
             done,
@@ -664,7 +727,7 @@ impl Net {
 
     /// Collective (every rank, when some rank's large puts missed its segment): after a
     /// barrier of the node (nobody reads the old segments any more), every segment is made
-    /// anew, large enough for what missed this superstep (at most 1 GiB per half).
+    /// anew, large enough for what missed this superstep (at most [`MAX_SEGMENT`] per half).
     fn grow_segments(&mut self) {
         let shm = self.shm.get_mut();
         // SAFETY: a valid communicator.
@@ -674,21 +737,13 @@ impl Net {
             (q_used + shm.missed)
                 .next_power_of_two()
                 .max(2 * shm.cap)
-                .min(1 << 30)
+                .min(MAX_SEGMENT)
         } else {
             shm.cap
         };
         shm.missed = 0;
         let mine = shm.node_rank[self.me].expect("on our node");
         shm.regrow(mine, cap);
-    }
-
-    /// Queue a large `hpput` of `len` bytes at `src` to `dst` on rank `pid`, sent from `src`
-    /// at the sync (the caller keeps it valid and unchanged until then).
-    fn big_hpput(&self, pid: usize, dst: *mut u8, src: *const u8, len: usize) {
-        self.big.borrow_mut()[pid]
-            .recs
-            .push((dst as u64, len as u64, Source::Caller(src as u64)));
     }
 
     /// Move the large puts: receive those of `incoming` (each rank's records, as
@@ -710,7 +765,6 @@ impl Net {
                 b.recs.iter().filter_map(move |&(_, len, src)| {
                     let at = match src {
                         Source::Copied(off) => b.data.as_ptr() as u64 + off as u64,
-                        Source::Caller(addr) => addr,
                         Source::Shared(_) => return None,
                     };
                     Some((j, at, len))
@@ -739,8 +793,7 @@ impl Net {
         }
         // SAFETY: the receive areas are our registered memory, checked by their senders
         // against their mirrors of our table, with no live references (the caller holds
-        // `&mut Ctx`); the send areas are our copies (untouched until cleared below) or
-        // `hpput` sources the caller keeps valid until this sync.
+        // `&mut Ctx`); the send areas are our copies (untouched until cleared below).
         unsafe { self.transfer(&recvs, &sends, BIG_TAG) };
         for b in self.big.get_mut().iter_mut() {
             b.data.clear();
@@ -1020,9 +1073,39 @@ impl Ctx {
         let r = if net.over {
             Err(self.stopped(op))
         } else {
-            let r = self.rank_exchange(&mut net, op, ending);
+            // A panic inside the exchange (a C-int count overflow, say) leaves the other ranks
+            // inside a collective this rank will never join: nothing but ending the job helps.
+            let comm = net.comm.as_raw();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.rank_exchange(&mut net, op, ending)
+            }))
+            .unwrap_or_else(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                use std::io::Write;
+                let line = format!(
+                    "mbsp: {op} (pid {}, superstep {}): the exchange between ranks failed: \
+                     {what}; ending every rank\n",
+                    self.pid, self.step
+                );
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                // SAFETY: ends every rank of the job.
+                unsafe { ffi::MPI_Abort(comm, 1) };
+                unreachable!("MPI_Abort returned")
+            });
             if r.is_err() {
                 net.over = true;
+                // Nothing of this superstep will be delivered: let go of what it holds.
+                let st = self.st.get_mut();
+                st.gets.clear();
+                st.getbuf.clear();
+                for b in net.big.get_mut().iter_mut() {
+                    b.data.clear();
+                    b.recs.clear();
+                }
             }
             r
         };
@@ -1032,11 +1115,10 @@ impl Ctx {
 
     /// The last exchange of a process that failed outside a sync (its error travels to every
     /// rank), unless an exchange already ended the run.
-    pub(crate) fn rank_fail(&mut self) {
-        if let Some(net) = &self.net {
-            if !net.over {
-                let _ = self.rank_sync(false);
-            }
+    pub(crate) fn rank_fail(&mut self) -> Option<Error> {
+        match &self.net {
+            Some(net) if !net.over => self.rank_sync(false).err(),
+            _ => None,
         }
     }
 
@@ -1051,11 +1133,8 @@ impl Ctx {
         } else {
             SYNCING
         };
-        let flags = if state == SYNCING {
-            self.flags.get()
-        } else {
-            0
-        };
+        // The last superstep's communication is delivered at the end too (as on threads).
+        let flags = if state != FAILED { self.flags.get() } else { 0 };
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
         }
@@ -1072,7 +1151,7 @@ impl Ctx {
             if state == FAILED {
                 let e = self.run.tree.error().unwrap_or_else(|| self.stopped(op));
                 encode_error(&e, &mut net.send);
-            } else if state == SYNCING && flags & (FLAG_COMM | FLAG_GETS) != 0 {
+            } else if state != FAILED && flags & (FLAG_COMM | FLAG_GETS) != 0 {
                 // SAFETY: our own outboxes, in our sync (no other thread touches them).
                 let has_out = unsafe {
                     self.me().outboxes(q, |outs| match outs[j].as_deref() {
@@ -1113,15 +1192,15 @@ impl Ctx {
         // Headers.
         // Streams of up to INLINE words ride in the header exchange itself.
         let sends = net.send_counts.iter().any(|&c| c as usize > INLINE);
-        let bigs = state == SYNCING && net.big.borrow().iter().any(|b| !b.recs.is_empty());
-        let big_gets = state == SYNCING
+        let bigs = state != FAILED && net.big.borrow().iter().any(|b| !b.recs.is_empty());
+        let big_gets = state != FAILED
             && self
                 .st
                 .get_mut()
                 .gets
                 .iter()
                 .any(|g| g.from as usize != me && g.len >= BIG_PUT);
-        let grow = state == SYNCING && net.shm.get_mut().missed > 0;
+        let grow = state != FAILED && net.shm.get_mut().missed > 0;
         let word = flags as u64
             | if grow { GROW } else { 0 }
             | if sends { STREAM } else { 0 }
@@ -1182,7 +1261,8 @@ impl Ctx {
             net.over = true;
         }
         if let Some(k) = states.iter().position(|&s| s == FAILED) {
-            let e = if state == FAILED {
+            // Every rank reports the first failed rank's error (its own, on that rank).
+            let e = if k == me {
                 self.run.tree.error().unwrap_or_else(|| self.stopped(op))
             } else {
                 let e = decode_error(&net.recv[rng[k].clone()]);
@@ -1204,9 +1284,6 @@ impl Ctx {
             );
             self.run.tree.fail(&e);
             return Err(e);
-        }
-        if state == ENDED {
-            return Ok(());
         }
         let g32 = g as u32;
         if g32 == 0 {
@@ -1398,21 +1475,6 @@ impl Ctx {
                 _ => None,
             })
             .collect();
-        // Our areas being popped that are attached to the window (non-empty, not null).
-        let run = self.run.clone();
-        let detach: Vec<*mut u8> = self
-            .st
-            .get_mut()
-            .reg_ops
-            .iter()
-            .filter_map(|o| match o {
-                // SAFETY: our own table, read in our sync before we change it.
-                RegOp::Pop { slot } => Some(unsafe { run.proc(me).entry(*slot) }),
-                _ => None,
-            })
-            .filter(|e| e.state == SlotState::Active && e.len > 0)
-            .map(|e| e.ptr)
-            .collect();
         let mut w = Vec::new();
         encode_coll(&own, &areas, &mut w);
         let all = net.all_gather_words(&w);
@@ -1425,12 +1487,6 @@ impl Ctx {
                 let (ptr, len) = if push { areas[push_no] } else { (0, 0) };
                 let empty = push && len == u64::MAX;
                 if k == me {
-                    if push && !empty && len > 0 {
-                        // SAFETY: our registered area, alive until its pop takes effect.
-                        unsafe {
-                            ffi::MPI_Win_attach(net.win, ptr as *mut _, len as ffi::MPI_Aint)
-                        };
-                    }
                     continue;
                 }
                 let op = if push {
@@ -1455,11 +1511,35 @@ impl Ctx {
                 push_no += 1;
             }
         }
-        for ptr in detach {
-            // SAFETY: attached when its push took effect; no one-sided access reaches it after
-            // this sync (its pop is in effect on every rank).
-            unsafe { ffi::MPI_Win_detach(net.win, ptr as *const _) };
+        // The window holds the union of our registered areas, as disjoint intervals (MPI
+        // forbids attaching overlapping memory, and registrations may overlap or be popped and
+        // pushed again in one superstep): detach what is no longer an interval, then attach
+        // the new ones. No one-sided access reaches us before we publish this sync as done.
+        let mut areas: Vec<(usize, usize)> = Vec::new();
+        // SAFETY: our own table, in our sync, after its changes.
+        unsafe {
+            self.me().table(|t| {
+                t.active_areas(|ptr, len| areas.push((ptr as usize, ptr as usize + len)))
+            })
+        };
+        areas.sort_unstable();
+        let mut union: Vec<(usize, usize)> = Vec::new();
+        for (a, b) in areas {
+            match union.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => union.push((a, b)),
+            }
         }
+        for iv in net.attached.iter().filter(|iv| !union.contains(iv)) {
+            // SAFETY: attached by an earlier sync, still allocated (a popped area is kept in
+            // the graveyard until this sync ends; raw ones by the caller's contract).
+            unsafe { ffi::MPI_Win_detach(net.win, iv.0 as *const _) };
+        }
+        for iv in union.iter().filter(|iv| !net.attached.contains(iv)) {
+            // SAFETY: our registered memory, alive until a later sync detaches it.
+            unsafe { ffi::MPI_Win_attach(net.win, iv.0 as *mut _, (iv.1 - iv.0) as ffi::MPI_Aint) };
+        }
+        net.attached = union;
         Ok(())
     }
 
@@ -1471,9 +1551,12 @@ impl Ctx {
     pub(crate) unsafe fn rank_hpput(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
         let net = self.net.as_ref().expect("a run over ranks");
         if len >= BIG_PUT {
-            // Two-sided at the sync, straight from the caller's memory: MPICH's dynamic windows
-            // move large blocks several times slower (`mbsp bench mpi`).
-            net.big_hpput(pid, dst, src, len);
+            // As a large buffered put (copied now, so that whatever lands in the source later
+            // in this superstep or its sync cannot reach the destination): MPICH's dynamic
+            // windows move large blocks several times slower (`mbsp bench mpi`).
+            // SAFETY: the caller keeps `src` valid for `len` bytes during this call.
+            let data = unsafe { std::slice::from_raw_parts(src, len) };
+            net.big_put(pid, dst, data, self.step);
             self.flag(FLAG_COMM);
             return;
         }

@@ -208,6 +208,17 @@ impl RegTable {
         self.keep.get(slot as usize).and_then(Clone::clone)
     }
 
+    /// Call `f` with the address and length of every registered, non-empty area.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn active_areas(&self, mut f: impl FnMut(*mut u8, usize)) {
+        for &s in &self.order {
+            let e = &self.entries[s as usize];
+            if e.state == SlotState::Active && e.len > 0 {
+                f(e.ptr, e.len);
+            }
+        }
+    }
+
     /// Number of registered slots.
     pub(crate) fn len(&self) -> usize {
         self.order.len()

@@ -312,17 +312,19 @@ impl Run {
                 ),
             ));
         }
+        // Everything that can fail on one rank alone comes before the first collective, and the
+        // ranks agree on it (a rank returning early would leave the others waiting).
+        let layout = Run {
+            procs: Procs::Count(1),
+            ..self.clone()
+        }
+        .top_layout();
+        crate::ranks::agree_start(&world, layout.as_ref().err())?;
+        let mut layout = layout?;
         let Some(comm) = crate::ranks::comm_for(world, p) else {
             return Ok(None);
         };
         let rank = comm.rank() as usize;
-        // Every process of this rank's view owns the rank's whole machine: nested runs are
-        // placed inside it.
-        let mut layout = Run {
-            procs: Procs::Count(1),
-            ..self.clone()
-        }
-        .top_layout()?;
         // The rank's domain: the PUs the MPI launcher left this thread (all of them when it
         // does not bind), so that nested runs are placed and bound inside the rank's cpuset.
         let saved = layout.binder.thread_cpus();
@@ -899,15 +901,17 @@ fn leave_rank<R>(
         Ok(r) => r,
         Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
     };
+    let mut first = None;
     if let Err(e) = &result {
         ctx.run.tree.fail(e);
-        ctx.rank_fail();
+        // The last exchange reports the first failed rank's error, the same on every rank.
+        first = ctx.rank_fail();
     }
     if let Some(net) = ctx.net.take() {
         net.close();
     }
     let tree = ctx.run.tree.clone();
-    leave(ctx, saved, Ok(result)).map_err(|e| tree.error().unwrap_or(e))
+    leave(ctx, saved, Ok(result)).map_err(|e| first.or_else(|| tree.error()).unwrap_or(e))
 }
 
 /// All results, or the root cause of the failure.

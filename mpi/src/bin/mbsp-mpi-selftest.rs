@@ -720,6 +720,34 @@ fn main() {
         }
         return;
     }
+    if mode.is_empty() {
+        // Communication of the last superstep lands at the end of the run, as on threads: a
+        // put and a get after the last sync, into memory that outlives the run.
+        let mut landed = vec![0u64; 2];
+        let at = landed.as_mut_ptr() as usize;
+        let r = mbsp::run(ranks, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let mine = at as *mut u8;
+            // SAFETY: `landed` outlives the run and is not touched during it.
+            unsafe { ctx.push_reg_raw(mine, 16)? };
+            ctx.sync()?;
+            let next = (me + 1) % p;
+            ctx.put_raw(next, &(me as u64 + 5).to_le_bytes(), mine, 0)?;
+            // SAFETY: as above; reads next's word 0 as it is when the end begins.
+            unsafe { ctx.get_raw(next, mine, 0, mine.add(8), 8)? };
+            Ok(())
+        });
+        if let Err(e) = r {
+            fail(&format!("the last superstep's communication: {e}"));
+        }
+        let (me, p) = mbsp::mpi_ranks().unwrap_or((0, 1));
+        let prev = (me + p - 1) % p;
+        if landed != [prev as u64 + 5, 0] {
+            fail(&format!(
+                "the last superstep's put and get did not land at the end: {landed:?}"
+            ));
+        }
+    }
     let r = mbsp::run(ranks, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         match mode.as_str() {
