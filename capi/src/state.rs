@@ -135,8 +135,8 @@ pub(crate) fn die(line: &str) -> ! {
     if mbsp_rt::mpi_ranks().is_some() {
         // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and was
         // seen dropping this line, still in its forwarding pipe, when it did (1 run in ~15):
-        // give it a moment to pass the line on.
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // give it a moment to pass the line on (100 ms was not always enough under load).
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
     // SAFETY: _exit ends the process.
     unsafe { _exit(1) }
