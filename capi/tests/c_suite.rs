@@ -115,10 +115,7 @@ fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .arg("60")
         .arg(exe)
         .args(args)
-        .env_remove("MBSP_AFFINITY")
-        .env_remove("MBSP_MAX_THREADS")
-        .env_remove("MBSP_TOPOLOGY")
-        .env_remove("LD_LIBRARY_PATH")
+        .env_clear_mbsp()
         .envs(env.iter().copied())
         .output()
         .expect("run");
@@ -127,6 +124,26 @@ fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     }
     child.stdout.shrink_to_fit();
     child
+}
+
+/// Without the caller's mbsp settings, and without `LD_LIBRARY_PATH` (cargo points it at its
+/// own target directory, whose libmbsp.so may be older than the one the program was linked
+/// with and found through its rpath).
+trait CleanEnv {
+    fn env_clear_mbsp(&mut self) -> &mut Self;
+}
+
+impl CleanEnv for Command {
+    fn env_clear_mbsp(&mut self) -> &mut Self {
+        [
+            "MBSP_AFFINITY",
+            "MBSP_MAX_THREADS",
+            "MBSP_TOPOLOGY",
+            "LD_LIBRARY_PATH",
+        ]
+        .iter()
+        .fold(self, |c, v| c.env_remove(v))
+    }
 }
 
 fn ok(out: &Output) -> String {
@@ -475,10 +492,7 @@ fn run_ranks(ranks: usize, exe: &Path, args: &[&str]) -> Output {
         .args(["mpiexec", "-n", &ranks.to_string()])
         .arg(exe)
         .args(args)
-        .env_remove("MBSP_AFFINITY")
-        .env_remove("MBSP_MAX_THREADS")
-        .env_remove("MBSP_TOPOLOGY")
-        .env_remove("LD_LIBRARY_PATH")
+        .env_clear_mbsp()
         .output()
         .expect("mpiexec not found: install MPICH (scripts/setup does: mpich, libmpich-dev)");
     assert_ne!(

@@ -857,6 +857,39 @@ impl Net {
         };
     }
 
+    /// `MPI_Put` (`put`) of `len` bytes at `local` to address `remote` of rank `pid`, or
+    /// `MPI_Get` from there into `local`, in pieces of at most [`PIECE`] bytes (not completed).
+    ///
+    /// # Safety
+    /// `local` valid for `len` bytes until completion; `remote .. remote + len` attached in
+    /// `pid`'s window.
+    unsafe fn one_sided(&self, put: bool, pid: usize, local: *mut u8, remote: usize, len: usize) {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(PIECE) as i32;
+            let (at, target) = (local.wrapping_add(done), (remote + done) as ffi::MPI_Aint);
+            // SAFETY: forwarded to the caller; the datatype is a constant MPI handle.
+            unsafe {
+                let byte = ffi::RSMPI_UINT8_T;
+                if put {
+                    ffi::MPI_Put(
+                        at as *const _,
+                        n,
+                        byte,
+                        pid as i32,
+                        target,
+                        n,
+                        byte,
+                        self.win,
+                    );
+                } else {
+                    ffi::MPI_Get(at as *mut _, n, byte, pid as i32, target, n, byte, self.win);
+                }
+            }
+            done += n as usize;
+        }
+    }
+
     /// Complete this superstep's one-sided puts at their targets.
     fn flush_puts(&self) {
         if self.hp_pending.replace(false) {
@@ -1080,11 +1113,7 @@ impl Ctx {
                 self.rank_exchange(&mut net, op, ending)
             }))
             .unwrap_or_else(|payload| {
-                let what = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = crate::run::panic_message(&*payload);
                 use std::io::Write;
                 let line = format!(
                     "mbsp: {op} (pid {}, superstep {}): the exchange between ranks failed: \
@@ -1561,24 +1590,8 @@ impl Ctx {
             return;
         }
         net.wait_settled(pid, self.step);
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(PIECE);
-            // SAFETY: forwarded to the caller; the target area is attached in `pid`'s window.
-            unsafe {
-                ffi::MPI_Put(
-                    src.add(done) as *const _,
-                    n as i32,
-                    ffi::RSMPI_UINT8_T,
-                    pid as i32,
-                    (dst as usize + done) as ffi::MPI_Aint,
-                    n as i32,
-                    ffi::RSMPI_UINT8_T,
-                    net.win,
-                )
-            };
-            done += n;
-        }
+        // SAFETY: forwarded to the caller; the target area is attached in `pid`'s window.
+        unsafe { net.one_sided(true, pid, src as *mut u8, dst as usize, len) };
         net.hp_pending.set(true);
     }
 
@@ -1590,24 +1603,8 @@ impl Ctx {
     pub(crate) unsafe fn rank_get_now(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
         let net = self.net.as_ref().expect("a run over ranks");
         net.wait_settled(pid, self.step);
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(PIECE);
-            // SAFETY: forwarded to the caller; the source area is attached in `pid`'s window.
-            unsafe {
-                ffi::MPI_Get(
-                    dst.add(done) as *mut _,
-                    n as i32,
-                    ffi::RSMPI_UINT8_T,
-                    pid as i32,
-                    (src as usize + done) as ffi::MPI_Aint,
-                    n as i32,
-                    ffi::RSMPI_UINT8_T,
-                    net.win,
-                )
-            };
-            done += n;
-        }
+        // SAFETY: forwarded to the caller; the source area is attached in `pid`'s window.
+        unsafe { net.one_sided(false, pid, dst, src as usize, len) };
         // SAFETY: a valid window, locked for all targets.
         unsafe { ffi::MPI_Win_flush(pid as i32, net.win) };
     }

@@ -859,10 +859,7 @@ fn leave<R>(
     saved: Option<Vec<u32>>,
     outcome: std::thread::Result<Result<R>>,
 ) -> Result<R> {
-    let result = match outcome {
-        Ok(r) => r,
-        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
-    };
+    let result = outcome_of(&ctx, outcome);
     if let Err(e) = &result {
         ctx.run.tree.fail(e);
     }
@@ -878,7 +875,15 @@ fn leave<R>(
     result
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// A process's result, a panic made an error.
+fn outcome_of<R>(ctx: &Ctx, outcome: std::thread::Result<Result<R>>) -> Result<R> {
+    match outcome {
+        Ok(r) => r,
+        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
+    }
+}
+
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -897,10 +902,7 @@ fn leave_rank<R>(
     saved: Option<Vec<u32>>,
     outcome: std::thread::Result<Result<R>>,
 ) -> Result<R> {
-    let result = match outcome {
-        Ok(r) => r,
-        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
-    };
+    let result = outcome_of(&ctx, outcome);
     let mut first = None;
     if let Err(e) = &result {
         ctx.run.tree.fail(e);
