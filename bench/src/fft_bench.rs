@@ -1,7 +1,10 @@
 //! `mbsp bench fft`: Gflop/s of the BSP FFT against sequential rustfft, in the same run.
 //!
 //! For each n, every variant transforms the same random vector (forward, unscaled) `samples`
-//! times after a warm-up; the median time gives Gflop/s = 5 n log₂ n / t. Planning (rustfft
+//! times after a warm-up; the median time gives Gflop/s = 5 n log₂ n / t. The samples are
+//! taken in `rounds` rounds, each running every variant in turn, so that a change of the
+//! machine's speed during the run (shared machines switch between states) reaches every
+//! variant alike instead of deciding a ratio. Planning (rustfft
 //! plans, FFTW's `FFTW_MEASURE` planning, twiddle tables, registering the pack buffers) is timed
 //! apart. Each variant's result is compared with sequential rustfft's (relative 2-norm error).
 //!
@@ -30,6 +33,8 @@ pub struct Options {
     pub procs: Vec<usize>,
     /// Timed transforms per figure (the median is reported).
     pub samples: usize,
+    /// Rounds the samples of one n are taken in (every variant in turn each round).
+    pub rounds: usize,
     /// Print JSON instead of the table.
     pub json: bool,
     /// Write the rows as CSV.
@@ -138,6 +143,60 @@ fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>
     Ok((Samples(times), planning, result))
 }
 
+/// The samples of every variant at one n, gathered over the rounds (in first-seen order).
+#[derive(Default)]
+struct Figures(Vec<Figure>);
+
+struct Figure {
+    variant: &'static str,
+    p: usize,
+    times: Vec<f64>,
+    /// Planning seconds and relative error of the first round.
+    plan_seconds: f64,
+    rel_error: f64,
+}
+
+impl Figures {
+    fn add(
+        &mut self,
+        variant: &'static str,
+        p: usize,
+        t: Samples,
+        plan_seconds: f64,
+        rel_error: f64,
+    ) {
+        match self.0.iter_mut().find(|f| f.variant == variant && f.p == p) {
+            Some(f) => f.times.extend(t.0),
+            None => self.0.push(Figure {
+                variant,
+                p,
+                times: t.0,
+                plan_seconds,
+                rel_error,
+            }),
+        }
+    }
+
+    fn median(&self, variant: &str, p: usize) -> f64 {
+        self.0
+            .iter()
+            .find(|f| f.variant == variant && f.p == p)
+            .map_or(f64::NAN, |f| Samples(f.times.clone()).median())
+    }
+
+    fn rows(self, n: usize) -> impl Iterator<Item = Row> {
+        self.0.into_iter().map(move |f| Row {
+            n,
+            variant: f.variant.into(),
+            p: f.p,
+            seconds: Samples(f.times).median(),
+            plan_seconds: f.plan_seconds,
+            rel_error: f.rel_error,
+            predicted: None,
+        })
+    }
+}
+
 /// The smallest n of the targets summary.
 const LARGE: usize = 1 << 16;
 
@@ -208,77 +267,62 @@ pub fn run(o: &Options) -> Result<(), String> {
         } else {
             o.samples
         };
-        eprintln!("fft: n = 2^{lg}: sequential rustfft and mbsp p = 1 (interleaved)");
         let x = random(n, 0x2545_f491_4f6c_dd1d);
-        let ((t, plan), (t1, plan1), want) = rustfft_and_p1(&x, samples);
-        let seq_rate = flops(n) / t.median();
-        rows.push(Row {
-            n,
-            variant: "rustfft".into(),
-            p: 1,
-            seconds: t.median(),
-            plan_seconds: plan,
-            rel_error: 0.0,
-            predicted: None,
-        });
-        #[cfg(feature = "fftw")]
-        for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
-            eprintln!("fft: n = 2^{lg}: FFTW, {threads} thread(s)");
-            let (t, plan, y) = fftw(&x, threads, samples)?;
-            rows.push(Row {
-                n,
-                variant: if threads == 1 { "fftw" } else { "fftw-threads" }.into(),
-                p: threads,
-                seconds: t.median(),
-                plan_seconds: plan,
-                rel_error: rel_error(&y, &want),
-                predicted: None,
-            });
-        }
-        // The kernel's rate measured just now (rustfft on this n) as r of the cost model.
+        // The kernel's rate on this n (rustfft, measured below) is r of the cost model.
         let mut c = cost;
-        for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
-            prm.r = seq_rate;
-        }
-        for &p in o.procs.iter().filter(|&&p| p <= n) {
-            let (t, plan, err) = if p == 1 {
-                (t1.clone(), plan1, 0.0)
-            } else {
-                eprintln!("fft: n = 2^{lg}: mbsp flat, p = {p}");
-                let (t, plan, y) = bsp(&x, p, &[], samples);
-                (t, plan, rel_error(&y, &want))
-            };
-            rows.push(Row {
-                n,
-                variant: "mbsp-flat".into(),
-                p,
-                seconds: t.median(),
-                plan_seconds: plan,
-                rel_error: err,
-                predicted: Some(c.choose(n, &[p]).flat),
-            });
-        }
         let total: usize = levels.iter().product();
-        if !levels.is_empty() && total <= n {
-            eprintln!("fft: n = 2^{lg}: mbsp Multi-BSP, levels {levels:?}");
-            let (t, plan, y) = bsp(&x, levels[0], &levels[1..], samples);
-            let choice = c.choose(n, &levels);
-            rows.push(Row {
-                n,
-                variant: "mbsp-multi".into(),
-                p: total,
-                seconds: t.median(),
-                plan_seconds: plan,
-                rel_error: rel_error(&y, &want),
-                // With one level the Multi-BSP FFT is the flat one.
-                predicted: Some(if levels.len() > 1 {
-                    choice.nested
-                } else {
-                    choice.flat
-                }),
-            });
-            choices.push((n, choice));
+        let multi = !levels.is_empty() && total <= n;
+        let rounds = o.rounds.clamp(1, samples);
+        let mut figs = Figures::default();
+        let mut want = Vec::new();
+        for round in 0..rounds {
+            // Samples of this round: `samples` in all, spread over the rounds.
+            let k = samples / rounds + usize::from(round < samples % rounds);
+            let of = |what: &str| {
+                eprintln!("fft: n = 2^{lg}, round {}/{rounds}: {what}", round + 1);
+            };
+            of("sequential rustfft and mbsp p = 1 (interleaved)");
+            let ((t, plan), (t1, plan1), y) = rustfft_and_p1(&x, k);
+            if round == 0 {
+                want = y;
+            }
+            figs.add("rustfft", 1, t, plan, 0.0);
+            if o.procs.contains(&1) {
+                figs.add("mbsp-flat", 1, t1, plan1, 0.0);
+            }
+            #[cfg(feature = "fftw")]
+            for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
+                of(&format!("FFTW, {threads} thread(s)"));
+                let (t, plan, y) = fftw(&x, threads, k)?;
+                let variant = if threads == 1 { "fftw" } else { "fftw-threads" };
+                figs.add(variant, threads, t, plan, rel_error(&y, &want));
+            }
+            for &p in o.procs.iter().filter(|&&p| p > 1 && p <= n) {
+                of(&format!("mbsp flat, p = {p}"));
+                let (t, plan, y) = bsp(&x, p, &[], k);
+                figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+            }
+            if multi {
+                of(&format!("mbsp Multi-BSP, levels {levels:?}"));
+                let (t, plan, y) = bsp(&x, levels[0], &levels[1..], k);
+                figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
+            }
         }
+        for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
+            prm.r = flops(n) / figs.median("rustfft", 1);
+        }
+        let choice = multi.then(|| c.choose(n, &levels));
+        choices.extend(choice.map(|ch| (n, ch)));
+        rows.extend(figs.rows(n).map(|mut row| {
+            row.predicted = match row.variant.as_str() {
+                "mbsp-flat" => Some(c.choose(n, &[row.p]).flat),
+                // With one level the Multi-BSP FFT is the flat one.
+                "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
+                "mbsp-multi" => choice.map(|ch| ch.flat),
+                _ => None,
+            };
+            row
+        }));
     }
     if let Some(path) = &o.csv {
         write_csv(path, &rows).map_err(|e| format!("--csv {path}: {e}"))?;

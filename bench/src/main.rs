@@ -270,6 +270,10 @@ enum Bench {
         /// Timed transforms per figure (the median is printed).
         #[arg(long, default_value_t = 9)]
         samples: usize,
+        /// Rounds the samples are taken in, every variant in turn each round (a change of the
+        /// machine's speed then reaches all variants alike).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         /// A seconds-long smoke run (n = 2^10 ... 2^14); the numbers are not meaningful.
         #[arg(long)]
         quick: bool,
@@ -569,6 +573,7 @@ fn main() {
                 max_log,
                 procs,
                 samples,
+                rounds,
                 quick,
                 json,
                 csv,
@@ -586,6 +591,7 @@ fn main() {
                     max_log,
                     procs,
                     samples: if quick { 3 } else { samples.max(1) },
+                    rounds: if quick { 1 } else { rounds.max(1) },
                     json,
                     csv,
                     plot,

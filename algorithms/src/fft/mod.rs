@@ -17,6 +17,23 @@
 //! length-`p` FFTs come out in order too. The inverse runs the same steps with `ω⁻¹` and folds
 //! the `1/n` scaling into the twiddles.
 //!
+//! **Split local FFT.** With `p² ≤ n` and sequential local work, steps (1)-(2) are done
+//! differently (same packs, same superstep): seeing the local array as `p` rows of
+//! `b = n/p²`, with `t = t' + b·j` and `k₁ = r + p·u`,
+//!
+//! ```text
+//! X[r + p·u] = Σ_{t'} ω_b^{t'·u} · ( ω_{n/p}^{t'·r} · Σ_j x[t' + b·j] ω_p^{j·r} )
+//! ```
+//!
+//! so one pass does length-`p` transforms down the columns and the twiddles `ω_{n/p}^{t'·r}`,
+//! and `p` kernels of length `b` write pack `r` (the entries `k₁ ≡ r (mod p)` in order) out
+//! of place, straight into the pack buffer; the twiddles `ω_n^{s·k₁}` of step (2) are
+//! multiplied in by the receiver while it does step (4), one pass over cached slabs (for
+//! `p = 2`, the fetch, the twiddle and the butterfly are one loop). Against a whole local FFT
+//! followed by a twiddle-and-pack pass this saves a pass over memory and runs kernels `p` times
+//! shorter (they fit the caches better): at n = 2^18, p = 2 on the 2-core test machine the
+//! process-local part went from about 1150 µs to 800 µs (see `fft::split` in the sources).
+//!
 //! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
 //! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),
 //! read by direct gets (one copy). The packs are double-buffered across calls, so a transform
@@ -44,6 +61,7 @@
 
 pub mod multi;
 mod plan;
+mod split;
 
 pub use multi::{Choice, FftCost, MultiFft, Variant, fft_multi, hierarchy};
 pub use num_complex::Complex;

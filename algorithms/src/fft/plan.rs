@@ -1,5 +1,6 @@
 //! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)).
 
+use super::split::{self, Gather, Scratch};
 use super::{Complex, Float};
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
@@ -81,6 +82,13 @@ fn twiddles<T: Float>(me: usize, n: usize, m: usize, sign: f64, scale: f64) -> V
         .collect()
 }
 
+/// The twiddles of the split local FFT: `ω_m^{sign·r·t}` for `t < m/p`, rows `r = 1 .. p`.
+fn split_twiddles<T: Float>(m: usize, p: usize, sign: f64) -> Vec<Complex<T>> {
+    (1..p)
+        .flat_map(|r| twiddles(r, m, m / p, sign, 1.0))
+        .collect()
+}
+
 /// Complex entries per tile row of the length-p transforms (a tile of p rows stays in L1/L2).
 const TILE: usize = 2048;
 
@@ -112,7 +120,9 @@ const TILE: usize = 2048;
 /// ```
 pub struct BspFft<T: Float> {
     t: Arc<Tables<T>>,
-    scratch: Vec<Complex<T>>,
+    scratch: Scratch<T>,
+    /// A fetched row slab of the split transform.
+    slab: Vec<Complex<T>>,
     packs: [Reg<Complex<T>>; 2],
     parity: usize,
     tile: Vec<Complex<T>>,
@@ -143,9 +153,18 @@ pub(crate) struct Tables<T: Float> {
     gstride: usize,
     /// The group-cyclic redistributions before the final exchange (empty when `p² ≤ n`).
     levels: Vec<Level<T>>,
+    /// Whether the local FFT is split (see `split_local`): the flat sequential case with
+    /// `p > 1`, `p² ≤ n`.
+    split: bool,
+    /// The sequential kernel: of length `n/p`, or `n/p²` when split.
     fwd: Arc<dyn Fft<T>>,
-    /// `ω_n^{me·k₁}` for `k₁ < n/p`.
+    /// `ω_n^{me·k₁}` for `k₁ < n/p`; when split, `ω_{n/p}^{r·t}` for `t < n/p²`, row `r - 1`
+    /// for `r = 1 .. p`.
     tw_fwd: Vec<Complex<T>>,
+    /// When split: the factors `ω_n^{s·me}` (forward) and `ω_n^{-s·me}/n` (inverse) of the
+    /// packs fetched from process `s` (the twiddles the sender leaves out).
+    row_fwd: Vec<Complex<T>>,
+    row_inv: Vec<Complex<T>>,
     /// The inverse kernel and twiddles (scaling folded in), made at the first inverse
     /// transform: planning is a large part of a plan's cost, and many users only go forward.
     inverse: std::sync::OnceLock<Kernel<T>>,
@@ -175,8 +194,13 @@ impl<T: Float> Tables<T> {
             Direction::Forward => (&self.fwd, &self.tw_fwd),
             Direction::Inverse => {
                 let (k, tw) = self.inverse.get_or_init(|| {
-                    let k = FftPlanner::<T>::new().plan_fft_inverse(self.m);
-                    (k, twiddles(self.me, self.n, self.m, 1.0, self.inv_scale))
+                    let k = FftPlanner::<T>::new().plan_fft_inverse(self.fwd.len());
+                    let tw = if self.split {
+                        split_twiddles(self.m, self.p, 1.0)
+                    } else {
+                        twiddles(self.me, self.n, self.m, 1.0, self.inv_scale)
+                    };
+                    (k, tw)
                 });
                 (k, tw)
             }
@@ -187,8 +211,9 @@ impl<T: Float> Tables<T> {
     /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
     pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
         let m = n / p;
+        let split = p > 1 && p * p <= n && !local_scaled;
         let mut planner = FftPlanner::<T>::new();
-        let fwd = planner.plan_fft_forward(m);
+        let fwd = planner.plan_fft_forward(if split { m / p } else { m });
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
         // Group-cyclic stages while the group is larger than the local length: the group of
         // `gp` processes `gbase + gstride·j` doing a transform of length `m·gp` hands column
@@ -221,8 +246,19 @@ impl<T: Float> Tables<T> {
             gbase: me % gstride,
             gstride,
             levels,
+            split,
             fwd,
-            tw_fwd: twiddles(me, n, m, -1.0, 1.0),
+            tw_fwd: if split {
+                split_twiddles(m, p, -1.0)
+            } else {
+                twiddles(me, n, m, -1.0, 1.0)
+            },
+            row_fwd: (0..if split { p } else { 0 })
+                .map(|s| root(s * me, n, -1.0, 1.0))
+                .collect(),
+            row_inv: (0..if split { p } else { 0 })
+                .map(|s| root(s * me, n, 1.0, scale))
+                .collect(),
             inverse: std::sync::OnceLock::new(),
             inv_scale: scale,
             roots: (0..gp / 2).map(|j| root(j, gp, -1.0, 1.0)).collect(),
@@ -259,7 +295,10 @@ impl<T: Float> BspFft<T> {
     pub(crate) fn with_tables(ctx: &mut Ctx, t: Arc<Tables<T>>) -> Result<Self> {
         let (p, me, n, m, b) = (t.p, t.me, t.n, t.m, t.b);
         let zero = Complex::new(T::zero(), T::zero());
-        let scratch_len = t.fwd.get_inplace_scratch_len();
+        let scratch_len = t
+            .fwd
+            .get_inplace_scratch_len()
+            .max(t.fwd.get_outofplace_scratch_len());
         let packs = [ctx.push_reg(vec![zero; m])?, ctx.push_reg(vec![zero; m])?];
         // Every process checks its left neighbour's n in the registration superstep.
         let tag = vec![0u8; ctx.tagsize()];
@@ -297,8 +336,8 @@ impl<T: Float> BspFft<T> {
             ));
         }
         Ok(BspFft {
-            // A few spare entries, so that the kernel's scratch can start on a cache line.
-            scratch: vec![zero; scratch_len + 8],
+            scratch: Scratch::new(scratch_len),
+            slab: vec![zero; if t.split { split::SLAB } else { 0 }],
             packs,
             parity: 0,
             // Only the p² > n path gathers all packs; the others work in the local array.
@@ -381,6 +420,9 @@ impl<T: Float> BspFft<T> {
             && t.levels.is_empty()
         {
             return self.transform_nested(ctx, local, dir, below, &t);
+        }
+        if t.split && below.is_none() {
+            return self.transform_split(ctx, local, dir, &t);
         }
         let (kernel, tw) = t.kernel(dir);
         // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
@@ -480,17 +522,66 @@ impl<T: Float> BspFft<T> {
     ) -> Result<()> {
         match below {
             None => {
-                let len = kernel.get_inplace_scratch_len();
-                if self.scratch.len() < len + 8 {
-                    self.scratch
-                        .resize(len + 8, Complex::new(T::zero(), T::zero()));
-                }
-                let skew = self.scratch.as_ptr().align_offset(64).min(8);
-                kernel.process_with_scratch(local, &mut self.scratch[skew..skew + len]);
+                let scratch = self.scratch.get(kernel.get_inplace_scratch_len());
+                kernel.process_with_scratch(local, scratch);
                 Ok(())
             }
             Some(below) => below.transform(ctx, local, dir),
         }
+    }
+
+    /// The flat transform with sequential local work and `p² ≤ n`, its local FFT split in two
+    /// (one pass less over memory than a whole local FFT followed by twiddle-and-pack, and
+    /// kernels `p` times shorter): see the [module docs](super).
+    fn transform_split(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        t: &Tables<T>,
+    ) -> Result<()> {
+        let (kernel, tw) = t.kernel(dir);
+        let inverse = dir == Direction::Inverse;
+        let (p, b) = (t.p, t.b);
+        // (1) Length-p transforms down the columns of the p rows of b, natural order in and
+        // bit-reversed out; row i (frequency r = bitrev(i)) times ω_{n/p}^{r·t}.
+        split::dif_pass(local, p, &t.roots, &t.bitrev, tw, inverse);
+        // (2) The rows' FFTs of length b, out of place: row i gives entries k₁ ≡ bitrev(i)
+        // (mod p) of the local FFT in order, which is pack bitrev(i) before its twiddles.
+        let pack = ctx.local_mut(&mut self.packs[self.parity])?;
+        let scratch = self.scratch.get(kernel.get_outofplace_scratch_len());
+        for (i, row) in local.chunks_exact_mut(b).enumerate() {
+            let r = t.bitrev[i];
+            kernel.process_outofplace_with_scratch(row, &mut pack[r * b..][..b], scratch);
+        }
+        // The packs of the other parity may still be read by slow processes of the previous
+        // superstep, these ones only after this sync.
+        ctx.sync()?;
+        self.parity ^= 1;
+        let par = self.parity ^ 1;
+        // (3) Fetch slab by slab, multiply in the twiddles ω_n^{s·k₁} (k₁ = me + p·u) the
+        // senders left out, ω_n^{s·me}·ω_{n/p}^{s·u} (the second factor is row s of the split
+        // twiddles), and 1/n when inverse; the length-p FFTs across the packs.
+        let packs = &self.packs[par];
+        let own = ctx.local(packs)?;
+        let mut fetch = |s: usize, from: usize, dst: &mut [Complex<T>]| {
+            // SAFETY: pid `s` wrote this pack before the last sync and rewrites it only after
+            // the next one (double buffering); `dst` is private.
+            unsafe { ctx.direct_get(s, packs, from, dst) }
+        };
+        let gather = Gather {
+            me: t.me,
+            p,
+            own,
+            fetch: &mut fetch,
+            tw,
+            rows: if inverse { &t.row_inv } else { &t.row_fwd },
+            roots: &t.roots,
+            bitrev: &t.bitrev,
+            inverse,
+            slab: &mut self.slab,
+        };
+        split::gather_pass(local, gather)
     }
 
     /// The transform with the cores below doing the local work (Multi-BSP): a nested run
@@ -603,7 +694,8 @@ const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
 
 /// In-place radix-2 FFTs of length `p` down the columns of a tile of `p` rows of stride `c`
 /// (the first `cl` columns), rows in bit-reversed order on input, natural order on output.
-fn butterflies<T: Float>(
+#[inline(always)]
+pub(crate) fn butterflies<T: Float>(
     tile: &mut [Complex<T>],
     p: usize,
     c: usize,
