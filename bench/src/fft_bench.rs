@@ -216,6 +216,9 @@ fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec
         let mut local = mine.clone();
         plan.forward(ctx, &mut local)?;
         let result = local.clone();
+        // Warm up the other parity's pack buffers too (transforms alternate between two).
+        local.copy_from_slice(&mine);
+        plan.forward(ctx, &mut local)?;
         let mut times = Vec::with_capacity(samples);
         for _ in 0..samples {
             local.copy_from_slice(&mine);
