@@ -1,6 +1,6 @@
 //! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)).
 
-use super::split::{self, Gather, Scratch};
+use super::split::{self, Gather, Scratch, Twiddles};
 use super::{Complex, Float};
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
@@ -57,7 +57,7 @@ pub(crate) fn sequential<T: Float>(data: &mut [Complex<T>], dir: Direction) {
 }
 
 /// `e^{sign·2πi·num/den}` computed in f64 (the argument reduced exactly first).
-fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {
+pub(crate) fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {
     let a = sign * 2.0 * std::f64::consts::PI * ((num % den) as f64) / den as f64;
     let (s, c) = a.sin_cos();
     let f = |x: f64| T::from_f64(x * scale).expect("a float");
@@ -79,13 +79,6 @@ fn twiddles<T: Float>(me: usize, n: usize, m: usize, sign: f64, scale: f64) -> V
             let z = hi[k / L] * lo[k % L];
             Complex::new(f(z.re), f(z.im))
         })
-        .collect()
-}
-
-/// The twiddles of the split local FFT: `ω_m^{sign·r·t}` for `t < m/p`, rows `r = 1 .. p`.
-fn split_twiddles<T: Float>(m: usize, p: usize, sign: f64) -> Vec<Complex<T>> {
-    (1..p)
-        .flat_map(|r| twiddles(r, m, m / p, sign, 1.0))
         .collect()
 }
 
@@ -153,18 +146,13 @@ pub(crate) struct Tables<T: Float> {
     gstride: usize,
     /// The group-cyclic redistributions before the final exchange (empty when `p² ≤ n`).
     levels: Vec<Level<T>>,
-    /// Whether the local FFT is split (see `split_local`): the flat sequential case with
-    /// `p > 1`, `p² ≤ n`.
-    split: bool,
+    /// The twiddles of the split local FFT (see the [module docs](super)): the flat case with
+    /// `p > 1`, `p² ≤ n` and sequential local work.
+    split: Option<Twiddles<T>>,
     /// The sequential kernel: of length `n/p`, or `n/p²` when split.
     fwd: Arc<dyn Fft<T>>,
-    /// `ω_n^{me·k₁}` for `k₁ < n/p`; when split, `ω_{n/p}^{r·t}` for `t < n/p²`, row `r - 1`
-    /// for `r = 1 .. p`.
+    /// `ω_n^{me·k₁}` for `k₁ < n/p` (empty when split).
     tw_fwd: Vec<Complex<T>>,
-    /// When split: the factors `ω_n^{s·me}` (forward) and `ω_n^{-s·me}/n` (inverse) of the
-    /// packs fetched from process `s` (the twiddles the sender leaves out).
-    row_fwd: Vec<Complex<T>>,
-    row_inv: Vec<Complex<T>>,
     /// The inverse kernel and twiddles (scaling folded in), made at the first inverse
     /// transform: planning is a large part of a plan's cost, and many users only go forward.
     inverse: std::sync::OnceLock<Kernel<T>>,
@@ -195,8 +183,8 @@ impl<T: Float> Tables<T> {
             Direction::Inverse => {
                 let (k, tw) = self.inverse.get_or_init(|| {
                     let k = FftPlanner::<T>::new().plan_fft_inverse(self.fwd.len());
-                    let tw = if self.split {
-                        split_twiddles(self.m, self.p, 1.0)
+                    let tw = if self.split.is_some() {
+                        Vec::new()
                     } else {
                         twiddles(self.me, self.n, self.m, 1.0, self.inv_scale)
                     };
@@ -246,19 +234,13 @@ impl<T: Float> Tables<T> {
             gbase: me % gstride,
             gstride,
             levels,
-            split,
+            split: split.then(|| Twiddles::new(n, p, me, scale)),
             fwd,
             tw_fwd: if split {
-                split_twiddles(m, p, -1.0)
+                Vec::new()
             } else {
                 twiddles(me, n, m, -1.0, 1.0)
             },
-            row_fwd: (0..if split { p } else { 0 })
-                .map(|s| root(s * me, n, -1.0, 1.0))
-                .collect(),
-            row_inv: (0..if split { p } else { 0 })
-                .map(|s| root(s * me, n, 1.0, scale))
-                .collect(),
             inverse: std::sync::OnceLock::new(),
             inv_scale: scale,
             roots: (0..gp / 2).map(|j| root(j, gp, -1.0, 1.0)).collect(),
@@ -337,7 +319,7 @@ impl<T: Float> BspFft<T> {
         }
         Ok(BspFft {
             scratch: Scratch::new(scratch_len),
-            slab: vec![zero; if t.split { split::SLAB } else { 0 }],
+            slab: vec![zero; if t.split.is_some() { split::SLAB } else { 0 }],
             packs,
             parity: 0,
             // Only the p² > n path gathers all packs; the others work in the local array.
@@ -421,8 +403,10 @@ impl<T: Float> BspFft<T> {
         {
             return self.transform_nested(ctx, local, dir, below, &t);
         }
-        if t.split && below.is_none() {
-            return self.transform_split(ctx, local, dir, &t);
+        if let Some(tw) = &t.split
+            && below.is_none()
+        {
+            return self.transform_split(ctx, local, dir, &t, tw);
         }
         let (kernel, tw) = t.kernel(dir);
         // (1) Local FFT, in order: sequential, or a nested BSP FFT over the cores below.
@@ -539,8 +523,9 @@ impl<T: Float> BspFft<T> {
         local: &mut [Complex<T>],
         dir: Direction,
         t: &Tables<T>,
+        tw: &Twiddles<T>,
     ) -> Result<()> {
-        let (kernel, tw) = t.kernel(dir);
+        let kernel = t.kernel(dir).0;
         let inverse = dir == Direction::Inverse;
         let (p, b) = (t.p, t.b);
         // (1) Length-p transforms down the columns of the p rows of b, natural order in and
@@ -575,7 +560,6 @@ impl<T: Float> BspFft<T> {
             own,
             fetch: &mut fetch,
             tw,
-            rows: if inverse { &t.row_inv } else { &t.row_fwd },
             roots: &t.roots,
             bitrev: &t.bitrev,
             inverse,

@@ -14,6 +14,72 @@ use mbsp::Result;
 /// Complex entries per row of a slab.
 pub(crate) const SLAB: usize = 512;
 
+/// The twiddles of the two passes of process `me`: `ω_m^{r·u}` (`m = n/p`) for `u < b = m/p`
+/// and `r = 1 .. p`, kept as a per-slab factor times a within-slab factor — two small tables
+/// that stay in cache, where a whole table (`n/p` entries) would be streamed from memory by
+/// both passes — and the factors of the rows the gather pass fetches.
+pub(crate) struct Twiddles<T: Float> {
+    /// `ω_m^{r·j}` for `j < min(SLAB, b)`, row `r - 1`.
+    lo: Vec<Complex<T>>,
+    /// `ω_m^{r·h·SLAB}` for `h < ⌈b / SLAB⌉`, row `r - 1`.
+    hi: Vec<Complex<T>>,
+    /// The factor of the row fetched from process `s`: `ω_n^{s·me}` forward, `ω_n^{-s·me}`
+    /// times the inverse scale when inverse.
+    row_fwd: Vec<Complex<T>>,
+    row_inv: Vec<Complex<T>>,
+}
+
+impl<T: Float> Twiddles<T> {
+    /// The twiddles of process `me` of `p` for length `n`, inverse scaled by `scale`.
+    pub(crate) fn new(n: usize, p: usize, me: usize, scale: f64) -> Self {
+        let m = n / p;
+        let b = m / p;
+        let (w, h) = (SLAB.min(b), b.div_ceil(SLAB));
+        let root = |k: usize, sign: f64, scale: f64| super::plan::root::<T>(k, n, sign, scale);
+        Twiddles {
+            // ω_m^k = ω_n^{p·k}.
+            lo: (1..p)
+                .flat_map(|r| (0..w).map(move |j| root(p * r * j, -1.0, 1.0)))
+                .collect(),
+            hi: (1..p)
+                .flat_map(|r| (0..h).map(move |i| root(p * r * i * SLAB, -1.0, 1.0)))
+                .collect(),
+            row_fwd: (0..p).map(|s| root(s * me, -1.0, 1.0)).collect(),
+            row_inv: (0..p).map(|s| root(s * me, 1.0, scale)).collect(),
+        }
+    }
+
+    /// `k·ω_m^{±r·u}` for the `out.len()` entries `u = e0 ..` of a slab (`e0` a multiple of
+    /// `SLAB`), conjugated when `inverse`.
+    #[inline(always)]
+    fn slab(&self, r: usize, e0: usize, k: Complex<T>, inverse: bool, out: &mut [Complex<T>]) {
+        let w = self.lo.len() / (self.row_fwd.len() - 1);
+        let h = self.hi.len() / (self.row_fwd.len() - 1);
+        let hi = self.hi[(r - 1) * h + e0 / SLAB];
+        let lo = &self.lo[(r - 1) * w..][..out.len()];
+        if inverse {
+            let f = k * hi.conj();
+            for (o, l) in out.iter_mut().zip(lo) {
+                *o = f * l.conj();
+            }
+        } else {
+            let f = k * hi;
+            for (o, l) in out.iter_mut().zip(lo) {
+                *o = f * l;
+            }
+        }
+    }
+
+    /// The factor of the row fetched from process `s`.
+    fn row(&self, s: usize, inverse: bool) -> Complex<T> {
+        if inverse {
+            self.row_inv[s]
+        } else {
+            self.row_fwd[s]
+        }
+    }
+}
+
 /// Whether the AVX2 + FMA versions may run (the standard library caches the detection).
 #[cfg(target_arch = "x86_64")]
 fn avx2() -> bool {
@@ -21,13 +87,13 @@ fn avx2() -> bool {
 }
 
 /// The first pass: length-`p` DIF transforms down the columns of `local` seen as `p` rows of
-/// `b` (natural order in, bit-reversed out), and row `i` times row `bitrev[i] - 1` of `tw`.
+/// `b` (natural order in, bit-reversed out), and row `i` times `ω_m^{±bitrev(i)·u}`.
 pub(crate) fn dif_pass<T: Float>(
     local: &mut [Complex<T>],
     p: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
-    tw: &[Complex<T>],
+    tw: &Twiddles<T>,
     inverse: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -45,7 +111,7 @@ fn dif_pass_avx2<T: Float>(
     p: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
-    tw: &[Complex<T>],
+    tw: &Twiddles<T>,
     inverse: bool,
 ) {
     dif_pass_body(local, p, roots, bitrev, tw, inverse)
@@ -57,17 +123,19 @@ fn dif_pass_body<T: Float>(
     p: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
-    tw: &[Complex<T>],
+    tw: &Twiddles<T>,
     inverse: bool,
 ) {
     let b = local.len() / p;
+    let one = Complex::new(T::one(), T::zero());
+    let mut w = [one; SLAB];
     let mut e0 = 0;
     while e0 < b {
         let cl = SLAB.min(b - e0);
         dif_butterflies(&mut local[e0..], p, b, cl, roots, inverse);
         for i in 1..p {
-            let w = &tw[(bitrev[i] - 1) * b + e0..][..cl];
-            for (x, w) in local[i * b + e0..][..cl].iter_mut().zip(w) {
+            tw.slab(bitrev[i], e0, one, inverse, &mut w[..cl]);
+            for (x, w) in local[i * b + e0..][..cl].iter_mut().zip(&w) {
                 *x = *x * w;
             }
         }
@@ -87,10 +155,7 @@ pub(crate) struct Gather<'a, T: Float> {
     pub(crate) own: &'a [Complex<T>],
     /// `fetch(s, from, dst)` copies entries `from ..` of process `s`'s packs into `dst`.
     pub(crate) fetch: &'a mut Fetch<'a, T>,
-    /// Row `s - 1` is `ω_{n/p}^{±s·u}`, `u < b`, for `s = 1 .. p`.
-    pub(crate) tw: &'a [Complex<T>],
-    /// The factor of row `s` (`ω_n^{±s·me}`, times `1/n` when inverse).
-    pub(crate) rows: &'a [Complex<T>],
+    pub(crate) tw: &'a Twiddles<T>,
     pub(crate) roots: &'a [Complex<T>],
     pub(crate) bitrev: &'a [usize],
     pub(crate) inverse: bool,
@@ -120,10 +185,11 @@ fn gather_pass_avx2<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
 fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Result<()> {
     let (p, me) = (g.p, g.me);
     let b = local.len() / p;
+    let mut w = [Complex::new(T::zero(), T::zero()); SLAB];
     if p == 2 {
         // One pass: the other process's slab through `slab`, this one's read in place, the
         // butterfly written straight to both output rows.
-        let (k0, k1) = (g.rows[0], g.rows[1]);
+        let k0 = g.tw.row(0, g.inverse);
         let (lo, hi) = local.split_at_mut(b);
         let mut e0 = 0;
         while e0 < b {
@@ -136,17 +202,18 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
             } else {
                 (&*theirs, mine)
             };
-            let w = &g.tw[e0..e0 + cl];
+            let w = &mut w[..cl];
+            g.tw.slab(1, e0, g.tw.row(1, g.inverse), g.inverse, w);
             let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
             if g.inverse {
-                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(w) {
-                    let (a, c) = (*a * k0, *c * (k1 * w));
+                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(&*w) {
+                    let (a, c) = (*a * k0, *c * w);
                     *y0 = a + c;
                     *y1 = a - c;
                 }
             } else {
-                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(w) {
-                    let c = *c * (k1 * w);
+                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(&*w) {
+                    let c = *c * w;
                     *y0 = *a + c;
                     *y1 = *a - c;
                 }
@@ -166,11 +233,12 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
             } else {
                 (g.fetch)(s, from, dst)?;
             }
-            let k = g.rows[s];
+            let k = g.tw.row(s, g.inverse);
             if s > 0 {
-                let w = &g.tw[(s - 1) * b + e0..][..cl];
-                for (x, w) in dst.iter_mut().zip(w) {
-                    *x = *x * (k * w);
+                let w = &mut w[..cl];
+                g.tw.slab(s, e0, k, g.inverse, w);
+                for (x, w) in dst.iter_mut().zip(&*w) {
+                    *x = *x * w;
                 }
             } else if g.inverse {
                 dst.iter_mut().for_each(|x| *x = *x * k);
