@@ -14,7 +14,7 @@
 
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
-use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy};
+use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len};
 use plotters::prelude::*;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -50,7 +50,7 @@ struct Row {
     seconds: f64,
     plan_seconds: f64,
     rel_error: f64,
-    /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at this n).
+    /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at the kernels' length).
     predicted: Option<f64>,
 }
 
@@ -197,6 +197,25 @@ impl Figures {
     }
 }
 
+/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64):
+/// from `rates` (the sweep's own measurements), else measured now (7 transforms, median).
+pub(crate) fn rate(rates: &mut std::collections::BTreeMap<usize, f64>, len: usize) -> f64 {
+    let len = len.max(64);
+    *rates.entry(len).or_insert_with(|| {
+        let plan = rustfft::FftPlanner::new().plan_fft_forward(len);
+        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+        let x = random(len, 0x9e37_79b9_7f4a_7c15);
+        let mut y = x.clone();
+        let times = Samples::collect(7, || {
+            y.copy_from_slice(&x);
+            let t = Instant::now();
+            plan.process_with_scratch(&mut y, &mut scratch);
+            t.elapsed().as_secs_f64()
+        });
+        flops(len) / times.median()
+    })
+}
+
 /// The smallest n of the targets summary.
 const LARGE: usize = 1 << 16;
 
@@ -263,6 +282,7 @@ pub fn run(o: &Options) -> Result<(), String> {
          `cargo run --release -p mbsp-bench --features fftw -- bench fft`)"
     );
     let mut choices = Vec::new();
+    let mut rates = std::collections::BTreeMap::new();
     for lg in o.min_log..=o.max_log {
         let n = 1usize << lg;
         let samples = if n >= 1 << 22 {
@@ -271,8 +291,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             o.samples
         };
         let x = random(n, 0x2545_f491_4f6c_dd1d);
-        // The kernel's rate on this n (rustfft, measured below) is r of the cost model.
-        let mut c = cost;
+        let c = cost;
         let total: usize = levels.iter().product();
         let multi = !levels.is_empty() && total <= n;
         let rounds = o.rounds.clamp(1, samples);
@@ -311,14 +330,21 @@ pub fn run(o: &Options) -> Result<(), String> {
                 figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
             }
         }
-        for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
-            prm.r = flops(n) / figs.median("rustfft", 1);
-        }
-        let choice = multi.then(|| c.choose(n, &levels));
+        rates.insert(n, flops(n) / figs.median("rustfft", 1));
+        // r of the cost model: rustfft's rate at the length of the kernels the transform runs.
+        let mut at = |p: usize| {
+            let mut c = c;
+            let r = rate(&mut rates, kernel_len(n, p));
+            for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
+                prm.r = r;
+            }
+            c
+        };
+        let choice = multi.then(|| at(total).choose(n, &levels));
         choices.extend(choice.map(|ch| (n, ch)));
         rows.extend(figs.rows(n).map(|mut row| {
             row.predicted = match row.variant.as_str() {
-                "mbsp-flat" => Some(c.choose(n, &[row.p]).flat),
+                "mbsp-flat" => Some(at(row.p).choose(n, &[row.p]).flat),
                 // With one level the Multi-BSP FFT is the flat one.
                 "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
                 "mbsp-multi" => choice.map(|ch| ch.flat),
@@ -398,7 +424,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     targets(&rows);
     println!(
         "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
-         (r = rustfft's rate at that n, measured above; g and l: MBSP_PARAMS or the defaults) \
+         (r = rustfft's rate at the kernels' length n/p² (n/p when p² > n); g and l: MBSP_PARAMS or the defaults) \
          per n: predicted flat / nested, choice"
     );
     for (n, c) in &choices {

@@ -1,8 +1,10 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
-use crate::fft_bench::{random, rel_error};
+use crate::fft_bench::{random, rate, rel_error};
 use mbsp_algorithms::cost::Params;
-use mbsp_algorithms::fft::{Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy};
+use mbsp_algorithms::fft::{
+    Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len,
+};
 use serde_json::json;
 use std::time::Instant;
 
@@ -142,9 +144,12 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
     let planning = r[0].2;
     let rel_error = rel_error(&y, &want);
+    // r: rustfft's rate at the length of the kernels a flat transform over all processes runs.
+    let mut rates = std::collections::BTreeMap::from([(n, flops(n) / seq)]);
+    let r = rate(&mut rates, kernel_len(n, tree.iter().product()));
     let mut cost = *params;
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
-        prm.r = flops(n) / seq;
+        prm.r = r;
     }
     let choice = cost.choose(n, &tree);
     let variant = if o.nested && levels.len() > 1 {
