@@ -130,6 +130,22 @@ fn dif_pass_body<T: Float>(
     let one = Complex::new(T::one(), T::zero());
     let mut w = [one; SLAB];
     let mut e0 = 0;
+    if p == 2 {
+        // One loop: the butterfly and the twiddle of the second row.
+        let (lo, hi) = local.split_at_mut(b);
+        while e0 < b {
+            let cl = SLAB.min(b - e0);
+            tw.slab(1, e0, one, inverse, &mut w[..cl]);
+            let rows = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
+            for ((x, y), w) in rows.zip(&w) {
+                let d = *x - *y;
+                *x = *x + *y;
+                *y = d * w;
+            }
+            e0 += cl;
+        }
+        return;
+    }
     while e0 < b {
         let cl = SLAB.min(b - e0);
         dif_butterflies(&mut local[e0..], p, b, cl, roots, inverse);
