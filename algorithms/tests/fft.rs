@@ -231,6 +231,58 @@ fn single_precision() {
     });
 }
 
+/// The split local FFT's special cases (`fft::kernel_len`): p = 2 splits its local array in
+/// four rows from n = 2^19 on and in two below; p = 4 uses the radix-4 pass. Forward and
+/// inverse against sequential rustfft on both sides of the threshold, in f64 and f32, and
+/// repeated transforms on one plan (both pack parities).
+#[test]
+fn split_local_fft_on_both_sides_of_its_thresholds() {
+    within(120, || {
+        for (m, p) in [(17, 2), (18, 2), (19, 2), (12, 4), (16, 4)] {
+            let n = 1usize << m;
+            let x = random(n, 1000 + m as u64);
+            for dir in [Direction::Forward, Direction::Inverse] {
+                let want = sequential(&x, dir);
+                let got = mbsp::run(p, |ctx| {
+                    let (p, me) = (ctx.nprocs(), ctx.pid());
+                    let mut plan = BspFft::<f64>::new(ctx, n)?;
+                    let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+                    let mut local = mine.clone();
+                    for _ in 0..3 {
+                        local.copy_from_slice(&mine);
+                        plan.transform(ctx, &mut local, dir)?;
+                    }
+                    plan.free(ctx)?;
+                    Ok(local)
+                })
+                .unwrap();
+                let mut y = vec![C::new(0.0, 0.0); n];
+                for (me, local) in got.iter().enumerate() {
+                    for (i, v) in local.iter().enumerate() {
+                        y[me + p * i] = *v;
+                    }
+                }
+                let err = rel_error(&y, &want);
+                assert!(
+                    err <= 1e-13,
+                    "n 2^{m} p {p} {dir:?}: relative error {err:e}"
+                );
+            }
+            let mut x32: Vec<Complex<f32>> = x
+                .iter()
+                .map(|v| Complex::new(v.re as f32, v.im as f32))
+                .collect();
+            fft(&mut x32, p).unwrap();
+            let y: Vec<C> = x32
+                .iter()
+                .map(|v| C::new(v.re as f64, v.im as f64))
+                .collect();
+            let err = rel_error(&y, &sequential(&x, Direction::Forward));
+            assert!(err <= 1e-5, "f32 n 2^{m} p {p}: relative error {err:e}");
+        }
+    });
+}
+
 /// A thousand transforms in one run: one plan, no growth.
 #[test]
 fn many_transforms_in_one_run() {

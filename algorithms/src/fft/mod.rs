@@ -86,21 +86,24 @@ pub fn flops(n: usize) -> f64 {
 }
 
 /// The length of the sequential kernels a flat transform of length `n` over `p` processes
-/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`), else `n/p` (the rate of a
-/// kernel depends on its length through the caches: this is the length to measure `r` at).
+/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; `n/8` for `p = 2` and
+/// `n ≥ 2^19`, split in four), else `n/p` (the rate of a kernel depends on its length through
+/// the caches: this is the length to measure `r` at).
 ///
 /// ```
 /// use mbsp_algorithms::fft::kernel_len;
 /// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
-/// assert_eq!(kernel_len(1 << 20, 2), 1 << 18);
+/// assert_eq!(kernel_len(1 << 20, 2), 1 << 17);
+/// assert_eq!(kernel_len(1 << 18, 2), 1 << 16);
+/// assert_eq!(kernel_len(1 << 12, 2), 1 << 10);
+/// assert_eq!(kernel_len(1 << 20, 4), 1 << 16);
 /// assert_eq!(kernel_len(64, 16), 4); // p² > n: group-cyclic stages of n/p
 /// ```
 pub fn kernel_len(n: usize, p: usize) -> usize {
-    let p = p.max(1);
-    if p > 1 && p * p <= n {
-        n / (p * p)
-    } else {
-        n / p.min(n).max(1)
+    let p = p.clamp(1, n.max(1));
+    match split::rows(n, p) {
+        0 => n / p,
+        rows => n / p / rows,
     }
 }
 

@@ -149,7 +149,9 @@ pub(crate) struct Tables<T: Float> {
     /// The twiddles of the split local FFT (see the [module docs](super)): the flat case with
     /// `p > 1`, `p² ≤ n` and sequential local work.
     split: Option<Twiddles<T>>,
-    /// The sequential kernel: of length `n/p`, or `n/p²` when split.
+    /// The rows the split local FFT has (`split::rows`; 0 when not split).
+    rows: usize,
+    /// The sequential kernel: of length `n/p`, or `n/(p·rows)` when split.
     fwd: Arc<dyn Fft<T>>,
     /// `ω_n^{me·k₁}` for `k₁ < n/p` (empty when split).
     tw_fwd: Vec<Complex<T>>,
@@ -199,9 +201,11 @@ impl<T: Float> Tables<T> {
     /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
     pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
         let m = n / p;
-        let split = p > 1 && p * p <= n && !local_scaled;
+        // Rows of the split local FFT (0: not split); nested processes' tables are not split.
+        let rows = if local_scaled { 0 } else { split::rows(n, p) };
+        let split = rows > 0;
         let mut planner = FftPlanner::<T>::new();
-        let fwd = planner.plan_fft_forward(if split { m / p } else { m });
+        let fwd = planner.plan_fft_forward(if split { m / rows } else { m });
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
         // Group-cyclic stages while the group is larger than the local length: the group of
         // `gp` processes `gbase + gstride·j` doing a transform of length `m·gp` hands column
@@ -234,7 +238,8 @@ impl<T: Float> Tables<T> {
             gbase: me % gstride,
             gstride,
             levels,
-            split: split.then(|| Twiddles::new(n, p, me, scale)),
+            split: split.then(|| Twiddles::new(n, p, rows, me, scale)),
+            rows,
             fwd,
             tw_fwd: if split {
                 Vec::new()
@@ -527,17 +532,20 @@ impl<T: Float> BspFft<T> {
     ) -> Result<()> {
         let kernel = t.kernel(dir).0;
         let inverse = dir == Direction::Inverse;
-        let (p, b) = (t.p, t.b);
-        // (1) Length-p transforms down the columns of the p rows of b, natural order in and
-        // bit-reversed out; row i (frequency r = bitrev(i)) times ω_{n/p}^{r·t}.
-        split::dif_pass(local, p, &t.roots, &t.bitrev, tw, inverse);
-        // (2) The rows' FFTs of length b, out of place: row i gives entries k₁ ≡ bitrev(i)
-        // (mod p) of the local FFT in order, which is pack bitrev(i) before its twiddles.
+        let (p, l) = (t.p, t.rows);
+        let c = t.m / l;
+        // (1) Length-l transforms down the columns of the l rows of c, natural order in and
+        // bit-reversed out; row i (frequency f = bitrev(i)) times ω_{n/p}^{f·t}.
+        split::dif_pass(local, l, &t.roots, &t.bitrev, tw, inverse);
+        // (2) The rows' FFTs of length c, out of place: row i gives the entries k₁ ≡ f
+        // (mod l) of the local FFT in order. With l = p that is pack f before its twiddles;
+        // with p = 2, l = 4 (f = 0, 2, 1, 3) rows 0, 1 are the two blocks of pack 0 and rows
+        // 2, 3 those of pack 1: row i goes to i·c.
         let pack = ctx.local_mut(&mut self.packs[self.parity])?;
         let scratch = self.scratch.get(kernel.get_outofplace_scratch_len());
-        for (i, row) in local.chunks_exact_mut(b).enumerate() {
-            let r = t.bitrev[i];
-            kernel.process_outofplace_with_scratch(row, &mut pack[r * b..][..b], scratch);
+        for (i, row) in local.chunks_exact_mut(c).enumerate() {
+            let at = if l == p { t.bitrev[i] * c } else { i * c };
+            kernel.process_outofplace_with_scratch(row, &mut pack[at..][..c], scratch);
         }
         // The packs of the other parity may still be read by slow processes of the previous
         // superstep, these ones only after this sync.
@@ -557,6 +565,7 @@ impl<T: Float> BspFft<T> {
         let gather = Gather {
             me: t.me,
             p,
+            l,
             own,
             fetch: &mut fetch,
             tw,

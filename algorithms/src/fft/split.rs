@@ -14,8 +14,27 @@ use mbsp::Result;
 /// Complex entries per row of a slab.
 pub(crate) const SLAB: usize = 512;
 
+/// Local lengths from which `p = 2` splits its local FFT in four rows instead of two (kernels
+/// of `n/8`). rustfft is much slower per flop at 2^17 than at 2^16 on the 2-core test machine,
+/// so four rows pay from n = 2^19 on (`mbsp fft --n 524288 -p 2`: 2.11–2.41 ms against
+/// 2.33–2.61 with two rows, three runs each, alternating) and not at n = 2^18 (0.79–0.80 ms
+/// against 0.73–0.76).
+const QUAD_MIN: usize = 1 << 18;
+
+/// The rows `L` the local array of a flat transform of length `n` over `p` processes is split
+/// into (its kernels have length `n/(p·L)`), or 0 when it is not split (`p = 1`, `p² > n`).
+pub(crate) fn rows(n: usize, p: usize) -> usize {
+    if p <= 1 || p * p > n {
+        0
+    } else if p == 2 && n / 2 >= QUAD_MIN {
+        4
+    } else {
+        p
+    }
+}
+
 /// The twiddles of the two passes of process `me`: `ω_m^{r·u}` (`m = n/p`) for `u < b = m/p`
-/// and `r = 1 .. p`, kept as a per-slab factor times a within-slab factor — two small tables
+/// and `r = 1 .. L` (`L` the split's rows), kept as a per-slab factor times a within-slab factor — two small tables
 /// that stay in cache, where a whole table (`n/p` entries) would be streamed from memory by
 /// both passes — and the factors of the rows the gather pass fetches.
 pub(crate) struct Twiddles<T: Float> {
@@ -27,25 +46,29 @@ pub(crate) struct Twiddles<T: Float> {
     /// times the inverse scale when inverse.
     row_fwd: Vec<Complex<T>>,
     row_inv: Vec<Complex<T>>,
+    /// Entries per row of `hi`.
+    hi_len: usize,
 }
 
 impl<T: Float> Twiddles<T> {
-    /// The twiddles of process `me` of `p` for length `n`, inverse scaled by `scale`.
-    pub(crate) fn new(n: usize, p: usize, me: usize, scale: f64) -> Self {
+    /// The twiddles of process `me` of `p` for length `n` split in `l` rows, inverse scaled
+    /// by `scale`.
+    pub(crate) fn new(n: usize, p: usize, l: usize, me: usize, scale: f64) -> Self {
         let m = n / p;
         let b = m / p;
         let (w, h) = (SLAB.min(b), b.div_ceil(SLAB));
         let root = |k: usize, sign: f64, scale: f64| super::plan::root::<T>(k, n, sign, scale);
         Twiddles {
             // ω_m^k = ω_n^{p·k}.
-            lo: (1..p)
+            lo: (1..l)
                 .flat_map(|r| (0..w).map(move |j| root(p * r * j, -1.0, 1.0)))
                 .collect(),
-            hi: (1..p)
+            hi: (1..l)
                 .flat_map(|r| (0..h).map(move |i| root(p * r * i * SLAB, -1.0, 1.0)))
                 .collect(),
             row_fwd: (0..p).map(|s| root(s * me, -1.0, 1.0)).collect(),
             row_inv: (0..p).map(|s| root(s * me, 1.0, scale)).collect(),
+            hi_len: h,
         }
     }
 
@@ -53,8 +76,9 @@ impl<T: Float> Twiddles<T> {
     /// `SLAB`), conjugated when `inverse`.
     #[inline(always)]
     fn slab(&self, r: usize, e0: usize, k: Complex<T>, inverse: bool, out: &mut [Complex<T>]) {
-        let w = self.lo.len() / (self.row_fwd.len() - 1);
-        let h = self.hi.len() / (self.row_fwd.len() - 1);
+        let rows = self.hi.len() / self.hi_len;
+        let w = self.lo.len() / rows;
+        let h = self.hi_len;
         let hi = self.hi[(r - 1) * h + e0 / SLAB];
         let lo = &self.lo[(r - 1) * w..][..out.len()];
         if inverse {
@@ -86,11 +110,12 @@ fn avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// The first pass: length-`p` DIF transforms down the columns of `local` seen as `p` rows of
-/// `b` (natural order in, bit-reversed out), and row `i` times `ω_m^{±bitrev(i)·u}`.
+/// The first pass: length-`l` DIF transforms down the columns of `local` seen as `l` rows
+/// (natural order in, bit-reversed out), and row `i` times `ω_m^{±bitrev(i)·u}`. `roots` and
+/// `bitrev` are those of length `l` (unused for `l = 2, 4`, done by hand).
 pub(crate) fn dif_pass<T: Float>(
     local: &mut [Complex<T>],
-    p: usize,
+    l: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
     tw: &Twiddles<T>,
@@ -99,38 +124,70 @@ pub(crate) fn dif_pass<T: Float>(
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the processor has AVX2 and FMA, checked just now.
-        return unsafe { dif_pass_avx2(local, p, roots, bitrev, tw, inverse) };
+        return unsafe { dif_pass_avx2(local, l, roots, bitrev, tw, inverse) };
     }
-    dif_pass_body(local, p, roots, bitrev, tw, inverse)
+    dif_pass_body(local, l, roots, bitrev, tw, inverse)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn dif_pass_avx2<T: Float>(
     local: &mut [Complex<T>],
-    p: usize,
+    l: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
     tw: &Twiddles<T>,
     inverse: bool,
 ) {
-    dif_pass_body(local, p, roots, bitrev, tw, inverse)
+    dif_pass_body(local, l, roots, bitrev, tw, inverse)
 }
 
 #[inline(always)]
 fn dif_pass_body<T: Float>(
     local: &mut [Complex<T>],
-    p: usize,
+    l: usize,
     roots: &[Complex<T>],
     bitrev: &[usize],
     tw: &Twiddles<T>,
     inverse: bool,
 ) {
-    let b = local.len() / p;
+    let b = local.len() / l;
     let one = Complex::new(T::one(), T::zero());
     let mut w = [one; SLAB];
     let mut e0 = 0;
-    if p == 2 {
+    if l == 4 {
+        // Radix 4 in one loop: rows j = 0..4 in, frequencies 0, 2, 1, 3 out (bit-reversed).
+        let mut w2 = [one; SLAB];
+        let mut w3 = [one; SLAB];
+        let (r01, r23) = local.split_at_mut(2 * b);
+        let (r0, r1) = r01.split_at_mut(b);
+        let (r2, r3) = r23.split_at_mut(b);
+        while e0 < b {
+            let cl = SLAB.min(b - e0);
+            tw.slab(1, e0, one, inverse, &mut w[..cl]);
+            tw.slab(2, e0, one, inverse, &mut w2[..cl]);
+            tw.slab(3, e0, one, inverse, &mut w3[..cl]);
+            let rows = (r0[e0..e0 + cl].iter_mut().zip(&mut r1[e0..e0 + cl]))
+                .zip(r2[e0..e0 + cl].iter_mut().zip(&mut r3[e0..e0 + cl]));
+            for (j, ((a0, a1), (a2, a3))) in rows.enumerate() {
+                let (s02, d02) = (*a0 + *a2, *a0 - *a2);
+                let (s13, d13) = (*a1 + *a3, *a1 - *a3);
+                // ∓i·d13: the odd frequencies' ω₄ = ∓i.
+                let e = if inverse {
+                    Complex::new(-d13.im, d13.re)
+                } else {
+                    Complex::new(d13.im, -d13.re)
+                };
+                *a0 = s02 + s13;
+                *a1 = (s02 - s13) * w2[j];
+                *a2 = (d02 + e) * w[j];
+                *a3 = (d02 - e) * w3[j];
+            }
+            e0 += cl;
+        }
+        return;
+    }
+    if l == 2 {
         // One loop: the butterfly and the twiddle of the second row.
         let (lo, hi) = local.split_at_mut(b);
         while e0 < b {
@@ -148,8 +205,8 @@ fn dif_pass_body<T: Float>(
     }
     while e0 < b {
         let cl = SLAB.min(b - e0);
-        dif_butterflies(&mut local[e0..], p, b, cl, roots, inverse);
-        for i in 1..p {
+        dif_butterflies(&mut local[e0..], l, b, cl, roots, inverse);
+        for i in 1..l {
             tw.slab(bitrev[i], e0, one, inverse, &mut w[..cl]);
             for (x, w) in local[i * b + e0..][..cl].iter_mut().zip(&w) {
                 *x = *x * w;
@@ -167,6 +224,8 @@ pub(crate) type Fetch<'a, T> = dyn FnMut(usize, usize, &mut [Complex<T>]) -> Res
 pub(crate) struct Gather<'a, T: Float> {
     pub(crate) me: usize,
     pub(crate) p: usize,
+    /// The split's rows (`p`, or 4 when `p = 2` splits in four: see `gather_quad`).
+    pub(crate) l: usize,
     /// This process's own packs (all `p` of them, `b` entries each).
     pub(crate) own: &'a [Complex<T>],
     /// `fetch(s, from, dst)` copies entries `from ..` of process `s`'s packs into `dst`.
@@ -202,6 +261,9 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
     let (p, me) = (g.p, g.me);
     let b = local.len() / p;
     let mut w = [Complex::new(T::zero(), T::zero()); SLAB];
+    if g.l > p {
+        return gather_quad(local, g, &mut w);
+    }
     if p == 2 {
         // One pass: the other process's slab through `slab`, this one's read in place, the
         // butterfly written straight to both output rows.
@@ -261,6 +323,58 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
             }
         }
         super::plan::butterflies(&mut local[e0..], p, b, cl, g.roots, g.inverse);
+        e0 += cl;
+    }
+    Ok(())
+}
+
+/// The gather pass of `p = 2` split in four: each pack is two blocks of `c = b/2`, block `v`
+/// entry `u'` being local FFT entry `me + 2·(v + 2u')`, so output `u = v + 2u'` interleaves the
+/// blocks.
+#[inline(always)]
+fn gather_quad<T: Float>(
+    local: &mut [Complex<T>],
+    g: Gather<'_, T>,
+    w: &mut [Complex<T>; SLAB],
+) -> Result<()> {
+    let me = g.me;
+    let b = local.len() / 2;
+    let c = b / 2;
+    let k0 = g.tw.row(0, g.inverse);
+    let (lo, hi) = local.split_at_mut(b);
+    let half = SLAB / 2;
+    let (t0, t1) = g.slab.split_at_mut(half);
+    let mut e0 = 0;
+    while e0 < c {
+        let cl = half.min(c - e0);
+        let (t0, t1) = (&mut t0[..cl], &mut t1[..cl]);
+        (g.fetch)(1 - me, me * b + e0, t0)?;
+        (g.fetch)(1 - me, me * b + c + e0, t1)?;
+        let own0 = &g.own[me * b + e0..][..cl];
+        let own1 = &g.own[me * b + c + e0..][..cl];
+        // Pack entries of processes 0 and 1, block by block.
+        let ((x00, x01), (x10, x11)) = if me == 0 {
+            ((own0, own1), (&*t0, &*t1))
+        } else {
+            ((&*t0, &*t1), (own0, own1))
+        };
+        let w = &mut w[..2 * cl];
+        g.tw.slab(1, 2 * e0, g.tw.row(1, g.inverse), g.inverse, w);
+        let y0 = lo[2 * e0..2 * (e0 + cl)].chunks_exact_mut(2);
+        let y1 = hi[2 * e0..2 * (e0 + cl)].chunks_exact_mut(2);
+        let xs = (x00.iter().zip(x01)).zip(x10.iter().zip(x11));
+        for (((y0, y1), ((a0, a1), (c0, c1))), w) in y0.zip(y1).zip(xs).zip(w.chunks_exact(2)) {
+            let (a0, a1) = if g.inverse {
+                (*a0 * k0, *a1 * k0)
+            } else {
+                (*a0, *a1)
+            };
+            let (c0, c1) = (*c0 * w[0], *c1 * w[1]);
+            y0[0] = a0 + c0;
+            y0[1] = a1 + c1;
+            y1[0] = a0 - c0;
+            y1[1] = a1 - c1;
+        }
         e0 += cl;
     }
     Ok(())
