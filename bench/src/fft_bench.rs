@@ -1,7 +1,7 @@
 //! `mbsp bench fft`: Gflop/s of the BSP FFT against sequential rustfft, in the same run.
 //!
 //! For each n, every variant transforms the same random vector (forward, unscaled) `samples`
-//! times after a warm-up; the median time gives Gflop/s = 5 n log₂ n / t. The samples are
+//! times after the same warm-up (`warmups`); the median time gives Gflop/s = 5 n log₂ n / t. The samples are
 //! taken in `rounds` rounds, each running every variant in turn, so that a change of the
 //! machine's speed during the run (shared machines switch between states) reaches every
 //! variant alike instead of deciding a ratio. Planning (rustfft
@@ -79,6 +79,13 @@ pub(crate) fn rel_error(a: &[C], b: &[C]) -> f64 {
     (d / r).sqrt()
 }
 
+/// Untimed transforms before the samples of every variant in every round: caches, TLB and
+/// the machine's clock settle (a few milliseconds' worth; at least two, so that the BSP FFT
+/// has used both pack buffers).
+fn warmups(n: usize) -> usize {
+    ((1 << 21) / n).max(2)
+}
+
 /// Sequential rustfft, planned once, in place with its scratch, and the BSP FFT on one
 /// process, interleaved sample by sample in one run (same thread, same binding): seconds per
 /// transform of each, the planning seconds of each, and rustfft's result.
@@ -95,7 +102,10 @@ fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), V
         let mut y = x.to_vec();
         plan.process_with_scratch(&mut y, &mut scratch);
         let want = y.clone();
-        bsp.forward(ctx, &mut y)?;
+        for _ in 0..warmups(n) {
+            plan.process_with_scratch(&mut y, &mut scratch);
+            bsp.forward(ctx, &mut y)?;
+        }
         let (mut seq, mut one) = (Vec::new(), Vec::new());
         for _ in 0..samples {
             y.copy_from_slice(x);
@@ -132,6 +142,9 @@ fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>
     fft.data_mut().copy_from_slice(x);
     fft.execute();
     let result = fft.data().to_vec();
+    for _ in 0..warmups(x.len()) {
+        fft.execute();
+    }
     let mut times = Vec::with_capacity(samples);
     for _ in 0..samples {
         fft.data_mut().copy_from_slice(x);
@@ -235,9 +248,9 @@ fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec
         let mut local = mine.clone();
         plan.forward(ctx, &mut local)?;
         let result = local.clone();
-        // Warm up the other parity's pack buffers too (transforms alternate between two).
-        local.copy_from_slice(&mine);
-        plan.forward(ctx, &mut local)?;
+        for _ in 0..warmups(n) {
+            plan.forward(ctx, &mut local)?;
+        }
         let mut times = Vec::with_capacity(samples);
         for _ in 0..samples {
             local.copy_from_slice(&mine);
