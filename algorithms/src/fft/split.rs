@@ -4,9 +4,9 @@
 //! Both passes stream the local array once, a slab of columns at a time (`p` rows of
 //! [`SLAB`] entries stay in L1), and are compiled twice: for the baseline target and for AVX2
 //! with FMA, chosen at run time (the crate is built for baseline x86-64; rustfft's kernels
-//! choose their instructions the same way). Measured on the 2-core AMD EPYC machine, n = 2^18,
-//! p = 2: the gather pass took 141 µs as fetch-then-butterflies on the baseline target, 101 µs
-//! fused and with AVX2.
+//! choose their instructions the same way). In a stand-alone measurement of the gather pass on
+//! the 2-core AMD EPYC machine (n = 2^18, p = 2, two threads) it took 141 µs as
+//! fetch-then-butterflies on the baseline target and 101 µs fused and with AVX2.
 
 use super::{Complex, Float};
 use mbsp::Result;
@@ -34,9 +34,9 @@ pub(crate) fn rows(n: usize, p: usize) -> usize {
 }
 
 /// The twiddles of the two passes of process `me`: `ω_m^{r·u}` (`m = n/p`) for `u < b = m/p`
-/// and `r = 1 .. L` (`L` the split's rows), kept as a per-slab factor times a within-slab factor — two small tables
-/// that stay in cache, where a whole table (`n/p` entries) would be streamed from memory by
-/// both passes — and the factors of the rows the gather pass fetches.
+/// and `r = 1 .. L` (`L` the split's rows), kept as a per-slab factor times a within-slab
+/// factor — two small tables that stay in cache, where a whole table (`n/p` entries) would be
+/// streamed from memory by both passes — and the factors of the rows the gather pass fetches.
 pub(crate) struct Twiddles<T: Float> {
     /// `ω_m^{r·j}` for `j < min(SLAB, b)`, row `r - 1`.
     lo: Vec<Complex<T>>,
