@@ -29,7 +29,10 @@
 //! and `p` kernels of length `b` write pack `r` (the entries `k₁ ≡ r (mod p)` in order) out
 //! of place, straight into the pack buffer; the twiddles `ω_n^{s·k₁}` of step (2) are
 //! multiplied in by the receiver while it does step (4), one pass over cached slabs (for
-//! `p = 2`, the fetch, the twiddle and the butterfly are one loop). Against a whole local FFT
+//! `p = 2`, the fetch, the twiddle and the butterfly are one loop). For `p = 2` and `n ≥ 2^19`
+//! the local array is split in four rows instead (a radix-4 pass, kernels of `n/8`; each pack
+//! is then two blocks, which the receiver interleaves): rustfft is much slower per flop at
+//! 2^17 than at 2^16 on the test machine. [`kernel_len`] gives the kernels' length. Against a whole local FFT
 //! followed by a twiddle-and-pack pass this saves a pass over memory and runs kernels `p` times
 //! shorter (they fit the caches better). On the 2-core test machine, `mbsp fft --n 262144 -p
 //! 2` took 1.13–1.19 ms before and 0.76–0.86 ms after (three runs each; the machine's speed

@@ -519,9 +519,9 @@ impl<T: Float> BspFft<T> {
         }
     }
 
-    /// The flat transform with sequential local work and `p² ≤ n`, its local FFT split in two
-    /// (one pass less over memory than a whole local FFT followed by twiddle-and-pack, and
-    /// kernels `p` times shorter): see the [module docs](super).
+    /// The flat transform with sequential local work and `p² ≤ n`, its local FFT split into
+    /// a pass of length-`l` transforms and `l` kernels `l` times shorter (one pass less over
+    /// memory than a whole local FFT followed by twiddle-and-pack): see the [module docs](super).
     fn transform_split(
         &mut self,
         ctx: &mut Ctx,
