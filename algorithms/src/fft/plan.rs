@@ -149,9 +149,7 @@ pub(crate) struct Tables<T: Float> {
     /// The twiddles of the split local FFT (see the [module docs](super)): the flat case with
     /// `p > 1`, `p² ≤ n` and sequential local work.
     split: Option<Twiddles<T>>,
-    /// The rows the split local FFT has (`split::rows`; 0 when not split).
-    rows: usize,
-    /// The sequential kernel: of length `n/p`, or `n/(p·rows)` when split.
+    /// The sequential kernel: of length `n/p`, or `n/(p·L)` when split in `L` rows.
     fwd: Arc<dyn Fft<T>>,
     /// `ω_n^{me·k₁}` for `k₁ < n/p` (empty when split).
     tw_fwd: Vec<Complex<T>>,
@@ -239,7 +237,6 @@ impl<T: Float> Tables<T> {
             gstride,
             levels,
             split: split.then(|| Twiddles::new(n, p, rows, me, scale)),
-            rows,
             fwd,
             tw_fwd: if split {
                 Vec::new()
@@ -532,7 +529,7 @@ impl<T: Float> BspFft<T> {
     ) -> Result<()> {
         let kernel = t.kernel(dir).0;
         let inverse = dir == Direction::Inverse;
-        let (p, l) = (t.p, t.rows);
+        let (p, l) = (t.p, tw.rows());
         let c = t.m / l;
         // (1) Length-l transforms down the columns of the l rows of c, natural order in and
         // bit-reversed out; row i (frequency f = bitrev(i)) times ω_{n/p}^{f·t}.

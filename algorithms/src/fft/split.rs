@@ -94,6 +94,11 @@ impl<T: Float> Twiddles<T> {
         }
     }
 
+    /// The rows `L` of the split these twiddles are for.
+    pub(crate) fn rows(&self) -> usize {
+        self.hi.len() / self.hi_len + 1
+    }
+
     /// The factor of the row fetched from process `s`.
     fn row(&self, s: usize, inverse: bool) -> Complex<T> {
         if inverse {
