@@ -114,7 +114,7 @@ const TILE: usize = 2048;
 pub struct BspFft<T: Float> {
     t: Arc<Tables<T>>,
     scratch: Scratch<T>,
-    /// A fetched row slab of the split transform.
+    /// A fetched slab and a copy of this process's own (the split transform with p = 2).
     slab: Vec<Complex<T>>,
     packs: [Reg<Complex<T>>; 2],
     parity: usize,
@@ -321,7 +321,14 @@ impl<T: Float> BspFft<T> {
         }
         Ok(BspFft {
             scratch: Scratch::new(scratch_len),
-            slab: vec![zero; if t.split.is_some() { split::SLAB } else { 0 }],
+            slab: vec![
+                zero;
+                if t.split.is_some() && p == 2 {
+                    2 * split::SLAB
+                } else {
+                    0
+                }
+            ],
             packs,
             parity: 0,
             // Only the p² > n path gathers all packs; the others work in the local array.
@@ -535,14 +542,21 @@ impl<T: Float> BspFft<T> {
         // bit-reversed out; row i (frequency f = bitrev(i)) times ω_{n/p}^{f·t}.
         split::dif_pass(local, l, &t.roots, &t.bitrev, tw, inverse);
         // (2) The rows' FFTs of length c, out of place: row i gives the entries k₁ ≡ f
-        // (mod l) of the local FFT in order. With l = p that is pack f before its twiddles;
-        // with p = 2, l = 4 (f = 0, 2, 1, 3) rows 0, 1 are the two blocks of pack 0 and rows
-        // 2, 3 those of pack 1: row i goes to i·c.
+        // (mod l) of the local FFT in order, f = bitrev(i). With l = p that is pack f before
+        // its twiddles. With p = 2 only the other process's pack goes to the registered
+        // buffer (with l = 4, f = 0, 2, 1, 3, each pack is two blocks), this process's stays
+        // in `local` (see `split::kernels2`).
         let pack = ctx.local_mut(&mut self.packs[self.parity])?;
         let scratch = self.scratch.get(kernel.get_outofplace_scratch_len());
-        for (i, row) in local.chunks_exact_mut(c).enumerate() {
-            let at = if l == p { t.bitrev[i] * c } else { i * c };
-            kernel.process_outofplace_with_scratch(row, &mut pack[at..][..c], scratch);
+        if p == 2 {
+            split::kernels2(local, &mut pack[..t.b], t.me, l, |row, out| {
+                kernel.process_outofplace_with_scratch(row, out, scratch)
+            });
+        } else {
+            for (i, row) in local.chunks_exact_mut(c).enumerate() {
+                let at = t.bitrev[i] * c;
+                kernel.process_outofplace_with_scratch(row, &mut pack[at..][..c], scratch);
+            }
         }
         // The packs of the other parity may still be read by slow processes of the previous
         // superstep, these ones only after this sync.
@@ -553,23 +567,37 @@ impl<T: Float> BspFft<T> {
         // senders left out, ω_n^{s·me}·ω_{n/p}^{s·u} (the second factor is row s of the split
         // twiddles), and 1/n when inverse; the length-p FFTs across the packs.
         let packs = &self.packs[par];
+        if p == 2 {
+            let other = 1 - t.me;
+            let mut fetch = |from: usize, dst: &mut [Complex<T>]| {
+                // SAFETY: pid `other` wrote this pack before the last sync and rewrites it
+                // only after the next one (double buffering); `dst` is private.
+                unsafe { ctx.direct_get(other, packs, from, dst) }
+            };
+            let gather = split::Gather2 {
+                me: t.me,
+                l,
+                fetch: &mut fetch,
+                tw,
+                inverse,
+                slab: &mut self.slab,
+            };
+            return split::gather2_pass(local, gather);
+        }
         let own = ctx.local(packs)?;
         let mut fetch = |s: usize, from: usize, dst: &mut [Complex<T>]| {
-            // SAFETY: pid `s` wrote this pack before the last sync and rewrites it only after
-            // the next one (double buffering); `dst` is private.
+            // SAFETY: as above.
             unsafe { ctx.direct_get(s, packs, from, dst) }
         };
         let gather = Gather {
             me: t.me,
             p,
-            l,
             own,
             fetch: &mut fetch,
             tw,
             roots: &t.roots,
             bitrev: &t.bitrev,
             inverse,
-            slab: &mut self.slab,
         };
         split::gather_pass(local, gather)
     }

@@ -229,8 +229,6 @@ pub(crate) type Fetch<'a, T> = dyn FnMut(usize, usize, &mut [Complex<T>]) -> Res
 pub(crate) struct Gather<'a, T: Float> {
     pub(crate) me: usize,
     pub(crate) p: usize,
-    /// The split's rows (`p`, or 4 when `p = 2` splits in four: see `gather_quad`).
-    pub(crate) l: usize,
     /// This process's own packs (all `p` of them, `b` entries each).
     pub(crate) own: &'a [Complex<T>],
     /// `fetch(s, from, dst)` copies entries `from ..` of process `s`'s packs into `dst`.
@@ -239,13 +237,11 @@ pub(crate) struct Gather<'a, T: Float> {
     pub(crate) roots: &'a [Complex<T>],
     pub(crate) bitrev: &'a [usize],
     pub(crate) inverse: bool,
-    /// `SLAB` entries of room for a fetched row.
-    pub(crate) slab: &'a mut [Complex<T>],
 }
 
-/// The last pass: fetch pack `me` of every process slab by slab, multiply in the twiddles its
-/// sender left out, and do the length-`p` FFTs across the packs; `local` ends up holding the
-/// output in the cyclic distribution (row `k₂` of `b` entries per output block).
+/// The last pass for `p > 2`: fetch pack `me` of every process slab by slab, multiply in the
+/// twiddles its sender left out, and do the length-`p` FFTs across the packs; `local` ends up
+/// holding the output in the cyclic distribution (row `k₂` of `b` entries per output block).
 pub(crate) fn gather_pass<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
@@ -266,45 +262,6 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
     let (p, me) = (g.p, g.me);
     let b = local.len() / p;
     let mut w = [Complex::new(T::zero(), T::zero()); SLAB];
-    if g.l > p {
-        return gather_quad(local, g, &mut w);
-    }
-    if p == 2 {
-        // One pass: the other process's slab through `slab`, this one's read in place, the
-        // butterfly written straight to both output rows.
-        let k0 = g.tw.row(0, g.inverse);
-        let (lo, hi) = local.split_at_mut(b);
-        let mut e0 = 0;
-        while e0 < b {
-            let cl = SLAB.min(b - e0);
-            let theirs = &mut g.slab[..cl];
-            (g.fetch)(1 - me, me * b + e0, theirs)?;
-            let mine = &g.own[me * b + e0..][..cl];
-            let (x0, x1) = if me == 0 {
-                (mine, &*theirs)
-            } else {
-                (&*theirs, mine)
-            };
-            let w = &mut w[..cl];
-            g.tw.slab(1, e0, g.tw.row(1, g.inverse), g.inverse, w);
-            let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
-            if g.inverse {
-                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(&*w) {
-                    let (a, c) = (*a * k0, *c * w);
-                    *y0 = a + c;
-                    *y1 = a - c;
-                }
-            } else {
-                for ((((y0, y1), a), c), w) in outs.zip(x0).zip(x1).zip(&*w) {
-                    let c = *c * w;
-                    *y0 = *a + c;
-                    *y1 = *a - c;
-                }
-            }
-            e0 += cl;
-        }
-        return Ok(());
-    }
     let mut e0 = 0;
     while e0 < b {
         let cl = SLAB.min(b - e0);
@@ -333,54 +290,174 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
     Ok(())
 }
 
-/// The gather pass of `p = 2` split in four: each pack is two blocks of `c = b/2`, block `v`
-/// entry `u'` being local FFT entry `me + 2·(v + 2u')`, so output `u = v + 2u'` interleaves the
-/// blocks.
-#[inline(always)]
-fn gather_quad<T: Float>(
+/// `p = 2`: where this process's own pack lies in its local array after [`kernels2`], in
+/// rows of `c = n/(p·L)`: block `q` of the pack (the row of frequency `me + 2q`) at row
+/// `own_rows(l, me)[q]`.
+///
+/// The gather pass writes output `v = q + Q·u` (`Q = L/2` blocks per pack, `u` the entry in
+/// its block) to `local[v]` and `local[b + v]` (`b = n/p`) while reading the blocks in order
+/// of `u`, so a block may lie only where no entry is overwritten before it is read: anywhere
+/// for `Q = 1`, in the upper halves of the two output rows for `Q = 2` (row position
+/// `(Q-1)·c + u ≥ Q·u'` for every `u' < u`).
+fn own_rows(l: usize, me: usize) -> [usize; 2] {
+    match (l, me) {
+        (2, _) => [1 - me, 1 - me],
+        (4, 0) => [1, 3],
+        (4, _) => [3, 1],
+        _ => unreachable!("p = 2 splits in 2 or 4 rows, not {l}"),
+    }
+}
+
+/// The kernels of the split local FFT for `p = 2`: `run(row, out)` computes the FFT of `row`
+/// into `out`, destroying `row`. The rows of the other process's pack go to `pack` (its
+/// blocks in order, `c` entries each); this process's own rows go to the rows
+/// [`own_rows`] of `local` — rows the remote kernels have already consumed — so only half
+/// the local FFT leaves the local array and the registered pack holds only the other
+/// process's half (`n/p` entries fewer in cache per parity than a full pack).
+pub(crate) fn kernels2<T: Float>(
     local: &mut [Complex<T>],
-    g: Gather<'_, T>,
-    w: &mut [Complex<T>; SLAB],
-) -> Result<()> {
+    pack: &mut [Complex<T>],
+    me: usize,
+    l: usize,
+    mut run: impl FnMut(&mut [Complex<T>], &mut [Complex<T>]),
+) {
+    let c = local.len() / l;
+    // After the DIF pass row position i holds frequency bitrev(i): (0, 1) for two rows,
+    // (0, 2, 1, 3) for four. The other process's frequencies are those ≡ 1 - me (mod 2).
+    if l == 2 {
+        let (r0, r1) = local.split_at_mut(c);
+        let (mine, theirs) = if me == 0 { (r0, r1) } else { (r1, r0) };
+        run(theirs, &mut pack[..c]);
+        run(mine, theirs);
+        return;
+    }
+    debug_assert_eq!(l, 4);
+    let [r0, r1, r2, r3]: [&mut [Complex<T>]; 4] = {
+        let mut it = local.chunks_exact_mut(c);
+        std::array::from_fn(|_| it.next().expect("four rows"))
+    };
+    let (pack0, pack1) = pack.split_at_mut(c);
+    if me == 0 {
+        // Theirs: frequencies 1, 3 at rows 2, 3. Mine: 0, 2 at rows 0, 1, to rows 1, 3.
+        run(r2, pack0);
+        run(r3, &mut pack1[..c]);
+        run(r1, r3);
+        run(r0, r1);
+    } else {
+        // Theirs: frequencies 0, 2 at rows 0, 1. Mine: 1, 3 at rows 2, 3, to rows 3, 1.
+        run(r0, pack0);
+        run(r1, &mut pack1[..c]);
+        run(r3, r1);
+        run(r2, r3);
+    }
+}
+
+/// What the gather pass of `p = 2` needs besides the local array.
+pub(crate) struct Gather2<'a, T: Float> {
+    pub(crate) me: usize,
+    /// The split's rows (2 or 4).
+    pub(crate) l: usize,
+    /// `fetch(from, dst)` copies entries `from ..` of the other process's pack into `dst`.
+    pub(crate) fetch: &'a mut dyn FnMut(usize, &mut [Complex<T>]) -> Result<()>,
+    pub(crate) tw: &'a Twiddles<T>,
+    pub(crate) inverse: bool,
+    /// `2·SLAB` entries of room: a fetched slab and a copy of this process's own.
+    pub(crate) slab: &'a mut [Complex<T>],
+}
+
+/// The last pass for `p = 2`, after [`kernels2`]: fetch the other process's pack slab by
+/// slab, multiply in the twiddles its sender left out, and do the length-2 FFTs with this
+/// process's own pack (in `local`); the output is written straight to both output rows, so
+/// `local` ends up holding the output in the cyclic distribution. With `L = 2Q` rows each
+/// pack is `Q` blocks of `c = b/Q`, block `q` entry `u` being entry `me + 2·(q + Q·u)` of
+/// the local FFT, and output `v = q + Q·u` interleaves the blocks.
+pub(crate) fn gather2_pass<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the processor has AVX2 and FMA, checked just now.
+        return unsafe { gather2_avx2(local, g) };
+    }
+    gather2_body(local, g)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn gather2_avx2<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result<()> {
+    gather2_body(local, g)
+}
+
+#[inline(always)]
+fn gather2_body<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result<()> {
     let me = g.me;
     let b = local.len() / 2;
-    let c = b / 2;
     let k0 = g.tw.row(0, g.inverse);
-    let (lo, hi) = local.split_at_mut(b);
+    let k1 = g.tw.row(1, g.inverse);
+    let mut w = [Complex::new(T::zero(), T::zero()); SLAB];
+    let (theirs, mine) = g.slab.split_at_mut(SLAB);
+    // The butterfly of the entries (a, c) of processes 0 and 1 with the twiddle w of c.
+    let fly = |a: Complex<T>, c: Complex<T>, w: &Complex<T>| {
+        let a = if g.inverse { a * k0 } else { a };
+        let c = c * w;
+        (a + c, a - c)
+    };
+    if g.l == 2 {
+        // One block per pack, this process's in row 1 - me: read in place, entry by entry,
+        // before the outputs at the same position are written.
+        let (lo, hi) = local.split_at_mut(b);
+        let mut e0 = 0;
+        while e0 < b {
+            let cl = SLAB.min(b - e0);
+            let theirs = &mut theirs[..cl];
+            (g.fetch)(e0, theirs)?;
+            let w = &mut w[..cl];
+            g.tw.slab(1, e0, k1, g.inverse, w);
+            let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
+            if me == 0 {
+                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                    (*y0, *y1) = fly(*y1, *t, w);
+                }
+            } else {
+                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                    (*y0, *y1) = fly(*t, *y0, w);
+                }
+            }
+            e0 += cl;
+        }
+        return Ok(());
+    }
+    // Two blocks per pack (four rows), interleaved in the output; this process's are copied
+    // before the slab's outputs are written (they share memory: see `own_rows`).
+    debug_assert_eq!(g.l, 4);
+    let c = b / 2;
+    let at = own_rows(g.l, me);
     let half = SLAB / 2;
-    let (t0, t1) = g.slab.split_at_mut(half);
-    let mut e0 = 0;
-    while e0 < c {
-        let cl = half.min(c - e0);
-        let (t0, t1) = (&mut t0[..cl], &mut t1[..cl]);
-        (g.fetch)(1 - me, me * b + e0, t0)?;
-        (g.fetch)(1 - me, me * b + c + e0, t1)?;
-        let own0 = &g.own[me * b + e0..][..cl];
-        let own1 = &g.own[me * b + c + e0..][..cl];
-        // Pack entries of processes 0 and 1, block by block.
+    let mut u0 = 0;
+    while u0 < c {
+        let cl = half.min(c - u0);
+        for q in 0..2 {
+            mine[q * half..][..cl].copy_from_slice(&local[at[q] * c + u0..][..cl]);
+            (g.fetch)(q * c + u0, &mut theirs[q * half..][..cl])?;
+        }
+        let (m0, m1) = (&mine[..cl], &mine[half..][..cl]);
+        let (t0, t1) = (&theirs[..cl], &theirs[half..][..cl]);
+        // Blocks 0 and 1 of processes 0 and 1.
         let ((x00, x01), (x10, x11)) = if me == 0 {
-            ((own0, own1), (&*t0, &*t1))
+            ((m0, m1), (t0, t1))
         } else {
-            ((&*t0, &*t1), (own0, own1))
+            ((t0, t1), (m0, m1))
         };
-        let w = &mut w[..2 * cl];
-        g.tw.slab(1, 2 * e0, g.tw.row(1, g.inverse), g.inverse, w);
-        let y0 = lo[2 * e0..2 * (e0 + cl)].chunks_exact_mut(2);
-        let y1 = hi[2 * e0..2 * (e0 + cl)].chunks_exact_mut(2);
+        let (v0, len) = (2 * u0, 2 * cl);
+        let w = &mut w[..len];
+        g.tw.slab(1, v0, k1, g.inverse, w);
+        let (lo, hi) = local.split_at_mut(b);
+        let y0 = lo[v0..v0 + len].chunks_exact_mut(2);
+        let y1 = hi[v0..v0 + len].chunks_exact_mut(2);
         let xs = (x00.iter().zip(x01)).zip(x10.iter().zip(x11));
         for (((y0, y1), ((a0, a1), (c0, c1))), w) in y0.zip(y1).zip(xs).zip(w.chunks_exact(2)) {
-            let (a0, a1) = if g.inverse {
-                (*a0 * k0, *a1 * k0)
-            } else {
-                (*a0, *a1)
-            };
-            let (c0, c1) = (*c0 * w[0], *c1 * w[1]);
-            y0[0] = a0 + c0;
-            y0[1] = a1 + c1;
-            y1[0] = a0 - c0;
-            y1[1] = a1 - c1;
+            (y0[0], y1[0]) = fly(*a0, *c0, &w[0]);
+            (y0[1], y1[1]) = fly(*a1, *c1, &w[1]);
         }
-        e0 += cl;
+        u0 += cl;
     }
     Ok(())
 }
