@@ -7,6 +7,10 @@
 //! choose their instructions the same way). In a stand-alone measurement of the gather pass on
 //! the 2-core AMD EPYC machine (n = 2^18, p = 2, two threads) it took 141 µs as
 //! fetch-then-butterflies on the baseline target and 101 µs fused and with AVX2.
+//!
+//! `p = 2` has its own kernel placement and final pass ([`kernels2`], [`gather2_pass`]): only
+//! the other process's pack goes to the registered buffer, this process's stays in its local
+//! array (see "footprint" in the [module docs](super)).
 
 use super::{Complex, Float};
 use mbsp::Result;
