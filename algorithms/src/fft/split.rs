@@ -228,6 +228,9 @@ fn dif_pass_body<T: Float>(
 /// `fetch(s, from, dst)`: entries `from ..` of process `s`'s packs into `dst`.
 pub(crate) type Fetch<'a, T> = dyn FnMut(usize, usize, &mut [Complex<T>]) -> Result<()> + 'a;
 
+/// `fetch(from, dst)`: entries `from ..` of the other process's pack into `dst` (`p = 2`).
+pub(crate) type Fetch2<'a, T> = dyn FnMut(usize, &mut [Complex<T>]) -> Result<()> + 'a;
+
 /// What the gather pass needs besides the local array: this process, its pack from every
 /// process, and the factors its senders left out.
 pub(crate) struct Gather<'a, T: Float> {
@@ -362,7 +365,7 @@ pub(crate) struct Gather2<'a, T: Float> {
     /// The split's rows (2 or 4).
     pub(crate) l: usize,
     /// `fetch(from, dst)` copies entries `from ..` of the other process's pack into `dst`.
-    pub(crate) fetch: &'a mut dyn FnMut(usize, &mut [Complex<T>]) -> Result<()>,
+    pub(crate) fetch: &'a mut Fetch2<'a, T>,
     pub(crate) tw: &'a Twiddles<T>,
     pub(crate) inverse: bool,
     /// `2·SLAB` entries of room: a fetched slab and a copy of this process's own.
