@@ -301,11 +301,13 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
 /// rows of `c = n/(p·L)`: block `q` of the pack (the row of frequency `me + 2q`) at row
 /// `own_rows(l, me)[q]`.
 ///
-/// The gather pass writes output `v = q + Q·u` (`Q = L/2` blocks per pack, `u` the entry in
-/// its block) to `local[v]` and `local[b + v]` (`b = n/p`) while reading the blocks in order
-/// of `u`, so a block may lie only where no entry is overwritten before it is read: anywhere
-/// for `Q = 1`, in the upper halves of the two output rows for `Q = 2` (row position
-/// `(Q-1)·c + u ≥ Q·u'` for every `u' < u`).
+/// The gather pass writes the outputs of entry `u` of the blocks (`Q = L/2` blocks per pack)
+/// to positions `Q·u .. Q·u + Q` of both output rows (`local[..b]`, `local[b..]`, `b = n/p`)
+/// while reading the blocks in order of `u`, so a block may lie only where no entry is
+/// overwritten before it is read: anywhere for `Q = 1` (position `u` itself), in the upper
+/// halves of the output rows for `Q = 2` — entry `u'` there sits at `c + u'`, which the
+/// outputs of entry `u` reach only when `2u + 1 ≥ c + u'`, so `u ≥ (c + u' - 1)/2 ≥ u'`
+/// (as `u' < c`): after it has been read.
 fn own_rows(l: usize, me: usize) -> [usize; 2] {
     match (l, me) {
         (2, _) => [1 - me, 1 - me],
