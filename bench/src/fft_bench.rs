@@ -50,7 +50,7 @@ struct Row {
     seconds: f64,
     plan_seconds: f64,
     rel_error: f64,
-    /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at the kernels' length).
+    /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at the kernels' length with all p cores running them).
     predicted: Option<f64>,
 }
 
@@ -210,22 +210,45 @@ impl Figures {
     }
 }
 
-/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64):
-/// from `rates` (the sweep's own measurements), else measured now (7 transforms, median).
-pub(crate) fn rate(rates: &mut std::collections::BTreeMap<usize, f64>, len: usize) -> f64 {
+/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
+/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
+/// processes: from `rates` (the sweep's own one-core measurements), else measured now (7
+/// transforms per core, started in step; the slowest core's median).
+pub(crate) fn rate(
+    rates: &mut std::collections::BTreeMap<(usize, usize), f64>,
+    len: usize,
+    cores: usize,
+) -> f64 {
     let len = len.max(64);
-    *rates.entry(len).or_insert_with(|| {
+    *rates.entry((len, cores)).or_insert_with(|| {
         let plan = rustfft::FftPlanner::new().plan_fft_forward(len);
-        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
         let x = random(len, 0x9e37_79b9_7f4a_7c15);
-        let mut y = x.clone();
-        let times = Samples::collect(7, || {
-            y.copy_from_slice(&x);
-            let t = Instant::now();
-            plan.process_with_scratch(&mut y, &mut scratch);
-            t.elapsed().as_secs_f64()
+        let start = std::sync::Barrier::new(cores);
+        // Every core runs its own transforms, in step; the slowest core's median counts.
+        let medians: Vec<f64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..cores)
+                .map(|_| {
+                    let (plan, x, start) = (&plan, &x, &start);
+                    s.spawn(move || {
+                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+                        let mut y = x.clone();
+                        Samples::collect(7, || {
+                            y.copy_from_slice(x);
+                            start.wait();
+                            let t = Instant::now();
+                            plan.process_with_scratch(&mut y, &mut scratch);
+                            t.elapsed().as_secs_f64()
+                        })
+                        .median()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a rate worker"))
+                .collect()
         });
-        flops(len) / times.median()
+        flops(len) / medians.into_iter().fold(0.0, f64::max)
     })
 }
 
@@ -343,11 +366,12 @@ pub fn run(o: &Options) -> Result<(), String> {
                 figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
             }
         }
-        rates.insert(n, flops(n) / figs.median("rustfft", 1));
-        // r of the cost model: rustfft's rate at the length of the kernels the transform runs.
+        rates.insert((n, 1), flops(n) / figs.median("rustfft", 1));
+        // r of the cost model: rustfft's rate at the length of the kernels the transform runs,
+        // on each of the p cores while all of them run it.
         let mut at = |p: usize| {
             let mut c = c;
-            let r = rate(&mut rates, kernel_len(n, p));
+            let r = rate(&mut rates, kernel_len(n, p), p);
             for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
                 prm.r = r;
             }
@@ -437,7 +461,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     targets(&rows);
     println!(
         "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
-         (r = rustfft's rate at the kernels' length n/p² (n/p when p² > n); g and l: MBSP_PARAMS or the defaults) \
+         (r = rustfft's rate at the kernels' length, fft::kernel_len, on each core while all p run them; g and l: MBSP_PARAMS or the defaults) \
          per n: predicted flat / nested, choice"
     );
     for (n, c) in &choices {

@@ -144,9 +144,11 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
     let planning = r[0].2;
     let rel_error = rel_error(&y, &want);
-    // r: rustfft's rate at the length of the kernels a flat transform over all processes runs.
-    let mut rates = std::collections::BTreeMap::from([(n, flops(n) / seq)]);
-    let r = rate(&mut rates, kernel_len(n, tree.iter().product()));
+    // r: rustfft's rate at the length of the kernels a flat transform over all processes runs,
+    // on each core while all of them run it.
+    let mut rates = std::collections::BTreeMap::from([((n, 1), flops(n) / seq)]);
+    let cores = tree.iter().product();
+    let r = rate(&mut rates, kernel_len(n, cores), cores);
     let mut cost = *params;
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
         prm.r = r;

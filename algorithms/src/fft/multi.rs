@@ -22,6 +22,15 @@
 //! them (every core crossing the top level's links at once) for `2(n/p)(p-1)/p` words per
 //! process. [`FftCost::choose`] compares the two: nesting wins when crossing the top level is
 //! dear and the transform is long enough to pay for the nested runs.
+//!
+//! The flat variant with `p² ≤ n` (one level, sequential local work) is priced as what it
+//! runs: the split local FFT's kernels of [`kernel_len`](super::kernel_len) at `r`, and its two
+//! passes as their flops (a length-`L` and a length-`p` transform and a twiddle made and
+//! applied per entry and pass) at the same `r`, with `r` measured on kernels of that length
+//! with all `p` cores running them (`mbsp bench fft`, `mbsp fft`). On the 2-core test machine
+//! that brought `mbsp bench fft`'s p = 2 predictions from a median error of 25–60% with the
+//! default parameters (8 words per entry of passes at the default `g_direct`) to 11–16%, and
+//! kept them at 14–22% with measured ones (`MBSP_PARAMS`, where `g_direct` is 0.24 ns).
 
 use super::plan::{BspFft, Direction, Tables, check_shape};
 use super::{Complex, Float};
@@ -367,6 +376,19 @@ impl FftCost {
                     2.0 * mf * (stages as f64 + (gf - 1.0) / gf),
                     true,
                 )
+        } else if let rows @ 1.. = super::split::rows(n, p) {
+            // The split local FFT: kernels of n/(p·L) (5·log₂ of their length flops per
+            // entry, at r), and two passes over the local array, the length-L DIF transforms
+            // and the length-p transforms after the fetch, each with a twiddle multiplication
+            // and its making per entry (5·log₂ L + 12 and 5·log₂ p + 12 flops per entry; their
+            // memory traffic is taken to cost what it costs the kernels, as r is measured on
+            // kernels of the same length); then one superstep of direct gets.
+            let e = nf / pf;
+            let kernel = (e / rows as f64).max(1.0);
+            let l = rows as f64;
+            5.0 * e * lg(kernel) / i.r
+                + e * (5.0 * lg(l) + 5.0 * lg(pf) + 24.0) / i.r
+                + f.time(1, 2.0 * e * (pf - 1.0) / pf, true)
         } else {
             work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)
         };
