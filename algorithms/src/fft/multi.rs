@@ -28,9 +28,10 @@
 //! passes as their flops (a length-`L` and a length-`p` transform and a twiddle made and
 //! applied per entry and pass) at the same `r`, with `r` measured on kernels of that length
 //! with all `p` cores running them (`mbsp bench fft`, `mbsp fft`). On the 2-core test machine
-//! that brought `mbsp bench fft`'s p = 2 predictions from a median error of 25–60% with the
-//! default parameters (8 words per entry of passes at the default `g_direct`) to 11–16%, and
-//! kept them at 14–22% with measured ones (`MBSP_PARAMS`, where `g_direct` is 0.24 ns).
+//! `mbsp bench fft`'s p = 2 predictions with the default parameters had a median error of 59%
+//! over 2^10–2^22 before (13–180% in three shorter runs; the passes were priced at 8 words per
+//! entry at the default `g_direct`), 11–16% after (two runs over 2^12–2^22); with measured
+//! parameters (`MBSP_PARAMS`, `g_direct` 0.24 ns) 14–23% before and 14–22% after.
 
 use super::plan::{BspFft, Direction, Tables, check_shape};
 use super::{Complex, Float};
