@@ -349,13 +349,13 @@ pub(crate) fn kernels2<T: Float>(
     if me == 0 {
         // Theirs: frequencies 1, 3 at rows 2, 3. Mine: 0, 2 at rows 0, 1, to rows 1, 3.
         run(r2, pack0);
-        run(r3, &mut pack1[..c]);
+        run(r3, pack1);
         run(r1, r3);
         run(r0, r1);
     } else {
         // Theirs: frequencies 0, 2 at rows 0, 1. Mine: 1, 3 at rows 2, 3, to rows 3, 1.
         run(r0, pack0);
-        run(r1, &mut pack1[..c]);
+        run(r1, pack1);
         run(r3, r1);
         run(r2, r3);
     }
