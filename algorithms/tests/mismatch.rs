@@ -5,7 +5,7 @@ mod common;
 
 use common::within;
 use mbsp::{Ctx, ErrorKind};
-use mbsp_algorithms::collectives::{self as coll, Algorithm, Collectives};
+use mbsp_algorithms::collectives::{self as coll, Algorithm, Collectives, Comm};
 
 /// Run `f` on `p` processes and expect a misuse error whose text contains every needle.
 fn expect_misuse(p: usize, needles: &'static [&'static str], f: fn(&mut Ctx) -> mbsp::Result<()>) {
@@ -107,7 +107,7 @@ fn different_operations_and_types() {
     );
     expect_misuse(
         2,
-        &["allgather", "disagree", "of 4 bytes", "of 8 bytes"],
+        &["allgather", "disagree", "u32 (4 bytes)", "u64 (8 bytes)"],
         |ctx| {
             if ctx.pid() == 0 {
                 coll::allgather(ctx, &[1u32]).map(drop)
@@ -160,7 +160,6 @@ fn messages_sent_before_the_call() {
 
 #[test]
 fn comm_calls_that_do_not_match() {
-    use mbsp_algorithms::collectives::Comm;
     expect_misuse(
         2,
         &["allreduce", "disagree", "on 1 elements", "on 2 elements"],
@@ -178,7 +177,7 @@ fn comm_calls_that_do_not_match() {
     // pid 1 skips the first all-reduce: the call counters differ.
     expect_misuse(
         2,
-        &["allreduce", "disagree", "pid 1 sent nothing", "call 1"],
+        &["allreduce", "disagree", "pid 1 made no call of this Comm", "call 1"],
         |ctx| {
             let mut comm = Comm::new(ctx)?;
             if ctx.pid() == 0 {
@@ -189,10 +188,10 @@ fn comm_calls_that_do_not_match() {
             comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
         },
     );
-    // pid 0's scan reads nothing; pid 1's all-reduce finds pid 0's scan in its slot.
+    // pid 0's scan reads no data, but it checks pid 1's header as pid 1 checks pid 0's.
     expect_misuse(
         2,
-        &["allreduce", "disagree", "pid 0 called scan_inclusive"],
+        &["disagree", "called scan_inclusive", "called allreduce"],
         |ctx| {
             let mut comm = Comm::new(ctx)?;
             let mut b = [1i64];
@@ -203,4 +202,113 @@ fn comm_calls_that_do_not_match() {
             }
         },
     );
+}
+
+/// Element types of the same size: the headers carry the type, not only its size.
+#[test]
+fn element_types_of_one_size() {
+    expect_misuse(2, &["allreduce", "disagree", "f64 (8 bytes)", "u64 (8 bytes)"], |ctx| {
+        if ctx.pid() == 0 {
+            coll::allreduce(ctx, &mut [1.0f64; 4], |a, b| a + b)
+        } else {
+            coll::allreduce(ctx, &mut [1u64; 4], |a, b| a + b)
+        }
+    });
+    expect_misuse(2, &["allreduce", "disagree", "i32 (4 bytes)", "f32 (4 bytes)"], |ctx| {
+        let two = Collectives::default().algorithm(Algorithm::TwoPhase);
+        if ctx.pid() == 0 {
+            two.allreduce(ctx, &mut vec![1.0f32; 1000], |a, b| a + b)
+        } else {
+            two.allreduce(ctx, &mut vec![1i32; 1000], |a, b| a + b)
+        }
+    });
+    expect_misuse(3, &["allreduce", "disagree", "f64 (8 bytes)", "i64 (8 bytes)"], |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        if ctx.pid() == 2 {
+            comm.allreduce_value(ctx, 1i64, |a, b| a + b).map(drop)
+        } else {
+            comm.allreduce_value(ctx, 1.0f64, |a, b| a + b).map(drop)
+        }
+    });
+}
+
+/// A `Comm` call skipped by one process (which syncs instead) is a named mismatch in that very
+/// call on the processes that made it, whatever the operation reads: no call returns data of
+/// another call (the processes check their results, so data of another call would end the run
+/// with a panic, not a misuse error).
+#[test]
+fn comm_call_skipped_by_one_process() {
+    for p in [2, 3] {
+        expect_misuse(p, &["allreduce", "skipped or added"], |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs() as u64);
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..6u64 {
+                if me == 1 && i == 2 {
+                    ctx.sync()?;
+                    continue;
+                }
+                let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
+                assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
+            }
+            Ok(())
+        });
+        // Scans: pid 0 reads no data in an inclusive scan, the last pid sends none.
+        for skipper in [0, p - 1] {
+            let f = match skipper {
+                0 => skip_scan::<0>,
+                1 => skip_scan::<1>,
+                _ => skip_scan::<2>,
+            };
+            expect_misuse(p, &["scan_inclusive", "skipped or added"], f);
+        }
+        // Broadcast: the root reads nothing.
+        expect_misuse(p, &["broadcast", "skipped or added"], |ctx| {
+            let me = ctx.pid();
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..4u32 {
+                if me == 0 && i == 1 {
+                    ctx.sync()?;
+                    continue;
+                }
+                let mut b = [if me == 0 { i } else { u32::MAX }];
+                comm.broadcast(ctx, 0, &mut b)?;
+                assert_eq!(b[0], i, "pid {me}, call {i}: data of another call");
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A skipped call followed by calls of the same shape cannot be told from a call with other
+/// data (the calls pair up in order, as syncs do): the run ends when one process has made
+/// more calls than another, with the end-of-run mismatch naming both sides.
+#[test]
+fn comm_call_skipped_in_a_loop_of_equal_calls() {
+    expect_misuse(2, &["returned from the SPMD function", "called sync"], |ctx| {
+        let me = ctx.pid();
+        let mut comm = Comm::new(ctx)?;
+        for i in 0..6u64 {
+            if me == 1 && i == 2 {
+                continue;
+            }
+            comm.allreduce_value(ctx, i, |a, b| a + b)?;
+        }
+        Ok(())
+    });
+}
+
+/// Inclusive scans of the call number, in which pid `SKIP` skips call 1 (and syncs instead).
+fn skip_scan<const SKIP: usize>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let me = ctx.pid();
+    let mut comm = Comm::new(ctx)?;
+    for i in 0..4u64 {
+        if me == SKIP && i == 1 {
+            ctx.sync()?;
+            continue;
+        }
+        let mut b = [i];
+        comm.scan_inclusive(ctx, &mut b, |a, b| a + b)?;
+        assert_eq!(b[0], i * (me as u64 + 1), "pid {me}, call {i}: data of another call");
+    }
+    Ok(())
 }

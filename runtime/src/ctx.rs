@@ -684,6 +684,18 @@ impl Ctx {
         );
     }
 
+    /// After this process has seen the run fail: wait until no process of the run touches its
+    /// memory any more (over MPI ranks: the failed rank's last exchange, which every rank joins).
+    #[cold]
+    pub(crate) fn wait_all_stopped(&mut self) {
+        #[cfg(feature = "mpi")]
+        if self.net.is_some() {
+            let _ = self.rank_fail();
+            return;
+        }
+        self.quiesce();
+    }
+
     /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
     /// everything the previous supersteps wrote (needed by the immediate primitives).
     #[inline]

@@ -42,6 +42,9 @@
 //! its own memory, so buffered communication can never race with local code. The primitives that
 //! BSPlib defines as unbuffered (`hpput`, `hpget`, `hpsend`, `direct_get`) are `unsafe`: their
 //! correctness rests on the caller's promise not to touch the memory involved in the superstep.
+//! Memory the caller owns and lends to the other processes (registered with the unsafe
+//! `*_raw` forms) is lent inside [`Ctx::lending`], which never unwinds or returns while another
+//! process may still touch it.
 //!
 //! ## Errors
 //!
@@ -65,6 +68,7 @@ mod bsmp;
 mod ctx;
 mod drma;
 mod error;
+mod lend;
 mod outbox;
 pub mod params;
 mod place;
@@ -83,6 +87,7 @@ pub use barrier::WaitPolicy;
 pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
+pub use lend::Lent;
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 #[cfg(feature = "mpi")]
 pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};

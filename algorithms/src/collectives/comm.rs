@@ -7,18 +7,22 @@
 //! enough to travel inside the barrier itself, so a one-word all-reduce costs about one empty
 //! sync. Data larger than a slot goes through [`Collectives`] as usual.
 //!
-//! A slot holds two header words and the data. The header carries a call counter, the
-//! operation, element size, root and length; a receiver checks every slot it reads, so processes
-//! whose calls do not match (or that skipped one) get an error naming both calls. Slots are
-//! written only inside syncs (puts are delivered by their receiver), and read right after the
-//! collective's sync, so a slot is never overwritten before it is read.
+//! A slot holds three header words and the data. The header carries a call counter, the
+//! operation, the element type (size and fingerprint), root and length. Every call puts at least
+//! its header to every other process, even where the operation moves no data (a broadcast's
+//! root, a reduction's other processes), and every process checks every other process's header
+//! before it reads any data: processes whose calls do not match, or that skipped or added one,
+//! all get an error naming both calls in that very superstep, never data of another call. Slots
+//! are written only inside syncs (puts are delivered by their receiver), and read right after
+//! the collective's sync, so a slot is never overwritten before it is read.
 
+use super::elem;
 use super::wire::{NO_ROOT, Op};
 use super::{Collectives, Parts, check_root};
 use bytemuck::Pod;
 use mbsp::{Ctx, Reg, Result};
 
-const HEADER_WORDS: usize = 2;
+const HEADER_WORDS: usize = 3;
 
 /// A set of collectives with a mailbox registered once, for programs that call them often.
 ///
@@ -26,8 +30,11 @@ const HEADER_WORDS: usize = 2;
 /// superstep of messages. A `Comm` registers, once, a small mailbox on every process (`p` slots
 /// of a few words), and its small collectives put straight into the receivers' slots: one
 /// superstep whose puts travel inside the barrier. Data larger than a slot goes through
-/// [`Collectives`]. Slot headers carry a call counter, so mismatched or skipped calls are
-/// reported as errors.
+/// [`Collectives`]. Slot headers carry a call counter and the element type, and every process
+/// checks every other's before using data, so mismatched, skipped or extra calls are reported
+/// as errors on every process. (Calls pair up in order, as syncs do: a call skipped in a loop of
+/// calls of the same shape cannot be told from one with other data, and is reported when one
+/// process ends having made more calls than another.)
 ///
 /// ```
 /// use mbsp_algorithms::collectives::Comm;
@@ -61,6 +68,8 @@ struct SlotHeader {
     elem: u32,
     root: u32,
     len: u32,
+    /// The element type's fingerprint.
+    ty: u64,
 }
 
 impl SlotHeader {
@@ -68,6 +77,7 @@ impl SlotHeader {
         [
             (self.call as u64) << 32 | (self.op as u64) << 24 | self.elem as u64 & 0xFF_FFFF,
             (self.root as u64) << 32 | self.len as u64,
+            self.ty,
         ]
     }
 
@@ -78,6 +88,7 @@ impl SlotHeader {
             elem: (w[0] & 0xFF_FFFF) as u32,
             root: (w[1] >> 32) as u32,
             len: w[1] as u32,
+            ty: w[2],
         }
     }
 
@@ -87,21 +98,46 @@ impl SlotHeader {
         if self.root != NO_ROOT {
             s += &format!(" with root {}", self.root);
         }
-        s + &format!(" on {} elements of {} bytes", self.len, self.elem)
+        s + &format!(
+            " on {} elements of {}",
+            self.len,
+            elem::describe(self.ty, self.elem)
+        )
     }
 }
 
 impl Comm {
+    /// The largest slot [`with_capacity`](Self::with_capacity) accepts, in data words (1 MiB):
+    /// a `Comm` is for small collectives; larger data goes through [`Collectives`].
+    pub const MAX_SLOT_WORDS: usize = 1 << 17;
+
     /// Register a mailbox of 8 data words per process pair (collective: one superstep).
     pub fn new(ctx: &mut Ctx) -> Result<Comm> {
         Comm::with_capacity(ctx, 8, Collectives::default())
     }
 
     /// Register a mailbox of `words` data words (8 bytes) per process pair, and use `coll` for
-    /// data that does not fit (collective: one superstep).
+    /// data that does not fit (collective: one superstep). `words` is at most
+    /// [`MAX_SLOT_WORDS`](Self::MAX_SLOT_WORDS); a mailbox that cannot be allocated is an error.
     pub fn with_capacity(ctx: &mut Ctx, words: usize, coll: Collectives) -> Result<Comm> {
+        let p = ctx.nprocs();
+        let total = (words <= Self::MAX_SLOT_WORDS)
+            .then(|| (HEADER_WORDS + words).checked_mul(p))
+            .flatten();
+        let mut mem = Vec::new();
+        let Some(total) = total.filter(|&t| mem.try_reserve_exact(t).is_ok()) else {
+            return Err(ctx.misuse_error(
+                "Comm::with_capacity",
+                format!(
+                    "a mailbox of {words} words per slot for {p} processes cannot be allocated \
+                     (at most {} words per slot)",
+                    Self::MAX_SLOT_WORDS
+                ),
+            ));
+        };
+        mem.resize(total, 0u64);
         let slot = HEADER_WORDS + words;
-        let mailbox = ctx.push_reg(vec![0u64; slot * ctx.nprocs()])?;
+        let mailbox = ctx.push_reg(mem)?;
         ctx.sync()?;
         Ok(Comm {
             mailbox,
@@ -123,10 +159,12 @@ impl Comm {
     }
 
     fn fits<T>(&self, n: usize) -> bool {
-        n * size_of::<T>() <= self.capacity * 8 && n <= u32::MAX as usize
+        n.checked_mul(size_of::<T>())
+            .is_some_and(|b| b <= self.capacity * 8)
+            && n <= u32::MAX as usize
     }
 
-    fn header<T>(&mut self, op: Op, root: Option<usize>, n: usize) -> SlotHeader {
+    fn header<T: 'static>(&mut self, op: Op, root: Option<usize>, n: usize) -> SlotHeader {
         self.calls = self.calls.wrapping_add(1);
         SlotHeader {
             call: self.calls,
@@ -134,16 +172,20 @@ impl Comm {
             elem: size_of::<T>() as u32,
             root: root.map_or(NO_ROOT, |r| r as u32),
             len: n as u32,
+            ty: elem::fingerprint::<T>(),
         }
     }
 
-    /// Put `data` behind `h` into the slot of this process at every pid of `to`, then sync.
+    /// Put `h` into the slot of this process at every other process, followed by `data` where
+    /// `wants(q)`; sync; then check every other process's header against `h` (lengths too
+    /// unless `any_len`), so that no data is read unless every process made the same call.
     fn post<T: Pod>(
         &mut self,
         ctx: &mut Ctx,
         h: &SlotHeader,
         data: &[T],
-        to: impl Iterator<Item = usize>,
+        wants: impl Fn(usize) -> bool,
+        any_len: bool,
     ) -> Result<()> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let words = HEADER_WORDS + bytes.len().div_ceil(8);
@@ -151,51 +193,79 @@ impl Comm {
         self.out[HEADER_WORDS..words].fill(0);
         bytemuck::cast_slice_mut::<u64, u8>(&mut self.out[HEADER_WORDS..words])[..bytes.len()]
             .copy_from_slice(bytes);
-        let at = ctx.pid() * (HEADER_WORDS + self.capacity);
-        for q in to {
-            ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let at = me * (HEADER_WORDS + self.capacity);
+        for q in (0..p).filter(|&q| q != me) {
+            let w = if wants(q) { words } else { HEADER_WORDS };
+            ctx.put(q, &self.out[..w], &self.mailbox, at)?;
         }
-        ctx.sync()
+        ctx.sync()?;
+        let mb = ctx.local(&self.mailbox)?;
+        for q in (0..p).filter(|&q| q != me) {
+            self.check(ctx, mb, h, q, any_len)?;
+        }
+        Ok(())
     }
 
-    /// The data of `from`'s slot, after checking its header against ours (`len` is compared
-    /// unless `any_len`).
-    fn slot<'a>(
+    /// An error unless `from`'s slot holds the header of the same call as `mine` (`len` is
+    /// compared unless `any_len`).
+    fn check(
         &self,
         ctx: &Ctx,
-        mailbox: &'a [u64],
+        mailbox: &[u64],
         mine: &SlotHeader,
         from: usize,
         any_len: bool,
-    ) -> Result<(&'a [u8], usize)> {
+    ) -> Result<()> {
         let s = from * (HEADER_WORDS + self.capacity);
         let h = SlotHeader::decode(&mailbox[s..s + HEADER_WORDS]);
         let same = h.call == mine.call
             && h.op == mine.op
             && h.elem == mine.elem
+            && h.ty == mine.ty
             && h.root == mine.root
             && (any_len || h.len == mine.len);
-        if !same {
-            let name = Op::from_code(mine.op as u16).map_or("collective", Op::name);
-            let theirs = if h.call == mine.call || h.call != 0 {
-                format!("pid {from} called {}", h.describe())
-            } else {
-                format!("pid {from} sent nothing")
-            };
-            return Err(ctx.misuse_error(
-                name,
-                format!(
-                    "processes disagree: {theirs}, pid {} called {}",
-                    ctx.pid(),
-                    mine.describe()
-                ),
-            ));
+        if same {
+            return Ok(());
         }
+        let name = Op::from_code(mine.op as u16).map_or("collective", Op::name);
+        let me = ctx.pid();
+        let message = if h.call == 0 {
+            format!(
+                "processes disagree: pid {from} made no call of this Comm when pid {me} called {}",
+                mine.describe()
+            )
+        } else if h.call != mine.call {
+            // The slot still holds pid `from`'s last call: it skipped this one, or this process
+            // made one more than it.
+            format!(
+                "processes disagree on the number of calls of this Comm: pid {from} made {} \
+                 (the last: {}) when pid {me} made {} (this one: {}); a call was skipped or \
+                 added on one side",
+                h.call,
+                h.describe(),
+                mine.call,
+                mine.describe()
+            )
+        } else {
+            format!(
+                "processes disagree: pid {from} called {}, pid {me} called {}",
+                h.describe(),
+                mine.describe()
+            )
+        };
+        Err(ctx.misuse_error(name, message))
+    }
+
+    /// The data of `from`'s slot (whose header [`post`](Self::post) checked) and its length.
+    fn slot<'a>(&self, mailbox: &'a [u64], from: usize) -> (&'a [u8], usize) {
+        let s = from * (HEADER_WORDS + self.capacity);
+        let h = SlotHeader::decode(&mailbox[s..s + HEADER_WORDS]);
         let len = h.len as usize;
         let data = bytemuck::cast_slice::<u64, u8>(
             &mailbox[s + HEADER_WORDS..s + HEADER_WORDS + self.capacity],
         );
-        Ok((&data[..len * h.elem as usize], len))
+        (&data[..len * h.elem as usize], len)
     }
 
     /// [`Collectives::broadcast`]; one superstep when `buf` fits a slot.
@@ -216,13 +286,11 @@ impl Comm {
             return self.coll.broadcast(ctx, root, buf);
         }
         check_root(ctx, Op::Broadcast, root)?;
-        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let me = ctx.pid();
         let h = self.header::<T>(Op::Broadcast, Some(root), buf.len());
-        let to = (0..p).filter(|&q| me == root && q != me);
-        self.post(ctx, &h, buf, to)?;
+        self.post(ctx, &h, buf, |_| me == root, false)?;
         if me != root {
-            let mb = ctx.local(&self.mailbox)?;
-            let (data, _) = self.slot(ctx, mb, &h, root, false)?;
+            let (data, _) = self.slot(ctx.local(&self.mailbox)?, root);
             bytemuck::cast_slice_mut::<T, u8>(buf).copy_from_slice(data);
         }
         Ok(())
@@ -242,9 +310,9 @@ impl Comm {
         check_root(ctx, Op::Reduce, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Reduce, Some(root), buf.len());
-        self.post(ctx, &h, buf, std::iter::once(root).filter(|&r| r != me))?;
+        self.post(ctx, &h, buf, |q| q == root, false)?;
         if me == root {
-            self.fold(ctx, &h, buf, 0..ctx.nprocs(), &op)?;
+            self.fold(ctx, buf, 0..ctx.nprocs(), &op)?;
         }
         Ok(())
     }
@@ -259,10 +327,10 @@ impl Comm {
         if !self.fits::<T>(buf.len()) {
             return self.coll.allreduce(ctx, buf, op);
         }
-        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let p = ctx.nprocs();
         let h = self.header::<T>(Op::AllReduce, None, buf.len());
-        self.post(ctx, &h, buf, (0..p).filter(|&q| q != me))?;
-        self.fold(ctx, &h, buf, 0..p, &op)
+        self.post(ctx, &h, buf, |_| true, false)?;
+        self.fold(ctx, buf, 0..p, &op)
     }
 
     /// All-reduce of one value; one superstep.
@@ -287,10 +355,10 @@ impl Comm {
         if !self.fits::<T>(buf.len()) {
             return self.coll.scan_inclusive(ctx, buf, op);
         }
-        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let me = ctx.pid();
         let h = self.header::<T>(Op::ScanInclusive, None, buf.len());
-        self.post(ctx, &h, buf, me + 1..p)?;
-        self.fold(ctx, &h, buf, 0..me + 1, &op)
+        self.post(ctx, &h, buf, |q| q > me, false)?;
+        self.fold(ctx, buf, 0..me + 1, &op)
     }
 
     /// [`Collectives::scan_exclusive`]; one superstep when `buf` fits a slot.
@@ -304,14 +372,14 @@ impl Comm {
         if !self.fits::<T>(buf.len()) {
             return self.coll.scan_exclusive(ctx, buf, identity, op);
         }
-        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let me = ctx.pid();
         let h = self.header::<T>(Op::ScanExclusive, None, buf.len());
-        self.post(ctx, &h, buf, me + 1..p)?;
+        self.post(ctx, &h, buf, |q| q > me, false)?;
         if me == 0 {
             buf.fill(identity);
             return Ok(());
         }
-        self.fold(ctx, &h, buf, 0..me, &op)
+        self.fold(ctx, buf, 0..me, &op)
     }
 
     /// [`Collectives::allgather`]; one superstep when every piece fits a slot. The decision is
@@ -348,35 +416,31 @@ impl Comm {
             ));
         }
         let h = self.header::<T>(Op::AllGather, None, local.len());
-        self.post(ctx, &h, local, (0..p).filter(|&q| q != me))?;
+        self.post(ctx, &h, local, |_| true, true)?;
         let mb = ctx.local(&self.mailbox)?;
         let mut pieces = Vec::with_capacity(p);
         for q in 0..p {
             pieces.push(if q == me {
                 super::Source::Local(local)
             } else {
-                super::Source::Bytes(self.slot(ctx, mb, &h, q, true)?.0)
+                super::Source::Bytes(self.slot(mb, q).0)
             });
         }
         Ok(Parts::concat(&pieces))
     }
 
-    /// Fold the slots of `from` (own data from `buf`) in pid order into `buf`, element by
-    /// element (at most a slot's worth), so no accumulator is needed.
+    /// Fold the slots of `from` (own data from `buf`; headers checked by
+    /// [`post`](Self::post)) in pid order into `buf`, element by element (at most a slot's
+    /// worth), so no accumulator is needed.
     fn fold<T: Pod, F: Fn(T, T) -> T>(
         &self,
         ctx: &Ctx,
-        h: &SlotHeader,
         buf: &mut [T],
         from: std::ops::Range<usize>,
         op: &F,
     ) -> Result<()> {
         let me = ctx.pid();
         let mb = ctx.local(&self.mailbox)?;
-        // Check every slot first; then read them without further checks.
-        for q in from.clone().filter(|&q| q != me) {
-            self.slot(ctx, mb, h, q, false)?;
-        }
         let Some(first) = from.clone().next() else {
             return Ok(());
         };

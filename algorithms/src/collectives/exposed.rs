@@ -11,13 +11,14 @@
 //!   processes read from this buffer are not written by this process, and this process writes
 //!   only ranges nobody else reads in that superstep. Methods that hand out `&mut` to a range
 //!   are `unsafe` and state this as their precondition.
-//! * **Lifetime.** The registration is popped and a sync passes before the collective returns
-//!   normally. When it fails in the middle, [`Exposed::fail`] syncs once more: a failed sync
-//!   returns only after every process of the run has stopped touching shared memory, so no
-//!   other process can still be reading the buffer when the caller gets it back.
+//! * **Lifetime.** A buffer can only be exposed inside [`Ctx::lending`] (`push` takes its
+//!   [`Lent`] token). The collective pops the registration and passes a sync before the scope
+//!   ends normally; when it ends by an error or a panic (a panicking reduction operator), the
+//!   scope fails the run and waits until every process of the run has stopped touching shared
+//!   memory before the buffer's owner gets it back or unwinds past it.
 
 use bytemuck::Pod;
-use mbsp::{Ctx, Error, Result};
+use mbsp::{Ctx, Lent, Result};
 use std::marker::PhantomData;
 use std::ops::Range;
 
@@ -29,13 +30,15 @@ pub struct Exposed<'a, T> {
 }
 
 impl<'a, T: Pod> Exposed<'a, T> {
-    /// Register `buf` (it takes effect at the next sync, as any registration).
-    pub fn push(ctx: &Ctx, buf: &'a mut [T]) -> Result<Self> {
+    /// Register `buf` (it takes effect at the next sync, as any registration), inside the
+    /// lending scope `_lent`.
+    pub fn push(ctx: &Ctx, _lent: Lent<'_>, buf: &'a mut [T]) -> Result<Self> {
         let (base, len) = (buf.as_mut_ptr(), buf.len());
-        // SAFETY: `buf` is borrowed mutably for 'a, which outlives this value, and the
-        // collective pops the registration and syncs before giving the buffer back (see the
-        // module docs; on failure `fail` quiesces the run). No other process writes into it: the
-        // registration is known only to this collective, which issues direct gets from it only.
+        // SAFETY: `buf` is borrowed mutably for 'a, which outlives this value; the collective
+        // pops the registration and syncs before its lending scope ends normally, and the scope
+        // waits for every process before it lets an error or a panic out (module docs). No
+        // other process writes into it: the registration is known only to this collective,
+        // which issues direct gets from it only.
         unsafe { ctx.push_reg_raw(base.cast(), len * size_of::<T>()) }?;
         Ok(Exposed {
             base,
@@ -48,17 +51,6 @@ impl<'a, T: Pod> Exposed<'a, T> {
     /// returning).
     pub fn pop(&self, ctx: &Ctx) -> Result<()> {
         ctx.pop_reg_raw(self.base.cast())
-    }
-
-    /// Turn an error in the middle of the algorithm into the collective's error, after waiting
-    /// until no process touches shared memory any more.
-    pub fn fail(&self, ctx: &mut Ctx, e: Error) -> Error {
-        if ctx.failure().is_some() {
-            // The run has failed (by `e` or earlier): this sync returns its error at once, but
-            // only after every process has stopped touching shared memory.
-            let _ = ctx.sync();
-        }
-        e
     }
 
     /// Copy `count` elements starting at element `offset` of `pid`'s exposed buffer (the one

@@ -32,8 +32,8 @@
 //!
 //! The caller must not send messages in the superstep in which it calls a collective (they would
 //! arrive in the collective's sync; the collective reports them as an error). Processes that call
-//! collectives that do not match — different operations, roots, element sizes or lengths — get an
-//! error naming both calls, never wrong data or a hang; the error ends the run like every misuse.
+//! collectives that do not match — different operations, roots, element types or lengths — get
+//! an error naming both calls, never wrong data or a hang; the error ends the run like every misuse.
 //!
 //! Reductions and scans apply the operator elementwise, in pid order
 //! (`x₀ ⊕ x₁ ⊕ … ⊕ x_{p-1}`), so an associative operator need not be commutative; the operator
@@ -58,6 +58,7 @@
 //! differ per process, so they always use messages.
 
 mod comm;
+mod elem;
 mod exposed;
 mod wire;
 
@@ -585,14 +586,15 @@ impl Collectives {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mut own = Vec::new();
         if me == root {
-            let total: usize = counts.iter().sum();
-            if counts.len() != p || total != data.len() {
+            let total = checked_sum(counts);
+            if counts.len() != p || total != Some(data.len()) {
                 return Err(ctx.misuse_error(
                     op.name(),
                     format!(
-                        "root pid {root} passed {} counts summing to {total} for {} processes and \
+                        "root pid {root} passed {} counts summing to {} for {} processes and \
                          {} elements of data",
                         counts.len(),
+                        show_sum(total),
                         p,
                         data.len()
                     ),
@@ -685,13 +687,14 @@ impl Collectives {
         counts: &[usize],
     ) -> Result<Parts<T>> {
         let (me, p) = (ctx.pid(), ctx.nprocs());
-        let total: usize = counts.iter().sum();
-        if counts.len() != p || total != send.len() {
+        let total = checked_sum(counts);
+        if counts.len() != p || total != Some(send.len()) {
             return Err(ctx.misuse_error(
                 call.op.name(),
                 format!(
-                    "{} counts summing to {total} for {p} processes and {} elements to send",
+                    "{} counts summing to {} for {p} processes and {} elements to send",
                     counts.len(),
+                    show_sum(total),
                     send.len()
                 ),
             ));
@@ -877,6 +880,17 @@ impl<T> Source<'_, T> {
     }
 }
 
+/// The sum of `counts`, or `None` if it overflows.
+fn checked_sum(counts: &[usize]) -> Option<usize> {
+    counts.iter().try_fold(0usize, |a, &c| a.checked_add(c))
+}
+
+fn show_sum(total: Option<usize>) -> String {
+    total.map_or_else(|| "more than usize::MAX".into(), |t| t.to_string())
+}
+
+/// Where each piece starts, and the total at the end (`counts` sum without overflow: checked
+/// by the callers).
 fn prefix(counts: &[usize]) -> Vec<usize> {
     let mut out = Vec::with_capacity(counts.len() + 1);
     let mut at = 0;
@@ -931,8 +945,8 @@ fn broadcast_registered<T: Pod>(
     two_phase: bool,
 ) -> Result<()> {
     let (me, p, n) = (ctx.pid(), ctx.nprocs(), buf.len());
-    let ex = Exposed::push(ctx, buf)?;
-    let steps = |ctx: &mut Ctx| -> Result<()> {
+    ctx.lending(|ctx, lent| {
+        let ex = Exposed::push(ctx, lent, buf)?;
         exchange_headers(ctx, call)?;
         if !two_phase {
             if me != root {
@@ -958,8 +972,7 @@ fn broadcast_registered<T: Pod>(
         }
         ex.pop(ctx)?;
         ctx.sync()
-    };
-    steps(ctx).map_err(|e| ex.fail(ctx, e))
+    })
 }
 
 /// Reduce, all-reduce and scans by two phases of direct gets. Phase 1: process `i` combines
@@ -985,12 +998,11 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         _ => 0,
     };
     let mut scratch = vec![T::zeroed(); scratch_len];
-    let ex = Exposed::push(ctx, buf)?;
-    let sx = match Exposed::push(ctx, &mut scratch) {
-        Ok(s) => s,
-        Err(e) => return Err(ex.fail(ctx, e)),
-    };
-    let steps = |ctx: &mut Ctx| -> Result<()> {
+    // A panicking operator unwinds out of the scope only after every process has stopped
+    // reading `buf` and `scratch`.
+    ctx.lending(|ctx, lent| {
+        let ex = Exposed::push(ctx, lent, buf)?;
+        let sx = Exposed::push(ctx, lent, &mut scratch)?;
         exchange_headers(ctx, call)?;
         // Phase 1. Others read block q != me of this buffer; this process reads block `me`
         // of every buffer and writes only its block (all-reduce) or its scratch.
@@ -1079,8 +1091,7 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         sx.pop(ctx)?;
         ex.pop(ctx)?;
         ctx.sync()
-    };
-    steps(ctx).map_err(|e| ex.fail(ctx, e))
+    })
 }
 
 /// Fetch from pid `q`'s scratch (or copy from this process's own).

@@ -1,11 +1,12 @@
 //! The messages of the collectives: a header naming the call, then the data.
 //!
 //! Every message a collective sends starts with a [`Header`] describing the sender's call
-//! (which operation, root, element size, length). Receivers compare it with their own call, so
-//! processes that disagree (different operations, roots, lengths or element types) get an error
-//! naming both sides instead of wrong data. Messages are sent with a zero tag of whatever tag
+//! (which operation, root, element type and size, length). Receivers compare it with their own
+//! call, so processes that disagree (different operations, roots, lengths or element types) get
+//! an error naming both sides instead of wrong data. Messages are sent with a zero tag of whatever tag
 //! size is in force, so the caller's tag size is neither needed nor changed.
 
+use super::elem;
 use bytemuck::{Pod, Zeroable};
 use mbsp::{Ctx, Error, Result};
 
@@ -95,6 +96,8 @@ pub struct Header {
     pub len: u64,
     /// Per-operation extra: the number of elements of data that follow.
     pub count: u64,
+    /// The element type's fingerprint (see `elem.rs`).
+    pub ty: u64,
 }
 
 pub const HEADER: usize = std::mem::size_of::<Header>();
@@ -109,16 +112,19 @@ pub struct Call {
     pub op: Op,
     pub root: u32,
     pub elem: u32,
+    /// The element type's fingerprint.
+    pub ty: u64,
     pub len: u64,
     pub algo: u16,
 }
 
 impl Call {
-    pub fn new<T>(op: Op, root: Option<usize>, len: Option<usize>) -> Call {
+    pub fn new<T: 'static>(op: Op, root: Option<usize>, len: Option<usize>) -> Call {
         Call {
             op,
             root: root.map_or(NO_ROOT, |r| r as u32),
             elem: std::mem::size_of::<T>() as u32,
+            ty: elem::fingerprint::<T>(),
             len: len.map_or(ANY_LEN, |n| n as u64),
             algo: 0,
         }
@@ -135,10 +141,11 @@ impl Call {
             _pad: 0,
             len: self.len,
             count: count as u64,
+            ty: self.ty,
         }
     }
 
-    fn describe(op: Option<Op>, root: u32, len: u64, elem: u32) -> String {
+    fn describe(op: Option<Op>, root: u32, len: u64, elem: u32, ty: u64) -> String {
         let mut s = op.map_or("an unknown collective", Op::name).to_string();
         if root != NO_ROOT {
             s += &format!(" with root {root}");
@@ -146,7 +153,7 @@ impl Call {
         if len != ANY_LEN {
             s += &format!(" on {len} elements");
         }
-        s + &format!(" of {elem} bytes")
+        s + &format!(" of {}", elem::describe(ty, elem))
     }
 
     /// An error unless `h` (received from another process) describes the same call.
@@ -157,6 +164,7 @@ impl Call {
         let same = h.op == self.op as u16
             && h.root == self.root
             && h.elem == self.elem
+            && h.ty == self.ty
             && h.len == self.len
             && h.algo == self.algo;
         if same {
@@ -167,9 +175,9 @@ impl Call {
             format!(
                 "processes disagree: pid {} called {}, pid {} called {}",
                 h.from,
-                Call::describe(Op::from_code(h.op), h.root, h.len, h.elem),
+                Call::describe(Op::from_code(h.op), h.root, h.len, h.elem, h.ty),
                 ctx.pid(),
-                Call::describe(Some(self.op), self.root, self.len, self.elem),
+                Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty),
             ),
         ))
     }
@@ -194,7 +202,7 @@ impl Call {
                  root or on the operation; pid {} called {})",
                 ctx.pid(),
                 ctx.pid(),
-                Call::describe(Some(self.op), self.root, self.len, self.elem)
+                Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty)
             ),
         )
     }
