@@ -54,7 +54,7 @@ impl Drop for Load {
     }
 }
 
-const ROUNDS: usize = 12;
+const ROUNDS: usize = 5;
 
 /// Run `f` on `p` processes `ROUNDS` times under load; every run must fail with a panic whose
 /// message contains `needle`.
@@ -67,9 +67,10 @@ fn expect_panic(p: usize, needle: &'static str, f: fn(&mut Ctx) -> mbsp::Result<
     }
 }
 
-/// Elements per process: large enough that a buffer is its own mapping (freeing it unmaps it,
-/// so a read after the free faults) and that reading it takes a while.
-const N: usize = 1 << 20;
+/// Elements per process: 64 MiB, above glibc's largest mmap threshold (32 MiB), so that a
+/// buffer is always a mapping of its own (freeing it unmaps it, and a read after the free
+/// faults), and large enough that reading it takes a while.
+const N: usize = 1 << 23;
 
 /// Pid 0's first element overflows when pid 0 combines its block (block 0 of every buffer), at
 /// the start of phase 1, while the other processes read their blocks of pid 0's buffer.
