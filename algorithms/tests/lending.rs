@@ -36,7 +36,9 @@ impl Load {
                 std::thread::spawn(move || {
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
                     }
                 })
             })
@@ -161,10 +163,9 @@ fn hp_spmv_with_a_panic_between_multiplies() {
             entries.push((i, (i + d) % n, 1.0));
         }
     }
-    let a = CooMatrix::new(n as usize, n as usize, entries).unwrap();
-    let plan = Arc::new(
-        SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap(),
-    );
+    let a = CooMatrix::new(n, n, entries).unwrap();
+    let plan =
+        Arc::new(SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap());
     let _load = Load::new();
     for round in 0..ROUNDS {
         let plan = plan.clone();

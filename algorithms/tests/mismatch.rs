@@ -177,7 +177,12 @@ fn comm_calls_that_do_not_match() {
     // pid 1 skips the first all-reduce: the call counters differ.
     expect_misuse(
         2,
-        &["allreduce", "disagree", "pid 1 made no call of this Comm", "call 1"],
+        &[
+            "allreduce",
+            "disagree",
+            "pid 1 made no call of this Comm",
+            "call 1",
+        ],
         |ctx| {
             let mut comm = Comm::new(ctx)?;
             if ctx.pid() == 0 {
@@ -207,29 +212,41 @@ fn comm_calls_that_do_not_match() {
 /// Element types of the same size: the headers carry the type, not only its size.
 #[test]
 fn element_types_of_one_size() {
-    expect_misuse(2, &["allreduce", "disagree", "f64 (8 bytes)", "u64 (8 bytes)"], |ctx| {
-        if ctx.pid() == 0 {
-            coll::allreduce(ctx, &mut [1.0f64; 4], |a, b| a + b)
-        } else {
-            coll::allreduce(ctx, &mut [1u64; 4], |a, b| a + b)
-        }
-    });
-    expect_misuse(2, &["allreduce", "disagree", "i32 (4 bytes)", "f32 (4 bytes)"], |ctx| {
-        let two = Collectives::default().algorithm(Algorithm::TwoPhase);
-        if ctx.pid() == 0 {
-            two.allreduce(ctx, &mut vec![1.0f32; 1000], |a, b| a + b)
-        } else {
-            two.allreduce(ctx, &mut vec![1i32; 1000], |a, b| a + b)
-        }
-    });
-    expect_misuse(3, &["allreduce", "disagree", "f64 (8 bytes)", "i64 (8 bytes)"], |ctx| {
-        let mut comm = Comm::new(ctx)?;
-        if ctx.pid() == 2 {
-            comm.allreduce_value(ctx, 1i64, |a, b| a + b).map(drop)
-        } else {
-            comm.allreduce_value(ctx, 1.0f64, |a, b| a + b).map(drop)
-        }
-    });
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "f64 (8 bytes)", "u64 (8 bytes)"],
+        |ctx| {
+            if ctx.pid() == 0 {
+                coll::allreduce(ctx, &mut [1.0f64; 4], |a, b| a + b)
+            } else {
+                coll::allreduce(ctx, &mut [1u64; 4], |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "i32 (4 bytes)", "f32 (4 bytes)"],
+        |ctx| {
+            let two = Collectives::default().algorithm(Algorithm::TwoPhase);
+            if ctx.pid() == 0 {
+                two.allreduce(ctx, &mut vec![1.0f32; 1000], |a, b| a + b)
+            } else {
+                two.allreduce(ctx, &mut vec![1i32; 1000], |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        3,
+        &["allreduce", "disagree", "f64 (8 bytes)", "i64 (8 bytes)"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 2 {
+                comm.allreduce_value(ctx, 1i64, |a, b| a + b).map(drop)
+            } else {
+                comm.allreduce_value(ctx, 1.0f64, |a, b| a + b).map(drop)
+            }
+        },
+    );
 }
 
 /// A `Comm` call skipped by one process (which syncs instead) is a named mismatch in that very
@@ -284,17 +301,21 @@ fn comm_call_skipped_by_one_process() {
 /// more calls than another, with the end-of-run mismatch naming both sides.
 #[test]
 fn comm_call_skipped_in_a_loop_of_equal_calls() {
-    expect_misuse(2, &["returned from the SPMD function", "called sync"], |ctx| {
-        let me = ctx.pid();
-        let mut comm = Comm::new(ctx)?;
-        for i in 0..6u64 {
-            if me == 1 && i == 2 {
-                continue;
+    expect_misuse(
+        2,
+        &["returned from the SPMD function", "called sync"],
+        |ctx| {
+            let me = ctx.pid();
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..6u64 {
+                if me == 1 && i == 2 {
+                    continue;
+                }
+                comm.allreduce_value(ctx, i, |a, b| a + b)?;
             }
-            comm.allreduce_value(ctx, i, |a, b| a + b)?;
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
 }
 
 /// Inclusive scans of the call number, in which pid `SKIP` skips call 1 (and syncs instead).
@@ -308,7 +329,11 @@ fn skip_scan<const SKIP: usize>(ctx: &mut Ctx) -> mbsp::Result<()> {
         }
         let mut b = [i];
         comm.scan_inclusive(ctx, &mut b, |a, b| a + b)?;
-        assert_eq!(b[0], i * (me as u64 + 1), "pid {me}, call {i}: data of another call");
+        assert_eq!(
+            b[0],
+            i * (me as u64 + 1),
+            "pid {me}, call {i}: data of another call"
+        );
     }
     Ok(())
 }

@@ -78,7 +78,11 @@ mod tests {
 
     #[test]
     fn types_of_one_size_differ_and_names_come_back() {
-        let (f, u, i) = (fingerprint::<f64>(), fingerprint::<u64>(), fingerprint::<i64>());
+        let (f, u, i) = (
+            fingerprint::<f64>(),
+            fingerprint::<u64>(),
+            fingerprint::<i64>(),
+        );
         assert!(f != u && u != i && f != i);
         assert_eq!(fingerprint::<f64>(), f, "stable");
         assert_eq!(name_of(f), Some("f64"));
