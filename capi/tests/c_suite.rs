@@ -296,6 +296,87 @@ fn abort_and_misuse_end_the_program_with_one_clear_line() {
 }
 
 #[test]
+fn hostile_sizes_are_misuse_not_memory_errors() {
+    let exe = build("sizes.c", "sizes", &[], Link::Shared);
+    assert!(ok(&run(&exe, &["ok"], &[])).contains("sizes ok"));
+    let max = u64::MAX;
+    let payload = |op: &str, n: u64| {
+        format!(
+            "{op} (pid 0, superstep 1): a payload of {n} bytes exceeds the largest message, \
+             140737488355328 bytes"
+        )
+    };
+    let object = "is larger than any object can be: at most isize::MAX = 9223372036854775807 bytes";
+    let cases = [
+        ("send_max", payload("bsp_send", max)),
+        ("send_max_7", payload("bsp_send", max - 7)),
+        ("send_2_62", payload("bsp_send", 1 << 62)),
+        ("hpsend_max", payload("bsp_hpsend", max)),
+        (
+            "tagsize_max",
+            format!("superstep 1): a tag size of {max} bytes exceeds the largest, 1048576 bytes"),
+        ),
+        (
+            "tagsize_2_40",
+            "superstep 1): a tag size of 1099511627776 bytes exceeds the largest, 1048576 bytes"
+                .into(),
+        ),
+        (
+            "put_max",
+            format!("bsp_put (pid 0, superstep 1): the source ({max} bytes at"),
+        ),
+        (
+            "put_offset",
+            format!(
+                "bsp_put (pid 0, superstep 1): to pid 1: offset {} + 8 bytes exceeds the 64 \
+                 bytes pid 1 registered",
+                max - 3
+            ),
+        ),
+        (
+            "get_max",
+            format!("bsp_get (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "get_offset",
+            format!(
+                "bsp_get (pid 0, superstep 1): from pid 1: offset {max} + 1 bytes exceeds the \
+                 64 bytes pid 1 registered"
+            ),
+        ),
+        (
+            "hpget_max",
+            format!("bsp_hpget (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "direct_get_max",
+            format!("bsp_direct_get (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "push_reg_max",
+            format!("superstep 1): the area ({max} bytes at"),
+        ),
+    ];
+    for (mode, needle) in &cases {
+        let out = run(&exe, &[mode], &[]);
+        fails(&out, needle);
+        if needle.contains("bytes at") {
+            fails(&out, object);
+        }
+    }
+    // Within the limits but more than the machine can allocate (only where such an allocation
+    // fails rather than succeeding and running the machine out of memory on first use).
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if overcommit.trim() != "1" {
+        fails(
+            &run(&exe, &["send_2_40"], &[]),
+            "bsp_send (pid 0, superstep 1): to pid 1: could not allocate room for a message of \
+             1099511627776 payload bytes",
+        );
+    }
+}
+
+#[test]
 fn affinity_and_thread_settings() {
     let exe = build("settings.c", "settings", &[], Link::Shared);
     assert!(ok(&run(&exe, &[], &[])).contains("settings ok"));

@@ -297,11 +297,12 @@ pub(crate) struct GetOp {
     pub(crate) _keep: Option<Keep>,
 }
 
-/// An hpsend whose payload is copied at the sync.
+/// An hpsend whose payload is copied at the sync, into the record reserved for it (with its
+/// tag) in the outbox for `pid` when `hpsend` was called.
 pub(crate) struct HpSend {
     pub(crate) pid: usize,
-    pub(crate) tag_off: usize,
-    pub(crate) tag_len: usize,
+    /// Where the payload goes in that outbox's message records.
+    pub(crate) at: usize,
     pub(crate) payload: *const u8,
     pub(crate) len: usize,
 }
@@ -343,7 +344,8 @@ pub(crate) struct Local {
     pub(crate) gets: Vec<GetOp>,
     pub(crate) getbuf: crate::arena::Arena,
     pub(crate) hpsends: Vec<HpSend>,
-    pub(crate) hp_tags: crate::arena::Arena,
+    /// Bytes the get buffer may need for this superstep's gets (room reserved when queued).
+    pub(crate) get_room: usize,
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
 }

@@ -230,19 +230,12 @@ impl Ctx {
 
     pub(crate) fn flush_hpsends(&mut self) {
         let mut hps = std::mem::take(&mut self.st.get_mut().hpsends);
-        if hps.is_empty() {
-            return;
-        }
-        let tags = std::mem::take(&mut self.st.get_mut().hp_tags);
         for h in hps.drain(..) {
-            let tag = tags.bytes(h.tag_off, h.tag_len);
-            // SAFETY: the hpsend caller promised the payload stays valid until this sync.
-            self.with_outbox(h.pid, |ob| unsafe { ob.send(tag, h.payload, h.len) });
+            // SAFETY: the hpsend caller promised the payload stays valid until this sync; its
+            // record was reserved in this superstep's outbox for `h.pid` when it was called.
+            self.with_outbox(h.pid, |ob| unsafe { ob.fill(h.at, h.payload, h.len) });
         }
-        let st = self.st.get_mut();
-        st.hpsends = hps;
-        st.hp_tags = tags;
-        st.hp_tags.clear();
+        self.st.get_mut().hpsends = hps;
     }
 
     fn publish_collective(&mut self, q: usize) {
