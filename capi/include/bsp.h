@@ -30,7 +30,9 @@
  * or destination, a payload) can have more than PTRDIFF_MAX bytes or run past the end of the
  * address space. Beyond these limits a primitive is a misuse; a message, put or get within them
  * that the machine cannot find the memory for ends the program the same way ("could not
- * allocate ..."), never in the allocator.
+ * allocate ..."), never in the allocator. A run has at most as many processes as the machine
+ * can hold (its thread limits, and about 64 KiB + 24 bytes per process of memory per process):
+ * bsp_begin asking for more is a misuse naming the limit.
  *
  * C++: processes other than 0 leave their SPMD function at bsp_end by throwing an exception of
  * a private type (mbsp_cxx::end_of_process), caught where the library started the function,

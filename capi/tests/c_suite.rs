@@ -374,6 +374,12 @@ fn hostile_sizes_are_misuse_not_memory_errors() {
              1099511627776 payload bytes",
         );
     }
+    let out = run(&exe, &["begin_huge"], &[]);
+    fails(
+        &out,
+        "mbsp: bsp_begin: p = 1000000000 processes cannot run on this machine: at most ",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
 
 #[test]

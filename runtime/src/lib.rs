@@ -84,7 +84,7 @@ pub use barrier::WaitPolicy;
 pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
-pub use limits::{MAX_MESSAGE, MAX_TAGSIZE};
+pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 #[cfg(feature = "mpi")]
 pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};

@@ -1,4 +1,4 @@
-//! Hostile sizes: tag sizes, payloads, areas and offsets beyond the documented
+//! Hostile sizes: tag sizes, payloads, areas, offsets and process counts beyond the documented
 //! limits are misuse errors naming the primitive and the value; sizes within the limits that
 //! the machine cannot allocate end the run with an error of kind `System`. Never an allocator
 //! abort, a capacity panic or a wrapped size.
@@ -322,5 +322,47 @@ fn offsets_that_overflow_are_refused() {
             ctx.sync()
         });
         expect_err(r, Misuse, "get", None, Some(1), &["overflows"]);
+    });
+}
+
+#[test]
+fn process_counts_beyond_the_machine_are_refused() {
+    within(60, || {
+        let Some((max, why)) = mbsp::max_procs() else {
+            eprintln!("no process limit is known on this machine");
+            return;
+        };
+        for p in [1_000_000_000, usize::MAX, max + 1] {
+            let r = run(p, |_| Ok(()));
+            let e = expect_err(
+                r,
+                Misuse,
+                "run",
+                None,
+                None,
+                &[
+                    &format!("p = {p} processes cannot run on this machine: at most {max} can"),
+                    &why,
+                ],
+            );
+            assert!(e.path().is_empty(), "{e}");
+            let e = mbsp::Run::new(p).begin(|_| Ok(())).unwrap_err();
+            assert!(e.to_string().contains(&format!("at most {max}")), "{e}");
+        }
+        // Nested: the process that asks is named.
+        let r = run(2, |ctx| {
+            if ctx.pid() == 1 {
+                ctx.run(1_000_000_000, |_| Ok(()))?;
+            }
+            ctx.sync()
+        });
+        expect_err(
+            r,
+            Misuse,
+            "run",
+            Some(1),
+            Some(0),
+            &["p = 1000000000 processes cannot run on this machine"],
+        );
     });
 }
