@@ -383,6 +383,31 @@ fn hostile_sizes_are_misuse_not_memory_errors() {
 }
 
 #[test]
+fn gets_are_profiled_like_puts() {
+    let exe = build("profiled_get.c", "profiled_get", &[], Link::Shared);
+    let out = run(&exe, &[], &[("MBSP_PROFILE", "1")]);
+    assert!(ok(&out).contains("profiled get ok"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The report's rows: superstep, w, imbalance, h words, ...
+    let h = |step: &str| {
+        err.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&step) && cols.len() > 5)
+            .map(|cols| cols[4].to_string())
+    };
+    assert_eq!(
+        h("1").as_deref(),
+        Some("1000"),
+        "the get's superstep: {err}"
+    );
+    assert_eq!(
+        h("2").as_deref(),
+        Some("1000"),
+        "the put's superstep: {err}"
+    );
+}
+
+#[test]
 fn affinity_and_thread_settings() {
     let exe = build("settings.c", "settings", &[], Link::Shared);
     assert!(ok(&run(&exe, &[], &[])).contains("settings ok"));

@@ -1024,6 +1024,7 @@ impl Ctx {
         if len > 0 {
             self.queue_get(pid, slot.0, s, dst, len, None)?;
         }
+        self.note_get(pid, len, false);
         Ok(())
     }
 
