@@ -235,8 +235,11 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint) {
     unsafe { mbsp_begin_with(i64::from(p), std::ptr::null_mut(), None) }
 }
 
-/// End the SPMD section. Process 0 waits for the others and continues; the other processes
-/// leave their SPMD function here (through `longjmp`: this is the C `bsp_end`).
+/// End the SPMD section: a synchronisation of every process of the run. Process 0 waits for
+/// the others and continues; the other processes leave their SPMD function here (through
+/// `longjmp`: this is the C `bsp_end`), once every process has reached its `bsp_end` and the
+/// last superstep's communication has been delivered, so that nothing they registered on
+/// their stack is read after they leave.
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_end() {
     if end_section() != Ended::Continue {
@@ -308,7 +311,14 @@ fn end_section() -> Ended {
             }
             Ended::Continue
         }
-        Some(leave) => leave,
+        Some(leave) => {
+            // The end synchronisation, inside the SPMD function's frame: memory it registered
+            // (often on its stack) stays alive until every process has ended and every get
+            // of it has been served. The runtime's own end after the function is left is then
+            // a no-op.
+            with_ctx("bsp_end", |c| c.end());
+            leave
+        }
     }
 }
 

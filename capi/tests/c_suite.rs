@@ -643,6 +643,27 @@ fn bsplib_programs_run_unchanged_over_mpi_ranks() {
     assert_eq!(out.matches("primitives ok (p = 2)").count(), 1, "{out}");
 }
 
+/// bsp_end is a synchronisation: the others' stack memory is read by pid 0 during their
+/// bsp_end (direct_get before it, get served at it), over threads and over MPI ranks.
+#[test]
+fn bsp_end_waits_for_every_process_and_the_last_communication() {
+    let exe = build("end_sync.c", "end_sync", &[], Link::Shared);
+    let pi = "pi 3.1415927 (direct_get) 3.1415927 (get)";
+    for p in ["2", "3", "4", "8"] {
+        for _ in 0..5 {
+            let out = ok(&run(&exe, &[p], &[]));
+            assert!(out.contains(pi), "p = {p}: {out}");
+        }
+    }
+    let cxx = build("end_sync.c", "end_sync-cxx", &["-x", "c++"], Link::Shared);
+    assert!(ok(&run(&cxx, &["4"], &[])).contains(pi));
+    for ranks in [2, 3] {
+        let n = ranks.to_string();
+        let out = ok(&run_ranks(ranks, &exe, &[&n]));
+        assert_eq!(out.matches(pi).count(), 1, "{ranks} ranks: {out}");
+    }
+}
+
 #[test]
 fn a_failing_rank_ends_every_rank_with_its_line() {
     let exe = build("failures.c", "failures", &[], Link::Shared);

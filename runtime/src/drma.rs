@@ -529,7 +529,7 @@ impl Ctx {
         off: usize,
         len: usize,
     ) -> Option<*mut u8> {
-        if self.run.tree.is_aborted() {
+        if self.run.tree.is_aborted() || self.end_outcome.is_some() {
             return None;
         }
         let proc = self.run.procs.get(pid)?;

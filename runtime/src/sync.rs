@@ -43,6 +43,9 @@ impl Ctx {
     /// assert_eq!(steps, vec![10, 10]);
     /// ```
     pub fn sync(&mut self) -> Result<()> {
+        if self.end_outcome.is_some() {
+            return Err(self.after_end("sync"));
+        }
         #[cfg(feature = "mpi")]
         if self.net.is_some() {
             return self.rank_sync(false);
@@ -70,8 +73,42 @@ impl Ctx {
         result
     }
 
-    /// The implicit final sync when the SPMD function returns.
-    pub(crate) fn end(&mut self) -> Result<()> {
+    /// End this process's part of the run now: the final synchronisation, which otherwise
+    /// happens when the SPMD function returns. Like a sync, it completes the last superstep
+    /// (its puts, gets and messages are delivered), and every process must reach it (a process
+    /// that syncs instead is a misuse, as when an SPMD function returns early). When it
+    /// returns, every process of the run has reached its end and no process touches this
+    /// process's memory any more: what it registered may go.
+    ///
+    /// Afterwards every primitive is a misuse except the local views of registered memory
+    /// ([`Ctx::local`], [`Ctx::local_mut`]); calling `end` again returns its first outcome, and
+    /// returning from the SPMD function does not synchronise again. Rust code usually just
+    /// returns; this is for callers whose processes leave by other means (the C ABI's
+    /// `bsp_end`, which leaves the SPMD function by `longjmp` after ending here, so that
+    /// memory the function registered on its stack outlives every access to it).
+    ///
+    /// ```
+    /// let last = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u64 + 1; 4])?;
+    ///     let y = ctx.push_reg(vec![0u64; 4])?;
+    ///     ctx.sync()?;
+    ///     ctx.get(1 - ctx.pid(), &x, .., &y, 0)?;
+    ///     ctx.end()?; // the get lands here; everyone has ended
+    ///     Ok(ctx.local(&y)?[3])
+    /// }).unwrap();
+    /// assert_eq!(last, vec![2, 1]);
+    /// ```
+    pub fn end(&mut self) -> Result<()> {
+        if let Some(outcome) = &self.end_outcome {
+            return outcome.clone();
+        }
+        let outcome = self.final_sync();
+        self.end_outcome = Some(outcome.clone());
+        outcome
+    }
+
+    /// The final sync (see [`Ctx::end`]).
+    fn final_sync(&mut self) -> Result<()> {
         #[cfg(feature = "mpi")]
         if self.net.is_some() {
             return self.rank_sync(true);
