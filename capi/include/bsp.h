@@ -129,8 +129,14 @@ void bsp_init(void (*spmd)(void), int argc, char **argv);
  * passes main; C++: an inline function below.) */
 void bsp_begin(bsp_pid_t P);
 
-/* End the SPMD section: pid 0 waits for the others and continues; other processes leave
- * their SPMD function. (C++: an inline function below.) */
+/* End the SPMD section, a synchronisation of every process: the last superstep's
+ * communication is delivered, and no process leaves before all have reached bsp_end (so memory
+ * registered on their stacks stays readable until then). Then pid 0 continues; the other
+ * processes leave their SPMD function. Every process must end its section this way: leaving it
+ * otherwise (returning from the function that called bsp_begin, calling exit) is a misuse.
+ * Over MPI ranks, ranks other than 0 run the SPMD function named by bsp_init themselves (as
+ * threads started for a run do; its first statement is bsp_begin), so none returns into main.
+ * (C++: an inline function below.) */
 void bsp_end(void);
 #endif
 

@@ -196,6 +196,17 @@ pub unsafe extern "C" fn mbsp_begin_with(
     if idle {
         std::process::exit(0);
     }
+    // Over MPI ranks, a rank other than 0 is like a thread started for the run: it runs the
+    // SPMD function named by bsp_init itself (which joins at its bsp_begin), so that it never
+    // returns into main, whose code after the SPMD section is process 0's alone. Its bsp_end
+    // ends the rank; a return comes back here. (An SPMD section that is main itself is not run
+    // again: main's return ends the rank anyway.)
+    let rank_spmd = match entry {
+        Entry::Spmd(f) if parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(r, _)| r != 0) => {
+            Some(f)
+        }
+        _ => None,
+    };
     match started {
         Ok(s) => {
             let mut owner = Box::new(s);
@@ -203,10 +214,20 @@ pub unsafe extern "C" fn mbsp_begin_with(
             push(Frame {
                 ctx,
                 owner: Some(owner),
-                awaiting_begin: false,
+                awaiting_begin: rank_spmd.is_some(),
                 ended: false,
                 cxx: false,
             });
+            if let Some(f) = rank_spmd {
+                // SAFETY: the program's SPMD function; the trampoline catches a C++ bsp_end.
+                unsafe { mbsp_c_call(Some(f), None, trampoline) };
+                // SAFETY: the frame pushed above is alive (bsp_end would have ended the rank).
+                let ctx = unsafe { &*ctx };
+                fatal(
+                    Some(ctx),
+                    ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end"),
+                );
+            }
         }
         // SAFETY: as above.
         Err(e) => fatal(parent.map(|p| unsafe { &*p }), e),

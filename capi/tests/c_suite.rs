@@ -291,7 +291,8 @@ fn abort_and_misuse_end_the_program_with_one_clear_line() {
     let exe = build("main_without_end.c", "main_without_end", &[], Link::Shared);
     fails(
         &run(&exe, &[], &[]),
-        "the run was dropped before process 0 ended it",
+        "spmd (pid 0, superstep 0): left the SPMD section without calling bsp_end (it returned \
+         from the function that called bsp_begin, or called exit)",
     );
 }
 
@@ -661,6 +662,30 @@ fn bsp_end_waits_for_every_process_and_the_last_communication() {
         let n = ranks.to_string();
         let out = ok(&run_ranks(ranks, &exe, &[&n]));
         assert_eq!(out.matches(pi).count(), 1, "{ranks} ranks: {out}");
+    }
+}
+
+/// A process (thread or MPI rank) that leaves its SPMD section without bsp_end is a misuse
+/// that says so, and it does not run on into main.
+#[test]
+fn leaving_without_bsp_end_is_named_and_ends_the_program() {
+    let exe = build("leave_early.c", "leave_early", &[], Link::Shared);
+    let returned = "spmd (pid 1, superstep 1): the SPMD function returned without calling bsp_end";
+    let left = "spmd (pid 1, superstep 1): left the SPMD section without calling bsp_end (it \
+                returned from the function that called bsp_begin, or called exit)";
+    for (mode, threads, ranks) in [
+        ("return", returned, returned),
+        ("exit", left, left),
+        ("main_return", returned, left),
+    ] {
+        fails(&run(&exe, &[mode], &[]), threads);
+        let out = run_ranks(2, &exe, &[mode]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(err.contains(ranks), "{mode}: expected {ranks:?} in {err}");
+        assert!(!err.contains("dropped"), "{mode}: {err}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("main goes on"), "{mode}: {stdout}");
     }
 }
 
