@@ -375,6 +375,16 @@ fn hostile_sizes_are_misuse_not_memory_errors() {
              1099511627776 payload bytes",
         );
     }
+    fails(
+        &run(&exe, &["pinning_max"], &[]),
+        &format!(
+            "mbsp: mcbsp_set_pinning: a length of {max} values is more than any array can hold"
+        ),
+    );
+    fails(
+        &run(&exe, &["get_pinning_max"], &[]),
+        "mbsp: mcbsp_get_pinning: 2305843009213693953 values are more than any array can hold",
+    );
     let out = run(&exe, &["begin_huge"], &[]);
     fails(
         &out,

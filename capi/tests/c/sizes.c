@@ -2,6 +2,7 @@
  * clear line naming the primitive and the value (never a signal, heap corruption or an
  * allocator abort); "ok" checks that sizes within the limits still work. */
 #include <bsp.h>
+#include <mcbsp-affinity.h>
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
@@ -63,6 +64,16 @@ static void spmd(void) {
 int main(int argc, char **argv) {
     CHECK(argc == 2);
     mode = argv[1];
+    size_t pins[2] = {0, 0};
+    if (!strcmp(mode, "pinning_max")) mcbsp_set_pinning(pins, SIZE_MAX);
+    if (!strcmp(mode, "get_pinning_max")) {
+        mcbsp_set_pinning(pins, 2);
+        /* 2^61 + 1 entries: their byte size wraps around to 8 */
+        mcbsp_set_maximum_threads(SIZE_MAX / sizeof(size_t) + 2);
+        free(mcbsp_get_pinning());
+        printf("should not get here\n");
+        return 0;
+    }
     if (!strcmp(mode, "begin_huge")) {
         bsp_begin(1000000000);
         printf("should not get here\n");
