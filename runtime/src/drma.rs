@@ -706,7 +706,12 @@ impl Ctx {
         len: usize,
         keep: Option<Keep>,
     ) -> Result<()> {
-        let roomy = {
+        // SAFETY: our own table, read outside a sync.
+        let dst_bits = unsafe {
+            self.me()
+                .table(|t| t.overlapping(dst, len).fold(0, |b, s| b | source_bit(s)))
+        };
+        let queued = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             if st.gets.is_empty() {
@@ -715,9 +720,22 @@ impl Ctx {
             let room = (len.checked_add(7).map(|n| n & !7))
                 .and_then(|n| st.get_room.checked_add(n))
                 .and_then(|r| st.getbuf.try_room(r).map(|()| r));
-            room.map(|r| st.get_room = r).is_some()
+            if let Some(r) = room {
+                st.get_room = r;
+                st.gets.push(GetOp {
+                    from: from as u32,
+                    src,
+                    dst,
+                    len,
+                    buf_off: 0,
+                    dst_bits,
+                    direct: false,
+                    _keep: keep,
+                });
+            }
+            room.is_some()
         };
-        if !roomy {
+        if !queued {
             return Err(self.out_of_memory(
                 "get",
                 format!(
@@ -726,21 +744,6 @@ impl Ctx {
                 ),
             ));
         }
-        // SAFETY: our own table, read outside a sync.
-        let dst_bits = unsafe {
-            self.me()
-                .table(|t| t.overlapping(dst, len).fold(0, |b, s| b | source_bit(s)))
-        };
-        self.st.borrow_mut().gets.push(GetOp {
-            from: from as u32,
-            src,
-            dst,
-            len,
-            buf_off: 0,
-            dst_bits,
-            direct: false,
-            _keep: keep,
-        });
         self.flag(FLAG_GETS | source_bit(slot));
         Ok(())
     }
