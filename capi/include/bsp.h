@@ -8,7 +8,8 @@
  * By default the MulticoreBSP for C 2.0 interface: sizes are size_t, pids and counts unsigned
  * int, and "empty" is SIZE_MAX. Define MCBSP_COMPATIBILITY_MODE before including this header
  * for the original BSPlib interface: the bsp_* functions take and return int (sizes, offsets,
- * pids, counts) and -1 means "empty".
+ * pids, counts) and -1 means "empty"; a negative size, or a size or count to return that an int
+ * cannot hold, is a misuse (never truncated).
  *
  * Types, as in MulticoreBSP, are the same in both modes: bsp_pid_t and bsp_nprocs_t are
  * unsigned int and bsp_size_t is size_t (BSPlib itself has no such types, so BSPlib programs do
@@ -23,6 +24,15 @@
  * Processes are threads: global variables are shared between processes, as in MulticoreBSP.
  * Every misuse, and bsp_abort, prints one line naming the primitive, the process, the superstep
  * and the values involved, and ends the program with exit status 1.
+ *
+ * Limits: every size and offset is checked without overflow. A tag size has at most 2^20 bytes
+ * (1 MiB), a message payload at most 2^47 bytes (128 TiB); no area (registered memory, a source
+ * or destination, a payload) can have more than PTRDIFF_MAX bytes or run past the end of the
+ * address space. Beyond these limits a primitive is a misuse; a message, put or get within them
+ * that the machine cannot find the memory for ends the program the same way ("could not
+ * allocate ..."), never in the allocator. A run has at most as many processes as the machine
+ * can hold (its thread limits, and about 64 KiB + 24 bytes per process of memory per process):
+ * bsp_begin asking for more is a misuse naming the limit.
  *
  * C++: processes other than 0 leave their SPMD function at bsp_end by throwing an exception of
  * a private type (mbsp_cxx::end_of_process), caught where the library started the function,
@@ -119,8 +129,14 @@ void bsp_init(void (*spmd)(void), int argc, char **argv);
  * passes main; C++: an inline function below.) */
 void bsp_begin(bsp_pid_t P);
 
-/* End the SPMD section: pid 0 waits for the others and continues; other processes leave
- * their SPMD function. (C++: an inline function below.) */
+/* End the SPMD section, a synchronisation of every process: the last superstep's
+ * communication is delivered, and no process leaves before all have reached bsp_end (so memory
+ * registered on their stacks stays readable until then). Then pid 0 continues; the other
+ * processes leave their SPMD function. Every process must end its section this way: leaving it
+ * otherwise (returning from the function that called bsp_begin, calling exit) is a misuse.
+ * Over MPI ranks, ranks other than 0 run the SPMD function named by bsp_init themselves (as
+ * threads started for a run do; its first statement is bsp_begin), so none returns into main.
+ * (C++: an inline function below.) */
 void bsp_end(void);
 #endif
 
@@ -140,7 +156,8 @@ void bsp_sync(void);
 /* ---- Direct remote memory access ---- */
 
 /* Register size bytes at ident for communication from the next superstep on (NULL: take part
- * without memory). All processes register in the same order; sizes may differ. */
+ * without memory). All processes register in the same order; sizes may differ. The area must
+ * be one that can exist: at most PTRDIFF_MAX bytes, not past the end of the address space. */
 void bsp_push_reg(const void *ident, mbsp_size_arg_t size);
 /* Remove the newest registration of ident at the next sync. */
 void bsp_pop_reg(const void *ident);
@@ -165,9 +182,11 @@ void bsp_direct_get(mbsp_pid_arg_t pid, const void *src, mbsp_size_arg_t offset,
 /* ---- Bulk synchronous message passing ---- */
 
 /* Set the tag size (bytes) of messages from the next superstep on; *size becomes the current
- * tag size. Collective: every process, same value, same superstep. size must not be NULL. */
+ * tag size. Collective: every process, same value, same superstep. size must not be NULL. The
+ * tag size is at most 2^20 bytes (1 MiB): a tag is a header copied with every message. */
 void bsp_set_tagsize(mbsp_size_arg_t *size);
-/* Send tag (tag-size bytes) and size bytes of payload to pid; both are copied now. */
+/* Send tag (tag-size bytes) and size bytes of payload to pid; both are copied now. The payload
+ * has at most 2^47 bytes (128 TiB); one the machine cannot find the memory for is an error. */
 void bsp_send(mbsp_pid_arg_t pid, const void *tag, const void *payload, mbsp_size_arg_t size);
 /* Send without copying the payload now: it must not change until the sync. */
 void bsp_hpsend(mbsp_pid_arg_t pid, const void *tag, const void *payload, mbsp_size_arg_t size);
@@ -178,7 +197,8 @@ void bsp_qsize(mbsp_pid_arg_t *packets, mbsp_size_arg_t *accumulated_size);
  * queue is empty) and its tag in tag; the message stays in the queue. status must not be
  * NULL. */
 void bsp_get_tag(mbsp_size_arg_t *status, void *tag);
-/* Copy at most max_copy_size bytes of the first message's payload and remove it (0: drop). */
+/* Copy at most max_copy_size bytes of the first message's payload and remove it (0: drop). Only
+ * the bytes copied are touched, so max_copy_size may be any bound (SIZE_MAX: all of it). */
 void bsp_move(void *payload, mbsp_size_arg_t max_copy_size);
 /* Remove the first message and point *p_tag and *p_payload at it (valid until the next sync);
  * returns the payload size, or SIZE_MAX (-1 in compatibility mode) if the queue is empty.

@@ -164,17 +164,33 @@ pub extern "C" fn mcbsp_get_affinity_mode() -> c_uint {
     }
 }
 
-/// `length` values at `p` (none if `p` is null or `length` is 0).
+/// `length` values at `p` (none if `p` is null or `length` is 0), for `op`: a length no array
+/// can have, or one whose copy cannot be allocated, ends the program with one line.
 ///
 /// # Safety
 /// `p` must be null or point to `length` readable `size_t` values.
-unsafe fn array(p: *const usize, length: usize) -> Vec<usize> {
+unsafe fn array(op: &str, p: *const usize, length: usize) -> Vec<usize> {
     if p.is_null() || length == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: the caller's promise.
-        unsafe { std::slice::from_raw_parts(p, length) }.to_vec()
+        return Vec::new();
     }
+    let fits = length
+        .checked_mul(size_of::<usize>())
+        .and_then(|bytes| (p as usize).checked_add(bytes))
+        .is_some_and(|_| length <= isize::MAX as usize / size_of::<usize>());
+    if !fits {
+        die(&format!(
+            "mbsp: {op}: a length of {length} values is more than any array can hold"
+        ));
+    }
+    let mut v = Vec::new();
+    if v.try_reserve_exact(length).is_err() {
+        die(&format!(
+            "mbsp: {op}: could not allocate a copy of {length} values"
+        ));
+    }
+    // SAFETY: the caller's promise; the area can exist (checked above).
+    v.extend_from_slice(unsafe { std::slice::from_raw_parts(p, length) });
+    v
 }
 
 unsafe extern "C" {
@@ -182,12 +198,19 @@ unsafe extern "C" {
 }
 
 /// A `malloc`ed copy of `v` padded with `SIZE_MAX` to `len` entries (the caller frees it).
-fn c_copy(v: &[usize], len: usize) -> *mut usize {
+fn c_copy(op: &str, v: &[usize], len: usize) -> *mut usize {
     let len = len.max(v.len()).max(1);
+    let Some(bytes) = len.checked_mul(size_of::<usize>()) else {
+        die(&format!(
+            "mbsp: {op}: {len} values are more than any array can hold"
+        ));
+    };
     // SAFETY: plain allocation; checked for null below.
-    let p = unsafe { malloc(len * size_of::<usize>()) }.cast::<usize>();
+    let p = unsafe { malloc(bytes) }.cast::<usize>();
     if p.is_null() {
-        die("mbsp: mcbsp-affinity.h: out of memory for a copy of a setting");
+        die(&format!(
+            "mbsp: {op}: out of memory for a copy of {len} values"
+        ));
     }
     for i in 0..len {
         // SAFETY: `p` holds `len` values.
@@ -204,7 +227,7 @@ fn c_copy(v: &[usize], len: usize) -> *mut usize {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcbsp_set_pinning(cpus: *const usize, length: usize) {
     // SAFETY: the caller's promise.
-    let v = unsafe { array(cpus, length) };
+    let v = unsafe { array("mcbsp_set_pinning", cpus, length) };
     set(|s| {
         s.pinning = Some(v);
         s.mode = Some(MANUAL);
@@ -217,7 +240,7 @@ pub unsafe extern "C" fn mcbsp_set_pinning(cpus: *const usize, length: usize) {
 #[unsafe(no_mangle)]
 pub extern "C" fn mcbsp_get_pinning() -> *mut usize {
     match get().pinning {
-        Some(v) => c_copy(&v, mcbsp_get_maximum_threads()),
+        Some(v) => c_copy("mcbsp_get_pinning", &v, mcbsp_get_maximum_threads()),
         None => std::ptr::null_mut(),
     }
 }
@@ -304,7 +327,7 @@ pub extern "C" fn mcbsp_get_thread_numbering() -> c_uint {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcbsp_set_reserved_cores(reserved: *const usize, length: usize) {
     // SAFETY: the caller's promise.
-    let v = unsafe { array(reserved, length) };
+    let v = unsafe { array("mcbsp_set_reserved_cores", reserved, length) };
     set(|s| s.reserved_cores = (!v.is_empty()).then_some(v));
 }
 
@@ -318,7 +341,7 @@ pub extern "C" fn mcbsp_get_reserved_cores_number() -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn mcbsp_get_reserved_cores() -> *mut usize {
     match get().reserved_cores {
-        Some(v) => c_copy(&v, v.len()),
+        Some(v) => c_copy("mcbsp_get_reserved_cores", &v, v.len()),
         None => std::ptr::null_mut(),
     }
 }

@@ -24,6 +24,20 @@ pub unsafe extern "C" fn bsp_set_tagsize(size: *mut usize) {
     unsafe { *size = old };
 }
 
+/// Check a payload size against the largest message before its bytes are viewed.
+fn check_payload(c: &mbsp_rt::Ctx, op: &'static str, size: usize) -> mbsp_rt::Result<()> {
+    if size > mbsp_rt::MAX_MESSAGE {
+        return Err(c.misuse_error(
+            op,
+            format!(
+                "a payload of {size} bytes exceeds the largest message, {} bytes",
+                mbsp_rt::MAX_MESSAGE
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Send `tag` (tag-size bytes) and `size` bytes of `payload` to `pid`.
 ///
 /// # Safety
@@ -38,6 +52,7 @@ pub unsafe extern "C" fn bsp_send(
     with_ctx("bsp_send", |c| {
         // SAFETY: the caller's promise.
         let t = unsafe { bytes(c, "send", "the tag", tag, c.tagsize())? };
+        check_payload(c, "send", size)?;
         // SAFETY: as above.
         let p = unsafe { bytes(c, "send", "the payload", payload, size)? };
         c.send(pid as usize, t, p)
@@ -59,6 +74,7 @@ pub unsafe extern "C" fn bsp_hpsend(
         // SAFETY: the caller's promise.
         unsafe {
             let t = bytes(c, "hpsend", "the tag", tag, c.tagsize())?;
+            check_payload(c, "hpsend", size)?;
             let p = bytes(c, "hpsend", "the payload", payload, size)?;
             c.hpsend(pid as usize, t, p)
         }
@@ -75,7 +91,17 @@ pub unsafe extern "C" fn bsp_qsize(packets: *mut c_uint, accumulated_size: *mut 
         if packets.is_null() {
             return Err(c.misuse_error("qsize", "the packets pointer is NULL"));
         }
-        c.qsize()
+        let q = c.qsize()?;
+        if c_uint::try_from(q.messages).is_err() {
+            return Err(c.misuse_error(
+                "qsize",
+                format!(
+                    "the queue holds {} messages, more than an unsigned int can count",
+                    q.messages
+                ),
+            ));
+        }
+        Ok(q)
     });
     // SAFETY: the caller's promise.
     unsafe {
@@ -126,7 +152,13 @@ pub unsafe extern "C" fn bsp_get_tag(status: *mut usize, tag: *mut c_void) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bsp_move(payload: *mut c_void, max_copy_size: usize) {
     with_ctx("bsp_move", |c| {
-        let buf: &mut [u8] = if max_copy_size == 0 {
+        // Only the bytes that will be copied are viewed: max_copy_size may be any bound
+        // (SIZE_MAX: "whatever the message has").
+        let n = match c.get_tag()? {
+            Some((len, _)) => len.min(max_copy_size),
+            None => 0,
+        };
+        let buf: &mut [u8] = if n == 0 {
             &mut []
         } else if payload.is_null() {
             return Err(c.misuse_error(
@@ -134,8 +166,9 @@ pub unsafe extern "C" fn bsp_move(payload: *mut c_void, max_copy_size: usize) {
                 format!("the payload buffer is NULL but max_copy_size is {max_copy_size}"),
             ));
         } else {
-            // SAFETY: the caller's promise.
-            unsafe { std::slice::from_raw_parts_mut(payload as *mut u8, max_copy_size) }
+            // SAFETY: the caller's promise (`n` <= max_copy_size), and `n` is the length of a
+            // payload in memory, so the area can exist.
+            unsafe { std::slice::from_raw_parts_mut(payload as *mut u8, n) }
         };
         match c.move_message(buf)? {
             Some(_) => Ok(()),

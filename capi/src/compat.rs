@@ -14,6 +14,23 @@ fn size(op: &'static str, what: &str, v: c_int) -> usize {
     v as usize
 }
 
+/// A count or size for a BSPlib-era caller: one that does not fit an int is misuse of `op`
+/// (the original interface cannot report it).
+fn report(op: &'static str, what: &str, v: usize) -> c_int {
+    match c_int::try_from(v) {
+        Ok(v) => v,
+        Err(_) => with_ctx(op, |c| {
+            Err(c.misuse_error(
+                op,
+                format!(
+                    "{what} is {v}, more than an int can hold (BSPlib compatibility mode; the \
+                     MulticoreBSP interface reports it as a size_t)"
+                ),
+            ))
+        }),
+    }
+}
+
 /// BSPlib `bsp_push_reg(const void *, int)`.
 ///
 /// # Safety
@@ -140,9 +157,9 @@ pub unsafe extern "C" fn mcbsp_compat_qsize(nmessages: *mut c_int, accum_nbytes:
             &mut m
         };
         crate::bsmp::bsp_qsize(m_ptr, &mut b);
-        *nmessages = m as c_int;
+        *nmessages = report("qsize", "the number of messages", m as usize);
         if !accum_nbytes.is_null() {
-            *accum_nbytes = b as c_int;
+            *accum_nbytes = report("qsize", "the total payload size", b);
         }
     }
 }
@@ -162,7 +179,11 @@ pub unsafe extern "C" fn mcbsp_compat_get_tag(status: *mut c_int, tag: *mut c_vo
             &mut s
         };
         crate::bsmp::bsp_get_tag(s_ptr, tag);
-        *status = if s == usize::MAX { -1 } else { s as c_int };
+        *status = if s == usize::MAX {
+            -1
+        } else {
+            report("get_tag", "the payload size", s)
+        };
     }
 }
 
@@ -189,7 +210,7 @@ pub unsafe extern "C" fn mcbsp_compat_hpmove(
     // SAFETY: forwarded.
     match unsafe { crate::bsmp::bsp_hpmove(tag, payload) } {
         usize::MAX => -1,
-        n => n as c_int,
+        n => report("hpmove", "the payload size", n),
     }
 }
 

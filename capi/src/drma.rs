@@ -4,7 +4,9 @@ use crate::state::with_ctx;
 use std::ffi::{c_uint, c_void};
 
 /// `len` bytes at `p` as a slice (empty when `len` is 0, whatever `p` is); a NULL `p` with
-/// `len > 0` is reported as misuse of `op` (naming `what`).
+/// `len > 0`, or an area no object can have (more than `isize::MAX` bytes, or running past the
+/// end of the address space: a size that wrapped around, say), is reported as misuse of `op`
+/// (naming `what`) before any slice is made.
 ///
 /// # Safety
 /// When `len > 0` and `p` is not null, `p` must be valid for reading `len` bytes for the
@@ -22,6 +24,15 @@ pub(crate) unsafe fn bytes<'a>(
         Err(c.misuse_error(
             op,
             format!("{what} is NULL but {len} bytes were to be read from it"),
+        ))
+    } else if len > isize::MAX as usize || (p as usize).checked_add(len).is_none() {
+        Err(c.misuse_error(
+            op,
+            format!(
+                "{what} ({len} bytes at {p:p}) is larger than any object can be: at most \
+                 isize::MAX = {} bytes, ending inside the address space",
+                isize::MAX
+            ),
         ))
     } else {
         // SAFETY: the caller's promise.

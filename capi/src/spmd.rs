@@ -196,6 +196,17 @@ pub unsafe extern "C" fn mbsp_begin_with(
     if idle {
         std::process::exit(0);
     }
+    // Over MPI ranks, a rank other than 0 is like a thread started for the run: it runs the
+    // SPMD function named by bsp_init itself (which joins at its bsp_begin), so that it never
+    // returns into main, whose code after the SPMD section is process 0's alone. Its bsp_end
+    // ends the rank; a return comes back here. (An SPMD section that is main itself is not run
+    // again: main's return ends the rank anyway.)
+    let rank_spmd = match entry {
+        Entry::Spmd(f) if parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(r, _)| r != 0) => {
+            Some(f)
+        }
+        _ => None,
+    };
     match started {
         Ok(s) => {
             let mut owner = Box::new(s);
@@ -203,10 +214,20 @@ pub unsafe extern "C" fn mbsp_begin_with(
             push(Frame {
                 ctx,
                 owner: Some(owner),
-                awaiting_begin: false,
+                awaiting_begin: rank_spmd.is_some(),
                 ended: false,
                 cxx: false,
             });
+            if let Some(f) = rank_spmd {
+                // SAFETY: the program's SPMD function; the trampoline catches a C++ bsp_end.
+                unsafe { mbsp_c_call(Some(f), None, trampoline) };
+                // SAFETY: the frame pushed above is alive (bsp_end would have ended the rank).
+                let ctx = unsafe { &*ctx };
+                fatal(
+                    Some(ctx),
+                    ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end"),
+                );
+            }
         }
         // SAFETY: as above.
         Err(e) => fatal(parent.map(|p| unsafe { &*p }), e),
@@ -235,8 +256,11 @@ pub unsafe extern "C" fn mcbsp_begin(p: c_uint) {
     unsafe { mbsp_begin_with(i64::from(p), std::ptr::null_mut(), None) }
 }
 
-/// End the SPMD section. Process 0 waits for the others and continues; the other processes
-/// leave their SPMD function here (through `longjmp`: this is the C `bsp_end`).
+/// End the SPMD section: a synchronisation of every process of the run. Process 0 waits for
+/// the others and continues; the other processes leave their SPMD function here (through
+/// `longjmp`: this is the C `bsp_end`), once every process has reached its `bsp_end` and the
+/// last superstep's communication has been delivered, so that nothing they registered on
+/// their stack is read after they leave.
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_end() {
     if end_section() != Ended::Continue {
@@ -308,7 +332,14 @@ fn end_section() -> Ended {
             }
             Ended::Continue
         }
-        Some(leave) => leave,
+        Some(leave) => {
+            // The end synchronisation, inside the SPMD function's frame: memory it registered
+            // (often on its stack) stays alive until every process has ended and every get
+            // of it has been served. The runtime's own end after the function is left is then
+            // a no-op.
+            with_ctx("bsp_end", |c| c.end());
+            leave
+        }
     }
 }
 

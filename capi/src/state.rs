@@ -20,8 +20,48 @@ pub(crate) struct Frame {
     pub(crate) cxx: bool,
 }
 
+/// The runs a thread takes part in, innermost last.
+pub(crate) struct Frames(Vec<Frame>);
+
+impl std::ops::Deref for Frames {
+    type Target = Vec<Frame>;
+    fn deref(&self) -> &Vec<Frame> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Frames {
+    fn deref_mut(&mut self) -> &mut Vec<Frame> {
+        &mut self.0
+    }
+}
+
+impl Drop for Frames {
+    /// The thread ends inside an SPMD section — its process called `exit` (or `pthread_exit`),
+    /// or `main` returned — so it left the section without `bsp_end`: a misuse, reported for
+    /// the innermost run like any other (one line, exit status 1), instead of the run being
+    /// dropped under the other processes (which, over MPI ranks, would also let a rank that
+    /// returned from its SPMD function run on).
+    fn drop(&mut self) {
+        let Some(top) = self.0.last() else {
+            return;
+        };
+        // SAFETY: the frame's context is alive (owned by the frame, or by the runtime on this
+        // thread's stack, which `exit` does not unwind); only this thread uses it.
+        let ctx = unsafe { &*top.ctx };
+        fatal(
+            Some(ctx),
+            ctx.misuse_error(
+                "spmd",
+                "left the SPMD section without calling bsp_end (it returned from the function \
+                 that called bsp_begin, or called exit)",
+            ),
+        )
+    }
+}
+
 thread_local! {
-    pub(crate) static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    pub(crate) static FRAMES: RefCell<Frames> = const { RefCell::new(Frames(Vec::new())) };
     /// The SPMD function given to the last `bsp_init` of this thread.
     pub(crate) static PENDING_INIT: Cell<Option<extern "C" fn()>> = const { Cell::new(None) };
 }

@@ -291,7 +291,130 @@ fn abort_and_misuse_end_the_program_with_one_clear_line() {
     let exe = build("main_without_end.c", "main_without_end", &[], Link::Shared);
     fails(
         &run(&exe, &[], &[]),
-        "the run was dropped before process 0 ended it",
+        "spmd (pid 0, superstep 0): left the SPMD section without calling bsp_end (it returned \
+         from the function that called bsp_begin, or called exit)",
+    );
+}
+
+#[test]
+fn hostile_sizes_are_misuse_not_memory_errors() {
+    let exe = build("sizes.c", "sizes", &[], Link::Shared);
+    assert!(ok(&run(&exe, &["ok"], &[])).contains("sizes ok"));
+    let max = u64::MAX;
+    let payload = |op: &str, n: u64| {
+        format!(
+            "{op} (pid 0, superstep 1): a payload of {n} bytes exceeds the largest message, \
+             140737488355328 bytes"
+        )
+    };
+    let object = "is larger than any object can be: at most isize::MAX = 9223372036854775807 bytes";
+    let cases = [
+        ("send_max", payload("bsp_send", max)),
+        ("send_max_7", payload("bsp_send", max - 7)),
+        ("send_2_62", payload("bsp_send", 1 << 62)),
+        ("hpsend_max", payload("bsp_hpsend", max)),
+        (
+            "tagsize_max",
+            format!("superstep 1): a tag size of {max} bytes exceeds the largest, 1048576 bytes"),
+        ),
+        (
+            "tagsize_2_40",
+            "superstep 1): a tag size of 1099511627776 bytes exceeds the largest, 1048576 bytes"
+                .into(),
+        ),
+        (
+            "put_max",
+            format!("bsp_put (pid 0, superstep 1): the source ({max} bytes at"),
+        ),
+        (
+            "put_offset",
+            format!(
+                "bsp_put (pid 0, superstep 1): to pid 1: offset {} + 8 bytes exceeds the 64 \
+                 bytes pid 1 registered",
+                max - 3
+            ),
+        ),
+        (
+            "get_max",
+            format!("bsp_get (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "get_offset",
+            format!(
+                "bsp_get (pid 0, superstep 1): from pid 1: offset {max} + 1 bytes exceeds the \
+                 64 bytes pid 1 registered"
+            ),
+        ),
+        (
+            "hpget_max",
+            format!("bsp_hpget (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "direct_get_max",
+            format!("bsp_direct_get (pid 0, superstep 1): the destination ({max} bytes at"),
+        ),
+        (
+            "push_reg_max",
+            format!("superstep 1): the area ({max} bytes at"),
+        ),
+    ];
+    for (mode, needle) in &cases {
+        let out = run(&exe, &[mode], &[]);
+        fails(&out, needle);
+        if needle.contains("bytes at") {
+            fails(&out, object);
+        }
+    }
+    // Within the limits but more than the machine can allocate (only where such an allocation
+    // fails rather than succeeding and running the machine out of memory on first use).
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if overcommit.trim() != "1" {
+        fails(
+            &run(&exe, &["send_2_40"], &[]),
+            "bsp_send (pid 0, superstep 1): to pid 1: could not allocate room for a message of \
+             1099511627776 payload bytes",
+        );
+    }
+    fails(
+        &run(&exe, &["pinning_max"], &[]),
+        &format!(
+            "mbsp: mcbsp_set_pinning: a length of {max} values is more than any array can hold"
+        ),
+    );
+    fails(
+        &run(&exe, &["get_pinning_max"], &[]),
+        "mbsp: mcbsp_get_pinning: 2305843009213693953 values are more than any array can hold",
+    );
+    let out = run(&exe, &["begin_huge"], &[]);
+    fails(
+        &out,
+        "mbsp: bsp_begin: p = 1000000000 processes cannot run on this machine: at most ",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn gets_are_profiled_like_puts() {
+    let exe = build("profiled_get.c", "profiled_get", &[], Link::Shared);
+    let out = run(&exe, &[], &[("MBSP_PROFILE", "1")]);
+    assert!(ok(&out).contains("profiled get ok"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The report's rows: superstep, w, imbalance, h words, ...
+    let h = |step: &str| {
+        err.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&step) && cols.len() > 5)
+            .map(|cols| cols[4].to_string())
+    };
+    assert_eq!(
+        h("1").as_deref(),
+        Some("1000"),
+        "the get's superstep: {err}"
+    );
+    assert_eq!(
+        h("2").as_deref(),
+        Some("1000"),
+        "the put's superstep: {err}"
     );
 }
 
@@ -529,6 +652,51 @@ fn bsplib_programs_run_unchanged_over_mpi_ranks() {
     // Fewer processes than ranks: the extra rank takes no part.
     let out = ok(&run_ranks(3, &prims, &["2"]));
     assert_eq!(out.matches("primitives ok (p = 2)").count(), 1, "{out}");
+}
+
+/// bsp_end is a synchronisation: the others' stack memory is read by pid 0 during their
+/// bsp_end (direct_get before it, get served at it), over threads and over MPI ranks.
+#[test]
+fn bsp_end_waits_for_every_process_and_the_last_communication() {
+    let exe = build("end_sync.c", "end_sync", &[], Link::Shared);
+    let pi = "pi 3.1415927 (direct_get) 3.1415927 (get)";
+    for p in ["2", "3", "4", "8"] {
+        for _ in 0..5 {
+            let out = ok(&run(&exe, &[p], &[]));
+            assert!(out.contains(pi), "p = {p}: {out}");
+        }
+    }
+    let cxx = build("end_sync.c", "end_sync-cxx", &["-x", "c++"], Link::Shared);
+    assert!(ok(&run(&cxx, &["4"], &[])).contains(pi));
+    for ranks in [2, 3] {
+        let n = ranks.to_string();
+        let out = ok(&run_ranks(ranks, &exe, &[&n]));
+        assert_eq!(out.matches(pi).count(), 1, "{ranks} ranks: {out}");
+    }
+}
+
+/// A process (thread or MPI rank) that leaves its SPMD section without bsp_end is a misuse
+/// that says so, and it does not run on into main.
+#[test]
+fn leaving_without_bsp_end_is_named_and_ends_the_program() {
+    let exe = build("leave_early.c", "leave_early", &[], Link::Shared);
+    let returned = "spmd (pid 1, superstep 1): the SPMD function returned without calling bsp_end";
+    let left = "spmd (pid 1, superstep 1): left the SPMD section without calling bsp_end (it \
+                returned from the function that called bsp_begin, or called exit)";
+    for (mode, threads, ranks) in [
+        ("return", returned, returned),
+        ("exit", left, left),
+        ("main_return", returned, left),
+    ] {
+        fails(&run(&exe, &[mode], &[]), threads);
+        let out = run_ranks(2, &exe, &[mode]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(err.contains(ranks), "{mode}: expected {ranks:?} in {err}");
+        assert!(!err.contains("dropped"), "{mode}: {err}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("main goes on"), "{mode}: {stdout}");
+    }
 }
 
 #[test]

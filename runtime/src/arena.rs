@@ -18,32 +18,71 @@ pub(crate) struct Arena {
 
 impl Arena {
     /// Reserve `n` bytes at an 8-aligned offset and return the offset.
+    ///
+    /// # Panics
+    /// If the arena cannot grow (callers reserve what callers asked for with
+    /// [`try_reserve`](Arena::try_reserve) or [`try_room`](Arena::try_room) first).
     #[inline]
     pub(crate) fn reserve(&mut self, n: usize) -> usize {
-        let off = self.len;
-        let end = off + align8(n);
-        if end > self.words.len() * 8 {
-            self.grow(end);
+        match self.try_reserve(n) {
+            Some(off) => off,
+            None => Self::no_room(n),
         }
-        self.len = end;
-        off
     }
 
     #[cold]
-    fn grow(&mut self, end: usize) {
-        let want = (end / 8).max(self.words.len() * 2).max(64);
-        self.words.resize(want, 0);
+    #[inline(never)]
+    fn no_room(n: usize) -> ! {
+        panic!("mbsp: could not allocate {n} bytes of an internal buffer")
     }
 
-    /// Append `bytes` and return their offset.
+    /// [`reserve`](Arena::reserve), or `None` if the arena would exceed the largest allocation
+    /// or the memory for it cannot be allocated (nothing changes then).
     #[inline]
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> usize {
-        let off = self.reserve(bytes.len());
-        // SAFETY: `reserve` made `off .. off + bytes.len()` lie inside `words`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base_mut().add(off), bytes.len())
-        };
-        off
+    pub(crate) fn try_reserve(&mut self, n: usize) -> Option<usize> {
+        let off = self.len;
+        let end = off.checked_add(n.checked_add(7)? & !7)?;
+        if end > self.words.len() * 8 {
+            self.extend_to(end)?;
+        }
+        self.len = end;
+        Some(off)
+    }
+
+    /// Make sure that `n` more bytes (in entries of any sizes, each rounded up to 8) can be
+    /// reserved without allocating; `None` if the memory cannot be allocated. The memory is
+    /// only allocated here, not touched: it is zeroed as entries come to use it.
+    pub(crate) fn try_room(&mut self, n: usize) -> Option<()> {
+        let need = self.len.checked_add(n)?.div_ceil(8);
+        if need > self.words.capacity() {
+            self.allocate(need)?;
+        }
+        Some(())
+    }
+
+    /// Make the first `end` bytes usable (zeroed, so that every word of an entry is
+    /// initialised, padding included), doubling the zeroed part, within what is allocated.
+    #[cold]
+    fn extend_to(&mut self, end: usize) -> Option<()> {
+        let need = end.div_ceil(8);
+        if need > self.words.capacity() {
+            self.allocate(need)?;
+        }
+        let want = need.max(self.words.len() * 2).max(64);
+        self.words.resize(want.min(self.words.capacity()), 0);
+        Some(())
+    }
+
+    /// Allocate room for at least `need` words: twice the present room when memory allows,
+    /// else exactly `need`.
+    #[cold]
+    fn allocate(&mut self, need: usize) -> Option<()> {
+        let have = self.words.len();
+        let want = need.max(self.words.capacity() * 2).max(64);
+        if self.words.try_reserve_exact(want - have).is_err() {
+            self.words.try_reserve_exact(need - have).ok()?;
+        }
+        Some(())
     }
 
     /// Copy `n` bytes from `src` into the arena and return their offset.
@@ -71,7 +110,10 @@ impl Arena {
     /// The bytes at `off .. off + n`.
     #[inline]
     pub(crate) fn bytes(&self, off: usize, n: usize) -> &[u8] {
-        assert!(off + n <= self.len, "arena read out of bounds");
+        assert!(
+            off.checked_add(n).is_some_and(|end| end <= self.len),
+            "arena read out of bounds"
+        );
         // SAFETY: bounds checked above; the words are initialised.
         unsafe { std::slice::from_raw_parts(self.base().add(off), n) }
     }
@@ -111,7 +153,8 @@ mod tests {
         let mut offs = Vec::new();
         for i in 0..1000usize {
             let data: Vec<u8> = (0..i % 37).map(|j| (i * 31 + j) as u8).collect();
-            let off = a.push(&data);
+            // SAFETY: `data` is a valid slice.
+            let off = unsafe { a.push_raw(data.as_ptr(), data.len()) };
             assert_eq!(off % 8, 0);
             offs.push((off, data));
         }
@@ -119,6 +162,32 @@ mod tests {
             assert_eq!(a.bytes(*off, data.len()), &data[..]);
         }
         a.clear();
-        assert_eq!(a.push(&[1, 2, 3]), 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { a.push_raw([1u8, 2, 3].as_ptr(), 3) }, 0);
+    }
+
+    /// Sizes that overflow, or that no machine can allocate, are refused without a change.
+    #[test]
+    fn impossible_sizes_are_refused() {
+        let mut a = Arena::default();
+        assert_eq!(a.try_reserve(24), Some(0));
+        for n in [usize::MAX, usize::MAX - 7, isize::MAX as usize, 1 << 62] {
+            assert_eq!(a.try_reserve(n), None, "{n}");
+            assert_eq!(a.try_room(n), None, "{n}");
+            assert_eq!(a.len(), 24);
+        }
+        assert_eq!(a.try_reserve(8), Some(24));
+    }
+
+    /// Room made with `try_room` is used without allocating again.
+    #[test]
+    fn room_is_kept_for_later_entries() {
+        let mut a = Arena::default();
+        a.try_room(1 << 20).unwrap();
+        let base = a.base();
+        for _ in 0..1000 {
+            a.try_reserve(1000).unwrap();
+        }
+        assert_eq!(a.base(), base, "no reallocation within the room");
     }
 }

@@ -7,7 +7,8 @@
 
 use crate::barrier::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::ctx::{Ctx, HpSend};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::limits::{MAX_MESSAGE, MAX_TAGSIZE};
 use bytemuck::Pod;
 
 /// The number of messages in the queue and the total size of their payloads.
@@ -50,7 +51,8 @@ impl<'a> Message<'a> {
 impl Ctx {
     /// Set the tag size (in bytes) of messages sent from the next superstep on; returns the tag
     /// size in force now. Collective: every process must call it in the same superstep with the
-    /// same value (the last call of a superstep counts). The initial tag size is 0.
+    /// same value (the last call of a superstep counts). The initial tag size is 0; the largest
+    /// is [`MAX_TAGSIZE`](crate::MAX_TAGSIZE) (1 MiB), beyond which this is a misuse.
     ///
     /// ```
     /// mbsp::run(2, |ctx| {
@@ -62,6 +64,15 @@ impl Ctx {
     /// ```
     pub fn set_tagsize(&self, bytes: usize) -> Result<usize> {
         self.live("set_tagsize")?;
+        if bytes > MAX_TAGSIZE {
+            return Err(self.misuse(
+                "set_tagsize",
+                format!(
+                    "a tag size of {bytes} bytes exceeds the largest, {MAX_TAGSIZE} bytes \
+                     (mbsp::MAX_TAGSIZE)"
+                ),
+            ));
+        }
         self.st.borrow_mut().new_tagsize = Some(bytes);
         self.flag(FLAG_TAGS);
         Ok(self.tagsize.get())
@@ -72,8 +83,9 @@ impl Ctx {
         self.tagsize.get()
     }
 
+    /// Check a send of `tag` and `len` payload bytes to `pid`.
     #[inline]
-    fn check_send(&self, op: &'static str, pid: usize, tag: &[u8]) -> Result<()> {
+    fn check_send(&self, op: &'static str, pid: usize, tag: &[u8], len: usize) -> Result<()> {
         self.live(op)?;
         self.check_pid(op, pid)?;
         let t = self.tagsize.get();
@@ -86,11 +98,36 @@ impl Ctx {
                 ),
             ));
         }
+        if len > MAX_MESSAGE {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "a payload of {len} bytes exceeds the largest message, {MAX_MESSAGE} bytes \
+                     (mbsp::MAX_MESSAGE)"
+                ),
+            ));
+        }
         Ok(())
     }
 
+    /// The error of a send whose record could not be allocated.
+    #[cold]
+    #[inline(never)]
+    fn no_room_for_message(&self, op: &'static str, pid: usize, tag: usize, len: usize) -> Error {
+        self.out_of_memory(
+            op,
+            format!(
+                "to pid {pid}: could not allocate room for a message of {len} payload bytes \
+                 (and a {tag}-byte tag) in this superstep's outbox"
+            ),
+        )
+    }
+
     /// Send a message to `pid`: it arrives in `pid`'s queue after the next sync. `tag` must have
-    /// exactly [`tagsize`](Ctx::tagsize) bytes; tag and payload are copied now.
+    /// exactly [`tagsize`](Ctx::tagsize) bytes; tag and payload are copied now. The payload has
+    /// at most [`MAX_MESSAGE`](crate::MAX_MESSAGE) bytes (a misuse beyond); a message the
+    /// machine cannot find the memory for ends the run with an error of kind
+    /// [`System`](crate::ErrorKind::System).
     ///
     /// ```
     /// // Everyone sends its pid to process 0, tagged with the pid squared.
@@ -112,12 +149,15 @@ impl Ctx {
     /// ```
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
-        self.check_send("send", pid, tag)?;
-        self.note_out(pid, tag.len() + payload.len(), true, false);
+        self.check_send("send", pid, tag, payload.len())?;
         // SAFETY: `payload` is a valid slice.
-        self.with_outbox(pid, |ob| unsafe {
+        let sent = self.with_outbox(pid, |ob| unsafe {
             ob.send(tag, payload.as_ptr(), payload.len())
         });
+        if sent.is_none() {
+            return Err(self.no_room_for_message("send", pid, tag.len(), payload.len()));
+        }
+        self.note_out(pid, tag.len() + payload.len(), true, false);
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
     }
@@ -137,10 +177,18 @@ impl Ctx {
     /// }).unwrap();
     /// ```
     pub fn send_parts(&self, pid: usize, tag: &[u8], parts: &[&[u8]]) -> Result<()> {
-        self.check_send("send", pid, tag)?;
-        let bytes = tag.len() + parts.iter().map(|p| p.len()).sum::<usize>();
-        self.note_out(pid, bytes, true, false);
-        self.with_outbox(pid, |ob| ob.send_parts(tag, parts));
+        let len = parts
+            .iter()
+            .try_fold(0usize, |a, p| a.checked_add(p.len()))
+            .unwrap_or(usize::MAX);
+        self.check_send("send", pid, tag, len)?;
+        if self
+            .with_outbox(pid, |ob| ob.send_parts(tag, parts, len))
+            .is_none()
+        {
+            return Err(self.no_room_for_message("send", pid, tag.len(), len));
+        }
+        self.note_out(pid, tag.len() + len, true, false);
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
     }
@@ -180,17 +228,19 @@ impl Ctx {
     /// }).unwrap();
     /// ```
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
-        self.check_send("hpsend", pid, tag)?;
-        self.note_out(pid, tag.len() + payload.len(), true, false);
-        let mut st = self.st.borrow_mut();
-        let st = &mut *st;
-        let tag_off = st.hp_tags.push(tag);
-        st.hpsends.push(HpSend {
+        let len = payload.len();
+        self.check_send("hpsend", pid, tag, len)?;
+        // The record (with the tag) is reserved now, so that the sync only copies the payload
+        // and cannot run out of memory.
+        let Some(at) = self.with_outbox(pid, |ob| ob.reserve_message(tag, len)) else {
+            return Err(self.no_room_for_message("hpsend", pid, tag.len(), len));
+        };
+        self.note_out(pid, tag.len() + len, true, false);
+        self.st.borrow_mut().hpsends.push(HpSend {
             pid,
-            tag_off,
-            tag_len: tag.len(),
+            at,
             payload: payload.as_ptr(),
-            len: payload.len(),
+            len,
         });
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())

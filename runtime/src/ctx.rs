@@ -297,11 +297,12 @@ pub(crate) struct GetOp {
     pub(crate) _keep: Option<Keep>,
 }
 
-/// An hpsend whose payload is copied at the sync.
+/// An hpsend whose payload is copied at the sync, into the record reserved for it (with its
+/// tag) in the outbox for `pid` when `hpsend` was called.
 pub(crate) struct HpSend {
     pub(crate) pid: usize,
-    pub(crate) tag_off: usize,
-    pub(crate) tag_len: usize,
+    /// Where the payload goes in that outbox's message records.
+    pub(crate) at: usize,
     pub(crate) payload: *const u8,
     pub(crate) len: usize,
 }
@@ -343,7 +344,8 @@ pub(crate) struct Local {
     pub(crate) gets: Vec<GetOp>,
     pub(crate) getbuf: crate::arena::Arena,
     pub(crate) hpsends: Vec<HpSend>,
-    pub(crate) hp_tags: crate::arena::Arena,
+    /// Bytes the get buffer may need for this superstep's gets (room reserved when queued).
+    pub(crate) get_room: usize,
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
 }
@@ -376,6 +378,8 @@ pub struct Ctx {
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
     stopped: Cell<bool>,
+    /// The outcome of this process's end of the run ([`Ctx::end`]), once it has ended.
+    pub(crate) end_outcome: Option<Result<()>>,
     /// A failure to inject in the next sync (tests of the failure paths).
     pub(crate) fault: Cell<Option<crate::internals::SyncPoint>>,
     /// The superstep recorder of a profiled run (see [`crate::profile`]).
@@ -418,6 +422,7 @@ impl Ctx {
             member: Member::new(pid),
             binding,
             stopped: Cell::new(false),
+            end_outcome: None,
             fault: Cell::new(None),
             prof,
             #[cfg(feature = "mpi")]
@@ -607,14 +612,29 @@ impl Ctx {
         self.error(ErrorKind::Aborted, op, why)
     }
 
-    /// Fail with [`Ctx::stopped`] if the run is aborted.
+    /// Fail with [`Ctx::stopped`] if the run is aborted, and with a misuse if this process
+    /// has ended its part of the run ([`Ctx::end`]).
     #[inline]
     pub(crate) fn live(&self, op: &'static str) -> Result<()> {
         if self.run.tree.is_aborted() {
             Err(self.stopped(op))
+        } else if self.end_outcome.is_some() {
+            Err(self.after_end(op))
         } else {
             Ok(())
         }
+    }
+
+    /// The error of a primitive called after this process's end.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn after_end(&self, op: &'static str) -> Error {
+        self.misuse(
+            op,
+            "called after this process ended its part of the run (Ctx::end, bsp_end): only \
+             its local views of registered memory remain"
+                .into(),
+        )
     }
 
     #[inline]

@@ -431,37 +431,71 @@ impl Ctx {
     ) -> Result<()> {
         let id = dst.reg_id();
         match self.fast_remote(pid, &id, byte_offset, src.len()) {
-            Some(d) => {
-                self.put_at(pid, d, src);
-                Ok(())
-            }
+            Some(d) => self.put_at(pid, d, src),
             None => self.put_checked(pid, src, &id, byte_offset),
         }
     }
 
     /// Queue a checked put: riding in the barrier when `pid` reads one of our lines alone and
-    /// the record fits, else in the outbox.
+    /// the record fits, else in the outbox. Fails only if the memory for it cannot be
+    /// allocated.
     #[inline]
-    fn put_at(&self, pid: usize, dst: *mut u8, src: &[u8]) {
+    fn put_at(&self, pid: usize, dst: *mut u8, src: &[u8]) -> Result<()> {
         if src.is_empty() {
-            return;
+            return Ok(());
         }
-        self.note_out(pid, src.len(), false, false);
         let round = self.run.riders[self.pid][pid];
         if round != NO_RIDE && self.rides.borrow_mut()[round as usize].put(dst, src) {
+            self.note_out(pid, src.len(), false, false);
             self.flag(FLAG_COMM);
-            return;
+            return Ok(());
         }
         #[cfg(feature = "mpi")]
         if src.len() >= crate::ranks::BIG_PUT && pid != self.pid {
             if let Some(net) = &self.net {
-                net.big_put(pid, dst, src, self.step);
+                if net.big_put(pid, dst, src, self.step).is_none() {
+                    return Err(self.no_room_for_put(pid, src.len()));
+                }
+                self.note_out(pid, src.len(), false, false);
                 self.flag(FLAG_COMM);
-                return;
+                return Ok(());
             }
         }
-        self.with_outbox(pid, |ob| ob.put(dst, src));
+        if self.with_outbox(pid, |ob| ob.put(dst, src)).is_none() {
+            return Err(self.no_room_for_put(pid, src.len()));
+        }
+        self.note_out(pid, src.len(), false, false);
         self.flag(FLAG_COMM | FLAG_OUTBOX);
+        Ok(())
+    }
+
+    /// The error of a put whose copy could not be allocated.
+    #[cold]
+    #[inline(never)]
+    fn no_room_for_put(&self, pid: usize, len: usize) -> crate::Error {
+        self.out_of_memory(
+            "put",
+            format!(
+                "to pid {pid}: could not allocate room for a copy of {len} bytes in this \
+                 superstep's outbox"
+            ),
+        )
+    }
+
+    /// Check that `len` bytes at `ptr` (named `what` in the message) are an area an object can
+    /// have: at most `isize::MAX` bytes, not running past the end of the address space.
+    fn check_area(&self, op: &'static str, what: &str, ptr: *const u8, len: usize) -> Result<()> {
+        if len > isize::MAX as usize || (ptr as usize).checked_add(len).is_none() {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "{what} ({len} bytes at {ptr:p}) is larger than any object can be: at most \
+                     isize::MAX = {} bytes, ending inside the address space",
+                    isize::MAX
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// [`put_bytes`](Ctx::put_bytes) with every check spelled out, for the error message.
@@ -495,7 +529,7 @@ impl Ctx {
         off: usize,
         len: usize,
     ) -> Option<*mut u8> {
-        if self.run.tree.is_aborted() {
+        if self.run.tree.is_aborted() || self.end_outcome.is_some() {
             return None;
         }
         let proc = self.run.procs.get(pid)?;
@@ -512,8 +546,7 @@ impl Ctx {
     #[inline]
     fn put_slot(&self, pid: usize, src: &[u8], slot: (u32, u32), off: usize) -> Result<()> {
         let dst = self.remote("put", "to", pid, slot, off, src.len())?;
-        self.put_at(pid, dst, src);
-        Ok(())
+        self.put_at(pid, dst, src)
     }
 
     /// High-performance put: copy `src` into `pid`'s memory in `dst` at element `offset`
@@ -655,14 +688,15 @@ impl Ctx {
         let n = bytes.end - bytes.start;
         let s = self.remote("get", "from", pid, slot, bytes.start, n)?;
         let (d, keep) = self.local_dst("get", dst, doff, n)?;
-        self.note_get(pid, n, false);
         if n > 0 {
-            self.queue_get(pid, slot.0, s, d, n, keep);
+            self.queue_get(pid, slot.0, s, d, n, keep)?;
         }
+        self.note_get(pid, n, false);
         Ok(())
     }
 
-    /// Queue a checked get reading registration slot `slot` (of its owner).
+    /// Queue a checked get reading registration slot `slot` (of its owner). Fails only if the
+    /// get buffer cannot be given room for it (reserved now, so that the sync cannot run out).
     fn queue_get(
         &self,
         from: usize,
@@ -671,23 +705,47 @@ impl Ctx {
         dst: *mut u8,
         len: usize,
         keep: Option<Keep>,
-    ) {
+    ) -> Result<()> {
         // SAFETY: our own table, read outside a sync.
         let dst_bits = unsafe {
             self.me()
                 .table(|t| t.overlapping(dst, len).fold(0, |b, s| b | source_bit(s)))
         };
-        self.st.borrow_mut().gets.push(GetOp {
-            from: from as u32,
-            src,
-            dst,
-            len,
-            buf_off: 0,
-            dst_bits,
-            direct: false,
-            _keep: keep,
-        });
+        let queued = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            if st.gets.is_empty() {
+                st.get_room = 0; // the gets of an earlier superstep are done
+            }
+            let room = (len.checked_add(7).map(|n| n & !7))
+                .and_then(|n| st.get_room.checked_add(n))
+                .and_then(|r| st.getbuf.try_room(r).map(|()| r));
+            if let Some(r) = room {
+                st.get_room = r;
+                st.gets.push(GetOp {
+                    from: from as u32,
+                    src,
+                    dst,
+                    len,
+                    buf_off: 0,
+                    dst_bits,
+                    direct: false,
+                    _keep: keep,
+                });
+            }
+            room.is_some()
+        };
+        if !queued {
+            return Err(self.out_of_memory(
+                "get",
+                format!(
+                    "from pid {from}: could not allocate room to buffer {len} more bytes of this \
+                     superstep's gets"
+                ),
+            ));
+        }
         self.flag(FLAG_GETS | source_bit(slot));
+        Ok(())
     }
 
     /// High-performance get: copy `dst.len()` elements from `pid`'s memory in `src` (at element
@@ -805,6 +863,9 @@ impl Ctx {
     /// other processes' communication during syncs.
     pub unsafe fn push_reg_raw(&self, ptr: *mut u8, len: usize) -> Result<()> {
         self.live("push_reg")?;
+        if !ptr.is_null() {
+            self.check_area("push_reg", "the area", ptr, len)?;
+        }
         self.push_slot(
             ptr,
             if ptr.is_null() { 0 } else { len },
@@ -926,8 +987,7 @@ impl Ctx {
     pub fn put_raw(&self, pid: usize, src: &[u8], dst: *const u8, offset: usize) -> Result<()> {
         if let Some(slot) = self.named_cached(dst) {
             if let Some(d) = self.fast_remote_slot(pid, slot, offset, src.len()) {
-                self.put_at(pid, d, src);
-                return Ok(());
+                return self.put_at(pid, d, src);
             }
         }
         self.live("put")?;
@@ -961,11 +1021,13 @@ impl Ctx {
         len: usize,
     ) -> Result<()> {
         self.live("get")?;
+        self.check_area("get", "the destination", dst, len)?;
         let slot = self.named("get", src)?;
         let s = self.remote("get", "from", pid, slot, offset, len)?;
         if len > 0 {
-            self.queue_get(pid, slot.0, s, dst, len, None);
+            self.queue_get(pid, slot.0, s, dst, len, None)?;
         }
+        self.note_get(pid, len, false);
         Ok(())
     }
 

@@ -69,6 +69,7 @@ mod ctx;
 mod drma;
 mod error;
 mod lend;
+mod limits;
 mod outbox;
 pub mod params;
 mod place;
@@ -88,6 +89,7 @@ pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;
+pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 #[cfg(feature = "mpi")]
 pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};

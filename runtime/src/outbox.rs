@@ -104,18 +104,20 @@ impl Outbox {
         self.msg_bytes = 0;
     }
 
-    /// Queue a put of `src` to `dst`.
+    /// Queue a put of `src` to `dst`; `None` if the memory for it cannot be allocated
+    /// (nothing is queued then).
     #[inline]
-    pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) {
+    pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) -> Option<()> {
         let (head, hlen) = header(dst, src.len());
+        // A slice has at most isize::MAX bytes: the record size cannot overflow.
         let rec = hlen + align8(src.len());
         let at = if self.inline_len + rec <= INLINE * WORD {
             self.inline_len += rec;
             // SAFETY: in bounds of `inline` (checked above).
             unsafe { (self.inline.as_mut_ptr() as *mut u8).add(self.inline_len - rec) }
         } else {
-            let off = self.puts.reserve(rec);
-            // SAFETY: `reserve` made room for the record.
+            let off = self.puts.try_reserve(rec)?;
+            // SAFETY: `try_reserve` made room for the record.
             unsafe { self.puts.base_mut().add(off) }
         };
         // SAFETY: `at` has room for the header and the data and is 8-aligned.
@@ -128,47 +130,66 @@ impl Outbox {
             }
             copy_bytes(src.as_ptr(), at.add(hlen), src.len());
         }
+        Some(())
     }
 
-    /// Queue a message whose tag has `tag.len()` bytes (the superstep's tag size).
+    /// Reserve the record of a message with `tag` (the superstep's tag size) and a payload of
+    /// `len` bytes, write its length and tag, count it, and return the offset where its payload
+    /// goes; `None` if the record's size overflows or its memory cannot be allocated (nothing
+    /// changes then). The caller writes the payload with [`fill`](Outbox::fill) before the
+    /// receiver can read it (in its sync, before barrier 1, at the latest).
+    #[inline]
+    pub(crate) fn reserve_message(&mut self, tag: &[u8], len: usize) -> Option<usize> {
+        let rec = WORD.checked_add(align8(tag.len()))?.checked_add(len)?;
+        let off = self.msgs.try_reserve(rec)?;
+        let base = self.msgs.base_mut();
+        // SAFETY: `try_reserve` made room for the length word and the aligned tag.
+        unsafe {
+            (base.add(off) as *mut usize).write(len);
+            if !tag.is_empty() {
+                copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
+            }
+        }
+        self.msg_count += 1;
+        self.msg_bytes += len;
+        Some(off + WORD + align8(tag.len()))
+    }
+
+    /// Write `len` payload bytes at `off`, a payload offset from
+    /// [`reserve_message`](Outbox::reserve_message) for `len` bytes.
+    ///
+    /// # Safety
+    /// `payload` must be valid for reading `len` bytes; `off` and `len` as above.
+    #[inline]
+    pub(crate) unsafe fn fill(&mut self, off: usize, payload: *const u8, len: usize) {
+        // SAFETY: the reservation made room for `len` bytes at `off`; `payload` is the
+        // caller's promise.
+        unsafe { copy_bytes(payload, self.msgs.base_mut().add(off), len) }
+    }
+
+    /// Queue a message whose tag has `tag.len()` bytes (the superstep's tag size); `None` if
+    /// its memory cannot be allocated (nothing is queued then).
     ///
     /// # Safety
     /// `payload` must be valid for reading `len` bytes.
     #[inline]
-    pub(crate) unsafe fn send(&mut self, tag: &[u8], payload: *const u8, len: usize) {
-        let off = self.msgs.reserve(WORD + align8(tag.len()) + len);
-        let base = self.msgs.base_mut();
-        // SAFETY: `reserve` made room for the length, the aligned tag and the payload.
-        unsafe {
-            (base.add(off) as *mut usize).write(len);
-            if !tag.is_empty() {
-                copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
-            }
-            copy_bytes(payload, base.add(off + WORD + align8(tag.len())), len);
-        }
-        self.msg_count += 1;
-        self.msg_bytes += len;
+    pub(crate) unsafe fn send(&mut self, tag: &[u8], payload: *const u8, len: usize) -> Option<()> {
+        let at = self.reserve_message(tag, len)?;
+        // SAFETY: reserved for `len` bytes just now; `payload` is the caller's promise.
+        unsafe { self.fill(at, payload, len) };
+        Some(())
     }
 
-    /// Append a message whose payload is the concatenation of `parts`.
-    pub(crate) fn send_parts(&mut self, tag: &[u8], parts: &[&[u8]]) {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let off = self.msgs.reserve(WORD + align8(tag.len()) + len);
-        let base = self.msgs.base_mut();
-        // SAFETY: `reserve` made room for the length, the aligned tag and the payload parts.
-        unsafe {
-            (base.add(off) as *mut usize).write(len);
-            if !tag.is_empty() {
-                copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
-            }
-            let mut at = off + WORD + align8(tag.len());
-            for part in parts {
-                copy_bytes(part.as_ptr(), base.add(at), part.len());
-                at += part.len();
-            }
+    /// Append a message of `len` bytes whose payload is the concatenation of `parts` (whose
+    /// lengths add up to `len`); `None` as for [`send`](Outbox::send).
+    pub(crate) fn send_parts(&mut self, tag: &[u8], parts: &[&[u8]], len: usize) -> Option<()> {
+        let mut at = self.reserve_message(tag, len)?;
+        for part in parts {
+            // SAFETY: the parts add up to the `len` bytes reserved.
+            unsafe { self.fill(at, part.as_ptr(), part.len()) };
+            at += part.len();
         }
-        self.msg_count += 1;
-        self.msg_bytes += len;
+        Some(())
     }
 
     /// Append this outbox to `out`, for a receiver on another rank (feature `mpi`): five words
@@ -287,7 +308,7 @@ mod tests {
             let src: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8 | 1).collect();
             want[at..at + n].copy_from_slice(&src);
             // SAFETY: in bounds of `dst`.
-            ob.put(unsafe { dst.as_mut_ptr().add(at) }, &src);
+            ob.put(unsafe { dst.as_mut_ptr().add(at) }, &src).unwrap();
             at += n;
         }
         // SAFETY: every destination is in `dst`, which nothing else references.

@@ -698,8 +698,9 @@ impl Net {
             .collect()
     }
 
-    /// Queue a large put of `src` to `dst` on rank `pid` (copied now: a buffered put).
-    pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8], step: u64) {
+    /// Queue a large put of `src` to `dst` on rank `pid` (copied now: a buffered put); `None`
+    /// if the memory for the copy cannot be allocated (nothing is queued then).
+    pub(crate) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8], step: u64) -> Option<()> {
         let mut big = self.big.borrow_mut();
         let b = &mut big[pid];
         let mut shm = self.shm.borrow_mut();
@@ -717,12 +718,14 @@ impl Net {
                 };
                 b.recs
                     .push((dst as u64, src.len() as u64, Source::Shared(off)));
-                return;
+                return Some(());
             }
         }
+        b.data.try_reserve(src.len()).ok()?;
         b.recs
             .push((dst as u64, src.len() as u64, Source::Copied(b.data.len())));
         b.data.extend_from_slice(src);
+        Some(())
     }
 
     /// Collective (every rank, when some rank's large puts missed its segment): after a

@@ -234,7 +234,11 @@ impl<T> std::fmt::Debug for Reg<T> {
 
 impl Ctx {
     fn check_local<T>(&self, op: &'static str, reg: &Reg<T>) -> Result<()> {
-        self.live(op)?;
+        // After this process's end (`Ctx::end`) its memory is its own again: nobody writes it
+        // any more (remote writes land in its own syncs).
+        if self.run.tree.is_aborted() {
+            return Err(self.stopped(op));
+        }
         let id = &reg.id;
         if id.run != self.run.id || id.owner != self.pid {
             return Err(self.misuse(

@@ -40,6 +40,10 @@ pub fn nprocs() -> usize {
 /// stops at its next primitive (at once if it waits in a sync) and `run` returns the first
 /// error.
 ///
+/// A run asking for more processes than the machine can hold ([`max_procs`](crate::max_procs):
+/// its thread limits and memory) is refused with a misuse error naming both numbers, before
+/// anything is allocated.
+///
 /// ```
 /// // The inner product of two distributed vectors (MulticoreBSP paper, Algorithm 2).
 /// let n = 1000;
@@ -411,6 +415,9 @@ impl Run {
                 "a run needs at least 1 process, but p = 0 was requested",
             ));
         }
+        if let Procs::Count(p) = self.procs {
+            crate::limits::check_top_procs(p)?;
+        }
         let (def_policy, def_bind) = default_affinity()?;
         let loaded = match self.machine.clone() {
             Some(l) => l,
@@ -468,6 +475,9 @@ impl Run {
     }
 
     fn nested_layout(&self, parent: &Ctx) -> Result<Layout> {
+        if let Procs::Count(p) = self.procs {
+            crate::limits::check_procs(p).map_err(|m| parent.misuse("run", m))?;
+        }
         let up = &parent.run.layout;
         let policy = self.policy.clone().unwrap_or_else(|| match &up.policy {
             Policy::Manual(_) => Policy::Scattered,

@@ -43,6 +43,9 @@ impl Ctx {
     /// assert_eq!(steps, vec![10, 10]);
     /// ```
     pub fn sync(&mut self) -> Result<()> {
+        if self.end_outcome.is_some() {
+            return Err(self.after_end("sync"));
+        }
         #[cfg(feature = "mpi")]
         if self.net.is_some() {
             return self.rank_sync(false);
@@ -70,8 +73,42 @@ impl Ctx {
         result
     }
 
-    /// The implicit final sync when the SPMD function returns.
-    pub(crate) fn end(&mut self) -> Result<()> {
+    /// End this process's part of the run now: the final synchronisation, which otherwise
+    /// happens when the SPMD function returns. Like a sync, it completes the last superstep
+    /// (its puts, gets and messages are delivered), and every process must reach it (a process
+    /// that syncs instead is a misuse, as when an SPMD function returns early). When it
+    /// returns, every process of the run has reached its end and no process touches this
+    /// process's memory any more: what it registered may go.
+    ///
+    /// Afterwards every primitive is a misuse except the local views of registered memory
+    /// ([`Ctx::local`], [`Ctx::local_mut`]); calling `end` again returns its first outcome, and
+    /// returning from the SPMD function does not synchronise again. Rust code usually just
+    /// returns; this is for callers whose processes leave by other means (the C ABI's
+    /// `bsp_end`, which leaves the SPMD function by `longjmp` after ending here, so that
+    /// memory the function registered on its stack outlives every access to it).
+    ///
+    /// ```
+    /// let last = mbsp::run(2, |ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u64 + 1; 4])?;
+    ///     let y = ctx.push_reg(vec![0u64; 4])?;
+    ///     ctx.sync()?;
+    ///     ctx.get(1 - ctx.pid(), &x, .., &y, 0)?;
+    ///     ctx.end()?; // the get lands here; everyone has ended
+    ///     Ok(ctx.local(&y)?[3])
+    /// }).unwrap();
+    /// assert_eq!(last, vec![2, 1]);
+    /// ```
+    pub fn end(&mut self) -> Result<()> {
+        if let Some(outcome) = &self.end_outcome {
+            return outcome.clone();
+        }
+        let outcome = self.final_sync();
+        self.end_outcome = Some(outcome.clone());
+        outcome
+    }
+
+    /// The final sync (see [`Ctx::end`]).
+    fn final_sync(&mut self) -> Result<()> {
         #[cfg(feature = "mpi")]
         if self.net.is_some() {
             return self.rank_sync(true);
@@ -230,19 +267,12 @@ impl Ctx {
 
     pub(crate) fn flush_hpsends(&mut self) {
         let mut hps = std::mem::take(&mut self.st.get_mut().hpsends);
-        if hps.is_empty() {
-            return;
-        }
-        let tags = std::mem::take(&mut self.st.get_mut().hp_tags);
         for h in hps.drain(..) {
-            let tag = tags.bytes(h.tag_off, h.tag_len);
-            // SAFETY: the hpsend caller promised the payload stays valid until this sync.
-            self.with_outbox(h.pid, |ob| unsafe { ob.send(tag, h.payload, h.len) });
+            // SAFETY: the hpsend caller promised the payload stays valid until this sync; its
+            // record was reserved in this superstep's outbox for `h.pid` when it was called.
+            self.with_outbox(h.pid, |ob| unsafe { ob.fill(h.at, h.payload, h.len) });
         }
-        let st = self.st.get_mut();
-        st.hpsends = hps;
-        st.hp_tags = tags;
-        st.hp_tags.clear();
+        self.st.get_mut().hpsends = hps;
     }
 
     fn publish_collective(&mut self, q: usize) {

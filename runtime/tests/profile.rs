@@ -129,6 +129,41 @@ fn high_performance_primitives_are_counted() {
     assert_eq!((s2.h(), s2.h_immediate()), (3, 3));
 }
 
+/// A buffered get counts the same through the typed and the raw (C ABI) primitive.
+#[test]
+fn raw_gets_are_counted_as_typed_ones() {
+    let (_, prof) = within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                let other = 1 - ctx.pid();
+                let x = ctx.push_reg(vec![7u64; 1000])?;
+                let mut raw = Box::new([0u64; 1000]);
+                let at = raw.as_mut_ptr() as *mut u8;
+                // SAFETY: `raw` outlives the run's use of it (popped and synced below), and no
+                // reference to it is held across a sync.
+                unsafe { ctx.push_reg_raw(at, 8000)? };
+                ctx.sync()?;
+                ctx.get(other, &x, .., &x, 0)?;
+                ctx.sync()?;
+                // SAFETY: `raw` stays allocated until after the sync, unreferenced.
+                unsafe { ctx.get_raw(other, at, 0, at, 8000)? };
+                ctx.sync()?;
+                ctx.pop_reg_raw(at)?;
+                ctx.sync()?;
+                Ok(raw[999])
+            })
+            .unwrap()
+    });
+    for step in [1, 2] {
+        let s = &prof.supersteps[step];
+        assert_eq!(
+            (s.procs[0].words_received, s.procs[1].words_sent, s.h()),
+            (1000, 1000, 1000),
+            "superstep {step}"
+        );
+    }
+}
+
 #[test]
 fn nested_runs_are_attached_to_their_parent() {
     let (_, prof) = within(60, || {
