@@ -28,10 +28,10 @@
 //! joins the workers (and, through their own thread-locals, their nested teams);
 //! [`release_threads`] does it on demand.
 
-use crate::barrier::WaitPolicy;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::shim::SharedCell;
+use crate::wait::WaitPolicy;
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

@@ -12,6 +12,11 @@ use mbsp::WaitPolicy;
 use mbsp::internals::{Aborted, Barrier, Member, model_run};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
+/// Sleep at once. Loom does not let a load return a value its thread saw before its last
+/// yield (so that spin loops make progress), which hides the sleep handshake's
+/// store-buffering race from a waiter that spun or yielded first; a waiter that goes straight
+/// to sleep exposes it.
+const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -96,8 +101,14 @@ fn an_abort_while_the_other_process_syncs() {
 /// loom's state space explodes with three spinning threads.)
 #[test]
 fn flags_and_ends_combine_over_three_episodes() {
-    model(3, || {
-        let barrier = Arc::new(Barrier::new(2, TIGHT));
+    for policy in [TIGHT, SLEEPY] {
+        flags_and_ends(policy);
+    }
+}
+
+fn flags_and_ends(policy: WaitPolicy) {
+    model(3, move || {
+        let barrier = Arc::new(Barrier::new(2, policy));
         let body = |barrier: &Barrier, pid: usize| {
             let mut me = Member::new(pid);
             let out = barrier
@@ -129,8 +140,14 @@ fn flags_and_ends_combine_over_three_episodes() {
 /// completed barrier be mistaken for an aborted one before the abort happened.
 #[test]
 fn abort_releases_waiters() {
-    model(3, || {
-        let barrier = Arc::new(Barrier::new(2, TIGHT));
+    for policy in [TIGHT, SLEEPY] {
+        abort_releases(policy);
+    }
+}
+
+fn abort_releases(policy: WaitPolicy) {
+    model(3, move || {
+        let barrier = Arc::new(Barrier::new(2, policy));
         let b2 = barrier.clone();
         let waiter = thread::spawn(move || b2.wait(&mut Member::new(1), 0, false));
         barrier.abort();
