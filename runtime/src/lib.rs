@@ -204,4 +204,14 @@ pub mod internals {
             layout,
         ))
     }
+
+    /// The hand-off of processes to a worker team, alone (inside `loom::model`): `runs`
+    /// launches of `p` processes on one team whose workers start parked, each worker's process
+    /// returning `pid * 1000 + ` the run's id, then the team's shutdown (its workers joined).
+    /// Returns, per launch, the run's id and the results of processes 1.. as the starter read
+    /// them.
+    #[cfg(loom)]
+    pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
+        crate::team::model_launches((0..runs).map(|_| model_shared(p)).collect())
+    }
 }

@@ -1,16 +1,21 @@
 //! Atomics and waiting primitives, switchable to `loom`'s models.
 //!
-//! The barrier, the superstep handshake and the waiting code are written against these names
-//! so that `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom --release` can model-check them.
+//! The barrier, the superstep handshake, the waiting code and the worker teams (and their
+//! threads) are written against these names so that
+//! `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom --release` can model-check them.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
+#[cfg(loom)]
+pub(crate) use loom::thread::{Builder as ThreadBuilder, JoinHandle};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
+#[cfg(not(loom))]
+pub(crate) use std::thread::{Builder as ThreadBuilder, JoinHandle};
 
 /// One step of a busy wait.
 #[inline]

@@ -1,4 +1,4 @@
-//! Model checks (loom) of the runtime's barrier and of its superstep code, as written in
+//! Model checks (loom) of the runtime's barrier, its superstep code and its worker teams, as written in
 //! runtime/src (the atomics and shared cells go through the `shim` module, which switches them
 //! to loom's models).
 //!
@@ -153,5 +153,32 @@ fn abort_releases(policy: WaitPolicy) {
         barrier.abort();
         assert_eq!(waiter.join().unwrap(), Err(Aborted));
         assert_eq!(barrier.wait(&mut Member::new(0), 0, false), Err(Aborted));
+    });
+}
+
+/// The hand-off of processes to a worker team (runtime/src/team.rs), through the real
+/// mailboxes, launches and waiting code: a parked worker, the starter posting a job and waking
+/// it, the worker running it and counting itself out, the starter seeing its result; then the
+/// same worker, idle again, taking the next run's job; then the team's shutdown, which must wake
+/// and join the worker. A lost wake-up is a deadlock and a result or job read before it was
+/// published is a data race; loom reports both.
+#[test]
+fn a_parked_worker_takes_two_runs_and_the_team_shuts_down() {
+    model(3, || {
+        for (id, results) in mbsp::internals::model_team(2, 2) {
+            let got: Vec<u64> = results.into_iter().map(|r| r.unwrap()).collect();
+            assert_eq!(got, [1000 + id]);
+        }
+    });
+}
+
+/// Two workers: the last of them to count itself out wakes the starter.
+#[test]
+fn the_last_of_two_workers_wakes_the_starter() {
+    model(2, || {
+        for (id, results) in mbsp::internals::model_team(3, 1) {
+            let got: Vec<u64> = results.into_iter().map(|r| r.unwrap()).collect();
+            assert_eq!(got, [1000 + id, 2000 + id]);
+        }
     });
 }
