@@ -296,7 +296,9 @@ impl Barrier {
             // Release: the payload above travels with the word. Then the sleep handshake's
             // notification (`wait.rs`): a reader asleep on the signal is woken.
             mine.half[parity].word.store(word, Ordering::Release);
-            self.wake.signal.notify();
+            if self.wake.signal.notify() {
+                me.waiter.woke();
+            }
             let from = self.sources[me.pid * self.rounds + k] as usize;
             let line = &self.lines[from * self.rounds + k];
             let got = self.await_episode(&line.half[parity].word, e, &mut me.waiter)? as u32;

@@ -169,24 +169,50 @@ pub(crate) enum Sleep<'a> {
     Naps,
 }
 
+/// How long a wait that follows a notification which woke someone keeps spinning and yielding
+/// before it sleeps: longer than a woken thread takes to run again (tens of microseconds, more
+/// when its core was idle), so that two processes do not keep waking each other up (below).
+#[cfg(not(loom))]
+const WAKE_PATIENCE: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// The smallest adaptive spin budget.
 const MIN_SPINS: u32 = 8;
 
-/// One thread's waiting state: its adaptive spin budget.
+/// One thread's waiting state: its adaptive spin budget, and whether its next wait is for a
+/// thread it has just woken.
 ///
 /// The budget adapts: a wait that ends while spinning lets it grow back towards the policy's
 /// maximum; a wait that had to yield or sleep halves it. So a thread whose partners are
 /// descheduled (oversubscription, a noisy machine) soon stops burning its time slice on
 /// spinning, and returns to spinning once partners arrive promptly again.
+///
+/// A thread that has just woken a sleeper ([`Waiter::woke`]) is patient in its next wait: after
+/// its spins it keeps yielding, as long as yields are brief (nobody else wants the core), until
+/// [`WAKE_PATIENCE`] has passed, before it sleeps. Without that, two processes syncing back to
+/// back after a long wait can stay in a slow mode: the one that slept is woken by the other,
+/// which then waits for it in the next superstep for longer than its spin and yield budget (a
+/// wake-up takes tens of microseconds) and goes to sleep itself, to be woken by the first, and
+/// so on, every superstep costing a wake-up (issue 25 saw 30-160 µs per sync for whole passes
+/// of 1000 syncs; `runtime/examples/sync_after_sleep.rs` with a short policy shows it).
 #[derive(Debug)]
 pub(crate) struct Waiter {
     spins: u32,
+    patient: bool,
 }
 
 impl Waiter {
     /// A waiter with the full spin budget.
     pub(crate) const fn new() -> Self {
-        Waiter { spins: u32::MAX }
+        Waiter {
+            spins: u32::MAX,
+            patient: false,
+        }
+    }
+
+    /// Record a notification that woke someone (the next wait is probably for it).
+    #[inline]
+    pub(crate) fn woke(&mut self) {
+        self.patient = true;
     }
 
     /// Wait as `policy` says until `ready` returns a value; give up with [`Aborted`] once
@@ -205,6 +231,7 @@ impl Waiter {
         for _ in 0..spins {
             if let Some(v) = ready() {
                 self.spins = (spins + spins / 8 + 1).min(policy.spins);
+                self.patient = false;
                 return Ok(v);
             }
             spin_hint();
@@ -216,22 +243,28 @@ impl Waiter {
     /// The yield and sleep phases of [`wait`](Self::wait).
     #[inline(never)]
     fn slow<T>(
-        &self,
+        &mut self,
         policy: WaitPolicy,
         sleep: Sleep<'_>,
         mut ready: impl FnMut() -> Option<T>,
         stop: impl Fn() -> bool,
     ) -> Result<T, Aborted> {
-        for _ in 0..policy.yields {
+        let patience = Patience::new(std::mem::take(&mut self.patient));
+        let mut yields = 0u32;
+        loop {
             if let Some(v) = ready() {
                 return Ok(v);
             }
             if stop() {
                 return Err(Aborted);
             }
+            if yields >= policy.yields && !patience.lasts() {
+                break;
+            }
             if !yield_briefly() {
                 break;
             }
+            yields = yields.saturating_add(1);
         }
         match sleep {
             Sleep::On(signal) => signal.sleep(ready, stop),
@@ -257,6 +290,36 @@ pub(crate) fn wait_until<T>(
     stop: impl Fn() -> bool,
 ) -> Result<T, Aborted> {
     Waiter::new().wait(policy, sleep, ready, stop)
+}
+
+/// The deadline of a patient wait's yield phase (none under loom, which has no clock: there the
+/// policy's yields alone bound it).
+struct Patience {
+    #[cfg(not(loom))]
+    until: Option<std::time::Instant>,
+}
+
+impl Patience {
+    fn new(patient: bool) -> Self {
+        #[cfg(loom)]
+        {
+            let _ = patient;
+            Patience {}
+        }
+        #[cfg(not(loom))]
+        Patience {
+            until: patient.then(|| std::time::Instant::now() + WAKE_PATIENCE),
+        }
+    }
+
+    fn lasts(&self) -> bool {
+        #[cfg(loom)]
+        {
+            false
+        }
+        #[cfg(not(loom))]
+        self.until.is_some_and(|t| std::time::Instant::now() < t)
+    }
 }
 
 /// Yield the core; false if that took long enough (≥ 20 µs) that another thread must have run
