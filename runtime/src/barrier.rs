@@ -105,7 +105,7 @@ pub struct Outcome {
 }
 
 /// One process's view of a barrier: its pid, how many episodes it has passed, and what its
-/// waits have learned (the adaptive spin budget of [`Waiter`]).
+/// waits have learned (an adaptive spin budget: `wait.rs`).
 #[derive(Debug)]
 pub struct Member {
     pid: usize,
