@@ -153,6 +153,26 @@ fn one_ranks_abort_panic_or_misuse_ends_every_rank_with_its_error() {
     }
 }
 
+/// A rank that aborted (and waits in its last exchange) is not read by the others' `hpget`:
+/// they get the stopped error, as in the thread runtime, and every rank then reports the
+/// aborting rank's error (the root cause, not the others' stopped errors).
+#[test]
+fn an_hpget_from_a_rank_that_aborted_stops_with_its_error() {
+    for ranks in [2, 3] {
+        let (ok, out, err) = launch(ranks, "abort-hpget");
+        assert!(!ok, "{out}\n{err}");
+        let last = ranks - 1;
+        for me in 0..last {
+            let line = format!(
+                "rank {me}: hpget (pid {me}, superstep 1): stopped because the run was aborted"
+            );
+            assert!(out.contains(&line), "{ranks} ranks:\n{out}\n{err}");
+        }
+        let own = format!("abort (pid {last}, superstep 1): aborted: rank asked to abort");
+        assert_eq!(err.matches(&own).count(), ranks, "{ranks} ranks:\n{err}");
+    }
+}
+
 /// A rank killed from outside cannot tell the others; MPICH's process manager (hydra) sees it
 /// die and ends the rest, so nobody waits forever in a collective.
 #[test]

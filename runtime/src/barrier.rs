@@ -30,12 +30,12 @@
 //! can only write a round-`k` word again two episodes later, after everybody has finished the
 //! episode in between and so has read the earlier value.
 //!
-//! Waiting spins, then yields, then sleeps on one futex word per barrier, which writers bump
-//! (and wake) only when someone sleeps. Abort sets a flag and bumps the same word.
+//! Waiting is the runtime's one way to wait (`wait.rs`): spin, yield, then sleep on one
+//! [`Signal`] per barrier, which a process notifies after each word it publishes (a system call
+//! only when someone sleeps). Abort sets a flag and notifies the same signal.
 
-use crate::shim::{
-    AtomicBool, AtomicU32, AtomicU64, Ordering, spin_hint, wait_while, wake_all, yield_now,
-};
+use crate::shim::{AtomicBool, AtomicU64, Ordering};
+use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
 
 /// Someone in this superstep issued a put, send, hpsend or hpput (a communication phase is
@@ -93,64 +93,6 @@ impl Ride {
     }
 }
 
-/// How long a waiting thread spins and yields before it sleeps.
-///
-/// ```
-/// let quick = mbsp::WaitPolicy::new(100, 2); // spin 100 pauses, yield twice, then sleep
-/// assert_eq!((quick.spins, quick.yields), (100, 2));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WaitPolicy {
-    /// Busy-wait iterations (each one a CPU pause hint) before yielding.
-    pub spins: u32,
-    /// `sched_yield` calls before sleeping on a futex.
-    pub yields: u32,
-}
-
-impl WaitPolicy {
-    /// Spin `spins` pause hints, then yield `yields` times, then sleep.
-    pub const fn new(spins: u32, yields: u32) -> Self {
-        WaitPolicy { spins, yields }
-    }
-
-    /// The default for `p` runnable threads on `cores` hardware threads: spin for about 10 µs
-    /// when every process has its own core (the awaited process is running and usually arrives
-    /// within a few hundred nanoseconds), about 0.5 µs when oversubscribed (the awaited process
-    /// probably needs this core); then yield up to 100 (resp. 50) times; then sleep.
-    pub fn for_load(p: usize, cores: usize) -> Self {
-        if p <= cores {
-            Self::from_budget(std::time::Duration::from_micros(10), 100)
-        } else {
-            Self::from_budget(std::time::Duration::from_nanos(500), 50)
-        }
-    }
-
-    /// Spin for about `spin` (converted to iterations with this machine's measured cost of one
-    /// pause hint), then yield `yields` times.
-    pub fn from_budget(spin: std::time::Duration, yields: u32) -> Self {
-        let spins = (spin.as_nanos() as f64 / pause_ns()).ceil();
-        WaitPolicy {
-            spins: spins.clamp(1.0, 1e6) as u32,
-            yields,
-        }
-    }
-}
-
-/// The cost of one `spin_loop` hint on this machine, measured once (a pause takes 1 ns on some
-/// x86 cores and 30+ ns on others, so iteration counts must be calibrated).
-fn pause_ns() -> f64 {
-    static COST: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *COST.get_or_init(|| {
-        let n = 4000;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::spin_loop();
-        }
-        (t.elapsed().as_nanos() as f64 / n as f64).max(0.5)
-    })
-}
-
 /// What the processes brought to one barrier episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -162,26 +104,14 @@ pub struct Outcome {
     pub all_ended: bool,
 }
 
-/// The run was aborted while (or before) waiting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Aborted;
-
-/// One process's view of a barrier: its pid, how many episodes it has passed, and its current
-/// spin budget.
-///
-/// The budget adapts: a wait that ends while spinning lets it grow back towards the policy's
-/// maximum; a wait that had to yield or sleep halves it. So a process whose partners are
-/// descheduled (oversubscription, a noisy machine) soon stops burning its time slice on
-/// spinning, and returns to spinning once partners arrive promptly again.
+/// One process's view of a barrier: its pid, how many episodes it has passed, and what its
+/// waits have learned (an adaptive spin budget: `wait.rs`).
 #[derive(Debug)]
 pub struct Member {
     pid: usize,
     episode: u32,
-    spins: u32,
+    waiter: Waiter,
 }
-
-/// The smallest adaptive spin budget.
-const MIN_SPINS: u32 = 8;
 
 impl Member {
     /// Process `pid`'s membership (each process must use exactly one).
@@ -189,15 +119,14 @@ impl Member {
         Member {
             pid,
             episode: 0,
-            spins: u32::MAX,
+            waiter: Waiter::new(),
         }
     }
 }
 
-/// Wakes sleepers; bumped by writers only while someone sleeps.
-struct Sleep {
-    word: AtomicU32,
-    sleepers: AtomicU32,
+/// What sleeping waiters wait on, and the abort flag (their stop condition).
+struct Wake {
+    signal: Signal,
     aborted: AtomicBool,
 }
 
@@ -222,7 +151,7 @@ pub struct Barrier {
     sources: Box<[u32]>,
     /// Round `k` of process `i` at `i * rounds + k`.
     lines: Box<[CachePadded<Line>]>,
-    sleep: CachePadded<Sleep>,
+    wake: CachePadded<Wake>,
     policy: WaitPolicy,
 }
 
@@ -284,9 +213,8 @@ impl Barrier {
             rounds,
             sources: sources.into(),
             lines: (0..p * rounds).map(|_| line()).collect(),
-            sleep: CachePadded::new(Sleep {
-                word: AtomicU32::new(0),
-                sleepers: AtomicU32::new(0),
+            wake: CachePadded::new(Wake {
+                signal: Signal::new(),
                 aborted: AtomicBool::new(false),
             }),
             policy,
@@ -349,11 +277,10 @@ impl Barrier {
         inbox: &mut [Ride],
     ) -> Result<Outcome, Aborted> {
         debug_assert!(flags & (RIDE_MASK | ENDED | SYNCED) == 0);
-        if self.sleep.aborted.load(Ordering::Relaxed) {
+        if self.is_aborted() {
             return Err(Aborted);
         }
         me.episode = me.episode.wrapping_add(1);
-        me.spins = me.spins.min(self.policy.spins);
         let (e, parity) = (me.episode, (me.episode & 1) as usize);
         let mut acc = flags | if ending { ENDED } else { SYNCED };
         for k in 0..self.rounds {
@@ -366,16 +293,15 @@ impl Barrier {
                 ride = (r.len as u32) << RIDE_SHIFT;
             }
             let word = ((e as u64) << 32) | (acc | ride) as u64;
-            // SeqCst: ordered before the sleepers check below (see `sleep_until`); Release for
-            // the payload above.
-            mine.half[parity].word.store(word, Ordering::SeqCst);
-            if self.sleep.sleepers.load(Ordering::SeqCst) != 0 {
-                self.sleep.word.fetch_add(1, Ordering::SeqCst);
-                wake_all(&self.sleep.word);
+            // Release: the payload above travels with the word. Then the sleep handshake's
+            // notification (`wait.rs`): a reader asleep on the signal is woken.
+            mine.half[parity].word.store(word, Ordering::Release);
+            if self.wake.signal.notify() {
+                me.waiter.woke();
             }
             let from = self.sources[me.pid * self.rounds + k] as usize;
             let line = &self.lines[from * self.rounds + k];
-            let got = self.await_episode(&line.half[parity].word, e, &mut me.spins)? as u32;
+            let got = self.await_episode(&line.half[parity].word, e, &mut me.waiter)? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
             if n > 0 {
                 if let Some(slot) = inbox.get_mut(k) {
@@ -396,52 +322,16 @@ impl Barrier {
 
     /// Wait until `word` holds episode `e`; return it.
     #[inline]
-    fn await_episode(&self, word: &AtomicU64, e: u32, spins: &mut u32) -> Result<u64, Aborted> {
-        let ready = || {
-            let w = word.load(Ordering::Acquire);
-            ((w >> 32) as u32 == e).then_some(w)
-        };
-        for _ in 0..*spins {
-            if let Some(w) = ready() {
-                *spins = (*spins + *spins / 8 + 1).min(self.policy.spins);
-                return Ok(w);
-            }
-            spin_hint();
-        }
-        *spins = (*spins / 2).max(MIN_SPINS.min(self.policy.spins));
-        for _ in 0..self.policy.yields {
-            if let Some(w) = ready() {
-                return Ok(w);
-            }
-            if self.sleep.aborted.load(Ordering::Relaxed) {
-                return Err(Aborted);
-            }
-            if !yield_briefly() {
-                break;
-            }
-        }
-        self.sleep_until(ready)
-    }
-
-    /// Sleep on the futex word until `ready` or abort. Announcing ourselves (SeqCst) before
-    /// re-checking pairs with the writers' SeqCst store-then-read-sleepers: either the writer
-    /// sees a sleeper and bumps the word, or we see its write.
-    #[cold]
-    fn sleep_until(&self, ready: impl Fn() -> Option<u64>) -> Result<u64, Aborted> {
-        let s = &*self.sleep;
-        s.sleepers.fetch_add(1, Ordering::SeqCst);
-        let r = loop {
-            let seen = s.word.load(Ordering::SeqCst);
-            if let Some(w) = ready() {
-                break Ok(w);
-            }
-            if s.aborted.load(Ordering::SeqCst) {
-                break Err(Aborted);
-            }
-            wait_while(&s.word, seen);
-        };
-        s.sleepers.fetch_sub(1, Ordering::SeqCst);
-        r
+    fn await_episode(&self, word: &AtomicU64, e: u32, waiter: &mut Waiter) -> Result<u64, Aborted> {
+        waiter.wait(
+            self.policy,
+            Sleep::On(&self.wake.signal),
+            || {
+                let w = word.load(Ordering::Acquire);
+                ((w >> 32) as u32 == e).then_some(w)
+            },
+            || self.is_aborted(),
+        )
     }
 
     /// Make the barrier as new for a new run. No process may be using it (the run that used
@@ -453,71 +343,26 @@ impl Barrier {
                 h.word.store(0, Ordering::Relaxed);
             }
         }
-        self.sleep.aborted.store(false, Ordering::Relaxed);
+        self.wake.aborted.store(false, Ordering::Relaxed);
     }
 
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].
     pub fn abort(&self) {
-        self.sleep.aborted.store(true, Ordering::SeqCst);
-        self.sleep.word.fetch_add(1, Ordering::SeqCst);
-        wake_all(&self.sleep.word);
+        // Release: a process released by the abort finds the run's error recorded (the tree
+        // records it before aborting its barriers).
+        self.wake.aborted.store(true, Ordering::Release);
+        self.wake.signal.notify();
     }
 
     /// Whether [`abort`](Self::abort) was called.
+    #[inline]
     pub fn is_aborted(&self) -> bool {
-        self.sleep.aborted.load(Ordering::Relaxed)
+        self.wake.aborted.load(Ordering::Acquire)
     }
 
     /// The waiting policy.
     pub fn policy(&self) -> WaitPolicy {
         self.policy
-    }
-}
-
-/// Yield the core; false if that took long enough (≥ 20 µs) that another thread must have run
-/// a time slice — then the machine is busy with other work, and sleeping until woken is cheaper
-/// than yielding again (each further yield may cost a whole slice of a competing thread).
-#[inline]
-fn yield_briefly() -> bool {
-    #[cfg(loom)]
-    {
-        yield_now();
-        true
-    }
-    #[cfg(not(loom))]
-    {
-        let t = std::time::Instant::now();
-        yield_now();
-        t.elapsed() < std::time::Duration::from_micros(20)
-    }
-}
-
-/// Wait until `ready()` holds with the same spin → yield → sleep policy (sleeping in short
-/// naps, since nobody wakes us), giving up with [`Aborted`] when `aborted()` turns true.
-pub(crate) fn wait_until(
-    policy: WaitPolicy,
-    mut ready: impl FnMut() -> bool,
-    aborted: impl Fn() -> bool,
-) -> Result<(), Aborted> {
-    let mut i: u64 = 0;
-    loop {
-        if ready() {
-            return Ok(());
-        }
-        if aborted() {
-            return Err(Aborted);
-        }
-        if i < policy.spins as u64 {
-            spin_hint();
-        } else if i < (policy.spins + policy.yields) as u64 {
-            yield_now();
-        } else {
-            #[cfg(loom)]
-            yield_now();
-            #[cfg(not(loom))]
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
-        i += 1;
     }
 }
 

@@ -31,13 +31,14 @@
 //! stopped touching other processes' memory ([`Ctx::quiesce`]): each process counts itself as
 //! stopped (once) when it first sees the failure or when it ends.
 
-use crate::barrier::{Barrier, Member, Ride, WaitPolicy};
+use crate::barrier::{Barrier, Member, Ride};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
 use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
 use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SharedCell};
 use crate::tree::Tree;
+use crate::wait::{Sleep, WaitPolicy};
 use crossbeam_utils::CachePadded;
 use mbsp_topology::{Binding, Domain, Machine};
 use std::cell::{Cell, RefCell};
@@ -697,9 +698,10 @@ impl Ctx {
     pub(crate) fn quiesce(&self) {
         self.note_stopped();
         let (stopped, p) = (&self.run.stopped, self.run.p);
-        let _ = crate::barrier::wait_until(
+        let _ = crate::wait::wait_until(
             self.run.barrier.policy(),
-            || stopped.load(Ordering::Acquire) >= p,
+            Sleep::Naps,
+            || (stopped.load(Ordering::Acquire) >= p).then_some(()),
             || false,
         );
     }
@@ -724,9 +726,10 @@ impl Ctx {
         if done.load(Ordering::Acquire) >= self.step {
             return Ok(());
         }
-        crate::barrier::wait_until(
+        crate::wait::wait_until(
             self.run.barrier.policy(),
-            || done.load(Ordering::Acquire) >= self.step,
+            Sleep::Naps,
+            || (done.load(Ordering::Acquire) >= self.step).then_some(()),
             || self.run.tree.is_aborted(),
         )
         .map_err(|_| self.stopped(op))

@@ -598,8 +598,7 @@ impl Ctx {
         #[cfg(feature = "mpi")]
         if self.net.is_some() && pid != self.pid {
             // SAFETY: forwarded to the caller; `dst` checked against the mirror just now.
-            unsafe { self.rank_hpput(pid, src, dst, len) };
-            return Ok(());
+            return unsafe { self.rank_hpput(pid, src, dst, len) };
         }
         if len > 0 {
             self.wait_settled("hpput", pid)?;
@@ -839,8 +838,7 @@ impl Ctx {
         #[cfg(feature = "mpi")]
         if self.net.is_some() && pid != self.pid {
             // SAFETY: forwarded to the caller; `s` checked against the mirror just now.
-            unsafe { self.rank_get_now(pid, s, dst, len) };
-            return Ok(());
+            return unsafe { self.rank_get_now(op, pid, s, dst, len) };
         }
         if len > 0 {
             self.wait_settled(op, pid)?;

@@ -83,8 +83,8 @@ mod shim;
 mod sync;
 mod team;
 mod tree;
+mod wait;
 
-pub use barrier::WaitPolicy;
 pub use bsmp::{Message, QueueSize};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
@@ -95,6 +95,7 @@ pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, p
 pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
+pub use wait::WaitPolicy;
 
 /// This program's MPI rank and the number of ranks, when top-level runs go over MPI ranks:
 /// never in a build without the `mpi` feature.
@@ -120,7 +121,8 @@ pub use bytemuck;
 /// Internals exposed for the loom model checks and the benchmarks; not a stable API.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::barrier::{Aborted, Barrier, Member, Outcome};
+    pub use crate::barrier::{Barrier, Member, Outcome};
+    pub use crate::wait::Aborted;
 
     /// A point inside `sync` where a test can make a process fail, to check the failure paths.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,32 +168,8 @@ pub mod internals {
         R: Send + 'static,
         F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
     {
-        use crate::barrier::WaitPolicy;
-        use crate::ctx::RunShared;
         use std::sync::Arc;
-        static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
-        let loaded = MACHINE
-            .get_or_init(|| crate::Machine::synthetic("pu:4").expect("synthetic machine"))
-            .clone();
-        let whole = loaded.machine.whole();
-        let layout = crate::place::Layout::plan(
-            loaded,
-            &whole,
-            crate::Procs::Count(p),
-            crate::Policy::Scattered,
-            false,
-        )
-        .expect("plan");
-        let policy = WaitPolicy {
-            spins: 1,
-            yields: 1,
-        };
-        let shared = Arc::new(RunShared::new(
-            Vec::new(),
-            crate::tree::Tree::new(),
-            policy,
-            layout,
-        ));
+        let shared = model_shared(p);
         let f = Arc::new(f);
         let handles: Vec<_> = (1..p)
             .map(|pid| {
@@ -206,5 +184,41 @@ pub mod internals {
                 .map(|h| h.join().expect("process thread")),
         );
         out
+    }
+
+    /// The shared state of a run of `p` processes for the loom models: placement planned on a
+    /// small synthetic machine and not applied; waiting spins once and yields once.
+    #[cfg(loom)]
+    fn model_shared(p: usize) -> std::sync::Arc<crate::ctx::RunShared> {
+        use crate::wait::WaitPolicy;
+        static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
+        let loaded = MACHINE
+            .get_or_init(|| crate::Machine::synthetic("pu:4").expect("synthetic machine"))
+            .clone();
+        let whole = loaded.machine.whole();
+        let layout = crate::place::Layout::plan(
+            loaded,
+            &whole,
+            crate::Procs::Count(p),
+            crate::Policy::Scattered,
+            false,
+        )
+        .expect("plan");
+        std::sync::Arc::new(crate::ctx::RunShared::new(
+            Vec::new(),
+            crate::tree::Tree::new(),
+            WaitPolicy::new(1, 1),
+            layout,
+        ))
+    }
+
+    /// The hand-off of processes to a worker team, alone (inside `loom::model`): `runs`
+    /// launches of `p` processes on one team whose workers start parked, each worker's process
+    /// returning `pid * 1000 + ` the run's id, then the team's shutdown (its workers joined).
+    /// Returns, per launch, the run's id and the results of processes 1.. as the starter read
+    /// them.
+    #[cfg(loom)]
+    pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
+        crate::team::model_launches((0..runs).map(|_| model_shared(p)).collect())
     }
 }

@@ -52,6 +52,10 @@
 //! Every exchange begins with each rank's state. A rank whose process failed (abort, panic,
 //! misuse, an error returned) makes one last exchange with the state "failed" and its error;
 //! every rank then reports that error (kind, pid, superstep and message preserved) and stops.
+//! Before that exchange the failed rank publishes the failure where others read its completed
+//! syncs, so that a rank waiting in an `hpput`, `hpget` or `direct_get` for it to complete a
+//! sync stops waiting (with the stopped error) and joins the exchange; when several ranks
+//! failed, the first root cause among their errors is reported.
 //! A rank that is killed is the MPI launcher's business: MPICH's `mpiexec` ends the others.
 //!
 //! Trust: a rank writes where another rank's put record says and reads where its get request
@@ -63,6 +67,7 @@ use crate::ctx::{Coll, Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::registry::{ElemType, RegOp, RegSig};
+use crate::wait::{Aborted, Sleep, WaitPolicy, wait_until};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::ffi;
@@ -78,6 +83,10 @@ pub const MPI_ENV: &str = "MBSP_MPI";
 const SYNCING: u64 = 0;
 const ENDED: u64 = 1;
 const FAILED: u64 = 2;
+
+/// A rank's published count of completed syncs once its run has failed: a rank waiting for it
+/// to complete a sync ([`Net::wait_settled`]) stops waiting instead of waiting forever.
+const DONE_FAILED: u64 = u64::MAX;
 
 /// Words per pair in the header exchange: state, stream length, flags, and a stream of up to
 /// [`INLINE`] words (a few small puts or messages), which then needs no second exchange.
@@ -901,35 +910,55 @@ impl Net {
         }
     }
 
-    /// Wait until rank `pid` has completed `step` syncs (read atomically from its window).
-    fn wait_settled(&self, pid: usize, step: u64) {
+    /// Wait until rank `pid` has completed `step` syncs, as `policy` says (each check is an
+    /// atomic read of `pid`'s window; the sleep phase naps). Gives up with [`Aborted`] when
+    /// `aborted()` turns true or `pid` has published that its run failed ([`DONE_FAILED`]).
+    fn wait_settled(
+        &self,
+        pid: usize,
+        step: u64,
+        policy: WaitPolicy,
+        aborted: impl Fn() -> bool,
+    ) -> std::result::Result<(), Aborted> {
         if self.settled.borrow()[pid] >= step {
-            return;
+            return Ok(());
         }
-        loop {
-            let mut seen = 0u64;
-            // Fetch-and-add of 0: an atomic read (MPICH has no MPI_NO_OP constant in rsmpi).
-            let nothing = 0u64;
-            // SAFETY: `done_at[pid]` is attached in `pid`'s window for the whole run; an atomic
-            // fetch of one u64, completed by the flush.
-            unsafe {
-                ffi::MPI_Fetch_and_op(
-                    &nothing as *const u64 as *const _,
-                    &mut seen as *mut u64 as *mut _,
-                    ffi::RSMPI_UINT64_T,
-                    pid as i32,
-                    self.done_at[pid] as ffi::MPI_Aint,
-                    ffi::RSMPI_SUM,
-                    self.win,
-                );
-                ffi::MPI_Win_flush(pid as i32, self.win);
-            }
-            if seen >= step {
-                self.settled.borrow_mut()[pid] = seen;
-                return;
-            }
-            std::thread::yield_now();
+        let seen = wait_until(
+            policy,
+            Sleep::Naps,
+            || {
+                let seen = self.read_done(pid);
+                (seen >= step).then_some(seen)
+            },
+            aborted,
+        )?;
+        if seen == DONE_FAILED {
+            return Err(Aborted);
         }
+        self.settled.borrow_mut()[pid] = seen;
+        Ok(())
+    }
+
+    /// Rank `pid`'s published count of completed syncs.
+    fn read_done(&self, pid: usize) -> u64 {
+        let mut seen = 0u64;
+        // Fetch-and-add of 0: an atomic read (MPICH has no MPI_NO_OP constant in rsmpi).
+        let nothing = 0u64;
+        // SAFETY: `done_at[pid]` is attached in `pid`'s window for the whole run; an atomic
+        // fetch of one u64, completed by the flush.
+        unsafe {
+            ffi::MPI_Fetch_and_op(
+                &nothing as *const u64 as *const _,
+                &mut seen as *mut u64 as *mut _,
+                ffi::RSMPI_UINT64_T,
+                pid as i32,
+                self.done_at[pid] as ffi::MPI_Aint,
+                ffi::RSMPI_SUM,
+                self.win,
+            );
+            ffi::MPI_Win_flush(pid as i32, self.win);
+        }
+        seen
     }
 
     /// Publish `step` completed syncs.
@@ -940,6 +969,13 @@ impl Net {
             std::ptr::write_volatile(&mut *self.done, step);
             ffi::MPI_Win_sync(self.win);
         }
+    }
+
+    /// Publish that this rank's run has failed (it completes no more syncs): before an
+    /// exchange that reports the failure, which blocks until every rank joins it — a rank
+    /// waiting for this one to complete a sync must stop waiting to join.
+    fn publish_failed(&mut self) {
+        self.publish_done(DONE_FAILED);
     }
 }
 
@@ -1130,6 +1166,7 @@ impl Ctx {
             });
             if r.is_err() {
                 net.over = true;
+                net.publish_failed();
                 // Nothing of this superstep will be delivered: let go of what it holds.
                 let st = self.st.get_mut();
                 st.gets.clear();
@@ -1165,6 +1202,9 @@ impl Ctx {
         } else {
             SYNCING
         };
+        if state == FAILED {
+            net.publish_failed();
+        }
         // The last superstep's communication is delivered at the end too (as on threads).
         let flags = if state != FAILED { self.flags.get() } else { 0 };
         if flags & FLAG_COMM != 0 {
@@ -1292,16 +1332,23 @@ impl Ctx {
         if states.iter().any(|&s| s != SYNCING) || state != SYNCING {
             net.over = true;
         }
-        if let Some(k) = states.iter().position(|&s| s == FAILED) {
-            // Every rank reports the first failed rank's error (its own, on that rank).
-            let e = if k == me {
-                self.run.tree.error().unwrap_or_else(|| self.stopped(op))
-            } else {
-                let e = decode_error(&net.recv[rng[k].clone()]);
-                self.run.tree.fail(&e);
-                e
-            };
-            return Err(e);
+        let failed: Vec<Error> = (0..p)
+            .filter(|&k| states[k] == FAILED)
+            .map(|k| {
+                if k == me {
+                    self.run.tree.error().unwrap_or_else(|| self.stopped(op))
+                } else {
+                    decode_error(&net.recv[rng[k].clone()])
+                }
+            })
+            .collect();
+        if let Some(first) = failed.first() {
+            // Every rank reports the same error: the first failed rank's root cause (a rank
+            // that only stopped because another failed reports a secondary error, e.g. one
+            // whose hpget saw the other's failure), else the first failed rank's.
+            let e = failed.iter().find(|e| !e.is_secondary()).unwrap_or(first);
+            self.run.tree.fail(e);
+            return Err(e.clone());
         }
         if states.iter().any(|&s| s != state) {
             let (ended, synced): (Vec<usize>, Vec<usize>) =
@@ -1580,7 +1627,13 @@ impl Ctx {
     /// # Safety
     /// `src` valid for `len` bytes until the next sync; `dst` inside `pid`'s registered area
     /// (checked against the mirror).
-    pub(crate) unsafe fn rank_hpput(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
+    pub(crate) unsafe fn rank_hpput(
+        &self,
+        pid: usize,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         let net = self.net.as_ref().expect("a run over ranks");
         if len >= BIG_PUT {
             // As a large buffered put (copied now, so that whatever lands in the source later
@@ -1590,12 +1643,13 @@ impl Ctx {
             let data = unsafe { std::slice::from_raw_parts(src, len) };
             net.big_put(pid, dst, data, self.step);
             self.flag(FLAG_COMM);
-            return;
+            return Ok(());
         }
-        net.wait_settled(pid, self.step);
+        self.rank_settled("hpput", net, pid)?;
         // SAFETY: forwarded to the caller; the target area is attached in `pid`'s window.
         unsafe { net.one_sided(true, pid, src as *mut u8, dst as usize, len) };
         net.hp_pending.set(true);
+        Ok(())
     }
 
     /// `hpget`/`direct_get` from another rank: an `MPI_Get` from its window, completed now.
@@ -1603,12 +1657,29 @@ impl Ctx {
     /// # Safety
     /// `dst` valid for `len` bytes; `src` inside `pid`'s registered area (checked against the
     /// mirror).
-    pub(crate) unsafe fn rank_get_now(&self, pid: usize, src: *const u8, dst: *mut u8, len: usize) {
+    pub(crate) unsafe fn rank_get_now(
+        &self,
+        op: &'static str,
+        pid: usize,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         let net = self.net.as_ref().expect("a run over ranks");
-        net.wait_settled(pid, self.step);
+        self.rank_settled(op, net, pid)?;
         // SAFETY: forwarded to the caller; the source area is attached in `pid`'s window.
         unsafe { net.one_sided(false, pid, dst, src as usize, len) };
         // SAFETY: a valid window, locked for all targets.
         unsafe { ffi::MPI_Win_flush(pid as i32, net.win) };
+        Ok(())
+    }
+
+    /// Wait until rank `pid` has completed as many syncs as we have (as the thread runtime's
+    /// `Ctx::wait_settled`): the stopped error if the run fails here or there meanwhile.
+    fn rank_settled(&self, op: &'static str, net: &Net, pid: usize) -> Result<()> {
+        net.wait_settled(pid, self.step, self.run.barrier.policy(), || {
+            self.run.tree.is_aborted()
+        })
+        .map_err(|_| self.stopped(op))
     }
 }

@@ -1,11 +1,11 @@
 //! Starting runs: the caller becomes pid 0, `p - 1` scoped threads become the others.
 
-use crate::barrier::WaitPolicy;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, Procs, default_affinity};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
+use crate::wait::WaitPolicy;
 use mbsp_topology::{Binding, Domain, Level, Loaded, Machine, Policy};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,12 +1,21 @@
 //! Atomics and waiting primitives, switchable to `loom`'s models.
 //!
-//! The barrier and the superstep handshake are written against these names so that
+//! The barrier, the superstep handshake, the waiting code and the worker teams (and their
+//! threads) are written against these names so that
 //! `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom --release` can model-check them.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+#[cfg(loom)]
+pub(crate) use loom::thread::{Builder as ThreadBuilder, JoinHandle};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+#[cfg(not(loom))]
+pub(crate) use std::thread::{Builder as ThreadBuilder, JoinHandle};
 
 /// One step of a busy wait.
 #[inline]
@@ -26,25 +35,70 @@ pub(crate) fn yield_now() {
     std::thread::yield_now();
 }
 
-/// Sleep until `word` may no longer hold `expected` (futex wait). Spurious returns are allowed.
-#[inline]
-pub(crate) fn wait_while(word: &AtomicU32, expected: u32) {
+/// A futex word: threads sleep while it holds a value they saw, and are woken after it
+/// changes.
+///
+/// Under loom a mutex and a condition variable stand in for the kernel's futex queue (the check
+/// of the word and the sleep are atomic with respect to wakers, as in the kernel), so a thread
+/// that sleeps past the last wake-up stays asleep and loom reports the deadlock; otherwise it is
+/// `atomic-wait`'s futex.
+pub(crate) struct Futex {
+    word: AtomicU32,
     #[cfg(loom)]
-    {
-        let _ = (word, expected);
-        loom::thread::yield_now();
-    }
-    #[cfg(not(loom))]
-    atomic_wait::wait(word, expected);
+    queue: loom::sync::Mutex<()>,
+    #[cfg(loom)]
+    woken: loom::sync::Condvar,
 }
 
-/// Wake every thread sleeping in [`wait_while`] on `word`.
-#[inline]
-pub(crate) fn wake_all(word: &AtomicU32) {
-    #[cfg(loom)]
-    let _ = word;
-    #[cfg(not(loom))]
-    atomic_wait::wake_all(word);
+impl Futex {
+    pub(crate) fn new() -> Self {
+        Futex {
+            word: AtomicU32::new(0),
+            #[cfg(loom)]
+            queue: loom::sync::Mutex::new(()),
+            #[cfg(loom)]
+            woken: loom::sync::Condvar::new(),
+        }
+    }
+
+    /// The word (Acquire: pairs with [`bump`](Self::bump)).
+    #[inline]
+    pub(crate) fn load(&self) -> u32 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// Change the word (Release: what the bumping thread wrote before is visible to a thread
+    /// that loads the new value).
+    #[inline]
+    pub(crate) fn bump(&self) {
+        self.word.fetch_add(1, Ordering::Release);
+    }
+
+    /// Sleep until woken, unless the word no longer holds `seen`. Spurious returns are allowed.
+    #[inline]
+    pub(crate) fn wait(&self, seen: u32) {
+        #[cfg(loom)]
+        {
+            let queue = self.queue.lock().unwrap();
+            if self.word.load(Ordering::Relaxed) == seen {
+                drop(self.woken.wait(queue).unwrap());
+            }
+        }
+        #[cfg(not(loom))]
+        atomic_wait::wait(&self.word, seen);
+    }
+
+    /// Wake every thread sleeping in [`wait`](Self::wait) (call after [`bump`](Self::bump)).
+    #[inline]
+    pub(crate) fn wake_all(&self) {
+        #[cfg(loom)]
+        {
+            drop(self.queue.lock().unwrap());
+            self.woken.notify_all();
+        }
+        #[cfg(not(loom))]
+        atomic_wait::wake_all(&self.word);
+    }
 }
 
 /// Interior mutability for state that processes share under the superstep protocol.

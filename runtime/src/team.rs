@@ -10,33 +10,39 @@
 //! ## Handing a process to a worker
 //!
 //! ```text
-//! starter                                   worker (parked in Mailbox::next)
-//!   write Job into mailbox; state = POSTED ──▶ sees POSTED (spin, then futex)
-//!   run process 0 itself                     runs process `pid` (Launch::run_one)
-//!                                            state = IDLE; remaining -= 1 (Release)
-//!   wait until remaining == 0 (Acquire) ◀──── the last one unparks the starter
-//!   the team goes back to the pool
+//! starter                                   worker (waiting in Mailbox::next)
+//!   write Job into mailbox;
+//!   state = POSTED (Release); notify ──────▶ sees POSTED (Acquire): spin, yield, then sleep
+//!   run process 0 itself                     takes the job; state = IDLE
+//!                                            runs process `pid` (Launch::run_one)
+//!                                            result written; remaining -= 1 (AcqRel)
+//!   wait until remaining == 0 (Acquire) ◀──── the last one notifies the launch's signal
+//!   read the results; the team goes back to the pool
+//!
+//! shutdown: state = EXIT (Release); notify ─▶ sees EXIT: the thread ends; joined
 //! ```
+//!
+//! Every wait here is the runtime's one waiting type (`wait.rs`), whose sleep handshake makes
+//! "store, then notify" enough; loom checks the hand-off (`runtime/tests/loom.rs`).
 //!
 //! A job points into the starter's stack frame (the [`Launch`]); the starter never leaves that
 //! frame (not even by unwinding: [`Launch`]'s guard waits) before every worker has counted
-//! itself out, and a worker touches nothing of the launch after doing so.
+//! itself out, and a worker touches nothing of the launch after doing so (the signal it
+//! notifies is shared, not the launch's own).
 //!
 //! Idle workers spin for a few microseconds (a run started right after the previous one finds
-//! them awake), then sleep on their mailbox's futex word: an idle team costs no CPU. The pool
+//! them awake), then sleep on their mailbox's signal: an idle team costs no CPU. The pool
 //! is dropped when its thread ends (for the program's main thread: at exit), which stops and
 //! joins the workers (and, through their own thread-locals, their nested teams);
 //! [`release_threads`] does it on demand.
 
-use crate::barrier::WaitPolicy;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::shim::SharedCell;
+use crate::shim::{AtomicU32, AtomicUsize, JoinHandle, Ordering, SharedCell, ThreadBuilder};
+use crate::wait::{Signal, Sleep, WaitPolicy, wait_until};
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::thread::{JoinHandle, Thread};
 
 /// The environment variable that turns thread reuse off (`MBSP_TEAMS=off`): every run then
 /// starts and joins its own threads, as [`crate::Run::reuse_threads`]`(false)` does.
@@ -88,10 +94,10 @@ struct Job {
 
 /// Where a worker waits for its next job.
 struct Mailbox {
-    /// `IDLE`, `POSTED` or `EXIT`; the futex word sleepers wait on.
+    /// `IDLE`, `POSTED` or `EXIT`.
     state: AtomicU32,
-    /// The worker is asleep (or about to be) on `state`.
-    sleeping: AtomicU32,
+    /// Where the idle worker sleeps; notified after every change of `state` to non-`IDLE`.
+    signal: Signal,
     /// Written by the starter before `state = POSTED`, read by the worker after seeing it.
     job: SharedCell<Option<Job>>,
 }
@@ -103,47 +109,48 @@ unsafe impl Sync for Mailbox {}
 unsafe impl Send for Mailbox {}
 
 impl Mailbox {
+    fn new() -> Self {
+        Mailbox {
+            state: AtomicU32::new(IDLE),
+            signal: Signal::new(),
+            job: SharedCell::new(None),
+        }
+    }
+
     fn post(&self, job: Job) {
         // SAFETY: the worker is idle (it counted itself out of the previous run, or is new) and
         // reads `job` only after seeing POSTED below.
         unsafe { self.job.write(|j| *j = Some(job)) };
-        self.state.store(POSTED, Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) != 0 {
-            atomic_wait::wake_one(&self.state);
-        }
+        // Release: the job travels with POSTED.
+        self.state.store(POSTED, Ordering::Release);
+        self.signal.notify();
+    }
+
+    /// Stop the worker (it ends once it sees EXIT).
+    fn shut(&self) {
+        self.state.store(EXIT, Ordering::Release);
+        self.signal.notify();
     }
 
     /// The next job, or `None` when the team is shutting down. Spin and yield as `idle` says
     /// (a run started right after the last one finds the worker awake), then sleep.
-    fn next(&self, idle: &WaitPolicy) -> Option<Job> {
-        let mut state = self.state.load(Ordering::Acquire);
-        let mut i = 0;
-        while state == IDLE && i < idle.spins {
-            std::hint::spin_loop();
-            state = self.state.load(Ordering::Acquire);
-            i += 1;
-        }
-        let mut i = 0;
-        while state == IDLE && i < idle.yields {
-            std::thread::yield_now();
-            state = self.state.load(Ordering::Acquire);
-            i += 1;
-        }
-        if state == IDLE {
-            self.sleeping.store(1, Ordering::SeqCst);
-            loop {
-                state = self.state.load(Ordering::SeqCst);
-                if state != IDLE {
-                    break;
-                }
-                atomic_wait::wait(&self.state, IDLE);
-            }
-            self.sleeping.store(0, Ordering::Relaxed);
-        }
+    fn next(&self, idle: WaitPolicy) -> Option<Job> {
+        let state = wait_until(
+            idle,
+            Sleep::On(&self.signal),
+            || match self.state.load(Ordering::Acquire) {
+                IDLE => None,
+                s => Some(s),
+            },
+            || false,
+        )
+        .ok()?;
         if state == EXIT {
             return None;
         }
-        // SAFETY: POSTED was stored after the job (SeqCst store, Acquire/SeqCst load above).
+        // SAFETY: the starter wrote the job before storing POSTED (Release), which we loaded
+        // (Acquire); it writes the next job only after we have counted ourselves out of this
+        // one (`Launch::count_out`, after the IDLE below).
         let job = unsafe { self.job.write(Option::take) };
         self.state.store(IDLE, Ordering::Relaxed);
         job
@@ -158,8 +165,7 @@ struct Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        self.mail.state.store(EXIT, Ordering::SeqCst);
-        atomic_wait::wake_one(&self.mail.state);
+        self.mail.shut();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -182,7 +188,7 @@ fn worker_main(mail: Arc<Mailbox>) {
         spins: 0,
         yields: 0,
     };
-    while let Some(job) = mail.next(&idle) {
+    while let Some(job) = mail.next(idle) {
         idle = job.idle;
         // SAFETY: the starter keeps the job's data alive until we count ourselves out, which
         // `run` does last (module documentation).
@@ -199,6 +205,15 @@ pub(crate) struct Team {
 }
 
 impl Team {
+    /// A team without workers, for threads of `stack` bytes (default if `None`).
+    fn empty(stack: Option<usize>) -> Team {
+        Team {
+            workers: Vec::new(),
+            stack,
+            last: None,
+        }
+    }
+
     /// A team from the calling thread's pool (one with this stack size), or a new empty one.
     pub(crate) fn take(stack: Option<usize>) -> Team {
         TEAMS
@@ -209,11 +224,7 @@ impl Team {
             })
             .ok()
             .flatten()
-            .unwrap_or(Team {
-                workers: Vec::new(),
-                stack,
-                last: None,
-            })
+            .unwrap_or_else(|| Team::empty(stack))
     }
 
     /// Put the team back into the calling thread's pool.
@@ -239,13 +250,9 @@ impl Team {
     /// Make sure there are `n` workers; on failure return how many there are and the error.
     fn grow(&mut self, n: usize) -> std::result::Result<(), (usize, std::io::Error)> {
         while self.workers.len() < n {
-            let mail = Arc::new(Mailbox {
-                state: AtomicU32::new(IDLE),
-                sleeping: AtomicU32::new(0),
-                job: SharedCell::new(None),
-            });
+            let mail = Arc::new(Mailbox::new());
             let mut b =
-                std::thread::Builder::new().name(format!("mbsp-worker-{}", self.workers.len() + 1));
+                ThreadBuilder::new().name(format!("mbsp-worker-{}", self.workers.len() + 1));
             if let Some(s) = self.stack {
                 b = b.stack_size(s);
             }
@@ -276,8 +283,9 @@ pub(crate) struct Launch<R> {
     /// Results of processes 1.., each written once by its worker before it counts itself out.
     results: Box<[SharedCell<Option<Result<R>>>]>,
     remaining: AtomicUsize,
-    /// The starting thread, woken by the last worker to finish.
-    owner: Thread,
+    /// Where the starter sleeps until the last worker has counted itself out; shared, since
+    /// the last worker notifies it when the launch may already be gone.
+    done: Arc<Signal>,
     /// Workers run `process` through this (it knows how to bind and make the context).
     process: ProcessFn<R>,
 }
@@ -301,7 +309,7 @@ impl<R> Launch<R> {
             f: unsafe { std::mem::transmute::<*const SpmdFn<'f, R>, *const SpmdFn<'static, R>>(f) },
             results: (1..p).map(|_| SharedCell::new(None)).collect(),
             remaining: AtomicUsize::new(p - 1),
-            owner: std::thread::current(),
+            done: Arc::new(Signal::new()),
             process,
         }
     }
@@ -358,30 +366,26 @@ impl<R> Launch<R> {
     }
 
     /// One process is done with the launch; the last one wakes the starter. The launch may be
-    /// gone right after the decrement, so the starter's handle is taken before it.
+    /// gone right after the decrement, so the signal is taken (shared) before it.
     fn count_out(&self) {
-        let owner = self.owner.clone();
+        let done = self.done.clone();
+        // AcqRel: the result written before travels to the starter (and the last worker's
+        // decrement carries every earlier worker's, through the read-modify-write chain).
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            owner.unpark();
+            done.notify();
         }
     }
 
-    /// Wait until every worker has counted itself out.
-    /// Spins and yields as the run's processes do (yielding lets a worker that shares this
-    /// core finish), then parks until the last worker unparks it.
+    /// Wait until every worker has counted itself out. Spins and yields as the run's
+    /// processes do (yielding lets a worker that shares this core finish), then sleeps until
+    /// the last worker notifies.
     pub(crate) fn wait(&self) {
-        let policy = self.shared.barrier.policy();
-        let mut i = 0u32;
-        while self.remaining.load(Ordering::Acquire) != 0 {
-            if i < policy.spins {
-                std::hint::spin_loop();
-            } else if i - policy.spins < policy.yields {
-                std::thread::yield_now();
-            } else {
-                std::thread::park_timeout(std::time::Duration::from_millis(1));
-            }
-            i = i.saturating_add(1);
-        }
+        let _ = wait_until(
+            self.shared.barrier.policy(),
+            Sleep::On(&self.done),
+            || (self.remaining.load(Ordering::Acquire) == 0).then_some(()),
+            || false,
+        );
     }
 
     /// The results of processes 1.. (call after [`Launch::wait`]).
@@ -404,4 +408,30 @@ impl<R> Drop for Launch<R> {
     fn drop(&mut self) {
         self.wait();
     }
+}
+
+/// The starter's side of [`Run::launch`](crate::Run) for the loom model of the hand-off
+/// (`internals::model_team`): one launch per run state on one team, each worker's process
+/// returning `pid * 1000 + ` the run's id without running an SPMD function, then the team
+/// dropped (its workers stopped and joined).
+#[cfg(loom)]
+pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<u64>>)> {
+    fn process(shared: Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
+        Ok(pid as u64 * 1000 + shared.id)
+    }
+    let f = |_: &mut Ctx| Ok(0);
+    let mut team = Team::empty(None);
+    let out = runs
+        .into_iter()
+        .map(|shared| {
+            let id = shared.id;
+            // SAFETY: `f` outlives the launch, which waits for its workers when dropped.
+            let launch = unsafe { Launch::new(shared, &f, process) };
+            launch.dispatch(&mut team);
+            launch.wait();
+            (id, launch.take_results().collect())
+        })
+        .collect();
+    drop(team);
+    out
 }

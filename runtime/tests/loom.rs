@@ -1,4 +1,4 @@
-//! Model checks (loom) of the runtime's barrier and of its superstep code, as written in
+//! Model checks (loom) of the runtime's barrier, its superstep code and its worker teams, as written in
 //! runtime/src (the atomics and shared cells go through the `shim` module, which switches them
 //! to loom's models).
 //!
@@ -12,6 +12,11 @@ use mbsp::WaitPolicy;
 use mbsp::internals::{Aborted, Barrier, Member, model_run};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
+/// Sleep at once. Loom does not let a load return a value its thread saw before its last
+/// yield (so that spin loops make progress), which hides the sleep handshake's
+/// store-buffering race from a waiter that spun or yielded first; a waiter that goes straight
+/// to sleep exposes it.
+const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -96,8 +101,14 @@ fn an_abort_while_the_other_process_syncs() {
 /// loom's state space explodes with three spinning threads.)
 #[test]
 fn flags_and_ends_combine_over_three_episodes() {
-    model(3, || {
-        let barrier = Arc::new(Barrier::new(2, TIGHT));
+    for policy in [TIGHT, SLEEPY] {
+        flags_and_ends(policy);
+    }
+}
+
+fn flags_and_ends(policy: WaitPolicy) {
+    model(3, move || {
+        let barrier = Arc::new(Barrier::new(2, policy));
         let body = |barrier: &Barrier, pid: usize| {
             let mut me = Member::new(pid);
             let out = barrier
@@ -129,12 +140,45 @@ fn flags_and_ends_combine_over_three_episodes() {
 /// completed barrier be mistaken for an aborted one before the abort happened.
 #[test]
 fn abort_releases_waiters() {
-    model(3, || {
-        let barrier = Arc::new(Barrier::new(2, TIGHT));
+    for policy in [TIGHT, SLEEPY] {
+        abort_releases(policy);
+    }
+}
+
+fn abort_releases(policy: WaitPolicy) {
+    model(3, move || {
+        let barrier = Arc::new(Barrier::new(2, policy));
         let b2 = barrier.clone();
         let waiter = thread::spawn(move || b2.wait(&mut Member::new(1), 0, false));
         barrier.abort();
         assert_eq!(waiter.join().unwrap(), Err(Aborted));
         assert_eq!(barrier.wait(&mut Member::new(0), 0, false), Err(Aborted));
+    });
+}
+
+/// The hand-off of processes to a worker team (runtime/src/team.rs), through the real
+/// mailboxes, launches and waiting code: a parked worker, the starter posting a job and waking
+/// it, the worker running it and counting itself out, the starter seeing its result; then the
+/// same worker, idle again, taking the next run's job; then the team's shutdown, which must wake
+/// and join the worker. A lost wake-up is a deadlock and a result or job read before it was
+/// published is a data race; loom reports both.
+#[test]
+fn a_parked_worker_takes_two_runs_and_the_team_shuts_down() {
+    model(3, || {
+        for (id, results) in mbsp::internals::model_team(2, 2) {
+            let got: Vec<u64> = results.into_iter().map(|r| r.unwrap()).collect();
+            assert_eq!(got, [1000 + id]);
+        }
+    });
+}
+
+/// Two workers: the last of them to count itself out wakes the starter.
+#[test]
+fn the_last_of_two_workers_wakes_the_starter() {
+    model(2, || {
+        for (id, results) in mbsp::internals::model_team(3, 1) {
+            let got: Vec<u64> = results.into_iter().map(|r| r.unwrap()).collect();
+            assert_eq!(got, [1000 + id, 2000 + id]);
+        }
     });
 }

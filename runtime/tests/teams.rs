@@ -1,5 +1,6 @@
 //! Persistent worker teams: runs reuse parked threads and run state, a reused state starts
-//! clean, failures do not poison a team, threads do not accumulate, and teams are released.
+//! clean, failures do not poison a team, sleeping workers are woken, threads do not
+//! accumulate, and teams are released.
 //!
 //! One test function only: it counts the process's threads, which concurrent tests would skew.
 
@@ -78,6 +79,18 @@ fn teams() {
             });
             assert!(r.is_err());
             assert_eq!(mbsp::run(3, fresh).unwrap().len(), 3);
+        }
+
+        // Idle workers that have stopped spinning and sleep are woken by the next run's jobs,
+        // each time (the hand-off's sleep handshake, `team.rs`; loom checks it exhaustively).
+        for i in 0..20u64 {
+            std::thread::sleep(std::time::Duration::from_millis(2 + i % 3));
+            let r = mbsp::run(3, |ctx| {
+                ctx.sync()?;
+                Ok(ctx.pid() as u64 + i)
+            })
+            .unwrap();
+            assert_eq!(r, [i, i + 1, i + 2]);
         }
 
         // Interleaved sizes, begun runs, and runs without reuse.

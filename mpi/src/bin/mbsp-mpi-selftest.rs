@@ -4,8 +4,9 @@
 //! exits 0, or prints the failure on stderr and exits 1. MODE `model` runs random programs
 //! against a sequential model; `hybrid` runs nested thread runs inside every rank;
 //! `abort`, `panic`, `misuse` or `mismatch` makes one rank fail on purpose (the run must then
-//! fail on every rank, promptly, with that rank's error), `die` makes one rank kill itself with
-//! SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
+//! fail on every rank, promptly, with that rank's error), `abort-hpget` makes one rank abort
+//! while the others `hpget` from it (they must see the failure), `die` makes one rank kill
+//! itself with SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
 
 use mbsp::{Ctx, ErrorKind, Result};
 
@@ -773,6 +774,28 @@ fn main() {
                 }
                 for _ in 0..1000 {
                     ctx.sync()?;
+                }
+            }
+            "abort-hpget" => {
+                let x = ctx.push_reg(vec![me as u64; 2])?;
+                ctx.sync()?;
+                if me == p - 1 {
+                    return Err(ctx.abort("rank asked to abort"));
+                }
+                // Time for the last rank to publish its failure (which it does before it waits
+                // in its last exchange): the hpget below then sees it.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let mut got = [0u64; 1];
+                // SAFETY: nobody writes `x` in this superstep.
+                match unsafe { ctx.hpget(p - 1, &x, 0, &mut got) } {
+                    Err(e) if e.kind() == ErrorKind::Aborted => {
+                        println!("rank {me}: {e}");
+                        return Err(e);
+                    }
+                    other => {
+                        let what = format!("hpget from the aborted rank returned {other:?}");
+                        return Err(ctx.abort(what));
+                    }
                 }
             }
             "stall" => {
