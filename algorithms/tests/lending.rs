@@ -29,7 +29,12 @@ struct Load {
 impl Load {
     fn new() -> Load {
         let stop = Arc::new(AtomicBool::new(false));
-        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // No load under memcheck, which runs one thread at a time anyway.
+        let n = if light() {
+            0
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        };
         let threads = (0..n)
             .map(|_| {
                 let stop = stop.clone();
@@ -56,13 +61,21 @@ impl Drop for Load {
     }
 }
 
-const ROUNDS: usize = 5;
+/// Runs per case; one under scripts/memcheck (`MBSP_TEST_LIGHT`), where memcheck itself
+/// catches any read of freed memory.
+fn rounds() -> usize {
+    if light() { 1 } else { 5 }
+}
 
-/// Run `f` on `p` processes `ROUNDS` times under load; every run must fail with a panic whose
+fn light() -> bool {
+    std::env::var_os("MBSP_TEST_LIGHT").is_some()
+}
+
+/// Run `f` on `p` processes [`rounds`] times under load; every run must fail with a panic whose
 /// message contains `needle`.
 fn expect_panic(p: usize, needle: &'static str, f: fn(&mut Ctx) -> mbsp::Result<()>) {
     let _load = Load::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let e = within(120, move || mbsp::run(p, f)).expect_err("the run must fail");
         assert_eq!(e.kind(), ErrorKind::Panic, "round {round}: {e}");
         assert!(e.to_string().contains(needle), "round {round}: {e}");
@@ -167,7 +180,7 @@ fn hp_spmv_with_a_panic_between_multiplies() {
     let plan =
         Arc::new(SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap());
     let _load = Load::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let plan = plan.clone();
         let e = within(120, move || {
             mbsp::run(2, |ctx| {
@@ -196,7 +209,7 @@ fn hp_spmv_with_a_panic_between_multiplies() {
 fn fft_with_a_panic_between_transforms() {
     use mbsp_algorithms::fft::{BspFft, Complex, Direction};
     let _load = Load::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let e = within(120, move || {
             mbsp::run(2, move |ctx| {
                 let n = 1 << 18;

@@ -111,8 +111,10 @@ fn build(src: &str, name: &str, extra: &[&str], link: Link) -> PathBuf {
 /// its own target directory, whose libmbsp.so may be older than the one the program was linked
 /// with and found through its rpath).
 fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let (secs, wrapper) = wrapped(60);
     let mut child = Command::new("timeout")
-        .arg("60")
+        .arg(secs)
+        .args(wrapper)
         .arg(exe)
         .args(args)
         .env_clear_mbsp()
@@ -124,6 +126,20 @@ fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     }
     child.stdout.shrink_to_fit();
     child
+}
+
+/// The command that runs each program in front of it, from `MBSP_TEST_WRAPPER` (words split
+/// at spaces; scripts/memcheck sets it to valgrind's memcheck), and the hang detector's limit in
+/// seconds: `secs`, or twenty times that under a wrapper (memcheck runs programs 20-50 times
+/// slower).
+fn wrapped(secs: u32) -> (String, Vec<String>) {
+    match std::env::var("MBSP_TEST_WRAPPER") {
+        Ok(w) if !w.trim().is_empty() => (
+            (secs * 20).to_string(),
+            w.split_whitespace().map(String::from).collect(),
+        ),
+        _ => (secs.to_string(), Vec::new()),
+    }
 }
 
 /// Without the caller's mbsp settings, and without `LD_LIBRARY_PATH` (cargo points it at its
@@ -610,9 +626,11 @@ fn cxx_destructors_run_on_every_process() {
 /// [`run`] under `mpiexec -n ranks` (MPICH on localhost): the top-level SPMD section runs over
 /// the ranks, one process each.
 fn run_ranks(ranks: usize, exe: &Path, args: &[&str]) -> Output {
+    let (secs, wrapper) = wrapped(120);
     let out = Command::new("timeout")
-        .arg("120")
+        .arg(secs)
         .args(["mpiexec", "-n", &ranks.to_string()])
+        .args(wrapper)
         .arg(exe)
         .args(args)
         .env_clear_mbsp()

@@ -66,9 +66,18 @@ fn run_leaving(leave: Leave) -> mbsp::Error {
     .expect_err("the run must fail")
 }
 
+/// Runs per case; one under scripts/memcheck (`MBSP_TEST_LIGHT`).
+fn rounds() -> usize {
+    if std::env::var_os("MBSP_TEST_LIGHT").is_some() {
+        1
+    } else {
+        5
+    }
+}
+
 #[test]
 fn a_panic_waits_for_the_reader() {
-    for _ in 0..5 {
+    for _ in 0..rounds() {
         let e = run_leaving(Leave::Panic);
         assert_eq!(e.kind(), ErrorKind::Panic, "{e}");
         assert_eq!(e.pid(), Some(0), "{e}");
@@ -78,7 +87,7 @@ fn a_panic_waits_for_the_reader() {
 
 #[test]
 fn an_error_waits_for_the_reader() {
-    for _ in 0..5 {
+    for _ in 0..rounds() {
         let e = run_leaving(Leave::Error);
         assert_eq!(e.kind(), ErrorKind::Abort, "{e}");
         assert_eq!(e.pid(), Some(0), "{e}");
