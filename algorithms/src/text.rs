@@ -93,12 +93,12 @@ fn push_char(out: &mut String, c: char) {
 /// `bytes` as text for a message: valid UTF-8 as it is except that control characters and
 /// invisible formatting characters are escaped (`\u{0}`, `\u{1b}`, `\t`, ...), bytes that are
 /// not UTF-8 as `\xNN`, one line end at the end dropped, and at most `max_chars` characters
-/// (escapes counting one each) followed by `...` when there is more.
+/// of the result (an escape is not cut), followed by `...` when there is more.
 ///
 /// ```
 /// use mbsp_algorithms::text::shown;
 /// assert_eq!(shown(b"caf\xc3\xa9 \x1b[31mred\r\n", 60), r"café \u{1b}[31mred");
-/// assert_eq!(shown(b"\0\0\0\0\0\xff", 3), r"\u{0}\u{0}\u{0}...");
+/// assert_eq!(shown(b"\0\0\0\0\0\xff", 12), r"\u{0}\u{0}...");
 /// assert_eq!(shown(b"a\xffb", 60), r"a\xffb");
 /// ```
 pub fn shown(bytes: &[u8], max_chars: usize) -> String {
@@ -114,12 +114,13 @@ pub fn shown(bytes: &[u8], max_chars: usize) -> String {
             s
         });
         for piece in valid.chain(invalid) {
-            if count == max_chars {
+            let len = piece.chars().count();
+            if count + len > max_chars {
                 out.push_str("...");
                 return out;
             }
             out.push_str(&piece);
-            count += 1;
+            count += len;
         }
     }
     out

@@ -74,9 +74,12 @@ fn show(path: &Path) -> String {
     escaped(&path.display().to_string())
 }
 
-/// `e` with the file it concerns in front, as `FILE: error`.
-fn named(path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{}: {e}", show(path)))
+/// What the errors of a write that changed nothing end with: the user's old files are intact.
+const UNCHANGED: &str = "; no file was changed";
+
+/// `e` named by `path`, saying that nothing was changed.
+fn unchanged(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}{UNCHANGED}", show(path)))
 }
 
 /// A hidden name beside `target`: `.NAME.PID-N.SUFFIX` (the name shortened to 100 characters,
@@ -85,7 +88,7 @@ fn beside(target: &Path, suffix: &str) -> io::Result<PathBuf> {
     let name = target.file_name().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{}: not a file name", show(target)),
+            "the path does not end in a file name",
         )
     })?;
     let name: String = name.to_string_lossy().chars().take(100).collect();
@@ -111,8 +114,7 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(&temp)
-        .map_err(|e| named(target, e))?;
+        .open(&temp)?;
     reg.temps.push((temp.clone(), target.to_path_buf()));
     Ok((temp, file))
 }
@@ -126,7 +128,8 @@ fn remove_temp(temp: &Path) {
 
 /// Writes `path` whole or not at all: `body` writes to a temporary file beside it, which is
 /// flushed, synced and renamed over `path`. On any error (of `body`, or a full disk), the
-/// temporary file is removed and `path` is left as it was. Errors name `path`.
+/// temporary file is removed and `path` is left as it was. Errors name `path` and say what
+/// became of the files (`...; no file was changed`).
 pub fn write(
     path: impl AsRef<Path>,
     body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
@@ -138,7 +141,7 @@ pub fn write(
 
 /// Checks that files can be created in `dir` by creating a temporary file there and removing
 /// it (registered like any other, so an interrupt in between removes it too): a command that
-/// writes its results after a long computation checks this first.
+/// writes its results after a long computation checks this first. The error is the system's.
 pub fn probe(dir: impl AsRef<Path>) -> io::Result<()> {
     let dir = dir.as_ref();
     let (temp, _file) = create_temp(&dir.join("probe"))?;
@@ -171,14 +174,15 @@ impl Set {
     /// Writes the file that is to appear at `path`: `body` writes to a temporary file beside
     /// it, which is then flushed and synced to the disk. Nothing appears at `path` before
     /// [`commit`](Set::commit). On error the temporary file is removed (the files added before
-    /// stay staged until the set is committed or dropped); the error names `path`.
+    /// stay staged until the set is dropped, which removes them); the error names `path` and
+    /// ends with `; no file was changed`.
     pub fn add(
         &mut self,
         path: impl AsRef<Path>,
         body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
     ) -> io::Result<()> {
         let target = path.as_ref();
-        let (temp, file) = create_temp(target)?;
+        let (temp, file) = create_temp(target).map_err(|e| unchanged(target, e))?;
         // A replaced file keeps its permissions (the temporary file has the defaults).
         if let Ok(old) = fs::metadata(target) {
             let _ = file.set_permissions(old.permissions());
@@ -200,14 +204,16 @@ impl Set {
             }
             Err(e) => {
                 remove_temp(&temp);
-                Err(named(target, e))
+                Err(unchanged(target, e))
             }
         }
     }
 
     /// Renames every file of the set into place, and returns their paths. Either all of them
     /// are replaced, or (on error) none: the old files are kept aside until every rename has
-    /// succeeded and put back if one fails. An interrupt waits until this is done.
+    /// succeeded and put back if one fails. An interrupt waits until this is done. The error
+    /// says what became of the files: `...; no file was changed`, or which old file could not
+    /// be put back and where it is.
     pub fn commit(mut self) -> io::Result<Vec<PathBuf>> {
         let mut reg = registry();
         // One rename replaces one file in one step: a single file needs no backup.
@@ -227,13 +233,10 @@ impl Set {
             if let Err(e) = fs::rename(&s.temp, &s.target) {
                 let undone = self.undo(i, &backups);
                 drop(reg);
-                let e = named(&self.staged[i].target, e);
+                let target = &self.staged[i].target;
                 return Err(match undone {
-                    Ok(()) => io::Error::new(
-                        e.kind(),
-                        format!("{e}; the other files of the set were put back as they were"),
-                    ),
-                    Err(u) => io::Error::new(e.kind(), format!("{e}; {u}")),
+                    Ok(()) => unchanged(target, e),
+                    Err(u) => io::Error::new(e.kind(), format!("{}: {e}; {u}", show(target))),
                 });
             }
             self.staged[i].placed = true;
@@ -290,8 +293,8 @@ impl Set {
                     return Err(io::Error::new(
                         e.kind(),
                         format!(
-                            "{}: cannot keep the old file while the set is replaced: {e}; \
-                             nothing was changed",
+                            "{}: cannot keep the old file while the set is replaced: \
+                             {e}{UNCHANGED}",
                             show(&s.target)
                         ),
                     ));
@@ -432,7 +435,11 @@ mod tests {
             Err(io::Error::other("interrupted"))
         });
         let e = failed.unwrap_err();
-        assert!(e.to_string().contains("table.csv: interrupted"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("table.csv: interrupted; no file was changed"),
+            "{e}"
+        );
         assert_eq!(fs::read_to_string(&path).unwrap(), "old\n");
         assert_eq!(names(&dir), ["table.csv"]);
         assert_eq!(registered(&dir), 0);
@@ -478,7 +485,7 @@ mod tests {
         set.add(&c, |w| w.write_all(b"new c")).unwrap();
         set.add(&b, |w| w.write_all(b"new b")).unwrap();
         let e = set.commit().unwrap_err();
-        assert!(e.to_string().contains("put back"), "{e}");
+        assert!(e.to_string().ends_with("; no file was changed"), "{e}");
         assert_eq!(fs::read_to_string(&a).unwrap(), "old a");
         assert!(!c.exists());
         assert!(b.is_dir());

@@ -350,22 +350,48 @@ enum Bench {
 
 /// A parameter file named by `MBSP_PARAMS` that cannot be used is an error of the command
 /// line (exit status 2), not a warning: the predictions printed would silently come from the
-/// defaults.
+/// defaults. It is read whole, but no more than [`PARAMS_FILE_LIMIT`] bytes of it.
 fn check_params_file() {
     let Some(path) = std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) else {
         return;
     };
-    let checked = std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
+    let checked = read_bounded(std::path::Path::new(&path), PARAMS_FILE_LIMIT)
         .and_then(|text| mbsp_algorithms::cost::Params::from_json(&text).map(|_| ()));
     if let Err(e) = checked {
-        eprintln!(
-            "mbsp: {}={}: {e} (write one with `mbsp params --json FILE`)",
+        let e = format!(
+            "{}={}: {e} (write one with `mbsp params --json FILE`)",
             mbsp_algorithms::cost::PARAMS_ENV,
             path.to_string_lossy()
         );
-        std::process::exit(2);
+        fail("mbsp", e, 2);
     }
+}
+
+/// The most bytes a parameter file may hold: the files `mbsp params --json` writes are a few
+/// kilobytes; anything this large is not one (and `/dev/zero` must not be read to the end).
+const PARAMS_FILE_LIMIT: u64 = 16 << 20;
+
+/// The text of `path`, if it holds at most `limit` bytes of UTF-8.
+fn read_bounded(path: &std::path::Path, limit: u64) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "the file is larger than {limit} bytes, too large for a parameter file"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())
+}
+
+/// Ends the program with `status` after printing `cmd: e` as one line, with any control
+/// characters escaped: a message may quote a path or input, and raw control bytes (NUL, ESC)
+/// must not reach the terminal.
+fn fail(cmd: &str, e: impl std::fmt::Display, status: i32) -> ! {
+    eprintln!("{cmd}: {}", mbsp_algorithms::text::escaped(&e.to_string()));
+    std::process::exit(status);
 }
 
 fn main() {
@@ -389,8 +415,7 @@ fn main() {
     match cli.command.unwrap_or(Command::Demo { quick: false }) {
         Command::Demo { quick } => {
             if let Err(e) = demo::run(&demo::Options { quick }) {
-                eprintln!("mbsp demo: {e}");
-                std::process::exit(1);
+                fail("mbsp demo", e, 1);
             }
         }
         Command::Topo {
@@ -425,8 +450,7 @@ fn main() {
                 })
             });
             if let Err(e) = result {
-                eprintln!("mbsp topo: {e}");
-                std::process::exit(2);
+                fail("mbsp topo", e, 2);
             }
         }
         Command::Fft {
@@ -446,8 +470,7 @@ fn main() {
                 reps,
             };
             if let Err(e) = fft_cmd::run(&o) {
-                eprintln!("mbsp fft: {e}");
-                std::process::exit(2);
+                fail("mbsp fft", e, 2);
             }
         }
         Command::Spmv {
@@ -467,8 +490,7 @@ fn main() {
                 json,
             };
             if let Err(e) = spmv_cmd::run(&o) {
-                eprintln!("mbsp spmv: {e}");
-                std::process::exit(2);
+                fail("mbsp spmv", e, 2);
             }
         }
         Command::Partition {
@@ -488,8 +510,7 @@ fn main() {
                 json,
             };
             if let Err(e) = partition_cmd::run(&o) {
-                eprintln!("mbsp partition: {e}");
-                std::process::exit(2);
+                fail("mbsp partition", e, 2);
             }
         }
         Command::Params {
@@ -518,15 +539,13 @@ fn main() {
                 params_cmd::run(&o)
             };
             if let Err(e) = result {
-                eprintln!("mbsp params: {e}");
-                std::process::exit(2);
+                fail("mbsp params", e, 2);
             }
         }
         Command::Bench { which } => match which {
             Bench::Mpi { quick, json, csv } => {
                 if let Err(e) = mpi_bench::run(&mpi_bench::Options { quick, json, csv }) {
-                    eprintln!("mbsp bench mpi: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench mpi", e, 2);
                 }
             }
             Bench::Core { samples, quick } => {
@@ -550,10 +569,11 @@ fn main() {
                 csv,
             } => {
                 if procs.is_empty() || procs.contains(&0) || large_mib == 0 {
-                    eprintln!(
-                        "mbsp bench collectives: --procs needs counts >= 1 and --large-mib >= 1"
+                    fail(
+                        "mbsp bench collectives",
+                        "--procs needs counts >= 1 and --large-mib >= 1",
+                        2,
                     );
-                    std::process::exit(2);
                 }
                 let o = collectives_bench::Options {
                     samples: if quick { 2 } else { samples.max(1) },
@@ -564,8 +584,7 @@ fn main() {
                     csv,
                 };
                 if let Err(e) = collectives_bench::run(&o) {
-                    eprintln!("mbsp bench collectives: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench collectives", e, 2);
                 }
             }
             Bench::Fft {
@@ -581,10 +600,11 @@ fn main() {
             } => {
                 let max_log = if quick { max_log.min(14) } else { max_log };
                 if min_log > max_log || max_log > 30 || procs.iter().any(|p| !p.is_power_of_two()) {
-                    eprintln!(
-                        "mbsp bench fft: need --min-log <= --max-log <= 30 and --procs powers of two"
+                    fail(
+                        "mbsp bench fft",
+                        "need --min-log <= --max-log <= 30 and --procs powers of two",
+                        2,
                     );
-                    std::process::exit(2);
                 }
                 let o = fft_bench::Options {
                     min_log,
@@ -597,8 +617,7 @@ fn main() {
                     plot,
                 };
                 if let Err(e) = fft_bench::run(&o) {
-                    eprintln!("mbsp bench fft: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench fft", e, 2);
                 }
             }
             Bench::Nested { samples, quick } => {
@@ -629,14 +648,12 @@ fn main() {
                     partition_bench::run(&o)
                 })();
                 if let Err(e) = result {
-                    eprintln!("mbsp bench partition: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench partition", e, 2);
                 }
             }
             Bench::Spmv { args } => {
                 if let Err(e) = spmv_bench::parse_args(&args).and_then(|o| spmv_bench::run(&o)) {
-                    eprintln!("mbsp bench spmv: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench spmv", e, 2);
                 }
             }
         },

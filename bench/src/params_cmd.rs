@@ -616,7 +616,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             use std::io::Write;
             writeln!(f, "{text}")
         })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| format!("--json: {e}"))?;
         eprintln!(
             "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
             path.display(),
@@ -624,7 +624,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     if let Some(path) = &o.plot {
-        plot(path, &levels).map_err(|e| format!("{}: {e}", path.display()))?;
+        plot(path, &levels).map_err(|e| format!("--plot: {e}"))?;
         eprintln!("mbsp params: plotted {}", path.display());
     }
     Ok(())
@@ -637,9 +637,7 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let panel_h = 380u32;
     let size = (1000u32, panel_h * levels.len() as u32);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+    crate::whole_file::svg(path, size, |root| {
         root.fill(&WHITE).map_err(|e| err(&e))?;
         for (area, l) in root.split_evenly((levels.len(), 1)).iter().zip(levels) {
             let max_h = l
@@ -698,13 +696,8 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
                     .map_err(|e| err(&e))?;
             }
         }
-        root.present().map_err(|e| err(&e))?;
-    }
-    crate::whole_file::write(path, |f| {
-        use std::io::Write;
-        f.write_all(svg.as_bytes())
+        root.present().map_err(|e| err(&e))
     })
-    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! Progress goes to stderr; the results go to stdout, as text or as one JSON object.
 
 use mbsp_algorithms::sparse::{metrics, mondriaan, mtx, partition};
+use mbsp_algorithms::whole_file;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -90,7 +91,7 @@ fn output_prefix(file: &Path, out: Option<&Path>) -> PathBuf {
 }
 
 /// Checks that files can be created next to `prefix` by creating and removing a probe file
-/// there: finding out only after a long partitioning run would waste it.
+/// there ([`whole_file::probe`]): finding out only after a long partitioning run would waste it.
 fn check_writable(prefix: &Path) -> Result<(), String> {
     let dir = match prefix.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -103,19 +104,12 @@ fn check_writable(prefix: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
-    let probe = dir.join(format!(".mbsp-partition-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(|e| {
-            format!(
-                "output prefix {shown}: cannot create files in {}: {e}",
-                dir.display()
-            )
-        })?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    whole_file::probe(dir).map_err(|e| {
+        format!(
+            "output prefix {shown}: cannot create files in {}: {e}",
+            dir.display()
+        )
+    })
 }
 
 /// Shows a path of the writer's result, whatever type it returns them as.
@@ -160,9 +154,11 @@ pub fn run(o: &Options) -> Result<(), String> {
         "partition: writing {}-P{p}, -u{p}, -v{p}...",
         prefix.display()
     );
+    // The three files appear together or not at all; the error says which failed and that
+    // (or, in the rarest case, how far) the files already there were left unchanged.
     let files = mondriaan::write(&a, &r.dist, &prefix).map_err(|e| {
         format!(
-            "cannot write the Mondriaan files at {}: {e}",
+            "cannot write the Mondriaan files {}-P{p}, -u{p}, -v{p}: {e}",
             prefix.display()
         )
     })?;

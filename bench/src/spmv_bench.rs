@@ -558,8 +558,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             rows.append(&mut group);
             // Rewritten after every group: an interrupted run keeps the groups it finished.
             if let Some(path) = &o.csv {
-                write_csv(path, &rows, &figures)
-                    .map_err(|e| format!("--csv {}: {e}", path.display()))?;
+                write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
             }
         }
     }
@@ -568,10 +567,10 @@ pub fn run(o: &Options) -> Result<(), String> {
     figures.measure(&mut triad, &threads, passes);
     drop(triad);
     if let Some(path) = &o.csv {
-        write_csv(path, &rows, &figures).map_err(|e| format!("--csv {}: {e}", path.display()))?;
+        write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
     }
     if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+        plot(path, &rows).map_err(|e| format!("--plot: {e}"))?;
     }
     let targets = targets(&rows, &figures);
     let (batch_counts, _) = batching(1, o.reps, o.quick);
