@@ -382,6 +382,7 @@ pub(crate) fn measure(
 
 /// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
 /// rounding error of any summation order); `parts` are (owned rows, values) per process.
+/// See [`entry_error`] for entries that are not finite.
 pub(crate) fn max_rel_error(
     a: &CooMatrix,
     x: &[f64],
@@ -396,14 +397,32 @@ pub(crate) fn max_rel_error(
     for &(rows, ys) in parts {
         for (&i, &y) in rows.iter().zip(ys) {
             let i = i as usize;
-            if scale[i] > 0.0 {
-                worst = worst.max((y - want[i]).abs() / scale[i]);
-            } else if y != 0.0 {
-                worst = f64::INFINITY;
-            }
+            worst = worst.max(entry_error(y, want[i], scale[i]));
         }
     }
     worst
+}
+
+/// The relative error of one entry `y` against `want`, whose terms' magnitudes sum to `scale`.
+///
+/// Entries that are not finite are compared exactly: a NaN where the sequential result has a
+/// NaN, or the same infinity, is no error at all (a matrix with NaN or infinite entries gives
+/// them in both multiplies); any other pair with a non-finite side is an infinite error (also a
+/// NaN where none belongs, which `f64::max` would otherwise skip). Finite pairs: the difference
+/// over `scale`, and where the scale is 0 (every term is 0) any difference is infinite.
+pub(crate) fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
+    if !(y.is_finite() && want.is_finite()) {
+        let same = (y.is_nan() && want.is_nan()) || y == want;
+        return if same { 0.0 } else { f64::INFINITY };
+    }
+    if scale > 0.0 {
+        // An infinite scale (terms too large to sum) leaves room for any finite difference.
+        (y - want).abs() / scale
+    } else if y != want {
+        f64::INFINITY
+    } else {
+        0.0
+    }
 }
 
 /// The test vector: deterministic, entries in [-0.5, 0.5).
@@ -525,4 +544,69 @@ pub fn run(o: &Options) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_non_finite_results_are_equal_and_real_differences_are_caught() {
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        // The same NaN position, the same infinity: no error.
+        assert_eq!(entry_error(nan, nan, nan), 0.0);
+        assert_eq!(entry_error(-nan, nan, 1.0), 0.0);
+        assert_eq!(entry_error(inf, inf, inf), 0.0);
+        assert_eq!(entry_error(-inf, -inf, inf), 0.0);
+        // Any other pair with a non-finite side: infinite.
+        for (y, want) in [
+            (nan, 1.0),
+            (1.0, nan),
+            (inf, -inf),
+            (inf, 1e308),
+            (nan, inf),
+        ] {
+            assert_eq!(entry_error(y, want, 1.0), inf, "{y} against {want}");
+        }
+        // Finite: relative to the scale; a zero scale tolerates no difference.
+        assert_eq!(entry_error(1.5, 1.0, 2.0), 0.25);
+        assert_eq!(entry_error(1e-300, 0.0, 0.0), inf);
+        assert_eq!(entry_error(0.0, -0.0, 0.0), 0.0);
+        assert_eq!(entry_error(1.0, 0.0, inf), 0.0);
+    }
+
+    #[test]
+    fn a_matrix_with_nan_and_infinite_entries_checks_out() {
+        // Row 0 has a NaN, row 1 an infinity, row 2 a finite sum.
+        let a = CooMatrix::new(
+            3,
+            3,
+            vec![
+                (0, 0, f64::NAN),
+                (0, 1, 1.0),
+                (1, 1, f64::INFINITY),
+                (2, 2, 2.0),
+            ],
+        )
+        .unwrap();
+        let x = [1.0, 2.0, 3.0];
+        let want = [f64::NAN, f64::INFINITY, 6.0];
+        let rows = [0u32, 1, 2];
+        assert_eq!(max_rel_error(&a, &x, &want, &[(&rows, &want)]), 0.0);
+        // The NaN moved to another row: caught, wherever it is.
+        let moved = [2.0, f64::INFINITY, f64::NAN];
+        assert_eq!(
+            max_rel_error(&a, &x, &want, &[(&rows, &moved)]),
+            f64::INFINITY
+        );
+        let finite = [2.0, f64::INFINITY, 6.0];
+        assert_eq!(
+            max_rel_error(&a, &x, &want, &[(&rows, &finite)]),
+            f64::INFINITY
+        );
+        // A small difference in a finite row: relative to its scale (6).
+        let off = [f64::NAN, f64::INFINITY, 6.0 + 6e-9];
+        let e = max_rel_error(&a, &x, &want, &[(&rows, &off)]);
+        assert!((e - 1e-9).abs() < 1e-15, "{e}");
+    }
 }
