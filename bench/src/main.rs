@@ -32,6 +32,7 @@ mod nested_bench;
 mod params_cmd;
 mod partition_bench;
 mod partition_cmd;
+mod preflight;
 mod sort_bench;
 mod spmv_bench;
 mod spmv_cmd;
@@ -386,6 +387,62 @@ fn read_bounded(path: &std::path::Path, limit: u64) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())
 }
 
+/// Refuses `--samples` whose times cannot fit in memory (8 bytes each, per figure).
+fn samples_fit(samples: usize) -> Result<(), String> {
+    let mut need = preflight::Need::new();
+    need.add(samples as u128, 8, format!("--samples {samples} times"));
+    need.check()
+}
+
+/// Refuses a collectives benchmark that cannot fit in memory: the large case at the largest p
+/// (a reduction's data and its receive buffer of p parts: (p + 1) x the size on each of p
+/// processes), the sort's input and sorted copy, the samples, the processes.
+fn collectives_fit(o: &collectives_bench::Options) -> Result<(), String> {
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        p.saturating_mul(p + 1),
+        o.large as u128,
+        format!(
+            "the large case at p = {p}: p + 1 buffers of --large-mib {} on each process",
+            o.large >> 20
+        ),
+    );
+    need.add(
+        2 * o.sort_n as u128,
+        8,
+        format!("--sort-n {}: the input and its sorted copy", o.sort_n),
+    );
+    need.add(
+        o.samples as u128,
+        8,
+        format!("--samples {} times", o.samples),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
+/// Refuses an FFT benchmark that cannot fit in memory: at the largest n, the data, a
+/// transform's working copy and the reference (3 arrays of complex numbers); the samples; the
+/// processes.
+fn fft_bench_fits(o: &fft_bench::Options) -> Result<(), String> {
+    let n = 1u128 << o.max_log;
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        3 * n,
+        preflight::COMPLEX,
+        format!("--max-log {}: 3 arrays of {n} complex numbers", o.max_log),
+    );
+    need.add(
+        (o.samples as u128).saturating_mul(o.rounds as u128),
+        8,
+        format!("--samples {} x --rounds {} times", o.samples, o.rounds),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
 /// Ends the program with `status` after printing `cmd: e` as one line, with any control
 /// characters escaped: a message may quote a path or input, and raw control bytes (NUL, ESC)
 /// must not reach the terminal.
@@ -557,6 +614,9 @@ fn main() {
                 if !quick {
                     o.samples = samples.max(1);
                 }
+                if let Err(e) = samples_fit(o.samples) {
+                    fail("mbsp bench core", e, 2);
+                }
                 core_bench::run(&o);
             }
             Bench::Collectives {
@@ -575,14 +635,31 @@ fn main() {
                         2,
                     );
                 }
+                let large = if quick {
+                    Some(1 << 20)
+                } else {
+                    large_mib.checked_mul(1 << 20)
+                };
+                let Some(large) = large else {
+                    fail(
+                        "mbsp bench collectives",
+                        format!(
+                            "--large-mib {large_mib}: more bytes than this machine can address"
+                        ),
+                        2,
+                    );
+                };
                 let o = collectives_bench::Options {
                     samples: if quick { 2 } else { samples.max(1) },
                     procs,
-                    large: if quick { 1 << 20 } else { large_mib << 20 },
+                    large,
                     sort_n: if quick { sort_n.min(100_000) } else { sort_n },
                     json,
                     csv,
                 };
+                if let Err(e) = collectives_fit(&o) {
+                    fail("mbsp bench collectives", e, 2);
+                }
                 if let Err(e) = collectives_bench::run(&o) {
                     fail("mbsp bench collectives", e, 2);
                 }
@@ -616,12 +693,19 @@ fn main() {
                     csv,
                     plot,
                 };
+                if let Err(e) = fft_bench_fits(&o) {
+                    fail("mbsp bench fft", e, 2);
+                }
                 if let Err(e) = fft_bench::run(&o) {
                     fail("mbsp bench fft", e, 2);
                 }
             }
             Bench::Nested { samples, quick } => {
-                nested_bench::run(if quick { 3 } else { samples.max(1) }, quick)
+                let samples = if quick { 3 } else { samples.max(1) };
+                if let Err(e) = samples_fit(samples) {
+                    fail("mbsp bench nested", e, 2);
+                }
+                nested_bench::run(samples, quick)
             }
             Bench::Partition {
                 files,

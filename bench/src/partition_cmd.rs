@@ -5,7 +5,8 @@
 //! output prefix can be written), so that a mistake costs one line and no partitioning time.
 //! Progress goes to stderr; the results go to stdout, as text or as one JSON object.
 
-use mbsp_algorithms::sparse::{metrics, mondriaan, mtx, partition};
+use crate::preflight::{self, MatrixSize, Need};
+use mbsp_algorithms::sparse::{CooMatrix, metrics, mondriaan, mtx, partition};
 use mbsp_algorithms::whole_file;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -112,6 +113,33 @@ fn check_writable(prefix: &Path) -> Result<(), String> {
     })
 }
 
+/// Refuses a partitioning that cannot fit in memory, from the matrix's header and `p`, before
+/// anything is read: the reading (entries as stored and assembled), or the partitioning (the
+/// matrix, the partitioner's books per nonzero, row, column and part), whichever needs more.
+/// A file that is not a regular file (a pipe) is checked once read ([`fits`]).
+pub(crate) fn preflight(file: &Path, p: usize) -> Result<(), String> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    preflight::larger(read, partitioning(&size, p)).check()
+}
+
+/// Refuses partitioning the matrix `a`, already read, into `p` parts if it cannot fit in memory
+/// (a pipe's matrix, whose header could not be read ahead).
+pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+    partitioning(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory of partitioning a matrix of `size` into `p` parts.
+fn partitioning(size: &MatrixSize, p: usize) -> Need {
+    let mut part = Need::new();
+    size.add_matrix(&mut part);
+    size.add_partitioning(p, &mut part);
+    part
+}
+
 /// Shows a path of the writer's result, whatever type it returns them as.
 fn shown(p: impl AsRef<Path>) -> String {
     p.as_ref().display().to_string()
@@ -125,12 +153,14 @@ pub fn run(o: &Options) -> Result<(), String> {
     check_input(&o.file)?;
     let prefix = output_prefix(&o.file, o.out.as_deref());
     check_writable(&prefix)?;
+    preflight(&o.file, p)?;
     let name = matrix_name(&o.file);
 
     // Reading is reported when done, not announced: a malformed file is a bad argument, and
     // its error must be the only line on stderr.
     let t = Instant::now();
     let a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    fits(&a, p)?;
     let read_seconds = t.elapsed().as_secs_f64();
     eprintln!(
         "partition: read {name}: {} x {}, {} nonzeros in {read_seconds:.3} s",

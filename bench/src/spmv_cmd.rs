@@ -1,6 +1,7 @@
 //! `mbsp spmv`: one matrix, partitioned and multiplied many times by the 2D BSP SpMV, checked
 //! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR.
 
+use crate::preflight::{self, MatrixSize, Need};
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
@@ -432,6 +433,54 @@ pub(crate) fn test_x(n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Refuses a multiply that cannot fit in memory, from the matrix's header and `p`, before
+/// anything is read: the reading, the partitioning, or the multiplies (see [`fits`]),
+/// whichever needs most. A file that is not a regular file (a pipe) is checked once read.
+pub(crate) fn preflight(file: &std::path::Path, p: usize) -> Result<(), String> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    preflight::larger(read, after_reading(&size, p)).check()
+}
+
+/// Refuses multiplying by the matrix `a`, already read, with `p` processes if it cannot fit in
+/// memory (a pipe's matrix, whose header could not be read ahead).
+pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+    after_reading(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory after reading a matrix of `size`: partitioning it for `p` processes, or the
+/// multiplies (the matrix, the plan's local matrices, sequential CSR, the vectors of the
+/// check, the `p` processes of the run), whichever needs more.
+fn after_reading(size: &MatrixSize, p: usize) -> Need {
+    let mut part = Need::new();
+    size.add_matrix(&mut part);
+    size.add_partitioning(p, &mut part);
+    let mut run = Need::new();
+    size.add_matrix(&mut run);
+    // The plan's local matrices and CSR: a column index and a value per nonzero each.
+    run.add(
+        size.nnz,
+        24,
+        format!("the local matrices and CSR of {} nonzeros", size.nnz),
+    );
+    // CSR's row offsets, y of the check, the sequential y, the scale of each row; x.
+    run.add(
+        size.rows,
+        32,
+        format!("{} rows of CSR and of the check", size.rows),
+    );
+    run.add(size.cols, 8, format!("x of {} columns", size.cols));
+    run.add(
+        p as u128,
+        preflight::PER_PROCESS,
+        format!("-p {p} processes"),
+    );
+    preflight::larger(part, run)
+}
+
 /// Run it; `Err` is a one-line message for exit status 2.
 pub fn run(o: &Options) -> Result<(), String> {
     if o.p == 0 {
@@ -444,7 +493,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         .file
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
+    preflight(&o.file, o.p)?;
     let mut a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    fits(&a, o.p)?;
     let prep = if let Some(prefix) = &o.partition {
         if variant == Variant::Hier {
             return Err(
