@@ -18,6 +18,10 @@
 //! that nothing is created or renamed between it and the process's exit. It returns which
 //! files were discarded and which had been written, for a message that says so.
 //!
+//! A symbolic link is followed (the file it points to is replaced, the link stays); a target
+//! that is not a regular file (`/dev/stdout`, a pipe) is written directly, as there is nothing
+//! there to keep whole.
+//!
 //! What this cannot promise: a power cut or a `SIGKILL` during the few microseconds in which a
 //! set is being renamed leaves the set mixed, and one during writing leaves a hidden temporary
 //! file behind (the targets stay whole either way).
@@ -119,6 +123,18 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     Ok((temp, file))
 }
 
+/// Writes `target`, which is not a regular file (a device, a pipe), directly.
+fn write_in_place(
+    target: &Path,
+    body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", show(target)));
+    let file = OpenOptions::new().write(true).open(target).map_err(named)?;
+    let mut w = BufWriter::with_capacity(1 << 16, file);
+    body(&mut w).map_err(named)?;
+    w.flush().map_err(named)
+}
+
 /// Removes a temporary file and its registration.
 fn remove_temp(temp: &Path) {
     let mut reg = registry();
@@ -173,7 +189,9 @@ impl Set {
 
     /// Writes the file that is to appear at `path`: `body` writes to a temporary file beside
     /// it, which is then flushed and synced to the disk. Nothing appears at `path` before
-    /// [`commit`](Set::commit). On error the temporary file is removed (the files added before
+    /// [`commit`](Set::commit). A symbolic link is followed (the file it points to is
+    /// replaced); a `path` that exists and is not a regular file (`/dev/stdout`, a pipe) is
+    /// written directly, at once. On error the temporary file is removed (the files added before
     /// stay staged until the set is dropped, which removes them); the error names `path` and
     /// ends with `; no file was changed`.
     pub fn add(
@@ -182,6 +200,21 @@ impl Set {
         body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
     ) -> io::Result<()> {
         let target = path.as_ref();
+        match fs::metadata(target) {
+            // Not a regular file: a device such as /dev/stdout, or a pipe. There is no old
+            // content to keep and nothing to rename over (that would replace the device with a
+            // file): it is written in place, at once.
+            Ok(m) if !m.is_file() && !m.is_dir() => return write_in_place(target, body),
+            _ => {}
+        }
+        // Through a symbolic link, the file it points to is replaced, not the link.
+        let is_link = fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink());
+        let real = if is_link {
+            fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf())
+        } else {
+            target.to_path_buf()
+        };
+        let target = real.as_path();
         let (temp, file) = create_temp(target).map_err(|e| unchanged(target, e))?;
         // A replaced file keeps its permissions (the temporary file has the defaults).
         if let Ok(old) = fs::metadata(target) {
@@ -504,6 +537,29 @@ mod tests {
         write(&path, |w| w.write_all(b"{\"g\": 1}")).unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn links_are_followed_and_devices_written_in_place() {
+        use std::os::unix::fs::symlink;
+        let dir = scratch("links");
+        let real = dir.join("real.csv");
+        fs::write(&real, "old").unwrap();
+        let link = dir.join("link.csv");
+        symlink(&real, &link).unwrap();
+        write(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(names(&dir), ["link.csv", "real.csv"]);
+        // A device stays a device (it is not replaced by a file).
+        write("/dev/null", |w| w.write_all(b"gone")).unwrap();
+        assert!(!fs::metadata("/dev/null").unwrap().is_file());
         let _ = fs::remove_dir_all(&dir);
     }
 
