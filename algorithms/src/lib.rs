@@ -12,6 +12,10 @@
 //! * [`sort`] — randomised sample sort with BSMP.
 //! * [`fft`] — parallel complex FFT, cyclic distribution in and out.
 //! * [`sparse`] — Matrix Market input, the medium-grain sparse matrix partitioner, Mondriaan files.
+//! * [`text`] — bounded line reads of input files; input quoted in messages without raw control
+//!   characters.
+//! * [`whole_file`] — output files written whole or not at all (a temporary file and a rename;
+//!   sets of files committed together), also when the program is interrupted.
 
 pub mod collectives;
 pub mod cost;
@@ -20,4 +24,6 @@ pub mod fft;
 mod shared;
 pub mod sort;
 pub mod sparse;
+pub mod text;
 pub mod timer;
+pub mod whole_file;

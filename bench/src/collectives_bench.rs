@@ -339,7 +339,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         .map(|r| r.bytes as f64 / r.ours.median() / memcpy_gbs);
 
     if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| format!("--csv {path}: {e}"))?;
+        write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
     }
     if o.json {
         let sort: Value = if o.sort_n > 0 {

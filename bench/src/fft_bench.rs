@@ -391,7 +391,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         }));
     }
     if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| format!("--csv {path}: {e}"))?;
+        write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
     }
     let base = |n: usize| {
         rows.iter()
@@ -399,7 +399,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             .map_or(f64::NAN, Row::gflops)
     };
     if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot {path}: {e}"))?;
+        plot(path, &rows).map_err(|e| format!("--plot: {e}"))?;
     }
     if o.json {
         let j = json!({

@@ -1,6 +1,7 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
 use crate::fft_bench::{random, rate, rel_error};
+use crate::preflight::{self, Need};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len,
@@ -54,6 +55,26 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Refuses a transform that cannot fit in memory: the data, the sequential reference and its
+/// working copy, each process's part and its result (together two more arrays), the result
+/// gathered: at least 5 arrays of `n` complex numbers; the `reps` times of each process; the
+/// `p` processes of the run.
+fn preflight(n: usize, p: usize, reps: usize) -> Result<(), String> {
+    let mut need = Need::new();
+    need.add(
+        5 * n as u128,
+        preflight::COMPLEX,
+        format!("--n {n}: 5 arrays of {n} complex numbers"),
+    );
+    need.add(
+        (reps as u128).saturating_mul(p as u128),
+        8,
+        format!("--reps {reps} times on each of {p} processes"),
+    );
+    need.add(p as u128, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
 /// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
 pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     let n = o.n;
@@ -82,6 +103,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     if p > n {
         return Err(format!("{p} processes exceed n = {n}"));
     }
+    preflight(n, p, o.reps)?;
     let dir = if o.inverse {
         Direction::Inverse
     } else {

@@ -32,6 +32,7 @@ mod nested_bench;
 mod params_cmd;
 mod partition_bench;
 mod partition_cmd;
+mod preflight;
 mod sort_bench;
 mod spmv_bench;
 mod spmv_cmd;
@@ -350,22 +351,104 @@ enum Bench {
 
 /// A parameter file named by `MBSP_PARAMS` that cannot be used is an error of the command
 /// line (exit status 2), not a warning: the predictions printed would silently come from the
-/// defaults.
+/// defaults. It is read whole, but no more than [`PARAMS_FILE_LIMIT`] bytes of it.
 fn check_params_file() {
     let Some(path) = std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) else {
         return;
     };
-    let checked = std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
+    let checked = read_bounded(std::path::Path::new(&path), PARAMS_FILE_LIMIT)
         .and_then(|text| mbsp_algorithms::cost::Params::from_json(&text).map(|_| ()));
     if let Err(e) = checked {
-        eprintln!(
-            "mbsp: {}={}: {e} (write one with `mbsp params --json FILE`)",
+        let e = format!(
+            "{}={}: {e} (write one with `mbsp params --json FILE`)",
             mbsp_algorithms::cost::PARAMS_ENV,
             path.to_string_lossy()
         );
-        std::process::exit(2);
+        fail("mbsp", e, 2);
     }
+}
+
+/// The most bytes a parameter file may hold: the files `mbsp params --json` writes are a few
+/// kilobytes; anything this large is not one (and `/dev/zero` must not be read to the end).
+const PARAMS_FILE_LIMIT: u64 = 16 << 20;
+
+/// The text of `path`, if it holds at most `limit` bytes of UTF-8.
+fn read_bounded(path: &std::path::Path, limit: u64) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "the file is larger than {limit} bytes, too large for a parameter file"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())
+}
+
+/// Refuses `--samples` whose times cannot fit in memory (8 bytes each, per figure).
+fn samples_fit(samples: usize) -> Result<(), String> {
+    let mut need = preflight::Need::new();
+    need.add(samples as u128, 8, format!("--samples {samples} times"));
+    need.check()
+}
+
+/// Refuses a collectives benchmark that cannot fit in memory: the large case at the largest p
+/// (a reduction's data and its receive buffer of p parts: (p + 1) x the size on each of p
+/// processes), the sort's input and sorted copy, the samples, the processes.
+fn collectives_fit(o: &collectives_bench::Options) -> Result<(), String> {
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        p.saturating_mul(p + 1),
+        o.large as u128,
+        format!(
+            "the large case at p = {p}: p + 1 buffers of --large-mib {} on each process",
+            o.large >> 20
+        ),
+    );
+    need.add(
+        2 * o.sort_n as u128,
+        8,
+        format!("--sort-n {}: the input and its sorted copy", o.sort_n),
+    );
+    need.add(
+        o.samples as u128,
+        8,
+        format!("--samples {} times", o.samples),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
+/// Refuses an FFT benchmark that cannot fit in memory: at the largest n, the data, a
+/// transform's working copy and the reference (3 arrays of complex numbers); the samples; the
+/// processes.
+fn fft_bench_fits(o: &fft_bench::Options) -> Result<(), String> {
+    let n = 1u128 << o.max_log;
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        3 * n,
+        preflight::COMPLEX,
+        format!("--max-log {}: 3 arrays of {n} complex numbers", o.max_log),
+    );
+    need.add(
+        (o.samples as u128).saturating_mul(o.rounds as u128),
+        8,
+        format!("--samples {} x --rounds {} times", o.samples, o.rounds),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
+/// Ends the program with `status` after printing `cmd: e` as one line, with any control
+/// characters escaped: a message may quote a path or input, and raw control bytes (NUL, ESC)
+/// must not reach the terminal.
+fn fail(cmd: &str, e: impl std::fmt::Display, status: i32) -> ! {
+    eprintln!("{cmd}: {}", mbsp_algorithms::text::escaped(&e.to_string()));
+    std::process::exit(status);
 }
 
 fn main() {
@@ -389,8 +472,7 @@ fn main() {
     match cli.command.unwrap_or(Command::Demo { quick: false }) {
         Command::Demo { quick } => {
             if let Err(e) = demo::run(&demo::Options { quick }) {
-                eprintln!("mbsp demo: {e}");
-                std::process::exit(1);
+                fail("mbsp demo", e, 1);
             }
         }
         Command::Topo {
@@ -425,8 +507,7 @@ fn main() {
                 })
             });
             if let Err(e) = result {
-                eprintln!("mbsp topo: {e}");
-                std::process::exit(2);
+                fail("mbsp topo", e, 2);
             }
         }
         Command::Fft {
@@ -446,8 +527,7 @@ fn main() {
                 reps,
             };
             if let Err(e) = fft_cmd::run(&o) {
-                eprintln!("mbsp fft: {e}");
-                std::process::exit(2);
+                fail("mbsp fft", e, 2);
             }
         }
         Command::Spmv {
@@ -467,8 +547,7 @@ fn main() {
                 json,
             };
             if let Err(e) = spmv_cmd::run(&o) {
-                eprintln!("mbsp spmv: {e}");
-                std::process::exit(2);
+                fail("mbsp spmv", e, 2);
             }
         }
         Command::Partition {
@@ -488,8 +567,7 @@ fn main() {
                 json,
             };
             if let Err(e) = partition_cmd::run(&o) {
-                eprintln!("mbsp partition: {e}");
-                std::process::exit(2);
+                fail("mbsp partition", e, 2);
             }
         }
         Command::Params {
@@ -518,15 +596,13 @@ fn main() {
                 params_cmd::run(&o)
             };
             if let Err(e) = result {
-                eprintln!("mbsp params: {e}");
-                std::process::exit(2);
+                fail("mbsp params", e, 2);
             }
         }
         Command::Bench { which } => match which {
             Bench::Mpi { quick, json, csv } => {
                 if let Err(e) = mpi_bench::run(&mpi_bench::Options { quick, json, csv }) {
-                    eprintln!("mbsp bench mpi: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench mpi", e, 2);
                 }
             }
             Bench::Core { samples, quick } => {
@@ -537,6 +613,9 @@ fn main() {
                 };
                 if !quick {
                     o.samples = samples.max(1);
+                }
+                if let Err(e) = samples_fit(o.samples) {
+                    fail("mbsp bench core", e, 2);
                 }
                 core_bench::run(&o);
             }
@@ -550,22 +629,39 @@ fn main() {
                 csv,
             } => {
                 if procs.is_empty() || procs.contains(&0) || large_mib == 0 {
-                    eprintln!(
-                        "mbsp bench collectives: --procs needs counts >= 1 and --large-mib >= 1"
+                    fail(
+                        "mbsp bench collectives",
+                        "--procs needs counts >= 1 and --large-mib >= 1",
+                        2,
                     );
-                    std::process::exit(2);
                 }
+                let large = if quick {
+                    Some(1 << 20)
+                } else {
+                    large_mib.checked_mul(1 << 20)
+                };
+                let Some(large) = large else {
+                    fail(
+                        "mbsp bench collectives",
+                        format!(
+                            "--large-mib {large_mib}: more bytes than this machine can address"
+                        ),
+                        2,
+                    );
+                };
                 let o = collectives_bench::Options {
                     samples: if quick { 2 } else { samples.max(1) },
                     procs,
-                    large: if quick { 1 << 20 } else { large_mib << 20 },
+                    large,
                     sort_n: if quick { sort_n.min(100_000) } else { sort_n },
                     json,
                     csv,
                 };
+                if let Err(e) = collectives_fit(&o) {
+                    fail("mbsp bench collectives", e, 2);
+                }
                 if let Err(e) = collectives_bench::run(&o) {
-                    eprintln!("mbsp bench collectives: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench collectives", e, 2);
                 }
             }
             Bench::Fft {
@@ -581,10 +677,11 @@ fn main() {
             } => {
                 let max_log = if quick { max_log.min(14) } else { max_log };
                 if min_log > max_log || max_log > 30 || procs.iter().any(|p| !p.is_power_of_two()) {
-                    eprintln!(
-                        "mbsp bench fft: need --min-log <= --max-log <= 30 and --procs powers of two"
+                    fail(
+                        "mbsp bench fft",
+                        "need --min-log <= --max-log <= 30 and --procs powers of two",
+                        2,
                     );
-                    std::process::exit(2);
                 }
                 let o = fft_bench::Options {
                     min_log,
@@ -596,13 +693,19 @@ fn main() {
                     csv,
                     plot,
                 };
+                if let Err(e) = fft_bench_fits(&o) {
+                    fail("mbsp bench fft", e, 2);
+                }
                 if let Err(e) = fft_bench::run(&o) {
-                    eprintln!("mbsp bench fft: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench fft", e, 2);
                 }
             }
             Bench::Nested { samples, quick } => {
-                nested_bench::run(if quick { 3 } else { samples.max(1) }, quick)
+                let samples = if quick { 3 } else { samples.max(1) };
+                if let Err(e) = samples_fit(samples) {
+                    fail("mbsp bench nested", e, 2);
+                }
+                nested_bench::run(samples, quick)
             }
             Bench::Partition {
                 files,
@@ -629,14 +732,12 @@ fn main() {
                     partition_bench::run(&o)
                 })();
                 if let Err(e) = result {
-                    eprintln!("mbsp bench partition: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench partition", e, 2);
                 }
             }
             Bench::Spmv { args } => {
                 if let Err(e) = spmv_bench::parse_args(&args).and_then(|o| spmv_bench::run(&o)) {
-                    eprintln!("mbsp bench spmv: {e}");
-                    std::process::exit(2);
+                    fail("mbsp bench spmv", e, 2);
                 }
             }
         },

@@ -140,7 +140,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             }
             Ok(())
         })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| format!("--csv: {e}"))?;
     }
     Ok(())
 }

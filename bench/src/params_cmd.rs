@@ -28,6 +28,7 @@
 //! `"levels"`, with the fits and their points.
 
 use crate::core_bench::fit_gl;
+use crate::preflight::{self, Need};
 use crate::stats::{Samples, timed};
 use mbsp::{Ctx, Level, Policy, Run};
 use std::hint::black_box;
@@ -548,6 +549,28 @@ pub fn table(levels: &[LevelParams]) -> String {
     s
 }
 
+/// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
+/// `--max-h` words (what is sent and received, by put and by get), and the samples of every
+/// point.
+fn fits(o: &Options, p: usize) -> Result<(), String> {
+    let mut need = Need::new();
+    need.add(
+        (p as u128).saturating_mul(4 * o.max_h as u128),
+        8,
+        format!(
+            "--max-h {}: 4 arrays of that many words on each of {p} processes",
+            o.max_h
+        ),
+    );
+    need.add(
+        (o.samples as u128).saturating_mul(o.h_steps as u128 + 1),
+        8,
+        format!("--samples {} of {} points", o.samples, o.h_steps + 1),
+    );
+    need.add(p as u128, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<(), String> {
     let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
@@ -580,6 +603,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             have.join(", ")
         ));
     }
+    fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
     println!("mbsp params: {}", crate::machine::describe());
     println!(
         "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
@@ -616,7 +640,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             use std::io::Write;
             writeln!(f, "{text}")
         })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| format!("--json: {e}"))?;
         eprintln!(
             "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
             path.display(),
@@ -624,7 +648,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     if let Some(path) = &o.plot {
-        plot(path, &levels).map_err(|e| format!("{}: {e}", path.display()))?;
+        plot(path, &levels).map_err(|e| format!("--plot: {e}"))?;
         eprintln!("mbsp params: plotted {}", path.display());
     }
     Ok(())
@@ -637,9 +661,7 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let panel_h = 380u32;
     let size = (1000u32, panel_h * levels.len() as u32);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+    crate::whole_file::svg(path, size, |root| {
         root.fill(&WHITE).map_err(|e| err(&e))?;
         for (area, l) in root.split_evenly((levels.len(), 1)).iter().zip(levels) {
             let max_h = l
@@ -698,13 +720,8 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
                     .map_err(|e| err(&e))?;
             }
         }
-        root.present().map_err(|e| err(&e))?;
-    }
-    crate::whole_file::write(path, |f| {
-        use std::io::Write;
-        f.write_all(svg.as_bytes())
+        root.present().map_err(|e| err(&e))
     })
-    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

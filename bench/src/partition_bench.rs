@@ -299,6 +299,11 @@ pub fn run(o: &Options) -> Result<(), String> {
         None => vec![2, 4, 8, 16, 64],
     };
     let files = input_files(&o.files, o.quick)?;
+    // Every matrix at the largest p must fit before hours of partitioning begin.
+    let most = procs.iter().copied().max().unwrap_or(1);
+    for f in &files {
+        crate::partition_cmd::preflight(f, most)?;
+    }
     if (o.eps - REFERENCE_EPS).abs() > 1e-12 {
         eprintln!(
             "partition: note: the Mondriaan volumes were measured with eps = {REFERENCE_EPS}, \
@@ -316,6 +321,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         let name = matrix_name(f);
         let t = Instant::now();
         let a = mtx::read_path(f).map_err(|e| e.to_string())?;
+        crate::partition_cmd::fits(&a, most)?;
         let read_seconds = t.elapsed().as_secs_f64();
         eprintln!(
             "partition: {name}: {} x {}, {} nonzeros, read in {read_seconds:.2} s",
@@ -353,7 +359,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             rows.push(row);
             // Rewritten after every case: an interrupted run keeps the cases it finished.
             if let Some(path) = &o.csv {
-                write_csv(path, &rows).map_err(|e| format!("--csv {}: {e}", path.display()))?;
+                write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
             }
         }
     }

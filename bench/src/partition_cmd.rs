@@ -5,7 +5,9 @@
 //! output prefix can be written), so that a mistake costs one line and no partitioning time.
 //! Progress goes to stderr; the results go to stdout, as text or as one JSON object.
 
-use mbsp_algorithms::sparse::{metrics, mondriaan, mtx, partition};
+use crate::preflight::{self, MatrixSize, Need};
+use mbsp_algorithms::sparse::{CooMatrix, metrics, mondriaan, mtx, partition};
+use mbsp_algorithms::whole_file;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -90,7 +92,7 @@ fn output_prefix(file: &Path, out: Option<&Path>) -> PathBuf {
 }
 
 /// Checks that files can be created next to `prefix` by creating and removing a probe file
-/// there: finding out only after a long partitioning run would waste it.
+/// there ([`whole_file::probe`]): finding out only after a long partitioning run would waste it.
 fn check_writable(prefix: &Path) -> Result<(), String> {
     let dir = match prefix.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -103,19 +105,39 @@ fn check_writable(prefix: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
-    let probe = dir.join(format!(".mbsp-partition-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(|e| {
-            format!(
-                "output prefix {shown}: cannot create files in {}: {e}",
-                dir.display()
-            )
-        })?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    whole_file::probe(dir).map_err(|e| {
+        format!(
+            "output prefix {shown}: cannot create files in {}: {e}",
+            dir.display()
+        )
+    })
+}
+
+/// Refuses a partitioning that cannot fit in memory, from the matrix's header and `p`, before
+/// anything is read: the reading (entries as stored and assembled), or the partitioning (the
+/// matrix, the partitioner's books per nonzero, row, column and part), whichever needs more.
+/// A file that is not a regular file (a pipe) is checked once read ([`fits`]).
+pub(crate) fn preflight(file: &Path, p: usize) -> Result<(), String> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    preflight::larger(read, partitioning(&size, p)).check()
+}
+
+/// Refuses partitioning the matrix `a`, already read, into `p` parts if it cannot fit in memory
+/// (a pipe's matrix, whose header could not be read ahead).
+pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+    partitioning(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory of partitioning a matrix of `size` into `p` parts.
+fn partitioning(size: &MatrixSize, p: usize) -> Need {
+    let mut part = Need::new();
+    size.add_matrix(&mut part);
+    size.add_partitioning(p, &mut part);
+    part
 }
 
 /// Shows a path of the writer's result, whatever type it returns them as.
@@ -131,12 +153,14 @@ pub fn run(o: &Options) -> Result<(), String> {
     check_input(&o.file)?;
     let prefix = output_prefix(&o.file, o.out.as_deref());
     check_writable(&prefix)?;
+    preflight(&o.file, p)?;
     let name = matrix_name(&o.file);
 
     // Reading is reported when done, not announced: a malformed file is a bad argument, and
     // its error must be the only line on stderr.
     let t = Instant::now();
     let a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    fits(&a, p)?;
     let read_seconds = t.elapsed().as_secs_f64();
     eprintln!(
         "partition: read {name}: {} x {}, {} nonzeros in {read_seconds:.3} s",
@@ -160,9 +184,11 @@ pub fn run(o: &Options) -> Result<(), String> {
         "partition: writing {}-P{p}, -u{p}, -v{p}...",
         prefix.display()
     );
+    // The three files appear together or not at all; the error says which failed and that
+    // (or, in the rarest case, how far) the files already there were left unchanged.
     let files = mondriaan::write(&a, &r.dist, &prefix).map_err(|e| {
         format!(
-            "cannot write the Mondriaan files at {}: {e}",
+            "cannot write the Mondriaan files {}-P{p}, -u{p}, -v{p}: {e}",
             prefix.display()
         )
     })?;

@@ -431,6 +431,11 @@ pub fn run(o: &Options) -> Result<(), String> {
     if let Some(path) = &o.plot {
         check_output("--plot", path)?;
     }
+    // Every matrix at the largest p (and its threads) must fit before anything is measured.
+    let most = procs.iter().copied().max().unwrap_or(1);
+    for f in &files {
+        crate::spmv_cmd::preflight(f, most)?;
+    }
     let pools = procs
         .iter()
         .map(|&p| {
@@ -457,6 +462,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         let name = matrix_name(f);
         let t = Instant::now();
         let a = mtx::read_path(f).map_err(|e| e.to_string())?;
+        crate::spmv_cmd::fits(&a, most)?;
         let (nnz, bytes) = (a.nnz(), bytes_per_multiply(a.rows, a.cols, a.nnz()));
         let (batches, per) = batching(nnz, o.reps, o.quick);
         eprintln!(
@@ -558,8 +564,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             rows.append(&mut group);
             // Rewritten after every group: an interrupted run keeps the groups it finished.
             if let Some(path) = &o.csv {
-                write_csv(path, &rows, &figures)
-                    .map_err(|e| format!("--csv {}: {e}", path.display()))?;
+                write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
             }
         }
     }
@@ -568,10 +573,10 @@ pub fn run(o: &Options) -> Result<(), String> {
     figures.measure(&mut triad, &threads, passes);
     drop(triad);
     if let Some(path) = &o.csv {
-        write_csv(path, &rows, &figures).map_err(|e| format!("--csv {}: {e}", path.display()))?;
+        write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
     }
     if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+        plot(path, &rows).map_err(|e| format!("--plot: {e}"))?;
     }
     let targets = targets(&rows, &figures);
     let (batch_counts, _) = batching(1, o.reps, o.quick);

@@ -1,6 +1,7 @@
 //! `mbsp spmv`: one matrix, partitioned and multiplied many times by the 2D BSP SpMV, checked
 //! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR.
 
+use crate::preflight::{self, MatrixSize, Need};
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
@@ -382,6 +383,7 @@ pub(crate) fn measure(
 
 /// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
 /// rounding error of any summation order); `parts` are (owned rows, values) per process.
+/// See [`entry_error`] for entries that are not finite.
 pub(crate) fn max_rel_error(
     a: &CooMatrix,
     x: &[f64],
@@ -396,14 +398,32 @@ pub(crate) fn max_rel_error(
     for &(rows, ys) in parts {
         for (&i, &y) in rows.iter().zip(ys) {
             let i = i as usize;
-            if scale[i] > 0.0 {
-                worst = worst.max((y - want[i]).abs() / scale[i]);
-            } else if y != 0.0 {
-                worst = f64::INFINITY;
-            }
+            worst = worst.max(entry_error(y, want[i], scale[i]));
         }
     }
     worst
+}
+
+/// The relative error of one entry `y` against `want`, whose terms' magnitudes sum to `scale`.
+///
+/// Entries that are not finite are compared exactly: a NaN where the sequential result has a
+/// NaN, or the same infinity, is no error at all (a matrix with NaN or infinite entries gives
+/// them in both multiplies); any other pair with a non-finite side is an infinite error (also a
+/// NaN where none belongs, which `f64::max` would otherwise skip). Finite pairs: the difference
+/// over `scale`, and where the scale is 0 (every term is 0) any difference is infinite.
+pub(crate) fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
+    if !(y.is_finite() && want.is_finite()) {
+        let same = (y.is_nan() && want.is_nan()) || y == want;
+        return if same { 0.0 } else { f64::INFINITY };
+    }
+    if scale > 0.0 {
+        // An infinite scale (terms too large to sum) leaves room for any finite difference.
+        (y - want).abs() / scale
+    } else if y != want {
+        f64::INFINITY
+    } else {
+        0.0
+    }
 }
 
 /// The test vector: deterministic, entries in [-0.5, 0.5).
@@ -411,6 +431,54 @@ pub(crate) fn test_x(n: usize) -> Vec<f64> {
     (0..n)
         .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
         .collect()
+}
+
+/// Refuses a multiply that cannot fit in memory, from the matrix's header and `p`, before
+/// anything is read: the reading, the partitioning, or the multiplies (see [`fits`]),
+/// whichever needs most. A file that is not a regular file (a pipe) is checked once read.
+pub(crate) fn preflight(file: &std::path::Path, p: usize) -> Result<(), String> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    preflight::larger(read, after_reading(&size, p)).check()
+}
+
+/// Refuses multiplying by the matrix `a`, already read, with `p` processes if it cannot fit in
+/// memory (a pipe's matrix, whose header could not be read ahead).
+pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+    after_reading(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory after reading a matrix of `size`: partitioning it for `p` processes, or the
+/// multiplies (the matrix, the plan's local matrices, sequential CSR, the vectors of the
+/// check, the `p` processes of the run), whichever needs more.
+fn after_reading(size: &MatrixSize, p: usize) -> Need {
+    let mut part = Need::new();
+    size.add_matrix(&mut part);
+    size.add_partitioning(p, &mut part);
+    let mut run = Need::new();
+    size.add_matrix(&mut run);
+    // The plan's local matrices and CSR: a column index and a value per nonzero each.
+    run.add(
+        size.nnz,
+        24,
+        format!("the local matrices and CSR of {} nonzeros", size.nnz),
+    );
+    // CSR's row offsets, y of the check, the sequential y, the scale of each row; x.
+    run.add(
+        size.rows,
+        32,
+        format!("{} rows of CSR and of the check", size.rows),
+    );
+    run.add(size.cols, 8, format!("x of {} columns", size.cols));
+    run.add(
+        p as u128,
+        preflight::PER_PROCESS,
+        format!("-p {p} processes"),
+    );
+    preflight::larger(part, run)
 }
 
 /// Run it; `Err` is a one-line message for exit status 2.
@@ -425,7 +493,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         .file
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
+    preflight(&o.file, o.p)?;
     let mut a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    fits(&a, o.p)?;
     let prep = if let Some(prefix) = &o.partition {
         if variant == Variant::Hier {
             return Err(
@@ -525,4 +595,69 @@ pub fn run(o: &Options) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_non_finite_results_are_equal_and_real_differences_are_caught() {
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        // The same NaN position, the same infinity: no error.
+        assert_eq!(entry_error(nan, nan, nan), 0.0);
+        assert_eq!(entry_error(-nan, nan, 1.0), 0.0);
+        assert_eq!(entry_error(inf, inf, inf), 0.0);
+        assert_eq!(entry_error(-inf, -inf, inf), 0.0);
+        // Any other pair with a non-finite side: infinite.
+        for (y, want) in [
+            (nan, 1.0),
+            (1.0, nan),
+            (inf, -inf),
+            (inf, 1e308),
+            (nan, inf),
+        ] {
+            assert_eq!(entry_error(y, want, 1.0), inf, "{y} against {want}");
+        }
+        // Finite: relative to the scale; a zero scale tolerates no difference.
+        assert_eq!(entry_error(1.5, 1.0, 2.0), 0.25);
+        assert_eq!(entry_error(1e-300, 0.0, 0.0), inf);
+        assert_eq!(entry_error(0.0, -0.0, 0.0), 0.0);
+        assert_eq!(entry_error(1.0, 0.0, inf), 0.0);
+    }
+
+    #[test]
+    fn a_matrix_with_nan_and_infinite_entries_checks_out() {
+        // Row 0 has a NaN, row 1 an infinity, row 2 a finite sum.
+        let a = CooMatrix::new(
+            3,
+            3,
+            vec![
+                (0, 0, f64::NAN),
+                (0, 1, 1.0),
+                (1, 1, f64::INFINITY),
+                (2, 2, 2.0),
+            ],
+        )
+        .unwrap();
+        let x = [1.0, 2.0, 3.0];
+        let want = [f64::NAN, f64::INFINITY, 6.0];
+        let rows = [0u32, 1, 2];
+        assert_eq!(max_rel_error(&a, &x, &want, &[(&rows, &want)]), 0.0);
+        // The NaN moved to another row: caught, wherever it is.
+        let moved = [2.0, f64::INFINITY, f64::NAN];
+        assert_eq!(
+            max_rel_error(&a, &x, &want, &[(&rows, &moved)]),
+            f64::INFINITY
+        );
+        let finite = [2.0, f64::INFINITY, 6.0];
+        assert_eq!(
+            max_rel_error(&a, &x, &want, &[(&rows, &finite)]),
+            f64::INFINITY
+        );
+        // A small difference in a finite row: relative to its scale (6).
+        let off = [f64::NAN, f64::INFINITY, 6.0 + 6e-9];
+        let e = max_rel_error(&a, &x, &want, &[(&rows, &off)]);
+        assert!((e - 1e-9).abs() < 1e-15, "{e}");
+    }
 }

@@ -1,56 +1,64 @@
-//! Output files that are always whole: written to a temporary file beside the target, then
-//! renamed over it (renaming within a directory is atomic), so an interrupted benchmark never
-//! leaves a half-written table. A Ctrl-C ([`on_interrupt`]) while a file is being written
-//! removes the temporary file before the program exits.
+//! Output files that are always whole, and what an interrupt does to them.
+//!
+//! Every file a command writes goes through [`mbsp_algorithms::whole_file`]: a temporary file
+//! beside the target, synced and renamed over it; sets of files (Mondriaan's `-P`/`-u`/`-v`)
+//! renamed together. [`on_interrupt`] makes SIGINT, SIGTERM and SIGHUP stop the program
+//! cleanly: it waits for a set being renamed into place, removes the temporary files, says
+//! exactly which files were discarded and which had been written, and exits with status 130.
 
-use std::fs::File;
-use std::io::{BufWriter, Result};
+use mbsp_algorithms::text::escaped;
+use mbsp_algorithms::whole_file::{self, Abandoned};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
-/// Temporary files being written now.
-static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+pub use mbsp_algorithms::whole_file::write;
 
-/// Install the Ctrl-C (SIGINT, SIGTERM) handler: remove the temporary files being written,
-/// say so, exit with status 130. Finished output files are whole; unfinished ones never
-/// appear.
+/// Install the handler of SIGINT (Ctrl-C), SIGTERM and SIGHUP: stop all writing
+/// ([`whole_file::abandon`]), say what became of the output files, exit with status 130.
 pub fn on_interrupt() {
     let _ = ctrlc::set_handler(|| {
-        let files = IN_PROGRESS.lock().map(|v| v.clone()).unwrap_or_default();
-        for f in &files {
-            let _ = std::fs::remove_file(f);
-        }
-        eprintln!("\nmbsp: interrupted; no output file was left half-written");
+        let a = whole_file::abandon();
+        eprintln!("\nmbsp: {}", interrupted(&a));
         std::process::exit(130);
     });
 }
 
-/// Writes `path` through `write`, atomically; on error the temporary file is removed and
-/// `path` is left as it was.
-pub fn write(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<()>) -> Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    if let Ok(mut v) = IN_PROGRESS.lock() {
-        v.push(tmp.clone());
-    }
-    let result = (|| {
-        let mut f = BufWriter::new(File::create(&tmp)?);
-        write(&mut f)?;
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    if let Ok(mut v) = IN_PROGRESS.lock() {
-        v.retain(|t| t != &tmp);
-    }
-    result
+/// Paths for a message, comma-separated (control characters escaped).
+fn list(paths: &[PathBuf]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .map(|p| escaped(&p.display().to_string()))
+        .collect();
+    shown.join(", ")
 }
 
-/// Draws an SVG of `size` pixels with `draw` into memory, then writes it to `path` atomically:
-/// a plot interrupted half-way (Ctrl-C) never leaves a truncated file.
+/// The message of an interrupt: what was discarded, what had been written, and that nothing
+/// else was changed.
+fn interrupted(a: &Abandoned) -> String {
+    let mut msg = String::from("interrupted");
+    if !a.discarded.is_empty() {
+        let verb = if a.discarded.len() == 1 {
+            "was"
+        } else {
+            "were"
+        };
+        msg.push_str(&format!(
+            "; the unfinished {} {verb} discarded",
+            list(&a.discarded)
+        ));
+    }
+    if a.written.is_empty() {
+        msg.push_str("; no output file was changed");
+    } else {
+        msg.push_str(&format!(
+            "; written whole before: {}; no other output file was changed",
+            list(&a.written)
+        ));
+    }
+    msg
+}
+
+/// Draws an SVG of `size` pixels with `draw` into memory, then writes it to `path` whole
+/// ([`write`]): a plot interrupted half-way never leaves a truncated file. Errors name `path`.
 pub fn svg(
     path: &Path,
     size: (u32, u32),
@@ -60,33 +68,38 @@ pub fn svg(
 ) -> std::result::Result<(), String> {
     use plotters::prelude::IntoDrawingArea;
     let mut text = String::new();
-    draw(plotters::prelude::SVGBackend::with_string(&mut text, size).into_drawing_area())?;
+    draw(plotters::prelude::SVGBackend::with_string(&mut text, size).into_drawing_area())
+        .map_err(|e| format!("{}: {e}", escaped(&path.display().to_string())))?;
     write(path, |f| std::io::Write::write_all(f, text.as_bytes())).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
-    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("mbsp-whole-file-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("table.csv");
-        write(&path, |f| writeln!(f, "old")).unwrap();
-        let failed = write(&path, |f| {
-            writeln!(f, "half")?;
-            Err(std::io::Error::other("interrupted"))
-        });
-        assert!(failed.is_err());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["table.csv"]);
-        assert!(IN_PROGRESS.lock().unwrap().is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
+    fn the_interrupt_message_says_what_happened() {
+        let a = Abandoned {
+            discarded: vec!["out/m-P4".into(), "out/m-u4".into()],
+            written: vec!["t.csv".into()],
+        };
+        assert_eq!(
+            interrupted(&a),
+            "interrupted; the unfinished out/m-P4, out/m-u4 were discarded; written whole \
+             before: t.csv; no other output file was changed"
+        );
+        assert_eq!(
+            interrupted(&Abandoned::default()),
+            "interrupted; no output file was changed"
+        );
+        let a = Abandoned {
+            discarded: vec!["a\u{1b}[2J.svg".into()],
+            written: vec![],
+        };
+        assert_eq!(
+            interrupted(&a),
+            "interrupted; the unfinished a\\u{1b}[2J.svg was discarded; no output file was \
+             changed"
+        );
     }
 }

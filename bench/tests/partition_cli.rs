@@ -247,3 +247,35 @@ fn quick_benchmark_csv_and_json() {
         "{err}"
     );
 }
+
+/// Input that is not text (`/dev/zero`, control bytes, in the content or in the file name) is
+/// one line on stderr, with every control character escaped, after a bounded read.
+#[test]
+fn hostile_input_is_one_clean_line() {
+    let dir = common::scratch("partition_cli", "hostile");
+    let ctrl = dir.join("a\u{1b}[2Jb.mtx");
+    std::fs::write(&ctrl, b"hello\x01\x1b[31mred\n").unwrap();
+    let ctrl = ctrl.to_str().unwrap();
+    for (args, needles) in [
+        (
+            ["partition", "/dev/zero", "-p", "2"],
+            [r"not a Matrix Market file", r"\u{0}\u{0}"],
+        ),
+        (
+            ["partition", ctrl, "-p", "2"],
+            [r"a\u{1b}[2Jb.mtx", r"hello\u{1}\u{1b}[31mred"],
+        ),
+    ] {
+        let (code, out, err) = common::mbsp(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            !err.trim_end().chars().any(char::is_control),
+            "{args:?}: raw control characters in {err:?}"
+        );
+        for needle in needles {
+            assert!(err.contains(needle), "{args:?}: no {needle} in {err}");
+        }
+        assert!(out.is_empty());
+    }
+}

@@ -151,3 +151,21 @@ fn partition_from_mondriaan_files() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A matrix with NaN and infinite entries: both multiplies give the same NaNs and infinities,
+/// which is a correct result (it used to exit 2 with "max relative error inf").
+#[test]
+fn nan_and_infinite_entries_give_a_correct_result() {
+    let dir = common::scratch("spmv_cli", "nan");
+    let file = dir.join("nan.mtx");
+    std::fs::write(
+        &file,
+        "%%MatrixMarket matrix coordinate real general\n4 4 6\n\
+         1 1 nan\n1 2 1\n2 2 inf\n3 3 2\n4 1 -inf\n4 4 1\n",
+    )
+    .unwrap();
+    for p in ["1", "2"] {
+        let v = spmv_json(&[file.to_str().unwrap(), "-p", p], &[]);
+        assert_eq!(v["max_rel_error"].as_f64(), Some(0.0), "-p {p}: {v}");
+    }
+}

@@ -39,16 +39,26 @@
 //! `nz_part` to match; a round trip therefore gives the same matrix up to a permutation of the
 //! nonzeros that puts them in part order.
 //!
-//! Every malformed input gives a [`MondriaanError`] naming the file and the line; nothing here
-//! panics on bad input, nor allocates by a count read from a file before the lines are there.
+//! Every malformed input gives a [`MondriaanError`] naming the file and the line (and quoting
+//! the input with control characters escaped); nothing here panics on bad input, nor allocates
+//! by a count read from a file before the lines are there. Lines hold at most
+//! [`MAX_LINE`](crate::text::MAX_LINE) bytes (1 MiB): a longer one is an error, so input without
+//! line ends costs a bounded amount of memory.
+//!
+//! **Writing.** [`write()`] writes the three files as one [`whole_file::Set`]: each goes to a
+//! temporary file beside it, and only when all three are complete are they renamed into place,
+//! together; an error, a full disk or an interrupt leaves the files that were there before as
+//! they were. [`write_matrix`] and [`write_vector`] write one file each, also whole.
 
 use super::metrics::Buckets;
 use super::{CooMatrix, Distribution};
+use crate::text::{self, Line, MAX_LINE};
+use crate::whole_file::{self, Set};
 use rayon::prelude::*;
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 /// The three files of a distribution: `prefix-P<p>`, `prefix-u<p>`, `prefix-v<p>`.
@@ -146,6 +156,11 @@ impl std::error::Error for MondriaanError {
 /// Writes the three files of the distribution `d` of `a` (see the [module documentation](self))
 /// and returns their paths. The directory of `prefix` must exist.
 ///
+/// The three appear together or not at all: each is written to a temporary file beside it, and
+/// they are renamed into place together once all three are complete ([`whole_file::Set`]). On
+/// any error (or an interrupt, see [`whole_file::abandon`]) the files that were at these paths
+/// before are left as they were, and no temporary file remains.
+///
 /// Fails with [`io::ErrorKind::InvalidInput`] if `d` does not fit `a` (lengths, parts or owners
 /// `>= p`, `p == 0`); I/O errors name the file.
 ///
@@ -175,82 +190,90 @@ pub fn write(a: &CooMatrix, d: &Distribution, prefix: impl AsRef<Path>) -> io::R
     check_vector(&d.y_owner, d.p, Some(a.rows), "y_owner")?;
     check_vector(&d.x_owner, d.p, Some(a.cols), "x_owner")?;
     let files = Files::new(prefix, d.p);
-    write_matrix(a, &d.nz_part, d.p, &files.matrix)?;
-    write_vector(&d.y_owner, d.p, &files.u)?;
-    write_vector(&d.x_owner, d.p, &files.v)?;
+    let mut set = Set::new();
+    set.add(&files.matrix, |w| matrix_body(a, &d.nz_part, d.p, w))?;
+    set.add(&files.u, |w| vector_body(&d.y_owner, d.p, w))?;
+    set.add(&files.v, |w| vector_body(&d.x_owner, d.p, w))?;
+    set.commit()?;
     Ok(files)
 }
 
 /// Writes the distributed matrix file: `a` with nonzero `k` in part `nz_part[k]` of `p`, the
-/// nonzeros grouped by part (stably).
+/// nonzeros grouped by part (stably). The file is written whole or not at all
+/// ([`whole_file::write`]).
 pub fn write_matrix(
     a: &CooMatrix,
     nz_part: &[u32],
     p: usize,
     path: impl AsRef<Path>,
 ) -> io::Result<()> {
-    let path = path.as_ref();
     check_matrix(a, nz_part, p)?;
+    whole_file::write(path, |w| matrix_body(a, nz_part, p, w))
+}
+
+/// The text of the distributed matrix file (see [`write_matrix`]), checked before.
+fn matrix_body(a: &CooMatrix, nz_part: &[u32], p: usize, w: &mut impl Write) -> io::Result<()> {
     let by_part = Buckets::new(nz_part, p);
-    with_file(path, |w| {
-        writeln!(
-            w,
-            "%%MatrixMarket distributed-matrix coordinate real general"
-        )?;
-        writeln!(w, "{} {} {} {p}", a.rows, a.cols, a.nnz())?;
-        let mut line = Vec::with_capacity(64);
-        for &s in &by_part.start {
-            line.clear();
-            push_uint(&mut line, s as u64);
-            line.push(b'\n');
-            w.write_all(&line)?;
+    writeln!(
+        w,
+        "%%MatrixMarket distributed-matrix coordinate real general"
+    )?;
+    writeln!(w, "{} {} {} {p}", a.rows, a.cols, a.nnz())?;
+    let mut line = Vec::with_capacity(64);
+    for &s in &by_part.start {
+        line.clear();
+        push_uint(&mut line, s as u64);
+        line.push(b'\n');
+        w.write_all(&line)?;
+    }
+    // Formatting the values is most of the work: chunks are formatted in parallel and
+    // written in order, a bounded batch at a time (the output does not depend on the
+    // threads, and memory stays at a few tens of MB however large the matrix).
+    const CHUNK: usize = 1 << 15;
+    for batch in by_part.order.chunks(CHUNK * 32) {
+        let texts: Vec<Vec<u8>> = batch
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut out = Vec::with_capacity(chunk.len() * 24);
+                for &k in chunk {
+                    let k = k as usize;
+                    push_uint(&mut out, a.row_idx[k] as u64 + 1);
+                    out.push(b' ');
+                    push_uint(&mut out, a.col_idx[k] as u64 + 1);
+                    out.push(b' ');
+                    push_f64(&mut out, a.vals[k]);
+                    out.push(b'\n');
+                }
+                out
+            })
+            .collect();
+        for t in &texts {
+            w.write_all(t)?;
         }
-        // Formatting the values is most of the work: chunks are formatted in parallel and
-        // written in order, a bounded batch at a time (the output does not depend on the
-        // threads, and memory stays at a few tens of MB however large the matrix).
-        const CHUNK: usize = 1 << 15;
-        for batch in by_part.order.chunks(CHUNK * 32) {
-            let texts: Vec<Vec<u8>> = batch
-                .par_chunks(CHUNK)
-                .map(|chunk| {
-                    let mut out = Vec::with_capacity(chunk.len() * 24);
-                    for &k in chunk {
-                        let k = k as usize;
-                        push_uint(&mut out, a.row_idx[k] as u64 + 1);
-                        out.push(b' ');
-                        push_uint(&mut out, a.col_idx[k] as u64 + 1);
-                        out.push(b' ');
-                        push_f64(&mut out, a.vals[k]);
-                        out.push(b'\n');
-                    }
-                    out
-                })
-                .collect();
-            for t in &texts {
-                w.write_all(t)?;
-            }
-        }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// Writes a vector distribution file: `owners.len() p`, then `index owner` per entry, 1-based.
+/// The file is written whole or not at all ([`whole_file::write`]).
 pub fn write_vector(owners: &[u32], p: usize, path: impl AsRef<Path>) -> io::Result<()> {
-    let path = path.as_ref();
     check_vector(owners, p, None, "owners")?;
-    with_file(path, |w| {
-        writeln!(w, "{} {p}", owners.len())?;
-        let mut line = Vec::with_capacity(32);
-        for (i, &o) in owners.iter().enumerate() {
-            line.clear();
-            push_uint(&mut line, i as u64 + 1);
-            line.push(b' ');
-            push_uint(&mut line, o as u64 + 1);
-            line.push(b'\n');
-            w.write_all(&line)?;
-        }
-        Ok(())
-    })
+    whole_file::write(path, |w| vector_body(owners, p, w))
+}
+
+/// The text of a vector distribution file (see [`write_vector`]), checked before.
+fn vector_body(owners: &[u32], p: usize, w: &mut impl Write) -> io::Result<()> {
+    writeln!(w, "{} {p}", owners.len())?;
+    let mut line = Vec::with_capacity(32);
+    for (i, &o) in owners.iter().enumerate() {
+        line.clear();
+        push_uint(&mut line, i as u64 + 1);
+        line.push(b' ');
+        push_uint(&mut line, o as u64 + 1);
+        line.push(b'\n');
+        w.write_all(&line)?;
+    }
+    Ok(())
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -292,17 +315,6 @@ fn check_vector(owners: &[u32], p: usize, len: Option<usize>, what: &str) -> io:
         return Err(invalid(format!("{what}[{i}] = {} but p = {p}", owners[i])));
     }
     Ok(())
-}
-
-/// Creates `path`, runs `body` on a buffered writer and flushes; errors name the file.
-fn with_file(
-    path: &Path,
-    body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(path).map_err(named)?);
-    body(&mut w).map_err(named)?;
-    w.flush().map_err(named)
 }
 
 /// Appends the decimal digits of `x` (the matrix files hold millions of integers; this avoids
@@ -450,20 +462,29 @@ impl<'p> Lines<'p> {
     }
 
     /// Reads the next line into the buffer, without its line end; `false` at the end of the
-    /// file.
+    /// file. A line longer than [`MAX_LINE`] bytes is an error.
     fn advance(&mut self) -> Result<bool, MondriaanError> {
-        self.buf.clear();
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|source| MondriaanError::Io {
-                path: self.path.to_path_buf(),
-                source,
+        let read =
+            text::read_line(&mut self.reader, &mut self.buf, MAX_LINE).map_err(|source| {
+                MondriaanError::Io {
+                    path: self.path.to_path_buf(),
+                    source,
+                }
             })?;
-        if n == 0 {
+        if read == Line::End {
             return Ok(false);
         }
         self.line += 1;
+        if read == Line::TooLong {
+            let start = text::shown(&self.buf, 60);
+            return Err(self.err(
+                self.line,
+                format!(
+                    "the line is longer than {MAX_LINE} bytes, the most a line may hold (it \
+                     starts `{start}`): not a Mondriaan file, or a damaged one"
+                ),
+            ));
+        }
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
@@ -524,9 +545,14 @@ fn fields<const N: usize>(s: &str) -> Result<[&str; N], usize> {
     }
 }
 
+/// A token of the input for a message: control characters escaped, at most 60 characters.
+fn quoted(s: &str) -> String {
+    text::shown(s.as_bytes(), 60)
+}
+
 fn parse_uint(s: &str, what: &str) -> Result<u64, String> {
     s.parse::<u64>()
-        .map_err(|_| format!("{what} `{s}` is not a nonnegative integer"))
+        .map_err(|_| format!("{what} `{}` is not a nonnegative integer", quoted(s)))
 }
 
 struct MatrixFile {
@@ -672,7 +698,7 @@ fn parse_matrix_banner(t: &str) -> Result<(Field, u64), String> {
     let base = match w[0].as_str() {
         "%%matrixmarket" => 0,
         "%%extended-matrixmarket" => 1,
-        other => return Err(format!("unknown banner `{other}`")),
+        other => return Err(format!("unknown banner `{}`", quoted(other))),
     };
     if w.len() < 5 || w.len() > 6 {
         return Err(
@@ -683,31 +709,33 @@ fn parse_matrix_banner(t: &str) -> Result<(Field, u64), String> {
     if w[1] != "distributed-matrix" && w[1] != "distributedmatrix" {
         return Err(format!(
             "object `{}`: expected `distributed-matrix` (a matrix with its parts)",
-            w[1]
+            quoted(&w[1])
         ));
     }
     if w[2] != "coordinate" {
-        return Err(format!("format `{}`: expected `coordinate`", w[2]));
+        return Err(format!("format `{}`: expected `coordinate`", quoted(&w[2])));
     }
     let field = match w[3].as_str() {
         "real" | "integer" => Field::Real,
         "pattern" => Field::Pattern,
         other => {
             return Err(format!(
-                "field `{other}` is not supported: expected real, integer or pattern"
+                "field `{}` is not supported: expected real, integer or pattern",
+                quoted(other)
             ));
         }
     };
     if w[4] != "general" {
         return Err(format!(
             "symmetry `{}` is not supported: only general distributed matrices",
-            w[4]
+            quoted(&w[4])
         ));
     }
     // Mondriaan's extended format appends the index view; local indices mean something else.
     if let Some(view) = w.get(5).filter(|v| *v != "original" && *v != "global") {
         return Err(format!(
-            "view `{view}` is not supported: expected original or global indices"
+            "view `{}` is not supported: expected original or global indices",
+            quoted(view)
         ));
     }
     Ok((field, base))
@@ -724,7 +752,7 @@ fn parse_entry(s: &str, field: Field, m: u64, n: u64) -> Result<(u32, u32, f64),
                 fields::<3>(s).map_err(|k| format!("expected `i j value`, found {k} fields"))?;
             let v = v
                 .parse::<f64>()
-                .map_err(|_| format!("value `{v}` is not a number"))?;
+                .map_err(|_| format!("value `{}` is not a number", quoted(v)))?;
             (i, j, v)
         }
     };

@@ -14,6 +14,10 @@
 //! * Comment lines (`%`) and blank lines anywhere; `\r\n` line ends; gzip-compressed input
 //!   (a path ending in `.gz`, or any input starting with the gzip magic bytes).
 //! * Values are exactly what [`str::parse::<f64>`](str::parse) gives for the token.
+//! * Lines of at most [`MAX_LINE`](crate::text::MAX_LINE) bytes (1 MiB): a longer one is an
+//!   error ([`MtxErrorKind::LineTooLong`]), so that input without line ends (`/dev/zero`, a
+//!   binary file) costs a bounded amount of memory. Messages quote the input with control
+//!   characters escaped ([`text::shown`](crate::text::shown)).
 //! * The dense `array` format and `vector` objects are not read (a clear error says so).
 //!
 //! # What is returned
@@ -25,7 +29,10 @@
 //! # Errors
 //!
 //! Every problem is an [`MtxError`] naming the file, the line (where there is one) and what is
-//! wrong; nothing in the reader panics on bad input.
+//! wrong; nothing in the reader panics on bad input. Nothing is allocated by what the size line
+//! declares: the entries are stored as they arrive, so a header that promises 4e9 x 4e9 or
+//! 10^12 entries costs nothing until the entries are there (the row counts of the assembly are
+//! only made for a matrix with at least a quarter as many entries as rows).
 //!
 //! # Cost
 //!
@@ -46,6 +53,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::CooMatrix;
+use crate::text::{self, Line, MAX_LINE};
+use crate::whole_file;
 
 /// What to do with a `complex` file.
 ///
@@ -298,6 +307,14 @@ pub enum MtxErrorKind {
         /// Entries the size line declares.
         declared: usize,
     },
+    /// A line longer than [`MAX_LINE`](crate::text::MAX_LINE) bytes: not a Matrix Market file
+    /// (or a damaged one).
+    LineTooLong {
+        /// The most bytes a line may hold.
+        limit: usize,
+        /// The start of the line, as [`text::shown`](crate::text::shown) shows it.
+        start: String,
+    },
 }
 
 impl fmt::Display for MtxErrorKind {
@@ -351,6 +368,10 @@ impl fmt::Display for MtxErrorKind {
             MtxErrorKind::TooManyEntries { declared } => {
                 write!(f, "more entries than the {declared} the size line declares")
             }
+            MtxErrorKind::LineTooLong { limit, start } => write!(
+                f,
+                "the line is longer than {limit} bytes, the most a line may hold (it starts                  '{start}'): not a Matrix Market file, or a damaged one"
+            ),
         }
     }
 }
@@ -514,7 +535,8 @@ pub fn read_header(path: impl AsRef<Path>) -> Result<Header, MtxError> {
 }
 
 /// Writes `a` to a file in Matrix Market format; see [`write()`]. A path ending in `.gz` is
-/// gzip-compressed.
+/// gzip-compressed. The file is written whole or not at all ([`whole_file::write`]: an error
+/// or an interrupt leaves what was at `path` before as it was).
 ///
 /// ```
 /// use mbsp_algorithms::sparse::{CooMatrix, mtx};
@@ -526,15 +548,16 @@ pub fn read_header(path: impl AsRef<Path>) -> Result<Header, MtxError> {
 /// ```
 pub fn write_path(a: &CooMatrix, path: impl AsRef<Path>) -> io::Result<()> {
     let path = path.as_ref();
-    let file = File::create(path)?;
-    if has_gz_extension(path) {
-        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        write(a, &mut gz)?;
-        gz.finish()?;
-        Ok(())
-    } else {
-        write(a, file)
-    }
+    whole_file::write(path, |file| {
+        if has_gz_extension(path) {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            write(a, &mut gz)?;
+            gz.finish()?;
+            Ok(())
+        } else {
+            write(a, file)
+        }
+    })
 }
 
 /// Writes `a` as `%%MatrixMarket matrix coordinate real general`, entries in `a`'s order.
@@ -576,6 +599,8 @@ pub fn write<W: Write>(a: &CooMatrix, w: W) -> io::Result<()> {
 /// Size of the blocks the body is cut into: large enough that spawning a task per block costs
 /// nothing, small enough that both cores get work early and few blocks wait in memory.
 const BLOCK: usize = 1 << 20;
+// A line longer than a block can only begin in the carried-over tail (see `read_blocks`).
+const _: () = assert!(BLOCK <= MAX_LINE);
 
 fn has_gz_extension(path: &Path) -> bool {
     path.extension()
@@ -646,7 +671,7 @@ fn read_decoded<R: BufRead>(
         rows: h.rows as u64,
         cols: h.cols as u64,
     };
-    let (mut blocks, failure) = read_blocks(&mut r, &ctx, h.entries);
+    let (mut blocks, stopped) = read_blocks(&mut r, &ctx, h.entries);
 
     // Walk the blocks in file order so that the reported error is the first one in the file,
     // whichever block a thread happened to finish first. A read failure comes after every
@@ -668,8 +693,14 @@ fn read_decoded<R: BufRead>(
         }
         line += b.lines;
     }
-    if let Some(e) = failure {
-        return Err(MtxError::new(name, Some(line + 1), read_error(gz, e)));
+    match stopped {
+        Some(Stopped::Io(e)) => {
+            return Err(MtxError::new(name, Some(line + 1), read_error(gz, e)));
+        }
+        Some(Stopped::LongLine(start)) => {
+            return Err(MtxError::new(name, Some(line + 1), long_line(&start)));
+        }
+        None => {}
     }
     if found < h.entries {
         let kind = MtxErrorKind::TooFewEntries {
@@ -682,15 +713,33 @@ fn read_decoded<R: BufRead>(
     Ok(assemble(h.rows, h.cols, blocks, mirror, ctx.skew))
 }
 
-/// Text of a line or token for a message: lossy UTF-8, without the line end, shortened.
+/// Text of a line or token for a message: without the line end, control characters and bytes
+/// that are not UTF-8 escaped, at most 60 characters.
 fn shown(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let s = s.trim_end_matches(['\n', '\r']);
-    if s.chars().count() > 60 {
-        let cut: String = s.chars().take(60).collect();
-        format!("{cut}...")
-    } else {
-        s.to_string()
+    text::shown(bytes, 60)
+}
+
+/// Reads one header line into `buf` (bounded by [`MAX_LINE`]); `Ok(false)` at the end of the
+/// input. `line` is the line's 1-based number, for the errors.
+fn header_line<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    name: &str,
+    line: usize,
+    gz: bool,
+) -> Result<bool, MtxError> {
+    match text::read_line(r, buf, MAX_LINE) {
+        Ok(Line::Read) => Ok(true),
+        Ok(Line::End) => Ok(false),
+        Ok(Line::TooLong) => Err(MtxError::new(name, Some(line), long_line(buf))),
+        Err(e) => Err(MtxError::new(name, Some(line), read_error(gz, e))),
+    }
+}
+
+fn long_line(start: &[u8]) -> MtxErrorKind {
+    MtxErrorKind::LineTooLong {
+        limit: MAX_LINE,
+        start: shown(start),
     }
 }
 
@@ -704,11 +753,12 @@ fn parse_header<R: BufRead>(
 ) -> Result<ParsedHeader, MtxError> {
     let err = |line: usize, kind| MtxError::new(name, Some(line), kind);
     let mut buf = Vec::new();
-    let n = r
-        .read_until(b'\n', &mut buf)
-        .map_err(|e| err(1, read_error(gz, e)))?;
     let expected = "'%%MatrixMarket matrix coordinate <field> <symmetry>'";
-    if n == 0 {
+    let read = match text::read_line(r, &mut buf, MAX_LINE) {
+        Ok(l) => l,
+        Err(e) => return Err(err(1, read_error(gz, e))),
+    };
+    if read == Line::End {
         let msg = format!("the file is empty; expected the banner {expected}");
         return Err(err(1, MtxErrorKind::Banner(msg)));
     }
@@ -721,6 +771,11 @@ fn parse_header<R: BufRead>(
         );
         return Err(err(1, MtxErrorKind::Banner(msg)));
     }
+    // A first line that does not even start like a banner is "not a Matrix Market file" (above),
+    // however long it is; one that does but goes on and on is a long line.
+    if read == Line::TooLong {
+        return Err(err(1, long_line(&buf)));
+    }
     if words.len() != 5 {
         let msg = format!(
             "the banner must be {expected} (5 words), found '{}' ({} words)",
@@ -732,7 +787,7 @@ fn parse_header<R: BufRead>(
     if words[1] != "matrix" {
         let msg = format!(
             "Matrix Market object '{}' is not supported, only 'matrix'",
-            words[1]
+            shown(words[1].as_bytes())
         );
         return Err(err(1, MtxErrorKind::Unsupported(msg)));
     }
@@ -743,6 +798,7 @@ fn parse_header<R: BufRead>(
             return Err(err(1, MtxErrorKind::Unsupported(msg.to_string())));
         }
         w => {
+            let w = shown(w.as_bytes());
             let msg = format!("unknown format '{w}' in the banner: expected coordinate or array");
             return Err(err(1, MtxErrorKind::Banner(msg)));
         }
@@ -753,6 +809,7 @@ fn parse_header<R: BufRead>(
         "complex" => Field::Complex,
         "pattern" => Field::Pattern,
         w => {
+            let w = shown(w.as_bytes());
             let msg = format!(
                 "unknown field '{w}' in the banner: expected real, integer, complex or pattern"
             );
@@ -765,6 +822,7 @@ fn parse_header<R: BufRead>(
         "skew-symmetric" => Symmetry::SkewSymmetric,
         "hermitian" => Symmetry::Hermitian,
         w => {
+            let w = shown(w.as_bytes());
             let msg = format!(
                 "unknown symmetry '{w}' in the banner: expected general, symmetric, \
                  skew-symmetric or hermitian"
@@ -785,11 +843,7 @@ fn parse_header<R: BufRead>(
 
     let mut line = 1;
     let size = loop {
-        buf.clear();
-        let n = r
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| err(line + 1, read_error(gz, e)))?;
-        if n == 0 {
+        if !header_line(r, &mut buf, name, line + 1, gz)? {
             let msg = "the file ends before the size line 'rows columns entries'".to_string();
             return Err(err(line.max(1), MtxErrorKind::SizeLine(msg)));
         }
@@ -873,7 +927,7 @@ impl Block {
 /// The blocks are parsed independently and put back in file order, so the result does not
 /// depend on thread timing. Reading stops early once a block has an error or more entries
 /// than declared have been seen: the first error in the file then lies in a block already read.
-fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, Option<io::Error>) {
+fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, Option<Stopped>) {
     let stop = AtomicBool::new(false);
     let seen = AtomicUsize::new(0);
     let in_flight = AtomicUsize::new(0);
@@ -881,7 +935,7 @@ fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, O
     // memory held in blocks when reading is faster than parsing (an uncompressed file).
     let limit = 2 * rayon::current_num_threads() + 2;
     let (tx, rx) = mpsc::channel::<(usize, Block)>();
-    let mut failure: Option<io::Error> = None;
+    let mut failure: Option<Stopped> = None;
 
     let parse = |i: usize, buf: Vec<u8>, tx: &mpsc::Sender<(usize, Block)>| {
         let b = parse_block(&buf, ctx);
@@ -905,7 +959,7 @@ fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, O
                     // Parse the complete lines before the failure (a truncated .gz yields
                     // valid text up to the cut), so that the error names the first line
                     // that could not be read.
-                    failure = Some(e);
+                    failure = Some(Stopped::Io(e));
                     let whole = buf.iter().rposition(|&c| c == b'\n').map_or(0, |k| k + 1);
                     buf.truncate(whole);
                     if !buf.is_empty() {
@@ -914,11 +968,25 @@ fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, O
                     break;
                 }
             };
+            // A line longer than MAX_LINE ends the reading, with the complete lines before it
+            // parsed (the long line is the one after them). Only a line that began in `carry`
+            // can be longer: a block alone holds at most BLOCK = MAX_LINE bytes.
+            let first_end = buf.iter().position(|&c| c == b'\n');
+            let long = match first_end {
+                Some(k) => k > MAX_LINE,
+                None => buf.len() > MAX_LINE,
+            };
+            if long {
+                buf.truncate(64);
+                failure = Some(Stopped::LongLine(buf));
+                break;
+            }
             if !eof {
                 match buf.iter().rposition(|&c| c == b'\n') {
                     Some(k) => carry = buf.split_off(k + 1),
                     None => {
-                        // One line longer than a block: read on until it ends.
+                        // One line longer than a block (but not than MAX_LINE): read on until
+                        // it ends.
                         carry = buf;
                         continue;
                     }
@@ -949,6 +1017,14 @@ fn read_blocks<R: Read>(r: &mut R, ctx: &Ctx, declared: usize) -> (Vec<Block>, O
     let mut blocks: Vec<(usize, Block)> = rx.into_iter().collect();
     blocks.sort_unstable_by_key(|b| b.0);
     (blocks.into_iter().map(|b| b.1).collect(), failure)
+}
+
+/// Why [`read_blocks`] stopped before the end of the input.
+enum Stopped {
+    /// Reading failed.
+    Io(io::Error),
+    /// A line is longer than [`MAX_LINE`]; its first bytes.
+    LongLine(Vec<u8>),
 }
 
 /// Appends up to `want` bytes from `r` to `buf`; `Ok(true)` when the input has ended.
