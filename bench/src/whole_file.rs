@@ -58,7 +58,7 @@ fn interrupted(a: &Abandoned) -> String {
 }
 
 /// Draws an SVG of `size` pixels with `draw` into memory, then writes it to `path` whole
-/// ([`write`]): a plot interrupted half-way never leaves a truncated file. Errors name `path`.
+/// ([`write()`]): a plot interrupted half-way never leaves a truncated file. Errors name `path`.
 pub fn svg(
     path: &Path,
     size: (u32, u32),

@@ -42,7 +42,7 @@
 //! Every malformed input gives a [`MondriaanError`] naming the file and the line (and quoting
 //! the input with control characters escaped); nothing here panics on bad input, nor allocates
 //! by a count read from a file before the lines are there. Lines hold at most
-//! [`MAX_LINE`](crate::text::MAX_LINE) bytes (1 MiB): a longer one is an error, so input without
+//! [`MAX_LINE`] bytes (1 MiB): a longer one is an error, so input without
 //! line ends costs a bounded amount of memory.
 //!
 //! **Writing.** [`write()`] writes the three files as one [`whole_file::Set`]: each goes to a

@@ -14,10 +14,10 @@
 //! * Comment lines (`%`) and blank lines anywhere; `\r\n` line ends; gzip-compressed input
 //!   (a path ending in `.gz`, or any input starting with the gzip magic bytes).
 //! * Values are exactly what [`str::parse::<f64>`](str::parse) gives for the token.
-//! * Lines of at most [`MAX_LINE`](crate::text::MAX_LINE) bytes (1 MiB): a longer one is an
+//! * Lines of at most [`MAX_LINE`] bytes (1 MiB): a longer one is an
 //!   error ([`MtxErrorKind::LineTooLong`]), so that input without line ends (`/dev/zero`, a
 //!   binary file) costs a bounded amount of memory. Messages quote the input with control
-//!   characters escaped ([`text::shown`](crate::text::shown)).
+//!   characters escaped ([`text::shown`]).
 //! * The dense `array` format and `vector` objects are not read (a clear error says so).
 //!
 //! # What is returned
@@ -307,12 +307,12 @@ pub enum MtxErrorKind {
         /// Entries the size line declares.
         declared: usize,
     },
-    /// A line longer than [`MAX_LINE`](crate::text::MAX_LINE) bytes: not a Matrix Market file
+    /// A line longer than [`MAX_LINE`] bytes: not a Matrix Market file
     /// (or a damaged one).
     LineTooLong {
         /// The most bytes a line may hold.
         limit: usize,
-        /// The start of the line, as [`text::shown`](crate::text::shown) shows it.
+        /// The start of the line, as [`text::shown`] shows it.
         start: String,
     },
 }
