@@ -61,14 +61,14 @@ impl Drop for Load {
     }
 }
 
-/// Runs per case; one under scripts/memcheck (`MBSP_TEST_LIGHT`), where memcheck itself
+/// Runs per case; one under scripts/memcheck (`MBSP_TEST_MEMCHECK`), where memcheck itself
 /// catches any read of freed memory.
 fn rounds() -> usize {
     if light() { 1 } else { 5 }
 }
 
 fn light() -> bool {
-    std::env::var_os("MBSP_TEST_LIGHT").is_some()
+    std::env::var_os("MBSP_TEST_MEMCHECK").is_some()
 }
 
 /// Run `f` on `p` processes [`rounds`] times under load; every run must fail with a panic whose

@@ -11,9 +11,23 @@ use std::sync::OnceLock;
 /// the running `cargo test` holds the lock of its own target directory, so this uses a separate
 /// one (`capi-lib` in `$CARGO_TARGET_DIR` if that is an absolute path, else in target/), built
 /// once per test run (incrementally after the first).
+///
+/// `MBSP_CAPI_LIB_DIR` names a directory where the libraries are built already (scripts/test
+/// builds them with everything else, in one build of the test profile).
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("MBSP_CAPI_LIB_DIR") {
+            let dir = PathBuf::from(dir);
+            for f in ["libmbsp.so", "libmbsp.a"] {
+                assert!(
+                    dir.join(f).is_file(),
+                    "MBSP_CAPI_LIB_DIR: {} is missing",
+                    dir.join(f).display()
+                );
+            }
+            return dir;
+        }
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .filter(|d| d.is_absolute())
@@ -126,6 +140,16 @@ fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     }
     child.stdout.shrink_to_fit();
     child
+}
+
+/// `n`, or 1 under scripts/memcheck (`MBSP_TEST_MEMCHECK`), where each run is checked for
+/// memory errors and costs seconds.
+fn repeats(n: usize) -> usize {
+    if std::env::var_os("MBSP_TEST_MEMCHECK").is_some() {
+        1
+    } else {
+        n
+    }
 }
 
 /// The command that runs each program in front of it, from `MBSP_TEST_WRAPPER` (words split
@@ -679,7 +703,7 @@ fn bsp_end_waits_for_every_process_and_the_last_communication() {
     let exe = build("end_sync.c", "end_sync", &[], Link::Shared);
     let pi = "pi 3.1415927 (direct_get) 3.1415927 (get)";
     for p in ["2", "3", "4", "8"] {
-        for _ in 0..5 {
+        for _ in 0..repeats(5) {
             let out = ok(&run(&exe, &[p], &[]));
             assert!(out.contains(pi), "p = {p}: {out}");
         }

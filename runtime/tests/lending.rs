@@ -66,9 +66,9 @@ fn run_leaving(leave: Leave) -> mbsp::Error {
     .expect_err("the run must fail")
 }
 
-/// Runs per case; one under scripts/memcheck (`MBSP_TEST_LIGHT`).
+/// Runs per case; one under scripts/memcheck (`MBSP_TEST_MEMCHECK`).
 fn rounds() -> usize {
-    if std::env::var_os("MBSP_TEST_LIGHT").is_some() {
+    if std::env::var_os("MBSP_TEST_MEMCHECK").is_some() {
         1
     } else {
         5
