@@ -473,3 +473,30 @@ fn multi_bsp_on_synthetic_trees() {
         }
     });
 }
+
+/// A panic in user code between two flat BSP FFTs, while the other processes read this
+/// process's packs with direct gets (lent through runtime-owned registrations, which the
+/// registration tables keep alive): the run ends with the panic as its error, never a crash.
+#[test]
+fn fft_with_a_panic_between_transforms() {
+    let _load = common::Load::new();
+    for round in 0..if common::memcheck() { 1 } else { 5 } {
+        let e = within(120, move || {
+            mbsp::run(2, move |ctx| {
+                let n = 1 << 18;
+                let mut fft = BspFft::<f64>::new(ctx, n)?;
+                let mut x = vec![Complex::new(1.0, 0.0); n / ctx.nprocs()];
+                for k in 0..20 {
+                    if ctx.pid() == 1 && k == 3 + round % 5 {
+                        panic!("user code between transforms");
+                    }
+                    fft.transform(ctx, &mut x, Direction::Forward)?;
+                }
+                Ok(())
+            })
+        })
+        .expect_err("the run must fail");
+        assert_eq!(e.kind(), ErrorKind::Panic, "round {round}: {e}");
+        assert!(e.to_string().contains("between transforms"), "{e}");
+    }
+}

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -71,4 +73,51 @@ pub fn shared(sub: &str) -> std::path::PathBuf {
 /// The shared matrices.
 pub fn matrices_dir() -> std::path::PathBuf {
     shared("matrices")
+}
+
+/// Whether the tests run under scripts/memcheck (`MBSP_TEST_MEMCHECK`): do less there.
+pub fn memcheck() -> bool {
+    std::env::var_os("MBSP_TEST_MEMCHECK").is_some()
+}
+
+/// Busy threads for the lifetime of the value: the other processes then lose their CPU at
+/// random moments, which widens the window in which they are mid-copy.
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    pub fn new() -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        // No load under memcheck, which runs one thread at a time anyway.
+        let n = if memcheck() {
+            0
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        };
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                })
+            })
+            .collect();
+        Load { stop, threads }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
