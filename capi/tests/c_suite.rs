@@ -733,7 +733,13 @@ fn leaving_without_bsp_end_is_named_and_ends_the_program() {
         fails(&run(&exe, &[mode], &[]), threads);
         let out = run_ranks(2, &exe, &[mode]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        // The rank that left exits with status 1; mpiexec then ends the other, which may still
+        // be waiting in bsp_end: the job's status is then that rank's signal (9), not 1.
+        assert!(
+            matches!(out.status.code(), Some(1) | Some(9)),
+            "{mode}: exit {:?}: {err}",
+            out.status.code()
+        );
         assert!(err.contains(ranks), "{mode}: expected {ranks:?} in {err}");
         assert!(!err.contains("dropped"), "{mode}: {err}");
         let stdout = String::from_utf8_lossy(&out.stdout);
