@@ -267,7 +267,21 @@ fn mismatched_plans_and_vectors_are_refused() {
 
 #[test]
 fn every_shared_matrix_every_variant() {
-    within(900, || {
+    shared_matrices(false);
+}
+
+/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: its sweep over p
+/// took 85 s of the matrix test's 2 minutes, and the smaller matrices cover every p. A test
+/// of its own, so that it runs beside the others.
+#[test]
+fn the_largest_shared_matrix_every_variant() {
+    shared_matrices(true);
+}
+
+/// The shared matrices of more than 2 million nonzeros (`large`), or the others, through every
+/// multiply: the smaller ones for every p, the large ones at p = 4 (hierarchically 2 x 2).
+fn shared_matrices(large: bool) {
+    within(900, move || {
         let dir = common::matrices_dir();
         let mut names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
@@ -280,9 +294,6 @@ fn every_shared_matrix_every_variant() {
             "shared matrices missing in {}",
             dir.display()
         );
-        // Every p on the matrices of up to a few hundred thousand nonzeros; on G3_circuit
-        // (7.7 million) one configuration of every variant: its sweep over p alone took 85 s of
-        // the test's 2 minutes, and the smaller matrices cover every p.
         let every_p = [
             (1, (1, 1)),
             (2, (1, 2)),
@@ -290,19 +301,25 @@ fn every_shared_matrix_every_variant() {
             (4, (2, 2)),
             (7, (1, 7)),
         ];
+        let mut tested = 0;
         for f in names {
             let a = mtx::read_path(&f).unwrap();
-            let configs = if a.nnz() > 2_000_000 {
-                &every_p[3..4]
-            } else {
-                &every_p[..]
-            };
+            if (a.nnz() > 2_000_000) != large {
+                continue;
+            }
+            let configs = if large { &every_p[3..4] } else { &every_p[..] };
             for &(p, hier) in configs {
                 let d = scattered(&a, p, 3);
                 let forms = [Form::Plain, Form::Hp, Form::HierQuick(hier.0, hier.1)];
                 check_on(&a, &d, &forms, 1);
             }
+            tested += 1;
         }
+        let which = if large { "more than" } else { "at most" };
+        assert!(
+            tested >= 1,
+            "no shared matrix with {which} 2 million nonzeros"
+        );
     });
 }
 
