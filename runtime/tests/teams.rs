@@ -10,13 +10,29 @@ use common::within;
 use mbsp::topology::Binder;
 use mbsp::{Binding, Machine, Policy, Run};
 
-fn threads() -> usize {
+fn threads_now() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
     status
         .lines()
         .find_map(|l| l.strip_prefix("Threads:"))
         .map(|v| v.trim().parse().unwrap())
         .unwrap()
+}
+
+/// The process's thread count once it has settled. A joined thread can still be counted in
+/// /proc for a moment: `pthread_join` returns when the kernel clears the thread's id, before
+/// the thread has left the thread group. So read until the count has not changed for 50 ms
+/// (at most 10 s); counts only fall while settling, since nothing starts threads meanwhile.
+fn threads() -> usize {
+    let start = std::time::Instant::now();
+    let (mut last, mut same) = (threads_now(), 0);
+    while same < 10 && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let now = threads_now();
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+    }
+    last
 }
 
 /// A run that leaves everything behind: registrations, a tag size, messages, pending requests.
