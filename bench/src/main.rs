@@ -459,7 +459,7 @@ fn main() {
             which: Bench::Mpi { .. }
         })
     );
-    if !mpi_bench && mbsp::mpi_ranks().is_some_and(|(_, ranks)| ranks > 1) {
+    if !mpi_bench && mbsp::ranks::bsplib_world().is_some_and(|w| w.size() > 1) {
         // Their runs would go over the ranks, each rank getting its own results only.
         eprintln!(
             "mbsp: under mpiexec only `mbsp bench mpi` runs; the other commands measure one \

@@ -18,6 +18,12 @@
  * the current mode. (Earlier versions of mbsp made bsp_pid_t and bsp_size_t int in compatibility
  * mode.)
  *
+ * Over MPI ranks (BSPlib's convention; libmbsp built with its default feature mpi): a program
+ * started by an MPI launcher (mpiexec: PMI_SIZE, PMI_RANK, OMPI_COMM_WORLD_SIZE or PMIX_RANK
+ * in its environment) runs its top-level SPMD section over the launcher's ranks, one process
+ * per rank; MBSP_MPI=1 forces this, MBSP_MPI=0 keeps the program on threads. Outside a run,
+ * bsp_nprocs() is then the number of ranks. (Rust programs ask for ranks explicitly instead.)
+ *
  * Other headers: mcbsp.h (this one), mcbsp-affinity.h (thread placement), mcbsp-resiliency.h
  * (checkpoints: not supported, see there), mcbsp-profiling.h (accepted and ignored).
  *

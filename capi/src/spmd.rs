@@ -185,13 +185,20 @@ pub unsafe extern "C" fn mbsp_begin_with(
     };
     // Over MPI ranks, a rank beyond the P processes takes no part: it leaves the program at
     // once (as in BSPlib over MPI), after the collective start it must join.
-    let idle = parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank >= p);
+    let world = parent
+        .is_none()
+        .then(mbsp_rt::ranks::bsplib_world)
+        .flatten();
+    let idle = world.is_some_and(|w| w.rank() >= p);
     let started: mbsp_rt::Result<Spmd> = match parent {
         // SAFETY: the parent's context outlives the nested run (frames are a stack: the nested
         // run's frame is popped, and the run ended, before the parent's), and the parent thread
         // uses only the innermost frame's context, so the exclusive borrow is respected.
         Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, spawned),
-        None => run.begin(spawned),
+        None => match world {
+            Some(w) => w.begin(run),
+            None => run.begin(spawned),
+        },
     };
     if idle {
         std::process::exit(0);
@@ -202,9 +209,7 @@ pub unsafe extern "C" fn mbsp_begin_with(
     // ends the rank; a return comes back here. (An SPMD section that is main itself is not run
     // again: main's return ends the rank anyway.)
     let rank_spmd = match entry {
-        Entry::Spmd(f) if parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(r, _)| r != 0) => {
-            Some(f)
-        }
+        Entry::Spmd(f) if world.is_some_and(|w| w.rank() != 0) => Some(f),
         _ => None,
     };
     match started {
@@ -327,7 +332,8 @@ fn end_section() -> Ended {
             }
             // Over MPI ranks, only process 0 goes on after the top-level bsp_end (as in BSPlib
             // over MPI); the others end here, with status 0 (MPI is finalised at exit).
-            if current().is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank != 0) {
+            if current().is_none() && mbsp_rt::ranks::bsplib_world().is_some_and(|w| w.rank() != 0)
+            {
                 std::process::exit(0);
             }
             Ended::Continue
@@ -350,7 +356,10 @@ pub extern "C" fn bsp_nprocs() -> c_uint {
     match current() {
         // SAFETY: the frame's context is alive.
         Some(ptr) => unsafe { (*ptr).nprocs() as c_uint },
-        None => crate::affinity::mcbsp_get_maximum_threads() as c_uint,
+        None => match mbsp_rt::ranks::bsplib_world() {
+            Some(w) => w.size() as c_uint,
+            None => crate::affinity::mcbsp_get_maximum_threads() as c_uint,
+        },
     }
 }
 

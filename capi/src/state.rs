@@ -172,7 +172,7 @@ pub(crate) fn die(line: &str) -> ! {
     eprintln!("{line}");
     // SAFETY: fflush(NULL) flushes all C streams.
     unsafe { fflush(std::ptr::null_mut()) };
-    if mbsp_rt::mpi_ranks().is_some() {
+    if mbsp_rt::ranks::bsplib_world().is_some() {
         // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and was
         // seen dropping this line, still in its forwarding pipe, when it did (1 run in ~15):
         // give it a moment to pass the line on (100 ms was not always enough under load).
