@@ -145,6 +145,10 @@ impl Ctx {
         }
     }
 
+    /// Check that every process's registration and tag-size requests (`colls`, by pid) agree,
+    /// then apply this process's registration changes to its own table; returns the changes
+    /// applied, in order: (push?, slot, generation). Every process checks all of them, so all
+    /// reach the same verdict, and none communicates after a mismatch.
     pub(crate) fn collective_with(
         &mut self,
         colls: &[Coll],

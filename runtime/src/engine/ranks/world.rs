@@ -125,6 +125,10 @@ pub struct RankResult<R> {
     pub value: Option<R>,
 }
 
+/// This rank's process of a run over ranks, the thread's binding to restore at its end, and
+/// the run's communicator.
+type Started = (Ctx, Option<Vec<u32>>, SimpleCommunicator);
+
 impl World {
     /// Initialise MPI (thread level `MPI_THREAD_SERIALIZED`) and return the world; later calls
     /// return the same world without initialising again. MPI is finalised when the program
@@ -316,7 +320,7 @@ impl World {
         options: &Run,
         op: &'static str,
         sink: Option<Arc<Sink>>,
-    ) -> Result<Option<(Ctx, Option<Vec<u32>>, SimpleCommunicator)>> {
+    ) -> Result<Option<Started>> {
         let active = Active::claim(op)?;
         let world = SimpleCommunicator::world();
         let size = self.size;

@@ -156,8 +156,6 @@ impl Ctx {
         self.collective_with(&colls, g).map(drop)
     }
 
-    /// [`collective`](Self::collective) with every process's requests at hand; returns the
-
     /// Every process's requests of the superstep of parity `q` (published before barrier 1).
     fn colls(&self, q: usize) -> Vec<Coll> {
         let (stamp, run) = (self.step + 1, &*self.run);
