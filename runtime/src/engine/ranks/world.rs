@@ -178,8 +178,8 @@ impl World {
         self.size
     }
 
-    /// Start a run over the ranks with `options` (its process count at most [`size`]
-    /// (Self::size); [`Run::per`] means one process per rank), each rank's thread becoming the
+    /// Start a run over the ranks with `options` (its process count at most
+    /// [`size`](Self::size); [`Run::per`] means one process per rank), each rank's thread becoming the
     /// process whose pid is its rank, and return this rank's part once the run has ended.
     /// Collective: every rank calls it with the same options. If any process fails, every
     /// rank returns the same error (the root cause: its kind, pid, superstep and message).
