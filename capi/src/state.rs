@@ -18,6 +18,9 @@ pub(crate) struct Frame {
     /// The thread's SPMD function runs under the C++ trampoline of bsp.h (the run was started
     /// by C++ code), so a C++ `bsp_end` leaves it by throwing rather than by `longjmp`.
     pub(crate) cxx: bool,
+    /// The pointer given to `mbsp_init_data` for the run (bsp.hpp's program object), for
+    /// `mbsp_spmd_data`; null after a plain `bsp_init`.
+    pub(crate) data: *mut std::ffi::c_void,
 }
 
 /// The runs a thread takes part in, innermost last.
@@ -64,6 +67,9 @@ thread_local! {
     pub(crate) static FRAMES: RefCell<Frames> = const { RefCell::new(Frames(Vec::new())) };
     /// The SPMD function given to the last `bsp_init` of this thread.
     pub(crate) static PENDING_INIT: Cell<Option<extern "C" fn()>> = const { Cell::new(None) };
+    /// The data given with it (`mbsp_init_data`), null after a plain `bsp_init`.
+    pub(crate) static PENDING_DATA: Cell<*mut std::ffi::c_void> =
+        const { Cell::new(std::ptr::null_mut()) };
 }
 
 // The innermost frame's context (null outside runs), read by every primitive: kept in an
