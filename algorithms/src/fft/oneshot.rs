@@ -175,7 +175,7 @@ fn cached_shapes() -> Vec<(usize, usize)> {
 }
 
 /// Transform a whole vector with the Multi-BSP FFT over the fan-outs `levels` (outermost first;
-/// e.g. [`hierarchy`] of the machine): a top-level run of `levels[0]` processes with nested runs
+/// e.g. [`hierarchy`](super::hierarchy) of the machine): a top-level run of `levels[0]` processes with nested runs
 /// below. With no levels (or all 1) the transform is sequential. Plans on every call (unlike
 /// [`fft`]); a program that transforms repeatedly keeps a [`MultiFft`] in its own run.
 ///
