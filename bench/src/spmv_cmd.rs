@@ -326,8 +326,8 @@ pub(crate) fn measure(
     let (out, owned): (Out, Vec<&[u32]>) = match (&prep.plan, variant) {
         (Plan::Flat(plan), Variant::Plain) => (
             mbsp::run(prep.p, |ctx| {
-                let local = &plan.procs[ctx.pid()];
-                let mut spmv = Spmv::new(ctx, local)?;
+                let mut spmv = Spmv::new(ctx, plan)?;
+                let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
                 let (t, ts, q) =
