@@ -356,8 +356,11 @@ fn check_params_file() {
     let Some(path) = std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) else {
         return;
     };
-    let checked = read_bounded(std::path::Path::new(&path), PARAMS_FILE_LIMIT)
-        .and_then(|text| mbsp_algorithms::cost::Params::from_json(&text).map(|_| ()));
+    let checked = read_bounded(std::path::Path::new(&path), PARAMS_FILE_LIMIT).and_then(|text| {
+        mbsp_algorithms::cost::Params::from_json(&text)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
     if let Err(e) = checked {
         let e = format!(
             "{}={}: {e} (write one with `mbsp params --json FILE`)",
