@@ -3,6 +3,8 @@
 //! sync and bulk put and get + sync against `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
 
+#[allow(unused_imports)]
+use mbsp_cli::error::{Classify, Error, Result};
 use std::path::PathBuf;
 
 /// What to run and where the results go.
@@ -16,7 +18,7 @@ pub struct Options {
 }
 
 /// Measures on every rank; rank 0 prints and writes.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let m = if o.quick {
         mbsp_mpi::bench::Options {
             reps: 200,
@@ -48,8 +50,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         }
         let f = mbsp_mpi::bench::measure(ctx, &m)?;
         Ok((ctx.pid(), ctx.nprocs(), f))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     // Over ranks, this rank's result only.
     let Some((pid, p, figures)) = results.into_iter().next() else {
         return Ok(());
@@ -140,7 +141,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             }
             Ok(())
         })
-        .map_err(|e| format!("--csv: {e}"))?;
+        .map_err(|e| Error::io("--csv").with_source(e))?;
     }
     Ok(())
 }

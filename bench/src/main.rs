@@ -1,0 +1,388 @@
+//! `mbsp-bench`: mbsp's benchmarks, each against baselines measured in the same run (the user
+//! commands are `mbsp`, crate mbsp-cli).
+//!
+//! * `mbsp-bench core` — synchronisation and communication costs of the runtime against
+//!   baselines (spinning barrier, `std::sync::Barrier`, memcpy).
+//! * `mbsp-bench nested` — sync latency of flat against nested runs, compact against scattered.
+//! * `mbsp-bench collectives` — the collectives against their BSP prediction and hand-written
+//!   put + sync, and sample sort against the sequential and rayon sorts.
+//! * `mbsp-bench fft` — the BSP FFT against sequential rustfft (and FFTW, feature `fftw`).
+//! * `mbsp-bench partition` — communication volume against Mondriaan 4.2.1 and the 1D
+//!   row-block and 2D checkerboard baselines.
+//! * `mbsp-bench spmv` — SpMV Mflop/s of the mbsp variants against sequential and rayon CSR,
+//!   and the bandwidth achieved against a STREAM triad.
+//! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
+//!
+//! This crate depends on the MPI engine (mbsp-mpi: MPICH and libclang to build); `mbsp` does
+//! not. Errors and exit statuses are those of `mbsp` ([`mbsp_cli::error`]).
+
+mod collectives_bench;
+mod core_bench;
+mod fft_bench;
+mod fftw;
+mod floor;
+mod mpi_bench;
+mod nested_bench;
+mod partition_bench;
+mod sort_bench;
+mod spmv_bench;
+
+// The helpers shared with `mbsp`, under the paths the benchmarks use.
+use mbsp_cli::{machine, partition_cmd, preflight, spmv_cmd, stats, whole_file};
+
+use clap::{Parser, Subcommand};
+use mbsp_cli::cli::{self, Counts};
+use mbsp_cli::error::{Error, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "mbsp-bench",
+    version,
+    about = "mbsp's benchmarks against baselines measured in the same run",
+    after_help = cli::EXIT_STATUS_HELP
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// The MPI engine against plain MPI on the same ranks, same run: empty sync against
+    /// MPI_Barrier, one-word put + sync and 16 MiB put and get + sync against MPI_Put/MPI_Get +
+    /// flush + barrier. Start it under `mpiexec -n 2` (or more); rank 0 prints.
+    Mpi(MpiArgs),
+    /// Empty-sync latency, one-word put + sync, bulk put throughput and an oversubscribed ring,
+    /// against a spinning barrier, std::sync::Barrier and memcpy.
+    Core(CoreArgs),
+    /// Each collective for one word and for large data at p = 1, 2, 4, next to its BSP-predicted
+    /// time and to the same operation written with put + sync; then sample sort against the
+    /// sequential and rayon sorts.
+    Collectives(CollectivesArgs),
+    /// Gflop/s of the BSP FFT (flat, p = 1, 2, ...) against sequential rustfft, n = 2^10 ... 2^24.
+    Fft(FftArgs),
+    /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
+    Nested(NestedArgs),
+    /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
+    /// row-block and 2D checkerboard baselines, per matrix and p.
+    Partition(PartitionArgs),
+    /// SpMV Mflop/s and speedup over sequential CSR of rayon row-parallel CSR and each mbsp
+    /// variant, per matrix and p, with the bandwidth achieved against a STREAM triad, all
+    /// measured in the same run.
+    Spmv(spmv_bench::Args),
+}
+
+/// `mbsp-bench mpi`.
+#[derive(clap::Args)]
+struct MpiArgs {
+    /// A seconds-long smoke run (1 MiB bulk, few batches); the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (figure, bytes, mbsp_seconds, mpi_seconds, ratio, ranks)
+    /// to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+}
+
+/// `mbsp-bench core`.
+#[derive(clap::Args)]
+struct CoreArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// A seconds-long smoke run; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// `mbsp-bench collectives`.
+#[derive(clap::Args)]
+struct CollectivesArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "5", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// Process counts, comma-separated.
+    #[arg(long, default_value = "1,2,4", value_parser = cli::counts("--procs"))]
+    procs: Counts,
+    /// Size of the large case in MiB.
+    #[arg(long, default_value = "16", value_parser = cli::at_least("--large-mib", 1))]
+    large_mib: usize,
+    /// Elements of the sort benchmark (0 = skip it).
+    #[arg(long, default_value_t = 10_000_000)]
+    sort_n: usize,
+    /// A seconds-long smoke run; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write the table of collectives as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+}
+
+/// `mbsp-bench fft`.
+#[derive(clap::Args)]
+struct FftArgs {
+    /// log2 of the smallest n.
+    #[arg(long, default_value_t = 10)]
+    min_log: u32,
+    /// log2 of the largest n (at most 30).
+    #[arg(long, default_value_t = 24)]
+    max_log: u32,
+    /// Process counts of the flat BSP FFT (powers of two), comma-separated.
+    #[arg(long, default_value = "1,2", value_parser = cli::counts("--procs"))]
+    procs: Counts,
+    /// Timed transforms per figure (the median is printed).
+    #[arg(long, default_value = "9", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// Rounds the samples are taken in, every variant in turn each round (a change of the
+    /// machine's speed then reaches all variants alike).
+    #[arg(long, default_value = "3", value_parser = cli::at_least("--rounds", 1))]
+    rounds: usize,
+    /// A seconds-long smoke run (n = 2^10 ... 2^14); the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the rows as CSV (n, variant, p, gflops, rel_error) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+    /// Also plot Gflop/s against n, one line per variant (SVG), to FILE.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<String>,
+}
+
+/// `mbsp-bench nested`.
+#[derive(clap::Args)]
+struct NestedArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// A seconds-long smoke run; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// `mbsp-bench partition`.
+#[derive(clap::Args)]
+struct PartitionArgs {
+    /// Matrix Market files (default: every matrix in shared/data/matrices, found through
+    /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
+    #[arg(value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Numbers of parts, comma-separated (default 2,4,8,16,64; 2,4 with --quick).
+    #[arg(long, value_name = "P,P,...", allow_hyphen_values = true,
+          value_parser = cli::counts("--procs"))]
+    procs: Option<Counts>,
+    /// Seed of the partitioner.
+    #[arg(long, value_name = "S", default_value = "1", allow_hyphen_values = true,
+          value_parser = cli::seed("--seed"))]
+    seed: u64,
+    /// Allowed load imbalance (the Mondriaan volumes are for 0.03).
+    #[arg(long, value_name = "E", default_value = "0.03", allow_hyphen_values = true,
+          value_parser = cli::non_negative("--eps"))]
+    eps: f64,
+    /// Also write the rows as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Print the results as one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// A smoke run: only rajat01, bayer10 and wiki-Vote, p = 2, 4.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Refuses `--samples` whose times cannot fit in memory (8 bytes each, per figure).
+fn samples_fit(samples: usize) -> Result<()> {
+    let mut need = preflight::Need::new();
+    need.add(samples as u128, 8, format!("--samples {samples} times"));
+    need.check()
+}
+
+/// Refuses a collectives benchmark that cannot fit in memory: the large case at the largest p
+/// (a reduction's data and its receive buffer of p parts: (p + 1) x the size on each of p
+/// processes), the sort's input and sorted copy, the samples, the processes.
+fn collectives_fit(o: &collectives_bench::Options) -> Result<()> {
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        p.saturating_mul(p + 1),
+        o.large as u128,
+        format!(
+            "the large case at p = {p}: p + 1 buffers of --large-mib {} on each process",
+            o.large >> 20
+        ),
+    );
+    need.add(
+        2 * o.sort_n as u128,
+        8,
+        format!("--sort-n {}: the input and its sorted copy", o.sort_n),
+    );
+    need.add(
+        o.samples as u128,
+        8,
+        format!("--samples {} times", o.samples),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
+/// Refuses an FFT benchmark that cannot fit in memory: at the largest n, the data, a
+/// transform's working copy and the reference (3 arrays of complex numbers); the samples; the
+/// processes.
+fn fft_bench_fits(o: &fft_bench::Options) -> Result<()> {
+    let n = 1u128 << o.max_log;
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        3 * n,
+        preflight::COMPLEX,
+        format!("--max-log {}: 3 arrays of {n} complex numbers", o.max_log),
+    );
+    need.add(
+        (o.samples as u128).saturating_mul(o.rounds as u128),
+        8,
+        format!("--samples {} x --rounds {} times", o.samples, o.rounds),
+    );
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
+/// Runs one benchmark.
+fn run(which: Bench) -> Result<()> {
+    match which {
+        Bench::Mpi(a) => mpi_bench::run(&mpi_bench::Options {
+            quick: a.quick,
+            json: a.json,
+            csv: a.csv,
+        }),
+        Bench::Core(a) => {
+            let mut o = if a.quick {
+                core_bench::Options::quick()
+            } else {
+                core_bench::Options::full()
+            };
+            if !a.quick {
+                o.samples = a.samples;
+            }
+            samples_fit(o.samples)?;
+            core_bench::run(&o);
+            Ok(())
+        }
+        Bench::Collectives(a) => {
+            let large = if a.quick {
+                Some(1 << 20)
+            } else {
+                a.large_mib.checked_mul(1 << 20)
+            };
+            let large = large.ok_or_else(|| {
+                Error::usage(format!(
+                    "--large-mib {}: more bytes than this machine can address",
+                    a.large_mib
+                ))
+            })?;
+            let o = collectives_bench::Options {
+                samples: if a.quick { 2 } else { a.samples },
+                procs: a.procs.0,
+                large,
+                sort_n: if a.quick {
+                    a.sort_n.min(100_000)
+                } else {
+                    a.sort_n
+                },
+                json: a.json,
+                csv: a.csv,
+            };
+            collectives_fit(&o)?;
+            collectives_bench::run(&o)
+        }
+        Bench::Fft(a) => {
+            let max_log = if a.quick {
+                a.max_log.min(14)
+            } else {
+                a.max_log
+            };
+            if a.min_log > max_log || max_log > 30 {
+                return Err(Error::usage(format!(
+                    "--min-log {} --max-log {max_log}: need --min-log <= --max-log <= 30",
+                    a.min_log
+                )));
+            }
+            if let Some(p) = a.procs.0.iter().find(|p| !p.is_power_of_two()) {
+                return Err(Error::usage(format!(
+                    "--procs {p}: the flat BSP FFT needs powers of two"
+                )));
+            }
+            let o = fft_bench::Options {
+                min_log: a.min_log,
+                max_log,
+                procs: a.procs.0,
+                samples: if a.quick { 3 } else { a.samples },
+                rounds: if a.quick { 1 } else { a.rounds },
+                json: a.json,
+                csv: a.csv,
+                plot: a.plot,
+            };
+            fft_bench_fits(&o)?;
+            fft_bench::run(&o)
+        }
+        Bench::Nested(a) => {
+            let samples = if a.quick { 3 } else { a.samples };
+            samples_fit(samples)?;
+            nested_bench::run(samples, a.quick);
+            Ok(())
+        }
+        Bench::Partition(a) => partition_bench::run(&partition_bench::Options {
+            files: a.files,
+            procs: a.procs.map(|c| c.0),
+            seed: a.seed,
+            eps: a.eps,
+            csv: a.csv,
+            json: a.json,
+            quick: a.quick,
+        }),
+        Bench::Spmv(a) => spmv_bench::run(&a.options()),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match cli::parse::<Cli>("mbsp-bench") {
+        Ok(c) => c,
+        Err(status) => return status,
+    };
+    let name = match &cli.command {
+        Bench::Mpi(_) => "mbsp-bench mpi",
+        Bench::Core(_) => "mbsp-bench core",
+        Bench::Collectives(_) => "mbsp-bench collectives",
+        Bench::Fft(_) => "mbsp-bench fft",
+        Bench::Nested(_) => "mbsp-bench nested",
+        Bench::Partition(_) => "mbsp-bench partition",
+        Bench::Spmv(_) => "mbsp-bench spmv",
+    };
+    // This crate builds the runtime over MPI ranks (mbsp-mpi turns its `mpi` feature on): under
+    // an MPI launcher every run would go over the ranks, each rank getting its own results
+    // only. Only `mpi` is written for that.
+    if !matches!(cli.command, Bench::Mpi(_)) && mbsp::mpi_ranks().is_some_and(|(_, r)| r > 1) {
+        return Error::usage(
+            "under mpiexec only `mbsp-bench mpi` runs; the other benchmarks measure one machine \
+             (start them without mpiexec)",
+        )
+        .report("mbsp-bench");
+    }
+    if let Err(e) = cli::preamble() {
+        return e.report("mbsp-bench");
+    }
+    whole_file::on_interrupt();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report(name),
+    }
+}
