@@ -47,10 +47,10 @@ pub fn parse<P: Parser>(program: &str) -> std::result::Result<P, ExitCode> {
 /// A clap error as one line: a value parser's own message (it names the option and the value),
 /// else clap's text without its `error:` label, usage and hint lines.
 fn one_line(e: &clap::Error) -> String {
-    if e.kind() == clap::error::ErrorKind::ValueValidation {
-        if let Some(source) = std::error::Error::source(e) {
-            return source.to_string();
-        }
+    if e.kind() == clap::error::ErrorKind::ValueValidation
+        && let Some(source) = std::error::Error::source(e)
+    {
+        return source.to_string();
     }
     let text = e.render().to_string();
     let parts: Vec<&str> = text
