@@ -370,7 +370,9 @@ fn main() -> ExitCode {
     // This crate builds the runtime over MPI ranks (mbsp-mpi turns its `mpi` feature on): under
     // an MPI launcher every run would go over the ranks, each rank getting its own results
     // only. Only `mpi` is written for that.
-    if !matches!(cli.command, Bench::Mpi(_)) && mbsp::mpi_ranks().is_some_and(|(_, r)| r > 1) {
+    if !matches!(cli.command, Bench::Mpi(_))
+        && mbsp::ranks::bsplib_world().is_some_and(|w| w.size() > 1)
+    {
         return Error::usage(
             "under mpiexec only `mbsp-bench mpi` runs; the other benchmarks measure one machine \
              (start them without mpiexec)",

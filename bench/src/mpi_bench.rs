@@ -3,7 +3,6 @@
 //! sync and bulk put and get + sync against `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
 
-#[allow(unused_imports)]
 use mbsp_cli::error::{Classify, Error, Result};
 use std::path::PathBuf;
 
@@ -32,27 +31,29 @@ pub fn run(o: &Options) -> Result<()> {
             bulk: 16 << 20,
         }
     };
-    let ranks = mbsp::mpi_ranks().map_or(1, |(_, size)| size);
-    let results = mbsp::run(ranks, |ctx| {
-        if ctx.pid() == 0 {
-            eprintln!(
-                "mbsp bench mpi: {} ranks; {} batches per figure, {} operations per batch ({} \
+    let world = mbsp::ranks::World::init().or_run()?;
+    let ranks = world.size();
+    let mine = world
+        .run(mbsp::Run::new(ranks), |ctx| {
+            if ctx.pid() == 0 {
+                eprintln!(
+                    "mbsp bench mpi: {} ranks; {} batches per figure, {} operations per batch ({} \
                  for the bulk figures of {} MiB), mbsp and plain MPI interleaved",
-                ctx.nprocs(),
-                m.batches,
-                m.reps,
-                (m.reps / 10).max(2),
-                m.bulk >> 20
-            );
-            if ctx.nprocs() == 1 {
-                eprintln!("mbsp bench mpi: one rank; start it under `mpiexec -n 2` to measure");
+                    ctx.nprocs(),
+                    m.batches,
+                    m.reps,
+                    (m.reps / 10).max(2),
+                    m.bulk >> 20
+                );
+                if ctx.nprocs() == 1 {
+                    eprintln!("mbsp bench mpi: one rank; start it under `mpiexec -n 2` to measure");
+                }
             }
-        }
-        let f = mbsp_mpi::bench::measure(ctx, &m)?;
-        Ok((ctx.pid(), ctx.nprocs(), f))
-    })?;
-    // Over ranks, this rank's result only.
-    let Some((pid, p, figures)) = results.into_iter().next() else {
+            let f = mbsp_mpi::bench::measure(ctx, &m)?;
+            Ok((ctx.pid(), ctx.nprocs(), f))
+        })
+        .or_run()?;
+    let Some((pid, p, figures)) = mine.value else {
         return Ok(());
     };
     if pid != 0 {

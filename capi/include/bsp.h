@@ -18,8 +18,15 @@
  * the current mode. (Earlier versions of mbsp made bsp_pid_t and bsp_size_t int in compatibility
  * mode.)
  *
+ * Over MPI ranks (BSPlib's convention; libmbsp built with its default feature mpi): a program
+ * started by an MPI launcher (mpiexec: PMI_SIZE, PMI_RANK, OMPI_COMM_WORLD_SIZE or PMIX_RANK
+ * in its environment) runs its top-level SPMD section over the launcher's ranks, one process
+ * per rank; MBSP_MPI=1 forces this, MBSP_MPI=0 keeps the program on threads. Outside a run,
+ * bsp_nprocs() is then the number of ranks. (Rust programs ask for ranks explicitly instead.)
+ *
  * Other headers: mcbsp.h (this one), mcbsp-affinity.h (thread placement), mcbsp-resiliency.h
- * (checkpoints: not supported, see there), mcbsp-profiling.h (accepted and ignored).
+ * (checkpoints: not supported, see there), mcbsp-profiling.h (accepted and ignored), bsp.hpp
+ * (C++: the class mcbsp::BSP_program of MulticoreBSP for C).
  *
  * Processes are threads: global variables are shared between processes, as in MulticoreBSP.
  * Every misuse, and bsp_abort, prints one line naming the primitive, the process, the superstep
@@ -118,7 +125,10 @@ extern "C" {
 /* ---- SPMD sections ---- */
 
 /* The function new processes start in: its first statement is bsp_begin, its last bsp_end.
- * Call before bsp_begin, unless the SPMD section is main itself. */
+ * Call before bsp_begin, unless the SPMD section is main itself.
+ * Over MPI ranks (BSPlib over MPI's convention), every rank but 0 goes from the top-level
+ * bsp_init straight into spmd, so main's code after bsp_init (reading parameters, say) runs on
+ * rank 0 only; the P of bsp_begin is rank 0's. A program has one top-level SPMD section there. */
 void bsp_init(void (*spmd)(void), int argc, char **argv);
 
 #ifndef MBSP_CXX_UNWIND
@@ -134,14 +144,13 @@ void bsp_begin(bsp_pid_t P);
  * registered on their stacks stays readable until then). Then pid 0 continues; the other
  * processes leave their SPMD function. Every process must end its section this way: leaving it
  * otherwise (returning from the function that called bsp_begin, calling exit) is a misuse.
- * Over MPI ranks, ranks other than 0 run the SPMD function named by bsp_init themselves (as
- * threads started for a run do; its first statement is bsp_begin), so none returns into main.
- * (C++: an inline function below.) */
+ * Over MPI ranks, the ranks other than 0 end (exit) at the top-level bsp_end, so none returns
+ * into main. (C++: an inline function below.) */
 void bsp_end(void);
 #endif
 
 /* Processes in the current run; outside a run, the most processes a run may have (see
- * mcbsp_set_maximum_threads), by default the hardware threads. */
+ * mcbsp_set_maximum_threads), by default the hardware threads (over MPI ranks: the ranks). */
 mbsp_pid_arg_t bsp_nprocs(void);
 /* This process's id, 0 <= bsp_pid() < bsp_nprocs(). */
 mbsp_pid_arg_t bsp_pid(void);

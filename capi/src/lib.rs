@@ -22,6 +22,7 @@ mod bsmp;
 mod compat;
 mod drma;
 mod profiling;
+mod ranks;
 mod resiliency;
 mod spmd;
 mod state;

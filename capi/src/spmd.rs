@@ -2,9 +2,13 @@
 //! bsp_sync, and the message part of bsp_abort (formatted by bsp.h).
 
 use crate::affinity;
-use crate::state::{FRAMES, Frame, PENDING_INIT, current, die, fatal, pop, push, with_ctx};
+use crate::ranks;
+use crate::state::{
+    FRAMES, Frame, PENDING_DATA, PENDING_INIT, current, die, fatal, pop, push, with_ctx,
+};
 use mbsp_rt::{Ctx, Run, Spmd};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 type MainFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> c_int;
 
@@ -27,6 +31,27 @@ unsafe extern "C" {
 /// machine hierarchy has, so reaching it means runaway recursion.
 const MAX_DEPTH: usize = 64;
 
+/// A top-level run over MPI ranks was started (there is one per program).
+static RANKS_USED: AtomicBool = AtomicBool::new(false);
+
+/// The data of `mbsp_init_data`, handed to the run's threads.
+#[derive(Clone, Copy)]
+struct SpmdData(*mut c_void);
+
+// SAFETY: the library never dereferences the pointer; it only hands it back to the program's
+// SPMD function on each process, which shares the program's address space (bsp.hpp's program
+// object is read by all processes of its run, as MulticoreBSP's is).
+unsafe impl Send for SpmdData {}
+// SAFETY: as above.
+unsafe impl Sync for SpmdData {}
+
+impl SpmdData {
+    /// The pointer (a method, so that a closure captures the whole `Send` wrapper).
+    fn ptr(self) -> *mut c_void {
+        self.0
+    }
+}
+
 /// What the threads of a run execute.
 #[derive(Clone, Copy)]
 enum Entry {
@@ -44,10 +69,77 @@ pub unsafe extern "C" fn bsp_init(
     _argc: c_int,
     _argv: *mut *mut c_char,
 ) {
+    init("bsp_init", spmd, std::ptr::null_mut());
+}
+
+/// `bsp_init` whose run hands `data` to every process's SPMD function (`mbsp_spmd_data`):
+/// bsp.hpp's `BSP_program::begin` passes its program object, so that the processes of each
+/// run (nested runs included) find their own.
+///
+/// # Safety
+/// As `bsp_init`; `data` is only handed back, never read.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mbsp_init_data(spmd: Option<extern "C" fn()>, data: *mut c_void) {
+    init("mbsp_init_data", spmd, data);
+}
+
+/// In an SPMD function started by a run of `mbsp_init_data` (before or after its
+/// `bsp_begin`): that call's `data`. Null after a plain `bsp_init`, or outside an SPMD
+/// function.
+#[unsafe(no_mangle)]
+pub extern "C" fn mbsp_spmd_data() -> *mut c_void {
+    let pending = PENDING_DATA.get();
+    if !pending.is_null() {
+        // Process 0 before its bsp_begin (which takes the data into the run's frame).
+        return pending;
+    }
+    FRAMES.with(|f| {
+        f.borrow()
+            .last()
+            .map_or(std::ptr::null_mut(), |top| top.data)
+    })
+}
+
+/// Record the SPMD function (and bsp.hpp's data) for the next `bsp_begin` of this thread.
+fn init(op: &str, spmd: Option<extern "C" fn()>, data: *mut c_void) {
     if spmd.is_none() {
-        die("mbsp: bsp_init: the SPMD function is NULL");
+        die(&format!("mbsp: {op}: the SPMD function is NULL"));
     }
     PENDING_INIT.set(spmd);
+    PENDING_DATA.set(data);
+    // Over MPI ranks (BSPlib's convention there), every rank but 0 goes from a top-level
+    // bsp_init straight into the SPMD function: main's sequential part, which typically
+    // reads the parameters, is rank 0's alone, and the others take P from rank 0 at
+    // bsp_begin. The rank ends at the SPMD function's bsp_end (see `end_section`).
+    if current().is_none() && mbsp_rt::ranks::bsplib_world().is_some_and(|w| w.rank() != 0) {
+        rank_runs_spmd(spmd);
+    }
+}
+
+/// A rank other than 0 runs the SPMD function given to the top-level `bsp_init`, which must
+/// start the run with `bsp_begin` and end it with `bsp_end` (where the rank exits); returning
+/// from it is a misuse that ends the program.
+fn rank_runs_spmd(spmd: Option<extern "C" fn()>) -> ! {
+    // SAFETY: the program's SPMD function, called through the C shim as for a thread of a
+    // run (no C++ trampoline is needed: this rank starts its run itself, so its bsp_end ends
+    // the rank by exiting, never by throwing or jumping out).
+    unsafe { mbsp_c_call(spmd, None, None) };
+    match current() {
+        Some(ptr) => {
+            // SAFETY: the frame pushed by the function's bsp_begin is alive (popped only by
+            // its bsp_end, which would have ended the rank).
+            let ctx = unsafe { &*ptr };
+            fatal(
+                Some(ctx),
+                ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end"),
+            )
+        }
+        None => die(
+            "mbsp: bsp_init: over MPI ranks, a rank other than 0 runs the SPMD function given to \
+             the top-level bsp_init (BSPlib's convention), and that function returned without \
+             calling bsp_begin",
+        ),
+    }
 }
 
 /// MulticoreBSP's name of `bsp_init`.
@@ -122,6 +214,25 @@ pub unsafe extern "C" fn mbsp_begin_with(
             ),
         );
     }
+    // Over MPI ranks, the process count of a top-level run is rank 0's (BSPlib's convention:
+    // the other ranks came from bsp_init without running main's sequential part, where P is
+    // usually read). The runs over ranks are one per program: the ranks other than 0 end at
+    // its bsp_end.
+    let p = match (parent, mbsp_rt::ranks::bsplib_world()) {
+        (None, Some(_)) => {
+            if RANKS_USED.swap(true, Ordering::Relaxed) {
+                begin_misuse(
+                    None,
+                    "over MPI ranks a program has one top-level SPMD section: the ranks other \
+                     than 0 ended at the first one's bsp_end (BSPlib's convention); start a \
+                     further section inside one (nested), or run on threads (MBSP_MPI=0)"
+                        .into(),
+                );
+            }
+            ranks::root_procs(p)
+        }
+        _ => p,
+    };
     if p < 1 {
         begin_misuse(
             parent,
@@ -134,6 +245,7 @@ pub unsafe extern "C" fn mbsp_begin_with(
     } else {
         main_fn
     };
+    let data = SpmdData(PENDING_DATA.replace(std::ptr::null_mut()));
     let entry = match PENDING_INIT.take() {
         Some(f) => Entry::Spmd(f),
         None if !main_ptr.is_null() => {
@@ -160,6 +272,7 @@ pub unsafe extern "C" fn mbsp_begin_with(
             awaiting_begin: true,
             ended: false,
             cxx: trampoline.is_some(),
+            data: data.ptr(),
         });
         // SAFETY: C entry points of the program; the trampolines catch bsp_end's exit.
         unsafe {
@@ -185,28 +298,24 @@ pub unsafe extern "C" fn mbsp_begin_with(
     };
     // Over MPI ranks, a rank beyond the P processes takes no part: it leaves the program at
     // once (as in BSPlib over MPI), after the collective start it must join.
-    let idle = parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank >= p);
+    let world = parent
+        .is_none()
+        .then(mbsp_rt::ranks::bsplib_world)
+        .flatten();
+    let idle = world.is_some_and(|w| w.rank() >= p);
     let started: mbsp_rt::Result<Spmd> = match parent {
         // SAFETY: the parent's context outlives the nested run (frames are a stack: the nested
         // run's frame is popped, and the run ended, before the parent's), and the parent thread
         // uses only the innermost frame's context, so the exclusive borrow is respected.
         Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, spawned),
-        None => run.begin(spawned),
+        None => match world {
+            Some(w) => w.begin(run),
+            None => run.begin(spawned),
+        },
     };
     if idle {
         std::process::exit(0);
     }
-    // Over MPI ranks, a rank other than 0 is like a thread started for the run: it runs the
-    // SPMD function named by bsp_init itself (which joins at its bsp_begin), so that it never
-    // returns into main, whose code after the SPMD section is process 0's alone. Its bsp_end
-    // ends the rank; a return comes back here. (An SPMD section that is main itself is not run
-    // again: main's return ends the rank anyway.)
-    let rank_spmd = match entry {
-        Entry::Spmd(f) if parent.is_none() && mbsp_rt::mpi_ranks().is_some_and(|(r, _)| r != 0) => {
-            Some(f)
-        }
-        _ => None,
-    };
     match started {
         Ok(s) => {
             let mut owner = Box::new(s);
@@ -214,20 +323,11 @@ pub unsafe extern "C" fn mbsp_begin_with(
             push(Frame {
                 ctx,
                 owner: Some(owner),
-                awaiting_begin: rank_spmd.is_some(),
+                awaiting_begin: false,
                 ended: false,
                 cxx: false,
+                data: data.ptr(),
             });
-            if let Some(f) = rank_spmd {
-                // SAFETY: the program's SPMD function; the trampoline catches a C++ bsp_end.
-                unsafe { mbsp_c_call(Some(f), None, trampoline) };
-                // SAFETY: the frame pushed above is alive (bsp_end would have ended the rank).
-                let ctx = unsafe { &*ctx };
-                fatal(
-                    Some(ctx),
-                    ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end"),
-                );
-            }
         }
         // SAFETY: as above.
         Err(e) => fatal(parent.map(|p| unsafe { &*p }), e),
@@ -327,7 +427,8 @@ fn end_section() -> Ended {
             }
             // Over MPI ranks, only process 0 goes on after the top-level bsp_end (as in BSPlib
             // over MPI); the others end here, with status 0 (MPI is finalised at exit).
-            if current().is_none() && mbsp_rt::mpi_ranks().is_some_and(|(rank, _)| rank != 0) {
+            if current().is_none() && mbsp_rt::ranks::bsplib_world().is_some_and(|w| w.rank() != 0)
+            {
                 std::process::exit(0);
             }
             Ended::Continue
@@ -343,14 +444,18 @@ fn end_section() -> Ended {
     }
 }
 
-/// The number of processes of the current run; outside a run, the number of hardware threads
-/// (or the maximum set by `mcbsp_set_maximum_threads` / `MBSP_MAX_THREADS`).
+/// The number of processes of the current run; outside a run, the number of hardware threads,
+/// or over MPI ranks the number of ranks (at most the maximum set by
+/// `mcbsp_set_maximum_threads` / `MBSP_MAX_THREADS`): what a top-level `bsp_begin` can start.
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_nprocs() -> c_uint {
     match current() {
         // SAFETY: the frame's context is alive.
         Some(ptr) => unsafe { (*ptr).nprocs() as c_uint },
-        None => crate::affinity::mcbsp_get_maximum_threads() as c_uint,
+        None => match mbsp_rt::ranks::bsplib_world() {
+            Some(w) => affinity::max_threads().map_or(w.size(), |m| w.size().min(m)) as c_uint,
+            None => affinity::mcbsp_get_maximum_threads() as c_uint,
+        },
     }
 }
 

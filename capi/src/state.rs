@@ -18,6 +18,9 @@ pub(crate) struct Frame {
     /// The thread's SPMD function runs under the C++ trampoline of bsp.h (the run was started
     /// by C++ code), so a C++ `bsp_end` leaves it by throwing rather than by `longjmp`.
     pub(crate) cxx: bool,
+    /// The pointer given to `mbsp_init_data` for the run (bsp.hpp's program object), for
+    /// `mbsp_spmd_data`; null after a plain `bsp_init`.
+    pub(crate) data: *mut std::ffi::c_void,
 }
 
 /// The runs a thread takes part in, innermost last.
@@ -64,6 +67,9 @@ thread_local! {
     pub(crate) static FRAMES: RefCell<Frames> = const { RefCell::new(Frames(Vec::new())) };
     /// The SPMD function given to the last `bsp_init` of this thread.
     pub(crate) static PENDING_INIT: Cell<Option<extern "C" fn()>> = const { Cell::new(None) };
+    /// The data given with it (`mbsp_init_data`), null after a plain `bsp_init`.
+    pub(crate) static PENDING_DATA: Cell<*mut std::ffi::c_void> =
+        const { Cell::new(std::ptr::null_mut()) };
 }
 
 // The innermost frame's context (null outside runs), read by every primitive: kept in an
@@ -172,7 +178,7 @@ pub(crate) fn die(line: &str) -> ! {
     eprintln!("{line}");
     // SAFETY: fflush(NULL) flushes all C streams.
     unsafe { fflush(std::ptr::null_mut()) };
-    if mbsp_rt::mpi_ranks().is_some() {
+    if mbsp_rt::ranks::bsplib_world().is_some() {
         // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and was
         // seen dropping this line, still in its forwarding pipe, when it did (1 run in ~15):
         // give it a moment to pass the line on (100 ms was not always enough under load).

@@ -771,3 +771,129 @@ fn a_failing_rank_ends_every_rank_with_its_line() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("should not get here"));
     }
 }
+
+/// [`run`] (`ranks` = None) or [`run_ranks`] with `input` on stdin (under `mpiexec`, rank 0's).
+fn run_input(exe: &Path, args: &[&str], input: &str, ranks: Option<usize>) -> Output {
+    use std::io::Write;
+    let (secs, wrapper) = wrapped(if ranks.is_some() { 120 } else { 60 });
+    let mut cmd = Command::new("timeout");
+    cmd.arg(secs);
+    if let Some(n) = ranks {
+        cmd.args(["mpiexec", "-n", &n.to_string()]);
+    }
+    let mut child = cmd
+        .args(wrapper)
+        .arg(exe)
+        .args(args)
+        .env_clear_mbsp()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run (mpiexec: install MPICH, as scripts/setup does)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "{} {args:?} ({ranks:?} ranks) with input {input:?} hung",
+        exe.display()
+    );
+    out
+}
+
+/// BSPedupack's shape: main's sequential part reads P and n on stdin, bsp_init's SPMD function
+/// begins P processes. Over MPI ranks, only rank 0 runs that part (the others go from bsp_init
+/// into the SPMD function) and bsp_begin takes rank 0's P: the results are those of threads.
+#[test]
+fn parameters_read_by_pid_0_in_main_over_threads_and_ranks() {
+    let exe = build("stdin_params.c", "stdin_params", &[], Link::Shared);
+    let n = 20_000;
+    let inprod = |p: usize| format!("inprod p={p} n={n}: 2666866670000 = n(n+1)(2n+1)/6");
+    // The checksum of the keys is the same for every p (the keys depend on n only).
+    let sort = |p: usize| format!("sort p={p} n={n}: ok, checksum ");
+    let check = |out: &Output, p: usize, what: &str| {
+        let text = ok(out);
+        for line in [
+            inprod(p),
+            sort(p),
+            "How many processes".into(),
+            "main goes on".into(),
+        ] {
+            assert_eq!(
+                text.matches(&line).count(),
+                1,
+                "{what}: {line:?} once in {text}"
+            );
+        }
+        text.lines()
+            .find(|l| l.starts_with("sort "))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap()
+            .to_string()
+    };
+    let input = |p: usize| format!("{p}\n{n}\n");
+    let sum = check(&run_input(&exe, &[], &input(1), None), 1, "1 thread");
+    for p in [2, 3] {
+        let got = check(&run_input(&exe, &[], &input(p), None), p, "threads");
+        assert_eq!(got, sum, "p = {p} threads");
+    }
+    for (ranks, p) in [(2, 2), (3, 2)] {
+        let what = format!("{ranks} ranks, P = {p}");
+        let got = check(&run_input(&exe, &[], &input(p), Some(ranks)), p, &what);
+        assert_eq!(got, sum, "{what}");
+    }
+}
+
+/// bsp.hpp: mcbsp::BSP_program as MulticoreBSP for C's C++ users write it.
+#[test]
+fn cxx_bsp_program_class() {
+    // MulticoreBSP's example, unchanged: two runs one after the other.
+    let hello_exe = build("hello_world_cpp.cpp", "hello_world_cpp", &[], Link::Shared);
+    let out = ok(&run(&hello_exe, &[], &[("MBSP_MAX_THREADS", "3")]));
+    let (first, second) = out
+        .split_once("In-between parallel part...\n")
+        .unwrap_or_else(|| panic!("{out}"));
+    // The processes' `std::cout << ... << pid << "\n"` interleave: count the greetings and
+    // collect the pids printed among them.
+    let hello = "Hello world from thread ";
+    for (text, pids) in [(first, "01"), (second, "012")] {
+        assert_eq!(text.matches(hello).count(), pids.len(), "{out}");
+        let mut got: Vec<char> = text
+            .replace(hello, "")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got.into_iter().collect::<String>(), pids, "{out}");
+    }
+    // Per-process objects, communication, nested programs begun by every process at once;
+    // with exceptions and without (bsp_end then leaves by longjmp).
+    for (name, flags) in [
+        ("cxx_program", &[][..]),
+        ("cxx_program-noexcept", &["-fno-exceptions"][..]),
+    ] {
+        let exe = build("cxx_program.cpp", name, flags, Link::Shared);
+        assert!(ok(&run(&exe, &["threads"], &[])).contains("c++ program ok"));
+        assert!(ok(&run(&exe, &["4"], &[])).contains("gather p=4 sum=64\nmain goes on"));
+    }
+    // Over MPI ranks: one begin runs over the ranks (the others end at its bsp_end, so main
+    // goes on once); a second top-level begin is refused with a line saying why.
+    let exe = build("cxx_program.cpp", "cxx_program", &[], Link::Shared);
+    let out = ok(&run_ranks(2, &exe, &["2"]));
+    assert_eq!(out.matches("gather p=2 sum=12").count(), 1, "{out}");
+    assert_eq!(out.matches("main goes on").count(), 1, "{out}");
+    let out = run_ranks(2, &hello_exe, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("mbsp: bsp_begin: over MPI ranks a program has one top-level SPMD section"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("In-between parallel part..."));
+}

@@ -202,22 +202,6 @@ pub fn counts(
     }
 }
 
-/// Refuses to run under an MPI launcher when the runtime was built over MPI ranks (the cargo
-/// feature `mpi`): every run would go over the ranks, each rank getting its own results only.
-///
-/// Follow-up: once the runtime offers an explicit rank world, the commands that make sense over
-/// ranks (`fft`, `spmv`) take it instead of being refused.
-#[cfg(feature = "mpi")]
-pub fn refuse_ranks(program: &str) -> Result<()> {
-    if mbsp::mpi_ranks().is_some_and(|(_, ranks)| ranks > 1) {
-        return Err(Error::usage(format!(
-            "under mpiexec {program} does not run yet (built with the `mpi` feature, its runs \
-             would go over the ranks); start it without mpiexec"
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,10 +69,6 @@ fn main() -> ExitCode {
     if let Err(e) = cli::preamble() {
         return e.report("mbsp");
     }
-    #[cfg(feature = "mpi")]
-    if let Err(e) = cli::refuse_ranks("mbsp") {
-        return e.report("mbsp");
-    }
     whole_file::on_interrupt();
     let result = match command {
         Command::Demo(o) => demo::run(&o),

@@ -12,8 +12,8 @@ pub(crate) const fn align8(n: usize) -> usize {
 
 #[derive(Default)]
 pub(crate) struct Arena {
-    words: Vec<u64>,
-    len: usize,
+    pub(crate) words: Vec<u64>,
+    pub(crate) len: usize,
 }
 
 impl Arena {
@@ -127,19 +127,6 @@ impl Arena {
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.len = 0;
-    }
-
-    /// The words in use.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn words(&self) -> &[u64] {
-        &self.words[..self.len / 8]
-    }
-
-    /// Append whole words.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn extend_words(&mut self, w: &[u64]) {
-        let off = self.reserve(w.len() * 8) / 8;
-        self.words[off..off + w.len()].copy_from_slice(w);
     }
 }
 

@@ -28,17 +28,18 @@
 //! primitive on its `Ctx` fails too, including the local views of registered memory and the
 //! queue accessors, so user code that ignores an error cannot race with processes that are
 //! still communicating. A sync that fails does not return before every process of the run has
-//! stopped touching other processes' memory ([`Ctx::quiesce`]): each process counts itself as
+//! stopped touching other processes' memory (the engine's `stop`): each process counts itself as
 //! stopped (once) when it first sees the failure or when it ends.
 
 use crate::barrier::{Barrier, Member, Ride};
+use crate::engine::Link;
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
 use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
 use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SharedCell};
 use crate::tree::Tree;
-use crate::wait::{Sleep, WaitPolicy};
+use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
 use mbsp_topology::{Binding, Domain, Machine};
 use std::cell::{Cell, RefCell};
@@ -51,6 +52,17 @@ static NEXT_RUN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 /// A fresh run identity (registrations remember the run they belong to).
 pub(crate) fn next_run_id() -> u64 {
     NEXT_RUN_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A point inside `sync` where a test can make a process fail, to check the failure paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPoint {
+    /// Right after the first barrier (peers may be starting their communication phase).
+    AfterBarrier1,
+    /// After reading the sources of this process's gets (peers are reading too).
+    AfterReads,
+    /// After the second barrier (peers are delivering puts and writing gets).
+    AfterBarrier2,
 }
 
 /// The collective requests of one superstep, published for validation at the sync.
@@ -207,7 +219,7 @@ pub(crate) struct RunShared {
     pub(crate) tree: Arc<Tree>,
     pub(crate) barrier: Arc<Barrier>,
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
-    /// Processes that have seen the run fail, or ended (see [`Ctx::quiesce`]).
+    /// Processes that have seen the run fail, or ended (see the thread engine's `quiesce`).
     pub(crate) stopped: CachePadded<AtomicUsize>,
     pub(crate) layout: Layout,
     /// For a nested run: the binding of the thread that starts it (kept by its process 0).
@@ -382,13 +394,11 @@ pub struct Ctx {
     /// The outcome of this process's end of the run ([`Ctx::end`]), once it has ended.
     pub(crate) end_outcome: Option<Result<()>>,
     /// A failure to inject in the next sync (tests of the failure paths).
-    pub(crate) fault: Cell<Option<crate::internals::SyncPoint>>,
+    pub(crate) fault: Cell<Option<SyncPoint>>,
     /// The superstep recorder of a profiled run (see [`crate::profile`]).
     pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
-    /// The connection to the other ranks when this is the top level of a run over MPI ranks
-    /// (see `ranks.rs`).
-    #[cfg(feature = "mpi")]
-    pub(crate) net: Option<Box<crate::ranks::Net>>,
+    /// The engine that reaches the other processes of the run (see `engine/`).
+    pub(crate) link: Link<Ctx>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -426,8 +436,7 @@ impl Ctx {
             end_outcome: None,
             fault: Cell::new(None),
             prof,
-            #[cfg(feature = "mpi")]
-            net: None,
+            link: Link::Threads,
             _not_send: PhantomData,
         }
     }
@@ -688,51 +697,6 @@ impl Ctx {
         if !self.stopped.replace(true) {
             self.run.stopped.fetch_add(1, Ordering::AcqRel);
         }
-    }
-
-    /// After a failed sync: wait until every process of the run has stopped, so that none is
-    /// still reading this process's memory (get sources, popped registrations, raw areas) when
-    /// the error reaches user code. Every process stops promptly: the run is aborted, so its
-    /// next primitive (or the barrier it waits in) fails.
-    #[cold]
-    pub(crate) fn quiesce(&self) {
-        self.note_stopped();
-        let (stopped, p) = (&self.run.stopped, self.run.p);
-        let _ = crate::wait::wait_until(
-            self.run.barrier.policy(),
-            Sleep::Naps,
-            || (stopped.load(Ordering::Acquire) >= p).then_some(()),
-            || false,
-        );
-    }
-
-    /// After this process has seen the run fail: wait until no process of the run touches its
-    /// memory any more (over MPI ranks: the failed rank's last exchange, which every rank joins).
-    #[cold]
-    pub(crate) fn wait_all_stopped(&mut self) {
-        #[cfg(feature = "mpi")]
-        if self.net.is_some() {
-            let _ = self.rank_fail();
-            return;
-        }
-        self.quiesce();
-    }
-
-    /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
-    /// everything the previous supersteps wrote (needed by the immediate primitives).
-    #[inline]
-    pub(crate) fn wait_settled(&self, op: &'static str, pid: usize) -> Result<()> {
-        let done = &self.run.procs[pid].done;
-        if done.load(Ordering::Acquire) >= self.step {
-            return Ok(());
-        }
-        crate::wait::wait_until(
-            self.run.barrier.policy(),
-            Sleep::Naps,
-            || (done.load(Ordering::Acquire) >= self.step).then_some(()),
-            || self.run.tree.is_aborted(),
-        )
-        .map_err(|_| self.stopped(op))
     }
 }
 

@@ -8,6 +8,8 @@
 
 use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, NO_RIDE, source_bit};
 use crate::ctx::{Ctx, GetOp};
+use crate::engine::Engine;
+use crate::engine::threads::Threads;
 use crate::error::Result;
 use crate::reg::{Reg, RegId, Registration, Storage};
 use crate::registry::{ElemType, Entry, Keep, RegOp, SlotState};
@@ -450,12 +452,9 @@ impl Ctx {
             self.flag(FLAG_COMM);
             return Ok(());
         }
-        #[cfg(feature = "mpi")]
-        if src.len() >= crate::ranks::BIG_PUT && pid != self.pid {
-            if let Some(net) = &self.net {
-                if net.big_put(pid, dst, src, self.step).is_none() {
-                    return Err(self.no_room_for_put(pid, src.len()));
-                }
+        if pid != self.pid {
+            if let Some(carried) = self.link.remote().and_then(|e| e.put(self, pid, dst, src)) {
+                carried?;
                 self.note_out(pid, src.len(), false, false);
                 self.flag(FLAG_COMM);
                 return Ok(());
@@ -472,7 +471,7 @@ impl Ctx {
     /// The error of a put whose copy could not be allocated.
     #[cold]
     #[inline(never)]
-    fn no_room_for_put(&self, pid: usize, len: usize) -> crate::Error {
+    pub(crate) fn no_room_for_put(&self, pid: usize, len: usize) -> crate::Error {
         self.out_of_memory(
             "put",
             format!(
@@ -595,18 +594,12 @@ impl Ctx {
     ) -> Result<()> {
         let dst = self.remote("hpput", "to", pid, slot, off, len)?;
         self.note_out(pid, len, false, true);
-        #[cfg(feature = "mpi")]
-        if self.net.is_some() && pid != self.pid {
-            // SAFETY: forwarded to the caller; `dst` checked against the mirror just now.
-            return unsafe { self.rank_hpput(pid, src, dst, len) };
+        match self.link.remote() {
+            // SAFETY: forwarded to the caller; `dst` checked (against the mirror) just now.
+            Some(e) if pid != self.pid => unsafe { e.hpput(self, pid, src, dst, len) },
+            // SAFETY: as above.
+            _ => unsafe { Threads.hpput(self, pid, src, dst, len) },
         }
-        if len > 0 {
-            self.wait_settled("hpput", pid)?;
-            // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
-            // promise. `copy` tolerates overlap (a process may hpput into itself).
-            unsafe { std::ptr::copy(src, dst, len) };
-        }
-        Ok(())
     }
 
     // ----- get -----
@@ -835,18 +828,12 @@ impl Ctx {
     ) -> Result<()> {
         let s = self.remote(op, "from", pid, slot, off, len)?;
         self.note_get(pid, len, true);
-        #[cfg(feature = "mpi")]
-        if self.net.is_some() && pid != self.pid {
-            // SAFETY: forwarded to the caller; `s` checked against the mirror just now.
-            return unsafe { self.rank_get_now(op, pid, s, dst, len) };
+        match self.link.remote() {
+            // SAFETY: forwarded to the caller; `s` checked (against the mirror) just now.
+            Some(e) if pid != self.pid => unsafe { e.get_now(self, op, pid, s, dst, len) },
+            // SAFETY: as above.
+            _ => unsafe { Threads.get_now(self, op, pid, s, dst, len) },
         }
-        if len > 0 {
-            self.wait_settled(op, pid)?;
-            // SAFETY: the source is in bounds of a live registration and not written during
-            // this superstep (caller's promise); `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(s, dst, len) };
-        }
-        Ok(())
     }
 
     // ----- raw forms: areas named by their local address, as in BSPlib -----

@@ -83,7 +83,7 @@ impl Ctx {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(self.stop_lending(e)),
             Err(payload) => {
-                let message = crate::run::panic_message(&*payload);
+                let message = crate::process::panic_message(&*payload);
                 let e = self.error(ErrorKind::Panic, "spmd", message);
                 self.stop_lending(e);
                 resume_unwind(payload)

@@ -67,15 +67,15 @@ mod barrier;
 mod bsmp;
 mod ctx;
 mod drma;
+mod engine;
 mod error;
 mod lend;
 mod limits;
 mod outbox;
 pub mod params;
 mod place;
+mod process;
 pub mod profile;
-#[cfg(feature = "mpi")]
-mod ranks;
 mod reg;
 mod registry;
 mod run;
@@ -91,21 +91,49 @@ pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;
 pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
-#[cfg(feature = "mpi")]
-pub use ranks::{MPI_ENV, TIMEOUT_ENV, mpi_ranks};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
 pub use wait::WaitPolicy;
 
-/// This program's MPI rank and the number of ranks, when top-level runs go over MPI ranks:
-/// never in a build without the `mpi` feature.
-///
-/// ```
-/// assert_eq!(mbsp::mpi_ranks(), None);
-/// ```
+/// Runs over MPI ranks (feature `mpi`): see the rank engine's documentation.
+#[cfg(feature = "mpi")]
+pub use engine::ranks;
+
+/// Runs over MPI ranks: none in this build (without the feature `mpi`). The C ABI asks
+/// [`ranks::bsplib_world`], which here always answers `None`.
 #[cfg(not(feature = "mpi"))]
-pub fn mpi_ranks() -> Option<(usize, usize)> {
-    None
+pub mod ranks {
+    /// The ranks of this program: no value of this type exists in a build without the feature
+    /// `mpi`.
+    #[derive(Debug)]
+    pub enum World {}
+
+    impl World {
+        /// This program's rank.
+        pub fn rank(&self) -> usize {
+            match *self {}
+        }
+
+        /// The number of ranks.
+        pub fn size(&self) -> usize {
+            match *self {}
+        }
+
+        /// Start a run over the ranks, this rank's process run by the caller.
+        pub fn begin(&self, _options: crate::Run) -> crate::Result<crate::Spmd<'static>> {
+            match *self {}
+        }
+    }
+
+    /// The world when BSPlib's convention puts this program over MPI ranks: never, in a build
+    /// without the feature `mpi`.
+    ///
+    /// ```
+    /// assert!(mbsp::ranks::bsplib_world().is_none());
+    /// ```
+    pub fn bsplib_world() -> Option<&'static World> {
+        None
+    }
 }
 pub use team::{TEAMS_ENV, release_threads};
 
@@ -124,16 +152,7 @@ pub mod internals {
     pub use crate::barrier::{Barrier, Member, Outcome};
     pub use crate::wait::Aborted;
 
-    /// A point inside `sync` where a test can make a process fail, to check the failure paths.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum SyncPoint {
-        /// Right after the first barrier (peers may be starting their communication phase).
-        AfterBarrier1,
-        /// After reading the sources of this process's gets (peers are reading too).
-        AfterReads,
-        /// After the second barrier (peers are delivering puts and writing gets).
-        AfterBarrier2,
-    }
+    pub use crate::ctx::SyncPoint;
 
     /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
     /// another process of the hierarchy had aborted then.
@@ -174,10 +193,10 @@ pub mod internals {
         let handles: Vec<_> = (1..p)
             .map(|pid| {
                 let (s, f) = (shared.clone(), f.clone());
-                loom::thread::spawn(move || crate::run::process(s, pid, &*f))
+                loom::thread::spawn(move || crate::process::process(s, pid, &*f))
             })
             .collect();
-        let mut out = vec![crate::run::process(shared, 0, &*f)];
+        let mut out = vec![crate::process::process(shared, 0, &*f)];
         out.extend(
             handles
                 .into_iter()

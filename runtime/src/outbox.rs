@@ -87,10 +87,10 @@ pub(crate) struct Outbox {
     /// 1 + the superstep this outbox was last written in (0 = never).
     pub(crate) stamp: u64,
     /// Bytes of put records in `inline`.
-    inline_len: usize,
-    inline: [u64; INLINE],
-    puts: Arena,
-    msgs: Arena,
+    pub(crate) inline_len: usize,
+    pub(crate) inline: [u64; INLINE],
+    pub(crate) puts: Arena,
+    pub(crate) msgs: Arena,
     pub(crate) msg_count: usize,
     pub(crate) msg_bytes: usize,
 }
@@ -190,46 +190,6 @@ impl Outbox {
             at += part.len();
         }
         Some(())
-    }
-
-    /// Append this outbox to `out`, for a receiver on another rank (feature `mpi`): five words
-    /// (words of inline put records, of put records, of messages; message count and payload
-    /// bytes), then the three areas. Every part stays 8-byte aligned.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn encode(&self, out: &mut Vec<u64>) {
-        let inline = &self.inline[..self.inline_len / WORD];
-        let (puts, msgs) = (self.puts.words(), self.msgs.words());
-        out.extend_from_slice(&[
-            inline.len() as u64,
-            puts.len() as u64,
-            msgs.len() as u64,
-            self.msg_count as u64,
-            self.msg_bytes as u64,
-        ]);
-        out.extend_from_slice(inline);
-        out.extend_from_slice(puts);
-        out.extend_from_slice(msgs);
-    }
-
-    /// Split an [`encode`](Self::encode)d outbox: (put records, message records, message
-    /// count, message payload bytes, words used).
-    #[cfg(feature = "mpi")]
-    pub(crate) fn decode(w: &[u64]) -> (&[u64], &[u64], usize, usize, usize) {
-        let (a, b, c) = (w[0] as usize, w[1] as usize, w[2] as usize);
-        let puts = &w[5..5 + a + b];
-        let msgs = &w[5 + a + b..5 + a + b + c];
-        (puts, msgs, w[3] as usize, w[4] as usize, 5 + a + b + c)
-    }
-
-    /// Make this outbox hold exactly the given encoded messages and no puts (the mirror, on
-    /// this rank, of what a sender on another rank sent here), stamped `stamp`.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn set_messages(&mut self, stamp: u64, msgs: &[u64], count: usize, bytes: usize) {
-        self.clear();
-        self.msgs.extend_words(msgs);
-        self.msg_count = count;
-        self.msg_bytes = bytes;
-        self.stamp = stamp;
     }
 
     /// Copy every put into its destination.

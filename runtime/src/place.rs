@@ -208,7 +208,7 @@ impl Layout {
         if self.binder.applies() {
             pus.len()
         } else {
-            pus.len().min(crate::nprocs())
+            pus.len().min(hardware_threads())
         }
     }
 }
@@ -262,6 +262,15 @@ impl fmt::Display for Placement {
             Binding::Refused(_) => f.write_str(" (binding refused)"),
         }
     }
+}
+
+/// The number of hardware threads available to this program, as the standard library reports
+/// it when first asked ([`nprocs`](crate::nprocs)).
+pub(crate) fn hardware_threads() -> usize {
+    // Asked once: the standard library reads cgroup files to answer, which costs tens of
+    // microseconds — more than starting a run with a warm team.
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]

@@ -60,43 +60,43 @@ fn parse_env(v: Option<&std::ffi::OsStr>) -> EnvRequest {
 
 /// What one process sent to and read from one other process in one superstep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Peer {
+pub(crate) struct Peer {
     /// Bytes, words and messages put or sent to it.
-    out_bytes: u64,
-    out_words: u64,
-    out_msgs: u64,
+    pub(crate) out_bytes: u64,
+    pub(crate) out_words: u64,
+    pub(crate) out_msgs: u64,
     /// Bytes and words read from it (gets).
-    in_bytes: u64,
-    in_words: u64,
+    pub(crate) in_bytes: u64,
+    pub(crate) in_words: u64,
     /// The words of those that were copied at once (hpput; hpget and direct_get).
-    imm_out_words: u64,
-    imm_in_words: u64,
+    pub(crate) imm_out_words: u64,
+    pub(crate) imm_in_words: u64,
 }
 
 /// One process's record of one superstep: the range of the recorder's `peers` that holds the
 /// peers it communicated with (one growing list for all supersteps: no allocation per step).
 #[derive(Clone, Debug)]
-struct Step {
-    compute: f64,
-    sync: f64,
-    peers: std::ops::Range<usize>,
+pub(crate) struct Step {
+    pub(crate) compute: f64,
+    pub(crate) sync: f64,
+    pub(crate) peers: std::ops::Range<usize>,
 }
 
 /// The recorder in a profiled process's context.
 #[derive(Debug)]
 pub(crate) struct Recorder {
-    pid: usize,
-    p: usize,
-    last: Instant,
-    sync_start: Option<Instant>,
+    pub(crate) pid: usize,
+    pub(crate) p: usize,
+    pub(crate) last: Instant,
+    pub(crate) sync_start: Option<Instant>,
     /// This superstep's counts per peer (reused), and the peers touched (maybe repeated).
-    cur: Vec<Peer>,
-    touched: Vec<usize>,
+    pub(crate) cur: Vec<Peer>,
+    pub(crate) touched: Vec<usize>,
     /// The peers of all closed supersteps, in order.
-    peers: Vec<(usize, Peer)>,
-    steps: Vec<Step>,
+    pub(crate) peers: Vec<(usize, Peer)>,
+    pub(crate) steps: Vec<Step>,
     /// Profiles of the nested runs this process started.
-    nested: Vec<Profile>,
+    pub(crate) nested: Vec<Profile>,
 }
 
 impl Recorder {
@@ -186,7 +186,7 @@ impl Recorder {
 /// What a run's processes hand in at their end, assembled into a [`Profile`].
 #[derive(Debug, Default)]
 pub(crate) struct Sink {
-    records: Mutex<Vec<Recorder>>,
+    pub(crate) records: Mutex<Vec<Recorder>>,
 }
 
 impl Sink {

@@ -153,10 +153,10 @@ pub(crate) fn describe(ops: &[RegSig]) -> String {
 /// during the superstep, say) would otherwise make every such read a cache miss.
 #[derive(Default)]
 pub(crate) struct RegTable {
-    entries: Vec<crossbeam_utils::CachePadded<Entry>>,
+    pub(crate) entries: Vec<crossbeam_utils::CachePadded<Entry>>,
     keep: Vec<Option<Keep>>,
     /// Registered slots in push order (newest last), for lookups by address.
-    order: Vec<u32>,
+    pub(crate) order: Vec<u32>,
 }
 
 impl RegTable {
@@ -206,17 +206,6 @@ impl RegTable {
     /// What keeps the memory registered in `slot` alive (typed registrations only).
     pub(crate) fn keep(&self, slot: u32) -> Option<Keep> {
         self.keep.get(slot as usize).and_then(Clone::clone)
-    }
-
-    /// Call `f` with the address and length of every registered, non-empty area.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn active_areas(&self, mut f: impl FnMut(*mut u8, usize)) {
-        for &s in &self.order {
-            let e = &self.entries[s as usize];
-            if e.state == SlotState::Active && e.len > 0 {
-                f(e.ptr, e.len);
-            }
-        }
     }
 
     /// Number of registered slots.

@@ -3,32 +3,24 @@
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, Procs, default_affinity};
+use crate::process::{enter, leave, leave_linked, process, spawn_failed};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
-use mbsp_topology::{Binding, Domain, Level, Loaded, Machine, Policy};
+use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 /// The number of hardware threads available to this program (as the standard library reports
-/// it when first asked): what `bsp_nprocs()` returns outside a run. Under `mpiexec` (feature
-/// `mpi`), outside a run over ranks: the number of ranks, one process each.
+/// it when first asked): what `bsp_nprocs()` returns outside a run (over MPI ranks, the C ABI
+/// answers the number of ranks instead).
 ///
 /// ```
 /// assert!(mbsp::nprocs() >= 1);
 /// ```
 pub fn nprocs() -> usize {
-    // Under mpiexec, a top-level run has one process per rank.
-    #[cfg(feature = "mpi")]
-    if let Some(world) = crate::ranks::world_for_top_level() {
-        use mpi::topology::Communicator;
-        return world.size() as usize;
-    }
-    // Asked once: the standard library reads cgroup files to answer, which costs tens of
-    // microseconds — more than starting a run with a warm team.
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    crate::place::hardware_threads()
 }
 
 /// Start an SPMD run of `p` processes, each executing `f`; return each process's result, in
@@ -84,14 +76,14 @@ where
 /// ```
 #[derive(Clone, Debug)]
 pub struct Run {
-    procs: Procs,
-    policy: Option<Policy>,
-    bind: Option<bool>,
-    machine: Option<Loaded>,
-    wait: Option<WaitPolicy>,
-    stack_size: Option<usize>,
-    reuse: Option<bool>,
-    profile: Option<bool>,
+    pub(crate) procs: Procs,
+    pub(crate) policy: Option<Policy>,
+    pub(crate) bind: Option<bool>,
+    pub(crate) machine: Option<Loaded>,
+    pub(crate) wait: Option<WaitPolicy>,
+    pub(crate) stack_size: Option<usize>,
+    pub(crate) reuse: Option<bool>,
+    pub(crate) profile: Option<bool>,
 }
 
 impl Run {
@@ -168,7 +160,7 @@ impl Run {
     }
 
     /// The sink of a top-level run's profile, if it is profiled.
-    fn top_sink(&self) -> Option<Arc<crate::profile::Sink>> {
+    pub(crate) fn top_sink(&self) -> Option<Arc<crate::profile::Sink>> {
         let env = *crate::profile::env_request() != crate::profile::EnvRequest::Off;
         self.profile
             .unwrap_or(env)
@@ -268,95 +260,8 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        #[cfg(feature = "mpi")]
-        if let Some(world) = crate::ranks::world_for_top_level() {
-            let _active = crate::ranks::Active::enter();
-            let Some((mut ctx, saved)) = self.rank_start(world)? else {
-                return Ok(Vec::new());
-            };
-            let outcome = catch_unwind(AssertUnwindSafe(|| {
-                let r = f(&mut ctx)?;
-                ctx.end()?;
-                Ok(r)
-            }));
-            return leave_rank(ctx, saved, outcome).map(|r| vec![r]);
-        }
         let sink = self.top_sink();
         Ok(self.run_top(sink, &f)?.0)
-    }
-
-    /// This rank's process of a top-level run over MPI ranks, or `None` if the run has fewer
-    /// processes than there are ranks and this rank takes no part. Collective over the ranks.
-    #[cfg(feature = "mpi")]
-    fn rank_start(
-        &self,
-        world: mpi::topology::SimpleCommunicator,
-    ) -> Result<Option<(Ctx, Option<Vec<u32>>)>> {
-        use mpi::topology::Communicator;
-        let size = world.size() as usize;
-        let p = match self.procs {
-            Procs::Count(0) => {
-                return Err(Error::outside(
-                    ErrorKind::Misuse,
-                    "run",
-                    "a run needs at least 1 process, but p = 0 was requested",
-                ));
-            }
-            Procs::Count(n) => n,
-            Procs::Per(_) => size,
-        };
-        if p > size {
-            return Err(Error::outside(
-                ErrorKind::Misuse,
-                "run",
-                format!(
-                    "the top level runs over MPI ranks, one process per rank: p = {p} \
-                     processes were requested but the program runs on {size} rank(s) \
-                     (start it with mpiexec -n {p}, or ask for at most {size})"
-                ),
-            ));
-        }
-        // Everything that can fail on one rank alone comes before the first collective, and the
-        // ranks agree on it (a rank returning early would leave the others waiting).
-        let layout = Run {
-            procs: Procs::Count(1),
-            ..self.clone()
-        }
-        .top_layout();
-        crate::ranks::agree_start(&world, layout.as_ref().err())?;
-        let mut layout = layout?;
-        let Some(comm) = crate::ranks::comm_for(world, p) else {
-            return Ok(None);
-        };
-        let rank = comm.rank() as usize;
-        // The rank's domain: the PUs the MPI launcher left this thread (all of them when it
-        // does not bind), so that nested runs are placed and bound inside the rank's cpuset.
-        let saved = layout.binder.thread_cpus();
-        let m = layout.machine().clone();
-        let mine = Domain::from_pus(&m, saved.iter().flatten().filter_map(|&os| m.pu_by_os(os)));
-        let domain = if mine.pus().is_empty() {
-            m.whole()
-        } else {
-            mine
-        };
-        layout.domains = vec![domain; p];
-        let binding = match &saved {
-            Some(cpus) if layout.binder.applies() => {
-                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
-                Binding::Applied(cpus.clone())
-            }
-            _ => Binding::NotApplied(
-                "the top level runs over MPI ranks: this rank's thread stays where the MPI \
-                 launcher put it"
-                    .into(),
-            ),
-        };
-        let mut shared =
-            RunShared::new(Vec::new(), Tree::new(), WaitPolicy::for_load(1, 1), layout);
-        crate::ranks::adapt(&mut shared);
-        let mut ctx = Ctx::new(Arc::new(shared), rank, binding);
-        ctx.net = Some(Box::new(crate::ranks::Net::new(comm)));
-        Ok(Some((ctx, saved)))
     }
 
     /// Start the run without blocking: the calling thread becomes process 0 and gets its
@@ -379,27 +284,6 @@ impl Run {
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
-        #[cfg(feature = "mpi")]
-        if let Some(world) = crate::ranks::world_for_top_level() {
-            let active = crate::ranks::Active::enter();
-            let Some((ctx, saved)) = self.rank_start(world)? else {
-                return Err(Error::outside(
-                    ErrorKind::Misuse,
-                    "begin",
-                    "this MPI rank takes no part in the run: it asked for fewer processes than \
-                     there are ranks (use Run::run, which returns no results on such ranks)",
-                ));
-            };
-            return Ok(Spmd {
-                tree: ctx.run.tree.clone(),
-                ctx: Some(ctx),
-                saved,
-                workers: None,
-                profile: None,
-                active: Some(active),
-                _parent: PhantomData,
-            });
-        }
         let layout = self.top_layout()?;
         let sink = self.top_sink();
         Ok(self.start(Tree::new(), Vec::new(), layout, None, sink, Arc::new(f)))
@@ -407,7 +291,7 @@ impl Run {
 
     /// The placement of a top-level run: on the given or current machine, with the given or
     /// default (`MBSP_AFFINITY`) policy.
-    fn top_layout(&self) -> Result<Layout> {
+    pub(crate) fn top_layout(&self) -> Result<Layout> {
         if self.procs == Procs::Count(0) {
             return Err(Error::outside(
                 ErrorKind::Misuse,
@@ -555,8 +439,6 @@ impl Run {
             workers: Some(workers),
             tree,
             profile: sink.filter(|_| top).map(|s| (s, shared.p)),
-            #[cfg(feature = "mpi")]
-            active: None,
             _parent: PhantomData,
         }
     }
@@ -738,24 +620,6 @@ impl Run {
     }
 }
 
-/// Record that process `pid`'s thread could not be started (the run is aborted); processes
-/// `pid..` never start, and count as stopped.
-pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
-    shared
-        .stopped
-        .fetch_add(shared.p - pid, crate::shim::Ordering::AcqRel);
-    shared.tree.fail(&Error::new(
-        ErrorKind::System,
-        "run",
-        shared.parent_path.clone(),
-        None,
-        format!(
-            "could not start the thread for pid {pid} of {}: {e}",
-            shared.p
-        ),
-    ));
-}
-
 fn thread_name(shared: &RunShared, pid: usize) -> String {
     let mut s = String::from("mbsp");
     for p in &shared.parent_path {
@@ -765,165 +629,9 @@ fn thread_name(shared: &RunShared, pid: usize) -> String {
     s
 }
 
-/// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
-pub(crate) fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
-where
-    F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
-{
-    let (mut ctx, saved) = enter(&shared, pid);
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let r = f(&mut ctx)?;
-        ctx.end()?;
-        Ok(r)
-    }));
-    leave(ctx, saved, outcome)
-}
-
-thread_local! {
-    /// The OS CPUs mbsp last bound this thread to (`None` when unknown), so that a thread
-    /// placed on the same PUs run after run is not bound again (a binding system call costs
-    /// microseconds, tens of microseconds when it moves the thread).
-    static BOUND: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
-}
-
 /// [`process`] for a type-erased SPMD function (what team workers run).
 fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) -> Result<R> {
     process(shared, pid, f)
-}
-
-/// Bind the calling thread for process `pid` and make its context. Returns the thread's
-/// binding before the run when it may have to be restored (process 0 of a top-level run is
-/// the caller's thread).
-///
-/// Process 0 of a nested run narrows its thread to its own placement when the parent's is
-/// wider, and leaves it narrowed when the nested run ends (the parent's placement contains
-/// it): a thread left on the parent's PUs shares them with its bound siblings, and the
-/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one
-/// core, half speed). Not restoring spares two binding system calls per nested run; the
-/// narrowing is done once for a series of nested runs of one shape. The caller's binding is
-/// restored when its top-level run ends, as always.
-fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
-    let layout = &shared.layout;
-    let domain = &layout.domains[pid];
-    let (binding, saved) = if !layout.bind {
-        let b = if layout.binder.applies() {
-            Binding::NotApplied(
-                "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
-            )
-        } else {
-            layout.binder.bind_thread(domain)
-        };
-        (b, None)
-    } else if pid == 0 {
-        let want = domain.pu_os(layout.machine());
-        match &shared.inherited {
-            // Bound where it should be (the parent's PUs, or narrowed by an earlier nested run
-            // of this shape): nothing to do; anywhere else (narrowed for another shape, or on
-            // the parent's wider PUs): bind.
-            Some(Binding::Applied(_)) if layout.binder.applies() => {
-                if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
-                    (Binding::Applied(want), None)
-                } else {
-                    (bind_remembered(layout, domain), None)
-                }
-            }
-            Some(parent) => (parent.clone(), None),
-            None => {
-                // `before` comes back at the end if the thread is elsewhere then (see `leave`).
-                let before = layout.binder.thread_cpus();
-                if before.as_ref() == Some(&want) {
-                    BOUND.with(|c| *c.borrow_mut() = before.clone());
-                    (Binding::Applied(want), before)
-                } else {
-                    (bind_remembered(layout, domain), before)
-                }
-            }
-        }
-    } else {
-        let want = domain.pu_os(layout.machine());
-        let cached = BOUND.with(|b| b.borrow().as_ref() == Some(&want));
-        if cached && layout.binder.applies() {
-            (Binding::Applied(want), None)
-        } else {
-            (bind_remembered(layout, domain), None)
-        }
-    };
-    (Ctx::new(shared.clone(), pid, binding), saved)
-}
-
-/// Bind the calling thread to `domain` and remember where (see [`BOUND`]).
-fn bind_remembered(layout: &Layout, domain: &Domain) -> Binding {
-    let b = layout.binder.bind_thread(domain);
-    let now = match &b {
-        Binding::Applied(cpus) => Some(cpus.clone()),
-        _ => None,
-    };
-    BOUND.with(|c| *c.borrow_mut() = now);
-    b
-}
-
-/// Turn the outcome of a process into its result (a panic becomes an error), record a failure,
-/// and give the thread back its binding.
-fn leave<R>(
-    ctx: Ctx,
-    saved: Option<Vec<u32>>,
-    outcome: std::thread::Result<Result<R>>,
-) -> Result<R> {
-    let result = outcome_of(&ctx, outcome);
-    if let Err(e) = &result {
-        ctx.run.tree.fail(e);
-    }
-    let shared = ctx.run.clone();
-    drop(ctx);
-    if let Some(cpus) = saved {
-        // Bound at the start, or narrowed by a nested run since: put it back.
-        if BOUND.with(|c| c.borrow().as_ref() != Some(&cpus)) {
-            shared.layout.binder.restore_thread(&cpus);
-            BOUND.with(|c| *c.borrow_mut() = Some(cpus));
-        }
-    }
-    result
-}
-
-/// A process's result, a panic made an error.
-fn outcome_of<R>(ctx: &Ctx, outcome: std::thread::Result<Result<R>>) -> Result<R> {
-    match outcome {
-        Ok(r) => r,
-        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
-    }
-}
-
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".into()
-    }
-}
-
-/// [`leave`] for this rank's process of a run over MPI ranks: a failure travels to the other
-/// ranks in one last exchange, the window is closed, and the error returned is the run's root
-/// cause (the same on every rank).
-#[cfg(feature = "mpi")]
-fn leave_rank<R>(
-    mut ctx: Ctx,
-    saved: Option<Vec<u32>>,
-    outcome: std::thread::Result<Result<R>>,
-) -> Result<R> {
-    let result = outcome_of(&ctx, outcome);
-    let mut first = None;
-    if let Err(e) = &result {
-        ctx.run.tree.fail(e);
-        // The last exchange reports the first failed rank's error, the same on every rank.
-        first = ctx.rank_fail();
-    }
-    if let Some(net) = ctx.net.take() {
-        net.close();
-    }
-    let tree = ctx.run.tree.clone();
-    leave(ctx, saved, Ok(result)).map_err(|e| first.or_else(|| tree.error()).unwrap_or(e))
 }
 
 /// All results, or the root cause of the failure.
@@ -998,23 +706,20 @@ impl Ctx {
 /// A run started with [`Run::begin`]: process 0's context, and the other processes' threads.
 /// A nested run ([`Run::begin_nested`]) borrows its parent's context for `'a`.
 pub struct Spmd<'a> {
-    ctx: Option<Ctx>,
-    saved: Option<Vec<u32>>,
-    workers: Option<Workers>,
-    tree: Arc<Tree>,
+    pub(crate) ctx: Option<Ctx>,
+    pub(crate) saved: Option<Vec<u32>>,
+    pub(crate) workers: Option<Workers>,
+    pub(crate) tree: Arc<Tree>,
     /// A profiled top-level run (`MBSP_PROFILE`): where its processes hand in, and p.
-    profile: Option<(Arc<crate::profile::Sink>, usize)>,
-    /// A run over MPI ranks: marks it going on.
-    #[cfg(feature = "mpi")]
-    active: Option<crate::ranks::Active>,
-    _parent: PhantomData<&'a mut Ctx>,
+    pub(crate) profile: Option<(Arc<crate::profile::Sink>, usize)>,
+    pub(crate) _parent: PhantomData<&'a mut Ctx>,
 }
 
 /// The SPMD function of a begun run.
 type BegunFn = dyn Fn(&mut Ctx) -> Result<()> + Send + Sync;
 
 /// Who runs processes 1.. of a begun run.
-enum Workers {
+pub(crate) enum Workers {
     /// Threads started for the run.
     Spawned(Vec<std::thread::JoinHandle<Result<()>>>),
     /// A team's workers (the launch before the function it lends: dropping it waits).
@@ -1042,11 +747,8 @@ impl Spmd<'_> {
             return Ok(());
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| ctx.end()));
-        #[cfg(feature = "mpi")]
-        if ctx.net.is_some() {
-            let r = leave_rank(ctx, self.saved.take(), outcome);
-            self.active = None;
-            return r;
+        if ctx.link.is_remote() {
+            return leave_linked(ctx, self.saved.take(), outcome);
         }
         let mut results = vec![leave(ctx, self.saved.take(), outcome)];
         match self.workers.take() {

@@ -1,24 +1,13 @@
-//! The end of a superstep.
-//!
-//! ```text
-//! sync, superstep k, parity q = k mod 2
-//!   copy hpsend payloads into outboxes; publish registration/tag-size requests (coll[q])
-//!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and whether processes ended
-//!   nothing anywhere? -> done (one barrier)
-//!   REGS|TAGS: compare own requests with pid 0's; apply own registration changes
-//!   GETS: read the sources of own gets into the get buffer
-//!   GETS|REGS: barrier 2 (all reads done, all tables updated)
-//!   COMM: for every sender that wrote to us: copy its puts into our memory, queue its messages
-//!   write own gets' data; count this sync as done
-//! ```
-//! Every write lands in the writer's own memory, so no third barrier is needed: a process
-//! leaving the sync early can only touch its own memory and its next-parity outboxes.
+//! The end of a superstep, as every engine has it: the public `sync` and `end`, which hand the
+//! superstep to the run's engine (`engine/`), and what the engines share: the registration and
+//! tag-size agreement (every process checks every process's requests against pid 0's and
+//! reaches the same verdict), and the bookkeeping that closes a superstep.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS};
+use crate::barrier::{FLAG_REGS, FLAG_TAGS};
 use crate::ctx::{Coll, Ctx};
+use crate::engine::threads::Threads;
+use crate::engine::{Engine, Link};
 use crate::error::{Error, ErrorKind, Result};
-use crate::internals::SyncPoint;
-use crate::outbox::Outbox;
 use crate::registry::{RegOp, WILD, describe};
 use crate::shim::Ordering;
 
@@ -46,27 +35,31 @@ impl Ctx {
         if self.end_outcome.is_some() {
             return Err(self.after_end("sync"));
         }
-        #[cfg(feature = "mpi")]
-        if self.net.is_some() {
-            return self.rank_sync(false);
-        }
-        if self.run.tree.is_aborted() {
-            return Err(self.refused_sync("sync"));
-        }
         if self.prof.is_some() {
-            return self.profiled_superstep_end(false);
+            return self.profiled_sync(false);
         }
-        self.superstep_end(false)
+        self.engine_sync(false)
     }
 
-    /// [`superstep_end`](Self::superstep_end) timed for the profile.
+    /// The engine's sync: the thread engine's by a static call.
+    #[inline(always)]
+    fn engine_sync(&mut self, ending: bool) -> Result<()> {
+        match self.link {
+            Link::Threads => Threads.sync(self, ending),
+            Link::Remote(_) => self
+                .with_remote(|e, ctx| e.sync(ctx, ending))
+                .expect("a remote engine"),
+        }
+    }
+
+    /// [`engine_sync`](Self::engine_sync) timed for the profile.
     #[cold]
     #[inline(never)]
-    fn profiled_superstep_end(&mut self, ending: bool) -> Result<()> {
+    fn profiled_sync(&mut self, ending: bool) -> Result<()> {
         if let Some(r) = &self.prof {
             r.borrow_mut().sync_begins();
         }
-        let result = self.superstep_end(ending);
+        let result = self.engine_sync(ending);
         if let Some(r) = &self.prof {
             r.borrow_mut().sync_ends();
         }
@@ -109,150 +102,10 @@ impl Ctx {
 
     /// The final sync (see [`Ctx::end`]).
     fn final_sync(&mut self) -> Result<()> {
-        #[cfg(feature = "mpi")]
-        if self.net.is_some() {
-            return self.rank_sync(true);
-        }
-        if self.run.tree.is_aborted() {
-            return Err(self.refused_sync("end"));
-        }
         if self.prof.is_some() {
-            return self.profiled_superstep_end(true);
+            return self.profiled_sync(true);
         }
-        self.superstep_end(true)
-    }
-
-    /// A sync of a run that has already failed: like every failed sync, it returns once no
-    /// process touches shared memory any more.
-    #[cold]
-    #[inline(never)]
-    fn refused_sync(&mut self, op: &'static str) -> Error {
-        let e = self.stopped(op);
-        self.quiesce();
-        e
-    }
-
-    fn superstep_end(&mut self, ending: bool) -> Result<()> {
-        let op = if ending { "end" } else { "sync" };
-        let q = (self.step & 1) as usize;
-        // Messages live for one superstep, and their senders overwrite them once past barrier 1.
-        self.st.get_mut().queue.clear();
-        let flags = self.flags.get();
-        if flags & FLAG_COMM != 0 {
-            self.flush_hpsends();
-        }
-        if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
-            self.publish_collective(q);
-        }
-        if ending {
-            self.me().ended.store(true, Ordering::Relaxed);
-        }
-
-        let arrived = {
-            let rides = self.rides.get_mut();
-            let r = self.run.barrier.wait_riding(
-                &mut self.member,
-                flags,
-                ending,
-                rides,
-                &mut self.rode,
-            );
-            for ride in rides.iter_mut() {
-                ride.len = 0;
-            }
-            r
-        };
-        let out = match arrived {
-            Ok(out) => out,
-            Err(_) => return Err(self.failed_sync(self.stopped(op))),
-        };
-        if out.some_ended && !out.all_ended {
-            let e = self.end_mismatch(op);
-            return Err(self.failed_sync(e));
-        }
-        self.fault_point(SyncPoint::AfterBarrier1)?;
-        let g = out.flags;
-        if g == 0 {
-            self.finish_sync();
-            return Ok(());
-        }
-
-        let sent_tagsize = self.tagsize.get();
-        if g & (FLAG_REGS | FLAG_TAGS) != 0 {
-            if let Err(e) = self.collective(q, g) {
-                return Err(self.failed_sync(e));
-            }
-        }
-        if g & FLAG_GETS != 0 {
-            let st = self.st.get_mut();
-            for op in st.gets.iter_mut() {
-                if op.dst_bits & g == 0 {
-                    // No get of this superstep reads the destination (no process's get names a
-                    // slot overlapping it): write it now, one copy instead of two.
-                    // SAFETY: the source is in bounds of a live registration, which nobody
-                    // writes before barrier 2 (the only writes before it are such direct gets,
-                    // into areas no get reads); the destination is our own memory, with no live
-                    // reference (we hold `&mut self`). `copy` tolerates overlap.
-                    unsafe { std::ptr::copy(op.src, op.dst, op.len) };
-                    op.direct = true;
-                } else {
-                    // SAFETY: as above, for the source.
-                    op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
-                }
-            }
-        }
-        self.fault_point(SyncPoint::AfterReads)?;
-        if g & (FLAG_GETS | FLAG_REGS) != 0
-            && self.run.barrier.wait(&mut self.member, 0, false).is_err()
-        {
-            return Err(self.failed_sync(self.stopped(op)));
-        }
-        self.fault_point(SyncPoint::AfterBarrier2)?;
-        if g & FLAG_COMM != 0 {
-            self.deliver_rides();
-        }
-        if g & FLAG_OUTBOX != 0 {
-            self.receive(q, sent_tagsize);
-        }
-        let st = self.st.get_mut();
-        if !st.gets.is_empty() {
-            let base = st.getbuf.base();
-            for op in st.gets.drain(..).filter(|op| !op.direct) {
-                // SAFETY: the destination is this process's own memory (kept alive by the op or
-                // promised by the raw caller) and no reference to it lives across `&mut self`.
-                unsafe { std::ptr::copy_nonoverlapping(base.add(op.buf_off), op.dst, op.len) };
-            }
-            st.getbuf.clear();
-        }
-        self.finish_sync();
-        Ok(())
-    }
-
-    /// Leave a failed sync: the error is recorded (the run ends), and we wait until no process
-    /// can still read our memory before user code gets control back.
-    #[cold]
-    #[inline(never)]
-    fn failed_sync(&mut self, e: Error) -> Error {
-        self.run.tree.fail(&e);
-        let st = self.st.get_mut();
-        st.gets.clear();
-        st.getbuf.clear();
-        for ride in self.rode.iter_mut() {
-            ride.len = 0;
-        }
-        self.quiesce();
-        e
-    }
-
-    /// Fail here if a test asked for a failure at this point of this sync.
-    #[inline]
-    fn fault_point(&mut self, at: SyncPoint) -> Result<()> {
-        if self.fault.get() != Some(at) {
-            return Ok(());
-        }
-        self.fault.set(None);
-        let e = self.abort(format!("failure injected {at:?}"));
-        Err(self.failed_sync(e))
+        self.engine_sync(true)
     }
 
     pub(crate) fn finish_sync(&mut self) {
@@ -275,13 +128,6 @@ impl Ctx {
         self.st.get_mut().hpsends = hps;
     }
 
-    fn publish_collective(&mut self, q: usize) {
-        let c = self.own_coll();
-        // SAFETY: our own requests, before barrier 1.
-        unsafe { self.me().publish(q, c) };
-    }
-
-    /// This superstep's registration and tag-size requests.
     pub(crate) fn own_coll(&mut self) -> Coll {
         let st = self.st.get_mut();
         Coll {
@@ -299,17 +145,10 @@ impl Ctx {
         }
     }
 
-    /// Check that every process's registration and tag-size requests agree, then apply this
-    /// process's registration changes to its own table. Every process checks all of them, so
-    /// all reach the same verdict without another barrier, and none communicates after a
-    /// mismatch.
-    fn collective(&mut self, q: usize, g: u32) -> Result<()> {
-        let colls = self.colls(q);
-        self.collective_with(&colls, g).map(drop)
-    }
-
-    /// [`collective`](Self::collective) with every process's requests at hand; returns the
-    /// registration changes applied, in order: (push?, slot, generation).
+    /// Check that every process's registration and tag-size requests (`colls`, by pid) agree,
+    /// then apply this process's registration changes to its own table; returns the changes
+    /// applied, in order: (push?, slot, generation). Every process checks all of them, so all
+    /// reach the same verdict, and none communicates after a mismatch.
     pub(crate) fn collective_with(
         &mut self,
         colls: &[Coll],
@@ -480,77 +319,34 @@ impl Ctx {
         Ok(std::mem::take(&mut resolved[self.pid]))
     }
 
-    /// Every process's requests of the superstep of parity `q` (published before barrier 1).
-    fn colls(&self, q: usize) -> Vec<Coll> {
-        let (stamp, run) = (self.step + 1, &*self.run);
-        // SAFETY: requests are written before barrier 1 and not again before the next sync's.
-        (0..run.p)
-            .map(|pid| unsafe {
-                run.proc(pid).coll(q, |c| {
-                    if c.stamp == stamp {
-                        c.clone()
-                    } else {
-                        Coll::default()
-                    }
-                })
-            })
-            .collect()
-    }
-
-    /// Deliver the puts that rode in the barrier lines we read.
-    fn deliver_rides(&mut self) {
-        for ride in self.rode.iter_mut().filter(|r| r.len > 0) {
-            // SAFETY: the records were made by `put` of a sender whose checks made their
-            // destinations our own registered memory, kept alive by our table or graveyard,
-            // with no live references (we hold `&mut self`).
-            unsafe { Outbox::deliver(ride.words.as_ptr() as *const u8, ride.len * 8) };
-            ride.len = 0;
-        }
-    }
-
-    /// Deliver the puts of every sender that wrote to us and queue its messages. An outbox is
-    /// fresh iff its stamp names this superstep; stale ones stay cached, so checking all p
-    /// senders costs little more than reading the ones that wrote.
-    fn receive(&mut self, q: usize, tagsize: usize) {
-        let (me, fresh) = (self.pid, self.step + 1);
-        let run = &*self.run;
-        let queue = &mut self.st.get_mut().queue;
-        queue.tagsize = tagsize;
-        queue.parity = q;
-        for (i, sender) in run.procs.iter().enumerate() {
-            // SAFETY: the sender filled its parity-q outboxes before barrier 1 and leaves them
-            // alone until after the next sync's barrier 1.
-            unsafe {
-                sender.outboxes(q, |outs| {
-                    let Some(ob) = outs[me].as_deref() else {
-                        return;
-                    };
-                    if ob.stamp != fresh {
-                        return;
-                    }
-                    // Put destinations are our own registered memory, kept alive by our table
-                    // or graveyard, with no live references (we hold `&mut self`).
-                    ob.deliver_puts();
-                    if ob.msg_count > 0 {
-                        queue.srcs.push(i as u32);
-                        queue.left += ob.msg_count;
-                        queue.left_bytes += ob.msg_bytes;
-                    }
-                })
-            };
-        }
-    }
-
+    /// After this process has seen the run fail: wait until no process of the run touches its
+    /// memory any more (the engine's [`Engine::stop`]).
     #[cold]
-    fn end_mismatch(&self, op: &'static str) -> Error {
-        let (ended, synced): (Vec<usize>, Vec<usize>) =
-            (0..self.run.p).partition(|&i| self.run.proc(i).ended.load(Ordering::Relaxed));
-        self.misuse(
-            op,
-            format!(
-                "pid(s) {ended:?} returned from the SPMD function while pid(s) {synced:?} called \
-                 sync (every process must call sync the same number of times)"
-            ),
-        )
+    pub(crate) fn wait_all_stopped(&mut self) {
+        match self.link {
+            Link::Threads => {
+                Threads.stop(self);
+            }
+            Link::Remote(_) => {
+                self.with_remote(|e, ctx| e.stop(ctx));
+            }
+        }
+    }
+
+    /// Call `f` with this process's engine other than the thread engine, taken out of the
+    /// context for the call (so that it gets the context mutably); `None` on the thread engine.
+    pub(crate) fn with_remote<R>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Engine<Ctx>, &mut Ctx) -> R,
+    ) -> Option<R> {
+        let Link::Remote(slot) = &mut self.link else {
+            return None;
+        };
+        let mut engine = slot.take().expect("the remote engine is not in use");
+        let r = f(&mut *engine, self);
+        if let Link::Remote(slot) = &mut self.link {
+            *slot = Some(engine);
+        }
+        Some(r)
     }
 }

@@ -324,7 +324,7 @@ impl<R> Launch<R> {
         let have = match team.grow(want) {
             Ok(()) => want,
             Err((have, e)) => {
-                crate::run::spawn_failed(&self.shared, have + 1, e);
+                crate::process::spawn_failed(&self.shared, have + 1, e);
                 for _ in have..want {
                     self.count_out();
                 }

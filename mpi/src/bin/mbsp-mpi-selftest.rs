@@ -416,10 +416,11 @@ fn algorithms(ctx: &mut Ctx) -> Result<()> {
 /// four ways, overlapping writes) over the ranks, one top-level run per program: every rank
 /// runs its part, the records are all-gathered (BSMP), and every rank checks all of them
 /// against the model.
-fn bsplib_model_over_ranks(ranks: usize, programs: u64) -> Result<()> {
+fn bsplib_model_over_ranks(world: &mbsp::ranks::World, programs: u64) -> Result<()> {
+    let ranks = world.size();
     for seed in 0..programs {
         let prog = bsplib_model::generate(ranks, 8, 0xB5B + seed);
-        let out = mbsp::run(ranks, |ctx| {
+        let out = world.run(mbsp::Run::new(ranks), |ctx| {
             let p = ctx.nprocs();
             let (mine, bufs) = bsplib_model::process(ctx, &prog)?;
             // All-gather the records: one message per process and destination.
@@ -440,7 +441,7 @@ fn bsplib_model_over_ranks(ranks: usize, programs: u64) -> Result<()> {
             Ok(bufs)
         })?;
         // The run is over: nothing can write the program's buffers any more.
-        out.into_iter().for_each(bsplib_model::free);
+        out.value.into_iter().for_each(bsplib_model::free);
     }
     Ok(())
 }
@@ -703,10 +704,11 @@ fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
-    let ranks = mbsp::mpi_ranks().map_or(1, |(_, size)| size);
+    let world = mbsp::ranks::World::init().unwrap_or_else(|e| fail(&e.to_string()));
+    let ranks = world.size();
     if mode.is_empty() {
         // A misuse fails the run on every rank, naming the operation, rank and superstep.
-        let e = mbsp::run(ranks, early_put).unwrap_err();
+        let e = world.run(mbsp::Run::new(ranks), early_put).unwrap_err();
         let ok = e.kind() == ErrorKind::Misuse && e.op() == "put" && e.superstep() == Some(0);
         if !ok {
             fail(&format!(
@@ -715,7 +717,7 @@ fn main() {
         }
     }
     if mode == "bsplib-model" {
-        match bsplib_model_over_ranks(ranks, 40) {
+        match bsplib_model_over_ranks(world, 40) {
             Ok(()) => println!("selftest bsplib-model ok on {ranks} ranks"),
             Err(e) => fail(&e.to_string()),
         }
@@ -726,7 +728,7 @@ fn main() {
         // put and a get after the last sync, into memory that outlives the run.
         let mut landed = vec![0u64; 2];
         let at = landed.as_mut_ptr() as usize;
-        let r = mbsp::run(ranks, |ctx| {
+        let r = world.run(mbsp::Run::new(ranks), |ctx| {
             let (me, p) = (ctx.pid(), ctx.nprocs());
             let mine = at as *mut u8;
             // SAFETY: `landed` outlives the run and is not touched during it.
@@ -741,7 +743,7 @@ fn main() {
         if let Err(e) = r {
             fail(&format!("the last superstep's communication: {e}"));
         }
-        let (me, p) = mbsp::mpi_ranks().unwrap_or((0, 1));
+        let (me, p) = (world.rank(), world.size());
         let prev = (me + p - 1) % p;
         if landed != [prev as u64 + 5, 0] {
             fail(&format!(
@@ -749,7 +751,7 @@ fn main() {
             ));
         }
     }
-    let r = mbsp::run(ranks, |ctx| {
+    let r = world.run(mbsp::Run::new(ranks), |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         match mode.as_str() {
             "" => semantics(ctx)?,
@@ -816,9 +818,9 @@ fn main() {
         Ok(p)
     });
     match r {
-        Ok(ps) => {
-            if let Some(p) = ps
-                .first()
+        Ok(mine) => {
+            if let Some(p) = mine
+                .value
                 .filter(|_| ["", "model", "hybrid", "algorithms"].contains(&mode.as_str()))
             {
                 let what = if mode.is_empty() {

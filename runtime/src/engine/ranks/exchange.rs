@@ -1,0 +1,415 @@
+//! A rank's sync: the exchange of one superstep (the protocol in the module documentation).
+
+use super::net::Net;
+use super::protocol::*;
+use super::shm::Source;
+use super::wire::{count, decode_error, encode_error, split_stream};
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
+use crate::ctx::Ctx;
+use crate::error::{Error, ErrorKind, Result};
+use crate::outbox::Outbox;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+
+impl Ctx {
+    /// The sync of a process at the top level of a run over ranks (module docs).
+    pub(super) fn rank_sync(&mut self, net: &mut Net, ending: bool) -> Result<()> {
+        let op = if ending { "end" } else { "sync" };
+        if net.over {
+            Err(self.stopped(op))
+        } else {
+            // A panic inside the exchange (a C-int count overflow, say) leaves the other ranks
+            // inside a collective this rank will never join: nothing but ending the job helps.
+            let comm = net.comm.as_raw();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.rank_exchange(net, op, ending)
+            }))
+            .unwrap_or_else(|payload| {
+                let what = crate::process::panic_message(&*payload);
+                use std::io::Write;
+                let line = format!(
+                    "mbsp: {op} (pid {}, superstep {}): the exchange between ranks failed: \
+                     {what}; ending every rank\n",
+                    self.pid, self.step
+                );
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                // SAFETY: ends every rank of the job.
+                unsafe { ffi::MPI_Abort(comm, 1) };
+                unreachable!("MPI_Abort returned")
+            });
+            if r.is_err() {
+                net.over = true;
+                net.publish_failed();
+                // Nothing of this superstep will be delivered: let go of what it holds.
+                let st = self.st.get_mut();
+                st.gets.clear();
+                st.getbuf.clear();
+                for b in net.big.get_mut().iter_mut() {
+                    b.data.clear();
+                    b.recs.clear();
+                }
+            }
+            r
+        }
+    }
+
+    /// The last exchange of a process that failed outside a sync (its error travels to every
+    /// rank), unless an exchange already ended the run.
+    pub(super) fn rank_fail(&mut self, net: &mut Net) -> Option<Error> {
+        if net.over {
+            return None;
+        }
+        self.rank_sync(net, false).err()
+    }
+
+    pub(super) fn rank_exchange(
+        &mut self,
+        net: &mut Net,
+        op: &'static str,
+        ending: bool,
+    ) -> Result<()> {
+        let (me, p, q) = (self.pid, self.run.p, (self.step & 1) as usize);
+        let fresh = self.step + 1;
+        self.st.get_mut().queue.clear();
+        let state = if self.run.tree.is_aborted() {
+            FAILED
+        } else if ending {
+            ENDED
+        } else {
+            SYNCING
+        };
+        if state == FAILED {
+            net.publish_failed();
+        }
+        // The last superstep's communication is delivered at the end too (as on threads).
+        let flags = if state != FAILED { self.flags.get() } else { 0 };
+        if flags & FLAG_COMM != 0 {
+            self.flush_hpsends();
+        }
+        net.flush_puts();
+
+        // Streams: an error, or [outbox][get requests] for each other rank.
+        net.send.clear();
+        for (j, c) in net.send_counts.iter_mut().enumerate() {
+            let start = net.send.len();
+            if j == me {
+                *c = 0;
+                continue;
+            }
+            if state == FAILED {
+                let e = self.run.tree.error().unwrap_or_else(|| self.stopped(op));
+                encode_error(&e, &mut net.send);
+            } else if state != FAILED && flags & (FLAG_COMM | FLAG_GETS) != 0 {
+                // SAFETY: our own outboxes, in our sync (no other thread touches them).
+                let has_out = unsafe {
+                    self.me().outboxes(q, |outs| match outs[j].as_deref() {
+                        Some(ob) if ob.stamp == fresh => {
+                            ob.encode(&mut net.send);
+                            true
+                        }
+                        _ => false,
+                    })
+                };
+                let gets = &self.st.get_mut().gets;
+                let n = gets.iter().filter(|g| g.from as usize == j).count();
+                let big = net.big.borrow();
+                let nb = big[j].recs.len();
+                if has_out || n > 0 || nb > 0 {
+                    if !has_out {
+                        Outbox::default().encode(&mut net.send);
+                    }
+                    net.send.push(n as u64);
+                    for g in gets.iter().filter(|g| g.from as usize == j) {
+                        let apart = if g.len >= BIG_PUT { APART } else { 0 };
+                        net.send
+                            .extend_from_slice(&[g.src as u64, g.len as u64 | apart]);
+                    }
+                    net.send.push(nb as u64);
+                    for &(dst, len, src) in &big[j].recs {
+                        let from = match src {
+                            Source::Shared(off) => off as u64,
+                            _ => AS_MESSAGE,
+                        };
+                        net.send.extend_from_slice(&[dst, len, from]);
+                    }
+                }
+            }
+            *c = count(net.send.len() - start);
+        }
+
+        // Headers.
+        // Streams of up to INLINE words ride in the header exchange itself.
+        let sends = net.send_counts.iter().any(|&c| c as usize > INLINE);
+        let bigs = state != FAILED && net.big.borrow().iter().any(|b| !b.recs.is_empty());
+        let big_gets = state != FAILED
+            && self
+                .st
+                .get_mut()
+                .gets
+                .iter()
+                .any(|g| g.from as usize != me && g.len >= BIG_PUT);
+        let grow = state != FAILED && net.shm.get_mut().missed > 0;
+        let word = flags as u64
+            | if grow { GROW } else { 0 }
+            | if sends { STREAM } else { 0 }
+            | if bigs { BIG } else { 0 }
+            | if big_gets { BIG_GETS } else { 0 };
+        let (mut header, mut got) = (
+            std::mem::take(&mut net.header),
+            std::mem::take(&mut net.got),
+        );
+        header.clear();
+        let mut at = 0;
+        for &c in &net.send_counts {
+            let c = c as usize;
+            header.extend_from_slice(&[state, c as u64, word]);
+            let inline = if c <= INLINE { c } else { 0 };
+            header.extend_from_slice(&net.send[at..at + inline]);
+            header.resize(header.len() + INLINE - inline, 0);
+            at += c;
+        }
+        got.resize(SLOT * p, 0);
+        net.headers(&header, &mut got, me, self.step);
+        let g = got.chunks_exact(SLOT).fold(0u64, |a, h| a | h[2]);
+        let all_syncing = got.chunks_exact(SLOT).all(|h| h[0] == SYNCING);
+        if g == 0 && all_syncing && state == SYNCING {
+            // The empty superstep: nothing else to exchange.
+            (net.header, net.got) = (header, got);
+            self.rank_finish(net);
+            return Ok(());
+        }
+        let states: Vec<u64> = got.chunks_exact(SLOT).map(|h| h[0]).collect();
+        let counts: Vec<usize> = got.chunks_exact(SLOT).map(|h| h[1] as usize).collect();
+        // Each rank's stream to us: received by the all-to-all-v (long ones), or copied from
+        // its header slot to the end of the receive buffer (short ones).
+        let mut rng: Vec<std::ops::Range<usize>> = if g & STREAM != 0 {
+            let recv_counts: Vec<i32> = counts
+                .iter()
+                .map(|&c| if c > INLINE { c as i32 } else { 0 })
+                .collect();
+            let d = net.exchange_words(&recv_counts);
+            (0..p).map(|k| d[k]..d[k + 1]).collect()
+        } else {
+            net.recv.clear();
+            vec![0..0; p]
+        };
+        for k in 0..p {
+            let c = counts[k];
+            if c > 0 && c <= INLINE {
+                let start = net.recv.len();
+                net.recv
+                    .extend_from_slice(&got[k * SLOT + 3..k * SLOT + 3 + c]);
+                rng[k] = start..start + c;
+            }
+        }
+        (net.header, net.got) = (header, got);
+
+        // Verdict: every rank sees the same states.
+        if states.iter().any(|&s| s != SYNCING) || state != SYNCING {
+            net.over = true;
+        }
+        let failed: Vec<Error> = (0..p)
+            .filter(|&k| states[k] == FAILED)
+            .map(|k| {
+                if k == me {
+                    self.run.tree.error().unwrap_or_else(|| self.stopped(op))
+                } else {
+                    decode_error(&net.recv[rng[k].clone()])
+                }
+            })
+            .collect();
+        if let Some(first) = failed.first() {
+            // Every rank reports the same error: the first failed rank's root cause (a rank
+            // that only stopped because another failed reports a secondary error, e.g. one
+            // whose hpget saw the other's failure), else the first failed rank's.
+            let e = failed.iter().find(|e| !e.is_secondary()).unwrap_or(first);
+            self.run.tree.fail(e);
+            return Err(e.clone());
+        }
+        if states.iter().any(|&s| s != state) {
+            let (ended, synced): (Vec<usize>, Vec<usize>) =
+                (0..p).partition(|&k| states[k] == ENDED);
+            let e = self.error(
+                ErrorKind::Misuse,
+                op,
+                format!(
+                    "ranks {ended:?} returned from the SPMD function while ranks {synced:?} \
+                     called sync (every process must call sync the same number of times)"
+                ),
+            );
+            self.run.tree.fail(&e);
+            return Err(e);
+        }
+        let g32 = g as u32;
+        if g32 == 0 {
+            self.rank_finish(net);
+            return Ok(());
+        }
+
+        let sent_tagsize = self.tagsize.get();
+        if g32 & (FLAG_REGS | FLAG_TAGS) != 0 {
+            if let Err(e) = self.rank_collective(net, g32) {
+                self.run.tree.fail(&e);
+                return Err(e);
+            }
+        }
+
+        // Gets: served from our memory before any put lands; our own gets of our memory are
+        // read into the get buffer now, for the same reason.
+        if g32 & FLAG_GETS != 0 {
+            net.replies.iter_mut().for_each(Vec::clear);
+            let mut sends = Vec::new();
+            for k in (0..p).filter(|&k| k != me && !rng[k].is_empty()) {
+                let (_, gets, _) = split_stream(&net.recv[rng[k].clone()]);
+                for req in gets.chunks_exact(2) {
+                    if req[1] & APART != 0 {
+                        sends.push((k, req[0], req[1] & !APART));
+                        continue;
+                    }
+                    // SAFETY: the requester checked the range against its mirror of our table;
+                    // the area is registered (or in our graveyard until this sync ends).
+                    let data =
+                        unsafe { std::slice::from_raw_parts(req[0] as *const u8, req[1] as usize) };
+                    net.replies[k].extend_from_slice(data);
+                }
+            }
+            let st = self.st.get_mut();
+            for op in st.gets.iter_mut().filter(|g| g.from as usize == me) {
+                // SAFETY: our own registered memory, in bounds (checked at the get).
+                op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
+            }
+            // Large gets travel apart, before any put lands: straight from the owner's memory
+            // (no get writes a get source: see below), into the destination when no get of this
+            // superstep reads a registration overlapping it (the source bits of `g`), else into
+            // the get buffer.
+            let mut recvs = Vec::new();
+            for op in st.gets.iter_mut() {
+                if op.from as usize != me && op.len >= BIG_PUT {
+                    op.direct = op.dst_bits & g32 == 0;
+                    if !op.direct {
+                        op.buf_off = st.getbuf.reserve(op.len);
+                    }
+                }
+            }
+            let base = st.getbuf.base_mut();
+            for op in st
+                .gets
+                .iter()
+                .filter(|o| o.from as usize != me && o.len >= BIG_PUT)
+            {
+                // SAFETY: `buf_off` was reserved in the get buffer above.
+                let at = if op.direct {
+                    op.dst
+                } else {
+                    unsafe { base.add(op.buf_off) }
+                };
+                recvs.push((op.from as usize, at as u64, op.len as u64));
+            }
+            if g & BIG_GETS != 0 {
+                // SAFETY: destinations are our own memory (kept alive by the ops), written
+                // directly only when no get reads them; sources are our registered memory,
+                // which nothing writes during this phase (direct destinations are never get
+                // sources; puts land later).
+                unsafe { net.transfer(&recvs, &sends, BIG_GET_TAG) };
+            }
+        }
+        if g & BIG != 0 {
+            let recv = std::mem::take(&mut net.recv);
+            let incoming: Vec<(usize, &[u64])> = (0..p)
+                .filter(|&k| k != me && !rng[k].is_empty())
+                .map(|k| (k, split_stream(&recv[rng[k].clone()]).2))
+                .filter(|(_, b)| !b.is_empty())
+                .collect();
+            net.move_big(&incoming);
+            drop(incoming);
+            net.recv = recv;
+        }
+        if g & GROW != 0 {
+            net.grow_segments();
+        }
+        let reply_displ = (g32 & FLAG_GETS != 0).then(|| net.exchange_replies());
+
+        // Puts and messages, in rank order.
+        let queue = &mut self.st.get_mut().queue;
+        queue.tagsize = sent_tagsize;
+        queue.parity = q;
+        for (k, range) in rng.iter().enumerate() {
+            let (count, bytes) = if k == me {
+                // SAFETY: our own outboxes, in our sync; put destinations are our own
+                // registered memory, with no live references (we hold `&mut self`).
+                unsafe {
+                    self.run
+                        .proc(me)
+                        .outboxes(q, |outs| match outs[me].as_deref() {
+                            Some(ob) if ob.stamp == fresh => {
+                                ob.deliver_puts();
+                                (ob.msg_count, ob.msg_bytes)
+                            }
+                            _ => (0, 0),
+                        })
+                }
+            } else if !range.is_empty() {
+                let (ob, _, _) = split_stream(&net.recv[range.clone()]);
+                let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
+                // SAFETY: put records made by rank k's `put`, whose checks against its mirror
+                // of our table made their destinations our registered memory (alive in our
+                // table or graveyard), with no live references (we hold `&mut self`).
+                unsafe { Outbox::deliver(puts.as_ptr() as *const u8, puts.len() * 8) };
+                if count > 0 {
+                    // SAFETY: the mirror of rank k exists on this rank only; only this thread
+                    // touches it.
+                    unsafe {
+                        self.run.proc(k).outboxes_mut(q, |outs| {
+                            outs[me]
+                                .get_or_insert_with(Box::default)
+                                .set_messages(fresh, msgs, count, bytes)
+                        })
+                    };
+                }
+                (count, bytes)
+            } else {
+                (0, 0)
+            };
+            if count > 0 {
+                queue.srcs.push(k as u32);
+                queue.left += count;
+                queue.left_bytes += bytes;
+            }
+        }
+
+        // Get data, last (as in the thread runtime).
+        let st = self.st.get_mut();
+        if !st.gets.is_empty() {
+            let mut at = reply_displ.unwrap_or_default();
+            let base = st.getbuf.base();
+            for op in st.gets.drain(..) {
+                if op.from as usize != me && op.len >= BIG_PUT && op.direct {
+                    continue; // received in place
+                }
+                let src = if op.from as usize == me || op.len >= BIG_PUT {
+                    // SAFETY: within the get buffer filled above.
+                    unsafe { base.add(op.buf_off) }
+                } else {
+                    let k = op.from as usize;
+                    let s = net.reply_recv[at[k]..].as_ptr();
+                    at[k] += op.len;
+                    s
+                };
+                // SAFETY: the destination is this process's own memory (kept alive by the op
+                // or promised by the raw caller), `len` bytes at `src` were received for it.
+                unsafe { std::ptr::copy_nonoverlapping(src, op.dst, op.len) };
+            }
+            st.getbuf.clear();
+        }
+        self.rank_finish(net);
+        Ok(())
+    }
+
+    pub(super) fn rank_finish(&mut self, net: &mut Net) {
+        // Our segment's half of this parity is free again two syncs from now (see `Shm`): its
+        // next writer is the superstep after next.
+        net.shm.get_mut().used[(self.step & 1) as usize] = 0;
+        self.finish_sync();
+        net.publish_done(self.step);
+    }
+}

@@ -1,0 +1,155 @@
+//! The profile of a run over ranks: every rank's superstep records (and the profiles of the
+//! nested runs it started) gathered to every rank, then assembled as for a thread run.
+
+use super::wire::all_gather_words;
+use crate::profile::{Peer, ProcStep, Profile, Recorder, Sink, Step, Superstep};
+use mpi::topology::SimpleCommunicator;
+
+/// Collective over `comm` (the run's ranks): the profile of the run of `p` processes whose
+/// records this rank's `sink` holds (its own process's).
+pub(super) fn gather(comm: &SimpleCommunicator, sink: &Sink, p: usize) -> Profile {
+    let mine = std::mem::take(&mut *sink.records.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut w = Vec::new();
+    w.push(mine.len() as u64);
+    for r in &mine {
+        encode_recorder(r, &mut w);
+    }
+    let all = Sink::default();
+    for words in all_gather_words(comm, &w) {
+        let mut at = 1;
+        for _ in 0..words[0] {
+            all.hand_in(decode_recorder(&words, &mut at));
+        }
+    }
+    all.take(p, Vec::new())
+}
+
+fn f64_word(x: f64) -> u64 {
+    x.to_bits()
+}
+
+fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
+    w.extend_from_slice(&[r.pid as u64, r.p as u64, r.steps.len() as u64]);
+    for s in &r.steps {
+        w.extend_from_slice(&[f64_word(s.compute), f64_word(s.sync)]);
+        let peers = &r.peers[s.peers.clone()];
+        w.push(peers.len() as u64);
+        for (q, c) in peers {
+            w.extend_from_slice(&[
+                *q as u64,
+                c.out_bytes,
+                c.out_words,
+                c.out_msgs,
+                c.in_bytes,
+                c.in_words,
+                c.imm_out_words,
+                c.imm_in_words,
+            ]);
+        }
+    }
+    w.push(r.nested.len() as u64);
+    for n in &r.nested {
+        encode_profile(n, w);
+    }
+}
+
+fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
+    let mut next = || {
+        *at += 1;
+        w[*at - 1]
+    };
+    let (pid, p, steps) = (next() as usize, next() as usize, next());
+    let mut r = Recorder::new(pid, p);
+    for _ in 0..steps {
+        let (compute, sync) = (f64::from_bits(next()), f64::from_bits(next()));
+        let first = r.peers.len();
+        for _ in 0..next() {
+            let q = next() as usize;
+            let c = Peer {
+                out_bytes: next(),
+                out_words: next(),
+                out_msgs: next(),
+                in_bytes: next(),
+                in_words: next(),
+                imm_out_words: next(),
+                imm_in_words: next(),
+            };
+            r.peers.push((q, c));
+        }
+        r.steps.push(Step {
+            compute,
+            sync,
+            peers: first..r.peers.len(),
+        });
+    }
+    let nested = w[*at];
+    *at += 1;
+    for _ in 0..nested {
+        r.nested.push(decode_profile(w, at));
+    }
+    r
+}
+
+fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
+    w.push(pr.p as u64);
+    w.push(pr.path.len() as u64);
+    w.extend(pr.path.iter().map(|&x| x as u64));
+    w.push(pr.supersteps.len() as u64);
+    for s in &pr.supersteps {
+        w.push(s.procs.len() as u64);
+        for c in &s.procs {
+            w.extend_from_slice(&[
+                f64_word(c.compute),
+                f64_word(c.sync),
+                c.bytes_sent,
+                c.bytes_received,
+                c.words_sent,
+                c.words_received,
+                c.messages_sent,
+                c.messages_received,
+                c.immediate_words_sent,
+                c.immediate_words_received,
+            ]);
+        }
+    }
+    w.push(pr.nested.len() as u64);
+    for n in &pr.nested {
+        encode_profile(n, w);
+    }
+}
+
+fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
+    let mut next = || {
+        *at += 1;
+        w[*at - 1]
+    };
+    let p = next() as usize;
+    let path = (0..next()).map(|_| next() as usize).collect();
+    let mut supersteps = Vec::new();
+    for _ in 0..next() {
+        let procs = (0..next())
+            .map(|_| ProcStep {
+                compute: f64::from_bits(next()),
+                sync: f64::from_bits(next()),
+                bytes_sent: next(),
+                bytes_received: next(),
+                words_sent: next(),
+                words_received: next(),
+                messages_sent: next(),
+                messages_received: next(),
+                immediate_words_sent: next(),
+                immediate_words_received: next(),
+            })
+            .collect();
+        supersteps.push(Superstep { procs });
+    }
+    let nested_count = w[*at];
+    *at += 1;
+    let nested = (0..nested_count).map(|_| decode_profile(w, at)).collect();
+    Profile {
+        p,
+        path,
+        supersteps,
+        nested,
+    }
+}

@@ -1,0 +1,251 @@
+//! What travels between ranks, as words: streams (an outbox, get requests, large-put
+//! records), errors, registration requests; and MPI's C-int counts.
+
+use crate::arena::Arena;
+use crate::ctx::Coll;
+use crate::error::{Error, ErrorKind};
+use crate::outbox::Outbox;
+use crate::registry::{ElemType, RegSig, RegTable, SlotState};
+use mpi::collective::CommunicatorCollectives;
+use mpi::datatype::PartitionMut;
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+/// The parts of a stream from another rank: (encoded outbox, get requests as `[address,
+/// length]` word pairs, large-put records as `[address, length, offset in the sender's shared
+/// segment or AS_MESSAGE]` triples).
+pub(super) fn split_stream(w: &[u64]) -> (&[u64], &[u64], &[u64]) {
+    let used = Outbox::decode(w).4;
+    let n = w[used] as usize;
+    let gets = &w[used + 1..used + 1 + 2 * n];
+    let at = used + 1 + 2 * n;
+    let nb = w[at] as usize;
+    (&w[..used], gets, &w[at + 1..at + 1 + 3 * nb])
+}
+
+/// Largest piece of one MPI call (counts are C ints).
+pub(super) const PIECE: usize = 1 << 30;
+
+pub(super) fn count(n: usize) -> i32 {
+    i32::try_from(n).expect(
+        "mbsp over MPI: more than 2^31 - 1 units between two ranks in one exchange (MPI counts \
+         are C ints)",
+    )
+}
+
+pub(super) fn offsets(counts: &[i32]) -> Vec<i32> {
+    let mut d = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0i32;
+    d.push(0);
+    for &c in counts {
+        acc = acc.checked_add(c).expect(
+            "mbsp over MPI: more than 2^31 - 1 units in one exchange (MPI counts are C ints)",
+        );
+        d.push(acc);
+    }
+    d
+}
+
+/// A `&'static str` equal to `s` (names of types and operations that arrive from other ranks;
+/// few distinct ones).
+pub(super) fn intern(s: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == s) {
+        return n;
+    }
+    let n: &'static str = Box::leak(s.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
+pub(super) fn put_str(w: &mut Vec<u64>, s: &str) {
+    w.push(s.len() as u64);
+    for chunk in s.as_bytes().chunks(8) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        w.push(u64::from_le_bytes(b));
+    }
+}
+
+pub(super) fn take_str(w: &[u64], at: &mut usize) -> String {
+    let n = w[*at] as usize;
+    *at += 1;
+    let words = n.div_ceil(8);
+    let bytes: Vec<u8> = w[*at..*at + words]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .take(n)
+        .collect();
+    *at += words;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub(super) const KINDS: [ErrorKind; 5] = [
+    ErrorKind::Misuse,
+    ErrorKind::Abort,
+    ErrorKind::Panic,
+    ErrorKind::Aborted,
+    ErrorKind::System,
+];
+
+/// An error for another rank: kind, op, path, superstep, message.
+pub(super) fn encode_error(e: &Error, w: &mut Vec<u64>) {
+    w.push(KINDS.iter().position(|k| *k == e.kind()).unwrap_or(0) as u64);
+    put_str(w, e.op());
+    w.push(e.path().len() as u64);
+    w.extend(e.path().iter().map(|&p| p as u64));
+    w.push(e.superstep().map_or(u64::MAX, |s| s));
+    put_str(w, e.message());
+}
+
+pub(super) fn decode_error(w: &[u64]) -> Error {
+    let mut at = 0;
+    let kind = KINDS[(w[0] as usize).min(KINDS.len() - 1)];
+    at += 1;
+    let op = intern(&take_str(w, &mut at));
+    let n = w[at] as usize;
+    at += 1;
+    let path = w[at..at + n].iter().map(|&p| p as usize).collect();
+    at += n;
+    let step = (w[at] != u64::MAX).then_some(w[at]);
+    at += 1;
+    let message = take_str(w, &mut at);
+    Error::new(kind, op, path, step, message)
+}
+
+/// A rank's registration and tag-size requests, and the areas of its pushes.
+pub(super) fn encode_coll(c: &Coll, areas: &[(u64, u64)], w: &mut Vec<u64>) {
+    w.push(c.tagsize.map_or(0, |t| t as u64 + 1));
+    w.push(c.regs.len() as u64);
+    for r in &c.regs {
+        w.push(r.push as u64);
+        w.push(r.slot as u64);
+        put_str(w, r.ty.name);
+    }
+    w.push(c.wild.len() as u64);
+    for cands in &c.wild {
+        w.push(cands.len() as u64);
+        w.extend(cands.iter().map(|&s| s as u64));
+    }
+    for &(ptr, len) in areas {
+        w.push(ptr);
+        w.push(len);
+    }
+}
+
+pub(super) fn decode_coll(w: &[u64], stamp: u64) -> (Coll, Vec<(u64, u64)>) {
+    let mut at = 2;
+    let tagsize = (w[0] > 0).then(|| (w[0] - 1) as usize);
+    let mut regs = Vec::new();
+    for _ in 0..w[1] {
+        let push = w[at] != 0;
+        let slot = w[at + 1] as u32;
+        at += 2;
+        let name = intern(&take_str(w, &mut at));
+        regs.push(RegSig {
+            push,
+            slot,
+            ty: ElemType { id: None, name },
+        });
+    }
+    let nw = w[at] as usize;
+    at += 1;
+    let mut wild = Vec::new();
+    for _ in 0..nw {
+        let n = w[at] as usize;
+        wild.push(w[at + 1..at + 1 + n].iter().map(|&s| s as u32).collect());
+        at += 1 + n;
+    }
+    let areas = w[at..].chunks_exact(2).map(|a| (a[0], a[1])).collect();
+    (
+        Coll {
+            stamp,
+            regs,
+            wild,
+            tagsize,
+        },
+        areas,
+    )
+}
+
+impl Outbox {
+    /// Append this outbox to `out`, for a receiver on another rank: five words
+    /// (words of inline put records, of put records, of messages; message count and payload
+    /// bytes), then the three areas. Every part stays 8-byte aligned.
+    pub(super) fn encode(&self, out: &mut Vec<u64>) {
+        let inline = &self.inline[..self.inline_len / 8];
+        let (puts, msgs) = (self.puts.words(), self.msgs.words());
+        out.extend_from_slice(&[
+            inline.len() as u64,
+            puts.len() as u64,
+            msgs.len() as u64,
+            self.msg_count as u64,
+            self.msg_bytes as u64,
+        ]);
+        out.extend_from_slice(inline);
+        out.extend_from_slice(puts);
+        out.extend_from_slice(msgs);
+    }
+
+    /// Split an [`encode`](Self::encode)d outbox: (put records, message records, message
+    /// count, message payload bytes, words used).
+    pub(super) fn decode(w: &[u64]) -> (&[u64], &[u64], usize, usize, usize) {
+        let (a, b, c) = (w[0] as usize, w[1] as usize, w[2] as usize);
+        let puts = &w[5..5 + a + b];
+        let msgs = &w[5 + a + b..5 + a + b + c];
+        (puts, msgs, w[3] as usize, w[4] as usize, 5 + a + b + c)
+    }
+
+    /// Make this outbox hold exactly the given encoded messages and no puts (the mirror, on
+    /// this rank, of what a sender on another rank sent here), stamped `stamp`.
+    pub(super) fn set_messages(&mut self, stamp: u64, msgs: &[u64], count: usize, bytes: usize) {
+        self.clear();
+        self.msgs.extend_words(msgs);
+        self.msg_count = count;
+        self.msg_bytes = bytes;
+        self.stamp = stamp;
+    }
+}
+
+impl Arena {
+    /// The words in use.
+    pub(super) fn words(&self) -> &[u64] {
+        &self.words[..self.len / 8]
+    }
+
+    /// Append whole words.
+    pub(super) fn extend_words(&mut self, w: &[u64]) {
+        let off = self.reserve(w.len() * 8) / 8;
+        self.words[off..off + w.len()].copy_from_slice(w);
+    }
+}
+
+impl RegTable {
+    /// Call `f` with the address and length of every registered, non-empty area.
+    pub(super) fn active_areas(&self, mut f: impl FnMut(*mut u8, usize)) {
+        for &s in &self.order {
+            let e = &self.entries[s as usize];
+            if e.state == SlotState::Active && e.len > 0 {
+                f(e.ptr, e.len);
+            }
+        }
+    }
+}
+
+/// All-gather of variable-length word vectors over `comm`: each rank's part.
+pub(super) fn all_gather_words(comm: &SimpleCommunicator, mine: &[u64]) -> Vec<Vec<u64>> {
+    let p = comm.size() as usize;
+    let n = mine.len() as u64;
+    let mut lens = vec![0u64; p];
+    comm.all_gather_into(&n, &mut lens[..]);
+    let counts: Vec<i32> = lens.iter().map(|&l| count(l as usize)).collect();
+    let displ = offsets(&counts);
+    let mut all = vec![0u64; displ[p] as usize];
+    {
+        let mut r = PartitionMut::new(&mut all[..], &counts[..], &displ[..p]);
+        comm.all_gather_varcount_into(mine, &mut r);
+    }
+    (0..p)
+        .map(|k| all[displ[k] as usize..displ[k + 1] as usize].to_vec())
+        .collect()
+}

@@ -1,0 +1,434 @@
+//! Asking for ranks: MPI initialised explicitly ([`World::init`]), runs over ranks started
+//! from the world handle ([`World::run`], [`World::run_profiled`], [`World::begin`]), each
+//! returning this rank's part ([`RankResult`]); and the C ABI's BSPlib convention
+//! ([`launched_by_mpi`]).
+
+use super::active::Active;
+use super::net::Net;
+use crate::barrier::NO_RIDE;
+use crate::ctx::{Ctx, RunShared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::place::Procs;
+use crate::process::{BOUND, leave_linked};
+use crate::profile::{Profile, Sink};
+use crate::run::{Run, Spmd};
+use crate::tree::Tree;
+use crate::wait::WaitPolicy;
+use mbsp_topology::{Binding, Domain};
+use mpi::collective::CommunicatorCollectives;
+use mpi::ffi;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+/// The environment variable of the C ABI's BSPlib convention ([`launched_by_mpi`]): `1` puts
+/// a C program's top-level SPMD section over MPI ranks, `0` keeps it on threads, whatever the
+/// launcher.
+pub const MPI_ENV: &str = "MBSP_MPI";
+
+/// Whether BSPlib's convention puts this program over MPI ranks: it was started by an MPI
+/// launcher (its environment has `PMI_SIZE`, `PMI_RANK`, `OMPI_COMM_WORLD_SIZE` or
+/// `PMIX_RANK`), unless [`MPI_ENV`] says otherwise (`0`: no, `1`: yes). [`bsplib_world`] is
+/// the world when it does.
+///
+/// This is how the C ABI decides (a BSPlib program does not ask for ranks: started by
+/// `mpiexec`, it runs over them). Rust programs ask explicitly with [`World::init`]; nothing
+/// in the runtime consults this function.
+///
+/// ```
+/// let launcher = ["PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"]
+///     .iter()
+///     .any(|v| std::env::var_os(v).is_some());
+/// if std::env::var_os(mbsp::ranks::MPI_ENV).is_none() {
+///     assert_eq!(mbsp::ranks::launched_by_mpi(), launcher);
+/// }
+/// ```
+pub fn launched_by_mpi() -> bool {
+    match std::env::var(MPI_ENV).as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => ["PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some()),
+    }
+}
+
+/// The world, MPI initialised, when BSPlib's convention puts this program over MPI ranks
+/// ([`launched_by_mpi`]); `None` otherwise, or when MPI cannot be initialised.
+///
+/// ```
+/// if !mbsp::ranks::launched_by_mpi() {
+///     assert!(mbsp::ranks::bsplib_world().is_none());
+/// }
+/// ```
+pub fn bsplib_world() -> Option<&'static World> {
+    if launched_by_mpi() {
+        World::init().ok()
+    } else {
+        None
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+}
+
+extern "C" fn finalize() {
+    let mut done = 0;
+    // SAFETY: plain MPI calls on an initialised MPI (registered only after initialisation).
+    unsafe {
+        ffi::MPI_Finalized(&mut done);
+        if done == 0 {
+            ffi::MPI_Finalize();
+        }
+    }
+}
+
+/// The ranks of this program (`MPI_COMM_WORLD`), MPI initialised: the handle that starts runs
+/// over them. Obtained from [`World::init`]; one per program.
+///
+/// A run over ranks has one process per rank at its top level (the rank's own thread), with
+/// the same [`Ctx`] API as a thread run; runs nested in it are thread runs inside the rank.
+///
+/// ```no_run
+/// // Started with `mpiexec -n 4 ./program`.
+/// let world = mbsp::ranks::World::init()?;
+/// let mine = world.run(mbsp::Run::new(world.size()), |ctx| {
+///     let partial = ctx.push_reg(vec![0u64; ctx.nprocs()])?;
+///     ctx.sync()?;
+///     for q in 0..ctx.nprocs() {
+///         ctx.put(q, &[ctx.pid() as u64], &partial, ctx.pid())?;
+///     }
+///     ctx.sync()?;
+///     Ok(ctx.local(&partial)?.iter().sum::<u64>())
+/// })?;
+/// assert_eq!(mine.rank, world.rank());
+/// assert_eq!(mine.value, Some((0..world.size() as u64).sum()));
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct World {
+    rank: usize,
+    size: usize,
+}
+
+/// This rank's part of a run over ranks ([`World::run`]): the other ranks hold theirs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankResult<R> {
+    /// This rank (its process's pid in the run, when it took part).
+    pub rank: usize,
+    /// The number of processes of the run.
+    pub nprocs: usize,
+    /// What this rank's process returned, or `None` when the run had fewer processes than
+    /// there are ranks and this rank took no part.
+    pub value: Option<R>,
+}
+
+/// This rank's process of a run over ranks, the thread's binding to restore at its end, and
+/// the run's communicator.
+type Started = (Ctx, Option<Vec<u32>>, SimpleCommunicator);
+
+impl World {
+    /// Initialise MPI (thread level `MPI_THREAD_SERIALIZED`) and return the world; later calls
+    /// return the same world without initialising again. MPI is finalised when the program
+    /// exits. A program that initialised MPI itself gets the world of that initialisation.
+    ///
+    /// Fails (a system error) when MPI cannot be initialised.
+    ///
+    /// ```no_run
+    /// let world = mbsp::ranks::World::init()?;
+    /// println!("rank {} of {}", world.rank(), world.size());
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn init() -> Result<&'static World> {
+        static WORLD: OnceLock<Option<World>> = OnceLock::new();
+        WORLD
+            .get_or_init(|| {
+                if !mpi::environment::is_initialized() {
+                    let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Serialized)?;
+                    // MPI stays up for every later run; it is finalised when the program exits.
+                    std::mem::forget(universe);
+                    // SAFETY: registering a plain function.
+                    unsafe { atexit(finalize) };
+                }
+                let w = SimpleCommunicator::world();
+                Some(World {
+                    rank: w.rank() as usize,
+                    size: w.size() as usize,
+                })
+            })
+            .as_ref()
+            .ok_or_else(|| {
+                Error::outside(
+                    ErrorKind::System,
+                    "World::init",
+                    "MPI could not be initialised",
+                )
+            })
+    }
+
+    /// This program's rank, in `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Start a run over the ranks with `options` (its process count at most
+    /// [`size`](Self::size); [`Run::per`] means one process per rank), each rank's thread becoming the
+    /// process whose pid is its rank, and return this rank's part once the run has ended.
+    /// Collective: every rank calls it with the same options. If any process fails, every
+    /// rank returns the same error (the root cause: its kind, pid, superstep and message).
+    ///
+    /// Only one run over ranks goes on at a time in a program: a second (from another thread,
+    /// or inside the first) is refused with a misuse error.
+    ///
+    /// ```no_run
+    /// let world = mbsp::ranks::World::init()?;
+    /// let r = world.run(mbsp::Run::new(world.size()), |ctx| Ok(ctx.pid() * 10))?;
+    /// assert_eq!(r.value, Some(world.rank() * 10));
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn run<R, F>(&self, options: Run, f: F) -> Result<RankResult<R>>
+    where
+        F: FnOnce(&mut Ctx) -> Result<R>,
+    {
+        let profiled = options.top_sink().is_some();
+        let (r, profile) = self.run_with(options, profiled, f)?;
+        if let Some(p) = profile.filter(|_| self.rank == 0) {
+            if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
+                crate::profile::emit(&p);
+            }
+        }
+        Ok(r)
+    }
+
+    /// [`World::run`], returning the run's [`Profile`] beside this rank's part: every rank
+    /// gets the profile of the whole run (all processes' supersteps; a rank that took no part
+    /// gets the run's process count and no supersteps).
+    ///
+    /// ```no_run
+    /// let world = mbsp::ranks::World::init()?;
+    /// let (_, profile) = world.run_profiled(mbsp::Run::new(world.size()), |ctx| ctx.sync())?;
+    /// assert_eq!(profile.p, world.size());
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn run_profiled<R, F>(&self, options: Run, f: F) -> Result<(RankResult<R>, Profile)>
+    where
+        F: FnOnce(&mut Ctx) -> Result<R>,
+    {
+        let (r, profile) = self.run_with(options, true, f)?;
+        let p = r.nprocs;
+        Ok((
+            r,
+            profile.unwrap_or(Profile {
+                p,
+                path: Vec::new(),
+                supersteps: Vec::new(),
+                nested: Vec::new(),
+            }),
+        ))
+    }
+
+    /// Start a run over the ranks without running a function: this rank's process gets its
+    /// context in the returned [`Spmd`] and runs its part itself, then calls [`Spmd::end`].
+    /// This is the shape of BSPlib's `bsp_begin`/`bsp_end` over MPI, for the C ABI; Rust code
+    /// should prefer [`World::run`]. A rank beyond the run's process count gets a misuse
+    /// error (after joining the collective start).
+    ///
+    /// ```no_run
+    /// let world = mbsp::ranks::World::init()?;
+    /// let mut spmd = world.begin(mbsp::Run::new(world.size()))?;
+    /// spmd.ctx().sync()?;
+    /// spmd.end()?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn begin(&self, options: Run) -> Result<Spmd<'static>> {
+        match self.start(&options, "begin", None)? {
+            Some((ctx, saved, _)) => Ok(Spmd {
+                tree: ctx.run.tree.clone(),
+                ctx: Some(ctx),
+                saved,
+                workers: None,
+                profile: None,
+                _parent: std::marker::PhantomData,
+            }),
+            None => Err(Error::outside(
+                ErrorKind::Misuse,
+                "begin",
+                format!(
+                    "MPI rank {} takes no part in the run: it asked for fewer processes than \
+                     there are ranks ({})",
+                    self.rank, self.size
+                ),
+            )),
+        }
+    }
+
+    /// A run over the ranks, profiled or not.
+    fn run_with<R, F>(
+        &self,
+        options: Run,
+        profiled: bool,
+        f: F,
+    ) -> Result<(RankResult<R>, Option<Profile>)>
+    where
+        F: FnOnce(&mut Ctx) -> Result<R>,
+    {
+        let sink = profiled.then(|| Arc::new(Sink::default()));
+        let Some((mut ctx, saved, comm)) = self.start(&options, "run", sink.clone())? else {
+            let nprocs = match options.procs {
+                Procs::Count(p) => p,
+                Procs::Per(_) => self.size,
+            };
+            let value = RankResult {
+                rank: self.rank,
+                nprocs,
+                value: None,
+            };
+            return Ok((value, None));
+        };
+        let p = ctx.nprocs();
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let r = f(&mut ctx)?;
+            ctx.end()?;
+            Ok(r)
+        }));
+        let value = leave_linked(ctx, saved, outcome)?;
+        // Every rank has ended the run successfully (a failure reaches every rank): the
+        // profile's records are gathered over the run's ranks.
+        let profile = sink.map(|s| super::profile::gather(&comm, &s, p));
+        Ok((
+            RankResult {
+                rank: self.rank,
+                nprocs: p,
+                value: Some(value),
+            },
+            profile,
+        ))
+    }
+
+    /// This rank's process of a run over ranks, its saved binding and the run's communicator;
+    /// `None` if the run has fewer processes than there are ranks and this rank takes no part.
+    /// Collective over the world.
+    fn start(
+        &self,
+        options: &Run,
+        op: &'static str,
+        sink: Option<Arc<Sink>>,
+    ) -> Result<Option<Started>> {
+        let active = Active::claim(op)?;
+        let world = SimpleCommunicator::world();
+        let size = self.size;
+        let p = match options.procs {
+            Procs::Count(0) => {
+                return Err(Error::outside(
+                    ErrorKind::Misuse,
+                    op,
+                    "a run needs at least 1 process, but p = 0 was requested",
+                ));
+            }
+            Procs::Count(n) => n,
+            Procs::Per(_) => size,
+        };
+        if p > size {
+            return Err(Error::outside(
+                ErrorKind::Misuse,
+                op,
+                format!(
+                    "a run over MPI ranks has one process per rank: p = {p} processes were \
+                     requested but the program runs on {size} rank(s) (start it with mpiexec \
+                     -n {p}, or ask for at most {size})"
+                ),
+            ));
+        }
+        // Everything that can fail on one rank alone comes before the first collective, and the
+        // ranks agree on it (a rank returning early would leave the others waiting).
+        let layout = Run {
+            procs: Procs::Count(1),
+            ..options.clone()
+        }
+        .top_layout();
+        agree_start(&world, layout.as_ref().err())?;
+        let mut layout = layout?;
+        let Some(comm) = comm_for(world, p) else {
+            return Ok(None);
+        };
+        let rank = comm.rank() as usize;
+        // The rank's domain: the PUs the MPI launcher left this thread (all of them when it
+        // does not bind), so that nested runs are placed and bound inside the rank's cpuset.
+        let saved = layout.binder.thread_cpus();
+        let m = layout.machine().clone();
+        let mine = Domain::from_pus(&m, saved.iter().flatten().filter_map(|&os| m.pu_by_os(os)));
+        let domain = if mine.pus().is_empty() {
+            m.whole()
+        } else {
+            mine
+        };
+        layout.domains = vec![domain; p];
+        let binding = match &saved {
+            Some(cpus) if layout.binder.applies() => {
+                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
+                Binding::Applied(cpus.clone())
+            }
+            _ => Binding::NotApplied(
+                "the top level runs over MPI ranks: this rank's thread stays where the MPI \
+                 launcher put it"
+                    .into(),
+            ),
+        };
+        let mut shared =
+            RunShared::new(Vec::new(), Tree::new(), WaitPolicy::for_load(1, 1), layout);
+        adapt(&mut shared);
+        shared.prof = sink;
+        let mut ctx = Ctx::new(Arc::new(shared), rank, binding);
+        let net = Net::new(comm.duplicate(), active);
+        ctx.link = crate::engine::Link::Remote(Some(Box::new(net)));
+        Ok(Some((ctx, saved, comm)))
+    }
+}
+
+/// The communicator of a run of `p` processes: all ranks, or the first `p` (the others get
+/// `None`: they take no part). Collective over the world.
+fn comm_for(world: SimpleCommunicator, p: usize) -> Option<SimpleCommunicator> {
+    if p == world.size() as usize {
+        return Some(world);
+    }
+    let inside = (world.rank() as usize) < p;
+    let color = mpi::topology::Color::with_value(if inside { 0 } else { 1 });
+    let sub = world.split_by_color(color);
+    if inside { sub } else { None }
+}
+
+/// Collective over `world`: every rank learns whether all of them could prepare the run; a
+/// rank that could not returns its own error, the others one naming it.
+fn agree_start(world: &SimpleCommunicator, mine: Option<&Error>) -> Result<()> {
+    let code = if mine.is_some() {
+        world.rank()
+    } else {
+        i32::MAX
+    };
+    let mut first = 0i32;
+    world.all_reduce_into(&code, &mut first, mpi::collective::SystemOperation::min());
+    match (mine, first) {
+        (Some(e), _) => Err(e.clone()),
+        (None, i32::MAX) => Ok(()),
+        (None, k) => Err(Error::outside(
+            ErrorKind::Aborted,
+            "run",
+            format!("rank {k} could not start the run over MPI ranks (it reports why)"),
+        )),
+    }
+}
+
+/// Make `shared` a run over ranks: no barrier rides, and the mirrors count as stopped (a
+/// failed sync never waits for other ranks' threads: they are not in this address space).
+fn adapt(shared: &mut RunShared) {
+    let p = shared.p;
+    shared.riders = (0..p).map(|_| vec![NO_RIDE; p].into()).collect();
+    shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
+}

@@ -1,0 +1,144 @@
+//! The thread engine: every process of the run is a thread of this address space, and every
+//! process reads the others' shared state ([`RunShared`](crate::ctx::RunShared)) directly.
+//! This is the engine of every run started by [`run`](crate::run) and [`Run`](crate::Run), and
+//! of every nested run.
+//!
+//! ## One superstep's sync
+//!
+//! ```text
+//! sync, superstep k, parity q = k mod 2
+//!   copy hpsend payloads into outboxes; publish registration/tag-size requests (coll[q])
+//!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and whether processes ended
+//!   nothing anywhere? -> done (one barrier)
+//!   REGS|TAGS: compare own requests with pid 0's; apply own registration changes
+//!   GETS: read the sources of own gets into the get buffer
+//!   GETS|REGS: barrier 2 (all reads done, all tables updated)
+//!   COMM: for every sender that wrote to us: copy its puts into our memory, queue its messages
+//!   write own gets' data; count this sync as done
+//! ```
+//! Every write lands in the writer's own memory, so no third barrier is needed: a process
+//! leaving the sync early can only touch its own memory and its next-parity outboxes.//!
+//! A superstep in which nobody communicated or changed registrations costs one barrier; puts
+//! of a few words ride in the barrier's own lines.
+//!
+//! ## Failure
+//!
+//! A process that fails (misuse, abort, panic, an error returned) marks the run's tree failed;
+//! every process stops at its next primitive, or at once when it waits in a barrier. A failed
+//! sync (and [`Engine::stop`]) returns only once every process of the run has counted itself
+//! stopped ([`Ctx::quiesce`]): no process is then still reading or writing this one's memory.
+//!
+//! ## Immediate primitives
+//!
+//! `hpput`, `hpget` and `direct_get` copy at the call, once the target process has completed
+//! as many syncs as the caller (so that its memory holds what earlier supersteps wrote).
+//!
+//! ## Trust
+//!
+//! Every process is the same program in one address space: a receiver writes where a
+//! sender's put record says, checked by the sender against the receiver's table.
+
+mod sync;
+
+use crate::ctx::Ctx;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::shim::Ordering;
+use crate::wait::Sleep;
+
+/// The thread engine (module documentation); its state is the run's shared state.
+pub(crate) struct Threads;
+
+impl Engine<Ctx> for Threads {
+    #[inline(always)]
+    fn sync(&mut self, ctx: &mut Ctx, ending: bool) -> Result<()> {
+        if ctx.run.tree.is_aborted() {
+            return Err(ctx.refused_sync(if ending { "end" } else { "sync" }));
+        }
+        ctx.superstep_end(ending)
+    }
+
+    fn stop(&mut self, ctx: &mut Ctx) -> Option<Error> {
+        ctx.quiesce();
+        None
+    }
+
+    #[inline(always)]
+    fn put(&self, _: &Ctx, _: usize, _: *mut u8, _: &[u8]) -> Option<Result<()>> {
+        None
+    }
+
+    #[inline]
+    unsafe fn hpput(
+        &self,
+        ctx: &Ctx,
+        pid: usize,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        if len > 0 {
+            ctx.wait_settled("hpput", pid)?;
+            // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
+            // promise. `copy` tolerates overlap (a process may hpput into itself).
+            unsafe { std::ptr::copy(src, dst, len) };
+        }
+        Ok(())
+    }
+
+    #[inline]
+    unsafe fn get_now(
+        &self,
+        ctx: &Ctx,
+        op: &'static str,
+        pid: usize,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        if len > 0 {
+            ctx.wait_settled(op, pid)?;
+            // SAFETY: the source is in bounds of a live registration and not written during
+            // this superstep (caller's promise); `dst` is valid for `len` bytes.
+            unsafe { std::ptr::copy(src, dst, len) };
+        }
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) {}
+}
+
+impl Ctx {
+    /// After a failed sync: wait until every process of the run has stopped, so that none is
+    /// still reading this process's memory (get sources, popped registrations, raw areas) when
+    /// the error reaches user code. Every process stops promptly: the run is aborted, so its
+    /// next primitive (or the barrier it waits in) fails.
+    #[cold]
+    pub(super) fn quiesce(&self) {
+        self.note_stopped();
+        let (stopped, p) = (&self.run.stopped, self.run.p);
+        let _ = crate::wait::wait_until(
+            self.run.barrier.policy(),
+            Sleep::Naps,
+            || (stopped.load(Ordering::Acquire) >= p).then_some(()),
+            || false,
+        );
+    }
+
+    /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
+    /// everything the previous supersteps wrote (needed by the immediate primitives).
+    #[inline]
+    fn wait_settled(&self, op: &'static str, pid: usize) -> Result<()> {
+        let done = &self.run.procs[pid].done;
+        if done.load(Ordering::Acquire) >= self.step {
+            return Ok(());
+        }
+        crate::wait::wait_until(
+            self.run.barrier.policy(),
+            Sleep::Naps,
+            || (done.load(Ordering::Acquire) >= self.step).then_some(()),
+            || self.run.tree.is_aborted(),
+        )
+        .map_err(|_| self.stopped(op))
+    }
+}

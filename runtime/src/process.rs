@@ -1,0 +1,184 @@
+//! One process's life in a run: its thread bound and its context made ([`enter`]), the SPMD
+//! function run and the final sync ([`process`]), its outcome recorded and the thread's binding
+//! given back ([`leave`]).
+
+use crate::ctx::{Ctx, RunShared};
+use crate::engine::take_remote;
+use crate::error::{Error, ErrorKind, Result};
+use crate::place::Layout;
+use mbsp_topology::{Binding, Domain};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+/// Record that process `pid`'s thread could not be started (the run is aborted); processes
+/// `pid..` never start, and count as stopped.
+pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
+    shared
+        .stopped
+        .fetch_add(shared.p - pid, crate::shim::Ordering::AcqRel);
+    shared.tree.fail(&Error::new(
+        ErrorKind::System,
+        "run",
+        shared.parent_path.clone(),
+        None,
+        format!(
+            "could not start the thread for pid {pid} of {}: {e}",
+            shared.p
+        ),
+    ));
+}
+
+/// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
+pub(crate) fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
+where
+    F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
+{
+    let (mut ctx, saved) = enter(&shared, pid);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let r = f(&mut ctx)?;
+        ctx.end()?;
+        Ok(r)
+    }));
+    leave(ctx, saved, outcome)
+}
+
+thread_local! {
+    /// The OS CPUs mbsp last bound this thread to (`None` when unknown), so that a thread
+    /// placed on the same PUs run after run is not bound again (a binding system call costs
+    /// microseconds, tens of microseconds when it moves the thread).
+    pub(crate) static BOUND: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Bind the calling thread for process `pid` and make its context. Returns the thread's
+/// binding before the run when it may have to be restored (process 0 of a top-level run is
+/// the caller's thread).
+///
+/// Process 0 of a nested run narrows its thread to its own placement when the parent's is
+/// wider, and leaves it narrowed when the nested run ends (the parent's placement contains
+/// it): a thread left on the parent's PUs shares them with its bound siblings, and the
+/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one
+/// core, half speed). Not restoring spares two binding system calls per nested run; the
+/// narrowing is done once for a series of nested runs of one shape. The caller's binding is
+/// restored when its top-level run ends, as always.
+pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
+    let layout = &shared.layout;
+    let domain = &layout.domains[pid];
+    let (binding, saved) = if !layout.bind {
+        let b = if layout.binder.applies() {
+            Binding::NotApplied(
+                "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
+            )
+        } else {
+            layout.binder.bind_thread(domain)
+        };
+        (b, None)
+    } else if pid == 0 {
+        let want = domain.pu_os(layout.machine());
+        match &shared.inherited {
+            // Bound where it should be (the parent's PUs, or narrowed by an earlier nested run
+            // of this shape): nothing to do; anywhere else (narrowed for another shape, or on
+            // the parent's wider PUs): bind.
+            Some(Binding::Applied(_)) if layout.binder.applies() => {
+                if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
+                    (Binding::Applied(want), None)
+                } else {
+                    (bind_remembered(layout, domain), None)
+                }
+            }
+            Some(parent) => (parent.clone(), None),
+            None => {
+                // `before` comes back at the end if the thread is elsewhere then (see `leave`).
+                let before = layout.binder.thread_cpus();
+                if before.as_ref() == Some(&want) {
+                    BOUND.with(|c| *c.borrow_mut() = before.clone());
+                    (Binding::Applied(want), before)
+                } else {
+                    (bind_remembered(layout, domain), before)
+                }
+            }
+        }
+    } else {
+        let want = domain.pu_os(layout.machine());
+        let cached = BOUND.with(|b| b.borrow().as_ref() == Some(&want));
+        if cached && layout.binder.applies() {
+            (Binding::Applied(want), None)
+        } else {
+            (bind_remembered(layout, domain), None)
+        }
+    };
+    (Ctx::new(shared.clone(), pid, binding), saved)
+}
+
+/// Bind the calling thread to `domain` and remember where (see [`BOUND`]).
+fn bind_remembered(layout: &Layout, domain: &Domain) -> Binding {
+    let b = layout.binder.bind_thread(domain);
+    let now = match &b {
+        Binding::Applied(cpus) => Some(cpus.clone()),
+        _ => None,
+    };
+    BOUND.with(|c| *c.borrow_mut() = now);
+    b
+}
+
+/// Turn the outcome of a process into its result (a panic becomes an error), record a failure,
+/// and give the thread back its binding.
+pub(crate) fn leave<R>(
+    ctx: Ctx,
+    saved: Option<Vec<u32>>,
+    outcome: std::thread::Result<Result<R>>,
+) -> Result<R> {
+    let result = outcome_of(&ctx, outcome);
+    if let Err(e) = &result {
+        ctx.run.tree.fail(e);
+    }
+    let shared = ctx.run.clone();
+    drop(ctx);
+    if let Some(cpus) = saved {
+        // Bound at the start, or narrowed by a nested run since: put it back.
+        if BOUND.with(|c| c.borrow().as_ref() != Some(&cpus)) {
+            shared.layout.binder.restore_thread(&cpus);
+            BOUND.with(|c| *c.borrow_mut() = Some(cpus));
+        }
+    }
+    result
+}
+
+/// A process's result, a panic made an error.
+pub(crate) fn outcome_of<R>(ctx: &Ctx, outcome: std::thread::Result<Result<R>>) -> Result<R> {
+    match outcome {
+        Ok(r) => r,
+        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
+    }
+}
+
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".into()
+    }
+}
+
+/// [`leave`] for a process whose link leads to another engine than threads (the top level of
+/// a run over MPI ranks): a failure travels to the other processes through the engine
+/// ([`Engine::stop`]), the engine is closed, and the error returned is the run's root cause
+/// (the same in every process).
+pub(crate) fn leave_linked<R>(
+    mut ctx: Ctx,
+    saved: Option<Vec<u32>>,
+    outcome: std::thread::Result<Result<R>>,
+) -> Result<R> {
+    let result = outcome_of(&ctx, outcome);
+    let mut first = None;
+    if let Err(e) = &result {
+        ctx.run.tree.fail(e);
+        first = ctx.with_remote(|e, ctx| e.stop(ctx)).flatten();
+    }
+    if let Some(engine) = take_remote(&mut ctx.link) {
+        engine.close();
+    }
+    let tree = ctx.run.tree.clone();
+    leave(ctx, saved, Ok(result)).map_err(|e| first.or_else(|| tree.error()).unwrap_or(e))
+}
