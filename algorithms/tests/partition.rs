@@ -201,6 +201,19 @@ fn bad_input_is_refused_clearly() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("outside the 10 x 10 matrix"), "{err}");
+    // Typed: the matrix's own error is the source.
+    let err = partition(&bad, 2, &Options::default()).unwrap_err();
+    let source = std::error::Error::source(&err).expect("a source");
+    assert_eq!(
+        source.downcast_ref::<mbsp_algorithms::sparse::ShapeError>(),
+        Some(&mbsp_algorithms::sparse::ShapeError::Outside {
+            nonzero: 3,
+            row: 10,
+            col: bad.col_idx[3] as usize,
+            rows: 10,
+            cols: 10
+        })
+    );
 }
 
 #[test]

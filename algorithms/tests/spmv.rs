@@ -4,8 +4,8 @@
 mod common;
 
 use common::{Rng, within};
-use mbsp_algorithms::sparse::partition::{Options, partition};
-use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
+use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, PlanError, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 
 fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
@@ -57,8 +57,8 @@ fn distributed(a: &CooMatrix, d: &Distribution, form: Form, times: usize) -> Vec
         Form::Plain => {
             let plan = SpmvPlan::new(a, d).unwrap();
             let parts = mbsp::run(d.p, |ctx| {
-                let local = &plan.procs[ctx.pid()];
-                let mut spmv = Spmv::new(ctx, local)?;
+                let mut spmv = Spmv::new(ctx, &plan)?;
+                let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
                     fill(spmv.x_mut(ctx)?, &local.x_owned, t);
@@ -254,10 +254,20 @@ fn mismatched_plans_and_vectors_are_refused() {
     let b = random_matrix(&mut rng, 30, 31, 100);
     let d = partition(&a, 2, &Options::default()).unwrap().dist;
     let err = SpmvPlan::new(&b, &d).unwrap_err();
-    assert!(err.contains("another matrix"), "{err}");
+    assert!(
+        matches!(err, PlanError::OtherMatrix { cols: 31, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("another matrix"), "{err}");
     let plan = SpmvPlan::new(&a, &d).unwrap();
+    // A plan serves runs of its own size only, for every variant alike.
+    let err = mbsp::run(3, |ctx| Spmv::new(ctx, &plan).map(drop)).unwrap_err();
+    assert!(
+        err.to_string().contains("spmv") && err.to_string().contains("the plan is for 2"),
+        "{err}"
+    );
     let err = mbsp::run(2, |ctx| {
-        let mut spmv = Spmv::new(ctx, &plan.procs[ctx.pid()])?;
+        let mut spmv = Spmv::new(ctx, &plan)?;
         let mut y = vec![0.0; plan.procs[ctx.pid()].y_owned.len() + 1];
         spmv.multiply(ctx, &mut y)
     })
@@ -392,4 +402,100 @@ fn hp_plan_serves_one_run_at_a_time() {
         });
         assert!(out.is_ok(), "{out:?}");
     });
+}
+
+/// `got` equals `want` up to 1e-9 relative to the largest magnitude.
+fn near(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-9 * scale, "entry {i}: {g} vs {w}");
+    }
+}
+
+/// The whole-vector helpers: scatter x from a root, multiply, gather y at a root and at all,
+/// collect the parts a run returns; all against the sequential multiply, on a random matrix
+/// whose x and y distributions differ.
+#[test]
+fn vectors_scatter_and_gather_by_owned_indices() {
+    let mut rng = Rng(11);
+    let a = random_matrix(&mut rng, 40, 33, 200);
+    let x: Vec<f64> = (0..a.cols).map(|j| x_at(j as u32, 0)).collect();
+    let want = sequential(&a, &x);
+    for p in [1, 3] {
+        let d = partition(&a, p, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        let root = p - 1;
+        let out = mbsp::run(p, |ctx| {
+            let whole = if ctx.pid() == root { x.clone() } else { vec![] };
+            let mine = plan.scatter_x(ctx, root, &whole)?;
+            let mut spmv = Spmv::new(ctx, &plan)?;
+            spmv.x_mut(ctx)?.copy_from_slice(&mine);
+            let mut y = vec![0.0; spmv.local().y_owned.len()];
+            spmv.multiply(ctx, &mut y)?;
+            let mine = spmv.x(ctx)?.to_vec();
+            let x_back = plan.allgather_x(ctx, &mine)?;
+            let at_root = plan.gather_y(ctx, root, &y)?;
+            let at_all = plan.allgather_y(ctx, &y)?;
+            Ok((y, x_back, at_root, at_all))
+        })
+        .unwrap();
+        for (s, (_, x_back, at_root, at_all)) in out.iter().enumerate() {
+            assert_eq!(x_back, &x, "p = {p}, pid {s}");
+            near(at_all, &want);
+            assert_eq!(at_root.is_some(), s == root);
+        }
+        near(out[root].2.as_ref().unwrap(), &want);
+        let parts: Vec<&[f64]> = out.iter().map(|o| o.0.as_slice()).collect();
+        near(&plan.collect_y(&parts).unwrap(), &want);
+        // Wrong parts are refused, inside a run and outside.
+        let e = plan.collect_y(&parts[1..]).unwrap_err();
+        assert!(matches!(e, PlanError::Parts { .. }), "{e}");
+        let e = mbsp::run(p, |ctx| plan.gather_y(ctx, 0, &[1.0; 41]).map(drop)).unwrap_err();
+        assert!(
+            e.to_string().contains("spmv gather_y") && e.to_string().contains("41"),
+            "{e}"
+        );
+        let e = mbsp::run(p, |ctx| plan.scatter_x(ctx, 0, &[1.0; 2]).map(drop)).unwrap_err();
+        assert!(e.to_string().contains("the whole x has 2 entries"), "{e}");
+    }
+}
+
+/// `partition_square` gives x and y one owner per index, with minimal volume where a_ii is
+/// stored, and its multiply's y feeds the next x without any copy between processes.
+#[test]
+fn square_partition_shares_owners() {
+    let mut rng = Rng(5);
+    let n = 60;
+    let mut a = random_matrix(&mut rng, n, n, 300);
+    for i in 0..n {
+        a.row_idx.push(i as u32);
+        a.col_idx.push(i as u32);
+        a.vals.push(4.0);
+    }
+    let r = partition_square(&a, 4, &Options::default()).unwrap();
+    assert_eq!(r.dist.x_owner, r.dist.y_owner);
+    assert_eq!(
+        r.volume,
+        mbsp_algorithms::sparse::metrics::volume(&a, &r.dist.nz_part, 4)
+    );
+    let plan = SpmvPlan::new(&a, &r.dist).unwrap();
+    // Two multiplies, y of the first as x of the second, in place.
+    let out = mbsp::run(4, |ctx| {
+        let mut spmv = HpSpmv::new(ctx, &plan)?;
+        assert_eq!(spmv.local().x_owned, spmv.local().y_owned);
+        spmv.x_mut(ctx)?.fill(1.0);
+        ctx.sync()?;
+        let mut y = vec![0.0; spmv.local().y_owned.len()];
+        spmv.multiply(ctx, &mut y)?;
+        spmv.x_mut(ctx)?.copy_from_slice(&y);
+        ctx.sync()?;
+        spmv.multiply(ctx, &mut y)?;
+        Ok(y)
+    })
+    .unwrap();
+    let once = sequential(&a, &vec![1.0; n]);
+    near(&plan.collect_y(&out).unwrap(), &sequential(&a, &once));
+    let e = partition_square(&random_matrix(&mut rng, 3, 4, 5), 2, &Options::default());
+    assert!(e.unwrap_err().to_string().contains("not square"));
 }

@@ -9,6 +9,8 @@ use crate::stats::{Samples, ns, timed};
 use mbsp::{Ctx, Reg};
 use mbsp_algorithms::collectives::{Algorithm, Collective, Collectives, Comm};
 use mbsp_algorithms::cost::Params;
+#[allow(unused_imports)]
+use mbsp_cli::error::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -266,7 +268,7 @@ fn size(bytes: usize) -> String {
 }
 
 /// Run the benchmark; print tables (or JSON) on stdout and progress on stderr.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let samples = o.samples.max(1);
     let mut rows = Vec::new();
     let mut levels = Vec::new();
@@ -339,7 +341,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         .map(|r| r.bytes as f64 / r.ours.median() / memcpy_gbs);
 
     if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
+        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
     }
     if o.json {
         let sort: Value = if o.sort_n > 0 {

@@ -15,6 +15,10 @@
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len};
+#[allow(unused_imports)]
+use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_cli::fft_cmd::{random, rate, rel_error};
+use mbsp_cli::whole_file::COLORS;
 use plotters::prelude::*;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -58,25 +62,6 @@ impl Row {
     fn gflops(&self) -> f64 {
         flops(self.n) / self.seconds / 1e9
     }
-}
-
-/// `n` pseudo-random complex numbers in [-0.5, 0.5)² (xorshift from `seed`, which must not be 0).
-pub(crate) fn random(n: usize, seed: u64) -> Vec<C> {
-    let mut s = seed;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    (0..n).map(|_| C::new(next(), next())).collect()
-}
-
-/// ‖a - b‖₂ / ‖b‖₂.
-pub(crate) fn rel_error(a: &[C], b: &[C]) -> f64 {
-    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
-    let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
-    (d / r).sqrt()
 }
 
 /// Untimed transforms before the samples of every variant in every round: caches, TLB and
@@ -134,7 +119,7 @@ fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), V
 /// planner is not thread-safe; the benchmark calls this from its main thread): seconds per
 /// transform, planning seconds (including the array's allocation), and the result.
 #[cfg(feature = "fftw")]
-fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>), String> {
+fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>)> {
     let t = Instant::now();
     let mut fft = crate::fftw::Fft::forward(x.len(), threads)?;
     let planning = t.elapsed().as_secs_f64();
@@ -210,48 +195,6 @@ impl Figures {
     }
 }
 
-/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
-/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
-/// processes: from `rates` (the sweep's own one-core measurements), else measured now (7
-/// transforms per core, started in step; the slowest core's median).
-pub(crate) fn rate(
-    rates: &mut std::collections::BTreeMap<(usize, usize), f64>,
-    len: usize,
-    cores: usize,
-) -> f64 {
-    let len = len.max(64);
-    *rates.entry((len, cores)).or_insert_with(|| {
-        let plan = rustfft::FftPlanner::new().plan_fft_forward(len);
-        let x = random(len, 0x9e37_79b9_7f4a_7c15);
-        let start = std::sync::Barrier::new(cores);
-        // Every core runs its own transforms, in step; the slowest core's median counts.
-        let medians: Vec<f64> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..cores)
-                .map(|_| {
-                    let (plan, x, start) = (&plan, &x, &start);
-                    s.spawn(move || {
-                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
-                        let mut y = x.clone();
-                        Samples::collect(7, || {
-                            y.copy_from_slice(x);
-                            start.wait();
-                            let t = Instant::now();
-                            plan.process_with_scratch(&mut y, &mut scratch);
-                            t.elapsed().as_secs_f64()
-                        })
-                        .median()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("a rate worker"))
-                .collect()
-        });
-        flops(len) / medians.into_iter().fold(0.0, f64::max)
-    })
-}
-
 /// The smallest n of the targets summary.
 const LARGE: usize = 1 << 16;
 
@@ -299,9 +242,9 @@ fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec
 }
 
 /// Run the benchmark.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let mut rows: Vec<Row> = Vec::new();
-    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let loaded = mbsp::Machine::current().or_run()?;
     let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
     let cost = FftCost::uniform(*Params::current());
     eprintln!(
@@ -391,7 +334,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         }));
     }
     if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
+        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
     }
     let base = |n: usize| {
         rows.iter()
@@ -399,7 +342,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             .map_or(f64::NAN, Row::gflops)
     };
     if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot: {e}"))?;
+        plot(path, &rows).map_err(|e| e.context("--plot"))?;
     }
     if o.json {
         let j = json!({
@@ -548,23 +491,9 @@ fn label(variant: &str, p: usize) -> String {
     }
 }
 
-/// The colours of a plot's lines or bars, in turn (distinct on white).
-pub(crate) const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
 /// Plot Gflop/s against n, one line per variant and p (SVG), as Figure 1 of the MulticoreBSP
 /// for C paper: n on a log₂ axis, a legend, point markers on the lines.
-fn plot(path: &str, rows: &[Row]) -> Result<(), String> {
+fn plot(path: &str, rows: &[Row]) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     // The lines, (variant, p) and their points (log2 n, Gflop/s), in the order of the table.
     type Line<'a> = ((&'a str, usize), Vec<(f64, f64)>);

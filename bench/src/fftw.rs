@@ -13,6 +13,8 @@
 //! thread only anyway). Executing a plan is thread-safe in FFTW and takes no lock.
 #![cfg(feature = "fftw")]
 
+use mbsp_cli::error::{Error, Result};
+
 use mbsp_algorithms::fft::Complex;
 use std::ffi::{c_int, c_uint, c_void};
 use std::marker::{PhantomData, PhantomPinned};
@@ -78,14 +80,14 @@ unsafe extern "C" {
 static PLANNER: Mutex<bool> = Mutex::new(false);
 
 /// Lock the planner, setting up FFTW's threads on first use.
-fn planner() -> Result<MutexGuard<'static, bool>, String> {
+fn planner() -> Result<MutexGuard<'static, bool>> {
     // A panic while the lock was held left FFTW in a consistent state (no FFTW call panics).
     let mut ready = PLANNER.lock().unwrap_or_else(PoisonError::into_inner);
     if !*ready {
         // SAFETY: called under `PLANNER` before any other FFTW call of this module (every path
         // to FFTW goes through here first), and only until it has succeeded once.
         if unsafe { fftw_init_threads() } == 0 {
-            return Err("fftw_init_threads failed".into());
+            return Err(Error::run("fftw_init_threads failed"));
         }
         *ready = true;
     }
@@ -100,11 +102,11 @@ struct Buffer {
 
 impl Buffer {
     /// `n` zeros. Call with the planner set up (FFTW wants `fftw_init_threads` first).
-    fn zeros(n: usize) -> Result<Buffer, String> {
+    fn zeros(n: usize) -> Result<Buffer> {
         // SAFETY: fftw_alloc_complex is malloc with FFTW's alignment; any thread may call it.
         let raw = unsafe { fftw_alloc_complex(n) };
         let ptr = NonNull::new(raw.cast::<C>())
-            .ok_or_else(|| format!("fftw_alloc_complex({n}) failed"))?;
+            .ok_or_else(|| Error::run(format!("fftw_alloc_complex({n}) failed")))?;
         // SAFETY: `ptr` points to a fresh allocation of `n` complex values (16 n bytes, aligned
         // for `C` as the assertions above show); all-zero bits are the f64 value 0.0.
         unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, n) };
@@ -134,13 +136,13 @@ impl Fft {
     /// Plan a forward transform of length `n` on `threads` threads with `FFTW_MEASURE` (which
     /// can take from milliseconds to seconds: time it apart). The array then holds arbitrary
     /// values.
-    pub fn forward(n: usize, threads: usize) -> Result<Fft, String> {
+    pub fn forward(n: usize, threads: usize) -> Result<Fft> {
         let len = c_int::try_from(n)
             .ok()
             .filter(|&len| len > 0)
-            .ok_or_else(|| format!("FFTW: bad length {n}"))?;
+            .ok_or_else(|| Error::usage(format!("FFTW: bad length {n}")))?;
         let nthreads = c_int::try_from(threads.max(1))
-            .map_err(|_| format!("FFTW: too many threads ({threads})"))?;
+            .map_err(|_| Error::usage(format!("FFTW: too many threads ({threads})")))?;
         let _lock = planner()?;
         let buf = Buffer::zeros(n)?;
         // SAFETY: under `PLANNER` (the planner is not thread-safe), after fftw_init_threads.
@@ -150,7 +152,8 @@ impl Fft {
         // `buf` refers to (no reference to them is alive); in place (`in == out`), which FFTW
         // allows; FFTW_MEASURE writes arbitrary (valid f64) values into them.
         let raw = unsafe { fftw_plan_dft_1d(len, data, data, FFTW_FORWARD, FFTW_MEASURE) };
-        let plan = NonNull::new(raw).ok_or_else(|| format!("FFTW: no plan for n = {n}"))?;
+        let plan =
+            NonNull::new(raw).ok_or_else(|| Error::run(format!("FFTW: no plan for n = {n}")))?;
         Ok(Fft { plan, buf })
     }
 

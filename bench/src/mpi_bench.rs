@@ -3,6 +3,7 @@
 //! sync and bulk put and get + sync against `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
 
+use mbsp_cli::error::{Classify, Error, Result};
 use std::path::PathBuf;
 
 /// What to run and where the results go.
@@ -16,7 +17,7 @@ pub struct Options {
 }
 
 /// Measures on every rank; rank 0 prints and writes.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let m = if o.quick {
         mbsp_mpi::bench::Options {
             reps: 200,
@@ -30,7 +31,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             bulk: 16 << 20,
         }
     };
-    let world = mbsp::ranks::World::init().map_err(|e| e.to_string())?;
+    let world = mbsp::ranks::World::init().or_run()?;
     let ranks = world.size();
     let mine = world
         .run(mbsp::Run::new(ranks), |ctx| {
@@ -51,7 +52,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             let f = mbsp_mpi::bench::measure(ctx, &m)?;
             Ok((ctx.pid(), ctx.nprocs(), f))
         })
-        .map_err(|e| e.to_string())?;
+        .or_run()?;
     let Some((pid, p, figures)) = mine.value else {
         return Ok(());
     };
@@ -141,7 +142,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             }
             Ok(())
         })
-        .map_err(|e| format!("--csv: {e}"))?;
+        .map_err(|e| Error::io("--csv").with_source(e))?;
     }
     Ok(())
 }

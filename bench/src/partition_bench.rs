@@ -11,6 +11,8 @@
 
 use crate::partition_cmd::{IMBALANCE_SLACK, check_input, matrix_name};
 use mbsp_algorithms::sparse::{CooMatrix, metrics, mtx, partition};
+#[allow(unused_imports)]
+use mbsp_cli::error::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,15 +36,6 @@ pub struct Options {
     /// Smoke run: only the small matrices (unless files are given) and p = 2, 4 (unless
     /// `procs` is given).
     pub quick: bool,
-}
-
-/// Parses `--procs`: positive integers separated by commas (parsed here for a one-line error).
-pub(crate) fn parse_procs(s: &str) -> Result<Vec<usize>, String> {
-    let v: Option<Vec<usize>> = s
-        .split(',')
-        .map(|x| x.trim().parse::<usize>().ok().filter(|&p| p > 0))
-        .collect();
-    v.ok_or_else(|| format!("--procs {s}: need positive integers separated by commas, e.g. 2,4,8"))
 }
 
 /// Mondriaan 4.2.1's communication volume (medium-grain, eps = 0.03, measured on this machine)
@@ -146,7 +139,7 @@ pub fn checkerboard(a: &CooMatrix, p: usize) -> Vec<u32> {
 /// itself, or a directory holding one) if set, else `shared/data/matrices` in the current
 /// directory or above it, or above this crate's source (so that it works from anywhere inside
 /// the workspace and from the test harness), else the workplace's `/work/shared/data`.
-pub fn data_dir() -> Result<PathBuf, String> {
+pub fn data_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("MBSP_DATA_DIR").or_else(|| std::env::var_os("MBSP_DATA")) {
         let d = PathBuf::from(d);
         for c in [d.join("matrices"), d.clone()] {
@@ -154,10 +147,10 @@ pub fn data_dir() -> Result<PathBuf, String> {
                 return Ok(c);
             }
         }
-        return Err(format!(
+        return Err(Error::usage(format!(
             "MBSP_DATA_DIR / MBSP_DATA = {} is not a directory of matrices (nor holds matrices/)",
             d.display()
-        ));
+        )));
     }
     let starts = [
         std::env::current_dir().ok(),
@@ -181,17 +174,18 @@ pub fn data_dir() -> Result<PathBuf, String> {
         .map(|d| d.display().to_string())
         .collect();
     looked.dedup();
-    Err(format!(
+    Err(Error::usage(format!(
         "no shared/data/matrices found in or above {} (nor /work/shared/data): set MBSP_DATA_DIR \
          or name the files",
         looked.join(" or ")
-    ))
+    )))
 }
 
 /// The Matrix Market files (`.mtx`, `.mtx.gz`) of `dir`, smallest first (so the first results
 /// come quickly), by name on equal sizes.
-fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Error::io(dir.display().to_string()).with_source(e))?;
     let mut files: Vec<(u64, PathBuf)> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -208,7 +202,7 @@ fn matrices_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// The matrices of a benchmark run: `files`, or (none given) every matrix of the shared data
 /// directory, only the small ones with `quick`; each checked readable before the first
 /// (possibly long) case runs.
-pub(crate) fn input_files(files: &[PathBuf], quick: bool) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn input_files(files: &[PathBuf], quick: bool) -> Result<Vec<PathBuf>> {
     let files = if files.is_empty() {
         let dir = data_dir()?;
         let mut all = matrices_in(&dir)?;
@@ -216,7 +210,7 @@ pub(crate) fn input_files(files: &[PathBuf], quick: bool) -> Result<Vec<PathBuf>
             all.retain(|f| QUICK.contains(&matrix_name(f).as_str()));
         }
         if all.is_empty() {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "no{} matrices in {}",
                 if quick {
                     " quick (rajat01, bayer10, wiki-Vote)"
@@ -224,7 +218,7 @@ pub(crate) fn input_files(files: &[PathBuf], quick: bool) -> Result<Vec<PathBuf>
                     ""
                 },
                 dir.display()
-            ));
+            )));
         }
         all
     } else {
@@ -292,7 +286,7 @@ fn summarize(rows: &[Row], eps: f64) -> Summary {
 }
 
 /// Runs the benchmark; `Err` is a one-line message for exit status 2.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let procs = match &o.procs {
         Some(p) => p.clone(),
         None if o.quick => vec![2, 4],
@@ -320,7 +314,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     for f in &files {
         let name = matrix_name(f);
         let t = Instant::now();
-        let a = mtx::read_path(f).map_err(|e| e.to_string())?;
+        let a = mtx::read_path(f).map_err(|e| Error::io("").with_source(e))?;
         crate::partition_cmd::fits(&a, most)?;
         let read_seconds = t.elapsed().as_secs_f64();
         eprintln!(
@@ -330,8 +324,8 @@ pub fn run(o: &Options) -> Result<(), String> {
             a.nnz()
         );
         for &p in &procs {
-            let r =
-                partition::partition(&a, p, &opts).map_err(|e| format!("{name}, p = {p}: {e}"))?;
+            let r = partition::partition(&a, p, &opts)
+                .map_err(|e| Error::usage(format!("{name}, p = {p}: {e}")))?;
             let row1d = row_blocks(&a, p);
             let checker2d = checkerboard(&a, p);
             let row = Row {
@@ -359,7 +353,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             rows.push(row);
             // Rewritten after every case: an interrupted run keeps the cases it finished.
             if let Some(path) = &o.csv {
-                write_csv(path, &rows).map_err(|e| format!("--csv: {e}"))?;
+                write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
             }
         }
     }
@@ -612,14 +606,6 @@ mod tests {
         assert_eq!(reference("G3_circuit", 64), Some(43121));
         assert_eq!(reference("bcsstk16", 64), None);
         assert_eq!(reference("rajat01", 8), None);
-    }
-
-    #[test]
-    fn procs_are_checked() {
-        assert_eq!(parse_procs("2,4, 8"), Ok(vec![2, 4, 8]));
-        assert!(parse_procs("2,0").is_err());
-        assert!(parse_procs("2,,4").is_err());
-        assert!(parse_procs("x").is_err());
     }
 
     #[test]

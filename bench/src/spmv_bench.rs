@@ -45,15 +45,17 @@
 //! output. After the table, a summary per target of the issue (met / missed with the numbers,
 //! skipped for variants not built yet).
 
-use crate::fft_bench::COLORS;
-use crate::partition_bench::{balanced_blocks, input_files, parse_procs};
+use crate::partition_bench::{balanced_blocks, input_files};
 use crate::partition_cmd::matrix_name;
 use crate::spmv_cmd::{Csr, Prepared, Variant, max_rel_error, measure, median, test_x};
 use mbsp_algorithms::sparse::mtx;
+use mbsp_cli::cli::{self, Counts};
+#[allow(unused_imports)]
+use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_cli::whole_file::COLORS;
 use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -87,29 +89,23 @@ pub struct Options {
     pub quick: bool,
 }
 
-/// The command line of `mbsp bench spmv`. The top-level parser hands the arguments over
-/// unparsed and they are parsed here, so that any bad argument, an unknown option too, gives
-/// one line and exit status 2 (clap's own errors add usage and tips).
-#[derive(clap::Parser, Debug)]
-#[command(
-    name = "mbsp bench spmv",
-    about = "SpMV Mflop/s and speedup over sequential CSR of rayon row-parallel CSR and each \
-             mbsp variant, per matrix and p, with the bandwidth achieved against a STREAM \
-             triad, all measured in the same run"
-)]
-struct Args {
+/// The command line of `mbsp-bench spmv`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
     /// Matrix Market files (default: every matrix in shared/data/matrices, found through
     /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
     #[arg(value_name = "FILES")]
     files: Vec<PathBuf>,
     /// Process counts, comma-separated (default 1, 2, 4, ... up to the hardware threads;
     /// 1,2 with --quick).
-    #[arg(long, value_name = "P,P,...", allow_hyphen_values = true)]
-    procs: Option<String>,
+    #[arg(long, value_name = "P,P,...", allow_hyphen_values = true,
+          value_parser = cli::counts("--procs"))]
+    procs: Option<Counts>,
     /// Multiplies timed per measurement, in 9 batches (default: per batch
     /// clamp(4e7 / nnz, 5, 2000)).
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    reps: Option<String>,
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = cli::at_least("--reps", 1))]
+    reps: Option<usize>,
     /// Also write the rows as CSV (matrix, variant, p, mflops, speedup, gbs, triad_gbs,
     /// rel_error, partition_seconds, nnz, seconds) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -126,42 +122,19 @@ struct Args {
     quick: bool,
 }
 
-/// Parses the arguments after `mbsp bench spmv`; `Err` is a one-line message (exit status 2).
-/// `--help` prints the help and exits.
-pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
-    use clap::Parser;
-    let argv = std::iter::once(OsString::from("mbsp bench spmv")).chain(args.iter().cloned());
-    let a = match Args::try_parse_from(argv) {
-        Ok(a) => a,
-        // --help: printed on stdout, exit status 0.
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            return Err(format!(
-                "{} (see mbsp bench spmv --help)",
-                first.strip_prefix("error: ").unwrap_or(first)
-            ));
+impl Args {
+    /// The options these arguments ask for.
+    pub fn options(self) -> Options {
+        Options {
+            files: self.files,
+            procs: self.procs.map(|c| c.0),
+            reps: self.reps,
+            csv: self.csv,
+            json: self.json,
+            plot: self.plot,
+            quick: self.quick,
         }
-    };
-    Ok(Options {
-        files: a.files,
-        procs: a.procs.as_deref().map(parse_procs).transpose()?,
-        reps: a.reps.as_deref().map(parse_reps).transpose()?,
-        csv: a.csv,
-        json: a.json,
-        plot: a.plot,
-        quick: a.quick,
-    })
-}
-
-/// Parses `--reps`: a positive integer.
-fn parse_reps(s: &str) -> Result<usize, String> {
-    s.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("--reps {s}: need a positive integer"))
+    }
 }
 
 /// The default process counts: 1, 2, then powers of two up to `cores`, and `cores` itself.
@@ -397,29 +370,31 @@ impl Row {
 }
 
 /// Checks that a file can be written at `path` (its directory exists), before a long run.
-fn check_output(flag: &str, path: &Path) -> Result<(), String> {
+fn check_output(flag: &str, path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     if path.is_dir() {
-        return Err(format!("{flag} {}: is a directory", path.display()));
+        return Err(Error::io(format!(
+            "{flag} {}: is a directory",
+            path.display()
+        )));
     }
     if !dir.is_dir() {
-        return Err(format!(
+        return Err(Error::io(format!(
             "{flag} {}: directory {} does not exist",
             path.display(),
             dir.display()
-        ));
+        )));
     }
     Ok(())
 }
 
-/// Runs the benchmark; `Err` is a one-line message (exit status 2).
-pub fn run(o: &Options) -> Result<(), String> {
+/// Runs the benchmark.
+pub fn run(o: &Options) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let procs = match &o.procs {
-        Some(p) if p.contains(&0) => return Err("--procs: p = 0, need p >= 1".into()),
         Some(p) => p.clone(),
         None if o.quick => vec![1, 2],
         None => default_procs(cores),
@@ -443,9 +418,9 @@ pub fn run(o: &Options) -> Result<(), String> {
                 .num_threads(p)
                 .thread_name(|i| format!("spmv-rayon-{i}"))
                 .build()
-                .map_err(|e| format!("rayon pool of {p} threads: {e}"))
+                .map_err(|e| Error::run(format!("rayon pool of {p} threads")).with_source(e))
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>>>()?;
 
     let mut threads: Vec<usize> = std::iter::once(1).chain(procs.iter().copied()).collect();
     threads.sort_unstable();
@@ -461,7 +436,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     for f in &files {
         let name = matrix_name(f);
         let t = Instant::now();
-        let a = mtx::read_path(f).map_err(|e| e.to_string())?;
+        let a = mtx::read_path(f).map_err(|e| Error::io("").with_source(e))?;
         crate::spmv_cmd::fits(&a, most)?;
         let (nnz, bytes) = (a.nnz(), bytes_per_multiply(a.rows, a.cols, a.nnz()));
         let (batches, per) = batching(nnz, o.reps, o.quick);
@@ -508,7 +483,8 @@ pub fn run(o: &Options) -> Result<(), String> {
                     _ => {
                         eprintln!("spmv: {name} p = {p}: partitioning for {}", v.name());
                         &*fresh.insert(
-                            Prepared::new(&a, p, v).map_err(|e| format!("{name}, p = {p}: {e}"))?,
+                            Prepared::new(&a, p, v)
+                                .map_err(|e| e.context(format!("{name}, p = {p}")))?,
                         )
                     }
                 };
@@ -520,7 +496,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 let before = batches.div_ceil(2);
                 rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
                 let m = measure(&a, &csr, &x, prep, v, batches, per)
-                    .map_err(|e| format!("{name}, p = {p}, {}: {e}", v.name()))?;
+                    .map_err(|e| e.context(format!("{name}, p = {p}, {}", v.name())))?;
                 rayon_times.extend(time_rayon(
                     pool,
                     &csr,
@@ -564,7 +540,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             rows.append(&mut group);
             // Rewritten after every group: an interrupted run keeps the groups it finished.
             if let Some(path) = &o.csv {
-                write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
+                write_csv(path, &rows, &figures).map_err(|e| Error::io("--csv").with_source(e))?;
             }
         }
     }
@@ -573,10 +549,10 @@ pub fn run(o: &Options) -> Result<(), String> {
     figures.measure(&mut triad, &threads, passes);
     drop(triad);
     if let Some(path) = &o.csv {
-        write_csv(path, &rows, &figures).map_err(|e| format!("--csv: {e}"))?;
+        write_csv(path, &rows, &figures).map_err(|e| Error::io("--csv").with_source(e))?;
     }
     if let Some(path) = &o.plot {
-        plot(path, &rows).map_err(|e| format!("--plot: {e}"))?;
+        plot(path, &rows).map_err(|e| e.context("--plot"))?;
     }
     let targets = targets(&rows, &figures);
     let (batch_counts, _) = batching(1, o.reps, o.quick);
@@ -596,10 +572,10 @@ pub fn run(o: &Options) -> Result<(), String> {
         .iter()
         .find(|r| r.rel_error.is_nan() || r.rel_error > TOLERANCE)
     {
-        return Err(format!(
+        return Err(Error::run(format!(
             "{} p = {} {}: result differs from sequential CSR: relative error {:e} > {TOLERANCE:e}",
             bad.matrix, bad.p, bad.variant, bad.rel_error
-        ));
+        )));
     }
     Ok(())
 }
@@ -957,7 +933,7 @@ fn write_csv(path: &Path, rows: &[Row], triad: &TriadFigures) -> std::io::Result
 
 /// Grouped bars: the speedup over sequential CSR of rayon and each mbsp variant at the largest
 /// p, one group per matrix, with the sequential level (1) as a line.
-fn plot(path: &Path, rows: &[Row]) -> Result<(), String> {
+fn plot(path: &Path, rows: &[Row]) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let p = rows.iter().map(|r| r.p).max().unwrap_or(1);
     let bars: Vec<&Row> = rows
@@ -1075,14 +1051,6 @@ mod tests {
         assert_eq!(default_procs(4), [1, 2, 4]);
         assert_eq!(default_procs(6), [1, 2, 4, 6]);
         assert_eq!(default_procs(16), [1, 2, 4, 8, 16]);
-    }
-
-    #[test]
-    fn reps_are_checked() {
-        assert_eq!(parse_reps("10"), Ok(10));
-        assert!(parse_reps("0").is_err());
-        assert!(parse_reps("-3").is_err());
-        assert!(parse_reps("x").is_err());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `mbsp bench spmv` as a user runs it: the quick run's CSV and JSON (one row per matrix,
+//! `mbsp-bench spmv` as a user runs it: the quick run's CSV and JSON (one row per matrix,
 //! variant and p, every result checked against sequential CSR), the plot, and a clear exit
 //! status 2 with one line for bad arguments.
 
@@ -44,8 +44,7 @@ fn quick_run_csv_json_and_plot() {
     let csv = dir.join("spmv.csv");
     let svg = dir.join("spmv.svg");
     let (rajat, bayer) = (common::matrix("rajat01.mtx"), common::matrix("bayer10.mtx"));
-    let (code, out, err) = common::mbsp(&[
-        "bench",
+    let (code, out, err) = common::bench(&[
         "spmv",
         "--quick",
         rajat.to_str().unwrap(),
@@ -144,8 +143,7 @@ fn quick_run_csv_json_and_plot() {
 #[test]
 fn table_has_every_row_and_the_targets() {
     let rajat = common::matrix("rajat01.mtx");
-    let (code, out, err) = common::mbsp(&[
-        "bench",
+    let (code, out, err) = common::bench(&[
         "spmv",
         "--quick",
         "--procs",
@@ -183,26 +181,27 @@ fn bad_arguments_exit_2_with_one_line() {
     let missing = missing.to_str().unwrap();
     let nowhere = dir.join("no/such/dir/out.csv");
     let nowhere = nowhere.to_str().unwrap();
-    let cases: [(&[&str], &str); 9] = [
-        (&["--procs", "1,0", good], "--procs 1,0"),
-        (&["--procs", "0", good], "--procs 0"),
-        (&["--procs", "two", good], "--procs two"),
-        (&["--procs", "-2", good], "--procs -2"),
-        (&["--reps", "0", good], "--reps 0"),
-        (&[missing], "no-such.mtx"),
-        (&[dir.to_str().unwrap()], "directory"),
-        (&["--frobnicate", good], "--frobnicate"),
-        (&["--csv", nowhere, good], "no/such/dir"),
+    // Bad arguments: status 2; files that cannot be read or written: status 3.
+    let cases: [(&[&str], &str, i32); 9] = [
+        (&["--procs", "1,0", good], "--procs 1,0", 2),
+        (&["--procs", "0", good], "--procs 0", 2),
+        (&["--procs", "two", good], "--procs two", 2),
+        (&["--procs", "-2", good], "--procs -2", 2),
+        (&["--reps", "0", good], "--reps 0", 2),
+        (&["--frobnicate", good], "--frobnicate", 2),
+        (&[missing], "no-such.mtx", 3),
+        (&[dir.to_str().unwrap()], "directory", 3),
+        (&["--csv", nowhere, good], "no/such/dir", 3),
     ];
-    for (args, needle) in cases {
-        let all: Vec<&str> = ["bench", "spmv", "--quick"]
+    for (args, needle, status) in cases {
+        let all: Vec<&str> = ["spmv", "--quick"]
             .into_iter()
             .chain(args.iter().copied())
             .collect();
-        let (code, out, err) = common::mbsp(&all);
-        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        let (code, out, err) = common::bench(&all);
+        assert_eq!(code, status, "{args:?}: {out} {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("mbsp bench spmv: "), "{args:?}: {err}");
+        assert!(err.starts_with("mbsp-bench spmv: "), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: no {needle} in {err}");
         assert!(out.is_empty(), "{args:?}: {out}");
     }

@@ -155,6 +155,14 @@ fn spectral() {
 }
 
 #[test]
+fn spectral_heat() {
+    for p in ["1", "2", "4"] {
+        let out = run(env!("CARGO_BIN_EXE_spectral_heat"), &["1024", p, "50"]);
+        assert!(out.contains(&format!("p = {p}, 50 steps")), "{out}");
+    }
+}
+
+#[test]
 fn cg() {
     // The default matrix (bcsstk16) with the shared data found the usual ways.
     let out = run(env!("CARGO_BIN_EXE_cg"), &[]);

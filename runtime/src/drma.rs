@@ -87,7 +87,7 @@ impl Ctx {
             .layout
             .binder
             .memory_nodes(bytemuck::cast_slice(area))
-            .map_err(|m| self.error(crate::ErrorKind::System, "memory_nodes", m))
+            .map_err(|e| self.error(crate::ErrorKind::System, "memory_nodes", e.to_string()))
     }
 
     /// Take part in a registration without offering memory (BSPlib's `bsp_push_reg(NULL, 0)`):

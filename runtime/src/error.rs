@@ -5,6 +5,7 @@
 //! The error names the primitive, the process (with its path through nested runs), the superstep
 //! and the values involved, so that the message alone says what went wrong.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -29,7 +30,9 @@ pub enum ErrorKind {
 #[derive(Clone, Debug)]
 struct Inner {
     kind: ErrorKind,
-    op: &'static str,
+    /// Borrowed for the runtime's own operations; owned for an error that arrived from another
+    /// MPI rank (its name was decoded from the wire).
+    op: Cow<'static, str>,
     path: Vec<usize>,
     superstep: Option<u64>,
     message: String,
@@ -60,14 +63,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub(crate) fn new(
         kind: ErrorKind,
-        op: &'static str,
+        op: impl Into<Cow<'static, str>>,
         path: Vec<usize>,
         superstep: Option<u64>,
         message: impl Into<String>,
     ) -> Self {
         Error(Box::new(Inner {
             kind,
-            op,
+            op: op.into(),
             path,
             superstep,
             message: message.into(),
@@ -95,8 +98,8 @@ impl Error {
     }
 
     /// The primitive or phase that failed, e.g. `"put"`, `"sync"`, `"run"`.
-    pub fn op(&self) -> &'static str {
-        self.0.op
+    pub fn op(&self) -> &str {
+        &self.0.op
     }
 
     /// The pid of the failing process in its own run, if a process failed.
@@ -128,7 +131,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let i = &self.0;
-        f.write_str(i.op)?;
+        f.write_str(&i.op)?;
         if !i.path.is_empty() || i.superstep.is_some() {
             f.write_str(" (")?;
             if !i.path.is_empty() {

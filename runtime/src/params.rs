@@ -78,12 +78,22 @@ impl Params {
     /// let p = mbsp::params::Params::from_json(r#"{"l": 2e-6, "g": 3e-9}"#).unwrap();
     /// assert_eq!((p.l, p.g), (2e-6, 3e-9));
     /// ```
-    pub fn from_json(text: &str) -> Result<Params, String> {
+    ///
+    /// A text that is not JSON, or a value out of range, is a [`ParamsError`]:
+    ///
+    /// ```
+    /// let e = mbsp::params::Params::from_json(r#"{"l": -1}"#).unwrap_err();
+    /// assert_eq!(e.to_string(), "\"l\" must be a positive number, not -1");
+    /// assert!(mbsp::params::Params::from_json("l = 1").is_err());
+    /// ```
+    pub fn from_json(text: &str) -> Result<Params, ParamsError> {
         parse_file(text).map(|(top, _)| top)
     }
 
     /// Parse the keys of `obj` over [`Params::DEFAULT`].
-    fn from_object(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Params, String> {
+    fn from_object(
+        obj: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Params, ParamsError> {
         let mut p = Params::DEFAULT;
         // r divides and l is never free; a g may be 0 (`mbsp params` reports a fit whose slope
         // came out negative, noise below its resolution, as a flat line).
@@ -99,7 +109,9 @@ impl Params {
                 let x = x
                     .as_f64()
                     .filter(|x| x.is_finite() && (*x > 0.0 || (zero_ok && *x == 0.0)))
-                    .ok_or_else(|| format!("\"{key}\" must be a {what} number, not {x}"))?;
+                    .ok_or_else(|| {
+                        ParamsError::invalid(format!("\"{key}\" must be a {what} number, not {x}"))
+                    })?;
                 *slot = x;
             }
         }
@@ -119,29 +131,70 @@ impl Params {
     }
 }
 
+/// Why a text of BSP parameters could not be used ([`Params::from_json`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ParamsError {
+    /// The text is not JSON; the parser's error is the [`source`](std::error::Error::source).
+    Json(serde_json::Error),
+    /// The JSON does not have the expected shape or a value is out of range (the message says
+    /// which key, and which entry of `"levels"`).
+    Invalid(String),
+}
+
+impl ParamsError {
+    fn invalid(message: impl Into<String>) -> Self {
+        ParamsError::Invalid(message.into())
+    }
+}
+
+impl std::fmt::Display for ParamsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamsError::Json(e) => write!(f, "not JSON: {e}"),
+            ParamsError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ParamsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParamsError::Json(e) => Some(e),
+            ParamsError::Invalid(_) => None,
+        }
+    }
+}
+
 /// One measured level of a parameter file: (level name, processes, parameters).
 type LevelEntry = (String, usize, Params);
 
 /// A parameter file: the whole machine's values and the measured levels. Every level must be
 /// valid (a file with one bad entry is refused whole: predictions from half a file mislead).
-fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let obj = v.as_object().ok_or("expected a JSON object")?;
+fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), ParamsError> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(ParamsError::Json)?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| ParamsError::invalid("expected a JSON object"))?;
     let top = Params::from_object(obj)?;
     let mut levels = Vec::new();
     if let Some(list) = obj.get("levels") {
-        let list = list.as_array().ok_or("\"levels\" must be an array")?;
+        let list = list
+            .as_array()
+            .ok_or_else(|| ParamsError::invalid("\"levels\" must be an array"))?;
         for (i, entry) in list.iter().enumerate() {
             let e = entry
                 .as_object()
-                .ok_or_else(|| format!("levels[{i}] is not an object"))?;
-            let name = e
-                .get("level")
-                .and_then(|n| n.as_str())
-                .ok_or_else(|| format!("levels[{i}] has no \"level\" name"))?;
+                .ok_or_else(|| ParamsError::invalid(format!("levels[{i}] is not an object")))?;
+            let name = e.get("level").and_then(|n| n.as_str()).ok_or_else(|| {
+                ParamsError::invalid(format!("levels[{i}] has no \"level\" name"))
+            })?;
             let p = e.get("p").and_then(|p| p.as_u64()).unwrap_or(0) as usize;
             // A level's missing keys default to the whole machine's.
-            let mut params = Params::from_object(e).map_err(|m| format!("levels[{i}]: {m}"))?;
+            let mut params = Params::from_object(e).map_err(|m| match m {
+                ParamsError::Invalid(m) => ParamsError::Invalid(format!("levels[{i}]: {m}")),
+                other => other,
+            })?;
             for (key, slot, whole) in [
                 ("r", &mut params.r, top.r),
                 ("g", &mut params.g, top.g),
@@ -168,7 +221,7 @@ fn loaded() -> &'static (Params, Vec<LevelEntry>) {
         Some(path) => {
             let read = std::fs::read_to_string(&path)
                 .map_err(|e| e.to_string())
-                .and_then(|text| parse_file(&text));
+                .and_then(|text| parse_file(&text).map_err(|e| e.to_string()));
             read.unwrap_or_else(|e| {
                 eprintln!(
                     "mbsp: {PARAMS_ENV}={}: {e}; using the default BSP parameters",
@@ -220,7 +273,7 @@ mod tests {
             ("{", "EOF"),
         ] {
             let e = parse_file(text).unwrap_err();
-            assert!(e.contains(why), "{text}: {e}");
+            assert!(e.to_string().contains(why), "{text}: {e}");
         }
         // A flat fit (g = 0) is a measurement, not an error.
         let (top, _) = parse_file(r#"{"g": 0, "g_direct": 0}"#).unwrap();

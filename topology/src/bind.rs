@@ -6,6 +6,7 @@
 //! (containers often deny NUMA system calls), a warning is printed once per kind and the
 //! program carries on unbound.
 
+use crate::error::LocationError;
 use crate::load::Loaded;
 use crate::tree::{Domain, Machine};
 use hwlocality::Topology;
@@ -161,19 +162,20 @@ impl Binder {
     }
 
     /// The NUMA nodes (OS indices) holding the pages of `area`, as the OS reports them.
-    pub fn memory_nodes(&self, area: &[u8]) -> Result<Vec<u32>, String> {
+    pub fn memory_nodes(&self, area: &[u8]) -> Result<Vec<u32>, LocationError> {
         let Some(topo) = &self.hwloc else {
-            return Err(format!(
-                "memory location unknown: the machine tree is not this machine ({})",
-                self.machine.source()
-            ));
+            return Err(LocationError::NotThisMachine {
+                origin: self.machine.source().clone(),
+            });
         };
         if area.is_empty() {
             return Ok(Vec::new());
         }
         let set: NodeSet = topo
             .area_memory_location(area, MemoryBindingFlags::empty())
-            .map_err(|e| format!("cannot query the memory location: {e}"))?;
+            .map_err(|e| LocationError::Query {
+                source: Arc::new(e),
+            })?;
         Ok(set.iter_set().map(|i| usize::from(i) as u32).collect())
     }
 }

@@ -1,4 +1,5 @@
-//! The errors of loading machine trees ([`TopologyError`]) and of making plans ([`PlanError`]).
+//! The errors of loading machine trees ([`TopologyError`]), of making plans ([`PlanError`]) and
+//! of asking where memory lives ([`LocationError`]).
 //!
 //! Each error's `Display` is one self-contained line (it includes the underlying error's text),
 //! and [`std::error::Error::source`] returns the underlying error when there is one (hwloc's
@@ -261,6 +262,55 @@ impl fmt::Display for PlanError {
 }
 
 impl Error for PlanError {}
+
+/// Where the pages of a memory area live could not be found out
+/// ([`Binder::memory_nodes`](crate::Binder::memory_nodes)).
+///
+/// ```
+/// use mbsp_topology::{Binder, LocationError, Machine};
+/// let loaded = Machine::synthetic("package:2 core:2 pu:1").unwrap();
+/// let e = Binder::new(&loaded).memory_nodes(&[1, 2, 3]).unwrap_err();
+/// assert!(matches!(e, LocationError::NotThisMachine { .. }));
+/// assert!(e.to_string().contains("not this machine"), "{e}");
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum LocationError {
+    /// The machine tree was loaded (synthetic or XML), not detected: it describes no memory this
+    /// process can ask the OS about.
+    NotThisMachine {
+        /// Where the machine tree came from.
+        origin: Source,
+    },
+    /// The OS (through hwloc) refused the query.
+    Query {
+        /// hwloc's error.
+        source: Arc<dyn Error + Send + Sync + 'static>,
+    },
+}
+
+impl fmt::Display for LocationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LocationError::NotThisMachine { origin } => write!(
+                f,
+                "memory location unknown: the machine tree is not this machine ({origin})"
+            ),
+            LocationError::Query { source } => {
+                write!(f, "cannot query the memory location: {source}")
+            }
+        }
+    }
+}
+
+impl Error for LocationError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            LocationError::NotThisMachine { .. } => None,
+            LocationError::Query { source } => Some(&**source),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -83,6 +83,7 @@ fn loaded_machines_are_planned_but_never_bound() {
         binder
             .memory_nodes(&[1, 2, 3])
             .unwrap_err()
+            .to_string()
             .contains("not this machine")
     );
 }

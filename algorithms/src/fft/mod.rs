@@ -76,21 +76,23 @@
 //! run of `p` processes. [`MultiFft`] / [`fft_multi`] nest the same algorithm along the machine
 //! tree (packages → NUMA nodes → cores); [`FftCost`] predicts both and picks one.
 
+//! **Modules.** `num` (element types, roots, the radix-2 kernel) is a leaf; `split` (the split
+//! local FFT's passes) uses `num`; `plan` ([`BspFft`] and the nested levels below a process)
+//! uses `num` and `split`; `multi` ([`MultiFft`], [`FftCost`]) uses `plan`; `oneshot` ([`fft`],
+//! [`ifft`], [`fft_multi`], the plan cache) uses `plan` and `multi`. No module uses this one or
+//! one above it (a test checks), so the dependencies form no circle.
+
 pub mod multi;
+mod num;
+mod oneshot;
 mod plan;
 mod split;
 
-pub use multi::{Choice, FftCost, MultiFft, Variant, fft_multi, hierarchy};
-pub use num_complex::Complex;
+pub use multi::{Choice, FftCost, MultiFft, Variant, hierarchy};
+pub use num::{Complex, Float};
+pub use oneshot::{PLAN_CACHE_ENTRIES, PLAN_CACHE_LEN, fft, fft_multi, ifft};
 pub use plan::{BspFft, Direction};
-
-use mbsp::Result;
-use rustfft::FftNum;
-
-/// Floating-point types the FFT works on (`f32`, `f64`).
-pub trait Float: FftNum + bytemuck::Pod {}
-impl Float for f32 {}
-impl Float for f64 {}
+pub use split::kernel_len;
 
 /// Flops of one complex FFT of length `n` by the usual convention, `5 n log₂ n`.
 ///
@@ -99,68 +101,6 @@ impl Float for f64 {}
 /// ```
 pub fn flops(n: usize) -> f64 {
     5.0 * n as f64 * (n.max(1) as f64).log2()
-}
-
-/// The length of the sequential kernels a flat transform of length `n` over `p` processes
-/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; `n/8` for `p = 2` and
-/// `n ≥ 2^19`, split in four), else `n/p` (the rate of a kernel depends on its length through
-/// the caches: this is the length to measure `r` at).
-///
-/// ```
-/// use mbsp_algorithms::fft::kernel_len;
-/// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
-/// assert_eq!(kernel_len(1 << 20, 2), 1 << 17);
-/// assert_eq!(kernel_len(1 << 18, 2), 1 << 16);
-/// assert_eq!(kernel_len(1 << 12, 2), 1 << 10);
-/// assert_eq!(kernel_len(1 << 20, 4), 1 << 16);
-/// assert_eq!(kernel_len(64, 16), 4); // p² > n: group-cyclic stages of n/p
-/// ```
-pub fn kernel_len(n: usize, p: usize) -> usize {
-    let p = p.clamp(1, n.max(1));
-    match split::rows(n, p) {
-        0 => n / p,
-        rows => n / p / rows,
-    }
-}
-
-/// Transform `data` (natural order) in place with `p` processes: forward, unscaled.
-///
-/// The vector is handed out cyclically (each process reads its entries straight from `data`),
-/// transformed by [`BspFft`], and written back in place. With `p = 1` no run is started.
-///
-/// ```
-/// use mbsp_algorithms::fft::{fft, ifft, Complex};
-/// let mut x: Vec<Complex<f64>> = (0..16).map(|i| Complex::new(i as f64, 0.0)).collect();
-/// let orig = x.clone();
-/// fft(&mut x, 2)?;
-/// assert!((x[0].re - 120.0).abs() < 1e-12);   // the sum of 0..16
-/// ifft(&mut x, 4)?;
-/// assert!(x.iter().zip(&orig).all(|(a, b)| (a - b).norm() < 1e-12));
-/// # Ok::<(), mbsp::Error>(())
-/// ```
-pub fn fft<T: Float>(data: &mut [Complex<T>], p: usize) -> Result<()> {
-    whole(data, p, Direction::Forward)
-}
-
-/// The inverse of [`fft`], scaled by `1/n`.
-pub fn ifft<T: Float>(data: &mut [Complex<T>], p: usize) -> Result<()> {
-    whole(data, p, Direction::Inverse)
-}
-
-pub(crate) fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction) -> Result<()> {
-    let n = data.len();
-    if p == 1 {
-        // Validate as the runs do, then one sequential transform.
-        mbsp::run(1, |ctx| plan::check_shape(ctx, n, 1))?;
-        plan::sequential(data, dir);
-        return Ok(());
-    }
-    if p == 0 {
-        // The run reports the bad process count.
-        return mbsp::run(0, |_| Ok(())).map(drop);
-    }
-    // One level of the Multi-BSP FFT is the flat BSP FFT.
-    fft_multi(data, &[p], dir)
 }
 
 /// The transforms of `f64` and `f32`, instantiated once, here, in builds with debug assertions
@@ -187,4 +127,40 @@ pub fn shared_instances() -> [*const (); 16] {
     }
     let (a, b) = (of::<f64>(), of::<f32>());
     std::array::from_fn(|i| if i < 8 { a[i] } else { b[i - 8] })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The modules of the FFT and what each uses of the others (`super::NAME` and
+    /// `crate::fft::NAME` in code, comments left out): every edge goes to a module listed
+    /// earlier, so there is no circle, and none goes to this module (`mod.rs`). A file's
+    /// `mod tests` comes last and is not read (its `super` is the file's own module).
+    #[test]
+    fn module_dependencies_form_no_circle() {
+        let order: [(&str, &str); 5] = [
+            ("num", include_str!("num.rs")),
+            ("split", include_str!("split.rs")),
+            ("plan", include_str!("plan.rs")),
+            ("multi", include_str!("multi.rs")),
+            ("oneshot", include_str!("oneshot.rs")),
+        ];
+        let names: Vec<&str> = order.iter().map(|m| m.0).collect();
+        for (at, (name, text)) in order.iter().enumerate() {
+            for line in text.lines().take_while(|l| !l.starts_with("mod tests")) {
+                let code = line.split("//").next().unwrap_or("");
+                for prefix in ["super::", "crate::fft::"] {
+                    for (i, _) in code.match_indices(prefix) {
+                        let used: String = code[i + prefix.len()..]
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        let Some(to) = names.iter().position(|n| *n == used) else {
+                            panic!("{name}.rs uses `{prefix}{used}`, an item of mod.rs: {line}");
+                        };
+                        assert!(to < at, "{name}.rs uses {used}, listed later: {line}");
+                    }
+                }
+            }
+        }
+    }
 }

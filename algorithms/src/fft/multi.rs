@@ -33,112 +33,12 @@
 //! entry at the default `g_direct`), 11–16% after (two runs over 2^12–2^22); with measured
 //! parameters (`MBSP_PARAMS`, `g_direct` 0.24 ns) 14–23% before and 14–22% after.
 
-use super::plan::{BspFft, Direction, Tables, check_shape};
-use super::{Complex, Float};
+use super::num::{Complex, Float};
+use super::plan::{Below, BspFft, Direction, Tables, check_shape, group_cyclic};
+use super::split;
 use crate::cost::Params;
-use crate::dist::Cyclic;
 use mbsp::{Ctx, Domain, Machine, Result};
 use std::sync::Arc;
-
-/// The nested levels below a process: the nested run's size and, per nested pid, its tables
-/// and its own levels below.
-pub(crate) struct Below<T: Float> {
-    fanout: usize,
-    nodes: Vec<Node<T>>,
-}
-
-struct Node<T: Float> {
-    tables: Arc<Tables<T>>,
-    below: Option<Below<T>>,
-}
-
-impl<T: Float> Below<T> {
-    /// Plan the levels `fanouts` below a process whose local length is `m` (each fan-out a
-    /// power of two, capped at the length it splits).
-    fn plan(m: usize, fanouts: &[usize]) -> Option<Below<T>> {
-        let (&c, rest) = fanouts.split_first()?;
-        let c = c.min(m);
-        if c <= 1 {
-            return Below::plan(m, rest);
-        }
-        let nodes = (0..c)
-            .map(|t| {
-                let below = Below::plan(m / c, rest);
-                Node {
-                    tables: Arc::new(Tables::new(m, c, t, below.is_some())),
-                    below,
-                }
-            })
-            .collect();
-        Some(Below { fanout: c, nodes })
-    }
-
-    /// The size of the nested run.
-    pub(crate) fn fanout(&self) -> usize {
-        self.fanout
-    }
-
-    /// The local FFT of `local` by a nested run, as [`transform`](Self::transform), except that
-    /// the outputs are not written back: output `k` goes to `sink(k, value)`, called by the
-    /// nested process that owns `k` (each `k` once).
-    pub(crate) fn transform_into(
-        &self,
-        ctx: &Ctx,
-        local: &mut [Complex<T>],
-        dir: Direction,
-        sink: &(dyn Fn(usize, Complex<T>) + Sync),
-    ) -> Result<()> {
-        let c = self.fanout;
-        let parts = Cyclic::new(local, c);
-        ctx.run(c, |nctx| {
-            let t = nctx.pid();
-            let node = &self.nodes[t];
-            let Some(part) = parts.take(t) else {
-                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
-            };
-            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
-            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
-            fft.free(nctx)?;
-            for (i, v) in loc.into_iter().enumerate() {
-                sink(t + c * i, v);
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// The processes of the whole subtree.
-    fn procs(&self) -> usize {
-        self.fanout * self.nodes[0].below.as_ref().map_or(1, Below::procs)
-    }
-
-    /// The local FFT of `local` (scaled by `1/len` when inverse) by a nested run.
-    pub(crate) fn transform(
-        &self,
-        ctx: &mut Ctx,
-        local: &mut [Complex<T>],
-        dir: Direction,
-    ) -> Result<()> {
-        let parts = Cyclic::new(local, self.fanout);
-        ctx.run(self.fanout, |nctx| {
-            let t = nctx.pid();
-            let node = &self.nodes[t];
-            let Some(mut part) = parts.take(t) else {
-                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
-            };
-            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
-            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
-            fft.free(nctx)?;
-            for (i, v) in loc.into_iter().enumerate() {
-                part.set(i, v);
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-}
 
 /// A Multi-BSP FFT of length `n`: this run's processes are the top level, with nested runs of
 /// the given fan-outs below each (see the [module docs](self)). Cyclic distribution over the
@@ -252,43 +152,6 @@ pub fn hierarchy(machine: &Machine, domain: &Domain) -> Vec<usize> {
     out
 }
 
-/// Transform a whole vector with the Multi-BSP FFT over the fan-outs `levels` (outermost first;
-/// e.g. [`hierarchy`] of the machine): a top-level run of `levels[0]` processes with nested runs
-/// below. With no levels (or all 1) the transform is sequential.
-///
-/// ```
-/// use mbsp_algorithms::fft::{fft_multi, Complex, Direction};
-/// let mut x: Vec<Complex<f32>> = (0..1024).map(|j| Complex::new(j as f32, 0.0)).collect();
-/// fft_multi(&mut x, &[2, 2], Direction::Forward)?;
-/// assert!((x[0].re - 523_776.0).abs() < 1.0); // the sum 0 + ... + 1023
-/// # Ok::<(), mbsp::Error>(())
-/// ```
-pub fn fft_multi<T: Float>(
-    data: &mut [Complex<T>],
-    levels: &[usize],
-    dir: Direction,
-) -> Result<()> {
-    let levels: Vec<usize> = levels.iter().copied().filter(|&c| c > 1).collect();
-    let Some((&top, below)) = levels.split_first() else {
-        return super::whole(data, 1, dir);
-    };
-    let n = data.len();
-    let parts = Cyclic::new(data, top);
-    mbsp::run(top, |ctx| {
-        let mut plan = MultiFft::<T>::new(ctx, n, below)?;
-        let Some(mut mine) = parts.take(ctx.pid()) else {
-            return Err(ctx.misuse_error("fft", "cyclic part taken twice"));
-        };
-        let mut local: Vec<Complex<T>> = (0..mine.len()).map(|i| mine.get(i)).collect();
-        plan.transform(ctx, &mut local, dir)?;
-        for (i, v) in local.into_iter().enumerate() {
-            mine.set(i, v);
-        }
-        plan.free(ctx)
-    })
-    .map(drop)
-}
-
 /// Which variant to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
@@ -368,7 +231,7 @@ impl FftCost {
             // Group-cyclic: L redistributions of h = 2m, each followed by a local FFT of length
             // m (5 m log₂ n flops in all, as the flat one) and a pass more, and the final
             // exchange within groups of gp processes.
-            let (stages, gp) = super::plan::group_cyclic(n, p);
+            let (stages, gp) = group_cyclic(n, p);
             let (mf, gf) = (m as f64, gp as f64);
             work(mf, nf)
                 + stages as f64 * passes(mf)
@@ -377,7 +240,7 @@ impl FftCost {
                     2.0 * mf * (stages as f64 + (gf - 1.0) / gf),
                     true,
                 )
-        } else if let rows @ 1.. = super::split::rows(n, p) {
+        } else if let rows @ 1.. = split::rows(n, p) {
             // The split local FFT: kernels of n/(p·L) (5·log₂ of their length flops per
             // entry, at r), and two passes over the local array, the length-L DIF transforms
             // and the length-p transforms after the fetch, each with a twiddle multiplication

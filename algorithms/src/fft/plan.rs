@@ -1,7 +1,11 @@
-//! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)).
+//! [`BspFft`]: the plan of a distributed FFT inside a run (see the [module docs](super)), and
+//! the nested levels below a process of the Multi-BSP FFT ([`Below`]): a transform's local FFT
+//! may be a nested run of transforms, which may have levels below them in turn, so the two
+//! live in one module.
 
+use super::num::{Complex, Float, butterflies, root};
 use super::split::{self, Gather, Scratch, Twiddles};
-use super::{Complex, Float};
+use crate::dist::Cyclic;
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
 use rustfft::{Fft, FftPlanner};
@@ -40,28 +44,6 @@ pub(crate) fn group_cyclic(n: usize, p: usize) -> (usize, usize) {
         stages += 1;
     }
     (stages, gp)
-}
-
-/// One sequential transform of `data` (planning included).
-pub(crate) fn sequential<T: Float>(data: &mut [Complex<T>], dir: Direction) {
-    let n = data.len();
-    let mut planner = FftPlanner::<T>::new();
-    match dir {
-        Direction::Forward => planner.plan_fft_forward(n).process(data),
-        Direction::Inverse => {
-            planner.plan_fft_inverse(n).process(data);
-            let s = T::from_f64(1.0 / n as f64).expect("a float");
-            data.iter_mut().for_each(|x| *x = x.scale(s));
-        }
-    }
-}
-
-/// `e^{sign·2πi·num/den}` computed in f64 (the argument reduced exactly first).
-pub(crate) fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {
-    let a = sign * 2.0 * std::f64::consts::PI * ((num % den) as f64) / den as f64;
-    let (s, c) = a.sin_cos();
-    let f = |x: f64| T::from_f64(x * scale).expect("a float");
-    Complex::new(f(c), f(s))
 }
 
 /// `scale·e^{sign·2πi·me·k/n}` for `k < m`, as products of two exactly computed roots (a
@@ -388,7 +370,7 @@ impl<T: Float> BspFft<T> {
         ctx: &mut Ctx,
         local: &mut [Complex<T>],
         dir: Direction,
-        below: Option<&super::multi::Below<T>>,
+        below: Option<&Below<T>>,
     ) -> Result<()> {
         let t = self.t.clone();
         if local.len() != t.m {
@@ -510,7 +492,7 @@ impl<T: Float> BspFft<T> {
         ctx: &mut Ctx,
         local: &mut [Complex<T>],
         kernel: &Arc<dyn Fft<T>>,
-        below: Option<&super::multi::Below<T>>,
+        below: Option<&Below<T>>,
         dir: Direction,
     ) -> Result<()> {
         match below {
@@ -611,7 +593,7 @@ impl<T: Float> BspFft<T> {
         ctx: &mut Ctx,
         local: &mut [Complex<T>],
         dir: Direction,
-        below: &super::multi::Below<T>,
+        below: &Below<T>,
         t: &Tables<T>,
     ) -> Result<()> {
         let tw = t.kernel(dir).1;
@@ -710,43 +692,102 @@ impl<T: Float> BspFft<T> {
 /// Marks the plan-check message of [`BspFft::new`].
 const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
 
-/// In-place radix-2 FFTs of length `p` down the columns of a tile of `p` rows of stride `c`
-/// (the first `cl` columns), rows in bit-reversed order on input, natural order on output.
-#[inline(always)]
-pub(crate) fn butterflies<T: Float>(
-    tile: &mut [Complex<T>],
-    p: usize,
-    c: usize,
-    cl: usize,
-    roots: &[Complex<T>],
-    inverse: bool,
-) {
-    let mut len = 2;
-    while len <= p {
-        let half = len / 2;
-        let step = p / len;
-        for g in (0..p).step_by(len) {
-            for j in 0..half {
-                let w = roots[j * step];
-                let w = if inverse { w.conj() } else { w };
-                let (lo, hi) = tile.split_at_mut((g + j + half) * c);
-                let a = &mut lo[(g + j) * c..(g + j) * c + cl];
-                let bb = &mut hi[..cl];
-                if j == 0 {
-                    for (x, y) in a.iter_mut().zip(bb.iter_mut()) {
-                        let t = *y;
-                        *y = *x - t;
-                        *x = *x + t;
-                    }
-                } else {
-                    for (x, y) in a.iter_mut().zip(bb.iter_mut()) {
-                        let t = *y * w;
-                        *y = *x - t;
-                        *x = *x + t;
-                    }
-                }
-            }
+/// The nested levels below a process: the nested run's size and, per nested pid, its tables
+/// and its own levels below.
+pub(crate) struct Below<T: Float> {
+    fanout: usize,
+    nodes: Vec<Node<T>>,
+}
+
+struct Node<T: Float> {
+    tables: Arc<Tables<T>>,
+    below: Option<Below<T>>,
+}
+
+impl<T: Float> Below<T> {
+    /// Plan the levels `fanouts` below a process whose local length is `m` (each fan-out a
+    /// power of two, capped at the length it splits).
+    pub(crate) fn plan(m: usize, fanouts: &[usize]) -> Option<Below<T>> {
+        let (&c, rest) = fanouts.split_first()?;
+        let c = c.min(m);
+        if c <= 1 {
+            return Below::plan(m, rest);
         }
-        len *= 2;
+        let nodes = (0..c)
+            .map(|t| {
+                let below = Below::plan(m / c, rest);
+                Node {
+                    tables: Arc::new(Tables::new(m, c, t, below.is_some())),
+                    below,
+                }
+            })
+            .collect();
+        Some(Below { fanout: c, nodes })
+    }
+
+    /// The size of the nested run.
+    pub(crate) fn fanout(&self) -> usize {
+        self.fanout
+    }
+
+    /// The local FFT of `local` by a nested run, as [`transform`](Self::transform), except that
+    /// the outputs are not written back: output `k` goes to `sink(k, value)`, called by the
+    /// nested process that owns `k` (each `k` once).
+    pub(crate) fn transform_into(
+        &self,
+        ctx: &Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        sink: &(dyn Fn(usize, Complex<T>) + Sync),
+    ) -> Result<()> {
+        let c = self.fanout;
+        let parts = Cyclic::new(local, c);
+        ctx.run(c, |nctx| {
+            let t = nctx.pid();
+            let node = &self.nodes[t];
+            let Some(part) = parts.take(t) else {
+                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
+            };
+            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
+            fft.free(nctx)?;
+            for (i, v) in loc.into_iter().enumerate() {
+                sink(t + c * i, v);
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// The processes of the whole subtree.
+    pub(crate) fn procs(&self) -> usize {
+        self.fanout * self.nodes[0].below.as_ref().map_or(1, Below::procs)
+    }
+
+    /// The local FFT of `local` (scaled by `1/len` when inverse) by a nested run.
+    pub(crate) fn transform(
+        &self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+    ) -> Result<()> {
+        let parts = Cyclic::new(local, self.fanout);
+        ctx.run(self.fanout, |nctx| {
+            let t = nctx.pid();
+            let node = &self.nodes[t];
+            let Some(mut part) = parts.take(t) else {
+                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
+            };
+            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
+            fft.free(nctx)?;
+            for (i, v) in loc.into_iter().enumerate() {
+                part.set(i, v);
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 }

@@ -12,7 +12,7 @@
 //! the other process's pack goes to the registered buffer, this process's stays in its local
 //! array (see "footprint" in the [module docs](super)).
 
-use super::{Complex, Float};
+use super::num::{Complex, Float, butterflies, root};
 use mbsp::Result;
 
 /// Complex entries per row of a slab.
@@ -34,6 +34,28 @@ pub(crate) fn rows(n: usize, p: usize) -> usize {
         4
     } else {
         p
+    }
+}
+
+/// The length of the sequential kernels a flat transform of length `n` over `p` processes
+/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; `n/8` for `p = 2` and
+/// `n ≥ 2^19`, split in four), else `n/p` (the rate of a kernel depends on its length through
+/// the caches: this is the length to measure `r` at).
+///
+/// ```
+/// use mbsp_algorithms::fft::kernel_len;
+/// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
+/// assert_eq!(kernel_len(1 << 20, 2), 1 << 17);
+/// assert_eq!(kernel_len(1 << 18, 2), 1 << 16);
+/// assert_eq!(kernel_len(1 << 12, 2), 1 << 10);
+/// assert_eq!(kernel_len(1 << 20, 4), 1 << 16);
+/// assert_eq!(kernel_len(64, 16), 4); // p² > n: group-cyclic stages of n/p
+/// ```
+pub fn kernel_len(n: usize, p: usize) -> usize {
+    let p = p.clamp(1, n.max(1));
+    match rows(n, p) {
+        0 => n / p,
+        rows => n / p / rows,
     }
 }
 
@@ -61,7 +83,7 @@ impl<T: Float> Twiddles<T> {
         let m = n / p;
         let b = m / p;
         let (w, h) = (SLAB.min(b), b.div_ceil(SLAB));
-        let root = |k: usize, sign: f64, scale: f64| super::plan::root::<T>(k, n, sign, scale);
+        let root = |k: usize, sign: f64, scale: f64| root::<T>(k, n, sign, scale);
         Twiddles {
             // ω_m^k = ω_n^{p·k}.
             lo: (1..l)
@@ -291,7 +313,7 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
                 dst.iter_mut().for_each(|x| *x = *x * k);
             }
         }
-        super::plan::butterflies(&mut local[e0..], p, b, cl, g.roots, g.inverse);
+        butterflies(&mut local[e0..], p, b, cl, g.roots, g.inverse);
         e0 += cl;
     }
     Ok(())

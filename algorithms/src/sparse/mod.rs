@@ -52,13 +52,82 @@ pub struct CooMatrix {
     pub vals: Vec<f64>,
 }
 
-/// A matrix whose shape or indices are inconsistent.
+/// A matrix whose shape or indices are inconsistent ([`CooMatrix::new`],
+/// [`CooMatrix::validate`]).
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, ShapeError};
+/// let e = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (2, 1, 1.0)]).unwrap_err();
+/// assert_eq!(e, ShapeError::Outside { nonzero: 1, row: 2, col: 1, rows: 2, cols: 2 });
+/// assert_eq!(e.to_string(), "nonzero 1 at (2, 1) lies outside the 2 x 2 matrix");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShapeError(pub String);
+#[non_exhaustive]
+pub enum ShapeError {
+    /// More rows or columns than `u32` indices address.
+    TooLarge {
+        /// Rows asked for.
+        rows: usize,
+        /// Columns asked for.
+        cols: usize,
+    },
+    /// A nonzero outside the matrix.
+    Outside {
+        /// Position of the nonzero in the input (or the arrays).
+        nonzero: usize,
+        /// Its row index (0-based).
+        row: usize,
+        /// Its column index (0-based).
+        col: usize,
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// The row, column and value arrays differ in length.
+    Lengths {
+        /// Length of `row_idx`.
+        rows: usize,
+        /// Length of `col_idx`.
+        cols: usize,
+        /// Length of `vals`.
+        vals: usize,
+    },
+    /// A square matrix was needed.
+    NotSquare {
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+}
 
 impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match *self {
+            ShapeError::TooLarge { rows, cols } => write!(
+                f,
+                "matrix {rows} x {cols} is too large: at most {} rows and columns",
+                u32::MAX
+            ),
+            ShapeError::Outside {
+                nonzero,
+                row,
+                col,
+                rows,
+                cols,
+            } => write!(
+                f,
+                "nonzero {nonzero} at ({row}, {col}) lies outside the {rows} x {cols} matrix"
+            ),
+            ShapeError::Lengths { rows, cols, vals } => write!(
+                f,
+                "row, column and value arrays have different lengths ({rows}, {cols}, {vals})"
+            ),
+            ShapeError::NotSquare { rows, cols } => {
+                write!(f, "the matrix is {rows} x {cols}, not square")
+            }
+        }
     }
 }
 
@@ -72,17 +141,18 @@ impl CooMatrix {
         entries: impl IntoIterator<Item = (usize, usize, f64)>,
     ) -> Result<Self, ShapeError> {
         if rows > u32::MAX as usize || cols > u32::MAX as usize {
-            return Err(ShapeError(format!(
-                "matrix {rows} x {cols} is too large: at most {} rows and columns",
-                u32::MAX
-            )));
+            return Err(ShapeError::TooLarge { rows, cols });
         }
         let mut a = CooMatrix::empty(rows, cols);
         for (k, (i, j, v)) in entries.into_iter().enumerate() {
             if i >= rows || j >= cols {
-                return Err(ShapeError(format!(
-                    "nonzero {k} at ({i}, {j}) lies outside the {rows} x {cols} matrix"
-                )));
+                return Err(ShapeError::Outside {
+                    nonzero: k,
+                    row: i,
+                    col: j,
+                    rows,
+                    cols,
+                });
             }
             a.row_idx.push(i as u32);
             a.col_idx.push(j as u32);
@@ -111,19 +181,22 @@ impl CooMatrix {
     pub fn validate(&self) -> Result<(), ShapeError> {
         let k = self.vals.len();
         if self.row_idx.len() != k || self.col_idx.len() != k {
-            return Err(ShapeError(format!(
-                "row, column and value arrays have different lengths ({}, {}, {k})",
-                self.row_idx.len(),
-                self.col_idx.len()
-            )));
+            return Err(ShapeError::Lengths {
+                rows: self.row_idx.len(),
+                cols: self.col_idx.len(),
+                vals: k,
+            });
         }
         if let Some(t) = (0..k).find(|&t| {
             self.row_idx[t] as usize >= self.rows || self.col_idx[t] as usize >= self.cols
         }) {
-            return Err(ShapeError(format!(
-                "nonzero {t} at ({}, {}) lies outside the {} x {} matrix",
-                self.row_idx[t], self.col_idx[t], self.rows, self.cols
-            )));
+            return Err(ShapeError::Outside {
+                nonzero: t,
+                row: self.row_idx[t] as usize,
+                col: self.col_idx[t] as usize,
+                rows: self.rows,
+                cols: self.cols,
+            });
         }
         Ok(())
     }

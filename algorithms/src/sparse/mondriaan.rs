@@ -281,7 +281,8 @@ fn invalid(msg: String) -> io::Error {
 }
 
 fn check_matrix(a: &CooMatrix, nz_part: &[u32], p: usize) -> io::Result<()> {
-    a.validate().map_err(|e| invalid(e.0))?;
+    a.validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     if p == 0 || p > u32::MAX as usize {
         return Err(invalid(format!("p = {p}: need 1 <= p <= {}", u32::MAX)));
     }

@@ -75,6 +75,7 @@
 //! [`h_lower_bounds`] gives lower bounds on the two h-relations over all owner choices among the
 //! candidates, to judge how far from optimal a result can be.
 
+use super::metrics::Buckets;
 use super::{CooMatrix, Distribution};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -532,4 +533,45 @@ fn phase_lower_bound(keys: &[u32], nkeys: usize, part: &[u32], p: usize) -> u64 
         bound = bound.max(best);
     }
     bound
+}
+
+/// Gives `x_i` and `y_i` one owner for every `i` of a square matrix (for iterative methods, where
+/// the `y` of one multiply is the `x` of the next): the owner of `y_i` when it holds a nonzero of
+/// column `i` (or the column is empty), else that of `x_i` when it holds a nonzero of row `i`
+/// (or the row is empty), else a part holding nonzeros of both (the part of `a_ii` if stored),
+/// else the owner of `y_i`. Every choice but the last keeps the volume at its minimum `Σ (λ-1)`;
+/// the last costs one word more in the fan-out of `x_i`. The h-relations may grow.
+pub(crate) fn equal_owners(a: &CooMatrix, d: &mut Distribution) {
+    debug_assert_eq!(a.rows, a.cols);
+    let rows = Buckets::new(&a.row_idx, a.rows);
+    let cols = Buckets::new(&a.col_idx, a.cols);
+    fn parts<'a>(b: &'a Buckets, nz_part: &'a [u32], i: usize) -> impl Iterator<Item = u32> + 'a {
+        b.order[b.start[i]..b.start[i + 1]]
+            .iter()
+            .map(|&k| nz_part[k as usize])
+    }
+    let nz_part = &d.nz_part;
+    let holds = |b: &Buckets, i: usize, s: u32| {
+        b.start[i] == b.start[i + 1] || parts(b, nz_part, i).any(|t| t == s)
+    };
+    // The last index whose column holds each part (linear in the row and column, whatever
+    // their lengths).
+    let mut in_col = vec![usize::MAX; d.p];
+    let owners: Vec<u32> = (0..a.rows)
+        .map(|i| {
+            let (y, x) = (d.y_owner[i], d.x_owner[i]);
+            if holds(&cols, i, y) {
+                y
+            } else if holds(&rows, i, x) {
+                x
+            } else {
+                parts(&cols, nz_part, i).for_each(|t| in_col[t as usize] = i);
+                parts(&rows, nz_part, i)
+                    .find(|&s| in_col[s as usize] == i)
+                    .unwrap_or(y)
+            }
+        })
+        .collect();
+    d.x_owner.clone_from(&owners);
+    d.y_owner = owners;
 }

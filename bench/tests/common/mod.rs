@@ -27,12 +27,12 @@ pub fn matrix(name: &str) -> PathBuf {
     f
 }
 
-/// Runs `mbsp` with `args`: (exit status, stdout, stderr).
-pub fn mbsp(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+/// Runs `mbsp-bench` with `args`: (exit status, stdout, stderr).
+pub fn bench(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp-bench"))
         .args(args)
         .output()
-        .expect("start mbsp");
+        .expect("start mbsp-bench");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -1,8 +1,10 @@
 //! Conjugate gradients on a sparse symmetric positive definite matrix, with the 2D BSP SpMV.
 //!
 //! The matrix (default: the shared bcsstk16, a structural stiffness matrix) is partitioned by
-//! the medium-grain partitioner; the vectors of CG are distributed like `y` (owner of entry `i`
-//! = owner of `y_i`, so the vector updates are local and `x` of the multiply needs no copy).
+//! the medium-grain partitioner with [`partition_square`], which gives `x_i` and `y_i` one owner:
+//! every vector of CG is distributed like `y`, so the vector updates are local and the `x` of
+//! the multiply is read and written in place ([`Spmv::x`], [`Spmv::x_mut`]). The solution is
+//! assembled from the processes' parts with [`SpmvPlan::collect_y`].
 //! The right-hand side is `b = A·1`, so the solution is all ones; the result is checked against
 //! the same CG run sequentially. Two variants:
 //!
@@ -25,8 +27,8 @@
 //! plain|hp]`
 
 use mbsp_algorithms::collectives::Comm;
-use mbsp_algorithms::sparse::partition::{Options, partition};
-use mbsp_algorithms::sparse::spmv::{HpSpmv, LocalSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::partition::{Options, partition_square};
+use mbsp_algorithms::sparse::spmv::{HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::path::PathBuf;
 
@@ -156,14 +158,9 @@ type Solved = (Vec<f64>, usize, f64);
 
 /// CG with the plain multiply: each iteration multiplies `A p` (two supersteps) and does two
 /// all-reduces.
-fn cg_plain(
-    ctx: &mut mbsp::Ctx,
-    local: &LocalSpmv,
-    tol: f64,
-    max_it: usize,
-) -> mbsp::Result<Solved> {
-    let m = local.y_owned.len();
-    let mut spmv = Spmv::new(ctx, local)?;
+fn cg_plain(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mbsp::Result<Solved> {
+    let mut spmv = Spmv::new(ctx, plan)?;
+    let m = spmv.local().y_owned.len();
     let mut comm = Comm::new(ctx)?;
     // b = A·1.
     spmv.x_mut(ctx)?.fill(1.0);
@@ -177,9 +174,9 @@ fn cg_plain(
     spmv.x_mut(ctx)?.copy_from_slice(&r); // p = r lives in the multiply's x
     while it < max_it && rho > stop {
         spmv.multiply(ctx, &mut q)?;
-        let pq = comm.allreduce_value(ctx, dot(spmv.x_mut(ctx)?, &q), |x, y| x + y)?;
+        let pq = comm.allreduce_value(ctx, dot(spmv.x(ctx)?, &q), |x, y| x + y)?;
         let alpha = rho / pq;
-        let pv = spmv.x_mut(ctx)?;
+        let pv = spmv.x(ctx)?;
         for i in 0..m {
             x[i] += alpha * pv[i];
             r[i] -= alpha * q[i];
@@ -216,7 +213,7 @@ fn cg_hp(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mbsp:
     let mut it = 0;
     while it < max_it && rho > stop {
         spmv.multiply(ctx, &mut s)?; // s = A r
-        let r = spmv.x_mut(ctx)?;
+        let r = spmv.x(ctx)?;
         for i in 0..m {
             p[i] = r[i] + beta * p[i];
             q[i] = s[i] + beta * q[i];
@@ -261,9 +258,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .into());
     }
     let n = a.rows;
-    let mut d = partition(&a, p, &Options::default())?.dist;
-    // Vectors distributed like y; x of the multiply follows (a valid, if not minimal, choice).
-    d.x_owner = d.y_owner.clone();
+    // x and y distributed alike: CG's vectors, and the multiply's x and y, all share owners.
+    let d = partition_square(&a, p, &Options::default())?.dist;
     let plan = SpmvPlan::new(&a, &d)?;
     let b_seq: Vec<f64> = {
         let mut y = vec![0.0; n];
@@ -277,17 +273,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = if hp {
         mbsp::run(p, |ctx| cg_hp(ctx, &plan, tol, max_it))?
     } else {
-        mbsp::run(p, |ctx| cg_plain(ctx, &plan.procs[ctx.pid()], tol, max_it))?
+        mbsp::run(p, |ctx| cg_plain(ctx, &plan, tol, max_it))?
     };
     let secs = t.elapsed().as_secs_f64();
 
-    let mut x = vec![0.0; n];
-    for (s, (part, _, _)) in out.iter().enumerate() {
-        for (q, &i) in plan.procs[s].y_owned.iter().enumerate() {
-            x[i as usize] = part[q];
-        }
-    }
     let (it, rel) = (out[0].1, out[0].2);
+    let parts: Vec<&[f64]> = out.iter().map(|(part, _, _)| part.as_slice()).collect();
+    let x = plan.collect_y(&parts)?;
     let (per_nz, per_entry) = sequential_rates(&a);
     let predicted = it as f64 * predict_iteration(&plan, per_nz, per_entry, hp);
     let (xs, it_seq) = sequential_cg(&a, &b_seq, tol, max_it);

@@ -375,7 +375,7 @@ fn algorithms(ctx: &mut Ctx) -> Result<()> {
     };
     let local = &plan.procs[me];
     let mut y = vec![0.0; local.y_owned.len()];
-    let mut plain = Spmv::new(ctx, local)?;
+    let mut plain = Spmv::new(ctx, &plan)?;
     for (slot, &j) in plain.x_mut(ctx)?.iter_mut().zip(&local.x_owned) {
         *slot = xv[j as usize];
     }

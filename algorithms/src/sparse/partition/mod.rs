@@ -20,7 +20,7 @@ mod hypergraph;
 mod kway;
 mod medium;
 
-use super::{CooMatrix, Distribution};
+use super::{CooMatrix, Distribution, ShapeError};
 use fm::Bounds;
 use hypergraph::{Rng, mix};
 use medium::Sub;
@@ -47,17 +47,89 @@ impl Default for Options {
     }
 }
 
-/// A matrix that cannot be partitioned as asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PartitionError(pub String);
+/// A matrix that cannot be partitioned as asked ([`partition`], [`partition_nonzeros`]).
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, PartitionError, partition}};
+/// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0)]).unwrap();
+/// let bad = Options { eps: -1.0, ..Options::default() };
+/// let e = partition(&a, 2, &bad).unwrap_err();
+/// assert!(matches!(e, PartitionError::Imbalance { .. }));
+/// assert_eq!(e.to_string(), "partition: eps = -1 must be a finite number >= 0");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PartitionError {
+    /// `p = 0`.
+    NoParts,
+    /// More parts than `u32` part numbers address.
+    TooManyParts {
+        /// Parts asked for.
+        p: usize,
+    },
+    /// An allowed imbalance that is negative or not finite.
+    Imbalance {
+        /// The `eps` given.
+        eps: f64,
+    },
+    /// The matrix is inconsistent (the source says how).
+    Matrix(ShapeError),
+    /// More nonzeros than `u32` nonzero numbers address.
+    TooManyNonzeros {
+        /// Nonzeros of the matrix.
+        nnz: usize,
+    },
+    /// The threads of [`Options::threads`] could not be started.
+    Threads {
+        /// Threads asked for.
+        threads: usize,
+        /// What the thread pool said.
+        source: rayon::ThreadPoolBuildError,
+    },
+}
 
 impl fmt::Display for PartitionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str("partition: ")?;
+        match self {
+            PartitionError::NoParts => f.write_str("p = 0; need at least one part"),
+            PartitionError::TooManyParts { p } => write!(f, "p = {p} is too large"),
+            PartitionError::Imbalance { eps } => {
+                write!(f, "eps = {eps} must be a finite number >= 0")
+            }
+            PartitionError::Matrix(e) => write!(f, "{e}"),
+            PartitionError::TooManyNonzeros { nnz } => {
+                write!(f, "{nnz} nonzeros is too many (at most {})", u32::MAX)
+            }
+            PartitionError::Threads { threads, source } => {
+                write!(f, "cannot start {threads} threads: {source}")
+            }
+        }
     }
 }
 
-impl std::error::Error for PartitionError {}
+impl std::error::Error for PartitionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PartitionError::Matrix(e) => Some(e),
+            PartitionError::Threads { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<ShapeError> for PartitionError {
+    fn from(e: ShapeError) -> Self {
+        PartitionError::Matrix(e)
+    }
+}
+
+/// For callers whose errors are text (command-line tools): the error's message.
+impl From<PartitionError> for String {
+    fn from(e: PartitionError) -> Self {
+        e.to_string()
+    }
+}
 
 /// The result of [`partition`]: the distribution and its quality.
 #[derive(Clone, Debug)]
@@ -108,6 +180,45 @@ pub fn partition(a: &CooMatrix, p: usize, opts: &Options) -> Result<Partitioned,
     })
 }
 
+/// [`partition`] for iterative methods on a square matrix (CG, power iteration, ...), where the
+/// `y` of one multiply is the `x` of the next: `x_i` and `y_i` get the same owner, so
+/// `x_owned == y_owned` on every process and a process's part of `y` can be copied straight
+/// into its `x` (or be it). The owners are still chosen among the parts holding nonzeros of row
+/// and column `i` where possible (always when `a_ii` is stored), keeping the volume minimal; the
+/// h-relations may be larger than with independent owners.
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, partition_square}};
+/// let n = 100;
+/// let a = CooMatrix::new(n, n, (0..n).flat_map(|i| {
+///     [(i, i, 2.0)].into_iter().chain((i > 0).then(|| (i, i - 1, -1.0)))
+///         .chain((i + 1 < n).then(|| (i, i + 1, -1.0)))
+/// })).unwrap();
+/// let r = partition_square(&a, 3, &Options::default()).unwrap();
+/// assert_eq!(r.dist.x_owner, r.dist.y_owner);
+/// assert!(partition_square(&CooMatrix::new(2, 3, vec![]).unwrap(), 2, &Options::default()).is_err());
+/// ```
+pub fn partition_square(
+    a: &CooMatrix,
+    p: usize,
+    opts: &Options,
+) -> Result<Partitioned, PartitionError> {
+    if a.rows != a.cols {
+        return Err(PartitionError::Matrix(ShapeError::NotSquare {
+            rows: a.rows,
+            cols: a.cols,
+        }));
+    }
+    let t = std::time::Instant::now();
+    let mut r = partition(a, p, opts)?;
+    super::vector::equal_owners(a, &mut r.dist);
+    let traffic = super::metrics::traffic(a, &r.dist);
+    r.volume = traffic.volume();
+    r.max_h = traffic.max_h();
+    r.seconds = t.elapsed().as_secs_f64();
+    Ok(r)
+}
+
 /// Partitions the nonzeros of `a` into `p` parts: the part of each nonzero.
 ///
 /// Every part gets at most `max(⌊(1 + eps) nnz / p⌋, ⌈nnz / p⌉)` nonzeros (the second term only
@@ -145,11 +256,9 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
         rayon::ThreadPoolBuilder::new()
             .num_threads(opts.threads)
             .build()
-            .map_err(|e| {
-                PartitionError(format!(
-                    "partition: cannot start {} threads: {e}",
-                    opts.threads
-                ))
+            .map_err(|source| PartitionError::Threads {
+                threads: opts.threads,
+                source,
             })?
             .install(job)
     };
@@ -162,27 +271,17 @@ const KWAY_PASSES: usize = 8;
 
 fn check(a: &CooMatrix, p: usize, opts: &Options) -> Result<(), PartitionError> {
     if p == 0 {
-        return Err(PartitionError(
-            "partition: p = 0; need at least one part".into(),
-        ));
+        return Err(PartitionError::NoParts);
     }
     if p > u32::MAX as usize {
-        return Err(PartitionError(format!("partition: p = {p} is too large")));
+        return Err(PartitionError::TooManyParts { p });
     }
     if !(opts.eps >= 0.0 && opts.eps.is_finite()) {
-        return Err(PartitionError(format!(
-            "partition: eps = {} must be a finite number >= 0",
-            opts.eps
-        )));
+        return Err(PartitionError::Imbalance { eps: opts.eps });
     }
-    a.validate()
-        .map_err(|e| PartitionError(format!("partition: {e}")))?;
+    a.validate()?;
     if a.nnz() > u32::MAX as usize {
-        return Err(PartitionError(format!(
-            "partition: {} nonzeros is too many (at most {})",
-            a.nnz(),
-            u32::MAX
-        )));
+        return Err(PartitionError::TooManyNonzeros { nnz: a.nnz() });
     }
     Ok(())
 }

@@ -22,9 +22,9 @@
 //! µs). Communication between packages is what the top partition minimises; the cores of a
 //! package only exchange partial sums, through the package's memory.
 
-use super::{LocalSpmv, Spmv, SpmvPlan};
+use super::{LocalSpmv, PlanError, Spmv, SpmvPlan};
 use crate::shared::Shared;
-use crate::sparse::partition::{Options, partition};
+use crate::sparse::partition::{Options, PartitionError, partition};
 use crate::sparse::{CooMatrix, Distribution};
 use mbsp::Ctx;
 use std::sync::Mutex;
@@ -48,21 +48,27 @@ impl HierPlan {
     /// The plan for the distribution `top` of `a` over packages and the distributions
     /// `inner[P]` of each package's part ([`LocalSpmv::matrix`]) over its cores. The `x`
     /// owners of the inner distributions are not used (the cores read the package's buffer).
-    pub fn new(a: &CooMatrix, top: &Distribution, inner: &[Distribution]) -> Result<Self, String> {
+    pub fn new(
+        a: &CooMatrix,
+        top: &Distribution,
+        inner: &[Distribution],
+    ) -> Result<Self, PlanError> {
         let top = SpmvPlan::new(a, top)?;
         if inner.len() != top.p() {
-            return Err(format!(
-                "spmv hier plan: {} inner distributions for {} packages",
-                inner.len(),
-                top.p()
-            ));
+            return Err(PlanError::InnerCount {
+                inner: inner.len(),
+                packages: top.p(),
+            });
         }
         let inner = top
             .procs
             .iter()
             .zip(inner)
             .map(|(l, d)| {
-                SpmvPlan::build(&l.matrix(), d, true).map_err(|e| format!("package {}: {e}", l.pid))
+                SpmvPlan::build(&l.matrix(), d, true).map_err(|e| PlanError::Package {
+                    package: l.pid,
+                    source: Box::new(e),
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(HierPlan {
@@ -97,7 +103,7 @@ impl HierPlan {
         packages: usize,
         cores: usize,
         options: &Options,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PlanError> {
         Self::partition_with(a, packages, options, |l| Ok(row_blocks(&l.matrix(), cores)))
     }
 
@@ -115,11 +121,9 @@ impl HierPlan {
         packages: usize,
         cores: usize,
         options: &Options,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PlanError> {
         Self::partition_with(a, packages, options, |l| {
-            partition(&l.matrix(), cores, options)
-                .map(|r| r.dist)
-                .map_err(|e| e.to_string())
+            partition(&l.matrix(), cores, options).map(|r| r.dist)
         })
     }
 
@@ -127,14 +131,19 @@ impl HierPlan {
         a: &CooMatrix,
         packages: usize,
         options: &Options,
-        inner: impl Fn(&LocalSpmv) -> Result<Distribution, String>,
-    ) -> Result<Self, String> {
-        let top = partition(a, packages, options).map_err(|e| e.to_string())?;
+        inner: impl Fn(&LocalSpmv) -> Result<Distribution, PartitionError>,
+    ) -> Result<Self, PlanError> {
+        let top = partition(a, packages, options)?;
         let top_plan = SpmvPlan::new(a, &top.dist)?;
         let inner = top_plan
             .procs
             .iter()
-            .map(|l| inner(l).map_err(|e| format!("package {}: {e}", l.pid)))
+            .map(|l| {
+                inner(l).map_err(|e| PlanError::Package {
+                    package: l.pid,
+                    source: Box::new(PlanError::Partition(e)),
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Self::new(a, &top.dist, &inner)
     }
@@ -282,11 +291,9 @@ impl<'s, 'a> CoreOut<'s, 'a> {
 ///     spmv.x_mut(ctx)?.fill(1.0);
 ///     let mut y = vec![0.0; spmv.local().y_owned.len()];
 ///     spmv.multiply(ctx, &mut y)?;
-///     Ok(spmv.local().y_owned.iter().copied().zip(y).collect::<Vec<_>>())
+///     Ok(y)
 /// }).unwrap();
-/// let mut y: Vec<(u32, f64)> = parts.concat();
-/// y.sort_by_key(|e| e.0);
-/// assert_eq!(y, vec![(0, 3.0), (1, 3.0)]);
+/// assert_eq!(plan.top.collect_y(&parts).unwrap(), vec![3.0, 3.0]);
 /// ```
 pub struct HierSpmv<'p> {
     top: Spmv<'p>,
@@ -298,16 +305,7 @@ impl<'p> HierSpmv<'p> {
     /// Registers the package's buffers (one top superstep). Called by every process of the
     /// top-level run (one per package) with the same plan.
     pub fn new(ctx: &mut Ctx, plan: &'p HierPlan) -> mbsp::Result<Self> {
-        if plan.top.p() != ctx.nprocs() {
-            return Err(ctx.misuse_error(
-                "spmv hier",
-                format!(
-                    "the plan is for {} packages, the run has {} processes",
-                    plan.top.p(),
-                    ctx.nprocs()
-                ),
-            ));
-        }
+        plan.top.check_run(ctx, "spmv hier")?;
         let (top, inner) = (&plan.top.procs[ctx.pid()], &plan.inner[ctx.pid()]);
         let scratch = inner
             .procs
@@ -334,7 +332,7 @@ impl<'p> HierSpmv<'p> {
             })
             .collect();
         Ok(HierSpmv {
-            top: Spmv::new(ctx, top)?,
+            top: Spmv::for_part(ctx, top)?,
             inner,
             scratch,
         })
@@ -349,6 +347,27 @@ impl<'p> HierSpmv<'p> {
     /// multiply.
     pub fn x_mut<'a>(&'a mut self, ctx: &'a Ctx) -> mbsp::Result<&'a mut [f64]> {
         self.top.x_mut(ctx)
+    }
+
+    /// The package's owned entries of `x` (in the order of `x_owned`), to read: what the last
+    /// multiply used, unchanged by it.
+    ///
+    /// ```
+    /// # use mbsp_algorithms::sparse::{CooMatrix, spmv::{HierPlan, HierSpmv}, partition::Options};
+    /// # let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (1, 1, 3.0)]).unwrap();
+    /// # let plan = HierPlan::partition(&a, 2, 2, &Options::default()).unwrap();
+    /// mbsp::run(2, |ctx| {
+    ///     let mut spmv = HierSpmv::new(ctx, &plan)?;
+    ///     spmv.x_mut(ctx)?.fill(1.5);
+    ///     let mut y = vec![0.0; spmv.local().y_owned.len()];
+    ///     spmv.multiply(ctx, &mut y)?;
+    ///     assert!(spmv.x(ctx)?.iter().all(|&v| v == 1.5));
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn x<'a>(&'a self, ctx: &'a Ctx) -> mbsp::Result<&'a [f64]> {
+        self.top.x(ctx)
     }
 
     /// `y = A x`: `y` receives the package's owned entries (in the order of `y_owned`). Two
@@ -392,7 +411,7 @@ impl<'p> HierSpmv<'p> {
                         return Err(n.misuse_error(OP, "a partial-sum message is missing"));
                     };
                     l.add_message_with(&sc.slot_of, m.payload_as::<f64>(), |q, v| mine.add(q, v))
-                        .map_err(|e| n.misuse_error(OP, e))?;
+                        .map_err(|e| n.misuse_error(OP, e.to_string()))?;
                 }
                 Ok(())
             })?;

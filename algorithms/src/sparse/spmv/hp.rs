@@ -37,11 +37,9 @@ use mbsp::{Ctx, Reg};
 ///     for _ in 0..10 {
 ///         spmv.multiply(ctx, &mut y)?; // one superstep each
 ///     }
-///     Ok(spmv.local().y_owned.iter().copied().zip(y).collect::<Vec<_>>())
+///     Ok(y)
 /// }).unwrap();
-/// let mut y: Vec<(u32, f64)> = parts.concat();
-/// y.sort_by_key(|e| e.0);
-/// assert_eq!(y, vec![(0, 3.0), (1, 3.0)]);
+/// assert_eq!(plan.collect_y(&parts).unwrap(), vec![3.0, 3.0]);
 /// ```
 pub struct HpSpmv<'p> {
     local: &'p LocalSpmv,
@@ -59,16 +57,7 @@ impl<'p> HpSpmv<'p> {
     /// the same plan; a plan serves one run at a time (a clone of it serves another).
     pub fn new(ctx: &mut Ctx, plan: &'p SpmvPlan) -> mbsp::Result<Self> {
         let pid = ctx.pid();
-        if plan.p() != ctx.nprocs() {
-            return Err(ctx.misuse_error(
-                "spmv hp",
-                format!(
-                    "the plan is for {} processes, the run has {}",
-                    plan.p(),
-                    ctx.nprocs()
-                ),
-            ));
-        }
+        plan.check_run(ctx, "spmv hp")?;
         let local = &plan.procs[pid];
         if !plan.guard.claim(pid) {
             return Err(ctx.misuse_error(
@@ -122,6 +111,30 @@ impl<'p> HpSpmv<'p> {
         }
         let own = l.x_owned.len();
         Ok(&mut ctx.local_mut(&mut self.x)?[..own])
+    }
+
+    /// This process's owned entries of `x` (in the order of `x_owned`), to read: what the last
+    /// multiply used, unchanged by it. Reading needs no sync (others only read it too).
+    ///
+    /// ```
+    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{HpSpmv, SpmvPlan}};
+    /// # let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (1, 1, 3.0)]).unwrap();
+    /// # let d = Distribution { p: 2, nz_part: vec![0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// # let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// mbsp::run(2, |ctx| {
+    ///     let mut spmv = HpSpmv::new(ctx, &plan)?;
+    ///     spmv.x_mut(ctx)?.fill(1.5);
+    ///     ctx.sync()?;
+    ///     let mut y = vec![0.0; spmv.local().y_owned.len()];
+    ///     spmv.multiply(ctx, &mut y)?;
+    ///     assert_eq!(spmv.x(ctx)?, &[1.5]);
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn x<'a>(&'a self, ctx: &'a Ctx) -> mbsp::Result<&'a [f64]> {
+        let own = self.local.x_owned.len();
+        Ok(&ctx.local(&self.x)?[..own])
     }
 
     /// `y = A x` in one superstep: `y` receives this process's owned entries (in the order of

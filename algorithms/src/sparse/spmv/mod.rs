@@ -25,6 +25,21 @@
 //!   a nested BSP run over the package's cores, on a partition of each package's part
 //!   ([`HierPlan`]).
 //!
+//! All three are made the same way, `new(ctx, &plan)` in every process of a run of `plan`'s
+//! size, and read and write their vectors the same way: [`Spmv::x_mut`] / [`Spmv::x`] are this
+//! process's entries of `x` in the order of [`LocalSpmv::x_owned`]; `multiply` fills its `y` in
+//! the order of [`LocalSpmv::y_owned`].
+//!
+//! **The distributions of `x` and `y`.** `x` is distributed by the distribution's `x_owner`
+//! (columns), `y` by its `y_owner` (rows); the partitioner chooses them independently, each to
+//! balance its own phase. An iterative method that multiplies its own result (CG, power
+//! iteration) wants them equal, so that a process's part of `y` is already its part of the next
+//! `x`: partition with [`partition_square`](crate::sparse::partition::partition_square), which
+//! gives `x_owned == y_owned` on every process. To move whole vectors in and out of a run,
+//! [`SpmvPlan::scatter_x`] hands one out, [`SpmvPlan::gather_y`] / [`SpmvPlan::allgather_y`]
+//! (and their `x` twins) collect one inside a run, and [`SpmvPlan::collect_y`] assembles the
+//! parts a run returned.
+//!
 //! The local multiply reads its nonzeros in SELL-C-σ ([`sell`](self) module docs: four rows
 //! summed at once, each in CRS order, so the sums are those of a CRS multiply, bit for bit).
 //!
@@ -35,11 +50,14 @@
 use super::{CooMatrix, Distribution};
 use mbsp::{Ctx, Reg};
 
+mod error;
 mod guard;
 mod hier;
 mod hp;
 mod sell;
+mod vectors;
 
+pub use error::PlanError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
 pub use hp::HpSpmv;
 
@@ -62,6 +80,42 @@ struct Out {
     start: u32,
     len: u32,
     offset: u32,
+}
+
+/// A received message that is not the partial-sum message a process expects (a misuse of the
+/// message queue around a multiply; turned into the run's error by the caller).
+#[derive(Debug)]
+enum BadMessage {
+    Empty,
+    Foreign {
+        bytes: usize,
+        pid: usize,
+    },
+    Length {
+        got: usize,
+        from: u64,
+        expected: u32,
+    },
+}
+
+impl std::fmt::Display for BadMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            BadMessage::Empty => f.write_str("an empty message"),
+            BadMessage::Foreign { bytes, pid } => write!(
+                f,
+                "a message of {bytes} bytes that is not a partial-sum message for process {pid}"
+            ),
+            BadMessage::Length {
+                got,
+                from,
+                expected,
+            } => write!(
+                f,
+                "{got} partial sums from process {from}, expected {expected}"
+            ),
+        }
+    }
 }
 
 /// One process's share of the multiply, made by [`SpmvPlan::new`].
@@ -201,8 +255,13 @@ impl LocalSpmv {
     }
 
     /// Adds received partial sums (one message's payload, the sender's number first) into `y`;
-    /// `Err` with a description when the message is not one this process expects.
-    fn add_message(&self, slot_of: &[u32], payload: &[f64], y: &mut [f64]) -> Result<(), String> {
+    /// `Err` saying how when the message is not one this process expects.
+    fn add_message(
+        &self,
+        slot_of: &[u32],
+        payload: &[f64],
+        y: &mut [f64],
+    ) -> Result<(), BadMessage> {
         self.add_message_with(slot_of, payload, |q, v| y[q] += v)
     }
 
@@ -213,9 +272,9 @@ impl LocalSpmv {
         slot_of: &[u32],
         payload: &[f64],
         mut add: impl FnMut(usize, f64),
-    ) -> Result<(), String> {
+    ) -> Result<(), BadMessage> {
         let Some((&head, sums)) = payload.split_first() else {
-            return Err("an empty message".into());
+            return Err(BadMessage::Empty);
         };
         let from = head.to_bits();
         let k = usize::try_from(from)
@@ -224,18 +283,18 @@ impl LocalSpmv {
             .copied()
             .unwrap_or(u32::MAX);
         if k == u32::MAX {
-            return Err(format!(
-                "a message of {} bytes that is not a partial-sum message for process {}",
-                payload.len() * 8,
-                self.pid
-            ));
+            return Err(BadMessage::Foreign {
+                bytes: payload.len() * 8,
+                pid: self.pid,
+            });
         }
         let (_, off, len) = self.recv_from[k as usize];
         if sums.len() != len as usize {
-            return Err(format!(
-                "{} partial sums from process {from}, expected {len}",
-                sums.len()
-            ));
+            return Err(BadMessage::Length {
+                got: sums.len(),
+                from,
+                expected: len,
+            });
         }
         let slots = &self.recv_to_y[off as usize..(off + len) as usize];
         for (&q, &v) in slots.iter().zip(sums) {
@@ -301,13 +360,28 @@ impl SpmvPlan {
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
     /// assert_eq!(plan.procs.iter().map(|l| l.nnz()).sum::<usize>(), 4);
     /// ```
-    pub fn new(a: &CooMatrix, d: &Distribution) -> Result<Self, String> {
+    pub fn new(a: &CooMatrix, d: &Distribution) -> Result<Self, PlanError> {
         Self::build(a, d, false)
     }
 
     /// Number of processes.
     pub fn p(&self) -> usize {
         self.procs.len()
+    }
+
+    /// An error unless the run has the plan's number of processes.
+    fn check_run(&self, ctx: &Ctx, op: &'static str) -> mbsp::Result<()> {
+        if self.p() == ctx.nprocs() {
+            return Ok(());
+        }
+        Err(ctx.misuse_error(
+            op,
+            format!(
+                "the plan is for {} processes, the run has {}",
+                self.p(),
+                ctx.nprocs()
+            ),
+        ))
     }
 
     /// The h-relations of one multiply: (fan-out, fan-in), each the largest over the processes
@@ -370,23 +444,21 @@ impl SpmvPlan {
     /// With `shared_x`, no fan-out is planned: the processes read a shared `x` of `a.cols`
     /// entries and a zero after them in place (the nested level of [`HierSpmv`], whose `x` is
     /// its package's local buffer): local columns are the matrix's columns.
-    fn build(a: &CooMatrix, d: &Distribution, shared_x: bool) -> Result<Self, String> {
-        a.validate().map_err(|e| format!("spmv plan: {e}"))?;
+    fn build(a: &CooMatrix, d: &Distribution, shared_x: bool) -> Result<Self, PlanError> {
+        a.validate()?;
         let p = d.p;
         if p == 0 {
-            return Err("spmv plan: the distribution has p = 0".into());
+            return Err(PlanError::NoProcesses);
         }
         if d.nz_part.len() != a.nnz() || d.x_owner.len() != a.cols || d.y_owner.len() != a.rows {
-            return Err(format!(
-                "spmv plan: the distribution is for another matrix ({} nonzero parts, {} x owners, \
-                 {} y owners; the matrix is {} x {} with {} nonzeros)",
-                d.nz_part.len(),
-                d.x_owner.len(),
-                d.y_owner.len(),
-                a.rows,
-                a.cols,
-                a.nnz()
-            ));
+            return Err(PlanError::OtherMatrix {
+                nz_parts: d.nz_part.len(),
+                x_owners: d.x_owner.len(),
+                y_owners: d.y_owner.len(),
+                rows: a.rows,
+                cols: a.cols,
+                nnz: a.nnz(),
+            });
         }
         if let Some(&s) = d
             .nz_part
@@ -395,7 +467,7 @@ impl SpmvPlan {
             .chain(&d.y_owner)
             .find(|&&s| s as usize >= p)
         {
-            return Err(format!("spmv plan: part {s} is not below p = {p}"));
+            return Err(PlanError::PartTooLarge { part: s, p });
         }
         let (x_owned, x_pos) = positions(&d.x_owner, p);
         let (y_owned, y_pos) = positions(&d.y_owner, p);
@@ -575,16 +647,13 @@ impl SpmvPlan {
 /// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (0, 1, 1.0), (1, 1, 3.0)]).unwrap();
 /// let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
 /// let parts = mbsp::run(2, |ctx| {
-///     let local = &plan.procs[ctx.pid()];
-///     let mut spmv = Spmv::new(ctx, local)?;
+///     let mut spmv = Spmv::new(ctx, &plan)?;
 ///     spmv.x_mut(ctx)?.fill(1.0);
-///     let mut y = vec![0.0; local.y_owned.len()];
+///     let mut y = vec![0.0; spmv.local().y_owned.len()];
 ///     spmv.multiply(ctx, &mut y)?;
-///     Ok(local.y_owned.iter().copied().zip(y).collect::<Vec<_>>())
+///     Ok(y)
 /// }).unwrap();
-/// let mut y: Vec<(u32, f64)> = parts.concat();
-/// y.sort_by_key(|e| e.0);
-/// assert_eq!(y, vec![(0, 3.0), (1, 3.0)]);
+/// assert_eq!(plan.collect_y(&parts).unwrap(), vec![3.0, 3.0]);
 /// ```
 pub struct Spmv<'p> {
     local: &'p LocalSpmv,
@@ -596,8 +665,16 @@ pub struct Spmv<'p> {
 
 impl<'p> Spmv<'p> {
     /// Registers this process's local `x` buffer (its `x` at the head) and its receive buffer
-    /// (one superstep). Every process of the run calls it with its own part of one plan.
-    pub fn new(ctx: &mut Ctx, local: &'p LocalSpmv) -> mbsp::Result<Self> {
+    /// (one superstep). Every process of the run calls it with the same plan (its part is
+    /// `plan.procs[pid]`), as [`HpSpmv::new`].
+    pub fn new(ctx: &mut Ctx, plan: &'p SpmvPlan) -> mbsp::Result<Self> {
+        plan.check_run(ctx, "spmv")?;
+        Self::for_part(ctx, &plan.procs[ctx.pid()])
+    }
+
+    /// [`Spmv::new`] with this process's part given directly (the top level of
+    /// [`HierSpmv`], whose plan is a [`HierPlan`]).
+    fn for_part(ctx: &mut Ctx, local: &'p LocalSpmv) -> mbsp::Result<Self> {
         let x = ctx.push_reg(vec![0.0; local.x_buffer_len()])?;
         let recv = ctx.push_reg(vec![0.0; local.recv_to_y.len()])?;
         ctx.sync()?;
@@ -609,11 +686,39 @@ impl<'p> Spmv<'p> {
         })
     }
 
+    /// This process's part of the plan (its `x_owned` and `y_owned`).
+    pub fn local(&self) -> &'p LocalSpmv {
+        self.local
+    }
+
     /// This process's owned entries of `x` (in the order of `x_owned`), to fill before a
     /// multiply.
     pub fn x_mut<'a>(&'a mut self, ctx: &'a Ctx) -> mbsp::Result<&'a mut [f64]> {
         let own = self.local.x_owned.len();
         Ok(&mut ctx.local_mut(&mut self.x)?[..own])
+    }
+
+    /// This process's owned entries of `x` (in the order of `x_owned`), to read: what the last
+    /// multiply used, unchanged by it.
+    ///
+    /// ```
+    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{Spmv, SpmvPlan}};
+    /// # let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (1, 1, 3.0)]).unwrap();
+    /// # let d = Distribution { p: 2, nz_part: vec![0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// # let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// mbsp::run(2, |ctx| {
+    ///     let mut spmv = Spmv::new(ctx, &plan)?;
+    ///     spmv.x_mut(ctx)?.fill(1.5);
+    ///     let mut y = vec![0.0; spmv.local().y_owned.len()];
+    ///     spmv.multiply(ctx, &mut y)?;
+    ///     assert_eq!(spmv.x(ctx)?, &[1.5]); // one entry per process here
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn x<'a>(&'a self, ctx: &'a Ctx) -> mbsp::Result<&'a [f64]> {
+        let own = self.local.x_owned.len();
+        Ok(&ctx.local(&self.x)?[..own])
     }
 
     /// `y = A x`: `y` receives this process's owned entries (in the order of `y_owned`). Two

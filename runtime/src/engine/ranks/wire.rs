@@ -45,8 +45,10 @@ pub(super) fn offsets(counts: &[i32]) -> Vec<i32> {
     d
 }
 
-/// A `&'static str` equal to `s` (names of types and operations that arrive from other ranks;
-/// few distinct ones).
+/// A `&'static str` equal to `s`: the element type names of registrations that arrive from
+/// other ranks. They are the names of the peer's registered types (`std::any::type_name`), a
+/// set fixed by the program, so the table stays as small as that set; a registration's type
+/// is `Copy` and compared on every registration sync, which an owned name would not be.
 pub(super) fn intern(s: &str) -> &'static str {
     static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,7 +104,7 @@ pub(super) fn decode_error(w: &[u64]) -> Error {
     let mut at = 0;
     let kind = KINDS[(w[0] as usize).min(KINDS.len() - 1)];
     at += 1;
-    let op = intern(&take_str(w, &mut at));
+    let op = take_str(w, &mut at);
     let n = w[at] as usize;
     at += 1;
     let path = w[at..at + n].iter().map(|&p| p as usize).collect();

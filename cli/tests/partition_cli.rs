@@ -1,5 +1,4 @@
-//! `mbsp partition` and `mbsp bench partition` as a user runs them: JSON shape, the Mondriaan
-//! files, bad arguments, the CSV of the quick benchmark.
+//! `mbsp partition` as a user runs it: JSON shape, the Mondriaan files, bad arguments.
 
 mod common;
 
@@ -132,7 +131,7 @@ fn text_output_names_everything() {
 }
 
 #[test]
-fn bad_arguments_exit_2_with_one_line() {
+fn bad_arguments_exit_2_and_bad_files_3_with_one_line() {
     let dir = common::scratch("partition_cli", "bad");
     let good = dir.join("good.mtx");
     std::fs::write(&good, SMALL).unwrap();
@@ -145,33 +144,35 @@ fn bad_arguments_exit_2_with_one_line() {
     let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
     let missing = dir.join("no-such.mtx");
     let missing = missing.to_str().unwrap();
-    let cases: [(&[&str], &[&str]); 8] = [
-        (&["partition", good, "-p", "0"], &["-p 0"]),
-        (&["partition", good, "-p", "two"], &["-p two"]),
-        (&["partition", missing, "-p", "2"], &["no-such.mtx"]),
-        // The reader's message names the file and the bad line (line 4).
-        (&["partition", bad, "-p", "2"], &["bad.mtx", "line 4"]),
+    // Bad arguments: status 2; an input file that cannot be read or is malformed, or an output
+    // that cannot be written: status 3.
+    let cases: [(&[&str], &[&str], i32); 7] = [
+        (&["partition", good, "-p", "0"], &["-p 0"], 2),
+        (&["partition", good, "-p", "two"], &["-p two"], 2),
         (
             &["partition", good, "-p", "2", "--eps", "-1"],
             &["--eps -1"],
+            2,
         ),
         (
             &["partition", good, "-p", "2", "--eps", "abc"],
             &["--eps abc"],
+            2,
         ),
+        (&["partition", missing, "-p", "2"], &["no-such.mtx"], 3),
+        // The reader's message names the file and the bad line (line 4).
+        (&["partition", bad, "-p", "2"], &["bad.mtx", "line 4"], 3),
         (
             &["partition", good, "-p", "2", "--out", "/no/such/dir/x"],
             &["/no/such/dir"],
-        ),
-        (
-            &["bench", "partition", "--procs", "2,0", good],
-            &["--procs 2,0"],
+            3,
         ),
     ];
-    for (args, needles) in cases {
+    for (args, needles, status) in cases {
         let (code, out, err) = common::mbsp(args);
-        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert_eq!(code, status, "{args:?}: {out} {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("mbsp partition: "), "{args:?}: {err}");
         for needle in needles {
             assert!(err.contains(needle), "{args:?}: no {needle} in {err}");
         }
@@ -184,68 +185,6 @@ fn bad_arguments_exit_2_with_one_line() {
         .filter(|n| n != "good.mtx" && n != "bad.mtx")
         .collect();
     assert!(left.is_empty(), "{left:?}");
-}
-
-#[test]
-fn quick_benchmark_csv_and_json() {
-    let dir = common::scratch("partition_cli", "bench");
-    let csv = dir.join("partition.csv");
-    let (code, out, err) = common::mbsp(&[
-        "bench",
-        "partition",
-        "--quick",
-        "--json",
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(&csv).expect("CSV written");
-    let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some(
-            "matrix,p,nnz,volume,reference,ratio,row1d_volume,checker2d_volume,imbalance,max_h,seconds"
-        )
-    );
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    // rajat01, bayer10, wiki-Vote at p = 2 and 4.
-    assert_eq!(rows.len(), 6, "{text}");
-    assert!(rows.iter().all(|r| r.len() == 11), "{text}");
-    let mut cases: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
-    cases.sort();
-    assert_eq!(
-        cases,
-        [
-            ("bayer10", "2"),
-            ("bayer10", "4"),
-            ("rajat01", "2"),
-            ("rajat01", "4"),
-            ("wiki-Vote", "2"),
-            ("wiki-Vote", "4"),
-        ]
-    );
-    // The references are there for p = 4 and only there.
-    for r in &rows {
-        assert_eq!(r[1] == "4", !r[4].is_empty(), "{r:?}");
-    }
-    let rajat4 = rows
-        .iter()
-        .find(|r| r[0] == "rajat01" && r[1] == "4")
-        .unwrap();
-    assert_eq!((rajat4[2], rajat4[4]), ("43250", "182"));
-    // No temporary file is left beside the CSV.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-
-    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
-    assert_eq!(j["rows"].as_array().map(Vec::len), Some(6));
-    assert_eq!(j["summary"]["cases_with_reference"], 3);
-    assert!(j["summary"]["geomean_ratio"].as_f64().unwrap() > 0.0);
-    assert!(j["summary"]["imbalance_violations"].as_u64().is_some());
-    // One progress line per case at least.
-    assert!(
-        err.lines().filter(|l| l.contains(" p = ")).count() >= 6,
-        "{err}"
-    );
 }
 
 /// Input that is not text (`/dev/zero`, control bytes, in the content or in the file name) is
@@ -266,8 +205,9 @@ fn hostile_input_is_one_clean_line() {
             [r"a\u{1b}[2Jb.mtx", r"hello\u{1}\u{1b}[31mred"],
         ),
     ] {
+        // A malformed input file: status 3.
         let (code, out, err) = common::mbsp(&args);
-        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(code, 3, "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(
             !err.trim_end().chars().any(char::is_control),

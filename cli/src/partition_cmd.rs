@@ -5,6 +5,8 @@
 //! output prefix can be written), so that a mistake costs one line and no partitioning time.
 //! Progress goes to stderr; the results go to stdout, as text or as one JSON object.
 
+use crate::cli;
+use crate::error::{Error, Result};
 use crate::preflight::{self, MatrixSize, Need};
 use mbsp_algorithms::sparse::{CooMatrix, metrics, mondriaan, mtx, partition};
 use mbsp_algorithms::whole_file;
@@ -13,53 +15,35 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Options of `mbsp partition`.
-///
-/// The numbers come in as the user typed them and are parsed by [`run`]: clap's own parse
-/// errors span several lines, and the command promises one line for a bad argument.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Options {
     /// The Matrix Market file (`.mtx` or `.mtx.gz`).
+    #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Number of parts, as typed (a positive integer).
-    pub p: String,
-    /// Allowed load imbalance, as typed (a finite number >= 0).
-    pub eps: String,
-    /// Seed of the partitioner's random choices, as typed.
-    pub seed: String,
-    /// Prefix of the output files (`None`: the input path itself).
+    /// Number of parts (a positive integer).
+    #[arg(short = 'p', long = "procs", value_name = "P", allow_hyphen_values = true,
+          value_parser = cli::at_least("-p", 1))]
+    pub p: usize,
+    /// Allowed load imbalance: every part gets at most (1 + eps) nnz / p nonzeros.
+    #[arg(long, value_name = "E", default_value = "0.03", allow_hyphen_values = true,
+          value_parser = cli::non_negative("--eps"))]
+    pub eps: f64,
+    /// Seed of the partitioner's random choices.
+    #[arg(long, value_name = "S", default_value = "1", allow_hyphen_values = true,
+          value_parser = cli::seed("--seed"))]
+    pub seed: u64,
+    /// Prefix of the output files (default: the input path; a directory: the input's name
+    /// inside it).
+    #[arg(long, value_name = "PREFIX")]
     pub out: Option<PathBuf>,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object (volume, imbalance, max_h, seconds, p, nnz, m, n, files, ...).
+    #[arg(long)]
     pub json: bool,
-}
-
-/// Parses a number of parts: a positive integer.
-pub(crate) fn parse_p(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(p) if p > 0 => Ok(p),
-        _ => Err(format!("-p {s}: need a positive integer number of parts")),
-    }
-}
-
-/// Parses an imbalance bound: a finite number >= 0 (an infinite bound would let one part take
-/// everything, which no partitioner can be measured against).
-pub(crate) fn parse_eps(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(e) if e.is_finite() && e >= 0.0 => Ok(e),
-        _ => Err(format!(
-            "--eps {s}: need a finite number >= 0 (e.g. 0.03 for 3% imbalance)"
-        )),
-    }
-}
-
-/// Parses a seed: an unsigned 64-bit integer.
-pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
-    s.trim()
-        .parse::<u64>()
-        .map_err(|_| format!("--seed {s}: need an integer in 0..=18446744073709551615"))
 }
 
 /// The matrix's name: its file name without `.gz` and `.mtx` (`G3_circuit.mtx.gz` →
 /// `G3_circuit`), the key of the reference tables.
-pub(crate) fn matrix_name(path: &Path) -> String {
+pub fn matrix_name(path: &Path) -> String {
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -70,13 +54,16 @@ pub(crate) fn matrix_name(path: &Path) -> String {
 
 /// Checks that `file` is an existing regular file we can open, so that a typo is reported
 /// plainly rather than as whatever the reader makes of it.
-pub(crate) fn check_input(file: &Path) -> Result<(), String> {
+pub fn check_input(file: &Path) -> Result<()> {
     let shown = file.display();
-    let meta = std::fs::metadata(file).map_err(|e| format!("{shown}: {e}"))?;
+    let meta = std::fs::metadata(file).map_err(|e| Error::io(shown.to_string()).with_source(e))?;
     if meta.is_dir() {
-        return Err(format!("{shown} is a directory, not a Matrix Market file"));
+        return Err(Error::io(format!(
+            "{shown} is a directory, not a Matrix Market file"
+        )));
     }
-    std::fs::File::open(file).map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    std::fs::File::open(file)
+        .map_err(|e| Error::io(format!("{shown}: cannot open")).with_source(e))?;
     Ok(())
 }
 
@@ -93,23 +80,24 @@ fn output_prefix(file: &Path, out: Option<&Path>) -> PathBuf {
 
 /// Checks that files can be created next to `prefix` by creating and removing a probe file
 /// there ([`whole_file::probe`]): finding out only after a long partitioning run would waste it.
-fn check_writable(prefix: &Path) -> Result<(), String> {
+fn check_writable(prefix: &Path) -> Result<()> {
     let dir = match prefix.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let shown = prefix.display();
     if !dir.is_dir() {
-        return Err(format!(
+        return Err(Error::io(format!(
             "output prefix {shown}: directory {} does not exist",
             dir.display()
-        ));
+        )));
     }
     whole_file::probe(dir).map_err(|e| {
-        format!(
-            "output prefix {shown}: cannot create files in {}: {e}",
+        Error::io(format!(
+            "output prefix {shown}: cannot create files in {}",
             dir.display()
-        )
+        ))
+        .with_source(e)
     })
 }
 
@@ -117,7 +105,7 @@ fn check_writable(prefix: &Path) -> Result<(), String> {
 /// anything is read: the reading (entries as stored and assembled), or the partitioning (the
 /// matrix, the partitioner's books per nonzero, row, column and part), whichever needs more.
 /// A file that is not a regular file (a pipe) is checked once read ([`fits`]).
-pub(crate) fn preflight(file: &Path, p: usize) -> Result<(), String> {
+pub fn preflight(file: &Path, p: usize) -> Result<()> {
     let Some(size) = MatrixSize::of(file)? else {
         return Ok(());
     };
@@ -128,7 +116,7 @@ pub(crate) fn preflight(file: &Path, p: usize) -> Result<(), String> {
 
 /// Refuses partitioning the matrix `a`, already read, into `p` parts if it cannot fit in memory
 /// (a pipe's matrix, whose header could not be read ahead).
-pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+pub fn fits(a: &CooMatrix, p: usize) -> Result<()> {
     partitioning(&MatrixSize::of_matrix(a), p).check()
 }
 
@@ -145,21 +133,19 @@ fn shown(p: impl AsRef<Path>) -> String {
     p.as_ref().display().to_string()
 }
 
-/// Runs `mbsp partition`; `Err` is a one-line message for exit status 2.
-pub fn run(o: &Options) -> Result<(), String> {
-    let p = parse_p(&o.p)?;
-    let eps = parse_eps(&o.eps)?;
-    let seed = parse_seed(&o.seed)?;
+/// Runs `mbsp partition`.
+pub fn run(o: &Options) -> Result<()> {
+    let (p, eps, seed) = (o.p, o.eps, o.seed);
     check_input(&o.file)?;
     let prefix = output_prefix(&o.file, o.out.as_deref());
     check_writable(&prefix)?;
     preflight(&o.file, p)?;
     let name = matrix_name(&o.file);
 
-    // Reading is reported when done, not announced: a malformed file is a bad argument, and
-    // its error must be the only line on stderr.
+    // Reading is reported when done, not announced: the error of a malformed file must be the
+    // only line on stderr.
     let t = Instant::now();
-    let a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    let a = mtx::read_path(&o.file).map_err(|e| Error::io("").with_source(e))?;
     fits(&a, p)?;
     let read_seconds = t.elapsed().as_secs_f64();
     eprintln!(
@@ -175,7 +161,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         seed,
         threads: 0,
     };
-    let r = partition::partition(&a, p, &opts).map_err(|e| e.to_string())?;
+    let r = partition::partition(&a, p, &opts).map_err(|e| Error::usage(e.to_string()))?;
     // The split of max_h into its two phases: cheap next to partitioning, and it tells whether
     // the fan-out or the fan-in dominates.
     let traffic = metrics::traffic(&a, &r.dist);
@@ -187,10 +173,11 @@ pub fn run(o: &Options) -> Result<(), String> {
     // The three files appear together or not at all; the error says which failed and that
     // (or, in the rarest case, how far) the files already there were left unchanged.
     let files = mondriaan::write(&a, &r.dist, &prefix).map_err(|e| {
-        format!(
-            "cannot write the Mondriaan files {}-P{p}, -u{p}, -v{p}: {e}",
+        Error::io(format!(
+            "cannot write the Mondriaan files {}-P{p}, -u{p}, -v{p}",
             prefix.display()
-        )
+        ))
+        .with_source(e)
     })?;
     let (fm, fu, fv) = (shown(&files.matrix), shown(&files.u), shown(&files.v));
 
@@ -245,7 +232,7 @@ pub fn run(o: &Options) -> Result<(), String> {
 /// Rounding slack when comparing an imbalance with eps: `imbalance` is computed as
 /// `max * p / nnz - 1` in floating point, which can exceed eps by an ulp when the largest part
 /// has exactly `(1 + eps) nnz / p` nonzeros.
-pub(crate) const IMBALANCE_SLACK: f64 = 1e-12;
+pub const IMBALANCE_SLACK: f64 = 1e-12;
 
 #[cfg(test)]
 mod tests {
@@ -259,20 +246,6 @@ mod tests {
         );
         assert_eq!(matrix_name(Path::new("bcsstk16.mtx")), "bcsstk16");
         assert_eq!(matrix_name(Path::new("x/plain")), "plain");
-    }
-
-    #[test]
-    fn numbers_are_checked() {
-        assert_eq!(parse_p("4"), Ok(4));
-        assert!(parse_p("0").is_err());
-        assert!(parse_p("-1").is_err());
-        assert_eq!(parse_eps("0.03"), Ok(0.03));
-        assert_eq!(parse_eps("0"), Ok(0.0));
-        for bad in ["-1", "abc", "nan", "inf", ""] {
-            assert!(parse_eps(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_seed("7"), Ok(7));
-        assert!(parse_seed("x").is_err());
     }
 
     #[test]

@@ -46,7 +46,8 @@ fn bad_arguments_exit_2_with_one_line() {
         .args(["spmv", "/nonexistent.mtx"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // An input file that cannot be read: status 3.
+    assert_eq!(out.status.code(), Some(3));
 }
 
 /// Runs `mbsp spmv` with `args` (and `env`), expects success and returns the JSON object.
@@ -130,10 +131,11 @@ fn partition_from_mondriaan_files() {
         );
         assert_eq!(v["partition_seconds"].as_f64(), Some(0.0));
     }
-    // The files belong to another matrix, or to another p: one clear line, exit 2.
-    for (file, p, says) in [
-        ("bayer10.mtx", "3", "the partition is for another matrix"),
-        ("rajat01.mtx", "2", "rajat01-P2"),
+    // The files belong to another matrix (status 2), or do not exist for this p (status 3): one
+    // clear line.
+    for (file, p, says, status) in [
+        ("bayer10.mtx", "3", "the partition is for another matrix", 2),
+        ("rajat01.mtx", "2", "rajat01-P2", 3),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
             .arg("spmv")
@@ -141,7 +143,7 @@ fn partition_from_mondriaan_files() {
             .args(["-p", p, "--partition", pre])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(out.status.code(), Some(status));
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().last().unwrap();
         assert!(

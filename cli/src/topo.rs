@@ -1,5 +1,6 @@
 //! `mbsp topo`: print a machine tree and the placement of a (possibly nested) plan.
 
+use crate::error::{Classify, Error, Result};
 use mbsp_topology::{Domain, Level, Loaded, Machine, Policy, plan, plan_per, ranges};
 use serde_json::{Value, json};
 
@@ -13,14 +14,14 @@ pub enum Count {
 }
 
 impl std::str::FromStr for Count {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
         match s.parse::<usize>() {
             Ok(n) => Ok(Count::N(n)),
             Err(_) => s
                 .parse::<Level>()
                 .map(Count::Per)
-                .map_err(|e| e.to_string()),
+                .map_err(|e| Error::usage(format!("{s}: {e}"))),
         }
     }
 }
@@ -31,17 +32,12 @@ struct Node {
     children: Vec<Node>,
 }
 
-fn build(
-    m: &Machine,
-    domain: &Domain,
-    levels: &[Count],
-    policy: &Policy,
-) -> Result<Vec<Node>, String> {
+fn build(m: &Machine, domain: &Domain, levels: &[Count], policy: &Policy) -> Result<Vec<Node>> {
     let Some((first, rest)) = levels.split_first() else {
         return Ok(Vec::new());
     };
     let domains = match first {
-        Count::N(p) => plan(m, domain, *p, policy).map_err(|e| e.to_string())?,
+        Count::N(p) => plan(m, domain, *p, policy).or_usage()?,
         Count::Per(level) => plan_per(m, domain, *level),
     };
     // Nested levels use the same policy, except that manual sets apply to the top level only.
@@ -131,6 +127,68 @@ fn machine_json(m: &Machine) -> Value {
     })
 }
 
+/// The placement policies of `mbsp topo --policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyName {
+    /// Fill one package (and NUMA node) before the next.
+    Compact,
+    /// Spread over the packages first.
+    Scattered,
+    /// The CPU sets of --cpus.
+    Manual,
+}
+
+/// The command line of `mbsp topo`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Load the tree from an hwloc XML file.
+    #[arg(long, value_name = "FILE")]
+    pub xml: Option<String>,
+    /// Load the tree from an hwloc synthetic description, e.g. "package:2 numa:2 core:8 pu:2".
+    #[arg(long, value_name = "DESC")]
+    pub synthetic: Option<String>,
+    /// Top-level processes: a number, or a level (package, numa, core, pu) for one per object.
+    #[arg(short = 'p', long = "procs", value_name = "N|LEVEL")]
+    pub procs: Option<Count>,
+    /// A nested level inside each process (repeat for deeper nesting): a number or a level.
+    #[arg(long, value_name = "N|LEVEL")]
+    pub nest: Vec<Count>,
+    /// Placement policy.
+    #[arg(long, value_enum, default_value = "scattered")]
+    pub policy: PolicyName,
+    /// CPU sets for --policy manual, one per top-level process: "0-3;4-7".
+    #[arg(long, value_name = "SETS")]
+    pub cpus: Option<String>,
+    /// Print JSON: per process pid, package, numa, cores, pus and children.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Args {
+    /// The options these arguments ask for: the policy with its CPU sets checked.
+    pub fn options(self) -> Result<Options> {
+        let policy = match (self.policy, self.cpus) {
+            (PolicyName::Compact, None) => Policy::Compact,
+            (PolicyName::Scattered, None) => Policy::Scattered,
+            (PolicyName::Manual, Some(c)) => Policy::Manual(mbsp::parse_cpu_sets(&c).or_usage()?),
+            (PolicyName::Manual, None) => {
+                return Err(Error::usage(
+                    "--policy manual needs --cpus \"<cpus>;<cpus>;...\"",
+                ));
+            }
+            (_, Some(_)) => return Err(Error::usage("--cpus goes with --policy manual")),
+        };
+        Ok(Options {
+            xml: self.xml,
+            synthetic: self.synthetic,
+            procs: self.procs,
+            nest: self.nest,
+            policy,
+            json: self.json,
+        })
+    }
+}
+
 /// Options of `mbsp topo`.
 pub struct Options {
     /// Load this XML file instead of detecting.
@@ -148,33 +206,35 @@ pub struct Options {
 }
 
 /// Print the placement of a plan of `levels` (outermost first) on the whole of `m`.
-pub fn print_nested(m: &Machine, levels: &[Count], policy: &Policy) -> Result<(), String> {
+pub fn print_nested(m: &Machine, levels: &[Count], policy: &Policy) -> Result<()> {
     let nodes = build(m, &m.whole(), levels, policy)?;
     print_plan(m, &nodes, "", 0);
     Ok(())
 }
 
-/// Run `mbsp topo`; an error is a message for the user.
-pub fn run(o: Options) -> Result<(), String> {
+/// Runs `mbsp topo`.
+pub fn run(o: Options) -> Result<()> {
     let loaded: Loaded = match (&o.xml, &o.synthetic) {
-        (Some(_), Some(_)) => return Err("give --xml or --synthetic, not both".into()),
-        (Some(f), None) => Machine::xml(f).map_err(|e| e.to_string())?,
-        (None, Some(s)) => Machine::synthetic(s).map_err(|e| e.to_string())?,
-        (None, None) => Machine::current().map_err(|e| e.to_string())?,
+        (Some(_), Some(_)) => return Err(Error::usage("give --xml or --synthetic, not both")),
+        (Some(f), None) => Machine::xml(f).map_err(|e| Error::io("").with_source(e))?,
+        (None, Some(s)) => Machine::synthetic(s).map_err(|e| Error::usage("").with_source(e))?,
+        (None, None) => Machine::current().map_err(|e| Error::usage("").with_source(e))?,
     };
     let m = &loaded.machine;
     let mut levels = Vec::new();
     if let Some(p) = &o.procs {
         if *p == Count::N(0) {
-            return Err("-p must be at least 1".into());
+            return Err(Error::usage("-p must be at least 1"));
         }
         levels.push(p.clone());
         levels.extend(o.nest.iter().cloned());
     } else if !o.nest.is_empty() {
-        return Err("--nest needs -p (the top level of the plan)".into());
+        return Err(Error::usage("--nest needs -p (the top level of the plan)"));
     }
     if levels.contains(&Count::N(0)) {
-        return Err("--nest 0: a nested run needs at least 1 process".into());
+        return Err(Error::usage(
+            "--nest 0: a nested run needs at least 1 process",
+        ));
     }
     let nodes = build(m, &m.whole(), &levels, &o.policy)?;
     let applied = m.source().is_real();

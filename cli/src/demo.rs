@@ -3,6 +3,7 @@
 //! parameters, and the flagship algorithms (FFT, SpMV) verified, timed against their sequential
 //! baselines and against the BSP prediction made from those parameters.
 
+use crate::error::{Classify, Error, Result};
 use crate::fft_cmd;
 use crate::params_cmd::{self, LevelParams, Where};
 use crate::spmv_cmd::{Csr, Prepared, Variant, measure, test_x};
@@ -14,8 +15,10 @@ use mbsp_algorithms::sparse::CooMatrix;
 use std::time::Instant;
 
 /// Options of the demo.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Options {
-    /// Smaller problems and shorter measurements (a smoke run; seconds).
+    /// A smoke run in seconds (small problems; the numbers are not meaningful).
+    #[arg(long)]
     pub quick: bool,
 }
 
@@ -81,9 +84,9 @@ fn off_by(predicted: f64, measured: f64) -> String {
 }
 
 /// Run the demo; `Err` is a one-line message.
-pub fn run(o: &Options) -> Result<(), String> {
+pub fn run(o: &Options) -> Result<()> {
     let start = Instant::now();
-    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let loaded = mbsp::Machine::current().or_run()?;
     let m = &loaded.machine;
     println!(
         "mbsp demo: hierarchical BSP on {}",
@@ -249,17 +252,17 @@ pub fn run(o: &Options) -> Result<(), String> {
             off_by(predicted, r.bsp)
         );
         if r.max_rel_error > 1e-12 {
-            return Err(format!(
+            return Err(Error::run(format!(
                 "SpMV {} differs from sequential CSR (max relative error {:e})",
                 variant.name(),
                 r.max_rel_error
-            ));
+            )));
         }
     }
 
     println!(
         "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
-         `mbsp --help`, `mbsp params --json params.json`, `mbsp bench fft`, `mbsp bench spmv`.",
+         `mbsp --help`, `mbsp params --json params.json`, `mbsp-bench fft`, `mbsp-bench spmv`.",
         start.elapsed().as_secs_f64()
     );
     Ok(())

@@ -73,6 +73,27 @@ pub fn gbs(v: f64) -> String {
     format!("{v:.2}")
 }
 
+/// Fit `t = l + g h` to the points: `g` by least squares (as the BSPlib paper does; the large
+/// h-relations, where t is large, decide it), then `l` as the intercept that minimises the
+/// relative errors for that `g` (weights 1/t², so the small h-relations decide it; a plain fit's
+/// intercept is a small difference of large numbers and often negative): (g, l).
+pub fn fit_gl(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(h, t)| (a + h, b + t));
+    let (mx, my) = (sx / n, sy / n);
+    let (sxy, sxx) = points.iter().fold((0.0, 0.0), |(a, b), &(h, t)| {
+        (a + (h - mx) * (t - my), b + (h - mx) * (h - mx))
+    });
+    let g = sxy / sxx;
+    let (sw, swr) = points.iter().fold((0.0, 0.0), |(a, b), &(h, t)| {
+        let w = 1.0 / (t * t);
+        (a + w, b + w * (t - g * h))
+    });
+    (g, swr / sw)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

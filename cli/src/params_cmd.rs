@@ -27,9 +27,9 @@
 //! `r, g, g_direct, l, fresh` — what `Params::current()` reads — and every measured level in
 //! `"levels"`, with the fits and their points.
 
-use crate::core_bench::fit_gl;
+use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, Need};
-use crate::stats::{Samples, timed};
+use crate::stats::{Samples, fit_gl, timed};
 use mbsp::{Ctx, Level, Policy, Run};
 use std::hint::black_box;
 use std::time::Instant;
@@ -76,6 +76,49 @@ impl Options {
             h_steps: 4,
             ..Options::full()
         }
+    }
+}
+
+/// The command line of `mbsp params`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Write the parameters as JSON to FILE (then: MBSP_PARAMS=FILE).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Plot time per superstep against h with the fitted lines (SVG) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Only these levels, comma-separated: machine (a process per core), packages (a process
+    /// per package), package (the cores of one), numa, core (its hardware threads).
+    #[arg(long, value_delimiter = ',', value_name = "LEVEL,...")]
+    pub levels: Option<Vec<String>>,
+    /// Samples per point (the median is used).
+    #[arg(long, default_value = "7", value_parser = crate::cli::at_least("--samples", 1))]
+    pub samples: usize,
+    /// Largest h of the h-relations, in 8-byte words.
+    #[arg(long, default_value = "4096", value_parser = crate::cli::at_least("--max-h", 8))]
+    pub max_h: usize,
+    /// A smoke run (h up to 1024, short samples); the numbers are not meaningful.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+impl Args {
+    /// The options these arguments ask for (`--quick` sets the sizes of a smoke run).
+    pub fn options(self) -> Options {
+        let mut o = if self.quick {
+            Options::quick()
+        } else {
+            Options {
+                samples: self.samples,
+                max_h: self.max_h,
+                ..Options::full()
+            }
+        };
+        o.json = self.json;
+        o.plot = self.plot;
+        o.levels = self.levels;
+        o
     }
 }
 
@@ -468,10 +511,10 @@ pub fn measure_level(
     policy: &Policy,
     policy_name: &'static str,
     o: &Options,
-) -> Result<LevelParams, String> {
+) -> Result<LevelParams> {
     let all = level
         .run(policy, |ctx| measure(ctx, o))
-        .map_err(|e| format!("{} level, {policy_name}: {e}", level.name()))?;
+        .map_err(|e| Error::from(e).context(format!("{} level, {policy_name}", level.name())))?;
     let p = all.len();
     let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
     let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
@@ -552,7 +595,7 @@ pub fn table(levels: &[LevelParams]) -> String {
 /// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
 /// `--max-h` words (what is sent and received, by put and by get), and the samples of every
 /// point.
-fn fits(o: &Options, p: usize) -> Result<(), String> {
+fn fits(o: &Options, p: usize) -> Result<()> {
     let mut need = Need::new();
     need.add(
         (p as u128).saturating_mul(4 * o.max_h as u128),
@@ -572,8 +615,8 @@ fn fits(o: &Options, p: usize) -> Result<(), String> {
 }
 
 /// Run `mbsp params`: measure, print, write the files.
-pub fn run(o: &Options) -> Result<(), String> {
-    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+pub fn run(o: &Options) -> Result<()> {
+    let loaded = mbsp::Machine::current().or_run()?;
     let all = Where::of(&loaded.machine);
     let known = |n: &String| {
         matches!(
@@ -582,9 +625,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         )
     };
     if let Some(bad) = o.levels.iter().flatten().find(|n| !known(n)) {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "unknown level '{bad}' (levels: machine, packages, package, numa, core)"
-        ));
+        )));
     }
     let chosen: Vec<(Where, usize)> = all
         .iter()
@@ -597,11 +640,11 @@ pub fn run(o: &Options) -> Result<(), String> {
         .collect();
     if chosen.is_empty() {
         let have: Vec<&str> = all.iter().map(|(w, _)| w.name()).collect();
-        return Err(format!(
+        return Err(Error::usage(format!(
             "none of the levels asked for exists on this machine (it has: {}; a level that \
              would repeat the one above it, or has one child, is not measured)",
             have.join(", ")
-        ));
+        )));
     }
     fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
     println!("mbsp params: {}", crate::machine::describe());
@@ -640,7 +683,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             use std::io::Write;
             writeln!(f, "{text}")
         })
-        .map_err(|e| format!("--json: {e}"))?;
+        .map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(
             "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
             path.display(),
@@ -648,7 +691,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     if let Some(path) = &o.plot {
-        plot(path, &levels).map_err(|e| format!("--plot: {e}"))?;
+        plot(path, &levels).map_err(|e| e.context("--plot"))?;
         eprintln!("mbsp params: plotted {}", path.display());
     }
     Ok(())
@@ -656,7 +699,7 @@ pub fn run(o: &Options) -> Result<(), String> {
 
 /// Time per superstep against h, one panel per level and policy: measured points and fitted
 /// lines per primitive (SVG, written whole).
-fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
+fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<()> {
     use plotters::prelude::*;
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let panel_h = 380u32;
@@ -696,7 +739,7 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<(), String> {
                 .draw()
                 .map_err(|e| err(&e))?;
             for (i, (prim, f)) in l.fits.iter().enumerate() {
-                let color = crate::fft_bench::COLORS[i % crate::fft_bench::COLORS.len()];
+                let color = crate::whole_file::COLORS[i % crate::whole_file::COLORS.len()];
                 chart
                     .draw_series(
                         f.points

@@ -17,6 +17,7 @@
 //! All arithmetic is in `u128`: no request, however large, can overflow it (2^64 elements of
 //! 2^64 bytes still fit).
 
+use crate::error::{Error, Result};
 use std::path::Path;
 
 /// Memory the process can get, and where that figure comes from.
@@ -191,7 +192,7 @@ impl Need {
 
     /// Ok if the estimate fits in `avail`; else the one-line refusal: the total, its largest
     /// terms, the limit and where it comes from.
-    pub fn check_against(&self, avail: &Available) -> Result<(), String> {
+    pub fn check_against(&self, avail: &Available) -> Result<()> {
         let total = self.bytes();
         if total <= avail.bytes {
             return Ok(());
@@ -204,18 +205,18 @@ impl Need {
             .filter(|t| t.0.saturating_mul(100) >= total)
             .map(|(b, what)| format!("{} for {what}", size(*b)))
             .collect();
-        Err(format!(
+        Err(Error::usage(format!(
             "needs at least {} of memory ({}), more than the {} available ({})",
             size(total),
             shown.join(", "),
             size(avail.bytes),
             avail.source
-        ))
+        )))
     }
 
     /// Ok if the estimate fits in the memory available now ([`available`]; nothing is refused
     /// where that cannot be read).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<()> {
         match available() {
             Some(a) => self.check_against(&a),
             None => Ok(()),
@@ -249,13 +250,14 @@ impl MatrixSize {
     /// Reads the header of `file` (cheap: two lines); its errors are the reader's own. `None`
     /// for a file that is not a regular file (a pipe such as `<(zcat m.mtx.gz)` cannot be read
     /// twice; its matrix is checked once read, with [`MatrixSize::of_matrix`]).
-    pub fn of(file: &Path) -> Result<Option<MatrixSize>, String> {
+    pub fn of(file: &Path) -> Result<Option<MatrixSize>> {
         use mbsp_algorithms::sparse::mtx::{self, Field, Symmetry};
-        let meta = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let meta = std::fs::metadata(file)
+            .map_err(|e| Error::io(file.display().to_string()).with_source(e))?;
         if !meta.is_file() {
             return Ok(None);
         }
-        let h = mtx::read_header(file).map_err(|e| e.to_string())?;
+        let h = mtx::read_header(file).map_err(|e| Error::io("").with_source(e))?;
         // The shortest entry line: "1 1\n" for a pattern, "1 1 1\n" with a value, two values
         // for complex. A compressed file holds at most ~1032 bytes of text per byte (the
         // most deflate can do).
@@ -413,8 +415,9 @@ mod tests {
         );
         need.add(2, 8, "the samples");
         let e = need.check_against(&avail).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Usage);
         assert_eq!(
-            e,
+            e.to_string(),
             "needs at least 88.0 TB of memory (88.0 TB for 5 arrays of 1099511627776 complex \
              numbers (80 bytes each)), more than the 8.6 GB available (MemAvailable in \
              /proc/meminfo)"

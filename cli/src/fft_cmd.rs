@@ -1,7 +1,8 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
-use crate::fft_bench::{random, rate, rel_error};
+use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, Need};
+use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len,
@@ -12,18 +13,26 @@ use std::time::Instant;
 type C = Complex<f64>;
 
 /// Options of `mbsp fft`.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Options {
     /// Transform length (a power of two).
+    #[arg(long, value_name = "N")]
     pub n: usize,
-    /// Processes of the flat variant (`None`: the largest power of two <= the hardware threads).
+    /// Processes of the flat variant (a power of two; default: the largest power of two <= the
+    /// hardware threads).
+    #[arg(short = 'p', long = "procs", value_name = "P")]
     pub p: Option<usize>,
-    /// Run the Multi-BSP variant over the machine tree.
+    /// The Multi-BSP variant over the machine tree (MBSP_TOPOLOGY is honoured).
+    #[arg(long)]
     pub nested: bool,
-    /// Inverse instead of forward.
+    /// The inverse transform (scaled by 1/n).
+    #[arg(long)]
     pub inverse: bool,
-    /// Print one JSON object.
+    /// Print one JSON object (n, p, variant, seconds, gflops, rel_error, choice, ...).
+    #[arg(long)]
     pub json: bool,
-    /// Timed transforms (the median is reported).
+    /// Timed transforms after a warm-up (the median is reported).
+    #[arg(long, default_value_t = 5)]
     pub reps: usize,
 }
 
@@ -59,7 +68,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// working copy, each process's part and its result (together two more arrays), the result
 /// gathered: at least 5 arrays of `n` complex numbers; the `reps` times of each process; the
 /// `p` processes of the run.
-fn preflight(n: usize, p: usize, reps: usize) -> Result<(), String> {
+fn preflight(n: usize, p: usize, reps: usize) -> Result<()> {
     let mut need = Need::new();
     need.add(
         5 * n as u128,
@@ -76,32 +85,32 @@ fn preflight(n: usize, p: usize, reps: usize) -> Result<(), String> {
 }
 
 /// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
-pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
+pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
     let n = o.n;
     if !n.is_power_of_two() {
-        return Err(format!("--n {n} is not a power of two"));
+        return Err(Error::usage(format!("--n {n} is not a power of two")));
     }
-    let loaded = mbsp::Machine::current().map_err(|e| e.to_string())?;
+    let loaded = mbsp::Machine::current().or_run()?;
     let tree = hierarchy(&loaded.machine, &loaded.machine.whole());
     let pow2_threads = 1usize << mbsp::nprocs().max(1).ilog2();
     let levels: Vec<usize> = if o.nested {
         let total: usize = tree.iter().product::<usize>().max(1);
         if let Some(p) = o.p.filter(|&p| p != total) {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "-p {p} with --nested: the machine tree {tree:?} gives {total} processes (leave -p out)"
-            ));
+            )));
         }
         tree.clone()
     } else {
         let p = o.p.unwrap_or(pow2_threads);
         if !p.is_power_of_two() {
-            return Err(format!("-p {p} is not a power of two"));
+            return Err(Error::usage(format!("-p {p} is not a power of two")));
         }
         vec![p]
     };
     let p: usize = levels.iter().product::<usize>().max(1);
     if p > n {
-        return Err(format!("{p} processes exceed n = {n}"));
+        return Err(Error::usage(format!("{p} processes exceed n = {n}")));
     }
     preflight(n, p, o.reps)?;
     let dir = if o.inverse {
@@ -155,8 +164,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
         let secs = median(times);
         plan.free(ctx)?;
         Ok((local, secs, planning))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let mut y = vec![C::default(); n];
     for (me, (local, _, _)) in r.iter().enumerate() {
         for (i, v) in local.iter().enumerate() {
@@ -182,7 +190,9 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
         "flat"
     };
     if rel_error > 1e-10 {
-        return Err(format!("relative error {rel_error:e} is too large"));
+        return Err(Error::run(format!(
+            "relative error {rel_error:e} is too large"
+        )));
     }
     Ok(Outcome {
         p,
@@ -197,8 +207,8 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome, String> {
     })
 }
 
-/// Run it; `Err` is a one-line message for exit status 2.
-pub fn run(o: &Options) -> Result<(), String> {
+/// Runs `mbsp fft`: measures ([`measure`]) and prints.
+pub fn run(o: &Options) -> Result<()> {
     let out = measure(o, &FftCost::uniform(*Params::current()))?;
     let Outcome {
         p,
@@ -246,4 +256,65 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `n` pseudo-random complex numbers in [-0.5, 0.5)² (xorshift from `seed`, which must not be 0).
+pub fn random(n: usize, seed: u64) -> Vec<C> {
+    let mut s = seed;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    (0..n).map(|_| C::new(next(), next())).collect()
+}
+
+/// ‖a - b‖₂ / ‖b‖₂.
+pub fn rel_error(a: &[C], b: &[C]) -> f64 {
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
+    let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
+    (d / r).sqrt()
+}
+
+/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
+/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
+/// processes: from `rates` (the sweep's own one-core measurements), else measured now (7
+/// transforms per core, started in step; the slowest core's median).
+pub fn rate(
+    rates: &mut std::collections::BTreeMap<(usize, usize), f64>,
+    len: usize,
+    cores: usize,
+) -> f64 {
+    let len = len.max(64);
+    *rates.entry((len, cores)).or_insert_with(|| {
+        let plan = rustfft::FftPlanner::new().plan_fft_forward(len);
+        let x = random(len, 0x9e37_79b9_7f4a_7c15);
+        let start = std::sync::Barrier::new(cores);
+        // Every core runs its own transforms, in step; the slowest core's median counts.
+        let medians: Vec<f64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..cores)
+                .map(|_| {
+                    let (plan, x, start) = (&plan, &x, &start);
+                    s.spawn(move || {
+                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+                        let mut y = x.clone();
+                        Samples::collect(7, || {
+                            y.copy_from_slice(x);
+                            start.wait();
+                            let t = Instant::now();
+                            plan.process_with_scratch(&mut y, &mut scratch);
+                            t.elapsed().as_secs_f64()
+                        })
+                        .median()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a rate worker"))
+                .collect()
+        });
+        flops(len) / medians.into_iter().fold(0.0, f64::max)
+    })
 }

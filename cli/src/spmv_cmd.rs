@@ -1,6 +1,8 @@
 //! `mbsp spmv`: one matrix, partitioned and multiplied many times by the 2D BSP SpMV, checked
 //! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR.
 
+use crate::cli;
+use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, MatrixSize, Need};
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
@@ -11,30 +13,46 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Options of `mbsp spmv`.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Options {
     /// The Matrix Market file.
+    #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Processes.
+    #[arg(short = 'p', long = "procs", value_name = "P", default_value = "2",
+          allow_hyphen_values = true, value_parser = cli::at_least("-p", 1))]
     pub p: usize,
-    /// `plain` (the others are not written yet).
-    pub variant: String,
+    /// Variant: plain (gets and puts, two supersteps), hp (direct_get and hpsend, one
+    /// superstep) or hier (packages of the machine, each a nested run over its cores).
+    #[arg(long, value_name = "V", default_value = "plain")]
+    pub variant: Variant,
     /// Multiplies timed (the median of 9 batches of `reps / 9` is reported).
+    #[arg(long, default_value_t = 500)]
     pub reps: usize,
-    /// Read the partition from Mondriaan's files with this prefix instead of partitioning.
+    /// Use the partition in Mondriaan's files PREFIX-P4, PREFIX-u4, PREFIX-v4 (for -p 4; as
+    /// written by `mbsp partition --out PREFIX` or Mondriaan) instead of partitioning; plain
+    /// and hp only.
+    #[arg(long, value_name = "PREFIX")]
     pub partition: Option<PathBuf>,
-    /// Print one JSON object.
+    /// Print one JSON object (matrix, p, variant, mflops, speedup, max_rel_error,
+    /// partition_seconds, ...).
+    #[arg(long)]
     pub json: bool,
 }
 
 /// Compressed rows, the sequential baseline.
-pub(crate) struct Csr {
-    pub(crate) ptr: Vec<usize>,
-    pub(crate) col: Vec<u32>,
-    pub(crate) val: Vec<f64>,
+pub struct Csr {
+    /// Where each row starts in `col` and `val` (rows + 1 entries).
+    pub ptr: Vec<usize>,
+    /// Column of each entry.
+    pub col: Vec<u32>,
+    /// Value of each entry.
+    pub val: Vec<f64>,
 }
 
 impl Csr {
-    pub(crate) fn new(a: &CooMatrix) -> Self {
+    /// The rows of `a`, compressed.
+    pub fn new(a: &CooMatrix) -> Self {
         let mut ptr = vec![0usize; a.rows + 1];
         for &i in &a.row_idx {
             ptr[i as usize + 1] += 1;
@@ -54,7 +72,7 @@ impl Csr {
     }
 
     /// `y = A x` over the rows `rows` (`y` holds exactly those rows).
-    pub(crate) fn multiply_rows(&self, rows: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
+    pub fn multiply_rows(&self, rows: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
         // Slices zipped per row: one bounds check per entry (on x), as a careful user writes it.
         let ptr = &self.ptr[rows.start..=rows.end];
         for (yi, w) in y.iter_mut().zip(ptr.windows(2)) {
@@ -67,19 +85,21 @@ impl Csr {
         }
     }
 
-    pub(crate) fn multiply(&self, x: &[f64], y: &mut [f64]) {
+    /// `y = A x` over all rows.
+    pub fn multiply(&self, x: &[f64], y: &mut [f64]) {
         self.multiply_rows(0..y.len(), x, y);
     }
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (not empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// The BSP variants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Variant {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Variant {
     /// Gets and puts, two supersteps per multiply.
     Plain,
     /// `direct_get` and `hpsend`, one superstep per multiply.
@@ -89,18 +109,11 @@ pub(crate) enum Variant {
 }
 
 impl Variant {
-    pub(crate) const ALL: [Variant; 3] = [Variant::Plain, Variant::Hp, Variant::Hier];
+    /// Every variant, in the order of the tables.
+    pub const ALL: [Variant; 3] = [Variant::Plain, Variant::Hp, Variant::Hier];
 
-    pub(crate) fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "plain" => Ok(Variant::Plain),
-            "hp" => Ok(Variant::Hp),
-            "hier" => Ok(Variant::Hier),
-            _ => Err(format!("--variant {s}: expected plain, hp or hier")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
+    /// The variant's name on the command line and in tables.
+    pub fn name(self) -> &'static str {
         match self {
             Variant::Plain => "plain",
             Variant::Hp => "hp",
@@ -110,29 +123,33 @@ impl Variant {
 }
 
 /// The plan of one variant.
-pub(crate) enum Plan {
+pub enum Plan {
+    /// `plain` and `hp`: one level of processes.
     Flat(SpmvPlan),
+    /// `hier`: packages, each a nested run over its cores.
     Hier(HierPlan),
 }
 
 /// A matrix with its partition and plan for one variant at one p.
-pub(crate) struct Prepared {
-    pub(crate) p: usize,
-    pub(crate) plan: Plan,
+pub struct Prepared {
+    /// Processes in all.
+    pub p: usize,
+    /// The plan.
+    pub plan: Plan,
     /// Seconds spent partitioning.
-    pub(crate) partition_seconds: f64,
+    pub partition_seconds: f64,
     /// Communication volume (for `hier`: between packages plus inside packages).
-    pub(crate) volume: u64,
+    pub volume: u64,
     /// The largest h-relation of a superstep (for `hier`: of the top level).
-    pub(crate) max_h: u64,
+    pub max_h: u64,
     /// `hier`: packages x cores.
-    pub(crate) shape: (usize, usize),
+    pub shape: (usize, usize),
 }
 
 /// The hierarchical shape for `p` processes: as many packages as the machine has (or the
 /// largest divisor of `p` below that), `p / packages` cores each.
-pub(crate) fn hier_shape(p: usize) -> Result<(usize, usize), String> {
-    let machine = mbsp::Machine::current().map_err(|e| e.to_string())?;
+pub fn hier_shape(p: usize) -> Result<(usize, usize)> {
+    let machine = mbsp::Machine::current().or_run()?;
     let packages = machine.machine.packages().len().max(1);
     let top = (1..=packages.min(p))
         .rev()
@@ -143,9 +160,9 @@ pub(crate) fn hier_shape(p: usize) -> Result<(usize, usize), String> {
 
 impl Prepared {
     /// Plan the flat variants on a given distribution (no partitioning).
-    pub(crate) fn from_distribution(a: &CooMatrix, d: Distribution) -> Result<Self, String> {
+    pub fn from_distribution(a: &CooMatrix, d: Distribution) -> Result<Self> {
         let m = metrics::traffic(a, &d);
-        let plan = SpmvPlan::new(a, &d)?;
+        let plan = SpmvPlan::new(a, &d).or_usage()?;
         Ok(Prepared {
             p: d.p,
             plan: Plan::Flat(plan),
@@ -157,11 +174,12 @@ impl Prepared {
     }
 
     /// Partition `a` for `p` processes (seed 1, eps 0.03) and cut it into per-process parts.
-    pub(crate) fn new(a: &CooMatrix, p: usize, variant: Variant) -> Result<Self, String> {
+    pub fn new(a: &CooMatrix, p: usize, variant: Variant) -> Result<Self> {
         let t = Instant::now();
         if variant == Variant::Hier {
             let shape = hier_shape(p)?;
-            let plan = HierPlan::partition(a, shape.0, shape.1, &PartitionOptions::default())?;
+            let plan = HierPlan::partition(a, shape.0, shape.1, &PartitionOptions::default())
+                .or_usage()?;
             let (top, inner) = plan.volumes();
             let max_h = plan
                 .top
@@ -182,9 +200,9 @@ impl Prepared {
                 shape,
             });
         }
-        let r = partition(a, p, &PartitionOptions::default()).map_err(|e| e.to_string())?;
+        let r = partition(a, p, &PartitionOptions::default()).or_usage()?;
         let partition_seconds = t.elapsed().as_secs_f64();
-        let plan = SpmvPlan::new(a, &r.dist)?;
+        let plan = SpmvPlan::new(a, &r.dist).or_usage()?;
         Ok(Prepared {
             p,
             plan: Plan::Flat(plan),
@@ -277,33 +295,35 @@ fn batches_of(
 /// memory-bound kernel, two cores sharing the memory each run slower than one alone): the
 /// slowest part's time over the largest part's nonzeros, the rate the BSP prediction charges
 /// for the local phase (not the CSR baseline's: the kernels differ).
-pub(crate) fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<f64, String> {
+pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<f64> {
     let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
     let reps = (2_000_000 / most).clamp(1, 1000);
     let times = mbsp::run(plan.p(), |ctx| {
         ctx.sync()?; // start together
         Ok(plan.procs[ctx.pid()].time_local_multiply(reps))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(times.into_iter().fold(0.0, f64::max) / most as f64)
 }
 
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
 /// same run, and the largest relative error of the result.
-pub(crate) struct Measured {
-    pub(crate) bsp: f64,
-    pub(crate) seq: f64,
+pub struct Measured {
+    /// Median seconds per BSP multiply.
+    pub bsp: f64,
+    /// Median seconds per sequential CSR multiply.
+    pub seq: f64,
     /// The median over the batches of sequential / BSP time of the same batch pair: steadier
     /// than the ratio of the medians when the machine changes state during the measurement.
-    pub(crate) ratio: f64,
-    pub(crate) max_rel_error: f64,
+    pub ratio: f64,
+    /// The largest relative error of an entry of the result ([`max_rel_error`]).
+    pub max_rel_error: f64,
 }
 
 /// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
 /// the same number of sequential CSR multiplies (the other processes wait in a sync), so both
 /// see the same machine state: this machine switches between a fast and a slow state, and
 /// figures timed minutes apart are not comparable. Medians of the batches.
-pub(crate) fn measure(
+pub fn measure(
     a: &CooMatrix,
     csr: &Csr,
     x: &[f64],
@@ -311,7 +331,7 @@ pub(crate) fn measure(
     variant: Variant,
     batches: usize,
     per: usize,
-) -> Result<Measured, String> {
+) -> Result<Measured> {
     let mut ys = vec![0.0; a.rows];
     csr.multiply(x, &mut ys);
     // The sequential baseline writes its own y (one per thread that may run it).
@@ -326,8 +346,8 @@ pub(crate) fn measure(
     let (out, owned): (Out, Vec<&[u32]>) = match (&prep.plan, variant) {
         (Plan::Flat(plan), Variant::Plain) => (
             mbsp::run(prep.p, |ctx| {
-                let local = &plan.procs[ctx.pid()];
-                let mut spmv = Spmv::new(ctx, local)?;
+                let mut spmv = Spmv::new(ctx, plan)?;
+                let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
                 let (t, ts, q) =
@@ -365,9 +385,11 @@ pub(crate) fn measure(
                 .map(|l| l.y_owned.as_slice())
                 .collect(),
         ),
-        _ => return Err(format!("no {} plan prepared", variant.name())),
+        _ => {
+            return Err(Error::usage(format!("no {} plan prepared", variant.name())));
+        }
     };
-    let out = out.map_err(|e| e.to_string())?;
+    let out = out?;
     let parts: Vec<(&[u32], &[f64])> = out
         .iter()
         .enumerate()
@@ -384,12 +406,7 @@ pub(crate) fn measure(
 /// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
 /// rounding error of any summation order); `parts` are (owned rows, values) per process.
 /// See [`entry_error`] for entries that are not finite.
-pub(crate) fn max_rel_error(
-    a: &CooMatrix,
-    x: &[f64],
-    want: &[f64],
-    parts: &[(&[u32], &[f64])],
-) -> f64 {
+pub fn max_rel_error(a: &CooMatrix, x: &[f64], want: &[f64], parts: &[(&[u32], &[f64])]) -> f64 {
     let mut scale = vec![0.0f64; a.rows];
     for k in 0..a.nnz() {
         scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
@@ -411,7 +428,7 @@ pub(crate) fn max_rel_error(
 /// them in both multiplies); any other pair with a non-finite side is an infinite error (also a
 /// NaN where none belongs, which `f64::max` would otherwise skip). Finite pairs: the difference
 /// over `scale`, and where the scale is 0 (every term is 0) any difference is infinite.
-pub(crate) fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
+pub fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
     if !(y.is_finite() && want.is_finite()) {
         let same = (y.is_nan() && want.is_nan()) || y == want;
         return if same { 0.0 } else { f64::INFINITY };
@@ -427,7 +444,7 @@ pub(crate) fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
 }
 
 /// The test vector: deterministic, entries in [-0.5, 0.5).
-pub(crate) fn test_x(n: usize) -> Vec<f64> {
+pub fn test_x(n: usize) -> Vec<f64> {
     (0..n)
         .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
         .collect()
@@ -436,7 +453,7 @@ pub(crate) fn test_x(n: usize) -> Vec<f64> {
 /// Refuses a multiply that cannot fit in memory, from the matrix's header and `p`, before
 /// anything is read: the reading, the partitioning, or the multiplies (see [`fits`]),
 /// whichever needs most. A file that is not a regular file (a pipe) is checked once read.
-pub(crate) fn preflight(file: &std::path::Path, p: usize) -> Result<(), String> {
+pub fn preflight(file: &std::path::Path, p: usize) -> Result<()> {
     let Some(size) = MatrixSize::of(file)? else {
         return Ok(());
     };
@@ -447,7 +464,7 @@ pub(crate) fn preflight(file: &std::path::Path, p: usize) -> Result<(), String> 
 
 /// Refuses multiplying by the matrix `a`, already read, with `p` processes if it cannot fit in
 /// memory (a pipe's matrix, whose header could not be read ahead).
-pub(crate) fn fits(a: &CooMatrix, p: usize) -> Result<(), String> {
+pub fn fits(a: &CooMatrix, p: usize) -> Result<()> {
     after_reading(&MatrixSize::of_matrix(a), p).check()
 }
 
@@ -481,12 +498,9 @@ fn after_reading(size: &MatrixSize, p: usize) -> Need {
     preflight::larger(part, run)
 }
 
-/// Run it; `Err` is a one-line message for exit status 2.
-pub fn run(o: &Options) -> Result<(), String> {
-    if o.p == 0 {
-        return Err("-p 0: need at least one process".into());
-    }
-    let variant = Variant::parse(&o.variant)?;
+/// Runs `mbsp spmv`.
+pub fn run(o: &Options) -> Result<()> {
+    let variant = o.variant;
     let batches = 9;
     let per = (o.reps / batches).max(1);
     let name = o
@@ -494,22 +508,21 @@ pub fn run(o: &Options) -> Result<(), String> {
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
     preflight(&o.file, o.p)?;
-    let mut a = mtx::read_path(&o.file).map_err(|e| e.to_string())?;
+    let mut a = mtx::read_path(&o.file).map_err(|e| Error::io("").with_source(e))?;
     fits(&a, o.p)?;
     let prep = if let Some(prefix) = &o.partition {
         if variant == Variant::Hier {
-            return Err(
-                "--partition: the hier variant partitions each level itself; use \
-                        --variant plain or hp with a partition file"
-                    .into(),
-            );
+            return Err(Error::usage(
+                "--partition: the hier variant partitions each level itself; use --variant \
+                 plain or hp with a partition file",
+            ));
         }
-        let (b, d) = mondriaan::read(prefix, o.p).map_err(|e| e.to_string())?;
+        let (b, d) = mondriaan::read(prefix, o.p).map_err(|e| Error::io("").with_source(e))?;
         same_matrix(&a, &b).map_err(|e| {
-            format!(
+            Error::usage(format!(
                 "--partition {}: the partition is for another matrix than {name}: {e}",
                 prefix.display()
-            )
+            ))
         })?;
         eprintln!(
             "spmv: {name}: {} x {}, {} nonzeros; partition read from {}-P{}",
@@ -590,9 +603,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     if max_rel_error > 1e-12 {
-        return Err(format!(
+        return Err(Error::run(format!(
             "result differs from sequential CSR: max relative error {max_rel_error:e}"
-        ));
+        )));
     }
     Ok(())
 }

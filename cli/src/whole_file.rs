@@ -6,6 +6,7 @@
 //! cleanly: it waits for a set being renamed into place, removes the temporary files, says
 //! exactly which files were discarded and which had been written, and exits with status 130.
 
+use crate::error::{Error, ErrorKind, Result};
 use mbsp_algorithms::text::escaped;
 use mbsp_algorithms::whole_file::{self, Abandoned};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ pub fn on_interrupt() {
     let _ = ctrlc::set_handler(|| {
         let a = whole_file::abandon();
         eprintln!("\nmbsp: {}", interrupted(&a));
-        std::process::exit(130);
+        std::process::exit(ErrorKind::Interrupted.status().into());
     });
 }
 
@@ -58,20 +59,36 @@ fn interrupted(a: &Abandoned) -> String {
 }
 
 /// Draws an SVG of `size` pixels with `draw` into memory, then writes it to `path` whole
-/// ([`write()`]): a plot interrupted half-way never leaves a truncated file. Errors name `path`.
+/// ([`write()`]): a plot interrupted half-way never leaves a truncated file. Errors (input and
+/// output errors, exit status 3) name `path`.
 pub fn svg(
     path: &Path,
     size: (u32, u32),
     draw: impl FnOnce(
         plotters::drawing::DrawingArea<plotters::prelude::SVGBackend<'_>, plotters::coord::Shift>,
     ) -> std::result::Result<(), String>,
-) -> std::result::Result<(), String> {
+) -> Result<()> {
     use plotters::prelude::IntoDrawingArea;
     let mut text = String::new();
     draw(plotters::prelude::SVGBackend::with_string(&mut text, size).into_drawing_area())
-        .map_err(|e| format!("{}: {e}", escaped(&path.display().to_string())))?;
-    write(path, |f| std::io::Write::write_all(f, text.as_bytes())).map_err(|e| e.to_string())
+        .map_err(|e| Error::io(format!("{}: {e}", path.display())))?;
+    write(path, |f| std::io::Write::write_all(f, text.as_bytes()))
+        .map_err(|e| Error::io("").with_source(e))
 }
+
+/// The colours of a plot's lines or bars, in turn (distinct on white).
+pub const COLORS: [plotters::style::RGBColor; 10] = [
+    plotters::style::RGBColor(31, 119, 180),
+    plotters::style::RGBColor(214, 39, 40),
+    plotters::style::RGBColor(44, 160, 44),
+    plotters::style::RGBColor(255, 127, 14),
+    plotters::style::RGBColor(148, 103, 189),
+    plotters::style::RGBColor(140, 86, 75),
+    plotters::style::RGBColor(227, 119, 194),
+    plotters::style::RGBColor(127, 127, 127),
+    plotters::style::RGBColor(188, 189, 34),
+    plotters::style::RGBColor(23, 190, 207),
+];
 
 #[cfg(test)]
 mod tests {

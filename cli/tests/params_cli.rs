@@ -1,5 +1,5 @@
 //! `mbsp params` as a user runs it: the JSON file the cost functions read, the levels of the
-//! machine tree (synthetic trees too), the plot, and exit status 2 for bad arguments.
+//! machine tree (synthetic trees too), the plot, exit status 2 for bad arguments and 3 for a file that cannot be written.
 
 mod common;
 
@@ -126,14 +126,15 @@ fn every_level_of_a_synthetic_tree() {
 fn bad_arguments_exit_2_with_one_line() {
     let dir = common::scratch("params_cli", "bad");
     let unwritable = dir.join("no/such/dir/p.json");
-    for args in [
-        vec!["--levels", "bogus"],
-        vec!["--levels", "numa"],
-        vec!["--samples", "0"],
-        vec!["--json", unwritable.to_str().unwrap()],
+    // Bad arguments: status 2; an output file that cannot be written: status 3.
+    for (args, status) in [
+        (vec!["--levels", "bogus"], 2),
+        (vec!["--levels", "numa"], 2),
+        (vec!["--samples", "0"], 2),
+        (vec!["--json", unwritable.to_str().unwrap()], 3),
     ] {
         let (code, _, err) = common::mbsp(&[&["params", "--quick"], &args[..]].concat());
-        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(code, status, "{args:?}: {err}");
         let last = err.lines().last().unwrap_or_default();
         assert!(last.starts_with("mbsp params: "), "{args:?}: {err}");
     }
