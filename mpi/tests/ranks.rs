@@ -221,6 +221,10 @@ fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
         );
         assert_eq!(err.matches(&what).count(), ranks, "{err}");
         // The same error on every rank: named after pid 0, in its sync.
-        assert_eq!(err.matches("sync (pid 0, superstep").count(), ranks, "{err}");
+        assert_eq!(
+            err.matches("sync (pid 0, superstep").count(),
+            ranks,
+            "{err}"
+        );
     }
 }

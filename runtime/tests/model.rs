@@ -54,7 +54,7 @@ fn rng_seed() -> RngSeed {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: common::limit(160, 24),
+        cases: common::limit(160, 12),
         rng_seed: rng_seed(),
         ..ProptestConfig::default()
     })]

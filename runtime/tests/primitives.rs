@@ -265,7 +265,7 @@ fn hpput_hpget_and_direct_get_see_previous_supersteps() {
             let (me, right) = (ctx.pid(), (ctx.pid() + 1) % p);
             let x = ctx.push_reg(vec![0u64; 64])?;
             ctx.sync()?;
-            for k in 1..common::limit(2000u64, 200) {
+            for k in 1..common::limit(2000u64, 50) {
                 ctx.put(right, &[k * 10 + me as u64; 64], &x, 0)?;
                 ctx.sync()?;
                 let mut got = [0u64; 64];
