@@ -74,7 +74,12 @@ fn to_json(m: &Machine, nodes: &[Node]) -> Value {
                 let mut o = json!({
                     "pid": pid,
                     "package": one_or_many(&n.domain.packages(m)),
-                    "numa": one_or_many(&n.domain.numas(m)),
+                    // null when the tree has no NUMA level (see `Machine::has_numa_level`).
+                    "numa": if m.has_numa_level() {
+                        one_or_many(&n.domain.numas(m))
+                    } else {
+                        Value::Null
+                    },
                     "cores": n.domain.cores(m),
                     "pus": n.domain.pu_os(m),
                 });
@@ -99,7 +104,11 @@ fn print_plan(m: &Machine, nodes: &[Node], path: &str, depth: usize) {
             "{:indent$}pid {name}: package {}, NUMA {}, cores {}, PUs {}",
             "",
             ranges(d.packages(m).iter().map(|&x| x as u32)),
-            ranges(d.numas(m)),
+            if m.has_numa_level() {
+                ranges(d.numas(m))
+            } else {
+                "-".to_string()
+            },
             ranges(d.cores(m).iter().map(|&x| x as u32)),
             ranges(d.pu_os(m)),
             indent = 2 + 2 * depth
@@ -111,6 +120,7 @@ fn print_plan(m: &Machine, nodes: &[Node], path: &str, depth: usize) {
 fn machine_json(m: &Machine) -> Value {
     json!({
         "source": m.source().to_string(),
+        "numa_level": m.has_numa_level(),
         "packages": m.packages().iter().map(|p| json!({
             "os_index": p.os_index,
             "numas": p.numas.iter().map(|&n| m.numas()[n].os_index).collect::<Vec<_>>(),
@@ -121,7 +131,7 @@ fn machine_json(m: &Machine) -> Value {
         })).collect::<Vec<_>>(),
         "cores": m.cores().iter().map(|c| json!({
             "package": c.package,
-            "numa": m.numas()[c.numa].os_index,
+            "numa": m.has_numa_level().then(|| m.numas()[c.numa].os_index),
             "pus": c.pus.iter().map(|&u| m.pus()[u].os_index).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

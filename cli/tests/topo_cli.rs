@@ -190,3 +190,34 @@ fn the_environment_variable_selects_the_machine() {
     assert_eq!(code, 0);
     assert!(out.contains("hwloc environment"), "{out}");
 }
+
+#[test]
+fn synthetic_trees_without_numa_level_say_so() {
+    let d = "package:2 core:2 pu:1";
+    let (code, out, _) = mbsp(&["topo", "--synthetic", d, "-p", "2"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("2 packages, no NUMA level, 4 cores"), "{out}");
+    assert!(out.contains("pid 0: package 0, NUMA -, cores 0-1"), "{out}");
+    assert!(out.contains("pid 1: package 1, NUMA -, cores 2-3"), "{out}");
+    assert!(!out.contains("NUMA 0"), "{out}");
+    let v = json(&["topo", "--synthetic", d, "-p", "2", "--json"]);
+    assert_eq!(v["machine"]["numa_level"], Value::Bool(false));
+    let procs = v["processes"].as_array().unwrap();
+    assert!(procs.iter().all(|p| p["numa"].is_null()), "{v}");
+    // With a NUMA level, the same shape names its nodes.
+    let v = json(&[
+        "topo",
+        "--synthetic",
+        "package:2 numa:1 core:2 pu:1",
+        "-p",
+        "2",
+        "--json",
+    ]);
+    let numas: Vec<i64> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["numa"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numas, vec![0, 1]);
+}

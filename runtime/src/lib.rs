@@ -139,7 +139,7 @@ pub use team::{TEAMS_ENV, release_threads};
 
 /// The topology crate: machine trees, placement plans, binding.
 pub use mbsp_topology as topology;
-pub use mbsp_topology::{Binding, Domain, Level, Machine, Policy};
+pub use mbsp_topology::{Binding, Domain, Level, Machine, NotBound, Policy};
 
 /// Re-export of `bytemuck`, whose [`Pod`](bytemuck::Pod) trait bounds the element types of
 /// registered memory (derive it with `#[derive(bytemuck::Pod, bytemuck::Zeroable)]` on a
@@ -220,7 +220,7 @@ pub mod internals {
             &whole,
             crate::Procs::Count(p),
             crate::Policy::Scattered,
-            false,
+            Some(crate::place::OFF_BY_RUN),
         )
         .expect("plan");
         std::sync::Arc::new(crate::ctx::RunShared::new(

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use mbsp_topology::{
-    Binder, Binding, Domain, Level, Loaded, Machine, PlanError, Policy, plan, plan_per,
+    Binder, Binding, Domain, Level, Loaded, Machine, NotBound, PlanError, Policy, plan, plan_per,
 };
 use std::fmt;
 use std::num::ParseIntError;
@@ -149,26 +149,40 @@ pub fn parse_cpu_sets(s: &str) -> std::result::Result<Vec<Vec<u32>>, AffinityErr
         .collect()
 }
 
+/// Why a run's binding is off: [`Run::bind(false)`](crate::Run::bind).
+pub(crate) const OFF_BY_RUN: NotBound = NotBound::Disabled {
+    by: "Run::bind(false)",
+};
+
+/// Why a run's binding is off: [`AFFINITY_ENV`] is `none`.
+pub(crate) const OFF_BY_ENV: NotBound = NotBound::Disabled {
+    by: "MBSP_AFFINITY=none",
+};
+
 /// The placement of one run: the machine, the policy, each process's domain, and whether
 /// bindings are applied.
 pub(crate) struct Layout {
     pub(crate) loaded: Loaded,
     pub(crate) binder: Binder,
     pub(crate) policy: Policy,
+    /// Whether bindings are applied: the machine is this one and binding is not off.
     pub(crate) bind: bool,
+    /// Why binding is off for this run (and, by default, for the runs nested in it).
+    pub(crate) off: Option<NotBound>,
     pub(crate) domains: Vec<Domain>,
 }
 
 impl Layout {
     /// Plan `procs` processes in `domain` of `loaded`. Top-level runs get `loaded` from the
     /// caller or from [`Machine::current`], which detects the machine with hwloc on the first
-    /// run of the program (a few milliseconds) and caches it for every later run.
+    /// run of the program (a few milliseconds) and caches it for every later run. `off` says
+    /// why binding is turned off, if it is.
     pub(crate) fn plan(
         loaded: Loaded,
         domain: &Domain,
         procs: Procs,
         policy: Policy,
-        bind: bool,
+        off: Option<NotBound>,
     ) -> std::result::Result<Layout, PlanError> {
         let m = &loaded.machine;
         let domains = match procs {
@@ -177,7 +191,8 @@ impl Layout {
         };
         let binder = Binder::new(&loaded);
         Ok(Layout {
-            bind: bind && binder.applies(),
+            bind: off.is_none() && binder.applies(),
+            off,
             binder,
             loaded,
             policy,
@@ -187,6 +202,13 @@ impl Layout {
 
     pub(crate) fn machine(&self) -> &Arc<Machine> {
         &self.loaded.machine
+    }
+
+    /// Why this run's processes are not bound, when they are not (`bind` is false): the plan
+    /// is for another machine, or binding is off.
+    pub(crate) fn unbound(&self) -> Binding {
+        let why = self.binder.not_applied().or_else(|| self.off.clone());
+        Binding::NotApplied(why.unwrap_or(OFF_BY_RUN))
     }
 
     /// Each process's barrier group: the first package of its domain.
@@ -223,13 +245,15 @@ impl Layout {
 pub struct Placement {
     /// Logical indices of the packages it touches.
     pub packages: Vec<usize>,
-    /// OS indices of the NUMA nodes it touches.
-    pub numas: Vec<u32>,
+    /// OS indices of the NUMA nodes it touches; `None` when the machine tree has no NUMA level
+    /// (a synthetic description without one, see [`Machine::has_numa_level`]).
+    pub numas: Option<Vec<u32>>,
     /// Logical indices of its cores.
     pub cores: Vec<usize>,
     /// OS indices of its PUs (CPU numbers).
     pub pus: Vec<u32>,
-    /// Whether its thread is bound to `pus`, or why not.
+    /// Whether its thread is bound to `pus`, or why not (printed as the reason, e.g.
+    /// "not bound: binding disabled by MBSP_AFFINITY=none").
     pub binding: Binding,
 }
 
@@ -237,7 +261,7 @@ impl Placement {
     pub(crate) fn new(m: &Machine, d: &Domain, binding: Binding) -> Placement {
         Placement {
             packages: d.packages(m),
-            numas: d.numas(m),
+            numas: m.has_numa_level().then(|| d.numas(m)),
             cores: d.cores(m),
             pus: d.pu_os(m),
             binding,
@@ -246,21 +270,35 @@ impl Placement {
 }
 
 impl fmt::Display for Placement {
+    /// `package 0, NUMA 0, cores 0-1, PUs 0-1 (bound)`; "NUMA -" when the machine tree has no
+    /// NUMA level, and the reason when the thread is not bound.
+    ///
+    /// ```
+    /// let m = mbsp_topology::Machine::synthetic("package:2 core:2 pu:1").unwrap();
+    /// let places = mbsp::Run::new(2)
+    ///     .machine(m)
+    ///     .run(|ctx| Ok(ctx.placement().to_string()))
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     places[1],
+    ///     "package 1, NUMA -, cores 2-3, PUs 2-3 (not bound: planned for another machine \
+    ///      (synthetic \"package:2 core:2 pu:1\"))"
+    /// );
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let list = |v: &[usize]| mbsp_topology::ranges(v.iter().map(|&x| x as u32));
+        let numas = match &self.numas {
+            Some(n) => mbsp_topology::ranges(n.iter().copied()),
+            None => "-".to_string(),
+        };
         write!(
             f,
-            "package {}, NUMA {}, cores {}, PUs {}",
+            "package {}, NUMA {numas}, cores {}, PUs {} ({})",
             list(&self.packages),
-            mbsp_topology::ranges(self.numas.iter().copied()),
             list(&self.cores),
-            mbsp_topology::ranges(self.pus.iter().copied())
-        )?;
-        match &self.binding {
-            Binding::Applied(_) => f.write_str(" (bound)"),
-            Binding::NotApplied(_) => f.write_str(" (not bound)"),
-            Binding::Refused(_) => f.write_str(" (binding refused)"),
-        }
+            mbsp_topology::ranges(self.pus.iter().copied()),
+            self.binding
+        )
     }
 }
 

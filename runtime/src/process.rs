@@ -64,14 +64,7 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
     let layout = &shared.layout;
     let domain = &layout.domains[pid];
     let (binding, saved) = if !layout.bind {
-        let b = if layout.binder.applies() {
-            Binding::NotApplied(
-                "binding disabled for this run (Run::bind(false) or MBSP_AFFINITY=none)".into(),
-            )
-        } else {
-            layout.binder.bind_thread(domain)
-        };
-        (b, None)
+        (layout.unbound(), None)
     } else if pid == 0 {
         let want = domain.pu_os(layout.machine());
         match &shared.inherited {

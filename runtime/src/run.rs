@@ -2,7 +2,7 @@
 
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::place::{Layout, Procs, default_affinity};
+use crate::place::{Layout, OFF_BY_ENV, OFF_BY_RUN, Procs, default_affinity};
 use crate::process::{enter, leave, leave_linked, process, spawn_failed};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
@@ -315,7 +315,11 @@ impl Run {
             &whole,
             self.procs,
             self.policy.clone().unwrap_or(def_policy),
-            self.bind.unwrap_or(def_bind),
+            match self.bind {
+                Some(true) => None,
+                Some(false) => Some(OFF_BY_RUN),
+                None => (!def_bind).then_some(OFF_BY_ENV),
+            },
         )
         .map_err(|e| Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e))
     }
@@ -367,8 +371,12 @@ impl Run {
             Policy::Manual(_) => Policy::Scattered,
             p => p.clone(),
         });
-        let bind = self.bind.unwrap_or(up.bind);
-        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, bind).map_err(|e| {
+        let off = match self.bind {
+            Some(true) => None,
+            Some(false) => Some(OFF_BY_RUN),
+            None => up.off.clone(),
+        };
+        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off).map_err(|e| {
             let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
             parent.fail_with(err.with_source(e))
         })

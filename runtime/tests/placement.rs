@@ -4,7 +4,9 @@
 mod common;
 use common::within;
 use mbsp::topology::Binder;
-use mbsp::{Binding, Level, Machine, Policy, Run};
+use mbsp::topology::Source;
+use mbsp::{Binding, Level, Machine, NotBound, Policy, Run};
+use std::path::PathBuf;
 
 fn fake(desc: &str) -> mbsp::topology::Loaded {
     Machine::synthetic(desc).unwrap()
@@ -42,7 +44,7 @@ fn one_process_per_package_then_per_core_then_per_pu() {
         assert_eq!(r.len(), 2);
         // Package 1, NUMA node 3, core 11 (its third), PUs 22 and 23.
         let (numa, cores) = &r[1][1];
-        assert_eq!(numa, &vec![3]);
+        assert_eq!(numa, &Some(vec![3]));
         assert_eq!(cores[2].0, vec![11]);
         assert_eq!(cores[2].1, vec![vec![22], vec![23]]);
         let leaves: usize = r
@@ -80,7 +82,7 @@ fn placements_follow_the_policy_and_nested_runs_stay_inside() {
         assert!(
             scattered
                 .iter()
-                .all(|x| x.0.cores.len() == 4 && x.0.numas.len() == 1)
+                .all(|x| x.0.cores.len() == 4 && x.0.numas.as_ref().is_some_and(|n| n.len() == 1))
         );
         assert_eq!(scattered[1].1[1].cores, vec![10, 11]);
 
@@ -246,7 +248,10 @@ fn registered_memory_reports_its_numa_node() {
         match (&place.binding, at) {
             (Binding::Applied(_), Ok(nodes)) => {
                 assert!(
-                    !nodes.is_empty() && nodes.iter().all(|n| place.numas.contains(n)),
+                    !nodes.is_empty()
+                        && nodes
+                            .iter()
+                            .all(|n| place.numas.as_ref().is_some_and(|v| v.contains(n))),
                     "{nodes:?} vs {place}"
                 )
             }
@@ -265,16 +270,140 @@ fn registered_memory_reports_its_numa_node() {
     assert!(r[0].contains("not this machine"), "{}", r[0]);
 }
 
+/// Why a run on the current machine is not bound when binding is turned off by `by`: that,
+/// unless the current machine is itself a loaded tree (`MBSP_TOPOLOGY`, `HWLOC_*`).
+fn off_reason(by: &'static str) -> NotBound {
+    let loaded = Machine::current().unwrap();
+    Binder::new(&loaded)
+        .not_applied()
+        .unwrap_or(NotBound::Disabled { by })
+}
+
 #[test]
 fn unbound_runs_are_planned_but_not_bound() {
+    let want = off_reason("Run::bind(false)");
     let r = Run::new(2)
         .bind(false)
+        .run(|ctx| {
+            // Nested runs inherit the setting and its reason.
+            let inner = ctx.run(2, |c| Ok(c.placement().binding))?;
+            Ok((ctx.placement(), inner))
+        })
+        .unwrap();
+    for (x, inner) in r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+        assert!(!x.pus.is_empty());
+        assert!(
+            x.to_string().ends_with(&format!("(not bound: {want})")),
+            "{x}"
+        );
+        assert!(inner.iter().all(|b| b == &x.binding), "{inner:?}");
+    }
+}
+
+/// `MBSP_AFFINITY=none` is reported as the reason: checked in a child process of this test
+/// binary with the variable set (the environment of a running test program is shared).
+#[test]
+fn affinity_none_is_the_reported_reason() {
+    if std::env::var("MBSP_AFFINITY").as_deref() != Ok("none") {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "affinity_none_is_the_reported_reason",
+                "--nocapture",
+            ])
+            .env("MBSP_AFFINITY", "none")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+        return;
+    }
+    let want = off_reason("MBSP_AFFINITY=none");
+    let r = mbsp::run(2, |ctx| Ok(ctx.placement())).unwrap();
+    for x in r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+    }
+    // An explicit request still binds (where the machine is this one).
+    let r = Run::new(1)
+        .bind(true)
+        .run(|ctx| Ok(ctx.placement().binding))
+        .unwrap();
+    assert_ne!(r[0], Binding::NotApplied(want));
+}
+
+fn data_dir() -> PathBuf {
+    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    [
+        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
+        Some(repo.join("../shared/data")),
+        Some(PathBuf::from("/work/shared/data")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|d| d.join("topologies"))
+    .find(|d| d.is_dir())
+    .expect("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
+}
+
+#[test]
+fn plans_for_other_machines_say_so_and_name_their_numa_nodes() {
+    // A two-socket server with two NUMA nodes (one per package).
+    let path = data_dir().join("hwloc_32em64t-2n8c2t-pci-normalio.xml");
+    let m = Machine::xml(&path).unwrap();
+    let r = Run::per(Level::Package)
+        .machine(m)
         .run(|ctx| Ok(ctx.placement()))
         .unwrap();
-    for x in r {
-        assert!(matches!(x.binding, Binding::NotApplied(_)), "{x}");
-        assert!(!x.pus.is_empty());
+    let want = NotBound::OtherMachine {
+        origin: Source::Xml(path.clone()),
+    };
+    let numas: Vec<_> = r.iter().map(|x| x.numas.clone()).collect();
+    assert_eq!(numas, vec![Some(vec![0]), Some(vec![1])]);
+    for x in &r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+        let text = x.to_string();
+        assert!(
+            text.contains(&format!(
+                "(not bound: planned for another machine (XML file {}))",
+                path.display()
+            )),
+            "{text}"
+        );
     }
+    assert!(
+        r[1].to_string().starts_with("package 1, NUMA 1, "),
+        "{}",
+        r[1]
+    );
+}
+
+#[test]
+fn synthetic_trees_without_numa_level_report_none() {
+    let r = Run::per(Level::Package)
+        .machine(fake("package:2 core:2 pu:1"))
+        .run(|ctx| {
+            let inner = ctx.run_per(Level::Core, |c| Ok(c.placement()))?;
+            Ok((ctx.placement(), inner))
+        })
+        .unwrap();
+    for (pid, (x, inner)) in r.iter().enumerate() {
+        assert_eq!(x.numas, None, "{x}");
+        assert!(
+            x.to_string()
+                .starts_with(&format!("package {pid}, NUMA -, cores ")),
+            "{x}"
+        );
+        assert!(inner.iter().all(|c| c.numas.is_none()), "{inner:?}");
+    }
+    // With a NUMA level, the same shape names its nodes.
+    let r = Run::per(Level::Package)
+        .machine(fake("package:2 numa:1 core:2 pu:1"))
+        .run(|ctx| Ok(ctx.placement().numas))
+        .unwrap();
+    assert_eq!(r, vec![Some(vec![0]), Some(vec![1])]);
 }
 
 /// The error and the sources below it, outermost first.

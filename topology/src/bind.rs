@@ -8,7 +8,7 @@
 
 use crate::error::LocationError;
 use crate::load::Loaded;
-use crate::tree::{Domain, Machine};
+use crate::tree::{Domain, Machine, Source};
 use hwlocality::Topology;
 use hwlocality::cpu::binding::CpuBindingFlags;
 use hwlocality::cpu::cpuset::CpuSet;
@@ -18,13 +18,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What happened to a requested binding.
+///
+/// Its [`Display`](std::fmt::Display) is what placement reports print after the PUs:
+///
+/// ```
+/// use mbsp_topology::{Binding, NotBound};
+/// assert_eq!(Binding::Applied(vec![0, 1]).to_string(), "bound");
+/// assert_eq!(
+///     Binding::NotApplied(NotBound::Disabled { by: "MBSP_AFFINITY=none" }).to_string(),
+///     "not bound: binding disabled by MBSP_AFFINITY=none"
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Binding {
     /// Applied: the thread (or memory) is now bound to these OS indices (CPUs or NUMA nodes).
     Applied(Vec<u32>),
-    /// Not applied, on purpose: the machine tree is not this machine, or binding was disabled.
-    NotApplied(String),
-    /// The operating system refused.
+    /// Not applied, on purpose, for this reason.
+    NotApplied(NotBound),
+    /// The operating system refused; hwloc's error (with the system error it saw).
     Refused(String),
 }
 
@@ -32,6 +43,53 @@ impl Binding {
     /// Whether the binding is in effect.
     pub fn is_applied(&self) -> bool {
         matches!(self, Binding::Applied(_))
+    }
+}
+
+impl std::fmt::Display for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Binding::Applied(_) => f.write_str("bound"),
+            Binding::NotApplied(why) => write!(f, "not bound: {why}"),
+            Binding::Refused(why) => {
+                write!(f, "not bound: the operating system refused ({why})")
+            }
+        }
+    }
+}
+
+/// Why a placement was not applied ([`Binding::NotApplied`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotBound {
+    /// The machine tree is not this machine (synthetic, XML, or `HWLOC_*` environment): the
+    /// plan is reported, but the CPUs it names are not this machine's.
+    OtherMachine {
+        /// Where the tree came from.
+        origin: Source,
+    },
+    /// Binding was turned off for the run.
+    Disabled {
+        /// What turned it off, e.g. `MBSP_AFFINITY=none` or `Run::bind(false)`.
+        by: &'static str,
+    },
+    /// The top level runs over MPI ranks and this rank's CPU binding could not be read: its
+    /// thread stays where the MPI launcher put it.
+    Launcher,
+}
+
+impl std::fmt::Display for NotBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotBound::OtherMachine { origin } => {
+                write!(f, "planned for another machine ({origin})")
+            }
+            NotBound::Disabled { by } => write!(f, "binding disabled by {by}"),
+            NotBound::Launcher => f.write_str(
+                "MPI rank whose CPU binding cannot be read; its thread stays where the \
+                 launcher put it",
+            ),
+        }
     }
 }
 
@@ -79,17 +137,23 @@ impl Binder {
         self.hwloc.is_some()
     }
 
-    fn not_applied(&self) -> Binding {
-        Binding::NotApplied(format!(
-            "the machine tree is not this machine ({}): placement planned, not applied",
-            self.machine.source()
-        ))
+    /// Why bindings are not applied, if they are not ([`Binder::applies`]).
+    pub fn not_applied(&self) -> Option<NotBound> {
+        (!self.applies()).then(|| NotBound::OtherMachine {
+            origin: self.machine.source().clone(),
+        })
+    }
+
+    fn other_machine(&self) -> Binding {
+        Binding::NotApplied(NotBound::OtherMachine {
+            origin: self.machine.source().clone(),
+        })
     }
 
     /// Bind the calling thread to the PUs of `d`.
     pub fn bind_thread(&self, d: &Domain) -> Binding {
         let Some(topo) = &self.hwloc else {
-            return self.not_applied();
+            return self.other_machine();
         };
         let os = d.pu_os(&self.machine);
         let set: CpuSet = os
@@ -136,7 +200,7 @@ impl Binder {
     /// allocated there (hwlocality does not allow migrating an area's existing pages).
     pub fn bind_memory(&self, area: &[u8], d: &Domain) -> Binding {
         let Some(topo) = &self.hwloc else {
-            return self.not_applied();
+            return self.other_machine();
         };
         if area.is_empty() {
             return Binding::Applied(Vec::new());

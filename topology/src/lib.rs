@@ -28,7 +28,7 @@ mod load;
 mod plan;
 mod tree;
 
-pub use bind::{Binder, Binding};
+pub use bind::{Binder, Binding, NotBound};
 pub use error::{HwlocError, LocationError, PlanError, TopologyError};
 pub use load::{ENV, Loaded};
 pub use plan::{Level, Policy, count_at, plan, plan_per};

@@ -284,5 +284,44 @@ fn extract(topo: &Topology, source: Source) -> Result<Machine, TopologyError> {
     for p in &mut packages {
         p.numas.sort_unstable();
     }
-    Ok(Machine::new(source, packages, numas, cores, pus, caches))
+    let mut m = Machine::new(source, packages, numas, cores, pus, caches);
+    m.numa_level = !numa_objs.is_empty()
+        && topo
+            .root_object()
+            .info("SyntheticDescription")
+            .is_none_or(|d| synthetic_has_numa(&d.to_string_lossy()));
+    Ok(m)
+}
+
+/// Whether an hwloc synthetic description names a NUMA level (`numa:2`, `NUMANode:2`,
+/// `node:2`, or NUMA nodes attached as memory children, `[numa]`). Without one, hwloc inserts a
+/// single NUMA node of its own under the machine.
+fn synthetic_has_numa(description: &str) -> bool {
+    description.split_whitespace().any(|token| {
+        let ty = token
+            .trim_start_matches('[')
+            .split([':', '(', ']'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        ty.starts_with("numa") || ty == "node"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn synthetic_numa_levels() {
+        for (d, has) in [
+            ("package:2 core:2 pu:1", false),
+            ("pack:2 l3:1 core:2 pu:2", false),
+            ("package:2 numa:2 core:8 pu:2", true),
+            ("package:2 NUMANode:1 core:2 pu:1", true),
+            ("package:2 node:1 core:2 pu:1", true),
+            ("package:2 [numa] core:2 pu:1", true),
+            ("package:2 numa:2(memory=1GB) core:2 pu:1", true),
+        ] {
+            assert_eq!(super::synthetic_has_numa(d), has, "{d}");
+        }
+    }
 }

@@ -106,6 +106,8 @@ pub struct Machine {
     pub(crate) cores: Vec<Core>,
     pub(crate) pus: Vec<Pu>,
     pub(crate) caches: Vec<Cache>,
+    /// Whether the tree has a NUMA level (see [`Machine::has_numa_level`]).
+    pub(crate) numa_level: bool,
 }
 
 impl Machine {
@@ -129,6 +131,7 @@ impl Machine {
             cores,
             pus,
             caches,
+            numa_level: true,
         }
     }
 
@@ -140,6 +143,21 @@ impl Machine {
     /// Packages in logical order.
     pub fn packages(&self) -> &[Package] {
         &self.packages
+    }
+
+    /// Whether the tree has a NUMA level. A synthetic description without one (e.g.
+    /// `package:2 core:2 pu:1`) gets a single NUMA node from hwloc that stands for no real
+    /// memory domain: [`Machine::numas`] still lists it (every core needs one), but reports
+    /// should say "no NUMA level" rather than "NUMA 0". Trees detected on a machine or read
+    /// from its XML export always have one.
+    ///
+    /// ```
+    /// use mbsp_topology::Machine;
+    /// assert!(!Machine::synthetic("package:2 core:2 pu:1").unwrap().machine.has_numa_level());
+    /// assert!(Machine::synthetic("package:2 numa:1 core:2 pu:1").unwrap().machine.has_numa_level());
+    /// ```
+    pub fn has_numa_level(&self) -> bool {
+        self.numa_level
     }
 
     /// NUMA nodes in logical order.
@@ -222,7 +240,11 @@ impl fmt::Display for Machine {
             "machine ({}): {}, {}, {}, {}",
             self.source,
             plural(self.packages.len(), "package"),
-            plural(self.numas.len(), "NUMA node"),
+            if self.numa_level {
+                plural(self.numas.len(), "NUMA node")
+            } else {
+                "no NUMA level".to_string()
+            },
             plural(self.cores.len(), "core"),
             plural(self.pus.len(), "PU")
         )?;
@@ -245,11 +267,19 @@ impl fmt::Display for Machine {
                     v.dedup();
                     v
                 };
+                if self.numa_level {
+                    write!(
+                        f,
+                        "    NUMA node {} ({}): ",
+                        numa.os_index,
+                        bytes(numa.memory)
+                    )?;
+                } else {
+                    write!(f, "    no NUMA level: ")?;
+                }
                 write!(
                     f,
-                    "    NUMA node {} ({}): {} cores ({}), PUs {}",
-                    numa.os_index,
-                    bytes(numa.memory),
+                    "{} cores ({}), PUs {}",
                     cores.len(),
                     ranges(cores.iter().map(|&c| c as u32)),
                     ranges(pus)

@@ -1,7 +1,7 @@
 //! Binding on the machine running the tests (whatever its shape), and its absence on loaded
 //! machines.
 
-use mbsp_topology::{Binder, Binding, Level, Machine, Policy, plan, plan_per};
+use mbsp_topology::{Binder, Binding, Level, Machine, NotBound, Policy, Source, plan, plan_per};
 
 #[test]
 fn threads_are_bound_to_their_plan_and_the_binding_reads_back() {
@@ -75,10 +75,17 @@ fn loaded_machines_are_planned_but_never_bound() {
     let binder = Binder::new(&loaded);
     assert!(!binder.applies());
     let d = &plan_per(&loaded.machine, &loaded.machine.whole(), Level::Core)[0];
-    match binder.bind_thread(d) {
-        Binding::NotApplied(why) => assert!(why.contains("not this machine"), "{why}"),
-        other => panic!("{other:?}"),
-    }
+    let want = NotBound::OtherMachine {
+        origin: Source::Synthetic("package:2 core:4 pu:2".into()),
+    };
+    assert_eq!(binder.not_applied(), Some(want.clone()));
+    let b = binder.bind_thread(d);
+    assert_eq!(b, Binding::NotApplied(want.clone()));
+    assert_eq!(
+        b.to_string(),
+        "not bound: planned for another machine (synthetic \"package:2 core:4 pu:2\")"
+    );
+    assert_eq!(binder.bind_memory(&[1, 2, 3], d), Binding::NotApplied(want));
     assert!(
         binder
             .memory_nodes(&[1, 2, 3])

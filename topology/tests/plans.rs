@@ -75,6 +75,10 @@ fn xml_machines_have_the_documented_shape() {
             "{file}"
         );
         assert!(loaded.hwloc.is_none(), "a loaded machine is never bound");
+        assert!(
+            m.has_numa_level(),
+            "{file}: a real machine's tree has NUMA nodes"
+        );
         assert!(!m.source().is_real());
         // Every core is in a package and a NUMA node that list it.
         for (i, c) in m.cores().iter().enumerate() {
@@ -108,6 +112,31 @@ fn synthetic_machines_have_the_described_shape() {
         .unwrap()
         .machine;
     assert_eq!(m.caches().iter().filter(|c| c.level == 3).count(), 6);
+    assert!(m.has_numa_level());
+}
+
+#[test]
+fn synthetic_machines_without_numa_level_say_so() {
+    // hwloc gives such a tree one NUMA node of its own, spanning both packages.
+    let m = Machine::synthetic("package:2 core:2 pu:1").unwrap().machine;
+    assert!(!m.has_numa_level());
+    assert_eq!(m.numas().len(), 1);
+    let text = m.to_string();
+    assert!(
+        text.contains("2 packages, no NUMA level, 4 cores"),
+        "{text}"
+    );
+    assert!(!text.contains("NUMA node"), "{text}");
+    assert_eq!(
+        text.matches("    no NUMA level: 2 cores").count(),
+        2,
+        "{text}"
+    );
+    let m = Machine::synthetic("package:2 numa:1 core:2 pu:1")
+        .unwrap()
+        .machine;
+    assert!(m.has_numa_level());
+    assert!(m.to_string().contains("2 NUMA nodes"), "{m}");
 }
 
 /// The invariants every plan must satisfy (see the rules in plan.rs).

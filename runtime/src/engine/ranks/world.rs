@@ -14,7 +14,7 @@ use crate::profile::{Profile, Sink};
 use crate::run::{Run, Spmd};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
-use mbsp_topology::{Binding, Domain};
+use mbsp_topology::{Binding, Domain, NotBound};
 use mpi::collective::CommunicatorCollectives;
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -375,11 +375,8 @@ impl World {
                 BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
                 Binding::Applied(cpus.clone())
             }
-            _ => Binding::NotApplied(
-                "the top level runs over MPI ranks: this rank's thread stays where the MPI \
-                 launcher put it"
-                    .into(),
-            ),
+            // A loaded machine tree, or a binding that cannot be read.
+            _ => Binding::NotApplied(layout.binder.not_applied().unwrap_or(NotBound::Launcher)),
         };
         let mut shared =
             RunShared::new(Vec::new(), Tree::new(), WaitPolicy::for_load(1, 1), layout);
