@@ -285,6 +285,29 @@ impl Ctx {
 
     /// This process's registered elements, for reading and writing (see [`Ctx::local`]).
     ///
+    /// # Performance
+    ///
+    /// The handle is checked once, here; the result is a plain `&mut [T]` holding no guard or
+    /// borrow flag, so a loop over it written inline in the SPMD closure compiles to the same
+    /// code as in a function of slices (see "Loops inside the SPMD closure" in
+    /// docs/semantics.md). Take the view once per superstep, outside the loop:
+    ///
+    /// ```
+    /// fn step(u: &[f64], next: &mut [f64]) {
+    ///     for i in 1..u.len() - 1 {
+    ///         next[i] = u[i] + 0.25 * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
+    ///     }
+    /// }
+    /// mbsp::run(1, |ctx| {
+    ///     let mut u = ctx.push_reg(vec![0.0, 4.0, 0.0])?;
+    ///     ctx.sync()?;
+    ///     let mut next = vec![0.0; 3];
+    ///     step(ctx.local_mut(&mut u)?, &mut next);
+    ///     assert_eq!(next[1], 2.0);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    ///
     /// ```
     /// mbsp::run(2, |ctx| {
     ///     let mut x = ctx.push_reg(vec![0u64; 4])?;

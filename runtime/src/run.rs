@@ -36,6 +36,13 @@ pub fn nprocs() -> usize {
 /// its thread limits and memory) is refused with a misuse error naming both numbers, before
 /// anything is allocated.
 ///
+/// # Performance
+///
+/// Loops written inline in `f` compile to the same code as in a separate function (see
+/// "Loops inside the SPMD closure" in docs/semantics.md): the views of
+/// [`Ctx::local_mut`](crate::Ctx::local_mut) are plain slices. To compare variants of a kernel,
+/// time them alternately in one program over several rounds (`runtime/examples/inline_loop.rs`).
+///
 /// ```
 /// // The inner product of two distributed vectors (MulticoreBSP paper, Algorithm 2).
 /// let n = 1000;
