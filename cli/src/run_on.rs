@@ -2,7 +2,7 @@
 //! launch.
 //!
 //! With the cargo feature `mpi` on and the program started by an MPI launcher
-//! ([`mbsp::ranks::launched_by_mpi`], which `MBSP_MPI=0/1` overrides), the binary's `main`
+//! (`mbsp::ranks::launched_by_mpi`, which `MBSP_MPI=0/1` overrides), the binary's `main`
 //! calls [`init`] and the runs of `mbsp fft` and `mbsp spmv` go over the launcher's ranks, one
 //! process per rank: every rank takes part, rank 0 alone prints (results, progress, errors).
 //! Otherwise — the feature off, no launcher, or this crate used as a library (by `mbsp-bench`,
