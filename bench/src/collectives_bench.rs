@@ -1,4 +1,4 @@
-//! `mbsp bench collectives`: every collective of `mbsp_algorithms::collectives` for one word
+//! `mbsp-bench collectives`: every collective of `mbsp_algorithms::collectives` for one word
 //! and for large data at p = 1, 2, 4, next to its BSP-predicted time (parameters l, g and
 //! g_direct measured in the same run) and next to the same operation written by hand with put +
 //! sync, as a user would (registered buffers set up once, outside the timing); then sample sort
@@ -14,7 +14,7 @@ use mbsp_cli::error::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 
-/// Options of `mbsp bench collectives`.
+/// Options of `mbsp-bench collectives`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Samples per figure (the median is reported).
@@ -375,7 +375,7 @@ pub fn run(o: &Options) -> Result<()> {
         println!("{j:#}");
         return Ok(());
     }
-    println!("mbsp bench collectives: {}", crate::machine::describe());
+    println!("mbsp-bench collectives: {}", crate::machine::describe());
     println!(
         "{samples} samples per figure; shown: median [min–max]; predicted = BSP cost with l, g, \
          g_direct measured in this run; put+sync = the same operation written by hand; \

@@ -1,4 +1,4 @@
-//! `mbsp bench core`: the runtime's synchronisation and communication costs, side by side with
+//! `mbsp-bench core`: the runtime's synchronisation and communication costs, side by side with
 //! baselines measured in the same process run.
 
 use crate::floor::SpinBarrier;
@@ -6,7 +6,7 @@ use crate::stats::{Samples, fit_gl, gbs, ns, timed};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-/// Options of `mbsp bench core`.
+/// Options of `mbsp-bench core`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Samples per figure (the median is reported).
@@ -309,7 +309,7 @@ fn verdict(ok: bool) -> &'static str {
 /// Run the benchmark and print the tables.
 pub fn run(o: &Options) {
     let cores = mbsp::nprocs();
-    println!("mbsp bench core: {}", crate::machine::describe());
+    println!("mbsp-bench core: {}", crate::machine::describe());
     println!(
         "{} samples per figure; shown: median [min–max]; ratios of medians measured in this run\n",
         o.samples

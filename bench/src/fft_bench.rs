@@ -1,4 +1,4 @@
-//! `mbsp bench fft`: Gflop/s of the BSP FFT against sequential rustfft, in the same run.
+//! `mbsp-bench fft`: Gflop/s of the BSP FFT against sequential rustfft, in the same run.
 //!
 //! For each n, every variant transforms the same random vector (forward, unscaled) `samples`
 //! times after the same warm-up (`warmups`); the median time gives Gflop/s = 5 n log₂ n / t. The samples are
@@ -26,7 +26,7 @@ use std::time::Instant;
 
 type C = Complex<f64>;
 
-/// Options of `mbsp bench fft`.
+/// Options of `mbsp-bench fft`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// log₂ of the smallest and largest n.
@@ -363,7 +363,7 @@ pub fn run(o: &Options) -> Result<()> {
         println!("{j:#}");
         return Ok(());
     }
-    println!("mbsp bench fft: {}", crate::machine::describe());
+    println!("mbsp-bench fft: {}", crate::machine::describe());
     println!(
         "complex f64, forward; Gflop/s = 5 n log2 n / median time of {} transforms; ratio to \
          sequential rustfft measured in the same run; planning timed apart",

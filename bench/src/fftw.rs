@@ -1,4 +1,4 @@
-//! FFTW 3 (double precision, with its threads library) as a baseline of `mbsp bench fft`.
+//! FFTW 3 (double precision, with its threads library) as a baseline of `mbsp-bench fft`.
 //!
 //! Built only with the cargo feature `fftw` of mbsp-bench, which links `libfftw3` and
 //! `libfftw3_threads` (Debian: `libfftw3-dev`). The few C functions used are declared here from

@@ -1,4 +1,4 @@
-//! `mbsp bench mpi`: mbsp's top level over MPI ranks against plain MPI on the same ranks, in
+//! `mbsp-bench mpi`: mbsp's top level over MPI ranks against plain MPI on the same ranks, in
 //! the same run (`mbsp_mpi::bench`): empty superstep against `MPI_Barrier`, one-word put +
 //! sync and bulk put and get + sync against `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
@@ -37,7 +37,7 @@ pub fn run(o: &Options) -> Result<()> {
         .run(mbsp::Run::new(ranks), |ctx| {
             if ctx.pid() == 0 {
                 eprintln!(
-                    "mbsp bench mpi: {} ranks; {} batches per figure, {} operations per batch ({} \
+                    "mbsp-bench mpi: {} ranks; {} batches per figure, {} operations per batch ({} \
                  for the bulk figures of {} MiB), mbsp and plain MPI interleaved",
                     ctx.nprocs(),
                     m.batches,
@@ -46,7 +46,7 @@ pub fn run(o: &Options) -> Result<()> {
                     m.bulk >> 20
                 );
                 if ctx.nprocs() == 1 {
-                    eprintln!("mbsp bench mpi: one rank; start it under `mpiexec -n 2` to measure");
+                    eprintln!("mbsp-bench mpi: one rank; start it under `mpiexec -n 2` to measure");
                 }
             }
             let f = mbsp_mpi::bench::measure(ctx, &m)?;
@@ -73,7 +73,7 @@ pub fn run(o: &Options) -> Result<()> {
             .collect();
         println!("{}", serde_json::Value::Array(rows));
     } else {
-        println!("mbsp bench mpi: {p} ranks (every rank to the next), medians");
+        println!("mbsp-bench mpi: {p} ranks (every rank to the next), medians");
         println!(
             "{:<16} {:>10} {:>12} {:>12} {:>9} {:>13}",
             "figure", "bytes", "mbsp", "plain MPI", "mbsp/MPI", "per barrier"

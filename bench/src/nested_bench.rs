@@ -1,4 +1,4 @@
-//! `mbsp bench nested`: sync latency of a flat run of p processes against nested runs with the
+//! `mbsp-bench nested`: sync latency of a flat run of p processes against nested runs with the
 //! same total (2 × p/2), for compact and scattered placement, side by side in one run.
 
 use crate::stats::{Samples, ns, timed};
@@ -133,7 +133,7 @@ fn start_table(samples: usize, quick: bool) {
 
 /// Run the benchmark and print the table.
 pub fn run(samples: usize, quick: bool) {
-    println!("mbsp bench nested: {}", crate::machine::describe());
+    println!("mbsp-bench nested: {}", crate::machine::describe());
     let m = mbsp::Machine::current().expect("machine");
     println!(
         "machine tree: {} packages, {} NUMA nodes, {} cores, {} PUs ({})",

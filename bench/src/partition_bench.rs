@@ -1,4 +1,4 @@
-//! `mbsp bench partition`: communication volume of our partitioner against Mondriaan 4.2.1 and
+//! `mbsp-bench partition`: communication volume of our partitioner against Mondriaan 4.2.1 and
 //! two simple baselines measured in the same run.
 //!
 //! For each matrix and p: the volume, imbalance, max_h and time of
@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Options of `mbsp bench partition`.
+/// Options of `mbsp-bench partition`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The matrices (empty: every matrix of the shared data directory).
@@ -405,7 +405,7 @@ fn print_table(o: &Options, rows: &[Row], s: &Summary) {
             }
         )
     };
-    println!("mbsp bench partition: {}", crate::machine::describe());
+    println!("mbsp-bench partition: {}", crate::machine::describe());
     println!(
         "communication volume of y = Ax (sum of lambda - 1 over rows and columns), eps = {}, \
          seed = {}; mondriaan: 4.2.1, medium-grain, eps = 0.03; row1d and checker2d: \

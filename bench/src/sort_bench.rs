@@ -1,4 +1,4 @@
-//! `mbsp bench sort`: BSP sample sort ([`mbsp_algorithms::sort::par_sort`]) against the
+//! `mbsp-bench sort`: BSP sample sort ([`mbsp_algorithms::sort::par_sort`]) against the
 //! standard library's sequential `sort_unstable` and rayon's `par_sort_unstable` on a pool of
 //! the same number of threads, on the same random `u64` input, measured in the same process.
 //!

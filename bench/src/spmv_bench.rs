@@ -1,4 +1,4 @@
-//! `mbsp bench spmv`: sparse matrix–vector multiply `y = A x` with the mbsp SpMV variants
+//! `mbsp-bench spmv`: sparse matrix–vector multiply `y = A x` with the mbsp SpMV variants
 //! against sequential CSR and rayon row-parallel CSR, and against the memory bandwidth of the
 //! machine, all measured in the same run.
 //!
@@ -67,7 +67,7 @@ pub const TRIAD_MIB: usize = 64;
 /// The largest relative error accepted (as `mbsp spmv`).
 const TOLERANCE: f64 = 1e-12;
 
-/// Options of `mbsp bench spmv`.
+/// Options of `mbsp-bench spmv`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The matrices (empty: every matrix of the shared data directory, smallest first).
@@ -785,7 +785,7 @@ fn print_table(
     batches: usize,
     passes: usize,
 ) {
-    println!("mbsp bench spmv: {}", crate::machine::describe());
+    println!("mbsp-bench spmv: {}", crate::machine::describe());
     println!(
         "y = A x, f64; Mflop/s = 2 nnz / median seconds per multiply over {batches} batches; \
          speedup over sequential CSR timed in the same group (mbsp: interleaved with it); \

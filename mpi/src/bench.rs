@@ -1,5 +1,5 @@
 //! Side-by-side figures of mbsp over ranks and of plain MPI on the same ranks, in the same run
-//! (what `mbsp bench mpi` prints): each mbsp figure is timed in batches interleaved with the
+//! (what `mbsp-bench mpi` prints): each mbsp figure is timed in batches interleaved with the
 //! batches of its MPI counterpart, and the medians are compared.
 //!
 //! | figure | mbsp | plain MPI |

@@ -9,7 +9,7 @@
 //! * `mbsp-mpi-selftest`, the semantic checks, random programs against a sequential model,
 //!   the hybrid (ranks x threads) check and the failure modes, run by `tests/ranks.rs` under
 //!   `mpiexec -n 1, 2, 3`;
-//! * [`mod@bench`], mbsp against plain MPI on the same ranks (`mpiexec -n 2 mbsp bench mpi`).
+//! * [`mod@bench`], mbsp against plain MPI on the same ranks (`mpiexec -n 2 mbsp-bench mpi`).
 //!
 //! ```text
 //! mpiexec -n 2 target/release/mbsp-mpi-selftest

@@ -216,10 +216,15 @@ fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
         let (ok, _, err) = launch(ranks, "mismatch");
         assert!(!ok);
         let what = format!(
-            "ranks [{}] returned from the SPMD function while ranks",
+            "pid(s) [{}] returned from the SPMD function while pid(s)",
             ranks - 1
         );
         assert_eq!(err.matches(&what).count(), ranks, "{err}");
-        assert_eq!(err.matches("end (pid").count(), 1, "{err}");
+        // The same error on every rank: named after pid 0, in its sync.
+        assert_eq!(
+            err.matches("sync (pid 0, superstep").count(),
+            ranks,
+            "{err}"
+        );
     }
 }

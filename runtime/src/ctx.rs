@@ -293,8 +293,9 @@ impl RunShared {
 
 /// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.
 pub(crate) struct GetOp {
-    /// The process read from (the rank to ask, over MPI ranks).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// The process read from: the rank to ask, for the rank engine. The thread engine reads
+    /// `src` directly and never needs it (so, in a build without MPI, nothing reads it).
+    #[allow(dead_code)]
     pub(crate) from: u32,
     pub(crate) src: *const u8,
     pub(crate) dst: *mut u8,

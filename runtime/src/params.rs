@@ -29,10 +29,10 @@ pub struct Params {
 }
 
 impl Params {
-    /// Parameters measured on the development machine (2-core AMD EPYC VM, `mbsp bench core`,
-    /// p = 2): empty sync 0.05–1 µs (the machine switches between a fast and a slow state),
-    /// bulk puts ≈ 5 GB/s, direct gets ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per
-    /// 4 KiB page.
+    /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
+    /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
+    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page. Predictions for another
+    /// machine should use its own (`mbsp params --json FILE`, then `MBSP_PARAMS=FILE`).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         g: 1.6e-9,

@@ -1,17 +1,70 @@
-//! Random BSP programs checked against a sequential model of BSPlib (the generator, the runs
-//! and the model are in `common/bsplib_model.rs`, which the MPI self-test runs over ranks too).
+//! Random BSP programs checked against a sequential model of BSPlib (the generator, the
+//! processes' part and the model are in `common/bsplib_model.rs`, which the MPI self-test
+//! uses too), on the engine the harness selects (`common/engine.rs`). Over MPI ranks the
+//! property test draws at most as many processes as there are ranks, fewer cases, and the same
+//! cases on every rank (a fixed seed).
 
 #[path = "common/bsplib_model.rs"]
 mod bsplib_model;
+mod common;
 
 use bsplib_model::*;
+use common::Wire;
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+
+impl Wire for Record {
+    fn put(&self, out: &mut Vec<u8>) {
+        self.bufs.put(out);
+        self.qsize.put(out);
+        self.msgs.put(out);
+    }
+    fn take(inp: &mut &[u8]) -> Self {
+        Record {
+            bufs: Wire::take(inp),
+            qsize: Wire::take(inp),
+            msgs: Wire::take(inp),
+        }
+    }
+}
+
+/// Run `prog` on `p` processes of the selected engine: every process's records.
+fn execute(p: usize, prog: &[Step]) -> Vec<Vec<Record>> {
+    let mine = common::run_local(p, |ctx| process(ctx, prog))
+        .unwrap_or_else(|e| panic!("run failed: {e}"));
+    // The run is over: nothing writes this process's buffers any more.
+    let records = mine
+        .into_iter()
+        .map(|(pid, (records, bufs))| {
+            free(bufs);
+            (pid, records)
+        })
+        .collect();
+    common::gather(p, records)
+}
+
+/// Random on threads; over ranks the same on every rank.
+fn rng_seed() -> RngSeed {
+    if common::over_ranks() {
+        RngSeed::Fixed(0x05EE_DB5B)
+    } else {
+        RngSeed::Random
+    }
+}
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: common::limit(160, 12),
+        rng_seed: rng_seed(),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
-    fn runtime_agrees_with_sequential_model(p in 1usize..=5, steps in 1usize..=10, seed in any::<u64>()) {
+    fn runtime_agrees_with_sequential_model(
+        p in 1usize..=5.min(common::max_procs()),
+        steps in 1usize..=10,
+        seed in any::<u64>(),
+    ) {
         let prog = generate(p, steps, seed);
         let records = execute(p, &prog);
         if let Err(e) = check(p, &prog, &records) {
@@ -23,10 +76,12 @@ proptest! {
 /// A long fixed-seed program at a size proptest rarely reaches.
 #[test]
 fn long_program_agrees_with_model() {
+    // Over ranks: as many processes as there are ranks.
+    let p = 6.min(common::max_procs());
     for seed in 0..4 {
-        let prog = generate(6, 40, 0xC0FFEE + seed);
-        let records = execute(6, &prog);
-        check(6, &prog, &records).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let prog = generate(p, 40, 0xC0FFEE + seed);
+        let records = execute(p, &prog);
+        check(p, &prog, &records).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }
 }
 

@@ -34,28 +34,20 @@
 //! is then two blocks, which the receiver interleaves): rustfft is much slower per flop at
 //! 2^17 than at 2^16 on the test machine. [`kernel_len`] gives the kernels' length. Against a whole local FFT
 //! followed by a twiddle-and-pack pass this saves a pass over memory and runs kernels `p` times
-//! shorter (they fit the caches better). On the 2-core test machine, `mbsp fft --n 262144 -p
-//! 2` took 1.13–1.19 ms before and 0.76–0.86 ms after (three runs each; the machine's speed
-//! varies between runs, so `mbsp bench fft` compares variants in the same run).
+//! shorter (they fit the caches better).
 //!
 //! **Footprint (`p = 2`).** Only the other process's pack leaves a process; its own pack is
 //! written by its kernels into the rows of its local array that the other pack's kernels have
 //! already consumed, and the final pass reads it there. The registered buffer then holds (and
 //! the transform touches) one pack of `n/4` entries per parity instead of `n/2`: `n` entries
-//! of memory per process in all instead of `3n/2` (local array and two parities). On the
-//! 2-core test machine (slow state) that is worth a few per cent: medians of 4-8 alternating
-//! `mbsp fft` runs of both versions, 0.82 against 0.85 ms at n = 2^17, 1.87 against 2.06 ms at
-//! 2^18 (faster in 7 of 8 pairs), 3.28 against 3.37 at 2^19, 8.86 against 8.98 at 2^20, and
-//! 43.0 against 42.7 at 2^22 (noise).
+//! of memory per process in all instead of `3n/2` (local array and two parities).
 //!
 //! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
 //! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),
 //! read by direct gets (one copy). The packs are double-buffered across calls, so a transform
 //! needs a single sync: a process rewrites a pack buffer only after everybody has passed the
-//! sync that followed the reads of its previous contents. (A single pack buffer and a second
-//! sync per transform were tried too: at n = 2^18 the second sync cost less than the memory it
-//! saved, 1.33 against 1.51 ms per transform in six alternating runs, but the footprint above
-//! saves the same memory without it.)
+//! sync that followed the reads of its previous contents (a single pack buffer would need a
+//! second sync per transform; the footprint above saves the same memory without it).
 //!
 //! **`p² > n`: group-cyclic stages.** The length-`p` transforms of step (4) are then longer than
 //! the local arrays (`m = n/p < p`), so they cannot be split into columns. Instead the column

@@ -27,11 +27,8 @@
 //! runs: the split local FFT's kernels of [`kernel_len`](super::kernel_len) at `r`, and its two
 //! passes as their flops (a length-`L` and a length-`p` transform and a twiddle made and
 //! applied per entry and pass) at the same `r`, with `r` measured on kernels of that length
-//! with all `p` cores running them (`mbsp bench fft`, `mbsp fft`). On the 2-core test machine
-//! `mbsp bench fft`'s p = 2 predictions with the default parameters had a median error of 59%
-//! over 2^10–2^22 before (13–180% in three shorter runs; the passes were priced at 8 words per
-//! entry at the default `g_direct`), 11–16% after (two runs over 2^12–2^22); with measured
-//! parameters (`MBSP_PARAMS`, `g_direct` 0.24 ns) 14–23% before and 14–22% after.
+//! with all `p` cores running them (`mbsp-bench fft`, `mbsp fft`). How well it predicts is
+//! measured by `mbsp-bench fft` (docs/benchmarks.md).
 
 use super::num::{Complex, Float};
 use super::plan::{Below, BspFft, Direction, Tables, check_shape, group_cyclic};

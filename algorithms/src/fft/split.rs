@@ -4,9 +4,8 @@
 //! Both passes stream the local array once, a slab of columns at a time (`p` rows of
 //! [`SLAB`] entries stay in L1), and are compiled twice: for the baseline target and for AVX2
 //! with FMA, chosen at run time (the crate is built for baseline x86-64; rustfft's kernels
-//! choose their instructions the same way). In a stand-alone measurement of the gather pass on
-//! the 2-core AMD EPYC machine (n = 2^18, p = 2, two threads) it took 141 µs as
-//! fetch-then-butterflies on the baseline target and 101 µs fused and with AVX2.
+//! choose their instructions the same way). The gather fuses the fetch, the twiddle and the
+//! butterflies in one loop over a slab in L1.
 //!
 //! `p = 2` has its own kernel placement and final pass ([`kernels2`], [`gather2_pass`]): only
 //! the other process's pack goes to the registered buffer, this process's stays in its local

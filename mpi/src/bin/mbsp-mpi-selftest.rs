@@ -495,7 +495,7 @@ fn decode_records(b: &[u8]) -> Vec<bsplib_model::Record> {
 }
 
 /// Mode `timing`: rank 0 prints the median of 9 batches of 2000 empty syncs and of 2000
-/// one-word put + sync (a first look; `mbsp bench mpi` is to come).
+/// one-word put + sync (a first look; `mbsp-bench mpi` is to come).
 fn timing(ctx: &mut Ctx) -> Result<()> {
     let next = (ctx.pid() + 1) % ctx.nprocs();
     let r = ctx.push_reg(vec![0u64; 1])?;

@@ -41,8 +41,9 @@ pub(crate) trait Engine<C> {
     fn sync(&mut self, ctx: &mut C, ending: bool) -> Result<()>;
 
     /// After `ctx`'s process has seen the run fail outside a sync: return once no process of
-    /// the run touches its memory. Returns the run's error if the engine learnt it (from
-    /// another rank) while waiting.
+    /// the run touches its memory. Returns the run's error as the engine has it, if it has
+    /// one: learnt from another rank while waiting, or agreed with the others in the exchange
+    /// that ended the run.
     fn stop(&mut self, ctx: &mut C) -> Option<Error>;
 
     /// A buffered put of `src` to `dst` in process `pid` (another process, checked by the

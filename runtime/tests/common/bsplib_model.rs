@@ -1,5 +1,5 @@
 //! Random BSP programs and a sequential model of BSPlib to check them against (shared by
-//! `tests/model.rs`, over threads, and by the MPI self-test, over ranks).
+//! `tests/model.rs`, on either engine, and by the MPI self-test, over ranks).
 //!
 //! A generator walks the model's registration state to produce valid multi-superstep programs
 //! over the address-based (`*_raw`) primitives: local writes, puts (source captured at call
@@ -391,20 +391,6 @@ pub fn free(bufs: Vec<usize>) {
         // SAFETY: allocated by `process` as boxed slices of BUF_LEN; the run is over.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(b as *mut u8, BUF_LEN)) });
     }
-}
-
-/// Run `prog` on `p` threads: every process's records.
-pub fn execute(p: usize, prog: &[Step]) -> Vec<Vec<Record>> {
-    mbsp::run(p, |ctx| process(ctx, prog))
-        .map(|v| {
-            v.into_iter()
-                .map(|(records, bufs)| {
-                    free(bufs);
-                    records
-                })
-                .collect()
-        })
-        .unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
 pub fn check(p: usize, prog: &[Step], records: &[Vec<Record>]) -> Result<(), String> {

@@ -1,5 +1,10 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests, and the harness that runs the semantic test files
+//! on either engine (`engine.rs`).
 #![allow(dead_code)]
+
+mod engine;
+#[allow(unused_imports)]
+pub use engine::*;
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -9,11 +14,19 @@ use std::time::Duration;
 /// the limits are orders of magnitude above the expected run time.
 pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
+    // Named after the test, as libtest names its thread (the harness's notes name the test).
+    let name = std::thread::current().name().map(str::to_string);
+    let mut b = std::thread::Builder::new();
+    if let Some(n) = name {
+        b = b.name(n);
+    }
+    let h = b
+        .spawn(move || {
+            let r = f();
+            let _ = tx.send(());
+            r
+        })
+        .expect("a thread for the test body");
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(()) => h.join().expect("test body panicked"),
         Err(mpsc::RecvTimeoutError::Disconnected) => match h.join() {
@@ -26,15 +39,16 @@ pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'stat
 
 /// Expect `r` to be an error of `kind` from `op` naming `pid` (its last path element), in
 /// `superstep` (`""`/`None` = any), whose message contains every string of `needles`.
-pub fn expect_err<T: std::fmt::Debug>(
-    r: mbsp::Result<T>,
+/// Takes an `mbsp::Result` or the harness's ([`run`]).
+pub fn expect_err<T: std::fmt::Debug, E: Into<Failure>>(
+    r: Result<T, E>,
     kind: mbsp::ErrorKind,
     op: &str,
     pid: Option<usize>,
     superstep: Option<u64>,
     needles: &[&str],
-) -> mbsp::Error {
-    let e = r.expect_err("expected the run to fail");
+) -> Failure {
+    let e: Failure = r.expect_err("expected the run to fail").into();
     assert_eq!(e.kind(), kind, "kind of {e}");
     if !op.is_empty() {
         assert_eq!(e.op(), op, "op of {e}");

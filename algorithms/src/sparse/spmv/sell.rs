@@ -7,9 +7,9 @@
 //! is; rows of 5–10 nonzeros (meshes, circuits) are bound by that chain and by the branch at
 //! each row's end, not by bandwidth. A chunk of four rows stored column by column keeps four
 //! independent sums in flight and has one loop bound per chunk. Each row is still summed left
-//! to right in its CRS order, so the results are bit-identical to a CRS multiply. Measured on
-//! the shared matrices (one thread, this 2-core machine): 1.2–2.9x the CRS multiply, padding
-//! 0–26% (rajat01).
+//! to right in its CRS order, so the results are bit-identical to a CRS multiply. Padding is
+//! small on the shared matrices (at most about a quarter of the nonzeros); docs/benchmarks.md
+//! has the measured speed against CRS.
 //!
 //! Padding entries have the value 0 and read a column that is always zero (the slot after the
 //! local `x` buffer's last column), so an infinite or NaN `x` entry reaches only the rows that

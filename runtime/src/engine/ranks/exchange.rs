@@ -37,8 +37,13 @@ impl Ctx {
                 unsafe { ffi::MPI_Abort(comm, 1) };
                 unreachable!("MPI_Abort returned")
             });
-            if r.is_err() {
+            if let Err(e) = &r {
                 net.over = true;
+                // The run's error is the one every rank got here, whatever this rank's process
+                // recorded first (its own misuse, say, when several ranks failed at once).
+                net.verdict = Some(e.clone());
+                // This process has seen the run fail: it touches no other rank's memory again.
+                self.note_stopped();
                 net.publish_failed();
                 // Nothing of this superstep will be delivered: let go of what it holds.
                 let st = self.st.get_mut();
@@ -54,10 +59,10 @@ impl Ctx {
     }
 
     /// The last exchange of a process that failed outside a sync (its error travels to every
-    /// rank), unless an exchange already ended the run.
+    /// rank), unless an exchange already ended the run: the run's error as every rank has it.
     pub(super) fn rank_fail(&mut self, net: &mut Net) -> Option<Error> {
         if net.over {
-            return None;
+            return net.verdict.clone();
         }
         self.rank_sync(net, false).err()
     }
@@ -229,11 +234,21 @@ impl Ctx {
         if states.iter().any(|&s| s != state) {
             let (ended, synced): (Vec<usize>, Vec<usize>) =
                 (0..p).partition(|&k| states[k] == ENDED);
-            let e = self.error(
+            // The same error on every rank, in the thread engine's words: named after pid 0
+            // (in its sync, or its end), where the thread engine names the process that
+            // noticed first.
+            let mut path = self.path.clone();
+            if let Some(last) = path.last_mut() {
+                *last = 0;
+            }
+            let op0 = if states[0] == ENDED { "end" } else { "sync" };
+            let e = Error::new(
                 ErrorKind::Misuse,
-                op,
+                op0,
+                path,
+                Some(self.step),
                 format!(
-                    "ranks {ended:?} returned from the SPMD function while ranks {synced:?} \
+                    "pid(s) {ended:?} returned from the SPMD function while pid(s) {synced:?} \
                      called sync (every process must call sync the same number of times)"
                 ),
             );

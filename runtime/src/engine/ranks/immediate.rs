@@ -25,7 +25,7 @@ impl Ctx {
         if len >= BIG_PUT {
             // As a large buffered put (copied now, so that whatever lands in the source later
             // in this superstep or its sync cannot reach the destination): MPICH's dynamic
-            // windows move large blocks several times slower (`mbsp bench mpi`).
+            // windows move large blocks several times slower (`mbsp-bench mpi`).
             // SAFETY: the caller keeps `src` valid for `len` bytes during this call.
             let data = unsafe { std::slice::from_raw_parts(src, len) };
             if net.big_put(pid, dst, data, self.step).is_none() {

@@ -30,6 +30,8 @@ pub(super) struct Net {
     pub(super) hp_pending: std::cell::Cell<bool>,
     /// An exchange reported the end or a failure: no more exchanges.
     pub(super) over: bool,
+    /// The run's error that the exchange which ended it gave every rank (the same on all).
+    pub(super) verdict: Option<crate::error::Error>,
     /// The sync headers sent and received (kept from sync to sync).
     pub(super) header: Vec<u64>,
     pub(super) got: Vec<u64>,
@@ -83,6 +85,7 @@ impl Net {
             settled: std::cell::RefCell::new(vec![0; p]),
             hp_pending: std::cell::Cell::new(false),
             over: false,
+            verdict: None,
             header: Vec::new(),
             got: Vec::new(),
             big: std::cell::RefCell::new((0..p).map(|_| BigPuts::default()).collect()),
