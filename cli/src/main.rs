@@ -7,11 +7,14 @@
 //! * `mbsp fft` — one BSP FFT of random data, checked, timed, with the cost model's choice.
 //! * `mbsp spmv` — one sparse matrix multiplied with the 2D BSP SpMV, checked and timed.
 //! * `mbsp partition` — a sparse matrix split over p processes, Mondriaan's files written.
+//! * `mbsp affinity` — kernels under several placements and nesting shapes, compared.
 //!
 //! Exit statuses, the same in every subcommand: [`mbsp_cli::error`].
 
 use clap::{Parser, Subcommand};
-use mbsp_cli::{cli, demo, fft_cmd, params_cmd, partition_cmd, spmv_cmd, topo, whole_file};
+use mbsp_cli::{
+    affinity, cli, demo, fft_cmd, params_cmd, partition_cmd, spmv_cmd, topo, whole_file,
+};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -48,6 +51,10 @@ enum Command {
     /// affinity policies: a table like the BSPlib paper's Table 1, the JSON file the cost
     /// functions read (MBSP_PARAMS) and a plot of time against h with the fitted lines.
     Params(params_cmd::Args),
+    /// Run kernels (stream triad, empty sync, h-relations, FFT, SpMV) and optionally a program
+    /// under several placement policies and nesting shapes, repeated: medians, ranges and BSP
+    /// predictions side by side. On an XML or synthetic machine: the plans side by side.
+    Affinity(affinity::Options),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +72,7 @@ fn main() -> ExitCode {
         Command::Spmv(_) => "mbsp spmv",
         Command::Partition(_) => "mbsp partition",
         Command::Params(_) => "mbsp params",
+        Command::Affinity(_) => "mbsp affinity",
     };
     if let Err(e) = cli::preamble() {
         return e.report("mbsp");
@@ -77,6 +85,7 @@ fn main() -> ExitCode {
         Command::Spmv(o) => spmv_cmd::run(&o),
         Command::Partition(o) => partition_cmd::run(&o),
         Command::Params(a) => params_cmd::run(&a.options()),
+        Command::Affinity(o) => affinity::run(&o),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
