@@ -188,7 +188,7 @@ pub struct Options {
         value_name = "K,.."
     )]
     pub kernels: Vec<Kernel>,
-    /// A placement policy (repeat for several): compact, scattered or manual:<cpus>;<cpus>;...
+    /// A placement policy (repeat for several): compact, scattered or manual:CPUS;CPUS;... (e.g. manual:0-3;4-7)
     /// as MBSP_AFFINITY takes it (default: compact and scattered).
     #[arg(long = "policy", value_name = "POLICY", value_parser = policy)]
     pub policies: Vec<PolicySpec>,
