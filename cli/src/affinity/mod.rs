@@ -188,8 +188,8 @@ pub struct Options {
         value_name = "K,.."
     )]
     pub kernels: Vec<Kernel>,
-    /// A placement policy (repeat for several): compact, scattered or manual:CPUS;CPUS;... (e.g. manual:0-3;4-7)
-    /// as MBSP_AFFINITY takes it (default: compact and scattered).
+    /// A placement policy (repeat for several): compact, scattered or manual:CPUS;CPUS;...
+    /// (e.g. manual:0-3;4-7), as MBSP_AFFINITY takes it (default: compact and scattered).
     #[arg(long = "policy", value_name = "POLICY", value_parser = policy)]
     pub policies: Vec<PolicySpec>,
     /// A nesting shape (repeat for several): flat, flat:P, nested (one process per package or
