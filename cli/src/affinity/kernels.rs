@@ -621,8 +621,9 @@ fn spmv(
             })?;
             push(&mut samples, &mut all_bound, &r)?;
         }
+        // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
         let spnz = crate::spmv_cmd::plan_seconds_per_nz(&plan)?;
-        predicted = Some(plan.predict(&params, spnz, false));
+        predicted = spnz.map(|s| plan.predict(&params, s, false));
     } else {
         let &[top, inner] = fans else {
             return Err(Skip::Not(format!(
