@@ -10,6 +10,8 @@
 //! * [`spmv_cmd`] — `mbsp spmv`: one sparse matrix multiplied with the 2D BSP SpMV.
 //! * [`partition_cmd`] — `mbsp partition`: a sparse matrix split over p processes, Mondriaan's
 //!   files written.
+//! * [`affinity`] — `mbsp affinity`: kernels (and a program) under several placement policies
+//!   and nesting shapes, side by side with their BSP predictions; plans only on other machines.
 //!
 //! The helpers every command uses: [`error`] (the one error type and the exit statuses),
 //! [`preflight`] (requests that cannot fit in memory are refused before any work),
@@ -23,6 +25,7 @@
 //! This crate does not depend on MPI: its cargo feature `mpi` (off by default) builds the
 //! runtime over MPI ranks.
 
+pub mod affinity;
 pub mod cli;
 pub mod demo;
 pub mod error;

@@ -7,6 +7,7 @@
 //! * `mbsp fft` — one BSP FFT of random data, checked, timed, with the cost model's choice.
 //! * `mbsp spmv` — one sparse matrix multiplied with the 2D BSP SpMV, checked and timed.
 //! * `mbsp partition` — a sparse matrix split over p processes, Mondriaan's files written.
+//! * `mbsp affinity` — kernels under several placements and nesting shapes, compared.
 //!
 //! Exit statuses, the same in every subcommand: [`mbsp_cli::error`].
 //!
@@ -18,7 +19,8 @@
 
 use clap::{Parser, Subcommand};
 use mbsp_cli::{
-    Error, cli, demo, fft_cmd, params_cmd, partition_cmd, run_on, spmv_cmd, topo, whole_file,
+    Error, affinity, cli, demo, fft_cmd, params_cmd, partition_cmd, run_on, spmv_cmd, topo,
+    whole_file,
 };
 use std::process::ExitCode;
 
@@ -56,6 +58,10 @@ enum Command {
     /// affinity policies: a table like the BSPlib paper's Table 1, the JSON file the cost
     /// functions read (MBSP_PARAMS) and a plot of time against h with the fitted lines.
     Params(params_cmd::Args),
+    /// Run kernels (stream triad, empty sync, h-relations, FFT, SpMV) and optionally a program
+    /// under several placement policies and nesting shapes, repeated: medians, ranges and BSP
+    /// predictions side by side. On an XML or synthetic machine: the plans side by side.
+    Affinity(affinity::Options),
 }
 
 fn main() -> ExitCode {
@@ -76,13 +82,14 @@ fn main() -> ExitCode {
         Command::Spmv(_) => "mbsp spmv",
         Command::Partition(_) => "mbsp partition",
         Command::Params(_) => "mbsp params",
+        Command::Affinity(_) => "mbsp affinity",
     };
     if let Err(e) = cli::preamble() {
         return e.report("mbsp");
     }
     if let Some(ranks) = run_on::ranks() {
         match command {
-            Command::Demo(_) | Command::Params(_) => {
+            Command::Demo(_) | Command::Params(_) | Command::Affinity(_) => {
                 return Error::usage(format!(
                     "measures this machine's threads and does not run over MPI ranks ({ranks} \
                      here): start it without mpiexec"
@@ -103,6 +110,7 @@ fn main() -> ExitCode {
         Command::Spmv(o) => spmv_cmd::run(&o),
         Command::Partition(o) => partition_cmd::run(&o),
         Command::Params(a) => params_cmd::run(&a.options()),
+        Command::Affinity(o) => affinity::run(&o),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

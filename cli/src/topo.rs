@@ -27,12 +27,18 @@ impl std::str::FromStr for Count {
 }
 
 /// One process of a plan, with its nested children.
-struct Node {
-    domain: Domain,
-    children: Vec<Node>,
+pub(crate) struct Node {
+    pub(crate) domain: Domain,
+    pub(crate) children: Vec<Node>,
 }
 
-fn build(m: &Machine, domain: &Domain, levels: &[Count], policy: &Policy) -> Result<Vec<Node>> {
+/// The plan of `levels` (outermost first) inside `domain` of `m` under `policy`.
+pub(crate) fn build(
+    m: &Machine,
+    domain: &Domain,
+    levels: &[Count],
+    policy: &Policy,
+) -> Result<Vec<Node>> {
     let Some((first, rest)) = levels.split_first() else {
         return Ok(Vec::new());
     };
@@ -65,7 +71,8 @@ fn one_or_many<T: Into<Value> + Copy>(v: &[T]) -> Value {
     }
 }
 
-fn to_json(m: &Machine, nodes: &[Node]) -> Value {
+/// The processes of a plan as `mbsp topo --json` prints them.
+pub(crate) fn to_json(m: &Machine, nodes: &[Node]) -> Value {
     Value::from(
         nodes
             .iter()

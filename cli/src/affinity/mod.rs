@@ -1,0 +1,390 @@
+//! `mbsp affinity`: the same kernels under several placement policies and nesting shapes,
+//! repeated, side by side with their BSP predictions.
+//!
+//! The question an affinity experiment asks — does this kernel run faster with its processes
+//! packed onto one package (compact), spread over the packages (scattered), on CPU sets of
+//! one's own (manual), flat or nested per package — needs the same kernel run under each
+//! placement, several times, and the results compared. This command does exactly that:
+//!
+//! * a **policy** ([`PolicySpec`]) is `compact`, `scattered` or `manual:<cpus>;<cpus>;...`, the
+//!   syntax of `MBSP_AFFINITY`, so that an external program run under it (given after `--`)
+//!   gets the same value in its environment;
+//! * a **shape** ([`Shape`]) is `flat` (`-p` processes, or one per manual set), `flat:P`,
+//!   `nested` (one process per package, or per manual set, each running one per core) or
+//!   `nested:AxB`;
+//! * each (kernel, policy, shape) is run `--repeat` times, each time as a new run; the table
+//!   gives the median, the range and the BSP prediction ([`report`]).
+//!
+//! On a machine that is not this one (`--xml`, `--synthetic`, or `MBSP_TOPOLOGY`) nothing can
+//! be run or bound: the command prints the plans of every policy side by side instead
+//! ([`plan_view`]), with the code of `mbsp topo`.
+
+pub mod kernels;
+pub mod plan_view;
+pub mod report;
+
+use crate::cli;
+use crate::error::{Error, Result};
+use crate::topo::Count;
+use mbsp_topology::{Level, Loaded, Machine, Policy};
+use std::path::PathBuf;
+
+/// A placement policy as the user wrote it: its label and the runtime's [`Policy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySpec {
+    /// What the user wrote (trimmed): `compact`, `scattered` or `manual:...`; also the value
+    /// of `MBSP_AFFINITY` an external program is given.
+    pub label: String,
+    /// The policy.
+    pub policy: Policy,
+}
+
+/// A parser of [`PolicySpec`] for `--policy`: `compact`, `scattered` or `manual:<cpus>;...`
+/// (the syntax of `MBSP_AFFINITY`, without `none`: an unbound run has no placement to compare).
+///
+/// ```
+/// let p = mbsp_cli::affinity::policy("manual:0-3;4-7").unwrap();
+/// assert_eq!(p.policy, mbsp::Policy::Manual(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]));
+/// assert!(mbsp_cli::affinity::policy("none").unwrap_err().to_string().starts_with("--policy none: "));
+/// ```
+pub fn policy(s: &str) -> Result<PolicySpec> {
+    let label = s.trim().to_string();
+    let bad = |why: String| Error::usage(format!("--policy {s}: {why}"));
+    let (policy, bound) = mbsp::parse_affinity(&label).map_err(|e| bad(e.to_string()))?;
+    if !bound || label.is_empty() {
+        return Err(bad(
+            "use compact, scattered or manual:<cpus>;<cpus>;... (e.g. manual:0-3;4-7)".into(),
+        ));
+    }
+    if let Policy::Manual(sets) = &policy
+        && let Some(i) = sets.iter().position(Vec::is_empty)
+    {
+        return Err(bad(format!("CPU set {i} is empty")));
+    }
+    Ok(PolicySpec { label, policy })
+}
+
+/// A nesting shape: how many processes, and whether each starts a nested run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One run of `-p` processes (or one per manual CPU set; `Some(p)`: exactly `p`).
+    Flat(Option<usize>),
+    /// One process per package (or per manual CPU set), each running one per core of what it
+    /// owns (`Some((a, b))`: `a` processes, each running `b`).
+    Nested(Option<(usize, usize)>),
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shape::Flat(None) => f.write_str("flat"),
+            Shape::Flat(Some(p)) => write!(f, "flat:{p}"),
+            Shape::Nested(None) => f.write_str("nested"),
+            Shape::Nested(Some((a, b))) => write!(f, "nested:{a}x{b}"),
+        }
+    }
+}
+
+/// A parser of [`Shape`] for `--shape`: `flat`, `flat:P`, `nested` or `nested:AxB`.
+///
+/// ```
+/// use mbsp_cli::affinity::{Shape, shape};
+/// assert_eq!(shape("nested:2x4").unwrap(), Shape::Nested(Some((2, 4))));
+/// assert_eq!(shape("flat").unwrap(), Shape::Flat(None));
+/// assert!(shape("nested:2x0").unwrap_err().to_string().starts_with("--shape nested:2x0: "));
+/// ```
+pub fn shape(s: &str) -> Result<Shape> {
+    let t = s.trim();
+    let bad = || {
+        Error::usage(format!(
+            "--shape {s}: use flat, flat:P, nested (per package x per core) or nested:AxB, \
+             with positive counts"
+        ))
+    };
+    let count = |x: &str| x.trim().parse::<usize>().ok().filter(|&n| n > 0);
+    match t.split_once(':') {
+        None if t == "flat" => Ok(Shape::Flat(None)),
+        None if t == "nested" => Ok(Shape::Nested(None)),
+        Some(("flat", p)) => count(p).map(|p| Shape::Flat(Some(p))).ok_or_else(bad),
+        Some(("nested", ab)) => {
+            let (a, b) = ab.split_once(['x', 'X']).ok_or_else(bad)?;
+            match (count(a), count(b)) {
+                (Some(a), Some(b)) => Ok(Shape::Nested(Some((a, b)))),
+                _ => Err(bad()),
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
+impl Shape {
+    /// The plan's levels (outermost first) under `policy`, with `p` processes for a plain
+    /// `flat`: what `mbsp topo -p .. --nest ..` would be given.
+    pub fn levels(&self, policy: &Policy, p: usize) -> Vec<Count> {
+        let sets = match policy {
+            Policy::Manual(sets) => Some(sets.len()),
+            _ => None,
+        };
+        match *self {
+            Shape::Flat(Some(p)) => vec![Count::N(p)],
+            Shape::Flat(None) => vec![Count::N(sets.unwrap_or(p))],
+            Shape::Nested(Some((a, b))) => vec![Count::N(a), Count::N(b)],
+            Shape::Nested(None) => vec![
+                sets.map_or(Count::Per(Level::Package), Count::N),
+                Count::Per(Level::Core),
+            ],
+        }
+    }
+}
+
+/// The kernels of `mbsp affinity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Kernel {
+    /// STREAM triad a = b + s·c on each process's own arrays (memory bandwidth).
+    Triad,
+    /// An empty superstep (the BSP latency l).
+    Sync,
+    /// An h-relation of h one-word puts per process (the cost per message).
+    Hword,
+    /// An h-relation of one bulk put per destination, h words per process (the cost per word).
+    Hbulk,
+    /// A BSP FFT of random data (flat: BspFft; nested: the Multi-BSP FFT).
+    Fft,
+    /// The 2D BSP SpMV of the --matrix file (flat: plain; nested: per level).
+    Spmv,
+}
+
+impl Kernel {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Triad => "triad",
+            Kernel::Sync => "sync",
+            Kernel::Hword => "hword",
+            Kernel::Hbulk => "hbulk",
+            Kernel::Fft => "fft",
+            Kernel::Spmv => "spmv",
+        }
+    }
+}
+
+/// The command line of `mbsp affinity`.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  mbsp affinity --quick
+  mbsp affinity -k sync,hbulk,fft --policy compact --policy scattered --shape flat --shape nested
+  mbsp affinity -k spmv --matrix m.mtx --policy manual:0-3;8-11 --policy compact --json
+  mbsp affinity --xml server.xml -p 8 --shape flat --shape nested:2x4
+  mbsp affinity -k sync --policy compact --policy scattered -- ./my_bsp_program arg")]
+pub struct Options {
+    /// Kernels to run, separated by commas (default: triad, sync, hword, hbulk, fft, and spmv
+    /// with --matrix).
+    #[arg(
+        short = 'k',
+        long = "kernels",
+        value_enum,
+        value_delimiter = ',',
+        value_name = "K,.."
+    )]
+    pub kernels: Vec<Kernel>,
+    /// A placement policy (repeat for several): compact, scattered or manual:CPUS;CPUS;...
+    /// (e.g. manual:0-3;4-7), as MBSP_AFFINITY takes it (default: compact and scattered).
+    #[arg(long = "policy", value_name = "POLICY", value_parser = policy)]
+    pub policies: Vec<PolicySpec>,
+    /// A nesting shape (repeat for several): flat, flat:P, nested (one process per package or
+    /// manual set, each running one per core) or nested:AxB (default: flat).
+    #[arg(long = "shape", value_name = "SHAPE", value_parser = shape)]
+    pub shapes: Vec<Shape>,
+    /// Processes of a plain `flat` shape (default: the cores of one package, so that compact
+    /// and scattered differ on a multi-socket machine).
+    #[arg(short = 'p', long = "procs", value_name = "P", allow_hyphen_values = true,
+          value_parser = cli::at_least("-p", 1))]
+    pub p: Option<usize>,
+    /// Runs of each kernel under each placement (a new run each time; median and range).
+    #[arg(long, default_value = "5", value_name = "N", allow_hyphen_values = true,
+          value_parser = cli::at_least("--repeat", 1))]
+    pub repeat: usize,
+    /// Tiny sizes and few iterations (seconds in all: for a first look and for tests).
+    #[arg(long)]
+    pub quick: bool,
+    /// The Matrix Market file of the spmv kernel (.mtx or .mtx.gz).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Plan on an hwloc XML file instead of this machine (prints the plans, runs nothing).
+    #[arg(long, value_name = "FILE")]
+    pub xml: Option<String>,
+    /// Plan on an hwloc synthetic description, e.g. "package:2 numa:2 core:8 pu:2" (prints the
+    /// plans, runs nothing).
+    #[arg(long, value_name = "DESC")]
+    pub synthetic: Option<String>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the table as CSV to FILE (one row per kernel, policy and shape).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write an SVG bar chart to FILE: per kernel and shape, each policy's median time
+    /// relative to the fastest, with its range.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// An external program (C or Rust, built on mbsp) and its arguments, run once per policy
+    /// with MBSP_AFFINITY set to it; its wall-clock time is measured.
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
+}
+
+/// The machine the plans are made on, and whether it is this one (the run view) or a loaded
+/// tree (the plan view).
+fn machine(o: &Options) -> Result<Loaded> {
+    match (&o.xml, &o.synthetic) {
+        (Some(_), Some(_)) => Err(Error::usage("give --xml or --synthetic, not both")),
+        (Some(f), None) => Machine::xml(f).map_err(|e| Error::io("").with_source(e)),
+        (None, Some(s)) => Machine::synthetic(s).map_err(|e| Error::usage("").with_source(e)),
+        (None, None) => Machine::current().map_err(|e| Error::usage("").with_source(e)),
+    }
+}
+
+/// The experiment asked for, with defaults filled in and checked.
+pub struct Experiment {
+    /// The machine.
+    pub loaded: Loaded,
+    /// Kernels, in the order given.
+    pub kernels: Vec<Kernel>,
+    /// Policies, in the order given.
+    pub policies: Vec<PolicySpec>,
+    /// Shapes, in the order given.
+    pub shapes: Vec<Shape>,
+    /// Processes of a plain `flat` shape.
+    pub p: usize,
+}
+
+impl Experiment {
+    /// The experiment of `o`: defaults filled in, repeated values removed.
+    pub fn of(o: &Options) -> Result<Experiment> {
+        let loaded = machine(o)?;
+        let m = &loaded.machine;
+        let mut kernels = o.kernels.clone();
+        if kernels.is_empty() {
+            kernels = vec![
+                Kernel::Triad,
+                Kernel::Sync,
+                Kernel::Hword,
+                Kernel::Hbulk,
+                Kernel::Fft,
+            ];
+            if o.matrix.is_some() {
+                kernels.push(Kernel::Spmv);
+            }
+        }
+        dedup(&mut kernels);
+        if kernels.contains(&Kernel::Spmv) && o.matrix.is_none() {
+            return Err(Error::usage(
+                "the spmv kernel needs --matrix FILE (a Matrix Market file)",
+            ));
+        }
+        let mut policies = o.policies.clone();
+        if policies.is_empty() {
+            policies = ["compact", "scattered"]
+                .iter()
+                .map(|s| policy(s))
+                .collect::<Result<_>>()?;
+        }
+        dedup(&mut policies);
+        let mut shapes = o.shapes.clone();
+        if shapes.is_empty() {
+            shapes.push(Shape::Flat(None));
+        }
+        dedup(&mut shapes);
+        let per_package = m.packages().first().map_or(1, |p| p.cores.len()).max(1);
+        let p = o.p.unwrap_or(per_package);
+        Ok(Experiment {
+            loaded,
+            kernels,
+            policies,
+            shapes,
+            p,
+        })
+    }
+}
+
+/// Removes later repeats of a value, keeping the first's place.
+fn dedup<T: PartialEq + Clone>(v: &mut Vec<T>) {
+    let mut seen: Vec<T> = Vec::new();
+    v.retain(|x| {
+        let new = !seen.contains(x);
+        if new {
+            seen.push(x.clone());
+        }
+        new
+    });
+}
+
+/// Runs `mbsp affinity`: the plan view on a loaded tree, else every kernel under every
+/// placement.
+pub fn run(o: &Options) -> Result<()> {
+    let e = Experiment::of(o)?;
+    if !e.loaded.machine.source().is_real() {
+        if o.csv.is_some() || o.plot.is_some() {
+            return Err(Error::usage(
+                "--csv and --plot need measurements: on a loaded machine (--xml, --synthetic, \
+                 MBSP_TOPOLOGY) the plans are printed and nothing is run",
+            ));
+        }
+        return plan_view::print(&e, o);
+    }
+    let sizes = kernels::Sizes::new(o.quick);
+    let matrix = match (&o.matrix, e.kernels.contains(&Kernel::Spmv)) {
+        (Some(f), true) => Some(kernels::load_matrix(f, &e)?),
+        _ => None,
+    };
+    let mut rows = Vec::new();
+    for &k in &e.kernels {
+        for shape in &e.shapes {
+            for pol in &e.policies {
+                let row = kernels::measure(k, pol, *shape, &e, &sizes, o.repeat, matrix.as_ref())?;
+                rows.push(row);
+            }
+        }
+    }
+    if !o.program.is_empty() {
+        for pol in &e.policies {
+            rows.push(kernels::external(&o.program, pol, o.repeat)?);
+        }
+    }
+    let out = report::Report { rows, e: &e, o };
+    if let Some(f) = &o.csv {
+        out.csv(f)?;
+    }
+    if let Some(f) = &o.plot {
+        out.plot(f)?;
+    }
+    if o.json {
+        println!("{:#}", out.json());
+    } else {
+        print!("{}", out.table());
+    }
+    Ok(())
+}
+
+/// The plan of `levels` under `policy` on the loaded machine, as `mbsp topo` builds it.
+pub(crate) fn plan_of(
+    m: &Machine,
+    levels: &[Count],
+    policy: &Policy,
+) -> Result<Vec<crate::topo::Node>> {
+    crate::topo::build(m, &m.whole(), levels, policy)
+        .map_err(|e| e.context(format!("the plan of {}", levels_text(levels))))
+}
+
+/// Levels as `mbsp topo` prints them: `4`, `one per package, nested: one per core`.
+pub(crate) fn levels_text(levels: &[Count]) -> String {
+    let shown: Vec<String> = levels
+        .iter()
+        .map(|l| match l {
+            Count::N(n) => n.to_string(),
+            Count::Per(level) => format!("one per {level}"),
+        })
+        .collect();
+    shown.join(", nested: ")
+}
