@@ -52,7 +52,7 @@ fn params_save_without_a_directory_is_refused_before_measuring() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.starts_with("mbsp: --save: neither XDG_CONFIG_HOME nor HOME"),
+        err.starts_with("mbsp params: --save: neither XDG_CONFIG_HOME nor HOME"),
         "{err}"
     );
     assert!(!err.contains("measuring"), "{err}");
