@@ -775,7 +775,7 @@ pub fn run(o: &Options) -> Result<()> {
         })
         .map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(
-            "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
+            "mbsp params: wrote {} (use it: MBSP_PARAMS={}; --save makes them this machine's)",
             path.display(),
             path.display()
         );

@@ -22,7 +22,7 @@
 //! largest compute + sync of any process). Nested runs are reported level by level, each with
 //! the parameters of its level ([`Params::for_level`]).
 //!
-//! **Regions.** [`Ctx::region`](crate::Ctx::region) (or
+//! **Regions.** [`Ctx::region`](crate::Ctx::region)(crate::Ctx::region) (or
 //! [`region_begin`](crate::Ctx::region_begin)/[`region_end`](crate::Ctx::region_end); from C,
 //! `mbsp_region_begin`/`mbsp_region_end`) names a part of the program. Regions nest. A
 //! superstep belongs to the region innermost-open in a process when its computation ends (its
@@ -276,8 +276,8 @@ impl crate::Ctx {
         r
     }
 
-    /// Begin the region `name` (see [`Ctx::region`], which ends it for you); end it with
-    /// [`Ctx::region_end`]. For code whose regions do not fit a closure (the C ABI's
+    /// Begin the region `name` (see [`Ctx::region`](crate::Ctx::region), which ends it for you); end it with
+    /// [`Ctx::region_end`](crate::Ctx::region_end). For code whose regions do not fit a closure (the C ABI's
     /// `mbsp_region_begin`). Regions still open when the process ends are closed then.
     ///
     /// ```
@@ -299,7 +299,7 @@ impl crate::Ctx {
         }
     }
 
-    /// End the innermost region begun by [`Ctx::region_begin`]. Ending a region when none is
+    /// End the innermost region begun by [`Ctx::region_begin`](crate::Ctx::region_begin). Ending a region when none is
     /// open is a misuse (the run fails with an error naming this process and superstep).
     ///
     /// ```
@@ -406,7 +406,7 @@ impl Sink {
 /// A region of a [`Profile`]: its name and the region it is nested in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionName {
-    /// As given to [`Ctx::region`](crate::Ctx::region).
+    /// As given to [`Ctx::region`](crate::Ctx::region)(crate::Ctx::region).
     pub name: String,
     /// The enclosing region (an index into [`Profile::regions`]), if any.
     pub parent: Option<usize>,
@@ -1276,8 +1276,8 @@ pub(crate) fn emit(profile: &Profile) {
     let (path, written) = match env_request() {
         EnvRequest::Off => return,
         EnvRequest::Text => {
-            eprint!(
-                "mbsp profile: {report}mbsp profile: BSP parameters: {}\n",
+            eprintln!(
+                "mbsp profile: {report}mbsp profile: BSP parameters: {}",
                 crate::params::source()
             );
             return;
