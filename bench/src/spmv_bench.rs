@@ -497,6 +497,7 @@ pub fn run(o: &Options) -> Result<()> {
                 rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
                 let m = measure(&a, &csr, &x, prep, v, batches, per)
                     .map_err(|e| e.context(format!("{name}, p = {p}, {}", v.name())))?;
+                let m = mbsp_cli::run_on::on_root(m, "the SpMV")?;
                 rayon_times.extend(time_rayon(
                     pool,
                     &csr,
@@ -511,7 +512,10 @@ pub fn run(o: &Options) -> Result<()> {
                 r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
                 if let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan {
                     let params = mbsp_algorithms::cost::Params::current();
-                    let per_nz = crate::spmv_cmd::plan_seconds_per_nz(plan)?;
+                    let per_nz = mbsp_cli::run_on::on_root(
+                        crate::spmv_cmd::plan_seconds_per_nz(plan)?,
+                        "the SpMV's local rate",
+                    )?;
                     r.predicted = Some(plan.predict(params, per_nz, v == Variant::Hp));
                 }
                 group.push(r);

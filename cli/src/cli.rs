@@ -24,8 +24,10 @@ pub fn parse<P: Parser>(program: &str) -> std::result::Result<P, ExitCode> {
     let args: Vec<OsString> = std::env::args_os().collect();
     P::try_parse_from(&args).map_err(|e| {
         if !e.use_stderr() {
-            // Help and version: clap prints them to stdout.
-            let _ = e.print();
+            // Help and version: clap prints them to stdout (over MPI ranks, rank 0 alone).
+            if crate::run_on::is_root() {
+                let _ = e.print();
+            }
             return ExitCode::SUCCESS;
         }
         let command = P::command();

@@ -6,6 +6,7 @@
 use crate::error::{Classify, Error, Result};
 use crate::fft_cmd;
 use crate::params_cmd::{self, LevelParams, Where};
+use crate::run_on;
 use crate::spmv_cmd::{Csr, Prepared, Variant, measure, test_x};
 use crate::topo::{self, Count};
 use mbsp::{Level, Policy};
@@ -174,6 +175,7 @@ pub fn run(o: &Options) -> Result<()> {
             },
             &cost,
         )?;
+        let r = run_on::on_root(r, "the FFT")?;
         let gflops = |s: f64| mbsp_algorithms::fft::flops(n) / s / 1e9;
         let predicted = if nested {
             r.choice.nested
@@ -231,11 +233,17 @@ pub fn run(o: &Options) -> Result<()> {
     let (batches, per) = if quick { (3, 5) } else { (9, 40) };
     for variant in [Variant::Plain, Variant::Hp] {
         progress(start, &format!("SpMV {}", variant.name()));
-        let r = measure(&a, &csr, &x, &prep, variant, batches, per)?;
+        let r = run_on::on_root(
+            measure(&a, &csr, &x, &prep, variant, batches, per)?,
+            "the SpMV",
+        )?;
         let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {
             unreachable!("flat plan")
         };
-        let per_nz = crate::spmv_cmd::plan_seconds_per_nz(plan)?;
+        let per_nz = run_on::on_root(
+            crate::spmv_cmd::plan_seconds_per_nz(plan)?,
+            "the SpMV's local rate",
+        )?;
         let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(

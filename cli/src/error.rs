@@ -130,14 +130,18 @@ impl Error {
         self
     }
 
-    /// Prints `command: error` as one line on stderr (control characters escaped: a message
+    /// Prints `command: error` as one line on stderr (over MPI ranks, on rank 0 alone: every rank
+    /// meets the same error; control characters escaped: a message
     /// may quote a path or input, and raw control bytes must not reach the terminal) and
     /// returns the exit status of its class.
     pub fn report(&self, command: &str) -> ExitCode {
-        eprintln!(
-            "{command}: {}",
-            mbsp_algorithms::text::escaped(&self.to_string())
-        );
+        // Over MPI ranks every rank meets the same error; rank 0 alone prints it.
+        if crate::run_on::is_root() {
+            eprintln!(
+                "{command}: {}",
+                mbsp_algorithms::text::escaped(&self.to_string())
+            );
+        }
         ExitCode::from(self.kind.status())
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, Need};
+use crate::run_on;
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
@@ -19,7 +20,7 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub n: usize,
     /// Processes of the flat variant (a power of two; default: the largest power of two <= the
-    /// hardware threads).
+    /// hardware threads; under `mpiexec` with the `mpi` feature, the ranks, at most as many).
     #[arg(short = 'p', long = "procs", value_name = "P")]
     pub p: Option<usize>,
     /// The Multi-BSP variant over the machine tree (MBSP_TOPOLOGY is honoured).
@@ -85,7 +86,9 @@ fn preflight(n: usize, p: usize, reps: usize) -> Result<()> {
 }
 
 /// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
-pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
+/// `None` on the MPI ranks that do not print ([`run_on`]): they took part in the run, rank 0
+/// has the outcome.
+pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
     let n = o.n;
     if !n.is_power_of_two() {
         return Err(Error::usage(format!("--n {n} is not a power of two")));
@@ -94,6 +97,10 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
     let tree = hierarchy(&loaded.machine, &loaded.machine.whole());
     let pow2_threads = 1usize << mbsp::nprocs().max(1).ilog2();
     let levels: Vec<usize> = if o.nested {
+        run_on::threads_only(
+            "--nested",
+            "its levels are the machine tree's; over ranks the flat variant runs, one process per rank",
+        )?;
         let total: usize = tree.iter().product::<usize>().max(1);
         if let Some(p) = o.p.filter(|&p| p != total) {
             return Err(Error::usage(format!(
@@ -102,9 +109,14 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
         }
         tree.clone()
     } else {
-        let p = o.p.unwrap_or(pow2_threads);
+        let p = run_on::procs(o.p, pow2_threads)?;
         if !p.is_power_of_two() {
-            return Err(Error::usage(format!("-p {p} is not a power of two")));
+            return Err(Error::usage(match o.p {
+                Some(_) => format!("-p {p} is not a power of two"),
+                None => format!(
+                    "{p} MPI ranks: the FFT needs a power of two processes (give -p, at most {p})"
+                ),
+            }));
         }
         vec![p]
     };
@@ -118,34 +130,38 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
     } else {
         Direction::Forward
     };
-    eprintln!("fft: n = {n}, {p} processes, levels {levels:?}: planning");
-    let x = random(n, 0x9e37_79b9_7f4a_7c15);
-    // Sequential reference (and the kernel's rate, for the cost model).
-    let mut want = x.clone();
-    let mut planner = rustfft::FftPlanner::new();
-    let kernel = match dir {
-        Direction::Forward => planner.plan_fft_forward(n),
-        Direction::Inverse => planner.plan_fft_inverse(n),
-    };
     let reps = o.reps.max(1);
-    let mut warm = x.clone();
-    kernel.process(&mut warm); // first touch, twiddles in cache
-    let seq = median(
-        (0..reps)
-            .map(|_| {
-                warm.copy_from_slice(&x);
-                let t = Instant::now();
-                kernel.process(&mut warm);
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    );
-    kernel.process(&mut want);
-    if dir == Direction::Inverse {
-        want.iter_mut().for_each(|v| *v /= n as f64);
-    }
+    let x = random(n, 0x9e37_79b9_7f4a_7c15);
+    // Sequential reference and its time (the kernel's rate, for the cost model): on the
+    // process that prints only (over ranks, the others would disturb its timing).
+    let reference = run_on::is_root().then(|| {
+        eprintln!("fft: n = {n}, {p} processes, levels {levels:?}: planning");
+        let mut want = x.clone();
+        let mut planner = rustfft::FftPlanner::new();
+        let kernel = match dir {
+            Direction::Forward => planner.plan_fft_forward(n),
+            Direction::Inverse => planner.plan_fft_inverse(n),
+        };
+        let mut warm = x.clone();
+        kernel.process(&mut warm); // first touch, twiddles in cache
+        let seq = median(
+            (0..reps)
+                .map(|_| {
+                    warm.copy_from_slice(&x);
+                    let t = Instant::now();
+                    kernel.process(&mut warm);
+                    t.elapsed().as_secs_f64()
+                })
+                .collect(),
+        );
+        kernel.process(&mut want);
+        if dir == Direction::Inverse {
+            want.iter_mut().for_each(|v| *v /= n as f64);
+        }
+        (want, seq)
+    });
     let (top, below) = levels.split_first().map_or((1, &[][..]), |(t, b)| (*t, b));
-    let r = mbsp::run(top, |ctx| {
+    let r = run_on::gathered(top, |ctx| {
         let (me, pt) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(pt).map(|i| x[i]).collect();
         let t = Instant::now();
@@ -163,16 +179,20 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
         }
         let secs = median(times);
         plan.free(ctx)?;
-        Ok((local, secs, planning))
+        Ok((local, vec![secs, planning]))
     })?;
+    // Over ranks, the others are done: rank 0 has every process's part.
+    let (Some(r), Some((want, seq))) = (r, reference) else {
+        return Ok(None);
+    };
     let mut y = vec![C::default(); n];
-    for (me, (local, _, _)) in r.iter().enumerate() {
+    for (me, (local, _)) in r.iter().enumerate() {
         for (i, v) in local.iter().enumerate() {
             y[me + top * i] = *v;
         }
     }
-    let secs = r.iter().map(|x| x.1).fold(0.0, f64::max);
-    let planning = r[0].2;
+    let secs = r.iter().map(|x| x.1[0]).fold(0.0, f64::max);
+    let planning = r[0].1[1];
     let rel_error = rel_error(&y, &want);
     // r: rustfft's rate at the length of the kernels a flat transform over all processes runs,
     // on each core while all of them run it.
@@ -194,7 +214,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
             "relative error {rel_error:e} is too large"
         )));
     }
-    Ok(Outcome {
+    Ok(Some(Outcome {
         p,
         levels,
         tree,
@@ -204,12 +224,14 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Outcome> {
         seq,
         rel_error,
         choice,
-    })
+    }))
 }
 
 /// Runs `mbsp fft`: measures ([`measure`]) and prints.
 pub fn run(o: &Options) -> Result<()> {
-    let out = measure(o, &FftCost::uniform(*Params::current()))?;
+    let Some(out) = measure(o, &FftCost::uniform(*Params::current()))? else {
+        return Ok(());
+    };
     let Outcome {
         p,
         levels,

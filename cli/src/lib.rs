@@ -31,6 +31,7 @@ pub mod machine;
 pub mod params_cmd;
 pub mod partition_cmd;
 pub mod preflight;
+pub mod run_on;
 pub mod spmv_cmd;
 pub mod stats;
 pub mod topo;

@@ -9,9 +9,17 @@
 //! * `mbsp partition` — a sparse matrix split over p processes, Mondriaan's files written.
 //!
 //! Exit statuses, the same in every subcommand: [`mbsp_cli::error`].
+//!
+//! Built with the feature `mpi` and started by an MPI launcher, `fft` and `spmv` run over the
+//! launcher's ranks ([`mbsp_cli::run_on`]); `topo` and `partition` run on rank 0 (the other
+//! ranks exit at once with status 0); `demo` and `params`, which measure this machine's
+//! threads, are refused. Rank 0 alone prints, errors included; every rank exits with the
+//! command's status.
 
 use clap::{Parser, Subcommand};
-use mbsp_cli::{cli, demo, fft_cmd, params_cmd, partition_cmd, spmv_cmd, topo, whole_file};
+use mbsp_cli::{
+    Error, cli, demo, fft_cmd, params_cmd, partition_cmd, run_on, spmv_cmd, topo, whole_file,
+};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -51,6 +59,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    if let Err(e) = run_on::init() {
+        return e.report("mbsp");
+    }
     let cli = match cli::parse::<Cli>("mbsp") {
         Ok(c) => c,
         Err(status) => return status,
@@ -68,6 +79,21 @@ fn main() -> ExitCode {
     };
     if let Err(e) = cli::preamble() {
         return e.report("mbsp");
+    }
+    if let Some(ranks) = run_on::ranks() {
+        match command {
+            Command::Demo(_) | Command::Params(_) => {
+                return Error::usage(format!(
+                    "measures this machine's threads and does not run over MPI ranks ({ranks} \
+                     here): start it without mpiexec"
+                ))
+                .report(name);
+            }
+            Command::Topo(_) | Command::Partition(_) if !run_on::is_root() => {
+                return ExitCode::SUCCESS;
+            }
+            _ => {}
+        }
     }
     whole_file::on_interrupt();
     let result = match command {

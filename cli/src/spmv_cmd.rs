@@ -4,6 +4,7 @@
 use crate::cli;
 use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, MatrixSize, Need};
+use crate::run_on;
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
@@ -18,10 +19,11 @@ pub struct Options {
     /// The Matrix Market file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Processes.
-    #[arg(short = 'p', long = "procs", value_name = "P", default_value = "2",
+    /// Processes [default: 2; under `mpiexec` with the `mpi` feature, the ranks, at most as
+    /// many].
+    #[arg(short = 'p', long = "procs", value_name = "P",
           allow_hyphen_values = true, value_parser = cli::at_least("-p", 1))]
-    pub p: usize,
+    pub p: Option<usize>,
     /// Variant: plain (gets and puts, two supersteps), hp (direct_get and hpsend, one
     /// superstep) or hier (packages of the machine, each a nested run over its cores).
     #[arg(long, value_name = "V", default_value = "plain")]
@@ -294,15 +296,19 @@ fn batches_of(
 /// every process of the plan running its own part at once (as BSP's r is measured: on a
 /// memory-bound kernel, two cores sharing the memory each run slower than one alone): the
 /// slowest part's time over the largest part's nonzeros, the rate the BSP prediction charges
-/// for the local phase (not the CSR baseline's: the kernels differ).
-pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<f64> {
+/// for the local phase (not the CSR baseline's: the kernels differ). `None` on the MPI ranks
+/// that do not print ([`run_on`]).
+pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
     let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
     let reps = (2_000_000 / most).clamp(1, 1000);
-    let times = mbsp::run(plan.p(), |ctx| {
+    let times = run_on::gathered::<f64, _>(plan.p(), |ctx| {
         ctx.sync()?; // start together
-        Ok(plan.procs[ctx.pid()].time_local_multiply(reps))
+        Ok((
+            Vec::new(),
+            vec![plan.procs[ctx.pid()].time_local_multiply(reps)],
+        ))
     })?;
-    Ok(times.into_iter().fold(0.0, f64::max) / most as f64)
+    Ok(times.map(|t| t.iter().map(|(_, t)| t[0]).fold(0.0, f64::max) / most as f64))
 }
 
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
@@ -322,7 +328,8 @@ pub struct Measured {
 /// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
 /// the same number of sequential CSR multiplies (the other processes wait in a sync), so both
 /// see the same machine state: this machine switches between a fast and a slow state, and
-/// figures timed minutes apart are not comparable. Medians of the batches.
+/// figures timed minutes apart are not comparable. Medians of the batches. `None` on the MPI
+/// ranks that do not print ([`run_on`]): they took part, rank 0 checks the result.
 pub fn measure(
     a: &CooMatrix,
     csr: &Csr,
@@ -331,9 +338,7 @@ pub fn measure(
     variant: Variant,
     batches: usize,
     per: usize,
-) -> Result<Measured> {
-    let mut ys = vec![0.0; a.rows];
-    csr.multiply(x, &mut ys);
+) -> Result<Option<Measured>> {
     // The sequential baseline writes its own y (one per thread that may run it).
     let y_seq = std::sync::Mutex::new(vec![0.0; a.rows]);
     let seq = || csr.multiply(x, &mut y_seq.lock().unwrap());
@@ -342,22 +347,22 @@ pub fn measure(
             *v = x[j as usize];
         }
     };
-    type Out = mbsp::Result<Vec<(Vec<f64>, f64, f64, f64)>>;
+    type Out = mbsp::Result<Option<Vec<run_on::Part<f64>>>>;
     let (out, owned): (Out, Vec<&[u32]>) = match (&prep.plan, variant) {
         (Plan::Flat(plan), Variant::Plain) => (
-            mbsp::run(prep.p, |ctx| {
+            run_on::gathered(prep.p, |ctx| {
                 let mut spmv = Spmv::new(ctx, plan)?;
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
                 let (t, ts, q) =
                     batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, t, ts, q))
+                Ok((y, vec![t, ts, q]))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
         (Plan::Flat(plan), Variant::Hp) => (
-            mbsp::run(prep.p, |ctx| {
+            run_on::gathered(prep.p, |ctx| {
                 let mut spmv = HpSpmv::new(ctx, plan)?;
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
@@ -365,19 +370,19 @@ pub fn measure(
                 let mut y = vec![0.0; local.y_owned.len()];
                 let (t, ts, q) =
                     batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, t, ts, q))
+                Ok((y, vec![t, ts, q]))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
         (Plan::Hier(plan), Variant::Hier) => (
-            mbsp::run(plan.top.p(), |ctx| {
+            run_on::gathered(plan.top.p(), |ctx| {
                 let mut spmv = HierSpmv::new(ctx, plan)?;
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
                 let (t, ts, q) =
                     batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, t, ts, q))
+                Ok((y, vec![t, ts, q]))
             }),
             plan.top
                 .procs
@@ -389,18 +394,23 @@ pub fn measure(
             return Err(Error::usage(format!("no {} plan prepared", variant.name())));
         }
     };
-    let out = out?;
+    let Some(out) = out? else {
+        return Ok(None);
+    };
+    let mut ys = vec![0.0; a.rows];
+    csr.multiply(x, &mut ys);
     let parts: Vec<(&[u32], &[f64])> = out
         .iter()
         .enumerate()
         .map(|(s, o)| (owned[s], o.0.as_slice()))
         .collect();
-    Ok(Measured {
-        bsp: out[0].1,
-        ratio: out[0].3,
-        seq: out[0].2,
+    let (bsp, seq, ratio) = (out[0].1[0], out[0].1[1], out[0].1[2]);
+    Ok(Some(Measured {
+        bsp,
+        ratio,
+        seq,
         max_rel_error: max_rel_error(a, x, &ys, &parts),
-    })
+    }))
 }
 
 /// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
@@ -498,18 +508,32 @@ fn after_reading(size: &MatrixSize, p: usize) -> Need {
     preflight::larger(part, run)
 }
 
+/// Progress on stderr, from the process that prints ([`run_on::is_root`]).
+fn progress(line: std::fmt::Arguments) {
+    if run_on::is_root() {
+        eprintln!("{line}");
+    }
+}
+
 /// Runs `mbsp spmv`.
 pub fn run(o: &Options) -> Result<()> {
     let variant = o.variant;
+    if variant == Variant::Hier {
+        run_on::threads_only(
+            "--variant hier",
+            "its top level is the machine's packages; use plain or hp over ranks",
+        )?;
+    }
+    let p = run_on::procs(o.p, 2)?;
     let batches = 9;
     let per = (o.reps / batches).max(1);
     let name = o
         .file
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
-    preflight(&o.file, o.p)?;
+    preflight(&o.file, p)?;
     let mut a = mtx::read_path(&o.file).map_err(|e| Error::io("").with_source(e))?;
-    fits(&a, o.p)?;
+    fits(&a, p)?;
     let prep = if let Some(prefix) = &o.partition {
         if variant == Variant::Hier {
             return Err(Error::usage(
@@ -517,58 +541,64 @@ pub fn run(o: &Options) -> Result<()> {
                  plain or hp with a partition file",
             ));
         }
-        let (b, d) = mondriaan::read(prefix, o.p).map_err(|e| Error::io("").with_source(e))?;
+        let (b, d) = mondriaan::read(prefix, p).map_err(|e| Error::io("").with_source(e))?;
         same_matrix(&a, &b).map_err(|e| {
             Error::usage(format!(
                 "--partition {}: the partition is for another matrix than {name}: {e}",
                 prefix.display()
             ))
         })?;
-        eprintln!(
+        progress(format_args!(
             "spmv: {name}: {} x {}, {} nonzeros; partition read from {}-P{}",
             b.rows,
             b.cols,
             b.nnz(),
             prefix.display(),
-            o.p
-        );
+            p
+        ));
         a = b; // the same matrix, in the order of the partition file
         Prepared::from_distribution(&a, d)?
     } else {
-        eprintln!(
-            "spmv: {name}: {} x {}, {} nonzeros; partitioning for p = {}",
+        progress(format_args!(
+            "spmv: {name}: {} x {}, {} nonzeros; partitioning for p = {p}",
             a.rows,
             a.cols,
             a.nnz(),
-            o.p
-        );
-        Prepared::new(&a, o.p, variant)?
+        ));
+        Prepared::new(&a, p, variant)?
     };
     let x = test_x(a.cols);
-    eprintln!(
-        "spmv: sequential CSR and BSP 2D {} at p = {}, interleaved: {batches} batches of {per} \
+    progress(format_args!(
+        "spmv: sequential CSR and BSP 2D {} at p = {p}, interleaved: {batches} batches of {per} \
          multiplies each",
         variant.name(),
-        o.p
-    );
+    ));
     let csr = Csr::new(&a);
     let m = measure(&a, &csr, &x, &prep, variant, batches, per)?;
+    let per_nz = match &prep.plan {
+        Plan::Flat(plan) => plan_seconds_per_nz(plan)?,
+        Plan::Hier(_) => None,
+    };
+    // Over ranks, the others are done: rank 0 has the results.
+    let Some(m) = m else {
+        return Ok(());
+    };
     let (t_bsp, t_seq, max_rel_error) = (m.bsp, m.seq, m.max_rel_error);
     let partition_seconds = prep.partition_seconds;
     let flops = 2.0 * a.nnz() as f64;
     let mflops = flops / t_bsp / 1e6;
     let speedup = m.ratio;
-    let predicted = match &prep.plan {
-        Plan::Flat(plan) => Some(plan.predict(
+    let predicted = match (&prep.plan, per_nz) {
+        (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
-            plan_seconds_per_nz(plan)?,
+            per_nz,
             variant == Variant::Hp,
         )),
-        Plan::Hier(_) => None,
+        _ => None,
     };
     if o.json {
         let v = json!({
-            "matrix": name, "p": o.p, "variant": variant.name(), "mflops": mflops,
+            "matrix": name, "p": p, "variant": variant.name(), "mflops": mflops,
             "speedup": speedup, "max_rel_error": max_rel_error,
             "partition_seconds": partition_seconds, "sequential_mflops": flops / t_seq / 1e6,
             "volume": prep.volume, "max_h": prep.max_h, "nnz": a.nnz(), "m": a.rows, "n": a.cols,
@@ -589,7 +619,7 @@ pub fn run(o: &Options) -> Result<()> {
             a.rows,
             a.cols,
             a.nnz(),
-            o.p,
+            p,
             variant.name(),
             t_bsp * 1e6,
             flops / t_seq / 1e6,

@@ -366,7 +366,7 @@ impl Barrier {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

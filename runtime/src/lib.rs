@@ -181,7 +181,7 @@ pub mod internals {
     /// through the runtime's real run state, barrier and superstep code, so that the model
     /// checker explores their interleavings. Placement is planned on a small synthetic machine
     /// and not applied; waiting spins once and yields once.
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     pub fn model_run<R, F>(p: usize, f: F) -> Vec<crate::Result<R>>
     where
         R: Send + 'static,
@@ -207,7 +207,7 @@ pub mod internals {
 
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
     /// small synthetic machine and not applied; waiting spins once and yields once.
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     fn model_shared(p: usize) -> std::sync::Arc<crate::ctx::RunShared> {
         use crate::wait::WaitPolicy;
         static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
@@ -236,7 +236,7 @@ pub mod internals {
     /// returning `pid * 1000 + ` the run's id, then the team's shutdown (its workers joined).
     /// Returns, per launch, the run's id and the results of processes 1.. as the starter read
     /// them.
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
         crate::team::model_launches((0..runs).map(|_| model_shared(p)).collect())
     }

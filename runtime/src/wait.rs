@@ -172,7 +172,7 @@ pub(crate) enum Sleep<'a> {
 /// How long a wait that follows a notification which woke someone keeps spinning and yielding
 /// before it sleeps: longer than a woken thread takes to run again (tens of microseconds, more
 /// when its core was idle), so that two processes do not keep waking each other up (below).
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 const WAKE_PATIENCE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// The smallest adaptive spin budget.
@@ -295,29 +295,29 @@ pub(crate) fn wait_until<T>(
 /// The deadline of a patient wait's yield phase (none under loom, which has no clock: there the
 /// policy's yields alone bound it).
 struct Patience {
-    #[cfg(not(loom))]
+    #[cfg(not(feature = "loom"))]
     until: Option<std::time::Instant>,
 }
 
 impl Patience {
     fn new(patient: bool) -> Self {
-        #[cfg(loom)]
+        #[cfg(feature = "loom")]
         {
             let _ = patient;
             Patience {}
         }
-        #[cfg(not(loom))]
+        #[cfg(not(feature = "loom"))]
         Patience {
             until: patient.then(|| std::time::Instant::now() + WAKE_PATIENCE),
         }
     }
 
     fn lasts(&self) -> bool {
-        #[cfg(loom)]
+        #[cfg(feature = "loom")]
         {
             false
         }
-        #[cfg(not(loom))]
+        #[cfg(not(feature = "loom"))]
         self.until.is_some_and(|t| std::time::Instant::now() < t)
     }
 }
@@ -327,12 +327,12 @@ impl Patience {
 /// than yielding again (each further yield may cost a whole slice of a competing thread).
 #[inline]
 fn yield_briefly() -> bool {
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     {
         yield_now();
         true
     }
-    #[cfg(not(loom))]
+    #[cfg(not(feature = "loom"))]
     {
         let t = std::time::Instant::now();
         yield_now();
@@ -342,8 +342,8 @@ fn yield_briefly() -> bool {
 
 /// Sleep a little where nobody will wake us.
 fn nap() {
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     yield_now();
-    #[cfg(not(loom))]
+    #[cfg(not(feature = "loom"))]
     std::thread::sleep(std::time::Duration::from_micros(20));
 }

@@ -2,9 +2,9 @@
 //! runtime/src (the atomics and shared cells go through the `shim` module, which switches them
 //! to loom's models).
 //!
-//! Run with: `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom --release`
-//! (scripts/test does). Without `--cfg loom` this file is empty.
-#![cfg(loom)]
+//! Run with: `cargo test -p mbsp --features loom --test loom`
+//! (scripts/test does). Without the feature `loom` this file is empty.
+#![cfg(feature = "loom")]
 
 use loom::sync::Arc;
 use loom::thread;
