@@ -763,7 +763,7 @@ fn main() {
         }
     }
     if mode == "profile" {
-        match profile_over_ranks(&world) {
+        match profile_over_ranks(world) {
             Ok(()) => println!("selftest profile ok on {ranks} ranks"),
             Err(e) => fail(&e),
         }
