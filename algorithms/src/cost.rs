@@ -9,7 +9,9 @@
 //! word twice — into an outbox and out of it — while a direct get copies it once, straight from
 //! the source. A superstep that changes registrations costs a second barrier.
 
-pub use mbsp::params::{PARAMS_ENV, Params, ParamsError};
+pub use mbsp::params::{
+    PARAMS_ENV, Params, ParamsError, ParamsSource, judge_prediction, saved_path,
+};
 
 /// Words (8 bytes, rounded up) taken by `n` elements of `elem` bytes.
 pub fn words(n: usize, elem: usize) -> f64 {

@@ -249,10 +249,7 @@ pub fn run(o: &Options) -> Result<()> {
     let cost = FftCost::uniform(*Params::current());
     eprintln!(
         "fft: BSP predictions with g and l from {}",
-        std::env::var(mbsp_algorithms::cost::PARAMS_ENV).map_or(
-            "the defaults (set MBSP_PARAMS to a `mbsp params --json` file)".into(),
-            |f| f
-        )
+        mbsp::params::source()
     );
     eprintln!("fft: machine tree fan-outs (Multi-BSP levels): {levels:?}");
     #[cfg(not(feature = "fftw"))]

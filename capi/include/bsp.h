@@ -25,8 +25,9 @@
  * bsp_nprocs() is then the number of ranks. (Rust programs ask for ranks explicitly instead.)
  *
  * Other headers: mcbsp.h (this one), mcbsp-affinity.h (thread placement), mcbsp-resiliency.h
- * (checkpoints: not supported, see there), mcbsp-profiling.h (accepted and ignored), bsp.hpp
- * (C++: the class mcbsp::BSP_program of MulticoreBSP for C).
+ * (checkpoints: not supported, see there), mcbsp-profiling.h (named regions of the profile, an
+ * mbsp extension; superstep descriptions ignored), bsp.hpp (C++: the class mcbsp::BSP_program
+ * of MulticoreBSP for C).
  *
  * Processes are threads: global variables are shared between processes, as in MulticoreBSP.
  * Every misuse, and bsp_abort, prints one line naming the primitive, the process, the superstep

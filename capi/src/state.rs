@@ -141,7 +141,8 @@ pub(crate) fn c_op(op: &str) -> String {
         "end" => "bsp_end".into(),
         "spmd" => "spmd".into(),
         "move" => "bsp_move".into(),
-        o if o.starts_with("bsp_") || o.starts_with("mcbsp_") => o.into(),
+        "region_end" => "mbsp_region_end".into(),
+        o if o.starts_with("bsp_") || o.starts_with("mcbsp_") || o.starts_with("mbsp_") => o.into(),
         o => format!("bsp_{o}"),
     }
 }

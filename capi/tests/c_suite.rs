@@ -433,29 +433,86 @@ fn hostile_sizes_are_misuse_not_memory_errors() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
 
+/// The JSON profile (`MBSP_PROFILE=FILE.json`) of a run of `exe`, after checking its output
+/// contains `ok_line`.
+fn json_profile(exe: &Path, args: &[&str], name: &str, ok_line: &str) -> serde_json::Value {
+    let path = std::env::temp_dir().join(format!("mbsp-c-{name}-{}.json", std::process::id()));
+    let out = run(exe, args, &[("MBSP_PROFILE", path.to_str().unwrap())]);
+    assert!(ok(&out).contains(ok_line));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    serde_json::from_str(&text).unwrap()
+}
+
 #[test]
 fn gets_are_profiled_like_puts() {
     let exe = build("profiled_get.c", "profiled_get", &[], Link::Shared);
+    let v = json_profile(&exe, &[], "get", "profiled get ok");
+    assert_eq!(v["supersteps"][1]["h"], 1000, "the get's superstep: {v}");
+    assert_eq!(v["supersteps"][2]["h"], 1000, "the put's superstep: {v}");
+    // And the text report on stderr.
     let out = run(&exe, &[], &[("MBSP_PROFILE", "1")]);
-    assert!(ok(&out).contains("profiled get ok"));
     let err = String::from_utf8_lossy(&out.stderr);
-    // The report's rows: superstep, w, imbalance, h words, ...
-    let h = |step: &str| {
-        err.lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|cols| cols.first() == Some(&step) && cols.len() > 5)
-            .map(|cols| cols[4].to_string())
-    };
+    assert!(err.contains("top-level run: p = 2, 4 supersteps"), "{err}");
+}
+
+#[test]
+fn regions_from_c() {
+    let exe = build("regions.c", "regions", &[], Link::Shared);
+    let v = json_profile(&exe, &[], "regions", "regions ok");
+    let step_regions: Vec<&str> = v["supersteps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["region"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(
-        h("1").as_deref(),
-        Some("1000"),
-        "the get's superstep: {err}"
+        step_regions,
+        [
+            "setup",
+            "solve/halo",
+            "solve/halo",
+            "solve/halo",
+            "solve",
+            ""
+        ]
     );
+    let totals: Vec<(&str, u64, u64)> = v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["supersteps"].as_u64().unwrap(),
+                t["h"].as_u64().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(
-        h("2").as_deref(),
-        Some("1000"),
-        "the put's superstep: {err}"
+        totals,
+        [
+            ("setup", 1, 0),
+            ("solve", 4, 3),
+            ("solve/halo", 3, 3),
+            ("(outside regions)", 1, 0),
+        ]
     );
+    // The regions outside any other, with the rest, make the run.
+    let outer: f64 = v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["depth"].as_u64().unwrap() <= 1)
+        .map(|t| t["measured"].as_f64().unwrap())
+        .sum();
+    let whole = v["measured_seconds"].as_f64().unwrap();
+    assert!((outer - whole).abs() <= 1e-9 * whole, "{outer} vs {whole}");
+    // Without profiling the calls are accepted; a region ended twice is a misuse.
+    assert!(ok(&run(&exe, &[], &[])).contains("regions ok"));
+    let out = run(&exe, &["unbalanced"], &[]);
+    fails(&out, "no region is open");
+    fails(&out, "mbsp: mbsp_region_end (pid ");
 }
 
 #[test]

@@ -73,25 +73,38 @@ fn one_line(e: &clap::Error) -> String {
     line
 }
 
-/// Checks made before any command runs: a parameter file named by `MBSP_PARAMS` that cannot be
-/// used is an error of the command line (usage, exit status 2), not a warning: the predictions
+/// Checks made before any command runs: a parameter file named by `MBSP_PARAMS`, or else the
+/// one `mbsp params --save` stored ([`mbsp_algorithms::cost::saved_path`]), that cannot be used
+/// is an error of the command line (usage, exit status 2), not a warning: the predictions
 /// printed would silently come from the defaults. It is read whole, but no more than
 /// [`PARAMS_FILE_LIMIT`] bytes of it.
 pub fn preamble() -> Result<()> {
-    let Some(path) = std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) else {
-        return Ok(());
+    let (path, named) = match std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) {
+        Some(path) if !path.is_empty() => (std::path::PathBuf::from(path), true),
+        _ => match mbsp_algorithms::cost::saved_path().filter(|p| p.is_file()) {
+            Some(saved) => (saved, false),
+            None => return Ok(()),
+        },
     };
-    let checked = read_bounded(std::path::Path::new(&path), PARAMS_FILE_LIMIT).and_then(|text| {
+    let checked = read_bounded(&path, PARAMS_FILE_LIMIT).and_then(|text| {
         mbsp_algorithms::cost::Params::from_json(&text)
             .map(|_| ())
             .map_err(|e| e.to_string())
     });
     checked.map_err(|e| {
-        Error::usage(format!(
-            "{}={}: {e} (write one with `mbsp params --json FILE`)",
-            mbsp_algorithms::cost::PARAMS_ENV,
-            path.to_string_lossy()
-        ))
+        if named {
+            Error::usage(format!(
+                "{}={}: {e} (write one with `mbsp params --json FILE`)",
+                mbsp_algorithms::cost::PARAMS_ENV,
+                path.display()
+            ))
+        } else {
+            Error::usage(format!(
+                "{}: {e} (this machine's saved BSP parameters: write them again with `mbsp \
+                 params --save`, or remove the file)",
+                path.display()
+            ))
+        }
     })
 }
 

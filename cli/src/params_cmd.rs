@@ -25,7 +25,13 @@
 //!
 //! The JSON file keeps the whole machine's values (scattered policy) as its top-level keys
 //! `r, g, g_direct, l, fresh` — what `Params::current()` reads — and every measured level in
-//! `"levels"`, with the fits and their points.
+//! `"levels"`, with the fits and their points. `--save` writes it where every command and the
+//! profiler find it without `MBSP_PARAMS` ([`mbsp::params::saved_path`]).
+//!
+//! A fit is not a measurement to trust when its residual exceeds [`MAX_RESIDUAL`] or its
+//! intercept is negative (a busy machine, or noise larger than the effect): the table marks
+//! such values with `?` instead of presenting them plainly, a warning says why, and `--save`
+//! refuses a file whose top-level values come from such fits.
 
 use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, Need};
@@ -51,6 +57,8 @@ pub struct Options {
     pub json: Option<std::path::PathBuf>,
     /// Plot time against h with the fitted lines (SVG) here.
     pub plot: Option<std::path::PathBuf>,
+    /// Store the parameters as this machine's ([`mbsp::params::saved_path`]).
+    pub save: bool,
 }
 
 impl Options {
@@ -64,6 +72,7 @@ impl Options {
             levels: None,
             json: None,
             plot: None,
+            save: false,
         }
     }
 
@@ -88,6 +97,10 @@ pub struct Args {
     /// Plot time per superstep against h with the fitted lines (SVG) to FILE.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+    /// Store the parameters as this machine's, where every command and the profiler find them
+    /// without MBSP_PARAMS: $XDG_CONFIG_HOME/mbsp/params.json, or ~/.config/mbsp/params.json.
+    #[arg(long)]
+    pub save: bool,
     /// Only these levels, comma-separated: machine (a process per core), packages (a process
     /// per package), package (the cores of one), numa, core (its hardware threads).
     #[arg(long, value_delimiter = ',', value_name = "LEVEL,...")]
@@ -117,6 +130,7 @@ impl Args {
         };
         o.json = self.json;
         o.plot = self.plot;
+        o.save = self.save;
         o.levels = self.levels;
         o
     }
@@ -278,6 +292,34 @@ impl Fit {
     }
 }
 
+/// The largest residual (root mean square of the relative errors) of a fit whose values are
+/// trusted: beyond it, `l + g h` does not describe what was measured.
+pub const MAX_RESIDUAL: f64 = 0.25;
+
+impl Fit {
+    /// Why this fit's values are not to be trusted, if they are not: a residual above
+    /// [`MAX_RESIDUAL`], a negative intercept (a superstep cannot take negative time).
+    pub fn doubts(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if self.residual.is_nan() || self.residual > MAX_RESIDUAL {
+            why.push(format!(
+                "residual {:.1}% (above {:.0}%)",
+                100.0 * self.residual,
+                100.0 * MAX_RESIDUAL
+            ));
+        }
+        if self.l < 0.0 {
+            why.push(format!("negative intercept {:.1} µs", self.l * 1e6));
+        }
+        why
+    }
+
+    /// Whether the fit is to be trusted ([`Fit::doubts`] is empty).
+    pub fn trusted(&self) -> bool {
+        self.doubts().is_empty()
+    }
+}
+
 /// The parameters of one level under one policy.
 #[derive(Clone, Debug)]
 pub struct LevelParams {
@@ -298,6 +340,23 @@ pub struct LevelParams {
 }
 
 impl LevelParams {
+    /// One line per fit that is not to be trusted, naming the level, policy and primitive.
+    pub fn doubts(&self) -> Vec<String> {
+        self.fits
+            .iter()
+            .filter(|(_, f)| !f.trusted())
+            .map(|(prim, f)| {
+                format!(
+                    "{} level, {}: the {} fit ({})",
+                    self.level.name(),
+                    self.policy,
+                    prim.name(),
+                    f.doubts().join(", ")
+                )
+            })
+            .collect()
+    }
+
     /// The fit of `prim`.
     pub fn fit(&self, prim: Prim) -> &Fit {
         &self
@@ -318,6 +377,7 @@ impl LevelParams {
                     prim.name().to_string(),
                     serde_json::json!({
                         "g": f.g, "l": f.l, "residual": f.residual, "points": f.points,
+                        "trusted": f.trusted(), "doubts": f.doubts(),
                     }),
                 )
             })
@@ -534,12 +594,17 @@ pub fn measure_level(
     })
 }
 
-/// The whole JSON parameter file.
-pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
-    let top = levels
+/// The level whose values are the file's top-level keys: the whole machine, scattered.
+fn top_level(levels: &[LevelParams]) -> Option<&LevelParams> {
+    levels
         .iter()
         .find(|l| l.level == Where::Machine && l.policy == "scattered")
-        .or(levels.first());
+        .or(levels.first())
+}
+
+/// The whole JSON parameter file.
+pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
+    let top = top_level(levels);
     let mut v = serde_json::json!({
         "machine": crate::machine::describe(),
         "fresh": fresh,
@@ -568,8 +633,17 @@ pub fn table(levels: &[LevelParams]) -> String {
     }
     s.push_str(&format!(" {:>9}\n", "fit err"));
     for l in levels {
+        let put = l.fit(Prim::Put);
+        // A negative intercept is not a latency: shown as such, not as a number.
+        let l_comm = if put.l < 0.0 {
+            "<0 ?".to_string()
+        } else if put.trusted() {
+            format!("{:.3}", put.l * 1e6)
+        } else {
+            format!("{:.3}?", put.l * 1e6)
+        };
         s.push_str(&format!(
-            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>8.3} {:>7.0} {:>8.3}",
+            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>8.3} {:>7.0} {:>8}",
             l.level.name(),
             l.policy,
             l.p,
@@ -577,17 +651,31 @@ pub fn table(levels: &[LevelParams]) -> String {
             l.r_daxpy / 1e6,
             l.l * 1e6,
             l.l * l.r_dense,
-            l.fit(Prim::Put).l * 1e6
+            l_comm
         ));
         for prim in Prim::ALL {
-            let g = l.fit(prim).g;
+            let f = l.fit(prim);
+            let mark = if f.trusted() { "" } else { "?" };
             s.push_str(&format!(
                 " {:>17}",
-                format!("{:.2} | {:.1}", g * 1e9, g * l.r_dense)
+                format!("{:.2} | {:.1}{mark}", f.g * 1e9, f.g * l.r_dense)
             ));
         }
         let worst = l.fits.iter().map(|(_, f)| f.residual).fold(0.0, f64::max);
-        s.push_str(&format!(" {:>8.1}%\n", 100.0 * worst));
+        let mark = if worst > MAX_RESIDUAL { "?" } else { "" };
+        s.push_str(&format!(" {:>8.1}%{mark}\n", 100.0 * worst));
+    }
+    let doubts: Vec<String> = levels.iter().flat_map(LevelParams::doubts).collect();
+    if !doubts.is_empty() {
+        s.push_str(&format!(
+            "\nwarning: values marked ? come from fits not to be trusted (residual above {:.0}% \
+             or a negative intercept: a busy machine, or noise larger than the effect); measure \
+             again on a quiet machine, or with more --samples:\n",
+            100.0 * MAX_RESIDUAL
+        ));
+        for d in doubts {
+            s.push_str(&format!("  {d}\n"));
+        }
     }
     s
 }
@@ -616,6 +704,8 @@ fn fits(o: &Options, p: usize) -> Result<()> {
 
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<()> {
+    // Where --save will write, known before minutes of measuring.
+    let save_to = o.save.then(save_path).transpose()?;
     let loaded = mbsp::Machine::current().or_run()?;
     let all = Where::of(&loaded.machine);
     let known = |n: &String| {
@@ -685,7 +775,7 @@ pub fn run(o: &Options) -> Result<()> {
         })
         .map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(
-            "mbsp params: wrote {} (use it: MBSP_PARAMS={})",
+            "mbsp params: wrote {} (use it: MBSP_PARAMS={}; --save makes them this machine's)",
             path.display(),
             path.display()
         );
@@ -694,6 +784,55 @@ pub fn run(o: &Options) -> Result<()> {
         plot(path, &levels).map_err(|e| e.context("--plot"))?;
         eprintln!("mbsp params: plotted {}", path.display());
     }
+    if let Some(path) = save_to {
+        save(&path, &levels, fresh)?;
+    }
+    Ok(())
+}
+
+/// Where `--save` writes: [`mbsp::params::saved_path`].
+fn save_path() -> Result<std::path::PathBuf> {
+    mbsp::params::saved_path().ok_or_else(|| {
+        Error::usage(
+            "--save: neither XDG_CONFIG_HOME nor HOME names a directory to save the parameters \
+             in (write them with --json FILE and use MBSP_PARAMS=FILE)",
+        )
+    })
+}
+
+/// `--save`: the parameter file to `path`, unless the fits its top-level values come from are
+/// not to be trusted (every command would predict from them).
+fn save(path: &std::path::Path, levels: &[LevelParams], fresh: f64) -> Result<()> {
+    if let Some(top) = top_level(levels) {
+        let doubts: Vec<String> = [Prim::Put, Prim::Direct]
+            .into_iter()
+            .filter(|&p| !top.fit(p).trusted())
+            .map(|p| format!("the {} fit: {}", p.name(), top.fit(p).doubts().join(", ")))
+            .collect();
+        if !doubts.is_empty() {
+            return Err(Error::run(format!(
+                "--save: not saved: the {} level's g comes from fits not to be trusted ({}); \
+                 measure again on a quiet machine, or with more --samples",
+                top.level.name(),
+                doubts.join("; ")
+            )));
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(format!("--save: cannot create {}", dir.display())).with_source(e)
+        })?;
+    }
+    let text = serde_json::to_string_pretty(&to_json(levels, fresh)).expect("JSON");
+    crate::whole_file::write(path, |f| {
+        use std::io::Write;
+        writeln!(f, "{text}")
+    })
+    .map_err(|e| Error::io(format!("--save: {}", path.display())).with_source(e))?;
+    eprintln!(
+        "mbsp params: saved {} (every command and the profiler use it unless MBSP_PARAMS is set)",
+        path.display()
+    );
     Ok(())
 }
 
@@ -782,6 +921,68 @@ mod tests {
             "{f:?}"
         );
         assert!(f.residual < 1e-9);
+    }
+
+    #[test]
+    fn bad_fits_are_flagged_not_trusted() {
+        let line = |l: f64, g: f64| -> Vec<(f64, f64)> {
+            (1..5)
+                .map(|i| (i as f64 * 512.0, l + g * i as f64 * 512.0))
+                .collect()
+        };
+        assert!(Fit::of(line(1e-6, 2e-9)).trusted());
+        // A line through negative time at h = 0 (what a busy machine can produce).
+        let neg = Fit::of(line(-48.3e-6, 1e-7));
+        assert!(neg.l < 0.0);
+        assert_eq!(neg.doubts(), ["negative intercept -48.3 µs"]);
+        // Points far off any line.
+        let noisy = Fit::of(vec![
+            (512.0, 1e-6),
+            (1024.0, 40e-6),
+            (1536.0, 1e-6),
+            (2048.0, 60e-6),
+        ]);
+        let why = noisy.doubts();
+        assert!(why.iter().any(|w| w.starts_with("residual ")), "{why:?}");
+        let level = LevelParams {
+            level: Where::Machine,
+            policy: "scattered",
+            p: 2,
+            r_daxpy: 1e9,
+            r_dense: 1e9,
+            l: 1e-6,
+            fits: Prim::ALL
+                .iter()
+                .map(|&p| {
+                    (
+                        p,
+                        if p == Prim::Put {
+                            neg.clone()
+                        } else {
+                            Fit::of(line(1e-6, 2e-9))
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let t = table(std::slice::from_ref(&level));
+        assert!(t.contains("<0 ?"), "{t}");
+        let row = t.lines().nth(1).unwrap();
+        assert!(
+            !row.contains("-48.3"),
+            "the intercept is not printed as a number in the table: {t}"
+        );
+        assert!(
+            t.contains("warning: values marked ? come from fits not to be trusted"),
+            "{t}"
+        );
+        assert!(
+            t.contains("machine level, scattered: the put fit (negative intercept -48.3 µs)"),
+            "{t}"
+        );
+        assert_eq!(level.doubts().len(), 1);
+        let v = to_json(std::slice::from_ref(&level), 1e-9);
+        assert_eq!(v["levels"][0]["fits"]["put"]["trusted"], false);
     }
 
     #[test]

@@ -7,6 +7,58 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]
+fn a_bad_saved_parameter_file_is_an_error_and_mbsp_params_overrides_it() {
+    let dir = common::scratch("cli_errors", "saved_params");
+    let saved = dir.join("mbsp").join("params.json");
+    std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
+    std::fs::write(&saved, "{ not json").unwrap();
+    let topo = |params: Option<&std::path::Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mbsp"));
+        c.arg("topo")
+            .env("XDG_CONFIG_HOME", &dir)
+            .env_remove("MBSP_PARAMS");
+        if let Some(p) = params {
+            c.env("MBSP_PARAMS", p);
+        }
+        c.output().unwrap()
+    };
+    let out = topo(None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("mbsp: {}: not JSON", saved.display()))
+            && err.contains("mbsp params --save"),
+        "{err}"
+    );
+    // MBSP_PARAMS is looked at first: the saved file is not read.
+    let good = dir.join("good.json");
+    std::fs::write(&good, r#"{"g": 2e-9}"#).unwrap();
+    let out = topo(Some(&good));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn params_save_without_a_directory_is_refused_before_measuring() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args(["params", "--quick", "--save"])
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("mbsp params: --save: neither XDG_CONFIG_HOME nor HOME"),
+        "{err}"
+    );
+    assert!(!err.contains("measuring"), "{err}");
+}
+
+#[test]
 fn a_bad_parameter_file_is_an_error_of_every_command() {
     let dir = common::scratch("cli_errors", "params_file");
     let bad_json = dir.join("bad.json");

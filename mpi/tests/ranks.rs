@@ -100,6 +100,11 @@ fn the_runtime_model_check_over_one_two_and_three_ranks() {
 }
 
 #[test]
+fn profiles_with_regions_are_gathered_over_the_ranks() {
+    every_rank_succeeds("profile", "selftest profile");
+}
+
+#[test]
 fn nested_thread_runs_inside_every_rank() {
     every_rank_succeeds("hybrid", "selftest hybrid");
 }

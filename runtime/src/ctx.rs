@@ -398,6 +398,8 @@ pub struct Ctx {
     pub(crate) fault: Cell<Option<SyncPoint>>,
     /// The superstep recorder of a profiled run (see [`crate::profile`]).
     pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
+    /// Regions open in this process ([`Ctx::region_begin`]), profiled or not.
+    pub(crate) regions_open: usize,
     /// The engine that reaches the other processes of the run (see `engine/`).
     pub(crate) link: Link<Ctx>,
     /// A `Ctx` belongs to its process's thread.
@@ -437,6 +439,7 @@ impl Ctx {
             end_outcome: None,
             fault: Cell::new(None),
             prof,
+            regions_open: 0,
             link: Link::Threads,
             _not_send: PhantomData,
         }

@@ -1,12 +1,24 @@
 //! BSP machine parameters (r, g, l, ...): what `mbsp params` measures, what the profiler's
 //! report and the algorithms' cost functions predict with.
 //!
-//! They come from [`Params::current`]: the file named by `MBSP_PARAMS` (JSON, e.g.
-//! `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "fresh": 3.2e-9, "r": 1e9}`; keys may be
-//! omitted; `mbsp params --json FILE` writes one), else [`Params::DEFAULT`], measured on a
-//! 2-core AMD EPYC virtual machine. A file written by `mbsp params` also holds every measured
-//! level of the machine tree under `"levels"`: [`Params::for_level`] picks one.
+//! They come from [`Params::current`], which looks, in this order, for
+//!
+//! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
+//!    `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "fresh": 3.2e-9, "r": 1e9}`; keys may be
+//!    omitted; `mbsp params --json FILE` writes one);
+//! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
+//!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
+//!    it), if that file exists;
+//! 3. else [`Params::DEFAULT`], measured on a 2-core AMD EPYC virtual machine — not this one,
+//!    so predictions from them can be far off.
+//!
+//! [`source`] says which one is in force. A file written by `mbsp params` also holds every
+//! measured level of the machine tree under `"levels"`: [`Params::for_level`] picks one.
+//! [`judge_prediction`] words how far a prediction is from a measurement, and says what to do
+//! when it misses by more than half.
 
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The environment variable naming a JSON file of BSP parameters.
@@ -41,19 +53,21 @@ impl Params {
         fresh: 3.2e-9,
     };
 
-    /// The parameters in force: read once from the file named by `MBSP_PARAMS`, or
-    /// [`Params::DEFAULT`]. A file that cannot be read or parsed is reported once on stderr and
+    /// The parameters in force: read once from the file named by `MBSP_PARAMS`, else from
+    /// this machine's saved parameters ([`saved_path`]), else [`Params::DEFAULT`]. A file that cannot be read or parsed is reported once on stderr and
     /// the defaults are used.
     ///
     /// ```
     /// let p = mbsp::params::Params::current();
     /// assert!(p.l > 0.0 && p.g > 0.0);
     /// ```
+    ///
+    /// Where they come from: [`source`] (the lookup order is in the [module docs](self)).
     pub fn current() -> &'static Params {
         &loaded().0
     }
 
-    /// The parameters of one level of the machine tree from the `MBSP_PARAMS` file (`level` as
+    /// The parameters of one level of the machine tree from the parameter file in force (`level` as
     /// `mbsp params` names them: `machine`, `packages`, `package`, `numa`, `core`), preferring
     /// an entry measured with `p` processes, else any entry of that level, else
     /// [`Params::current`].
@@ -212,25 +226,152 @@ fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), ParamsError> {
     Ok((top, levels))
 }
 
+/// Where the parameters in force come from ([`source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParamsSource {
+    /// The file named by `MBSP_PARAMS`.
+    Env(PathBuf),
+    /// This machine's saved parameters ([`saved_path`], written by `mbsp params --save`).
+    Saved(PathBuf),
+    /// [`Params::DEFAULT`]: no file (or a file that could not be used, reported on stderr).
+    Default,
+}
+
+impl std::fmt::Display for ParamsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamsSource::Env(p) => write!(f, "{PARAMS_ENV}={}", p.display()),
+            ParamsSource::Saved(p) => write!(f, "this machine's, {}", p.display()),
+            ParamsSource::Default => f.write_str("the defaults, not measured on this machine"),
+        }
+    }
+}
+
+/// The file name of the saved parameters under the configuration directory.
+pub const SAVED_FILE: &str = "mbsp/params.json";
+
+/// Where `mbsp params --save` stores this machine's parameters and where [`Params::current`]
+/// looks when `MBSP_PARAMS` is not set: `$XDG_CONFIG_HOME/mbsp/params.json`, or
+/// `$HOME/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset, empty or relative (the
+/// XDG base directory rules); `None` when neither variable gives a directory.
+///
+/// ```
+/// if let Some(path) = mbsp::params::saved_path() {
+///     assert!(path.ends_with("mbsp/params.json"));
+/// }
+/// ```
+pub fn saved_path() -> Option<PathBuf> {
+    saved_path_in(
+        std::env::var_os("XDG_CONFIG_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+/// [`saved_path`] from the values of `XDG_CONFIG_HOME` and `HOME`.
+fn saved_path_in(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg)
+        .or_else(|| absolute(home).map(|h| h.join(".config")))
+        .map(|dir| dir.join(SAVED_FILE))
+}
+
+/// The lookup order of [`Params::current`] from the values of `MBSP_PARAMS`, `XDG_CONFIG_HOME`
+/// and `HOME`: the variable if set (even to a missing file: that is an error to report, not a
+/// reason to fall back), else the saved file if it exists, else the defaults.
+fn locate(env: Option<OsString>, xdg: Option<OsString>, home: Option<OsString>) -> ParamsSource {
+    if let Some(path) = env.filter(|v| !v.is_empty()) {
+        return ParamsSource::Env(path.into());
+    }
+    match saved_path_in(xdg, home) {
+        Some(path) if path.is_file() => ParamsSource::Saved(path),
+        _ => ParamsSource::Default,
+    }
+}
+
+/// Where the parameters in force ([`Params::current`]) come from.
+///
+/// ```
+/// let from = mbsp::params::source();
+/// println!("BSP parameters: {from}");
+/// ```
+pub fn source() -> &'static ParamsSource {
+    &loaded().2
+}
+
+/// How far `predicted` is from `measured` (seconds), as a signed percentage — `+12%` — and,
+/// when it misses by more than 50% either way, a warning that says so and what to do: measure
+/// this machine with `mbsp params --save` (if the parameters in force are not this machine's
+/// saved ones), or measure again on a quiet machine. The commands' and the profiler's
+/// prediction lines use it.
+///
+/// ```
+/// use mbsp::params::judge_prediction;
+/// assert_eq!(judge_prediction(1.0, 1.12), "+12%");
+/// let bad = judge_prediction(1.0, 0.11);
+/// assert!(bad.starts_with("-89%: off by more than 50%"), "{bad}");
+/// assert!(bad.contains("mbsp params --save"));
+/// ```
+pub fn judge_prediction(measured: f64, predicted: f64) -> String {
+    judge_with(measured, predicted, source())
+}
+
+/// [`judge_prediction`] with the parameters from `from`.
+fn judge_with(measured: f64, predicted: f64, from: &ParamsSource) -> String {
+    if measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
+        return "no measured time to compare with".into();
+    }
+    let off = (predicted - measured) / measured;
+    let pct = format!("{:+.0}%", 100.0 * off);
+    if off.abs() <= 0.5 {
+        return pct;
+    }
+    let advice = match from {
+        ParamsSource::Saved(_) => {
+            "re-measure with `mbsp params --save` on a quiet machine, or the program's costs \
+             are not the model's (look at the profile: MBSP_PROFILE=1)"
+                .to_string()
+        }
+        other => format!(
+            "the BSP parameters are {other}: measure this machine's with `mbsp params --save`"
+        ),
+    };
+    format!("{pct}: off by more than 50%; {advice}")
+}
+
 /// The parameter file, read once: a file that cannot be used is reported once on stderr and
 /// the defaults are used.
-fn loaded() -> &'static (Params, Vec<LevelEntry>) {
-    static LOADED: OnceLock<(Params, Vec<LevelEntry>)> = OnceLock::new();
-    LOADED.get_or_init(|| match std::env::var_os(PARAMS_ENV) {
-        None => (Params::DEFAULT, Vec::new()),
-        Some(path) => {
-            let read = std::fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|text| parse_file(&text).map_err(|e| e.to_string()));
-            read.unwrap_or_else(|e| {
-                eprintln!(
-                    "mbsp: {PARAMS_ENV}={}: {e}; using the default BSP parameters",
-                    path.to_string_lossy()
-                );
-                (Params::DEFAULT, Vec::new())
-            })
+fn loaded() -> &'static (Params, Vec<LevelEntry>, ParamsSource) {
+    static LOADED: OnceLock<(Params, Vec<LevelEntry>, ParamsSource)> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let from = locate(
+            std::env::var_os(PARAMS_ENV),
+            std::env::var_os("XDG_CONFIG_HOME"),
+            std::env::var_os("HOME"),
+        );
+        let path = match &from {
+            ParamsSource::Env(p) | ParamsSource::Saved(p) => p.clone(),
+            ParamsSource::Default => return (Params::DEFAULT, Vec::new(), from),
+        };
+        match read_file(&path) {
+            Ok((top, levels)) => (top, levels, from),
+            Err(e) => {
+                let name = match &from {
+                    ParamsSource::Env(_) => format!("{PARAMS_ENV}={}", path.display()),
+                    _ => path.display().to_string(),
+                };
+                eprintln!("mbsp: {name}: {e}; using the default BSP parameters");
+                (Params::DEFAULT, Vec::new(), ParamsSource::Default)
+            }
         }
     })
+}
+
+/// A parameter file read and parsed.
+fn read_file(path: &Path) -> Result<(Params, Vec<LevelEntry>), String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| parse_file(&text).map_err(|e| e.to_string()))
 }
 
 #[cfg(test)]
@@ -278,5 +419,89 @@ mod tests {
         // A flat fit (g = 0) is a measurement, not an error.
         let (top, _) = parse_file(r#"{"g": 0, "g_direct": 0}"#).unwrap();
         assert_eq!((top.g, top.g_direct), (0.0, 0.0));
+    }
+
+    /// A fresh directory under the system's temporary one.
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("mbsp-params-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_lookup_order_is_env_then_xdg_then_home_then_defaults() {
+        let xdg = temp_dir("xdg");
+        let home = temp_dir("home");
+        let os = |p: &Path| Some(OsString::from(p));
+        // Nothing saved yet: the defaults.
+        assert_eq!(locate(None, os(&xdg), os(&home)), ParamsSource::Default);
+        // Saved under HOME only: found when XDG_CONFIG_HOME is unset, empty or relative.
+        let in_home = home.join(".config").join(SAVED_FILE);
+        std::fs::create_dir_all(in_home.parent().unwrap()).unwrap();
+        std::fs::write(&in_home, r#"{"l": 3e-6}"#).unwrap();
+        for x in [
+            None,
+            Some(OsString::new()),
+            Some(OsString::from("relative/dir")),
+        ] {
+            assert_eq!(
+                locate(None, x, os(&home)),
+                ParamsSource::Saved(in_home.clone())
+            );
+        }
+        // XDG_CONFIG_HOME names the directory: HOME is not looked at, even when XDG's file
+        // is missing.
+        assert_eq!(locate(None, os(&xdg), os(&home)), ParamsSource::Default);
+        let in_xdg = xdg.join(SAVED_FILE);
+        std::fs::create_dir_all(in_xdg.parent().unwrap()).unwrap();
+        std::fs::write(&in_xdg, r#"{"l": 4e-6}"#).unwrap();
+        assert_eq!(
+            locate(None, os(&xdg), os(&home)),
+            ParamsSource::Saved(in_xdg.clone())
+        );
+        assert_eq!(read_file(&in_xdg).unwrap().0.l, 4e-6);
+        // MBSP_PARAMS overrides both (an empty value is unset).
+        let env = xdg.join("mine.json");
+        assert_eq!(
+            locate(os(&env), os(&xdg), os(&home)),
+            ParamsSource::Env(env.clone())
+        );
+        assert_eq!(
+            locate(Some(OsString::new()), os(&xdg), os(&home)),
+            ParamsSource::Saved(in_xdg)
+        );
+        // No directory at all.
+        assert_eq!(saved_path_in(None, None), None);
+        let _ = std::fs::remove_dir_all(&xdg);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn predictions_off_by_more_than_half_say_so() {
+        let saved = ParamsSource::Saved("/x/mbsp/params.json".into());
+        assert_eq!(judge_with(2.0, 2.5, &ParamsSource::Default), "+25%");
+        assert_eq!(judge_with(2.0, 1.0, &ParamsSource::Default), "-50%");
+        let low = judge_with(1.0, 0.11, &ParamsSource::Default);
+        assert_eq!(
+            low,
+            "-89%: off by more than 50%; the BSP parameters are the defaults, not measured on \
+             this machine: measure this machine's with `mbsp params --save`"
+        );
+        let high = judge_with(1.0, 1.6, &ParamsSource::Env("p.json".into()));
+        assert!(
+            high.starts_with(
+                "+60%: off by more than 50%; the BSP parameters are MBSP_PARAMS=p.json"
+            ),
+            "{high}"
+        );
+        let again = judge_with(1.0, 3.0, &saved);
+        assert!(
+            again.starts_with("+200%: off by more than 50%; re-measure with `mbsp params --save`")
+        );
+        assert_eq!(
+            judge_with(0.0, 1.0, &saved),
+            "no measured time to compare with"
+        );
     }
 }

@@ -251,7 +251,12 @@ fn environment_variable_reports_every_top_level_run() {
     let dir = std::env::temp_dir().join(format!("mbsp-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("run.json");
-    for (value, text) in [("1", true), (json.to_str().unwrap(), false)] {
+    let svg = dir.join("run.svg");
+    for (value, text) in [
+        ("1", true),
+        (json.to_str().unwrap(), false),
+        (svg.to_str().unwrap(), false),
+    ] {
         let out = std::process::Command::new(&exe)
             .args([
                 "--exact",
@@ -270,11 +275,19 @@ fn environment_variable_reports_every_top_level_run() {
                 err.contains("mbsp profile: top-level run: p = 2, 2 supersteps"),
                 "{err}"
             );
+            assert!(err.contains("mbsp profile: BSP parameters: "), "{err}");
+        } else if value.ends_with(".svg") {
+            let pic = std::fs::read_to_string(&svg).unwrap();
+            assert!(pic.starts_with("<svg") && pic.trim_end().ends_with("</svg>"));
+            // Two lanes; the region's name marks where it starts.
+            assert!(pic.contains(">pid 1<") && pic.contains(">talk<"), "{pic}");
         } else {
             let v: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
             assert_eq!(v["p"], 2);
             assert_eq!(v["supersteps"][0]["h"], 1);
+            assert_eq!(v["supersteps"][0]["region"], "talk");
+            assert_eq!(v["regions"][0]["name"], "talk");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -287,8 +300,198 @@ fn child_runs_a_program() {
         return;
     }
     mbsp::run(2, |ctx| {
-        ctx.send(1 - ctx.pid(), &[], &[0u8; 8])?;
-        ctx.sync()
+        ctx.region("talk", |ctx| {
+            ctx.send(1 - ctx.pid(), &[], &[0u8; 8])?;
+            ctx.sync()
+        })
     })
     .unwrap();
+}
+
+/// p = 2: superstep 0 in "setup"; supersteps 1-3 in "solve/halo" (one word to the other
+/// process each); superstep 4 in "solve", where pid 0 is in "solve/a" and pid 1 in "solve/b"
+/// (their innermost common region is "solve"); superstep 5 (to the end) outside regions.
+fn program_with_regions() -> Profile {
+    within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                let other = 1 - ctx.pid();
+                let x = ctx.region("setup", |ctx| {
+                    let x = ctx.push_reg(vec![0u64; 4])?;
+                    ctx.sync()?;
+                    Ok::<_, mbsp::Error>(x)
+                })?;
+                ctx.region("solve", |ctx| {
+                    for i in 0..3 {
+                        ctx.region("halo", |ctx| {
+                            ctx.put(other, &[i as u64], &x, 0)?;
+                            ctx.sync()
+                        })?;
+                    }
+                    // Begun and not ended: closed with "solve".
+                    ctx.region_begin(if ctx.pid() == 0 { "a" } else { "b" });
+                    ctx.sync()
+                })?;
+                Ok(())
+            })
+            .unwrap()
+            .1
+    })
+}
+
+#[test]
+fn regions_nest_and_their_totals_add_up() {
+    let prof = program_with_regions();
+    assert_eq!(prof.supersteps.len(), 6);
+    let names: Vec<String> = (0..6)
+        .map(|i| {
+            prof.superstep_region(i)
+                .map_or(String::new(), |r| prof.region_path(r))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "setup",
+            "solve/halo",
+            "solve/halo",
+            "solve/halo",
+            "solve",
+            ""
+        ]
+    );
+    // Each process's own region is kept.
+    assert_eq!(
+        prof.region_path(prof.supersteps[4].procs[0].region.unwrap()),
+        "solve/a"
+    );
+    assert_eq!(
+        prof.region_path(prof.supersteps[4].procs[1].region.unwrap()),
+        "solve/b"
+    );
+
+    let report = prof.report(&Params::DEFAULT);
+    let regions: Vec<(&str, usize, usize, u64)> = report
+        .regions
+        .iter()
+        .map(|t| (t.name.as_str(), t.depth, t.supersteps, t.h))
+        .collect();
+    assert_eq!(
+        regions,
+        [
+            ("setup", 1, 1, 0),
+            ("solve", 1, 4, 3),
+            ("solve/halo", 2, 3, 3),
+            ("solve/a", 2, 0, 0),
+            ("solve/b", 2, 0, 0),
+            ("(outside regions)", 0, 1, 0),
+        ]
+    );
+    // The regions outside any other and the supersteps outside regions make the run.
+    let run = report.run_totals();
+    let outer: Vec<_> = report.regions.iter().filter(|t| t.depth <= 1).collect();
+    let sum = |f: &dyn Fn(&mbsp::profile::Totals) -> f64| outer.iter().map(|t| f(t)).sum::<f64>();
+    assert_eq!(
+        outer.iter().map(|t| t.supersteps).sum::<usize>(),
+        run.supersteps
+    );
+    assert_eq!(outer.iter().map(|t| t.h).sum::<u64>(), run.h);
+    for (what, part, whole) in [
+        ("measured", sum(&|t| t.measured), run.measured),
+        ("predicted", sum(&|t| t.predicted), run.predicted),
+        ("w", sum(&|t| t.w), run.w),
+        ("wait", sum(&|t| t.wait), run.wait),
+    ] {
+        assert!(
+            (part - whole).abs() <= 1e-9 * whole.max(1e-9),
+            "{what}: {part} vs {whole}"
+        );
+    }
+    // A region's rows are its own: the report's rows name it.
+    let halo = report.regions.iter().position(|t| t.name == "solve/halo");
+    assert_eq!(report.rows.iter().filter(|r| r.region == halo).count(), 3);
+
+    // Text and JSON carry the regions and the per-process wait.
+    let text = report.to_string();
+    assert!(text.contains("regions (a superstep counts"), "{text}");
+    assert!(text.contains("    halo"), "{text}");
+    assert!(
+        text.contains("processes (wait: time in syncs waiting"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(v["regions"][2]["name"], "solve/halo");
+    assert_eq!(v["regions"][2]["supersteps"], 3);
+    assert_eq!(v["supersteps"][4]["region"], "solve");
+    assert!(v["supersteps"][5]["region"].is_null());
+    assert_eq!(v["processes"].as_array().unwrap().len(), 2);
+    assert_eq!(v["levels"][0]["supersteps"], 6);
+}
+
+#[test]
+fn each_process_waits_at_most_its_time_in_syncs() {
+    let prof = program_with_regions();
+    let report = prof.report(&Params::DEFAULT);
+    assert_eq!(report.processes.len(), 2);
+    for (pid, t) in report.processes.iter().enumerate() {
+        assert_eq!(t.pid, pid);
+        assert!(t.wait >= 0.0 && t.wait <= t.sync + 1e-12, "{t:?}");
+        let sync: f64 = prof.supersteps.iter().map(|s| s.procs[pid].sync).sum();
+        assert!((t.sync - sync).abs() <= 1e-12);
+        // 3 words out in the halo supersteps.
+        assert_eq!((t.words_sent, t.words_received), (3, 3));
+    }
+    // In every superstep some process (the last to arrive) waited for no one.
+    for s in &prof.supersteps {
+        assert!((0..2).any(|pid| s.wait(pid) == 0.0));
+    }
+}
+
+#[test]
+fn levels_total_the_nested_runs() {
+    let (_, prof) = within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                ctx.run(2, |inner| {
+                    inner.region("inner", |c| c.sync())?;
+                    inner.sync()
+                })?;
+                ctx.sync()
+            })
+            .unwrap()
+    });
+    let report = prof.report(&Params::DEFAULT);
+    let levels = report.levels();
+    assert_eq!(levels.len(), 2);
+    assert_eq!((levels[0].depth, levels[0].supersteps), (0, 2));
+    assert_eq!(levels[1].name, "2 runs nested 1 deep");
+    // Three supersteps per nested run (two syncs, then the end).
+    assert_eq!(levels[1].supersteps, 6);
+    let nested_measured: f64 = report.nested.iter().map(|n| n.totals().0).sum();
+    assert!((levels[1].measured - nested_measured).abs() <= 1e-12);
+    // The nested runs have their own regions.
+    assert!(report.regions.is_empty());
+    assert_eq!(report.nested[0].regions[0].name, "inner");
+    assert!(report.to_string().contains("per level of nesting:"));
+}
+
+#[test]
+fn ending_a_region_that_is_not_open_is_a_misuse() {
+    for profiled in [false, true] {
+        let e = within(60, move || {
+            Run::new(2)
+                .profile(profiled)
+                .run(|ctx| {
+                    ctx.region("r", |ctx| ctx.sync())?;
+                    ctx.region_end()
+                })
+                .unwrap_err()
+        });
+        let text = e.to_string();
+        assert!(
+            text.contains("region_end") && text.contains("no region is open"),
+            "{text}"
+        );
+        assert!(text.contains("superstep 1"), "{text}");
+    }
 }

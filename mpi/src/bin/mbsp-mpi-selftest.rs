@@ -702,6 +702,52 @@ fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
     Ok(())
 }
 
+/// A profiled run over the ranks with regions (one nested thread run per rank, with its own
+/// region): every rank gets the whole profile, regions and all, as gathered over the ranks.
+fn profile_over_ranks(world: &mbsp::ranks::World) -> std::result::Result<(), String> {
+    let ranks = world.size();
+    let (_, profile) = world
+        .run_profiled(mbsp::Run::new(ranks), |ctx| {
+            let other = (ctx.pid() + 1) % ctx.nprocs();
+            let x = ctx.region("setup", |ctx| {
+                let x = ctx.push_reg(vec![0u64; 2])?;
+                ctx.sync()?;
+                Ok::<_, mbsp::Error>(x)
+            })?;
+            ctx.region("solve", |ctx| {
+                ctx.region("halo", |ctx| {
+                    ctx.put(other, &[1u64, 2], &x, 0)?;
+                    ctx.sync()
+                })?;
+                ctx.run(2, |n| n.region("inner", |n| n.sync()))?;
+                ctx.sync()
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    let names: Vec<String> = (0..profile.supersteps.len())
+        .map(|i| {
+            profile
+                .superstep_region(i)
+                .map_or(String::new(), |r| profile.region_path(r))
+        })
+        .collect();
+    let want = ["setup", "solve/halo", "solve", ""];
+    if names != want {
+        return Err(format!("superstep regions {names:?}, want {want:?}"));
+    }
+    let report = profile.report(&mbsp::params::Params::DEFAULT);
+    let halo = report.regions.iter().find(|t| t.name == "solve/halo");
+    let h = if ranks > 1 { 2 } else { 0 };
+    if halo.map(|t| (t.supersteps, t.h)) != Some((1, h)) {
+        return Err(format!("the halo region's totals: {:?}", report.regions));
+    }
+    if profile.nested.len() != ranks || profile.nested.iter().any(|n| n.regions[0].name != "inner")
+    {
+        return Err(format!("nested runs' regions: {:?}", profile.nested));
+    }
+    Ok(())
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     let world = mbsp::ranks::World::init().unwrap_or_else(|e| fail(&e.to_string()));
@@ -715,6 +761,13 @@ fn main() {
                 "an early put should fail every rank with its misuse, got: {e}"
             ));
         }
+    }
+    if mode == "profile" {
+        match profile_over_ranks(world) {
+            Ok(()) => println!("selftest profile ok on {ranks} ranks"),
+            Err(e) => fail(&e),
+        }
+        return;
     }
     if mode == "bsplib-model" {
         match bsplib_model_over_ranks(world, 40) {

@@ -2,7 +2,7 @@
 //! nested runs it started) gathered to every rank, then assembled as for a thread run.
 
 use super::wire::all_gather_words;
-use crate::profile::{Peer, ProcStep, Profile, Recorder, Sink, Step, Superstep};
+use crate::profile::{Peer, ProcStep, Profile, Recorder, RegionName, Sink, Step, Superstep};
 use mpi::topology::SimpleCommunicator;
 
 /// Collective over `comm` (the run's ranks): the profile of the run of `p` processes whose
@@ -28,10 +28,52 @@ fn f64_word(x: f64) -> u64 {
     x.to_bits()
 }
 
+/// An optional index as a word (`u64::MAX`: none).
+fn opt_word(x: Option<usize>) -> u64 {
+    x.map_or(u64::MAX, |x| x as u64)
+}
+
+fn word_opt(w: u64) -> Option<usize> {
+    (w != u64::MAX).then_some(w as usize)
+}
+
+/// A string as its length in bytes, then its bytes packed 8 to a word.
+fn encode_str(text: &str, w: &mut Vec<u64>) {
+    w.push(text.len() as u64);
+    for chunk in text.as_bytes().chunks(8) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        w.push(u64::from_le_bytes(b));
+    }
+}
+
+fn decode_str(w: &[u64], at: &mut usize) -> String {
+    let len = w[*at] as usize;
+    *at += 1;
+    let words = len.div_ceil(8);
+    let bytes: Vec<u8> = w[*at..*at + words]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .take(len)
+        .collect();
+    *at += words;
+    // Region names come from `&str`s: valid UTF-8.
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
+    w.push(r.regions.len() as u64);
+    for (parent, name) in &r.regions {
+        w.push(opt_word(parent.map(|x| x as usize)));
+        encode_str(name, w);
+    }
     w.extend_from_slice(&[r.pid as u64, r.p as u64, r.steps.len() as u64]);
     for s in &r.steps {
-        w.extend_from_slice(&[f64_word(s.compute), f64_word(s.sync)]);
+        w.extend_from_slice(&[
+            f64_word(s.compute),
+            f64_word(s.sync),
+            opt_word(s.region.map(|x| x as usize)),
+        ]);
         let peers = &r.peers[s.peers.clone()];
         w.push(peers.len() as u64);
         for (q, c) in peers {
@@ -54,14 +96,24 @@ fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
 }
 
 fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
+    let mut regions = Vec::new();
+    let count = w[*at];
+    *at += 1;
+    for _ in 0..count {
+        let parent = word_opt(w[*at]).map(|x| x as u32);
+        *at += 1;
+        regions.push((parent, decode_str(w, at)));
+    }
     let mut next = || {
         *at += 1;
         w[*at - 1]
     };
     let (pid, p, steps) = (next() as usize, next() as usize, next());
     let mut r = Recorder::new(pid, p);
+    r.regions = regions;
     for _ in 0..steps {
         let (compute, sync) = (f64::from_bits(next()), f64::from_bits(next()));
+        let region = word_opt(next()).map(|x| x as u32);
         let first = r.peers.len();
         for _ in 0..next() {
             let q = next() as usize;
@@ -80,6 +132,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
             compute,
             sync,
             peers: first..r.peers.len(),
+            region,
         });
     }
     let nested = w[*at];
@@ -91,6 +144,11 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
 }
 
 fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
+    w.push(pr.regions.len() as u64);
+    for g in &pr.regions {
+        w.push(opt_word(g.parent));
+        encode_str(&g.name, w);
+    }
     w.push(pr.p as u64);
     w.push(pr.path.len() as u64);
     w.extend(pr.path.iter().map(|&x| x as u64));
@@ -109,6 +167,7 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
                 c.messages_received,
                 c.immediate_words_sent,
                 c.immediate_words_received,
+                opt_word(c.region),
             ]);
         }
     }
@@ -119,6 +178,15 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
 }
 
 fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
+    let mut regions = Vec::new();
+    let count = w[*at];
+    *at += 1;
+    for _ in 0..count {
+        let parent = word_opt(w[*at]);
+        *at += 1;
+        let name = decode_str(w, at);
+        regions.push(RegionName { name, parent });
+    }
     let mut next = || {
         *at += 1;
         w[*at - 1]
@@ -139,6 +207,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
                 messages_received: next(),
                 immediate_words_sent: next(),
                 immediate_words_received: next(),
+                region: word_opt(next()),
             })
             .collect();
         supersteps.push(Superstep { procs });
@@ -150,6 +219,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
         p,
         path,
         supersteps,
+        regions,
         nested,
     }
 }

@@ -229,6 +229,7 @@ impl World {
                 p,
                 path: Vec::new(),
                 supersteps: Vec::new(),
+                regions: Vec::new(),
                 nested: Vec::new(),
             }),
         ))
