@@ -267,14 +267,22 @@ pub fn run(o: &Options) -> Result<()> {
             seq * 1e3,
             planning * 1e3
         );
+        // The prediction of the variant that ran, against its measured time.
+        let ran = if variant == "flat" {
+            choice.flat
+        } else {
+            choice.nested
+        };
         println!(
-            "cost model on this machine's tree {tree:?}: flat {:.3} ms, nested {} -> {chosen}",
+            "cost model on this machine's tree {tree:?}: flat {:.3} ms, nested {} -> {chosen}; \
+             {variant} predicted {}",
             choice.flat * 1e3,
             if choice.nested.is_finite() {
                 format!("{:.3} ms", choice.nested * 1e3)
             } else {
                 "n/a (one level)".into()
-            }
+            },
+            mbsp_algorithms::cost::judge_prediction(secs, ran)
         );
     }
     Ok(())

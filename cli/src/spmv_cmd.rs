@@ -626,9 +626,9 @@ pub fn run(o: &Options) -> Result<()> {
             prep.volume,
             prep.max_h,
             predicted.map_or(String::new(), |t| format!(
-                "; BSP prediction {:.1} µs ({:+.0}%)",
+                "; BSP prediction {:.1} µs ({})",
                 t * 1e6,
-                100.0 * (t - t_bsp) / t_bsp
+                mbsp_algorithms::cost::judge_prediction(t_bsp, t)
             ))
         );
     }
