@@ -3,7 +3,9 @@
 //! is a clear error, and a message never quotes raw control bytes.
 //!
 //! The memory is measured by counting what this test binary allocates (its own global
-//! allocator); the tests take turns so that each measures only itself.
+//! allocator). The counters see every thread, so each test holds [`TURN`] for its whole body,
+//! not only while it measures: a test allocating outside a measurement (an 8 MiB input, say)
+//! must not land in another test's peak.
 
 use mbsp_algorithms::sparse::mondriaan;
 use mbsp_algorithms::sparse::mtx::{self, MtxErrorKind, ReadOptions};
@@ -11,8 +13,8 @@ use mbsp_algorithms::text::MAX_LINE;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufReader, Read};
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// The system allocator, counting the bytes allocated now and the most at any time.
 struct Counting;
@@ -54,13 +56,17 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// One measurement at a time.
+/// One test at a time (see the module docs).
 static TURN: Mutex<()> = Mutex::new(());
 
+/// Takes this test's turn; hold the guard for the whole test.
+fn turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `f` and returns its result with the most bytes allocated at once while it ran, above
-/// what was allocated when it started.
+/// what was allocated when it started. The caller holds its [`turn`].
 fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let base = NOW.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let out = f();
@@ -86,6 +92,7 @@ fn assert_printable(msg: &str) {
 
 #[test]
 fn a_header_promising_a_huge_matrix_allocates_nothing_for_it() {
+    let _turn = turn();
     let (a, peak) = peak_of(|| {
         let text = "%%MatrixMarket matrix coordinate real general\n4000000000 4000000000 2\n\
                     1 1 1.5\n4000000000 4000000000 2.5\n";
@@ -115,6 +122,7 @@ fn a_header_promising_a_huge_matrix_allocates_nothing_for_it() {
 
 #[test]
 fn mondriaan_files_promising_huge_counts_allocate_nothing_for_them() {
+    let _turn = turn();
     let dir = scratch("mondriaan-counts");
     let prefix = dir.join("m");
     std::fs::write(
@@ -144,6 +152,7 @@ fn zeros(len: u64) -> impl Read {
 
 #[test]
 fn an_endless_first_line_is_refused_after_a_bounded_read() {
+    let _turn = turn();
     // The `/dev/zero` case: 256 MiB of zero bytes and no line end.
     let (e, peak) = peak_of(|| {
         mtx::read(
@@ -182,6 +191,7 @@ fn an_endless_first_line_is_refused_after_a_bounded_read() {
 
 #[test]
 fn an_endless_line_among_the_entries_is_refused_after_a_bounded_read() {
+    let _turn = turn();
     let head = b"%%MatrixMarket matrix coordinate real general\n% c\n3 3 3\n1 1 1\n2 2 2\n";
     for (what, tail) in [
         // No line end at all after the second entry.
@@ -217,6 +227,7 @@ fn an_endless_line_among_the_entries_is_refused_after_a_bounded_read() {
 
 #[test]
 fn the_size_line_and_a_mondriaan_line_are_bounded_too() {
+    let _turn = turn();
     let input = b"%%MatrixMarket matrix coordinate real general\n"
         .as_slice()
         .chain(zeros(8 << 20));
@@ -241,6 +252,7 @@ fn the_size_line_and_a_mondriaan_line_are_bounded_too() {
 
 #[test]
 fn messages_quote_input_with_control_characters_escaped() {
+    let _turn = turn();
     let cases: [(&[u8], &str); 5] = [
         (b"hello\x01\x1b[31mred\n", r"hello\u{1}\u{1b}[31mred"),
         (
