@@ -30,11 +30,31 @@
 //! can only write a round-`k` word again two episodes later, after everybody has finished the
 //! episode in between and so has read the earlier value.
 //!
-//! Waiting is the runtime's one way to wait (`wait.rs`): spin, yield, then sleep on one
-//! [`Signal`] per barrier, which a process notifies after each word it publishes (a system call
-//! only when someone sleeps). Abort sets a flag and notifies the same signal.
+//! **Oversubscribed: a tree.** With more processes than cores most waiters sleep, and what an
+//! episode costs is the context switches it needs: a dissemination barrier makes each process
+//! wait ⌈log₂ p⌉ times, and each of those waits may put it to sleep and need a switch to wake
+//! it, p ⌈log₂ p⌉ in all. [`Barrier::tree`] instead arranges the processes in a tree of
+//! [`TREE_ARITY`] children per node (process `i`'s parent is `(i - 1) / TREE_ARITY`): each
+//! process waits for its children's arrival words, ORs their flags into its own and publishes
+//! its arrival; the root then publishes the release word with the OR of all flags, and each
+//! process, once it sees its parent's release, publishes its own for its children. A process
+//! waits at most once for each child and once for its parent, so an episode costs at most
+//! about 2p wake-ups (and the wake-ups of a release are spread over the tree's nodes, not made
+//! by one process). One word per process and direction suffices: a process writes its arrival
+//! for the next episode only after its parent's release of this one, which follows its
+//! parent's reading of the arrival; and its release for the next episode only after its
+//! children have arrived in it, which they do after reading this one. No puts ride in a tree
+//! barrier ([`Barrier::rider_rounds`] says so).
+//!
+//! Waiting is the runtime's one way to wait (`wait.rs`): spin, yield, then sleep on the
+//! waiting process's own [`Signal`], which the writer of a line notifies for each reader of the
+//! line after it publishes a word (a system call only when that reader sleeps). One signal per
+//! process, not one per barrier, because with more processes than cores most of them sleep: a
+//! shared signal would wake all p sleepers for every one of the p ⌈log₂ p⌉ words an episode
+//! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
+//! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
-use crate::shim::{AtomicBool, AtomicU64, Ordering};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
 
@@ -124,10 +144,34 @@ impl Member {
     }
 }
 
-/// What sleeping waiters wait on, and the abort flag (their stop condition).
-struct Wake {
-    signal: Signal,
-    aborted: AtomicBool,
+/// Children per node of a [`Barrier::tree`].
+pub const TREE_ARITY: usize = 8;
+
+/// One process's release word in a tree barrier: the episode and the OR of all flags, for
+/// its children.
+struct Node {
+    release: CachePadded<AtomicU64>,
+}
+
+/// Where the processes of a tree barrier arrive.
+struct Arrival {
+    /// Arrivals since the barrier was made (or reset): an episode is complete when it reaches a
+    /// multiple of p.
+    count: AtomicU64,
+    /// The OR of the flags of the processes that have arrived in this episode.
+    flags: AtomicU32,
+    /// The episode and the OR of its flags, once complete (for process 0, the tree's root).
+    all: AtomicU64,
+}
+
+impl Arrival {
+    fn new() -> Self {
+        Arrival {
+            count: AtomicU64::new(0),
+            flags: AtomicU32::new(0),
+            all: AtomicU64::new(0),
+        }
+    }
 }
 
 /// One process's lines of one round, by parity.
@@ -151,7 +195,18 @@ pub struct Barrier {
     sources: Box<[u32]>,
     /// Round `k` of process `i` at `i * rounds + k`.
     lines: Box<[CachePadded<Line>]>,
-    wake: CachePadded<Wake>,
+    /// The readers of line `l` (process `i`'s round `k` at `l = i * rounds + k`) at
+    /// `readers[reader_at[l]..reader_at[l + 1]]`: whose signals its writer notifies.
+    readers: Box<[u32]>,
+    reader_at: Box<[u32]>,
+    /// Process `i` sleeps on `signals[i]`.
+    signals: Box<[CachePadded<Signal>]>,
+    /// A tree barrier's words, by process (empty for a dissemination barrier).
+    nodes: Box<[Node]>,
+    /// A tree barrier's arrivals.
+    arrival: CachePadded<Arrival>,
+    /// Every wait's stop condition.
+    aborted: CachePadded<AtomicBool>,
     policy: WaitPolicy,
 }
 
@@ -208,17 +263,58 @@ impl Barrier {
                 }),
             })
         };
+        let mut readers_of = vec![Vec::new(); p * rounds];
+        for q in 0..p {
+            for k in 0..rounds {
+                readers_of[sources[q * rounds + k] as usize * rounds + k].push(q as u32);
+            }
+        }
+        let mut reader_at = Vec::with_capacity(p * rounds + 1);
+        reader_at.push(0u32);
+        for r in &readers_of {
+            reader_at.push(reader_at[reader_at.len() - 1] + r.len() as u32);
+        }
         Barrier {
             p,
             rounds,
             sources: sources.into(),
             lines: (0..p * rounds).map(|_| line()).collect(),
-            wake: CachePadded::new(Wake {
-                signal: Signal::new(),
-                aborted: AtomicBool::new(false),
-            }),
+            readers: readers_of.concat().into(),
+            reader_at: reader_at.into(),
+            signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
+            nodes: Box::new([]),
+            arrival: CachePadded::new(Arrival::new()),
+            aborted: CachePadded::new(AtomicBool::new(false)),
             policy,
         }
+    }
+
+    /// A tree barrier for `p ≥ 1` processes: for more processes than cores (see the module
+    /// documentation). No puts ride in it.
+    pub fn tree(p: usize, policy: WaitPolicy) -> Self {
+        assert!(p >= 1, "barrier of 0 processes");
+        Barrier {
+            p,
+            rounds: 0,
+            sources: Box::new([]),
+            lines: Box::new([]),
+            readers: Box::new([]),
+            reader_at: Box::new([0]),
+            signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
+            nodes: (0..p)
+                .map(|_| Node {
+                    release: CachePadded::new(AtomicU64::new(0)),
+                })
+                .collect(),
+            arrival: CachePadded::new(Arrival::new()),
+            aborted: CachePadded::new(AtomicBool::new(false)),
+            policy,
+        }
+    }
+
+    /// Whether this is a [`tree`](Self::tree) barrier.
+    pub fn is_tree(&self) -> bool {
+        !self.nodes.is_empty()
     }
 
     /// The number of rounds of an episode.
@@ -235,28 +331,25 @@ impl Barrier {
     /// destination alone reads — puts to it can ride there — or [`NO_RIDE`].
     pub fn rider_rounds(&self) -> Vec<Box<[u8]>> {
         let r = self.rounds;
-        // Readers of each line: how many, and the last one seen.
-        let mut count = vec![0u32; self.p * r];
-        let mut reader = vec![0usize; self.p * r];
-        for q in 0..self.p {
-            for k in 0..r {
-                let line = self.sources[q * r + k] as usize * r + k;
-                count[line] += 1;
-                reader[line] = q;
-            }
-        }
         (0..self.p)
             .map(|pid| {
                 let mut out = vec![NO_RIDE; self.p].into_boxed_slice();
                 for k in (0..r).rev() {
-                    let line = pid * r + k;
-                    if count[line] == 1 && reader[line] != pid {
-                        out[reader[line]] = k as u8; // the earliest round wins
+                    if let &[reader] = self.readers_of(pid * r + k) {
+                        if reader as usize != pid {
+                            out[reader as usize] = k as u8; // the earliest round wins
+                        }
                     }
                 }
                 out
             })
             .collect()
+    }
+
+    /// The processes that read line `line`.
+    #[inline]
+    fn readers_of(&self, line: usize) -> &[u32] {
+        &self.readers[self.reader_at[line] as usize..self.reader_at[line + 1] as usize]
     }
 
     /// Arrive with `flags` (bits 0..8 and 11..30), wait for all processes, and return what they
@@ -283,6 +376,13 @@ impl Barrier {
         me.episode = me.episode.wrapping_add(1);
         let (e, parity) = (me.episode, (me.episode & 1) as usize);
         let mut acc = flags | if ending { ENDED } else { SYNCED };
+        if self.is_tree() {
+            debug_assert!(
+                out.iter().all(|r| r.len == 0),
+                "no puts ride in a tree barrier"
+            );
+            acc = self.wait_tree(me, e, acc)?;
+        }
         for k in 0..self.rounds {
             let mine = &self.lines[me.pid * self.rounds + k];
             let mut ride = 0;
@@ -294,14 +394,17 @@ impl Barrier {
             }
             let word = ((e as u64) << 32) | (acc | ride) as u64;
             // Release: the payload above travels with the word. Then the sleep handshake's
-            // notification (`wait.rs`): a reader asleep on the signal is woken.
+            // notification (`wait.rs`): a reader asleep on its signal is woken.
             mine.half[parity].word.store(word, Ordering::Release);
-            if self.wake.signal.notify() {
-                me.waiter.woke();
+            for &r in self.readers_of(me.pid * self.rounds + k) {
+                if self.signals[r as usize].notify() {
+                    me.waiter.woke();
+                }
             }
             let from = self.sources[me.pid * self.rounds + k] as usize;
             let line = &self.lines[from * self.rounds + k];
-            let got = self.await_episode(&line.half[parity].word, e, &mut me.waiter)? as u32;
+            let got =
+                self.await_episode(&line.half[parity].word, e, me.pid, &mut me.waiter)? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
             if n > 0 {
                 if let Some(slot) = inbox.get_mut(k) {
@@ -320,12 +423,54 @@ impl Barrier {
         })
     }
 
-    /// Wait until `word` holds episode `e`; return it.
+    /// An episode `e` of a tree barrier, arriving with `acc`; returns the OR of every
+    /// process's (module documentation).
+    fn wait_tree(&self, me: &mut Member, e: u32, acc: u32) -> Result<u32, Aborted> {
+        let count = &self.arrival.count;
+        let all = &self.arrival.all;
+        self.arrival.flags.fetch_or(acc, Ordering::Relaxed);
+        // AcqRel: the increments form one release sequence, so the last arriver's increment
+        // reads after (and synchronizes with) every other's, and sees their flags.
+        if (count.fetch_add(1, Ordering::AcqRel) + 1) % self.p as u64 == 0 {
+            // Nobody ORs the next episode's flags before the release of this one.
+            let flags = self.arrival.flags.swap(0, Ordering::Relaxed);
+            all.store(((e as u64) << 32) | flags as u64, Ordering::Release);
+            if self.signals[0].notify() {
+                me.waiter.woke();
+            }
+        }
+        let released = if me.pid == 0 {
+            self.await_episode(all, e, 0, &mut me.waiter)?
+        } else {
+            let parent = &self.nodes[(me.pid - 1) / TREE_ARITY].release;
+            self.await_episode(parent, e, me.pid, &mut me.waiter)?
+        };
+        // Release: what this process saw travels down its subtree. Then the sleep handshake's
+        // notifications (`wait.rs`).
+        self.nodes[me.pid]
+            .release
+            .store(released, Ordering::Release);
+        let first = me.pid * TREE_ARITY + 1;
+        for child in first..(first + TREE_ARITY).min(self.p) {
+            if self.signals[child].notify() {
+                me.waiter.woke();
+            }
+        }
+        Ok(released as u32)
+    }
+
+    /// Wait (as process `pid`) until `word` holds episode `e`; return it.
     #[inline]
-    fn await_episode(&self, word: &AtomicU64, e: u32, waiter: &mut Waiter) -> Result<u64, Aborted> {
+    fn await_episode(
+        &self,
+        word: &AtomicU64,
+        e: u32,
+        pid: usize,
+        waiter: &mut Waiter,
+    ) -> Result<u64, Aborted> {
         waiter.wait(
             self.policy,
-            Sleep::On(&self.wake.signal),
+            Sleep::On(&self.signals[pid]),
             || {
                 let w = word.load(Ordering::Acquire);
                 ((w >> 32) as u32 == e).then_some(w)
@@ -343,21 +488,29 @@ impl Barrier {
                 h.word.store(0, Ordering::Relaxed);
             }
         }
-        self.wake.aborted.store(false, Ordering::Relaxed);
+        for node in self.nodes.iter() {
+            node.release.store(0, Ordering::Relaxed);
+        }
+        self.arrival.count.store(0, Ordering::Relaxed);
+        self.arrival.flags.store(0, Ordering::Relaxed);
+        self.arrival.all.store(0, Ordering::Relaxed);
+        self.aborted.store(false, Ordering::Relaxed);
     }
 
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].
     pub fn abort(&self) {
         // Release: a process released by the abort finds the run's error recorded (the tree
         // records it before aborting its barriers).
-        self.wake.aborted.store(true, Ordering::Release);
-        self.wake.signal.notify();
+        self.aborted.store(true, Ordering::Release);
+        for signal in self.signals.iter() {
+            signal.notify();
+        }
     }
 
     /// Whether [`abort`](Self::abort) was called.
     #[inline]
     pub fn is_aborted(&self) -> bool {
-        self.wake.aborted.load(Ordering::Acquire)
+        self.aborted.load(Ordering::Acquire)
     }
 
     /// The waiting policy.
@@ -386,11 +539,14 @@ mod tests {
 
     /// [`flags_round_trip`] with processes in groups (packages).
     fn flags_round_trip_on(groups: &[usize], rounds: u32, policy: WaitPolicy) {
-        let p = groups.len();
-        let b = Barrier::grouped(groups, policy);
+        flags_round_trip_through(&Barrier::grouped(groups, policy), rounds);
+    }
+
+    /// [`flags_round_trip`] through barrier `b`.
+    fn flags_round_trip_through(b: &Barrier, rounds: u32) {
+        let p = b.p;
         std::thread::scope(|s| {
             for pid in 0..p {
-                let b = &b;
                 s.spawn(move || {
                     let mut me = Member::new(pid);
                     for round in 0..rounds {
@@ -422,6 +578,27 @@ mod tests {
             for p in [1, 2, 3, 4, 5, 7, 8, 13] {
                 flags_round_trip(p, 300, policy);
             }
+        }
+    }
+
+    #[test]
+    fn tree_barriers_combine_flags_and_end_for_many_sizes() {
+        for policy in policies() {
+            for p in [1, 2, 3, 5, 8, 9, 10, 17, 40] {
+                let b = Barrier::tree(p, policy);
+                assert!(b.is_tree() && b.rounds() == 0);
+                flags_round_trip_through(&b, 200);
+                // Reset for a new run: episodes start again from the first.
+                b.reset();
+                flags_round_trip_through(&b, 20);
+            }
+        }
+    }
+
+    #[test]
+    fn no_puts_ride_in_a_tree_barrier() {
+        for riders in Barrier::tree(9, WaitPolicy::for_load(9, 1)).rider_rounds() {
+            assert!(riders.iter().all(|&r| r == NO_RIDE));
         }
     }
 
@@ -522,7 +699,9 @@ mod tests {
 
     #[test]
     fn a_hundred_processes() {
-        flags_round_trip(100, 20, WaitPolicy::for_load(100, mbsp_cores()));
+        let policy = WaitPolicy::for_load(100, mbsp_cores());
+        flags_round_trip(100, 20, policy);
+        flags_round_trip_through(&Barrier::tree(100, policy), 20);
     }
 
     fn mbsp_cores() -> usize {
@@ -531,7 +710,11 @@ mod tests {
 
     #[test]
     fn abort_wakes_sleeping_waiters() {
-        let b = Barrier::new(3, SLEEPY);
+        abort_wakes_sleepers_of(Barrier::new(3, SLEEPY));
+        abort_wakes_sleepers_of(Barrier::tree(3, SLEEPY));
+    }
+
+    fn abort_wakes_sleepers_of(b: Barrier) {
         std::thread::scope(|s| {
             let h: Vec<_> = (0..2)
                 .map(|pid| {

@@ -233,15 +233,22 @@ pub(crate) struct RunShared {
 }
 
 impl RunShared {
+    /// The run state of the processes of `layout`, with a [`Barrier::tree`] if `oversubscribed`
+    /// (more processes than cores), else a dissemination barrier over their packages.
     pub(crate) fn new(
         parent_path: Vec<usize>,
         tree: Arc<Tree>,
         policy: WaitPolicy,
         layout: Layout,
+        oversubscribed: bool,
     ) -> Self {
         let p = layout.domains.len();
         let groups = layout.groups();
-        let barrier = Arc::new(Barrier::grouped(&groups, policy));
+        let barrier = Arc::new(if oversubscribed {
+            Barrier::tree(p, policy)
+        } else {
+            Barrier::grouped(&groups, policy)
+        });
         let riders = barrier.rider_rounds();
         tree.add_barrier(&barrier);
         RunShared {

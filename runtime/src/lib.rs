@@ -154,6 +154,14 @@ pub mod internals {
 
     pub use crate::ctx::SyncPoint;
 
+    /// `run` with a tree barrier (`true`) or a dissemination barrier over the packages
+    /// (`false`) whatever the number of cores, e.g. to test the barrier a run would have on the
+    /// synthetic machine it is planned on.
+    pub fn tree_barrier(mut run: crate::Run, tree: bool) -> crate::Run {
+        run.tree_barrier = Some(tree);
+        run
+    }
+
     /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
     /// another process of the hierarchy had aborted then.
     pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {
@@ -228,6 +236,7 @@ pub mod internals {
             crate::tree::Tree::new(),
             WaitPolicy::new(1, 1),
             layout,
+            false,
         ))
     }
 

@@ -91,6 +91,9 @@ pub struct Run {
     pub(crate) stack_size: Option<usize>,
     pub(crate) reuse: Option<bool>,
     pub(crate) profile: Option<bool>,
+    /// Whether the run's barrier is a tree (default: when its processes outnumber its cores);
+    /// set by tests through `internals::tree_barrier`.
+    pub(crate) tree_barrier: Option<bool>,
 }
 
 impl Run {
@@ -105,6 +108,7 @@ impl Run {
             stack_size: None,
             reuse: None,
             profile: None,
+            tree_barrier: None,
         }
     }
 
@@ -570,6 +574,13 @@ impl Run {
 }
 
 impl Run {
+    /// Whether the run's barrier is a tree: by default when the processes of `layout`
+    /// outnumber its cores (`barrier.rs`).
+    fn oversubscribed(&self, layout: &Layout) -> bool {
+        self.tree_barrier
+            .unwrap_or_else(|| layout.domains.len() > layout.cores_for())
+    }
+
     /// This run's waiting policy for `layout`.
     fn wait_policy_for(&self, layout: &Layout) -> WaitPolicy {
         let p = layout.domains.len();
@@ -587,7 +598,8 @@ impl Run {
         sink: Option<Arc<crate::profile::Sink>>,
     ) -> RunShared {
         let policy = self.wait_policy_for(&layout);
-        let mut s = RunShared::new(parent_path, tree, policy, layout);
+        let over = self.oversubscribed(&layout);
+        let mut s = RunShared::new(parent_path, tree, policy, layout, over);
         s.inherited = inherited;
         s.prof = sink;
         s
@@ -608,6 +620,7 @@ impl Run {
         if let Some(mut last) = team.last.take() {
             if last.p == layout.domains.len()
                 && last.barrier.policy() == policy
+                && last.barrier.is_tree() == self.oversubscribed(&layout)
                 && last.groups == layout.groups()
             {
                 if let Some(s) = Arc::get_mut(&mut last) {
@@ -619,7 +632,8 @@ impl Run {
                 }
             }
         }
-        let mut s = RunShared::new(parent_path, tree, policy, layout);
+        let over = self.oversubscribed(&layout);
+        let mut s = RunShared::new(parent_path, tree, policy, layout, over);
         s.inherited = inherited;
         s.prof = sink;
         Arc::new(s)

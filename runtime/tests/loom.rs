@@ -106,9 +106,22 @@ fn flags_and_ends_combine_over_three_episodes() {
     }
 }
 
+/// The same episodes through a tree barrier (the one of oversubscribed runs): arrival by a
+/// counter, release down the tree, each process sleeping on its own signal.
+#[test]
+fn a_tree_barrier_combines_flags_and_ends_over_three_episodes() {
+    for policy in [TIGHT, SLEEPY] {
+        flags_and_ends_through(move || Barrier::tree(2, policy));
+    }
+}
+
 fn flags_and_ends(policy: WaitPolicy) {
+    flags_and_ends_through(move || Barrier::new(2, policy));
+}
+
+fn flags_and_ends_through(make: impl Fn() -> Barrier + Sync + Send + 'static) {
     model(3, move || {
-        let barrier = Arc::new(Barrier::new(2, policy));
+        let barrier = Arc::new(make());
         let body = |barrier: &Barrier, pid: usize| {
             let mut me = Member::new(pid);
             let out = barrier
@@ -136,18 +149,51 @@ fn flags_and_ends(policy: WaitPolicy) {
     });
 }
 
+/// Three processes asleep at once, no wake-up lost: in a tree barrier the last arriver wakes
+/// the root, which wakes its children (two notifiers per episode, each waking a different
+/// sleeper); in a dissemination barrier over groups {0, 1} and {2}, process 2's cross-package
+/// line has two readers, both of which its one publication must wake.
+#[test]
+fn three_sleepy_processes_wake_each_other() {
+    let tree: fn() -> Barrier = || Barrier::tree(3, SLEEPY);
+    let grouped: fn() -> Barrier = || Barrier::grouped(&[0, 0, 1], SLEEPY);
+    for make in [tree, grouped] {
+        model(1, move || {
+            let barrier = Arc::new(make());
+            let body = |barrier: &Barrier, pid: usize| {
+                let mut me = Member::new(pid);
+                let out = barrier.wait(&mut me, 1 << pid, false).unwrap();
+                assert_eq!(out.flags, 7);
+                let out = barrier.wait(&mut me, 0, true).unwrap();
+                assert!(out.all_ended && out.flags == 0);
+            };
+            let handles: Vec<_> = (1..3)
+                .map(|pid| {
+                    let barrier = barrier.clone();
+                    thread::spawn(move || body(&barrier, pid))
+                })
+                .collect();
+            body(&barrier, 0);
+            for h in handles {
+                h.join().unwrap();
+            }
+        });
+    }
+}
+
 /// Abort releases a waiter whichever way the two threads interleave, and never lets a
 /// completed barrier be mistaken for an aborted one before the abort happened.
 #[test]
 fn abort_releases_waiters() {
     for policy in [TIGHT, SLEEPY] {
-        abort_releases(policy);
+        abort_releases(move || Barrier::new(2, policy));
+        abort_releases(move || Barrier::tree(2, policy));
     }
 }
 
-fn abort_releases(policy: WaitPolicy) {
+fn abort_releases(make: impl Fn() -> Barrier + Sync + Send + 'static) {
     model(3, move || {
-        let barrier = Arc::new(Barrier::new(2, policy));
+        let barrier = Arc::new(make());
         let b2 = barrier.clone();
         let waiter = thread::spawn(move || b2.wait(&mut Member::new(1), 0, false));
         barrier.abort();

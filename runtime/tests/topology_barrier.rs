@@ -1,12 +1,13 @@
 //! The barrier follows the machine: a run spanning packages combines within each package
 //! first and crosses packages in ⌈log₂ #packages⌉ rounds, whatever the placement policy; a
 //! one-package run keeps the flat dissemination. Communication across such barriers (puts that
-//! ride in barrier lines, puts through outboxes, gets, messages) delivers the right data.
+//! ride in barrier lines, puts through outboxes, gets, messages) delivers the right data, and so
+//! does communication across the tree barrier of oversubscribed runs.
 
 mod common;
 
 use common::within;
-use mbsp::internals::barrier_shape;
+use mbsp::internals::{barrier_shape, tree_barrier};
 use mbsp::{Machine, Policy, Run};
 
 fn machine(desc: &str) -> mbsp::topology::Loaded {
@@ -33,9 +34,10 @@ fn runs_spanning_packages_cross_them_in_log_rounds() {
         ];
         for (desc, p, want) in cases {
             for policy in [Policy::Scattered, Policy::Compact] {
-                let shapes = Run::new(p)
-                    .machine(machine(desc))
-                    .policy(policy.clone())
+                // The machine's own barrier, even where this one has fewer cores (there runs
+                // of more processes than cores get a tree barrier: barrier.rs).
+                let run = Run::new(p).machine(machine(desc)).policy(policy.clone());
+                let shapes = tree_barrier(run, false)
                     .run(|ctx| Ok(barrier_shape(ctx)))
                     .unwrap();
                 let (groups, sources) = &shapes[0];
@@ -64,43 +66,47 @@ fn communication_across_grouped_barriers() {
             ("package:4 core:2 pu:1", 8),
             ("package:4 core:2 pu:1", 7),
         ] {
-            for policy in [Policy::Scattered, Policy::Compact] {
-                let r = Run::new(p)
-                    .machine(machine(desc))
-                    .policy(policy)
-                    .run(|ctx| {
-                        let (me, p) = (ctx.pid(), ctx.nprocs());
-                        let x = ctx.push_reg(vec![me as u64; 64])?;
-                        let y = ctx.push_reg(vec![0u64; 64 * p])?;
-                        ctx.sync()?;
-                        for step in 0..20u64 {
-                            for d in 0..p {
-                                // One word to everyone (rides where it can), 16 more to one.
-                                ctx.put(d, &[step * 1000 + me as u64], &y, me)?;
-                                if d == (me + 1) % p {
-                                    ctx.put(d, &[step; 16], &y, p + 16 * me)?;
-                                }
-                                ctx.send_pod(d, &(), &[me as u64, step])?;
+            // Both barriers: the machine's own, and the tree of oversubscribed runs.
+            let runs = [Policy::Scattered, Policy::Compact]
+                .into_iter()
+                .flat_map(|policy| {
+                    let run = Run::new(p).machine(machine(desc)).policy(policy);
+                    [tree_barrier(run.clone(), false), tree_barrier(run, true)]
+                });
+            for run in runs {
+                let r = run.run(|ctx| {
+                    let (me, p) = (ctx.pid(), ctx.nprocs());
+                    let x = ctx.push_reg(vec![me as u64; 64])?;
+                    let y = ctx.push_reg(vec![0u64; 64 * p])?;
+                    ctx.sync()?;
+                    for step in 0..20u64 {
+                        for d in 0..p {
+                            // One word to everyone (rides where it can), 16 more to one.
+                            ctx.put(d, &[step * 1000 + me as u64], &y, me)?;
+                            if d == (me + 1) % p {
+                                ctx.put(d, &[step; 16], &y, p + 16 * me)?;
                             }
-                            let left = (me + p - 1) % p;
-                            ctx.get(left, &x, 0..8, &y, 32 * p)?;
-                            ctx.sync()?;
-                            let v = ctx.local(&y)?;
-                            for (q, &got) in v[..p].iter().enumerate() {
-                                assert_eq!(got, step * 1000 + q as u64);
-                            }
-                            assert_eq!(&v[p + 16 * left..p + 16 * left + 16], &[step; 16]);
-                            assert_eq!(&v[32 * p..32 * p + 8], &[left as u64; 8]);
-                            let mut seen = vec![false; p];
-                            while let Some(m) = ctx.hpmove()? {
-                                let w = m.payload_as::<u64>();
-                                assert_eq!(w[1], step);
-                                seen[w[0] as usize] = true;
-                            }
-                            assert!(seen.iter().all(|&s| s), "a message from everyone");
+                            ctx.send_pod(d, &(), &[me as u64, step])?;
                         }
-                        Ok(())
-                    });
+                        let left = (me + p - 1) % p;
+                        ctx.get(left, &x, 0..8, &y, 32 * p)?;
+                        ctx.sync()?;
+                        let v = ctx.local(&y)?;
+                        for (q, &got) in v[..p].iter().enumerate() {
+                            assert_eq!(got, step * 1000 + q as u64);
+                        }
+                        assert_eq!(&v[p + 16 * left..p + 16 * left + 16], &[step; 16]);
+                        assert_eq!(&v[32 * p..32 * p + 8], &[left as u64; 8]);
+                        let mut seen = vec![false; p];
+                        while let Some(m) = ctx.hpmove()? {
+                            let w = m.payload_as::<u64>();
+                            assert_eq!(w[1], step);
+                            seen[w[0] as usize] = true;
+                        }
+                        assert!(seen.iter().all(|&s| s), "a message from everyone");
+                    }
+                    Ok(())
+                });
                 r.unwrap_or_else(|e| panic!("{desc} p {p}: {e}"));
             }
         }

@@ -379,8 +379,13 @@ impl World {
             // A loaded machine tree, or a binding that cannot be read.
             _ => Binding::NotApplied(layout.binder.not_applied().unwrap_or(NotBound::Launcher)),
         };
-        let mut shared =
-            RunShared::new(Vec::new(), Tree::new(), WaitPolicy::for_load(1, 1), layout);
+        let mut shared = RunShared::new(
+            Vec::new(),
+            Tree::new(),
+            WaitPolicy::for_load(1, 1),
+            layout,
+            false,
+        );
         adapt(&mut shared);
         shared.prof = sink;
         let mut ctx = Ctx::new(Arc::new(shared), rank, binding);
