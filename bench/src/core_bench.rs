@@ -19,6 +19,8 @@ pub struct Options {
     pub ring_steps: usize,
     /// Process counts for the latency tables.
     pub procs: Vec<usize>,
+    /// Process counts of the oversubscription table.
+    pub oversub_procs: Vec<usize>,
 }
 
 impl Options {
@@ -30,6 +32,7 @@ impl Options {
             bulk_bytes: 16 << 20,
             ring_steps: 20_000,
             procs: vec![1, 2, 4],
+            oversub_procs: crate::wait_bench::oversubscribed_procs(false),
         }
     }
 
@@ -41,6 +44,7 @@ impl Options {
             bulk_bytes: 1 << 20,
             ring_steps: 1_000,
             procs: vec![1, 2, 4],
+            oversub_procs: crate::wait_bench::oversubscribed_procs(true),
         }
     }
 }
@@ -134,7 +138,7 @@ fn floor_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     })
 }
 
-fn std_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+pub(crate) fn std_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     let b = Barrier::new(p);
     threads(p, iters, samples, |_, iters, samples| {
         timed(samples, iters, || {
@@ -302,7 +306,7 @@ fn hrelations(o: &Options) {
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
@@ -448,6 +452,10 @@ pub fn run(o: &Options) {
         spawn.show(ns),
         spawn.median() / team.median()
     );
+
+    println!();
+    let rows = crate::wait_bench::oversubscription(&o.oversub_procs, o.samples, o.sample_time);
+    crate::wait_bench::print_oversubscription(&rows, cores);
 
     println!(
         "\nring of one-word puts, p = 4 on {cores} hardware threads, {} supersteps",

@@ -11,6 +11,8 @@
 //!   row-block and 2D checkerboard baselines.
 //! * `mbsp-bench spmv` — SpMV Mflop/s of the mbsp variants against sequential and rayon CSR,
 //!   and the bandwidth achieved against a STREAM triad.
+//! * `mbsp-bench wait` — the empty sync with many more processes than cores, and passes of
+//!   back-to-back syncs after every process slept (how fast waiting returns to spinning).
 //! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
 //!
 //! This crate depends on the MPI engine (mbsp-mpi: MPICH and libclang to build); `mbsp` does
@@ -26,6 +28,7 @@ mod nested_bench;
 mod partition_bench;
 mod sort_bench;
 mod spmv_bench;
+mod wait_bench;
 
 // The helpers shared with `mbsp`, under the paths the benchmarks use.
 use mbsp_cli::{machine, partition_cmd, preflight, spmv_cmd, stats, whole_file};
@@ -54,9 +57,14 @@ enum Bench {
     /// MPI_Barrier, one-word put + sync and 16 MiB put and get + sync against MPI_Put/MPI_Get +
     /// flush + barrier. Start it under `mpiexec -n 2` (or more); rank 0 prints.
     Mpi(MpiArgs),
-    /// Empty-sync latency, one-word put + sync, bulk put throughput and an oversubscribed ring,
-    /// against a spinning barrier, std::sync::Barrier and memcpy.
+    /// Empty-sync latency, one-word put + sync, bulk put throughput, the empty sync with up to
+    /// 512 processes and an oversubscribed ring, against a spinning barrier, std::sync::Barrier
+    /// and memcpy.
     Core(CoreArgs),
+    /// The empty sync with up to 512 processes against std::sync::Barrier, and passes of 1000
+    /// back-to-back syncs at p = 2 each after every process slept a second (the worst pass
+    /// against the median: how fast waiting returns to spinning).
+    Wait(WaitArgs),
     /// Each collective for one word and for large data at p = 1, 2, 4, next to its BSP-predicted
     /// time and to the same operation written with put + sync; then sample sort against the
     /// sequential and rayon sorts.
@@ -98,6 +106,31 @@ struct CoreArgs {
     /// A seconds-long smoke run; the numbers are not meaningful.
     #[arg(long)]
     quick: bool,
+}
+
+/// `mbsp-bench wait`.
+#[derive(clap::Args)]
+struct WaitArgs {
+    /// Samples per figure of the oversubscription table (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// Passes of back-to-back syncs after a sleep.
+    #[arg(long, default_value = "30", value_parser = cli::at_least("--passes", 1))]
+    passes: usize,
+    /// How long every process sleeps before each pass, in milliseconds.
+    #[arg(long, default_value = "1000")]
+    sleep_ms: u64,
+    /// A seconds-long smoke run (few processes, a few short passes); the numbers are not
+    /// meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (table, p, pass, syncs, mbsp_ns, mbsp_ns_min,
+    /// mbsp_ns_max, std_barrier_ns) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
 }
 
 /// `mbsp-bench collectives`.
@@ -235,6 +268,20 @@ fn collectives_fit(o: &collectives_bench::Options) -> Result<()> {
     need.check()
 }
 
+/// Refuses a wait benchmark that cannot fit in memory: the samples, the passes, the processes.
+fn wait_fits(o: &wait_bench::Options) -> Result<()> {
+    let p = o.procs.iter().copied().max().unwrap_or(1) as u128;
+    let mut need = preflight::Need::new();
+    need.add(
+        o.samples as u128,
+        8,
+        format!("--samples {} times", o.samples),
+    );
+    need.add(o.passes as u128, 8, format!("--passes {}", o.passes));
+    need.add(p, preflight::PER_PROCESS, format!("{p} processes"));
+    need.check()
+}
+
 /// Refuses an FFT benchmark that cannot fit in memory: at the largest n, the data, a
 /// transform's working copy and the reference (3 arrays of complex numbers); the samples; the
 /// processes.
@@ -276,6 +323,22 @@ fn run(which: Bench) -> Result<()> {
             samples_fit(o.samples)?;
             core_bench::run(&o);
             Ok(())
+        }
+        Bench::Wait(a) => {
+            let mut o = if a.quick {
+                wait_bench::Options::quick()
+            } else {
+                wait_bench::Options::full()
+            };
+            if !a.quick {
+                o.samples = a.samples;
+                o.passes = a.passes;
+                o.sleep = std::time::Duration::from_millis(a.sleep_ms);
+            }
+            o.json = a.json;
+            o.csv = a.csv;
+            wait_fits(&o)?;
+            wait_bench::run(&o)
         }
         Bench::Collectives(a) => {
             let large = if a.quick {
@@ -361,6 +424,7 @@ fn main() -> ExitCode {
     let name = match &cli.command {
         Bench::Mpi(_) => "mbsp-bench mpi",
         Bench::Core(_) => "mbsp-bench core",
+        Bench::Wait(_) => "mbsp-bench wait",
         Bench::Collectives(_) => "mbsp-bench collectives",
         Bench::Fft(_) => "mbsp-bench fft",
         Bench::Nested(_) => "mbsp-bench nested",

@@ -1,0 +1,356 @@
+//! `mbsp-bench wait`: how the runtime's waiting scales and recovers.
+//!
+//! * Oversubscription: the empty sync with many more processes than cores, where what a sync
+//!   costs is the context switches it needs (each process must run at least once per
+//!   superstep), next to `std::sync::Barrier` (a mutex and a condition variable: every waiter
+//!   sleeps, the last arriver wakes them all) with as many threads.
+//! * Recovery after a long wait: passes of back-to-back empty syncs, each pass after every
+//!   process has slept (the shape of MulticoreBSP for C's barrier benchmark,
+//!   benchmarks/src/barrier.c): after the sleep the syncs must return to the fast path (spinning)
+//!   within a few supersteps, so the worst pass should cost about what the median pass costs.
+
+use crate::stats::{Samples, ns};
+use mbsp_cli::error::{Error, Result};
+use serde_json::json;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Options of `mbsp-bench wait`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per figure of the oversubscription table (the median is reported).
+    pub samples: usize,
+    /// Time budget of one sample of the oversubscription table.
+    pub sample_time: Duration,
+    /// Process counts of the oversubscription table.
+    pub procs: Vec<usize>,
+    /// Passes of the recovery table.
+    pub passes: usize,
+    /// Syncs per pass.
+    pub syncs: usize,
+    /// How long every process sleeps before each pass.
+    pub sleep: Duration,
+    /// Print JSON instead of tables.
+    pub json: bool,
+    /// Also write the figures as CSV to this file.
+    pub csv: Option<String>,
+}
+
+impl Options {
+    /// The full benchmark (about a minute: 30 passes after a second of sleep each).
+    pub fn full() -> Self {
+        Options {
+            samples: 7,
+            sample_time: Duration::from_millis(100),
+            procs: oversubscribed_procs(false),
+            passes: 30,
+            syncs: 1000,
+            sleep: Duration::from_secs(1),
+            json: false,
+            csv: None,
+        }
+    }
+
+    /// A smoke-test sized run (a second or two; numbers are not meaningful).
+    pub fn quick() -> Self {
+        Options {
+            samples: 3,
+            sample_time: Duration::from_millis(5),
+            procs: oversubscribed_procs(true),
+            passes: 4,
+            syncs: 200,
+            sleep: Duration::from_millis(20),
+            json: false,
+            csv: None,
+        }
+    }
+}
+
+/// The process counts of the oversubscription table.
+pub fn oversubscribed_procs(quick: bool) -> Vec<usize> {
+    if quick {
+        vec![2, 16]
+    } else {
+        vec![2, 4, 16, 64, 256, 512]
+    }
+}
+
+/// Nanoseconds per empty sync of `p` processes, `samples` times, each over about `budget`.
+pub fn mbsp_sync_many(p: usize, samples: usize, budget: Duration) -> Samples {
+    // A probe run sizes the samples (a run of hundreds of processes syncs in milliseconds).
+    let probe = crate::core_bench::mbsp_sync(p, 32, 1)[0].max(1.0);
+    let iters = ((budget.as_nanos() as f64 / probe) as usize).clamp(16, 1_000_000);
+    Samples(crate::core_bench::mbsp_sync(p, iters, samples))
+}
+
+/// Nanoseconds per `std::sync::Barrier::wait` of `p` threads, like [`mbsp_sync_many`].
+pub fn std_barrier_many(p: usize, samples: usize, budget: Duration) -> Samples {
+    let probe = crate::core_bench::std_sync(p, 32, 1)[0].max(1.0);
+    let iters = ((budget.as_nanos() as f64 / probe) as usize).clamp(16, 1_000_000);
+    Samples(crate::core_bench::std_sync(p, iters, samples))
+}
+
+/// One row of the oversubscription table.
+pub struct OversubRow {
+    /// Processes (threads).
+    pub p: usize,
+    /// Nanoseconds per empty mbsp sync.
+    pub mbsp: Samples,
+    /// Nanoseconds per `std::sync::Barrier::wait`.
+    pub std: Samples,
+}
+
+/// Measure the oversubscription table.
+pub fn oversubscription(procs: &[usize], samples: usize, budget: Duration) -> Vec<OversubRow> {
+    procs
+        .iter()
+        .map(|&p| OversubRow {
+            p,
+            mbsp: mbsp_sync_many(p, samples, budget),
+            std: std_barrier_many(p, samples, budget),
+        })
+        .collect()
+}
+
+/// The oversubscription targets (2 cores): P = 256 at most 3 ms, P = 512 at most 6 ms per sync.
+fn oversub_target(p: usize) -> Option<f64> {
+    match p {
+        256 => Some(3e6),
+        512 => Some(6e6),
+        _ => None,
+    }
+}
+
+/// Print the oversubscription table (`cores` hardware threads).
+pub fn print_oversubscription(rows: &[OversubRow], cores: usize) {
+    println!(
+        "empty sync of up to {} processes on {cores} hardware threads (time per sync); std \
+         Barrier: a mutex and condition variable, every waiter sleeps",
+        rows.iter().map(|r| r.p).max().unwrap_or(0)
+    );
+    println!(
+        "  {:>4}  {:>7}  {:<30} {:<30} {:>9} {:>14}",
+        "p", "p/cores", "mbsp", "std Barrier", "std/mbsp", "mbsp per proc"
+    );
+    for r in rows {
+        let m = r.mbsp.median();
+        print!(
+            "  {:>4}  {:>7.1}  {:<30} {:<30} {:>9.2} {:>14}",
+            r.p,
+            r.p as f64 / cores as f64,
+            r.mbsp.show(ns),
+            r.std.show(ns),
+            r.std.median() / m,
+            ns(m / r.p as f64)
+        );
+        match oversub_target(r.p) {
+            Some(t) if cores == 2 => println!(
+                "  target on 2 cores <= {}: {}",
+                ns(t),
+                crate::core_bench::verdict(m <= t)
+            ),
+            _ => println!(),
+        }
+    }
+}
+
+/// One pass of back-to-back syncs after a sleep.
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    /// Microseconds per sync, as process 0 saw it.
+    pub us: f64,
+    /// Times a process went to sleep during the pass (voluntary context switches, all
+    /// processes): the waiting that should have returned to spinning did not.
+    pub slept: u64,
+    /// Times a process was preempted during the pass (involuntary context switches, all
+    /// processes): another thread of the machine took its core.
+    pub preempted: u64,
+}
+
+/// This thread's voluntary and involuntary context switches so far (Linux; zeros elsewhere).
+fn context_switches() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
+}
+
+/// Passes of `syncs` back-to-back empty syncs of `p` processes, each pass after every process
+/// slept for `sleep`.
+pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Vec<Pass> {
+    let by_pid = mbsp::run(p, |ctx| {
+        let mut out = Vec::with_capacity(passes);
+        for _ in 0..passes {
+            std::thread::sleep(sleep);
+            ctx.sync()?; // the processes line up after their sleep
+            let before = context_switches();
+            let t = Instant::now();
+            for _ in 0..syncs {
+                ctx.sync()?;
+            }
+            let us = t.elapsed().as_secs_f64() * 1e6 / syncs as f64;
+            let after = context_switches();
+            out.push(Pass {
+                us,
+                slept: after.0 - before.0,
+                preempted: after.1 - before.1,
+            });
+        }
+        Ok(out)
+    })
+    .expect("benchmark run");
+    (0..passes)
+        .map(|i| Pass {
+            us: by_pid[0][i].us,
+            slept: by_pid.iter().map(|v| v[i].slept).sum(),
+            preempted: by_pid.iter().map(|v| v[i].preempted).sum(),
+        })
+        .collect()
+}
+
+/// Run the benchmark and print (or write) its figures.
+pub fn run(o: &Options) -> Result<()> {
+    let cores = mbsp::nprocs();
+    if !o.json {
+        println!("mbsp-bench wait: {}", crate::machine::describe());
+        println!(
+            "{} samples per figure; shown: median [min–max]\n",
+            o.samples
+        );
+    }
+    let rows = oversubscription(&o.procs, o.samples, o.sample_time);
+    if !o.json {
+        print_oversubscription(&rows, cores);
+    }
+    let p = 2;
+    let passes = after_sleep(p, o.passes, o.syncs, o.sleep);
+    let pass = Samples(passes.iter().map(|x| x.us).collect());
+    let (median, worst) = (pass.median(), pass.range().1);
+    // The passes no other thread of the machine interrupted.
+    let quiet = Samples(
+        passes
+            .iter()
+            .filter(|x| x.preempted == 0)
+            .map(|x| x.us)
+            .collect(),
+    );
+    let quiet_worst = quiet.range().1;
+    if !o.json {
+        println!(
+            "\nrecovery after a long wait: {} passes of {} back-to-back empty syncs at p = {p}, \
+             each after every process slept {} ms (time per sync within a pass)",
+            o.passes,
+            o.syncs,
+            o.sleep.as_millis()
+        );
+        println!(
+            "  median pass {}  best {}  worst {}  worst/median {:.2}",
+            ns(median * 1e3),
+            ns(pass.range().0 * 1e3),
+            ns(worst * 1e3),
+            worst / median
+        );
+        println!(
+            "  {} of {} passes not preempted (no involuntary context switch of a process): worst \
+             of those {} ({:.2}x the median pass)",
+            quiet.0.len(),
+            passes.len(),
+            ns(quiet_worst * 1e3),
+            quiet_worst / median
+        );
+        let shown: Vec<String> = passes
+            .iter()
+            .map(|x| {
+                let mut v = ns(x.us * 1e3);
+                if x.slept > 0 {
+                    v += &format!(" s{}", x.slept);
+                }
+                if x.preempted > 0 {
+                    v += &format!(" p{}", x.preempted);
+                }
+                v
+            })
+            .collect();
+        println!(
+            "  by pass (sN: processes went to sleep N times during the pass, pN: were preempted N \
+             times): {}",
+            shown.join(", ")
+        );
+        println!(
+            "  target: worst pass <= 3x the median pass: {} (passes not preempted: {})",
+            crate::core_bench::verdict(worst <= 3.0 * median),
+            crate::core_bench::verdict(quiet.0.is_empty() || quiet_worst <= 3.0 * median)
+        );
+    }
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows, &passes, o.syncs).map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        let j = json!({
+            "machine": crate::machine::describe(),
+            "cores": cores,
+            "samples": o.samples,
+            "oversubscription": rows.iter().map(|r| json!({
+                "p": r.p, "mbsp_sync_ns": r.mbsp.median(), "mbsp_sync_ns_min": r.mbsp.range().0,
+                "mbsp_sync_ns_max": r.mbsp.range().1, "std_barrier_ns": r.std.median(),
+            })).collect::<Vec<_>>(),
+            "after_sleep": {
+                "p": p, "syncs_per_pass": o.syncs, "sleep_ms": o.sleep.as_millis() as u64,
+                "passes": passes.iter().map(|x| json!({
+                    "sync_ns": x.us * 1e3, "slept": x.slept, "preempted": x.preempted,
+                })).collect::<Vec<_>>(),
+                "median_ns": median * 1e3, "worst_ns": worst * 1e3,
+                "worst_over_median": worst / median,
+                "passes_not_preempted": quiet.0.len(),
+                "worst_not_preempted_ns": (!quiet.0.is_empty()).then_some(quiet_worst * 1e3),
+            },
+        });
+        println!("{j:#}");
+    }
+    Ok(())
+}
+
+/// Rows `table,p,pass,ns_per_sync,...`: one per oversubscription figure and one per pass.
+fn write_csv(
+    path: &str,
+    rows: &[OversubRow],
+    passes: &[Pass],
+    syncs: usize,
+) -> std::io::Result<()> {
+    crate::whole_file::write(std::path::Path::new(path), |f| {
+        writeln!(
+            f,
+            "table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted"
+        )?;
+        for r in rows {
+            let (lo, hi) = r.mbsp.range();
+            writeln!(
+                f,
+                "oversubscription,{},,,{:.1},{:.1},{:.1},{:.1},,",
+                r.p,
+                r.mbsp.median(),
+                lo,
+                hi,
+                r.std.median()
+            )?;
+        }
+        for (i, x) in passes.iter().enumerate() {
+            writeln!(
+                f,
+                "after_sleep,2,{i},{syncs},{:.1},,,,{},{}",
+                x.us * 1e3,
+                x.slept,
+                x.preempted
+            )?;
+        }
+        Ok(())
+    })
+}
