@@ -14,7 +14,9 @@
 
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
-use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len};
+use mbsp_algorithms::fft::{
+    BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
+};
 #[allow(unused_imports)]
 use mbsp_cli::error::{Classify, Error, Result};
 use mbsp_cli::fft_cmd::{random, rate, rel_error};
@@ -78,7 +80,7 @@ fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), V
     let n = x.len();
     mbsp::run(1, |ctx| {
         let t = Instant::now();
-        let plan = rustfft::FftPlanner::new().plan_fft_forward(n);
+        let plan = sequential_plan::<f64>(n, false);
         let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
         let seq_planning = t.elapsed().as_secs_f64();
         let t = Instant::now();

@@ -6,7 +6,7 @@ use crate::run_on;
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len,
+    Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len, sequential_plan,
 };
 use serde_json::json;
 use std::time::Instant;
@@ -137,11 +137,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
     let reference = run_on::is_root().then(|| {
         eprintln!("fft: n = {n}, {p} processes, levels {levels:?}: planning");
         let mut want = x.clone();
-        let mut planner = rustfft::FftPlanner::new();
-        let kernel = match dir {
-            Direction::Forward => planner.plan_fft_forward(n),
-            Direction::Inverse => planner.plan_fft_inverse(n),
-        };
+        let kernel = sequential_plan::<f64>(n, dir == Direction::Inverse);
         let mut warm = x.clone();
         kernel.process(&mut warm); // first touch, twiddles in cache
         let seq = median(
@@ -318,7 +314,7 @@ pub fn rate(
 ) -> f64 {
     let len = len.max(64);
     *rates.entry((len, cores)).or_insert_with(|| {
-        let plan = rustfft::FftPlanner::new().plan_fft_forward(len);
+        let plan = sequential_plan::<f64>(len, false);
         let x = random(len, 0x9e37_79b9_7f4a_7c15);
         let start = std::sync::Barrier::new(cores);
         // Every core runs its own transforms, in step; the slowest core's median counts.

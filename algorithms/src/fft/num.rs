@@ -3,12 +3,64 @@
 //! modules: it uses none of them.
 
 pub use num_complex::Complex;
-use rustfft::FftNum;
+use rustfft::{Fft, FftNum, FftPlanner};
+use std::sync::Arc;
 
-/// Floating-point types the FFT works on (`f32`, `f64`).
-pub trait Float: FftNum + bytemuck::Pod {}
-impl Float for f32 {}
-impl Float for f64 {}
+/// Floating-point types the FFT works on (`f32`, `f64`; sealed).
+pub trait Float: FftNum + bytemuck::Pod + sealed::Sealed {
+    /// A sequential rustfft plan of length `n` (forward, or inverse when `inverse`;
+    /// unscaled either way): what [`sequential_plan`] returns.
+    #[doc(hidden)]
+    fn rustfft_plan(n: usize, inverse: bool) -> Arc<dyn Fft<Self>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+// Why the planner sits behind a method of concrete impls: rustfft's planner is generic over the
+// element type, and a generic function is compiled again in every crate (every test binary,
+// example and command) that calls it with a type, the largest part of the FFT's compile time.
+// These two methods are ordinary functions, compiled once, here.
+impl Float for f32 {
+    #[inline(never)]
+    fn rustfft_plan(n: usize, inverse: bool) -> Arc<dyn Fft<f32>> {
+        plan_with(&mut FftPlanner::new(), n, inverse)
+    }
+}
+impl Float for f64 {
+    #[inline(never)]
+    fn rustfft_plan(n: usize, inverse: bool) -> Arc<dyn Fft<f64>> {
+        plan_with(&mut FftPlanner::new(), n, inverse)
+    }
+}
+
+fn plan_with<T: FftNum>(planner: &mut FftPlanner<T>, n: usize, inverse: bool) -> Arc<dyn Fft<T>> {
+    if inverse {
+        planner.plan_fft_inverse(n)
+    } else {
+        planner.plan_fft_forward(n)
+    }
+}
+
+/// A sequential (one-thread) rustfft plan of length `n`, forward or inverse (unscaled either
+/// way): the kernel the BSP FFT runs on each process, and the baseline to compare it with.
+/// Plans are made by rustfft's planner, which picks the best algorithm for `n` and this CPU
+/// (AVX, SSE or scalar).
+///
+/// ```
+/// use mbsp_algorithms::fft::{Complex, sequential_plan};
+/// let plan = sequential_plan::<f64>(8, false);
+/// let mut x = vec![Complex::new(1.0, 0.0); 8];
+/// plan.process(&mut x);
+/// assert_eq!(x[0], Complex::new(8.0, 0.0));
+/// assert!(x[1..].iter().all(|z| z.norm() < 1e-12));
+/// ```
+pub fn sequential_plan<T: Float>(n: usize, inverse: bool) -> Arc<dyn Fft<T>> {
+    T::rustfft_plan(n, inverse)
+}
 
 /// `e^{sign·2πi·num/den}` computed in f64 (the argument reduced exactly first).
 pub(crate) fn root<T: Float>(num: usize, den: usize, sign: f64, scale: f64) -> Complex<T> {

@@ -11,7 +11,7 @@ use super::num::{Complex, Float};
 use super::plan::{BspFft, Direction, Tables, check_shape};
 use crate::dist::Cyclic;
 use mbsp::Result;
-use rustfft::{Fft, FftPlanner};
+use rustfft::Fft;
 use std::any::{Any, TypeId};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -108,7 +108,7 @@ struct Sequential<T: Float> {
 impl<T: Float> Sequential<T> {
     fn new(n: usize) -> Self {
         Sequential {
-            forward: FftPlanner::new().plan_fft_forward(n),
+            forward: T::rustfft_plan(n, false),
             inverse: OnceLock::new(),
         }
     }
@@ -119,7 +119,7 @@ impl<T: Float> Sequential<T> {
             Direction::Inverse => {
                 let n = data.len();
                 self.inverse
-                    .get_or_init(|| FftPlanner::new().plan_fft_inverse(n))
+                    .get_or_init(|| T::rustfft_plan(n, true))
                     .process(data);
                 let s = T::from_f64(1.0 / n as f64).expect("a float");
                 data.iter_mut().for_each(|x| *x = x.scale(s));

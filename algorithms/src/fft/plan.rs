@@ -8,7 +8,7 @@ use super::split::{self, Gather, Scratch, Twiddles};
 use crate::dist::Cyclic;
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
-use rustfft::{Fft, FftPlanner};
+use rustfft::Fft;
 use std::sync::Arc;
 
 /// Forward (`e^{-2πi jk/n}`, unscaled) or inverse (`e^{+2πi jk/n}`, scaled by `1/n`).
@@ -164,7 +164,7 @@ impl<T: Float> Tables<T> {
             Direction::Forward => (&self.fwd, &self.tw_fwd),
             Direction::Inverse => {
                 let (k, tw) = self.inverse.get_or_init(|| {
-                    let k = FftPlanner::<T>::new().plan_fft_inverse(self.fwd.len());
+                    let k = T::rustfft_plan(self.fwd.len(), true);
                     let tw = if self.split.is_some() {
                         Vec::new()
                     } else {
@@ -184,8 +184,7 @@ impl<T: Float> Tables<T> {
         // Rows of the split local FFT (0: not split); nested processes' tables are not split.
         let rows = if local_scaled { 0 } else { split::rows(n, p) };
         let split = rows > 0;
-        let mut planner = FftPlanner::<T>::new();
-        let fwd = planner.plan_fft_forward(if split { m / rows } else { m });
+        let fwd = T::rustfft_plan(if split { m / rows } else { m }, false);
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
         // Group-cyclic stages while the group is larger than the local length: the group of
         // `gp` processes `gbase + gstride·j` doing a transform of length `m·gp` hands column
