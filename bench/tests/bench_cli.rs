@@ -87,6 +87,50 @@ fn quick_benchmark_csv_and_json() {
     );
 }
 
+/// `wait --quick`: the oversubscription rows (p = 2, 16) and the passes (4), as CSV and JSON.
+#[test]
+fn quick_wait_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "wait");
+    let csv = dir.join("wait.csv");
+    let (code, out, err) =
+        common::bench(&["wait", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 10), "{text}");
+    let tables: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(
+        tables,
+        [
+            ("oversubscription", "2"),
+            ("oversubscription", "16"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+        ]
+    );
+    assert!(
+        rows.iter().all(|r| r[4].parse::<f64>().unwrap() > 0.0),
+        "{text}"
+    );
+
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    assert_eq!(j["oversubscription"].as_array().map(Vec::len), Some(2));
+    assert_eq!(j["oversubscription"][1]["p"], 16);
+    assert_eq!(j["after_sleep"]["passes"].as_array().map(Vec::len), Some(4));
+    let (median, worst) = (
+        j["after_sleep"]["median_ns"].as_f64().unwrap(),
+        j["after_sleep"]["worst_ns"].as_f64().unwrap(),
+    );
+    assert!(0.0 < median && median <= worst, "{out}");
+}
+
 #[test]
 fn bad_numbers_of_parts_are_refused() {
     let m = common::matrix("rajat01.mtx");
@@ -120,6 +164,10 @@ fn benchmark_sizes_that_cannot_fit_are_refused() {
     refused(
         &["core", "--samples", "1000000000000000000"],
         &["--samples"],
+    );
+    refused(
+        &["wait", "--passes", "1000000000000000000"],
+        &["--passes 1000000000000000000"],
     );
     // 2^44 MiB is 2^64 bytes: it wrapped to 0 before and ran.
     let (code, _, err) = common::bench(&[
