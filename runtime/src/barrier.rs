@@ -30,26 +30,27 @@
 //! can only write a round-`k` word again two episodes later, after everybody has finished the
 //! episode in between and so has read the earlier value.
 //!
-//! **Oversubscribed: a tree.** With more processes than cores most waiters sleep, and what an
-//! episode costs is the context switches it needs: a dissemination barrier makes each process
-//! wait ⌈log₂ p⌉ times, and each of those waits may put it to sleep and need a switch to wake
-//! it, p ⌈log₂ p⌉ in all. [`Barrier::tree`] instead arranges the processes in a tree of
-//! [`TREE_ARITY`] children per node (process `i`'s parent is `(i - 1) / TREE_ARITY`): each
-//! process waits for its children's arrival words, ORs their flags into its own and publishes
-//! its arrival; the root then publishes the release word with the OR of all flags, and each
-//! process, once it sees its parent's release, publishes its own for its children. A process
-//! waits at most once for each child and once for its parent, so an episode costs at most
-//! about 2p wake-ups (and the wake-ups of a release are spread over the tree's nodes, not made
-//! by one process). One word per process and direction suffices: a process writes its arrival
-//! for the next episode only after its parent's release of this one, which follows its
-//! parent's reading of the arrival; and its release for the next episode only after its
-//! children have arrived in it, which they do after reading this one. No puts ride in a tree
-//! barrier ([`Barrier::rider_rounds`] says so).
+//! **Oversubscribed: a tree.** With many more processes than cores most waiters sleep, and
+//! what an episode costs is the context switches it needs: a dissemination barrier makes each
+//! process wait ⌈log₂ p⌉ times, and each of those waits may put it to sleep and need a switch to
+//! wake it, p ⌈log₂ p⌉ in all. [`Barrier::tree`] makes each process wait once: it ORs its flags
+//! into a shared word and counts itself in on a shared counter (with only a few processes
+//! running at a time, the contention of one counter is no cost); the last to arrive publishes
+//! the episode with the OR of all flags and wakes process 0, the root of a tree of
+//! [`TREE_ARITY`] children per node (process `i`'s parent is `(i - 1) / TREE_ARITY`); each
+//! process waits for its parent's release word, publishes its own with the same value and wakes
+//! its children. So an episode costs about one wake-up per process, and the wake-ups are spread
+//! over the tree's nodes rather than made one after another by the last arriver. One release
+//! word per process suffices: a process writes it for the next episode only after the next
+//! episode's arrivals are complete, which includes its children's, who arrive only after
+//! reading this episode's. The flags word is emptied by the last arriver of an episode, before
+//! its release lets anyone arrive in the next. No puts ride in a tree barrier
+//! ([`Barrier::rider_rounds`] says so).
 //!
 //! Waiting is the runtime's one way to wait (`wait.rs`): spin, yield, then sleep on the
 //! waiting process's own [`Signal`], which the writer of a line notifies for each reader of the
 //! line after it publishes a word (a system call only when that reader sleeps). One signal per
-//! process, not one per barrier, because with more processes than cores most of them sleep: a
+//! process, not one per barrier, because with more processes than cores many of them sleep: a
 //! shared signal would wake all p sleepers for every one of the p ⌈log₂ p⌉ words an episode
 //! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
@@ -289,7 +290,7 @@ impl Barrier {
         }
     }
 
-    /// A tree barrier for `p ≥ 1` processes: for more processes than cores (see the module
+    /// A tree barrier for `p ≥ 1` processes: for many more processes than cores (see the module
     /// documentation). No puts ride in it.
     pub fn tree(p: usize, policy: WaitPolicy) -> Self {
         assert!(p >= 1, "barrier of 0 processes");

@@ -234,7 +234,7 @@ pub(crate) struct RunShared {
 
 impl RunShared {
     /// The run state of the processes of `layout`, with a [`Barrier::tree`] if `oversubscribed`
-    /// (more processes than cores), else a dissemination barrier over their packages.
+    /// (many more processes than cores), else a dissemination barrier over their packages.
     pub(crate) fn new(
         parent_path: Vec<usize>,
         tree: Arc<Tree>,

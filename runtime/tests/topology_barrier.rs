@@ -35,7 +35,7 @@ fn runs_spanning_packages_cross_them_in_log_rounds() {
         for (desc, p, want) in cases {
             for policy in [Policy::Scattered, Policy::Compact] {
                 // The machine's own barrier, even where this one has fewer cores (there runs
-                // of more processes than cores get a tree barrier: barrier.rs).
+                // of more than twice as many processes as cores get a tree barrier: barrier.rs).
                 let run = Run::new(p).machine(machine(desc)).policy(policy.clone());
                 let shapes = tree_barrier(run, false)
                     .run(|ctx| Ok(barrier_shape(ctx)))
