@@ -95,30 +95,25 @@ pub fn flops(n: usize) -> f64 {
     5.0 * n as f64 * (n.max(1) as f64).log2()
 }
 
-/// The transforms of `f64` and `f32`, instantiated once, here, in builds with debug assertions
-/// (the dev and test profiles, whose `opt-level` 0 or 1 shares generic instances between
-/// crates): every test binary, example and tool that uses the FFT then links to these copies
-/// instead of compiling the transform and rustfft's planner again (measured with
-/// `cargo build --timings` of the test profile: the fft test binary took 82 s to compile
-/// without them, 7 s with; the whole workspace about 500 s of CPU less). Release builds
+/// The transforms of `f64`, instantiated once, here, in builds with debug assertions (the dev
+/// and test profiles, whose `opt-level` 0 or 1 shares generic instances between crates): every
+/// test binary, example and tool that uses the FFT then links to these copies instead of
+/// compiling the transform and rustfft's planner again. Not in this crate's own unit-test build
+/// (which uses few of them), nor for `f32` (only the FFT's tests use it); release builds
 /// instantiate where used, as usual.
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, not(test)))]
 #[doc(hidden)]
-pub fn shared_instances() -> [*const (); 16] {
-    fn of<T: Float>() -> [*const (); 8] {
-        [
-            BspFft::<T>::new as *const (),
-            BspFft::<T>::transform as *const (),
-            BspFft::<T>::forward as *const (),
-            BspFft::<T>::inverse as *const (),
-            MultiFft::<T>::new as *const (),
-            MultiFft::<T>::transform as *const (),
-            fft::<T> as *const (),
-            fft_multi::<T> as *const (),
-        ]
-    }
-    let (a, b) = (of::<f64>(), of::<f32>());
-    std::array::from_fn(|i| if i < 8 { a[i] } else { b[i - 8] })
+pub fn shared_instances() -> [*const (); 8] {
+    [
+        BspFft::<f64>::new as *const (),
+        BspFft::<f64>::transform as *const (),
+        BspFft::<f64>::forward as *const (),
+        BspFft::<f64>::inverse as *const (),
+        MultiFft::<f64>::new as *const (),
+        MultiFft::<f64>::transform as *const (),
+        fft::<f64> as *const (),
+        fft_multi::<f64> as *const (),
+    ]
 }
 
 #[cfg(test)]

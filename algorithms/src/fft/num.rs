@@ -23,9 +23,10 @@ mod sealed {
 // Why the planner sits behind a method of concrete impls: rustfft's planner is generic over the
 // element type, and a generic function is compiled again in every crate (every test binary,
 // example and command) that calls it with a type, the largest part of the FFT's compile time.
-// These two methods are ordinary functions, compiled once, here.
+// The f64 method is an ordinary function, compiled once, here; the f32 one is `#[inline]`, so
+// that only the few crates that transform f32 compile a planner for it.
 impl Float for f32 {
-    #[inline(never)]
+    #[inline]
     fn rustfft_plan(n: usize, inverse: bool) -> Arc<dyn Fft<f32>> {
         plan_with(&mut FftPlanner::new(), n, inverse)
     }
