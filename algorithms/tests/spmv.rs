@@ -66,7 +66,7 @@ fn distributed(
         Form::Plain => {
             let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
             let parts = mbsp::run(d.p, |ctx| {
-                let mut spmv = Spmv::new(ctx, &plan)?;
+                let mut spmv = Spmv::new(ctx, plan)?;
                 let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
@@ -84,7 +84,7 @@ fn distributed(
         Form::Hp => {
             let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
             let parts = mbsp::run(d.p, |ctx| {
-                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let mut spmv = HpSpmv::new(ctx, plan)?;
                 let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
