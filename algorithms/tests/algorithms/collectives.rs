@@ -5,7 +5,7 @@
 //! Inputs are a deterministic function of (seed, pid), so every process rebuilds all inputs and
 //! checks its own result against the model itself.
 
-mod common;
+use crate::common;
 
 use common::{mix, within};
 use mbsp::Ctx;

@@ -1,7 +1,7 @@
 //! The BSP FFT against a multiprecision reference, against sequential rustfft for every valid p,
 //! and on the classic identities; bad input gets an error, never a panic or a hang.
 
-mod common;
+use crate::common;
 
 use common::{mix, within};
 use mbsp::ErrorKind;

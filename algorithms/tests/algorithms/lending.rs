@@ -12,7 +12,7 @@
 //!   must keep the memory alive. (The FFT's packs, lent the same way, are tested in fft.rs,
 //!   which instantiates the FFT anyway: it costs a test binary 40 s of compilation.)
 
-mod common;
+use crate::common;
 
 use common::{Load, memcheck, within};
 use mbsp::{Ctx, ErrorKind};

@@ -1,7 +1,7 @@
 //! Collectives called differently by different processes end the run with a clear error — never
 //! a hang or wrong data.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::{Ctx, ErrorKind};

@@ -1,7 +1,7 @@
 //! Mondriaan files: round trips, the exact text written, and an error naming file and line for
 //! every malformed input.
 
-mod common;
+use crate::common;
 
 use common::Rng;
 use mbsp_algorithms::sparse::mondriaan::{self, Files, MondriaanError};

@@ -4,7 +4,7 @@
 //! per kind of malformed input, checking the file, the line and the problem in the message;
 //! write -> read round trips (plain and gzip). An ignored test times the largest matrix.
 
-mod common;
+use crate::common;
 
 use mbsp_algorithms::sparse::CooMatrix;
 use mbsp_algorithms::sparse::mtx::{

@@ -1,7 +1,7 @@
 //! The partitioner: invariants of its result on random and real matrices, the volume it reports
 //! against an independent count, determinism, edge cases and bad input.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_nonzeros};

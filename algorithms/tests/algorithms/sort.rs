@@ -4,7 +4,7 @@
 //! and empty local parts; balance with duplicates; nested runs; the caller's tag size and queue
 //! afterwards; malformed messages.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::bytemuck;

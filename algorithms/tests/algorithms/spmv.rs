@@ -1,7 +1,7 @@
 //! The BSP SpMV (plain, hp, hierarchical) against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
 //! many multiplies per run, empty rows, columns and parts, rectangular matrices, bad input.
 
-mod common;
+use crate::common;
 
 use common::{Rng, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};

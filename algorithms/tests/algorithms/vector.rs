@@ -1,7 +1,7 @@
 //! Vector distribution: owners are candidates, the volume is minimal, the h-relations beat a
 //! naive choice and come close to the brute-force optimum on tiny cases.
 
-mod common;
+use crate::common;
 
 use common::Rng;
 use mbsp_algorithms::sparse::metrics::{self, Traffic};

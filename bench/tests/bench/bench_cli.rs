@@ -2,7 +2,7 @@
 //! benchmark's CSV and JSON, requests that cannot fit in memory (status 2, one line), a CSV onto
 //! a full disk (status 3, the old file kept), and the refusal under mpiexec.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! variant and p, every result checked against sequential CSR), the plot, and a clear exit
 //! status 2 with one line for bad arguments.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::collections::BTreeSet;

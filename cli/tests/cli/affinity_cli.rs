@@ -1,7 +1,7 @@
 //! `mbsp affinity` as a user runs it: the plan view on real multi-socket machines, the run
 //! view on this machine (tiny kernels), an external program, bad arguments.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! What every command does with bad input that is not its own arguments: a parameter file that
 //! cannot be used, and an interrupt (Ctrl-C) in the middle of a run that writes files.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

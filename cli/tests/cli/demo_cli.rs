@@ -1,7 +1,7 @@
 //! `mbsp demo` (and `mbsp` without arguments) as a user runs it: every section, verified
 //! results, predictions beside measurements; on this machine and on a synthetic 2-package tree.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

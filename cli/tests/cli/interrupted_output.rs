@@ -4,7 +4,7 @@
 //! all new and whole, and no temporary file; the message says which. The real binary is run
 //! and signalled from outside, as a user would.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! with one line and status 2; `topo` prints once.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

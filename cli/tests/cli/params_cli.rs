@@ -1,7 +1,7 @@
 //! `mbsp params` as a user runs it: the JSON file the cost functions read, the levels of the
 //! machine tree (synthetic trees too), the plot, exit status 2 for bad arguments and 3 for a file that cannot be written.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! `mbsp partition` as a user runs it: JSON shape, the Mondriaan files, bad arguments.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! numbers and the limit and exit status 2: no allocator abort (134), no capacity panic (101),
 //! no output file. Requests that fit are not refused (the other test files run them).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! `mbsp spmv` as a user runs it: the result checked against sequential CSR, the JSON keys,
 //! and a clear exit status 2 for bad arguments.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! `mbsp topo` as a user runs it: plans of real multi-socket machines, JSON shape, errors.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::PathBuf;

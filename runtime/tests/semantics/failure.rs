@@ -3,7 +3,7 @@
 //! failed; and the run returns the root cause without hanging. On the engine the harness
 //! selects (`common/engine.rs`): over MPI ranks, every rank must see the same.
 
-mod common;
+use crate::common;
 
 use common::{Failure, run, within};
 use mbsp::internals::{SyncPoint, all_stopped, fail_next_sync};

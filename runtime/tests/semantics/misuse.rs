@@ -3,7 +3,7 @@
 //! On the engine the harness selects (`common/engine.rs`): over MPI ranks, every rank must
 //! return the same error as the thread engine does.
 
-mod common;
+use crate::common;
 use common::{expect_err, run, within};
 use mbsp::Ctx;
 use mbsp::ErrorKind::{Abort, Misuse, Panic};

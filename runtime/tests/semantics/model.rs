@@ -4,9 +4,9 @@
 //! property test draws at most as many processes as there are ranks, fewer cases, and the same
 //! cases on every rank (a fixed seed).
 
-#[path = "common/bsplib_model.rs"]
+#[path = "../common/bsplib_model.rs"]
 mod bsplib_model;
-mod common;
+use crate::common;
 
 use bsplib_model::*;
 use common::Wire;

@@ -1,7 +1,7 @@
 //! The semantics of each primitive (DESIGN.md §3), one behaviour per test, on the engine the
 //! harness selects (`common/engine.rs`: threads, or MPI ranks under `mpiexec`).
 
-mod common;
+use crate::common;
 use common::{run, within};
 use mbsp::{Ctx, QueueSize};
 

@@ -3,7 +3,7 @@
 //! communication; after it nothing touches the process's memory and every primitive but the
 //! local views is a misuse.
 
-mod common;
+use crate::common;
 use common::{expect_err, within};
 use mbsp::ErrorKind::Misuse;
 use mbsp::run;

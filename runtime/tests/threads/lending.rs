@@ -6,7 +6,7 @@
 //! many milliseconds), then fails. Without the scope's wait, the buffer is unmapped under the
 //! reader's copy and the test process dies of a segmentation fault.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::{Ctx, ErrorKind};

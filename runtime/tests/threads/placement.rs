@@ -1,7 +1,7 @@
 //! Runs placed on machine trees: plans, nesting through the levels, binding and its restoration,
 //! NUMA-local memory. Synthetic trees make the multi-socket cases testable on any machine.
 
-mod common;
+use crate::common;
 use common::within;
 use mbsp::topology::Binder;
 use mbsp::topology::Source;
@@ -306,12 +306,9 @@ fn unbound_runs_are_planned_but_not_bound() {
 #[test]
 fn affinity_none_is_the_reported_reason() {
     if std::env::var("MBSP_AFFINITY").as_deref() != Ok("none") {
+        let name = common::test_name(module_path!(), "affinity_none_is_the_reported_reason");
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "affinity_none_is_the_reported_reason",
-                "--nocapture",
-            ])
+            .args(["--exact", &name, "--nocapture"])
             .env("MBSP_AFFINITY", "none")
             .output()
             .unwrap();
@@ -475,7 +472,12 @@ fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
         return true;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &common::test_name(module_path!(), name),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .env_remove(mbsp::topology::ENV)
         .env_remove(mbsp::AFFINITY_ENV)

@@ -2,7 +2,7 @@
 //! superstep boundaries, nested runs attached to their parent, the report and its JSON, the
 //! environment variable through a child process, and a failing profiled run.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::Run;
@@ -260,7 +260,7 @@ fn environment_variable_reports_every_top_level_run() {
         let out = std::process::Command::new(&exe)
             .args([
                 "--exact",
-                "child_runs_a_program",
+                &common::test_name(module_path!(), "child_runs_a_program"),
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -4,7 +4,7 @@
 //! abort, a capacity panic or a wrapped size.
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 use common::{expect_err, within};
 use mbsp::ErrorKind::{Misuse, System};
 use mbsp::{MAX_MESSAGE, MAX_TAGSIZE, run};

@@ -4,7 +4,7 @@
 //! ride in barrier lines, puts through outboxes, gets, messages) delivers the right data, and so
 //! does communication across the tree barrier of oversubscribed runs.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::internals::{barrier_shape, tree_barrier};
