@@ -429,6 +429,8 @@ pub struct Ctx {
     /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
     /// them when it has finished with them).
     pub(crate) took: Vec<u32>,
+    /// `took` of the sync before, during a lazy sync's announcements.
+    pub(crate) took_before: Vec<u32>,
     /// By superstep parity: acknowledgements this process waits for, since the run began.
     pub(crate) acks_due: [u64; 2],
     /// The last sync was lazy (the next one acknowledges the senders it read).
@@ -476,6 +478,7 @@ impl Ctx {
             immediate: Cell::new(false),
             written: RefCell::new([Vec::new(), Vec::new()]),
             took: Vec::new(),
+            took_before: Vec::new(),
             acks_due: [0; 2],
             prev_lazy: false,
             _not_send: PhantomData,

@@ -26,11 +26,26 @@ use crossbeam_utils::CachePadded;
 /// Bits per word of the writers bitmap.
 const BITS: usize = 64;
 
+/// Words of the writers bitmap that share a cache line with the record count (the senders
+/// `0 .. 64 * HEAD` mark and announce with one cache-line transfer).
+const HEAD: usize = 6;
+
+/// One parity's count and first bitmap words, and the acknowledgements of the other parity, in
+/// one cache line: a lazy sync of parity q acknowledges the senders of the superstep before
+/// (parity 1 - q) and then announces its own records, to the same processes in a symmetric
+/// exchange, so both land in one line.
+#[repr(C, align(64))]
+struct Head {
+    records: AtomicU64,
+    acks_other: AtomicU64,
+    bits: [AtomicU64; HEAD],
+}
+
 /// One process's inbox (module documentation).
 pub(crate) struct Inbox {
-    writers: [Box<[AtomicU64]>; 2],
-    records: CachePadded<[AtomicU64; 2]>,
-    acks: CachePadded<[AtomicU64; 2]>,
+    head: [Head; 2],
+    /// Bitmap words `HEAD ..` by parity (runs of more than `64 * HEAD` processes).
+    tail: [Box<[AtomicU64]>; 2],
     mode: CachePadded<[AtomicU64; 2]>,
 }
 
@@ -44,23 +59,41 @@ pub(crate) fn mode_word(step: u64, lazy: bool) -> u64 {
 impl Inbox {
     /// The inbox of a process of a run of `p` processes.
     pub(crate) fn new(p: usize) -> Self {
-        let words = || (0..p.div_ceil(BITS)).map(|_| AtomicU64::new(0)).collect();
+        let head = || Head {
+            records: AtomicU64::new(0),
+            acks_other: AtomicU64::new(0),
+            bits: std::array::from_fn(|_| AtomicU64::new(0)),
+        };
+        let tail = || {
+            (HEAD..p.div_ceil(BITS))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        };
         Inbox {
-            writers: [words(), words()],
-            records: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
-            acks: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
+            head: [head(), head()],
+            tail: [tail(), tail()],
             mode: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
+        }
+    }
+
+    /// Bitmap word `k` of parity `q`.
+    #[inline]
+    fn word(&self, q: usize, k: usize) -> &AtomicU64 {
+        match self.head[q].bits.get(k) {
+            Some(w) => w,
+            None => &self.tail[q][k - HEAD],
         }
     }
 
     /// Forget a previous run (no process of the run is running).
     pub(crate) fn reset(&self) {
         for q in 0..2 {
-            for w in self.writers[q].iter() {
+            let h = &self.head[q];
+            for w in h.bits.iter().chain(self.tail[q].iter()) {
                 w.store(0, Ordering::Relaxed);
             }
-            self.records[q].store(0, Ordering::Relaxed);
-            self.acks[q].store(0, Ordering::Relaxed);
+            h.records.store(0, Ordering::Relaxed);
+            h.acks_other.store(0, Ordering::Relaxed);
             self.mode[q].store(0, Ordering::Relaxed);
         }
     }
@@ -68,13 +101,14 @@ impl Inbox {
     /// Process `from` has filled its outbox of parity `q` for this process.
     #[inline]
     pub(crate) fn mark(&self, q: usize, from: usize) {
-        self.writers[q][from / BITS].fetch_or(1 << (from % BITS), Ordering::Release);
+        self.word(q, from / BITS).fetch_or(1 << (from % BITS), Ordering::Release);
     }
 
     /// Take the senders marked for parity `q` (they are cleared), in pid order, into `out`.
     #[inline]
     pub(crate) fn take_writers(&self, q: usize, out: &mut Vec<u32>) {
-        for (k, w) in self.writers[q].iter().enumerate() {
+        let words = self.head[q].bits.iter().chain(self.tail[q].iter());
+        for (k, w) in words.enumerate() {
             if w.load(Ordering::Relaxed) == 0 {
                 continue;
             }
@@ -89,32 +123,32 @@ impl Inbox {
     /// A lazy sender announces `n` records for parity `q` (after marking itself).
     #[inline]
     pub(crate) fn announce(&self, q: usize, n: u64) {
-        self.records[q].fetch_add(n, Ordering::Release);
+        self.head[q].records.fetch_add(n, Ordering::Release);
     }
 
     /// Records announced for parity `q` and not yet taken.
     #[inline]
     pub(crate) fn announced(&self, q: usize) -> u64 {
-        self.records[q].load(Ordering::Acquire)
+        self.head[q].records.load(Ordering::Acquire)
     }
 
     /// The receiver has taken `n` announced records of parity `q`.
     #[inline]
     pub(crate) fn taken(&self, q: usize, n: u64) {
-        self.records[q].fetch_sub(n, Ordering::Relaxed);
+        self.head[q].records.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// A receiver no longer reads the outbox this process filled for it in a superstep of
     /// parity `q`.
     #[inline]
     pub(crate) fn ack(&self, q: usize) {
-        self.acks[q].fetch_add(1, Ordering::Release);
+        self.head[q ^ 1].acks_other.fetch_add(1, Ordering::Release);
     }
 
     /// Acknowledgements received for parity `q` since the run began.
     #[inline]
     pub(crate) fn acks(&self, q: usize) -> u64 {
-        self.acks[q].load(Ordering::Acquire)
+        self.head[q ^ 1].acks_other.load(Ordering::Acquire)
     }
 
     /// This process enters the sync of superstep `step` (everything it sends there announced).
@@ -136,13 +170,13 @@ mod tests {
 
     #[test]
     fn writers_are_taken_once_in_pid_order() {
-        let inbox = Inbox::new(130);
-        for from in [129, 0, 64, 3, 64] {
+        let inbox = Inbox::new(600);
+        for from in [129, 0, 64, 3, 64, 599, 448] {
             inbox.mark(1, from);
         }
         let mut got = Vec::new();
         inbox.take_writers(1, &mut got);
-        assert_eq!(got, vec![0, 3, 64, 129]);
+        assert_eq!(got, vec![0, 3, 64, 129, 448, 599]);
         got.clear();
         inbox.take_writers(1, &mut got);
         inbox.take_writers(0, &mut got);

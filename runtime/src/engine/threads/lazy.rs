@@ -82,7 +82,9 @@ impl Ctx {
         self.ack_previous(true);
 
         // Announce what we sent, then say that we have.
-        if let Err(e) = self.announce(q) {
+        let announced = self.announce(q);
+        self.took_before.clear();
+        if let Err(e) = announced {
             return Err(self.failed_sync(e));
         }
         self.me().inbox.enter(s, true);
@@ -132,21 +134,26 @@ impl Ctx {
         let due = self.written.borrow()[prev].len() as u64;
         if due > 0 {
             let want = self.acks_due[prev] + due;
-            let dests = self.written.borrow()[prev].clone();
-            let acked = crate::wait::wait_until(
-                self.run.barrier.policy(),
-                Sleep::Naps,
-                || (inbox.acks(prev) >= want).then_some(()),
-                || {
-                    self.run.tree.is_aborted()
-                        || self.all_entered(s, dests.iter().map(|&d| d as usize))
-                },
-            );
+            let acked = if inbox.acks(prev) >= want {
+                Ok(())
+            } else {
+                let written = self.written.borrow();
+                crate::wait::wait_until(
+                    self.run.barrier.policy(),
+                    Sleep::Naps,
+                    || (inbox.acks(prev) >= want).then_some(()),
+                    || {
+                        self.run.tree.is_aborted()
+                            || self.all_entered(s, written[prev].iter().map(|&d| d as usize))
+                    },
+                )
+            };
             if acked.is_err() {
                 if self.run.tree.is_aborted() {
                     return Err(self.failed_sync(self.stopped("sync")));
                 }
                 if inbox.acks(prev) < want {
+                    let dests = self.written.borrow()[prev].clone();
                     let e = self.unacked(&dests, true);
                     return Err(self.failed_sync(e));
                 }
@@ -351,6 +358,8 @@ impl Ctx {
                 self.run.proc(from as usize).inbox.ack(prev);
             }
         }
+        // Kept for the announcements of a lazy sync (see `announce`).
+        std::mem::swap(&mut self.took, &mut self.took_before);
         self.took.clear();
     }
 
@@ -358,7 +367,11 @@ impl Ctx {
     fn announce(&self, q: usize) -> Result<()> {
         let written = self.written.borrow();
         for &d in &written[q] {
-            self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+            // A destination that wrote to us in the last superstep had entered the last sync,
+            // so it had completed the one before: its bits of this parity are free.
+            if !self.took_before.contains(&d) {
+                self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+            }
             // SAFETY: our own outbox of the current parity, during our own sync.
             let n = unsafe {
                 self.me().outboxes(q, |outs| {
