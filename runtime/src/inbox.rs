@@ -101,7 +101,8 @@ impl Inbox {
     /// Process `from` has filled its outbox of parity `q` for this process.
     #[inline]
     pub(crate) fn mark(&self, q: usize, from: usize) {
-        self.word(q, from / BITS).fetch_or(1 << (from % BITS), Ordering::Release);
+        self.word(q, from / BITS)
+            .fetch_or(1 << (from % BITS), Ordering::Release);
     }
 
     /// Take the senders marked for parity `q` (they are cleared), in pid order, into `out`.
