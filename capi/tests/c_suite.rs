@@ -249,7 +249,10 @@ fn lazy_barriers_from_c() {
     let exe = build("lazy.c", "lazy", &[], Link::Shared);
     assert!(ok(&run(&exe, &[], &[])).contains("lazy ok"));
     let out = run(&exe, &["wrong"], &[]);
-    fails(&out, "pid 1 declared expect(3) in superstep 100 but received 2");
+    fails(
+        &out,
+        "pid 1 declared expect(3) in superstep 100 but received 2",
+    );
 }
 
 #[test]
