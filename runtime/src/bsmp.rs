@@ -85,7 +85,7 @@ impl Ctx {
 
     /// Check a send of `tag` and `len` payload bytes to `pid`.
     #[inline]
-    fn check_send(&self, op: &'static str, pid: usize, tag: &[u8], len: usize) -> Result<()> {
+    pub(crate) fn check_send(&self, op: &'static str, pid: usize, tag: &[u8], len: usize) -> Result<()> {
         self.live(op)?;
         self.check_pid(op, pid)?;
         let t = self.tagsize.get();
@@ -113,7 +113,7 @@ impl Ctx {
     /// The error of a send whose record could not be allocated.
     #[cold]
     #[inline(never)]
-    fn no_room_for_message(&self, op: &'static str, pid: usize, tag: usize, len: usize) -> Error {
+    pub(crate) fn no_room_for_message(&self, op: &'static str, pid: usize, tag: usize, len: usize) -> Error {
         self.out_of_memory(
             op,
             format!(
@@ -295,15 +295,7 @@ impl Ctx {
             })
         };
         if take {
-            match next {
-                Some(off) => q.cur_off = off,
-                None => {
-                    q.cur_src += 1;
-                    q.cur_off = 0;
-                }
-            }
-            q.left -= 1;
-            q.left_bytes -= pl;
+            q.advance(next, pl);
         }
         // SAFETY: as above: the bytes stay valid and unchanged while `self` is borrowed.
         let (tag, payload) = unsafe {

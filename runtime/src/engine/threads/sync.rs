@@ -22,7 +22,7 @@ impl Ctx {
         let op = if ending { "end" } else { "sync" };
         let q = (self.step & 1) as usize;
         // Messages live for one superstep, and their senders overwrite them once past barrier 1.
-        self.st.get_mut().queue.clear();
+        self.clear_queue();
         let flags = self.flags.get();
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
@@ -211,6 +211,7 @@ impl Ctx {
                         queue.srcs.push(i as u32);
                         queue.left += ob.msg_count;
                         queue.left_bytes += ob.msg_bytes;
+                        queue.owned += ob.owned.len();
                     }
                 })
             };
