@@ -131,7 +131,10 @@ impl Handle {
     /// If the buffer was taken: the queue never reads a message it has moved out.
     pub(crate) fn bytes(&self, bytes: usize) -> &[u8] {
         let p = self.ptr.load(Ordering::Relaxed);
-        assert!(!p.is_null(), "mbsp: an owned message read after it was moved out");
+        assert!(
+            !p.is_null(),
+            "mbsp: an owned message read after it was moved out"
+        );
         debug_assert_eq!(bytes, self.len * self.elem.size);
         // SAFETY: the initialised elements of the `Vec`, which stays allocated and unchanged
         // until the handle is taken (by the queue, which then never reads it again) or freed
@@ -170,7 +173,8 @@ impl Outbox {
         let payload: &[u8] = bytemuck::cast_slice(v);
         let name = std::any::type_name::<T>();
         let head = 16 + crate::arena::align8(name.len());
-        let at = self.reserve_record(tag, payload.len(), BYTES, head.checked_add(payload.len())?)?;
+        let at =
+            self.reserve_record(tag, payload.len(), BYTES, head.checked_add(payload.len())?)?;
         let base = self.msgs.base_mut();
         // SAFETY: the record reserved `head` bytes for the element type and the payload after
         // them, 8-byte aligned.
@@ -255,6 +259,18 @@ impl<T> OwnedMessage<'_, T> {
     ///
     /// # Panics
     /// If `size_of::<G>()` differs from the tag length.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.set_tagsize(4)?;
+    ///     ctx.sync()?;
+    ///     ctx.send_owned(1 - ctx.pid(), &7u32.to_ne_bytes(), vec![0u16; 3])?;
+    ///     ctx.sync()?;
+    ///     let m = ctx.move_owned::<u16>()?.unwrap();
+    ///     assert_eq!((m.tag_as::<u32>(), m.payload.len()), (7, 3));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
     pub fn tag_as<G: Pod>(&self) -> G {
         bytemuck::pod_read_unaligned(self.tag)
     }
@@ -276,7 +292,7 @@ impl Ctx {
     /// Send `payload` to `pid` as an owned message: it arrives in `pid`'s queue after the next
     /// sync, where [`move_owned`](Ctx::move_owned) returns the same buffer — nothing is copied
     /// (over MPI ranks the bytes travel, and arrive in a buffer of the receiver's pool; see
-    /// the module documentation of communicable memory). `tag` must have exactly
+    /// [communicable memory](crate#communicable-memory)). `tag` must have exactly
     /// [`tagsize`](Ctx::tagsize) bytes and is copied now; the payload's size has the limit of
     /// any message ([`MAX_MESSAGE`](crate::MAX_MESSAGE)).
     ///
@@ -295,9 +311,9 @@ impl Ctx {
     ///     v.extend((0..1000).map(|i| i * me as u64));
     ///     ctx.send_owned((me + 1) % p, &[], v)?;
     ///     ctx.sync()?;
-    ///     let m = ctx.move_owned::<u64>()?.expect("one message");
-    ///     let last = m.payload[999];
-    ///     ctx.recycle(m.payload); // for the next buffer()
+    ///     let got = ctx.move_owned::<u64>()?.expect("one message").payload;
+    ///     let last = got[999];
+    ///     ctx.recycle(got); // for the next buffer()
     ///     Ok(last)
     /// }).unwrap();
     /// assert_eq!(got, vec![2 * 999, 0, 999]);
@@ -330,6 +346,9 @@ impl Ctx {
     /// is copied into a `Vec<T>` from this process's pool ([`buffer`](Ctx::buffer)); its
     /// length must be a multiple of `size_of::<T>()`.
     ///
+    /// It takes `&mut self`, unlike the other queue accessors, so that no view of the queue
+    /// ([`peek`](Ctx::peek)'s payload) survives the hand-over of the buffer it shows.
+    ///
     /// ```
     /// mbsp::run(2, |ctx| {
     ///     let other = 1 - ctx.pid();
@@ -343,7 +362,21 @@ impl Ctx {
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    pub fn move_owned<T: Pod>(&self) -> Result<Option<OwnedMessage<'_, T>>> {
+    ///
+    /// A payload seen with `peek` cannot outlive the move of its buffer:
+    ///
+    /// ```compile_fail,E0502
+    /// mbsp::run(1, |ctx| {
+    ///     ctx.send_owned(0, &[], vec![1u8])?;
+    ///     ctx.sync()?;
+    ///     let seen = ctx.peek()?.unwrap();
+    ///     let v = ctx.move_owned::<u8>()?.unwrap().payload; // error: `ctx` is borrowed by `seen`
+    ///     drop(v);
+    ///     assert_eq!(seen.payload, [1]);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn move_owned<T: Pod>(&mut self) -> Result<Option<OwnedMessage<'_, T>>> {
         const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
         const OP: &str = "move_owned";
         self.live(OP)?;
@@ -356,8 +389,9 @@ impl Ctx {
         let want = TypeId::of::<T>();
         let size = size_of::<T>();
         // SAFETY: as in `next_message`: the sender leaves this outbox alone until this process
-        // has passed barrier 1 of its next sync (which needs `&mut self`), and the run state
-        // outlives `self`.
+        // has passed barrier 1 of its next sync (which needs `&mut self`, so the tag returned
+        // stays valid), and the run state outlives `self`. No view of this message's payload
+        // is alive (we hold `&mut self`): taking its buffer invalidates none.
         let (tag, len, next, front) = unsafe {
             self.run.proc(from).outboxes(q.parity, |outs| {
                 let ob = outs[self.pid]
