@@ -4,6 +4,8 @@
 //! * `mbsp-bench core` — synchronisation and communication costs of the runtime against
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy).
 //! * `mbsp-bench nested` — sync latency of flat against nested runs, compact against scattered.
+//! * `mbsp-bench lazy` — lazy syncs (declared counts) against full syncs: a one-word exchange,
+//!   a ring halo exchange.
 //! * `mbsp-bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
 //! * `mbsp-bench fft` — the BSP FFT against sequential rustfft (and FFTW, feature `fftw`).
@@ -26,6 +28,7 @@ mod core_bench;
 mod fft_bench;
 mod fftw;
 mod floor;
+mod lazy_bench;
 mod mpi_bench;
 mod nested_bench;
 mod owned_bench;
@@ -81,6 +84,9 @@ enum Bench {
     Fft(FftArgs),
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested(NestedArgs),
+    /// Lazy syncs (declared counts, `Ctx::expect`) against full syncs: a one-word exchange at
+    /// p = 2 against the empty sync, a ring halo exchange at p = 4.
+    Lazy(LazyArgs),
     /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
     /// row-block and 2D checkerboard baselines, per matrix and p.
     Partition(PartitionArgs),
@@ -226,6 +232,20 @@ struct NestedArgs {
     /// A seconds-long smoke run; the numbers are not meaningful.
     #[arg(long)]
     quick: bool,
+}
+
+/// `mbsp-bench lazy`.
+#[derive(clap::Args)]
+struct LazyArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// A seconds-long smoke run; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `mbsp-bench partition`.
@@ -442,6 +462,16 @@ fn run(which: Bench) -> Result<()> {
             nested_bench::run(samples, a.quick);
             Ok(())
         }
+        Bench::Lazy(a) => {
+            samples_fit(a.samples)?;
+            let mut o = if a.quick {
+                lazy_bench::Options::quick()
+            } else {
+                lazy_bench::Options::full(a.samples)
+            };
+            o.json = a.json;
+            lazy_bench::run(&o)
+        }
         Bench::Partition(a) => partition_bench::run(&partition_bench::Options {
             files: a.files,
             procs: a.procs.map(|c| c.0),
@@ -468,6 +498,7 @@ fn main() -> ExitCode {
         Bench::Collectives(_) => "mbsp-bench collectives",
         Bench::Fft(_) => "mbsp-bench fft",
         Bench::Nested(_) => "mbsp-bench nested",
+        Bench::Lazy(_) => "mbsp-bench lazy",
         Bench::Partition(_) => "mbsp-bench partition",
         Bench::Spmv(_) => "mbsp-bench spmv",
     };

@@ -34,6 +34,7 @@
 use crate::barrier::{Barrier, Member, Ride};
 use crate::engine::Link;
 use crate::error::{Error, ErrorKind, Result};
+use crate::inbox::Inbox;
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
 use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
@@ -91,6 +92,8 @@ pub(crate) struct ProcShared {
     pub(crate) done: CachePadded<AtomicU64>,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
     pub(crate) ended: AtomicBool,
+    /// What senders and receivers tell this process about its data (see `inbox.rs`).
+    pub(crate) inbox: Inbox,
 }
 
 // SAFETY: the cells are accessed only through the methods below, under the protocol in the
@@ -113,6 +116,7 @@ impl ProcShared {
             spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
             done: CachePadded::new(AtomicU64::new(0)),
             ended: AtomicBool::new(false),
+            inbox: Inbox::new(p),
         }
     }
 
@@ -194,6 +198,7 @@ impl ProcShared {
         self.clear_outboxes();
         self.done.store(0, Ordering::Relaxed);
         self.ended.store(false, Ordering::Relaxed);
+        self.inbox.reset();
     }
 
     /// Mark every outbox as unwritten, keeping its buffers.
@@ -230,6 +235,9 @@ pub(crate) struct RunShared {
     pub(crate) prof: Option<Arc<crate::profile::Sink>>,
     /// By process, then destination: the barrier round in which puts to it can ride.
     pub(crate) riders: Vec<Box<[u8]>>,
+    /// Some process has made a lazy sync in this run (full syncs then check that every process
+    /// made a full sync in the same superstep).
+    pub(crate) lazy_used: AtomicBool,
 }
 
 impl RunShared {
@@ -266,6 +274,7 @@ impl RunShared {
             groups,
             riders,
             prof: None,
+            lazy_used: AtomicBool::new(false),
         }
     }
 
@@ -278,6 +287,7 @@ impl RunShared {
             proc.reset();
         }
         self.stopped.store(0, Ordering::Relaxed);
+        self.lazy_used.store(false, Ordering::Relaxed);
         self.barrier.reset();
         tree.add_barrier(&self.barrier);
         self.tree = tree;
@@ -434,6 +444,22 @@ pub struct Ctx {
     pub(crate) regions_open: usize,
     /// The engine that reaches the other processes of the run (see `engine/`).
     pub(crate) link: Link<Ctx>,
+    /// The records this process declared it receives in this superstep ([`Ctx::expect`]).
+    pub(crate) lazy: Cell<Option<u64>>,
+    /// This process used an immediate primitive (hpput, hpget, direct_get) in this superstep.
+    pub(crate) immediate: Cell<bool>,
+    /// By superstep parity: the destinations of this process's outboxes written in the last
+    /// superstep of that parity, in the order first written.
+    pub(crate) written: RefCell<[Vec<u32>; 2]>,
+    /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
+    /// them when it has finished with them).
+    pub(crate) took: Vec<u32>,
+    /// `took` of the sync before, during a lazy sync's announcements.
+    pub(crate) took_before: Vec<u32>,
+    /// By superstep parity: acknowledgements this process waits for, since the run began.
+    pub(crate) acks_due: [u64; 2],
+    /// The last sync was lazy (the next one acknowledges the senders it read).
+    pub(crate) prev_lazy: bool,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -473,6 +499,13 @@ impl Ctx {
             prof,
             regions_open: 0,
             link: Link::Threads,
+            lazy: Cell::new(None),
+            immediate: Cell::new(false),
+            written: RefCell::new([Vec::new(), Vec::new()]),
+            took: Vec::new(),
+            took_before: Vec::new(),
+            acks_due: [0; 2],
+            prev_lazy: false,
             _not_send: PhantomData,
         }
     }
@@ -720,6 +753,7 @@ impl Ctx {
                 if ob.stamp != stamp {
                     ob.clear();
                     ob.stamp = stamp;
+                    self.written.borrow_mut()[q].push(pid as u32);
                 }
                 f(ob)
             })

@@ -84,6 +84,8 @@ mod ctx;
 mod drma;
 mod engine;
 mod error;
+mod inbox;
+mod lazy;
 mod lend;
 mod limits;
 mod outbox;

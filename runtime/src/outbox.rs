@@ -59,6 +59,16 @@ pub(crate) fn push_short(words: &mut [u64], len: &mut usize, dst: *mut u8, src: 
     true
 }
 
+/// The number of put records in `words` (the format of [`push_short`]).
+pub(crate) fn count_records(words: &[u64]) -> u64 {
+    let (mut at, mut n) = (0, 0);
+    while at < words.len() {
+        at += 1 + align8((words[at] >> SHIFT) as usize) / WORD;
+        n += 1;
+    }
+    n
+}
+
 /// Flags of a message record's length word: an owned message handed over as a buffer (the
 /// word after the tag indexes the outbox's handles) ...
 pub(crate) const HANDLE: u64 = 1 << 63;
@@ -126,6 +136,8 @@ pub(crate) struct Outbox {
     pub(crate) msg_bytes: usize,
     /// The buffers of owned messages handed over in this outbox, by index (see `owned.rs`).
     pub(crate) owned: Vec<Handle>,
+    /// Put records written (a lazy receiver counts puts and messages).
+    pub(crate) put_count: usize,
 }
 
 impl Outbox {
@@ -135,6 +147,7 @@ impl Outbox {
         self.msgs.clear();
         self.msg_count = 0;
         self.msg_bytes = 0;
+        self.put_count = 0;
         if !self.owned.is_empty() {
             self.free_owned();
             self.owned.clear();
@@ -147,6 +160,28 @@ impl Outbox {
         for h in &self.owned {
             h.free();
         }
+    }
+
+    /// The put and message records in this outbox (what a lazy receiver counts).
+    #[inline]
+    pub(crate) fn records(&self) -> u64 {
+        (self.put_count + self.msg_count) as u64
+    }
+
+    /// Queue the put records of `words` (the format of [`push_short`], as a barrier line
+    /// carries them) as puts of this outbox; `None` as for [`put`](Outbox::put).
+    pub(crate) fn put_records(&mut self, words: &[u64]) -> Option<()> {
+        let mut at = 0;
+        while at < words.len() {
+            let w = words[at];
+            let (dst, len) = ((w & ((1 << SHIFT) - 1)) as *mut u8, (w >> SHIFT) as usize);
+            let data = &words[at + 1..at + 1 + align8(len) / WORD];
+            // SAFETY: the record's data words hold `len` bytes.
+            let src = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, len) };
+            self.put(dst, src)?;
+            at += 1 + data.len();
+        }
+        Some(())
     }
 
     /// Queue a put of `src` to `dst`; `None` if the memory for it cannot be allocated
@@ -175,6 +210,7 @@ impl Outbox {
             }
             copy_bytes(src.as_ptr(), at.add(hlen), src.len());
         }
+        self.put_count += 1;
         Some(())
     }
 

@@ -292,6 +292,7 @@ fn moving_as_another_type_is_a_misuse_naming_both() {
 const N_LEAK: usize = 12_345;
 const N_FAIL: usize = 12_347;
 const N_POOL: usize = 12_349;
+const N_LAZY: usize = 12_351;
 
 #[test]
 fn every_buffer_is_freed_once_whether_moved_read_or_ignored() {
@@ -460,7 +461,7 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
     } else {
         2000
     };
-    for p in [2, 3] {
+    for (p, lazy) in [(2, false), (3, false), (3, true)] {
         let per_proc = within(120, move || {
             mbsp::run(p, |ctx| {
                 let (me, p) = (ctx.pid(), ctx.nprocs());
@@ -477,6 +478,9 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
                         ctx.send_owned(to, &[], v)?;
                         ctx.send_pod(to, &(), &[step as u64])?;
                     }
+                    if lazy {
+                        ctx.expect(2 * p)?; // a lazy sync: the records counted
+                    }
                     ctx.sync()?;
                     for from in 0..p {
                         let v = ctx.move_owned::<f64>()?.unwrap().payload;
@@ -492,7 +496,7 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
         assert_eq!(
             per_proc,
             vec![0; p],
-            "allocations per process in {steps} supersteps at p = {p}"
+            "allocations per process in {steps} supersteps at p = {p} (lazy: {lazy})"
         );
     }
 }
@@ -519,4 +523,45 @@ fn owned_messages_count_in_the_profile_as_their_bytes() {
         assert_eq!((me.bytes_sent, me.words_sent), (808, 101));
     }
     assert_eq!(s.h(), 101);
+}
+
+#[test]
+fn owned_messages_in_lazy_supersteps_arrive_and_are_freed() {
+    if common::needs_procs(3) {
+        return;
+    }
+    watch(3, N_LAZY * 8);
+    let got = within(60, || {
+        run(3, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let right = (me + 1) % p;
+            let mut sum = 0u64;
+            for step in 0..50u64 {
+                let mut v = ctx.buffer::<u64>(N_LAZY)?;
+                v.resize(N_LAZY, step * 10 + me as u64);
+                ctx.send_owned(right, &[], v)?;
+                // Every third superstep a second one, left in the queue (freed at the sync).
+                if step % 3 == 0 {
+                    ctx.send_owned(right, &[], vec![0u64; N_LAZY])?;
+                }
+                ctx.expect(1 + usize::from(step % 3 == 0))?;
+                ctx.sync()?;
+                let v = ctx.move_owned::<u64>()?.unwrap().payload;
+                assert_eq!(v[N_LAZY - 1], step * 10 + ((me + p - 1) % p) as u64);
+                sum += v[0];
+                ctx.recycle(v);
+            }
+            Ok(sum)
+        })
+        .unwrap()
+    });
+    let left = |me: u64| (me + 2) % 3;
+    for (me, s) in got.iter().enumerate() {
+        assert_eq!(*s, (0..50).map(|k| k * 10 + left(me as u64)).sum::<u64>());
+    }
+    let (allocated, freed) = watched(3);
+    assert_eq!(
+        allocated, freed,
+        "every buffer freed ({allocated} allocated)"
+    );
 }
