@@ -211,8 +211,11 @@ impl Pool {
     }
 
     /// An empty `Vec<T>` with room for `n` elements: the pooled one of least capacity that
-    /// has it, else a new one.
+    /// has it, else a new one (none for `n = 0`).
     fn take<T: Pod>(&mut self, n: usize) -> std::result::Result<Vec<T>, TryReserveError> {
+        if n == 0 {
+            return Ok(Vec::new()); // no pooled buffer is needed
+        }
         let stack = self.stack::<T>();
         let best = stack
             .iter()
