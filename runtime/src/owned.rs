@@ -28,7 +28,9 @@
 //! The handle is an atomic pointer only so that taking it through the shared outbox is a
 //! defined write; the superstep protocol already orders the receiver's accesses (during the
 //! superstep after the send, and at the start of its next sync) before the sender's (after that
-//! sync's first barrier), so no two ever race.
+//! sync's first barrier, or the receiver's acknowledgement after a lazy sync), so no two ever
+//! race. [`Ctx::move_owned`] takes `&mut self`, so no view of the queue (a `peek`ed payload)
+//! outlives the buffer it hands over.
 //!
 //! Over MPI ranks (the rank engine) a buffer cannot leave its address space: `send_owned` copies
 //! its bytes into the outbox (with the element type's size and name, for the receiver's check)
@@ -38,7 +40,8 @@
 //!
 //! ## Mixing with ordinary messages
 //!
-//! Owned messages are messages: they sit in the one queue with the others, count in
+//! Owned messages are messages: they sit in the one queue with the others, count as one record
+//! each in a lazy superstep's declared count ([`expect`](Ctx::expect)), count in
 //! [`qsize`](Ctx::qsize) (their payload bytes: length × element size) and in a profile's `h` (as
 //! a message of their payload bytes, as if copied: the h-relation measures what the receiver
 //! gets, whatever the transfer costs), and the byte accessors ([`peek`](Ctx::peek),
@@ -301,7 +304,7 @@ impl Ctx {
     ///
     /// The message sits in the queue among the others in the order it was sent; it counts as
     /// one message of `payload.len() * size_of::<T>()` bytes in [`qsize`](Ctx::qsize) and in
-    /// a profile, and the byte accessors ([`hpmove`](Ctx::hpmove), [`move_message`](Ctx::move_message),
+    /// a profile (and as one record for [`expect`](Ctx::expect)), and the byte accessors ([`hpmove`](Ctx::hpmove), [`move_message`](Ctx::move_message),
     /// [`peek`](Ctx::peek)) see those bytes. One not moved out with `move_owned` before the
     /// receiver's next sync is freed then (one never received, when the run state goes). A
     /// zero-sized `T` does not compile.
