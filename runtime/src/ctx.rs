@@ -19,7 +19,8 @@
 //!   receivers during the sync that ends such a superstep and during the following superstep
 //!   (the message queue). The owner writes parity `q` again only after the next sync's first
 //!   barrier, which no receiver passes before it has stopped reading (the queue is emptied
-//!   when a sync starts);
+//!   when a sync starts), or, when the sync in between is lazy, after every receiver has
+//!   acknowledged it (`engine/threads/lazy.rs`);
 //! * the collective requests of parity `q`: like the outboxes, read right after barrier 1.
 //!
 //! ## Failure

@@ -41,6 +41,15 @@ impl Ctx {
         }
         self.me().inbox.enter(self.step, false);
         if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
+            // The requests of this parity were last read in the sync two supersteps back: after
+            // a full sync every process had finished it, after a lazy one we make sure.
+            if self.prev_lazy {
+                for j in 0..self.run.p {
+                    if let Err(e) = self.wait_completed(j, self.step - 1) {
+                        return Err(self.failed_sync(e));
+                    }
+                }
+            }
             self.publish_collective(q);
         }
         if ending {
