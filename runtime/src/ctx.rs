@@ -299,6 +299,10 @@ impl RunShared {
     pub(crate) fn release(&mut self) {
         for proc in self.procs.iter_mut() {
             proc.regs.with_mut(|t| *t = RegTable::default());
+            // Owned messages nobody received (the run failed, or nobody synced again).
+            for q in 0..2 {
+                proc.out[q].with_mut(|outs| outs.iter().flatten().for_each(|ob| ob.free_owned()));
+            }
         }
     }
 
@@ -351,6 +355,9 @@ pub(crate) struct Queue {
     pub(crate) cur_off: usize,
     pub(crate) left: usize,
     pub(crate) left_bytes: usize,
+    /// Owned messages handed over to us (in the outboxes of `srcs`) that we have not taken
+    /// (`owned.rs`).
+    pub(crate) owned: usize,
 }
 
 impl Queue {
@@ -362,8 +369,24 @@ impl Queue {
             self.left = 0;
             self.left_bytes = 0;
         }
+        self.owned = 0;
         self.cur_src = 0;
         self.cur_off = 0;
+    }
+
+    /// Remove the first message (of `len` payload bytes; `next`: the offset of the sender's
+    /// next message, if it has one).
+    #[inline]
+    pub(crate) fn advance(&mut self, next: Option<usize>, len: usize) {
+        match next {
+            Some(off) => self.cur_off = off,
+            None => {
+                self.cur_src += 1;
+                self.cur_off = 0;
+            }
+        }
+        self.left -= 1;
+        self.left_bytes -= len;
     }
 }
 
@@ -380,6 +403,8 @@ pub(crate) struct Local {
     pub(crate) get_room: usize,
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
+    /// Buffers for owned messages (`owned.rs`).
+    pub(crate) pool: crate::owned::Pool,
 }
 
 /// One process's handle on its run: every BSPlib primitive is a method of `Ctx`.

@@ -22,8 +22,9 @@ impl Ctx {
         let op = if ending { "end" } else { "sync" };
         let q = (self.step & 1) as usize;
         // Messages live for one superstep, and their senders overwrite them once past barrier 1
-        // (or, after a lazy sync, once we have acknowledged them).
-        self.st.get_mut().queue.clear();
+        // (or, after a lazy sync, once we have acknowledged them): owned messages nobody moved
+        // out are freed here, before that.
+        self.clear_queue();
         let declared = self.lazy.get();
         if let Some(m) = declared {
             if !ending {
@@ -286,6 +287,7 @@ impl Ctx {
                         queue.srcs.push(i);
                         queue.left += ob.msg_count;
                         queue.left_bytes += ob.msg_bytes;
+                        queue.owned += ob.owned.len();
                     }
                 })
             };
