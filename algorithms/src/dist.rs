@@ -10,8 +10,13 @@
 //!   [`run_on_blocks`] starts a run doing exactly that.
 //! * [`Cyclic`]: the same for the cyclic distribution (strided parts).
 //! * [`concat()`]: collects the per-process results of a run into one vector.
+//! * [`Halo1d`]: ghost cells of a 1D block distribution, exchanged with the neighbours by a
+//!   lazy sync (each process waits for its neighbours only); see its module for the cost.
 //!
-//! No communication: these cost nothing in the BSP model.
+//! The others communicate nothing: they cost nothing in the BSP model.
+
+mod halo;
+pub use halo::Halo1d;
 
 use std::cell::UnsafeCell;
 use std::ops::Range;

@@ -4,6 +4,8 @@
 //! * `mbsp-bench core` — synchronisation and communication costs of the runtime against
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy).
 //! * `mbsp-bench nested` — sync latency of flat against nested runs, compact against scattered.
+//! * `mbsp-bench lazy` — lazy syncs (declared counts) against full syncs: a one-word exchange,
+//!   a ring halo exchange.
 //! * `mbsp-bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
 //! * `mbsp-bench fft` — the BSP FFT against sequential rustfft (and FFTW, feature `fftw`).
@@ -13,18 +15,23 @@
 //!   and the bandwidth achieved against a STREAM triad.
 //! * `mbsp-bench wait` — the empty sync with many more processes than cores, and passes of
 //!   back-to-back syncs after every process slept (how fast waiting returns to spinning).
+//! * `mbsp-bench owned` — owned messages (communicable memory): a 16 MiB hand-off against a
+//!   memcpy of it, and the allocations of a steady loop of owned messages.
 //! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
 //!
 //! This crate depends on the MPI engine (mbsp-mpi: MPICH and libclang to build); `mbsp` does
 //! not. Errors and exit statuses are those of `mbsp` ([`mbsp_cli::error`]).
 
+mod alloc_count;
 mod collectives_bench;
 mod core_bench;
 mod fft_bench;
 mod fftw;
 mod floor;
+mod lazy_bench;
 mod mpi_bench;
 mod nested_bench;
+mod owned_bench;
 mod partition_bench;
 mod sort_bench;
 mod spmv_bench;
@@ -65,6 +72,10 @@ enum Bench {
     /// back-to-back syncs at p = 2 each after every process slept a second (the worst pass
     /// against the median: how fast waiting returns to spinning).
     Wait(WaitArgs),
+    /// Owned messages (communicable memory): a 16 MiB buffer handed between 2 processes
+    /// against a memcpy of it, and a loop of 10^5 supersteps of owned messages (allocations
+    /// per superstep, resident size).
+    Owned(OwnedArgs),
     /// Each collective for one word and for large data at p = 1, 2, 4, next to its BSP-predicted
     /// time and to the same operation written with put + sync; then sample sort against the
     /// sequential and rayon sorts.
@@ -73,6 +84,9 @@ enum Bench {
     Fft(FftArgs),
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested(NestedArgs),
+    /// Lazy syncs (declared counts, `Ctx::expect`) against full syncs: a one-word exchange at
+    /// p = 2 against the empty sync, a ring halo exchange at p = 4.
+    Lazy(LazyArgs),
     /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
     /// row-block and 2D checkerboard baselines, per matrix and p.
     Partition(PartitionArgs),
@@ -131,6 +145,23 @@ struct WaitArgs {
     /// mbsp_ns_max, std_barrier_ns) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+}
+
+/// `mbsp-bench owned`.
+#[derive(clap::Args)]
+struct OwnedArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// Supersteps of the steady-state loop.
+    #[arg(long, default_value = "100000", value_parser = cli::at_least("--steps", 1))]
+    steps: usize,
+    /// A seconds-long smoke run (1 MiB, 1000 supersteps); the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `mbsp-bench collectives`.
@@ -201,6 +232,20 @@ struct NestedArgs {
     /// A seconds-long smoke run; the numbers are not meaningful.
     #[arg(long)]
     quick: bool,
+}
+
+/// `mbsp-bench lazy`.
+#[derive(clap::Args)]
+struct LazyArgs {
+    /// Samples per figure (the median is printed).
+    #[arg(long, default_value = "7", value_parser = cli::at_least("--samples", 1))]
+    samples: usize,
+    /// A seconds-long smoke run; the numbers are not meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `mbsp-bench partition`.
@@ -340,6 +385,20 @@ fn run(which: Bench) -> Result<()> {
             wait_fits(&o)?;
             wait_bench::run(&o)
         }
+        Bench::Owned(a) => {
+            let mut o = if a.quick {
+                owned_bench::Options::quick()
+            } else {
+                owned_bench::Options::full()
+            };
+            if !a.quick {
+                o.samples = a.samples;
+                o.steps = a.steps;
+            }
+            o.json = a.json;
+            samples_fit(o.samples)?;
+            owned_bench::run(&o)
+        }
         Bench::Collectives(a) => {
             let large = if a.quick {
                 Some(1 << 20)
@@ -403,6 +462,16 @@ fn run(which: Bench) -> Result<()> {
             nested_bench::run(samples, a.quick);
             Ok(())
         }
+        Bench::Lazy(a) => {
+            samples_fit(a.samples)?;
+            let mut o = if a.quick {
+                lazy_bench::Options::quick()
+            } else {
+                lazy_bench::Options::full(a.samples)
+            };
+            o.json = a.json;
+            lazy_bench::run(&o)
+        }
         Bench::Partition(a) => partition_bench::run(&partition_bench::Options {
             files: a.files,
             procs: a.procs.map(|c| c.0),
@@ -425,9 +494,11 @@ fn main() -> ExitCode {
         Bench::Mpi(_) => "mbsp-bench mpi",
         Bench::Core(_) => "mbsp-bench core",
         Bench::Wait(_) => "mbsp-bench wait",
+        Bench::Owned(_) => "mbsp-bench owned",
         Bench::Collectives(_) => "mbsp-bench collectives",
         Bench::Fft(_) => "mbsp-bench fft",
         Bench::Nested(_) => "mbsp-bench nested",
+        Bench::Lazy(_) => "mbsp-bench lazy",
         Bench::Partition(_) => "mbsp-bench partition",
         Bench::Spmv(_) => "mbsp-bench spmv",
     };

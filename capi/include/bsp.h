@@ -215,6 +215,18 @@ void bsp_move(void *payload, mbsp_size_arg_t max_copy_size);
  * Neither pointer may be NULL. */
 bsp_hpmove_t bsp_hpmove(void **p_tag, void **p_payload);
 
+/* ---- mbsp extensions ---- */
+
+/* Lazy barrier (BSPk's message counting): declare that this process receives exactly records
+ * puts and messages (one per non-empty bsp_put and one per bsp_send or
+ * bsp_hpsend addressed to it, its own included) in this superstep; the next bsp_sync then waits
+ * only for them instead of for every process. Every process declares in the same superstep.
+ * Such a superstep allows only puts and messages: bsp_get, bsp_push_reg, bsp_pop_reg and
+ * bsp_set_tagsize end the run at the sync, bsp_hpput, bsp_hpget and bsp_direct_get at the call.
+ * A count that does not match what arrives ends the run with an error. Over MPI ranks the sync
+ * stays a full one (the count is not checked there yet). */
+void bsp_expect(bsp_nprocs_t records);
+
 /* ---- MulticoreBSP's names of the primitives ----
  * The same functions as bsp_*, with MulticoreBSP's signatures in both modes. */
 

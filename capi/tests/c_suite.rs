@@ -245,6 +245,17 @@ fn nested_runs() {
 }
 
 #[test]
+fn lazy_barriers_from_c() {
+    let exe = build("lazy.c", "lazy", &[], Link::Shared);
+    assert!(ok(&run(&exe, &[], &[])).contains("lazy ok"));
+    let out = run(&exe, &["wrong"], &[]);
+    fails(
+        &out,
+        "pid 1 declared expect(3) in superstep 100 but received 2",
+    );
+}
+
+#[test]
 fn main_as_the_spmd_section_with_shared_globals() {
     for link in [Link::Shared, Link::Static] {
         let name = if link == Link::Shared {

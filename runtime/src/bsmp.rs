@@ -3,7 +3,8 @@
 //! A message sent in superstep `k` is copied once, into the sender's outbox for the receiver;
 //! during superstep `k + 1` the receiver reads it there in place (`hpmove` hands out references
 //! into that buffer). Payloads start 8-byte aligned, so [`Message::payload_as`] can view them as
-//! `&[f64]`, `&[u64]`... without copying.
+//! `&[f64]`, `&[u64]`... without copying. Owned messages (`owned.rs`) share the queue; their
+//! payload is the buffer handed over, aligned for its element type.
 
 use crate::barrier::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::ctx::{Ctx, HpSend};
@@ -25,7 +26,7 @@ pub struct QueueSize {
 pub struct Message<'a> {
     /// The tag (as many bytes as the tag size of the superstep it was sent in).
     pub tag: &'a [u8],
-    /// The payload bytes (8-byte aligned).
+    /// The payload bytes (8-byte aligned; an owned message's, aligned for its element type).
     pub payload: &'a [u8],
 }
 
@@ -42,7 +43,7 @@ impl<'a> Message<'a> {
     ///
     /// # Panics
     /// If the payload length is not a multiple of `size_of::<T>()`, or `T` needs more than
-    /// 8-byte alignment.
+    /// 8-byte alignment (or, for an owned message, more than its element type's).
     pub fn payload_as<T: Pod>(&self) -> &'a [T] {
         bytemuck::cast_slice(self.payload)
     }
@@ -85,7 +86,13 @@ impl Ctx {
 
     /// Check a send of `tag` and `len` payload bytes to `pid`.
     #[inline]
-    fn check_send(&self, op: &'static str, pid: usize, tag: &[u8], len: usize) -> Result<()> {
+    pub(crate) fn check_send(
+        &self,
+        op: &'static str,
+        pid: usize,
+        tag: &[u8],
+        len: usize,
+    ) -> Result<()> {
         self.live(op)?;
         self.check_pid(op, pid)?;
         let t = self.tagsize.get();
@@ -113,7 +120,13 @@ impl Ctx {
     /// The error of a send whose record could not be allocated.
     #[cold]
     #[inline(never)]
-    fn no_room_for_message(&self, op: &'static str, pid: usize, tag: usize, len: usize) -> Error {
+    pub(crate) fn no_room_for_message(
+        &self,
+        op: &'static str,
+        pid: usize,
+        tag: usize,
+        len: usize,
+    ) -> Error {
         self.out_of_memory(
             op,
             format!(
@@ -295,15 +308,7 @@ impl Ctx {
             })
         };
         if take {
-            match next {
-                Some(off) => q.cur_off = off,
-                None => {
-                    q.cur_src += 1;
-                    q.cur_off = 0;
-                }
-            }
-            q.left -= 1;
-            q.left_bytes -= pl;
+            q.advance(next, pl);
         }
         // SAFETY: as above: the bytes stay valid and unchanged while `self` is borrowed.
         let (tag, payload) = unsafe {

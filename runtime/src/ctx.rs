@@ -19,7 +19,8 @@
 //!   receivers during the sync that ends such a superstep and during the following superstep
 //!   (the message queue). The owner writes parity `q` again only after the next sync's first
 //!   barrier, which no receiver passes before it has stopped reading (the queue is emptied
-//!   when a sync starts);
+//!   when a sync starts), or, when the sync in between is lazy, after every receiver has
+//!   acknowledged it (`engine/threads/lazy.rs`);
 //! * the collective requests of parity `q`: like the outboxes, read right after barrier 1.
 //!
 //! ## Failure
@@ -34,6 +35,7 @@
 use crate::barrier::{Barrier, Member, Ride};
 use crate::engine::Link;
 use crate::error::{Error, ErrorKind, Result};
+use crate::inbox::Inbox;
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
 use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
@@ -91,6 +93,8 @@ pub(crate) struct ProcShared {
     pub(crate) done: CachePadded<AtomicU64>,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
     pub(crate) ended: AtomicBool,
+    /// What senders and receivers tell this process about its data (see `inbox.rs`).
+    pub(crate) inbox: Inbox,
 }
 
 // SAFETY: the cells are accessed only through the methods below, under the protocol in the
@@ -113,6 +117,7 @@ impl ProcShared {
             spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
             done: CachePadded::new(AtomicU64::new(0)),
             ended: AtomicBool::new(false),
+            inbox: Inbox::new(p),
         }
     }
 
@@ -194,6 +199,7 @@ impl ProcShared {
         self.clear_outboxes();
         self.done.store(0, Ordering::Relaxed);
         self.ended.store(false, Ordering::Relaxed);
+        self.inbox.reset();
     }
 
     /// Mark every outbox as unwritten, keeping its buffers.
@@ -230,6 +236,9 @@ pub(crate) struct RunShared {
     pub(crate) prof: Option<Arc<crate::profile::Sink>>,
     /// By process, then destination: the barrier round in which puts to it can ride.
     pub(crate) riders: Vec<Box<[u8]>>,
+    /// Some process has made a lazy sync in this run (full syncs then check that every process
+    /// made a full sync in the same superstep).
+    pub(crate) lazy_used: AtomicBool,
 }
 
 impl RunShared {
@@ -266,6 +275,7 @@ impl RunShared {
             groups,
             riders,
             prof: None,
+            lazy_used: AtomicBool::new(false),
         }
     }
 
@@ -278,6 +288,7 @@ impl RunShared {
             proc.reset();
         }
         self.stopped.store(0, Ordering::Relaxed);
+        self.lazy_used.store(false, Ordering::Relaxed);
         self.barrier.reset();
         tree.add_barrier(&self.barrier);
         self.tree = tree;
@@ -288,6 +299,10 @@ impl RunShared {
     pub(crate) fn release(&mut self) {
         for proc in self.procs.iter_mut() {
             proc.regs.with_mut(|t| *t = RegTable::default());
+            // Owned messages nobody received (the run failed, or nobody synced again).
+            for q in 0..2 {
+                proc.out[q].with_mut(|outs| outs.iter().flatten().for_each(|ob| ob.free_owned()));
+            }
         }
     }
 
@@ -340,6 +355,9 @@ pub(crate) struct Queue {
     pub(crate) cur_off: usize,
     pub(crate) left: usize,
     pub(crate) left_bytes: usize,
+    /// Owned messages handed over to us (in the outboxes of `srcs`) that we have not taken
+    /// (`owned.rs`).
+    pub(crate) owned: usize,
 }
 
 impl Queue {
@@ -351,8 +369,24 @@ impl Queue {
             self.left = 0;
             self.left_bytes = 0;
         }
+        self.owned = 0;
         self.cur_src = 0;
         self.cur_off = 0;
+    }
+
+    /// Remove the first message (of `len` payload bytes; `next`: the offset of the sender's
+    /// next message, if it has one).
+    #[inline]
+    pub(crate) fn advance(&mut self, next: Option<usize>, len: usize) {
+        match next {
+            Some(off) => self.cur_off = off,
+            None => {
+                self.cur_src += 1;
+                self.cur_off = 0;
+            }
+        }
+        self.left -= 1;
+        self.left_bytes -= len;
     }
 }
 
@@ -369,6 +403,8 @@ pub(crate) struct Local {
     pub(crate) get_room: usize,
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
+    /// Buffers for owned messages (`owned.rs`).
+    pub(crate) pool: crate::owned::Pool,
 }
 
 /// One process's handle on its run: every BSPlib primitive is a method of `Ctx`.
@@ -409,6 +445,22 @@ pub struct Ctx {
     pub(crate) regions_open: usize,
     /// The engine that reaches the other processes of the run (see `engine/`).
     pub(crate) link: Link<Ctx>,
+    /// The records this process declared it receives in this superstep ([`Ctx::expect`]).
+    pub(crate) lazy: Cell<Option<u64>>,
+    /// This process used an immediate primitive (hpput, hpget, direct_get) in this superstep.
+    pub(crate) immediate: Cell<bool>,
+    /// By superstep parity: the destinations of this process's outboxes written in the last
+    /// superstep of that parity, in the order first written.
+    pub(crate) written: RefCell<[Vec<u32>; 2]>,
+    /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
+    /// them when it has finished with them).
+    pub(crate) took: Vec<u32>,
+    /// `took` of the sync before, during a lazy sync's announcements.
+    pub(crate) took_before: Vec<u32>,
+    /// By superstep parity: acknowledgements this process waits for, since the run began.
+    pub(crate) acks_due: [u64; 2],
+    /// The last sync was lazy (the next one acknowledges the senders it read).
+    pub(crate) prev_lazy: bool,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -448,6 +500,13 @@ impl Ctx {
             prof,
             regions_open: 0,
             link: Link::Threads,
+            lazy: Cell::new(None),
+            immediate: Cell::new(false),
+            written: RefCell::new([Vec::new(), Vec::new()]),
+            took: Vec::new(),
+            took_before: Vec::new(),
+            acks_due: [0; 2],
+            prev_lazy: false,
             _not_send: PhantomData,
         }
     }
@@ -695,6 +754,7 @@ impl Ctx {
                 if ob.stamp != stamp {
                     ob.clear();
                     ob.stamp = stamp;
+                    self.written.borrow_mut()[q].push(pid as u32);
                 }
                 f(ob)
             })

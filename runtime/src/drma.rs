@@ -593,6 +593,7 @@ impl Ctx {
         off: usize,
     ) -> Result<()> {
         let dst = self.remote("hpput", "to", pid, slot, off, len)?;
+        self.immediate_allowed("hpput")?;
         self.note_out(pid, len, false, true);
         match self.link.remote() {
             // SAFETY: forwarded to the caller; `dst` checked (against the mirror) just now.
@@ -827,6 +828,7 @@ impl Ctx {
         len: usize,
     ) -> Result<()> {
         let s = self.remote(op, "from", pid, slot, off, len)?;
+        self.immediate_allowed(op)?;
         self.note_get(pid, len, true);
         match self.link.remote() {
             // SAFETY: forwarded to the caller; `s` checked (against the mirror) just now.

@@ -34,6 +34,20 @@
 //!
 //! The `*_raw` methods name registered memory by address, as BSPlib does, for the C ABI.
 //!
+//! ## Communicable memory
+//!
+//! BSPk's zero-copy messages, as ownership: [`Ctx::send_owned`] gives a `Vec<T>` (of a
+//! [`bytemuck::Pod`] type) to another process, whose [`Ctx::move_owned`] gets that very buffer
+//! after the sync, and [`Ctx::buffer`] / [`Ctx::recycle`] keep buffers in a per-process pool, so
+//! that a steady loop allocates nothing. (Over MPI ranks the bytes travel instead, and arrive in
+//! a buffer of the receiver's pool.) Owned messages are messages: they sit in the queue with the
+//! others — each sender's messages in the order it sent them, senders in pid order — count in
+//! [`Ctx::qsize`] and in profiles as their payload bytes, and the byte accessors
+//! ([`Ctx::peek`], [`Ctx::hpmove`], [`Ctx::move_message`]) read their bytes; moving an ordinary
+//! message with `move_owned` copies it into a pooled `Vec`. A buffer nobody moves out is freed
+//! at the receiver's next sync (or with the run state, if the run failed first): each exactly
+//! once.
+//!
 //! ## Safety model
 //!
 //! Registered memory is owned by the runtime ([`Reg`]) and accessed locally only through
@@ -57,7 +71,8 @@
 //! ## Cost
 //!
 //! A superstep without communication costs one barrier. Puts and messages cost one copy at the
-//! sender and one at the receiver (messages are then read in place); a superstep with puts and
+//! sender and one at the receiver (messages are then read in place; owned messages are not
+//! copied); a superstep with puts and
 //! messages costs one barrier plus the copies, with gets or registration changes two barriers.
 
 #![warn(missing_docs)]
@@ -69,9 +84,12 @@ mod ctx;
 mod drma;
 mod engine;
 mod error;
+mod inbox;
+mod lazy;
 mod lend;
 mod limits;
 mod outbox;
+mod owned;
 pub mod params;
 mod place;
 mod process;
@@ -90,6 +108,7 @@ pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;
 pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
+pub use owned::OwnedMessage;
 pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};

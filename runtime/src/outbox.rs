@@ -4,7 +4,10 @@
 //! records in two append-only arenas: a put is `[length << 48 | dst address][data]` (a 16-byte
 //! record for one word; longer puts, and addresses beyond 48 bits, use the long form
 //! `[LONG][dst address][length][data]`), a message `[payload length][tag][payload]`, each part
-//! 8-byte aligned. In the sync the *receiver* walks
+//! 8-byte aligned. An owned message (`owned.rs`) is a message record whose length word is
+//! flagged and whose body is `[index]` into the outbox's handles (the buffer handed over, not
+//! copied) or, over MPI ranks, `[element size][align << 32 | name length][name][payload]` (its
+//! bytes, copied). In the sync the *receiver* walks
 //! the puts and copies them into its own memory (NUMA-local writes, no locks, no per-request
 //! allocation, header and data on the same cache lines), and during the next superstep reads the
 //! messages in place. Each process keeps two sets of outboxes, one per superstep parity, so that
@@ -15,6 +18,7 @@
 //! small put costs the receiver a single cache-line transfer.
 
 use crate::arena::{Arena, align8};
+use crate::owned::Handle;
 
 const WORD: usize = std::mem::size_of::<u64>();
 
@@ -55,6 +59,43 @@ pub(crate) fn push_short(words: &mut [u64], len: &mut usize, dst: *mut u8, src: 
     true
 }
 
+/// The number of put records in `words` (the format of [`push_short`]).
+pub(crate) fn count_records(words: &[u64]) -> u64 {
+    let (mut at, mut n) = (0, 0);
+    while at < words.len() {
+        at += 1 + align8((words[at] >> SHIFT) as usize) / WORD;
+        n += 1;
+    }
+    n
+}
+
+/// Flags of a message record's length word: an owned message handed over as a buffer (the
+/// word after the tag indexes the outbox's handles) ...
+pub(crate) const HANDLE: u64 = 1 << 63;
+/// ... or an owned message copied as bytes, with its element type (over MPI ranks).
+pub(crate) const BYTES: u64 = 1 << 62;
+/// The payload length in a message record's length word.
+const LEN: u64 = BYTES - 1;
+
+/// What a message record holds besides its tag and payload.
+pub(crate) enum Kind<'a> {
+    /// An ordinary message (`send`, `hpsend`...).
+    Plain,
+    /// An owned message handed over as a buffer.
+    Handle(&'a Handle),
+    /// An owned message copied as bytes: its element type's size and name.
+    Bytes { size: usize, name: &'a str },
+}
+
+/// A message record read back: see [`Outbox::record`].
+pub(crate) struct Record<'a> {
+    pub(crate) tag: &'a [u8],
+    pub(crate) payload: &'a [u8],
+    /// Offset of the next record, or `None` after the last.
+    pub(crate) next: Option<usize>,
+    pub(crate) kind: Kind<'a>,
+}
+
 /// Words of put records stored inline, next to the stamp (stamp + length + inline = 64 bytes).
 const INLINE: usize = 6;
 
@@ -93,6 +134,10 @@ pub(crate) struct Outbox {
     pub(crate) msgs: Arena,
     pub(crate) msg_count: usize,
     pub(crate) msg_bytes: usize,
+    /// The buffers of owned messages handed over in this outbox, by index (see `owned.rs`).
+    pub(crate) owned: Vec<Handle>,
+    /// Put records written (a lazy receiver counts puts and messages).
+    pub(crate) put_count: usize,
 }
 
 impl Outbox {
@@ -102,6 +147,41 @@ impl Outbox {
         self.msgs.clear();
         self.msg_count = 0;
         self.msg_bytes = 0;
+        self.put_count = 0;
+        if !self.owned.is_empty() {
+            self.free_owned();
+            self.owned.clear();
+        }
+    }
+
+    /// Free the buffers of owned messages that no receiver moved out (each exactly once: a
+    /// handle is emptied by whoever takes or frees its buffer).
+    pub(crate) fn free_owned(&self) {
+        for h in &self.owned {
+            h.free();
+        }
+    }
+
+    /// The put and message records in this outbox (what a lazy receiver counts).
+    #[inline]
+    pub(crate) fn records(&self) -> u64 {
+        (self.put_count + self.msg_count) as u64
+    }
+
+    /// Queue the put records of `words` (the format of [`push_short`], as a barrier line
+    /// carries them) as puts of this outbox; `None` as for [`put`](Outbox::put).
+    pub(crate) fn put_records(&mut self, words: &[u64]) -> Option<()> {
+        let mut at = 0;
+        while at < words.len() {
+            let w = words[at];
+            let (dst, len) = ((w & ((1 << SHIFT) - 1)) as *mut u8, (w >> SHIFT) as usize);
+            let data = &words[at + 1..at + 1 + align8(len) / WORD];
+            // SAFETY: the record's data words hold `len` bytes.
+            let src = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, len) };
+            self.put(dst, src)?;
+            at += 1 + data.len();
+        }
+        Some(())
     }
 
     /// Queue a put of `src` to `dst`; `None` if the memory for it cannot be allocated
@@ -130,6 +210,7 @@ impl Outbox {
             }
             copy_bytes(src.as_ptr(), at.add(hlen), src.len());
         }
+        self.put_count += 1;
         Some(())
     }
 
@@ -140,12 +221,27 @@ impl Outbox {
     /// receiver can read it (in its sync, before barrier 1, at the latest).
     #[inline]
     pub(crate) fn reserve_message(&mut self, tag: &[u8], len: usize) -> Option<usize> {
-        let rec = WORD.checked_add(align8(tag.len()))?.checked_add(len)?;
+        self.reserve_record(tag, len, 0, len)
+    }
+
+    /// [`reserve_message`](Outbox::reserve_message) of a record of kind `kind` (0, [`HANDLE`]
+    /// or [`BYTES`]) for a payload of `len` bytes (at most `LEN`), whose body after the tag
+    /// has `body` bytes; returns the offset of the body.
+    #[inline]
+    pub(crate) fn reserve_record(
+        &mut self,
+        tag: &[u8],
+        len: usize,
+        kind: u64,
+        body: usize,
+    ) -> Option<usize> {
+        debug_assert!(len as u64 <= LEN);
+        let rec = WORD.checked_add(align8(tag.len()))?.checked_add(body)?;
         let off = self.msgs.try_reserve(rec)?;
         let base = self.msgs.base_mut();
         // SAFETY: `try_reserve` made room for the length word and the aligned tag.
         unsafe {
-            (base.add(off) as *mut usize).write(len);
+            (base.add(off) as *mut u64).write(len as u64 | kind);
             if !tag.is_empty() {
                 copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
             }
@@ -237,17 +333,57 @@ impl Outbox {
     /// (tag, payload, offset of the next message or `None` after the last).
     #[inline]
     pub(crate) fn message(&self, off: usize, tagsize: usize) -> (&[u8], &[u8], Option<usize>) {
-        // SAFETY: `off` is the start of a record written by `send` (the queue walks records in
-        // order), so the length word is initialised and aligned.
-        let len = unsafe { (self.msgs.base().add(off) as *const usize).read() };
+        let r = self.record(off, tagsize);
+        (r.tag, r.payload, r.next)
+    }
+
+    /// The word at byte offset `off` of the message records.
+    #[inline]
+    fn msg_word(&self, off: usize) -> u64 {
+        let w = self.msgs.bytes(off, WORD);
+        u64::from_ne_bytes(w.try_into().expect("a word"))
+    }
+
+    /// The message record at byte offset `off`, for tag size `tagsize`: its tag, its payload
+    /// (an owned message's buffer for a handle), the offset of the next record and its kind.
+    #[inline]
+    pub(crate) fn record(&self, off: usize, tagsize: usize) -> Record<'_> {
+        // `off` is the start of a record (the queue walks records in order).
+        let w = self.msg_word(off);
+        let len = (w & LEN) as usize;
         let tag_at = off + WORD;
-        let payload_at = tag_at + align8(tagsize);
-        let next = payload_at + align8(len);
-        (
-            self.msgs.bytes(tag_at, tagsize),
-            self.msgs.bytes(payload_at, len),
-            (next < self.msgs.len()).then_some(next),
-        )
+        let body = tag_at + align8(tagsize);
+        let (payload, end, kind) = if w & (HANDLE | BYTES) == 0 {
+            (self.msgs.bytes(body, len), body + align8(len), Kind::Plain)
+        } else if w & HANDLE != 0 {
+            let h = &self.owned[self.msg_word(body) as usize];
+            (h.bytes(len), body + WORD, Kind::Handle(h))
+        } else {
+            let size = self.msg_word(body) as usize;
+            let name_len = (self.msg_word(body + WORD) & 0xFFFF_FFFF) as usize;
+            let name = std::str::from_utf8(self.msgs.bytes(body + 2 * WORD, name_len))
+                .unwrap_or("(an element type whose name is not UTF-8)");
+            let payload_at = body + 2 * WORD + align8(name_len);
+            (
+                self.msgs.bytes(payload_at, len),
+                payload_at + align8(len),
+                Kind::Bytes { size, name },
+            )
+        };
+        Record {
+            tag: self.msgs.bytes(tag_at, tagsize),
+            payload,
+            next: (end < self.msgs.len()).then_some(end),
+            kind,
+        }
+    }
+}
+
+impl Drop for Outbox {
+    /// Owned messages still in the outbox when the run state goes (a run that failed, or whose
+    /// last messages nobody moved out) are freed here.
+    fn drop(&mut self) {
+        self.free_owned();
     }
 }
 

@@ -114,7 +114,13 @@ impl Ctx {
             st.graveyard.clear();
         }
         self.flags.set(0);
+        self.prev_lazy = self.lazy.get().is_some();
+        self.lazy.set(None);
+        self.immediate.set(false);
         self.step += 1;
+        // The destinations of two supersteps ago: a lazy sync has used them (its
+        // acknowledgements), and this superstep writes its own.
+        self.written.get_mut()[(self.step & 1) as usize].clear();
         self.me().done.store(self.step, Ordering::Release);
     }
 

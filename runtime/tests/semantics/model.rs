@@ -1,4 +1,5 @@
-//! Random BSP programs checked against a sequential model of BSPlib (the generator, the
+//! Random BSP programs checked against a sequential model of BSPlib, with some supersteps
+//! lazy (their counts declared with `Ctx::expect`, see `lazy_count`) (the generator, the
 //! processes' part and the model are in `common/bsplib_model.rs`, which the MPI self-test
 //! uses too), on the engine the harness selects (`common/engine.rs`). Over MPI ranks the
 //! property test draws at most as many processes as there are ranks, fewer cases, and the same
@@ -73,16 +74,60 @@ proptest! {
     }
 }
 
+/// `prog` without the gets of two supersteps in three, so that more of them can be lazy
+/// (`lazy_count`).
+fn fewer_gets(mut prog: Vec<Step>) -> Vec<Step> {
+    for (k, step) in prog.iter_mut().enumerate() {
+        if k % 3 != 2 {
+            for ops in &mut step.ops {
+                ops.retain(|op| !matches!(op, Op::Get { .. }));
+            }
+        }
+    }
+    prog
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: common::limit(80, 6),
+        rng_seed: rng_seed(),
+        ..ProptestConfig::default()
+    })]
+
+    /// The same with more lazy supersteps, in runs of several.
+    #[test]
+    fn runtime_with_lazy_syncs_agrees_with_sequential_model(
+        p in 1usize..=5.min(common::max_procs()),
+        steps in 1usize..=12,
+        seed in any::<u64>(),
+    ) {
+        let prog = fewer_gets(generate(p, steps, seed));
+        let records = execute(p, &prog);
+        if let Err(e) = check(p, &prog, &records) {
+            prop_assert!(false, "seed {seed}, p {p}: {e}");
+        }
+    }
+}
+
 /// A long fixed-seed program at a size proptest rarely reaches.
 #[test]
 fn long_program_agrees_with_model() {
     // Over ranks: as many processes as there are ranks.
     let p = 6.min(common::max_procs());
+    let mut lazy = 0;
     for seed in 0..4 {
-        let prog = generate(p, 40, 0xC0FFEE + seed);
+        let mut prog = generate(p, 40, 0xC0FFEE + seed);
+        if seed >= 2 {
+            prog = fewer_gets(prog);
+        }
         let records = execute(p, &prog);
         check(p, &prog, &records).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        lazy += (0..prog.len())
+            .filter(|&k| (0..p).any(|i| lazy_count(&prog, k, i).is_some_and(|m| m > 0)))
+            .count();
     }
+    // Lazy supersteps (declared counts, `Ctx::expect`) with data are among them.
+    assert!(lazy >= 6, "only {lazy} lazy supersteps with data");
 }
 
 #[test]

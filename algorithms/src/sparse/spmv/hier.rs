@@ -405,6 +405,8 @@ impl<'p> HierSpmv<'p> {
                     // (this core holds its lock until it returns).
                     unsafe { n.hpsend(o.to as usize, &tag, payload)? };
                 }
+                // One message from each core that sums rows of this one (a lazy sync).
+                n.expect(l.recv_from.len())?;
                 n.sync()?;
                 for _ in 0..l.recv_from.len() {
                     let Some(m) = n.hpmove()? else {

@@ -17,7 +17,9 @@
 //! Three variants run them:
 //!
 //! * [`Spmv`] — plain primitives: `get` for the fan-out (superstep 1), `put` for the fan-in
-//!   (superstep 2). `x` may be written right before the multiply.
+//!   (superstep 2, a lazy sync: each process declares the puts it receives, one per process
+//!   that sums rows it owns, and waits for those processes only). `x` may be written right
+//!   before the multiply.
 //! * [`HpSpmv`] — `direct_get` for the fan-out and `hpsend`/`hpmove` for the fan-in: one
 //!   superstep per multiply, no buffering of `x`. `x` must have been written before a sync
 //!   (checked: see [`HpSpmv::x_mut`]).
@@ -44,7 +46,8 @@
 //! summed at once, each in CRS order, so the sums are those of a CRS multiply, bit for bit).
 //!
 //! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
-//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l` (plain), `... + l` (hp).
+//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l` (plain; its second `l` is
+//! a lazy sync's, which waits only for a process's senders), `... + l` (hp).
 //! Nothing is allocated per multiply.
 
 use super::{CooMatrix, Distribution};
@@ -765,6 +768,9 @@ impl<'p> Spmv<'p> {
                 o.offset as usize,
             )?;
         }
+        // The plan knows every count: one put from each sender (a lazy sync waits for those
+        // senders only).
+        ctx.expect(l.recv_from.len())?;
         ctx.sync()?;
         let recv = ctx.local(&self.recv)?;
         for (slot, &q) in l.recv_to_y.iter().enumerate() {

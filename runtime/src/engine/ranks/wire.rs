@@ -175,6 +175,12 @@ impl Outbox {
     /// (words of inline put records, of put records, of messages; message count and payload
     /// bytes), then the three areas. Every part stays 8-byte aligned.
     pub(super) fn encode(&self, out: &mut Vec<u64>) {
+        // Owned messages to another rank are copied into the records (`owned.rs`): a handle
+        // means nothing in another address space.
+        debug_assert!(
+            self.owned.is_empty(),
+            "a handle in an outbox for another rank"
+        );
         let inline = &self.inline[..self.inline_len / 8];
         let (puts, msgs) = (self.puts.words(), self.msgs.words());
         out.extend_from_slice(&[

@@ -38,6 +38,7 @@
 //! Every process is the same program in one address space: a receiver writes where a
 //! sender's put record says, checked by the sender against the receiver's table.
 
+mod lazy;
 mod sync;
 
 use crate::ctx::Ctx;
@@ -125,12 +126,30 @@ impl Ctx {
         );
     }
 
+    /// The error of an immediate primitive whose target has already completed this superstep
+    /// (only a lazy sync lets it).
+    #[cold]
+    fn ahead(&self, op: &'static str, pid: usize, done: u64) -> Error {
+        self.misuse(
+            op,
+            format!(
+                "{op} in superstep {} to pid {pid}, which has already completed {done} syncs: \
+                 the immediate primitives are not allowed in a lazy superstep (see expect)",
+                self.step
+            ),
+        )
+    }
+
     /// Wait until process `pid` has completed as many syncs as we have, so that its memory holds
     /// everything the previous supersteps wrote (needed by the immediate primitives).
     #[inline]
     fn wait_settled(&self, op: &'static str, pid: usize) -> Result<()> {
         let done = &self.run.procs[pid].done;
-        if done.load(Ordering::Acquire) >= self.step {
+        let seen = done.load(Ordering::Acquire);
+        if seen > self.step {
+            return Err(self.ahead(op, pid, seen));
+        }
+        if seen == self.step {
             return Ok(());
         }
         crate::wait::wait_until(

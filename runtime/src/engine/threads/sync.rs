@@ -21,13 +21,35 @@ impl Ctx {
     pub(super) fn superstep_end(&mut self, ending: bool) -> Result<()> {
         let op = if ending { "end" } else { "sync" };
         let q = (self.step & 1) as usize;
-        // Messages live for one superstep, and their senders overwrite them once past barrier 1.
-        self.st.get_mut().queue.clear();
+        // Messages live for one superstep, and their senders overwrite them once past barrier 1
+        // (or, after a lazy sync, once we have acknowledged them): owned messages nobody moved
+        // out are freed here, before that.
+        self.clear_queue();
+        let declared = self.lazy.get();
+        if let Some(m) = declared {
+            if !ending {
+                return self.lazy_sync(m);
+            }
+        }
+        self.ack_previous(false);
         let flags = self.flags.get();
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
         }
+        if let Err(e) = self.mark_written(q) {
+            return Err(self.failed_sync(e));
+        }
+        self.me().inbox.enter(self.step, false);
         if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
+            // The requests of this parity were last read in the sync two supersteps back: after
+            // a full sync every process had finished it, after a lazy one we make sure.
+            if self.prev_lazy {
+                for j in 0..self.run.p {
+                    if let Err(e) = self.wait_completed(j, self.step - 1) {
+                        return Err(self.failed_sync(e));
+                    }
+                }
+            }
             self.publish_collective(q);
         }
         if ending {
@@ -56,9 +78,19 @@ impl Ctx {
             let e = self.end_mismatch(op);
             return Err(self.failed_sync(e));
         }
+        if self.run.lazy_used.load(Ordering::Relaxed) {
+            if let Err(e) = self.check_after_lazy() {
+                return Err(self.failed_sync(e));
+            }
+            if self.prev_lazy {
+                if let Err(e) = self.check_acks_after_lazy() {
+                    return Err(self.failed_sync(e));
+                }
+            }
+        }
         self.fault_point(SyncPoint::AfterBarrier1)?;
         let g = out.flags;
-        if g == 0 {
+        if g == 0 && declared.is_none() {
             self.finish_sync();
             return Ok(());
         }
@@ -94,11 +126,30 @@ impl Ctx {
             return Err(self.failed_sync(self.stopped(op)));
         }
         self.fault_point(SyncPoint::AfterBarrier2)?;
+        let mut got = 0;
         if g & FLAG_COMM != 0 {
+            if declared.is_some() {
+                got += self
+                    .rode
+                    .iter()
+                    .map(|r| crate::outbox::count_records(&r.words[..r.len]))
+                    .sum::<u64>();
+            }
             self.deliver_rides();
         }
         if g & FLAG_OUTBOX != 0 {
-            self.receive(q, sent_tagsize);
+            got += self.receive(q, sent_tagsize);
+        }
+        if let Some(m) = declared.filter(|&m| m != got) {
+            let e = self.misuse(
+                op,
+                format!(
+                    "pid {} declared expect({m}) in superstep {} but received {got} \
+                     puts/messages (the final sync is a full one: the count is checked there)",
+                    self.pid, self.step
+                ),
+            );
+            return Err(self.failed_sync(e));
         }
         let st = self.st.get_mut();
         if !st.gets.is_empty() {
@@ -118,7 +169,7 @@ impl Ctx {
     /// can still read our memory before user code gets control back.
     #[cold]
     #[inline(never)]
-    fn failed_sync(&mut self, e: Error) -> Error {
+    pub(super) fn failed_sync(&mut self, e: Error) -> Error {
         self.run.tree.fail(&e);
         let st = self.st.get_mut();
         st.gets.clear();
@@ -184,37 +235,64 @@ impl Ctx {
         }
     }
 
-    /// Deliver the puts of every sender that wrote to us and queue its messages. An outbox is
-    /// fresh iff its stamp names this superstep; stale ones stay cached, so checking all p
-    /// senders costs little more than reading the ones that wrote.
-    fn receive(&mut self, q: usize, tagsize: usize) {
+    /// Tell every destination of this superstep's outboxes that we wrote to it (before the
+    /// barrier, or before announcing in a lazy sync). After lazy syncs a destination may be
+    /// behind: its bits of this parity are free once it has completed the sync two supersteps
+    /// back (where it took them), which we wait for (usually at once).
+    #[inline]
+    pub(super) fn mark_written(&self, q: usize) -> Result<()> {
+        let written = self.written.borrow();
+        let lazy_used = self.run.lazy_used.load(Ordering::Relaxed);
+        for &d in &written[q] {
+            if lazy_used {
+                self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+            }
+            self.run.proc(d as usize).inbox.mark(q, self.pid);
+        }
+        Ok(())
+    }
+
+    /// Deliver the puts of every sender that marked us (`inbox.rs`) and queue its messages;
+    /// returns the number of records taken and keeps the senders in `took`. Only their
+    /// outboxes are read: a full sync reads p / 64 bitmap words instead of p outbox stamps, and
+    /// a lazy one never touches an outbox another process may be refilling.
+    pub(super) fn receive(&mut self, q: usize, tagsize: usize) -> u64 {
         let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
+        let took = &mut self.took;
+        took.clear();
+        run.proc(me).inbox.take_writers(q, took);
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
         queue.parity = q;
-        for (i, sender) in run.procs.iter().enumerate() {
-            // SAFETY: the sender filled its parity-q outboxes before barrier 1 and leaves them
-            // alone until after the next sync's barrier 1.
+        let mut records = 0;
+        for &i in took.iter() {
+            // SAFETY: the sender filled its parity-q outbox for us before marking us and leaves
+            // it alone until we have finished with it (the next sync's barrier 1, or our ack).
             unsafe {
-                sender.outboxes(q, |outs| {
+                run.proc(i as usize).outboxes(q, |outs| {
                     let Some(ob) = outs[me].as_deref() else {
                         return;
                     };
                     if ob.stamp != fresh {
+                        // Records of an earlier superstep that came late: reported by the
+                        // lazy sync's checks, never delivered.
                         return;
                     }
+                    records += ob.records();
                     // Put destinations are our own registered memory, kept alive by our table
                     // or graveyard, with no live references (we hold `&mut self`).
                     ob.deliver_puts();
                     if ob.msg_count > 0 {
-                        queue.srcs.push(i as u32);
+                        queue.srcs.push(i);
                         queue.left += ob.msg_count;
                         queue.left_bytes += ob.msg_bytes;
+                        queue.owned += ob.owned.len();
                     }
                 })
             };
         }
+        records
     }
 
     #[cold]

@@ -1,0 +1,183 @@
+//! `mbsp-bench lazy`: lazy syncs (declared counts, `Ctx::expect`) against full syncs, same run.
+//!
+//! * p = 2: the empty full sync (the baseline), a one-word exchange (each process puts one
+//!   word into the other) with a full sync, and the same exchange declared (`expect(1)`).
+//! * A 1D halo exchange on a ring (one word to each neighbour, two received) at p = 4, which
+//!   oversubscribes a 2-core machine, with full and with lazy syncs.
+
+use crate::stats::{Samples, ns, timed};
+use mbsp::Ctx;
+use mbsp_cli::error::{Error, Result};
+use serde_json::json;
+
+/// Options of `mbsp-bench lazy`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per figure (the median is reported).
+    pub samples: usize,
+    /// Supersteps per sample.
+    pub iters: usize,
+    /// Print JSON instead of tables.
+    pub json: bool,
+}
+
+impl Options {
+    /// The full benchmark (a few seconds).
+    pub fn full(samples: usize) -> Self {
+        Options {
+            samples,
+            iters: 20_000,
+            json: false,
+        }
+    }
+
+    /// A smoke-test sized run (the numbers mean nothing).
+    pub fn quick() -> Self {
+        Options {
+            samples: 3,
+            iters: 200,
+            json: false,
+        }
+    }
+}
+
+/// Nanoseconds per superstep (process 0's view) of `step` run by `p` processes, each with a
+/// one-word registration per neighbour slot.
+fn measure(
+    p: usize,
+    o: &Options,
+    step: impl Fn(&Ctx, &mbsp::Reg<u64>, u64) -> mbsp::Result<()> + Sync,
+) -> Result<Samples> {
+    let by_pid = mbsp::run(p, |ctx| {
+        let x = ctx.push_reg(vec![0u64; 2])?;
+        ctx.sync()?;
+        let mut i = 0u64;
+        let out = timed(o.samples, o.iters, || {
+            i += 1;
+            step(ctx, &x, i)?;
+            ctx.sync()
+        })?;
+        Ok(out)
+    })
+    .map_err(|e| Error::run(format!("mbsp-bench lazy: {e}")))?;
+    Ok(Samples(by_pid.into_iter().next().unwrap_or_default()))
+}
+
+/// One row of the table.
+struct Row {
+    name: &'static str,
+    p: usize,
+    samples: Samples,
+    /// The row it is compared with (index), and the target ratio if the issue sets one.
+    against: Option<(usize, Option<f64>)>,
+}
+
+/// Run the benchmark and print its table (or JSON).
+pub fn run(o: &Options) -> Result<()> {
+    if !o.json {
+        println!("mbsp-bench lazy: {}", crate::machine::describe());
+        println!(
+            "{} samples of {} supersteps per figure; time per superstep, median [min–max]\n",
+            o.samples, o.iters
+        );
+    }
+    let other = |ctx: &Ctx| 1 - ctx.pid();
+    let mut rows = vec![
+        Row {
+            name: "empty full sync",
+            p: 2,
+            samples: measure(2, o, |_, _, _| Ok(()))?,
+            against: None,
+        },
+        Row {
+            name: "one-word exchange, full sync",
+            p: 2,
+            samples: measure(2, o, |ctx, x, i| ctx.put(other(ctx), &[i], x, 0))?,
+            against: Some((0, None)),
+        },
+        Row {
+            name: "one-word exchange, expect(1)",
+            p: 2,
+            samples: measure(2, o, |ctx, x, i| {
+                ctx.put(other(ctx), &[i], x, 0)?;
+                ctx.expect(1)
+            })?,
+            against: Some((0, Some(0.7))),
+        },
+    ];
+    let halo = |ctx: &Ctx, x: &mbsp::Reg<u64>, i: u64| {
+        let (pid, p) = (ctx.pid(), ctx.nprocs());
+        ctx.put((pid + 1) % p, &[i], x, 0)?;
+        ctx.put((pid + p - 1) % p, &[i], x, 1)
+    };
+    rows.push(Row {
+        name: "ring halo, one word each way, full sync",
+        p: 4,
+        samples: measure(4, o, halo)?,
+        against: None,
+    });
+    let base = rows.len() - 1;
+    rows.push(Row {
+        name: "ring halo, one word each way, expect(2)",
+        p: 4,
+        samples: measure(4, o, |ctx, x, i| {
+            halo(ctx, x, i)?;
+            ctx.expect(2)
+        })?,
+        against: Some((base, Some(0.5))),
+    });
+
+    if o.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "kernel": r.name,
+                    "p": r.p,
+                    "median_ns": r.samples.median(),
+                    "min_ns": r.samples.range().0,
+                    "max_ns": r.samples.range().1,
+                    "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
+                    "target": r.against.and_then(|(_, t)| t),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "lazy": v })).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    println!(
+        "  {:<42} {:>2}  {:<28} {:>22}",
+        "kernel", "p", "time per superstep", "ratio (target)"
+    );
+    for r in &rows {
+        let ratio = match r.against {
+            Some((b, t)) => {
+                let x = r.samples.median() / rows[b].samples.median();
+                let base = if b == 0 { "empty" } else { "full" };
+                match t {
+                    Some(t) => format!(
+                        "{x:.2}x {base} (<= {t}: {})",
+                        crate::core_bench::verdict(x <= t)
+                    ),
+                    None => format!("{x:.2}x {base}"),
+                }
+            }
+            None => String::new(),
+        };
+        println!(
+            "  {:<42} {:>2}  {:<28} {:>22}",
+            r.name,
+            r.p,
+            r.samples.show(ns),
+            ratio
+        );
+    }
+    println!(
+        "\ntargets (issue 25): a declared one-word exchange <= 0.7x an empty full sync at p = 2; \
+         the ring halo at p = 4 (on 2 cores) >= 2x faster with lazy syncs (<= 0.5x)"
+    );
+    Ok(())
+}

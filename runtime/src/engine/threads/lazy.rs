@@ -1,0 +1,421 @@
+//! The thread engine's lazy sync (semantics in `crate::lazy`), and the checks full syncs make
+//! once a run has used lazy syncs.
+//!
+//! ```text
+//! lazy sync, superstep s, parity q, declared m
+//!   copy hpsend payloads and barrier-line puts into outboxes
+//!   ack: tell every sender read in the last sync that its outbox of parity 1-q is free
+//!   announce: for every destination written: mark our bit in its writers[q], add our records
+//!   enter: mode[q] = (s+1) << 1 | 1   (everything we send in s is announced)
+//!   wait until announced(q) >= m      (or: every process has entered sync s -> too few)
+//!   take the marked senders' outboxes: deliver puts, queue messages; records taken == m?
+//!   wait until every destination of superstep s-1 has acked (our parity 1-q outboxes are free)
+//! ```
+//!
+//! ## Why no process reads or writes what another still uses
+//!
+//! * A receiver reads a sender's outboxes of parity q only for senders whose bit it took, and
+//!   only until its next sync starts (the queue is emptied there); it acks them in that next
+//!   sync when it is lazy, and a full next sync is a barrier.
+//! * A sender refills its parity-q outboxes in superstep s+2 only after its sync s+1: when that
+//!   is lazy it waited for the acks of every destination of superstep s; when it is full, every
+//!   process has entered sync s+1.
+//! * Records that reach a receiver after it completed their superstep are never delivered into
+//!   a later one: the sender's ack wait fails when every destination has entered the next sync
+//!   without acking (lazy next sync), or the receiver finds their bit left over at its next
+//!   full sync.
+//!
+//! ## Never a hang
+//!
+//! A wait for records or acks that cannot come ends as soon as every process it could come
+//! from has entered the sync (their `mode` words say so, and say whether that sync is lazy):
+//! then nothing more will arrive, and the count is final. These waits poll in naps when they
+//! must sleep (nobody notifies them), so the check runs while they sleep.
+
+use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::inbox::mode_word;
+use crate::wait::Sleep;
+
+impl Ctx {
+    /// The lazy sync of the current superstep, `m` records declared (module documentation).
+    pub(super) fn lazy_sync(&mut self, m: u64) -> Result<()> {
+        let (s, pid) = (self.step, self.pid);
+        let q = (s & 1) as usize;
+        let prev = q ^ 1;
+        let flags = self.flags.get();
+        if flags & (FLAG_GETS | FLAG_REGS | FLAG_TAGS) != 0 {
+            let what = [
+                (FLAG_GETS, "get"),
+                (FLAG_REGS, "push_reg/pop_reg"),
+                (FLAG_TAGS, "set_tagsize"),
+            ]
+            .iter()
+            .filter(|(f, _)| flags & f != 0)
+            .map(|(_, w)| *w)
+            .collect::<Vec<_>>()
+            .join(", ");
+            let e = self.misuse(
+                "sync",
+                format!(
+                    "superstep {s} declared expect({m}) and also called {what}: a lazy superstep \
+                     allows only puts and messages (the others need every process's requests \
+                     at a full sync)"
+                ),
+            );
+            return Err(self.failed_sync(e));
+        }
+        if !self.run.lazy_used.load(crate::shim::Ordering::Relaxed) {
+            self.run
+                .lazy_used
+                .store(true, crate::shim::Ordering::Relaxed);
+        }
+        if flags & FLAG_COMM != 0 {
+            self.flush_hpsends();
+            if let Err(e) = self.rides_to_outboxes() {
+                return Err(self.failed_sync(e));
+            }
+        }
+
+        // The senders read in the last sync may refill those outboxes.
+        self.ack_previous(true);
+
+        // Announce what we sent, then say that we have.
+        let announced = self.announce(q);
+        self.took_before.clear();
+        if let Err(e) = announced {
+            return Err(self.failed_sync(e));
+        }
+        self.me().inbox.enter(s, true);
+
+        // Our own records.
+        let inbox = &self.me().inbox;
+        let waited = crate::wait::wait_until(
+            self.run.barrier.policy(),
+            Sleep::Naps,
+            || (inbox.announced(q) >= m).then_some(()),
+            || {
+                self.run.tree.is_aborted()
+                    || self.all_entered(s, (0..self.run.p).filter(|&j| j != pid))
+            },
+        );
+        if waited.is_err() {
+            if self.run.tree.is_aborted() {
+                return Err(self.failed_sync(self.stopped("sync")));
+            }
+            if inbox.announced(q) < m {
+                let e = self.short_count(m);
+                return Err(self.failed_sync(e));
+            }
+        }
+        let sent_tagsize = self.tagsize.get();
+        let got = self.receive(q, sent_tagsize);
+        // A sender we took may not have announced yet (it marks first): that takes a moment.
+        let inbox = &self.run.procs[pid].inbox;
+        let _ = crate::wait::wait_until(
+            self.run.barrier.policy(),
+            Sleep::Naps,
+            || (inbox.announced(q) >= got).then_some(()),
+            || self.run.tree.is_aborted(),
+        );
+        // More announced than taken: records that came after we took our senders (too many,
+        // or late from an earlier superstep).
+        let announced = inbox.announced(q);
+        let stale = self.stale_senders(s);
+        if got != m || announced != got || !stale.is_empty() {
+            let e = self.count_mismatch(m, got.max(announced), &stale);
+            return Err(self.failed_sync(e));
+        }
+        self.me().inbox.taken(q, got);
+
+        // Our outboxes of superstep s - 1 are free once their readers acked.
+        let inbox = &self.run.procs[pid].inbox;
+        let due = self.written.borrow()[prev].len() as u64;
+        if due > 0 {
+            let want = self.acks_due[prev] + due;
+            let acked = if inbox.acks(prev) >= want {
+                Ok(())
+            } else {
+                let written = self.written.borrow();
+                crate::wait::wait_until(
+                    self.run.barrier.policy(),
+                    Sleep::Naps,
+                    || (inbox.acks(prev) >= want).then_some(()),
+                    || {
+                        self.run.tree.is_aborted()
+                            || self.all_entered(s, written[prev].iter().map(|&d| d as usize))
+                    },
+                )
+            };
+            if acked.is_err() {
+                if self.run.tree.is_aborted() {
+                    return Err(self.failed_sync(self.stopped("sync")));
+                }
+                if inbox.acks(prev) < want {
+                    let dests = self.written.borrow()[prev].clone();
+                    let e = self.unacked(&dests, true);
+                    return Err(self.failed_sync(e));
+                }
+            }
+            self.acks_due[prev] = want;
+        }
+        self.finish_sync();
+        Ok(())
+    }
+
+    /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
+    /// everything it sends in `s` is announced.
+    fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
+        let (q, want) = ((s & 1) as usize, mode_word(s, false));
+        pids.all(|j| self.run.proc(j).inbox.mode(q) >= want)
+    }
+
+    /// Processes that entered the sync of superstep `s` as a full sync.
+    fn full_syncs_at(&self, s: u64) -> Vec<usize> {
+        let (q, full) = ((s & 1) as usize, mode_word(s, false));
+        (0..self.run.p)
+            .filter(|&j| self.run.proc(j).inbox.mode(q) == full)
+            .collect()
+    }
+
+    /// The error of a lazy sync whose records cannot all come: every other process has entered
+    /// its sync.
+    #[cold]
+    fn short_count(&self, m: u64) -> Error {
+        let s = self.step;
+        let full = self.full_syncs_at(s);
+        if !full.is_empty() {
+            return self.mixed_syncs(&full);
+        }
+        let got = self.me().inbox.announced((s & 1) as usize);
+        self.misuse(
+            "sync",
+            format!(
+                "pid {} declared expect({m}) in superstep {s} but received {got} puts/messages, \
+                 and every other process has already synced (nothing more can arrive)",
+                self.pid
+            ),
+        )
+    }
+
+    /// The error of processes that made a full sync where this one made a lazy one.
+    #[cold]
+    fn mixed_syncs(&self, full: &[usize]) -> Error {
+        self.misuse(
+            "sync",
+            format!(
+                "pid(s) {full:?} made a full sync in superstep {} while pid {} made a lazy one \
+                 (expect is collective: every process declares in the same superstep)",
+                self.step, self.pid
+            ),
+        )
+    }
+
+    /// The error of a lazy sync that took `got` records where `m` were declared, or found
+    /// records of an earlier superstep (`stale`: their senders).
+    #[cold]
+    fn count_mismatch(&self, m: u64, got: u64, stale: &[usize]) -> Error {
+        let s = self.step;
+        if !stale.is_empty() {
+            return self.misuse(
+                "sync",
+                format!(
+                    "pid {} received puts/messages of an earlier superstep from pid(s) {stale:?} \
+                     in superstep {s}: they arrived after it had completed that superstep (its \
+                     expect count was met without them)",
+                    self.pid
+                ),
+            );
+        }
+        let full = self.full_syncs_at(s);
+        if !full.is_empty() {
+            return self.mixed_syncs(&full);
+        }
+        self.misuse(
+            "sync",
+            format!(
+                "pid {} declared expect({m}) in superstep {s} but received {got} puts/messages \
+                 (from pid(s) {:?})",
+                self.pid, self.took
+            ),
+        )
+    }
+
+    /// The error of a sender whose records of the last superstep were never taken: every
+    /// destination has entered this sync without acknowledging them.
+    #[cold]
+    fn unacked(&self, dests: &[u32], lazy_now: bool) -> Error {
+        let s = self.step;
+        let full = self.full_syncs_at(s);
+        if lazy_now && !full.is_empty() {
+            return self.mixed_syncs(&full);
+        }
+        self.misuse(
+            "sync",
+            format!(
+                "the puts/messages pid {} sent in superstep {} (to pid(s) {dests:?}) arrived \
+                 after a receiver had completed that superstep (its expect count was met \
+                 without them)",
+                self.pid,
+                s - 1
+            ),
+        )
+    }
+
+    /// Senders whose outboxes taken in this sync belong to an earlier superstep.
+    fn stale_senders(&self, s: u64) -> Vec<usize> {
+        let q = (s & 1) as usize;
+        let mut stale = Vec::new();
+        for &i in &self.took {
+            // SAFETY: we took the sender's bit: it filled this outbox for us and does not refill
+            // it before we ack it (a stale one: before its own sync fails, see module docs).
+            let stamp = unsafe {
+                self.run
+                    .proc(i as usize)
+                    .outboxes(q, |outs| outs[self.pid].as_deref().map_or(0, |ob| ob.stamp))
+            };
+            if stamp != s + 1 {
+                stale.push(i as usize);
+            }
+        }
+        stale
+    }
+
+    /// Move the puts riding in this process's barrier lines into its outboxes (a lazy sync has
+    /// no barrier to carry them).
+    fn rides_to_outboxes(&mut self) -> Result<()> {
+        let me = self.pid;
+        let mut rides = std::mem::take(self.rides.get_mut());
+        let mut out = Ok(());
+        for (round, ride) in rides.iter_mut().enumerate().filter(|(_, r)| r.len > 0) {
+            let riders = &self.run.riders[me];
+            let Some(d) =
+                (0..self.run.p).find(|&d| riders[d] != NO_RIDE && riders[d] as usize == round)
+            else {
+                unreachable!("a ride has a reader");
+            };
+            if self
+                .with_outbox(d, |ob| ob.put_records(&ride.words[..ride.len]))
+                .is_none()
+            {
+                out = Err(self.no_room_for_put(d, ride.len * 8));
+            }
+            ride.len = 0;
+        }
+        *self.rides.get_mut() = rides;
+        out
+    }
+
+    /// In a full sync of a run that has used lazy syncs, after barrier 1: every process made a
+    /// full sync of this superstep, and no records of the superstep before arrived after we
+    /// completed it.
+    pub(super) fn check_after_lazy(&self) -> Result<()> {
+        let s = self.step;
+        let q = (s & 1) as usize;
+        let (full, next) = (mode_word(s, false), mode_word(s + 2, false));
+        let lazy: Vec<usize> = (0..self.run.p)
+            .filter(|&j| {
+                let w = self.run.proc(j).inbox.mode(q);
+                w != full && w < next
+            })
+            .collect();
+        if !lazy.is_empty() {
+            return Err(self.misuse(
+                "sync",
+                format!(
+                    "pid {} made a full sync in superstep {s} while pid(s) {lazy:?} made a lazy \
+                     one or synced in another superstep (expect is collective: every process \
+                     declares in the same superstep)",
+                    self.pid
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// In a full sync after a lazy one, after barrier 1: every destination of our outboxes of
+    /// the lazy superstep has entered this sync, so it has acknowledged them if it took them.
+    pub(super) fn check_acks_after_lazy(&mut self) -> Result<()> {
+        let prev = ((self.step & 1) ^ 1) as usize;
+        let due = self.written.borrow()[prev].len() as u64;
+        let want = self.acks_due[prev] + due;
+        if self.me().inbox.acks(prev) < want {
+            let dests = self.written.borrow()[prev].clone();
+            return Err(self.unacked(&dests, false));
+        }
+        self.acks_due[prev] = want;
+        Ok(())
+    }
+
+    /// At the start of a sync: tell the senders whose outboxes we read in the last sync that we
+    /// have finished with them, when this sync or the last one is lazy (after two full syncs
+    /// the barrier says so).
+    pub(super) fn ack_previous(&mut self, lazy_now: bool) {
+        if lazy_now || self.prev_lazy {
+            let prev = ((self.step & 1) ^ 1) as usize;
+            for &from in &self.took {
+                self.run.proc(from as usize).inbox.ack(prev);
+            }
+        }
+        // Kept for the announcements of a lazy sync (see `announce`).
+        std::mem::swap(&mut self.took, &mut self.took_before);
+        self.took.clear();
+    }
+
+    /// Mark and announce this superstep's outboxes at their destinations.
+    fn announce(&self, q: usize) -> Result<()> {
+        let written = self.written.borrow();
+        for &d in &written[q] {
+            // A destination that wrote to us in the last superstep had entered the last sync,
+            // so it had completed the one before: its bits of this parity are free.
+            if !self.took_before.contains(&d) {
+                self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+            }
+            // SAFETY: our own outbox of the current parity, during our own sync.
+            let n = unsafe {
+                self.me().outboxes(q, |outs| {
+                    outs[d as usize].as_deref().map_or(0, |ob| ob.records())
+                })
+            };
+            let inbox = &self.run.proc(d as usize).inbox;
+            inbox.mark(q, self.pid);
+            inbox.announce(q, n);
+        }
+        Ok(())
+    }
+
+    /// Wait until process `d` has completed `syncs` syncs. Fails if the run fails, or if `d`
+    /// made a full sync in superstep `syncs - 1` where this process made a lazy one (it then
+    /// waits at a barrier that we will not reach).
+    pub(super) fn wait_completed(&self, d: usize, syncs: u64) -> Result<()> {
+        let done = &self.run.proc(d).done;
+        if done.load(crate::shim::Ordering::Acquire) >= syncs {
+            return Ok(());
+        }
+        let s = syncs - 1;
+        let q = (s & 1) as usize;
+        let mixed = || {
+            self.me().inbox.mode(q) == mode_word(s, true)
+                && self.run.proc(d).inbox.mode(q) == mode_word(s, false)
+        };
+        let r = crate::wait::wait_until(
+            self.run.barrier.policy(),
+            Sleep::Naps,
+            || (done.load(crate::shim::Ordering::Acquire) >= syncs).then_some(()),
+            || self.run.tree.is_aborted() || mixed(),
+        );
+        match r {
+            Ok(()) => Ok(()),
+            Err(_) if self.run.tree.is_aborted() => Err(self.stopped("sync")),
+            Err(_) => Err(self.misuse(
+                "sync",
+                format!(
+                    "pid {d} made a full sync in superstep {s} while pid {} made a lazy one \
+                     (expect is collective: every process declares in the same superstep)",
+                    self.pid
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! What other processes write to tell one process about the data they sent it: which senders
+//! wrote to it, how many records lazy senders announced, which of its own outboxes receivers
+//! have finished with, and which sync it last entered.
+//!
+//! Every field is an atomic that other threads read or write; the methods state the ordering
+//! each pairing relies on once, so that the sync code (`engine/threads/`) does not repeat it.
+//!
+//! * `writers[q]`: a bitmap of the processes that wrote to this one in the superstep of parity
+//!   `q` now being synced. A sender sets its bit (Release) after it has filled its outbox;
+//!   the receiver takes the whole bitmap with a swap (Acquire) and then reads those outboxes,
+//!   and only those: a full sync reads p / 64 words instead of p outbox stamps, and a lazy sync
+//!   never touches the outboxes of a sender that did not write to it (that sender may already
+//!   be filling them for a later superstep).
+//! * `records[q]`: the put and message records lazy senders announced (a sender adds after
+//!   setting its bit, Release; the receiver waits for its declared count with Acquire loads,
+//!   which then see every bit of the senders counted) minus those the receiver has taken.
+//! * `acks[q]`: receivers add one when they no longer read an outbox this process filled in a
+//!   superstep of parity `q` (Release: their reads happen before the sender refills it).
+//! * `mode[q]`: `(superstep + 1) << 1 | lazy` of the last sync of a superstep of parity `q` that
+//!   this process entered, stored after everything it sends in that sync is announced (Release),
+//!   so a process that reads it (Acquire) knows whether the count it waits for can still grow.
+
+use crate::shim::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+/// Bits per word of the writers bitmap.
+const BITS: usize = 64;
+
+/// Words of the writers bitmap that share a cache line with the record count (the senders
+/// `0 .. 64 * HEAD` mark and announce with one cache-line transfer).
+const HEAD: usize = 6;
+
+/// One parity's count and first bitmap words, and the acknowledgements of the other parity, in
+/// one cache line: a lazy sync of parity q acknowledges the senders of the superstep before
+/// (parity 1 - q) and then announces its own records, to the same processes in a symmetric
+/// exchange, so both land in one line.
+#[repr(C, align(64))]
+struct Head {
+    records: AtomicU64,
+    acks_other: AtomicU64,
+    bits: [AtomicU64; HEAD],
+}
+
+/// One process's inbox (module documentation).
+pub(crate) struct Inbox {
+    head: [Head; 2],
+    /// Bitmap words `HEAD ..` by parity (runs of more than `64 * HEAD` processes).
+    tail: [Box<[AtomicU64]>; 2],
+    mode: CachePadded<[AtomicU64; 2]>,
+}
+
+/// The mode word of a sync of superstep `step` (`lazy`: one that waits only for its declared
+/// records).
+#[inline]
+pub(crate) fn mode_word(step: u64, lazy: bool) -> u64 {
+    (step + 1) << 1 | lazy as u64
+}
+
+impl Inbox {
+    /// The inbox of a process of a run of `p` processes.
+    pub(crate) fn new(p: usize) -> Self {
+        let head = || Head {
+            records: AtomicU64::new(0),
+            acks_other: AtomicU64::new(0),
+            bits: std::array::from_fn(|_| AtomicU64::new(0)),
+        };
+        let tail = || {
+            (HEAD..p.div_ceil(BITS))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        };
+        Inbox {
+            head: [head(), head()],
+            tail: [tail(), tail()],
+            mode: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
+        }
+    }
+
+    /// Bitmap word `k` of parity `q`.
+    #[inline]
+    fn word(&self, q: usize, k: usize) -> &AtomicU64 {
+        match self.head[q].bits.get(k) {
+            Some(w) => w,
+            None => &self.tail[q][k - HEAD],
+        }
+    }
+
+    /// Forget a previous run (no process of the run is running).
+    pub(crate) fn reset(&self) {
+        for q in 0..2 {
+            let h = &self.head[q];
+            for w in h.bits.iter().chain(self.tail[q].iter()) {
+                w.store(0, Ordering::Relaxed);
+            }
+            h.records.store(0, Ordering::Relaxed);
+            h.acks_other.store(0, Ordering::Relaxed);
+            self.mode[q].store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Process `from` has filled its outbox of parity `q` for this process.
+    #[inline]
+    pub(crate) fn mark(&self, q: usize, from: usize) {
+        self.word(q, from / BITS)
+            .fetch_or(1 << (from % BITS), Ordering::Release);
+    }
+
+    /// Take the senders marked for parity `q` (they are cleared), in pid order, into `out`.
+    #[inline]
+    pub(crate) fn take_writers(&self, q: usize, out: &mut Vec<u32>) {
+        let words = self.head[q].bits.iter().chain(self.tail[q].iter());
+        for (k, w) in words.enumerate() {
+            if w.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let mut bits = w.swap(0, Ordering::Acquire);
+            while bits != 0 {
+                out.push((k * BITS) as u32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    /// A lazy sender announces `n` records for parity `q` (after marking itself).
+    #[inline]
+    pub(crate) fn announce(&self, q: usize, n: u64) {
+        self.head[q].records.fetch_add(n, Ordering::Release);
+    }
+
+    /// Records announced for parity `q` and not yet taken.
+    #[inline]
+    pub(crate) fn announced(&self, q: usize) -> u64 {
+        self.head[q].records.load(Ordering::Acquire)
+    }
+
+    /// The receiver has taken `n` announced records of parity `q`.
+    #[inline]
+    pub(crate) fn taken(&self, q: usize, n: u64) {
+        self.head[q].records.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// A receiver no longer reads the outbox this process filled for it in a superstep of
+    /// parity `q`.
+    #[inline]
+    pub(crate) fn ack(&self, q: usize) {
+        self.head[q ^ 1].acks_other.fetch_add(1, Ordering::Release);
+    }
+
+    /// Acknowledgements received for parity `q` since the run began.
+    #[inline]
+    pub(crate) fn acks(&self, q: usize) -> u64 {
+        self.head[q ^ 1].acks_other.load(Ordering::Acquire)
+    }
+
+    /// This process enters the sync of superstep `step` (everything it sends there announced).
+    #[inline]
+    pub(crate) fn enter(&self, step: u64, lazy: bool) {
+        self.mode[(step & 1) as usize].store(mode_word(step, lazy), Ordering::Release);
+    }
+
+    /// The mode word of the last sync of parity `q` this process entered (0: none).
+    #[inline]
+    pub(crate) fn mode(&self, q: usize) -> u64 {
+        self.mode[q].load(Ordering::Acquire)
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writers_are_taken_once_in_pid_order() {
+        let inbox = Inbox::new(600);
+        for from in [129, 0, 64, 3, 64, 599, 448] {
+            inbox.mark(1, from);
+        }
+        let mut got = Vec::new();
+        inbox.take_writers(1, &mut got);
+        assert_eq!(got, vec![0, 3, 64, 129, 448, 599]);
+        got.clear();
+        inbox.take_writers(1, &mut got);
+        inbox.take_writers(0, &mut got);
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn mode_words_order_supersteps_and_mark_lazy_syncs() {
+        assert!(mode_word(3, false) < mode_word(3, true));
+        assert!(mode_word(3, true) < mode_word(4, false));
+        let inbox = Inbox::new(2);
+        inbox.enter(5, true);
+        assert_eq!(inbox.mode(1), mode_word(5, true));
+        assert_eq!(inbox.mode(0), 0);
+    }
+}

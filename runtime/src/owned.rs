@@ -1,0 +1,575 @@
+//! Communicable memory (BSPk): owned messages, handed from process to process without a copy,
+//! and the per-process pool their buffers are recycled through.
+//!
+//! In BSPk a program computes in library-allocated memory that is itself the message, so sending
+//! copies nothing. In Rust that is ownership: [`Ctx::send_owned`] gives a `Vec<T>` (of a
+//! `bytemuck::Pod` element type) to another process, whose [`Ctx::move_owned`] gets the same
+//! `Vec<T>` back after the sync; [`Ctx::buffer`] and [`Ctx::recycle`] keep the buffers in a
+//! per-process pool, so a loop of supersteps that sends, receives and recycles allocates nothing
+//! once the pool holds what one superstep needs.
+//!
+//! ## How a buffer travels
+//!
+//! An owned message is a message record in the sender's outbox for the receiver (`outbox.rs`),
+//! like any other message, whose body is not the payload but the index of a [`Handle`] beside
+//! the records: the buffer's address, length, capacity and element type. `send_owned` forgets the
+//! `Vec` (no copy); the receiver's queue walks the record in place, as it walks the others; its
+//! `move_owned::<T>` checks the element type (another type is a misuse naming both), empties the
+//! handle and rebuilds the `Vec<T>` from its parts — one address space, one global allocator.
+//! Whoever empties a handle owns its buffer, so every buffer is freed exactly once:
+//!
+//! * moved out by the receiver: the receiver's `Vec`, freed or recycled by its code;
+//! * still in the queue (or only read through the byte views) when the receiver's next sync
+//!   starts: freed by the receiver there (messages live for one superstep);
+//! * never received (the run failed first, or the receiver never synced again): freed by the
+//!   sender's outbox, when the sender writes it again, when the run state is kept for the next
+//!   run of a team, or when it is dropped.
+//!
+//! The handle is an atomic pointer only so that taking it through the shared outbox is a
+//! defined write; the superstep protocol already orders the receiver's accesses (during the
+//! superstep after the send, and at the start of its next sync) before the sender's (after that
+//! sync's first barrier, or the receiver's acknowledgement after a lazy sync), so no two ever
+//! race. [`Ctx::move_owned`] takes `&mut self`, so no view of the queue (a `peek`ed payload)
+//! outlives the buffer it hands over.
+//!
+//! Over MPI ranks (the rank engine) a buffer cannot leave its address space: `send_owned` copies
+//! its bytes into the outbox (with the element type's size and name, for the receiver's check)
+//! and recycles the `Vec` into the sender's pool at once; the message travels as bytes, and
+//! `move_owned` copies them into a `Vec` from the receiver's pool. Runs nested in a rank are
+//! thread runs and hand buffers over.
+//!
+//! ## Mixing with ordinary messages
+//!
+//! Owned messages are messages: they sit in the one queue with the others, count as one record
+//! each in a lazy superstep's declared count ([`expect`](Ctx::expect)), count in
+//! [`qsize`](Ctx::qsize) (their payload bytes: length × element size) and in a profile's `h` (as
+//! a message of their payload bytes, as if copied: the h-relation measures what the receiver
+//! gets, whatever the transfer costs), and the byte accessors ([`peek`](Ctx::peek),
+//! [`get_tag`](Ctx::get_tag), [`move_message`](Ctx::move_message), [`hpmove`](Ctx::hpmove), the
+//! C ABI's `bsp_move`/`bsp_hpmove`) see their payload bytes (an owned message's payload is its
+//! buffer, aligned for its element type rather than to 8 bytes). Moving an ordinary message
+//! with `move_owned::<T>` copies its payload into a `Vec<T>` from the pool (its length must be
+//! a multiple of `size_of::<T>()`).
+//!
+//! The queue's order: each sender's messages in the order it sent them (ordinary, `hpsend` and
+//! owned messages alike), senders in pid order — on both engines. BSPlib leaves the order
+//! unspecified; mbsp keeps this one.
+//!
+//! ## The pool
+//!
+//! One per process and run, per element type: `buffer::<T>(n)` hands out the smallest pooled
+//! `Vec<T>` whose capacity is at least `n` (empty), or allocates one; `recycle` keeps a `Vec`
+//! for later (at most `max(64, 2 p)` per element type; beyond that it is freed). A steady state
+//! needs each process to get back about as many buffers as it sends (exchanges, rings,
+//! all-to-all): a process that only sends allocates what it sends, one that only receives frees
+//! what exceeds its pool.
+
+use crate::barrier::{FLAG_COMM, FLAG_OUTBOX};
+use crate::ctx::Ctx;
+use crate::error::{ErrorKind, Result};
+use crate::outbox::{BYTES, HANDLE, Kind, Outbox};
+use bytemuck::Pod;
+use std::any::{Any, TypeId};
+use std::collections::TryReserveError;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// What an owned message's receiver must know of its element type: to check it, to name it,
+/// and to free a buffer of it.
+#[derive(Clone, Copy)]
+pub(crate) struct Elem {
+    id: TypeId,
+    size: usize,
+    name: fn() -> &'static str,
+    /// Rebuild the `Vec` from (pointer, length, capacity) and drop it.
+    free: unsafe fn(*mut u8, usize, usize),
+}
+
+impl Elem {
+    fn of<T: Pod>() -> Elem {
+        Elem {
+            id: TypeId::of::<T>(),
+            size: size_of::<T>(),
+            name: std::any::type_name::<T>,
+            free: free_vec::<T>,
+        }
+    }
+}
+
+/// # Safety
+/// `(ptr, len, cap)` are the parts of a `Vec<T>` that nothing else owns.
+unsafe fn free_vec<T>(ptr: *mut u8, len: usize, cap: usize) {
+    // SAFETY: forwarded to the caller.
+    drop(unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, cap) });
+}
+
+/// The buffer of an owned message in an outbox: the parts of a `Vec` whose owner let go of it,
+/// until a receiver takes them or they are freed (module docs). Empty (a null pointer: a `Vec`
+/// never has one) once taken or freed.
+pub(crate) struct Handle {
+    ptr: AtomicPtr<u8>,
+    len: usize,
+    cap: usize,
+    elem: Elem,
+}
+
+impl Handle {
+    /// Take the buffer: its pointer, unless it was taken or freed already.
+    fn take(&self) -> Option<*mut u8> {
+        let p = self.ptr.swap(std::ptr::null_mut(), Ordering::Relaxed);
+        (!p.is_null()).then_some(p)
+    }
+
+    /// Free the buffer unless someone took it.
+    pub(crate) fn free(&self) {
+        if let Some(p) = self.take() {
+            // SAFETY: the parts of the `Vec` given to `send_owned`, which nobody else owns now
+            // that this handle is empty.
+            unsafe { (self.elem.free)(p, self.len, self.cap) };
+        }
+    }
+
+    /// The buffer's first `bytes` bytes (its payload length).
+    ///
+    /// # Panics
+    /// If the buffer was taken: the queue never reads a message it has moved out.
+    pub(crate) fn bytes(&self, bytes: usize) -> &[u8] {
+        let p = self.ptr.load(Ordering::Relaxed);
+        assert!(
+            !p.is_null(),
+            "mbsp: an owned message read after it was moved out"
+        );
+        debug_assert_eq!(bytes, self.len * self.elem.size);
+        // SAFETY: the initialised elements of the `Vec`, which stays allocated and unchanged
+        // until the handle is taken (by the queue, which then never reads it again) or freed
+        // (after the receiver's borrows of the queue end: at its sync, or later).
+        unsafe { std::slice::from_raw_parts(p, bytes) }
+    }
+}
+
+impl Outbox {
+    /// Queue `v` as an owned message with `tag`, handed over; `Err(v)` back if the memory for
+    /// its record cannot be allocated (nothing is queued then).
+    fn hand_over<T: Pod>(&mut self, tag: &[u8], v: Vec<T>) -> std::result::Result<(), Vec<T>> {
+        if self.owned.try_reserve(1).is_err() {
+            return Err(v);
+        }
+        let bytes = std::mem::size_of_val(&v[..]);
+        let Some(at) = self.reserve_record(tag, bytes, HANDLE, 8) else {
+            return Err(v);
+        };
+        let index = self.owned.len() as u64;
+        // SAFETY: the record reserved a word at `at` for the index.
+        unsafe { (self.msgs.base_mut().add(at) as *mut u64).write(index) };
+        let mut v = std::mem::ManuallyDrop::new(v);
+        self.owned.push(Handle {
+            ptr: AtomicPtr::new(v.as_mut_ptr().cast()),
+            len: v.len(),
+            cap: v.capacity(),
+            elem: Elem::of::<T>(),
+        });
+        Ok(())
+    }
+
+    /// Queue a copy of `v` as an owned message with `tag` (over ranks); `None` if the memory
+    /// for it cannot be allocated (nothing is queued then).
+    fn copy_owned<T: Pod>(&mut self, tag: &[u8], v: &[T]) -> Option<()> {
+        let payload: &[u8] = bytemuck::cast_slice(v);
+        let name = std::any::type_name::<T>();
+        let head = 16 + crate::arena::align8(name.len());
+        let at =
+            self.reserve_record(tag, payload.len(), BYTES, head.checked_add(payload.len())?)?;
+        let base = self.msgs.base_mut();
+        // SAFETY: the record reserved `head` bytes for the element type and the payload after
+        // them, 8-byte aligned.
+        unsafe {
+            (base.add(at) as *mut u64).write(size_of::<T>() as u64);
+            (base.add(at + 8) as *mut u64).write(name.len() as u64);
+            std::ptr::copy_nonoverlapping(name.as_ptr(), base.add(at + 16), name.len());
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), base.add(at + head), payload.len());
+        }
+        Some(())
+    }
+}
+
+/// A process's pool of buffers, a stack of `Vec<T>` per element type `T`.
+#[derive(Default)]
+pub(crate) struct Pool {
+    stacks: Vec<(TypeId, Box<dyn Any>)>,
+}
+
+impl Pool {
+    fn stack<T: Pod>(&mut self) -> &mut Vec<Vec<T>> {
+        let id = TypeId::of::<T>();
+        let i = match self.stacks.iter().position(|(t, _)| *t == id) {
+            Some(i) => i,
+            None => {
+                self.stacks.push((id, Box::new(Vec::<Vec<T>>::new())));
+                self.stacks.len() - 1
+            }
+        };
+        self.stacks[i]
+            .1
+            .downcast_mut()
+            .expect("the pool's stack of its type")
+    }
+
+    /// An empty `Vec<T>` with room for `n` elements: the pooled one of least capacity that
+    /// has it, else a new one (none for `n = 0`).
+    fn take<T: Pod>(&mut self, n: usize) -> std::result::Result<Vec<T>, TryReserveError> {
+        if n == 0 {
+            return Ok(Vec::new()); // no pooled buffer is needed
+        }
+        let stack = self.stack::<T>();
+        let best = stack
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.capacity() >= n)
+            .min_by_key(|(_, v)| v.capacity())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => Ok(stack.swap_remove(i)),
+            None => {
+                let mut v = Vec::new();
+                v.try_reserve_exact(n)?;
+                Ok(v)
+            }
+        }
+    }
+
+    /// Keep `v` (emptied) for a later [`take`](Pool::take), unless `limit` buffers of its type
+    /// are kept already.
+    fn give<T: Pod>(&mut self, mut v: Vec<T>, limit: usize) {
+        if v.capacity() == 0 {
+            return;
+        }
+        let stack = self.stack::<T>();
+        if stack.len() < limit && stack.try_reserve(1).is_ok() {
+            v.clear();
+            stack.push(v);
+        }
+    }
+}
+
+/// A message moved out of the queue as an owned buffer ([`Ctx::move_owned`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct OwnedMessage<'a, T> {
+    /// The tag (as many bytes as the tag size of the superstep it was sent in), borrowed from
+    /// the queue until the next sync.
+    pub tag: &'a [u8],
+    /// The payload, owned.
+    pub payload: Vec<T>,
+}
+
+impl<T> OwnedMessage<'_, T> {
+    /// The tag read as a `G` (its size must equal the tag size).
+    ///
+    /// # Panics
+    /// If `size_of::<G>()` differs from the tag length.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.set_tagsize(4)?;
+    ///     ctx.sync()?;
+    ///     ctx.send_owned(1 - ctx.pid(), &7u32.to_ne_bytes(), vec![0u16; 3])?;
+    ///     ctx.sync()?;
+    ///     let m = ctx.move_owned::<u16>()?.unwrap();
+    ///     assert_eq!((m.tag_as::<u32>(), m.payload.len()), (7, 3));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn tag_as<G: Pod>(&self) -> G {
+        bytemuck::pod_read_unaligned(self.tag)
+    }
+}
+
+/// What `move_owned` found at the front of the queue.
+enum Front {
+    /// A buffer handed over: (pointer, length, capacity).
+    Taken(*mut u8, usize, usize),
+    /// Bytes to copy: (address, length).
+    Copy(*const u8, usize),
+    /// The message holds elements of another type (its name).
+    OtherType(String),
+    /// An ordinary message whose length is not a multiple of the element size.
+    Ragged(usize),
+}
+
+impl Ctx {
+    /// Send `payload` to `pid` as an owned message: it arrives in `pid`'s queue after the next
+    /// sync, where [`move_owned`](Ctx::move_owned) returns the same buffer — nothing is copied
+    /// (over MPI ranks the bytes travel, and arrive in a buffer of the receiver's pool; see
+    /// [communicable memory](crate#communicable-memory)). `tag` must have exactly
+    /// [`tagsize`](Ctx::tagsize) bytes and is copied now; the payload's size has the limit of
+    /// any message ([`MAX_MESSAGE`](crate::MAX_MESSAGE)).
+    ///
+    /// The message sits in the queue among the others in the order it was sent; it counts as
+    /// one message of `payload.len() * size_of::<T>()` bytes in [`qsize`](Ctx::qsize) and in
+    /// a profile (and as one record for [`expect`](Ctx::expect)), and the byte accessors ([`hpmove`](Ctx::hpmove), [`move_message`](Ctx::move_message),
+    /// [`peek`](Ctx::peek)) see those bytes. One not moved out with `move_owned` before the
+    /// receiver's next sync is freed then (one never received, when the run state goes). A
+    /// zero-sized `T` does not compile.
+    ///
+    /// ```
+    /// // A ring: each process hands a buffer to the next, without copying it.
+    /// let got = mbsp::run(3, |ctx| {
+    ///     let (me, p) = (ctx.pid(), ctx.nprocs());
+    ///     let mut v = ctx.buffer::<u64>(1000)?;
+    ///     v.extend((0..1000).map(|i| i * me as u64));
+    ///     ctx.send_owned((me + 1) % p, &[], v)?;
+    ///     ctx.sync()?;
+    ///     let got = ctx.move_owned::<u64>()?.expect("one message").payload;
+    ///     let last = got[999];
+    ///     ctx.recycle(got); // for the next buffer()
+    ///     Ok(last)
+    /// }).unwrap();
+    /// assert_eq!(got, vec![2 * 999, 0, 999]);
+    /// ```
+    pub fn send_owned<T: Pod>(&self, pid: usize, tag: &[u8], payload: Vec<T>) -> Result<()> {
+        const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
+        let bytes = std::mem::size_of_val(&payload[..]);
+        self.check_send("send_owned", pid, tag, bytes)?;
+        let sent = if self.link.is_remote() {
+            let sent = self.with_outbox(pid, |ob| ob.copy_owned(tag, &payload));
+            self.recycle(payload);
+            sent
+        } else {
+            self.with_outbox(pid, |ob| ob.hand_over(tag, payload)).ok()
+        };
+        if sent.is_none() {
+            return Err(self.no_room_for_message("send_owned", pid, tag.len(), bytes));
+        }
+        self.note_out(pid, tag.len() + bytes, true, false);
+        self.flag(FLAG_COMM | FLAG_OUTBOX);
+        Ok(())
+    }
+
+    /// Remove the first message from the queue and return its payload as an owned `Vec<T>`
+    /// (and its tag, lent until the next sync); `None` if the queue is empty.
+    ///
+    /// An owned message ([`send_owned`](Ctx::send_owned)) of `Vec<T>` comes back as the very
+    /// buffer sent, without a copy (over MPI ranks, as a copy in a buffer of this process's
+    /// pool); one of another element type is a misuse naming both types. An ordinary message
+    /// is copied into a `Vec<T>` from this process's pool ([`buffer`](Ctx::buffer)); its
+    /// length must be a multiple of `size_of::<T>()`.
+    ///
+    /// It takes `&mut self`, unlike the other queue accessors, so that no view of the queue
+    /// ([`peek`](Ctx::peek)'s payload) survives the hand-over of the buffer it shows.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     let other = 1 - ctx.pid();
+    ///     ctx.send_owned(other, &[], vec![1.5f64, 2.5])?; // handed over
+    ///     ctx.send_pod(other, &(), &[3.5f64])?;           // copied, as always
+    ///     ctx.sync()?;
+    ///     assert_eq!(ctx.qsize()?.messages, 2);
+    ///     assert_eq!(ctx.move_owned::<f64>()?.unwrap().payload, vec![1.5, 2.5]);
+    ///     assert_eq!(ctx.move_owned::<f64>()?.unwrap().payload, vec![3.5]);
+    ///     assert!(ctx.move_owned::<f64>()?.is_none());
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    ///
+    /// A payload seen with `peek` cannot outlive the move of its buffer:
+    ///
+    /// ```compile_fail,E0502
+    /// mbsp::run(1, |ctx| {
+    ///     ctx.send_owned(0, &[], vec![1u8])?;
+    ///     ctx.sync()?;
+    ///     let seen = ctx.peek()?.unwrap();
+    ///     let v = ctx.move_owned::<u8>()?.unwrap().payload; // error: `ctx` is borrowed by `seen`
+    ///     drop(v);
+    ///     assert_eq!(seen.payload, [1]);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn move_owned<T: Pod>(&mut self) -> Result<Option<OwnedMessage<'_, T>>> {
+        const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
+        const OP: &str = "move_owned";
+        self.live(OP)?;
+        let mut st = self.st.borrow_mut();
+        let q = &mut st.queue;
+        if q.left == 0 {
+            return Ok(None);
+        }
+        let from = q.srcs[q.cur_src] as usize;
+        let want = TypeId::of::<T>();
+        let size = size_of::<T>();
+        // SAFETY: as in `next_message`: the sender leaves this outbox alone until this process
+        // has passed barrier 1 of its next sync (which needs `&mut self`, so the tag returned
+        // stays valid), and the run state outlives `self`. No view of this message's payload
+        // is alive (we hold `&mut self`): taking its buffer invalidates none.
+        let (tag, len, next, front) = unsafe {
+            self.run.proc(from).outboxes(q.parity, |outs| {
+                let ob = outs[self.pid]
+                    .as_deref()
+                    .expect("queued sender has an outbox");
+                let r = ob.record(q.cur_off, q.tagsize);
+                let len = r.payload.len();
+                let front = match r.kind {
+                    Kind::Handle(h) if h.elem.id == want => match h.take() {
+                        Some(p) => Front::Taken(p, h.len, h.cap),
+                        None => unreachable!("the queue reads each message once"),
+                    },
+                    Kind::Handle(h) => Front::OtherType((h.elem.name)().to_string()),
+                    Kind::Bytes { size: s, name }
+                        if s != size || name != std::any::type_name::<T>() =>
+                    {
+                        Front::OtherType(name.to_string())
+                    }
+                    Kind::Bytes { .. } => Front::Copy(r.payload.as_ptr(), len),
+                    Kind::Plain if len % size != 0 => Front::Ragged(len),
+                    Kind::Plain => Front::Copy(r.payload.as_ptr(), len),
+                };
+                ((r.tag.as_ptr(), r.tag.len()), len, r.next, front)
+            })
+        };
+        let payload = match front {
+            // SAFETY: the parts of a `Vec<T>` (its element type checked above) that the sender
+            // gave up and that this process now owns (it emptied the handle).
+            Front::Taken(p, n, cap) => unsafe { Vec::from_raw_parts(p.cast::<T>(), n, cap) },
+            Front::Copy(src, bytes) => {
+                let n = bytes / size;
+                let mut v = match st.pool.take::<T>(n) {
+                    Ok(v) => v,
+                    Err(_) => {
+                        drop(st);
+                        return Err(self.fail_with(self.error(
+                            ErrorKind::System,
+                            OP,
+                            format!(
+                                "could not allocate a buffer of {n} elements of {} for the \
+                                 message from pid {from}",
+                                std::any::type_name::<T>()
+                            ),
+                        )));
+                    }
+                };
+                // SAFETY: `v` has room for `n` elements, `bytes` = `n * size` bytes; `src` holds
+                // that many bytes (the payload, alive as above); `T` is Pod, so any bytes are
+                // a valid `T`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(src, v.as_mut_ptr().cast::<u8>(), bytes);
+                    v.set_len(n);
+                }
+                v
+            }
+            Front::OtherType(sent) => {
+                drop(st);
+                return Err(self.misuse(
+                    OP,
+                    format!(
+                        "the next message, from pid {from}, is an owned Vec<{sent}>, not a \
+                         Vec<{}> (move it as Vec<{sent}>, or read its bytes with hpmove)",
+                        std::any::type_name::<T>()
+                    ),
+                ));
+            }
+            Front::Ragged(bytes) => {
+                drop(st);
+                return Err(self.misuse(
+                    OP,
+                    format!(
+                        "the next message, from pid {from}, has {bytes} payload bytes, not a \
+                         whole number of {} ({size} bytes each)",
+                        std::any::type_name::<T>()
+                    ),
+                ));
+            }
+        };
+        let q = &mut st.queue;
+        if matches!(front, Front::Taken(..)) {
+            q.owned -= 1;
+        }
+        q.advance(next, len);
+        // SAFETY: the tag stays valid and unchanged while `self` is borrowed (as above).
+        let tag = unsafe { std::slice::from_raw_parts(tag.0, tag.1) };
+        Ok(Some(OwnedMessage { tag, payload }))
+    }
+
+    /// An empty `Vec<T>` with room for at least `capacity` elements, from this process's pool
+    /// when it holds one (the smallest that fits), else newly allocated. Fill it and send it
+    /// with [`send_owned`](Ctx::send_owned), or give it back with [`recycle`](Ctx::recycle).
+    ///
+    /// A capacity of more than `isize::MAX` bytes is a misuse; one the machine cannot allocate
+    /// ends the run with an error of kind [`System`](crate::ErrorKind::System).
+    ///
+    /// ```
+    /// mbsp::run(1, |ctx| {
+    ///     let v = ctx.buffer::<u32>(100)?;
+    ///     let at = v.as_ptr();
+    ///     ctx.recycle(v);
+    ///     let again = ctx.buffer::<u32>(50)?; // the same buffer, from the pool
+    ///     assert!(again.is_empty() && again.capacity() >= 100 && again.as_ptr() == at);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn buffer<T: Pod>(&self, capacity: usize) -> Result<Vec<T>> {
+        self.live("buffer")?;
+        let what = || {
+            format!(
+                "{capacity} elements of {} ({} bytes each)",
+                std::any::type_name::<T>(),
+                size_of::<T>()
+            )
+        };
+        if capacity
+            .checked_mul(size_of::<T>())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(self.misuse(
+                "buffer",
+                format!("{} exceed the largest allocation, isize::MAX bytes", what()),
+            ));
+        }
+        let got = self.st.borrow_mut().pool.take::<T>(capacity);
+        got.map_err(|_| {
+            self.fail_with(self.error(
+                ErrorKind::System,
+                "buffer",
+                format!("could not allocate {}", what()),
+            ))
+        })
+    }
+
+    /// Keep `v` in this process's pool for a later [`buffer`](Ctx::buffer) (emptied); at most
+    /// `max(64, 2 nprocs)` buffers per element type are kept, more are freed.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     for _ in 0..10 {
+    ///         let mut v = ctx.buffer::<f32>(4)?; // no allocation after the first superstep
+    ///         v.push(ctx.pid() as f32);
+    ///         ctx.send_owned(1 - ctx.pid(), &[], v)?;
+    ///         ctx.sync()?;
+    ///         let got = ctx.move_owned::<f32>()?.unwrap().payload;
+    ///         assert_eq!(got, vec![(1 - ctx.pid()) as f32]);
+    ///         ctx.recycle(got);
+    ///     }
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn recycle<T: Pod>(&self, v: Vec<T>) {
+        let limit = (2 * self.run.p).max(64);
+        self.st.borrow_mut().pool.give(v, limit);
+    }
+
+    /// Empty the queue at the start of a sync: owned messages nobody moved out are freed.
+    pub(crate) fn clear_queue(&mut self) {
+        let st = self.st.get_mut();
+        let q = &mut st.queue;
+        if q.owned > 0 {
+            for &from in &q.srcs {
+                // SAFETY: as in `move_owned`: the sender does not touch this outbox before this
+                // process passes barrier 1 of this sync; their borrows ended (`&mut self`).
+                unsafe {
+                    self.run.proc(from as usize).outboxes(q.parity, |outs| {
+                        if let Some(ob) = outs[self.pid].as_deref() {
+                            ob.free_owned();
+                        }
+                    })
+                };
+            }
+        }
+        q.clear();
+    }
+}
