@@ -2,7 +2,7 @@
 //! with full syncs, processes may drift apart without mixing supersteps, and every wrong count
 //! or misuse ends the run with an error naming it, never a hang.
 
-mod common;
+use crate::common;
 
 use common::within;
 use mbsp::{Ctx, ErrorKind};
