@@ -954,8 +954,8 @@ fn write_rejects_an_inconsistent_matrix() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Timing (release build): cargo test --release -p mbsp-algorithms --test mtx -- --ignored
-// --nocapture
+// Timing (release build): cargo test --release -p mbsp-algorithms --test algorithms mtx:: --
+// --ignored --nocapture
 
 #[test]
 #[ignore = "timing; run in release"]

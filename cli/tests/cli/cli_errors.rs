@@ -139,7 +139,7 @@ fn an_interrupt_leaves_no_output_file_behind() {
 }
 
 /// `mbsp` is built without MPI: an MPI launcher's environment does not make it refuse to run
-/// (the benchmarks' binary, built over MPI, does: bench/tests/bench_cli.rs).
+/// (the benchmarks' binary, built over MPI, does: bench/tests/bench/bench_cli.rs).
 #[test]
 fn an_mpi_launchers_environment_is_not_refused() {
     let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
