@@ -14,6 +14,7 @@
 //! A panic (a bug) exits with 101, as Rust programs do.
 
 use std::fmt;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// The class of a failure; each has one exit status ([`ErrorKind::status`]).
@@ -137,10 +138,14 @@ impl Error {
     pub fn report(&self, command: &str) -> ExitCode {
         // Over MPI ranks every rank meets the same error; rank 0 alone prints it.
         if crate::run_on::is_root() {
-            eprintln!(
-                "{command}: {}",
+            // One write of the whole line: stderr is unbuffered and `eprintln!` writes the
+            // pieces of its format one by one, so the lines of processes that share a pipe
+            // (ranks under mpiexec) could interleave mid-line.
+            let line = format!(
+                "{command}: {}\n",
                 mbsp_algorithms::text::escaped(&self.to_string())
             );
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
         ExitCode::from(self.kind.status())
     }
