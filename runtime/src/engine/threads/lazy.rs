@@ -7,7 +7,9 @@
 //!   ack: tell every sender read in the last sync that its outbox of parity 1-q is free
 //!   announce: for every destination written: mark our bit in its writers[q], add our records
 //!   enter: mode[q] = (s+1) << 1 | 1   (everything we send in s is announced)
-//!   wait until announced(q) >= m      (or: every process has entered sync s -> too few)
+//!   fence; wake the acked and announced-to processes if asleep, and every lazy sleeper if
+//!     every process has now entered sync s
+//!   wait until announced(q) - taken >= m   (or: every process has entered sync s -> too few)
 //!   take the marked senders' outboxes: deliver puts, queue messages; records taken == m?
 //!   wait until every destination of superstep s-1 has acked (our parity 1-q outboxes are free)
 //! ```
@@ -29,8 +31,22 @@
 //!
 //! A wait for records or acks that cannot come ends as soon as every process it could come
 //! from has entered the sync (their `mode` words say so, and say whether that sync is lazy):
-//! then nothing more will arrive, and the count is final. These waits poll in naps when they
-//! must sleep (nobody notifies them), so the check runs while they sleep.
+//! then nothing more will arrive, and the count is final.
+//!
+//! ## Sleeping and waking
+//!
+//! A lazy wait that must sleep (oversubscription: its senders need its core) sleeps on the
+//! process's barrier signal, so that an abort wakes it, and counts itself in the run's
+//! `lazy_sleepers`. A process that enters a sync (`wake_after_enter`) issues one
+//! `fence(SeqCst)` after its acks, announcements and mode word, then runs the notifier's side
+//! of the sleep handshake (`wait.rs`): it wakes the processes it acked or announced to if they
+//! sleep; and if `lazy_sleepers` is not zero and every process has now entered the sync, it
+//! wakes every sleeper, whose stop condition now holds (a short count is then an error, never
+//! a hang; a full sync where others made lazy ones does the same, so the misuse is reported).
+//! With nobody asleep this costs the fence and loads of lines that stay in the cache. The
+//! wait for a destination to complete an earlier sync (`wait_completed`, taken only when a
+//! process writes to one that did not write to it) still polls in naps: `done` is stored by
+//! every sync, full ones included, and is rarely awaited.
 
 use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
 use crate::ctx::Ctx;
@@ -95,7 +111,7 @@ impl Ctx {
         let inbox = &self.me().inbox;
         let base = self.records_taken[q];
         let waited = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.lazy_policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
             || {
@@ -117,7 +133,7 @@ impl Ctx {
         // A sender we took may not have announced yet (it marks first): that takes a moment.
         let inbox = &self.run.procs[pid].inbox;
         let _ = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.lazy_policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= got).then_some(()),
             || self.run.tree.is_aborted(),
@@ -142,7 +158,7 @@ impl Ctx {
             } else {
                 let written = self.written.borrow();
                 crate::wait::wait_until(
-                    self.run.barrier.policy(),
+                    self.run.lazy_policy,
                     self.lazy_sleep(),
                     || (inbox.acks(prev) >= want).then_some(()),
                     || {
