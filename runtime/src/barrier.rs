@@ -518,6 +518,12 @@ impl Barrier {
     pub fn policy(&self) -> WaitPolicy {
         self.policy
     }
+
+    /// The signal process `pid` sleeps on: its waits outside the barrier (lazy syncs) sleep
+    /// on it too, so that [`abort`](Self::abort) wakes them.
+    pub(crate) fn signal(&self, pid: usize) -> &Signal {
+        &self.signals[pid]
+    }
 }
 
 #[cfg(all(test, not(feature = "loom")))]

@@ -39,7 +39,7 @@ use crate::inbox::Inbox;
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
 use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
-use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SharedCell};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -239,6 +239,11 @@ pub(crate) struct RunShared {
     /// Some process has made a lazy sync in this run (full syncs then check that every process
     /// made a full sync in the same superstep).
     pub(crate) lazy_used: AtomicBool,
+    /// Processes asleep in a lazy sync's wait (`engine/threads/lazy.rs`): a process entering
+    /// a sync wakes them when every process has entered it (their stop condition).
+    pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
+    /// How lazy syncs wait (`lazy.rs`: fewer yields than the barrier when oversubscribed).
+    pub(crate) lazy_policy: WaitPolicy,
 }
 
 impl RunShared {
@@ -260,6 +265,7 @@ impl RunShared {
         });
         let riders = barrier.rider_rounds();
         tree.add_barrier(&barrier);
+        let lazy_policy = crate::lazy::lazy_wait_policy(policy, p, layout.cores_for());
         RunShared {
             id: next_run_id(),
             p,
@@ -276,6 +282,8 @@ impl RunShared {
             riders,
             prof: None,
             lazy_used: AtomicBool::new(false),
+            lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
+            lazy_policy,
         }
     }
 
@@ -459,6 +467,9 @@ pub struct Ctx {
     pub(crate) took_before: Vec<u32>,
     /// By superstep parity: acknowledgements this process waits for, since the run began.
     pub(crate) acks_due: [u64; 2],
+    /// By superstep parity: records announced to this process that its lazy syncs took, since
+    /// the run began (the inbox's counts only grow: its senders alone write them).
+    pub(crate) records_taken: [u64; 2],
     /// The last sync was lazy (the next one acknowledges the senders it read).
     pub(crate) prev_lazy: bool,
     /// A `Ctx` belongs to its process's thread.
@@ -506,6 +517,7 @@ impl Ctx {
             took: Vec::new(),
             took_before: Vec::new(),
             acks_due: [0; 2],
+            records_taken: [0; 2],
             prev_lazy: false,
             _not_send: PhantomData,
         }

@@ -11,9 +11,11 @@
 //!   and only those: a full sync reads p / 64 words instead of p outbox stamps, and a lazy sync
 //!   never touches the outboxes of a sender that did not write to it (that sender may already
 //!   be filling them for a later superstep).
-//! * `records[q]`: the put and message records lazy senders announced (a sender adds after
-//!   setting its bit, Release; the receiver waits for its declared count with Acquire loads,
-//!   which then see every bit of the senders counted) minus those the receiver has taken.
+//! * `records[q]`: the put and message records lazy senders announced since the run began (a
+//!   sender adds after setting its bit, Release; the receiver waits until the count exceeds
+//!   what it has taken by its declared count, with Acquire loads, which then see every bit of
+//!   the senders counted). The receiver keeps what it has taken to itself (no write of its
+//!   own to the line that its senders write).
 //! * `acks[q]`: receivers add one when they no longer read an outbox this process filled in a
 //!   superstep of parity `q` (Release: their reads happen before the sender refills it).
 //! * `mode[q]`: `(superstep + 1) << 1 | lazy` of the last sync of a superstep of parity `q` that
@@ -127,16 +129,10 @@ impl Inbox {
         self.head[q].records.fetch_add(n, Ordering::Release);
     }
 
-    /// Records announced for parity `q` and not yet taken.
+    /// Records announced for parity `q` since the run began.
     #[inline]
     pub(crate) fn announced(&self, q: usize) -> u64 {
         self.head[q].records.load(Ordering::Acquire)
-    }
-
-    /// The receiver has taken `n` announced records of parity `q`.
-    #[inline]
-    pub(crate) fn taken(&self, q: usize, n: u64) {
-        self.head[q].records.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// A receiver no longer reads the outbox this process filled for it in a superstep of

@@ -214,8 +214,19 @@ pub mod internals {
         R: Send + 'static,
         F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
     {
+        model_run_with(p, crate::WaitPolicy::new(1, 1), f)
+    }
+
+    /// [`model_run`] with waits that follow `policy` (`WaitPolicy::new(0, 0)` sleeps at once,
+    /// which exposes the sleep handshakes to the model checker).
+    #[cfg(feature = "loom")]
+    pub fn model_run_with<R, F>(p: usize, policy: crate::WaitPolicy, f: F) -> Vec<crate::Result<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
+    {
         use std::sync::Arc;
-        let shared = model_shared(p);
+        let shared = model_shared(p, policy);
         let f = Arc::new(f);
         let handles: Vec<_> = (1..p)
             .map(|pid| {
@@ -233,10 +244,9 @@ pub mod internals {
     }
 
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
-    /// small synthetic machine and not applied; waiting spins once and yields once.
+    /// small synthetic machine and not applied; waiting as `policy` says.
     #[cfg(feature = "loom")]
-    fn model_shared(p: usize) -> std::sync::Arc<crate::ctx::RunShared> {
-        use crate::wait::WaitPolicy;
+    fn model_shared(p: usize, policy: crate::WaitPolicy) -> std::sync::Arc<crate::ctx::RunShared> {
         static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
         let loaded = MACHINE
             .get_or_init(|| crate::Machine::synthetic("pu:4").expect("synthetic machine"))
@@ -253,7 +263,7 @@ pub mod internals {
         std::sync::Arc::new(crate::ctx::RunShared::new(
             Vec::new(),
             crate::tree::Tree::new(),
-            WaitPolicy::new(1, 1),
+            policy,
             layout,
             false,
         ))
@@ -266,6 +276,10 @@ pub mod internals {
     /// them.
     #[cfg(feature = "loom")]
     pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
-        crate::team::model_launches((0..runs).map(|_| model_shared(p)).collect())
+        crate::team::model_launches(
+            (0..runs)
+                .map(|_| model_shared(p, crate::WaitPolicy::new(1, 1)))
+                .collect(),
+        )
     }
 }

@@ -167,6 +167,9 @@ pub(crate) enum Sleep<'a> {
     /// In naps of 20 µs (nobody notifies: the condition is another rank's counter, or one
     /// awaited only on failure paths).
     Naps,
+    /// On a signal, counted while asleep in a shared counter that the threads making the stop
+    /// condition true read ([`Signal::sleep_counted`]).
+    Counted(&'a Signal, &'a AtomicU32),
 }
 
 /// How long a wait that follows a notification which woke someone keeps spinning and yielding
@@ -268,6 +271,7 @@ impl Waiter {
         }
         match sleep {
             Sleep::On(signal) => signal.sleep(ready, stop),
+            Sleep::Counted(signal, count) => signal.sleep_counted(count, ready, stop),
             Sleep::Naps => loop {
                 if let Some(v) = ready() {
                     return Ok(v);
@@ -346,4 +350,37 @@ fn nap() {
     yield_now();
     #[cfg(not(feature = "loom"))]
     std::thread::sleep(std::time::Duration::from_micros(20));
+}
+
+impl Signal {
+    /// The second half of [`notify`](Self::notify), for a caller that made several waiters'
+    /// conditions true and then issued one `fence(SeqCst)` (N of the handshake) for all of them.
+    /// Returns whether someone was asleep (or about to be).
+    #[inline]
+    pub(crate) fn wake_if_sleeping(&self) -> bool {
+        if self.sleepers.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.futex.bump();
+        self.futex.wake_all();
+        true
+    }
+
+    /// [`sleep`](Self::sleep), counted in `count` as well while asleep: a thread that makes the
+    /// stop condition true for waiters it does not know (all sleeping on their own signals)
+    /// runs the notifier's side of the handshake on `count` (its store, `fence(SeqCst)`, a
+    /// load of `count`) and wakes every signal with sleepers only if the count is not zero.
+    #[cold]
+    fn sleep_counted<T>(
+        &self,
+        count: &AtomicU32,
+        ready: impl FnMut() -> Option<T>,
+        stop: impl Fn() -> bool,
+    ) -> Result<T, Aborted> {
+        // A of the handshake for `count` (W is the fence in `sleep`).
+        count.fetch_add(1, Ordering::Relaxed);
+        let r = self.sleep(ready, stop);
+        count.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
 }

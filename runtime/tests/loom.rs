@@ -9,7 +9,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier, Member, model_run};
+use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_with};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 /// Sleep at once. Loom does not let a load return a value its thread saw before its last
@@ -305,5 +305,71 @@ fn a_lazy_count_that_cannot_be_met_fails() {
         });
         let e = r[0].as_ref().expect_err("pid 0 waits for a second record");
         assert!(e.to_string().contains("expect(2)"), "{e}");
+    });
+}
+
+/// A symmetric lazy exchange whose waits sleep at once (`SLEEPY`): each process sleeps on its
+/// signal for the other's record and acknowledgement, and must be woken once its condition
+/// holds (engine/threads/lazy.rs, `wake_after_enter`); a lost wake-up is a deadlock that loom
+/// reports, a read of an outbox the protocol does not order is reported too.
+#[test]
+fn sleeping_lazy_waits_are_woken() {
+    model(2, || {
+        let r = model_run_with(2, SLEEPY, |ctx| {
+            let (me, other) = (ctx.pid(), 1 - ctx.pid());
+            let y = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            for t in 1..=2u64 {
+                ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?;
+                ctx.expect(1)?;
+                ctx.sync()?;
+                assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
+            }
+            Ok(())
+        });
+        for x in r {
+            x.unwrap();
+        }
+    });
+}
+
+/// A count that cannot be met, with waits that sleep at once: the short process is woken by
+/// the last process to enter the sync (its stop condition), never left asleep.
+#[test]
+fn a_sleeping_lazy_wait_with_a_short_count_is_woken_to_fail() {
+    model(2, || {
+        let r = model_run_with(2, SLEEPY, |ctx| {
+            let other = 1 - ctx.pid();
+            let y = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            ctx.put(other, &[1u64; 4], &y, 0)?;
+            ctx.expect(if ctx.pid() == 0 { 2 } else { 1 })?;
+            ctx.sync()?;
+            Ok(())
+        });
+        let e = r[0].as_ref().expect_err("pid 0 waits for a second record");
+        assert!(e.to_string().contains("expect(2)"), "{e}");
+    });
+}
+
+/// One process makes a full sync where the other makes a lazy one (a misuse), with waits that
+/// sleep at once: the lazy one is woken when the full one enters its sync (it checks for
+/// sleepers after a fence; at p = 2 its barrier arrival notifies the lazy one's signal too),
+/// fails, and its abort releases the full one from the barrier.
+#[test]
+fn a_full_sync_against_a_sleeping_lazy_one_fails_both() {
+    model(2, || {
+        let r = model_run_with(2, SLEEPY, |ctx| {
+            let other = 1 - ctx.pid();
+            let y = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            if ctx.pid() == 0 {
+                ctx.put(other, &[1u64; 4], &y, 0)?;
+                ctx.expect(1)?;
+            }
+            ctx.sync()?;
+            Ok(())
+        });
+        assert!(r.iter().all(|x| x.is_err()), "{r:?}");
     });
 }

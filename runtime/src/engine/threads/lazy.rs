@@ -7,7 +7,9 @@
 //!   ack: tell every sender read in the last sync that its outbox of parity 1-q is free
 //!   announce: for every destination written: mark our bit in its writers[q], add our records
 //!   enter: mode[q] = (s+1) << 1 | 1   (everything we send in s is announced)
-//!   wait until announced(q) >= m      (or: every process has entered sync s -> too few)
+//!   fence; wake the acked and announced-to processes if asleep, and every lazy sleeper if
+//!     every process has now entered sync s
+//!   wait until announced(q) - taken >= m   (or: every process has entered sync s -> too few)
 //!   take the marked senders' outboxes: deliver puts, queue messages; records taken == m?
 //!   wait until every destination of superstep s-1 has acked (our parity 1-q outboxes are free)
 //! ```
@@ -29,8 +31,22 @@
 //!
 //! A wait for records or acks that cannot come ends as soon as every process it could come
 //! from has entered the sync (their `mode` words say so, and say whether that sync is lazy):
-//! then nothing more will arrive, and the count is final. These waits poll in naps when they
-//! must sleep (nobody notifies them), so the check runs while they sleep.
+//! then nothing more will arrive, and the count is final.
+//!
+//! ## Sleeping and waking
+//!
+//! A lazy wait that must sleep (oversubscription: its senders need its core) sleeps on the
+//! process's barrier signal, so that an abort wakes it, and counts itself in the run's
+//! `lazy_sleepers`. A process that enters a sync (`wake_after_enter`) issues one
+//! `fence(SeqCst)` after its acks, announcements and mode word, then runs the notifier's side
+//! of the sleep handshake (`wait.rs`): it wakes the processes it acked or announced to if they
+//! sleep; and if `lazy_sleepers` is not zero and every process has now entered the sync, it
+//! wakes every sleeper, whose stop condition now holds (a short count is then an error, never
+//! a hang; a full sync where others made lazy ones does the same, so the misuse is reported).
+//! With nobody asleep this costs the fence and loads of lines that stay in the cache. The
+//! wait for a destination to complete an earlier sync (`wait_completed`, taken only when a
+//! process writes to one that did not write to it) still polls in naps: `done` is stored by
+//! every sync, full ones included, and is rarely awaited.
 
 use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
 use crate::ctx::Ctx;
@@ -81,20 +97,23 @@ impl Ctx {
         // The senders read in the last sync may refill those outboxes.
         self.ack_previous(true);
 
-        // Announce what we sent, then say that we have.
+        // Announce what we sent, then say that we have, then wake whoever sleeps on that.
         let announced = self.announce(q);
-        self.took_before.clear();
         if let Err(e) = announced {
+            self.took_before.clear();
             return Err(self.failed_sync(e));
         }
         self.me().inbox.enter(s, true);
+        self.wake_after_enter(s, true);
+        self.took_before.clear();
 
         // Our own records.
         let inbox = &self.me().inbox;
+        let base = self.records_taken[q];
         let waited = crate::wait::wait_until(
-            self.run.barrier.policy(),
-            Sleep::Naps,
-            || (inbox.announced(q) >= m).then_some(()),
+            self.run.lazy_policy,
+            self.lazy_sleep(),
+            || (inbox.announced(q) - base >= m).then_some(()),
             || {
                 self.run.tree.is_aborted()
                     || self.all_entered(s, (0..self.run.p).filter(|&j| j != pid))
@@ -104,7 +123,7 @@ impl Ctx {
             if self.run.tree.is_aborted() {
                 return Err(self.failed_sync(self.stopped("sync")));
             }
-            if inbox.announced(q) < m {
+            if inbox.announced(q) - base < m {
                 let e = self.short_count(m);
                 return Err(self.failed_sync(e));
             }
@@ -114,20 +133,20 @@ impl Ctx {
         // A sender we took may not have announced yet (it marks first): that takes a moment.
         let inbox = &self.run.procs[pid].inbox;
         let _ = crate::wait::wait_until(
-            self.run.barrier.policy(),
-            Sleep::Naps,
-            || (inbox.announced(q) >= got).then_some(()),
+            self.run.lazy_policy,
+            self.lazy_sleep(),
+            || (inbox.announced(q) - base >= got).then_some(()),
             || self.run.tree.is_aborted(),
         );
         // More announced than taken: records that came after we took our senders (too many,
         // or late from an earlier superstep).
-        let announced = inbox.announced(q);
+        let announced = inbox.announced(q) - base;
         let stale = self.stale_senders(s);
         if got != m || announced != got || !stale.is_empty() {
             let e = self.count_mismatch(m, got.max(announced), &stale);
             return Err(self.failed_sync(e));
         }
-        self.me().inbox.taken(q, got);
+        self.records_taken[q] = base + got;
 
         // Our outboxes of superstep s - 1 are free once their readers acked.
         let inbox = &self.run.procs[pid].inbox;
@@ -139,8 +158,8 @@ impl Ctx {
             } else {
                 let written = self.written.borrow();
                 crate::wait::wait_until(
-                    self.run.barrier.policy(),
-                    Sleep::Naps,
+                    self.run.lazy_policy,
+                    self.lazy_sleep(),
                     || (inbox.acks(prev) >= want).then_some(()),
                     || {
                         self.run.tree.is_aborted()
@@ -162,6 +181,40 @@ impl Ctx {
         }
         self.finish_sync();
         Ok(())
+    }
+
+    /// Where this process's lazy waits sleep: on its barrier signal (an abort wakes it),
+    /// counted among the run's lazy sleepers (see `wake_after_enter`).
+    fn lazy_sleep(&self) -> Sleep<'_> {
+        Sleep::Counted(self.run.barrier.signal(self.pid), &self.run.lazy_sleepers)
+    }
+
+    /// Right after this process entered the sync of superstep `s` (`lazy`: a lazy one, after
+    /// acknowledging `took_before` and announcing to `written`): the notifier's side of the
+    /// sleep handshake (`wait.rs`) for every wait this may end. Those destinations and
+    /// acknowledged senders may sleep waiting for records or acknowledgements; and if every
+    /// process has now entered `s`, the stop condition of every lazy wait of `s` holds (a count
+    /// that is still short is final), so every lazy sleeper is woken. One fence covers all:
+    /// in the common case nobody sleeps, and this costs the fence and loads of lines that
+    /// stay in our cache (the signals and the sleeper count are written only by sleepers).
+    pub(super) fn wake_after_enter(&self, s: u64, lazy: bool) {
+        // N of the handshake: orders the acks, announcements and the mode word before the
+        // loads of the sleeper counts below.
+        crate::shim::fence(crate::shim::Ordering::SeqCst);
+        let barrier = &self.run.barrier;
+        if lazy {
+            let q = (s & 1) as usize;
+            for &d in self.written.borrow()[q].iter().chain(&self.took_before) {
+                barrier.signal(d as usize).wake_if_sleeping();
+            }
+        }
+        if self.run.lazy_sleepers.load(crate::shim::Ordering::Relaxed) != 0
+            && self.all_entered(s, 0..self.run.p)
+        {
+            for j in (0..self.run.p).filter(|&j| j != self.pid) {
+                barrier.signal(j).wake_if_sleeping();
+            }
+        }
     }
 
     /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
@@ -188,7 +241,8 @@ impl Ctx {
         if !full.is_empty() {
             return self.mixed_syncs(&full);
         }
-        let got = self.me().inbox.announced((s & 1) as usize);
+        let q = (s & 1) as usize;
+        let got = self.me().inbox.announced(q) - self.records_taken[q];
         self.misuse(
             "sync",
             format!(

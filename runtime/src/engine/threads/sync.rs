@@ -40,6 +40,9 @@ impl Ctx {
             return Err(self.failed_sync(e));
         }
         self.me().inbox.enter(self.step, false);
+        // A process that made a lazy sync of this superstep (a misuse) may sleep until every
+        // process has entered it.
+        self.wake_after_enter(self.step, false);
         if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
             // The requests of this parity were last read in the sync two supersteps back: after
             // a full sync every process had finished it, after a lazy one we make sure.
