@@ -62,7 +62,7 @@ mod vectors;
 
 pub use error::PlanError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
-pub use hp::HpSpmv;
+pub use hp::{Fanout, HpSpmv};
 
 /// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`
 /// into position `dst` of the local `x` buffer.
