@@ -76,7 +76,7 @@ impl Side {
 /// // A 4 x 4 grid of items on 2 x 2 processes (2 x 2 items each), item (r, c) = 10 r + c,
 /// // periodic: every process sees all four others' edges.
 /// let ghosts = mbsp::run(4, |ctx| {
-///     let halo = Halo2d::<u32>::new(ctx, (2, 2), (4, 4), 1, true)?; // one sync
+///     let mut halo = Halo2d::<u32>::new(ctx, (2, 2), (4, 4), 1, true)?; // one sync
 ///     let (rows, cols) = (halo.rows(), halo.cols());
 ///     let block: Vec<u32> = rows.clone()
 ///         .flat_map(|r| cols.clone().map(move |c| 10 * r as u32 + c as u32))
