@@ -12,11 +12,15 @@
 //! * [`concat()`]: collects the per-process results of a run into one vector.
 //! * [`Halo1d`]: ghost cells of a 1D block distribution, exchanged with the neighbours by a
 //!   lazy sync (each process waits for its neighbours only); see its module for the cost.
+//! * [`Halo2d`]: the same for a 2D block distribution over a `pr x pc` process grid (sides and
+//!   corners, periodic or not).
 //!
 //! The others communicate nothing: they cost nothing in the BSP model.
 
 mod halo;
+mod halo2d;
 pub use halo::Halo1d;
+pub use halo2d::Halo2d;
 
 use std::cell::UnsafeCell;
 use std::ops::Range;

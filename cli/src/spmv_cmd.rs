@@ -6,7 +6,7 @@ use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, MatrixSize, Need};
 use crate::run_on;
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
-use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{Fanout, HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
 use mbsp_algorithms::timer::RegionTimer;
 use serde_json::json;
@@ -104,21 +104,29 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 pub enum Variant {
     /// Gets and puts, two supersteps per multiply.
     Plain,
-    /// `direct_get` and `hpsend`, one superstep per multiply.
+    /// Puts from the owners and `hpsend`, two lazy supersteps per multiply (declared counts).
     Hp,
+    /// `direct_get` and `hpsend`, one superstep per multiply ending with a full sync.
+    HpDirect,
     /// Packages (plain) with a nested run over each package's cores.
     Hier,
 }
 
 impl Variant {
     /// Every variant, in the order of the tables.
-    pub const ALL: [Variant; 3] = [Variant::Plain, Variant::Hp, Variant::Hier];
+    pub const ALL: [Variant; 4] = [
+        Variant::Plain,
+        Variant::Hp,
+        Variant::HpDirect,
+        Variant::Hier,
+    ];
 
     /// The variant's name on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Plain => "plain",
             Variant::Hp => "hp",
+            Variant::HpDirect => "hp-direct",
             Variant::Hier => "hier",
         }
     }
@@ -361,9 +369,14 @@ pub fn measure(
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
-        (Plan::Flat(plan), Variant::Hp) => (
+        (Plan::Flat(plan), Variant::Hp | Variant::HpDirect) => (
             run_on::gathered(prep.p, |ctx| {
-                let mut spmv = HpSpmv::new(ctx, plan)?;
+                let fanout = if variant == Variant::Hp {
+                    Fanout::Puts
+                } else {
+                    Fanout::DirectGet
+                };
+                let mut spmv = HpSpmv::with_fanout(ctx, plan, fanout)?;
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 ctx.sync()?;
@@ -592,7 +605,7 @@ pub fn run(o: &Options) -> Result<()> {
         (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
             per_nz,
-            variant == Variant::Hp,
+            variant == Variant::HpDirect,
         )),
         _ => None,
     };

@@ -301,10 +301,13 @@ fn nested_runs_at_two_levels() {
 
 /// The `Comm` collectives (mailbox registered once) against the same model, with data that fits
 /// a slot and data that does not (which goes through `Collectives`).
-fn comm_program(ctx: &mut Ctx, seed: u64, n: usize) -> mbsp::Result<()> {
+/// `lazy`: the small collectives end with lazy syncs (the default) or full ones.
+fn comm_program(ctx: &mut Ctx, seed: u64, n: usize, lazy: bool) -> mbsp::Result<()> {
     use mbsp_algorithms::collectives::Comm;
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let mut comm = Comm::with_capacity(ctx, 4, Collectives::default())?;
+    assert!(comm.is_lazy(), "lazy syncs are the default");
+    comm.set_lazy(lazy);
     for round in 0..3u64 {
         let seed = seed ^ round;
         let root = (mix(seed) % p as u64) as usize;
@@ -362,9 +365,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
-    fn comm_matches_the_model(pi in 0..PS.len(), n in 0usize..80, seed in any::<u64>()) {
+    fn comm_matches_the_model(
+        pi in 0..PS.len(),
+        n in 0usize..80,
+        seed in any::<u64>(),
+        lazy in any::<bool>(),
+    ) {
         let p = PS[pi];
-        within(120, move || mbsp::run(p, |ctx| comm_program(ctx, seed, n)))
-            .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed}: {e}"));
+        within(120, move || mbsp::run(p, |ctx| comm_program(ctx, seed, n, lazy)))
+            .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed} lazy {lazy}: {e}"));
     }
 }

@@ -121,7 +121,7 @@ fn a_panic_elsewhere_releases_every_lender() {
 fn hp_spmv_with_a_panic_between_multiplies() {
     use mbsp_algorithms::sparse::CooMatrix;
     use mbsp_algorithms::sparse::partition::{Options, partition};
-    use mbsp_algorithms::sparse::spmv::{HpSpmv, SpmvPlan};
+    use mbsp_algorithms::sparse::spmv::{Fanout, HpSpmv, SpmvPlan};
     // A dense-ish band: every process reads much of every other's x.
     let n = 4000usize;
     let mut entries = Vec::new();
@@ -138,7 +138,7 @@ fn hp_spmv_with_a_panic_between_multiplies() {
         let plan = plan.clone();
         let e = within(120, move || {
             mbsp::run(2, |ctx| {
-                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let mut spmv = HpSpmv::with_fanout(ctx, &plan, Fanout::DirectGet)?;
                 spmv.x_mut(ctx)?.fill(1.0);
                 ctx.sync()?;
                 let mut y = vec![0.0; spmv.local().y_owned.len()];

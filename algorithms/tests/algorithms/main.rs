@@ -12,6 +12,7 @@ mod common;
 
 mod collectives;
 mod fft;
+mod lazy_then_direct_get;
 mod lending;
 mod mismatch;
 mod mondriaan;

@@ -17,6 +17,20 @@ fn expect_misuse(p: usize, needles: &'static [&'static str], f: fn(&mut Ctx) -> 
     }
 }
 
+/// Run `f` on `p` processes and expect a misuse error whose text contains every needle of one
+/// of the `alternatives` (which side of a mismatch notices it first may vary).
+fn expect_misuse_any(p: usize, alternatives: &'static [&'static [&'static str]], f: Program) {
+    let e = within(60, move || mbsp::run(p, f)).expect_err("the run must fail");
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    let text = e.to_string();
+    assert!(
+        alternatives
+            .iter()
+            .any(|needles| needles.iter().all(|n| text.contains(n))),
+        "{text:?} should mention all of one of {alternatives:?}"
+    );
+}
+
 #[test]
 fn different_roots() {
     expect_misuse(3, &["broadcast"], |ctx| {
@@ -174,7 +188,8 @@ fn comm_calls_that_do_not_match() {
         let mut b = [0u32; 2];
         comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
     });
-    // pid 1 skips the first all-reduce: the call counters differ.
+    // pid 1 skips the first all-reduce: with full syncs the call counters differ; with lazy
+    // ones the runtime reports pid 1's full sync.
     expect_misuse(
         2,
         &[
@@ -183,16 +198,9 @@ fn comm_calls_that_do_not_match() {
             "pid 1 made no call of this Comm",
             "call 1",
         ],
-        |ctx| {
-            let mut comm = Comm::new(ctx)?;
-            if ctx.pid() == 0 {
-                comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
-            } else {
-                ctx.sync()?;
-            }
-            comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
-        },
+        skip_first::<false>,
     );
+    expect_misuse(2, LAZY_MEETS_FULL, skip_first::<true>);
     // pid 0's scan reads no data, but it checks pid 1's header as pid 1 checks pid 0's.
     expect_misuse(
         2,
@@ -249,79 +257,158 @@ fn element_types_of_one_size() {
     );
 }
 
+/// The runtime's error for a process that makes a full sync where the others make the lazy sync
+/// of a `Comm` collective (or the other way round), whichever side notices it first.
+const LAZY_MEETS_FULL: &[&str] = &["full sync", "lazy one", "expect is collective"];
+
 /// A `Comm` call skipped by one process (which syncs instead) is a named mismatch in that very
 /// call on the processes that made it, whatever the operation reads: no call returns data of
 /// another call (the processes check their results, so data of another call would end the run
-/// with a panic, not a misuse error).
+/// with a panic, not a misuse error). With full syncs the `Comm`'s header check names the
+/// skipped call; with lazy syncs (the default) the runtime reports the full sync that met the
+/// collective's lazy one.
 #[test]
 fn comm_call_skipped_by_one_process() {
     for p in [2, 3] {
-        expect_misuse(p, &["allreduce", "skipped or added"], |ctx| {
-            let (me, p) = (ctx.pid(), ctx.nprocs() as u64);
-            let mut comm = Comm::new(ctx)?;
-            for i in 0..6u64 {
-                if me == 1 && i == 2 {
-                    ctx.sync()?;
-                    continue;
-                }
-                let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
-                assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
-            }
-            Ok(())
-        });
+        expect_misuse(
+            p,
+            &["allreduce", "skipped or added"],
+            skip_allreduce::<false>,
+        );
+        expect_misuse(p, LAZY_MEETS_FULL, skip_allreduce::<true>);
         // Scans: pid 0 reads no data in an inclusive scan, the last pid sends none.
         for skipper in [0, p - 1] {
-            let f = match skipper {
-                0 => skip_scan::<0>,
-                1 => skip_scan::<1>,
-                _ => skip_scan::<2>,
+            let (full, lazy): (Program, Program) = match skipper {
+                0 => (skip_scan::<0, false>, skip_scan::<0, true>),
+                1 => (skip_scan::<1, false>, skip_scan::<1, true>),
+                _ => (skip_scan::<2, false>, skip_scan::<2, true>),
             };
-            expect_misuse(p, &["scan_inclusive", "skipped or added"], f);
+            expect_misuse(p, &["scan_inclusive", "skipped or added"], full);
+            expect_misuse(p, LAZY_MEETS_FULL, lazy);
         }
         // Broadcast: the root reads nothing.
-        expect_misuse(p, &["broadcast", "skipped or added"], |ctx| {
-            let me = ctx.pid();
-            let mut comm = Comm::new(ctx)?;
-            for i in 0..4u32 {
-                if me == 0 && i == 1 {
-                    ctx.sync()?;
-                    continue;
-                }
-                let mut b = [if me == 0 { i } else { u32::MAX }];
-                comm.broadcast(ctx, 0, &mut b)?;
-                assert_eq!(b[0], i, "pid {me}, call {i}: data of another call");
-            }
-            Ok(())
-        });
+        expect_misuse(
+            p,
+            &["broadcast", "skipped or added"],
+            skip_broadcast::<false>,
+        );
+        expect_misuse(p, LAZY_MEETS_FULL, skip_broadcast::<true>);
     }
+}
+
+type Program = fn(&mut Ctx) -> mbsp::Result<()>;
+
+/// A `Comm` whose small collectives end with lazy syncs or not.
+fn comm_of(ctx: &mut Ctx, lazy: bool) -> mbsp::Result<Comm> {
+    let mut comm = Comm::new(ctx)?;
+    comm.set_lazy(lazy);
+    Ok(comm)
+}
+
+/// pid 1 syncs where pid 0 makes its first all-reduce.
+fn skip_first<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let mut comm = comm_of(ctx, LAZY)?;
+    if ctx.pid() == 0 {
+        comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
+    } else {
+        ctx.sync()?;
+    }
+    comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+}
+
+/// All-reduces of the call number, in which pid 1 skips call 2 (and syncs instead).
+fn skip_allreduce<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs() as u64);
+    let mut comm = comm_of(ctx, LAZY)?;
+    for i in 0..6u64 {
+        if me == 1 && i == 2 {
+            ctx.sync()?;
+            continue;
+        }
+        let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
+        assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
+    }
+    Ok(())
+}
+
+/// Broadcasts of the call number from pid 0, which skips call 1 (and syncs instead).
+fn skip_broadcast<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let me = ctx.pid();
+    let mut comm = comm_of(ctx, LAZY)?;
+    for i in 0..4u32 {
+        if me == 0 && i == 1 {
+            ctx.sync()?;
+            continue;
+        }
+        let mut b = [if me == 0 { i } else { u32::MAX }];
+        comm.broadcast(ctx, 0, &mut b)?;
+        assert_eq!(b[0], i, "pid {me}, call {i}: data of another call");
+    }
+    Ok(())
 }
 
 /// A skipped call followed by calls of the same shape cannot be told from a call with other
 /// data (the calls pair up in order, as syncs do): the run ends when one process has made
-/// more calls than another, with the end-of-run mismatch naming both sides.
+/// more calls than another, with the end-of-run mismatch naming both sides (full syncs), or the
+/// runtime's report of a count that cannot be met at the final sync (lazy syncs).
 #[test]
 fn comm_call_skipped_in_a_loop_of_equal_calls() {
     expect_misuse(
         2,
         &["returned from the SPMD function", "called sync"],
-        |ctx| {
-            let me = ctx.pid();
-            let mut comm = Comm::new(ctx)?;
-            for i in 0..6u64 {
-                if me == 1 && i == 2 {
-                    continue;
-                }
-                comm.allreduce_value(ctx, i, |a, b| a + b)?;
-            }
-            Ok(())
-        },
+        skip_in_loop::<false>,
+    );
+    expect_misuse_any(
+        2,
+        &[
+            LAZY_MEETS_FULL,
+            &["returned from the SPMD function", "called sync"],
+            &["declared expect(1)", "received 0"],
+        ],
+        skip_in_loop::<true>,
     );
 }
 
-/// Inclusive scans of the call number, in which pid `SKIP` skips call 1 (and syncs instead).
-fn skip_scan<const SKIP: usize>(ctx: &mut Ctx) -> mbsp::Result<()> {
+fn skip_in_loop<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
     let me = ctx.pid();
-    let mut comm = Comm::new(ctx)?;
+    let mut comm = comm_of(ctx, LAZY)?;
+    for i in 0..6u64 {
+        if me == 1 && i == 2 {
+            continue;
+        }
+        comm.allreduce_value(ctx, i, |a, b| a + b)?;
+    }
+    Ok(())
+}
+
+/// A put of the caller's own left pending before a lazy `Comm` call: the receiver gets one
+/// record more than the `p - 1` headers it declared, and the runtime's count error says so.
+/// With full syncs the put is delivered by the collective's sync, as by any sync.
+#[test]
+fn a_put_pending_before_a_comm_call() {
+    expect_misuse(
+        2,
+        &["declared expect(1)", "received 2 puts/messages"],
+        put_before_allreduce::<true>,
+    );
+    within(60, || mbsp::run(2, put_before_allreduce::<false>)).unwrap();
+}
+
+fn put_before_allreduce<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let mut comm = comm_of(ctx, LAZY)?;
+    let x = ctx.push_reg(vec![0u64; 1])?;
+    ctx.sync()?;
+    let other = 1 - ctx.pid();
+    ctx.put(other, &[5u64], &x, 0)?;
+    let sum = comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
+    assert_eq!((sum, ctx.local(&x)?[0]), (2, 5));
+    Ok(())
+}
+
+/// Inclusive scans of the call number, in which pid `SKIP` skips call 1 (and syncs instead).
+fn skip_scan<const SKIP: usize, const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let me = ctx.pid();
+    let mut comm = comm_of(ctx, LAZY)?;
     for i in 0..4u64 {
         if me == SKIP && i == 1 {
             ctx.sync()?;

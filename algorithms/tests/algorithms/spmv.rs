@@ -5,7 +5,9 @@ use crate::common;
 
 use common::{Rng, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
-use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, PlanError, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{
+    Fanout, HierPlan, HierSpmv, HpSpmv, PlanError, Spmv, SpmvPlan,
+};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 use std::cell::OnceCell;
 
@@ -21,7 +23,7 @@ fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
 #[derive(Clone, Copy, Debug)]
 enum Form {
     Plain,
-    Hp,
+    Hp(Fanout),
     /// Packages x cores: packages by the partitioner, row blocks inside.
     Hier(usize, usize),
     /// Packages x cores, both levels by the partitioner.
@@ -32,7 +34,11 @@ enum Form {
 
 /// Every form at `p`: plain, hp, and the hierarchical forms for every factorisation of `p`.
 fn forms(p: usize) -> Vec<Form> {
-    let mut v = vec![Form::Plain, Form::Hp];
+    let mut v = vec![
+        Form::Plain,
+        Form::Hp(Fanout::Puts),
+        Form::Hp(Fanout::DirectGet),
+    ];
     for c in (1..=p).filter(|c| p.is_multiple_of(*c)) {
         v.push(Form::Hier(p / c, c));
         v.push(Form::Hier2d(p / c, c));
@@ -81,15 +87,19 @@ fn distributed(
                 plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
             )
         }
-        Form::Hp => {
+        Form::Hp(fanout) => {
             let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
             let parts = mbsp::run(d.p, |ctx| {
-                let mut spmv = HpSpmv::new(ctx, plan)?;
+                let mut spmv = HpSpmv::with_fanout(ctx, plan, fanout)?;
+                assert_eq!(spmv.fanout(), fanout);
                 let local = spmv.local();
                 let mut y = vec![0.0; local.y_owned.len()];
                 for t in 0..times {
                     fill(spmv.x_mut(ctx)?, &local.x_owned, t);
-                    ctx.sync()?;
+                    // With puts, x may be written right before the multiply.
+                    if fanout == Fanout::DirectGet {
+                        ctx.sync()?;
+                    }
                     spmv.multiply(ctx, &mut y)?;
                 }
                 Ok(y)
@@ -348,7 +358,12 @@ fn shared_matrices(half: Option<usize>) {
             let configs = if large { &every_p[3..4] } else { &every_p[..] };
             for &(p, hier) in configs {
                 let d = scattered(&a, p, 3);
-                let forms = [Form::Plain, Form::Hp, Form::HierQuick(hier.0, hier.1)];
+                let forms = [
+                    Form::Plain,
+                    Form::Hp(Fanout::Puts),
+                    Form::Hp(Fanout::DirectGet),
+                    Form::HierQuick(hier.0, hier.1),
+                ];
                 check_on(&a, &d, &forms, 1);
             }
             tested += 1;
@@ -373,7 +388,16 @@ fn partition_read_from_mondriaan_files() {
         let (b, e) = mondriaan::read(&prefix, 4).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(b.nnz(), a.nnz());
-        check_on(&b, &e, &[Form::Plain, Form::Hp], 3);
+        check_on(
+            &b,
+            &e,
+            &[
+                Form::Plain,
+                Form::Hp(Fanout::Puts),
+                Form::Hp(Fanout::DirectGet),
+            ],
+            3,
+        );
     });
 }
 
@@ -390,7 +414,7 @@ fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
         );
         for _ in 0..20 {
             let err = mbsp::run(2, |ctx| {
-                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let mut spmv = HpSpmv::with_fanout(ctx, &plan, Fanout::DirectGet)?;
                 let mut y = vec![0.0; spmv.local().y_owned.len()];
                 spmv.x_mut(ctx)?.fill(1.0); // no sync before the multiply
                 spmv.multiply(ctx, &mut y)
@@ -401,7 +425,54 @@ fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
             assert!(msg.contains("superstep"), "{msg}");
         }
         // The plan is free again after the failed runs, and a correct program works.
-        check_on(&a, &d, &[Form::Hp], 2);
+        check_on(&a, &d, &[Form::Hp(Fanout::DirectGet)], 2);
+    });
+}
+
+/// Processes that choose different fan-outs end the run with an error naming the lazy sync
+/// that met a full one (or a count that cannot be met), never a hang or wrong sums.
+#[test]
+fn hp_fanouts_that_differ_are_an_error() {
+    within(120, || {
+        let mut rng = Rng(13);
+        let a = random_matrix(&mut rng, 40, 40, 300);
+        let d = partition(&a, 2, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        let err = mbsp::run(2, |ctx| {
+            let fanout = [Fanout::Puts, Fanout::DirectGet][ctx.pid()];
+            let mut spmv = HpSpmv::with_fanout(ctx, &plan, fanout)?;
+            spmv.x_mut(ctx)?.fill(1.0);
+            ctx.sync()?;
+            let mut y = vec![0.0; spmv.local().y_owned.len()];
+            spmv.multiply(ctx, &mut y)
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), mbsp::ErrorKind::Misuse, "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("lazy") || msg.contains("expect("), "{msg}");
+    });
+}
+
+/// With puts, a put of the caller's own left pending before the multiply makes its receiver's
+/// count differ from the one the plan declares: an error naming the counts.
+#[test]
+fn hp_puts_with_a_pending_put_of_the_caller_is_an_error() {
+    within(120, || {
+        let mut rng = Rng(14);
+        let a = random_matrix(&mut rng, 40, 40, 300);
+        let d = partition(&a, 2, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        let err = mbsp::run(2, |ctx| {
+            let mut spmv = HpSpmv::new(ctx, &plan)?;
+            let r = ctx.push_reg(vec![0u8; 1])?;
+            ctx.sync()?;
+            ctx.put(1 - ctx.pid(), &[1u8], &r, 0)?;
+            let mut y = vec![0.0; spmv.local().y_owned.len()];
+            spmv.multiply(ctx, &mut y)
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), mbsp::ErrorKind::Misuse, "{err}");
+        assert!(err.to_string().contains("declared expect("), "{err}");
     });
 }
 

@@ -12,7 +12,7 @@
 //!   fan-out, fan-in) and does two inner products (one all-reduce superstep each, through a
 //!   `Comm` mailbox): four supersteps, `2 nz(s) + 10 n/p` flops, `h_fanout + h_fanin + 2(p − 1)`
 //!   words.
-//! * `hp`: the one-superstep [`HpSpmv`], whose `x` must be written before a sync. `p` is only
+//! * `hp`: the one-superstep [`HpSpmv`] (direct gets), whose `x` must be written before a sync. `p` is only
 //!   known after the `r·r` all-reduce, so the multiply is of `r` instead (written before that
 //!   all-reduce, whose sync publishes it) and `q = A p = A r + β q_old` is updated alongside
 //!   `p = r + β p_old`: three supersteps per iteration, `2 nz(s) + 14 n/p` flops.
@@ -28,7 +28,7 @@
 
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::partition::{Options, partition_square};
-use mbsp_algorithms::sparse::spmv::{HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{Fanout, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::path::PathBuf;
 
@@ -198,7 +198,7 @@ fn cg_plain(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mb
 /// is of the residual `r` (updated before the `r·r` all-reduce, whose sync publishes it) and
 /// `q = A p` follows from `A p = A r + β A p_old`: one superstep per multiply, two all-reduces.
 fn cg_hp(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mbsp::Result<Solved> {
-    let mut spmv = HpSpmv::new(ctx, plan)?;
+    let mut spmv = HpSpmv::with_fanout(ctx, plan, Fanout::DirectGet)?;
     let m = spmv.local().y_owned.len();
     let mut comm = Comm::new(ctx)?;
     spmv.x_mut(ctx)?.fill(1.0);

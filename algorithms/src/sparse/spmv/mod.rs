@@ -20,9 +20,10 @@
 //!   (superstep 2, a lazy sync: each process declares the puts it receives, one per process
 //!   that sums rows it owns, and waits for those processes only). `x` may be written right
 //!   before the multiply.
-//! * [`HpSpmv`] — `direct_get` for the fan-out and `hpsend`/`hpmove` for the fan-in: one
-//!   superstep per multiply, no buffering of `x`. `x` must have been written before a sync
-//!   (checked: see [`HpSpmv::x_mut`]).
+//! * [`HpSpmv`] — `hpsend`/`hpmove` for the fan-in, and for the fan-out ([`Fanout`]) either one
+//!   put per owner and reader, planned once, with both supersteps ending in lazy syncs (the
+//!   default), or `direct_get` straight from the owners' `x`: one superstep per multiply, no
+//!   buffering of `x`, `x` written before a sync (checked: see [`HpSpmv::x_mut`]).
 //! * [`HierSpmv`] — the Multi-BSP form: the plain variant over packages whose local multiply is
 //!   a nested BSP run over the package's cores, on a partition of each package's part
 //!   ([`HierPlan`]).
@@ -47,7 +48,8 @@
 //!
 //! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
 //! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l` (plain; its second `l` is
-//! a lazy sync's, which waits only for a process's senders), `... + l` (hp).
+//! a lazy sync's, which waits only for a process's senders); the same with both `l` lazy ones
+//! (hp with puts); `... + l` with `h_fanout g_direct` (hp with direct gets).
 //! Nothing is allocated per multiply.
 
 use super::{CooMatrix, Distribution};
@@ -62,7 +64,7 @@ mod vectors;
 
 pub use error::PlanError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
-pub use hp::HpSpmv;
+pub use hp::{Fanout, HpSpmv};
 
 /// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`
 /// into position `dst` of the local `x` buffer.
@@ -420,7 +422,8 @@ impl SpmvPlan {
     /// local kernel's measured rate, e.g. from [`LocalSpmv::time_local_multiply`] on a plan of
     /// one process: SpMV is memory bound, so a flop rate would mislead):
     /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + 2 l` for the plain variant; the
-    /// high-performance variant (`hp`) reads `x` once (`g_direct`) and takes one superstep.
+    /// high-performance variant with direct gets (`hp`: [`Fanout::DirectGet`]) reads `x` once
+    /// (`g_direct`) and takes one superstep; with puts it costs what the plain formula says.
     ///
     /// ```
     /// use mbsp_algorithms::{cost::Params, sparse::{CooMatrix, Distribution, spmv::SpmvPlan}};
