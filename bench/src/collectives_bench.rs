@@ -3,7 +3,7 @@
 //! g_direct measured in the same run) and next to the same operation written by hand with put +
 //! sync, as a user would (registered buffers set up once, outside the timing); then sample sort
 //! against the sequential and rayon sorts. The one-word broadcast and all-reduce also run through
-//! a `Comm`, with its lazy syncs (the default) and with full syncs.
+//! a `Comm`, with full syncs (the default) and with lazy syncs.
 
 use crate::core_bench::{Bulk, mbsp_bulk, mbsp_sync, memcpy};
 use crate::stats::{Samples, ns, timed};

@@ -3,9 +3,9 @@
 //! The level-1 free functions register nothing between calls, so a one-word all-reduce is a
 //! superstep of messages. A program that reduces a dot product every iteration wants less: a
 //! `Comm` registers, once, a small mailbox on every process (`p` slots of a few words), and its
-//! small collectives put straight into the receivers' slots — one superstep ending with a lazy
-//! sync (below), so a one-word all-reduce costs about one empty sync or less. Data larger than a
-//! slot goes through [`Collectives`] as usual.
+//! small collectives put straight into the receivers' slots — one superstep, with puts small
+//! enough to travel inside the barrier itself, so a one-word all-reduce costs about one empty
+//! sync (or one lazy sync, below). Data larger than a slot goes through [`Collectives`] as usual.
 //!
 //! A slot holds three header words and the data. The header carries a call counter, the
 //! operation, the element type (size and fingerprint), root and length. Every call puts at least
@@ -16,15 +16,19 @@
 //! are written only inside syncs (puts are delivered by their receiver), and read right after
 //! the collective's sync, so a slot is never overwritten before it is read.
 //!
-//! ## Lazy syncs
+//! ## Lazy syncs (opt-in: [`Comm::set_lazy`])
 //!
 //! Since every process puts exactly one record (its header, with or without data) to every
-//! other process, each process knows it receives `p - 1` puts, and declares them
-//! (`Ctx::expect`): the collective's sync is lazy, and a process waits only for the arrival of
-//! the headers, not for a barrier over all processes. BSP cost of a small collective of `w`
+//! other process, each process knows it receives `p - 1` puts, and can declare them
+//! (`Ctx::expect`): the collective's sync is then lazy, and a process waits only for the arrival
+//! of the headers, not for a barrier over all processes. Full syncs stay the default: with a
+//! core per process a lazy sync moves more cache lines than the barrier (an all-reduce at
+//! p = 2 measured 1.6-2.7x slower lazy), and a lazy superstep may carry nothing of the
+//! caller's (below); with more processes than cores, waiting only for one's partners pays
+//! (docs/benchmarks.md, "Lazy syncs"). BSP cost of a small collective of `w`
 //! words: `(p - 1)(3 + w) g` plus a lazy sync (the arrival of `p - 1` puts) instead of `l`.
 //!
-//! What this changes for mismatches:
+//! What lazy syncs change for mismatches:
 //!
 //! * calls of this `Comm` that differ (operation, root, type, length, call counter) still put
 //!   `p - 1` headers each, so the counts match and the header check reports them by name;
@@ -35,8 +39,7 @@
 //!   before the call in the same superstep makes a receiver's count differ from the `p - 1` it
 //!   declared (the runtime's error then names `expect(p - 1)` and the count received), and a get,
 //!   registration or tag-size change before it fails the sync. Sync before the call, or use
-//!   [`Comm::set_lazy`]`(false)` to make this `Comm` end its supersteps with full syncs, which
-//!   deliver such communication as every sync does.
+//!   full syncs (the default), which deliver such communication as every sync does.
 
 use super::elem;
 use super::wire::{NO_ROOT, Op};
@@ -51,9 +54,9 @@ const HEADER_WORDS: usize = 3;
 /// The level-1 free functions register nothing between calls, so a one-word all-reduce is a
 /// superstep of messages. A `Comm` registers, once, a small mailbox on every process (`p` slots
 /// of a few words), and its small collectives put straight into the receivers' slots: one
-/// superstep ending with a lazy sync, in which each process waits only for the `p - 1` headers
-/// it receives (see [`set_lazy`](Self::set_lazy) for what that superstep may not carry). Data larger than a slot goes through
-/// [`Collectives`]. Slot headers carry a call counter and the element type, and every process
+/// superstep (ending with a lazy sync, in which each process waits only for the `p - 1` headers
+/// it receives, if [`set_lazy`](Self::set_lazy) asks for it). Data larger than a slot goes
+/// through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
 /// checks every other's before using data, so mismatched, skipped or extra calls are reported
 /// as errors on every process. (Calls pair up in order, as syncs do: a call skipped in a loop of
 /// calls of the same shape cannot be told from one with other data, and is reported when one
@@ -170,28 +173,30 @@ impl Comm {
             calls: 0,
             out: vec![0; slot],
             coll,
-            lazy: true,
+            lazy: false,
         })
     }
 
-    /// Whether this `Comm`'s small collectives end with a lazy sync (`true`, the default: each
-    /// process declares the `p - 1` headers it receives; see the module documentation of
-    /// `Comm`) or with a full sync (`false`: the superstep may then carry the caller's own
-    /// puts, messages and gets, delivered as by any sync). Every process must make the same
-    /// choice: a full sync meeting a lazy one is an error of the run.
+    /// Whether this `Comm`'s small collectives end with a lazy sync (`true`: each process
+    /// declares the `p - 1` headers it receives, and the superstep may carry nothing else of
+    /// the caller's; see the module documentation of `Comm`) or with a full sync (`false`, the
+    /// default: the superstep may then carry the caller's own puts, messages and gets,
+    /// delivered as by any sync). Every process must make the same choice: a full sync meeting
+    /// a lazy one is an error of the run.
     ///
     /// ```
     /// use mbsp_algorithms::collectives::Comm;
     /// let got = mbsp::run(2, |ctx| {
     ///     let mut comm = Comm::new(ctx)?;
-    ///     comm.set_lazy(false);
     ///     let x = ctx.push_reg(vec![0u32; 1])?;
     ///     ctx.sync()?;
     ///     ctx.put(1 - ctx.pid(), &[7u32], &x, 0)?; // delivered by the collective's full sync
     ///     let sum = comm.allreduce_value(ctx, 1u32, |a, b| a + b)?;
-    ///     Ok((sum, ctx.local(&x)?[0]))
+    ///     comm.set_lazy(true); // the next calls' supersteps carry only their own puts
+    ///     let max = comm.allreduce_value(ctx, ctx.pid() as u32, u32::max)?;
+    ///     Ok((sum, ctx.local(&x)?[0], max))
     /// })?;
-    /// assert_eq!(got, vec![(2, 7); 2]);
+    /// assert_eq!(got, vec![(2, 7, 1); 2]);
     /// # Ok::<(), mbsp::Error>(())
     /// ```
     pub fn set_lazy(&mut self, lazy: bool) {

@@ -301,12 +301,12 @@ fn nested_runs_at_two_levels() {
 
 /// The `Comm` collectives (mailbox registered once) against the same model, with data that fits
 /// a slot and data that does not (which goes through `Collectives`).
-/// `lazy`: the small collectives end with lazy syncs (the default) or full ones.
+/// `lazy`: the small collectives end with lazy syncs or full ones (the default).
 fn comm_program(ctx: &mut Ctx, seed: u64, n: usize, lazy: bool) -> mbsp::Result<()> {
     use mbsp_algorithms::collectives::Comm;
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let mut comm = Comm::with_capacity(ctx, 4, Collectives::default())?;
-    assert!(comm.is_lazy(), "lazy syncs are the default");
+    assert!(!comm.is_lazy(), "full syncs are the default");
     comm.set_lazy(lazy);
     for round in 0..3u64 {
         let seed = seed ^ round;

@@ -265,7 +265,7 @@ const LAZY_MEETS_FULL: &[&str] = &["full sync", "lazy one", "expect is collectiv
 /// call on the processes that made it, whatever the operation reads: no call returns data of
 /// another call (the processes check their results, so data of another call would end the run
 /// with a panic, not a misuse error). With full syncs the `Comm`'s header check names the
-/// skipped call; with lazy syncs (the default) the runtime reports the full sync that met the
+/// skipped call; with lazy syncs the runtime reports the full sync that met the
 /// collective's lazy one.
 #[test]
 fn comm_call_skipped_by_one_process() {

@@ -358,12 +358,17 @@ fn shared_matrices(half: Option<usize>) {
             let configs = if large { &every_p[3..4] } else { &every_p[..] };
             for &(p, hier) in configs {
                 let d = scattered(&a, p, 3);
-                let forms = [
+                let mut forms = vec![
                     Form::Plain,
-                    Form::Hp(Fanout::Puts),
                     Form::Hp(Fanout::DirectGet),
                     Form::HierQuick(hier.0, hier.1),
                 ];
+                // The put fan-out on the smaller matrices at two process counts (one
+                // oversubscribed): the plans' counts are the same code at every p, and the
+                // random matrices of `forms` cover it at every p.
+                if !large && (p == 2 || p == 4) {
+                    forms.push(Form::Hp(Fanout::Puts));
+                }
                 check_on(&a, &d, &forms, 1);
             }
             tested += 1;
@@ -463,7 +468,7 @@ fn hp_puts_with_a_pending_put_of_the_caller_is_an_error() {
         let d = partition(&a, 2, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
         let err = mbsp::run(2, |ctx| {
-            let mut spmv = HpSpmv::new(ctx, &plan)?;
+            let mut spmv = HpSpmv::with_fanout(ctx, &plan, Fanout::Puts)?;
             let r = ctx.push_reg(vec![0u8; 1])?;
             ctx.sync()?;
             ctx.put(1 - ctx.pid(), &[1u8], &r, 0)?;

@@ -1,6 +1,7 @@
 //! The high-performance multiply: `hpsend` for the fan-in, and a fan-out that either puts `x`
-//! from its owners (two lazy supersteps, the default) or reads it with `direct_get` (one full
-//! superstep).
+//! from its owners (two lazy supersteps) or reads it with `direct_get` (one full superstep, the
+//! default: on a machine with a core per process it is the faster of the two, see
+//! docs/benchmarks.md).
 //!
 //! [`Fanout::Puts`], process `s`:
 //! 1. fan-out: for each process that reads its `x`, one put of the entries it reads (packed
@@ -38,22 +39,22 @@ pub enum Fanout {
     /// every process declares the puts it receives: two lazy supersteps per multiply, in which
     /// a process waits only for the processes it exchanges data with. `x` may be written right
     /// before the multiply.
-    #[default]
     Puts,
     /// Every reader copies the entries it needs straight out of their owners' `x` with
     /// `direct_get`: one superstep per multiply ending with a full sync, and `x` must have been
-    /// written before a sync (checked: see [`HpSpmv::x_mut`]).
+    /// written before a sync (checked: see [`HpSpmv::x_mut`]). The default.
+    #[default]
     DirectGet,
 }
 
 /// One process's high-performance multiply, made once per run ([`HpSpmv::new`]).
 ///
-/// With [`Fanout::DirectGet`] its `x` is read by other processes during their multiplies, so it
+/// With [`Fanout::DirectGet`] (the default of [`new`](Self::new)) its `x` is read by other processes during their multiplies, so it
 /// may only be written in a superstep in which nobody multiplies: write it
 /// ([`x_mut`](Self::x_mut)), then sync (or call anything that syncs, e.g. an all-reduce), then
 /// multiply. A write and a multiply in the same superstep are caught on one side or the other
 /// and end the run with an error that names both processes, never a silent race. With
-/// [`Fanout::Puts`] (the default of [`new`](Self::new)) the owners put `x` at the start of the
+/// [`Fanout::Puts`] the owners put `x` at the start of the
 /// multiply, so `x` may be written at any time outside a multiply; the example's sync is then
 /// needed by nothing.
 ///
@@ -126,7 +127,7 @@ impl<'p> HpSpmv<'p> {
     /// process of the run calls it with the same plan; a plan serves one run at a time (a
     /// clone of it serves another).
     pub fn new(ctx: &mut Ctx, plan: &'p SpmvPlan) -> mbsp::Result<Self> {
-        Self::with_fanout(ctx, plan, Fanout::Puts)
+        Self::with_fanout(ctx, plan, Fanout::DirectGet)
     }
 
     /// [`new`](Self::new) with the fan-out chosen; every process of the run must choose the

@@ -21,8 +21,8 @@
 //!   that sums rows it owns, and waits for those processes only). `x` may be written right
 //!   before the multiply.
 //! * [`HpSpmv`] — `hpsend`/`hpmove` for the fan-in, and for the fan-out ([`Fanout`]) either one
-//!   put per owner and reader, planned once, with both supersteps ending in lazy syncs (the
-//!   default), or `direct_get` straight from the owners' `x`: one superstep per multiply, no
+//!   put per owner and reader, planned once, with both supersteps ending in lazy syncs, or
+//!   `direct_get` straight from the owners' `x` (the default): one superstep per multiply, no
 //!   buffering of `x`, `x` written before a sync (checked: see [`HpSpmv::x_mut`]).
 //! * [`HierSpmv`] — the Multi-BSP form: the plain variant over packages whose local multiply is
 //!   a nested BSP run over the package's cores, on a partition of each package's part
