@@ -412,9 +412,10 @@ impl Barrier {
             // No round of this episode ends before every process has arrived, so a reader we
             // woke delays us until it runs, whoever our source is.
             let woken = me.woken;
-            let got = self.await_episode(&line.half[parity].word, e, me.pid, &mut me.waiter, || {
-                woken.is_some_and(|r| self.signals[r as usize].sleeping())
-            })? as u32;
+            let got =
+                self.await_episode(&line.half[parity].word, e, me.pid, &mut me.waiter, || {
+                    woken.is_some_and(|r| self.signals[r as usize].sleeping())
+                })? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
             if n > 0 {
                 if let Some(slot) = inbox.get_mut(k) {

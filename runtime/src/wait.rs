@@ -208,9 +208,9 @@ const MIN_SPINS_DIVISOR: u32 = 8;
 /// as many waits as it took to learn once partners arrive promptly again.
 ///
 /// A thread that has just woken a sleeper ([`Waiter::woke`]) is patient in its next wait: after
-/// its spins it keeps yielding, as long as yields are brief (nobody else wants the core), while
-/// a thread it woke has not run yet (up to [`WAKE_PATIENCE_CAP`]) and for [`WAKE_PATIENCE`]
-/// after that, before it sleeps. Without that, two processes syncing back to back after a long
+/// its spins it keeps yielding while a thread it woke has not run yet (up to
+/// [`WAKE_PATIENCE_CAP`]), and then, as long as yields are brief (nobody else wants the core),
+/// until [`WAKE_PATIENCE`] has passed, before it sleeps. Without that, two processes syncing back to back after a long
 /// wait can stay in a slow mode: the one that slept is woken by the other, which then waits for
 /// it in the next superstep for longer than its patience (a wake-up can take hundreds of
 /// microseconds on a virtual machine) and goes to sleep itself, to be woken by the first, and so
@@ -283,10 +283,11 @@ impl Waiter {
             if stop() {
                 return Err(Aborted);
             }
-            if yields >= policy.yields && !patience.lasts(&waking) {
+            let keep = patience.keep(&waking);
+            if yields >= policy.yields && keep == Keep::No {
                 break;
             }
-            if !yield_briefly() {
+            if !yield_briefly() && keep != Keep::Yielding {
                 break;
             }
             yields = yields.saturating_add(1);
@@ -351,23 +352,44 @@ impl Patience {
     }
 
     /// Whether the wait should keep yielding; `waking` as in [`Waiter::wait`].
-    fn lasts(&self, waking: impl Fn() -> bool) -> bool {
+    fn keep(&self, waking: impl Fn() -> bool) -> Keep {
         #[cfg(feature = "loom")]
         {
             let _ = waking;
-            false
+            Keep::No
         }
         #[cfg(not(feature = "loom"))]
         self.since
-            .is_some_and(|t| patience_lasts(t.elapsed(), || waking()))
+            .map_or(Keep::No, |t| patience_keeps(t.elapsed(), || waking()))
     }
 }
 
-/// Whether a patient wait that has yielded for `elapsed` keeps yielding: for
-/// [`WAKE_PATIENCE`], and while a thread it woke has not run yet for up to [`WAKE_PATIENCE_CAP`].
+/// What a patient wait does after its policy's yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// Sleep.
+    No,
+    /// Yield while yields are brief (nobody else wants the core), then sleep.
+    WhileBrief,
+    /// Yield even if other threads run meanwhile: a thread this one woke has not run yet, and
+    /// sleeping would make its arrival wait for a wake-up of this one in turn. On a busy
+    /// machine a woken thread may wait milliseconds for a core, and each such wake-up would
+    /// cost that again.
+    Yielding,
+}
+
+/// What a patient wait that has yielded for `elapsed` does: it keeps yielding for
+/// [`WAKE_PATIENCE`], and whatever the machine does while a thread it woke has not run yet,
+/// for up to [`WAKE_PATIENCE_CAP`].
 #[cfg(not(feature = "loom"))]
-fn patience_lasts(elapsed: std::time::Duration, waking: impl FnOnce() -> bool) -> bool {
-    elapsed < WAKE_PATIENCE || (elapsed < WAKE_PATIENCE_CAP && waking())
+fn patience_keeps(elapsed: std::time::Duration, waking: impl FnOnce() -> bool) -> Keep {
+    if elapsed < WAKE_PATIENCE_CAP && waking() {
+        Keep::Yielding
+    } else if elapsed < WAKE_PATIENCE {
+        Keep::WhileBrief
+    } else {
+        Keep::No
+    }
 }
 
 /// Yield the core; false if that took long enough (≥ 20 µs) that another thread must have run
@@ -409,7 +431,8 @@ mod tests {
             checks.set(checks.get() + 1);
             (checks.get() >= after).then_some(())
         };
-        w.wait(policy, Sleep::Naps, ready, || false, || false).unwrap();
+        w.wait(policy, Sleep::Naps, ready, || false, || false)
+            .unwrap();
     }
 
     /// Waits that outlast the spin budget shrink it, but not below an eighth of the policy's;
@@ -445,18 +468,19 @@ mod tests {
         assert_eq!(min_spins(WaitPolicy::new(1000, 0)), 125);
     }
 
-    /// A patient wait yields for `WAKE_PATIENCE`, and while the woken thread has not run for up
-    /// to `WAKE_PATIENCE_CAP`.
+    /// A patient wait yields (while yields are brief) for `WAKE_PATIENCE`, and whatever the
+    /// machine does while the woken thread has not run, for up to `WAKE_PATIENCE_CAP`.
     #[test]
     fn patience_lasts_while_the_woken_thread_has_not_run() {
         let short = WAKE_PATIENCE / 2;
         let long = WAKE_PATIENCE + (WAKE_PATIENCE_CAP - WAKE_PATIENCE) / 2;
-        assert!(patience_lasts(short, || false));
-        assert!(patience_lasts(short, || true));
-        assert!(!patience_lasts(long, || false));
-        assert!(patience_lasts(long, || true));
-        assert!(!patience_lasts(WAKE_PATIENCE_CAP, || true));
-        assert!(!patience_lasts(WAKE_PATIENCE_CAP + Duration::from_secs(1), || true));
+        assert_eq!(patience_keeps(short, || false), Keep::WhileBrief);
+        assert_eq!(patience_keeps(short, || true), Keep::Yielding);
+        assert_eq!(patience_keeps(long, || false), Keep::No);
+        assert_eq!(patience_keeps(long, || true), Keep::Yielding);
+        assert_eq!(patience_keeps(WAKE_PATIENCE_CAP, || true), Keep::No);
+        let later = WAKE_PATIENCE_CAP + Duration::from_secs(1);
+        assert_eq!(patience_keeps(later, || true), Keep::No);
     }
 
     /// The patience is consumed by the wait after the wake-up, and a prompt wait clears it.
