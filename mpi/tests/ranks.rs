@@ -92,7 +92,7 @@ fn random_programs_match_the_sequential_model_on_one_two_and_three_ranks() {
     every_rank_succeeds("model", "selftest model");
 }
 
-/// The runtime's own model check (`runtime/tests/model.rs`, shared through
+/// The runtime's own model check (`runtime/tests/semantics/model.rs`, shared through
 /// `runtime/tests/common/bsplib_model.rs`) with the processes as ranks.
 #[test]
 fn the_runtime_model_check_over_one_two_and_three_ranks() {

@@ -10,8 +10,8 @@
 
 use mbsp::{Ctx, ErrorKind, Result};
 
-/// The runtime's own random-program generator and sequential model (`runtime/tests/model.rs`
-/// runs them over threads).
+/// The runtime's own random-program generator and sequential model
+/// (`runtime/tests/semantics/model.rs` runs them on either engine).
 #[path = "../../../runtime/tests/common/bsplib_model.rs"]
 mod bsplib_model;
 
@@ -411,7 +411,7 @@ fn algorithms(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Mode `bsplib-model`: the runtime's own model check (`runtime/tests/model.rs`: raw
+/// Mode `bsplib-model`: the runtime's own model check (`runtime/tests/semantics/model.rs`: raw
 /// registrations with null and shadowed ones, per-process sizes, puts, gets, messages drained
 /// four ways, overlapping writes) over the ranks, one top-level run per program: every rank
 /// runs its part, the records are all-gathered (BSMP), and every rank checks all of them

@@ -1,5 +1,5 @@
 //! Random BSP programs and a sequential model of BSPlib to check them against (shared by
-//! `tests/model.rs`, on either engine, and by the MPI self-test, over ranks).
+//! `tests/semantics/model.rs`, on either engine, and by the MPI self-test, over ranks).
 //!
 //! A generator walks the model's registration state to produce valid multi-superstep programs
 //! over the address-based (`*_raw`) primitives: local writes, puts (source captured at call

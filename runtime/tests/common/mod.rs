@@ -65,3 +65,13 @@ pub fn expect_err<T: std::fmt::Debug, E: Into<Failure>>(
     }
     e
 }
+
+/// The test harness's name of the test `name` defined in the module `module` (the caller's
+/// `module_path!()`): the module's path without the test binary's crate, then the function, as
+/// `--exact` wants it when a test runs a test of its own binary again in a child process.
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_binary, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}

@@ -1,0 +1,370 @@
+//! Every collective against a sequential model: random sizes, every algorithm, p in
+//! {1, 2, 3, 4, 7, 8}, flat and nested at two levels; the caller's tag size, registrations and
+//! queue are as they were afterwards.
+//!
+//! Inputs are a deterministic function of (seed, pid), so every process rebuilds all inputs and
+//! checks its own result against the model itself.
+
+use crate::common;
+
+use common::{mix, within};
+use mbsp::Ctx;
+use mbsp_algorithms::collectives::{Algorithm, Collectives};
+use mbsp_algorithms::dist::block_range;
+use proptest::prelude::*;
+
+/// 2x2 matrices mod 2^64: associative, not commutative, so the pid order of reductions shows.
+type M = [u64; 4];
+
+fn mul(a: M, b: M) -> M {
+    let m = |x: u64, y: u64| x.wrapping_mul(y);
+    [
+        m(a[0], b[0]).wrapping_add(m(a[1], b[2])),
+        m(a[0], b[1]).wrapping_add(m(a[1], b[3])),
+        m(a[2], b[0]).wrapping_add(m(a[3], b[2])),
+        m(a[2], b[1]).wrapping_add(m(a[3], b[3])),
+    ]
+}
+
+const IDENTITY: M = [1, 0, 0, 1];
+
+fn matrices(seed: u64, pid: usize, n: usize, salt: u64) -> Vec<M> {
+    (0..n as u64)
+        .map(|i| {
+            let b = mix(seed ^ mix(pid as u64 * 1_000_003 + i) ^ salt);
+            [b % 7 + 1, b >> 8 & 3, b >> 16 & 3, b >> 24 & 7]
+        })
+        .collect()
+}
+
+fn bytes(seed: u64, pid: usize, n: usize, salt: u64) -> Vec<u8> {
+    (0..n as u64)
+        .map(|i| mix(seed ^ salt ^ mix(pid as u64 ^ (i << 20))) as u8)
+        .collect()
+}
+
+/// The model of a reduction over processes `pids`, elementwise, in pid order.
+fn fold<T: Copy>(
+    inputs: &[Vec<T>],
+    pids: std::ops::Range<usize>,
+    op: impl Fn(T, T) -> T,
+) -> Option<Vec<T>> {
+    let mut pids = pids;
+    let first = pids.next()?;
+    let mut acc = inputs[first].clone();
+    for q in pids {
+        for (a, &b) in acc.iter_mut().zip(&inputs[q]) {
+            *a = op(*a, b);
+        }
+    }
+    Some(acc)
+}
+
+/// Every fixed-length collective by one algorithm, checked against the model.
+fn fixed_length(ctx: &mut Ctx, c: &Collectives, seed: u64, n: usize) -> mbsp::Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let root = (mix(seed) % p as u64) as usize;
+    let all: Vec<Vec<M>> = (0..p).map(|q| matrices(seed, q, n, 1)).collect();
+    let what = |op: &str| format!("{op}: pid {me} of {p}, n {n}, seed {seed}, {c:?}");
+
+    let mut b = if me == root {
+        all[root].clone()
+    } else {
+        vec![[0; 4]; n]
+    };
+    c.broadcast(ctx, root, &mut b)?;
+    assert_eq!(b, all[root], "{}", what("broadcast"));
+
+    let mut b = all[me].clone();
+    c.reduce(ctx, root, &mut b, mul)?;
+    let want = if me == root {
+        fold(&all, 0..p, mul).unwrap()
+    } else {
+        all[me].clone()
+    };
+    assert_eq!(b, want, "{}", what("reduce"));
+
+    let mut b = all[me].clone();
+    c.allreduce(ctx, &mut b, mul)?;
+    assert_eq!(b, fold(&all, 0..p, mul).unwrap(), "{}", what("allreduce"));
+
+    let mut b = all[me].clone();
+    c.scan_inclusive(ctx, &mut b, mul)?;
+    assert_eq!(
+        b,
+        fold(&all, 0..me + 1, mul).unwrap(),
+        "{}",
+        what("scan_inclusive")
+    );
+
+    let mut b = all[me].clone();
+    c.scan_exclusive(ctx, &mut b, IDENTITY, mul)?;
+    let want = fold(&all, 0..me, mul).unwrap_or_else(|| vec![IDENTITY; n]);
+    assert_eq!(b, want, "{}", what("scan_exclusive"));
+
+    // One-byte elements: block boundaries in elements, not words.
+    let small: Vec<Vec<u8>> = (0..p).map(|q| bytes(seed, q, n + 3, 2)).collect();
+    let mut b = small[me].clone();
+    c.allreduce(ctx, &mut b, u8::wrapping_add)?;
+    assert_eq!(
+        b,
+        fold(&small, 0..p, u8::wrapping_add).unwrap(),
+        "{}",
+        what("allreduce u8")
+    );
+    let mut b = if me == root {
+        small[root].clone()
+    } else {
+        vec![0; n + 3]
+    };
+    c.broadcast(ctx, root, &mut b)?;
+    assert_eq!(b, small[root], "{}", what("broadcast u8"));
+    Ok(())
+}
+
+/// Gather, scatter, all-gather, all-to-all with random lengths per process.
+fn variable_length(ctx: &mut Ctx, c: &Collectives, seed: u64, n: usize) -> mbsp::Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let root = (mix(seed ^ 5) % p as u64) as usize;
+    let len = |q: usize| (mix(seed ^ (q as u64 + 77)) % (n as u64 + 1)) as usize;
+    let local = |q: usize| -> Vec<u32> { (0..len(q)).map(|i| (q * 1000 + i) as u32).collect() };
+    let concat: Vec<u32> = (0..p).flat_map(local).collect();
+    let what = |op: &str| format!("{op}: pid {me} of {p}, n {n}, seed {seed}");
+
+    let g = c.gather(ctx, root, &local(me))?;
+    match g {
+        Some(parts) => {
+            assert_eq!(me, root, "{}", what("gather"));
+            assert_eq!(parts.as_slice(), &concat[..], "{}", what("gather"));
+            for q in 0..p {
+                assert_eq!(parts.part(q), &local(q)[..], "{}", what("gather part"));
+            }
+        }
+        None => assert_ne!(me, root, "{}", what("gather")),
+    }
+
+    let g = c.allgather(ctx, &local(me))?;
+    assert_eq!(g.as_slice(), &concat[..], "{}", what("allgather"));
+    assert_eq!(g.parts(), p);
+
+    let data = if me == root { concat.clone() } else { vec![] };
+    let s = c.scatter(ctx, root, &data)?;
+    assert_eq!(
+        s,
+        concat[block_range(concat.len(), p, me)],
+        "{}",
+        what("scatter")
+    );
+
+    let counts: Vec<usize> = (0..p).map(len).collect();
+    let s = if me == root {
+        c.scatterv(ctx, root, &concat, &counts)?
+    } else {
+        c.scatterv(ctx, root, &[], &[])?
+    };
+    assert_eq!(s, local(me), "{}", what("scatterv"));
+
+    // alltoall: piece j of process i is [i, j, 0..k).
+    let k = n % 5;
+    let piece = |i: usize, j: usize| -> Vec<u64> {
+        (0..k).map(|t| (i * 10_000 + j * 100 + t) as u64).collect()
+    };
+    let send: Vec<u64> = (0..p).flat_map(|j| piece(me, j)).collect();
+    let got = c.alltoall(ctx, &send)?;
+    let want: Vec<u64> = (0..p).flat_map(|i| piece(i, me)).collect();
+    assert_eq!(got, want, "{}", what("alltoall"));
+
+    // alltoallv: process i sends count(i, j) items to j.
+    let count = |i: usize, j: usize| (mix(seed ^ (i * 64 + j) as u64) % (n as u64 + 1)) as usize;
+    let vpiece = |i: usize, j: usize| -> Vec<u16> {
+        (0..count(i, j))
+            .map(|t| (i * 1000 + j * 10 + t) as u16)
+            .collect()
+    };
+    let send: Vec<u16> = (0..p).flat_map(|j| vpiece(me, j)).collect();
+    let counts: Vec<usize> = (0..p).map(|j| count(me, j)).collect();
+    let got = c.alltoallv(ctx, &send, &counts)?;
+    for i in 0..p {
+        assert_eq!(got.part(i), &vpiece(i, me)[..], "{}", what("alltoallv"));
+    }
+    Ok(())
+}
+
+const ALGORITHMS: [Algorithm; 4] = [
+    Algorithm::Auto,
+    Algorithm::Messages,
+    Algorithm::Direct,
+    Algorithm::TwoPhase,
+];
+
+/// Everything, with a caller's tag size and registration in place that must survive.
+fn program(ctx: &mut Ctx, seed: u64, n: usize) -> mbsp::Result<()> {
+    let old = ctx.set_tagsize(12)?;
+    let mine = ctx.push_reg(vec![0u64; 2])?;
+    ctx.sync()?;
+    let regs = ctx.registrations();
+    for a in ALGORITHMS {
+        let c = Collectives::default().algorithm(a);
+        fixed_length(ctx, &c, seed, n)?;
+    }
+    variable_length(ctx, &Collectives::default(), seed, n)?;
+    assert_eq!(ctx.tagsize(), 12, "tag size restored");
+    assert_eq!(ctx.qsize()?.messages, 0, "queue empty");
+    assert_eq!(ctx.registrations(), regs, "registrations restored");
+    // The caller's registration still works.
+    let next = (ctx.pid() + 1) % ctx.nprocs();
+    ctx.put(next, &[ctx.pid() as u64], &mine, 1)?;
+    ctx.sync()?;
+    let prev = (ctx.pid() + ctx.nprocs() - 1) % ctx.nprocs();
+    assert_eq!(ctx.local(&mine)?[1], prev as u64);
+    ctx.pop_reg(&mine)?;
+    ctx.set_tagsize(old)?;
+    ctx.sync()
+}
+
+const PS: [usize; 6] = [1, 2, 3, 4, 7, 8];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_collective_matches_the_model(pi in 0..PS.len(), n in 0usize..40, seed in any::<u64>()) {
+        let p = PS[pi];
+        within(120, move || mbsp::run(p, |ctx| program(ctx, seed, n)))
+            .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed}: {e}"));
+    }
+}
+
+#[test]
+fn every_p_and_sizes_around_the_blocks() {
+    within(300, || {
+        for p in PS {
+            for n in [0, 1, p - 1, p, p + 1, 3 * p + 2, 1000] {
+                mbsp::run(p, |ctx| program(ctx, 42 + n as u64, n))
+                    .unwrap_or_else(|e| panic!("p {p} n {n}: {e}"));
+            }
+        }
+    });
+}
+
+#[test]
+fn large_data_takes_the_registered_algorithms_automatically() {
+    use mbsp_algorithms::collectives::Collective;
+    let c = Collectives::default();
+    // Large enough that the default parameters pick two-phase at p = 4.
+    let n = 1 << 16;
+    assert_eq!(
+        c.plan(Collective::AllReduce, 4, n, 8).0,
+        Algorithm::TwoPhase
+    );
+    within(120, move || {
+        mbsp::run(4, |ctx| {
+            let all: Vec<Vec<u64>> = (0..4)
+                .map(|q| (0..n as u64).map(|i| mix(i ^ q)).collect())
+                .collect();
+            let mut b = all[ctx.pid()].clone();
+            mbsp_algorithms::collectives::allreduce(ctx, &mut b, u64::wrapping_add)?;
+            assert_eq!(b, fold(&all, 0..4, u64::wrapping_add).unwrap());
+            let mut b = if ctx.pid() == 3 {
+                all[3].clone()
+            } else {
+                vec![0; n]
+            };
+            mbsp_algorithms::collectives::broadcast(ctx, 3, &mut b)?;
+            assert_eq!(b, all[3]);
+            Ok(())
+        })
+        .unwrap();
+    });
+}
+
+/// Collectives at two levels: outer processes call them, each starts a nested run whose
+/// processes call them (nested runs of different outer processes run at the same time), then
+/// the outer level again.
+#[test]
+fn nested_runs_at_two_levels() {
+    within(300, || {
+        for (outer, inner) in [(2, 2), (3, 2), (2, 3)] {
+            mbsp::run(outer, |ctx| {
+                let me = ctx.pid();
+                program(ctx, 7, 9)?;
+                ctx.run(inner, |nctx| program(nctx, 100 + me as u64, 5 + me))?;
+                let mut x = [me as u64];
+                mbsp_algorithms::collectives::allreduce(ctx, &mut x, |a, b| a + b)?;
+                assert_eq!(x[0], (outer * (outer - 1) / 2) as u64);
+                program(ctx, 8, 17)
+            })
+            .unwrap_or_else(|e| panic!("{outer} x {inner}: {e}"));
+        }
+    });
+}
+
+/// The `Comm` collectives (mailbox registered once) against the same model, with data that fits
+/// a slot and data that does not (which goes through `Collectives`).
+fn comm_program(ctx: &mut Ctx, seed: u64, n: usize) -> mbsp::Result<()> {
+    use mbsp_algorithms::collectives::Comm;
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let mut comm = Comm::with_capacity(ctx, 4, Collectives::default())?;
+    for round in 0..3u64 {
+        let seed = seed ^ round;
+        let root = (mix(seed) % p as u64) as usize;
+        let all: Vec<Vec<M>> = (0..p).map(|q| matrices(seed, q, n % 3, 3)).collect();
+        let what = |op: &str| format!("Comm {op}: pid {me} of {p}, n {n}, seed {seed}");
+        let mut b = if me == root {
+            all[root].clone()
+        } else {
+            vec![[0; 4]; n % 3]
+        };
+        comm.broadcast(ctx, root, &mut b)?;
+        assert_eq!(b, all[root], "{}", what("broadcast"));
+        let mut b = all[me].clone();
+        comm.reduce(ctx, root, &mut b, mul)?;
+        let want = if me == root {
+            fold(&all, 0..p, mul).unwrap()
+        } else {
+            all[me].clone()
+        };
+        assert_eq!(b, want, "{}", what("reduce"));
+        let mut b = all[me].clone();
+        comm.allreduce(ctx, &mut b, mul)?;
+        assert_eq!(b, fold(&all, 0..p, mul).unwrap(), "{}", what("allreduce"));
+        let mut b = all[me].clone();
+        comm.scan_inclusive(ctx, &mut b, mul)?;
+        assert_eq!(
+            b,
+            fold(&all, 0..me + 1, mul).unwrap(),
+            "{}",
+            what("scan_inclusive")
+        );
+        let mut b = all[me].clone();
+        comm.scan_exclusive(ctx, &mut b, IDENTITY, mul)?;
+        let want = fold(&all, 0..me, mul).unwrap_or_else(|| vec![IDENTITY; n % 3]);
+        assert_eq!(b, want, "{}", what("scan_exclusive"));
+        let x = comm.allreduce_value(ctx, (me as u64 + 1) << round, u64::wrapping_add)?;
+        assert_eq!(
+            x,
+            ((p * (p + 1) / 2) as u64) << round,
+            "{}",
+            what("allreduce_value")
+        );
+        // Pieces of different lengths, some beyond a slot when n is large.
+        let len = |q: usize| (mix(seed ^ q as u64) % (n as u64 + 1)) as usize;
+        let local = |q: usize| -> Vec<u8> { (0..len(q)).map(|i| (q * 31 + i) as u8).collect() };
+        let g = comm.allgather(ctx, &local(me), n)?;
+        let want: Vec<u8> = (0..p).flat_map(local).collect();
+        assert_eq!(g.as_slice(), &want[..], "{}", what("allgather"));
+    }
+    comm.free(ctx)?;
+    ctx.sync()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn comm_matches_the_model(pi in 0..PS.len(), n in 0usize..80, seed in any::<u64>()) {
+        let p = PS[pi];
+        within(120, move || mbsp::run(p, |ctx| comm_program(ctx, seed, n)))
+            .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed}: {e}"));
+    }
+}

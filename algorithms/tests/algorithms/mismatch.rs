@@ -1,0 +1,339 @@
+//! Collectives called differently by different processes end the run with a clear error — never
+//! a hang or wrong data.
+
+use crate::common;
+
+use common::within;
+use mbsp::{Ctx, ErrorKind};
+use mbsp_algorithms::collectives::{self as coll, Algorithm, Collectives, Comm};
+
+/// Run `f` on `p` processes and expect a misuse error whose text contains every needle.
+fn expect_misuse(p: usize, needles: &'static [&'static str], f: fn(&mut Ctx) -> mbsp::Result<()>) {
+    let e = within(60, move || mbsp::run(p, f)).expect_err("the run must fail");
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    let text = e.to_string();
+    for n in needles {
+        assert!(text.contains(n), "{text:?} should mention {n:?}");
+    }
+}
+
+#[test]
+fn different_roots() {
+    expect_misuse(3, &["broadcast"], |ctx| {
+        let root = usize::from(ctx.pid() == 1);
+        let mut b = [ctx.pid() as u64; 4];
+        coll::broadcast(ctx, root, &mut b)
+    });
+    expect_misuse(2, &["broadcast", "expected data from pid"], |ctx| {
+        let root = 1 - ctx.pid(); // each thinks the other is the root: nobody sends
+        let mut b = [0u8; 3];
+        coll::broadcast(ctx, root, &mut b)
+    });
+    expect_misuse(3, &["reduce", "root"], |ctx| {
+        let mut b = [1u32];
+        coll::reduce(ctx, ctx.pid() % 2, &mut b, |a, b| a + b)
+    });
+    expect_misuse(4, &["broadcast", "disagree", "root 2", "root 0"], |ctx| {
+        let root = if ctx.pid() == 3 { 2 } else { 0 };
+        let mut b = vec![0u64; 100];
+        Collectives::default()
+            .algorithm(Algorithm::TwoPhase)
+            .broadcast(ctx, root, &mut b)
+    });
+}
+
+#[test]
+fn different_lengths() {
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "on 3 elements", "on 4 elements"],
+        |ctx| {
+            let mut b = vec![1.0f64; 3 + ctx.pid()];
+            coll::allreduce(ctx, &mut b, |a, b| a + b)
+        },
+    );
+    expect_misuse(
+        3,
+        &[
+            "allreduce",
+            "disagree",
+            "on 1000 elements",
+            "on 1001 elements",
+        ],
+        |ctx| {
+            let mut b = vec![1u64; 1000 + usize::from(ctx.pid() == 2)];
+            Collectives::default()
+                .algorithm(Algorithm::TwoPhase)
+                .allreduce(ctx, &mut b, |a, b| a + b)
+        },
+    );
+    expect_misuse(2, &["scan_inclusive", "disagree"], |ctx| {
+        let mut b = vec![1i32; 10 * (1 + ctx.pid())];
+        coll::scan_inclusive(ctx, &mut b, |a, b| a + b)
+    });
+    expect_misuse(3, &["alltoall", "disagree"], |ctx| {
+        let k = if ctx.pid() == 0 { 2 } else { 1 };
+        coll::alltoall(ctx, &vec![0u8; 3 * k]).map(drop)
+    });
+}
+
+/// Lengths on both sides of the automatic choice: one process registers, the other sends.
+#[test]
+fn lengths_that_choose_different_algorithms() {
+    let e = within(60, || {
+        mbsp::run(4, |ctx| {
+            let n = if ctx.pid() == 0 { 1 } else { 1 << 16 };
+            let mut b = vec![0u64; n];
+            coll::broadcast(ctx, 0, &mut b)
+        })
+    })
+    .expect_err("the run must fail");
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+}
+
+#[test]
+fn different_operations_and_types() {
+    expect_misuse(
+        2,
+        &["disagree", "broadcast with root 0", "allreduce"],
+        |ctx| {
+            let mut b = [0u64; 2];
+            if ctx.pid() == 0 {
+                coll::broadcast(ctx, 0, &mut b)
+            } else {
+                coll::allreduce(ctx, &mut b, |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        2,
+        &["allgather", "disagree", "u32 (4 bytes)", "u64 (8 bytes)"],
+        |ctx| {
+            if ctx.pid() == 0 {
+                coll::allgather(ctx, &[1u32]).map(drop)
+            } else {
+                coll::allgather(ctx, &[1u64]).map(drop)
+            }
+        },
+    );
+    // One process syncs instead of calling the collective.
+    expect_misuse(2, &["allreduce", "expected data from pid 1"], |ctx| {
+        if ctx.pid() == 0 {
+            coll::allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+        } else {
+            ctx.sync()?;
+            ctx.sync()
+        }
+    });
+}
+
+#[test]
+fn bad_arguments() {
+    expect_misuse(
+        3,
+        &["broadcast", "root 5 is not a pid", "3 processes"],
+        |ctx| coll::broadcast(ctx, 5, &mut [0u8; 1]),
+    );
+    expect_misuse(3, &["alltoall", "do not split into 3"], |ctx| {
+        coll::alltoall(ctx, &[0u8; 4]).map(drop)
+    });
+    expect_misuse(2, &["alltoallv", "counts summing to"], |ctx| {
+        coll::alltoallv(ctx, &[0u8; 4], &[1, 1]).map(drop)
+    });
+    expect_misuse(2, &["scatter", "counts summing to 3"], |ctx| {
+        if ctx.pid() == 0 {
+            coll::scatterv(ctx, 0, &[1u8, 2, 3, 4], &[1, 2]).map(drop)
+        } else {
+            coll::scatterv::<u8>(ctx, 0, &[], &[]).map(drop)
+        }
+    });
+}
+
+#[test]
+fn messages_sent_before_the_call() {
+    expect_misuse(2, &["allreduce", "not sent by this collective"], |ctx| {
+        let other = 1 - ctx.pid();
+        ctx.send(other, &[], b"user data")?;
+        coll::allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+    });
+}
+
+#[test]
+fn comm_calls_that_do_not_match() {
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "on 1 elements", "on 2 elements"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = vec![1u64; 1 + ctx.pid()];
+            comm.allreduce(ctx, &mut b, |a, b| a + b)
+        },
+    );
+    expect_misuse(3, &["broadcast", "disagree", "root 1"], |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        let mut b = [0u32; 2];
+        comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
+    });
+    // pid 1 skips the first all-reduce: the call counters differ.
+    expect_misuse(
+        2,
+        &[
+            "allreduce",
+            "disagree",
+            "pid 1 made no call of this Comm",
+            "call 1",
+        ],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 0 {
+                comm.allreduce_value(ctx, 1u64, |a, b| a + b)?;
+            } else {
+                ctx.sync()?;
+            }
+            comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+        },
+    );
+    // pid 0's scan reads no data, but it checks pid 1's header as pid 1 checks pid 0's.
+    expect_misuse(
+        2,
+        &["disagree", "called scan_inclusive", "called allreduce"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = [1i64];
+            if ctx.pid() == 0 {
+                comm.scan_inclusive(ctx, &mut b, |a, b| a + b)
+            } else {
+                comm.allreduce(ctx, &mut b, |a, b| a + b)
+            }
+        },
+    );
+}
+
+/// Element types of the same size: the headers carry the type, not only its size.
+#[test]
+fn element_types_of_one_size() {
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "f64 (8 bytes)", "u64 (8 bytes)"],
+        |ctx| {
+            if ctx.pid() == 0 {
+                coll::allreduce(ctx, &mut [1.0f64; 4], |a, b| a + b)
+            } else {
+                coll::allreduce(ctx, &mut [1u64; 4], |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        2,
+        &["allreduce", "disagree", "i32 (4 bytes)", "f32 (4 bytes)"],
+        |ctx| {
+            let two = Collectives::default().algorithm(Algorithm::TwoPhase);
+            if ctx.pid() == 0 {
+                two.allreduce(ctx, &mut vec![1.0f32; 1000], |a, b| a + b)
+            } else {
+                two.allreduce(ctx, &mut vec![1i32; 1000], |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        3,
+        &["allreduce", "disagree", "f64 (8 bytes)", "i64 (8 bytes)"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 2 {
+                comm.allreduce_value(ctx, 1i64, |a, b| a + b).map(drop)
+            } else {
+                comm.allreduce_value(ctx, 1.0f64, |a, b| a + b).map(drop)
+            }
+        },
+    );
+}
+
+/// A `Comm` call skipped by one process (which syncs instead) is a named mismatch in that very
+/// call on the processes that made it, whatever the operation reads: no call returns data of
+/// another call (the processes check their results, so data of another call would end the run
+/// with a panic, not a misuse error).
+#[test]
+fn comm_call_skipped_by_one_process() {
+    for p in [2, 3] {
+        expect_misuse(p, &["allreduce", "skipped or added"], |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs() as u64);
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..6u64 {
+                if me == 1 && i == 2 {
+                    ctx.sync()?;
+                    continue;
+                }
+                let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
+                assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
+            }
+            Ok(())
+        });
+        // Scans: pid 0 reads no data in an inclusive scan, the last pid sends none.
+        for skipper in [0, p - 1] {
+            let f = match skipper {
+                0 => skip_scan::<0>,
+                1 => skip_scan::<1>,
+                _ => skip_scan::<2>,
+            };
+            expect_misuse(p, &["scan_inclusive", "skipped or added"], f);
+        }
+        // Broadcast: the root reads nothing.
+        expect_misuse(p, &["broadcast", "skipped or added"], |ctx| {
+            let me = ctx.pid();
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..4u32 {
+                if me == 0 && i == 1 {
+                    ctx.sync()?;
+                    continue;
+                }
+                let mut b = [if me == 0 { i } else { u32::MAX }];
+                comm.broadcast(ctx, 0, &mut b)?;
+                assert_eq!(b[0], i, "pid {me}, call {i}: data of another call");
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A skipped call followed by calls of the same shape cannot be told from a call with other
+/// data (the calls pair up in order, as syncs do): the run ends when one process has made
+/// more calls than another, with the end-of-run mismatch naming both sides.
+#[test]
+fn comm_call_skipped_in_a_loop_of_equal_calls() {
+    expect_misuse(
+        2,
+        &["returned from the SPMD function", "called sync"],
+        |ctx| {
+            let me = ctx.pid();
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..6u64 {
+                if me == 1 && i == 2 {
+                    continue;
+                }
+                comm.allreduce_value(ctx, i, |a, b| a + b)?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Inclusive scans of the call number, in which pid `SKIP` skips call 1 (and syncs instead).
+fn skip_scan<const SKIP: usize>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let me = ctx.pid();
+    let mut comm = Comm::new(ctx)?;
+    for i in 0..4u64 {
+        if me == SKIP && i == 1 {
+            ctx.sync()?;
+            continue;
+        }
+        let mut b = [i];
+        comm.scan_inclusive(ctx, &mut b, |a, b| a + b)?;
+        assert_eq!(
+            b[0],
+            i * (me as u64 + 1),
+            "pid {me}, call {i}: data of another call"
+        );
+    }
+    Ok(())
+}

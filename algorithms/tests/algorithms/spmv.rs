@@ -1,0 +1,529 @@
+//! The BSP SpMV (plain, hp, hierarchical) against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
+//! many multiplies per run, empty rows, columns and parts, rectangular matrices, bad input.
+
+use crate::common;
+
+use common::{Rng, within};
+use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
+use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, PlanError, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
+use std::cell::OnceCell;
+
+fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; a.rows];
+    for k in 0..a.nnz() {
+        y[a.row_idx[k] as usize] += a.vals[k] * x[a.col_idx[k] as usize];
+    }
+    y
+}
+
+/// Which multiply a test runs.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Plain,
+    Hp,
+    /// Packages x cores: packages by the partitioner, row blocks inside.
+    Hier(usize, usize),
+    /// Packages x cores, both levels by the partitioner.
+    Hier2d(usize, usize),
+    /// Packages x cores on quick scattered-block distributions ([`scattered`]).
+    HierQuick(usize, usize),
+}
+
+/// Every form at `p`: plain, hp, and the hierarchical forms for every factorisation of `p`.
+fn forms(p: usize) -> Vec<Form> {
+    let mut v = vec![Form::Plain, Form::Hp];
+    for c in (1..=p).filter(|c| p.is_multiple_of(*c)) {
+        v.push(Form::Hier(p / c, c));
+        v.push(Form::Hier2d(p / c, c));
+    }
+    v
+}
+
+fn x_at(j: u32, t: usize) -> f64 {
+    (j as usize + t + 1) as f64
+}
+
+/// A process's owned entries of x_t.
+fn fill(x: &mut [f64], owned: &[u32], t: usize) {
+    for (v, &j) in x.iter_mut().zip(owned) {
+        *v = x_at(j, t);
+    }
+}
+
+/// Runs `times` multiplies y = A x_t with x_t[j] = j + t + 1 and returns the last y, gathered.
+/// The hierarchical form partitions for itself.
+/// The multiply `form` of `a` on `d`, `times` times; the plain and hp forms share the plan of
+/// `d` in `flat` (made by the first that needs it: plans of big matrices take seconds).
+fn distributed(
+    a: &CooMatrix,
+    d: &Distribution,
+    form: Form,
+    times: usize,
+    flat: &OnceCell<SpmvPlan>,
+) -> Vec<f64> {
+    let (parts, owned): (Vec<Vec<f64>>, Vec<Vec<u32>>) = match form {
+        Form::Plain => {
+            let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
+            let parts = mbsp::run(d.p, |ctx| {
+                let mut spmv = Spmv::new(ctx, plan)?;
+                let local = spmv.local();
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            (
+                parts,
+                plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
+            )
+        }
+        Form::Hp => {
+            let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
+            let parts = mbsp::run(d.p, |ctx| {
+                let mut spmv = HpSpmv::new(ctx, plan)?;
+                let local = spmv.local();
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
+                    ctx.sync()?;
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            (
+                parts,
+                plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
+            )
+        }
+        Form::Hier(packages, cores)
+        | Form::Hier2d(packages, cores)
+        | Form::HierQuick(packages, cores) => {
+            let plan = if let Form::Hier(..) = form {
+                HierPlan::partition(a, packages, cores, &Options::default()).unwrap()
+            } else if let Form::Hier2d(..) = form {
+                HierPlan::partition_2d(a, packages, cores, &Options::default()).unwrap()
+            } else {
+                let top = scattered(a, packages, 1);
+                let parts = SpmvPlan::new(a, &top).unwrap();
+                let inner: Vec<Distribution> = parts
+                    .procs
+                    .iter()
+                    .map(|l| scattered(&l.matrix(), cores, 2))
+                    .collect();
+                HierPlan::new(a, &top, &inner).unwrap()
+            };
+            let parts = mbsp::run(packages, |ctx| {
+                let mut spmv = HierSpmv::new(ctx, &plan)?;
+                let local = spmv.local();
+                let mut y = vec![0.0; local.y_owned.len()];
+                for t in 0..times {
+                    fill(spmv.x_mut(ctx)?, &local.x_owned, t);
+                    spmv.multiply(ctx, &mut y)?;
+                }
+                Ok(y)
+            })
+            .unwrap();
+            let owned = plan.top.procs.iter().map(|l| l.y_owned.clone()).collect();
+            (parts, owned)
+        }
+    };
+    let mut y = vec![f64::NAN; a.rows];
+    for (part, rows) in parts.into_iter().zip(owned) {
+        for (q, &i) in rows.iter().enumerate() {
+            y[i as usize] = part[q];
+        }
+    }
+    y
+}
+
+/// Every form in `forms` on distribution `d` against the sequential multiply: relative error
+/// per entry at most 1e-12 of the sum of the magnitudes of its terms.
+fn check_on(a: &CooMatrix, d: &Distribution, forms: &[Form], times: usize) {
+    let x: Vec<f64> = (0..a.cols as u32).map(|j| x_at(j, times - 1)).collect();
+    let want = sequential(a, &x);
+    let mut scale = vec![0.0f64; a.rows];
+    for k in 0..a.nnz() {
+        scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
+    }
+    let flat = OnceCell::new();
+    for &form in forms {
+        let y = distributed(a, d, form, times, &flat);
+        for (i, (&got, &exp)) in y.iter().zip(&want).enumerate() {
+            assert!(
+                (got - exp).abs() <= 1e-12 * scale[i],
+                "p = {}, {form:?}, row {i}: {got} vs {exp}",
+                d.p
+            );
+        }
+    }
+}
+
+/// A quick distribution for big matrices: 16 x 16 blocks of the matrix scattered over the parts,
+/// each vector entry owned by the part of the first nonzero in its row or column (or cyclic).
+fn scattered(a: &CooMatrix, p: usize, seed: u64) -> Distribution {
+    let nz_part: Vec<u32> = (0..a.nnz())
+        .map(|k| {
+            let block = ((a.row_idx[k] as u64 / 16) << 32) | (a.col_idx[k] as u64 / 16);
+            (common::mix(block ^ seed << 60) % p as u64) as u32
+        })
+        .collect();
+    let mut x_owner: Vec<u32> = (0..a.cols).map(|j| (j % p) as u32).collect();
+    let mut y_owner: Vec<u32> = (0..a.rows).map(|i| (i % p) as u32).collect();
+    for k in (0..a.nnz()).rev() {
+        x_owner[a.col_idx[k] as usize] = nz_part[k];
+        y_owner[a.row_idx[k] as usize] = nz_part[k];
+    }
+    Distribution {
+        p,
+        nz_part,
+        x_owner,
+        y_owner,
+    }
+}
+
+fn check(a: &CooMatrix, p: usize, times: usize) {
+    let d = partition(a, p, &Options::default()).unwrap().dist;
+    check_on(a, &d, &forms(p), times);
+}
+
+fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
+    let e: Vec<(usize, usize, f64)> = (0..nnz)
+        .map(|_| {
+            (
+                rng.below(m),
+                rng.below(n),
+                rng.below(1000) as f64 / 7.0 - 50.0,
+            )
+        })
+        .collect();
+    CooMatrix::new(m, n, e).unwrap()
+}
+
+#[test]
+fn random_matrices_every_p() {
+    within(300, || {
+        let mut rng = Rng(3);
+        for &(m, n, nnz) in &[
+            (40, 40, 200),
+            (100, 30, 500),
+            (20, 150, 400),
+            (300, 300, 3000),
+        ] {
+            let a = random_matrix(&mut rng, m, n, nnz);
+            for p in [1, 2, 3, 4, 7] {
+                check(&a, p, 3);
+            }
+        }
+    });
+}
+
+#[test]
+fn real_matrices() {
+    within(300, || {
+        let dir = common::matrices_dir();
+        for name in ["rajat01.mtx", "bayer10.mtx"] {
+            let a = mtx::read_path(dir.join(name)).unwrap();
+            for p in [1, 2, 3, 4, 7] {
+                check(&a, p, 2);
+            }
+        }
+    });
+}
+
+#[test]
+fn many_multiplies_in_one_run() {
+    within(120, || {
+        let mut rng = Rng(5);
+        let a = random_matrix(&mut rng, 200, 200, 1500);
+        check(&a, 4, 200);
+    });
+}
+
+#[test]
+fn empty_rows_columns_and_parts() {
+    within(120, || {
+        // Rows 1, 3, ... and columns >= 10 are empty; p > nnz leaves parts empty.
+        let a = CooMatrix::new(20, 30, (0..10).map(|k| (2 * k, k, k as f64 + 1.0))).unwrap();
+        for p in [1, 2, 4, 13] {
+            check(&a, p, 2);
+        }
+        let e = CooMatrix::new(4, 5, Vec::new()).unwrap();
+        check(&e, 3, 1);
+    });
+}
+
+#[test]
+fn mismatched_plans_and_vectors_are_refused() {
+    let mut rng = Rng(7);
+    let a = random_matrix(&mut rng, 30, 30, 100);
+    let b = random_matrix(&mut rng, 30, 31, 100);
+    let d = partition(&a, 2, &Options::default()).unwrap().dist;
+    let err = SpmvPlan::new(&b, &d).unwrap_err();
+    assert!(
+        matches!(err, PlanError::OtherMatrix { cols: 31, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("another matrix"), "{err}");
+    let plan = SpmvPlan::new(&a, &d).unwrap();
+    // A plan serves runs of its own size only, for every variant alike.
+    let err = mbsp::run(3, |ctx| Spmv::new(ctx, &plan).map(drop)).unwrap_err();
+    assert!(
+        err.to_string().contains("spmv") && err.to_string().contains("the plan is for 2"),
+        "{err}"
+    );
+    let err = mbsp::run(2, |ctx| {
+        let mut spmv = Spmv::new(ctx, &plan)?;
+        let mut y = vec![0.0; plan.procs[ctx.pid()].y_owned.len() + 1];
+        spmv.multiply(ctx, &mut y)
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("spmv multiply"), "{err}");
+}
+
+/// The shared matrices of at most 2 million nonzeros, in two tests (alternate files by name)
+/// that run side by side: through every variant for every p they take half a minute.
+#[test]
+fn every_shared_matrix_every_variant_first_half() {
+    shared_matrices(Some(0));
+}
+
+#[test]
+fn every_shared_matrix_every_variant_second_half() {
+    shared_matrices(Some(1));
+}
+
+/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: its sweep over p
+/// took 85 s of the matrix test's 2 minutes, and the smaller matrices cover every p. A test
+/// of its own, so that it runs beside the others; named to come first (the test harness starts
+/// tests in the order of their names), so that the others fill the second thread meanwhile.
+#[test]
+fn big_shared_matrix_every_variant() {
+    shared_matrices(None);
+}
+
+/// The shared matrices of more than 2 million nonzeros (`half` None), or every other one of the
+/// others starting at `half`, through every multiply: the smaller ones for every p, the large
+/// ones at p = 4 (hierarchically 2 x 2).
+fn shared_matrices(half: Option<usize>) {
+    let large = half.is_none();
+    within(900, move || {
+        let dir = common::matrices_dir();
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|f| f.to_string_lossy().contains(".mtx"))
+            .collect();
+        names.sort();
+        assert!(
+            names.len() >= 10,
+            "shared matrices missing in {}",
+            dir.display()
+        );
+        let every_p = [
+            (1, (1, 1)),
+            (2, (1, 2)),
+            (3, (3, 1)),
+            (4, (2, 2)),
+            (7, (1, 7)),
+        ];
+        let mut tested = 0;
+        let mut small = 0;
+        for f in names {
+            let h = mtx::read_header(&f).unwrap();
+            if (h.entries > 2_000_000) != large {
+                continue;
+            }
+            if let Some(half) = half {
+                small += 1;
+                if small % 2 != half {
+                    continue;
+                }
+            }
+            let a = mtx::read_path(&f).unwrap();
+            let configs = if large { &every_p[3..4] } else { &every_p[..] };
+            for &(p, hier) in configs {
+                let d = scattered(&a, p, 3);
+                let forms = [Form::Plain, Form::Hp, Form::HierQuick(hier.0, hier.1)];
+                check_on(&a, &d, &forms, 1);
+            }
+            tested += 1;
+        }
+        let which = if large { "more than" } else { "at most" };
+        assert!(
+            tested >= 1,
+            "no shared matrix with {which} 2 million nonzeros"
+        );
+    });
+}
+
+#[test]
+fn partition_read_from_mondriaan_files() {
+    within(300, || {
+        let a = mtx::read_path(common::matrices_dir().join("rajat01.mtx")).unwrap();
+        let d = partition(&a, 4, &Options::default()).unwrap().dist;
+        let dir = std::env::temp_dir().join(format!("mbsp-spmv-mondriaan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("rajat01");
+        mondriaan::write(&a, &d, &prefix).unwrap();
+        let (b, e) = mondriaan::read(&prefix, 4).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(b.nnz(), a.nnz());
+        check_on(&b, &e, &[Form::Plain, Form::Hp], 3);
+    });
+}
+
+#[test]
+fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
+    within(120, || {
+        let mut rng = Rng(11);
+        let a = random_matrix(&mut rng, 50, 50, 400);
+        let d = partition(&a, 2, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        assert!(
+            plan.procs.iter().all(|l| l.traffic().0 > 0),
+            "both must read remote x"
+        );
+        for _ in 0..20 {
+            let err = mbsp::run(2, |ctx| {
+                let mut spmv = HpSpmv::new(ctx, &plan)?;
+                let mut y = vec![0.0; spmv.local().y_owned.len()];
+                spmv.x_mut(ctx)?.fill(1.0); // no sync before the multiply
+                spmv.multiply(ctx, &mut y)
+            })
+            .unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("spmv hp"), "{msg}");
+            assert!(msg.contains("superstep"), "{msg}");
+        }
+        // The plan is free again after the failed runs, and a correct program works.
+        check_on(&a, &d, &[Form::Hp], 2);
+    });
+}
+
+#[test]
+fn hp_plan_serves_one_run_at_a_time() {
+    within(120, || {
+        let mut rng = Rng(12);
+        let a = random_matrix(&mut rng, 30, 30, 100);
+        let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
+        let err = mbsp::run(2, |ctx| {
+            let _first = HpSpmv::new(ctx, &plan)?;
+            HpSpmv::new(ctx, &plan).map(drop)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+        let err = mbsp::run(3, |ctx| HpSpmv::new(ctx, &plan).map(drop)).unwrap_err();
+        assert!(
+            err.to_string().contains("the plan is for 2 processes"),
+            "{err}"
+        );
+        let copy = plan.clone();
+        let out = mbsp::run(2, |ctx| {
+            let _a = HpSpmv::new(ctx, &plan)?;
+            let _b = HpSpmv::new(ctx, &copy)?; // a clone has its own guard
+            Ok(())
+        });
+        assert!(out.is_ok(), "{out:?}");
+    });
+}
+
+/// `got` equals `want` up to 1e-9 relative to the largest magnitude.
+fn near(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-9 * scale, "entry {i}: {g} vs {w}");
+    }
+}
+
+/// The whole-vector helpers: scatter x from a root, multiply, gather y at a root and at all,
+/// collect the parts a run returns; all against the sequential multiply, on a random matrix
+/// whose x and y distributions differ.
+#[test]
+fn vectors_scatter_and_gather_by_owned_indices() {
+    let mut rng = Rng(11);
+    let a = random_matrix(&mut rng, 40, 33, 200);
+    let x: Vec<f64> = (0..a.cols).map(|j| x_at(j as u32, 0)).collect();
+    let want = sequential(&a, &x);
+    for p in [1, 3] {
+        let d = partition(&a, p, &Options::default()).unwrap().dist;
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        let root = p - 1;
+        let out = mbsp::run(p, |ctx| {
+            let whole = if ctx.pid() == root { x.clone() } else { vec![] };
+            let mine = plan.scatter_x(ctx, root, &whole)?;
+            let mut spmv = Spmv::new(ctx, &plan)?;
+            spmv.x_mut(ctx)?.copy_from_slice(&mine);
+            let mut y = vec![0.0; spmv.local().y_owned.len()];
+            spmv.multiply(ctx, &mut y)?;
+            let mine = spmv.x(ctx)?.to_vec();
+            let x_back = plan.allgather_x(ctx, &mine)?;
+            let at_root = plan.gather_y(ctx, root, &y)?;
+            let at_all = plan.allgather_y(ctx, &y)?;
+            Ok((y, x_back, at_root, at_all))
+        })
+        .unwrap();
+        for (s, (_, x_back, at_root, at_all)) in out.iter().enumerate() {
+            assert_eq!(x_back, &x, "p = {p}, pid {s}");
+            near(at_all, &want);
+            assert_eq!(at_root.is_some(), s == root);
+        }
+        near(out[root].2.as_ref().unwrap(), &want);
+        let parts: Vec<&[f64]> = out.iter().map(|o| o.0.as_slice()).collect();
+        near(&plan.collect_y(&parts).unwrap(), &want);
+        // Wrong parts are refused, inside a run and outside.
+        let e = plan.collect_y(&parts[1..]).unwrap_err();
+        assert!(matches!(e, PlanError::Parts { .. }), "{e}");
+        let e = mbsp::run(p, |ctx| plan.gather_y(ctx, 0, &[1.0; 41]).map(drop)).unwrap_err();
+        assert!(
+            e.to_string().contains("spmv gather_y") && e.to_string().contains("41"),
+            "{e}"
+        );
+        let e = mbsp::run(p, |ctx| plan.scatter_x(ctx, 0, &[1.0; 2]).map(drop)).unwrap_err();
+        assert!(e.to_string().contains("the whole x has 2 entries"), "{e}");
+    }
+}
+
+/// `partition_square` gives x and y one owner per index, with minimal volume where a_ii is
+/// stored, and its multiply's y feeds the next x without any copy between processes.
+#[test]
+fn square_partition_shares_owners() {
+    let mut rng = Rng(5);
+    let n = 60;
+    let mut a = random_matrix(&mut rng, n, n, 300);
+    for i in 0..n {
+        a.row_idx.push(i as u32);
+        a.col_idx.push(i as u32);
+        a.vals.push(4.0);
+    }
+    let r = partition_square(&a, 4, &Options::default()).unwrap();
+    assert_eq!(r.dist.x_owner, r.dist.y_owner);
+    assert_eq!(
+        r.volume,
+        mbsp_algorithms::sparse::metrics::volume(&a, &r.dist.nz_part, 4)
+    );
+    let plan = SpmvPlan::new(&a, &r.dist).unwrap();
+    // Two multiplies, y of the first as x of the second, in place.
+    let out = mbsp::run(4, |ctx| {
+        let mut spmv = HpSpmv::new(ctx, &plan)?;
+        assert_eq!(spmv.local().x_owned, spmv.local().y_owned);
+        spmv.x_mut(ctx)?.fill(1.0);
+        ctx.sync()?;
+        let mut y = vec![0.0; spmv.local().y_owned.len()];
+        spmv.multiply(ctx, &mut y)?;
+        spmv.x_mut(ctx)?.copy_from_slice(&y);
+        ctx.sync()?;
+        spmv.multiply(ctx, &mut y)?;
+        Ok(y)
+    })
+    .unwrap();
+    let once = sequential(&a, &vec![1.0; n]);
+    near(&plan.collect_y(&out).unwrap(), &sequential(&a, &once));
+    let e = partition_square(&random_matrix(&mut rng, 3, 4, 5), 2, &Options::default());
+    assert!(e.unwrap_err().to_string().contains("not square"));
+}

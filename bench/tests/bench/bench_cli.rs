@@ -1,0 +1,284 @@
+//! `mbsp-bench` as a user runs it, beyond `spmv` (spmv_bench_cli.rs): the quick partition
+//! benchmark's CSV and JSON, requests that cannot fit in memory (status 2, one line), a CSV onto
+//! a full disk (status 3, the old file kept), and the refusal under mpiexec.
+
+use crate::common;
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `mbsp-bench args` and checks the refusal: status 2, one line, the memory needed and
+/// where the limit comes from; returns the line.
+fn refused(args: &[&str], needles: &[&str]) -> String {
+    let (code, out, err) = common::bench(args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert!(out.is_empty(), "{args:?}: {out}");
+    let line = err.trim_end();
+    assert_eq!(line.lines().count(), 1, "{args:?}: {err}");
+    for needle in ["needs at least", "of memory", "available ("]
+        .iter()
+        .chain(needles)
+    {
+        assert!(line.contains(needle), "{args:?}: no {needle} in {line}");
+    }
+    line.to_string()
+}
+
+#[test]
+fn quick_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "partition");
+    let csv = dir.join("partition.csv");
+    let (code, out, err) = common::bench(&[
+        "partition",
+        "--quick",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "matrix,p,nnz,volume,reference,ratio,row1d_volume,checker2d_volume,imbalance,max_h,seconds"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // rajat01, bayer10, wiki-Vote at p = 2 and 4.
+    assert_eq!(rows.len(), 6, "{text}");
+    assert!(rows.iter().all(|r| r.len() == 11), "{text}");
+    let mut cases: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    cases.sort();
+    assert_eq!(
+        cases,
+        [
+            ("bayer10", "2"),
+            ("bayer10", "4"),
+            ("rajat01", "2"),
+            ("rajat01", "4"),
+            ("wiki-Vote", "2"),
+            ("wiki-Vote", "4"),
+        ]
+    );
+    // The references are there for p = 4 and only there.
+    for r in &rows {
+        assert_eq!(r[1] == "4", !r[4].is_empty(), "{r:?}");
+    }
+    let rajat4 = rows
+        .iter()
+        .find(|r| r[0] == "rajat01" && r[1] == "4")
+        .unwrap();
+    assert_eq!((rajat4[2], rajat4[4]), ("43250", "182"));
+    // No temporary file is left beside the CSV.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    assert_eq!(j["rows"].as_array().map(Vec::len), Some(6));
+    assert_eq!(j["summary"]["cases_with_reference"], 3);
+    assert!(j["summary"]["geomean_ratio"].as_f64().unwrap() > 0.0);
+    assert!(j["summary"]["imbalance_violations"].as_u64().is_some());
+    // One progress line per case at least.
+    assert!(
+        err.lines().filter(|l| l.contains(" p = ")).count() >= 6,
+        "{err}"
+    );
+}
+
+/// `wait --quick`: the oversubscription rows (p = 2, 16) and the passes (4), as CSV and JSON.
+#[test]
+fn quick_wait_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "wait");
+    let csv = dir.join("wait.csv");
+    let (code, out, err) =
+        common::bench(&["wait", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 10), "{text}");
+    let tables: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(
+        tables,
+        [
+            ("oversubscription", "2"),
+            ("oversubscription", "16"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+            ("after_sleep", "2"),
+        ]
+    );
+    assert!(
+        rows.iter().all(|r| r[4].parse::<f64>().unwrap() > 0.0),
+        "{text}"
+    );
+
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    assert_eq!(j["oversubscription"].as_array().map(Vec::len), Some(2));
+    assert_eq!(j["oversubscription"][1]["p"], 16);
+    assert_eq!(j["after_sleep"]["passes"].as_array().map(Vec::len), Some(4));
+    let (median, worst) = (
+        j["after_sleep"]["median_ns"].as_f64().unwrap(),
+        j["after_sleep"]["worst_ns"].as_f64().unwrap(),
+    );
+    assert!(0.0 < median && median <= worst, "{out}");
+}
+
+#[test]
+fn bad_numbers_of_parts_are_refused() {
+    let m = common::matrix("rajat01.mtx");
+    let (code, out, err) = common::bench(&["partition", "--procs", "2,0", m.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out} {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("mbsp-bench partition: --procs 2,0"),
+        "{err}"
+    );
+    refused(
+        &["partition", "--procs", "1000000000", m.to_str().unwrap()],
+        &["-p 1000000000 parts"],
+    );
+}
+
+#[test]
+fn benchmark_sizes_that_cannot_fit_are_refused() {
+    refused(
+        &["collectives", "--large-mib", "100000000", "--procs", "1"],
+        &["--large-mib", "large case"],
+    );
+    refused(
+        &["collectives", "--sort-n", "1000000000000", "--procs", "1"],
+        &["--sort-n 1000000000000"],
+    );
+    refused(
+        &["fft", "--min-log", "30", "--max-log", "30", "--procs", "1"],
+        &["--max-log 30"],
+    );
+    refused(
+        &["core", "--samples", "1000000000000000000"],
+        &["--samples"],
+    );
+    refused(
+        &["wait", "--passes", "1000000000000000000"],
+        &["--passes 1000000000000000000"],
+    );
+    // 2^44 MiB is 2^64 bytes: it wrapped to 0 before and ran.
+    let (code, _, err) = common::bench(&[
+        "collectives",
+        "--large-mib",
+        "17592186044416",
+        "--procs",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("more bytes than this machine can address"),
+        "{err}"
+    );
+}
+
+/// A tmpfs of `bytes` mounted at `dir`, unmounted when dropped; `None` (and a message) where
+/// mounting is not permitted.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
+            Ok(o) => {
+                eprintln!(
+                    "SKIPPED: cannot mount a tmpfs here ({}): the full-disk case is not tested",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: cannot run mount ({e}): the full-disk case is not tested");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// What an output file held before a run that must leave it alone.
+const OLD: &[u8] = b"old contents\n";
+
+#[test]
+fn a_csv_onto_a_full_disk_leaves_the_old_file() {
+    let dir = common::scratch("bench_cli", "full_disk");
+    const PAGE: u64 = 4096;
+
+    // A CSV onto a full disk: the old one stays.
+    let mnt = dir.join("tmpfs-csv");
+    let Some(_fs) = Tmpfs::mount(&mnt, 8 * PAGE) else {
+        return;
+    };
+    let csv = mnt.join("partition.csv");
+    std::fs::write(&csv, OLD).unwrap();
+    // Fill the rest of the disk.
+    let filler = mnt.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    while f.write_all(&[0u8; 4096]).is_ok() {}
+    drop(f);
+    let shared = common::matrix("rajat01.mtx");
+    let out = Command::new(env!("CARGO_BIN_EXE_mbsp-bench"))
+        .args(["partition", "--procs", "2", "--csv"])
+        .arg(&csv)
+        .arg(&shared)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(last.contains("No space left on device"), "{err}");
+    assert!(last.ends_with("no file was changed"), "{err}");
+    assert_eq!(std::fs::read(&csv).unwrap(), OLD);
+    assert_eq!(names(&mnt), ["filler", "partition.csv"]);
+}
+
+/// Under mpiexec, the commands that measure one machine refuse to run (their runs would go
+/// over the ranks) with one line and status 2; `mbsp-bench mpi` runs.
+#[test]
+fn under_mpiexec_only_bench_mpi_runs() {
+    let out = Command::new("timeout")
+        .args(["60", "mpiexec", "-n", "2", env!("CARGO_BIN_EXE_mbsp-bench")])
+        .args(["core", "--quick"])
+        .output()
+        .expect("mpiexec not found: install MPICH (scripts/setup does)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("mbsp-bench: under mpiexec only `mbsp-bench mpi` runs")
+            .count(),
+        2,
+        "{err}"
+    );
+}

@@ -1,0 +1,255 @@
+//! `mbsp affinity` as a user runs it: the plan view on real multi-socket machines, the run
+//! view on this machine (tiny kernels), an external program, bad arguments.
+
+use crate::common;
+
+use serde_json::Value;
+
+fn xml(name: &str) -> String {
+    let p = common::shared("topologies").join(name);
+    assert!(p.is_file(), "test data missing: {}", p.display());
+    p.to_string_lossy().into_owned()
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let (code, out, err) = common::mbsp(args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The packages of the leaves of a plan (JSON of `mbsp topo`'s shape).
+fn leaf_packages(procs: &Value, out: &mut Vec<i64>) {
+    for p in procs.as_array().unwrap() {
+        match p.get("children") {
+            Some(c) => leaf_packages(c, out),
+            None => out.push(p["package"].as_i64().expect("one package per leaf")),
+        }
+    }
+}
+
+#[test]
+fn plans_on_a_two_socket_xeon_differ_by_policy() {
+    let f = xml("hwloc_32em64t-2n8c2t-pci-normalio.xml");
+    let v = json_of(&[
+        "affinity",
+        "--xml",
+        &f,
+        "-p",
+        "4",
+        "--policy",
+        "compact",
+        "--policy",
+        "scattered",
+        "--policy",
+        "manual:8-11",
+        "--shape",
+        "flat",
+        "--shape",
+        "nested",
+        "--json",
+    ]);
+    assert_eq!(v["applied"], false);
+    let shapes = v["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 2);
+    let leaves = |shape: usize, policy: usize| {
+        let pol = &shapes[shape]["policies"][policy];
+        let mut out = Vec::new();
+        leaf_packages(&pol["processes"], &mut out);
+        (pol["policy"].as_str().unwrap().to_string(), out)
+    };
+    // Flat, 4 processes: compact fills package 0; scattered alternates; the manual set (cores
+    // 8-11 are package 1's first) is one process on package 1.
+    assert_eq!(leaves(0, 0), ("compact".into(), vec![0, 0, 0, 0]));
+    assert_eq!(leaves(0, 1), ("scattered".into(), vec![0, 1, 0, 1]));
+    assert_eq!(leaves(0, 2), ("manual:8-11".into(), vec![1]));
+    // Nested: one per package x one per core, 8 cores each, for compact and scattered alike;
+    // the manual set nests one process per core of its 4.
+    for pol in [0, 1] {
+        let (_, l) = leaves(1, pol);
+        assert_eq!(l.len(), 16);
+        assert_eq!(l.iter().filter(|&&p| p == 1).count(), 8);
+    }
+    assert_eq!(
+        leaves(1, 2).1,
+        vec![1; 4],
+        "PUs 8-11 are cores 8-11 of package 1"
+    );
+
+    // The text view: one column per policy, rows per process.
+    let (code, out, err) = common::mbsp(&[
+        "affinity",
+        "--xml",
+        &f,
+        "-p",
+        "2",
+        "--policy",
+        "compact",
+        "--policy",
+        "scattered",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("planned only"), "{out}");
+    let row1 = out.lines().find(|l| l.starts_with("1 ")).expect(&out);
+    assert!(row1.contains("pkg 0") && row1.contains("pkg 1"), "{row1}");
+}
+
+#[test]
+fn plans_on_a_synthetic_four_numa_epyc() {
+    let v = json_of(&[
+        "affinity",
+        "--synthetic",
+        "package:2 numa:2 core:4 pu:1",
+        "--shape",
+        "nested:2x2",
+        "--json",
+    ]);
+    let pols = v["shapes"][0]["policies"].as_array().unwrap();
+    let uses: Vec<&str> = pols.iter().map(|p| p["uses"].as_str().unwrap()).collect();
+    assert_eq!(
+        uses,
+        ["uses packages 0, NUMA 0", "uses packages 0-1, NUMA 0-3"]
+    );
+}
+
+#[test]
+fn runs_two_kernels_and_a_program_here() {
+    let dir = common::scratch("affinity_cli", "run");
+    let csv = dir.join("a.csv");
+    let svg = dir.join("a.svg");
+    let v = json_of(&[
+        "affinity",
+        "--quick",
+        "--repeat",
+        "2",
+        "-k",
+        "sync,hbulk",
+        "--shape",
+        "flat",
+        "--shape",
+        "nested",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+        "--json",
+        "--",
+        "/bin/sh",
+        "-c",
+        "echo placed as $MBSP_AFFINITY",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    // 2 kernels x 2 shapes x 2 policies, then the program under each policy.
+    assert_eq!(rows.len(), 10, "{v:#}");
+    let key = |r: &Value| {
+        (
+            r["kernel"].as_str().unwrap().to_string(),
+            r["shape"].as_str().unwrap().to_string(),
+            r["policy"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(
+        key(&rows[0]),
+        ("sync".into(), "flat".into(), "compact".into())
+    );
+    assert_eq!(
+        key(&rows[3]),
+        ("sync".into(), "nested".into(), "scattered".into())
+    );
+    assert_eq!(key(&rows[4]).0, "hbulk");
+    assert!(key(&rows[8]).0.starts_with("program /bin/sh"));
+    for r in rows {
+        let samples = r["samples_seconds"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{r}");
+        let (lo, med, hi) = (
+            r["min_seconds"].as_f64().unwrap(),
+            r["median_seconds"].as_f64().unwrap(),
+            r["max_seconds"].as_f64().unwrap(),
+        );
+        assert!(0.0 < lo && lo <= med && med <= hi, "{r}");
+        assert!(r["skipped"].is_null(), "{r}");
+    }
+    for r in &rows[..8] {
+        assert!(r["predicted_seconds"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["p"].as_u64().unwrap() >= 1, "{r}");
+    }
+    // The flat sync's prediction is l; the bulk h-relation's l + h g, larger.
+    assert!(rows[4]["predicted_seconds"].as_f64() > rows[0]["predicted_seconds"].as_f64());
+    assert!(rows[8]["predicted_seconds"].is_null());
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 11, "{text}");
+    assert!(text.starts_with("kernel,policy,shape,p,"));
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("scattered"));
+}
+
+#[test]
+fn the_table_has_a_row_per_kernel_and_policy() {
+    let (code, out, err) = common::mbsp(&[
+        "affinity",
+        "--quick",
+        "--repeat",
+        "1",
+        "-k",
+        "triad,fft",
+        "--policy",
+        "compact",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().skip(1).take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(
+        rows[0].starts_with("triad") && rows[1].starts_with("fft"),
+        "{out}"
+    );
+    assert!(
+        out.contains("BSP prediction") && out.contains("median"),
+        "{out}"
+    );
+    // Progress goes to stderr, never into the table.
+    assert!(err.contains("affinity: triad under compact"), "{err}");
+}
+
+#[test]
+fn failures_have_their_exit_status() {
+    for (args, status, says) in [
+        (&["affinity", "--policy", "none"][..], 2, "--policy none"),
+        (&["affinity", "--policy", "manual:3-1"], 2, "empty"),
+        (&["affinity", "--shape", "nested:2"], 2, "--shape nested:2"),
+        (&["affinity", "--repeat", "0"], 2, "--repeat 0"),
+        (&["affinity", "-k", "spmv"], 2, "--matrix"),
+        (&["affinity", "-k", "bogus"], 2, "bogus"),
+        (&["affinity", "--xml", "/nonexistent.xml"], 3, "nonexistent"),
+        (
+            &[
+                "affinity",
+                "--synthetic",
+                "package:2 core:2 pu:1",
+                "--csv",
+                "x.csv",
+            ],
+            2,
+            "--csv",
+        ),
+        (
+            &["affinity", "-k", "sync", "--quick", "--", "/bin/false"],
+            1,
+            "/bin/false",
+        ),
+        (
+            &[
+                "affinity",
+                "-k",
+                "sync",
+                "--quick",
+                "--",
+                "/nonexistent/prog",
+            ],
+            3,
+            "cannot start",
+        ),
+    ] {
+        let (code, _, err) = common::mbsp(args);
+        assert_eq!(code, status, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,141 @@
+//! `mbsp params` as a user runs it: the JSON file the cost functions read, the levels of the
+//! machine tree (synthetic trees too), the plot, exit status 2 for bad arguments and 3 for a file that cannot be written.
+
+use crate::common;
+
+use std::process::Command;
+
+/// Runs `mbsp params --quick` with `args` and `env`, returns the JSON file it wrote.
+fn params_json(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let json = dir.join("params.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args(["params", "--quick", "--json", json.to_str().unwrap()])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("measuring the machine level"),
+        "progress: {stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("r Mflop/s") && stdout.contains("l flop"),
+        "{stdout}"
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn positive(v: &serde_json::Value, key: &str) -> f64 {
+    let x = v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"));
+    assert!(x.is_finite() && x > 0.0, "{key} = {x}");
+    x
+}
+
+/// A fitted slope: 0 when the fit came out flat (noise below the fit's resolution: gets in
+/// cache over the quick run's small h, on a loaded machine).
+fn slope(v: &serde_json::Value, key: &str) -> f64 {
+    let x = v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"));
+    assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+    x
+}
+
+#[test]
+fn writes_what_the_cost_functions_read() {
+    let dir = common::scratch("params_cli", "cost_functions");
+    let svg = dir.join("params.svg");
+    let v = params_json(&dir, &["--plot", svg.to_str().unwrap()], &[]);
+    for key in ["r", "l"] {
+        positive(&v, key);
+    }
+    for key in ["g", "g_direct", "fresh"] {
+        slope(&v, key);
+    }
+    // The cost functions take the file as it is (serde_json's default float parsing may be
+    // off by an ulp).
+    let p = mbsp_algorithms::cost::Params::from_json(&v.to_string()).unwrap();
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+    assert!(same(p.l, v["l"].as_f64().unwrap()), "{p:?}");
+    assert!(same(p.g, v["g"].as_f64().unwrap()), "{p:?}");
+    let levels = v["levels"].as_array().unwrap();
+    let policies: Vec<&str> = levels
+        .iter()
+        .map(|l| l["policy"].as_str().unwrap())
+        .collect();
+    assert!(policies.contains(&"scattered") && policies.contains(&"compact"));
+    for l in levels {
+        assert!(l["p"].as_u64().unwrap() >= 1);
+        for key in ["r", "r_daxpy", "r_dense", "l"] {
+            positive(l, key);
+        }
+        for key in ["g_put1", "g_put", "g_get", "g_send1"] {
+            slope(l, key);
+        }
+        for prim in ["put1", "put", "get", "send1", "direct"] {
+            let fit = &l["fits"][prim];
+            // h = 0, 256, 512, 768, 1024 in the quick run.
+            let hs: Vec<f64> = fit["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[0].as_f64().unwrap())
+                .collect();
+            assert_eq!(hs, [0.0, 256.0, 512.0, 768.0, 1024.0], "{prim}");
+            assert!(fit["residual"].as_f64().unwrap() >= 0.0);
+        }
+    }
+    let plot = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        plot.starts_with("<svg") && plot.contains("put1: g ="),
+        "not the plot"
+    );
+}
+
+#[test]
+fn every_level_of_a_synthetic_tree() {
+    let dir = common::scratch("params_cli", "synthetic");
+    let v = params_json(
+        &dir,
+        &[],
+        &[("MBSP_TOPOLOGY", "synthetic:package:2 core:2 pu:2")],
+    );
+    let levels: Vec<(String, u64)> = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["policy"] == "scattered")
+        .map(|l| {
+            (
+                l["level"].as_str().unwrap().to_string(),
+                l["p"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [("machine", 4), ("packages", 2), ("package", 2), ("core", 2)]
+        .map(|(l, p)| (l.to_string(), p));
+    assert_eq!(levels, want);
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    let dir = common::scratch("params_cli", "bad");
+    let unwritable = dir.join("no/such/dir/p.json");
+    // Bad arguments: status 2; an output file that cannot be written: status 3.
+    for (args, status) in [
+        (vec!["--levels", "bogus"], 2),
+        (vec!["--levels", "numa"], 2),
+        (vec!["--samples", "0"], 2),
+        (vec!["--json", unwritable.to_str().unwrap()], 3),
+    ] {
+        let (code, _, err) = common::mbsp(&[&["params", "--quick"], &args[..]].concat());
+        assert_eq!(code, status, "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.starts_with("mbsp params: "), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,348 @@
+//! Lazy syncs (`Ctx::expect`): the same programs give the same results with declared counts as
+//! with full syncs, processes may drift apart without mixing supersteps, and every wrong count
+//! or misuse ends the run with an error naming it, never a hang.
+
+use crate::common;
+
+use common::within;
+use mbsp::{Ctx, ErrorKind};
+
+/// Superstep `t` of a program with a changing pattern: process `i` puts one word to `dest(t,
+/// i)` (into slot `i` of the destination's array) and sends `msgs(t, i)` messages to process
+/// `(i + t) % p`. Every process can compute every count.
+fn dest(t: u64, i: usize, p: usize) -> usize {
+    (i + 1 + (t as usize * 7 + i * 3) % p.max(2)) % p
+}
+
+fn msgs(t: u64, i: usize) -> usize {
+    (t as usize + i) % 3
+}
+
+fn incoming(t: u64, r: usize, p: usize) -> usize {
+    (0..p).filter(|&i| dest(t, i, p) == r).count()
+        + (0..p)
+            .filter(|&i| (i + t as usize) % p == r)
+            .map(|i| msgs(t, i))
+            .sum::<usize>()
+}
+
+/// Run the program for `steps` supersteps, lazily or not; each process logs its array and its
+/// sorted messages after every sync.
+fn program(ctx: &mut Ctx, steps: u64, lazy: bool) -> mbsp::Result<Vec<u64>> {
+    let (pid, p) = (ctx.pid(), ctx.nprocs());
+    let x = ctx.push_reg(vec![0u64; p])?;
+    ctx.set_tagsize(8)?;
+    ctx.sync()?;
+    let mut log = Vec::new();
+    for t in 1..=steps {
+        // A long sequential phase on one process now and then lets the others drift ahead.
+        if t % 17 == pid as u64 {
+            std::thread::sleep(std::time::Duration::from_micros(300));
+        }
+        ctx.put(dest(t, pid, p), &[t * 1000 + pid as u64], &x, pid)?;
+        for k in 0..msgs(t, pid) {
+            let payload = [t, pid as u64, k as u64];
+            ctx.send_pod((pid + t as usize) % p, &(t * 10 + k as u64), &payload)?;
+        }
+        if lazy {
+            ctx.expect(incoming(t, pid, p))?;
+        }
+        ctx.sync()?;
+        log.extend_from_slice(ctx.local(&x)?);
+        let mut got = Vec::new();
+        while let Some(m) = ctx.hpmove()? {
+            let mut rec = vec![m.tag_as::<u64>()];
+            rec.extend_from_slice(m.payload_as::<u64>());
+            got.push(rec);
+        }
+        got.sort();
+        log.extend(got.into_iter().flatten());
+    }
+    Ok(log)
+}
+
+#[test]
+fn lazy_syncs_give_the_results_of_full_syncs() {
+    within(120, || {
+        for p in [1, 2, 3, 4, 5] {
+            let full = mbsp::run(p, |ctx| program(ctx, 60, false)).unwrap();
+            let lazy = mbsp::run(p, |ctx| program(ctx, 60, true)).unwrap();
+            assert_eq!(full, lazy, "p = {p}");
+        }
+    });
+}
+
+#[test]
+fn lazy_and_full_syncs_alternate() {
+    within(60, || {
+        let run = |pattern: &'static [bool]| {
+            mbsp::run(3, move |ctx| {
+                let (pid, p) = (ctx.pid(), ctx.nprocs());
+                let x = ctx.push_reg(vec![0u64; 3])?;
+                ctx.sync()?;
+                let mut seen = Vec::new();
+                for (t, &lazy) in pattern.iter().enumerate() {
+                    let t = t as u64 + 1;
+                    // Everyone puts into the right neighbour; pid 0 also into itself.
+                    ctx.put((pid + 1) % p, &[t * 10 + pid as u64], &x, pid)?;
+                    if pid == 0 {
+                        ctx.put(0, &[t], &x, 1)?;
+                    }
+                    if lazy {
+                        ctx.expect(if pid == 0 { 2 } else { 1 })?;
+                    }
+                    ctx.sync()?;
+                    seen.extend_from_slice(ctx.local(&x)?);
+                }
+                Ok(seen)
+            })
+            .unwrap()
+        };
+        let all_full = run(&[false; 12]);
+        let mixed = run(&[
+            true, true, false, true, false, false, true, true, true, false, true, false,
+        ]);
+        assert_eq!(all_full, mixed);
+    });
+}
+
+/// A process with nothing to receive does not wait for the others: pid 0 runs ahead through
+/// many lazy supersteps while pid 1 sleeps, and the data of every superstep still lands in
+/// that superstep.
+#[test]
+fn processes_drift_apart_without_mixing_supersteps() {
+    within(60, || {
+        let logs = mbsp::run(2, |ctx| {
+            let pid = ctx.pid();
+            let x = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            let mut seen = Vec::new();
+            for t in 1..=200u64 {
+                if pid == 1 && t % 50 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                if pid == 0 {
+                    ctx.put(1, &[t], &x, 0)?;
+                }
+                ctx.expect(if pid == 1 { 1 } else { 0 })?;
+                ctx.sync()?;
+                if pid == 1 {
+                    seen.push(ctx.local(&x)?[0]);
+                }
+            }
+            Ok(seen)
+        })
+        .unwrap();
+        assert_eq!(logs[1], (1..=200).collect::<Vec<u64>>());
+    });
+}
+
+/// One process's wrong count fails the run (on the process that notices) within the hang
+/// detector's limit.
+fn wrong_count(p: usize, declare: impl Fn(usize) -> usize + Send + Sync + 'static) -> mbsp::Error {
+    within(60, move || {
+        mbsp::run(p, |ctx| {
+            let (pid, p) = (ctx.pid(), ctx.nprocs());
+            let x = ctx.push_reg(vec![0u64; p])?;
+            ctx.sync()?;
+            for _ in 0..3 {
+                ctx.put((pid + 1) % p, &[1], &x, pid)?;
+                ctx.expect(1)?;
+                ctx.sync()?;
+            }
+            ctx.put((pid + 1) % p, &[1], &x, pid)?;
+            ctx.expect(declare(pid))?;
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap_err()
+    })
+}
+
+#[test]
+fn more_records_than_declared_fail_the_run() {
+    // pid 1 declares none but receives one: it notices when the record is there before it
+    // completes the superstep, else pid 0 notices that its record arrived too late.
+    for _ in 0..10 {
+        let e = wrong_count(3, |pid| if pid == 1 { 0 } else { 1 });
+        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "sync"), "{e}");
+        let msg = e.to_string();
+        if e.path() == [1] {
+            assert!(
+                msg.contains("expect(0)") && msg.contains("received 1"),
+                "{msg}"
+            );
+        } else {
+            assert_eq!(e.path(), &[0], "{e}");
+            assert!(msg.contains("arrived after"), "{msg}");
+        }
+    }
+}
+
+#[test]
+fn fewer_records_than_declared_fail_without_a_hang() {
+    let e = wrong_count(3, |pid| if pid == 2 { 2 } else { 1 });
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("expect(2)") && msg.contains("received 1") && msg.contains("already synced"),
+        "{msg}"
+    );
+    assert_eq!(e.path(), &[2], "{e}");
+}
+
+#[test]
+fn a_full_sync_among_lazy_ones_is_reported() {
+    for lazy_pid in [0, 1] {
+        let e = within(60, move || {
+            mbsp::run(2, move |ctx| {
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                if ctx.pid() == lazy_pid {
+                    ctx.expect(1)?;
+                }
+                ctx.sync()?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        assert!(e.to_string().contains("full sync"), "{e}");
+    }
+}
+
+#[test]
+fn records_sent_to_a_process_that_completed_the_superstep_are_reported() {
+    // pid 0 declares one record but pids 1 and 2 both send it one: either pid 0 sees both (too
+    // many), or it completes with one and the other arrives late.
+    for _ in 0..20 {
+        let e = within(60, || {
+            mbsp::run(3, |ctx| {
+                let pid = ctx.pid();
+                let x = ctx.push_reg(vec![0u64; 3])?;
+                ctx.sync()?;
+                if pid != 0 {
+                    ctx.put(0, &[1], &x, pid)?;
+                }
+                ctx.expect(if pid == 0 { 1 } else { 0 })?;
+                ctx.sync()?;
+                ctx.expect(0)?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("received 2") || msg.contains("arrived after"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn gets_and_registrations_need_a_full_sync() {
+    let e = within(60, || {
+        mbsp::run(2, |ctx| {
+            let x = ctx.push_reg(vec![0u64; 4])?;
+            let y = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            ctx.get(1 - ctx.pid(), &x, 0..2, &y, 0)?;
+            ctx.expect(0)?;
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap_err()
+    });
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    assert!(e.to_string().contains("also called get"), "{e}");
+}
+
+#[test]
+fn immediate_primitives_are_refused_in_a_lazy_superstep() {
+    let e = within(60, || {
+        mbsp::run(2, |ctx| {
+            let x = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            ctx.expect(0)?;
+            // SAFETY: refused before it touches anything.
+            unsafe { ctx.hpput(1 - ctx.pid(), &[1u64], &x, 0)? };
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap_err()
+    });
+    assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "hpput"), "{e}");
+    assert!(e.to_string().contains("after expect(0)"), "{e}");
+
+    let e = within(60, || {
+        mbsp::run(2, |ctx| {
+            let x = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            let mut local = [0u64; 1];
+            // SAFETY: nobody writes `x` in this superstep.
+            unsafe { ctx.hpget(1 - ctx.pid(), &x, 0, &mut local)? };
+            ctx.expect(0)?;
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap_err()
+    });
+    assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "expect"), "{e}");
+}
+
+#[test]
+fn a_count_declared_before_the_end_is_checked() {
+    let e = within(60, || {
+        mbsp::run(2, |ctx| {
+            let x = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+            ctx.expect(2)?;
+            Ok(())
+        })
+        .unwrap_err()
+    });
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    assert!(e.to_string().contains("expect(2)"), "{e}");
+}
+
+#[test]
+fn lazy_syncs_in_repeated_nested_runs() {
+    within(60, || {
+        let out = mbsp::run(2, |ctx| {
+            let x = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            let mut inner_seen = Vec::new();
+            for round in 0..5u64 {
+                for t in 0..20 {
+                    ctx.put(1 - ctx.pid(), &[round * 100 + t], &x, 0)?;
+                    ctx.expect(1)?;
+                    ctx.sync()?;
+                }
+                // Nested runs of one shape reuse their state: the lazy counters must start
+                // afresh each time.
+                let inner = ctx.run(2, |c| {
+                    let y = c.push_reg(vec![0u64; 1])?;
+                    c.sync()?;
+                    for t in 0..(3 + round) {
+                        c.put(1 - c.pid(), &[c.pid() as u64 + 10 * t], &y, 0)?;
+                        c.expect(1)?;
+                        c.sync()?;
+                    }
+                    Ok(c.local(&y)?[0])
+                })?;
+                inner_seen.push(inner);
+            }
+            Ok((ctx.local(&x)?[0], inner_seen))
+        })
+        .unwrap();
+        let inner: Vec<Vec<u64>> = (0..5u64)
+            .map(|r| vec![1 + 10 * (2 + r), 10 * (2 + r)])
+            .collect();
+        assert_eq!(out, vec![(419, inner); 2]);
+    });
+}

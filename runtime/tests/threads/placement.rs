@@ -1,0 +1,563 @@
+//! Runs placed on machine trees: plans, nesting through the levels, binding and its restoration,
+//! NUMA-local memory. Synthetic trees make the multi-socket cases testable on any machine.
+
+use crate::common;
+use common::within;
+use mbsp::topology::Binder;
+use mbsp::topology::Source;
+use mbsp::{Binding, Level, Machine, NotBound, Policy, Run};
+use std::path::PathBuf;
+
+fn fake(desc: &str) -> mbsp::topology::Loaded {
+    Machine::synthetic(desc).unwrap()
+}
+
+#[test]
+fn one_process_per_package_then_per_core_then_per_pu() {
+    within(60, || {
+        let m = fake("package:2 numa:2 core:3 pu:2");
+        let r = Run::per(Level::Package)
+            .machine(m)
+            .run(|ctx| {
+                let me = ctx.placement();
+                assert_eq!(me.packages, vec![ctx.pid()]);
+                assert_eq!(me.cores.len(), 6);
+                assert!(
+                    matches!(me.binding, Binding::NotApplied(_)),
+                    "fake machine: not bound"
+                );
+                let numas = ctx.run_per(Level::Numa, |n| {
+                    let mine = n.placement();
+                    let cores = n.run_per(Level::Core, |c| {
+                        let pus = c.run_per(Level::Pu, |u| {
+                            u.sync()?;
+                            Ok(u.placement().pus)
+                        })?;
+                        Ok((c.placement().cores, pus))
+                    })?;
+                    Ok((mine.numas, cores))
+                })?;
+                ctx.sync()?;
+                Ok(numas)
+            })
+            .unwrap();
+        assert_eq!(r.len(), 2);
+        // Package 1, NUMA node 3, core 11 (its third), PUs 22 and 23.
+        let (numa, cores) = &r[1][1];
+        assert_eq!(numa, &Some(vec![3]));
+        assert_eq!(cores[2].0, vec![11]);
+        assert_eq!(cores[2].1, vec![vec![22], vec![23]]);
+        let leaves: usize = r
+            .iter()
+            .flatten()
+            .flat_map(|x| &x.1)
+            .map(|c| c.1.len())
+            .sum();
+        assert_eq!(leaves, 24, "every PU of the machine runs exactly one leaf");
+    });
+}
+
+#[test]
+fn placements_follow_the_policy_and_nested_runs_stay_inside() {
+    within(60, || {
+        let m = fake("package:2 numa:2 core:4 pu:2");
+        let scattered = Run::new(4)
+            .machine(m.clone())
+            .policy(Policy::Scattered)
+            .run(|ctx| {
+                let mine = ctx.placement();
+                // Nested runs inherit the policy and are planned inside the parent's domain.
+                let inner = ctx.run(2, |n| Ok(n.placement()))?;
+                for x in &inner {
+                    assert!(
+                        x.pus.iter().all(|p| mine.pus.contains(p)),
+                        "{x} inside {mine}"
+                    );
+                }
+                Ok((mine, inner))
+            })
+            .unwrap();
+        let packages: Vec<_> = scattered.iter().map(|x| x.0.packages.clone()).collect();
+        assert_eq!(packages, vec![vec![0], vec![1], vec![0], vec![1]]);
+        assert!(
+            scattered
+                .iter()
+                .all(|x| x.0.cores.len() == 4 && x.0.numas.as_ref().is_some_and(|n| n.len() == 1))
+        );
+        assert_eq!(scattered[1].1[1].cores, vec![10, 11]);
+
+        let compact = Run::new(3)
+            .machine(m.clone())
+            .policy(Policy::Compact)
+            .run(|ctx| Ok(ctx.placement().cores))
+            .unwrap();
+        assert_eq!(compact, vec![vec![0], vec![1], vec![2]]);
+
+        let manual = Run::new(2)
+            .machine(m)
+            .policy(Policy::Manual(vec![vec![5], vec![6, 7]]))
+            .run(|ctx| Ok(ctx.placement().pus))
+            .unwrap();
+        assert_eq!(manual, vec![vec![5], vec![6, 7]]);
+    });
+}
+
+#[test]
+fn impossible_plans_are_clear_errors() {
+    let e = Run::new(2)
+        .machine(fake("package:2 core:2 pu:1"))
+        .policy(Policy::Manual(vec![vec![0], vec![99]]))
+        .run(|_| Ok(()))
+        .unwrap_err();
+    assert_eq!(e.op(), "run");
+    assert!(
+        e.to_string().contains("names CPU 99, which does not exist"),
+        "{e}"
+    );
+
+    within(60, || {
+        let e = Run::per(Level::Package)
+            .machine(fake("package:2 core:2 pu:1"))
+            .run(|ctx| {
+                ctx.run_with(
+                    Run::new(1).policy(Policy::Manual(vec![vec![3 - 2 * ctx.pid() as u32]])),
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("outside the CPUs being placed"),
+            "{e}"
+        );
+    });
+}
+
+#[test]
+fn more_processes_than_the_domain_has_pus_share_them() {
+    within(60, || {
+        let r = Run::new(2)
+            .machine(fake("package:2 core:1 pu:1"))
+            .run(|ctx| {
+                let inner = ctx.run(3, |n| {
+                    n.sync()?;
+                    Ok(n.placement().pus)
+                })?;
+                Ok(inner)
+            })
+            .unwrap();
+        assert_eq!(r[1], vec![vec![1], vec![1], vec![1]]);
+    });
+}
+
+/// On the machine running the tests: threads are bound to their placement (read back from the
+/// OS), a nested run in a process of one PU leaves its binding as it was, and the caller
+/// gets its own back.
+#[test]
+fn bindings_on_this_machine_read_back_and_are_restored() {
+    let loaded = Machine::current().unwrap();
+    let binder = Binder::new(&loaded);
+    if !binder.applies() {
+        eprintln!(
+            "not a real machine ({}); skipping the read-back",
+            loaded.machine.source()
+        );
+        return;
+    }
+    within(60, move || {
+        let before = binder.thread_cpus();
+        let p = loaded.machine.pus().len().max(2);
+        let r = Run::new(p)
+            .run(|ctx| {
+                let mine = ctx.placement();
+                let b = Binder::new(&Machine::current().unwrap());
+                let now = b.thread_cpus();
+                if let Binding::Applied(cpus) = &mine.binding {
+                    assert_eq!(cpus, &mine.pus);
+                    assert_eq!(now.as_ref(), Some(&mine.pus), "the OS agrees");
+                }
+                let inner = ctx.run(2, |n| Ok(n.placement().pus))?;
+                assert_eq!(b.thread_cpus(), now, "restored after the nested run");
+                Ok((mine, inner))
+            })
+            .unwrap();
+        assert_eq!(
+            binder.thread_cpus(),
+            before,
+            "the caller's binding is restored"
+        );
+        for (mine, inner) in &r {
+            for x in inner {
+                assert!(x.iter().all(|p| mine.pus.contains(p)));
+            }
+        }
+    });
+}
+
+/// On the machine running the tests: in a nested run under a wider parent (a top-level run of
+/// one process spans the machine), process 0's thread is narrowed to its own placement like
+/// its siblings' threads, so it cannot share a sibling's core; it stays narrowed after the
+/// nested run, and the caller's binding comes back when the top-level run ends.
+#[test]
+fn nested_process_zero_is_narrowed_to_its_placement() {
+    let loaded = Machine::current().unwrap();
+    let binder = Binder::new(&loaded);
+    let pus = loaded.machine.pus().len();
+    if !binder.applies() || pus < 2 {
+        eprintln!("not a real machine of 2 PUs or more; skipping the read-back");
+        return;
+    }
+    within(60, move || {
+        let before = binder.thread_cpus();
+        let r = Run::new(1)
+            .run(|ctx| {
+                let b = Binder::new(&Machine::current().unwrap());
+                let mut rounds = Vec::new();
+                for _ in 0..3 {
+                    let inner = ctx.run(pus, |n| Ok((n.placement().pus, b.thread_cpus())))?;
+                    rounds.push((inner, b.thread_cpus()));
+                }
+                Ok((ctx.placement().pus, rounds))
+            })
+            .unwrap();
+        let (top, rounds) = &r[0];
+        for (inner, after) in rounds {
+            for (pid, (want, now)) in inner.iter().enumerate() {
+                assert_eq!(now.as_ref(), Some(want), "nested process {pid}");
+            }
+            assert_eq!(after.as_ref(), Some(&inner[0].0), "narrowed after the run");
+            assert!(inner[0].0.iter().all(|p| top.contains(p)));
+        }
+        assert_eq!(
+            binder.thread_cpus(),
+            before,
+            "the caller's binding is restored"
+        );
+    });
+}
+
+#[test]
+fn registered_memory_reports_its_numa_node() {
+    let r = mbsp::run(2, |ctx| {
+        let x = ctx.push_reg(vec![7u64; 1 << 14])?;
+        let at = ctx.memory_nodes(&x);
+        Ok((ctx.placement(), at.map_err(|e| e.to_string())))
+    })
+    .unwrap();
+    for (place, at) in r {
+        match (&place.binding, at) {
+            (Binding::Applied(_), Ok(nodes)) => {
+                assert!(
+                    !nodes.is_empty()
+                        && nodes
+                            .iter()
+                            .all(|n| place.numas.as_ref().is_some_and(|v| v.contains(n))),
+                    "{nodes:?} vs {place}"
+                )
+            }
+            (Binding::Applied(_), Err(e)) => eprintln!("memory location not available here: {e}"),
+            (_, r) => eprintln!("unbound ({place}): {r:?}"),
+        }
+    }
+    // On a loaded machine the location is unknown and the error says why.
+    let r = Run::new(1)
+        .machine(fake("package:2 core:2 pu:1"))
+        .run(|ctx| {
+            let x = ctx.push_reg(vec![0u8; 64])?;
+            Ok(ctx.memory_nodes(&x).unwrap_err().to_string())
+        })
+        .unwrap();
+    assert!(r[0].contains("not this machine"), "{}", r[0]);
+}
+
+/// Why a run on the current machine is not bound when binding is turned off by `by`: that,
+/// unless the current machine is itself a loaded tree (`MBSP_TOPOLOGY`, `HWLOC_*`).
+fn off_reason(by: &'static str) -> NotBound {
+    let loaded = Machine::current().unwrap();
+    Binder::new(&loaded)
+        .not_applied()
+        .unwrap_or(NotBound::Disabled { by })
+}
+
+#[test]
+fn unbound_runs_are_planned_but_not_bound() {
+    let want = off_reason("Run::bind(false)");
+    let r = Run::new(2)
+        .bind(false)
+        .run(|ctx| {
+            // Nested runs inherit the setting and its reason.
+            let inner = ctx.run(2, |c| Ok(c.placement().binding))?;
+            Ok((ctx.placement(), inner))
+        })
+        .unwrap();
+    for (x, inner) in r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+        assert!(!x.pus.is_empty());
+        assert!(
+            x.to_string().ends_with(&format!("(not bound: {want})")),
+            "{x}"
+        );
+        assert!(inner.iter().all(|b| b == &x.binding), "{inner:?}");
+    }
+}
+
+/// `MBSP_AFFINITY=none` is reported as the reason: checked in a child process of this test
+/// binary with the variable set (the environment of a running test program is shared).
+#[test]
+fn affinity_none_is_the_reported_reason() {
+    if std::env::var("MBSP_AFFINITY").as_deref() != Ok("none") {
+        let name = common::test_name(module_path!(), "affinity_none_is_the_reported_reason");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &name, "--nocapture"])
+            .env("MBSP_AFFINITY", "none")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+        return;
+    }
+    let want = off_reason("MBSP_AFFINITY=none");
+    let r = mbsp::run(2, |ctx| Ok(ctx.placement())).unwrap();
+    for x in r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+    }
+    // An explicit request still binds (where the machine is this one).
+    let r = Run::new(1)
+        .bind(true)
+        .run(|ctx| Ok(ctx.placement().binding))
+        .unwrap();
+    assert_ne!(r[0], Binding::NotApplied(want));
+}
+
+fn data_dir() -> PathBuf {
+    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    [
+        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
+        Some(repo.join("../shared/data")),
+        Some(PathBuf::from("/work/shared/data")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|d| d.join("topologies"))
+    .find(|d| d.is_dir())
+    .expect("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
+}
+
+#[test]
+fn plans_for_other_machines_say_so_and_name_their_numa_nodes() {
+    // A two-socket server with two NUMA nodes (one per package).
+    let path = data_dir().join("hwloc_32em64t-2n8c2t-pci-normalio.xml");
+    let m = Machine::xml(&path).unwrap();
+    let r = Run::per(Level::Package)
+        .machine(m)
+        .run(|ctx| Ok(ctx.placement()))
+        .unwrap();
+    let want = NotBound::OtherMachine {
+        origin: Source::Xml(path.clone()),
+    };
+    let numas: Vec<_> = r.iter().map(|x| x.numas.clone()).collect();
+    assert_eq!(numas, vec![Some(vec![0]), Some(vec![1])]);
+    for x in &r {
+        assert_eq!(x.binding, Binding::NotApplied(want.clone()), "{x}");
+        let text = x.to_string();
+        assert!(
+            text.contains(&format!(
+                "(not bound: planned for another machine (XML file {}))",
+                path.display()
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        r[1].to_string().starts_with("package 1, NUMA 1, "),
+        "{}",
+        r[1]
+    );
+}
+
+#[test]
+fn synthetic_trees_without_numa_level_report_none() {
+    let r = Run::per(Level::Package)
+        .machine(fake("package:2 core:2 pu:1"))
+        .run(|ctx| {
+            let inner = ctx.run_per(Level::Core, |c| Ok(c.placement()))?;
+            Ok((ctx.placement(), inner))
+        })
+        .unwrap();
+    for (pid, (x, inner)) in r.iter().enumerate() {
+        assert_eq!(x.numas, None, "{x}");
+        assert!(
+            x.to_string()
+                .starts_with(&format!("package {pid}, NUMA -, cores ")),
+            "{x}"
+        );
+        assert!(inner.iter().all(|c| c.numas.is_none()), "{inner:?}");
+    }
+    // With a NUMA level, the same shape names its nodes.
+    let r = Run::per(Level::Package)
+        .machine(fake("package:2 numa:1 core:2 pu:1"))
+        .run(|ctx| Ok(ctx.placement().numas))
+        .unwrap();
+    assert_eq!(r, vec![Some(vec![0]), Some(vec![1])]);
+}
+
+/// The error and the sources below it, outermost first.
+fn chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut out = vec![e];
+    let mut cur = e;
+    while let Some(s) = cur.source() {
+        out.push(s);
+        cur = s;
+    }
+    out
+}
+
+#[test]
+fn plan_failures_are_the_source_of_run_errors() {
+    use mbsp::topology::PlanError;
+    let e = Run::new(2)
+        .machine(fake("package:2 core:2 pu:1"))
+        .policy(Policy::Manual(vec![vec![0], vec![99]]))
+        .run(|_| Ok(()))
+        .unwrap_err();
+    let below = chain(&e);
+    assert_eq!(below.len(), 2, "{e}");
+    let plan = below[1].downcast_ref::<PlanError>().expect("a PlanError");
+    assert!(
+        matches!(
+            plan,
+            PlanError::ManualNoSuchCpu {
+                pid: 1,
+                cpu: 99,
+                ..
+            }
+        ),
+        "{plan:?}"
+    );
+    assert_eq!(e.message(), plan.to_string());
+
+    // A nested run's plan failure is the hierarchy's failure, with the same source.
+    within(60, || {
+        let e = Run::per(Level::Package)
+            .machine(fake("package:2 core:2 pu:1"))
+            .run(|ctx| {
+                ctx.run_with(
+                    Run::new(2).policy(Policy::Manual(vec![vec![0]])),
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::Misuse, "run"));
+        let plan = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<PlanError>())
+            .unwrap_or_else(|| panic!("no PlanError under {e}"));
+        assert_eq!(plan, &PlanError::ManualCount { sets: 1, procs: 2 });
+        assert_eq!(e.message(), format!("nested run: {plan}"));
+    });
+}
+
+/// Set in a child run of this test binary by [`in_child`].
+const CHILD: &str = "MBSP_PLACEMENT_TEST_CHILD";
+
+/// Run the test `name` of this binary again in a child process with `env` set (the machine and
+/// affinity variables are read once per process, and tests share the process), and check that
+/// it passed. Returns whether this is the child, which then does the checks itself.
+fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            &common::test_name(module_path!(), name),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env_remove(mbsp::topology::ENV)
+        .env_remove(mbsp::AFFINITY_ENV)
+        .envs(env.iter().copied())
+        .output()
+        .expect("test binary runs again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child test failed:\n{text}");
+    assert!(text.contains("1 passed"), "child ran no test:\n{text}");
+    false
+}
+
+#[test]
+fn a_bad_machine_specification_is_the_source_of_the_run_error() {
+    use mbsp::topology::TopologyError;
+    if !in_child(
+        "a_bad_machine_specification_is_the_source_of_the_run_error",
+        &[("MBSP_TOPOLOGY", "xml:/no/such/machine.xml")],
+    ) {
+        return;
+    }
+    let e = mbsp::run(2, |ctx| ctx.sync()).unwrap_err();
+    assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::System, "run"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "run: cannot load topology from XML file /no/such/machine.xml: no such file"
+    );
+    let below = chain(&e);
+    assert_eq!(below.len(), 3, "run error, topology error, I/O error: {e}");
+    let topo = below[1]
+        .downcast_ref::<TopologyError>()
+        .expect("a TopologyError");
+    assert!(
+        matches!(topo, TopologyError::XmlFile { path, .. } if path.to_str() == Some("/no/such/machine.xml")),
+        "{topo:?}"
+    );
+    let io = below[2]
+        .downcast_ref::<std::io::Error>()
+        .expect("io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    // The failure is cached: the next run fails the same way.
+    let again = mbsp::run(1, |_| Ok(())).unwrap_err();
+    assert!(matches!(
+        chain(&again)[1].downcast_ref::<TopologyError>(),
+        Some(TopologyError::XmlFile { .. })
+    ));
+}
+
+#[test]
+fn a_bad_affinity_is_the_source_of_the_run_error() {
+    use mbsp::AffinityError;
+    if !in_child(
+        "a_bad_affinity_is_the_source_of_the_run_error",
+        &[("MBSP_AFFINITY", "manual:0-3;4-x")],
+    ) {
+        return;
+    }
+    let e = mbsp::run(2, |ctx| ctx.sync()).unwrap_err();
+    assert_eq!((e.kind(), e.op()), (mbsp::ErrorKind::Misuse, "run"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "run: \"x\" is not a CPU number (in \"0-3;4-x\")"
+    );
+    let below = chain(&e);
+    assert_eq!(below.len(), 3, "run error, affinity error, int error: {e}");
+    let affinity = below[1]
+        .downcast_ref::<AffinityError>()
+        .expect("an AffinityError");
+    assert!(
+        matches!(affinity, AffinityError::NotACpu { token, spec, .. } if token == "x" && spec == "0-3;4-x"),
+        "{affinity:?}"
+    );
+    assert!(below[2].is::<std::num::ParseIntError>());
+    // The same error from the parser itself.
+    assert_eq!(
+        &mbsp::parse_affinity("manual:0-3;4-x").unwrap_err(),
+        affinity
+    );
+}
