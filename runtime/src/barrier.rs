@@ -132,6 +132,9 @@ pub struct Member {
     pid: usize,
     episode: u32,
     waiter: Waiter,
+    /// The last process this one woke in a dissemination barrier: its next wait is patient
+    /// while that process has not run yet (`wait.rs`).
+    woken: Option<u32>,
 }
 
 impl Member {
@@ -141,6 +144,7 @@ impl Member {
             pid,
             episode: 0,
             waiter: Waiter::new(),
+            woken: None,
         }
     }
 }
@@ -400,12 +404,18 @@ impl Barrier {
             for &r in self.readers_of(me.pid * self.rounds + k) {
                 if self.signals[r as usize].notify() {
                     me.waiter.woke();
+                    me.woken = Some(r);
                 }
             }
             let from = self.sources[me.pid * self.rounds + k] as usize;
             let line = &self.lines[from * self.rounds + k];
+            // No round of this episode ends before every process has arrived, so a reader we
+            // woke delays us until it runs, whoever our source is.
+            let woken = me.woken;
             let got =
-                self.await_episode(&line.half[parity].word, e, me.pid, &mut me.waiter)? as u32;
+                self.await_episode(&line.half[parity].word, e, me.pid, &mut me.waiter, || {
+                    woken.is_some_and(|r| self.signals[r as usize].sleeping())
+                })? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
             if n > 0 {
                 if let Some(slot) = inbox.get_mut(k) {
@@ -440,11 +450,14 @@ impl Barrier {
                 me.waiter.woke();
             }
         }
+        // With many more processes than cores, woken processes wait for a core as a rule, and
+        // a process that yields until they run only delays them: the tree's waits do not watch
+        // them (their patience is the fixed one).
         let released = if me.pid == 0 {
-            self.await_episode(all, e, 0, &mut me.waiter)?
+            self.await_episode(all, e, 0, &mut me.waiter, || false)?
         } else {
             let parent = &self.nodes[(me.pid - 1) / TREE_ARITY].release;
-            self.await_episode(parent, e, me.pid, &mut me.waiter)?
+            self.await_episode(parent, e, me.pid, &mut me.waiter, || false)?
         };
         // Release: what this process saw travels down its subtree. Then the sleep handshake's
         // notifications (`wait.rs`).
@@ -460,7 +473,8 @@ impl Barrier {
         Ok(released as u32)
     }
 
-    /// Wait (as process `pid`) until `word` holds episode `e`; return it.
+    /// Wait (as process `pid`) until `word` holds episode `e`; return it. `waking`: whether a
+    /// process this one woke has not run yet (`Waiter::wait`).
     #[inline]
     fn await_episode(
         &self,
@@ -468,6 +482,7 @@ impl Barrier {
         e: u32,
         pid: usize,
         waiter: &mut Waiter,
+        waking: impl Fn() -> bool,
     ) -> Result<u64, Aborted> {
         waiter.wait(
             self.policy,
@@ -477,6 +492,7 @@ impl Barrier {
                 ((w >> 32) as u32 == e).then_some(w)
             },
             || self.is_aborted(),
+            waking,
         )
     }
 

@@ -134,6 +134,13 @@ impl Signal {
         true
     }
 
+    /// Whether someone sleeps on this signal, or was woken and has not run since: a sleeper
+    /// counts itself out only once it runs again. A hint (Relaxed): it orders nothing.
+    #[inline]
+    pub(crate) fn sleeping(&self) -> bool {
+        self.sleepers.load(Ordering::Relaxed) != 0
+    }
+
     /// Sleep until `ready` or `stop` (the last phase of a wait).
     #[cold]
     fn sleep<T>(
@@ -173,30 +180,45 @@ pub(crate) enum Sleep<'a> {
 }
 
 /// How long a wait that follows a notification which woke someone keeps spinning and yielding
-/// before it sleeps: longer than a woken thread takes to run again (tens of microseconds, more
-/// when its core was idle), so that two processes do not keep waking each other up (below).
+/// before it sleeps, once the woken thread is running again: a little longer than a thread that
+/// has just been scheduled takes to reach its next sync.
 #[cfg(not(feature = "loom"))]
 const WAKE_PATIENCE: std::time::Duration = std::time::Duration::from_micros(500);
 
-/// The smallest adaptive spin budget.
+/// How long such a wait keeps yielding at most while a thread it woke has not run yet. A woken
+/// thread whose core was idle may take milliseconds to run on a virtual machine (the hypervisor
+/// must schedule the halted virtual CPU again); a waiter that slept meanwhile would need such a
+/// wake-up itself (below).
+#[cfg(not(feature = "loom"))]
+const WAKE_PATIENCE_CAP: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The smallest adaptive spin budget, in iterations.
 const MIN_SPINS: u32 = 8;
+
+/// The smallest adaptive spin budget as a fraction of the policy's: a partner that is running
+/// arrives within about a microsecond (a cache-line transfer and the rest of its sync), so a
+/// budget learned from descheduled partners must not fall below that, or every sync of a run of
+/// short supersteps would pay a yield.
+const MIN_SPINS_DIVISOR: u32 = 8;
 
 /// One thread's waiting state: its adaptive spin budget, and whether its next wait is for a
 /// thread it has just woken.
 ///
-/// The budget adapts: a wait that ends while spinning lets it grow back towards the policy's
-/// maximum; a wait that had to yield or sleep halves it. So a thread whose partners are
-/// descheduled (oversubscription, a noisy machine) soon stops burning its time slice on
-/// spinning, and returns to spinning once partners arrive promptly again.
+/// The budget adapts: a wait that had to yield or sleep halves it (down to about a microsecond
+/// of spinning, [`MIN_SPINS_DIVISOR`]), and a wait that ends while spinning doubles it back
+/// towards the policy's maximum. So a thread whose partners are descheduled (oversubscription,
+/// a noisy machine) soon stops burning its time slice on spinning, and what it learned lasts only
+/// as many waits as it took to learn once partners arrive promptly again.
 ///
 /// A thread that has just woken a sleeper ([`Waiter::woke`]) is patient in its next wait: after
-/// its spins it keeps yielding, as long as yields are brief (nobody else wants the core), until
-/// [`WAKE_PATIENCE`] has passed, before it sleeps. Without that, two processes syncing back to
-/// back after a long wait can stay in a slow mode: the one that slept is woken by the other,
-/// which then waits for it in the next superstep for longer than its spin and yield budget (a
-/// wake-up takes tens of microseconds) and goes to sleep itself, to be woken by the first, and
-/// so on, every superstep costing a wake-up (issue 25 saw 30-160 µs per sync for whole passes
-/// of 1000 syncs; `runtime/examples/sync_after_sleep.rs` with a short policy shows it).
+/// its spins it keeps yielding while a thread it woke has not run yet (up to
+/// [`WAKE_PATIENCE_CAP`]), and then, as long as yields are brief (nobody else wants the core),
+/// until [`WAKE_PATIENCE`] has passed, before it sleeps. Without that, two processes syncing back to back after a long
+/// wait can stay in a slow mode: the one that slept is woken by the other, which then waits for
+/// it in the next superstep for longer than its patience (a wake-up can take hundreds of
+/// microseconds on a virtual machine) and goes to sleep itself, to be woken by the first, and so
+/// on, every superstep costing a wake-up (issue 25 saw 30-160 µs per sync for whole passes of
+/// 1000 syncs; `runtime/examples/sync_after_sleep.rs` shows how a pass recovers).
 #[derive(Debug)]
 pub(crate) struct Waiter {
     spins: u32,
@@ -221,7 +243,8 @@ impl Waiter {
     /// Wait as `policy` says until `ready` returns a value; give up with [`Aborted`] once
     /// `stop` is true (checked from the yield phase on). `ready` must load what it checks with
     /// (at least) Acquire ordering; the notifier of `sleep` must notify after making `ready` or
-    /// `stop` true.
+    /// `stop` true. `waking` says whether a thread this one woke (since its last wait) has not
+    /// run yet: a patient wait keeps yielding while it is true (see [`Waiter`]).
     #[inline]
     pub(crate) fn wait<T>(
         &mut self,
@@ -229,18 +252,19 @@ impl Waiter {
         sleep: Sleep<'_>,
         mut ready: impl FnMut() -> Option<T>,
         stop: impl Fn() -> bool,
+        waking: impl Fn() -> bool,
     ) -> Result<T, Aborted> {
         let spins = self.spins.min(policy.spins);
         for _ in 0..spins {
             if let Some(v) = ready() {
-                self.spins = (spins + spins / 8 + 1).min(policy.spins);
+                self.spins = spins.saturating_mul(2).min(policy.spins);
                 self.patient = false;
                 return Ok(v);
             }
             spin_hint();
         }
-        self.spins = (spins / 2).max(MIN_SPINS.min(policy.spins));
-        self.slow(policy, sleep, ready, stop)
+        self.spins = (spins / 2).max(min_spins(policy));
+        self.slow(policy, sleep, ready, stop, waking)
     }
 
     /// The yield and sleep phases of [`wait`](Self::wait).
@@ -251,6 +275,7 @@ impl Waiter {
         sleep: Sleep<'_>,
         mut ready: impl FnMut() -> Option<T>,
         stop: impl Fn() -> bool,
+        waking: impl Fn() -> bool,
     ) -> Result<T, Aborted> {
         let patience = Patience::new(std::mem::take(&mut self.patient));
         let mut yields = 0u32;
@@ -261,10 +286,11 @@ impl Waiter {
             if stop() {
                 return Err(Aborted);
             }
-            if yields >= policy.yields && !patience.lasts() {
+            let keep = patience.keep(&waking);
+            if yields >= policy.yields && keep == Keep::No {
                 break;
             }
-            if !yield_briefly() {
+            if !yield_briefly() && keep != Keep::Yielding {
                 break;
             }
             yields = yields.saturating_add(1);
@@ -283,6 +309,19 @@ impl Waiter {
             },
         }
     }
+
+    /// The current spin budget (for tests).
+    #[cfg(all(test, not(feature = "loom")))]
+    fn budget(&self, policy: WaitPolicy) -> u32 {
+        self.spins.min(policy.spins)
+    }
+}
+
+/// The smallest spin budget a [`Waiter`] learns under `policy`.
+fn min_spins(policy: WaitPolicy) -> u32 {
+    (policy.spins / MIN_SPINS_DIVISOR)
+        .max(MIN_SPINS)
+        .min(policy.spins)
 }
 
 /// Wait once, with the policy's full spin budget (see [`Waiter::wait`]).
@@ -293,14 +332,14 @@ pub(crate) fn wait_until<T>(
     ready: impl FnMut() -> Option<T>,
     stop: impl Fn() -> bool,
 ) -> Result<T, Aborted> {
-    Waiter::new().wait(policy, sleep, ready, stop)
+    Waiter::new().wait(policy, sleep, ready, stop, || false)
 }
 
-/// The deadline of a patient wait's yield phase (none under loom, which has no clock: there the
+/// When a patient wait's yield phase began (none under loom, which has no clock: there the
 /// policy's yields alone bound it).
 struct Patience {
     #[cfg(not(feature = "loom"))]
-    until: Option<std::time::Instant>,
+    since: Option<std::time::Instant>,
 }
 
 impl Patience {
@@ -312,17 +351,50 @@ impl Patience {
         }
         #[cfg(not(feature = "loom"))]
         Patience {
-            until: patient.then(|| std::time::Instant::now() + WAKE_PATIENCE),
+            since: patient.then(std::time::Instant::now),
         }
     }
 
-    fn lasts(&self) -> bool {
+    /// Whether the wait should keep yielding; `waking` as in [`Waiter::wait`].
+    fn keep(&self, waking: impl Fn() -> bool) -> Keep {
         #[cfg(feature = "loom")]
         {
-            false
+            let _ = waking;
+            Keep::No
         }
         #[cfg(not(feature = "loom"))]
-        self.until.is_some_and(|t| std::time::Instant::now() < t)
+        self.since
+            .map_or(Keep::No, |t| patience_keeps(t.elapsed(), waking))
+    }
+}
+
+/// What a patient wait does after its policy's yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Under loom (no clock) a wait is never patient.
+#[cfg_attr(feature = "loom", allow(dead_code))]
+enum Keep {
+    /// Sleep.
+    No,
+    /// Yield while yields are brief (nobody else wants the core), then sleep.
+    WhileBrief,
+    /// Yield even if other threads run meanwhile: a thread this one woke has not run yet, and
+    /// sleeping would make its arrival wait for a wake-up of this one in turn. On a busy
+    /// machine a woken thread may wait milliseconds for a core, and each such wake-up would
+    /// cost that again.
+    Yielding,
+}
+
+/// What a patient wait that has yielded for `elapsed` does: it keeps yielding for
+/// [`WAKE_PATIENCE`], and whatever the machine does while a thread it woke has not run yet,
+/// for up to [`WAKE_PATIENCE_CAP`].
+#[cfg(not(feature = "loom"))]
+fn patience_keeps(elapsed: std::time::Duration, waking: impl FnOnce() -> bool) -> Keep {
+    if elapsed < WAKE_PATIENCE_CAP && waking() {
+        Keep::Yielding
+    } else if elapsed < WAKE_PATIENCE {
+        Keep::WhileBrief
+    } else {
+        Keep::No
     }
 }
 
@@ -382,5 +454,84 @@ impl Signal {
         let r = self.sleep(ready, stop);
         count.fetch_sub(1, Ordering::Relaxed);
         r
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    /// A wait whose condition turns true at the `after`-th check (1: at once).
+    fn wait_checks(w: &mut Waiter, policy: WaitPolicy, after: u32) {
+        let checks = Cell::new(0);
+        let ready = || {
+            checks.set(checks.get() + 1);
+            (checks.get() >= after).then_some(())
+        };
+        w.wait(policy, Sleep::Naps, ready, || false, || false)
+            .unwrap();
+    }
+
+    /// Waits that outlast the spin budget shrink it, but not below an eighth of the policy's;
+    /// prompt waits then restore it within three waits, not tens.
+    #[test]
+    fn a_learned_short_budget_lasts_only_a_few_prompt_waits() {
+        let policy = WaitPolicy::new(400, 0);
+        let mut w = Waiter::new();
+        assert_eq!(w.budget(policy), 400);
+        for _ in 0..20 {
+            // Ready at the first check of the slow phase: no yield, no sleep.
+            let budget = w.budget(policy);
+            wait_checks(&mut w, policy, budget + 1);
+        }
+        assert_eq!(w.budget(policy), 50);
+        let mut prompt = 0;
+        while w.budget(policy) < 400 {
+            wait_checks(&mut w, policy, 1);
+            prompt += 1;
+        }
+        assert_eq!(prompt, 3);
+    }
+
+    /// A policy with fewer spins than the smallest budget keeps its own.
+    #[test]
+    fn a_short_policy_is_its_own_floor() {
+        let policy = WaitPolicy::new(5, 0);
+        let mut w = Waiter::new();
+        wait_checks(&mut w, policy, 10);
+        assert_eq!(w.budget(policy), 5);
+        assert_eq!(min_spins(WaitPolicy::new(0, 0)), 0);
+        assert_eq!(min_spins(WaitPolicy::new(60, 0)), MIN_SPINS);
+        assert_eq!(min_spins(WaitPolicy::new(1000, 0)), 125);
+    }
+
+    /// A patient wait yields (while yields are brief) for `WAKE_PATIENCE`, and whatever the
+    /// machine does while the woken thread has not run, for up to `WAKE_PATIENCE_CAP`.
+    #[test]
+    fn patience_lasts_while_the_woken_thread_has_not_run() {
+        let short = WAKE_PATIENCE / 2;
+        let long = WAKE_PATIENCE + (WAKE_PATIENCE_CAP - WAKE_PATIENCE) / 2;
+        assert_eq!(patience_keeps(short, || false), Keep::WhileBrief);
+        assert_eq!(patience_keeps(short, || true), Keep::Yielding);
+        assert_eq!(patience_keeps(long, || false), Keep::No);
+        assert_eq!(patience_keeps(long, || true), Keep::Yielding);
+        assert_eq!(patience_keeps(WAKE_PATIENCE_CAP, || true), Keep::No);
+        let later = WAKE_PATIENCE_CAP + Duration::from_secs(1);
+        assert_eq!(patience_keeps(later, || true), Keep::No);
+    }
+
+    /// The patience is consumed by the wait after the wake-up, and a prompt wait clears it.
+    #[test]
+    fn patience_is_for_the_next_slow_wait_only() {
+        let policy = WaitPolicy::new(4, 0);
+        let mut w = Waiter::new();
+        w.woke();
+        wait_checks(&mut w, policy, 1);
+        assert!(!w.patient);
+        w.woke();
+        wait_checks(&mut w, policy, 10);
+        assert!(!w.patient);
     }
 }
