@@ -960,7 +960,11 @@ fn cxx_bsp_program_class() {
     let err = String::from_utf8_lossy(&out.stderr);
     // mpiexec reports the refusing rank's exit status (1), or 9 when it had to kill a rank
     // that was still running when the first one ended.
-    assert!(matches!(out.status.code(), Some(1 | 9)), "{:?}: {err}", out.status);
+    assert!(
+        matches!(out.status.code(), Some(1 | 9)),
+        "{:?}: {err}",
+        out.status
+    );
     assert!(
         err.contains("mbsp: bsp_begin: over MPI ranks a program has one top-level SPMD section"),
         "{err}"
