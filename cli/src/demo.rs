@@ -244,7 +244,7 @@ pub fn run(o: &Options) -> Result<()> {
             crate::spmv_cmd::plan_seconds_per_nz(plan)?,
             "the SpMV's local rate",
         )?;
-        let predicted = plan.predict(&machine, per_nz, variant == Variant::HpDirect);
+        let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(
             "{:<5} p = {p}: {} per multiply ({:.0} Mflop/s), sequential CSR {} ({:.0} Mflop/s): \

@@ -104,29 +104,25 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 pub enum Variant {
     /// Gets and puts, two supersteps per multiply.
     Plain,
-    /// Puts from the owners and `hpsend`, two lazy supersteps per multiply (declared counts).
+    /// `direct_get` and `hpsend`, one superstep per multiply ending with a full sync (the
+    /// default fan-out of `HpSpmv`).
     Hp,
-    /// `direct_get` and `hpsend`, one superstep per multiply ending with a full sync.
-    HpDirect,
+    /// Puts from the owners and `hpsend`, two lazy supersteps per multiply (declared counts).
+    HpPuts,
     /// Packages (plain) with a nested run over each package's cores.
     Hier,
 }
 
 impl Variant {
     /// Every variant, in the order of the tables.
-    pub const ALL: [Variant; 4] = [
-        Variant::Plain,
-        Variant::Hp,
-        Variant::HpDirect,
-        Variant::Hier,
-    ];
+    pub const ALL: [Variant; 4] = [Variant::Plain, Variant::Hp, Variant::HpPuts, Variant::Hier];
 
     /// The variant's name on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Plain => "plain",
             Variant::Hp => "hp",
-            Variant::HpDirect => "hp-direct",
+            Variant::HpPuts => "hp-puts",
             Variant::Hier => "hier",
         }
     }
@@ -369,9 +365,9 @@ pub fn measure(
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
-        (Plan::Flat(plan), Variant::Hp | Variant::HpDirect) => (
+        (Plan::Flat(plan), Variant::Hp | Variant::HpPuts) => (
             run_on::gathered(prep.p, |ctx| {
-                let fanout = if variant == Variant::Hp {
+                let fanout = if variant == Variant::HpPuts {
                     Fanout::Puts
                 } else {
                     Fanout::DirectGet
@@ -605,7 +601,7 @@ pub fn run(o: &Options) -> Result<()> {
         (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
             per_nz,
-            variant == Variant::HpDirect,
+            variant == Variant::Hp,
         )),
         _ => None,
     };
