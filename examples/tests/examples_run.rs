@@ -168,17 +168,17 @@ fn cg() {
     let out = run(env!("CARGO_BIN_EXE_cg"), &[]);
     assert!(out.contains("ok: matches sequential CG"), "{out}");
     let matrix = out.split(':').next().unwrap().to_string();
-    for p in ["1", "3", "4"] {
-        for variant in ["plain", "hp"] {
-            let out = run(
-                env!("CARGO_BIN_EXE_cg"),
-                &[&matrix, p, "1e-10", "20000", variant],
-            );
-            assert!(
-                out.contains(&format!("p = {p}:")) && out.contains("ok: matches sequential CG"),
-                "{variant}: {out}"
-            );
-        }
+    // Each process count once and each variant oversubscribed (every run partitions the
+    // matrix anew: most of its time).
+    for (p, variant) in [("1", "hp"), ("3", "plain"), ("4", "hp")] {
+        let out = run(
+            env!("CARGO_BIN_EXE_cg"),
+            &[&matrix, p, "1e-10", "20000", variant],
+        );
+        assert!(
+            out.contains(&format!("p = {p}:")) && out.contains("ok: matches sequential CG"),
+            "{variant}: {out}"
+        );
     }
     // A rectangular matrix is refused with a clear message and a failure status.
     let rect = std::path::Path::new(&matrix).with_file_name("Maragal_6.mtx.gz");
