@@ -105,19 +105,16 @@ pub struct Report<'a> {
     pub o: &'a Options,
 }
 
-/// Where the predictions' parameters come from.
+/// Where the predictions' parameters come from: the runtime's own lookup (`MBSP_PARAMS`, else
+/// this machine's saved parameters, else the defaults), with the way to measure them when they
+/// are the defaults.
 fn params_source() -> String {
-    match std::env::var_os(mbsp_algorithms::cost::PARAMS_ENV) {
-        Some(f) => format!(
-            "{}={}",
-            mbsp_algorithms::cost::PARAMS_ENV,
-            f.to_string_lossy()
+    let from = mbsp::params::source();
+    match from {
+        mbsp::params::ParamsSource::Default => format!(
+            "{from} (measure them with `mbsp params --save`, which every command then uses)"
         ),
-        None => format!(
-            "the built-in defaults (measure this machine's with `mbsp params --json FILE`, \
-             then set {}=FILE)",
-            mbsp_algorithms::cost::PARAMS_ENV
-        ),
+        _ => from.to_string(),
     }
 }
 

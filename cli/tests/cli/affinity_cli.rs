@@ -253,3 +253,49 @@ fn failures_have_their_exit_status() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The note under the table names where the predictions' parameters come from: the defaults
+/// (with the command that measures this machine's), then the file where `mbsp params --save`
+/// writes.
+#[test]
+fn predictions_name_the_parameters_they_use() {
+    let config = common::scratch("affinity_cli", "params_source");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", &config)
+            .env_remove("MBSP_PARAMS")
+            .output()
+            .expect("start mbsp");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let sync = [
+        "affinity", "--quick", "--repeat", "1", "-k", "sync", "--policy", "compact",
+    ];
+    let out = run(&sync);
+    assert!(
+        out.contains("BSP predictions from the defaults, not measured on this machine")
+            && out.contains("`mbsp params --save`"),
+        "{out}"
+    );
+    // The file `--save` writes (written with `--json`: `--save` refuses fits that a quick run
+    // on a busy machine can give).
+    let saved = config.join("mbsp").join("params.json");
+    std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
+    run(&["params", "--quick", "--json", saved.to_str().unwrap()]);
+    assert!(saved.is_file(), "{}", saved.display());
+    let out = run(&sync);
+    assert!(
+        out.contains(&format!(
+            "BSP predictions from this machine's, {}",
+            saved.display()
+        )),
+        "{out}"
+    );
+}
