@@ -250,6 +250,103 @@ fn high_performance(ctx: &mut Ctx) -> Result<()> {
 
 /// Mode `hybrid`: each rank runs nested thread runs over its own machine (2 threads, then
 /// one per core), with registrations and puts inside; the rank's top level goes on after.
+/// A program of puts, messages, owned messages and large puts whose supersteps declare their
+/// counts when `lazy` (else every sync is full); returns what every superstep observed (the
+/// words put, a digest of the large put, the messages in queue order).
+fn lazy_program(ctx: &mut Ctx, lazy: bool) -> Result<Vec<u64>> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let (next, prev) = ((me + 1) % p, (me + p - 1) % p);
+    let a = ctx.push_reg(vec![0u64; 4])?;
+    // Larger than the rank engine's large-put threshold (32 KiB).
+    let big = ctx.push_reg(vec![0u8; 40 << 10])?;
+    ctx.set_tagsize(8)?;
+    ctx.sync()?;
+    let mut seen = Vec::new();
+    for step in 0..16u64 {
+        let mut records = 0;
+        let word = step * 100 + me as u64;
+        match step % 5 {
+            // A ring of one-word puts.
+            0 => {
+                ctx.put(next, &[word], &a, 0)?;
+                records = 1;
+            }
+            // All-to-all messages (our own included) and a put to the left.
+            1 => {
+                for j in 0..p {
+                    ctx.send(j, &word.to_le_bytes(), &[me as u8, j as u8, step as u8])?;
+                }
+                ctx.put(prev, &[word, word + 1], &a, 1)?;
+                records = p + 1;
+            }
+            // A large put and two messages to the right.
+            2 => {
+                let data: Vec<u8> = (0..40 << 10).map(|i| (i as u64 * 7 + word) as u8).collect();
+                ctx.put(next, &data, &big, 0)?;
+                ctx.send(next, &word.to_le_bytes(), b"first")?;
+                ctx.send(next, &word.to_le_bytes(), b"second")?;
+                records = 3;
+            }
+            // An owned message to the right and a message to ourselves.
+            3 => {
+                ctx.send_owned(next, &word.to_le_bytes(), vec![word; 5])?;
+                ctx.send(me, &word.to_le_bytes(), b"selfself")?;
+                records = 2;
+            }
+            // Nothing (a rank with nothing to receive does not wait).
+            _ => {}
+        }
+        if lazy {
+            ctx.expect(records)?;
+        }
+        ctx.sync()?;
+        seen.extend_from_slice(ctx.local(&a)?);
+        let b = ctx.local(&big)?;
+        seen.push(
+            b.iter()
+                .fold(0u64, |h, &x| h.wrapping_mul(31).wrapping_add(x as u64)),
+        );
+        if step % 5 == 3 {
+            // The owned message and the plain one to ourselves, in sender order.
+            while let Some(m) = ctx.move_owned::<u64>()? {
+                seen.push(m.tag_as::<u64>());
+                seen.extend_from_slice(&m.payload);
+            }
+        }
+        while let Some(m) = ctx.peek()? {
+            seen.push(m.tag_as::<u64>());
+            seen.extend(m.payload.iter().map(|&x| x as u64));
+            let mut sink = [0u8; 16];
+            ctx.move_message(&mut sink)?;
+        }
+    }
+    Ok(seen)
+}
+
+/// Lazy syncs over ranks give what full syncs give; the messages of the all-to-all superstep
+/// come in sender order.
+fn lazy_semantics(ctx: &mut Ctx) -> Result<()> {
+    let p = ctx.nprocs();
+    let full = lazy_program(ctx, false)?;
+    let lazy = lazy_program(ctx, true)?;
+    check(
+        ctx,
+        full == lazy,
+        "lazy syncs observe what full syncs observe",
+    )?;
+    // The all-to-all superstep (1): after the words of `a` (4) and the digest (1), each
+    // message is its tag then 3 payload bytes: the senders in order 0..p.
+    let per_step: usize = 5;
+    let start = per_step; // step 0 has no messages
+    let senders: Vec<u64> = (0..p).map(|k| full[start + per_step + 4 * k + 1]).collect();
+    check(
+        ctx,
+        senders == (0..p as u64).collect::<Vec<_>>(),
+        &format!("messages in sender order: {senders:?}"),
+    )?;
+    Ok(())
+}
+
 fn hybrid(ctx: &mut Ctx) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let total = ctx.push_reg(vec![0u64; p])?;
@@ -864,6 +961,31 @@ fn main() {
                 }
                 ctx.sync()?;
             }
+            "lazy" => lazy_semantics(ctx)?,
+            "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-panic" => {
+                let a = ctx.push_reg(vec![0u64; 2])?;
+                ctx.sync()?;
+                let next = (me + 1) % p;
+                for step in 1..=10u64 {
+                    let odd = step == 2 && me == p - 1;
+                    match mode.as_str() {
+                        "lazy-many" if odd => {
+                            // Two records for a receiver that declares one.
+                            ctx.put(next, &[step], &a, 0)?;
+                            ctx.put(next, &[step], &a, 1)?;
+                        }
+                        "lazy-panic" if odd => panic!("rank asked to panic"),
+                        _ => ctx.put(next, &[step], &a, 0)?,
+                    }
+                    match mode.as_str() {
+                        "lazy-short" if step == 2 && me == 0 => ctx.expect(2)?,
+                        "lazy-mixed" if odd => {} // a full sync where the others are lazy
+                        _ => ctx.expect(1)?,
+                    }
+                    ctx.sync()?;
+                }
+                return Err(ctx.abort("the lazy misuse went unnoticed"));
+            }
             "hybrid" => hybrid(ctx)?,
             "algorithms" => algorithms(ctx)?,
             "timing" => timing(ctx)?,
@@ -876,7 +998,7 @@ fn main() {
         Ok(mine) => {
             if let Some(p) = mine
                 .value
-                .filter(|_| ["", "model", "hybrid", "algorithms"].contains(&mode.as_str()))
+                .filter(|_| ["", "model", "hybrid", "algorithms", "lazy"].contains(&mode.as_str()))
             {
                 let what = if mode.is_empty() {
                     "selftest".to_string()

@@ -1,5 +1,6 @@
 //! A rank's sync: the exchange of one superstep (the protocol in the module documentation).
 
+use super::lazy::Stop;
 use super::net::Net;
 use super::protocol::*;
 use super::shm::Source;
@@ -22,6 +23,18 @@ impl Ctx {
             // inside a collective this rank will never join: nothing but ending the job helps.
             let comm = net.comm.as_raw();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let (Some(m), false, false) =
+                    (self.lazy.get(), ending, self.run.tree.is_aborted())
+                {
+                    match self.rank_lazy(net, m) {
+                        Ok(()) => return Ok(()),
+                        // The run's failure (`misuse` recorded it): the exchange below
+                        // takes it to every rank.
+                        Err(Stop::Misuse(e)) => self.run.tree.fail(&e),
+                        // Another rank failed: the exchange below brings its error.
+                        Err(Stop::Peer) => {}
+                    }
+                }
                 self.rank_exchange(net, op, ending)
             }))
             .unwrap_or_else(|payload| {
@@ -85,6 +98,9 @@ impl Ctx {
         };
         if state == FAILED {
             net.publish_failed();
+        } else {
+            // A rank in a lazy sync of this superstep reads this (a misuse it reports).
+            net.lazy.enter_full(net.win, self.step);
         }
         // The last superstep's communication is delivered at the end too (as on threads).
         let flags = if state != FAILED { self.flags.get() } else { 0 };
@@ -158,7 +174,12 @@ impl Ctx {
             | if grow { GROW } else { 0 }
             | if sends { STREAM } else { 0 }
             | if bigs { BIG } else { 0 }
-            | if big_gets { BIG_GETS } else { 0 };
+            | if big_gets { BIG_GETS } else { 0 }
+            | if self.prev_lazy && state != FAILED {
+                PREV_LAZY
+            } else {
+                0
+            };
         let (mut header, mut got) = (
             std::mem::take(&mut net.header),
             std::mem::take(&mut net.got),
@@ -167,7 +188,7 @@ impl Ctx {
         let mut at = 0;
         for &c in &net.send_counts {
             let c = c as usize;
-            header.extend_from_slice(&[state, c as u64, word]);
+            header.extend_from_slice(&[state | self.step << STATE_BITS, c as u64, word]);
             let inline = if c <= INLINE { c } else { 0 };
             header.extend_from_slice(&net.send[at..at + inline]);
             header.resize(header.len() + INLINE - inline, 0);
@@ -176,14 +197,20 @@ impl Ctx {
         got.resize(SLOT * p, 0);
         net.headers(&header, &mut got, me, self.step);
         let g = got.chunks_exact(SLOT).fold(0u64, |a, h| a | h[2]);
-        let all_syncing = got.chunks_exact(SLOT).all(|h| h[0] == SYNCING);
+        let all_syncing = got
+            .chunks_exact(SLOT)
+            .all(|h| h[0] == self.step << STATE_BITS);
         if g == 0 && all_syncing && state == SYNCING {
             // The empty superstep: nothing else to exchange.
             (net.header, net.got) = (header, got);
             self.rank_finish(net);
             return Ok(());
         }
-        let states: Vec<u64> = got.chunks_exact(SLOT).map(|h| h[0]).collect();
+        let states: Vec<u64> = got
+            .chunks_exact(SLOT)
+            .map(|h| h[0] & ((1 << STATE_BITS) - 1))
+            .collect();
+        let steps: Vec<u64> = got.chunks_exact(SLOT).map(|h| h[0] >> STATE_BITS).collect();
         let counts: Vec<usize> = got.chunks_exact(SLOT).map(|h| h[1] as usize).collect();
         // Each rank's stream to us: received by the all-to-all-v (long ones), or copied from
         // its header slot to the end of the receive buffer (short ones).
@@ -231,6 +258,27 @@ impl Ctx {
             self.run.tree.fail(e);
             return Err(e.clone());
         }
+        if steps.iter().any(|&t| t != self.step) {
+            // Some ranks' lazy syncs completed and they went on; the others made a full sync
+            // of that superstep. The same error on every rank (they all see every step).
+            let low = *steps.iter().min().expect("ranks");
+            let (full, lazy): (Vec<usize>, Vec<usize>) = (0..p).partition(|&k| steps[k] == low);
+            let mut path = self.path.clone();
+            if let Some(last) = path.last_mut() {
+                *last = full[0];
+            }
+            let e = Error::new(
+                ErrorKind::Misuse,
+                "sync",
+                path,
+                Some(low),
+                format!(
+                    "pid(s) {full:?} made a full sync in superstep {low} while pid(s) {lazy:?}                      made a lazy one and went on (expect is collective: every process declares                      in the same superstep)"
+                ),
+            );
+            self.run.tree.fail(&e);
+            return Err(e);
+        }
         if states.iter().any(|&s| s != state) {
             let (ended, synced): (Vec<usize>, Vec<usize>) =
                 (0..p).partition(|&k| states[k] == ENDED);
@@ -254,6 +302,12 @@ impl Ctx {
             );
             self.run.tree.fail(&e);
             return Err(e);
+        }
+        if g & PREV_LAZY != 0 {
+            if let Err(e) = self.rank_check_lazy(net) {
+                self.run.tree.fail(&e);
+                return Err(e);
+            }
         }
         let g32 = g as u32;
         if g32 == 0 {

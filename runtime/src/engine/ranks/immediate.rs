@@ -28,7 +28,10 @@ impl Ctx {
             // windows move large blocks several times slower (`mbsp-bench mpi`).
             // SAFETY: the caller keeps `src` valid for `len` bytes during this call.
             let data = unsafe { std::slice::from_raw_parts(src, len) };
-            if net.big_put(pid, dst, data, self.step).is_none() {
+            if net
+                .big_put(pid, dst, data, self.step, self.prev_lazy)
+                .is_none()
+            {
                 return Err(self.no_room_for_put(pid, len));
             }
             self.flag(FLAG_COMM);

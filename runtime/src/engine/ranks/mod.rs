@@ -77,6 +77,7 @@ mod active;
 mod collective;
 mod exchange;
 mod immediate;
+mod lazy;
 mod net;
 mod profile;
 mod protocol;
@@ -107,7 +108,7 @@ impl Engine<Ctx> for Net {
         if src.len() < BIG_PUT {
             return None;
         }
-        Some(match self.big_put(pid, dst, src, ctx.step) {
+        Some(match self.big_put(pid, dst, src, ctx.step, ctx.prev_lazy) {
             Some(()) => Ok(()),
             None => Err(ctx.no_room_for_put(pid, src.len())),
         })

@@ -49,6 +49,8 @@ pub(super) struct Net {
     pub(super) replies: Vec<Vec<u8>>,
     pub(super) reply_send: Vec<u8>,
     pub(super) reply_recv: Vec<u8>,
+    /// What lazy syncs publish and keep (`lazy.rs`).
+    pub(super) lazy: super::lazy::LazyNet,
 }
 
 // SAFETY: MPI handles are plain values; a `Net` is used by its process's thread only (it lives
@@ -73,6 +75,7 @@ impl Net {
         comm.all_gather_into(&mine, &mut done_at[..]);
         let shm = std::cell::RefCell::new(Shm::new(&comm));
         let me = comm.rank() as usize;
+        let lazy = super::lazy::LazyNet::new(&comm, win, &done_at);
         Net {
             _active: active,
             shm,
@@ -95,11 +98,13 @@ impl Net {
             replies: vec![Vec::new(); p],
             reply_send: Vec::new(),
             reply_recv: Vec::new(),
+            lazy,
         }
     }
 
     /// Collective: close the window (after the last exchange of the run).
     pub(super) fn close(mut self) {
+        self.lazy.close(self.win);
         let shm = self.shm.get_mut();
         shm.free();
         // SAFETY: every one-sided operation was completed by the last exchange's flush; the
@@ -171,12 +176,20 @@ impl Net {
     }
 
     /// Queue a large put of `src` to `dst` on rank `pid` (copied now: a buffered put); `None`
-    /// if the memory for the copy cannot be allocated (nothing is queued then).
-    pub(super) fn big_put(&self, pid: usize, dst: *mut u8, src: &[u8], step: u64) -> Option<()> {
+    /// if the memory for the copy cannot be allocated (nothing is queued then). `after_lazy`:
+    /// the last sync was lazy, so the shared segments are not used (`lazy.rs`).
+    pub(super) fn big_put(
+        &self,
+        pid: usize,
+        dst: *mut u8,
+        src: &[u8],
+        step: u64,
+        after_lazy: bool,
+    ) -> Option<()> {
         let mut big = self.big.borrow_mut();
         let b = &mut big[pid];
         let mut shm = self.shm.borrow_mut();
-        if shm.node_rank[pid].is_some() {
+        if shm.node_rank[pid].is_some() && !after_lazy {
             if let Some(off) = shm.place((step & 1) as usize, src) {
                 let base = shm.bases[shm.node_rank[self.me].expect("on our node")];
                 // SAFETY: `off .. off + len` lies in our segment (checked by `place`), which

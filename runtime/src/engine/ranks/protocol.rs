@@ -43,3 +43,10 @@ pub(super) const AS_MESSAGE: u64 = u64::MAX;
 /// Header flag: some rank's large puts to ranks of its node did not fit its shared segment;
 /// every node grows its segments at the end of this sync.
 pub(super) const GROW: u64 = 1 << 35;
+
+/// Header flag: the sender's last sync was lazy (every rank then checks that every stream of
+/// it was received, `lazy.rs`).
+pub(super) const PREV_LAZY: u64 = 1 << 36;
+
+/// Header state word: the state in its low bits, the superstep above them.
+pub(super) const STATE_BITS: u32 = 2;
