@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | empty superstep | `sync` | `MPI_Barrier` |
 //! | one-word put | `put` + `sync` | `MPI_Put` + `MPI_Win_flush` + `MPI_Barrier` |
+//! | one-word expect | `put` + `expect(1)` + `sync` (a lazy sync: no header all-to-all) | the same |
 //! | bulk put | `put` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
 //! | bulk get | `get` of `bulk` bytes + `sync` | `MPI_Get` + flush + barrier |
 //! | bulk hpput | `hpput` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
@@ -145,6 +146,7 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
     for (name, bytes) in [
         ("empty superstep", 0),
         ("one-word put", 8),
+        ("one-word expect", 8),
         ("bulk put", words * 8),
         ("bulk get", words * 8),
         ("bulk hpput", words * 8),
@@ -157,6 +159,10 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
             for i in 0..reps {
                 match name {
                     "one-word put" => ctx.put(next, &[i as u64], &small, 0)?,
+                    "one-word expect" => {
+                        ctx.put(next, &[i as u64], &small, 0)?;
+                        ctx.expect(1)?;
+                    }
                     "bulk put" => ctx.put(next, &src, &big, 0)?,
                     "bulk get" => ctx.get(next, &big, 0..words, &dst, 0)?,
                     // SAFETY: `src` is not written until the sync; nobody else writes `big`.
@@ -170,7 +176,7 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
             let t = ctx.time();
             for _ in 0..reps {
                 match name {
-                    "one-word put" => win.transfer(&mut src[..1], next, false),
+                    "one-word put" | "one-word expect" => win.transfer(&mut src[..1], next, false),
                     "bulk put" => win.transfer(&mut src, next, false),
                     "bulk get" => win.transfer(&mut src, next, true),
                     "bulk hpput" => win.transfer(&mut src, next, false),

@@ -9,7 +9,8 @@
 //! ## Modules
 //!
 //! `world` (asking for ranks, starting runs), `net` (the connection: MPI window, exchanges,
-//! one-sided transfers), `exchange` (a sync), `collective` (registration changes), `immediate`
+//! one-sided transfers), `exchange` (a sync), `lazy` (a sync with declared counts: point to
+//! point, no header all-to-all), `collective` (registration changes), `immediate`
 //! (`hpput`, `hpget`, `direct_get`), `shm` (large puts through node-shared segments), `wire`
 //! (what travels between ranks), `watchdog` (a rank waiting too long), `profile` (a profile
 //! over ranks).
@@ -40,6 +41,21 @@
 //! writing the same bytes in one superstep wins is left open: here large ones land first)
 //! get replies written; superstep counted done (published in the window for one-sided reads)
 //! ```
+//!
+//! Every header word also carries the rank's superstep, so that a full sync meeting the full
+//! sync of another superstep (ranks whose lazy syncs completed went on) fails on every rank;
+//! after a lazy superstep a full sync gathers every rank's counts of lazy streams sent and
+//! received, so that one never received fails on every rank too (`lazy`).
+//!
+//! ## Lazy syncs
+//!
+//! A superstep whose processes declared their counts (`Ctx::expect`) ends without the header
+//! all-to-all: each rank sends its streams (`MPI_Issend`, tagged by superstep parity) only to
+//! the ranks it wrote to and receives until its declared number of records has arrived; a
+//! rank with nothing to receive does not wait. Its waits read the other ranks' windows now and
+//! then (a failed rank, a full sync among lazy ones, a count nothing more can meet) and end in
+//! the failure exchange above, so every rank reports the same error. The protocol and why it
+//! never delivers a stream into another superstep are in `lazy.rs`.
 //!
 //! Puts and gets of at least `BIG_PUT` (32 KiB) bytes do not go through the streams (whose copies
 //! cost more than the data): their records travel in the streams, their data apart — a large
