@@ -7,6 +7,11 @@
 //! fail on every rank, promptly, with that rank's error), `abort-hpget` makes one rank abort
 //! while the others `hpget` from it (they must see the failure), `die` makes one rank kill
 //! itself with SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
+//! `lazy` compares a program with declared counts (`Ctx::expect`) against the same with full
+//! syncs; `lazy-short`, `lazy-many`, `lazy-mixed` and `lazy-panic` make one rank declare too
+//! many or receive too many records, make a full sync among lazy ones, or panic while the
+//! others are in lazy syncs (the run must fail on every rank with one error);
+//! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep.
 
 use mbsp::{Ctx, ErrorKind, Result};
 
@@ -875,6 +880,32 @@ fn main() {
         }
         return;
     }
+    if mode == "lazy" {
+        // A count declared before the end is checked there (a full sync), on its rank.
+        for declared in [1, 2] {
+            let r = world.run(mbsp::Run::new(ranks), |ctx| {
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                ctx.put((me + 1) % p, &[7], &x, 0)?;
+                ctx.expect(if me == 0 { declared } else { 1 })?;
+                Ok(())
+            });
+            let ok = match (&r, world.rank(), declared) {
+                (Ok(_), _, 1) | (Ok(_), 1.., 2) => true,
+                (Err(e), 0, 2) => e.to_string().contains(
+                    "end (pid 0, superstep 1): pid 0 declared expect(2) in superstep 1 but \
+                     received 1 puts/messages (the final sync is a full one",
+                ),
+                _ => false,
+            };
+            if !ok {
+                fail(&format!(
+                    "a count of {declared} declared before the end: {r:?}"
+                ));
+            }
+        }
+    }
     if mode.is_empty() {
         // Communication of the last superstep lands at the end of the run, as on threads: a
         // put and a get after the last sync, into memory that outlives the run.
@@ -962,7 +993,7 @@ fn main() {
                 ctx.sync()?;
             }
             "lazy" => lazy_semantics(ctx)?,
-            "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-panic" => {
+            "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-mixed-late" | "lazy-panic" => {
                 let a = ctx.push_reg(vec![0u64; 2])?;
                 ctx.sync()?;
                 let next = (me + 1) % p;
@@ -975,11 +1006,16 @@ fn main() {
                             ctx.put(next, &[step], &a, 1)?;
                         }
                         "lazy-panic" if odd => panic!("rank asked to panic"),
+                        // Nothing to receive: the lazy ranks pass superstep 2 at once.
+                        "lazy-mixed-late" if step >= 2 => {}
                         _ => ctx.put(next, &[step], &a, 0)?,
                     }
                     match mode.as_str() {
                         "lazy-short" if step == 2 && me == 0 => ctx.expect(2)?,
                         "lazy-mixed" if odd => {} // a full sync where the others are lazy
+                        // Then the lazy ones make a full sync of superstep 3.
+                        "lazy-mixed-late" if odd || step > 2 => {}
+                        "lazy-mixed-late" if step == 2 => ctx.expect(0)?,
                         _ => ctx.expect(1)?,
                     }
                     ctx.sync()?;

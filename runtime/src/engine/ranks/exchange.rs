@@ -273,7 +273,9 @@ impl Ctx {
                 path,
                 Some(low),
                 format!(
-                    "pid(s) {full:?} made a full sync in superstep {low} while pid(s) {lazy:?}                      made a lazy one and went on (expect is collective: every process declares                      in the same superstep)"
+                    "pid(s) {full:?} made a full sync in superstep {low} while pid(s) {lazy:?} \
+                     made a lazy one and went on (expect is collective: every process declares \
+                     in the same superstep)"
                 ),
             );
             self.run.tree.fail(&e);
@@ -311,6 +313,7 @@ impl Ctx {
         }
         let g32 = g as u32;
         if g32 == 0 {
+            self.end_count(0)?;
             self.rank_finish(net);
             return Ok(());
         }
@@ -402,6 +405,7 @@ impl Ctx {
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = sent_tagsize;
         queue.parity = q;
+        let mut records = 0;
         for (k, range) in rng.iter().enumerate() {
             let (count, bytes) = if k == me {
                 // SAFETY: our own outboxes, in our sync; put destinations are our own
@@ -411,6 +415,7 @@ impl Ctx {
                         .proc(me)
                         .outboxes(q, |outs| match outs[me].as_deref() {
                             Some(ob) if ob.stamp == fresh => {
+                                records += ob.records();
                                 ob.deliver_puts();
                                 (ob.msg_count, ob.msg_bytes)
                             }
@@ -418,7 +423,8 @@ impl Ctx {
                         })
                 }
             } else if !range.is_empty() {
-                let (ob, _, _) = split_stream(&net.recv[range.clone()]);
+                let (ob, _, bigs) = split_stream(&net.recv[range.clone()]);
+                records += Outbox::encoded_records(ob) + bigs.len() as u64 / 3;
                 let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
                 // SAFETY: put records made by rank k's `put`, whose checks against its mirror
                 // of our table made their destinations our registered memory (alive in our
@@ -470,8 +476,25 @@ impl Ctx {
             }
             st.getbuf.clear();
         }
+        self.end_count(records)?;
         self.rank_finish(net);
         Ok(())
+    }
+
+    /// A count declared before `end` (a full sync) is checked there, on this rank, as on
+    /// threads: `got` records arrived.
+    fn end_count(&self, got: u64) -> Result<()> {
+        match self.lazy.get() {
+            Some(m) if m != got => Err(self.misuse(
+                "end",
+                format!(
+                    "pid {} declared expect({m}) in superstep {} but received {got} \
+                     puts/messages (the final sync is a full one: the count is checked there)",
+                    self.pid, self.step
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     pub(super) fn rank_finish(&mut self, net: &mut Net) {

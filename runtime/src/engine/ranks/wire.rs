@@ -171,9 +171,9 @@ pub(super) fn decode_coll(w: &[u64], stamp: u64) -> (Coll, Vec<(u64, u64)>) {
 }
 
 impl Outbox {
-    /// Append this outbox to `out`, for a receiver on another rank: five words
-    /// (words of inline put records, of put records, of messages; message count and payload
-    /// bytes), then the three areas. Every part stays 8-byte aligned.
+    /// Append this outbox to `out`, for a receiver on another rank: six words
+    /// (words of inline put records, of put records, of messages; message count, payload
+    /// bytes and put count), then the three areas. Every part stays 8-byte aligned.
     pub(super) fn encode(&self, out: &mut Vec<u64>) {
         // Owned messages to another rank are copied into the records (`owned.rs`): a handle
         // means nothing in another address space.
@@ -189,6 +189,7 @@ impl Outbox {
             msgs.len() as u64,
             self.msg_count as u64,
             self.msg_bytes as u64,
+            self.put_count as u64,
         ]);
         out.extend_from_slice(inline);
         out.extend_from_slice(puts);
@@ -199,9 +200,14 @@ impl Outbox {
     /// count, message payload bytes, words used).
     pub(super) fn decode(w: &[u64]) -> (&[u64], &[u64], usize, usize, usize) {
         let (a, b, c) = (w[0] as usize, w[1] as usize, w[2] as usize);
-        let puts = &w[5..5 + a + b];
-        let msgs = &w[5 + a + b..5 + a + b + c];
-        (puts, msgs, w[3] as usize, w[4] as usize, 5 + a + b + c)
+        let puts = &w[6..6 + a + b];
+        let msgs = &w[6 + a + b..6 + a + b + c];
+        (puts, msgs, w[3] as usize, w[4] as usize, 6 + a + b + c)
+    }
+
+    /// The records (puts and messages) of an [`encode`](Self::encode)d outbox.
+    pub(super) fn encoded_records(w: &[u64]) -> u64 {
+        w[3] + w[5]
     }
 
     /// Make this outbox hold exactly the given encoded messages and no puts (the mirror, on
