@@ -304,9 +304,12 @@ impl LazyNet {
 }
 
 /// A wait: `ready` (local, cheap) until it says done, and `watch` (reads of other ranks'
-/// windows) now and then: first after 50 µs, then at doubling intervals up to 2 ms. It spins,
-/// then yields, then naps (a lazy wait on an oversubscribed node must leave the core to the
-/// ranks it waits for). The rank watchdog watches it as it watches the header exchange.
+/// windows) now and then: first after 1 ms, then at doubling intervals up to 20 ms. Each read
+/// of another rank's window may wait for that rank to make MPI progress (a time slice when
+/// ranks outnumber cores), so watching often would slow the waits it is meant to end only on
+/// failures and misuse. It spins, then yields, then naps (a lazy wait on an oversubscribed
+/// node must leave the core to the ranks it waits for). The rank watchdog watches it as it
+/// watches the header exchange.
 fn poll<S, T>(
     pid: usize,
     step: u64,
@@ -319,7 +322,7 @@ fn poll<S, T>(
     }
     let armed = watchdog().map(|w| w.enter(pid, step));
     let start = Instant::now();
-    let mut gap = Duration::from_micros(50);
+    let mut gap = Duration::from_millis(1);
     let mut next = gap;
     let mut spins = 0u32;
     let r = loop {
@@ -340,7 +343,7 @@ fn poll<S, T>(
                 Ok(Some(v)) => break Ok(v),
                 Err(e) => break Err(e),
             }
-            gap = (gap * 2).min(Duration::from_millis(2));
+            gap = (gap * 2).min(Duration::from_millis(20));
             next = t + gap;
         }
         if t < Duration::from_millis(5) {
