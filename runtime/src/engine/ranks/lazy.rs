@@ -307,9 +307,10 @@ impl LazyNet {
 /// windows) now and then: first after 1 ms, then at doubling intervals up to 20 ms. Each read
 /// of another rank's window may wait for that rank to make MPI progress (a time slice when
 /// ranks outnumber cores), so watching often would slow the waits it is meant to end only on
-/// failures and misuse. It spins, then yields, then naps (a lazy wait on an oversubscribed
-/// node must leave the core to the ranks it waits for). The rank watchdog watches it as it
-/// watches the header exchange.
+/// failures and misuse. It spins briefly, then yields between polls, as MPICH's own blocking
+/// calls do (a lazy wait on an oversubscribed node must leave the core to the ranks it waits
+/// for; napping instead made a 3-rank ring on 2 cores several times slower, `mbsp-bench mpi`).
+/// The rank watchdog watches it as it watches the header exchange.
 fn poll<S, T>(
     pid: usize,
     step: u64,
@@ -346,11 +347,7 @@ fn poll<S, T>(
             gap = (gap * 2).min(Duration::from_millis(20));
             next = t + gap;
         }
-        if t < Duration::from_millis(5) {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        std::thread::yield_now();
     };
     if let Some(w) = armed {
         w.leave();
