@@ -83,7 +83,7 @@ mod split;
 pub use multi::{Choice, FftCost, MultiFft, Variant, hierarchy};
 pub use num::{Complex, Float, sequential_plan};
 pub use oneshot::{PLAN_CACHE_ENTRIES, PLAN_CACHE_LEN, fft, fft_multi, ifft};
-pub use plan::{BspFft, Direction};
+pub use plan::{BspFft, Direction, Exchange};
 pub use split::kernel_len;
 
 /// Flops of one complex FFT of length `n` by the usual convention, `5 n log₂ n`.
