@@ -8,6 +8,11 @@
 //! plans, FFTW's `FFTW_MEASURE` planning, twiddle tables, registering the pack buffers) is timed
 //! apart. Each variant's result is compared with sequential rustfft's (relative 2-norm error).
 //!
+//! With `--owned`, the flat BSP FFT is also measured with the owned exchange
+//! ([`Exchange::Owned`]: packs handed over as owned messages, declared counts, a lazy sync) as
+//! the variant `mbsp-owned`, next to `mbsp-flat` (the default exchange, direct gets) in every
+//! round.
+//!
 //! With the cargo feature `fftw`, FFTW 3 is a baseline too: `fftw` on one thread and
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
@@ -15,7 +20,7 @@
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
+    BspFft, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
 };
 #[allow(unused_imports)]
 use mbsp_cli::error::{Classify, Error, Result};
@@ -37,6 +42,8 @@ pub struct Options {
     pub max_log: u32,
     /// Process counts of the flat BSP FFT.
     pub procs: Vec<usize>,
+    /// Also measure the flat BSP FFT with the owned exchange (`mbsp-owned`).
+    pub owned: bool,
     /// Timed transforms per figure (the median is reported).
     pub samples: usize,
     /// Rounds the samples of one n are taken in (every variant in turn each round).
@@ -205,13 +212,47 @@ const LARGE: usize = 1 << 16;
 /// slowest process's time), planning seconds, and the result gathered from the cyclic
 /// distribution.
 fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec<C>) {
+    bsp_with(x, p, samples, |ctx| {
+        Ok(Plan::Multi(MultiFft::<f64>::new(ctx, x.len(), below)?))
+    })
+}
+
+/// A plan of the benchmark: Multi-BSP (flat with no levels below), or flat with an exchange.
+enum Plan {
+    Multi(MultiFft<f64>),
+    Flat(BspFft<f64>),
+}
+
+impl Plan {
+    fn forward(&mut self, ctx: &mut mbsp::Ctx, local: &mut [C]) -> mbsp::Result<()> {
+        match self {
+            Plan::Multi(plan) => plan.forward(ctx, local),
+            Plan::Flat(plan) => plan.forward(ctx, local),
+        }
+    }
+
+    fn free(self, ctx: &mut mbsp::Ctx) -> mbsp::Result<()> {
+        match self {
+            Plan::Multi(plan) => plan.free(ctx),
+            Plan::Flat(plan) => plan.free(ctx),
+        }
+    }
+}
+
+/// [`bsp`] with the plan `plan` makes (collective).
+fn bsp_with(
+    x: &[C],
+    p: usize,
+    samples: usize,
+    plan: impl Fn(&mut mbsp::Ctx) -> mbsp::Result<Plan> + Sync,
+) -> (Samples, f64, Vec<C>) {
     let n = x.len();
     let r = mbsp::run(p, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
         ctx.sync()?;
         let t = Instant::now();
-        let mut plan = MultiFft::<f64>::new(ctx, n, below)?;
+        let mut plan = plan(ctx)?;
         let planning = t.elapsed().as_secs_f64();
         let mut local = mine.clone();
         plan.forward(ctx, &mut local)?;
@@ -301,6 +342,14 @@ pub fn run(o: &Options) -> Result<()> {
                 of(&format!("mbsp flat, p = {p}"));
                 let (t, plan, y) = bsp(&x, p, &[], k);
                 figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+                if o.owned {
+                    of(&format!("mbsp flat, owned exchange, p = {p}"));
+                    let (t, plan, y) = bsp_with(&x, p, k, |ctx| {
+                        let plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::Owned)?;
+                        Ok(Plan::Flat(plan))
+                    });
+                    figs.add("mbsp-owned", p, t, plan, rel_error(&y, &want));
+                }
             }
             if multi {
                 of(&format!("mbsp Multi-BSP, levels {levels:?}"));

@@ -49,6 +49,30 @@
 //! sync that followed the reads of its previous contents (a single pack buffer would need a
 //! second sync per transform; the footprint above saves the same memory without it).
 //!
+//! **Exchange.** The superstep can move the packs in two ways ([`Exchange`], chosen per plan
+//! with [`BspFft::with_exchange`]); both have the h-relation above and read each entry once:
+//!
+//! * [`Exchange::DirectGet`] (the default): the packs above, read by direct gets after a full
+//!   sync. Cost `h·g + l`. The direct gets happen in the superstep after the transform's sync,
+//!   which therefore cannot be a lazy one.
+//! * [`Exchange::Owned`]: BSPk's lazy barrier and communicable memory. The kernels write each
+//!   pack meant for another process into a buffer of its own, which is handed over as an owned
+//!   message (no copy); every process declares the `p - 1` packs it receives
+//!   ([`mbsp::Ctx::expect`]), so its sync waits for them (and for the receivers of its packs of
+//!   the transform before to be done with them), not for a barrier over all processes. The
+//!   receiver computes straight from the received buffers (in place for `p = 2`), and keeps
+//!   them as its next transform's pack buffers: a steady state allocates and copies nothing,
+//!   and no pack is registered. Cost `h·g` plus the wait for the `p - 1` senders instead of
+//!   `l`; no double buffering, and no restriction on the caller's next superstep. The
+//!   transform's own superstep must carry no other puts or messages.
+//!
+//! The owned exchange is used where the local FFT is split (`1 < p`, `p² ≤ n`, sequential
+//! local work). The group-cyclic stages (`p² > n`, below) and the nested levels of
+//! [`MultiFft`] keep direct gets: their supersteps are few (`p² > n` means short transforms)
+//! or already bracketed by nested runs, whose start and end cost more than the barrier a
+//! lazy sync would save. On the 2-core test machine the two exchanges measure the same within
+//! the noise at `p = 2` (docs/benchmarks.md), so direct gets stay the default.
+//!
 //! **`p² > n`: group-cyclic stages.** The length-`p` transforms of step (4) are then longer than
 //! the local arrays (`m = n/p < p`), so they cannot be split into columns. Instead the column
 //! `k₁` of the `m` length-`p` transforms goes to the group of `p/m` processes `{k₁ + m·i}`, in
