@@ -81,7 +81,7 @@ impl<T: Float> MultiFft<T> {
         let below = Below::plan(n / p, below);
         let tables = Arc::new(Tables::new(n, p, me, below.is_some()));
         Ok(MultiFft {
-            top: BspFft::with_tables(ctx, tables, Exchange::DirectGet)?,
+            top: BspFft::with_tables(ctx, tables, Exchange::default())?,
             below,
         })
     }

@@ -50,7 +50,6 @@ pub enum Exchange {
     /// processes' buffers with direct gets. Cost: `h·g + l` (a full barrier); the superstep
     /// after the transform's sync holds the direct gets, so the caller's next sync should be
     /// a full one (a lazy superstep allows no direct gets).
-    #[default]
     DirectGet,
     /// Each process writes each pack meant for another process into a buffer of its own and
     /// hands it over as an owned message ([`Ctx::send_owned`]), declaring the `p - 1` packs it
@@ -62,7 +61,10 @@ pub enum Exchange {
     /// declared count would not match: an error), and must not follow direct gets in the same
     /// superstep (those of a [`DirectGet`](Exchange::DirectGet) transform included). Used where
     /// the local FFT is split (`1 < p`, `p² ≤ n`, sequential local work); other shapes
-    /// exchange with direct gets ([`BspFft::exchange`] says which a plan uses).
+    /// exchange with direct gets ([`BspFft::exchange`] says which a plan uses). The default:
+    /// on the 2-core test machine it measured faster than direct gets at `p = 2`
+    /// (docs/benchmarks.md).
+    #[default]
     Owned,
 }
 
@@ -115,7 +117,7 @@ const TILE: usize = 2048;
 
 /// A distributed FFT of length `n` over the processes of a run, cyclic distribution in and out.
 ///
-/// Planning (sequential kernels, twiddle tables) and registering the two pack buffers happen
+/// Planning (sequential kernels, twiddle tables, pack buffers) happens
 /// once, in [`BspFft::new`] (collective, one superstep); each [`forward`](BspFft::forward) or
 /// [`inverse`](BspFft::inverse) then costs one superstep (see the [module docs](super)).
 ///
@@ -302,8 +304,8 @@ impl<T: Float> Tables<T> {
 }
 
 impl<T: Float> BspFft<T> {
-    /// Plan a transform of length `n` over this run's processes (collective: every process calls
-    /// it with the same `n`; one superstep). `n` and the number of processes must be powers of
+    /// Plan a transform of length `n` over this run's processes with the default [`Exchange`]
+    /// (collective: every process calls it with the same `n`; one superstep). `n` and the number of processes must be powers of
     /// two with `p ≤ n`.
     pub fn new(ctx: &mut Ctx, n: usize) -> Result<Self> {
         Self::with_exchange(ctx, n, Exchange::default())

@@ -508,56 +508,60 @@ fn fft_with_a_panic_between_transforms() {
 
 use mbsp_algorithms::fft::Exchange;
 
-/// The owned exchange (lazy sync, packs handed over as owned messages) gives sequential
-/// rustfft's results, forward and inverse, over repeated transforms of new inputs on one plan,
-/// for every p and on both sides of the split's thresholds (p = 2 with two and four rows); where
-/// the local FFT is not split (p = 1, p² > n) the plan says it uses direct gets, and is right.
+/// Both exchanges (owned: lazy sync, packs handed over as owned messages; direct gets) give
+/// sequential rustfft's results, forward and inverse, over repeated transforms of new inputs on
+/// one plan, for every p and on both sides of the split's thresholds (p = 2 with two and four
+/// rows); where the local FFT is not split (p = 1, p² > n) the plan says it uses direct gets,
+/// and is right.
 #[test]
-fn owned_exchange_matches_sequential_rustfft() {
+fn both_exchanges_match_sequential_rustfft() {
     within(300, || {
-        let cases: [(usize, &[u32]); 4] = [
-            (1, &[0, 6]),
-            (2, &[1, 2, 6, 11, 19]),
-            (4, &[3, 4, 9, 12]),
-            (8, &[5, 6, 10, 13]),
-        ];
-        for (p, logs) in cases {
-            for &m in logs {
-                let n = 1usize << m;
-                let inputs: Vec<Vec<C>> = (0..4).map(|k| random(n, 1000 * m as u64 + k)).collect();
-                let dirs = [
-                    Direction::Forward,
-                    Direction::Inverse,
-                    Direction::Forward,
-                    Direction::Inverse,
-                ];
-                let wants: Vec<Vec<C>> = inputs
-                    .iter()
-                    .zip(dirs)
-                    .map(|(x, d)| sequential(x, d))
-                    .collect();
-                let split = p > 1 && p * p <= n;
-                let (inputs, wants) = (&inputs, &wants);
-                mbsp::run(p, |ctx| {
-                    let me = ctx.pid();
-                    let mut plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::Owned)?;
-                    let want_exchange = if split {
-                        Exchange::Owned
-                    } else {
-                        Exchange::DirectGet
-                    };
-                    assert_eq!(plan.exchange(), want_exchange, "n {n} p {p}");
-                    for (k, dir) in dirs.into_iter().enumerate() {
-                        let mut local: Vec<C> = (me..n).step_by(p).map(|i| inputs[k][i]).collect();
-                        plan.transform(ctx, &mut local, dir)?;
-                        let want: Vec<C> = (me..n).step_by(p).map(|i| wants[k][i]).collect();
-                        let err = rel_error(&local, &want);
-                        assert!(err <= 1e-12, "n 2^{m} p {p} transform {k}: error {err:e}");
-                    }
-                    plan.free(ctx)?;
-                    ctx.sync()
-                })
-                .unwrap();
+        for exchange in [Exchange::Owned, Exchange::DirectGet] {
+            let cases: [(usize, &[u32]); 4] = [
+                (1, &[0, 6]),
+                (2, &[1, 2, 6, 11, 19]),
+                (4, &[3, 4, 9, 12]),
+                (8, &[5, 6, 10, 13]),
+            ];
+            for (p, logs) in cases {
+                for &m in logs {
+                    let n = 1usize << m;
+                    let inputs: Vec<Vec<C>> =
+                        (0..4).map(|k| random(n, 1000 * m as u64 + k)).collect();
+                    let dirs = [
+                        Direction::Forward,
+                        Direction::Inverse,
+                        Direction::Forward,
+                        Direction::Inverse,
+                    ];
+                    let wants: Vec<Vec<C>> = inputs
+                        .iter()
+                        .zip(dirs)
+                        .map(|(x, d)| sequential(x, d))
+                        .collect();
+                    let split = p > 1 && p * p <= n;
+                    let (inputs, wants) = (&inputs, &wants);
+                    mbsp::run(p, |ctx| {
+                        let me = ctx.pid();
+                        let mut plan = BspFft::<f64>::with_exchange(ctx, n, exchange)?;
+                        let want_exchange = if split { exchange } else { Exchange::DirectGet };
+                        assert_eq!(plan.exchange(), want_exchange, "n {n} p {p}");
+                        for (k, dir) in dirs.into_iter().enumerate() {
+                            let mut local: Vec<C> =
+                                (me..n).step_by(p).map(|i| inputs[k][i]).collect();
+                            plan.transform(ctx, &mut local, dir)?;
+                            let want: Vec<C> = (me..n).step_by(p).map(|i| wants[k][i]).collect();
+                            let err = rel_error(&local, &want);
+                            assert!(
+                                err <= 1e-12,
+                                "{exchange:?}: n 2^{m} p {p} transform {k}: error {err:e}"
+                            );
+                        }
+                        plan.free(ctx)?;
+                        ctx.sync()
+                    })
+                    .unwrap();
+                }
             }
         }
     });
