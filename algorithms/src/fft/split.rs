@@ -473,11 +473,11 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
             g.tw.slab(1, e0, k1, g.inverse, w);
             let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
             if me == 0 {
-                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                for (((y0, y1), t), w) in outs.zip(theirs).zip(&*w) {
                     (*y0, *y1) = fly(*y1, *t, w);
                 }
             } else {
-                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                for (((y0, y1), t), w) in outs.zip(theirs).zip(&*w) {
                     (*y0, *y1) = fly(*t, *y0, w);
                 }
             }
