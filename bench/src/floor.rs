@@ -42,3 +42,68 @@ impl SpinBarrier {
         }
     }
 }
+
+/// The least any superstep of two threads that hears from the other can cost: each thread
+/// writes a round number into its own cache line and spins until the other's line shows the
+/// same round (one line transfer each way, no library). A one-word exchange can ride in that
+/// same line, so this is also the floor of a two-process exchange.
+pub struct LinePair {
+    lines: [CachePadded<AtomicUsize>; 2],
+}
+
+impl Default for LinePair {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LinePair {
+    /// Two lines at round 0.
+    pub fn new() -> Self {
+        LinePair {
+            lines: [
+                CachePadded::new(AtomicUsize::new(0)),
+                CachePadded::new(AtomicUsize::new(0)),
+            ],
+        }
+    }
+
+    /// Thread `me` (0 or 1) publishes `round` and waits for the other's.
+    pub fn exchange(&self, me: usize, round: usize) {
+        self.lines[me].store(round, Ordering::Release);
+        while self.lines[1 - me].load(Ordering::Acquire) < round {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// A ring halo exchange without a library: `p` threads in a ring, each
+/// writes a round number into its own cache line and waits until both neighbours' lines show
+/// it, yielding its core while it waits (when there are more threads than cores a spinner would
+/// hold its core for a whole time slice). No barrier: each thread waits for its neighbours only,
+/// as a lazy sync does.
+pub struct Ring {
+    lines: Vec<CachePadded<AtomicUsize>>,
+}
+
+impl Ring {
+    /// A ring of `p` threads at round 0.
+    pub fn new(p: usize) -> Self {
+        Ring {
+            lines: (0..p)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+        }
+    }
+
+    /// Thread `me` publishes `round` and waits for its two neighbours'.
+    pub fn exchange(&self, me: usize, round: usize) {
+        let p = self.lines.len();
+        self.lines[me].store(round, Ordering::Release);
+        for n in [(me + 1) % p, (me + p - 1) % p] {
+            while self.lines[n].load(Ordering::Acquire) < round {
+                std::thread::yield_now();
+            }
+        }
+    }
+}

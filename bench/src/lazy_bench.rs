@@ -2,6 +2,14 @@
 //!
 //! * p = 2: the empty full sync (the baseline), a one-word exchange (each process puts one
 //!   word into the other) with a full sync, and the same exchange declared (`expect(1)`).
+//! * The floor of any of those: two threads (no library) that each write one cache line and
+//!   wait for the other's, which is one line transfer each way. A one-word exchange needs at
+//!   least that, and so does an empty barrier of two processes; a target ratio below
+//!   floor / empty sync cannot be met on the machine the table comes from.
+//! * For the halo, a reference without a library: threads in a ring that wait for their two
+//!   neighbours only, yielding their core while they wait. With more threads than cores every
+//!   thread must run once per step, so the step costs at least the context switches that
+//!   takes, whoever waits for whom.
 //! * A 1D halo exchange on a ring (one word to each neighbour, two received) at p = 4, which
 //!   oversubscribes a 2-core machine, with full and with lazy syncs.
 
@@ -63,6 +71,50 @@ fn measure(
     Ok(Samples(by_pid.into_iter().next().unwrap_or_default()))
 }
 
+/// Nanoseconds per round of the two-thread cache-line exchange (`floor::LinePair`), thread
+/// 0's view.
+fn line_floor(o: &Options) -> Samples {
+    let pair = crate::floor::LinePair::new();
+    let rounds = |me: usize| {
+        let mut round = 0usize;
+        timed(o.samples, o.iters, || {
+            round += 1;
+            pair.exchange(me, round);
+            Ok::<(), ()>(())
+        })
+        .unwrap_or_default()
+    };
+    std::thread::scope(|s| {
+        let other = s.spawn(|| rounds(1));
+        let mine = rounds(0);
+        let _ = other.join();
+        Samples(mine)
+    })
+}
+
+/// Nanoseconds per round of a ring of `p` threads that wait for their neighbours only,
+/// yielding (`floor::Ring`), thread 0's view.
+fn ring_floor(p: usize, o: &Options) -> Samples {
+    let ring = crate::floor::Ring::new(p);
+    let rounds = |me: usize| {
+        let mut round = 0usize;
+        timed(o.samples, o.iters, || {
+            round += 1;
+            ring.exchange(me, round);
+            Ok::<(), ()>(())
+        })
+        .unwrap_or_default()
+    };
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..p).map(|me| s.spawn(move || rounds(me))).collect();
+        let mine = rounds(0);
+        for t in others {
+            let _ = t.join();
+        }
+        Samples(mine)
+    })
+}
+
 /// One row of the table.
 struct Row {
     name: &'static str,
@@ -104,6 +156,12 @@ pub fn run(o: &Options) -> Result<()> {
             })?,
             against: Some((0, Some(0.7))),
         },
+        Row {
+            name: "floor: a cache line each way, no library",
+            p: 2,
+            samples: line_floor(o),
+            against: Some((0, None)),
+        },
     ];
     let halo = |ctx: &Ctx, x: &mbsp::Reg<u64>, i: u64| {
         let (pid, p) = (ctx.pid(), ctx.nprocs());
@@ -125,6 +183,12 @@ pub fn run(o: &Options) -> Result<()> {
             ctx.expect(2)
         })?,
         against: Some((base, Some(0.5))),
+    });
+    rows.push(Row {
+        name: "reference: threads in a ring, yielding",
+        p: 4,
+        samples: ring_floor(4, o),
+        against: Some((base, None)),
     });
 
     if o.json {
@@ -178,6 +242,21 @@ pub fn run(o: &Options) -> Result<()> {
     println!(
         "\ntargets (issue 25): a declared one-word exchange <= 0.7x an empty full sync at p = 2; \
          the ring halo at p = 4 (on 2 cores) >= 2x faster with lazy syncs (<= 0.5x)"
+    );
+    let ring = rows[6].samples.median() / rows[4].samples.median();
+    println!(
+        "reference for the halo: threads in a ring that wait for their neighbours only and \
+         yield while they wait (no barrier, no library) take {ring:.2}x the full-sync halo"
+    );
+    let floor = rows[3].samples.median() / rows[0].samples.median();
+    println!(
+        "floor: an exchange of two processes moves at least one cache line each way, as the \
+         empty sync does; here that floor is {floor:.2}x the empty sync{}",
+        if floor > 0.7 {
+            ", so the 0.7x target is below what this machine can do"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

@@ -13,8 +13,9 @@
 //!   row-block and 2D checkerboard baselines.
 //! * `mbsp-bench spmv` — SpMV Mflop/s of the mbsp variants against sequential and rayon CSR,
 //!   and the bandwidth achieved against a STREAM triad.
-//! * `mbsp-bench wait` — the empty sync with many more processes than cores, and passes of
-//!   back-to-back syncs after every process slept (how fast waiting returns to spinning).
+//! * `mbsp-bench wait` — the empty sync with many more processes than cores, passes of
+//!   back-to-back syncs after every process slept (how fast waiting returns to spinning), and
+//!   one-to-all and all-to-one puts against the balanced all-to-all.
 //! * `mbsp-bench owned` — owned messages (communicable memory): a 16 MiB hand-off against a
 //!   memcpy of it, and the allocations of a steady loop of owned messages.
 //! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
@@ -70,7 +71,8 @@ enum Bench {
     Core(CoreArgs),
     /// The empty sync with up to 512 processes against std::sync::Barrier, and passes of 1000
     /// back-to-back syncs at p = 2 each after every process slept a second (the worst pass
-    /// against the median: how fast waiting returns to spinning).
+    /// against the median: how fast waiting returns to spinning), and one-to-all and all-to-one
+    /// puts of 4 and 48 KiB against the balanced all-to-all.
     Wait(WaitArgs),
     /// Owned messages (communicable memory): a 16 MiB buffer handed between 2 processes
     /// against a memcpy of it, and a loop of 10^5 supersteps of owned messages (allocations
@@ -142,7 +144,8 @@ struct WaitArgs {
     #[arg(long)]
     json: bool,
     /// Also write the figures as CSV (table, p, pass, syncs, mbsp_ns, mbsp_ns_min,
-    /// mbsp_ns_max, std_barrier_ns) to FILE.
+    /// mbsp_ns_max, std_barrier_ns, slept, preempted; put rows: pattern in `pass`, bytes in
+    /// `syncs`, time per superstep in the mbsp columns) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
 }

@@ -8,6 +8,13 @@
 //!   process has slept (the shape of MulticoreBSP for C's barrier benchmark,
 //!   benchmarks/src/barrier.c): after the sleep the syncs must return to the fast path (spinning)
 //!   within a few supersteps, so the worst pass should cost about what the median pass costs.
+//! * Who waits while another copies: supersteps of buffered puts at p = 2 in three patterns
+//!   (the shape of MulticoreBSP for C's put benchmark, benchmarks/src/collectives.c with
+//!   PRIMITIVE=0): balanced all-to-all (every process puts the size to every other), one-to-all
+//!   (pid 0 puts it to every other) and all-to-one (every other puts it to pid 0). The
+//!   unbalanced patterns move less data than the balanced one, so a process that waits while
+//!   another copies must not pay more than the copy: they should cost at most what the
+//!   balanced exchange of the same size costs.
 
 use crate::stats::{Samples, ns};
 use mbsp_cli::error::{Error, Result};
@@ -34,6 +41,8 @@ pub struct Options {
     pub json: bool,
     /// Also write the figures as CSV to this file.
     pub csv: Option<String>,
+    /// Supersteps per sample of the put-pattern table.
+    pub put_iters: usize,
 }
 
 impl Options {
@@ -48,6 +57,7 @@ impl Options {
             sleep: Duration::from_secs(1),
             json: false,
             csv: None,
+            put_iters: 2000,
         }
     }
 
@@ -62,6 +72,7 @@ impl Options {
             sleep: Duration::from_millis(20),
             json: false,
             csv: None,
+            put_iters: 20,
         }
     }
 }
@@ -165,6 +176,11 @@ pub struct Pass {
     /// Times a process was preempted during the pass (involuntary context switches, all
     /// processes): another thread of the machine took its core.
     pub preempted: u64,
+    /// Microseconds per round of the two-thread cache-line exchange (`floor::LinePair`) run by
+    /// the same two processes right after the pass: what one line each way cost at that
+    /// moment (the hypervisor may place the two vCPUs nearer or farther apart from one pass to
+    /// the next).
+    pub floor_us: f64,
 }
 
 /// This thread's voluntary and involuntary context switches so far (Linux; zeros elsewhere).
@@ -186,8 +202,10 @@ fn context_switches() -> (u64, u64) {
 /// Passes of `syncs` back-to-back empty syncs of `p` processes, each pass after every process
 /// slept for `sleep`.
 pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Vec<Pass> {
+    let pair = crate::floor::LinePair::new();
     let by_pid = mbsp::run(p, |ctx| {
         let mut out = Vec::with_capacity(passes);
+        let mut round = 0;
         for _ in 0..passes {
             std::thread::sleep(sleep);
             ctx.sync()?; // the processes line up after their sleep
@@ -198,10 +216,22 @@ pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Ve
             }
             let us = t.elapsed().as_secs_f64() * 1e6 / syncs as f64;
             let after = context_switches();
+            // The floor, by processes 0 and 1 (the others, if any, wait in the sync).
+            let mut floor_us = 0.0;
+            if ctx.pid() < 2 && ctx.nprocs() >= 2 {
+                let t = Instant::now();
+                for _ in 0..syncs {
+                    round += 1;
+                    pair.exchange(ctx.pid(), round);
+                }
+                floor_us = t.elapsed().as_secs_f64() * 1e6 / syncs as f64;
+            }
+            ctx.sync()?;
             out.push(Pass {
                 us,
                 slept: after.0 - before.0,
                 preempted: after.1 - before.1,
+                floor_us,
             });
         }
         Ok(out)
@@ -212,8 +242,133 @@ pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Ve
             us: by_pid[0][i].us,
             slept: by_pid.iter().map(|v| v[i].slept).sum(),
             preempted: by_pid.iter().map(|v| v[i].preempted).sum(),
+            floor_us: by_pid[0][i].floor_us,
         })
         .collect()
+}
+
+/// A pattern of the put table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pattern {
+    /// Every process puts the size to every other process.
+    AllToAll,
+    /// Pid 0 puts the size to every other process.
+    OneToAll,
+    /// Every process but pid 0 puts the size to pid 0.
+    AllToOne,
+}
+
+impl Pattern {
+    /// Every pattern, the baseline first.
+    pub const ALL: [Pattern; 3] = [Pattern::AllToAll, Pattern::OneToAll, Pattern::AllToOne];
+
+    /// Its name in the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::AllToAll => "all-to-all",
+            Pattern::OneToAll => "one-to-all",
+            Pattern::AllToOne => "all-to-one",
+        }
+    }
+
+    /// Whether process `from` puts to process `to` (`from != to`).
+    fn puts(self, from: usize, to: usize) -> bool {
+        match self {
+            Pattern::AllToAll => true,
+            Pattern::OneToAll => from == 0,
+            Pattern::AllToOne => to == 0,
+        }
+    }
+}
+
+/// The sizes of the put table (the sizes the issue quotes MulticoreBSP for C's figures for).
+pub const PUT_SIZES: [usize; 2] = [4 << 10, 48 << 10];
+
+/// One figure of the put table.
+pub struct PutRow {
+    /// The pattern.
+    pub pattern: Pattern,
+    /// Bytes per put.
+    pub bytes: usize,
+    /// Nanoseconds per superstep (puts + sync), pid 0's view.
+    pub ns: Samples,
+}
+
+/// Nanoseconds per superstep of `pattern` with puts of `bytes` at p = 2, `samples` samples of
+/// `iters` supersteps (pid 0's view).
+pub fn put_pattern(pattern: Pattern, bytes: usize, samples: usize, iters: usize) -> Samples {
+    let p = 2;
+    let by_pid = mbsp::run(p, |ctx| {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let dst = ctx.push_reg(vec![0u8; bytes])?;
+        let src = vec![me as u8; bytes];
+        ctx.sync()?;
+        crate::stats::timed(samples, iters, || {
+            for to in (0..p).filter(|&to| to != me && pattern.puts(me, to)) {
+                ctx.put(to, &src, &dst, 0)?;
+            }
+            ctx.sync()
+        })
+    })
+    .expect("benchmark run");
+    Samples(by_pid.into_iter().next().unwrap_or_default())
+}
+
+/// Measure the put table.
+pub fn put_table(samples: usize, iters: usize) -> Vec<PutRow> {
+    let mut rows = Vec::new();
+    for bytes in PUT_SIZES {
+        for pattern in Pattern::ALL {
+            rows.push(PutRow {
+                pattern,
+                bytes,
+                ns: put_pattern(pattern, bytes, samples, iters),
+            });
+        }
+    }
+    rows
+}
+
+/// The median of the balanced exchange of `bytes` in `rows`.
+fn balanced(rows: &[PutRow], bytes: usize) -> f64 {
+    rows.iter()
+        .find(|r| r.bytes == bytes && r.pattern == Pattern::AllToAll)
+        .map_or(f64::NAN, |r| r.ns.median())
+}
+
+/// Print the put table.
+pub fn print_put_table(rows: &[PutRow]) {
+    println!(
+        "\nwho waits while another copies: puts + sync at p = 2 (time per superstep; the shape of \
+         MulticoreBSP for C's put benchmark)"
+    );
+    println!(
+        "  {:<11} {:>7}  {:<30} {:>26}",
+        "pattern", "size", "time per superstep", "vs all-to-all (target)"
+    );
+    for r in rows {
+        let ratio = r.ns.median() / balanced(rows, r.bytes);
+        let vs = if r.pattern == Pattern::AllToAll {
+            String::new()
+        } else {
+            format!(
+                "{ratio:.2}x (<= 1.5: {})",
+                crate::core_bench::verdict(ratio <= 1.5)
+            )
+        };
+        println!(
+            "  {:<11} {:>4} KiB  {:<30} {:>26}",
+            r.pattern.name(),
+            r.bytes >> 10,
+            r.ns.show(ns),
+            vs
+        );
+    }
+    println!(
+        "  target (issue 25): one-to-all and all-to-one at most 1.5x the balanced all-to-all of \
+         the same size (MulticoreBSP for C on this machine kind: one-to-all 48 KiB 7-15 µs, 4 KiB \
+         1-3 µs, all-to-one 48 KiB 6-18 µs, all-to-all 48 KiB 35-48 µs)"
+    );
 }
 
 /// Run the benchmark and print (or write) its figures.
@@ -284,14 +439,37 @@ pub fn run(o: &Options) -> Result<()> {
              times): {}",
             shown.join(", ")
         );
+        let over_floor = Samples(
+            passes
+                .iter()
+                .map(|x| x.us / x.floor_us.max(f64::MIN_POSITIVE))
+                .collect(),
+        );
+        let floors = Samples(passes.iter().map(|x| x.floor_us).collect());
+        println!(
+            "  one cache line each way between the same two processes right after each pass (no \
+             library): {} [{}–{}]; pass / that floor: median {:.2}, worst {:.2} ({:.2}x the \
+             median)",
+            ns(floors.median() * 1e3),
+            ns(floors.range().0 * 1e3),
+            ns(floors.range().1 * 1e3),
+            over_floor.median(),
+            over_floor.range().1,
+            over_floor.range().1 / over_floor.median()
+        );
         println!(
             "  target: worst pass <= 3x the median pass: {} (passes not preempted: {})",
             crate::core_bench::verdict(worst <= 3.0 * median),
             crate::core_bench::verdict(quiet.0.is_empty() || quiet_worst <= 3.0 * median)
         );
     }
+    let puts = put_table(o.samples, o.put_iters);
+    if !o.json {
+        print_put_table(&puts);
+    }
     if let Some(path) = &o.csv {
-        write_csv(path, &rows, &passes, o.syncs).map_err(|e| Error::io("--csv").with_source(e))?;
+        write_csv(path, &rows, &passes, o.syncs, &puts)
+            .map_err(|e| Error::io("--csv").with_source(e))?;
     }
     if o.json {
         let j = json!({
@@ -306,24 +484,33 @@ pub fn run(o: &Options) -> Result<()> {
                 "p": p, "syncs_per_pass": o.syncs, "sleep_ms": o.sleep.as_millis() as u64,
                 "passes": passes.iter().map(|x| json!({
                     "sync_ns": x.us * 1e3, "slept": x.slept, "preempted": x.preempted,
+                    "floor_ns": x.floor_us * 1e3,
                 })).collect::<Vec<_>>(),
                 "median_ns": median * 1e3, "worst_ns": worst * 1e3,
                 "worst_over_median": worst / median,
                 "passes_not_preempted": quiet.0.len(),
                 "worst_not_preempted_ns": (!quiet.0.is_empty()).then_some(quiet_worst * 1e3),
             },
+            "puts": puts.iter().map(|r| json!({
+                "pattern": r.pattern.name(), "bytes": r.bytes, "p": 2,
+                "superstep_ns": r.ns.median(), "superstep_ns_min": r.ns.range().0,
+                "superstep_ns_max": r.ns.range().1,
+                "over_all_to_all": r.ns.median() / balanced(&puts, r.bytes),
+            })).collect::<Vec<_>>(),
         });
         println!("{j:#}");
     }
     Ok(())
 }
 
-/// Rows `table,p,pass,ns_per_sync,...`: one per oversubscription figure and one per pass.
+/// Rows `table,p,pass,ns_per_sync,...`: one per oversubscription figure, one per pass and one
+/// per put figure (`pass` holds the pattern, `syncs` the bytes per put).
 fn write_csv(
     path: &str,
     rows: &[OversubRow],
     passes: &[Pass],
     syncs: usize,
+    puts: &[PutRow],
 ) -> std::io::Result<()> {
     crate::whole_file::write(std::path::Path::new(path), |f| {
         writeln!(
@@ -349,6 +536,18 @@ fn write_csv(
                 x.us * 1e3,
                 x.slept,
                 x.preempted
+            )?;
+        }
+        for r in puts {
+            let (lo, hi) = r.ns.range();
+            writeln!(
+                f,
+                "puts,2,{},{},{:.1},{:.1},{:.1},,,",
+                r.pattern.name(),
+                r.bytes,
+                r.ns.median(),
+                lo,
+                hi
             )?;
         }
         Ok(())

@@ -233,3 +233,53 @@ fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
         );
     }
 }
+
+/// Declared counts (`Ctx::expect`) over ranks: puts, messages in every pattern, owned
+/// messages and large puts observe exactly what full syncs observe.
+#[test]
+fn lazy_syncs_over_ranks_observe_what_full_syncs_observe() {
+    every_rank_succeeds("lazy", "selftest lazy");
+}
+
+/// A count that cannot be met, a count exceeded, a full sync among lazy ones and a panic
+/// during lazy syncs each end the run on every rank with one error, without a hang (every
+/// launch has the hang detector's deadline).
+#[test]
+fn lazy_misuse_and_failure_end_every_rank_with_one_error() {
+    for ranks in [2, 3] {
+        let last = ranks - 1;
+        for (mode, says) in [
+            (
+                "lazy-short",
+                "sync (pid 0, superstep 2): pid 0 declared expect(2) in superstep 2 but received \
+                 1 puts/messages, and every other process has already synced"
+                    .to_string(),
+            ),
+            (
+                "lazy-many",
+                format!(
+                    "sync (pid 0, superstep 2): pid 0 declared expect(1) in superstep 2 but \
+                     received 2 puts/messages (from pid(s) [{last}])"
+                ),
+            ),
+            (
+                "lazy-mixed",
+                format!("pid(s) [{last}] made a full sync in superstep 2 while pid"),
+            ),
+            (
+                "lazy-panic",
+                format!("spmd (pid {last}, superstep 2): panicked: rank asked to panic"),
+            ),
+        ] {
+            let (ok, out, err) = launch(ranks, mode);
+            assert!(!ok, "{mode} on {ranks} ranks exited 0:\n{out}\n{err}");
+            let line = |l: &&str| l.starts_with("mbsp-mpi-selftest: ");
+            let lines: Vec<&str> = err.lines().filter(line).collect();
+            assert_eq!(lines.len(), ranks, "{mode}, {ranks} ranks:\n{err}");
+            assert!(
+                lines.iter().all(|l| l.contains(&says) && *l == lines[0]),
+                "{mode}, {ranks} ranks: every rank reports the same error, {says:?}:\n{err}"
+            );
+        }
+    }
+}

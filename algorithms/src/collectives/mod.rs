@@ -43,12 +43,18 @@
 //!
 //! For `n` words per process (`w` = `n` elements in 8-byte words):
 //!
-//! | operation | messages (1 superstep) | registered, direct gets |
-//! |---|---|---|
-//! | broadcast | `h = (p-1)w` | direct: `h = (p-1)w`, 2 supersteps; two-phase (scatter, all-gather): `h = 2(p-1)/p·w`, 3 |
-//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 (reduce: `+ w/p` words of scratch) |
-//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch |
-//! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — |
+//! | operation | messages (1 superstep) | registered, direct gets | trees (`L = ⌈log₂ p⌉`) |
+//! |---|---|---|---|
+//! | broadcast | `h = (p-1)w` | direct: `h = (p-1)w`, 2 supersteps; two-phase (scatter, all-gather): `h = 2(p-1)/p·w`, 3 | `L` supersteps of `h = w` |
+//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 (reduce: `+ w/p` words of scratch) | reduce `L` (+1 if the root is not pid 0), all-reduce `2L`, each `h = w` |
+//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch | `L` supersteps of `h = w` |
+//! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — | — |
+//!
+//! Every message also carries the call's header (`H` = 6 words), and the registered algorithms
+//! first exchange one header between every pair of processes: with many processes and little
+//! data the `(p-1)(w+H)` words of one superstep of messages cost more than the trees' extra
+//! supersteps, and the trees are chosen (at p = 1000 a one-word all-reduce by messages is a
+//! million messages in all, by trees 20 supersteps of at most one message per process).
 //!
 //! Messages are copied twice (into the sender's outbox, out of it); direct gets once, so their `g`
 //! is lower, but each superstep that registers or deregisters memory costs a second barrier. The
@@ -60,6 +66,7 @@
 mod comm;
 mod elem;
 mod exposed;
+mod tree;
 mod wire;
 
 use crate::cost::{Params, words};
@@ -85,6 +92,11 @@ pub enum Algorithm {
     /// (broadcast: scatter + all-gather; reduce: reduce-scatter + gather; all-reduce:
     /// reduce-scatter + all-gather; scan: per-block prefixes + fetch).
     TwoPhase,
+    /// Trees of messages: `⌈log₂ p⌉` supersteps per phase in which every process sends and
+    /// receives at most one message (broadcast: binomial tree; reduce and all-reduce: binomial
+    /// tree to pid 0, then to the root or broadcast; scans: recursive doubling). For many
+    /// processes, where the `p²` messages of one superstep cost more than the extra supersteps.
+    Tree,
 }
 
 impl Algorithm {
@@ -93,6 +105,7 @@ impl Algorithm {
             Algorithm::Auto | Algorithm::Messages => 0,
             Algorithm::Direct => 1,
             Algorithm::TwoPhase => 2,
+            Algorithm::Tree => 3,
         }
     }
 }
@@ -156,7 +169,7 @@ impl Collectives {
             Algorithm::Messages,
             self.predict(op, Algorithm::Messages, p, n, elem),
         );
-        for a in [Algorithm::Direct, Algorithm::TwoPhase] {
+        for a in [Algorithm::Direct, Algorithm::TwoPhase, Algorithm::Tree] {
             if let Some(t) = self.predict_some(op, a, p, n, elem)
                 && t < best.1
             {
@@ -197,18 +210,35 @@ impl Collectives {
         let pm = p.saturating_sub(1) as f64;
         let block = pm / p.max(1) as f64 * w;
         let prm = &self.params;
+        // Every message carries the call's header; the registered algorithms check the call
+        // with one header from every other process first.
+        let head = words(wire::HEADER, 1);
+        let checks = pm * head * prm.g;
+        let tree = tree::rounds(p);
         // A superstep that registers or deregisters costs two barriers.
         Some(match (a, op) {
-            (Algorithm::Messages | Algorithm::Auto, _) => prm.time(1, pm * w, false),
-            (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true),
-            (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => prm.time(5, 2.0 * block, true),
+            (Algorithm::Messages | Algorithm::Auto, _) => prm.time(1, pm * (w + head), false),
+            (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true) + checks,
+            (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => {
+                prm.time(5, 2.0 * block, true) + checks
+            }
             // Plus writing fresh scratch: the combined block (reduce), the block's p prefixes
             // (scan).
             (Algorithm::TwoPhase, Op::Reduce) => {
-                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh
+                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh + checks
             }
             (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
-                prm.time(5, 2.0 * block, true) + w * prm.fresh
+                prm.time(5, 2.0 * block, true) + w * prm.fresh + checks
+            }
+            (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => {
+                prm.time(tree, tree as f64 * (w + head), false)
+            }
+            // Reduce: to pid 0, and one more superstep when the root is another.
+            (Algorithm::Tree, Op::Reduce) => {
+                prm.time(tree + 1, (tree + 1) as f64 * (w + head), false)
+            }
+            (Algorithm::Tree, Op::AllReduce) => {
+                prm.time(2 * tree, 2.0 * tree as f64 * (w + head), false)
             }
             _ => return None,
         })
@@ -254,6 +284,7 @@ impl Collectives {
             Algorithm::Direct | Algorithm::TwoPhase => {
                 broadcast_registered(ctx, &call, root, buf, algo == Algorithm::TwoPhase)
             }
+            Algorithm::Tree => tree::broadcast(ctx, &call, root, buf),
             _ => {
                 let (me, p) = (ctx.pid(), ctx.nprocs());
                 if me == root {
@@ -384,6 +415,9 @@ impl Collectives {
         call.algo = algo.code();
         if algo == Algorithm::TwoPhase {
             return reduction_registered(ctx, &call, buf, identity, &op);
+        }
+        if algo == Algorithm::Tree {
+            return tree::reduction(ctx, &call, root, buf, identity, &op);
         }
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let r = root.unwrap_or(0);

@@ -190,11 +190,12 @@ fn variable_length(ctx: &mut Ctx, c: &Collectives, seed: u64, n: usize) -> mbsp:
     Ok(())
 }
 
-const ALGORITHMS: [Algorithm; 4] = [
+const ALGORITHMS: [Algorithm; 5] = [
     Algorithm::Auto,
     Algorithm::Messages,
     Algorithm::Direct,
     Algorithm::TwoPhase,
+    Algorithm::Tree,
 ];
 
 /// Everything, with a caller's tag size and registration in place that must survive.
@@ -273,6 +274,40 @@ fn large_data_takes_the_registered_algorithms_automatically() {
             mbsp_algorithms::collectives::broadcast(ctx, 3, &mut b)?;
             assert_eq!(b, all[3]);
             Ok(())
+        })
+        .unwrap();
+    });
+}
+
+/// With many processes and one word, the trees are chosen (a superstep of messages would be
+/// `p²` messages), and they agree with the model at a process count that is not a power of two.
+#[test]
+fn many_processes_take_the_trees_automatically() {
+    use mbsp_algorithms::collectives::Collective;
+    let c = Collectives::default();
+    for op in [
+        Collective::AllReduce,
+        Collective::Broadcast,
+        Collective::Reduce,
+    ] {
+        assert_eq!(
+            c.plan(op, 1000, 1, 8).0,
+            Algorithm::Tree,
+            "{op:?} at p = 1000"
+        );
+        assert_eq!(
+            c.plan(op, 2, 1, 8).0,
+            Algorithm::Messages,
+            "{op:?} at p = 2"
+        );
+    }
+    within(120, || {
+        let p = 37;
+        mbsp::run(p, |ctx| {
+            let me = ctx.pid() as u64;
+            let sum = mbsp_algorithms::collectives::allreduce_value(ctx, me, u64::wrapping_add)?;
+            assert_eq!(sum, (p * (p - 1) / 2) as u64);
+            program(ctx, 5, 3)
         })
         .unwrap();
     });

@@ -87,7 +87,8 @@ fn quick_benchmark_csv_and_json() {
     );
 }
 
-/// `wait --quick`: the oversubscription rows (p = 2, 16) and the passes (4), as CSV and JSON.
+/// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns
+/// (3 patterns x 2 sizes), as CSV and JSON.
 #[test]
 fn quick_wait_benchmark_csv_and_json() {
     let dir = common::scratch("bench_cli", "wait");
@@ -113,6 +114,28 @@ fn quick_wait_benchmark_csv_and_json() {
             ("after_sleep", "2"),
             ("after_sleep", "2"),
             ("after_sleep", "2"),
+            ("puts", "2"),
+            ("puts", "2"),
+            ("puts", "2"),
+            ("puts", "2"),
+            ("puts", "2"),
+            ("puts", "2"),
+        ]
+    );
+    let puts: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r[0] == "puts")
+        .map(|r| (r[2], r[3]))
+        .collect();
+    assert_eq!(
+        puts,
+        [
+            ("all-to-all", "4096"),
+            ("one-to-all", "4096"),
+            ("all-to-one", "4096"),
+            ("all-to-all", "49152"),
+            ("one-to-all", "49152"),
+            ("all-to-one", "49152"),
         ]
     );
     assert!(
@@ -124,6 +147,9 @@ fn quick_wait_benchmark_csv_and_json() {
     assert_eq!(j["oversubscription"].as_array().map(Vec::len), Some(2));
     assert_eq!(j["oversubscription"][1]["p"], 16);
     assert_eq!(j["after_sleep"]["passes"].as_array().map(Vec::len), Some(4));
+    assert_eq!(j["puts"].as_array().map(Vec::len), Some(6));
+    assert_eq!(j["puts"][4]["pattern"], "one-to-all");
+    assert!(j["puts"][4]["over_all_to_all"].as_f64().unwrap() > 0.0);
     let (median, worst) = (
         j["after_sleep"]["median_ns"].as_f64().unwrap(),
         j["after_sleep"]["worst_ns"].as_f64().unwrap(),

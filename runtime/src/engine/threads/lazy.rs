@@ -361,19 +361,25 @@ impl Ctx {
         out
     }
 
-    /// In a full sync of a run that has used lazy syncs, after barrier 1: every process made a
-    /// full sync of this superstep, and no records of the superstep before arrived after we
-    /// completed it.
+    /// In a full sync of a run that has used lazy syncs, after barrier 1: the next process
+    /// (in pid order, wrapping) made a full sync of this superstep too. One look per process
+    /// finds every mix: if some processes made a full sync of superstep s and others did not,
+    /// some process of the first kind is followed by one of the second, and it reports the
+    /// misuse (the run then fails everywhere). Looking at every process instead would cost
+    /// p² loads per superstep over the run, which at p = 1000 was most of a superstep's work.
+    /// The other process cannot have moved past its sync of s + 1 before our barrier of s
+    /// completes, so a word below that of a full sync of s + 2 is from s or s + 1.
     pub(super) fn check_after_lazy(&self) -> Result<()> {
         let s = self.step;
         let q = (s & 1) as usize;
         let (full, next) = (mode_word(s, false), mode_word(s + 2, false));
-        let lazy: Vec<usize> = (0..self.run.p)
-            .filter(|&j| {
-                let w = self.run.proc(j).inbox.mode(q);
-                w != full && w < next
-            })
-            .collect();
+        let j = (self.pid + 1) % self.run.p;
+        let w = self.run.proc(j).inbox.mode(q);
+        let lazy = if w != full && w < next {
+            vec![j]
+        } else {
+            Vec::new()
+        };
         if !lazy.is_empty() {
             return Err(self.misuse(
                 "sync",
