@@ -146,7 +146,9 @@ pub fn run(o: &Options) -> Result<()> {
          these values feed the predictions below)"
     );
 
-    section("FFT: complex f64, BSP (one superstep of direct gets) against sequential rustfft");
+    section(
+        "FFT: complex f64, BSP (one superstep: packs handed over as owned messages) against sequential rustfft",
+    );
     let n = if quick { 1 << 14 } else { 1 << 20 };
     let p_fft = 1usize << mbsp::nprocs().max(1).ilog2();
     let cost = FftCost {
