@@ -1,10 +1,59 @@
-//! Nested runs in every Multi-BSP transform: no thread growth. In a file of its own, so that
-//! no other test of the same process starts threads meanwhile.
+//! The FFT's resources in loops of transforms: nested runs in every Multi-BSP transform grow no
+//! threads; the owned exchange allocates nothing per transform. In a file of its own, so that no
+//! other test of the same process starts threads meanwhile, and so that this program's
+//! allocator can count each thread's allocations.
 
 mod common;
 
 use common::{mix, within};
-use mbsp_algorithms::fft::{Complex, MultiFft};
+use mbsp_algorithms::fft::{BspFft, Complex, Exchange, MultiFft};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+thread_local! {
+    /// Allocations made by this thread.
+    static MINE: Cell<u64> = const { Cell::new(0) };
+}
+
+struct Counting;
+
+fn note_alloc() {
+    let _ = MINE.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: forwards to the system allocator; the counting touches no allocation.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: forwarded.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: forwarded.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        note_alloc();
+        // SAFETY: forwarded.
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Held by each test: the thread count of one must not see the runs of another.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Allocations this thread has made.
+fn my_allocations() -> u64 {
+    MINE.with(|n| n.get())
+}
 
 type C = Complex<f64>;
 
@@ -29,6 +78,7 @@ fn threads() -> usize {
 /// Nested runs in every transform: hundreds of them in one run, no thread growth.
 #[test]
 fn multi_bsp_in_a_loop_does_not_grow_threads() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     within(300, || {
         let n = 1 << 8;
         let x = random(n, 9);
@@ -56,5 +106,48 @@ fn multi_bsp_in_a_loop_does_not_grow_threads() {
             "threads grew from {before} to {}",
             threads()
         );
+    });
+}
+
+/// The owned exchange in a steady state: the packs received become the next transform's, so
+/// hundreds of transforms (forward and inverse) allocate nothing on any process once the first
+/// of each direction has run; the results stay right.
+#[test]
+fn owned_exchange_allocates_nothing_per_transform() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    within(120, || {
+        for (p, n) in [(2, 1 << 10), (2, 1 << 19), (4, 1 << 10), (8, 1 << 12)] {
+            let x = random(n, 3);
+            let mut want = x.clone();
+            mbsp_algorithms::fft::fft(&mut want, 1).unwrap();
+            let rounds = if n > 1 << 12 { 5 } else { 100 };
+            let allocated = mbsp::run(p, |ctx| {
+                let me = ctx.pid();
+                let mut plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::Owned)?;
+                assert_eq!(plan.exchange(), Exchange::Owned);
+                let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
+                let mut local = mine.clone();
+                // The first of each direction plans its kernel.
+                plan.forward(ctx, &mut local)?;
+                plan.inverse(ctx, &mut local)?;
+                let before = my_allocations();
+                for _ in 0..rounds {
+                    plan.forward(ctx, &mut local)?;
+                    assert!((local[1] - want[me + p]).norm() < 1e-9 * n as f64);
+                    plan.inverse(ctx, &mut local)?;
+                }
+                let allocated = my_allocations() - before;
+                assert!(local.iter().zip(&mine).all(|(a, b)| (a - b).norm() < 1e-9));
+                plan.free(ctx)?;
+                Ok(allocated)
+            })
+            .unwrap();
+            assert_eq!(
+                allocated,
+                vec![0; p],
+                "allocations per process over {rounds} forward and inverse transforms, \
+                 p = {p}, n = {n}"
+            );
+        }
     });
 }

@@ -8,6 +8,11 @@
 //! plans, FFTW's `FFTW_MEASURE` planning, twiddle tables, registering the pack buffers) is timed
 //! apart. Each variant's result is compared with sequential rustfft's (relative 2-norm error).
 //!
+//! `mbsp-flat` is the flat BSP FFT with its default exchange ([`Exchange::Owned`]: packs handed
+//! over as owned messages, declared counts, a lazy sync). With `--direct` it is also measured
+//! with direct gets ([`Exchange::DirectGet`]) as `mbsp-direct`, in the same run as `mbsp-flat`,
+//! the two plans' samples taken in turn, so that both see the same machine.
+//!
 //! With the cargo feature `fftw`, FFTW 3 is a baseline too: `fftw` on one thread and
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
@@ -15,7 +20,7 @@
 use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    BspFft, Complex, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
+    BspFft, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
 };
 #[allow(unused_imports)]
 use mbsp_cli::error::{Classify, Error, Result};
@@ -37,6 +42,8 @@ pub struct Options {
     pub max_log: u32,
     /// Process counts of the flat BSP FFT.
     pub procs: Vec<usize>,
+    /// Also measure the flat BSP FFT with direct gets (`mbsp-direct`).
+    pub direct: bool,
     /// Timed transforms per figure (the median is reported).
     pub samples: usize,
     /// Rounds the samples of one n are taken in (every variant in turn each round).
@@ -205,42 +212,88 @@ const LARGE: usize = 1 << 16;
 /// slowest process's time), planning seconds, and the result gathered from the cyclic
 /// distribution.
 fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec<C>) {
+    let multi = |ctx: &mut mbsp::Ctx| Ok(Plan::Multi(MultiFft::<f64>::new(ctx, x.len(), below)?));
+    bsp_with(x, p, samples, &[&multi]).pop().expect("one plan")
+}
+
+/// A plan of the benchmark: Multi-BSP (flat with no levels below), or flat with an exchange.
+enum Plan {
+    Multi(MultiFft<f64>),
+    Flat(BspFft<f64>),
+}
+
+impl Plan {
+    fn forward(&mut self, ctx: &mut mbsp::Ctx, local: &mut [C]) -> mbsp::Result<()> {
+        match self {
+            Plan::Multi(plan) => plan.forward(ctx, local),
+            Plan::Flat(plan) => plan.forward(ctx, local),
+        }
+    }
+
+    fn free(self, ctx: &mut mbsp::Ctx) -> mbsp::Result<()> {
+        match self {
+            Plan::Multi(plan) => plan.free(ctx),
+            Plan::Flat(plan) => plan.free(ctx),
+        }
+    }
+}
+
+/// Makes a plan (collective).
+type MakePlan<'a> = &'a (dyn Fn(&mut mbsp::Ctx) -> mbsp::Result<Plan> + Sync);
+
+/// [`bsp`] for each of the plans `make` makes, all in one run, their samples taken in turn
+/// (each after a full sync), so that the plans see the same machine: per plan, as `bsp`.
+fn bsp_with(x: &[C], p: usize, samples: usize, make: &[MakePlan]) -> Vec<(Samples, f64, Vec<C>)> {
     let n = x.len();
+    let k = make.len();
     let r = mbsp::run(p, |ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
-        ctx.sync()?;
-        let t = Instant::now();
-        let mut plan = MultiFft::<f64>::new(ctx, n, below)?;
-        let planning = t.elapsed().as_secs_f64();
-        let mut local = mine.clone();
-        plan.forward(ctx, &mut local)?;
-        let result = local.clone();
-        for _ in 0..warmups(n) {
-            plan.forward(ctx, &mut local)?;
-        }
-        let mut times = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            local.copy_from_slice(&mine);
+        let mut plans = Vec::with_capacity(k);
+        let mut out = Vec::with_capacity(k);
+        for make in make {
             ctx.sync()?;
             let t = Instant::now();
+            let mut plan = make(ctx)?;
+            let planning = t.elapsed().as_secs_f64();
+            let mut local = mine.clone();
             plan.forward(ctx, &mut local)?;
-            times.push(t.elapsed().as_secs_f64());
+            out.push((Vec::with_capacity(samples), planning, local.clone()));
+            for _ in 0..warmups(n) {
+                plan.forward(ctx, &mut local)?;
+            }
+            plans.push(plan);
         }
-        plan.free(ctx)?;
-        Ok((times, planning, result))
+        let mut local = mine.clone();
+        for _ in 0..samples {
+            for (plan, (times, _, _)) in plans.iter_mut().zip(&mut out) {
+                local.copy_from_slice(&mine);
+                ctx.sync()?;
+                let t = Instant::now();
+                plan.forward(ctx, &mut local)?;
+                times.push(t.elapsed().as_secs_f64());
+            }
+        }
+        for plan in plans {
+            plan.free(ctx)?;
+        }
+        Ok(out)
     })
     .expect("benchmark run");
-    let mut y = vec![C::default(); n];
-    for (me, (_, _, local)) in r.iter().enumerate() {
-        for (i, v) in local.iter().enumerate() {
-            y[me + p * i] = *v;
-        }
-    }
-    let times = (0..samples)
-        .map(|i| r.iter().map(|(t, _, _)| t[i]).fold(0.0, f64::max))
-        .collect();
-    (Samples(times), r[0].1, y)
+    (0..k)
+        .map(|j| {
+            let mut y = vec![C::default(); n];
+            for (me, out) in r.iter().enumerate() {
+                for (i, v) in out[j].2.iter().enumerate() {
+                    y[me + p * i] = *v;
+                }
+            }
+            let times = (0..samples)
+                .map(|i| r.iter().map(|out| out[j].0[i]).fold(0.0, f64::max))
+                .collect();
+            (Samples(times), r[0][j].1, y)
+        })
+        .collect()
 }
 
 /// Run the benchmark.
@@ -299,8 +352,21 @@ pub fn run(o: &Options) -> Result<()> {
             }
             for &p in o.procs.iter().filter(|&&p| p > 1 && p <= n) {
                 of(&format!("mbsp flat, p = {p}"));
-                let (t, plan, y) = bsp(&x, p, &[], k);
-                figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+                if !o.direct {
+                    let (t, plan, y) = bsp(&x, p, &[], k);
+                    figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+                    continue;
+                }
+                // Both exchanges in one run, sample by sample in turn.
+                let default = |ctx: &mut mbsp::Ctx| Ok(Plan::Flat(BspFft::<f64>::new(ctx, n)?));
+                let direct = |ctx: &mut mbsp::Ctx| {
+                    let plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::DirectGet)?;
+                    Ok(Plan::Flat(plan))
+                };
+                let both = bsp_with(&x, p, k, &[&default, &direct]);
+                for ((t, plan, y), variant) in both.into_iter().zip(["mbsp-flat", "mbsp-direct"]) {
+                    figs.add(variant, p, t, plan, rel_error(&y, &want));
+                }
             }
             if multi {
                 of(&format!("mbsp Multi-BSP, levels {levels:?}"));

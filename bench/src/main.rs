@@ -205,6 +205,11 @@ struct FftArgs {
     /// Process counts of the flat BSP FFT (powers of two), comma-separated.
     #[arg(long, default_value = "1,2", value_parser = cli::counts("--procs"))]
     procs: Counts,
+    /// Also measure the flat BSP FFT with direct gets (`fft::Exchange::DirectGet`, a full
+    /// sync) as `mbsp-direct`, in one run with `mbsp-flat` (the default exchange: owned
+    /// messages and a lazy sync), sample by sample in turn.
+    #[arg(long)]
+    direct: bool,
     /// Timed transforms per figure (the median is printed).
     #[arg(long, default_value = "9", value_parser = cli::at_least("--samples", 1))]
     samples: usize,
@@ -450,6 +455,7 @@ fn run(which: Bench) -> Result<()> {
                 min_log: a.min_log,
                 max_log,
                 procs: a.procs.0,
+                direct: a.direct,
                 samples: if a.quick { 3 } else { a.samples },
                 rounds: if a.quick { 1 } else { a.rounds },
                 json: a.json,

@@ -47,7 +47,7 @@
 
 use crate::partition_bench::{balanced_blocks, input_files};
 use crate::partition_cmd::matrix_name;
-use crate::spmv_cmd::{Csr, Prepared, Variant, max_rel_error, measure, median, test_x};
+use crate::spmv_cmd::{Csr, Per, Prepared, Variant, max_rel_error, measure, median, test_x};
 use mbsp_algorithms::sparse::mtx;
 use mbsp_cli::cli::{self, Counts};
 #[allow(unused_imports)]
@@ -495,7 +495,7 @@ pub fn run(o: &Options) -> Result<()> {
                 );
                 let before = batches.div_ceil(2);
                 rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
-                let m = measure(&a, &csr, &x, prep, v, batches, per)
+                let m = measure(&a, &csr, &x, prep, v, batches, Per::Exactly(per))
                     .map_err(|e| e.context(format!("{name}, p = {p}, {}", v.name())))?;
                 let m = mbsp_cli::run_on::on_root(m, "the SpMV")?;
                 rayon_times.extend(time_rayon(

@@ -176,6 +176,11 @@ pub struct Pass {
     /// Times a process was preempted during the pass (involuntary context switches, all
     /// processes): another thread of the machine took its core.
     pub preempted: u64,
+    /// Microseconds per round of the two-thread cache-line exchange (`floor::LinePair`) run by
+    /// the same two processes right after the pass: what one line each way cost at that
+    /// moment (the hypervisor may place the two vCPUs nearer or farther apart from one pass to
+    /// the next).
+    pub floor_us: f64,
 }
 
 /// This thread's voluntary and involuntary context switches so far (Linux; zeros elsewhere).
@@ -197,8 +202,10 @@ fn context_switches() -> (u64, u64) {
 /// Passes of `syncs` back-to-back empty syncs of `p` processes, each pass after every process
 /// slept for `sleep`.
 pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Vec<Pass> {
+    let pair = crate::floor::LinePair::new();
     let by_pid = mbsp::run(p, |ctx| {
         let mut out = Vec::with_capacity(passes);
+        let mut round = 0;
         for _ in 0..passes {
             std::thread::sleep(sleep);
             ctx.sync()?; // the processes line up after their sleep
@@ -209,10 +216,22 @@ pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Ve
             }
             let us = t.elapsed().as_secs_f64() * 1e6 / syncs as f64;
             let after = context_switches();
+            // The floor, by processes 0 and 1 (the others, if any, wait in the sync).
+            let mut floor_us = 0.0;
+            if ctx.pid() < 2 && ctx.nprocs() >= 2 {
+                let t = Instant::now();
+                for _ in 0..syncs {
+                    round += 1;
+                    pair.exchange(ctx.pid(), round);
+                }
+                floor_us = t.elapsed().as_secs_f64() * 1e6 / syncs as f64;
+            }
+            ctx.sync()?;
             out.push(Pass {
                 us,
                 slept: after.0 - before.0,
                 preempted: after.1 - before.1,
+                floor_us,
             });
         }
         Ok(out)
@@ -223,6 +242,7 @@ pub fn after_sleep(p: usize, passes: usize, syncs: usize, sleep: Duration) -> Ve
             us: by_pid[0][i].us,
             slept: by_pid.iter().map(|v| v[i].slept).sum(),
             preempted: by_pid.iter().map(|v| v[i].preempted).sum(),
+            floor_us: by_pid[0][i].floor_us,
         })
         .collect()
 }
@@ -419,6 +439,24 @@ pub fn run(o: &Options) -> Result<()> {
              times): {}",
             shown.join(", ")
         );
+        let over_floor = Samples(
+            passes
+                .iter()
+                .map(|x| x.us / x.floor_us.max(f64::MIN_POSITIVE))
+                .collect(),
+        );
+        let floors = Samples(passes.iter().map(|x| x.floor_us).collect());
+        println!(
+            "  one cache line each way between the same two processes right after each pass (no \
+             library): {} [{}–{}]; pass / that floor: median {:.2}, worst {:.2} ({:.2}x the \
+             median)",
+            ns(floors.median() * 1e3),
+            ns(floors.range().0 * 1e3),
+            ns(floors.range().1 * 1e3),
+            over_floor.median(),
+            over_floor.range().1,
+            over_floor.range().1 / over_floor.median()
+        );
         println!(
             "  target: worst pass <= 3x the median pass: {} (passes not preempted: {})",
             crate::core_bench::verdict(worst <= 3.0 * median),
@@ -446,6 +484,7 @@ pub fn run(o: &Options) -> Result<()> {
                 "p": p, "syncs_per_pass": o.syncs, "sleep_ms": o.sleep.as_millis() as u64,
                 "passes": passes.iter().map(|x| json!({
                     "sync_ns": x.us * 1e3, "slept": x.slept, "preempted": x.preempted,
+                    "floor_ns": x.floor_us * 1e3,
                 })).collect::<Vec<_>>(),
                 "median_ns": median * 1e3, "worst_ns": worst * 1e3,
                 "worst_over_median": worst / median,

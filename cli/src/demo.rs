@@ -7,7 +7,7 @@ use crate::error::{Classify, Error, Result};
 use crate::fft_cmd;
 use crate::params_cmd::{self, LevelParams, Where};
 use crate::run_on;
-use crate::spmv_cmd::{Csr, Prepared, Variant, measure, test_x};
+use crate::spmv_cmd::{Csr, Per, Prepared, Variant, measure, test_x};
 use crate::topo::{self, Count};
 use mbsp::{Level, Policy};
 use mbsp_algorithms::cost::Params;
@@ -146,7 +146,9 @@ pub fn run(o: &Options) -> Result<()> {
          these values feed the predictions below)"
     );
 
-    section("FFT: complex f64, BSP (one superstep of direct gets) against sequential rustfft");
+    section(
+        "FFT: complex f64, BSP (one superstep: packs handed over as owned messages) against sequential rustfft",
+    );
     let n = if quick { 1 << 14 } else { 1 << 20 };
     let p_fft = 1usize << mbsp::nprocs().max(1).ilog2();
     let cost = FftCost {
@@ -234,7 +236,7 @@ pub fn run(o: &Options) -> Result<()> {
     for variant in [Variant::Plain, Variant::Hp] {
         progress(start, &format!("SpMV {}", variant.name()));
         let r = run_on::on_root(
-            measure(&a, &csr, &x, &prep, variant, batches, per)?,
+            measure(&a, &csr, &x, &prep, variant, batches, Per::Exactly(per))?,
             "the SpMV",
         )?;
         let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {

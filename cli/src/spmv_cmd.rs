@@ -28,9 +28,10 @@ pub struct Options {
     /// superstep) or hier (packages of the machine, each a nested run over its cores).
     #[arg(long, value_name = "V", default_value = "plain")]
     pub variant: Variant,
-    /// Multiplies timed (the median of 9 batches of `reps / 9` is reported).
-    #[arg(long, default_value_t = 500)]
-    pub reps: usize,
+    /// Multiplies timed (the median of 9 batches of `reps / 9` is reported) [default: 500, or
+    /// fewer when a multiply takes so long that 500 would take more than about 2 seconds].
+    #[arg(long)]
+    pub reps: Option<usize>,
     /// Use the partition in Mondriaan's files PREFIX-P4, PREFIX-u4, PREFIX-v4 (for -p 4; as
     /// written by `mbsp partition --out PREFIX` or Mondriaan) instead of partitioning; plain
     /// and hp only.
@@ -255,6 +256,24 @@ fn same_matrix(a: &CooMatrix, b: &CooMatrix) -> Result<(), String> {
     }
 }
 
+/// Multiplies per batch: as many as asked, or at most so many, fewer when they would take more
+/// than about [`DEFAULT_SECONDS`] in all.
+#[derive(Clone, Copy, Debug)]
+pub enum Per {
+    /// This many (`--reps` given).
+    Exactly(usize),
+    /// At most this many (the default `--reps`).
+    AtMost(usize),
+}
+
+/// Multiplies timed when `--reps` is not given.
+pub const DEFAULT_REPS: usize = 500;
+
+/// About how long the timed multiplies of the default `--reps` may take in all, in seconds: with
+/// thousands of processes on a few cores a multiply takes milliseconds, and 500 of them would
+/// make the command slow without making its median better.
+pub const DEFAULT_SECONDS: f64 = 2.0;
+
 /// Times `per` multiplies by `step` in `batches` batches inside a run; between them process
 /// 0 times as many sequential CSR multiplies (the others wait in the timer's sync). Returns
 /// (median seconds per BSP multiply, median seconds per sequential multiply, median ratio
@@ -262,11 +281,23 @@ fn same_matrix(a: &CooMatrix, b: &CooMatrix) -> Result<(), String> {
 fn batches_of(
     ctx: &mut mbsp::Ctx,
     batches: usize,
-    per: usize,
+    per: Per,
     seq: &dyn Fn(),
     mut step: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
 ) -> mbsp::Result<(f64, f64, f64)> {
     step(ctx)?; // warm-up
+    let per = match per {
+        Per::Exactly(n) => n,
+        Per::AtMost(most) => {
+            // Every process gets the slowest process's time, so all agree on the count.
+            let timer = RegionTimer::start(ctx)?;
+            step(ctx)?;
+            let t = timer.stop(ctx)?.max(f64::MIN_POSITIVE);
+            // The timed multiplies and the untimed ones before each batch.
+            let runs = (DEFAULT_SECONDS / (batches as f64 * t * 1.2)) as usize;
+            runs.clamp(1, most)
+        }
+    };
     let (mut times, mut seqs) = (Vec::new(), Vec::new());
     for _ in 0..batches {
         if ctx.pid() == 0 {
@@ -341,7 +372,7 @@ pub fn measure(
     prep: &Prepared,
     variant: Variant,
     batches: usize,
-    per: usize,
+    per: Per,
 ) -> Result<Option<Measured>> {
     // The sequential baseline writes its own y (one per thread that may run it).
     let y_seq = std::sync::Mutex::new(vec![0.0; a.rows]);
@@ -535,7 +566,10 @@ pub fn run(o: &Options) -> Result<()> {
     }
     let p = run_on::procs(o.p, 2)?;
     let batches = 9;
-    let per = (o.reps / batches).max(1);
+    let per = match o.reps {
+        Some(reps) => Per::Exactly((reps / batches).max(1)),
+        None => Per::AtMost(DEFAULT_REPS / batches),
+    };
     let name = o
         .file
         .file_name()
@@ -577,8 +611,14 @@ pub fn run(o: &Options) -> Result<()> {
         Prepared::new(&a, p, variant)?
     };
     let x = test_x(a.cols);
+    let each = match per {
+        Per::Exactly(n) => format!("{n}"),
+        Per::AtMost(n) => format!(
+            "up to {n} (fewer if that would take over {DEFAULT_SECONDS} s; --reps to insist)"
+        ),
+    };
     progress(format_args!(
-        "spmv: sequential CSR and BSP 2D {} at p = {p}, interleaved: {batches} batches of {per} \
+        "spmv: sequential CSR and BSP 2D {} at p = {p}, interleaved: {batches} batches of {each} \
          multiplies each",
         variant.name(),
     ));

@@ -71,8 +71,24 @@ pub(crate) const FLAG_TAGS: u32 = 8;
 /// Someone wrote to an outbox (puts that did not ride the barrier, messages): receivers must
 /// look at the outboxes.
 pub(crate) const FLAG_OUTBOX: u32 = 16;
+/// Someone arrived from a superstep with an even number, or an odd one: both at one episode
+/// means processes in different supersteps met at the barrier, which only a lazy sync where
+/// others made a full one (a misuse) can cause. Every process of the episode sees it.
+pub(crate) const FLAG_EVEN_STEP: u32 = 32;
+/// See [`FLAG_EVEN_STEP`].
+pub(crate) const FLAG_ODD_STEP: u32 = 64;
 
-// Flags ORed over all processes: bits 0..8 (`FLAG_*`), and the get-source bits.
+/// The flag of superstep `step`'s parity ([`FLAG_EVEN_STEP`]).
+#[inline]
+pub(crate) fn step_flag(step: u64) -> u32 {
+    if step & 1 == 0 {
+        FLAG_EVEN_STEP
+    } else {
+        FLAG_ODD_STEP
+    }
+}
+
+// Flags ORed over all processes: bits 0..7 (`FLAG_*`), and the get-source bits.
 /// Bits 11..30: which registration slots (modulo 19) are read by a buffered get in this
 /// superstep, ORed over all processes — a get whose destination is in no such slot can be
 /// written directly, without the get buffer (`sync.rs`).

@@ -10,7 +10,7 @@
 //!
 //! so one transform is: (1) a sequential FFT of the local array (rustfft, planned once),
 //! (2) twiddle by `ω_n^{s·k₁}` and pack, per destination `r`, the entries `k₁ ≡ r (mod p)`,
-//! (3) one superstep in which every process fetches its packs from all others with direct gets,
+//! (3) one superstep in which every process gets its packs from all others (the exchange, below),
 //! (4) `n/p²` FFTs of length `p` across the fetched packs, done column slab by column slab in
 //! cache, which leave the output exactly in the cyclic distribution. No bit reversal is needed:
 //! rustfft's output is in order, and the packs are placed in bit-reversed source order so the
@@ -38,16 +38,40 @@
 //!
 //! **Footprint (`p = 2`).** Only the other process's pack leaves a process; its own pack is
 //! written by its kernels into the rows of its local array that the other pack's kernels have
-//! already consumed, and the final pass reads it there. The registered buffer then holds (and
-//! the transform touches) one pack of `n/4` entries per parity instead of `n/2`: `n` entries
-//! of memory per process in all instead of `3n/2` (local array and two parities).
+//! already consumed, and the final pass reads it there. The transform then touches one pack of
+//! `n/4` entries besides its local array (the owned exchange's buffer, or the registered buffer
+//! of the parity in use with direct gets) instead of `n/2`.
 //!
 //! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
 //! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),
-//! read by direct gets (one copy). The packs are double-buffered across calls, so a transform
-//! needs a single sync: a process rewrites a pack buffer only after everybody has passed the
-//! sync that followed the reads of its previous contents (a single pack buffer would need a
-//! second sync per transform; the footprint above saves the same memory without it).
+//! each word read once by its receiver, plus the sync of the exchange (below).
+//!
+//! **Exchange.** The superstep can move the packs in two ways ([`Exchange`], chosen per plan
+//! with [`BspFft::with_exchange`]); both have the h-relation above and read each entry once:
+//!
+//! * [`Exchange::Owned`] (the default): BSPk's lazy barrier and communicable memory. The kernels write each
+//!   pack meant for another process into a buffer of its own, which is handed over as an owned
+//!   message (no copy); every process declares the `p - 1` packs it receives
+//!   ([`mbsp::Ctx::expect`]), so its sync waits for them (and for the receivers of its packs of
+//!   the transform before to be done with them), not for a barrier over all processes. The
+//!   receiver computes straight from the received buffers (in place for `p = 2`), and keeps
+//!   them as its next transform's pack buffers: a steady state allocates and copies nothing,
+//!   and no pack is registered. Cost `h·g` plus the wait for the `p - 1` senders instead of
+//!   `l`; no double buffering, and no restriction on the caller's next superstep. The
+//!   transform's own superstep must carry no other puts or messages.
+//! * [`Exchange::DirectGet`]: the packs are written to registered buffers and read by direct
+//!   gets after a full sync. Cost `h·g + l`. The direct gets happen in the superstep after the
+//!   transform's sync, which therefore cannot be a lazy one. The packs are double-buffered
+//!   across calls, so a transform needs a single sync: a process rewrites a pack buffer only
+//!   after everybody has passed the sync that followed the reads of its previous contents (a
+//!   single pack buffer would need a second sync per transform).
+//!
+//! The owned exchange is used where the local FFT is split (`1 < p`, `p² ≤ n`, sequential
+//! local work). The group-cyclic stages (`p² > n`, below) and the nested levels of
+//! [`MultiFft`] keep direct gets: their supersteps are few (`p² > n` means short transforms)
+//! or already bracketed by nested runs, whose start and end cost more than the barrier a
+//! lazy sync would save. On the 2-core test machine the owned exchange measured faster than
+//! direct gets at `p = 2` (docs/benchmarks.md), hence the default.
 //!
 //! **`p² > n`: group-cyclic stages.** The length-`p` transforms of step (4) are then longer than
 //! the local arrays (`m = n/p < p`), so they cannot be split into columns. Instead the column
@@ -83,7 +107,7 @@ mod split;
 pub use multi::{Choice, FftCost, MultiFft, Variant, hierarchy};
 pub use num::{Complex, Float, sequential_plan};
 pub use oneshot::{PLAN_CACHE_ENTRIES, PLAN_CACHE_LEN, fft, fft_multi, ifft};
-pub use plan::{BspFft, Direction};
+pub use plan::{BspFft, Direction, Exchange};
 pub use split::kernel_len;
 
 /// Flops of one complex FFT of length `n` by the usual convention, `5 n log₂ n`.

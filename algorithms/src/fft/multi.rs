@@ -31,7 +31,7 @@
 //! measured by `mbsp-bench fft` (docs/benchmarks.md).
 
 use super::num::{Complex, Float};
-use super::plan::{Below, BspFft, Direction, Tables, check_shape, group_cyclic};
+use super::plan::{Below, BspFft, Direction, Exchange, Tables, check_shape, group_cyclic};
 use super::split;
 use crate::cost::Params;
 use mbsp::{Ctx, Domain, Machine, Result};
@@ -81,7 +81,7 @@ impl<T: Float> MultiFft<T> {
         let below = Below::plan(n / p, below);
         let tables = Arc::new(Tables::new(n, p, me, below.is_some()));
         Ok(MultiFft {
-            top: BspFft::with_tables(ctx, tables)?,
+            top: BspFft::with_tables(ctx, tables, Exchange::default())?,
             below,
         })
     }

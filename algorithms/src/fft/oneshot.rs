@@ -8,7 +8,7 @@
 
 use super::multi::MultiFft;
 use super::num::{Complex, Float};
-use super::plan::{BspFft, Direction, Tables, check_shape};
+use super::plan::{BspFft, Direction, Exchange, Tables, check_shape};
 use crate::dist::Cyclic;
 use mbsp::Result;
 use rustfft::Fft;
@@ -75,7 +75,7 @@ pub(crate) fn whole<T: Float>(data: &mut [Complex<T>], p: usize, dir: Direction)
         let tables = slots.0[me]
             .get_or_init(|| Arc::new(Tables::new(n, p, me, false)))
             .clone();
-        let mut plan = BspFft::with_tables(ctx, tables)?;
+        let mut plan = BspFft::with_tables(ctx, tables, Exchange::default())?;
         let Some(mut mine) = parts.take(me) else {
             return Err(ctx.misuse_error("fft", "cyclic part taken twice"));
         };

@@ -4,7 +4,7 @@
 //! live in one module.
 
 use super::num::{Complex, Float, butterflies, root};
-use super::split::{self, Gather, Scratch, Twiddles};
+use super::split::{self, Gather, Scratch, Theirs, Twiddles};
 use crate::dist::Cyclic;
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
@@ -18,6 +18,54 @@ pub enum Direction {
     Forward,
     /// `x_j = (1/n) Σ_k y_k e^{+2πi jk/n}`.
     Inverse,
+}
+
+/// How the superstep of a transform moves the packs between processes (see "exchange" in the
+/// [module docs](super)). Every process of a run must plan with the same one (checked by
+/// [`BspFft::with_exchange`]).
+///
+/// Both cost one superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words per process
+/// (complex entries are two words), read once by the receiver; they differ in what ends the
+/// superstep and where the data waits:
+///
+/// ```
+/// use mbsp_algorithms::fft::{BspFft, Complex, Exchange};
+/// let n = 1 << 10;
+/// let out = mbsp::run(2, |ctx| {
+///     let mut plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::Owned)?;
+///     assert_eq!(plan.exchange(), Exchange::Owned);
+///     let mut local = vec![Complex::new(1.0, 0.0); n / 2]; // x = all ones
+///     plan.forward(ctx, &mut local)?;
+///     let first = local[0]; // y₀ = n on pid 0, 0 on pid 1
+///     plan.free(ctx)?;
+///     Ok(first.re)
+/// })?;
+/// assert_eq!(out, vec![n as f64, 0.0]);
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Exchange {
+    /// Each process writes its packs into one of two registered buffers (the other one on the
+    /// next transform), and after a full sync reads the packs meant for it from the other
+    /// processes' buffers with direct gets. Cost: `h·g + l` (a full barrier); the superstep
+    /// after the transform's sync holds the direct gets, so the caller's next sync should be
+    /// a full one (a lazy superstep allows no direct gets).
+    DirectGet,
+    /// Each process writes each pack meant for another process into a buffer of its own and
+    /// hands it over as an owned message ([`Ctx::send_owned`]), declaring the `p - 1` packs it
+    /// receives ([`Ctx::expect`]): its sync is lazy and waits for those packs only, not for a
+    /// barrier over all processes. The receiver reads each pack where its sender wrote it and
+    /// keeps the buffer for its own packs of the next transform, so a steady state copies and
+    /// allocates nothing. Cost: `h·g` plus the wait for the `p - 1` senders instead of `l`.
+    /// The transform's superstep must carry no other puts or messages of the caller (the
+    /// declared count would not match: an error), and must not follow direct gets in the same
+    /// superstep (those of a [`DirectGet`](Exchange::DirectGet) transform included). Used where
+    /// the local FFT is split (`1 < p`, `p² ≤ n`, sequential local work); other shapes
+    /// exchange with direct gets ([`BspFft::exchange`] says which a plan uses). The default:
+    /// on the 2-core test machine it measured faster than direct gets at `p = 2`
+    /// (docs/benchmarks.md).
+    #[default]
+    Owned,
 }
 
 /// An error unless `n` and `p` are powers of two with `p ≤ n`.
@@ -69,7 +117,7 @@ const TILE: usize = 2048;
 
 /// A distributed FFT of length `n` over the processes of a run, cyclic distribution in and out.
 ///
-/// Planning (sequential kernels, twiddle tables) and registering the two pack buffers happen
+/// Planning (sequential kernels, twiddle tables, pack buffers) happens
 /// once, in [`BspFft::new`] (collective, one superstep); each [`forward`](BspFft::forward) or
 /// [`inverse`](BspFft::inverse) then costs one superstep (see the [module docs](super)).
 ///
@@ -95,6 +143,16 @@ const TILE: usize = 2048;
 /// ```
 pub struct BspFft<T: Float> {
     t: Arc<Tables<T>>,
+    /// The exchange this plan uses (`Owned` only where the local FFT is split).
+    exchange: Exchange,
+    /// `Owned`: the packs for the other processes in order of pid (`b` entries each), written
+    /// by the kernels and handed over at the sync; after it, the packs received, in the same
+    /// order, which become the next transform's.
+    owned: Vec<Vec<Complex<T>>>,
+    /// `Owned` with `p > 2`: this process's pack for itself.
+    mine: Vec<Complex<T>>,
+    /// The (zero) tag of the owned messages, as long as the tag size.
+    tag: Vec<u8>,
     scratch: Scratch<T>,
     /// A fetched slab and a copy of this process's own (the split transform with p = 2).
     slab: Vec<Complex<T>>,
@@ -246,41 +304,75 @@ impl<T: Float> Tables<T> {
 }
 
 impl<T: Float> BspFft<T> {
-    /// Plan a transform of length `n` over this run's processes (collective: every process calls
-    /// it with the same `n`; one superstep). `n` and the number of processes must be powers of
+    /// Plan a transform of length `n` over this run's processes with the default [`Exchange`]
+    /// (collective: every process calls it with the same `n`; one superstep). `n` and the number of processes must be powers of
     /// two with `p ≤ n`.
     pub fn new(ctx: &mut Ctx, n: usize) -> Result<Self> {
+        Self::with_exchange(ctx, n, Exchange::default())
+    }
+
+    /// [`new`](Self::new) with the given [`Exchange`] (every process must ask for the same
+    /// one). Shapes whose local FFT is not split (`p = 1`, `p² > n`) exchange with direct
+    /// gets whatever is asked: [`exchange`](Self::exchange) says which one the plan uses.
+    pub fn with_exchange(ctx: &mut Ctx, n: usize, exchange: Exchange) -> Result<Self> {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         check_shape(ctx, n, p)?;
-        Self::with_tables(ctx, Arc::new(Tables::new(n, p, me, false)))
+        Self::with_tables(ctx, Arc::new(Tables::new(n, p, me, false)), exchange)
     }
 
     /// A plan from tables made earlier for this process (collective, one superstep: registers
-    /// the pack buffers and checks that all processes plan the same length).
-    pub(crate) fn with_tables(ctx: &mut Ctx, t: Arc<Tables<T>>) -> Result<Self> {
+    /// the pack buffers and checks that all processes plan the same length and exchange).
+    pub(crate) fn with_tables(
+        ctx: &mut Ctx,
+        t: Arc<Tables<T>>,
+        exchange: Exchange,
+    ) -> Result<Self> {
         let (p, me, n, m, b) = (t.p, t.me, t.n, t.m, t.b);
         let zero = Complex::new(T::zero(), T::zero());
         let scratch_len = t
             .fwd
             .get_inplace_scratch_len()
             .max(t.fwd.get_outofplace_scratch_len());
-        let packs = [ctx.push_reg(vec![zero; m])?, ctx.push_reg(vec![zero; m])?];
-        // Every process checks its left neighbour's n in the registration superstep.
+        let exchange = match exchange {
+            Exchange::Owned if t.split.is_some() => Exchange::Owned,
+            _ => Exchange::DirectGet,
+        };
+        let owned = exchange == Exchange::Owned;
+        // The owned exchange reads no registered packs: it registers empty ones (so that
+        // `free` is the same for both).
+        let reg_len = if owned { 0 } else { m };
+        let packs = [
+            ctx.push_reg(vec![zero; reg_len])?,
+            ctx.push_reg(vec![zero; reg_len])?,
+        ];
+        let mut bufs = Vec::new();
+        let mut mine = Vec::new();
+        if owned {
+            for _ in 0..p - 1 {
+                bufs.push(filled(ctx, b, zero)?);
+            }
+            if p > 2 {
+                mine = filled(ctx, b, zero)?;
+            }
+        }
+        // Every process checks its left neighbour's n and exchange in the registration
+        // superstep.
         let tag = vec![0u8; ctx.tagsize()];
         if p > 1 {
             ctx.send(
                 (me + 1) % p,
                 &tag,
-                bytemuck::bytes_of(&[PLAN_MAGIC, n as u64]),
+                bytemuck::bytes_of(&[PLAN_MAGIC, n as u64, owned as u64]),
             )?;
         }
         ctx.sync()?;
         let left = (me + p - 1) % p;
         let mut theirs = if p > 1 { None } else { Some(n as u64) };
+        let mut their_exchange = owned as u64;
         while let Some(msg) = ctx.hpmove()? {
-            let w: [u64; 2] = match msg.payload.len() {
-                16 => bytemuck::pod_read_unaligned(msg.payload),
-                _ => [0, 0],
+            let w: [u64; 3] = match msg.payload.len() {
+                24 => bytemuck::pod_read_unaligned(msg.payload),
+                _ => [0, 0, 0],
             };
             if w[0] != PLAN_MAGIC {
                 return Err(ctx.misuse_error(
@@ -290,6 +382,7 @@ impl<T: Float> BspFft<T> {
                 ));
             }
             theirs = Some(w[1]);
+            their_exchange = w[2];
         }
         if theirs != Some(n as u64) {
             return Err(ctx.misuse_error(
@@ -300,7 +393,23 @@ impl<T: Float> BspFft<T> {
                 ),
             ));
         }
+        if their_exchange != owned as u64 {
+            let name = |o: bool| if o { "Owned" } else { "DirectGet" };
+            return Err(ctx.misuse_error(
+                "fft",
+                format!(
+                    "processes plan different exchanges: pid {left} Exchange::{}, pid {me} \
+                     Exchange::{}",
+                    name(their_exchange != 0),
+                    name(owned)
+                ),
+            ));
+        }
         Ok(BspFft {
+            exchange,
+            owned: bufs,
+            mine,
+            tag,
             scratch: Scratch::new(scratch_len),
             slab: vec![
                 zero;
@@ -334,6 +443,12 @@ impl<T: Float> BspFft<T> {
         self.t.m
     }
 
+    /// The exchange this plan uses: the one it was planned with, or
+    /// [`DirectGet`](Exchange::DirectGet) where the local FFT is not split (`p = 1`, `p² > n`).
+    pub fn exchange(&self) -> Exchange {
+        self.exchange
+    }
+
     /// Forward transform of the cyclically distributed vector whose local part is `local`
     /// (entries `pid, pid + p, ...`), in place; collective, one superstep.
     pub fn forward(&mut self, ctx: &mut Ctx, local: &mut [Complex<T>]) -> Result<()> {
@@ -345,8 +460,13 @@ impl<T: Float> BspFft<T> {
         self.transform(ctx, local, Direction::Inverse)
     }
 
-    /// Deregister the pack buffers (effective at the next sync).
+    /// Deregister the pack buffers (effective at the next sync); the buffers of an owned
+    /// exchange go to this process's pool ([`Ctx::recycle`]), for later buffers of the run.
     pub fn free(self, ctx: &mut Ctx) -> Result<()> {
+        for v in self.owned {
+            ctx.recycle(v);
+        }
+        ctx.recycle(self.mine);
         let [a, b] = self.packs;
         ctx.pop_reg(&a)?;
         ctx.pop_reg(&b)
@@ -527,51 +647,90 @@ impl<T: Float> BspFft<T> {
         // its twiddles. With p = 2 only the other process's pack goes to the registered
         // buffer (with l = 4, f = 0, 2, 1, 3, each pack is two blocks), this process's stays
         // in `local` (see `split::kernels2`).
-        let pack = ctx.local_mut(&mut self.packs[self.parity])?;
+        // With the owned exchange, pack f goes to the buffer handed to process f (or kept
+        // for this process).
+        let owned = self.exchange == Exchange::Owned;
+        let (me, b) = (t.me, t.b);
+        let pack = if owned {
+            &mut [][..]
+        } else {
+            ctx.local_mut(&mut self.packs[self.parity])?
+        };
         let scratch = self.scratch.get(kernel.get_outofplace_scratch_len());
         if p == 2 {
-            split::kernels2(local, &mut pack[..t.b], t.me, l, |row, out| {
+            let theirs = if owned {
+                &mut self.owned[0][..]
+            } else {
+                &mut pack[..b]
+            };
+            split::kernels2(local, theirs, me, l, |row, out| {
                 kernel.process_outofplace_with_scratch(row, out, scratch)
             });
         } else {
             for (i, row) in local.chunks_exact_mut(c).enumerate() {
-                let at = t.bitrev[i] * c;
-                kernel.process_outofplace_with_scratch(row, &mut pack[at..][..c], scratch);
+                let f = t.bitrev[i];
+                let out = match (owned, f.cmp(&me)) {
+                    (false, _) => &mut pack[f * c..][..c],
+                    (true, std::cmp::Ordering::Equal) => &mut self.mine[..],
+                    (true, std::cmp::Ordering::Less) => &mut self.owned[f][..],
+                    (true, std::cmp::Ordering::Greater) => &mut self.owned[f - 1][..],
+                };
+                kernel.process_outofplace_with_scratch(row, out, scratch);
             }
         }
-        // The packs of the other parity may still be read by slow processes of the previous
-        // superstep, these ones only after this sync.
-        ctx.sync()?;
-        self.parity ^= 1;
+        if owned {
+            self.hand_over(ctx)?;
+        } else {
+            // The packs of the other parity may still be read by slow processes of the
+            // previous superstep, these ones only after this sync.
+            ctx.sync()?;
+            self.parity ^= 1;
+        }
         let par = self.parity ^ 1;
         // (3) Fetch slab by slab, multiply in the twiddles ω_n^{s·k₁} (k₁ = me + p·u) the
         // senders left out, ω_n^{s·me}·ω_{n/p}^{s·u} (the second factor is row s of the split
         // twiddles), and 1/n when inverse; the length-p FFTs across the packs.
         let packs = &self.packs[par];
         if p == 2 {
-            let other = 1 - t.me;
+            let other = 1 - me;
             let mut fetch = |from: usize, dst: &mut [Complex<T>]| {
                 // SAFETY: pid `other` wrote this pack before the last sync and rewrites it
                 // only after the next one (double buffering); `dst` is private.
                 unsafe { ctx.direct_get(other, packs, from, dst) }
             };
+            let theirs = if owned {
+                Theirs::Here(&self.owned[0])
+            } else {
+                Theirs::Fetch(&mut fetch)
+            };
             let gather = split::Gather2 {
-                me: t.me,
+                me,
                 l,
-                fetch: &mut fetch,
+                theirs,
                 tw,
                 inverse,
                 slab: &mut self.slab,
             };
             return split::gather2_pass(local, gather);
         }
-        let own = ctx.local(packs)?;
+        let received = &self.owned;
         let mut fetch = |s: usize, from: usize, dst: &mut [Complex<T>]| {
-            // SAFETY: as above.
-            unsafe { ctx.direct_get(s, packs, from, dst) }
+            if owned {
+                let pack = &received[s - usize::from(s > me)];
+                dst.copy_from_slice(&pack[from..from + dst.len()]);
+                Ok(())
+            } else {
+                // SAFETY: as above.
+                unsafe { ctx.direct_get(s, packs, me * b + from, dst) }
+            }
+        };
+        let own = if owned {
+            &self.mine[..]
+        } else {
+            &ctx.local(packs)?[me * b..][..b]
         };
         let gather = Gather {
-            me: t.me,
+            me,
             p,
             own,
             fetch: &mut fetch,
@@ -581,6 +740,48 @@ impl<T: Float> BspFft<T> {
             inverse,
         };
         split::gather_pass(local, gather)
+    }
+
+    /// The owned exchange's superstep: hand the packs in `self.owned` to their processes,
+    /// declare the `p - 1` packs this process receives, sync (lazily), and put the received
+    /// packs in `self.owned`, in order of their senders' pids (the queue's order).
+    fn hand_over(&mut self, ctx: &mut Ctx) -> Result<()> {
+        let (p, me, b) = (self.t.p, self.t.me, self.t.b);
+        let tagsize = ctx.tagsize();
+        if self.tag.len() != tagsize {
+            self.tag = vec![0; tagsize];
+        }
+        for (i, pack) in self.owned.drain(..).enumerate() {
+            ctx.send_owned(i + usize::from(i >= me), &self.tag, pack)?;
+        }
+        ctx.expect(p - 1)?;
+        ctx.sync()?;
+        while let Some(msg) = ctx.move_owned::<Complex<T>>()? {
+            let len = msg.payload.len();
+            if len != b || self.owned.len() == p - 1 {
+                return Err(ctx.misuse_error(
+                    "fft",
+                    format!(
+                        "pid {me} received a message of {len} entries in the superstep of an \
+                         owned exchange, beside the packs of {b} entries from the {} other \
+                         processes (the transform's superstep must carry no other messages)",
+                        p - 1
+                    ),
+                ));
+            }
+            self.owned.push(msg.payload);
+        }
+        if self.owned.len() != p - 1 {
+            return Err(ctx.misuse_error(
+                "fft",
+                format!(
+                    "pid {me} received {} packs in the superstep of an owned exchange, not {}",
+                    self.owned.len(),
+                    p - 1
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The transform with the cores below doing the local work (Multi-BSP): a nested run
@@ -688,6 +889,13 @@ impl<T: Float> BspFft<T> {
     }
 }
 
+/// A buffer of `len` entries `zero`, from this process's pool ([`Ctx::buffer`]).
+fn filled<T: Float>(ctx: &Ctx, len: usize, zero: Complex<T>) -> Result<Vec<Complex<T>>> {
+    let mut v = ctx.buffer(len)?;
+    v.resize(len, zero);
+    Ok(v)
+}
+
 /// Marks the plan-check message of [`BspFft::new`].
 const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
 
@@ -748,7 +956,7 @@ impl<T: Float> Below<T> {
                 return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
             };
             let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone(), Exchange::DirectGet)?;
             fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
             fft.free(nctx)?;
             for (i, v) in loc.into_iter().enumerate() {
@@ -779,7 +987,7 @@ impl<T: Float> Below<T> {
                 return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
             };
             let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone())?;
+            let mut fft = BspFft::with_tables(nctx, node.tables.clone(), Exchange::DirectGet)?;
             fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
             fft.free(nctx)?;
             for (i, v) in loc.into_iter().enumerate() {

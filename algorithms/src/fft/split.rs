@@ -246,20 +246,52 @@ fn dif_pass_body<T: Float>(
     }
 }
 
-/// `fetch(s, from, dst)`: entries `from ..` of process `s`'s packs into `dst`.
+/// `fetch(s, from, dst)`: entries `from ..` of the pack of process `s` for this process into
+/// `dst`.
 pub(crate) type Fetch<'a, T> = dyn FnMut(usize, usize, &mut [Complex<T>]) -> Result<()> + 'a;
 
 /// `fetch(from, dst)`: entries `from ..` of the other process's pack into `dst` (`p = 2`).
 pub(crate) type Fetch2<'a, T> = dyn FnMut(usize, &mut [Complex<T>]) -> Result<()> + 'a;
+
+/// Where the gather pass of `p = 2` reads the other process's pack.
+pub(crate) enum Theirs<'a, T: Float> {
+    /// Fetched slab by slab into the slab buffer (`fetch(from, dst)` copies entries `from ..`
+    /// into `dst`): the direct-get exchange.
+    Fetch(&'a mut Fetch2<'a, T>),
+    /// Read in place: the pack received as an owned message.
+    Here(&'a [Complex<T>]),
+}
+
+impl<'a, T: Float> Theirs<'a, T> {
+    /// Entries `from .. from + slab.len()` of the other process's pack: in place, or fetched
+    /// into `slab`.
+    #[inline(always)]
+    fn read<'s>(&mut self, from: usize, slab: &'s mut [Complex<T>]) -> Result<&'s [Complex<T>]>
+    where
+        'a: 's,
+    {
+        match self {
+            Theirs::Fetch(fetch) => {
+                fetch(from, slab)?;
+                Ok(slab)
+            }
+            Theirs::Here(pack) => {
+                let pack: &'a [Complex<T>] = pack;
+                Ok(&pack[from..from + slab.len()])
+            }
+        }
+    }
+}
 
 /// What the gather pass needs besides the local array: this process, its pack from every
 /// process, and the factors its senders left out.
 pub(crate) struct Gather<'a, T: Float> {
     pub(crate) me: usize,
     pub(crate) p: usize,
-    /// This process's own packs (all `p` of them, `b` entries each).
+    /// This process's pack for itself (`b` entries).
     pub(crate) own: &'a [Complex<T>],
-    /// `fetch(s, from, dst)` copies entries `from ..` of process `s`'s packs into `dst`.
+    /// `fetch(s, from, dst)` copies entries `from ..` of the pack of process `s` for this
+    /// process into `dst`.
     pub(crate) fetch: &'a mut Fetch<'a, T>,
     pub(crate) tw: &'a Twiddles<T>,
     pub(crate) roots: &'a [Complex<T>],
@@ -295,11 +327,10 @@ fn gather_pass_body<T: Float>(local: &mut [Complex<T>], g: Gather<'_, T>) -> Res
         let cl = SLAB.min(b - e0);
         for s in 0..p {
             let dst = &mut local[g.bitrev[s] * b + e0..][..cl];
-            let from = me * b + e0;
             if s == me {
-                dst.copy_from_slice(&g.own[from..from + cl]);
+                dst.copy_from_slice(&g.own[e0..e0 + cl]);
             } else {
-                (g.fetch)(s, from, dst)?;
+                (g.fetch)(s, e0, dst)?;
             }
             let k = g.tw.row(s, g.inverse);
             if s > 0 {
@@ -387,8 +418,8 @@ pub(crate) struct Gather2<'a, T: Float> {
     pub(crate) me: usize,
     /// The split's rows (2 or 4).
     pub(crate) l: usize,
-    /// `fetch(from, dst)` copies entries `from ..` of the other process's pack into `dst`.
-    pub(crate) fetch: &'a mut Fetch2<'a, T>,
+    /// The other process's pack.
+    pub(crate) theirs: Theirs<'a, T>,
     pub(crate) tw: &'a Twiddles<T>,
     pub(crate) inverse: bool,
     /// `2·SLAB` entries of room: a fetched slab and a copy of this process's own.
@@ -417,7 +448,7 @@ fn gather2_avx2<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result
 }
 
 #[inline(always)]
-fn gather2_body<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result<()> {
+fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Result<()> {
     let me = g.me;
     let b = local.len() / 2;
     let k0 = g.tw.row(0, g.inverse);
@@ -437,17 +468,16 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result
         let mut e0 = 0;
         while e0 < b {
             let cl = SLAB.min(b - e0);
-            let theirs = &mut theirs[..cl];
-            (g.fetch)(e0, theirs)?;
+            let theirs = g.theirs.read(e0, &mut theirs[..cl])?;
             let w = &mut w[..cl];
             g.tw.slab(1, e0, k1, g.inverse, w);
             let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
             if me == 0 {
-                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                for (((y0, y1), t), w) in outs.zip(theirs).zip(&*w) {
                     (*y0, *y1) = fly(*y1, *t, w);
                 }
             } else {
-                for (((y0, y1), t), w) in outs.zip(&*theirs).zip(&*w) {
+                for (((y0, y1), t), w) in outs.zip(theirs).zip(&*w) {
                     (*y0, *y1) = fly(*t, *y0, w);
                 }
             }
@@ -466,10 +496,11 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], g: Gather2<'_, T>) -> Result
         let cl = half.min(c - u0);
         for q in 0..2 {
             mine[q * half..][..cl].copy_from_slice(&local[at[q] * c + u0..][..cl]);
-            (g.fetch)(q * c + u0, &mut theirs[q * half..][..cl])?;
         }
+        let (t0, rest) = theirs.split_at_mut(half);
+        let t0 = g.theirs.read(u0, &mut t0[..cl])?;
+        let t1 = g.theirs.read(c + u0, &mut rest[..cl])?;
         let (m0, m1) = (&mine[..cl], &mine[half..][..cl]);
-        let (t0, t1) = (&theirs[..cl], &theirs[half..][..cl]);
         // Blocks 0 and 1 of processes 0 and 1.
         let ((x00, x01), (x10, x11)) = if me == 0 {
             ((m0, m1), (t0, t1))

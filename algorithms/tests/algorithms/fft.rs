@@ -503,3 +503,99 @@ fn fft_with_a_panic_between_transforms() {
         assert!(e.to_string().contains("between transforms"), "{e}");
     }
 }
+
+// ------------------------------------------------------------------------ owned exchange
+
+use mbsp_algorithms::fft::Exchange;
+
+/// Both exchanges (owned: lazy sync, packs handed over as owned messages; direct gets) give
+/// sequential rustfft's results, forward and inverse, over repeated transforms of new inputs on
+/// one plan, for every p and on both sides of the split's thresholds (p = 2 with two and four
+/// rows); where the local FFT is not split (p = 1, p² > n) the plan says it uses direct gets,
+/// and is right.
+#[test]
+fn both_exchanges_match_sequential_rustfft() {
+    within(300, || {
+        for exchange in [Exchange::Owned, Exchange::DirectGet] {
+            let cases: [(usize, &[u32]); 4] = [
+                (1, &[0, 6]),
+                (2, &[1, 2, 6, 11, 19]),
+                (4, &[3, 4, 9, 12]),
+                (8, &[5, 6, 10, 13]),
+            ];
+            for (p, logs) in cases {
+                for &m in logs {
+                    let n = 1usize << m;
+                    let inputs: Vec<Vec<C>> =
+                        (0..4).map(|k| random(n, 1000 * m as u64 + k)).collect();
+                    let dirs = [
+                        Direction::Forward,
+                        Direction::Inverse,
+                        Direction::Forward,
+                        Direction::Inverse,
+                    ];
+                    let wants: Vec<Vec<C>> = inputs
+                        .iter()
+                        .zip(dirs)
+                        .map(|(x, d)| sequential(x, d))
+                        .collect();
+                    let split = p > 1 && p * p <= n;
+                    let (inputs, wants) = (&inputs, &wants);
+                    mbsp::run(p, |ctx| {
+                        let me = ctx.pid();
+                        let mut plan = BspFft::<f64>::with_exchange(ctx, n, exchange)?;
+                        let want_exchange = if split { exchange } else { Exchange::DirectGet };
+                        assert_eq!(plan.exchange(), want_exchange, "n {n} p {p}");
+                        for (k, dir) in dirs.into_iter().enumerate() {
+                            let mut local: Vec<C> =
+                                (me..n).step_by(p).map(|i| inputs[k][i]).collect();
+                            plan.transform(ctx, &mut local, dir)?;
+                            let want: Vec<C> = (me..n).step_by(p).map(|i| wants[k][i]).collect();
+                            let err = rel_error(&local, &want);
+                            assert!(
+                                err <= 1e-12,
+                                "{exchange:?}: n 2^{m} p {p} transform {k}: error {err:e}"
+                            );
+                        }
+                        plan.free(ctx)?;
+                        ctx.sync()
+                    })
+                    .unwrap();
+                }
+            }
+        }
+    });
+}
+
+/// Misuse of the owned exchange is an error naming it: processes asking for different
+/// exchanges, and a message of the caller's in the transform's superstep (the declared count
+/// does not match).
+#[test]
+fn owned_exchange_misuse_gets_a_clear_error() {
+    within(60, || {
+        let err = mbsp::run(2, |ctx| {
+            let ex = if ctx.pid() == 0 {
+                Exchange::Owned
+            } else {
+                Exchange::DirectGet
+            };
+            BspFft::<f64>::with_exchange(ctx, 64, ex).map(drop)
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
+        assert!(
+            err.to_string()
+                .contains("processes plan different exchanges"),
+            "{err}"
+        );
+        let err = mbsp::run(2, |ctx| {
+            let mut plan = BspFft::<f64>::with_exchange(ctx, 64, Exchange::Owned)?;
+            let mut local = vec![C::new(1.0, 0.0); 32];
+            ctx.send(1 - ctx.pid(), &[], &[1u8])?;
+            plan.forward(ctx, &mut local)
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
+        assert!(err.to_string().contains("expect"), "{err}");
+    });
+}

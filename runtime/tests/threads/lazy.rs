@@ -213,6 +213,36 @@ fn a_full_sync_among_lazy_ones_is_reported() {
     }
 }
 
+/// A lazy sync that receives nothing among full ones, with four processes and the lazy one
+/// anywhere in the ring: it does not wait, so only the full syncs can notice (each looks at the
+/// next process only).
+#[test]
+fn a_lazy_sync_among_full_ones_is_reported_wherever_it_is() {
+    for lazy_pid in 0..4 {
+        let e = within(60, move || {
+            mbsp::run(4, move |ctx| {
+                ctx.expect(0)?;
+                ctx.sync()?; // the run has used lazy syncs
+                ctx.sync()?;
+                ctx.sync()?;
+                if ctx.pid() == lazy_pid {
+                    ctx.expect(0)?;
+                }
+                ctx.sync()?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!(e.kind(), ErrorKind::Misuse, "lazy pid {lazy_pid}: {e}");
+        let msg = e.to_string();
+        // Noticed at superstep 3 by the process before the lazy one, or at 4 by the lazy one
+        // itself if it gets there first (its barrier of 4 completes with the others' arrivals
+        // of 3).
+        assert!(msg.contains("made a lazy one"), "lazy pid {lazy_pid}: {e}");
+    }
+}
+
 #[test]
 fn records_sent_to_a_process_that_completed_the_superstep_are_reported() {
     // pid 0 declares one record but pids 1 and 2 both send it one: either pid 0 sees both (too

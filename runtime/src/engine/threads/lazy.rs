@@ -33,6 +33,15 @@
 //! from has entered the sync (their `mode` words say so, and say whether that sync is lazy):
 //! then nothing more will arrive, and the count is final.
 //!
+//! ## Mixed syncs
+//!
+//! A process that makes a lazy sync where others make a full one skips a barrier episode, so
+//! its next full sync arrives at the episode of the others' superstep from a later one. Every
+//! process ORs its superstep's parity into barrier 1's flags (`barrier::step_flag`): an episode
+//! that sees both parities fails on every process that completes it. A full sync after lazy
+//! ones also looks at the next process's mode word (one that skipped two episodes has the same
+//! parity again); each process looks at one, not at all p.
+//!
 //! ## Sleeping and waking
 //!
 //! A lazy wait that must sleep (oversubscription: its senders need its core) sleeps on the
@@ -361,19 +370,25 @@ impl Ctx {
         out
     }
 
-    /// In a full sync of a run that has used lazy syncs, after barrier 1: every process made a
-    /// full sync of this superstep, and no records of the superstep before arrived after we
-    /// completed it.
+    /// In a full sync of a run that has used lazy syncs, after barrier 1: the next process
+    /// (in pid order, wrapping) made a full sync of this superstep too. One look per process
+    /// finds every mix: if some processes made a full sync of superstep s and others did not,
+    /// some process of the first kind is followed by one of the second, and it reports the
+    /// misuse (the run then fails everywhere). Looking at every process instead would cost
+    /// p² loads per superstep over the run, which at p = 1000 was most of a superstep's work.
+    /// The other process cannot have moved past its sync of s + 1 before our barrier of s
+    /// completes, so a word below that of a full sync of s + 2 is from s or s + 1.
     pub(super) fn check_after_lazy(&self) -> Result<()> {
         let s = self.step;
         let q = (s & 1) as usize;
         let (full, next) = (mode_word(s, false), mode_word(s + 2, false));
-        let lazy: Vec<usize> = (0..self.run.p)
-            .filter(|&j| {
-                let w = self.run.proc(j).inbox.mode(q);
-                w != full && w < next
-            })
-            .collect();
+        let j = (self.pid + 1) % self.run.p;
+        let w = self.run.proc(j).inbox.mode(q);
+        let lazy = if w != full && w < next {
+            vec![j]
+        } else {
+            Vec::new()
+        };
         if !lazy.is_empty() {
             return Err(self.misuse(
                 "sync",
@@ -386,6 +401,34 @@ impl Ctx {
             ));
         }
         Ok(())
+    }
+
+    /// The error of a full sync whose barrier episode had processes arriving from supersteps of
+    /// both parities: some process made a lazy sync where others made a full one. Names the
+    /// processes whose last sync of this parity was not a full sync of this superstep, if any
+    /// still shows it (one that moved on has overwritten its word).
+    #[cold]
+    pub(super) fn mixed_at_barrier(&self) -> Error {
+        let s = self.step;
+        let q = (s & 1) as usize;
+        let full = mode_word(s, false);
+        let others: Vec<usize> = (0..self.run.p)
+            .filter(|&j| self.run.proc(j).inbox.mode(q) != full)
+            .collect();
+        let who = if others.is_empty() {
+            "another process".to_string()
+        } else {
+            format!("pid(s) {others:?}")
+        };
+        self.misuse(
+            "sync",
+            format!(
+                "pid {} made a full sync in superstep {s} while {who} made a lazy one or synced \
+                 in another superstep: processes of different supersteps met at its barrier \
+                 (expect is collective: every process declares in the same superstep)",
+                self.pid
+            ),
+        )
     }
 
     /// In a full sync after a lazy one, after barrier 1: every destination of our outboxes of

@@ -1,6 +1,9 @@
 //! The thread engine's sync (the protocol in the module documentation above).
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS};
+use crate::barrier::{
+    FLAG_COMM, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP, FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS,
+    step_flag,
+};
 use crate::ctx::SyncPoint;
 use crate::ctx::{Coll, Ctx};
 use crate::error::{Error, Result};
@@ -63,7 +66,7 @@ impl Ctx {
             let rides = self.rides.get_mut();
             let r = self.run.barrier.wait_riding(
                 &mut self.member,
-                flags,
+                flags | step_flag(self.step),
                 ending,
                 rides,
                 &mut self.rode,
@@ -77,10 +80,18 @@ impl Ctx {
             Ok(out) => out,
             Err(_) => return Err(self.failed_sync(self.stopped(op))),
         };
+        if out.flags & (FLAG_EVEN_STEP | FLAG_ODD_STEP) == FLAG_EVEN_STEP | FLAG_ODD_STEP {
+            let e = self.mixed_at_barrier();
+            return Err(self.failed_sync(e));
+        }
         if out.some_ended && !out.all_ended {
             let e = self.end_mismatch(op);
             return Err(self.failed_sync(e));
         }
+        let out = crate::barrier::Outcome {
+            flags: out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP),
+            ..out
+        };
         if self.run.lazy_used.load(Ordering::Relaxed) {
             if let Err(e) = self.check_after_lazy() {
                 return Err(self.failed_sync(e));
