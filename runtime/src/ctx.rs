@@ -242,8 +242,6 @@ pub(crate) struct RunShared {
     /// Processes asleep in a lazy sync's wait (`engine/threads/lazy.rs`): a process entering
     /// a sync wakes them when every process has entered it (their stop condition).
     pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
-    /// How lazy syncs wait (`lazy.rs`: fewer yields than the barrier when oversubscribed).
-    pub(crate) lazy_policy: WaitPolicy,
 }
 
 impl RunShared {
@@ -265,7 +263,6 @@ impl RunShared {
         });
         let riders = barrier.rider_rounds();
         tree.add_barrier(&barrier);
-        let lazy_policy = crate::lazy::lazy_wait_policy(policy, p, layout.cores_for());
         RunShared {
             id: next_run_id(),
             p,
@@ -283,7 +280,6 @@ impl RunShared {
             prof: None,
             lazy_used: AtomicBool::new(false),
             lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
-            lazy_policy,
         }
     }
 

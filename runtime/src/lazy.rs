@@ -29,32 +29,12 @@
 //! A lazy sync costs the arrival of the process's own data (one cache-line transfer per sender)
 //! and a glance at the acknowledgements of the superstep before, instead of a barrier over all
 //! processes: a halo exchange waits for its neighbours only, and a process with nothing to
-//! receive does not wait at all. With more processes than cores a lazy wait yields at most
-//! twice, then sleeps until the announcement it waits for wakes it; processes that do not
+//! receive does not wait at all. A lazy wait spins, yields and then sleeps as the run's barrier
+//! waits do (`WaitPolicy`), until the announcement it waits for wakes it; processes that do not
 //! exchange data need not take turns on a core (`engine/threads/lazy.rs`).
 
 use crate::ctx::Ctx;
 use crate::error::Result;
-use crate::wait::WaitPolicy;
-
-/// Yields of a lazy sync's wait, at most, before it sleeps, when the run has more processes
-/// than cores. A lazy wait sleeps until an announcement wakes it, so it need not yield for
-/// long; each yield that finds the other processes of its core waiting too is a context
-/// switch that moves nothing. A ring halo exchange at p = 4 on 2 cores (`mbsp-bench lazy`)
-/// measured its best time per superstep with 2 (about half that of 50 or of full syncs); 0
-/// (sleep at once) pays a wake-up per superstep and was twice as slow as 50; at p = 8 and 16
-/// the count made no difference beyond the noise.
-const OVERSUBSCRIBED_YIELDS: u32 = 2;
-
-/// The waiting policy of lazy syncs in a run of `p` processes on `cores` cores whose barrier
-/// waits follow `policy`.
-pub(crate) fn lazy_wait_policy(policy: WaitPolicy, p: usize, cores: usize) -> WaitPolicy {
-    if p > cores {
-        WaitPolicy::new(policy.spins, policy.yields.min(OVERSUBSCRIBED_YIELDS))
-    } else {
-        policy
-    }
-}
 
 impl Ctx {
     /// Declare that this process receives exactly `records` puts and messages in the current

@@ -120,7 +120,7 @@ impl Ctx {
         let inbox = &self.me().inbox;
         let base = self.records_taken[q];
         let waited = crate::wait::wait_until(
-            self.run.lazy_policy,
+            self.run.barrier.policy(),
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
             || {
@@ -142,7 +142,7 @@ impl Ctx {
         // A sender we took may not have announced yet (it marks first): that takes a moment.
         let inbox = &self.run.procs[pid].inbox;
         let _ = crate::wait::wait_until(
-            self.run.lazy_policy,
+            self.run.barrier.policy(),
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= got).then_some(()),
             || self.run.tree.is_aborted(),
@@ -167,7 +167,7 @@ impl Ctx {
             } else {
                 let written = self.written.borrow();
                 crate::wait::wait_until(
-                    self.run.lazy_policy,
+                    self.run.barrier.policy(),
                     self.lazy_sleep(),
                     || (inbox.acks(prev) >= want).then_some(()),
                     || {
