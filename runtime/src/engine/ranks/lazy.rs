@@ -70,7 +70,7 @@ use super::shm::Source;
 use super::watchdog::watchdog;
 use super::wire::{count, split_stream};
 use crate::arena::align8;
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
+use crate::barrier::FLAG_COMM;
 use crate::ctx::Ctx;
 use crate::error::Error;
 use crate::outbox::Outbox;
@@ -370,25 +370,8 @@ impl Ctx {
         let fresh = s + 1;
         self.st.get_mut().queue.clear();
         let flags = self.flags.get();
-        if flags & (FLAG_GETS | FLAG_REGS | FLAG_TAGS) != 0 {
-            let what = [
-                (FLAG_GETS, "get"),
-                (FLAG_REGS, "push_reg/pop_reg"),
-                (FLAG_TAGS, "set_tagsize"),
-            ]
-            .iter()
-            .filter(|(f, _)| flags & f != 0)
-            .map(|(_, w)| *w)
-            .collect::<Vec<_>>()
-            .join(", ");
-            return Err(Stop::Misuse(self.misuse(
-                "sync",
-                format!(
-                    "superstep {s} declared expect({m}) and also called {what}: a lazy superstep \
-                     allows only puts and messages (the others need every process's requests \
-                     at a full sync)"
-                ),
-            )));
+        if let Some(e) = self.lazy_refusal(flags, m) {
+            return Err(Stop::Misuse(e));
         }
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();

@@ -57,7 +57,7 @@
 //! process writes to one that did not write to it) still polls in naps: `done` is stored by
 //! every sync, full ones included, and is rarely awaited.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS, NO_RIDE};
+use crate::barrier::{FLAG_COMM, NO_RIDE};
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::inbox::mode_word;
@@ -70,25 +70,7 @@ impl Ctx {
         let q = (s & 1) as usize;
         let prev = q ^ 1;
         let flags = self.flags.get();
-        if flags & (FLAG_GETS | FLAG_REGS | FLAG_TAGS) != 0 {
-            let what = [
-                (FLAG_GETS, "get"),
-                (FLAG_REGS, "push_reg/pop_reg"),
-                (FLAG_TAGS, "set_tagsize"),
-            ]
-            .iter()
-            .filter(|(f, _)| flags & f != 0)
-            .map(|(_, w)| *w)
-            .collect::<Vec<_>>()
-            .join(", ");
-            let e = self.misuse(
-                "sync",
-                format!(
-                    "superstep {s} declared expect({m}) and also called {what}: a lazy superstep \
-                     allows only puts and messages (the others need every process's requests \
-                     at a full sync)"
-                ),
-            );
+        if let Some(e) = self.lazy_refusal(flags, m) {
             return Err(self.failed_sync(e));
         }
         if !self.run.lazy_used.load(crate::shim::Ordering::Relaxed) {
