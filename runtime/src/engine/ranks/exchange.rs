@@ -408,48 +408,17 @@ impl Ctx {
         let mut records = 0;
         for (k, range) in rng.iter().enumerate() {
             let (count, bytes) = if k == me {
-                // SAFETY: our own outboxes, in our sync; put destinations are our own
-                // registered memory, with no live references (we hold `&mut self`).
-                unsafe {
-                    self.run
-                        .proc(me)
-                        .outboxes(q, |outs| match outs[me].as_deref() {
-                            Some(ob) if ob.stamp == fresh => {
-                                records += ob.records();
-                                ob.deliver_puts();
-                                (ob.msg_count, ob.msg_bytes)
-                            }
-                            _ => (0, 0),
-                        })
-                }
+                let (n, count, bytes) = self.deliver_own(q, fresh);
+                records += n;
+                (count, bytes)
             } else if !range.is_empty() {
                 let (ob, _, bigs) = split_stream(&net.recv[range.clone()]);
                 records += Outbox::encoded_records(ob) + bigs.len() as u64 / 3;
-                let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
-                // SAFETY: put records made by rank k's `put`, whose checks against its mirror
-                // of our table made their destinations our registered memory (alive in our
-                // table or graveyard), with no live references (we hold `&mut self`).
-                unsafe { Outbox::deliver(puts.as_ptr() as *const u8, puts.len() * 8) };
-                if count > 0 {
-                    // SAFETY: the mirror of rank k exists on this rank only; only this thread
-                    // touches it.
-                    unsafe {
-                        self.run.proc(k).outboxes_mut(q, |outs| {
-                            outs[me]
-                                .get_or_insert_with(Box::default)
-                                .set_messages(fresh, msgs, count, bytes)
-                        })
-                    };
-                }
-                (count, bytes)
+                self.deliver_stream(k, ob, q, fresh)
             } else {
                 (0, 0)
             };
-            if count > 0 {
-                queue.srcs.push(k as u32);
-                queue.left += count;
-                queue.left_bytes += bytes;
-            }
+            self.queue_from(k, count, bytes);
         }
 
         // Get data, last (as in the thread runtime).
@@ -503,5 +472,67 @@ impl Ctx {
         net.shm.get_mut().used[(self.step & 1) as usize] = 0;
         self.finish_sync();
         net.publish_done(self.step);
+    }
+}
+
+impl Ctx {
+    /// Deliver this rank's own puts to itself of the superstep of parity `q` (stamped `fresh`);
+    /// returns its records and its messages to itself (count, bytes), which stay in its outbox.
+    pub(super) fn deliver_own(&self, q: usize, fresh: u64) -> (u64, usize, usize) {
+        let me = self.pid;
+        // SAFETY: our own outboxes, in our sync; put destinations are our own registered
+        // memory, with no live references (the caller holds `&mut self`'s sync).
+        unsafe {
+            self.run
+                .proc(me)
+                .outboxes(q, |outs| match outs[me].as_deref() {
+                    Some(ob) if ob.stamp == fresh => {
+                        let n = ob.records();
+                        ob.deliver_puts();
+                        (n, ob.msg_count, ob.msg_bytes)
+                    }
+                    _ => (0, 0, 0),
+                })
+        }
+    }
+
+    /// Deliver the puts of rank `k`'s encoded outbox `ob` (from its stream) and hand its
+    /// messages to `k`'s mirror's outbox for us (parity `q`, stamped `fresh`); returns the
+    /// messages (count, bytes).
+    pub(super) fn deliver_stream(
+        &self,
+        k: usize,
+        ob: &[u64],
+        q: usize,
+        fresh: u64,
+    ) -> (usize, usize) {
+        let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
+        // SAFETY: put records made by rank k's `put`, whose checks against its mirror of our
+        // table made their destinations our registered memory (alive in our table or
+        // graveyard), with no live references (in our sync).
+        unsafe { Outbox::deliver(puts.as_ptr() as *const u8, puts.len() * 8) };
+        if count > 0 {
+            let me = self.pid;
+            // SAFETY: the mirror of rank k exists on this rank only; only this thread touches
+            // it.
+            unsafe {
+                self.run.proc(k).outboxes_mut(q, |outs| {
+                    outs[me]
+                        .get_or_insert_with(Box::default)
+                        .set_messages(fresh, msgs, count, bytes)
+                })
+            };
+        }
+        (count, bytes)
+    }
+
+    /// Queue `count` messages (`bytes`) from rank `k` for this superstep's reads.
+    pub(super) fn queue_from(&mut self, k: usize, count: usize, bytes: usize) {
+        if count > 0 {
+            let queue = &mut self.st.get_mut().queue;
+            queue.srcs.push(k as u32);
+            queue.left += count;
+            queue.left_bytes += bytes;
+        }
     }
 }

@@ -768,45 +768,15 @@ impl Ctx {
         let mut next = from.iter().peekable();
         for k in 0..self.run.p {
             let (count, bytes) = if k == me {
-                // SAFETY: our own outboxes, in our sync; put destinations are our own
-                // registered memory, with no live references (we hold `&mut self`).
-                unsafe {
-                    self.run
-                        .proc(me)
-                        .outboxes(q, |outs| match outs[me].as_deref() {
-                            Some(ob) if ob.stamp == fresh => {
-                                ob.deliver_puts();
-                                (ob.msg_count, ob.msg_bytes)
-                            }
-                            _ => (0, 0),
-                        })
-                }
+                let (_, count, bytes) = self.deliver_own(q, fresh);
+                (count, bytes)
             } else if next.next_if_eq(&&k).is_some() {
                 let (ob, _, _) = split_stream(&net.lazy.inbox[k][2..]);
-                let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
-                // SAFETY: put records made by rank k's `put`, checked against its mirror of
-                // our table (our registered memory, no live references).
-                unsafe { Outbox::deliver(puts.as_ptr() as *const u8, puts.len() * 8) };
-                if count > 0 {
-                    // SAFETY: the mirror of rank k exists on this rank only; only this thread
-                    // touches it.
-                    unsafe {
-                        self.run.proc(k).outboxes_mut(q, |outs| {
-                            outs[me]
-                                .get_or_insert_with(Box::default)
-                                .set_messages(fresh, msgs, count, bytes)
-                        })
-                    };
-                }
-                (count, bytes)
+                self.deliver_stream(k, ob, q, fresh)
             } else {
                 (0, 0)
             };
-            if count > 0 {
-                queue.srcs.push(k as u32);
-                queue.left += count;
-                queue.left_bytes += bytes;
-            }
+            self.queue_from(k, count, bytes);
         }
     }
 }
