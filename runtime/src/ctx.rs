@@ -242,6 +242,8 @@ pub(crate) struct RunShared {
     /// Processes asleep in a lazy sync's wait (`engine/threads/lazy.rs`): a process entering
     /// a sync wakes them when every process has entered it (their stop condition).
     pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
+    /// The lanes of a small run (`lane.rs`): its lazy syncs announce through them.
+    pub(crate) lanes: Option<crate::lane::Lanes>,
 }
 
 impl RunShared {
@@ -280,6 +282,7 @@ impl RunShared {
             prof: None,
             lazy_used: AtomicBool::new(false),
             lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
+            lanes: crate::lane::Lanes::for_run(p),
         }
     }
 
@@ -293,6 +296,9 @@ impl RunShared {
         }
         self.stopped.store(0, Ordering::Relaxed);
         self.lazy_used.store(false, Ordering::Relaxed);
+        if let Some(lanes) = &self.lanes {
+            lanes.reset();
+        }
         self.barrier.reset();
         tree.add_barrier(&self.barrier);
         self.tree = tree;
@@ -468,6 +474,9 @@ pub struct Ctx {
     pub(crate) records_taken: [u64; 2],
     /// The last sync was lazy (the next one acknowledges the senders it read).
     pub(crate) prev_lazy: bool,
+    /// In a run with lanes (`lane.rs`), by sender and parity: the stamp of the sender's last
+    /// lane this process took (a later one it did not take came too late).
+    pub(crate) lane_seen: Vec<[u64; 2]>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -515,6 +524,7 @@ impl Ctx {
             acks_due: [0; 2],
             records_taken: [0; 2],
             prev_lazy: false,
+            lane_seen: Vec::new(),
             _not_send: PhantomData,
         }
     }

@@ -26,9 +26,10 @@
 //!
 //! ## Cost
 //!
-//! A lazy sync costs the arrival of the process's own data (one cache-line transfer per sender)
-//! and a glance at the acknowledgements of the superstep before, instead of a barrier over all
-//! processes: a halo exchange waits for its neighbours only, and a process with nothing to
+//! A lazy sync costs the arrival of the process's own data (one cache-line transfer per sender:
+//! in runs of up to 16 processes a *lane* that carries the count, an acknowledgement and up to
+//! six words of put records, `lane.rs`) and a glance at the acknowledgements of the superstep
+//! before, instead of a barrier over all processes: a halo exchange waits for its neighbours only, and a process with nothing to
 //! receive does not wait at all. A lazy wait spins, yields and then sleeps as the run's barrier
 //! waits do (`WaitPolicy`), until the announcement it waits for wakes it; processes that do not
 //! exchange data need not take turns on a core (`engine/threads/lazy.rs`).
@@ -82,6 +83,9 @@ impl Ctx {
     /// refuse those in a lazy superstep.
     pub(crate) fn lazy_refusal(&self, flags: u32, m: u64) -> Option<crate::error::Error> {
         use crate::barrier::{FLAG_GETS, FLAG_REGS, FLAG_TAGS};
+        if flags & (FLAG_GETS | FLAG_REGS | FLAG_TAGS) == 0 {
+            return None;
+        }
         let what = [
             (FLAG_GETS, "get"),
             (FLAG_REGS, "push_reg/pop_reg"),

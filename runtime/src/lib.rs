@@ -85,6 +85,7 @@ mod drma;
 mod engine;
 mod error;
 mod inbox;
+mod lane;
 mod lazy;
 mod lend;
 mod limits;
@@ -181,6 +182,13 @@ pub mod internals {
         run
     }
 
+    /// `run` whose lazy syncs announce through lanes (`true`, the default for runs of at most
+    /// 16 processes) or through the inboxes of larger runs (`false`), to test both paths.
+    pub fn lanes(mut run: crate::Run, lanes: bool) -> crate::Run {
+        run.lanes = Some(lanes);
+        run
+    }
+
     /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
     /// another process of the hierarchy had aborted then.
     pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {
@@ -225,8 +233,24 @@ pub mod internals {
         R: Send + 'static,
         F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
     {
+        model_run_lanes(p, policy, true, f)
+    }
+
+    /// [`model_run_with`] whose lazy syncs announce through lanes (`true`) or through the
+    /// inboxes of larger runs (`false`).
+    #[cfg(feature = "loom")]
+    pub fn model_run_lanes<R, F>(
+        p: usize,
+        policy: crate::WaitPolicy,
+        lanes: bool,
+        f: F,
+    ) -> Vec<crate::Result<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
+    {
         use std::sync::Arc;
-        let shared = model_shared(p, policy);
+        let shared = model_shared(p, policy, lanes);
         let f = Arc::new(f);
         let handles: Vec<_> = (1..p)
             .map(|pid| {
@@ -246,7 +270,11 @@ pub mod internals {
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
     /// small synthetic machine and not applied; waiting as `policy` says.
     #[cfg(feature = "loom")]
-    fn model_shared(p: usize, policy: crate::WaitPolicy) -> std::sync::Arc<crate::ctx::RunShared> {
+    fn model_shared(
+        p: usize,
+        policy: crate::WaitPolicy,
+        lanes: bool,
+    ) -> std::sync::Arc<crate::ctx::RunShared> {
         static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
         let loaded = MACHINE
             .get_or_init(|| crate::Machine::synthetic("pu:4").expect("synthetic machine"))
@@ -260,13 +288,12 @@ pub mod internals {
             Some(crate::place::OFF_BY_RUN),
         )
         .expect("plan");
-        std::sync::Arc::new(crate::ctx::RunShared::new(
-            Vec::new(),
-            crate::tree::Tree::new(),
-            policy,
-            layout,
-            false,
-        ))
+        let mut shared =
+            crate::ctx::RunShared::new(Vec::new(), crate::tree::Tree::new(), policy, layout, false);
+        if !lanes {
+            shared.lanes = None;
+        }
+        std::sync::Arc::new(shared)
     }
 
     /// The hand-off of processes to a worker team, alone (inside `loom::model`): `runs`
@@ -278,7 +305,7 @@ pub mod internals {
     pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
         crate::team::model_launches(
             (0..runs)
-                .map(|_| model_shared(p, crate::WaitPolicy::new(1, 1)))
+                .map(|_| model_shared(p, crate::WaitPolicy::new(1, 1), true))
                 .collect(),
         )
     }

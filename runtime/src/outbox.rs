@@ -97,7 +97,7 @@ pub(crate) struct Record<'a> {
 }
 
 /// Words of put records stored inline, next to the stamp (stamp + length + inline = 64 bytes).
-const INLINE: usize = 6;
+pub(crate) const INLINE: usize = 6;
 
 /// Copy `len` bytes, without a call into `memcpy` for the sizes of single values.
 ///
@@ -160,6 +160,14 @@ impl Outbox {
         for h in &self.owned {
             h.free();
         }
+    }
+
+    /// The put records of this outbox, if it holds nothing else and they all fit in its first
+    /// cache line (then a lane can carry them: `lane.rs`).
+    #[inline]
+    pub(crate) fn inline_only(&self) -> Option<&[u64]> {
+        (self.msg_count == 0 && self.puts.len() == 0)
+            .then(|| &self.inline[..self.inline_len / WORD])
     }
 
     /// The put and message records in this outbox (what a lazy receiver counts).

@@ -95,6 +95,9 @@ pub struct Run {
     /// cores);
     /// set by tests through `internals::tree_barrier`.
     pub(crate) tree_barrier: Option<bool>,
+    /// Whether the run's lazy syncs announce through lanes (default: for at most `LANE_P`
+    /// processes); set by tests through `internals::lanes`.
+    pub(crate) lanes: Option<bool>,
 }
 
 impl Run {
@@ -110,6 +113,7 @@ impl Run {
             reuse: None,
             profile: None,
             tree_barrier: None,
+            lanes: None,
         }
     }
 
@@ -605,6 +609,9 @@ impl Run {
         let mut s = RunShared::new(parent_path, tree, policy, layout, over);
         s.inherited = inherited;
         s.prof = sink;
+        if self.lanes == Some(false) {
+            s.lanes = None;
+        }
         s
     }
 
@@ -625,6 +632,8 @@ impl Run {
                 && last.barrier.policy() == policy
                 && last.barrier.is_tree() == self.oversubscribed(&layout)
                 && last.groups == layout.groups()
+                && last.lanes.is_some()
+                    == (self.lanes != Some(false) && crate::lane::Lanes::fits(last.p))
             {
                 if let Some(s) = Arc::get_mut(&mut last) {
                     s.layout = layout;
@@ -635,11 +644,7 @@ impl Run {
                 }
             }
         }
-        let over = self.oversubscribed(&layout);
-        let mut s = RunShared::new(parent_path, tree, policy, layout, over);
-        s.inherited = inherited;
-        s.prof = sink;
-        Arc::new(s)
+        Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink))
     }
 
     /// The builder of process `pid`'s thread: its name and stack size.

@@ -125,6 +125,9 @@ impl Ctx {
     }
 
     pub(crate) fn flush_hpsends(&mut self) {
+        if self.st.get_mut().hpsends.is_empty() {
+            return;
+        }
         let mut hps = std::mem::take(&mut self.st.get_mut().hpsends);
         for h in hps.drain(..) {
             // SAFETY: the hpsend caller promised the payload stays valid until this sync; its

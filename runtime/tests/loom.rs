@@ -9,7 +9,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_with};
+use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_lanes, model_run_with};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 /// Sleep at once. Loom does not let a load return a value its thread saw before its last
@@ -17,6 +17,9 @@ const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 /// store-buffering race from a waiter that spun or yielded first; a waiter that goes straight
 /// to sleep exposes it.
 const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
+
+/// The waiting of `model_run`: one spin, one yield, then sleep.
+const TIGHT_LAZY: WaitPolicy = WaitPolicy::new(1, 1);
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -236,26 +239,28 @@ fn the_last_of_two_workers_wakes_the_starter() {
 /// and the queue that the counting protocol does not order; the asserts check the data.
 #[test]
 fn lazy_supersteps_of_the_real_runtime() {
-    model(2, || {
-        let r = model_run(2, |ctx| {
-            let (me, other) = (ctx.pid(), 1 - ctx.pid());
-            let y = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            for t in 1..=3u64 {
-                ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?; // too big to ride
-                ctx.send(other, &[], &[t as u8])?;
-                ctx.expect(2)?;
+    for lanes in [true, false] {
+        model(2, move || {
+            let r = model_run_lanes(2, TIGHT_LAZY, lanes, |ctx| {
+                let (me, other) = (ctx.pid(), 1 - ctx.pid());
+                let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
-                assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t as u8]);
+                for t in 1..=3u64 {
+                    ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?; // too big to ride
+                    ctx.send(other, &[], &[t as u8])?;
+                    ctx.expect(2)?;
+                    ctx.sync()?;
+                    assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
+                    assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t as u8]);
+                }
+                ctx.sync()?;
+                Ok(())
+            });
+            for x in r {
+                x.unwrap();
             }
-            ctx.sync()?;
-            Ok(())
         });
-        for x in r {
-            x.unwrap();
-        }
-    });
+    }
 }
 
 /// One direction only: pid 0 puts and sends to pid 1 in every superstep and receives nothing,
@@ -263,30 +268,32 @@ fn lazy_supersteps_of_the_real_runtime() {
 /// 1 may still be reading (the queue is read in place during the next superstep).
 #[test]
 fn a_lazy_sender_runs_ahead_only_as_far_as_its_outboxes_are_free() {
-    model(2, || {
-        let r = model_run(2, |ctx| {
-            let me = ctx.pid();
-            let y = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            for t in 1..=3u64 {
-                if me == 0 {
-                    ctx.put(1, &[t; 4], &y, 0)?;
-                    ctx.send(1, &[], &[t as u8])?;
-                }
-                ctx.expect(if me == 1 { 2 } else { 0 })?;
+    for lanes in [true, false] {
+        model(2, move || {
+            let r = model_run_lanes(2, TIGHT_LAZY, lanes, |ctx| {
+                let me = ctx.pid();
+                let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                if me == 1 {
-                    assert_eq!(ctx.local(&y)?, &[t; 4]);
-                    assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t as u8]);
+                for t in 1..=3u64 {
+                    if me == 0 {
+                        ctx.put(1, &[t; 4], &y, 0)?;
+                        ctx.send(1, &[], &[t as u8])?;
+                    }
+                    ctx.expect(if me == 1 { 2 } else { 0 })?;
+                    ctx.sync()?;
+                    if me == 1 {
+                        assert_eq!(ctx.local(&y)?, &[t; 4]);
+                        assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t as u8]);
+                    }
                 }
+                ctx.sync()?;
+                Ok(())
+            });
+            for x in r {
+                x.unwrap();
             }
-            ctx.sync()?;
-            Ok(())
         });
-        for x in r {
-            x.unwrap();
-        }
-    });
+    }
 }
 
 /// A declared count that cannot be met ends the run with an error on that process instead of
@@ -314,23 +321,25 @@ fn a_lazy_count_that_cannot_be_met_fails() {
 /// reports, a read of an outbox the protocol does not order is reported too.
 #[test]
 fn sleeping_lazy_waits_are_woken() {
-    model(2, || {
-        let r = model_run_with(2, SLEEPY, |ctx| {
-            let (me, other) = (ctx.pid(), 1 - ctx.pid());
-            let y = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            for t in 1..=2u64 {
-                ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?;
-                ctx.expect(1)?;
+    for lanes in [true, false] {
+        model(2, move || {
+            let r = model_run_lanes(2, SLEEPY, lanes, |ctx| {
+                let (me, other) = (ctx.pid(), 1 - ctx.pid());
+                let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
+                for t in 1..=2u64 {
+                    ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?;
+                    ctx.expect(1)?;
+                    ctx.sync()?;
+                    assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
+                }
+                Ok(())
+            });
+            for x in r {
+                x.unwrap();
             }
-            Ok(())
         });
-        for x in r {
-            x.unwrap();
-        }
-    });
+    }
 }
 
 /// A count that cannot be met, with waits that sleep at once: the short process is woken by

@@ -7,6 +7,19 @@ use crate::common;
 use common::within;
 use mbsp::{Ctx, ErrorKind};
 
+/// Both ways a lazy sync announces its records: through lanes (runs of at most 16 processes)
+/// and through the receivers' inboxes (larger runs); every test here takes both.
+const LANES: [bool; 2] = [true, false];
+
+/// `mbsp::run`, announcing lazy syncs through lanes or not.
+fn run_on<R: Send>(
+    lanes: bool,
+    p: usize,
+    f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
+) -> mbsp::Result<Vec<R>> {
+    mbsp::internals::lanes(mbsp::Run::new(p), lanes).run(f)
+}
+
 /// Superstep `t` of a program with a changing pattern: process `i` puts one word to `dest(t,
 /// i)` (into slot `i` of the destination's array) and sends `msgs(t, i)` messages to process
 /// `(i + t) % p`. Every process can compute every count.
@@ -63,47 +76,51 @@ fn program(ctx: &mut Ctx, steps: u64, lazy: bool) -> mbsp::Result<Vec<u64>> {
 
 #[test]
 fn lazy_syncs_give_the_results_of_full_syncs() {
-    within(120, || {
-        for p in [1, 2, 3, 4, 5] {
-            let full = mbsp::run(p, |ctx| program(ctx, 60, false)).unwrap();
-            let lazy = mbsp::run(p, |ctx| program(ctx, 60, true)).unwrap();
-            assert_eq!(full, lazy, "p = {p}");
-        }
-    });
+    for lanes in LANES {
+        within(120, move || {
+            for p in [1, 2, 3, 4, 5] {
+                let full = run_on(lanes, p, |ctx| program(ctx, 60, false)).unwrap();
+                let lazy = run_on(lanes, p, |ctx| program(ctx, 60, true)).unwrap();
+                assert_eq!(full, lazy, "p = {p}");
+            }
+        });
+    }
 }
 
 #[test]
 fn lazy_and_full_syncs_alternate() {
-    within(60, || {
-        let run = |pattern: &'static [bool]| {
-            mbsp::run(3, move |ctx| {
-                let (pid, p) = (ctx.pid(), ctx.nprocs());
-                let x = ctx.push_reg(vec![0u64; 3])?;
-                ctx.sync()?;
-                let mut seen = Vec::new();
-                for (t, &lazy) in pattern.iter().enumerate() {
-                    let t = t as u64 + 1;
-                    // Everyone puts into the right neighbour; pid 0 also into itself.
-                    ctx.put((pid + 1) % p, &[t * 10 + pid as u64], &x, pid)?;
-                    if pid == 0 {
-                        ctx.put(0, &[t], &x, 1)?;
-                    }
-                    if lazy {
-                        ctx.expect(if pid == 0 { 2 } else { 1 })?;
-                    }
+    for lanes in LANES {
+        within(60, move || {
+            let run = |pattern: &'static [bool]| {
+                run_on(lanes, 3, move |ctx| {
+                    let (pid, p) = (ctx.pid(), ctx.nprocs());
+                    let x = ctx.push_reg(vec![0u64; 3])?;
                     ctx.sync()?;
-                    seen.extend_from_slice(ctx.local(&x)?);
-                }
-                Ok(seen)
-            })
-            .unwrap()
-        };
-        let all_full = run(&[false; 12]);
-        let mixed = run(&[
-            true, true, false, true, false, false, true, true, true, false, true, false,
-        ]);
-        assert_eq!(all_full, mixed);
-    });
+                    let mut seen = Vec::new();
+                    for (t, &lazy) in pattern.iter().enumerate() {
+                        let t = t as u64 + 1;
+                        // Everyone puts into the right neighbour; pid 0 also into itself.
+                        ctx.put((pid + 1) % p, &[t * 10 + pid as u64], &x, pid)?;
+                        if pid == 0 {
+                            ctx.put(0, &[t], &x, 1)?;
+                        }
+                        if lazy {
+                            ctx.expect(if pid == 0 { 2 } else { 1 })?;
+                        }
+                        ctx.sync()?;
+                        seen.extend_from_slice(ctx.local(&x)?);
+                    }
+                    Ok(seen)
+                })
+                .unwrap()
+            };
+            let all_full = run(&[false; 12]);
+            let mixed = run(&[
+                true, true, false, true, false, false, true, true, true, false, true, false,
+            ]);
+            assert_eq!(all_full, mixed);
+        });
+    }
 }
 
 /// A process with nothing to receive does not wait for the others: pid 0 runs ahead through
@@ -111,37 +128,43 @@ fn lazy_and_full_syncs_alternate() {
 /// that superstep.
 #[test]
 fn processes_drift_apart_without_mixing_supersteps() {
-    within(60, || {
-        let logs = mbsp::run(2, |ctx| {
-            let pid = ctx.pid();
-            let x = ctx.push_reg(vec![0u64; 1])?;
-            ctx.sync()?;
-            let mut seen = Vec::new();
-            for t in 1..=200u64 {
-                if pid == 1 && t % 50 == 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                if pid == 0 {
-                    ctx.put(1, &[t], &x, 0)?;
-                }
-                ctx.expect(if pid == 1 { 1 } else { 0 })?;
+    for lanes in LANES {
+        within(60, move || {
+            let logs = run_on(lanes, 2, |ctx| {
+                let pid = ctx.pid();
+                let x = ctx.push_reg(vec![0u64; 1])?;
                 ctx.sync()?;
-                if pid == 1 {
-                    seen.push(ctx.local(&x)?[0]);
+                let mut seen = Vec::new();
+                for t in 1..=200u64 {
+                    if pid == 1 && t % 50 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    if pid == 0 {
+                        ctx.put(1, &[t], &x, 0)?;
+                    }
+                    ctx.expect(if pid == 1 { 1 } else { 0 })?;
+                    ctx.sync()?;
+                    if pid == 1 {
+                        seen.push(ctx.local(&x)?[0]);
+                    }
                 }
-            }
-            Ok(seen)
-        })
-        .unwrap();
-        assert_eq!(logs[1], (1..=200).collect::<Vec<u64>>());
-    });
+                Ok(seen)
+            })
+            .unwrap();
+            assert_eq!(logs[1], (1..=200).collect::<Vec<u64>>());
+        });
+    }
 }
 
 /// One process's wrong count fails the run (on the process that notices) within the hang
 /// detector's limit.
-fn wrong_count(p: usize, declare: impl Fn(usize) -> usize + Send + Sync + 'static) -> mbsp::Error {
+fn wrong_count(
+    lanes: bool,
+    p: usize,
+    declare: impl Fn(usize) -> usize + Send + Sync + 'static,
+) -> mbsp::Error {
     within(60, move || {
-        mbsp::run(p, |ctx| {
+        run_on(lanes, p, |ctx| {
             let (pid, p) = (ctx.pid(), ctx.nprocs());
             let x = ctx.push_reg(vec![0u64; p])?;
             ctx.sync()?;
@@ -161,55 +184,63 @@ fn wrong_count(p: usize, declare: impl Fn(usize) -> usize + Send + Sync + 'stati
 
 #[test]
 fn more_records_than_declared_fail_the_run() {
-    // pid 1 declares none but receives one: it notices when the record is there before it
-    // completes the superstep, else pid 0 notices that its record arrived too late.
-    for _ in 0..10 {
-        let e = wrong_count(3, |pid| if pid == 1 { 0 } else { 1 });
-        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "sync"), "{e}");
-        let msg = e.to_string();
-        if e.path() == [1] {
-            assert!(
-                msg.contains("expect(0)") && msg.contains("received 1"),
-                "{msg}"
-            );
-        } else {
-            assert_eq!(e.path(), &[0], "{e}");
-            assert!(msg.contains("arrived after"), "{msg}");
+    for lanes in LANES {
+        // pid 1 declares none but receives one: it notices when the record is there before it
+        // completes the superstep, else pid 0 notices that its record arrived too late.
+        for _ in 0..10 {
+            let e = wrong_count(lanes, 3, |pid| if pid == 1 { 0 } else { 1 });
+            assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "sync"), "{e}");
+            let msg = e.to_string();
+            if e.path() == [1] {
+                assert!(
+                    msg.contains("expect(0)") && msg.contains("received 1"),
+                    "{msg}"
+                );
+            } else {
+                assert_eq!(e.path(), &[0], "{e}");
+                assert!(msg.contains("arrived after"), "{msg}");
+            }
         }
     }
 }
 
 #[test]
 fn fewer_records_than_declared_fail_without_a_hang() {
-    let e = wrong_count(3, |pid| if pid == 2 { 2 } else { 1 });
-    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-    let msg = e.to_string();
-    assert!(
-        msg.contains("expect(2)") && msg.contains("received 1") && msg.contains("already synced"),
-        "{msg}"
-    );
-    assert_eq!(e.path(), &[2], "{e}");
+    for lanes in LANES {
+        let e = wrong_count(lanes, 3, |pid| if pid == 2 { 2 } else { 1 });
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("expect(2)")
+                && msg.contains("received 1")
+                && msg.contains("already synced"),
+            "{msg}"
+        );
+        assert_eq!(e.path(), &[2], "{e}");
+    }
 }
 
 #[test]
 fn a_full_sync_among_lazy_ones_is_reported() {
-    for lazy_pid in [0, 1] {
-        let e = within(60, move || {
-            mbsp::run(2, move |ctx| {
-                let x = ctx.push_reg(vec![0u64; 1])?;
-                ctx.sync()?;
-                ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
-                if ctx.pid() == lazy_pid {
-                    ctx.expect(1)?;
-                }
-                ctx.sync()?;
-                ctx.sync()?;
-                Ok(())
-            })
-            .unwrap_err()
-        });
-        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-        assert!(e.to_string().contains("full sync"), "{e}");
+    for lanes in LANES {
+        for lazy_pid in [0, 1] {
+            let e = within(60, move || {
+                run_on(lanes, 2, move |ctx| {
+                    let x = ctx.push_reg(vec![0u64; 1])?;
+                    ctx.sync()?;
+                    ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                    if ctx.pid() == lazy_pid {
+                        ctx.expect(1)?;
+                    }
+                    ctx.sync()?;
+                    ctx.sync()?;
+                    Ok(())
+                })
+                .unwrap_err()
+            });
+            assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+            assert!(e.to_string().contains("full sync"), "{e}");
+        }
     }
 }
 
@@ -218,46 +249,74 @@ fn a_full_sync_among_lazy_ones_is_reported() {
 /// next process only).
 #[test]
 fn a_lazy_sync_among_full_ones_is_reported_wherever_it_is() {
-    for lazy_pid in 0..4 {
-        let e = within(60, move || {
-            mbsp::run(4, move |ctx| {
-                ctx.expect(0)?;
-                ctx.sync()?; // the run has used lazy syncs
-                ctx.sync()?;
-                ctx.sync()?;
-                if ctx.pid() == lazy_pid {
+    for lanes in LANES {
+        for lazy_pid in 0..4 {
+            let e = within(60, move || {
+                run_on(lanes, 4, move |ctx| {
                     ctx.expect(0)?;
-                }
-                ctx.sync()?;
-                ctx.sync()?;
-                Ok(())
-            })
-            .unwrap_err()
-        });
-        assert_eq!(e.kind(), ErrorKind::Misuse, "lazy pid {lazy_pid}: {e}");
-        let msg = e.to_string();
-        // Noticed at superstep 3 by the process before the lazy one, or at 4 by the lazy one
-        // itself if it gets there first (its barrier of 4 completes with the others' arrivals
-        // of 3).
-        assert!(msg.contains("made a lazy one"), "lazy pid {lazy_pid}: {e}");
+                    ctx.sync()?; // the run has used lazy syncs
+                    ctx.sync()?;
+                    ctx.sync()?;
+                    if ctx.pid() == lazy_pid {
+                        ctx.expect(0)?;
+                    }
+                    ctx.sync()?;
+                    ctx.sync()?;
+                    Ok(())
+                })
+                .unwrap_err()
+            });
+            assert_eq!(e.kind(), ErrorKind::Misuse, "lazy pid {lazy_pid}: {e}");
+            let msg = e.to_string();
+            // Noticed at superstep 3 by the process before the lazy one, or at 4 by the lazy one
+            // itself if it gets there first (its barrier of 4 completes with the others' arrivals
+            // of 3).
+            assert!(msg.contains("made a lazy one"), "lazy pid {lazy_pid}: {e}");
+        }
     }
 }
 
 #[test]
 fn records_sent_to_a_process_that_completed_the_superstep_are_reported() {
-    // pid 0 declares one record but pids 1 and 2 both send it one: either pid 0 sees both (too
-    // many), or it completes with one and the other arrives late.
-    for _ in 0..20 {
-        let e = within(60, || {
-            mbsp::run(3, |ctx| {
-                let pid = ctx.pid();
-                let x = ctx.push_reg(vec![0u64; 3])?;
+    for lanes in LANES {
+        // pid 0 declares one record but pids 1 and 2 both send it one: either pid 0 sees both (too
+        // many), or it completes with one and the other arrives late.
+        for _ in 0..20 {
+            let e = within(60, move || {
+                run_on(lanes, 3, |ctx| {
+                    let pid = ctx.pid();
+                    let x = ctx.push_reg(vec![0u64; 3])?;
+                    ctx.sync()?;
+                    if pid != 0 {
+                        ctx.put(0, &[1], &x, pid)?;
+                    }
+                    ctx.expect(if pid == 0 { 1 } else { 0 })?;
+                    ctx.sync()?;
+                    ctx.expect(0)?;
+                    ctx.sync()?;
+                    Ok(())
+                })
+                .unwrap_err()
+            });
+            assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("received 2") || msg.contains("arrived after"),
+                "{msg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gets_and_registrations_need_a_full_sync() {
+    for lanes in LANES {
+        let e = within(60, move || {
+            run_on(lanes, 2, |ctx| {
+                let x = ctx.push_reg(vec![0u64; 4])?;
+                let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                if pid != 0 {
-                    ctx.put(0, &[1], &x, pid)?;
-                }
-                ctx.expect(if pid == 0 { 1 } else { 0 })?;
-                ctx.sync()?;
+                ctx.get(1 - ctx.pid(), &x, 0..2, &y, 0)?;
                 ctx.expect(0)?;
                 ctx.sync()?;
                 Ok(())
@@ -265,114 +324,98 @@ fn records_sent_to_a_process_that_completed_the_superstep_are_reported() {
             .unwrap_err()
         });
         assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-        let msg = e.to_string();
-        assert!(
-            msg.contains("received 2") || msg.contains("arrived after"),
-            "{msg}"
-        );
+        assert!(e.to_string().contains("also called get"), "{e}");
     }
 }
 
 #[test]
-fn gets_and_registrations_need_a_full_sync() {
-    let e = within(60, || {
-        mbsp::run(2, |ctx| {
-            let x = ctx.push_reg(vec![0u64; 4])?;
-            let y = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            ctx.get(1 - ctx.pid(), &x, 0..2, &y, 0)?;
-            ctx.expect(0)?;
-            ctx.sync()?;
-            Ok(())
-        })
-        .unwrap_err()
-    });
-    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-    assert!(e.to_string().contains("also called get"), "{e}");
-}
-
-#[test]
 fn immediate_primitives_are_refused_in_a_lazy_superstep() {
-    let e = within(60, || {
-        mbsp::run(2, |ctx| {
-            let x = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            ctx.expect(0)?;
-            // SAFETY: refused before it touches anything.
-            unsafe { ctx.hpput(1 - ctx.pid(), &[1u64], &x, 0)? };
-            ctx.sync()?;
-            Ok(())
-        })
-        .unwrap_err()
-    });
-    assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "hpput"), "{e}");
-    assert!(e.to_string().contains("after expect(0)"), "{e}");
+    for lanes in LANES {
+        let e = within(60, move || {
+            run_on(lanes, 2, |ctx| {
+                let x = ctx.push_reg(vec![0u64; 4])?;
+                ctx.sync()?;
+                ctx.expect(0)?;
+                // SAFETY: refused before it touches anything.
+                unsafe { ctx.hpput(1 - ctx.pid(), &[1u64], &x, 0)? };
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "hpput"), "{e}");
+        assert!(e.to_string().contains("after expect(0)"), "{e}");
 
-    let e = within(60, || {
-        mbsp::run(2, |ctx| {
-            let x = ctx.push_reg(vec![0u64; 4])?;
-            ctx.sync()?;
-            let mut local = [0u64; 1];
-            // SAFETY: nobody writes `x` in this superstep.
-            unsafe { ctx.hpget(1 - ctx.pid(), &x, 0, &mut local)? };
-            ctx.expect(0)?;
-            ctx.sync()?;
-            Ok(())
-        })
-        .unwrap_err()
-    });
-    assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "expect"), "{e}");
+        let e = within(60, move || {
+            run_on(lanes, 2, |ctx| {
+                let x = ctx.push_reg(vec![0u64; 4])?;
+                ctx.sync()?;
+                let mut local = [0u64; 1];
+                // SAFETY: nobody writes `x` in this superstep.
+                unsafe { ctx.hpget(1 - ctx.pid(), &x, 0, &mut local)? };
+                ctx.expect(0)?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "expect"), "{e}");
+    }
 }
 
 #[test]
 fn a_count_declared_before_the_end_is_checked() {
-    let e = within(60, || {
-        mbsp::run(2, |ctx| {
-            let x = ctx.push_reg(vec![0u64; 1])?;
-            ctx.sync()?;
-            ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
-            ctx.expect(2)?;
-            Ok(())
-        })
-        .unwrap_err()
-    });
-    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-    assert!(e.to_string().contains("expect(2)"), "{e}");
+    for lanes in LANES {
+        let e = within(60, move || {
+            run_on(lanes, 2, |ctx| {
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                ctx.expect(2)?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        assert!(e.to_string().contains("expect(2)"), "{e}");
+    }
 }
 
 #[test]
 fn lazy_syncs_in_repeated_nested_runs() {
-    within(60, || {
-        let out = mbsp::run(2, |ctx| {
-            let x = ctx.push_reg(vec![0u64; 1])?;
-            ctx.sync()?;
-            let mut inner_seen = Vec::new();
-            for round in 0..5u64 {
-                for t in 0..20 {
-                    ctx.put(1 - ctx.pid(), &[round * 100 + t], &x, 0)?;
-                    ctx.expect(1)?;
-                    ctx.sync()?;
-                }
-                // Nested runs of one shape reuse their state: the lazy counters must start
-                // afresh each time.
-                let inner = ctx.run(2, |c| {
-                    let y = c.push_reg(vec![0u64; 1])?;
-                    c.sync()?;
-                    for t in 0..(3 + round) {
-                        c.put(1 - c.pid(), &[c.pid() as u64 + 10 * t], &y, 0)?;
-                        c.expect(1)?;
-                        c.sync()?;
+    for lanes in LANES {
+        within(60, move || {
+            let out = run_on(lanes, 2, |ctx| {
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                let mut inner_seen = Vec::new();
+                for round in 0..5u64 {
+                    for t in 0..20 {
+                        ctx.put(1 - ctx.pid(), &[round * 100 + t], &x, 0)?;
+                        ctx.expect(1)?;
+                        ctx.sync()?;
                     }
-                    Ok(c.local(&y)?[0])
-                })?;
-                inner_seen.push(inner);
-            }
-            Ok((ctx.local(&x)?[0], inner_seen))
-        })
-        .unwrap();
-        let inner: Vec<Vec<u64>> = (0..5u64)
-            .map(|r| vec![1 + 10 * (2 + r), 10 * (2 + r)])
-            .collect();
-        assert_eq!(out, vec![(419, inner); 2]);
-    });
+                    // Nested runs of one shape reuse their state: the lazy counters must start
+                    // afresh each time.
+                    let inner = ctx.run(2, |c| {
+                        let y = c.push_reg(vec![0u64; 1])?;
+                        c.sync()?;
+                        for t in 0..(3 + round) {
+                            c.put(1 - c.pid(), &[c.pid() as u64 + 10 * t], &y, 0)?;
+                            c.expect(1)?;
+                            c.sync()?;
+                        }
+                        Ok(c.local(&y)?[0])
+                    })?;
+                    inner_seen.push(inner);
+                }
+                Ok((ctx.local(&x)?[0], inner_seen))
+            })
+            .unwrap();
+            let inner: Vec<Vec<u64>> = (0..5u64)
+                .map(|r| vec![1 + 10 * (2 + r), 10 * (2 + r)])
+                .collect();
+            assert_eq!(out, vec![(419, inner); 2]);
+        });
+    }
 }

@@ -1,5 +1,6 @@
 //! The thread engine's lazy sync (semantics in `crate::lazy`), and the checks full syncs make
-//! once a run has used lazy syncs.
+//! once a run has used lazy syncs. Runs of at most `LANE_P` processes announce through lanes
+//! instead of the inboxes below (`lane_sync.rs`); everything else here holds for both.
 //!
 //! ```text
 //! lazy sync, superstep s, parity q, declared m
@@ -85,6 +86,10 @@ impl Ctx {
             }
         }
 
+        if self.run.lanes.is_some() {
+            return self.lane_sync(m);
+        }
+
         // The senders read in the last sync may refill those outboxes.
         self.ack_previous(true);
 
@@ -114,8 +119,9 @@ impl Ctx {
             if self.run.tree.is_aborted() {
                 return Err(self.failed_sync(self.stopped("sync")));
             }
-            if inbox.announced(q) - base < m {
-                let e = self.short_count(m);
+            let got = inbox.announced(q) - base;
+            if got < m {
+                let e = self.short_count(m, got);
                 return Err(self.failed_sync(e));
             }
         }
@@ -176,7 +182,7 @@ impl Ctx {
 
     /// Where this process's lazy waits sleep: on its barrier signal (an abort wakes it),
     /// counted among the run's lazy sleepers (see `wake_after_enter`).
-    fn lazy_sleep(&self) -> Sleep<'_> {
+    pub(super) fn lazy_sleep(&self) -> Sleep<'_> {
         Sleep::Counted(self.run.barrier.signal(self.pid), &self.run.lazy_sleepers)
     }
 
@@ -210,7 +216,7 @@ impl Ctx {
 
     /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
     /// everything it sends in `s` is announced.
-    fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
+    pub(super) fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
         let (q, want) = ((s & 1) as usize, mode_word(s, false));
         pids.all(|j| self.run.proc(j).inbox.mode(q) >= want)
     }
@@ -226,14 +232,12 @@ impl Ctx {
     /// The error of a lazy sync whose records cannot all come: every other process has entered
     /// its sync.
     #[cold]
-    fn short_count(&self, m: u64) -> Error {
+    pub(super) fn short_count(&self, m: u64, got: u64) -> Error {
         let s = self.step;
         let full = self.full_syncs_at(s);
         if !full.is_empty() {
             return self.mixed_syncs(&full);
         }
-        let q = (s & 1) as usize;
-        let got = self.me().inbox.announced(q) - self.records_taken[q];
         self.misuse(
             "sync",
             format!(
@@ -260,7 +264,7 @@ impl Ctx {
     /// The error of a lazy sync that took `got` records where `m` were declared, or found
     /// records of an earlier superstep (`stale`: their senders).
     #[cold]
-    fn count_mismatch(&self, m: u64, got: u64, stale: &[usize]) -> Error {
+    pub(super) fn count_mismatch(&self, m: u64, got: u64, stale: &[usize]) -> Error {
         let s = self.step;
         if !stale.is_empty() {
             return self.misuse(
@@ -290,7 +294,7 @@ impl Ctx {
     /// The error of a sender whose records of the last superstep were never taken: every
     /// destination has entered this sync without acknowledging them.
     #[cold]
-    fn unacked(&self, dests: &[u32], lazy_now: bool) -> Error {
+    pub(super) fn unacked(&self, dests: &[u32], lazy_now: bool) -> Error {
         let s = self.step;
         let full = self.full_syncs_at(s);
         if lazy_now && !full.is_empty() {

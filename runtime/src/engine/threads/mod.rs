@@ -38,6 +38,7 @@
 //! Every process is the same program in one address space: a receiver writes where a
 //! sender's put record says, checked by the sender against the receiver's table.
 
+mod lane_sync;
 mod lazy;
 mod sync;
 

@@ -283,28 +283,7 @@ impl Ctx {
         for &i in took.iter() {
             // SAFETY: the sender filled its parity-q outbox for us before marking us and leaves
             // it alone until we have finished with it (the next sync's barrier 1, or our ack).
-            unsafe {
-                run.proc(i as usize).outboxes(q, |outs| {
-                    let Some(ob) = outs[me].as_deref() else {
-                        return;
-                    };
-                    if ob.stamp != fresh {
-                        // Records of an earlier superstep that came late: reported by the
-                        // lazy sync's checks, never delivered.
-                        return;
-                    }
-                    records += ob.records();
-                    // Put destinations are our own registered memory, kept alive by our table
-                    // or graveyard, with no live references (we hold `&mut self`).
-                    ob.deliver_puts();
-                    if ob.msg_count > 0 {
-                        queue.srcs.push(i);
-                        queue.left += ob.msg_count;
-                        queue.left_bytes += ob.msg_bytes;
-                        queue.owned += ob.owned.len();
-                    }
-                })
-            };
+            records += unsafe { take_outbox(run, i, me, q, fresh, queue) };
         }
         records
     }
@@ -321,4 +300,45 @@ impl Ctx {
             ),
         )
     }
+}
+
+/// Deliver the puts of sender `i`'s outbox of parity `q` for process `me` and queue its
+/// messages, if the outbox is of the superstep whose stamp is `fresh`; returns its records.
+///
+/// # Safety
+/// The sender has filled that outbox for `me` (it marked or announced it) and leaves it alone
+/// until `me` has finished with it (the next sync's barrier 1, or `me`'s acknowledgement); the
+/// caller is process `me`, holding its context mutably (put destinations are its own
+/// registered memory, kept alive by its table or graveyard, with no live references).
+pub(super) unsafe fn take_outbox(
+    run: &crate::ctx::RunShared,
+    i: u32,
+    me: usize,
+    q: usize,
+    fresh: u64,
+    queue: &mut crate::ctx::Queue,
+) -> u64 {
+    let mut records = 0;
+    // SAFETY: the caller's promise.
+    unsafe {
+        run.proc(i as usize).outboxes(q, |outs| {
+            let Some(ob) = outs[me].as_deref() else {
+                return;
+            };
+            if ob.stamp != fresh {
+                // Records of an earlier superstep that came late: reported by the lazy
+                // sync's checks, never delivered.
+                return;
+            }
+            records = ob.records();
+            ob.deliver_puts();
+            if ob.msg_count > 0 {
+                queue.srcs.push(i);
+                queue.left += ob.msg_count;
+                queue.left_bytes += ob.msg_bytes;
+                queue.owned += ob.owned.len();
+            }
+        })
+    };
+    records
 }

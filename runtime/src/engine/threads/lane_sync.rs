@@ -1,0 +1,231 @@
+//! The lazy sync of a run with lanes (`lane.rs`, runs of at most `LANE_P` processes): the
+//! protocol of `lazy.rs` with each announcement, and most acknowledgements, in a line the
+//! sender owns.
+//!
+//! ```text
+//! lazy sync, superstep s, parity q, declared m
+//!   (records of s already in our outboxes)
+//!   ack the senders taken in the last sync: in our lane to them if we write to them now,
+//!     else in their inbox
+//!   publish, for every destination written: records, acked?, inline puts; stamp s + 1
+//!   enter: mode[q] = (s+1) << 1 | 1; fence; wake the destinations and acked senders if asleep
+//!   poll the lanes to us until the stamped ones hold m records
+//!     (or every process has entered sync s: then a short count is final)
+//!   deliver them in pid order: inline puts from a copy of the lane, the rest from the outbox
+//!   check: no lane of s left untaken (too many), none of an earlier superstep (late)
+//!   acknowledgements of our records of s - 1: from the lanes we just took (their acked bit),
+//!     and in our inbox from the destinations that did not write to us
+//! ```
+//!
+//! A receiver that writes to its sender in the next superstep acknowledges in its lane, which
+//! it publishes after it has emptied its message queue of the superstep before: the sender
+//! reads that lane anyway to take the receiver's records, so a symmetric exchange moves one
+//! line each way and no read-modify-write. A receiver that took a sender's records sets the
+//! bit only then; a sender whose destination wrote to it without the bit knows its records
+//! came too late (an error, as is a missing explicit acknowledgement once the destination has
+//! entered its sync). Records of a lane the receiver did not take stay visible there until
+//! the sender rewrites it, which it does only after an acknowledgement that never comes: the
+//! receiver finds them at its next lazy sync of that parity, or the sender's sync fails.
+
+use super::sync::take_outbox;
+use crate::ctx::Ctx;
+use crate::error::Result;
+use crate::lane::LANE_WORDS;
+use crate::outbox::Outbox;
+
+impl Ctx {
+    /// The lazy sync of the current superstep in a run with lanes, `m` records declared; the
+    /// superstep's records are in the outboxes (`lazy_sync` put them there).
+    pub(super) fn lane_sync(&mut self, m: u64) -> Result<()> {
+        let (s, pid, p) = (self.step, self.pid, self.run.p);
+        let (q, fresh) = ((s & 1) as usize, s + 1);
+        let prev = q ^ 1;
+        if self.lane_seen.len() != p {
+            self.lane_seen = vec![[0; 2]; p];
+        }
+
+        // Acknowledge the senders of the last sync that we do not write to now (the others
+        // find the bit in our lane).
+        {
+            let written = self.written.borrow();
+            for &from in &self.took {
+                if !written[q].contains(&from) {
+                    self.run.proc(from as usize).inbox.ack(prev);
+                }
+            }
+        }
+        std::mem::swap(&mut self.took, &mut self.took_before);
+        self.took.clear();
+
+        // Publish what we sent.
+        {
+            let Some(lanes) = self.run.lanes.as_ref() else {
+                unreachable!("lane_sync in a run with lanes");
+            };
+            let written = self.written.borrow();
+            for &d in &written[q] {
+                let acked = self.took_before.contains(&d);
+                // SAFETY: our own outbox of the current parity, during our own sync.
+                unsafe {
+                    self.me().outboxes(q, |outs| {
+                        let (records, inline) = outs[d as usize]
+                            .as_deref()
+                            .map_or((0, Some(&[][..])), |ob| (ob.records(), ob.inline_only()));
+                        lanes
+                            .get(pid, d as usize, q)
+                            .publish(fresh, records, acked, inline);
+                    })
+                };
+            }
+        }
+        self.me().inbox.enter(s, true);
+        self.wake_after_enter(s, true);
+        self.took_before.clear();
+
+        // Our records: poll the lanes to us until the stamped ones hold m.
+        let run = &*self.run;
+        let Some(lanes) = run.lanes.as_ref() else {
+            unreachable!("lane_sync in a run with lanes");
+        };
+        let mut took = std::mem::take(&mut self.took);
+        let mut pending: u32 = (1u32 << p) - 1;
+        let mut got = 0u64;
+        let mut poll = |took: &mut Vec<u32>, got: &mut u64| {
+            let mut bits = pending;
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let lane = lanes.get(k as usize, pid, q);
+                if lane.stamp() == fresh {
+                    pending &= !(1 << k);
+                    took.push(k);
+                    *got += lane.records();
+                }
+            }
+        };
+        let waited = crate::wait::wait_until(
+            run.barrier.policy(),
+            self.lazy_sleep(),
+            || {
+                poll(&mut took, &mut got);
+                (got >= m).then_some(())
+            },
+            || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
+        );
+        if waited.is_err() {
+            if run.tree.is_aborted() {
+                self.took = took;
+                return Err(self.failed_sync(self.stopped("sync")));
+            }
+            // Every other process has entered sync s: every lane of s is stamped.
+            poll(&mut took, &mut got);
+            if got < m {
+                self.took = took;
+                let e = self.short_count(m, got);
+                return Err(self.failed_sync(e));
+            }
+        }
+
+        // Deliver in pid order, and note which senders acknowledged our records of s - 1.
+        took.sort_unstable();
+        let mut buf = [0u64; LANE_WORDS];
+        let mut acked_by = 0u32;
+        let queue = &mut self.st.get_mut().queue;
+        queue.tagsize = self.tagsize.get();
+        queue.parity = q;
+        for &k in &took {
+            let published = lanes.get(k as usize, pid, q).read(&mut buf);
+            if published.acked {
+                acked_by |= 1 << k;
+            }
+            match published.inline {
+                // SAFETY: the records were made by `put` of a sender whose checks made their
+                // destinations our own registered memory, kept alive by our table or
+                // graveyard, with no live references (we hold `&mut self`); `n` words of
+                // `buf` hold them.
+                Some(n) => unsafe { Outbox::deliver(buf.as_ptr() as *const u8, n * 8) },
+                // SAFETY: the sender filled that outbox for us before stamping the lane and
+                // leaves it alone until we acknowledge it (module documentation).
+                None => {
+                    let taken = unsafe { take_outbox(run, k, pid, q, fresh, queue) };
+                    debug_assert_eq!(taken, published.records);
+                }
+            }
+            self.lane_seen[k as usize][q] = fresh;
+        }
+
+        // Records we did not take: of this superstep (beyond our count), or of an earlier one
+        // that came after we had completed it.
+        let (mut late, mut stale) = (0u64, Vec::new());
+        let mut bits = pending;
+        while bits != 0 {
+            let k = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let lane = lanes.get(k, pid, q);
+            let t = lane.stamp();
+            if t == fresh {
+                late += lane.records();
+                took.push(k as u32);
+            } else if t < fresh && t > self.lane_seen[k][q] {
+                stale.push(k);
+            }
+        }
+        self.took = took;
+        if got + late != m || !stale.is_empty() {
+            let e = self.count_mismatch(m, got + late, &stale);
+            return Err(self.failed_sync(e));
+        }
+
+        // Our records of s - 1 are free once their receivers are done with them.
+        let (explicit, unacked) = {
+            let written = self.written.borrow();
+            let mut explicit = Vec::new();
+            let mut unacked = Vec::new();
+            for &d in &written[prev] {
+                if acked_by & (1 << d) != 0 {
+                    continue;
+                }
+                if self.took.contains(&d) {
+                    // It wrote to us without taking what we sent it: ours came too late.
+                    unacked.push(d);
+                } else {
+                    explicit.push(d);
+                }
+            }
+            (explicit, unacked)
+        };
+        if !unacked.is_empty() {
+            let e = self.unacked(&unacked, true);
+            return Err(self.failed_sync(e));
+        }
+        if !explicit.is_empty() {
+            let inbox = &self.run.procs[pid].inbox;
+            let want = self.acks_due[prev] + explicit.len() as u64;
+            let acked = if inbox.acks(prev) >= want {
+                Ok(())
+            } else {
+                crate::wait::wait_until(
+                    self.run.barrier.policy(),
+                    self.lazy_sleep(),
+                    || (inbox.acks(prev) >= want).then_some(()),
+                    || {
+                        self.run.tree.is_aborted()
+                            || self.all_entered(s, explicit.iter().map(|&d| d as usize))
+                    },
+                )
+            };
+            if acked.is_err() {
+                if self.run.tree.is_aborted() {
+                    return Err(self.failed_sync(self.stopped("sync")));
+                }
+                if inbox.acks(prev) < want {
+                    let e = self.unacked(&explicit, true);
+                    return Err(self.failed_sync(e));
+                }
+            }
+            self.acks_due[prev] = want;
+        }
+        self.finish_sync();
+        Ok(())
+    }
+}
