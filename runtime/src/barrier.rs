@@ -154,6 +154,17 @@ pub struct Member {
 }
 
 impl Member {
+    /// What this process's waits have learned, for its waits outside the barrier (lazy syncs):
+    /// taken out for one wait and handed back with [`Member::restore_waiter`].
+    pub(crate) fn take_waiter(&mut self) -> Waiter {
+        std::mem::replace(&mut self.waiter, Waiter::new())
+    }
+
+    /// Hand back the waiter of [`Member::take_waiter`].
+    pub(crate) fn restore_waiter(&mut self, waiter: Waiter) {
+        self.waiter = waiter;
+    }
+
     /// Process `pid`'s membership (each process must use exactly one).
     pub fn new(pid: usize) -> Self {
         Member {

@@ -103,7 +103,8 @@ impl Ctx {
                 }
             }
         };
-        let waited = crate::wait::wait_until(
+        let mut waiter = self.member.take_waiter();
+        let waited = waiter.wait(
             run.barrier.policy(),
             self.lazy_sleep(),
             || {
@@ -111,7 +112,9 @@ impl Ctx {
                 (got >= m).then_some(())
             },
             || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
+            || false,
         );
+        self.member.restore_waiter(waiter);
         if waited.is_err() {
             if run.tree.is_aborted() {
                 self.took = took;
