@@ -104,9 +104,10 @@ impl Ctx {
         self.took_before.clear();
 
         // Our own records.
-        let inbox = &self.me().inbox;
         let base = self.records_taken[q];
-        let waited = crate::wait::wait_until(
+        let mut waiter = self.member.take_waiter();
+        let inbox = &self.run.procs[pid].inbox;
+        let waited = waiter.wait(
             self.run.barrier.policy(),
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
@@ -114,7 +115,9 @@ impl Ctx {
                 self.run.tree.is_aborted()
                     || self.all_entered(s, (0..self.run.p).filter(|&j| j != pid))
             },
+            || false,
         );
+        self.member.restore_waiter(waiter);
         if waited.is_err() {
             if self.run.tree.is_aborted() {
                 return Err(self.failed_sync(self.stopped("sync")));
