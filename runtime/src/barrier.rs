@@ -573,10 +573,7 @@ impl Barrier {
 mod tests {
     use super::*;
 
-    const SLEEPY: WaitPolicy = WaitPolicy {
-        spins: 0,
-        yields: 0,
-    };
+    const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
 
     fn policies() -> [WaitPolicy; 2] {
         [WaitPolicy::for_load(1, 64), SLEEPY]

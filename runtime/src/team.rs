@@ -176,18 +176,12 @@ impl Drop for Worker {
 /// as they spin (about 10 µs when every process has its own core), but at most a few yields
 /// when the run was oversubscribed (then the worker's core is wanted by another thread).
 fn idle_policy(run: WaitPolicy) -> WaitPolicy {
-    WaitPolicy {
-        spins: run.spins,
-        yields: run.yields.min(4),
-    }
+    WaitPolicy::new(run.spins, run.yields.min(4))
 }
 
 fn worker_main(mail: Arc<Mailbox>) {
     // Before the first job: sleep at once.
-    let mut idle = WaitPolicy {
-        spins: 0,
-        yields: 0,
-    };
+    let mut idle = WaitPolicy::new(0, 0);
     while let Some(job) = mail.next(idle) {
         idle = job.idle;
         // SAFETY: the starter keeps the job's data alive until we count ourselves out, which

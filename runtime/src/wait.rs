@@ -55,21 +55,37 @@ pub struct WaitPolicy {
     pub spins: u32,
     /// `sched_yield` calls before sleeping on a futex.
     pub yields: u32,
+    /// Keep yielding after a yield that took long (another thread ran meanwhile, or the
+    /// hypervisor took this virtual CPU away) instead of going to sleep at once. Right when
+    /// every process has a core of its own: a slow yield then means this thread was preempted,
+    /// not that the awaited process needs this core, and sleeping would make that process pay
+    /// a wake-up (milliseconds on a virtual machine whose idle CPUs halt) when it arrives.
+    pub yield_through_preemption: bool,
 }
 
 impl WaitPolicy {
     /// Spin `spins` pause hints, then yield `yields` times, then sleep.
     pub const fn new(spins: u32, yields: u32) -> Self {
-        WaitPolicy { spins, yields }
+        WaitPolicy {
+            spins,
+            yields,
+            yield_through_preemption: false,
+        }
     }
 
-    /// The default for `p` runnable threads on `cores` hardware threads: spin for about 10 µs
-    /// when every process has its own core (the awaited process is running and usually arrives
-    /// within a few hundred nanoseconds), about 0.5 µs when oversubscribed (the awaited process
-    /// probably needs this core); then yield up to 100 (resp. 50) times; then sleep.
+    /// The default for `p` runnable threads on `cores` hardware threads. When every process
+    /// has its own core: spin for about 10 µs (the awaited process is running and usually
+    /// arrives within a few hundred nanoseconds), then yield up to 2000 times (a millisecond or
+    /// two) even if a yield was slow ([`yield_through_preemption`](Self::yield_through_preemption):
+    /// the awaited process was probably preempted and comes back soon), then sleep. When
+    /// oversubscribed: spin for about 0.5 µs (the awaited process probably needs this core),
+    /// yield up to 50 times while yields are brief, then sleep.
     pub fn for_load(p: usize, cores: usize) -> Self {
         if p <= cores {
-            Self::from_budget(std::time::Duration::from_micros(10), 100)
+            WaitPolicy {
+                yield_through_preemption: true,
+                ..Self::from_budget(std::time::Duration::from_micros(10), 2000)
+            }
         } else {
             Self::from_budget(std::time::Duration::from_nanos(500), 50)
         }
@@ -79,10 +95,7 @@ impl WaitPolicy {
     /// pause hint), then yield `yields` times.
     pub fn from_budget(spin: std::time::Duration, yields: u32) -> Self {
         let spins = (spin.as_nanos() as f64 / pause_ns()).ceil();
-        WaitPolicy {
-            spins: spins.clamp(1.0, 1e6) as u32,
-            yields,
-        }
+        WaitPolicy::new(spins.clamp(1.0, 1e6) as u32, yields)
     }
 }
 
@@ -290,7 +303,7 @@ impl Waiter {
             if yields >= policy.yields && keep == Keep::No {
                 break;
             }
-            if !yield_briefly() && keep != Keep::Yielding {
+            if !yield_briefly() && keep != Keep::Yielding && !policy.yield_through_preemption {
                 break;
             }
             yields = yields.saturating_add(1);
