@@ -254,6 +254,18 @@ fn lazy_barriers_from_c() {
         &out,
         "pid 1 declared expect(3) in superstep 100 but received 2",
     );
+    // The same program over 2 MPI ranks (the rank engine's lazy syncs: streams to the ranks
+    // written to, no header all-to-all); there pid 1 is the last process and also receives
+    // pid 0's message.
+    let out = ok(&run_ranks(2, &exe, &["2"]));
+    assert_eq!(out.matches("lazy ok").count(), 1, "{out}");
+    let out = run_ranks(2, &exe, &["2", "wrong"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("pid 1 declared expect(4) in superstep 100 but received 3"),
+        "{err}"
+    );
 }
 
 #[test]

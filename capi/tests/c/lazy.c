@@ -1,14 +1,17 @@
 /* Lazy barriers from C (mbsp's bsp_expect): a 1D halo exchange on a ring of 4 with declared
  * counts gives the same values as with full syncs; with an argument "wrong", pid 1 declares one
- * record too many and the run ends with one clear line instead of hanging. */
+ * record too many and the run ends with one clear line instead of hanging. A numeric argument
+ * sets the number of processes (default 4). */
 #include <bsp.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
 static int wrong = 0;
+static unsigned nprocs = 4; /* an argument that is a number sets it */
 
 static void spmd(void) {
-    bsp_begin(4);
+    bsp_begin(nprocs);
     unsigned p = bsp_nprocs(), s = bsp_pid();
     long halo[2] = {-1, -1}; /* from the left, from the right */
     bsp_push_reg(halo, sizeof halo);
@@ -49,7 +52,13 @@ static void spmd(void) {
 }
 
 int main(int argc, char **argv) {
-    wrong = argc > 1 && strcmp(argv[1], "wrong") == 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "wrong") == 0) {
+            wrong = 1;
+        } else {
+            nprocs = (unsigned)atoi(argv[i]);
+        }
+    }
     bsp_init(spmd, argc, argv);
     spmd();
     return 0;
