@@ -360,7 +360,7 @@ impl Barrier {
     }
 
     /// For every process: by destination pid, the round whose line (of that process) the
-    /// destination alone reads — puts to it can ride there — or [`NO_RIDE`].
+    /// destination alone reads — puts to it can ride there — or `NO_RIDE`.
     pub fn rider_rounds(&self) -> Vec<Box<[u8]>> {
         let r = self.rounds;
         (0..self.p)

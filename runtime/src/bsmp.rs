@@ -53,7 +53,7 @@ impl Ctx {
     /// Set the tag size (in bytes) of messages sent from the next superstep on; returns the tag
     /// size in force now. Collective: every process must call it in the same superstep with the
     /// same value (the last call of a superstep counts). The initial tag size is 0; the largest
-    /// is [`MAX_TAGSIZE`](crate::MAX_TAGSIZE) (1 MiB), beyond which this is a misuse.
+    /// is [`MAX_TAGSIZE`] (1 MiB), beyond which this is a misuse.
     ///
     /// ```
     /// mbsp::run(2, |ctx| {
@@ -138,7 +138,7 @@ impl Ctx {
 
     /// Send a message to `pid`: it arrives in `pid`'s queue after the next sync. `tag` must have
     /// exactly [`tagsize`](Ctx::tagsize) bytes; tag and payload are copied now. The payload has
-    /// at most [`MAX_MESSAGE`](crate::MAX_MESSAGE) bytes (a misuse beyond); a message the
+    /// at most [`MAX_MESSAGE`] bytes (a misuse beyond); a message the
     /// machine cannot find the memory for ends the run with an error of kind
     /// [`System`](crate::ErrorKind::System).
     ///

@@ -45,7 +45,7 @@ impl Ctx {
     /// error or panics, the run fails (with that error or the panic, unless it had failed
     /// already) and `lending` waits until every process of the run has stopped touching shared
     /// memory; then it returns the error, or resumes the panic (which ends this process as
-    /// every panic does: [`run`](crate::run) returns it as an [`ErrorKind::Panic`] error).
+    /// every panic does: [`run`](fn@crate::run) returns it as an [`ErrorKind::Panic`] error).
     ///
     /// Cost: nothing on the normal path (no barrier, no allocation); the wait only on failure.
     ///

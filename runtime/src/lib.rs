@@ -23,7 +23,7 @@
 //!
 //! | BSPlib / MulticoreBSP | mbsp |
 //! |---|---|
-//! | `bsp_begin`/`bsp_end`, `bsp_init` | [`run`], [`Run`], nested: [`Ctx::run`] |
+//! | `bsp_begin`/`bsp_end`, `bsp_init` | [`run()`], [`Run`], nested: [`Ctx::run`] |
 //! | `bsp_nprocs`, `bsp_pid`, `bsp_time` | [`nprocs`] (outside a run), [`Ctx::nprocs`], [`Ctx::pid`], [`Ctx::time`] |
 //! | `bsp_sync`, `bsp_abort` | [`Ctx::sync`], [`Ctx::abort`] |
 //! | `bsp_push_reg`, `bsp_pop_reg` | [`Ctx::push_reg`] (→ [`Reg`]), [`Ctx::push_reg_empty`], [`Ctx::pop_reg`] |
@@ -65,7 +65,7 @@
 //! Every primitive returns [`Result`]. Misuse (bad pid, unregistered area, out-of-bounds offset,
 //! registrations or tag sizes that differ between processes, a process ending while others
 //! sync...) yields an [`Error`] naming the primitive, the process, the superstep and the values,
-//! *and* ends the run: all processes stop promptly and [`run`] returns that error. Panics and
+//! *and* ends the run: all processes stop promptly and [`run()`] returns that error. Panics and
 //! [`Ctx::abort`] behave the same way.
 //!
 //! ## Cost

@@ -156,7 +156,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// [`leave`] for a process whose link leads to another engine than threads (the top level of
 /// a run over MPI ranks): a failure travels to the other processes through the engine
-/// ([`Engine::stop`]), the engine is closed, and the error returned is the run's root cause
+/// ([`Engine::stop`](crate::engine::Engine::stop)), the engine is closed, and the error returned is the run's root cause
 /// (the same in every process).
 pub(crate) fn leave_linked<R>(
     mut ctx: Ctx,

@@ -1,6 +1,6 @@
 //! Persistent worker teams: the threads of processes 1.. of a run, kept parked between runs.
 //!
-//! A thread that starts a run (the caller of [`crate::run`], or a process starting a nested
+//! A thread that starts a run (the caller of [`crate::run`](fn@crate::run), or a process starting a nested
 //! run) keeps its *team* in a thread-local pool when the run ends: the worker threads, each
 //! still bound where its last process was placed, and the run's shared state (barrier,
 //! outboxes, registration tables, arenas) for reuse by the next run of the same size. Starting

@@ -2,7 +2,7 @@
 //! rank, with the same [`Ctx`] API as the thread engine; runs nested inside a rank are thread
 //! runs, as on one machine. A program asks for it explicitly: [`World::init`] initialises MPI,
 //! [`World::run`] starts a run over the ranks and returns this rank's part ([`RankResult`]).
-//! Plain [`run`](crate::run) and [`Run::run`](crate::Run::run) are thread runs whatever the
+//! Plain [`run`](fn@crate::run) and [`Run::run`](crate::Run::run) are thread runs whatever the
 //! environment; only the C ABI follows BSPlib's convention of running over the ranks of an
 //! MPI launcher ([`launched_by_mpi`]).
 //!

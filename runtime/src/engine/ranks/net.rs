@@ -117,7 +117,7 @@ impl Net {
     }
 
     /// The all-to-all of the sync headers, where a rank waits for the others, watched by
-    /// [`Watchdog`].
+    /// [`Watchdog`](super::watchdog::Watchdog).
     pub(super) fn headers(&self, header: &[u64], got: &mut [u64], pid: usize, step: u64) {
         let armed = watchdog().map(|w| w.enter(pid, step));
         self.comm.all_to_all_into(header, got);

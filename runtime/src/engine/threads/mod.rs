@@ -1,6 +1,6 @@
 //! The thread engine: every process of the run is a thread of this address space, and every
 //! process reads the others' shared state ([`RunShared`](crate::ctx::RunShared)) directly.
-//! This is the engine of every run started by [`run`](crate::run) and [`Run`](crate::Run), and
+//! This is the engine of every run started by [`run`](fn@crate::run) and [`Run`](crate::Run), and
 //! of every nested run.
 //!
 //! ## One superstep's sync
