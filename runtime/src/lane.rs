@@ -24,8 +24,8 @@
 //!
 //! ## Sizes
 //!
-//! A run of `p` processes has `2 p²` lanes of 64 bytes (32 KiB at `p = 16`); larger runs use
-//! the inbox path only.
+//! A run of `p` processes has `2 p²` lanes of one cache line each, padded to 128 bytes (64 KiB
+//! at `p = 16`); larger runs use the inbox path only.
 
 use crate::shim::{AtomicU64, Ordering};
 
@@ -54,8 +54,10 @@ pub(crate) struct Published {
     pub(crate) inline: Option<usize>,
 }
 
-/// One lane (module documentation).
-#[repr(C, align(64))]
+/// One lane (module documentation). Aligned to 128 bytes, the unit of the adjacent-line
+/// prefetchers of x86 cores (as crossbeam's `CachePadded`): a lane then shares no prefetched
+/// pair of lines with a lane another process writes.
+#[repr(C, align(128))]
 pub(crate) struct Lane {
     /// 1 + the superstep whose records the lane describes (0: none yet).
     stamp: AtomicU64,
