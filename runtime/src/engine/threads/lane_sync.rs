@@ -201,32 +201,9 @@ impl Ctx {
             let e = self.unacked(&unacked, true);
             return Err(self.failed_sync(e));
         }
-        if !explicit.is_empty() {
-            let inbox = &self.run.procs[pid].inbox;
-            let want = self.acks_due[prev] + explicit.len() as u64;
-            let acked = if inbox.acks(prev) >= want {
-                Ok(())
-            } else {
-                crate::wait::wait_until(
-                    self.run.barrier.policy(),
-                    self.lazy_sleep(),
-                    || (inbox.acks(prev) >= want).then_some(()),
-                    || {
-                        self.run.tree.is_aborted()
-                            || self.all_entered(s, explicit.iter().map(|&d| d as usize))
-                    },
-                )
-            };
-            if acked.is_err() {
-                if self.run.tree.is_aborted() {
-                    return Err(self.failed_sync(self.stopped("sync")));
-                }
-                if inbox.acks(prev) < want {
-                    let e = self.unacked(&explicit, true);
-                    return Err(self.failed_sync(e));
-                }
-            }
-            self.acks_due[prev] = want;
+        match self.await_acks(prev, &explicit) {
+            Ok(due) => self.acks_due[prev] = due,
+            Err(e) => return Err(self.failed_sync(e)),
         }
         self.finish_sync();
         Ok(())

@@ -149,38 +149,44 @@ impl Ctx {
         self.records_taken[q] = base + got;
 
         // Our outboxes of superstep s - 1 are free once their readers acked.
-        let inbox = &self.run.procs[pid].inbox;
-        let due = self.written.borrow()[prev].len() as u64;
-        if due > 0 {
-            let want = self.acks_due[prev] + due;
-            let acked = if inbox.acks(prev) >= want {
-                Ok(())
-            } else {
-                let written = self.written.borrow();
-                crate::wait::wait_until(
-                    self.run.barrier.policy(),
-                    self.lazy_sleep(),
-                    || (inbox.acks(prev) >= want).then_some(()),
-                    || {
-                        self.run.tree.is_aborted()
-                            || self.all_entered(s, written[prev].iter().map(|&d| d as usize))
-                    },
-                )
-            };
-            if acked.is_err() {
-                if self.run.tree.is_aborted() {
-                    return Err(self.failed_sync(self.stopped("sync")));
-                }
-                if inbox.acks(prev) < want {
-                    let dests = self.written.borrow()[prev].clone();
-                    let e = self.unacked(&dests, true);
-                    return Err(self.failed_sync(e));
-                }
-            }
-            self.acks_due[prev] = want;
+        let acked = {
+            let written = self.written.borrow();
+            self.await_acks(prev, &written[prev])
+        };
+        match acked {
+            Ok(due) => self.acks_due[prev] = due,
+            Err(e) => return Err(self.failed_sync(e)),
         }
         self.finish_sync();
         Ok(())
+    }
+
+    /// Wait until the receivers `dests` of our records of the superstep before (parity `prev`)
+    /// have acknowledged them in our inbox, one each; returns the acknowledgements then due
+    /// since the run began (the new `acks_due[prev]`). Fails when the run fails, or when every
+    /// one of `dests` has entered this sync without acknowledging (our records came late).
+    pub(super) fn await_acks(&self, prev: usize, dests: &[u32]) -> Result<u64> {
+        let inbox = &self.me().inbox;
+        let want = self.acks_due[prev] + dests.len() as u64;
+        if inbox.acks(prev) >= want {
+            return Ok(want);
+        }
+        let s = self.step;
+        let acked = crate::wait::wait_until(
+            self.run.barrier.policy(),
+            self.lazy_sleep(),
+            || (inbox.acks(prev) >= want).then_some(()),
+            || self.run.tree.is_aborted() || self.all_entered(s, dests.iter().map(|&d| d as usize)),
+        );
+        if acked.is_err() {
+            if self.run.tree.is_aborted() {
+                return Err(self.stopped("sync"));
+            }
+            if inbox.acks(prev) < want {
+                return Err(self.unacked(dests, true));
+            }
+        }
+        Ok(want)
     }
 
     /// Where this process's lazy waits sleep: on its barrier signal (an abort wakes it),
