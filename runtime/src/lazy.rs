@@ -33,6 +33,12 @@
 //! receive does not wait at all. A lazy wait spins, yields and then sleeps as the run's barrier
 //! waits do (`WaitPolicy`), until the announcement it waits for wakes it; processes that do not
 //! exchange data need not take turns on a core (`engine/threads/lazy.rs`).
+//!
+//! So declaring pays where a barrier costs more than waiting for one's own senders: many
+//! processes, more processes than cores, processes with nothing to receive, senders that may run
+//! ahead. Where every process hears from every other it does not, least at p = 2, where the full
+//! sync is one cache line each way that small puts ride in: a one-word exchange there is faster
+//! with a full sync (`docs/semantics.md`, "When declaring pays").
 
 use crate::ctx::Ctx;
 use crate::error::Result;
