@@ -129,67 +129,100 @@ pub fn run(o: &Options) -> Result<()> {
     if !o.json {
         println!("mbsp-bench lazy: {}", crate::machine::describe());
         println!(
-            "{} samples of {} supersteps per figure; time per superstep, median [min–max]\n",
+            "{} samples of {} supersteps per figure, one of each figure per round in turn; time \
+             per superstep, median [min–max]\n",
             o.samples, o.iters
         );
     }
     let other = |ctx: &Ctx| 1 - ctx.pid();
-    let mut rows = vec![
-        Row {
-            name: "empty full sync",
-            p: 2,
-            samples: measure(2, o, |_, _, _| Ok(()))?,
-            against: None,
-        },
-        Row {
-            name: "one-word exchange, full sync",
-            p: 2,
-            samples: measure(2, o, |ctx, x, i| ctx.put(other(ctx), &[i], x, 0))?,
-            against: Some((0, None)),
-        },
-        Row {
-            name: "one-word exchange, expect(1)",
-            p: 2,
-            samples: measure(2, o, |ctx, x, i| {
-                ctx.put(other(ctx), &[i], x, 0)?;
-                ctx.expect(1)
-            })?,
-            against: Some((0, Some(0.7))),
-        },
-        Row {
-            name: "floor: a cache line each way, no library",
-            p: 2,
-            samples: line_floor(o),
-            against: Some((0, None)),
-        },
-    ];
     let halo = |ctx: &Ctx, x: &mbsp::Reg<u64>, i: u64| {
         let (pid, p) = (ctx.pid(), ctx.nprocs());
         ctx.put((pid + 1) % p, &[i], x, 0)?;
         ctx.put((pid + p - 1) % p, &[i], x, 1)
     };
-    rows.push(Row {
-        name: "ring halo, one word each way, full sync",
-        p: 4,
-        samples: measure(4, o, halo)?,
-        against: None,
-    });
-    let base = rows.len() - 1;
-    rows.push(Row {
-        name: "ring halo, one word each way, expect(2)",
-        p: 4,
-        samples: measure(4, o, |ctx, x, i| {
-            halo(ctx, x, i)?;
-            ctx.expect(2)
-        })?,
-        against: Some((base, Some(0.5))),
-    });
-    rows.push(Row {
-        name: "reference: threads in a ring, yielding",
-        p: 4,
-        samples: ring_floor(4, o),
-        against: Some((base, None)),
-    });
+    type Figure<'a> = Box<dyn Fn(&Options) -> Result<Samples> + 'a>;
+    // (name, p, compared with (row, target), how to take samples)
+    let figures: Vec<(&'static str, usize, Option<(usize, Option<f64>)>, Figure)> = vec![
+        (
+            "empty full sync",
+            2,
+            None,
+            Box::new(|o: &Options| measure(2, o, |_, _, _| Ok(()))),
+        ),
+        (
+            "one-word exchange, full sync",
+            2,
+            Some((0, None)),
+            Box::new(move |o: &Options| {
+                measure(2, o, move |ctx, x, i| ctx.put(other(ctx), &[i], x, 0))
+            }),
+        ),
+        (
+            "one-word exchange, expect(1)",
+            2,
+            Some((0, Some(0.7))),
+            Box::new(move |o: &Options| {
+                measure(2, o, move |ctx, x, i| {
+                    ctx.put(other(ctx), &[i], x, 0)?;
+                    ctx.expect(1)
+                })
+            }),
+        ),
+        (
+            "floor: a cache line each way, no library",
+            2,
+            Some((0, None)),
+            Box::new(|o: &Options| Ok(line_floor(o))),
+        ),
+        (
+            "ring halo, one word each way, full sync",
+            4,
+            None,
+            Box::new(move |o: &Options| measure(4, o, halo)),
+        ),
+        (
+            "ring halo, one word each way, expect(2)",
+            4,
+            Some((4, Some(0.5))),
+            Box::new(move |o: &Options| {
+                measure(4, o, move |ctx, x, i| {
+                    halo(ctx, x, i)?;
+                    ctx.expect(2)
+                })
+            }),
+        ),
+        (
+            "reference: threads in a ring, yielding",
+            4,
+            Some((4, None)),
+            Box::new(|o: &Options| Ok(ring_floor(4, o))),
+        ),
+    ];
+    // One sample of every figure per round, in turn: the machine's state (a virtual machine's
+    // vCPUs move between a near and a far placement from minute to minute) then changes under
+    // all of them alike, and each ratio compares samples of the same minutes.
+    let one = Options {
+        samples: 1,
+        ..o.clone()
+    };
+    let mut taken: Vec<Vec<f64>> = vec![Vec::with_capacity(o.samples); figures.len()];
+    for round in 0..o.samples {
+        for (k, (_, _, _, take)) in figures.iter().enumerate() {
+            taken[k].extend(take(&one)?.0);
+        }
+        eprint!("\rmbsp-bench lazy: round {}/{}", round + 1, o.samples);
+    }
+    eprintln!();
+    let rows: Vec<Row> = figures
+        .into_iter()
+        .zip(taken)
+        .map(|((name, p, against, _), samples)| Row {
+            name,
+            p,
+            samples: Samples(samples),
+            against,
+        })
+        .collect();
 
     if o.json {
         let v: Vec<_> = rows
