@@ -210,9 +210,8 @@ pub fn run(o: &Options) -> Result<()> {
         for (k, (_, _, _, take)) in figures.iter().enumerate() {
             taken[k].extend(take(&one)?.0);
         }
-        eprint!("\rmbsp-bench lazy: round {}/{}", round + 1, o.samples);
+        eprintln!("lazy: round {} of {} done", round + 1, o.samples);
     }
-    eprintln!();
     let rows: Vec<Row> = figures
         .into_iter()
         .zip(taken)
