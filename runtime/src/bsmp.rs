@@ -24,6 +24,8 @@ pub struct QueueSize {
 /// A received message, borrowed from the queue until the next sync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Message<'a> {
+    /// The pid of the process that sent it (an mbsp extension: BSPlib's queue does not say).
+    pub from: usize,
     /// The tag (as many bytes as the tag size of the superstep it was sent in).
     pub tag: &'a [u8],
     /// The payload bytes (8-byte aligned; an owned message's, aligned for its element type).
@@ -289,7 +291,8 @@ impl Ctx {
         if q.left == 0 {
             return Ok(None);
         }
-        let sender = self.run.proc(q.srcs[q.cur_src] as usize);
+        let from = q.srcs[q.cur_src] as usize;
+        let sender = self.run.proc(from);
         // SAFETY: the queue is read during the superstep after the one the messages were sent
         // in; their sender does not touch these outboxes before it passes barrier 1 of our next
         // sync, which needs `&mut self` and so ends every borrow handed out here. The run state
@@ -317,7 +320,7 @@ impl Ctx {
                 std::slice::from_raw_parts(pp, pl),
             )
         };
-        Ok(Some(Message { tag, payload }))
+        Ok(Some(Message { from, tag, payload }))
     }
 
     /// Look at the first message without removing it; `None` if the queue is empty.
@@ -327,6 +330,7 @@ impl Ctx {
     ///     ctx.send(0, &[], b"x")?;
     ///     ctx.sync()?;
     ///     assert_eq!(ctx.peek()?.unwrap().payload, b"x");
+    ///     assert_eq!(ctx.peek()?.unwrap().from, 0); // sent by pid 0
     ///     assert_eq!(ctx.qsize()?.messages, 1);
     ///     Ok(())
     /// }).unwrap();

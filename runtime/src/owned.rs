@@ -253,6 +253,8 @@ impl Pool {
 /// A message moved out of the queue as an owned buffer ([`Ctx::move_owned`]).
 #[derive(Debug, PartialEq, Eq)]
 pub struct OwnedMessage<'a, T> {
+    /// The pid of the process that sent it (an mbsp extension: BSPlib's queue does not say).
+    pub from: usize,
     /// The tag (as many bytes as the tag size of the superstep it was sent in), borrowed from
     /// the queue until the next sync.
     pub tag: &'a [u8],
@@ -274,6 +276,7 @@ impl<T> OwnedMessage<'_, T> {
     ///     ctx.sync()?;
     ///     let m = ctx.move_owned::<u16>()?.unwrap();
     ///     assert_eq!((m.tag_as::<u32>(), m.payload.len()), (7, 3));
+    ///     assert_eq!(m.from, 1 - ctx.pid()); // the sender
     ///     Ok(())
     /// }).unwrap();
     /// ```
@@ -483,7 +486,7 @@ impl Ctx {
         q.advance(next, len);
         // SAFETY: the tag stays valid and unchanged while `self` is borrowed (as above).
         let tag = unsafe { std::slice::from_raw_parts(tag.0, tag.1) };
-        Ok(Some(OwnedMessage { tag, payload }))
+        Ok(Some(OwnedMessage { from, tag, payload }))
     }
 
     /// An empty `Vec<T>` with room for at least `capacity` elements, from this process's pool

@@ -563,7 +563,8 @@ fn encode_records(recs: &[bsplib_model::Record]) -> Vec<u8> {
         w.extend_from_slice(&(r.qsize.0 as u64).to_le_bytes());
         w.extend_from_slice(&(r.qsize.1 as u64).to_le_bytes());
         w.extend_from_slice(&(r.msgs.len() as u64).to_le_bytes());
-        for (t, m) in &r.msgs {
+        for (from, t, m) in &r.msgs {
+            w.extend_from_slice(&(*from as u64).to_le_bytes());
             put(&mut w, t);
             put(&mut w, m);
         }
@@ -590,7 +591,9 @@ fn decode_records(b: &[u8]) -> Vec<bsplib_model::Record> {
         .map(|_| {
             let bufs = (0..c.word()).map(|_| c.bytes()).collect();
             let qsize = (c.word(), c.word());
-            let msgs = (0..c.word()).map(|_| (c.bytes(), c.bytes())).collect();
+            let msgs = (0..c.word())
+                .map(|_| (c.word(), c.bytes(), c.bytes()))
+                .collect();
             bsplib_model::Record { bufs, qsize, msgs }
         })
         .collect()

@@ -256,8 +256,8 @@ pub fn generate(p: usize, steps: usize, seed: u64) -> Vec<Step> {
 pub struct Record {
     pub bufs: Vec<Vec<u8>>,
     pub qsize: (usize, usize),
-    /// Fully read messages (tag, payload), or with `PeekDrop`, as peeked.
-    pub msgs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Fully read messages (sender, tag, payload), or with `PeekDrop`, as peeked.
+    pub msgs: Vec<(usize, Vec<u8>, Vec<u8>)>,
 }
 
 pub fn initial(i: usize, b: usize) -> Vec<u8> {
@@ -376,21 +376,22 @@ pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>,
                 Drain::Keep => {}
                 Drain::HpMove => {
                     while let Some(m) = ctx.hpmove()? {
-                        rec.msgs.push((m.tag.to_vec(), m.payload.to_vec()));
+                        rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
                     }
                 }
                 Drain::Move => {
                     while let Some((len, tag)) = ctx.get_tag()? {
                         let tag = tag.to_vec();
+                        let from = ctx.peek()?.expect("get_tag saw a message").from;
                         let mut buf = vec![0u8; len];
                         assert_eq!(ctx.move_message(&mut buf)?, Some(len));
-                        rec.msgs.push((tag, buf));
+                        rec.msgs.push((from, tag, buf));
                     }
                     assert_eq!(ctx.move_message(&mut [0u8; 4])?, None);
                 }
                 Drain::PeekDrop => {
                     while let Some(m) = ctx.peek()? {
-                        rec.msgs.push((m.tag.to_vec(), m.payload.to_vec()));
+                        rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
                         assert_eq!(ctx.move_message(&mut [])?, Some(m.payload.len()));
                     }
                 }
@@ -432,7 +433,7 @@ pub fn check(p: usize, prog: &[Step], records: &[Vec<Record>]) -> Result<(), Str
         // Computation phase: local writes and put captures, per process in program order.
         let mut writes: Vec<(usize, usize, usize, Vec<u8>)> = Vec::new(); // (pid, buf, off, data)
         let mut gets = Vec::new();
-        let mut sent: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); p];
+        let mut sent: Vec<Vec<(usize, Vec<u8>, Vec<u8>)>> = vec![Vec::new(); p];
         for i in 0..p {
             for op in &step.ops[i] {
                 match op {
@@ -478,7 +479,7 @@ pub fn check(p: usize, prog: &[Step], records: &[Vec<Record>]) -> Result<(), Str
                     }
                     Op::Send { to, tag, payload } => {
                         assert_eq!(tag.len(), tagsize);
-                        sent[*to].push((tag.clone(), payload.clone()));
+                        sent[*to].push((i, tag.clone(), payload.clone()));
                     }
                 }
             }
@@ -514,7 +515,7 @@ pub fn check(p: usize, prog: &[Step], records: &[Vec<Record>]) -> Result<(), Str
                     }
                 }
             }
-            let want_bytes: usize = sent[i].iter().map(|m| m.1.len()).sum();
+            let want_bytes: usize = sent[i].iter().map(|m| m.2.len()).sum();
             if rec.qsize != (sent[i].len(), want_bytes) {
                 return Err(format!(
                     "superstep {k}: pid {i} qsize {:?}, expected {:?}",
