@@ -115,6 +115,18 @@ fn ring_floor(p: usize, o: &Options) -> Samples {
     })
 }
 
+/// One figure of the table and how to take its samples.
+struct Figure<'a> {
+    name: &'static str,
+    p: usize,
+    /// The row it is compared with (index), and the target ratio if the issue sets one.
+    against: Option<(usize, Option<f64>)>,
+    take: Box<Take<'a>>,
+}
+
+/// How a figure takes its samples.
+type Take<'a> = dyn Fn(&Options) -> Result<Samples> + 'a;
+
 /// One row of the table.
 struct Row {
     name: &'static str,
@@ -140,63 +152,61 @@ pub fn run(o: &Options) -> Result<()> {
         ctx.put((pid + 1) % p, &[i], x, 0)?;
         ctx.put((pid + p - 1) % p, &[i], x, 1)
     };
-    type Figure<'a> = Box<dyn Fn(&Options) -> Result<Samples> + 'a>;
-    // (name, p, compared with (row, target), how to take samples)
-    let figures: Vec<(&'static str, usize, Option<(usize, Option<f64>)>, Figure)> = vec![
-        (
-            "empty full sync",
-            2,
-            None,
-            Box::new(|o: &Options| measure(2, o, |_, _, _| Ok(()))),
-        ),
-        (
-            "one-word exchange, full sync",
-            2,
-            Some((0, None)),
-            Box::new(move |o: &Options| {
+    let figures: Vec<Figure> = vec![
+        Figure {
+            name: "empty full sync",
+            p: 2,
+            against: None,
+            take: Box::new(|o: &Options| measure(2, o, |_, _, _| Ok(()))),
+        },
+        Figure {
+            name: "one-word exchange, full sync",
+            p: 2,
+            against: Some((0, None)),
+            take: Box::new(move |o: &Options| {
                 measure(2, o, move |ctx, x, i| ctx.put(other(ctx), &[i], x, 0))
             }),
-        ),
-        (
-            "one-word exchange, expect(1)",
-            2,
-            Some((0, Some(0.7))),
-            Box::new(move |o: &Options| {
+        },
+        Figure {
+            name: "one-word exchange, expect(1)",
+            p: 2,
+            against: Some((0, Some(0.7))),
+            take: Box::new(move |o: &Options| {
                 measure(2, o, move |ctx, x, i| {
                     ctx.put(other(ctx), &[i], x, 0)?;
                     ctx.expect(1)
                 })
             }),
-        ),
-        (
-            "floor: a cache line each way, no library",
-            2,
-            Some((0, None)),
-            Box::new(|o: &Options| Ok(line_floor(o))),
-        ),
-        (
-            "ring halo, one word each way, full sync",
-            4,
-            None,
-            Box::new(move |o: &Options| measure(4, o, halo)),
-        ),
-        (
-            "ring halo, one word each way, expect(2)",
-            4,
-            Some((4, Some(0.5))),
-            Box::new(move |o: &Options| {
+        },
+        Figure {
+            name: "floor: a cache line each way, no library",
+            p: 2,
+            against: Some((0, None)),
+            take: Box::new(|o: &Options| Ok(line_floor(o))),
+        },
+        Figure {
+            name: "ring halo, one word each way, full sync",
+            p: 4,
+            against: None,
+            take: Box::new(move |o: &Options| measure(4, o, halo)),
+        },
+        Figure {
+            name: "ring halo, one word each way, expect(2)",
+            p: 4,
+            against: Some((4, Some(0.5))),
+            take: Box::new(move |o: &Options| {
                 measure(4, o, move |ctx, x, i| {
                     halo(ctx, x, i)?;
                     ctx.expect(2)
                 })
             }),
-        ),
-        (
-            "reference: threads in a ring, yielding",
-            4,
-            Some((4, None)),
-            Box::new(|o: &Options| Ok(ring_floor(4, o))),
-        ),
+        },
+        Figure {
+            name: "reference: threads in a ring, yielding",
+            p: 4,
+            against: Some((4, None)),
+            take: Box::new(|o: &Options| Ok(ring_floor(4, o))),
+        },
     ];
     // One sample of every figure per round, in turn: the machine's state (a virtual machine's
     // vCPUs move between a near and a far placement from minute to minute) then changes under
@@ -207,19 +217,19 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let mut taken: Vec<Vec<f64>> = vec![Vec::with_capacity(o.samples); figures.len()];
     for round in 0..o.samples {
-        for (k, (_, _, _, take)) in figures.iter().enumerate() {
-            taken[k].extend(take(&one)?.0);
+        for (k, f) in figures.iter().enumerate() {
+            taken[k].extend((f.take)(&one)?.0);
         }
         eprintln!("lazy: round {} of {} done", round + 1, o.samples);
     }
     let rows: Vec<Row> = figures
         .into_iter()
         .zip(taken)
-        .map(|((name, p, against, _), samples)| Row {
-            name,
-            p,
+        .map(|(f, samples)| Row {
+            name: f.name,
+            p: f.p,
             samples: Samples(samples),
-            against,
+            against: f.against,
         })
         .collect();
 

@@ -757,19 +757,25 @@ impl<T: Float> BspFft<T> {
         ctx.expect(p - 1)?;
         ctx.sync()?;
         while let Some(msg) = ctx.move_owned::<Complex<T>>()? {
-            let len = msg.payload.len();
-            if len != b || self.owned.len() == p - 1 {
+            let (from, payload) = (msg.from, msg.payload);
+            let len = payload.len();
+            // The packs come in the order of their senders' pids, skipping this process.
+            let k = self.owned.len();
+            let sender = k + usize::from(k >= me);
+            if len != b || k == p - 1 || from != sender {
                 return Err(ctx.misuse_error(
                     "fft",
                     format!(
-                        "pid {me} received a message of {len} entries in the superstep of an \
-                         owned exchange, beside the packs of {b} entries from the {} other \
-                         processes (the transform's superstep must carry no other messages)",
+                        "pid {me} received a message of {len} entries from pid {} in the \
+                         superstep of an owned exchange, beside the packs of {b} entries from \
+                         the {} other processes (the transform's superstep must carry no other \
+                         messages)",
+                        from,
                         p - 1
                     ),
                 ));
             }
-            self.owned.push(msg.payload);
+            self.owned.push(payload);
         }
         if self.owned.len() != p - 1 {
             return Err(ctx.misuse_error(

@@ -251,13 +251,16 @@ pub fn generate(p: usize, steps: usize, seed: u64) -> Vec<Step> {
     prog
 }
 
+/// A message as a process read it: (sender, tag, payload).
+pub type Msg = (usize, Vec<u8>, Vec<u8>);
+
 /// What a process saw after one sync.
 #[derive(Clone, Debug, Default)]
 pub struct Record {
     pub bufs: Vec<Vec<u8>>,
     pub qsize: (usize, usize),
     /// Fully read messages (sender, tag, payload), or with `PeekDrop`, as peeked.
-    pub msgs: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    pub msgs: Vec<Msg>,
 }
 
 pub fn initial(i: usize, b: usize) -> Vec<u8> {
@@ -433,7 +436,7 @@ pub fn check(p: usize, prog: &[Step], records: &[Vec<Record>]) -> Result<(), Str
         // Computation phase: local writes and put captures, per process in program order.
         let mut writes: Vec<(usize, usize, usize, Vec<u8>)> = Vec::new(); // (pid, buf, off, data)
         let mut gets = Vec::new();
-        let mut sent: Vec<Vec<(usize, Vec<u8>, Vec<u8>)>> = vec![Vec::new(); p];
+        let mut sent: Vec<Vec<Msg>> = vec![Vec::new(); p];
         for i in 0..p {
             for op in &step.ops[i] {
                 match op {
