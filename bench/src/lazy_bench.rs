@@ -27,6 +27,8 @@ pub struct Options {
     pub iters: usize,
     /// Print JSON instead of tables.
     pub json: bool,
+    /// Also write the table as CSV to this file.
+    pub csv: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -36,6 +38,7 @@ impl Options {
             samples,
             iters: 20_000,
             json: false,
+            csv: None,
         }
     }
 
@@ -45,6 +48,7 @@ impl Options {
             samples: 3,
             iters: 200,
             json: false,
+            csv: None,
         }
     }
 }
@@ -115,6 +119,35 @@ fn ring_floor(p: usize, o: &Options) -> Samples {
     })
 }
 
+/// The table as CSV: one line per figure, its ratio to the row it is compared with and the
+/// target ratio (empty where there is none).
+fn write_csv(path: &std::path::Path, rows: &[Row]) -> std::io::Result<()> {
+    use std::io::Write;
+    crate::whole_file::write(path, |f| {
+        writeln!(f, "kernel,p,median_ns,min_ns,max_ns,samples,ratio,target")?;
+        for r in rows {
+            let (lo, hi) = r.samples.range();
+            let ratio = r
+                .against
+                .map(|(b, _)| format!("{:.4}", r.samples.median() / rows[b].samples.median()));
+            let target = r.against.and_then(|(_, t)| t).map(|t| t.to_string());
+            writeln!(
+                f,
+                "\"{}\",{},{:.1},{:.1},{:.1},{},{},{}",
+                r.name,
+                r.p,
+                r.samples.median(),
+                lo,
+                hi,
+                r.samples.0.len(),
+                ratio.unwrap_or_default(),
+                target.unwrap_or_default()
+            )?;
+        }
+        Ok(())
+    })
+}
+
 /// One figure of the table and how to take its samples.
 struct Figure<'a> {
     name: &'static str,
@@ -138,6 +171,9 @@ struct Row {
 
 /// Run the benchmark and print its table (or JSON).
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", path)?;
+    }
     if !o.json {
         println!("mbsp-bench lazy: {}", crate::machine::describe());
         println!(
@@ -233,6 +269,9 @@ pub fn run(o: &Options) -> Result<()> {
         })
         .collect();
 
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
+    }
     if o.json {
         let v: Vec<_> = rows
             .iter()

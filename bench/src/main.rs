@@ -254,6 +254,10 @@ struct LazyArgs {
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write the table as CSV (kernel, p, median_ns, min_ns, max_ns, samples, ratio,
+    /// target) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
 }
 
 /// `mbsp-bench partition`.
@@ -479,6 +483,7 @@ fn run(which: Bench) -> Result<()> {
                 lazy_bench::Options::full(a.samples)
             };
             o.json = a.json;
+            o.csv = a.csv;
             lazy_bench::run(&o)
         }
         Bench::Partition(a) => partition_bench::run(&partition_bench::Options {

@@ -370,7 +370,7 @@ impl Row {
 }
 
 /// Checks that a file can be written at `path` (its directory exists), before a long run.
-fn check_output(flag: &str, path: &Path) -> Result<()> {
+pub(crate) fn check_output(flag: &str, path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -399,6 +399,9 @@ pub fn print_put_table(rows: &[PutRow]) {
 
 /// Run the benchmark and print (or write) its figures.
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
+    }
     let cores = mbsp::nprocs();
     if !o.json {
         println!("mbsp-bench wait: {}", crate::machine::describe());

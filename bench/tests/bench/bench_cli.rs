@@ -87,6 +87,77 @@ fn quick_benchmark_csv_and_json() {
     );
 }
 
+/// `lazy --quick --csv`: the seven figures, each with its process count and, where it is
+/// compared with another row, its ratio (and the issue's target where there is one); the JSON
+/// has the same figures.
+#[test]
+fn quick_lazy_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "lazy");
+    let csv = dir.join("lazy.csv");
+    let (code, out, err) =
+        common::bench(&["lazy", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("kernel,p,median_ns,min_ns,max_ns,samples,ratio,target")
+    );
+    // The kernel names are quoted (they contain commas): split off the name first.
+    let rows: Vec<(String, Vec<String>)> = lines
+        .map(|l| {
+            let (name, rest) = l[1..].split_once("\",").expect("a quoted name");
+            (
+                name.to_string(),
+                rest.split(',').map(String::from).collect(),
+            )
+        })
+        .collect();
+    let shape: Vec<(&str, &str, bool, &str)> = rows
+        .iter()
+        .map(|(n, r)| (n.as_str(), r[0].as_str(), !r[5].is_empty(), r[6].as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("empty full sync", "2", false, ""),
+            ("one-word exchange, full sync", "2", true, ""),
+            ("one-word exchange, expect(1)", "2", true, "0.7"),
+            ("floor: a cache line each way, no library", "2", true, ""),
+            ("ring halo, one word each way, full sync", "4", false, ""),
+            ("ring halo, one word each way, expect(2)", "4", true, "0.5"),
+            ("reference: threads in a ring, yielding", "4", true, ""),
+        ],
+        "{text}"
+    );
+    for (name, r) in &rows {
+        let (median, lo, hi): (f64, f64, f64) = (
+            r[1].parse().unwrap(),
+            r[2].parse().unwrap(),
+            r[3].parse().unwrap(),
+        );
+        assert!(0.0 < lo && lo <= median && median <= hi, "{name}: {r:?}");
+        assert_eq!(r[4], "3", "{name}: three samples with --quick");
+    }
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
+    let kernels: Vec<&str> = v["lazy"]
+        .as_array()
+        .expect("a list of figures")
+        .iter()
+        .map(|k| k["kernel"].as_str().unwrap())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(kernels, names);
+    // A CSV that cannot be written is refused before the benchmark runs.
+    let nowhere = dir.join("no/such/dir/lazy.csv");
+    let (code, out, err) = common::bench(&["lazy", "--csv", nowhere.to_str().unwrap()]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("no/such/dir") && out.is_empty(),
+        "{err}\n{out}"
+    );
+}
+
 /// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns
 /// (3 patterns x 2 sizes), as CSV and JSON.
 #[test]
