@@ -240,6 +240,13 @@ struct NestedArgs {
     /// A seconds-long smoke run; the numbers are not meaningful.
     #[arg(long)]
     quick: bool,
+    /// Print the figures as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (table, p, setting, figure, median_ns, min_ns, max_ns) to
+    /// FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
 }
 
 /// `mbsp-bench lazy`.
@@ -472,8 +479,12 @@ fn run(which: Bench) -> Result<()> {
         Bench::Nested(a) => {
             let samples = if a.quick { 3 } else { a.samples };
             samples_fit(samples)?;
-            nested_bench::run(samples, a.quick);
-            Ok(())
+            nested_bench::run(&nested_bench::Options {
+                samples,
+                quick: a.quick,
+                json: a.json,
+                csv: a.csv,
+            })
         }
         Bench::Lazy(a) => {
             samples_fit(a.samples)?;

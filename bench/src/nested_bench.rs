@@ -3,6 +3,8 @@
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::{Policy, Run};
+use mbsp_cli::error::{Error, Result};
+use serde_json::json;
 
 /// Nanoseconds per empty sync of a flat run.
 fn flat(p: usize, policy: &Policy, iters: usize, samples: usize) -> Vec<f64> {
@@ -72,18 +74,14 @@ pub(crate) fn top_start(
     out
 }
 
-/// The cost of starting runs: parked teams against threads started per run.
-fn start_table(samples: usize, quick: bool) {
+/// The cost of starting runs: parked teams against threads started per run (name, worker
+/// teams, threads started per run).
+fn start_rows(samples: usize, quick: bool) -> Vec<(&'static str, Samples, Samples)> {
     let iters = if quick { 20 } else { 2000 };
     let spawn_iters = if quick { 5 } else { 200 };
-    println!("\nstarting and ending a run (empty function), median [min–max]");
-    println!(
-        "  {:<48} {:<26} {:<26} {:>9}",
-        "", "worker teams", "threads started per run", "speed-up"
-    );
-    let rows: Vec<(String, Samples, Samples)> = vec![
+    vec![
         (
-            "nested run of 2, in a top-level run of 1".into(),
+            "nested run of 2, in a top-level run of 1",
             Samples(nested_start(1, 2, &Policy::Scattered, true, iters, samples)),
             Samples(nested_start(
                 1,
@@ -95,7 +93,7 @@ fn start_table(samples: usize, quick: bool) {
             )),
         ),
         (
-            "2 nested runs of 2 at once (top-level run of 2)".into(),
+            "2 nested runs of 2 at once (top-level run of 2)",
             Samples(nested_start(2, 2, &Policy::Scattered, true, iters, samples)),
             Samples(nested_start(
                 2,
@@ -107,17 +105,152 @@ fn start_table(samples: usize, quick: bool) {
             )),
         ),
         (
-            "top-level run of 2, caller bound (default)".into(),
+            "top-level run of 2, caller bound (default)",
             Samples(top_start(2, true, true, iters, samples)),
             Samples(top_start(2, false, true, spawn_iters, samples)),
         ),
         (
-            "top-level run of 2, unbound (bind(false))".into(),
+            "top-level run of 2, unbound (bind(false))",
             Samples(top_start(2, true, false, iters, samples)),
             Samples(top_start(2, false, false, spawn_iters, samples)),
         ),
-    ];
-    for (name, team, spawn) in rows {
+    ]
+}
+
+/// Options of `mbsp-bench nested`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Samples per figure (the median is reported).
+    pub samples: usize,
+    /// A smoke-test sized run (the numbers mean nothing).
+    pub quick: bool,
+    /// Print JSON instead of tables.
+    pub json: bool,
+    /// Also write the figures as CSV to this file.
+    pub csv: Option<std::path::PathBuf>,
+}
+
+/// One line of the sync table: p processes, flat against 2 nested runs of p/2.
+struct SyncRow {
+    p: usize,
+    policy: Policy,
+    flat: Samples,
+    inner: Samples,
+    outer: Samples,
+    start: Samples,
+}
+
+/// Run the benchmark and print the tables (or JSON), and write the CSV if asked.
+pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", path)?;
+    }
+    let (samples, quick) = (o.samples, o.quick);
+    let m = mbsp::Machine::current().map_err(|e| Error::run(format!("mbsp-bench nested: {e}")))?;
+    let tree = (
+        m.machine.packages().len(),
+        m.machine.numas().len(),
+        m.machine.cores().len(),
+        m.machine.pus().len(),
+    );
+    if !o.json {
+        println!("mbsp-bench nested: {}", crate::machine::describe());
+        println!(
+            "machine tree: {} packages, {} NUMA nodes, {} cores, {} PUs ({})",
+            tree.0,
+            tree.1,
+            tree.2,
+            tree.3,
+            m.machine.source()
+        );
+        println!("{samples} samples per figure; median [min–max] per sync\n");
+    }
+    let iters = if quick { 200 } else { 20_000 };
+    let mut rows = Vec::new();
+    for p in [2usize, 4, 8] {
+        for policy in [Policy::Compact, Policy::Scattered] {
+            eprintln!("nested: p = {p}, {policy}");
+            let flat = Samples(flat(p, &policy, iters, samples));
+            let (i, o) = nested(p / 2, &policy, iters, samples);
+            let start = Samples(nested_start(
+                2,
+                p / 2,
+                &policy,
+                true,
+                if quick { 10 } else { 2000 },
+                samples,
+            ));
+            rows.push(SyncRow {
+                p,
+                policy,
+                flat,
+                inner: Samples(i),
+                outer: Samples(o),
+                start,
+            });
+        }
+    }
+    eprintln!("nested: starting and ending runs");
+    let starts = start_rows(samples, quick);
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows, &starts).map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        let fig = |s: &Samples| json!({ "median_ns": s.median(), "min_ns": s.range().0, "max_ns": s.range().1 });
+        let j = json!({
+            "machine": crate::machine::describe(),
+            "tree": { "packages": tree.0, "numas": tree.1, "cores": tree.2, "pus": tree.3 },
+            "samples": samples,
+            "syncs": rows.iter().map(|r| json!({
+                "p": r.p,
+                "policy": r.policy.to_string(),
+                "flat": fig(&r.flat),
+                "nested_inner": fig(&r.inner),
+                "nested_outer": fig(&r.outer),
+                "inner_over_flat": r.inner.median() / r.flat.median(),
+                "nested_start_end": fig(&r.start),
+            })).collect::<Vec<_>>(),
+            "starts": starts.iter().map(|(name, team, spawn)| json!({
+                "run": name,
+                "worker_teams": fig(team),
+                "threads_per_run": fig(spawn),
+                "speedup": spawn.median() / team.median(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
+        return Ok(());
+    }
+    println!(
+        "  {:>2}  {:<10} {:<26} {:<26} {:<26} {:>13}  {:<20}",
+        "p",
+        "policy",
+        "flat, p processes",
+        "nested, inner p/2",
+        "nested, outer 2",
+        "inner/flat",
+        "nested start+end (teams)"
+    );
+    for r in &rows {
+        println!(
+            "  {:>2}  {:<10} {:<26} {:<26} {:<26} {:>12.2}x  {}",
+            r.p,
+            r.policy.to_string(),
+            r.flat.show(ns),
+            r.inner.show(ns),
+            r.outer.show(ns),
+            r.inner.median() / r.flat.median(),
+            r.start.show(ns)
+        );
+    }
+    println!(
+        "\n(inner/flat < 1: a sync among the p/2 processes of a nested run is cheaper than one over all p.)"
+    );
+    println!("\nstarting and ending a run (empty function), median [min–max]");
+    println!(
+        "  {:<48} {:<26} {:<26} {:>9}",
+        "", "worker teams", "threads started per run", "speed-up"
+    );
+    for (name, team, spawn) in &starts {
         println!(
             "  {name:<48} {:<26} {:<26} {:>8.1}x",
             team.show(ns),
@@ -129,58 +262,38 @@ fn start_table(samples: usize, quick: bool) {
         "  (a top-level run binds the caller's thread as process 0 and restores it at the end: two\n   \
          binding system calls, which the unbound row leaves out)"
     );
+    Ok(())
 }
 
-/// Run the benchmark and print the table.
-pub fn run(samples: usize, quick: bool) {
-    println!("mbsp-bench nested: {}", crate::machine::describe());
-    let m = mbsp::Machine::current().expect("machine");
-    println!(
-        "machine tree: {} packages, {} NUMA nodes, {} cores, {} PUs ({})",
-        m.machine.packages().len(),
-        m.machine.numas().len(),
-        m.machine.cores().len(),
-        m.machine.pus().len(),
-        m.machine.source()
-    );
-    println!("{samples} samples per figure; median [min–max] per sync\n");
-    let iters = if quick { 200 } else { 20_000 };
-    println!(
-        "  {:>2}  {:<10} {:<26} {:<26} {:<26} {:>13}  {:<20}",
-        "p",
-        "policy",
-        "flat, p processes",
-        "nested, inner p/2",
-        "nested, outer 2",
-        "inner/flat",
-        "nested start+end (teams)"
-    );
-    for p in [2usize, 4, 8] {
-        for policy in [Policy::Compact, Policy::Scattered] {
-            let f = Samples(flat(p, &policy, iters, samples));
-            let (i, o) = nested(p / 2, &policy, iters, samples);
-            let (i, o) = (Samples(i), Samples(o));
-            let s = Samples(nested_start(
-                2,
-                p / 2,
-                &policy,
-                true,
-                if quick { 10 } else { 2000 },
-                samples,
-            ));
-            println!(
-                "  {p:>2}  {:<10} {:<26} {:<26} {:<26} {:>12.2}x  {}",
-                policy.to_string(),
-                f.show(ns),
-                i.show(ns),
-                o.show(ns),
-                i.median() / f.median(),
-                s.show(ns)
-            );
+/// The figures as CSV, one line per figure: table (`sync` or `start`), p, policy (`sync`) or
+/// run (`start`), figure, median, min and max ns.
+fn write_csv(
+    path: &std::path::Path,
+    rows: &[SyncRow],
+    starts: &[(&'static str, Samples, Samples)],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    crate::whole_file::write(path, |f| {
+        writeln!(f, "table,p,setting,figure,median_ns,min_ns,max_ns")?;
+        let mut line = |table: &str, p: usize, setting: &str, figure: &str, s: &Samples| {
+            let (lo, hi) = s.range();
+            writeln!(
+                f,
+                "{table},{p},\"{setting}\",{figure},{:.1},{lo:.1},{hi:.1}",
+                s.median()
+            )
+        };
+        for r in rows {
+            let policy = r.policy.to_string();
+            line("sync", r.p, &policy, "flat", &r.flat)?;
+            line("sync", r.p, &policy, "nested_inner", &r.inner)?;
+            line("sync", r.p, &policy, "nested_outer", &r.outer)?;
+            line("sync", r.p, &policy, "nested_start_end", &r.start)?;
         }
-    }
-    println!(
-        "\n(inner/flat < 1: a sync among the p/2 processes of a nested run is cheaper than one over all p.)"
-    );
-    start_table(samples, quick);
+        for (name, team, spawn) in starts {
+            line("start", 2, name, "worker_teams", team)?;
+            line("start", 2, name, "threads_per_run", spawn)?;
+        }
+        Ok(())
+    })
 }

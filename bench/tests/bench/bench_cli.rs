@@ -158,6 +158,68 @@ fn quick_lazy_benchmark_csv_and_json() {
     );
 }
 
+/// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
+/// inner, outer, start + end) and the four start rows (worker teams, threads per run), in both.
+#[test]
+fn quick_nested_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "nested");
+    let csv = dir.join("nested.csv");
+    let (code, out, err) = common::bench(&[
+        "nested",
+        "--quick",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("table,p,setting,figure,median_ns,min_ns,max_ns")
+    );
+    // [table, p, setting, figure, median, min, max]; a run's name (the setting) may contain
+    // commas (it is quoted): the other fields are taken from either end.
+    let rows: Vec<Vec<&str>> = lines
+        .map(|l| {
+            let mut right: Vec<&str> = l.rsplitn(5, ',').collect();
+            let mut left: Vec<&str> = right.pop().expect("fields").splitn(3, ',').collect();
+            right.reverse();
+            left.extend(right);
+            left
+        })
+        .collect();
+    assert!(rows.iter().all(|r| r.len() == 7), "{text}");
+    let syncs: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .filter(|r| r[0] == "sync")
+        .map(|r| (r[1], r[2], r[3]))
+        .collect();
+    let mut want = Vec::new();
+    for p in ["2", "4", "8"] {
+        for policy in ["\"compact\"", "\"scattered\""] {
+            for figure in ["flat", "nested_inner", "nested_outer", "nested_start_end"] {
+                want.push((p, policy, figure));
+            }
+        }
+    }
+    assert_eq!(syncs, want, "{text}");
+    let starts = rows.iter().filter(|r| r[0] == "start").count();
+    assert_eq!(starts, 8, "four runs, two figures each: {text}");
+    for r in &rows {
+        let (median, lo, hi): (f64, f64, f64) = (
+            r[4].parse().unwrap(),
+            r[5].parse().unwrap(),
+            r[6].parse().unwrap(),
+        );
+        assert!(0.0 < lo && lo <= median && median <= hi, "{r:?}");
+    }
+    let v: Value = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(v["syncs"].as_array().map(Vec::len), Some(6), "{out}");
+    assert_eq!(v["starts"].as_array().map(Vec::len), Some(4), "{out}");
+    assert!(v["syncs"][0]["inner_over_flat"].as_f64().is_some(), "{out}");
+}
+
 /// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns
 /// (3 patterns x 2 sizes), as CSV and JSON.
 #[test]
