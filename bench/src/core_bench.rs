@@ -3,6 +3,7 @@
 
 use crate::floor::SpinBarrier;
 use crate::stats::{Samples, fit_gl, gbs, ns, timed};
+use mbsp_cli::error::{Error, Result};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,10 @@ pub struct Options {
     pub procs: Vec<usize>,
     /// Process counts of the oversubscription table.
     pub oversub_procs: Vec<usize>,
+    /// Print the figures as JSON instead of tables.
+    pub json: bool,
+    /// Also write the figures as CSV to this file.
+    pub csv: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -33,6 +38,8 @@ impl Options {
             ring_steps: 20_000,
             procs: vec![1, 2, 4],
             oversub_procs: crate::wait_bench::oversubscribed_procs(false),
+            json: false,
+            csv: None,
         }
     }
 
@@ -45,6 +52,8 @@ impl Options {
             ring_steps: 1_000,
             procs: vec![1, 2, 4],
             oversub_procs: crate::wait_bench::oversubscribed_procs(true),
+            json: false,
+            csv: None,
         }
     }
 }
@@ -261,7 +270,15 @@ fn hrel(p: usize, h: usize, send: bool, iters: usize, samples: usize) -> Vec<f64
 }
 
 /// The h-relation sweep: g and l of single-word puts and sends at each p.
-fn hrelations(o: &Options) {
+fn hrelations(o: &Options, rep: &mut Report) {
+    // The table goes to standard output, unless it carries the JSON.
+    macro_rules! println {
+        ($($t:tt)*) => {
+            if !o.json {
+                std::println!($($t)*);
+            }
+        };
+    }
     let hs: Vec<usize> = (0..=12).map(|e| 1usize << e).collect();
     println!(
         "\nh-relations of one-word puts and sends (each process sends h words round-robin to all \
@@ -289,6 +306,17 @@ fn hrelations(o: &Options) {
                 .iter()
                 .map(|&(h, t)| ((l + g * h) - t).abs() / t)
                 .fold(0.0, f64::max);
+            let kind = if send { "send" } else { "put" };
+            rep.value("h-relation", p, &format!("{kind} g"), "ns/word", g);
+            rep.value("h-relation", p, &format!("{kind} l"), "ns", l);
+            rep.value("h-relation", p, &format!("{kind} t(1)"), "ns", pts[0].1);
+            rep.value(
+                "h-relation",
+                p,
+                &format!("{kind} t(4096)"),
+                "ns",
+                pts[pts.len() - 1].1,
+            );
             println!(
                 "  {p:>2}  {:<6} {g:>10.1} {l:>10.0} {:>12} {:>12} {:>13.0}%",
                 if send { "send" } else { "put" },
@@ -310,9 +338,21 @@ pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
-/// Run the benchmark and print the tables.
-pub fn run(o: &Options) {
+/// Run the benchmark and print the tables (or JSON), and write the CSV if asked.
+pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", path)?;
+    }
     let cores = mbsp::nprocs();
+    let mut rep = Report::default();
+    // The tables go to standard output, unless it carries the JSON.
+    macro_rules! println {
+        ($($t:tt)*) => {
+            if !o.json {
+                std::println!($($t)*);
+            }
+        };
+    }
     println!("mbsp-bench core: {}", crate::machine::describe());
     println!(
         "{} samples per figure; shown: median [min–max]; ratios of medians measured in this run\n",
@@ -328,6 +368,9 @@ pub fn run(o: &Options) {
         let m = figure(o, &|i, s| mbsp_sync(p, i, s));
         let f = figure(o, &|i, s| floor_sync(p, i, s));
         let b = figure(o, &|i, s| std_sync(p, i, s));
+        rep.add("empty sync", p, "mbsp", "ns", &m);
+        rep.add("empty sync", p, "spin floor", "ns", &f);
+        rep.add("empty sync", p, "std Barrier", "ns", &b);
         println!(
             "  {p:>2}  {:<28} {:<28} {:<28} {:>10.2} {:>10.1}{}",
             m.show(ns),
@@ -350,6 +393,8 @@ pub fn run(o: &Options) {
     for &p in &o.procs {
         let m = figure(o, &|i, s| mbsp_put_sync(p, i, s));
         let e = figure(o, &|i, s| mbsp_sync(p, i, s));
+        rep.add("put + sync", p, "one-word put + sync", "ns", &m);
+        rep.add("put + sync", p, "empty sync", "ns", &e);
         println!(
             "  {p:>2}  {:<28} {:>13.2}x",
             m.show(ns),
@@ -389,6 +434,15 @@ pub fn run(o: &Options) {
         let get = Samples(mbsp_bulk(p, o.bulk_bytes, it, o.samples, Bulk::Get));
         let hp = Samples(mbsp_bulk(p, o.bulk_bytes, it, o.samples, Bulk::HpPut));
         let pct = |x: &Samples| 100.0 * x.median() / mp.median();
+        for (name, x) in [
+            ("memcpy, 1 thread", &m1),
+            ("memcpy, p threads", &mp),
+            ("put", &put),
+            ("get", &get),
+            ("hpput", &hp),
+        ] {
+            rep.add("bulk", p, name, "GB/s", x);
+        }
         println!(
             "  {p:>2}  {:<22} {:<22} {:<22} {:<22} {:<22} {:>8.0}% {:>8.0}% {:>8.0}%",
             m1.show(gbs),
@@ -410,7 +464,7 @@ pub fn run(o: &Options) {
         }
     }
 
-    hrelations(o);
+    hrelations(o, &mut rep);
 
     println!(
         "\nthe superstep profiler (Run::profile, MBSP_PROFILE) at p = 2: off (the default; one \
@@ -420,6 +474,10 @@ pub fn run(o: &Options) {
     let on = figure(o, &|i, s| mbsp_sync_profiled(2, true, i, s));
     let put_off = figure(o, &|i, s| mbsp_put_sync_profiled(2, false, i, s));
     let put_on = figure(o, &|i, s| mbsp_put_sync_profiled(2, true, i, s));
+    rep.add("profiler", 2, "empty sync, off", "ns", &off);
+    rep.add("profiler", 2, "empty sync, on", "ns", &on);
+    rep.add("profiler", 2, "put + sync, off", "ns", &put_off);
+    rep.add("profiler", 2, "put + sync, on", "ns", &put_on);
     println!(
         "  empty sync: off {}  on {}  ({:.2}x);  one-word put + sync: off {}  on {}  ({:.2}x)",
         off.show(ns),
@@ -446,6 +504,8 @@ pub fn run(o: &Options) {
         spawn_iters,
         o.samples,
     ));
+    rep.add("start", 2, "worker teams", "ns", &team);
+    rep.add("start", 2, "threads started per run", "ns", &spawn);
     println!(
         "  worker teams {}   threads started per run {}   ({:.1}x)",
         team.show(ns),
@@ -455,17 +515,108 @@ pub fn run(o: &Options) {
 
     println!();
     let rows = crate::wait_bench::oversubscription(&o.oversub_procs, o.samples, o.sample_time);
-    crate::wait_bench::print_oversubscription(&rows, cores);
+    if !o.json {
+        crate::wait_bench::print_oversubscription(&rows, cores);
+    }
+    for r in &rows {
+        rep.add("oversubscription", r.p, "mbsp", "ns", &r.mbsp);
+        rep.add("oversubscription", r.p, "std Barrier", "ns", &r.std);
+    }
 
     println!(
         "\nring of one-word puts, p = 4 on {cores} hardware threads, {} supersteps",
         o.ring_steps
     );
     let r = Samples::collect(o.samples.min(5), || ring(4, o.ring_steps));
+    rep.add("ring", 4, "seconds per run", "s", &r);
     println!(
         "  {} s per run ({:.1} µs per superstep); target (20 000 supersteps) under 2 s: {}",
         r.show(|v| format!("{v:.3}")),
         r.median() * 1e6 / o.ring_steps as f64,
         verdict(r.median() * 20_000.0 / (o.ring_steps as f64) < 2.0)
     );
+    if let Some(path) = &o.csv {
+        rep.write_csv(path)
+            .map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        std::println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "machine": crate::machine::describe(),
+                "samples": o.samples,
+                "figures": rep.figures.iter().map(Fig::to_json).collect::<Vec<_>>(),
+            }))
+            .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// One figure of the report: the table it belongs to, its process count, its name and unit,
+/// and its median, min and max (all three the same for a fitted value).
+struct Fig {
+    table: &'static str,
+    p: usize,
+    figure: String,
+    unit: &'static str,
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Fig {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "table": self.table, "p": self.p, "figure": self.figure, "unit": self.unit,
+            "median": self.median, "min": self.min, "max": self.max,
+        })
+    }
+}
+
+/// Every figure the run printed, for `--json` and `--csv`.
+#[derive(Default)]
+struct Report {
+    figures: Vec<Fig>,
+}
+
+impl Report {
+    fn add(
+        &mut self,
+        table: &'static str,
+        p: usize,
+        figure: &str,
+        unit: &'static str,
+        s: &Samples,
+    ) {
+        let (min, max) = s.range();
+        self.figures.push(Fig {
+            table,
+            p,
+            figure: figure.to_string(),
+            unit,
+            median: s.median(),
+            min,
+            max,
+        });
+    }
+
+    fn value(&mut self, table: &'static str, p: usize, figure: &str, unit: &'static str, v: f64) {
+        self.add(table, p, figure, unit, &Samples(vec![v]));
+    }
+
+    fn write_csv(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
+        crate::whole_file::write(path, |f| {
+            writeln!(f, "table,p,figure,unit,median,min,max")?;
+            for x in &self.figures {
+                writeln!(
+                    f,
+                    "{},{},\"{}\",{},{},{},{}",
+                    x.table, x.p, x.figure, x.unit, x.median, x.min, x.max
+                )?;
+            }
+            Ok(())
+        })
+    }
 }

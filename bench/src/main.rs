@@ -122,6 +122,12 @@ struct CoreArgs {
     /// A seconds-long smoke run; the numbers are not meaningful.
     #[arg(long)]
     quick: bool,
+    /// Print the figures as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (table, p, figure, unit, median, min, max) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
 }
 
 /// `mbsp-bench wait`.
@@ -385,8 +391,9 @@ fn run(which: Bench) -> Result<()> {
                 o.samples = a.samples;
             }
             samples_fit(o.samples)?;
-            core_bench::run(&o);
-            Ok(())
+            o.json = a.json;
+            o.csv = a.csv;
+            core_bench::run(&o)
         }
         Bench::Wait(a) => {
             let mut o = if a.quick {

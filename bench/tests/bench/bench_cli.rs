@@ -158,6 +158,59 @@ fn quick_lazy_benchmark_csv_and_json() {
     );
 }
 
+/// `core --quick --json --csv`: every table's figures (empty sync, put + sync, bulk,
+/// h-relations, profiler, start, oversubscription, ring), the same in both, all positive.
+#[test]
+fn quick_core_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "core");
+    let csv = dir.join("core.csv");
+    let (code, out, err) =
+        common::bench(&["core", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    let figures = v["figures"].as_array().expect("figures");
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("table,p,figure,unit,median,min,max"));
+    assert_eq!(lines.clone().count(), figures.len(), "{text}");
+    let mut tables: Vec<&str> = figures
+        .iter()
+        .map(|f| f["table"].as_str().unwrap())
+        .collect();
+    tables.dedup();
+    assert_eq!(
+        tables,
+        [
+            "empty sync",
+            "put + sync",
+            "bulk",
+            "h-relation",
+            "profiler",
+            "start",
+            "oversubscription",
+            "ring"
+        ],
+        "{out}"
+    );
+    for f in figures {
+        let (median, min, max) = (
+            f["median"].as_f64().unwrap(),
+            f["min"].as_f64().unwrap(),
+            f["max"].as_f64().unwrap(),
+        );
+        // The fitted g and l of a quick run may come out at or below zero; everything measured
+        // is positive.
+        let name = f["figure"].as_str().unwrap();
+        if !(name.ends_with(" g") || name.ends_with(" l")) {
+            assert!(0.0 < min && min <= median && median <= max, "{f}");
+        }
+    }
+    for line in lines {
+        let first = line.split(',').next().unwrap();
+        assert!(tables.contains(&first), "{line}");
+    }
+}
+
 /// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
 /// inner, outer, start + end) and the four start rows (worker teams, threads per run), in both.
 #[test]
