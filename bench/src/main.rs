@@ -171,6 +171,9 @@ struct OwnedArgs {
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the figures as CSV (figure, unit, median, min, max) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
 }
 
 /// `mbsp-bench collectives`.
@@ -422,6 +425,7 @@ fn run(which: Bench) -> Result<()> {
                 o.steps = a.steps;
             }
             o.json = a.json;
+            o.csv = a.csv;
             samples_fit(o.samples)?;
             owned_bench::run(&o)
         }

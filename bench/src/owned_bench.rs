@@ -13,7 +13,7 @@
 
 use crate::alloc_count::allocations;
 use crate::stats::{Samples, ns, timed};
-use mbsp_cli::error::Result;
+use mbsp_cli::error::{Error, Result};
 use serde_json::json;
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ pub struct Options {
     pub steps: usize,
     /// Print JSON instead of text.
     pub json: bool,
+    /// Also write the figures as CSV to this file.
+    pub csv: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -41,6 +43,7 @@ impl Options {
             bytes: 16 << 20,
             steps: 100_000,
             json: false,
+            csv: None,
         }
     }
 
@@ -52,6 +55,7 @@ impl Options {
             bytes: 1 << 20,
             steps: 1_000,
             json: false,
+            csv: None,
         }
     }
 }
@@ -179,6 +183,9 @@ fn mib(b: Option<u64>) -> String {
 
 /// Run the benchmark and print its figures.
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", path)?;
+    }
     if !o.json {
         println!("mbsp-bench owned: {}", crate::machine::describe());
         println!(
@@ -201,6 +208,19 @@ pub fn run(o: &Options) -> Result<()> {
     let warm = (o.steps / 100).max(10);
     let st = steady(warm, o.steps);
     let per_step = st.allocations as f64 / st.steps as f64;
+    if let Some(path) = &o.csv {
+        write_csv(
+            path,
+            &[
+                ("handoff", &owned),
+                ("memcpy", &copy),
+                ("send_sync_hpmove", &send),
+                ("empty_sync", &empty),
+            ],
+            &st,
+        )
+        .map_err(|e| Error::io("--csv").with_source(e))?;
+    }
     if o.json {
         let j = json!({
             "machine": crate::machine::describe(),
@@ -271,4 +291,31 @@ pub fn run(o: &Options) -> Result<()> {
         crate::core_bench::verdict(st.allocations == 0)
     );
     Ok(())
+}
+
+/// The figures as CSV: the hand-off table (ns per superstep: median, min, max) and the steady
+/// state (allocations, resident bytes before and after), one line per figure.
+fn write_csv(
+    path: &std::path::Path,
+    handoff: &[(&str, &Samples)],
+    st: &Steady,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    crate::whole_file::write(path, |f| {
+        writeln!(f, "figure,unit,median,min,max")?;
+        for (name, x) in handoff {
+            let (lo, hi) = x.range();
+            writeln!(f, "{name},ns,{},{lo},{hi}", x.median())?;
+        }
+        // A value once, in all three columns (empty where the platform does not tell).
+        let one = |f: &mut dyn Write, name: &str, unit: &str, v: Option<u64>| {
+            let v = v.map(|v| v.to_string()).unwrap_or_default();
+            writeln!(f, "{name},{unit},{v},{v},{v}")
+        };
+        one(f, "steady_supersteps", "count", Some(st.steps as u64))?;
+        one(f, "steady_allocations", "count", Some(st.allocations))?;
+        one(f, "steady_resident_before", "bytes", st.rss_before)?;
+        one(f, "steady_resident_after", "bytes", st.rss_after)?;
+        Ok(())
+    })
 }

@@ -211,6 +211,49 @@ fn quick_core_benchmark_csv_and_json() {
     }
 }
 
+/// `owned --quick --json --csv`: the hand-off figures and the steady state, the same in both.
+#[test]
+fn quick_owned_benchmark_csv_and_json() {
+    let dir = common::scratch("bench_cli", "owned");
+    let csv = dir.join("owned.csv");
+    let (code, out, err) =
+        common::bench(&["owned", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0], ["figure", "unit", "median", "min", "max"]);
+    let names: Vec<&str> = rows[1..].iter().map(|r| r[0]).collect();
+    assert_eq!(
+        names,
+        [
+            "handoff",
+            "memcpy",
+            "send_sync_hpmove",
+            "empty_sync",
+            "steady_supersteps",
+            "steady_allocations",
+            "steady_resident_before",
+            "steady_resident_after"
+        ]
+    );
+    let median = |name: &str| -> f64 {
+        let r = rows.iter().find(|r| r[0] == name).expect(name);
+        r[2].parse()
+            .unwrap_or_else(|e| panic!("{name}: {e}: {text}"))
+    };
+    assert_eq!(median("handoff"), v["handoff_ns"].as_f64().unwrap());
+    assert_eq!(median("memcpy"), v["memcpy_ns"].as_f64().unwrap());
+    assert_eq!(
+        median("steady_allocations"),
+        v["steady"]["allocations"].as_f64().unwrap()
+    );
+    assert_eq!(
+        median("steady_supersteps"),
+        v["steady"]["supersteps"].as_f64().unwrap()
+    );
+}
+
 /// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
 /// inner, outer, start + end) and the four start rows (worker teams, threads per run), in both.
 #[test]
