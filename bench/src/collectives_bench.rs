@@ -275,6 +275,9 @@ fn size(bytes: usize) -> String {
 
 /// Run the benchmark; print tables (or JSON) on stdout and progress on stderr.
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
+    }
     let samples = o.samples.max(1);
     let mut rows = Vec::new();
     let mut levels = Vec::new();

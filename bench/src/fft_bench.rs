@@ -298,6 +298,12 @@ fn bsp_with(x: &[C], p: usize, samples: usize, make: &[MakePlan]) -> Vec<(Sample
 
 /// Run the benchmark.
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
+    }
+    if let Some(path) = &o.plot {
+        crate::spmv_bench::check_output("--plot", std::path::Path::new(path))?;
+    }
     let mut rows: Vec<Row> = Vec::new();
     let loaded = mbsp::Machine::current().or_run()?;
     let levels = hierarchy(&loaded.machine, &loaded.machine.whole());

@@ -19,6 +19,9 @@ pub struct Options {
 
 /// Measures on every rank; rank 0 prints and writes.
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(path) = &o.csv {
+        crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
+    }
     let m = if o.quick {
         mbsp_mpi::bench::Options {
             reps: 200,
