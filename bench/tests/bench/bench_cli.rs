@@ -92,12 +92,7 @@ fn quick_benchmark_csv_and_json() {
 /// has the same figures.
 #[test]
 fn quick_lazy_benchmark_csv_and_json() {
-    let dir = common::scratch("bench_cli", "lazy");
-    let csv = dir.join("lazy.csv");
-    let (code, out, err) =
-        common::bench(&["lazy", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let (v, text, dir) = common::quick_json_csv("lazy", &[]);
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
@@ -139,7 +134,6 @@ fn quick_lazy_benchmark_csv_and_json() {
         assert!(0.0 < lo && lo <= median && median <= hi, "{name}: {r:?}");
         assert_eq!(r[4], "3", "{name}: three samples with --quick");
     }
-    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
     let kernels: Vec<&str> = v["lazy"]
         .as_array()
         .expect("a list of figures")
@@ -162,14 +156,8 @@ fn quick_lazy_benchmark_csv_and_json() {
 /// h-relations, profiler, start, oversubscription, ring), the same in both, all positive.
 #[test]
 fn quick_core_benchmark_csv_and_json() {
-    let dir = common::scratch("bench_cli", "core");
-    let csv = dir.join("core.csv");
-    let (code, out, err) =
-        common::bench(&["core", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    let (v, text, _) = common::quick_json_csv("core", &[]);
     let figures = v["figures"].as_array().expect("figures");
-    let text = std::fs::read_to_string(&csv).expect("CSV written");
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("table,p,figure,unit,median,min,max"));
     assert_eq!(lines.clone().count(), figures.len(), "{text}");
@@ -190,7 +178,7 @@ fn quick_core_benchmark_csv_and_json() {
             "oversubscription",
             "ring"
         ],
-        "{out}"
+        "{v}"
     );
     for f in figures {
         let (median, min, max) = (
@@ -214,13 +202,7 @@ fn quick_core_benchmark_csv_and_json() {
 /// `owned --quick --json --csv`: the hand-off figures and the steady state, the same in both.
 #[test]
 fn quick_owned_benchmark_csv_and_json() {
-    let dir = common::scratch("bench_cli", "owned");
-    let csv = dir.join("owned.csv");
-    let (code, out, err) =
-        common::bench(&["owned", "--quick", "--json", "--csv", csv.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
-    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let (v, text, _) = common::quick_json_csv("owned", &[]);
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
     assert_eq!(rows[0], ["figure", "unit", "median", "min", "max"]);
     let names: Vec<&str> = rows[1..].iter().map(|r| r[0]).collect();
@@ -258,17 +240,7 @@ fn quick_owned_benchmark_csv_and_json() {
 /// inner, outer, start + end) and the four start rows (worker teams, threads per run), in both.
 #[test]
 fn quick_nested_benchmark_csv_and_json() {
-    let dir = common::scratch("bench_cli", "nested");
-    let csv = dir.join("nested.csv");
-    let (code, out, err) = common::bench(&[
-        "nested",
-        "--quick",
-        "--json",
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    let (v, text, _) = common::quick_json_csv("nested", &[]);
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
@@ -310,10 +282,9 @@ fn quick_nested_benchmark_csv_and_json() {
         );
         assert!(0.0 < lo && lo <= median && median <= hi, "{r:?}");
     }
-    let v: Value = serde_json::from_str(&out).expect("JSON on stdout");
-    assert_eq!(v["syncs"].as_array().map(Vec::len), Some(6), "{out}");
-    assert_eq!(v["starts"].as_array().map(Vec::len), Some(4), "{out}");
-    assert!(v["syncs"][0]["inner_over_flat"].as_f64().is_some(), "{out}");
+    assert_eq!(v["syncs"].as_array().map(Vec::len), Some(6), "{v}");
+    assert_eq!(v["starts"].as_array().map(Vec::len), Some(4), "{v}");
+    assert!(v["syncs"][0]["inner_over_flat"].as_f64().is_some(), "{v}");
 }
 
 /// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns

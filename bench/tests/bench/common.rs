@@ -50,3 +50,24 @@ pub fn scratch(suite: &str, test: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).expect("create scratch directory");
     d
 }
+
+/// Runs `mbsp-bench SUBCOMMAND --quick --json --csv FILE ARGS...` in a scratch directory of its
+/// own, checks that it succeeded, and returns (its JSON output, the CSV file's text, that
+/// scratch directory).
+pub fn quick_json_csv(subcommand: &str, args: &[&str]) -> (serde_json::Value, String, PathBuf) {
+    let dir = scratch("bench_cli", subcommand);
+    let csv = dir.join(format!("{subcommand}.csv"));
+    let mut all = vec![
+        subcommand,
+        "--quick",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let (code, out, err) = bench(&all);
+    assert_eq!(code, 0, "mbsp-bench {all:?}: {err}");
+    let json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    let text = std::fs::read_to_string(&csv).expect("CSV written");
+    (json, text, dir)
+}
