@@ -77,6 +77,13 @@ pub(crate) const FLAG_OUTBOX: u32 = 16;
 pub(crate) const FLAG_EVEN_STEP: u32 = 32;
 /// See [`FLAG_EVEN_STEP`].
 pub(crate) const FLAG_ODD_STEP: u32 = 64;
+/// In a run whose declared syncs take the barrier (`RunShared::pair_barrier`): someone arrived
+/// at a sync of its superstep without declaring counts. A process that declared and sees it
+/// knows that the processes did not all declare (`expect` is collective).
+pub(crate) const FLAG_UNDECLARED: u32 = 128;
+/// See [`FLAG_UNDECLARED`]: someone arrived having declared counts (a process that did not
+/// declare and sees it knows the same).
+pub(crate) const FLAG_DECLARED: u32 = 1 << 28;
 
 /// The flag of superstep `step`'s parity ([`FLAG_EVEN_STEP`]).
 #[inline]
@@ -88,12 +95,13 @@ pub(crate) fn step_flag(step: u64) -> u32 {
     }
 }
 
-// Flags ORed over all processes: bits 0..7 (`FLAG_*`), and the get-source bits.
-/// Bits 11..30: which registration slots (modulo 19) are read by a buffered get in this
+// Flags ORed over all processes: bits 0..8 and 28 (`FLAG_*`), and the get-source bits.
+/// Bits 11..28: which registration slots (modulo 17) are read by a buffered get in this
 /// superstep, ORed over all processes — a get whose destination is in no such slot can be
 /// written directly, without the get buffer (`sync.rs`).
 const SOURCE_SHIFT: u32 = 11;
-const SOURCE_BITS: u32 = 19;
+const SOURCE_BITS: u32 = 17;
+const _: () = assert!(1 << (SOURCE_SHIFT + SOURCE_BITS) <= FLAG_DECLARED);
 
 /// The get-source bit of registration slot `slot`.
 #[inline]

@@ -244,6 +244,11 @@ pub(crate) struct RunShared {
     pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
     /// The lanes of a small run (`lane.rs`): its lazy syncs announce through them.
     pub(crate) lanes: Option<crate::lane::Lanes>,
+    /// A sync with declared counts takes the barrier, counts checked (`crate::lazy`, "Runs of
+    /// two"): thread runs of two processes, where the barrier is one cache line each way that
+    /// small puts ride in, cheaper than the lazy protocol. Off elsewhere, and where tests ask
+    /// for the lazy protocol (`internals::pair_barrier`).
+    pub(crate) pair_barrier: bool,
 }
 
 impl RunShared {
@@ -283,6 +288,7 @@ impl RunShared {
             lazy_used: AtomicBool::new(false),
             lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
             lanes: crate::lane::Lanes::for_run(p),
+            pair_barrier: false,
         }
     }
 

@@ -37,8 +37,19 @@
 //! So declaring pays where a barrier costs more than waiting for one's own senders: many
 //! processes, more processes than cores, processes with nothing to receive, senders that may run
 //! ahead. Where every process hears from every other it does not, least at p = 2, where the full
-//! sync is one cache line each way that small puts ride in: a one-word exchange there is faster
-//! with a full sync (`docs/semantics.md`, "When declaring pays").
+//! sync is one cache line each way that small puts ride in (`docs/semantics.md`, "When
+//! declaring pays").
+//!
+//! ## Runs of two
+//!
+//! A thread run of two processes therefore makes its declared syncs at the barrier: the counts
+//! are checked after it (a wrong count fails the sync of the process that declared it), a get,
+//! registration or tag-size change in the superstep is refused as in any lazy superstep, and a
+//! superstep in which one process declared and the other did not is reported by both, through
+//! two barrier flags. What changes is only who waits: each process waits for the other, as in
+//! a full sync (a process expecting nothing is not released early). `internals::pair_barrier`
+//! turns this off (tests of the lazy protocol at p = 2); runs over MPI ranks keep the lazy
+//! protocol, which saves them the header all-to-all.
 
 use crate::ctx::Ctx;
 use crate::error::Result;

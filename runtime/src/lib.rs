@@ -189,6 +189,14 @@ pub mod internals {
         run
     }
 
+    /// `run` whose syncs with declared counts take the barrier when it has two processes
+    /// (`true`, the default) or always make the lazy protocol's sync (`false`), to test the
+    /// protocol at p = 2.
+    pub fn pair_barrier(mut run: crate::Run, on: bool) -> crate::Run {
+        run.pair_barrier = Some(on);
+        run
+    }
+
     /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
     /// another process of the hierarchy had aborted then.
     pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {

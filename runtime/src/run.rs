@@ -98,6 +98,9 @@ pub struct Run {
     /// Whether the run's lazy syncs announce through lanes (default: for at most `LANE_P`
     /// processes); set by tests through `internals::lanes`.
     pub(crate) lanes: Option<bool>,
+    /// Whether declared syncs of a run of two take the barrier (default: yes); set by tests
+    /// through `internals::pair_barrier`.
+    pub(crate) pair_barrier: Option<bool>,
 }
 
 impl Run {
@@ -114,6 +117,7 @@ impl Run {
             profile: None,
             tree_barrier: None,
             lanes: None,
+            pair_barrier: None,
         }
     }
 
@@ -612,7 +616,14 @@ impl Run {
         if self.lanes == Some(false) {
             s.lanes = None;
         }
+        s.pair_barrier = self.pair_barrier_for(s.p);
         s
+    }
+
+    /// Whether declared syncs of this run of `p` processes take the barrier
+    /// (`RunShared::pair_barrier`).
+    fn pair_barrier_for(&self, p: usize) -> bool {
+        p == 2 && self.pair_barrier != Some(false)
     }
 
     /// The shared state of a run placed by `layout`: the team's last one when it fits (same
@@ -636,6 +647,7 @@ impl Run {
                     == (self.lanes != Some(false) && crate::lane::Lanes::fits(last.p))
             {
                 if let Some(s) = Arc::get_mut(&mut last) {
+                    s.pair_barrier = self.pair_barrier_for(s.p);
                     s.layout = layout;
                     s.inherited = inherited;
                     s.prof = sink;

@@ -114,7 +114,8 @@ impl Ctx {
             st.graveyard.clear();
         }
         self.flags.set(0);
-        self.prev_lazy = self.lazy.get().is_some();
+        // A declared sync that took the barrier (`RunShared::pair_barrier`) was a full one.
+        self.prev_lazy = self.lazy.get().is_some() && !self.run.pair_barrier;
         self.lazy.set(None);
         self.immediate.set(false);
         self.step += 1;

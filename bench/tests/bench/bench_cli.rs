@@ -87,7 +87,7 @@ fn quick_benchmark_csv_and_json() {
     );
 }
 
-/// `lazy --quick --csv`: the seven figures, each with its process count and, where it is
+/// `lazy --quick --csv`: the eight figures, each with its process count and, where it is
 /// compared with another row, its ratio (and the target where there is one); the JSON
 /// has the same figures.
 #[test]
@@ -118,6 +118,7 @@ fn quick_lazy_benchmark_csv_and_json() {
             ("empty full sync", "2", false, ""),
             ("one-word exchange, full sync", "2", true, ""),
             ("one-word exchange, expect(1)", "2", true, "0.7"),
+            ("the same, lazy protocol (no barrier)", "2", true, ""),
             ("floor: a cache line each way, no library", "2", true, ""),
             ("ring halo, one word each way, full sync", "4", false, ""),
             ("ring halo, one word each way, expect(2)", "4", true, "0.5"),

@@ -11,13 +11,15 @@ use mbsp::{Ctx, ErrorKind};
 /// and through the receivers' inboxes (larger runs); every test here takes both.
 const LANES: [bool; 2] = [true, false];
 
-/// `mbsp::run`, announcing lazy syncs through lanes or not.
+/// `mbsp::run`, announcing lazy syncs through lanes or not; runs of two make the lazy
+/// protocol's syncs too (by default their declared syncs take the barrier: tested at the end).
 fn run_on<R: Send>(
     lanes: bool,
     p: usize,
     f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
 ) -> mbsp::Result<Vec<R>> {
-    mbsp::internals::lanes(mbsp::Run::new(p), lanes).run(f)
+    let run = mbsp::internals::lanes(mbsp::Run::new(p), lanes);
+    mbsp::internals::pair_barrier(run, false).run(f)
 }
 
 /// Superstep `t` of a program with a changing pattern: process `i` puts one word to `dest(t,
@@ -419,4 +421,120 @@ fn lazy_syncs_in_repeated_nested_runs() {
             assert_eq!(out, vec![(419, inner); 2]);
         });
     }
+}
+
+// ------------------------------------------------------------------------------ runs of two
+// A run of two processes makes its declared syncs at the barrier (one cache line each way there,
+// cheaper than the lazy protocol), with the counts checked, what a lazy superstep refuses
+// refused, and a process that does not declare reported.
+
+/// `mbsp::run` of two processes as users get it: declared syncs take the barrier.
+fn pair<R: Send>(f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync) -> mbsp::Result<Vec<R>> {
+    mbsp::Run::new(2).run(f)
+}
+
+#[test]
+fn declared_syncs_of_a_run_of_two_give_the_results_of_full_and_lazy_syncs() {
+    within(60, || {
+        let full = pair(|ctx| program(ctx, 60, false)).unwrap();
+        let declared = pair(|ctx| program(ctx, 60, true)).unwrap();
+        let protocol = run_on(true, 2, |ctx| program(ctx, 60, true)).unwrap();
+        assert_eq!(full, declared);
+        assert_eq!(full, protocol);
+    });
+}
+
+#[test]
+fn a_run_of_two_checks_declared_counts_at_the_barrier() {
+    // Each process puts one word to the other in every superstep; in the last one, `declare`
+    // gives what each declares.
+    let wrong = |declare: fn(usize) -> usize| {
+        within(60, move || {
+            pair(move |ctx| {
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                for _ in 0..3 {
+                    ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                    ctx.expect(1)?;
+                    ctx.sync()?;
+                }
+                ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                ctx.expect(declare(ctx.pid()))?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        })
+    };
+    let e = wrong(|pid| if pid == 1 { 0 } else { 1 });
+    assert_eq!(
+        (e.kind(), e.op(), e.path()),
+        (ErrorKind::Misuse, "sync", &[1][..]),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("expect(0) in superstep 4") && msg.contains("received 1"),
+        "{msg}"
+    );
+    let e = wrong(|pid| if pid == 0 { 2 } else { 1 });
+    assert_eq!((e.kind(), e.path()), (ErrorKind::Misuse, &[0][..]), "{e}");
+    assert!(
+        e.to_string().contains("expect(2)") && e.to_string().contains("received 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_run_of_two_reports_a_process_that_did_not_declare() {
+    for declaring in [0, 1] {
+        let e = within(60, move || {
+            pair(move |ctx| {
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
+                if ctx.pid() == declaring {
+                    ctx.expect(1)?;
+                }
+                ctx.sync()?;
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        // Both see it at the barrier; the run reports whichever failed first.
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        let msg = e.to_string();
+        let (full, lazy) = (1 - declaring, declaring);
+        let by_declaring = format!(
+            "pid(s) [{full}] made a full sync in superstep 1 while pid {lazy} made a lazy one (it \
+             declared expect(1)"
+        );
+        let by_other = format!(
+            "pid {full} made a full sync in superstep 1 while pid(s) [{lazy}] made a lazy one"
+        );
+        assert!(
+            (msg.contains(&by_declaring) || msg.contains(&by_other))
+                && msg.contains("expect is collective"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn a_run_of_two_refuses_gets_in_a_declared_superstep() {
+    let e = within(60, || {
+        pair(|ctx| {
+            let x = ctx.push_reg(vec![0u64; 4])?;
+            let y = ctx.push_reg(vec![0u64; 4])?;
+            ctx.sync()?;
+            ctx.get(1 - ctx.pid(), &x, 0..2, &y, 0)?;
+            ctx.expect(0)?;
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap_err()
+    });
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    assert!(e.to_string().contains("also called get"), "{e}");
 }

@@ -1,8 +1,8 @@
 //! The thread engine's sync (the protocol in the module documentation above).
 
 use crate::barrier::{
-    FLAG_COMM, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP, FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS,
-    step_flag,
+    FLAG_COMM, FLAG_DECLARED, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP, FLAG_OUTBOX, FLAG_REGS,
+    FLAG_TAGS, FLAG_UNDECLARED, step_flag,
 };
 use crate::ctx::SyncPoint;
 use crate::ctx::{Coll, Ctx};
@@ -29,13 +29,28 @@ impl Ctx {
         // out are freed here, before that.
         self.clear_queue();
         let declared = self.lazy.get();
+        // A run of two whose declared syncs take the barrier (`RunShared::pair_barrier`).
+        let pair = self.run.pair_barrier && !ending;
         if let Some(m) = declared {
-            if !ending {
+            if !ending && !pair {
                 return self.lazy_sync(m);
+            }
+            if pair {
+                // What a lazy superstep refuses, this one refuses too.
+                if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
+                    return Err(self.failed_sync(e));
+                }
             }
         }
         self.ack_previous(false);
-        let flags = self.flags.get();
+        let mut flags = self.flags.get();
+        if pair {
+            flags |= if declared.is_some() {
+                FLAG_DECLARED
+            } else {
+                FLAG_UNDECLARED
+            };
+        }
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
         }
@@ -84,12 +99,17 @@ impl Ctx {
             let e = self.mixed_at_barrier();
             return Err(self.failed_sync(e));
         }
+        if pair && out.flags & (FLAG_DECLARED | FLAG_UNDECLARED) == FLAG_DECLARED | FLAG_UNDECLARED
+        {
+            let e = self.declared_and_not();
+            return Err(self.failed_sync(e));
+        }
         if out.some_ended && !out.all_ended {
             let e = self.end_mismatch(op);
             return Err(self.failed_sync(e));
         }
         let out = crate::barrier::Outcome {
-            flags: out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP),
+            flags: out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP | FLAG_DECLARED | FLAG_UNDECLARED),
             ..out
         };
         if self.run.lazy_used.load(Ordering::Relaxed) {
@@ -159,8 +179,14 @@ impl Ctx {
                 op,
                 format!(
                     "pid {} declared expect({m}) in superstep {} but received {got} \
-                     puts/messages (the final sync is a full one: the count is checked there)",
-                    self.pid, self.step
+                     puts/messages{}",
+                    self.pid,
+                    self.step,
+                    if ending {
+                        " (the final sync is a full one: the count is checked there)"
+                    } else {
+                        ""
+                    }
                 ),
             );
             return Err(self.failed_sync(e));
@@ -286,6 +312,27 @@ impl Ctx {
             records += unsafe { take_outbox(run, i, me, q, fresh, queue) };
         }
         records
+    }
+
+    /// The error of a superstep of a run whose declared syncs take the barrier in which some
+    /// processes declared counts and others did not (both sides see it at the barrier).
+    #[cold]
+    fn declared_and_not(&self) -> Error {
+        let others: Vec<usize> = (0..self.run.p).filter(|&j| j != self.pid).collect();
+        let (s, me) = (self.step, self.pid);
+        let text = match self.lazy.get() {
+            Some(m) => format!(
+                "pid(s) {others:?} made a full sync in superstep {s} while pid {me} made a lazy \
+                 one (it declared expect({m}); expect is collective: every process declares in \
+                 the same superstep)"
+            ),
+            None => format!(
+                "pid {me} made a full sync in superstep {s} while pid(s) {others:?} made a lazy \
+                 one (declared counts with expect; expect is collective: every process declares \
+                 in the same superstep)"
+            ),
+        };
+        self.misuse("sync", text)
     }
 
     #[cold]
