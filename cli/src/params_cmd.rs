@@ -702,10 +702,9 @@ fn fits(o: &Options, p: usize) -> Result<()> {
     need.check()
 }
 
-/// Run `mbsp params`: measure, print, write the files.
-pub fn run(o: &Options) -> Result<()> {
-    // Where --save will write, known before minutes of measuring.
-    let save_to = o.save.then(save_path).transpose()?;
+/// The levels of this machine that `o` asks for ([`Where::of`], filtered by `o.levels`), with
+/// their process counts; an unknown level name, or none that exists here, is a usage error.
+fn chosen_levels(o: &Options) -> Result<Vec<(Where, usize)>> {
     let loaded = mbsp::Machine::current().or_run()?;
     let all = Where::of(&loaded.machine);
     let known = |n: &String| {
@@ -736,6 +735,38 @@ pub fn run(o: &Options) -> Result<()> {
             have.join(", ")
         )));
     }
+    Ok(chosen)
+}
+
+/// Measures the levels `o` asks for, each under the scattered and the compact policy, with
+/// progress on stderr: the JSON parameter file that `mbsp params --json` writes (without
+/// writing it; `o.json`, `o.plot` and `o.save` are not used). For callers other than the
+/// command (the Python package).
+pub fn measure_json(o: &Options) -> Result<serde_json::Value> {
+    let chosen = chosen_levels(o)?;
+    fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
+    let fresh = fresh_per_word();
+    let mut levels = Vec::new();
+    for &(level, p) in &chosen {
+        for (policy, name) in [
+            (Policy::Scattered, "scattered"),
+            (Policy::Compact, "compact"),
+        ] {
+            eprintln!(
+                "mbsp params: measuring the {} level, p = {p}, {name} ...",
+                level.name()
+            );
+            levels.push(measure_level(level, &policy, name, o)?);
+        }
+    }
+    Ok(to_json(&levels, fresh))
+}
+
+/// Run `mbsp params`: measure, print, write the files.
+pub fn run(o: &Options) -> Result<()> {
+    // Where --save will write, known before minutes of measuring.
+    let save_to = o.save.then(save_path).transpose()?;
+    let chosen = chosen_levels(o)?;
     fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
     println!("mbsp params: {}", crate::machine::describe());
     println!(

@@ -124,7 +124,16 @@ fn print_plan(m: &Machine, nodes: &[Node], path: &str, depth: usize) {
     }
 }
 
-fn machine_json(m: &Machine) -> Value {
+/// The machine tree as `mbsp topo --json` prints it under `"machine"`: its source, whether it
+/// has a NUMA level, and its packages, NUMA nodes (memory in bytes) and cores (PU OS indices).
+///
+/// ```
+/// let m = mbsp_topology::Machine::synthetic("package:2 core:2").unwrap().machine;
+/// let v = mbsp_cli::topo::machine_json(&m);
+/// assert_eq!(v["packages"].as_array().unwrap().len(), 2);
+/// assert_eq!(v["cores"].as_array().unwrap().len(), 4);
+/// ```
+pub fn machine_json(m: &Machine) -> Value {
     json!({
         "source": m.source().to_string(),
         "numa_level": m.has_numa_level(),
@@ -220,6 +229,25 @@ pub struct Options {
     pub policy: Policy,
     /// Machine-readable output.
     pub json: bool,
+}
+
+/// The placement of a plan of `levels` (outermost first) on the whole of `m` under `policy`, as
+/// `mbsp topo --json` prints it under `"processes"`: per process its pid, package, NUMA node,
+/// cores, PUs (OS indices) and the processes nested in it (`"children"`).
+///
+/// ```
+/// use mbsp_cli::topo::{Count, plan_json};
+/// use mbsp_topology::{Machine, Policy};
+/// let m = Machine::synthetic("package:2 core:4").unwrap().machine;
+/// let v = plan_json(&m, &[Count::N(2), Count::N(2)], &Policy::Scattered).unwrap();
+/// assert_eq!(v[1]["package"], 1);
+/// assert_eq!(v[1]["children"].as_array().unwrap().len(), 2);
+/// ```
+pub fn plan_json(m: &Machine, levels: &[Count], policy: &Policy) -> Result<Value> {
+    if levels.contains(&Count::N(0)) {
+        return Err(Error::usage("a level of a plan needs at least 1 process"));
+    }
+    Ok(to_json(m, &build(m, &m.whole(), levels, policy)?))
 }
 
 /// Print the placement of a plan of `levels` (outermost first) on the whole of `m`.
