@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod fft;
+mod live;
 mod machine;
 mod sparse;
 mod spmv;

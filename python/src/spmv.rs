@@ -2,58 +2,129 @@
 //! parts once; each multiply is one BSP run of the plan's processes on the runtime's threads,
 //! with the GIL released; CG is one run for the whole solve.
 //!
-//! Each multiply: the run starts (its worker team is reused: ~10 µs), every process copies its
-//! owned entries of `x` from the caller's array into the multiply's buffer, the BSP multiply
-//! runs (plain: two supersteps; hp: one; hier: two top-level supersteps around a nested run in
-//! each package), and every process writes its owned rows of `y` into the caller's array
-//! ([`RowsOut`]). Cost: that of the variant (see `mbsp_algorithms::sparse::spmv`) plus the start
-//! of a run, one registration superstep, and `n/p` scattered reads and writes per process.
+//! Each multiply runs on a run this thread keeps ([`crate::live`]): every process registers the
+//! multiply's buffers, copies its owned entries of `x` from the caller's array, the BSP
+//! multiply runs (plain: two supersteps; hp: one; hier: two top-level supersteps around a
+//! nested run in each package) into the process's part of `y`, and after a sync every process
+//! fills one contiguous block of the caller's `y` from all parts ([`Parts`], [`RowsOut`]):
+//! writing its own rows straight into `y` instead had the processes write the same cache lines
+//! (rows owned by different processes interleave), a quarter of the time of the multiply on a
+//! matrix of 62 000 rows (`perf`, wing.mtx). Cost: that of the variant (see
+//! `mbsp_algorithms::sparse::spmv`) plus three syncs, one registration, and `n/p` reads and
+//! writes per process.
 
 use crate::errors;
 use crate::sparse::{coo, distribution, slice};
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::partition::Options;
-use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, LocalSpmv, Spmv, SpmvPlan};
+use mbsp::Ctx;
+use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
+use std::cell::UnsafeCell;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The rows of `y` that the processes of a run write, each its own.
+/// The caller's `y`, which the processes of a run fill, each its own block of rows.
 ///
-/// Every row has exactly one owner in a plan's distribution (`y_owner` holds one process per
-/// row), so the processes write disjoint entries; the caller holds the only reference to `y`
-/// for as long as the run lasts.
-struct RowsOut {
+/// The caller holds the only reference to `y` for as long as the run uses it (see
+/// [`crate::live`]); each process writes a different range of rows ([`block`]), so the writes
+/// are disjoint, and contiguous: no two processes write one cache line but at the blocks' ends.
+pub struct RowsOut {
     ptr: *mut f64,
     len: usize,
 }
 
-// SAFETY: the processes of a run write disjoint entries (see the type's docs) and the run ends
-// before the borrow of `y` that made the pointer does.
+// SAFETY: the processes of a run write disjoint ranges (see the type's docs) and the run is
+// done with `y` before the borrow that made the pointer ends.
 unsafe impl Send for RowsOut {}
 // SAFETY: as above.
 unsafe impl Sync for RowsOut {}
 
 impl RowsOut {
-    fn new(y: &mut [f64]) -> Self {
+    pub fn new(y: &mut [f64]) -> Self {
         RowsOut {
             ptr: y.as_mut_ptr(),
             len: y.len(),
         }
     }
 
-    /// Writes the rows `owned` (global indices) with `values`, in order.
+    /// The rows `range` of `y`, to write.
     ///
     /// # Safety
-    /// `owned` are the rows of one process of the plan, and no other thread of the run writes
-    /// them (each process calls this with its own).
-    unsafe fn write(&self, owned: &[u32], values: &[f64]) {
-        for (&i, &v) in owned.iter().zip(values) {
-            let i = i as usize;
-            assert!(i < self.len, "row {i} outside y of {}", self.len);
-            // SAFETY: `i < len` (checked), and no other process writes row `i` (caller).
-            unsafe { self.ptr.add(i).write(v) };
+    /// No other thread reads or writes these rows while the slice lives (each process of a run
+    /// takes its own [`block`]).
+    #[allow(clippy::mut_from_ref)] // disjoint ranges of one buffer, by construction
+    unsafe fn rows(&self, range: std::ops::Range<usize>) -> &mut [f64] {
+        assert!(range.start <= range.end && range.end <= self.len, "rows {range:?} of {}", self.len);
+        // SAFETY: inside `y` (checked), and this range is the caller's alone (contract).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+}
+
+/// Block `s` of `p` of `n` rows: `s n / p .. (s + 1) n / p`.
+fn block(n: usize, s: usize, p: usize) -> std::ops::Range<usize> {
+    let at = |k: usize| (n as u128 * k as u128 / p as u128) as usize;
+    at(s)..at(s + 1)
+}
+
+/// Each process's owned rows of `y` from the multiply, and where each row of `y` lies in them.
+///
+/// A step of the multiply ([`PlanCore::step`]) has each process write its own buffer (its
+/// rows, in the order of its `y_owned`), then sync, then each process read every buffer to
+/// fill its block of `y` ([`RowsOut`]), then sync again. So a buffer is written by its process
+/// alone while nobody reads it, and read by all while nobody writes it; one run uses a plan at
+/// a time (the plan's turn lock), so no two steps overlap.
+struct Parts {
+    bufs: Vec<UnsafeCell<Vec<f64>>>,
+    /// Per row of `y`: its owner (high 32 bits) and its position among the owner's rows.
+    src: Vec<u64>,
+}
+
+// SAFETY: the buffers are written and read only as the protocol of the type's docs allows.
+unsafe impl Sync for Parts {}
+
+impl Parts {
+    fn new(plan: &SpmvPlan) -> Self {
+        let mut src = vec![0u64; plan.rows];
+        for l in &plan.procs {
+            for (k, &i) in l.y_owned.iter().enumerate() {
+                src[i as usize] = ((l.pid as u64) << 32) | k as u64;
+            }
+        }
+        Parts {
+            bufs: plan
+                .procs
+                .iter()
+                .map(|l| UnsafeCell::new(vec![0.0; l.y_owned.len()]))
+                .collect(),
+            src,
+        }
+    }
+
+    /// Process `pid`'s buffer, to write its rows into.
+    ///
+    /// # Safety
+    /// Called by process `pid` of the run using the plan, before the sync that publishes the
+    /// buffers; nobody reads them until then.
+    #[allow(clippy::mut_from_ref)] // one buffer per process, by the protocol
+    unsafe fn mine(&self, pid: usize) -> &mut [f64] {
+        // SAFETY: only process `pid` touches its buffer now (contract).
+        unsafe { &mut *self.bufs[pid].get() }
+    }
+
+    /// Fills `rows` (a block of `y`) from every process's buffer.
+    ///
+    /// # Safety
+    /// Called after the sync that follows every process's writes, before the sync that ends
+    /// the step; nobody writes a buffer in between.
+    unsafe fn fill(&self, rows: &mut [f64], first: usize) {
+        for (k, y) in rows.iter_mut().enumerate() {
+            let v = self.src[first + k];
+            // SAFETY: only reads now (contract).
+            let buf = unsafe { &*self.bufs[(v >> 32) as usize].get() };
+            *y = buf[(v & 0xffff_ffff) as usize];
         }
     }
 }
@@ -82,11 +153,12 @@ enum Plans {
     Hier(Arc<HierPlan>),
 }
 
-/// A plan of the multiply (the Python class `mbsp.SpmvPlan` wraps it).
-#[pyclass(frozen, module = "mbsp._native")]
-pub struct NativePlan {
+/// What a plan multiplies with, shared by the plan object and the runs that serve it
+/// ([`crate::live`]).
+pub struct PlanCore {
     plans: Plans,
     kind: Kind,
+    parts: Parts,
 }
 
 /// Copies the process's owned entries of `x` (global indices `owned`) into `buf`.
@@ -96,7 +168,7 @@ fn gather(buf: &mut [f64], owned: &[u32], x: &[f64]) {
     }
 }
 
-impl NativePlan {
+impl PlanCore {
     fn top(&self) -> &SpmvPlan {
         match &self.plans {
             Plans::Flat(p) => p,
@@ -104,45 +176,79 @@ impl NativePlan {
         }
     }
 
-    /// `y = A x` in one run.
-    fn run_multiply(&self, x: &[f64], y: &mut [f64]) -> mbsp::Result<()> {
-        let out = RowsOut::new(y);
-        let finish = |l: &LocalSpmv, yl: &[f64]| {
-            // SAFETY: `l.y_owned` are this process's rows (each process passes its own part).
-            unsafe { out.write(&l.y_owned, yl) }
-        };
+    /// Processes of a run of the plan (the top level's, for a two-level plan).
+    pub fn run_procs(&self) -> usize {
+        self.top().p()
+    }
+
+    /// One multiply `y = A x` by this process of a run of the plan: registers the multiply's
+    /// buffers, copies its owned entries of `x`, multiplies into its part of [`Parts`], frees
+    /// the buffers, syncs, fills its block of `y` from every process's part. Ends with a sync:
+    /// after it no process reads `x` or writes `y`.
+    pub fn step(&self, ctx: &mut Ctx, x: &[f64], out: &RowsOut) -> mbsp::Result<()> {
+        let me = ctx.pid();
+        // SAFETY: this process's part, written before the sync below (the `Parts` protocol).
+        let yl = unsafe { self.parts.mine(me) };
         match (&self.plans, self.kind) {
-            (Plans::Flat(plan), Kind::Plain) => mbsp::run(plan.p(), |ctx| {
+            (Plans::Flat(plan), Kind::Plain) => {
                 let mut s = Spmv::new(ctx, plan)?;
                 let l = s.local();
                 gather(s.x_mut(ctx)?, &l.x_owned, x);
-                let mut yl = vec![0.0; l.y_owned.len()];
-                s.multiply(ctx, &mut yl)?;
-                finish(l, &yl);
-                Ok(())
-            }),
-            (Plans::Flat(plan), _) => mbsp::run(plan.p(), |ctx| {
+                s.multiply(ctx, yl)?;
+                s.free(ctx)?;
+            }
+            (Plans::Flat(plan), _) => {
                 let mut s = HpSpmv::new(ctx, plan)?;
                 let l = s.local();
                 gather(s.x_mut(ctx)?, &l.x_owned, x);
                 // Direct gets read the owners' x after the sync that publishes it.
                 ctx.sync()?;
-                let mut yl = vec![0.0; l.y_owned.len()];
-                s.multiply(ctx, &mut yl)?;
-                finish(l, &yl);
-                Ok(())
-            }),
-            (Plans::Hier(plan), _) => mbsp::run(plan.top.p(), |ctx| {
+                s.multiply(ctx, yl)?;
+                s.free(ctx)?;
+            }
+            (Plans::Hier(plan), _) => {
                 let mut s = HierSpmv::new(ctx, plan)?;
                 let l = s.local();
                 gather(s.x_mut(ctx)?, &l.x_owned, x);
-                let mut yl = vec![0.0; l.y_owned.len()];
-                s.multiply(ctx, &mut yl)?;
-                finish(l, &yl);
-                Ok(())
-            }),
+                s.multiply(ctx, yl)?;
+                s.free(ctx)?;
+            }
         }
-        .map(drop)
+        ctx.sync()?;
+        let rows = block(out.len, me, ctx.nprocs());
+        let first = rows.start;
+        // SAFETY: every process wrote its part before the sync above and none writes until the
+        // sync below (the `Parts` protocol); this block of `y` is this process's alone.
+        unsafe { self.parts.fill(out.rows(rows), first) };
+        ctx.sync()
+    }
+}
+
+/// A plan of the multiply (the Python class `mbsp.SpmvPlan` wraps it).
+#[pyclass(frozen, module = "mbsp._native")]
+pub struct NativePlan {
+    core: Arc<PlanCore>,
+    /// Multiplies of one plan take turns (a plan serves one run at a time).
+    busy: Mutex<()>,
+}
+
+impl NativePlan {
+    fn new(plans: Plans, kind: Kind) -> Self {
+        NativePlan {
+            core: Arc::new(PlanCore {
+                parts: Parts::new(match &plans {
+                    Plans::Flat(p) => p,
+                    Plans::Hier(h) => &h.top,
+                }),
+                plans,
+                kind,
+            }),
+            busy: Mutex::new(()),
+        }
+    }
+
+    fn top(&self) -> &SpmvPlan {
+        self.core.top()
     }
 }
 
@@ -160,7 +266,7 @@ type CgPart = (Vec<u32>, Vec<f64>, usize, f64, CgEnd);
 /// iterations. Each iteration: the plain multiply (two supersteps) and two all-reduces, the
 /// second carrying the stop flag that process 0 reads (Ctrl-C), so that all stop together.
 fn cg_process(
-    ctx: &mut mbsp::Ctx,
+    ctx: &mut Ctx,
     plan: &SpmvPlan,
     b: &[f64],
     x0: &[f64],
@@ -274,10 +380,7 @@ impl NativePlan {
         let plan = py
             .detach(move || SpmvPlan::new(&a, &d))
             .map_err(errors::value)?;
-        Ok(NativePlan {
-            plans: Plans::Flat(Arc::new(plan)),
-            kind,
-        })
+        Ok(NativePlan::new(Plans::Flat(Arc::new(plan)), kind))
     }
 
     /// A two-level plan: the matrix partitioned over `packages`, each package's part split
@@ -335,10 +438,7 @@ impl NativePlan {
             }
         })?
         .map_err(errors::value)?;
-        Ok(NativePlan {
-            plans: Plans::Hier(Arc::new(plan)),
-            kind: Kind::Hier,
-        })
+        Ok(NativePlan::new(Plans::Hier(Arc::new(plan)), Kind::Hier))
     }
 
     /// `y = A x` (`x` of length cols, `y` of length rows, both contiguous float64).
@@ -371,7 +471,11 @@ impl NativePlan {
         if !xs.is_empty() && std::ptr::eq(xs.as_ptr(), ys.as_ptr()) {
             return Err(errors::value(format!("{OP}: out must not be x")));
         }
-        py.detach(|| self.run_multiply(xs, ys)).map_err(errors::run)
+        py.detach(|| {
+            let _turn = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            crate::live::multiply(&self.core, xs, ys)
+        })
+        .map_err(errors::run)
     }
 
     /// CG for `A x = b` from `x0`: (x, iterations, relative residual, interrupted).
@@ -384,10 +488,10 @@ impl NativePlan {
         maxiter: usize,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, usize, f64)> {
         const OP: &str = "cg";
-        let Plans::Flat(plan) = &self.plans else {
+        let Plans::Flat(plan) = &self.core.plans else {
             return Err(errors::value(format!(
                 "{OP}: runs on flat plans (kind 'plain' or 'hp'), not '{}'",
-                self.kind.name()
+                self.core.kind.name()
             )));
         };
         if plan.rows != plan.cols {
@@ -445,7 +549,7 @@ impl NativePlan {
     /// Processes of the run (packages x cores for a two-level plan).
     #[getter]
     fn procs(&self) -> usize {
-        match &self.plans {
+        match &self.core.plans {
             Plans::Flat(p) => p.p(),
             Plans::Hier(h) => h.top.p() * h.inner.first().map_or(1, |i| i.p()),
         }
@@ -454,7 +558,7 @@ impl NativePlan {
     /// "plain", "hp" or "hier".
     #[getter]
     fn kind(&self) -> &'static str {
-        self.kind.name()
+        self.core.kind.name()
     }
 
     /// (rows, cols).
@@ -479,7 +583,7 @@ impl NativePlan {
     /// two-level plan, inside the packages (partial sums between cores).
     #[getter]
     fn volumes(&self) -> (usize, usize) {
-        match &self.plans {
+        match &self.core.plans {
             Plans::Flat(p) => {
                 let w = p.procs.iter().map(|l| {
                     let (o, i) = l.traffic();
@@ -502,7 +606,14 @@ fn check_procs(op: &str, p: usize) -> PyResult<()> {
     }
 }
 
+/// Runs this thread keeps for its plans (see `live`): for tests.
+#[pyfunction]
+fn kept_runs() -> usize {
+    crate::live::kept()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativePlan>()?;
+    m.add_function(wrap_pyfunction!(kept_runs, m)?)?;
     Ok(())
 }

@@ -370,6 +370,12 @@ impl<'p> HierSpmv<'p> {
         self.top.x(ctx)
     }
 
+    /// Deregisters the package's buffers (effective at the next top-level sync); every
+    /// top-level process calls it (see [`Spmv::free`](super::Spmv::free)).
+    pub fn free(self, ctx: &mut Ctx) -> mbsp::Result<()> {
+        self.top.free(ctx)
+    }
+
     /// `y = A x`: `y` receives the package's owned entries (in the order of `y_owned`). Two
     /// top supersteps around one nested run (none for a package of one core); every top-level
     /// process must call it.

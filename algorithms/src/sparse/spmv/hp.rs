@@ -279,6 +279,12 @@ impl<'p> HpSpmv<'p> {
         Ok(&ctx.local(&self.x)?[..own])
     }
 
+    /// Deregisters `x` (effective at the next sync) and gives the plan back for another
+    /// multiply of this run; every process calls it (see [`Spmv::free`](super::Spmv::free)).
+    pub fn free(self, ctx: &mut Ctx) -> mbsp::Result<()> {
+        ctx.pop_reg(&self.x)
+    }
+
     /// `y = A x` in two lazy supersteps ([`Fanout::Puts`]) or one full one
     /// ([`Fanout::DirectGet`]): `y` receives this process's owned entries (in the order of
     /// `y_owned`). Every process must call it; its supersteps carry nothing of the caller's

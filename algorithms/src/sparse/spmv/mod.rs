@@ -751,6 +751,32 @@ impl<'p> Spmv<'p> {
         Ok(&ctx.local(&self.x)?[..own])
     }
 
+    /// Deregisters the buffers (effective at the next sync), so that a long run can make and
+    /// free multiplies of many plans; every process calls it.
+    ///
+    /// ```
+    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{Spmv, SpmvPlan}};
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 2, nz_part: vec![0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// mbsp::run(2, |ctx| {
+    ///     for _ in 0..3 {
+    ///         let mut spmv = Spmv::new(ctx, &plan)?;
+    ///         spmv.x_mut(ctx)?.fill(1.0);
+    ///         let mut y = vec![0.0; 1];
+    ///         spmv.multiply(ctx, &mut y)?;
+    ///         spmv.free(ctx)?;
+    ///         ctx.sync()?;
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn free(self, ctx: &mut Ctx) -> mbsp::Result<()> {
+        ctx.pop_reg(&self.x)?;
+        ctx.pop_reg(&self.recv)
+    }
+
     /// `y = A x`: `y` receives this process's owned entries (in the order of `y_owned`). Two
     /// supersteps; every process must call it.
     pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {

@@ -1,0 +1,272 @@
+"""Benchmarks of the package against numpy and scipy, measured in the same run.
+
+    python -m mbsp.bench                 # SpMV, FFT and partitioner tables (a few minutes)
+    python -m mbsp.bench --quick         # a smoke run of seconds (numbers not meaningful)
+    python -m mbsp.bench --json          # one JSON object instead of the tables
+    python -m mbsp.bench --csv FILE      # the rows as CSV too
+
+* SpMV: ``plan @ x`` of an ``SpmvPlan`` (kind ``hp``) at p = 2 against scipy.sparse's
+  ``A @ x`` (CSR), on every shared matrix of over 200 000 nonzeros; target >= 1.7x.
+* FFT: ``mbsp.fft(x, p=2)`` against ``numpy.fft.fft`` for n = 2^18 ... 2^22; target >= 1.3x.
+* Partitioner: the volume of ``mbsp.partition(path, p, seed=...)`` against that of the
+  command ``mbsp partition --json`` with the same seed (found as MBSP_BIN, on PATH, or in the
+  workspace's target folder); target: equal.
+
+Each comparison alternates the two sides in rounds and compares medians of the rounds taken
+in the same minutes (the machine is shared and noisy: see the spread columns). Progress goes
+to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+import mbsp
+
+SPMV_MIN_NNZ = 200_000
+SPMV_TARGET = 1.7
+FFT_TARGET = 1.3
+
+
+def progress(msg: str) -> None:
+    print(f"mbsp.bench: {msg}", file=sys.stderr, flush=True)
+
+
+def data_dir() -> pathlib.Path:
+    env = os.environ.get("MBSP_DATA")
+    if env:
+        return pathlib.Path(env) / "matrices"
+    here = pathlib.Path(__file__).resolve()
+    for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, *here.parents]:
+        for cand in (up / "shared" / "data" / "matrices", up.parent / "shared" / "data" / "matrices"):
+            if cand.is_dir():
+                return cand
+    raise SystemExit("mbsp.bench: the shared matrices are not found: set MBSP_DATA")
+
+
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], reps: int, rounds: int) -> Tuple[List[float], List[float]]:
+    """Seconds per call of a and of b, one figure per round, the two alternating."""
+    ta: List[float] = []
+    tb: List[float] = []
+    a(), b()  # warm up (plans, caches, kept runs)
+    for _ in range(rounds):
+        for f, out in ((a, ta), (b, tb)):
+            t = time.perf_counter()
+            for _ in range(reps):
+                f()
+            out.append((time.perf_counter() - t) / reps)
+    return ta, tb
+
+
+def spread(v: List[float]) -> float:
+    """(max - min) / median of a list of times."""
+    m = float(np.median(v))
+    return (max(v) - min(v)) / m if m > 0 else 0.0
+
+
+def bench_spmv(files: List[pathlib.Path], p: int, rounds: int, budget: float) -> List[Dict[str, Any]]:
+    rows = []
+    for f in files:
+        A = mbsp.read_mtx(f)
+        if A.nnz <= SPMV_MIN_NNZ:
+            continue
+        name = f.name.split(".")[0]
+        csr = A.tocsr()
+        progress(f"spmv {name}: {csr.nnz} nonzeros, partitioning for p = {p} ...")
+        t = time.perf_counter()
+        plan = mbsp.SpmvPlan(A, p=p, kind="hp")
+        plan_s = time.perf_counter() - t
+        x = np.random.default_rng(1).standard_normal(csr.shape[1])
+        out = np.empty(csr.shape[0])
+        want = csr @ x
+        err = float(np.abs(plan.multiply(x, out=out) - want).max() / max(np.abs(want).max(), 1e-300))
+        t1 = time.perf_counter()
+        csr @ x
+        reps = max(1, int(budget / max(time.perf_counter() - t1, 1e-6)))
+        ts, tm = interleaved(lambda: csr @ x, lambda: plan.multiply(x, out=out), reps, rounds)
+        ms, mm = float(np.median(ts)), float(np.median(tm))
+        rows.append({
+            "table": "spmv", "case": name, "nnz": int(csr.nnz), "p": p,
+            "baseline": "scipy A @ x", "baseline_us": ms * 1e6, "mbsp_us": mm * 1e6,
+            "ratio": ms / mm, "spread_baseline": spread(ts), "spread_mbsp": spread(tm),
+            "target": SPMV_TARGET, "met": ms / mm >= SPMV_TARGET, "rel_error": err,
+            "plan_seconds": plan_s,
+        })
+        progress(f"spmv {name}: scipy {ms * 1e6:.0f} us, mbsp {mm * 1e6:.0f} us, {ms / mm:.2f}x")
+    return rows
+
+
+def bench_fft(logs: List[int], p: int, rounds: int, budget: float) -> List[Dict[str, Any]]:
+    rows = []
+    for k in logs:
+        n = 1 << k
+        g = np.random.default_rng(k)
+        x = g.standard_normal(n) + 1j * g.standard_normal(n)
+        out = np.empty(n, dtype=complex)
+        err = float(np.abs(mbsp.fft(x, p=p) - np.fft.fft(x)).max() / np.abs(np.fft.fft(x)).max())
+        t1 = time.perf_counter()
+        np.fft.fft(x)
+        reps = max(1, int(budget / max(time.perf_counter() - t1, 1e-6)))
+        tn, tm = interleaved(lambda: np.fft.fft(x), lambda: mbsp.fft(x, p=p, out=out), reps, rounds)
+        mn, mm = float(np.median(tn)), float(np.median(tm))
+        rows.append({
+            "table": "fft", "case": f"n = 2^{k}", "n": n, "p": p,
+            "baseline": "numpy.fft.fft", "baseline_us": mn * 1e6, "mbsp_us": mm * 1e6,
+            "ratio": mn / mm, "spread_baseline": spread(tn), "spread_mbsp": spread(tm),
+            "target": FFT_TARGET, "met": mn / mm >= FFT_TARGET, "rel_error": err,
+        })
+        progress(f"fft 2^{k}: numpy {mn * 1e3:.2f} ms, mbsp {mm * 1e3:.2f} ms, {mn / mm:.2f}x")
+    return rows
+
+
+def find_command() -> Optional[str]:
+    env = os.environ.get("MBSP_BIN")
+    if env:
+        return env
+    on_path = shutil.which("mbsp")
+    if on_path:
+        return on_path
+    here = pathlib.Path(__file__).resolve()
+    for up in here.parents:
+        for profile in ("release", "debug"):
+            cand = up / "target" / profile / "mbsp"
+            if cand.is_file() and os.access(cand, os.X_OK):
+                return str(cand)
+    return None
+
+
+def bench_partition(files: List[pathlib.Path], ps: List[int], seed: int) -> List[Dict[str, Any]]:
+    cmd = find_command()
+    if cmd is None:
+        raise SystemExit("mbsp.bench: the mbsp command is not found (set MBSP_BIN, or --no-partition)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in files:
+            name = f.name.split(".")[0]
+            for p in ps:
+                progress(f"partition {name} p = {p} (package, then command) ...")
+                r = mbsp.partition(str(f), p, seed=seed)
+                out = subprocess.run(
+                    [cmd, "partition", str(f), "-p", str(p), "--seed", str(seed),
+                     "--out", os.path.join(tmp, name), "--json"],
+                    capture_output=True, text=True,
+                )
+                if out.returncode != 0:
+                    raise SystemExit(f"mbsp.bench: {cmd} partition failed: {out.stderr.strip()}")
+                c = json.loads(out.stdout)
+                rows.append({
+                    "table": "partition", "case": name, "p": p, "seed": seed,
+                    "volume": r.volume, "command_volume": c["volume"],
+                    "max_h": r.max_h, "command_max_h": c["max_h"],
+                    "seconds": r.seconds, "command_seconds": c["seconds"],
+                    "met": r.volume == c["volume"] and r.max_h == c["max_h"],
+                })
+    return rows
+
+
+def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
+    keys: List[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".mbsp-bench-")
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def print_tables(rows: List[Dict[str, Any]], machine: str) -> None:
+    print(f"mbsp.bench: {machine}; medians of rounds alternating the two sides, ratio = baseline / mbsp")
+    for table, title in (("spmv", "SpMV y = A x (hp plan)"), ("fft", "FFT (complex128)")):
+        sel = [r for r in rows if r["table"] == table]
+        if not sel:
+            continue
+        print(f"\n{title}")
+        print(f"  {'case':<16}{'p':>3}{'baseline':>16}{'us':>11}{'mbsp us':>11}{'ratio':>8}{'spread':>14}{'target':>8}")
+        for r in sel:
+            sp = f"{r['spread_baseline']:.0%}/{r['spread_mbsp']:.0%}"
+            print(f"  {r['case']:<16}{r['p']:>3}{r['baseline']:>16}{r['baseline_us']:>11.1f}{r['mbsp_us']:>11.1f}"
+                  f"{r['ratio']:>7.2f}x{sp:>14}{'met' if r['met'] else 'MISSED':>8}")
+    sel = [r for r in rows if r["table"] == "partition"]
+    if sel:
+        print("\nPartitioner: mbsp.partition(path) against `mbsp partition --json`, same seed")
+        print(f"  {'case':<16}{'p':>3}{'volume':>9}{'command':>9}{'max_h':>7}{'command':>9}{'s':>7}{'equal':>7}")
+        for r in sel:
+            print(f"  {r['case']:<16}{r['p']:>3}{r['volume']:>9}{r['command_volume']:>9}{r['max_h']:>7}"
+                  f"{r['command_max_h']:>9}{r['seconds']:>7.2f}{'yes' if r['met'] else 'NO':>7}")
+    print()
+    for table, what in (("spmv", f"plan @ x at p = 2 >= {SPMV_TARGET}x scipy on matrices > {SPMV_MIN_NNZ} nnz"),
+                        ("fft", f"fft at p = 2 >= {FFT_TARGET}x numpy.fft for n >= 2^18"),
+                        ("partition", "partition volume equal to `mbsp partition`")):
+        sel = [r for r in rows if r["table"] == table]
+        if sel:
+            met = sum(r["met"] for r in sel)
+            print(f"target [{'met' if met == len(sel) else 'MISSED'}] {what}: {met} of {len(sel)}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mbsp.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help="Matrix Market files (default: the shared matrices)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run of seconds; numbers not meaningful")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    ap.add_argument("--csv", metavar="FILE", help="also write the rows as CSV to FILE")
+    ap.add_argument("--procs", type=int, default=2, help="processes of the SpMV and FFT (default 2)")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds per comparison (default 15)")
+    ap.add_argument("--no-partition", action="store_true", help="skip the partitioner comparison")
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if a.procs < 1 or a.rounds < 1:
+        print("mbsp.bench: --procs and --rounds must be at least 1", file=sys.stderr)
+        return 2
+    if a.csv:
+        d = os.path.dirname(os.path.abspath(a.csv))
+        if not os.access(d, os.W_OK):
+            print(f"mbsp.bench: cannot write {a.csv}: {d} is not writable", file=sys.stderr)
+            return 2
+    if a.files:
+        files = [pathlib.Path(f) for f in a.files]
+    else:
+        files = sorted(p for p in data_dir().iterdir() if p.name.endswith((".mtx", ".mtx.gz")))
+    rounds, budget, logs = a.rounds, 0.02, [18, 20, 22]
+    part_files, ps = files, [2, 4]
+    if a.quick:
+        rounds, budget, logs = 3, 0.002, [12, 18]
+        files = [f for f in files if f.name.startswith(("bcsstk16", "wing"))] or files[:1]
+        part_files, ps = [f for f in files if f.name.startswith("bcsstk16")] or files[:1], [2]
+    else:
+        part_files = [f for f in files if not f.name.startswith("G3_circuit")]
+    machine = repr(mbsp.Machine.detect())
+    rows = bench_spmv(files, a.procs, rounds, budget) + bench_fft(logs, a.procs, rounds, budget * 5)
+    if not a.no_partition:
+        rows += bench_partition(part_files, ps, seed=1)
+    if a.csv:
+        write_csv(a.csv, rows)
+    if a.json:
+        print(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    else:
+        print_tables(rows, machine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
