@@ -45,15 +45,20 @@ def progress(msg: str) -> None:
 
 
 def data_dir() -> pathlib.Path:
-    env = os.environ.get("MBSP_DATA")
+    """The shared matrices: MBSP_DATA_DIR/matrices, else shared/data/matrices in or above the
+    current folder or this file's, else /work/shared/data/matrices."""
+    env = os.environ.get("MBSP_DATA_DIR")
     if env:
         return pathlib.Path(env) / "matrices"
     here = pathlib.Path(__file__).resolve()
     for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, *here.parents]:
-        for cand in (up / "shared" / "data" / "matrices", up.parent / "shared" / "data" / "matrices"):
-            if cand.is_dir():
-                return cand
-    raise SystemExit("mbsp.bench: the shared matrices are not found: set MBSP_DATA")
+        cand = up / "shared" / "data" / "matrices"
+        if cand.is_dir():
+            return cand
+    fallback = pathlib.Path("/work/shared/data/matrices")
+    if fallback.is_dir():
+        return fallback
+    raise SystemExit("mbsp.bench: the shared matrices are not found: set MBSP_DATA_DIR")
 
 
 def interleaved(a: Callable[[], Any], b: Callable[[], Any], reps: int, rounds: int) -> Tuple[List[float], List[float]]:

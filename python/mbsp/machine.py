@@ -4,6 +4,7 @@ plans under each policy, and the BSP parameters (r, g, l) of every level."""
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, field, asdict
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -249,7 +250,10 @@ class Machine:
         object; ``policy`` ``"scattered"``, ``"compact"`` or ``"manual"`` (with ``cpus``: the
         PU OS indices of each top-level process)."""
         names = [str(v) for v in levels]
-        sets = None if cpus is None else [[int(c) for c in s] for s in cpus]
+        try:
+            sets = None if cpus is None else [[operator.index(c) for c in s] for s in cpus]
+        except TypeError as e:
+            raise TypeError(f"placement: cpus must be lists of integers (PU OS indices): {e}") from None
         procs = json.loads(
             _native.placement(
                 names, str(policy), cpus=sets, xml=self._xml, synthetic=self._synthetic

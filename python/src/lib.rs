@@ -4,13 +4,13 @@
 //!
 //! Everything here takes plain arrays (numpy, contiguous, of one dtype, which the Python half
 //! makes sure of), checks every size and index with overflow-free arithmetic before use, and
-//! runs the work with the GIL released. Failures become Python exceptions ([`errors`]):
+//! runs the work with the GIL released. Failures become Python exceptions (module `errors`):
 //! `ValueError` for bad input, `MemoryError` for requests refused before any work because they
 //! cannot fit in memory, `OSError` for files, `mbsp.BspError` for a run that failed.
 //!
 //! Long work (the partitioner, measuring BSP parameters, CG) runs on a thread of its own while
 //! the calling thread waits with the GIL released and looks at Python's signals every 50 ms
-//! ([`wait::interruptible`]): Ctrl-C raises `KeyboardInterrupt` at once.
+//! (`wait::interruptible`): Ctrl-C raises `KeyboardInterrupt` at once.
 
 use pyo3::prelude::*;
 

@@ -1,14 +1,18 @@
 //! Runs kept between multiplies.
 //!
-//! Starting a run costs tens of microseconds per call (a fifth of a multiply of a matrix of
-//! 300 000 nonzeros on two cores), so each Python thread keeps a run of `p` processes alive
-//! between its multiplies with plans of `p` processes, whichever plan. The calling thread is
-//! process 0 of that run ([`Run::begin`]: the other processes are threads that wait in a sync
-//! between calls); each multiply is then
+//! Starting a run, registering a multiply's buffers and allocating them cost tens of
+//! microseconds per call and more for large vectors (fresh pages), a large part of a multiply
+//! of a matrix of a few hundred thousand nonzeros on two cores. So each Python thread keeps a
+//! run of `p` processes alive between its multiplies with plans of `p` processes, and each run
+//! keeps the multiply of the plan it served last ([`Attached`]: registered, allocated). The
+//! calling thread is process 0 of that run ([`Run::begin`]: the other processes are threads
+//! that wait in a sync between calls); each multiply is then
 //!
 //! 1. process 0 writes the command (the plan, where `x` and `y` are) into the run's
 //!    [`Mailbox`] and syncs; the other processes, waiting in that sync, read it;
-//! 2. every process runs [`PlanCore::step`], which ends with a sync after which no process
+//! 2. if the run holds another plan's multiply, every process frees it and attaches this
+//!    plan's (one superstep);
+//! 3. every process runs [`Attached::multiply`], which ends with a sync after which no process
 //!    reads `x` or writes `y`: only then does process 0 return to Python, so the pointers of
 //!    the command stay valid for as long as any process uses them.
 //!
@@ -18,17 +22,24 @@
 //! times slower with a run per plan). A run (its [`Spmd`] holds process 0's context, which
 //! must stay on the thread that began the run) lives in a thread-local list of at most
 //! [`MAX_LIVE`] runs: the least recently used one ends when a new one would exceed the list,
-//! and all of them when the thread ends (their destructor tells the others to stop, syncs and
-//! joins them: no thread is left waiting). A run that failed is ended at once and its first
-//! error returned; the next multiply starts a new one. Between calls a run holds no plan.
+//! and all of them when the thread ends (their destructor frees the plan held, tells the others
+//! to stop, syncs and joins them: no thread is left waiting). A run that failed is ended at
+//! once and its first error returned; the next multiply starts a new one.
+//!
+//! A plan is held by at most one run ([`PlanCore::holder`]; the hp multiply's direct reads
+//! need the plan's guard, which one run claims at a time). A plan dropped on the thread that
+//! holds it is let go at once ([`release`]); dropped elsewhere, at the holding thread's next
+//! multiply or end. A multiply from a thread other than the holder's runs in a run of its own
+//! with the plain multiply (no claim).
 //!
 //! Kept runs are not bound to cores (`Run::bind(false)`): binding would pin the Python thread
-//! to process 0's core for as long as the plan lives, and every thread it starts afterwards
-//! (numpy's BLAS threads, say) would inherit the pin. A plan of one process runs inline.
+//! to process 0's core for as long as the run lives, and every thread it starts afterwards
+//! (numpy's BLAS threads, say) would inherit the pin.
 
-use crate::spmv::{PlanCore, RowsOut};
-use mbsp::{Run, Spmd};
+use crate::spmv::{Attached, PlanCore, RowsOut};
+use mbsp::{Ctx, Run, Spmd};
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// The most runs a thread keeps.
@@ -45,7 +56,9 @@ enum Command {
         y: *mut f64,
         y_len: usize,
     },
-    /// Return: the run ends.
+    /// Free the plan held (then sync).
+    Release,
+    /// Free the plan held and return: the run ends.
     Stop,
 }
 
@@ -70,11 +83,47 @@ impl Mailbox {
     }
 }
 
+/// Sets or clears the holder of `core`.
+fn hold(core: &PlanCore, holder: Option<std::thread::ThreadId>) {
+    *core.holder.lock().unwrap_or_else(|e| e.into_inner()) = holder;
+}
+
+/// Frees the plan held by this process of a run, if any.
+fn let_go(ctx: &mut Ctx, held: &mut Option<Attached>) -> mbsp::Result<()> {
+    match held.take() {
+        Some(a) => {
+            if ctx.pid() == 0 {
+                hold(a.core(), None);
+            }
+            a.free(ctx)
+        }
+        None => Ok(()),
+    }
+}
+
+/// A command's multiply, by one process: attaches `plan` if the run holds another, then
+/// multiplies (see the module docs).
+fn serve(
+    ctx: &mut Ctx,
+    held: &mut Option<Attached>,
+    plan: &Arc<PlanCore>,
+    x: &[f64],
+    out: &RowsOut,
+) -> mbsp::Result<()> {
+    if !held.as_ref().is_some_and(|a| a.is_of(plan)) {
+        let_go(ctx, held)?;
+        *held = Some(PlanCore::attach(plan, ctx, false)?);
+    }
+    held.as_mut().expect("attached above").multiply(ctx, x, out)
+}
+
 /// A run of `p` processes kept on this thread.
 struct Live {
     p: usize,
     used: u64,
     mailbox: Arc<Mailbox>,
+    /// Process 0's multiply of the plan the run holds.
+    held: Option<Attached>,
     spmd: Option<Spmd<'static>>,
 }
 
@@ -83,45 +132,54 @@ impl Live {
     fn start(p: usize, used: u64) -> mbsp::Result<Self> {
         let mailbox = Arc::new(Mailbox(Mutex::new(Command::Stop)));
         let mb = mailbox.clone();
-        let spmd = Run::new(p)
-            .bind(false)
-            .begin(move |ctx| {
-                loop {
-                    ctx.sync()?;
-                    match mb.get() {
-                        Command::Stop => return Ok(()),
-                        Command::Multiply {
-                            plan,
-                            x,
-                            x_len,
-                            y,
-                            y_len,
-                        } => {
-                            // SAFETY: process 0 keeps `x` and `y` borrowed until the step's
-                            // last sync (module docs); `y` rows are written by their owners
-                            // only (`RowsOut`).
-                            let (x, out) = unsafe {
-                                (
-                                    std::slice::from_raw_parts(x, x_len),
-                                    RowsOut::new(std::slice::from_raw_parts_mut(y, y_len)),
-                                )
-                            };
-                            plan.step(ctx, x, &out)?;
-                        }
+        let spmd = Run::new(p).bind(false).begin(move |ctx| {
+            let mut held = None;
+            loop {
+                ctx.sync()?;
+                match mb.get() {
+                    Command::Stop => return let_go(ctx, &mut held),
+                    Command::Release => {
+                        let_go(ctx, &mut held)?;
+                        ctx.sync()?;
+                    }
+                    Command::Multiply {
+                        plan,
+                        x,
+                        x_len,
+                        y,
+                        y_len,
+                    } => {
+                        // SAFETY: process 0 keeps `x` and `y` borrowed until the step's last
+                        // sync (module docs); each process writes its own block of `y`.
+                        let (x, out) = unsafe {
+                            (
+                                std::slice::from_raw_parts(x, x_len),
+                                RowsOut::new(std::slice::from_raw_parts_mut(y, y_len)),
+                            )
+                        };
+                        serve(ctx, &mut held, &plan, x, &out)?;
                     }
                 }
-            })?;
+            }
+        })?;
         Ok(Live {
             p,
             used,
             mailbox,
+            held: None,
             spmd: Some(spmd),
         })
     }
 
+    fn ctx(&mut self) -> &mut Ctx {
+        self.spmd
+            .as_mut()
+            .expect("a kept run has its context")
+            .ctx()
+    }
+
     /// One multiply, as process 0.
     fn multiply(&mut self, core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<()> {
-        let spmd = self.spmd.as_mut().expect("a kept run has its context");
         self.mailbox.set(Command::Multiply {
             plan: core.clone(),
             x: x.as_ptr(),
@@ -130,12 +188,30 @@ impl Live {
             y_len: y.len(),
         });
         let out = RowsOut::new(y);
-        let ctx = spmd.ctx();
-        ctx.sync()?;
-        let r = core.step(ctx, x, &out);
-        // Between calls the run holds no plan (the others dropped their clones after the step).
+        let mut held = self.held.take();
+        let r = (|| {
+            self.ctx().sync()?;
+            serve(self.ctx(), &mut held, core, x, &out)
+        })();
+        if held.as_ref().is_some_and(|a| a.is_of(core)) {
+            hold(core, Some(std::thread::current().id()));
+        }
+        self.held = held;
+        // Between calls the mailbox holds no plan (the others dropped their clones).
         self.mailbox.set(Command::Stop);
         r
+    }
+
+    /// Frees the plan the run holds (one superstep).
+    fn release(&mut self) -> mbsp::Result<()> {
+        if self.held.is_none() {
+            return Ok(());
+        }
+        self.mailbox.set(Command::Release);
+        let mut held = self.held.take();
+        self.ctx().sync()?;
+        let_go(self.ctx(), &mut held)?;
+        self.ctx().sync()
     }
 
     /// Ends the run: the others stop at the next sync; the run's first error, if any.
@@ -144,7 +220,15 @@ impl Live {
             return Ok(());
         };
         self.mailbox.set(Command::Stop);
-        let stopped = spmd.ctx().sync();
+        let mut held = self.held.take();
+        let stopped = spmd
+            .ctx()
+            .sync()
+            .and_then(|()| let_go(spmd.ctx(), &mut held));
+        // A plan whose run failed is not held by it any more.
+        if let Some(a) = held {
+            hold(a.core(), None);
+        }
         let ended = spmd.end();
         ended.and(stopped)
     }
@@ -163,17 +247,39 @@ thread_local! {
 }
 
 /// `y = A x` with the plan `core`: on the run of its process count that this thread keeps,
-/// started if needed.
+/// started if needed (see the module docs).
 pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<()> {
-    let p = core.run_procs();
-    if p == 1 {
+    let me = std::thread::current().id();
+    let holder = *core.holder.lock().unwrap_or_else(|e| e.into_inner());
+    if holder.is_some_and(|h| h != me) {
+        // Another thread's run holds the plan: a run of this call's own, plain multiply.
         let out = RowsOut::new(y);
-        return mbsp::run(1, |ctx| core.step(ctx, x, &out)).map(drop);
+        return mbsp::run(core.run_procs(), |ctx| {
+            let mut a = PlanCore::attach(core, ctx, true)?;
+            a.multiply(ctx, x, &out)?;
+            a.free(ctx)?;
+            ctx.sync()
+        })
+        .map(drop);
     }
+    let p = core.run_procs();
     LIVE.with(|cell| {
         let mut guard = cell.borrow_mut();
         let (runs, clock) = &mut *guard;
         *clock += 1;
+        // Plans dropped on other threads are let go here.
+        let mut k = 0;
+        while k < runs.len() {
+            let gone = runs[k]
+                .held
+                .as_ref()
+                .is_some_and(|a| a.core().dropped.load(Ordering::Relaxed));
+            if gone && runs[k].release().is_err() {
+                runs.swap_remove(k);
+                continue;
+            }
+            k += 1;
+        }
         let k = match runs.iter().position(|r| r.p == p) {
             Some(k) => k,
             None => {
@@ -195,6 +301,24 @@ pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<
         }
         r
     })
+}
+
+/// Lets go of `core` if a run of this thread holds it (its Python object is gone).
+pub fn release(core: &Arc<PlanCore>) {
+    // The thread's runs may be gone already (the thread is ending).
+    let _ = LIVE.try_with(|cell| {
+        let Ok(mut guard) = cell.try_borrow_mut() else {
+            return;
+        };
+        let runs = &mut guard.0;
+        if let Some(k) = runs
+            .iter()
+            .position(|r| r.held.as_ref().is_some_and(|a| a.is_of(core)))
+            && runs[k].release().is_err()
+        {
+            runs.swap_remove(k);
+        }
+    });
 }
 
 /// Runs this thread keeps.

@@ -15,9 +15,9 @@
 
 use crate::errors;
 use crate::sparse::{coo, distribution, slice};
+use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::partition::Options;
-use mbsp::Ctx;
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
@@ -57,7 +57,11 @@ impl RowsOut {
     /// takes its own [`block`]).
     #[allow(clippy::mut_from_ref)] // disjoint ranges of one buffer, by construction
     unsafe fn rows(&self, range: std::ops::Range<usize>) -> &mut [f64] {
-        assert!(range.start <= range.end && range.end <= self.len, "rows {range:?} of {}", self.len);
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "rows {range:?} of {}",
+            self.len
+        );
         // SAFETY: inside `y` (checked), and this range is the caller's alone (contract).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
     }
@@ -159,6 +163,10 @@ pub struct PlanCore {
     plans: Plans,
     kind: Kind,
     parts: Parts,
+    /// The thread whose kept run holds this plan's multiply ([`Attached`]) between calls.
+    pub holder: Mutex<Option<std::thread::ThreadId>>,
+    /// Set when the Python object is gone: a kept run holding the plan lets it go.
+    pub dropped: AtomicBool,
 }
 
 /// Copies the process's owned entries of `x` (global indices `owned`) into `buf`.
@@ -166,6 +174,21 @@ fn gather(buf: &mut [f64], owned: &[u32], x: &[f64]) {
     for (b, &j) in buf.iter_mut().zip(owned) {
         *b = x[j as usize];
     }
+}
+
+/// A process's multiply of one plan, in one run.
+enum Mult<'p> {
+    Plain(Spmv<'p>),
+    Hp(HpSpmv<'p>),
+    Hier(HierSpmv<'p>),
+}
+
+/// A process's multiply of a plan, registered in its run and kept between calls: its buffers
+/// stay registered, allocated and claimed until [`Attached::free`].
+pub struct Attached {
+    /// Borrows from `core` (see [`PlanCore::attach`]); declared first, so dropped first.
+    mult: Mult<'static>,
+    core: Arc<PlanCore>,
 }
 
 impl PlanCore {
@@ -181,37 +204,65 @@ impl PlanCore {
         self.top().p()
     }
 
-    /// One multiply `y = A x` by this process of a run of the plan: registers the multiply's
-    /// buffers, copies its owned entries of `x`, multiplies into its part of [`Parts`], frees
-    /// the buffers, syncs, fills its block of `y` from every process's part. Ends with a sync:
-    /// after it no process reads `x` or writes `y`.
-    pub fn step(&self, ctx: &mut Ctx, x: &[f64], out: &RowsOut) -> mbsp::Result<()> {
+    /// This process's multiply of `core` in its run: registers its buffers (one superstep;
+    /// every process of the run calls it). `plain` makes an hp plan's multiply the plain one
+    /// (which claims nothing: for a run other than the one that holds the plan).
+    pub fn attach(core: &Arc<PlanCore>, ctx: &mut Ctx, plain: bool) -> mbsp::Result<Attached> {
+        // SAFETY: the reference points into the allocation of `core` (and the plans it owns),
+        // which never moves and is not mutated; `Attached` keeps a clone of `core` alive for
+        // as long as `mult`, which holds the reference, lives (its field order drops `mult`
+        // first), and `mult` is not handed out with the 'static lifetime.
+        let plans: &'static Plans = unsafe { &*std::ptr::addr_of!((*Arc::as_ptr(core)).plans) };
+        let mult = match (plans, core.kind) {
+            (Plans::Flat(plan), Kind::Plain) => Mult::Plain(Spmv::new(ctx, plan)?),
+            (Plans::Flat(plan), _) if plain => Mult::Plain(Spmv::new(ctx, plan)?),
+            (Plans::Flat(plan), _) => Mult::Hp(HpSpmv::new(ctx, plan)?),
+            (Plans::Hier(plan), _) => Mult::Hier(HierSpmv::new(ctx, plan)?),
+        };
+        Ok(Attached {
+            mult,
+            core: core.clone(),
+        })
+    }
+}
+
+impl Attached {
+    /// Whether this is the multiply of `core`.
+    pub fn is_of(&self, core: &Arc<PlanCore>) -> bool {
+        Arc::ptr_eq(&self.core, core)
+    }
+
+    /// The plan.
+    pub fn core(&self) -> &Arc<PlanCore> {
+        &self.core
+    }
+
+    /// One multiply `y = A x` by this process: copies its owned entries of `x`, multiplies
+    /// into its part of [`Parts`], syncs, fills its block of `y` from every process's part.
+    /// Ends with a sync: after it no process reads `x` or writes `y`.
+    pub fn multiply(&mut self, ctx: &mut Ctx, x: &[f64], out: &RowsOut) -> mbsp::Result<()> {
         let me = ctx.pid();
-        // SAFETY: this process's part, written before the sync below (the `Parts` protocol).
-        let yl = unsafe { self.parts.mine(me) };
-        match (&self.plans, self.kind) {
-            (Plans::Flat(plan), Kind::Plain) => {
-                let mut s = Spmv::new(ctx, plan)?;
-                let l = s.local();
-                gather(s.x_mut(ctx)?, &l.x_owned, x);
+        let parts = &self.core.parts;
+        // SAFETY: this process's part, written before the sync below (the `Parts` protocol:
+        // one run uses a plan at a time, under the plan's turn lock).
+        let yl = unsafe { parts.mine(me) };
+        match &mut self.mult {
+            Mult::Plain(s) => {
+                let owned = &s.local().x_owned;
+                gather(s.x_mut(ctx)?, owned, x);
                 s.multiply(ctx, yl)?;
-                s.free(ctx)?;
             }
-            (Plans::Flat(plan), _) => {
-                let mut s = HpSpmv::new(ctx, plan)?;
-                let l = s.local();
-                gather(s.x_mut(ctx)?, &l.x_owned, x);
+            Mult::Hp(s) => {
+                let owned = &s.local().x_owned;
+                gather(s.x_mut(ctx)?, owned, x);
                 // Direct gets read the owners' x after the sync that publishes it.
                 ctx.sync()?;
                 s.multiply(ctx, yl)?;
-                s.free(ctx)?;
             }
-            (Plans::Hier(plan), _) => {
-                let mut s = HierSpmv::new(ctx, plan)?;
-                let l = s.local();
-                gather(s.x_mut(ctx)?, &l.x_owned, x);
+            Mult::Hier(s) => {
+                let owned = &s.local().x_owned;
+                gather(s.x_mut(ctx)?, owned, x);
                 s.multiply(ctx, yl)?;
-                s.free(ctx)?;
             }
         }
         ctx.sync()?;
@@ -219,8 +270,21 @@ impl PlanCore {
         let first = rows.start;
         // SAFETY: every process wrote its part before the sync above and none writes until the
         // sync below (the `Parts` protocol); this block of `y` is this process's alone.
-        unsafe { self.parts.fill(out.rows(rows), first) };
+        unsafe { parts.fill(out.rows(rows), first) };
         ctx.sync()
+    }
+
+    /// Deregisters the buffers (effective at the next sync) and gives up the claim on the
+    /// plan; every process of the run calls it.
+    pub fn free(self, ctx: &mut Ctx) -> mbsp::Result<()> {
+        let Attached { mult, core } = self;
+        let r = match mult {
+            Mult::Plain(s) => s.free(ctx),
+            Mult::Hp(s) => s.free(ctx),
+            Mult::Hier(s) => s.free(ctx),
+        };
+        drop(core);
+        r
     }
 }
 
@@ -230,6 +294,15 @@ pub struct NativePlan {
     core: Arc<PlanCore>,
     /// Multiplies of one plan take turns (a plan serves one run at a time).
     busy: Mutex<()>,
+}
+
+impl Drop for NativePlan {
+    /// The run of this thread that holds the plan lets it go now; one of another thread does
+    /// at that thread's next multiply or end ([`crate::live`]).
+    fn drop(&mut self) {
+        self.core.dropped.store(true, Ordering::Relaxed);
+        crate::live::release(&self.core);
+    }
 }
 
 impl NativePlan {
@@ -242,6 +315,8 @@ impl NativePlan {
                 }),
                 plans,
                 kind,
+                holder: Mutex::new(None),
+                dropped: AtomicBool::new(false),
             }),
             busy: Mutex::new(()),
         }

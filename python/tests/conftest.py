@@ -9,7 +9,14 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-DATA = pathlib.Path(os.environ.get("MBSP_DATA", REPO.parent / "shared" / "data"))
+# The shared data: MBSP_DATA_DIR, else ../shared/data next to the repository, else the
+# workplace's copy (as the Rust tests look for it).
+DATA = next(
+    (p for p in (os.environ.get("MBSP_DATA_DIR"), REPO.parent / "shared" / "data", "/work/shared/data")
+     if p and pathlib.Path(p, "matrices").is_dir()),
+    REPO.parent / "shared" / "data",
+)
+DATA = pathlib.Path(DATA)
 MATRICES = DATA / "matrices"
 TOPOLOGIES = DATA / "topologies"
 
@@ -27,14 +34,14 @@ def hang_detector():
 @pytest.fixture(scope="session")
 def matrices() -> pathlib.Path:
     if not MATRICES.is_dir():
-        pytest.fail(f"the shared matrices are not at {MATRICES} (set MBSP_DATA)")
+        pytest.fail(f"the shared matrices are not at {MATRICES} (set MBSP_DATA_DIR)")
     return MATRICES
 
 
 @pytest.fixture(scope="session")
 def topologies() -> pathlib.Path:
     if not TOPOLOGIES.is_dir():
-        pytest.fail(f"the shared topologies are not at {TOPOLOGIES} (set MBSP_DATA)")
+        pytest.fail(f"the shared topologies are not at {TOPOLOGIES} (set MBSP_DATA_DIR)")
     return TOPOLOGIES
 
 

@@ -1,0 +1,110 @@
+"""The runs that multiplies keep between calls: results, threads, plans let go."""
+
+import os
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+import mbsp
+from mbsp import _native
+
+
+def os_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def matrix(n, seed):
+    return sp.random(n, n, density=5.0 / n, random_state=seed, format="csr") + sp.eye(n)
+
+
+def test_alternating_plans_of_one_run_give_their_own_results():
+    A, B = matrix(300, 1), matrix(300, 2)
+    pa, pb = mbsp.SpmvPlan(A, p=2), mbsp.SpmvPlan(B, p=2, kind="plain")
+    x = np.arange(300.0)
+    for _ in range(5):
+        np.testing.assert_allclose(pa @ x, A @ x, rtol=1e-12)
+        np.testing.assert_allclose(pb @ x, B @ x, rtol=1e-12)
+    # One run for both plans of two processes.
+    assert _native.kept_runs() >= 1
+    three = mbsp.SpmvPlan(A, p=3)
+    np.testing.assert_allclose(three @ x, A @ x, rtol=1e-12)
+
+
+def test_a_thread_that_ends_ends_its_runs():
+    A = matrix(200, 3)
+    plan = mbsp.SpmvPlan(A, p=2)
+    x = np.ones(200)
+    before = os_threads()
+    out = {}
+
+    def work():
+        out["y"] = plan @ x
+        out["kept"] = _native.kept_runs()
+        out["during"] = os_threads()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    np.testing.assert_allclose(out["y"], A @ x, rtol=1e-12)
+    assert out["kept"] == 1
+    assert out["during"] >= before + 2  # the thread and its run's other process
+    assert os_threads() == before  # both gone
+    # The plan is free again for this thread's run.
+    np.testing.assert_allclose(plan @ x, A @ x, rtol=1e-12)
+
+
+def test_a_plan_held_by_another_thread_still_multiplies():
+    A = matrix(250, 4)
+    plan = mbsp.SpmvPlan(A, p=2)
+    x = np.arange(250.0)
+    np.testing.assert_allclose(plan @ x, A @ x, rtol=1e-12)  # this thread's run holds it
+    res = []
+    ts = [threading.Thread(target=lambda: res.append(plan @ x)) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(res) == 4
+    for y in res:
+        np.testing.assert_allclose(y, A @ x, rtol=1e-12)
+
+
+def test_plans_dropped_are_let_go_and_threads_stay_bounded():
+    x = np.ones(150)
+    for seed in range(12):
+        A = matrix(150, seed)
+        for p in (2, 3):
+            plan = mbsp.SpmvPlan(A, p=p)
+            np.testing.assert_allclose(plan @ x, A @ x, rtol=1e-12)
+            del plan
+    assert _native.kept_runs() <= 4
+    # Runs of at most 4 process counts, each of at most 3 processes, besides this one.
+    before = os_threads()
+    for p in (1, 4, 5, 6, 7):
+        plan = mbsp.SpmvPlan(matrix(100, p), p=p)
+        plan @ np.ones(100)
+    assert _native.kept_runs() <= 4
+    assert os_threads() <= before + 4 * 6
+
+
+def test_a_failed_run_is_reported_and_the_next_multiply_works():
+    code = """
+import numpy as np, scipy.sparse as sp, mbsp
+A = sp.eye(50, format="csr")
+plan = mbsp.SpmvPlan(A, p=2)
+import os
+os.environ["MBSP_AFFINITY"] = "sideways"  # read when a run starts
+try:
+    plan @ np.ones(50)
+except mbsp.BspError as e:
+    print("failed:", "MBSP_AFFINITY" in str(e))
+del os.environ["MBSP_AFFINITY"]
+print("then:", bool(np.allclose(plan @ np.ones(50), 1.0)))
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["failed:", "True", "then:", "True"], out.stdout
