@@ -128,7 +128,7 @@ fn print_plan(m: &Machine, nodes: &[Node], path: &str, depth: usize) {
 /// has a NUMA level, and its packages, NUMA nodes (memory in bytes) and cores (PU OS indices).
 ///
 /// ```
-/// let m = mbsp_topology::Machine::synthetic("package:2 core:2").unwrap().machine;
+/// let m = mbsp_topology::Machine::synthetic("package:2 core:2 pu:1").unwrap().machine;
 /// let v = mbsp_cli::topo::machine_json(&m);
 /// assert_eq!(v["packages"].as_array().unwrap().len(), 2);
 /// assert_eq!(v["cores"].as_array().unwrap().len(), 4);
@@ -238,7 +238,7 @@ pub struct Options {
 /// ```
 /// use mbsp_cli::topo::{Count, plan_json};
 /// use mbsp_topology::{Machine, Policy};
-/// let m = Machine::synthetic("package:2 core:4").unwrap().machine;
+/// let m = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
 /// let v = plan_json(&m, &[Count::N(2), Count::N(2)], &Policy::Scattered).unwrap();
 /// assert_eq!(v[1]["package"], 1);
 /// assert_eq!(v[1]["children"].as_array().unwrap().len(), 2);
