@@ -88,16 +88,17 @@ fn hold(core: &PlanCore, holder: Option<std::thread::ThreadId>) {
     *core.holder.lock().unwrap_or_else(|e| e.into_inner()) = holder;
 }
 
-/// Frees the plan held by this process of a run, if any.
-fn let_go(ctx: &mut Ctx, held: &mut Option<Attached>) -> mbsp::Result<()> {
+/// Frees the plan held by this process of a run, if any; the plan, whose holder process 0
+/// clears once every process has freed it, after the next sync ([`PlanCore::holder`] must not
+/// say "free" while another process of the run still holds the plan's claim).
+fn let_go(ctx: &mut Ctx, held: &mut Option<Attached>) -> mbsp::Result<Option<Arc<PlanCore>>> {
     match held.take() {
         Some(a) => {
-            if ctx.pid() == 0 {
-                hold(a.core(), None);
-            }
-            a.free(ctx)
+            let core = a.core().clone();
+            a.free(ctx)?;
+            Ok(Some(core))
         }
-        None => Ok(()),
+        None => Ok(None),
     }
 }
 
@@ -111,8 +112,14 @@ fn serve(
     out: &RowsOut,
 ) -> mbsp::Result<()> {
     if !held.as_ref().is_some_and(|a| a.is_of(plan)) {
-        let_go(ctx, held)?;
+        let old = let_go(ctx, held)?;
+        // Ends with a sync: every process has freed the old plan by now.
         *held = Some(PlanCore::attach(plan, ctx, false)?);
+        if let Some(old) = old
+            && ctx.pid() == 0
+        {
+            hold(&old, None);
+        }
     }
     held.as_mut().expect("attached above").multiply(ctx, x, out)
 }
@@ -137,7 +144,7 @@ impl Live {
             loop {
                 ctx.sync()?;
                 match mb.get() {
-                    Command::Stop => return let_go(ctx, &mut held),
+                    Command::Stop => return let_go(ctx, &mut held).map(drop),
                     Command::Release => {
                         let_go(ctx, &mut held)?;
                         ctx.sync()?;
@@ -210,8 +217,12 @@ impl Live {
         self.mailbox.set(Command::Release);
         let mut held = self.held.take();
         self.ctx().sync()?;
-        let_go(self.ctx(), &mut held)?;
-        self.ctx().sync()
+        let old = let_go(self.ctx(), &mut held)?;
+        self.ctx().sync()?;
+        if let Some(old) = old {
+            hold(&old, None);
+        }
+        Ok(())
     }
 
     /// Ends the run: the others stop at the next sync; the run's first error, if any.
@@ -221,15 +232,18 @@ impl Live {
         };
         self.mailbox.set(Command::Stop);
         let mut held = self.held.take();
+        let core = held.as_ref().map(|a| a.core().clone());
         let stopped = spmd
             .ctx()
             .sync()
-            .and_then(|()| let_go(spmd.ctx(), &mut held));
-        // A plan whose run failed is not held by it any more.
-        if let Some(a) = held {
-            hold(a.core(), None);
-        }
+            .and_then(|()| let_go(spmd.ctx(), &mut held).map(drop));
+        // Dropped (if the run failed first), the multiply gives its claim back too.
+        drop(held);
         let ended = spmd.end();
+        // Every process has ended (and freed or dropped its multiply): the plan is free.
+        if let Some(core) = core {
+            hold(&core, None);
+        }
         ended.and(stopped)
     }
 }
