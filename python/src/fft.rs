@@ -1,5 +1,7 @@
-//! The BSP FFT on numpy arrays: `mbsp_algorithms::fft::{fft, ifft}` (plans cached by shape),
-//! run with the GIL released, in place on the output array.
+//! The BSP FFT on numpy arrays, in place on the output array, with the GIL released: over
+//! `p > 1` processes on the run this thread keeps (`crate::live`: the plan of the last length
+//! stays planned and registered, its buffers allocated), sequentially (rustfft, plans cached by
+//! length) for `p = 1`.
 
 use crate::errors;
 use mbsp_algorithms::fft::{self, Complex};
@@ -58,12 +60,10 @@ fn fft_into(
         data.copy_from_slice(xs);
     }
     check(op, data.len(), p)?;
-    py.detach(|| {
-        if inverse {
-            fft::ifft(data, p)
-        } else {
-            fft::fft(data, p)
-        }
+    py.detach(|| match (p, inverse) {
+        (1, false) => fft::fft(data, 1),
+        (1, true) => fft::ifft(data, 1),
+        _ => crate::live::fft(data, p, inverse),
     })
     .map_err(errors::run)
 }

@@ -1,12 +1,14 @@
-//! Runs kept between multiplies.
+//! Runs kept between multiplies and transforms.
 //!
 //! Starting a run, registering a multiply's buffers and allocating them cost tens of
 //! microseconds per call and more for large vectors (fresh pages), a large part of a multiply
-//! of a matrix of a few hundred thousand nonzeros on two cores. So each Python thread keeps a
-//! run of `p` processes alive between its multiplies with plans of `p` processes, and each run
-//! keeps the multiply of the plan it served last ([`Attached`]: registered, allocated). The
-//! calling thread is process 0 of that run ([`Run::begin`]: the other processes are threads
-//! that wait in a sync between calls); each multiply is then
+//! of a matrix of a few hundred thousand nonzeros on two cores (and three quarters of the time
+//! of an FFT of 2^18 points called through a run of its own, `perf`: waking threads, page
+//! faults, copies). So each Python thread keeps a run of `p` processes alive between its calls
+//! with `p` processes, and each run keeps what it served last ([`Held`]: an SpMV plan's
+//! multiply, [`Attached`], or an FFT of one length; registered, allocated). The calling thread
+//! is process 0 of that run ([`Run::begin`]: the other processes are threads that wait in a
+//! sync between calls); each multiply is then
 //!
 //! 1. process 0 writes the command (the plan, where `x` and `y` are) into the run's
 //!    [`Mailbox`] and syncs; the other processes, waiting in that sync, read it;
@@ -15,6 +17,10 @@
 //! 3. every process runs [`Attached::multiply`], which ends with a sync after which no process
 //!    reads `x` or writes `y`: only then does process 0 return to Python, so the pointers of
 //!    the command stay valid for as long as any process uses them.
+//!
+//! A transform is the same with [`serve_fft`]: each process reads its cyclic part of the
+//! caller's array, transforms it with the BSP FFT, syncs, fills its block of the array from
+//! every process's part ([`FftParts`]), syncs.
 //!
 //! One run per thread and process count, not per plan: the waiting processes of a run spin for
 //! a while before they sleep, and a second run's spinning processes would take the cores from
@@ -38,7 +44,8 @@
 
 use crate::spmv::{Attached, PlanCore, RowsOut};
 use mbsp::{Ctx, Run, Spmd};
-use std::cell::RefCell;
+use mbsp_algorithms::fft::{BspFft, Complex, Direction};
+use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -55,6 +62,14 @@ enum Command {
         x_len: usize,
         y: *mut f64,
         y_len: usize,
+    },
+    /// Transform `data` (`n` entries, the caller's array) in place with the BSP FFT, forward
+    /// or `inverse`.
+    Fft {
+        parts: Arc<FftParts>,
+        data: *mut Complex<f64>,
+        n: usize,
+        inverse: bool,
     },
     /// Free the plan held (then sync).
     Release,
@@ -88,40 +103,174 @@ fn hold(core: &PlanCore, holder: Option<std::thread::ThreadId>) {
     *core.holder.lock().unwrap_or_else(|e| e.into_inner()) = holder;
 }
 
-/// Frees the plan held by this process of a run, if any; the plan, whose holder process 0
+/// What a process of a kept run holds between calls: the multiply of one SpMV plan, or the
+/// transform of one length.
+pub enum Held {
+    /// An SpMV plan's multiply.
+    Spmv(Attached),
+    /// A BSP FFT of `n` points, and the processes' parts of the vector.
+    Fft {
+        n: usize,
+        fft: BspFft<f64>,
+        parts: Arc<FftParts>,
+    },
+}
+
+/// The processes' parts of a vector being transformed, shared by the processes of a kept run.
+///
+/// Protocol (one run uses it, one command at a time): each process reads its cyclic entries of
+/// the caller's array into its own part and transforms it (the BSP FFT's own supersteps), then
+/// syncs; then each process fills one contiguous block of the caller's array from every
+/// process's part, then syncs. So a part is written by its process alone while nobody reads it,
+/// and read by all while nobody writes it. (Writing back the cyclic entries each process owns
+/// had the two processes write every cache line of the array, a third of the time of a
+/// transform of 2^18 points: `perf`.)
+pub struct FftParts {
+    parts: Vec<UnsafeCell<Vec<Complex<f64>>>>,
+}
+
+// SAFETY: the parts are written and read only as the protocol of the type's docs allows.
+unsafe impl Sync for FftParts {}
+// SAFETY: as above; the parts own plain numbers.
+unsafe impl Send for FftParts {}
+
+impl FftParts {
+    fn new(n: usize, p: usize) -> Self {
+        FftParts {
+            parts: (0..p)
+                .map(|_| UnsafeCell::new(vec![Complex::new(0.0, 0.0); n / p]))
+                .collect(),
+        }
+    }
+}
+
+impl Held {
+    fn is_plan(&self, core: &Arc<PlanCore>) -> bool {
+        matches!(self, Held::Spmv(a) if a.is_of(core))
+    }
+
+    fn plan(&self) -> Option<&Arc<PlanCore>> {
+        match self {
+            Held::Spmv(a) => Some(a.core()),
+            Held::Fft { .. } => None,
+        }
+    }
+}
+
+/// Frees what this process of a run holds, if anything; the SpMV plan, whose holder process 0
 /// clears once every process has freed it, after the next sync ([`PlanCore::holder`] must not
 /// say "free" while another process of the run still holds the plan's claim).
-fn let_go(ctx: &mut Ctx, held: &mut Option<Attached>) -> mbsp::Result<Option<Arc<PlanCore>>> {
+fn let_go(ctx: &mut Ctx, held: &mut Option<Held>) -> mbsp::Result<Option<Arc<PlanCore>>> {
     match held.take() {
-        Some(a) => {
+        Some(Held::Spmv(a)) => {
             let core = a.core().clone();
             a.free(ctx)?;
             Ok(Some(core))
         }
+        Some(Held::Fft { fft, .. }) => fft.free(ctx).map(|()| None),
         None => Ok(None),
     }
 }
 
-/// A command's multiply, by one process: attaches `plan` if the run holds another, then
+/// Replaces what the run holds by `make`'s (collective: `make` ends with a sync, after which
+/// every process has freed the old one, so process 0 may say its plan is free).
+fn switch(
+    ctx: &mut Ctx,
+    held: &mut Option<Held>,
+    make: impl FnOnce(&mut Ctx) -> mbsp::Result<Held>,
+) -> mbsp::Result<()> {
+    let old = let_go(ctx, held)?;
+    *held = Some(make(ctx)?);
+    if let Some(old) = old
+        && ctx.pid() == 0
+    {
+        hold(&old, None);
+    }
+    Ok(())
+}
+
+/// A command's multiply, by one process: attaches `plan` if the run holds something else, then
 /// multiplies (see the module docs).
 fn serve(
     ctx: &mut Ctx,
-    held: &mut Option<Attached>,
+    held: &mut Option<Held>,
     plan: &Arc<PlanCore>,
     x: &[f64],
     out: &RowsOut,
 ) -> mbsp::Result<()> {
-    if !held.as_ref().is_some_and(|a| a.is_of(plan)) {
-        let old = let_go(ctx, held)?;
-        // Ends with a sync: every process has freed the old plan by now.
-        *held = Some(PlanCore::attach(plan, ctx, false)?);
-        if let Some(old) = old
-            && ctx.pid() == 0
-        {
-            hold(&old, None);
-        }
+    if !held.as_ref().is_some_and(|h| h.is_plan(plan)) {
+        switch(ctx, held, |ctx| {
+            PlanCore::attach(plan, ctx, false).map(Held::Spmv)
+        })?;
     }
-    held.as_mut().expect("attached above").multiply(ctx, x, out)
+    match held {
+        Some(Held::Spmv(a)) => a.multiply(ctx, x, out),
+        _ => unreachable!("attached above"),
+    }
+}
+
+/// A command's transform, by one process: plans the BSP FFT of `n` points if the run holds
+/// something else (one superstep), reads its cyclic part of `data` (entries `s, s + p, ...`),
+/// transforms it, syncs, fills its block of `data` from every process's part ([`FftParts`]),
+/// syncs. Process 0 returns only after the last sync.
+///
+/// # Safety
+/// `data` points to `n` entries that the caller (process 0) keeps borrowed until this
+/// command's last sync, and nobody else touches them meanwhile; every process of the run
+/// passes the same `parts`, of `n / p` entries per process.
+unsafe fn serve_fft(
+    ctx: &mut Ctx,
+    held: &mut Option<Held>,
+    parts: &Arc<FftParts>,
+    data: *mut Complex<f64>,
+    n: usize,
+    inverse: bool,
+) -> mbsp::Result<()> {
+    if !matches!(held, Some(Held::Fft { parts: q, .. }) if Arc::ptr_eq(q, parts)) {
+        switch(ctx, held, |ctx| {
+            let fft = BspFft::new(ctx, n)?;
+            Ok(Held::Fft {
+                n,
+                fft,
+                parts: parts.clone(),
+            })
+        })?;
+    }
+    let Some(Held::Fft { fft, .. }) = held else {
+        unreachable!("planned above")
+    };
+    let (s, p) = (ctx.pid(), ctx.nprocs());
+    // SAFETY: this process's part, written only by it before the sync below (the protocol).
+    let local = unsafe { &mut *parts.parts[s].get() };
+    assert!(
+        local.len() * p == n && s < p,
+        "a cyclic part of {n} over {p}"
+    );
+    for (i, v) in local.iter_mut().enumerate() {
+        // SAFETY: `s + i p < n` (asserted); entries are only read until the sync below.
+        *v = unsafe { *data.add(s + i * p) };
+    }
+    let dir = if inverse {
+        Direction::Inverse
+    } else {
+        Direction::Forward
+    };
+    fft.transform(ctx, local, dir)?;
+    ctx.sync()?;
+    let m = n / p;
+    let (lo, hi) = (s * m, (s + 1) * m);
+    // SAFETY: the parts are only read now, until the sync below (the protocol).
+    let all: Vec<&[Complex<f64>]> = parts
+        .parts
+        .iter()
+        .map(|c| unsafe { (*c.get()).as_slice() })
+        .collect();
+    for j in lo..hi {
+        // SAFETY: entry `j < n` of `data` is in this process's block, which no other process
+        // writes.
+        unsafe { *data.add(j) = all[j % p][j / p] };
+    }
+    ctx.sync()
 }
 
 /// A run of `p` processes kept on this thread.
@@ -129,8 +278,8 @@ struct Live {
     p: usize,
     used: u64,
     mailbox: Arc<Mailbox>,
-    /// Process 0's multiply of the plan the run holds.
-    held: Option<Attached>,
+    /// What process 0 holds (an SpMV plan's multiply, an FFT).
+    held: Option<Held>,
     spmd: Option<Spmd<'static>>,
 }
 
@@ -145,6 +294,16 @@ impl Live {
                 ctx.sync()?;
                 match mb.get() {
                     Command::Stop => return let_go(ctx, &mut held).map(drop),
+                    Command::Fft {
+                        parts,
+                        data,
+                        n,
+                        inverse,
+                    } => {
+                        // SAFETY: process 0 keeps the array borrowed until the last sync of
+                        // the command (module docs) and sends every process the same parts.
+                        unsafe { serve_fft(ctx, &mut held, &parts, data, n, inverse)? };
+                    }
                     Command::Release => {
                         let_go(ctx, &mut held)?;
                         ctx.sync()?;
@@ -200,11 +359,36 @@ impl Live {
             self.ctx().sync()?;
             serve(self.ctx(), &mut held, core, x, &out)
         })();
-        if held.as_ref().is_some_and(|a| a.is_of(core)) {
+        if held.as_ref().is_some_and(|h| h.is_plan(core)) {
             hold(core, Some(std::thread::current().id()));
         }
         self.held = held;
         // Between calls the mailbox holds no plan (the others dropped their clones).
+        self.mailbox.set(Command::Stop);
+        r
+    }
+
+    /// One transform, as process 0.
+    fn fft(&mut self, data: &mut [Complex<f64>], inverse: bool) -> mbsp::Result<()> {
+        let (ptr, n) = (data.as_mut_ptr(), data.len());
+        let parts = match &self.held {
+            Some(Held::Fft { n: m, parts, .. }) if *m == n => parts.clone(),
+            _ => Arc::new(FftParts::new(n, self.p)),
+        };
+        self.mailbox.set(Command::Fft {
+            parts: parts.clone(),
+            data: ptr,
+            n,
+            inverse,
+        });
+        let mut held = self.held.take();
+        let r = (|| {
+            self.ctx().sync()?;
+            // SAFETY: `data` stays borrowed until this returns, after the command's last sync;
+            // every process gets `parts` through the mailbox.
+            unsafe { serve_fft(self.ctx(), &mut held, &parts, ptr, n, inverse) }
+        })();
+        self.held = held;
         self.mailbox.set(Command::Stop);
         r
     }
@@ -232,7 +416,7 @@ impl Live {
         };
         self.mailbox.set(Command::Stop);
         let mut held = self.held.take();
-        let core = held.as_ref().map(|a| a.core().clone());
+        let core = held.as_ref().and_then(|h| h.plan().cloned());
         let stopped = spmd
             .ctx()
             .sync()
@@ -276,7 +460,19 @@ pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<
         })
         .map(drop);
     }
-    let p = core.run_procs();
+    with_run(core.run_procs(), |live| live.multiply(core, x, y))
+}
+
+/// `data = fft(data)` (or the inverse, scaled by `1/n`) over `p` processes: on the run of `p`
+/// processes that this thread keeps, started if needed, which keeps the plan of the last length
+/// it transformed.
+pub fn fft(data: &mut [Complex<f64>], p: usize, inverse: bool) -> mbsp::Result<()> {
+    with_run(p, |live| live.fft(data, inverse))
+}
+
+/// Runs `f` on this thread's kept run of `p` processes (started if needed; see the module
+/// docs), after letting go of the plans dropped elsewhere; a run `f` fails on is ended.
+fn with_run(p: usize, f: impl FnOnce(&mut Live) -> mbsp::Result<()>) -> mbsp::Result<()> {
     LIVE.with(|cell| {
         let mut guard = cell.borrow_mut();
         let (runs, clock) = &mut *guard;
@@ -287,7 +483,8 @@ pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<
             let gone = runs[k]
                 .held
                 .as_ref()
-                .is_some_and(|a| a.core().dropped.load(Ordering::Relaxed));
+                .and_then(Held::plan)
+                .is_some_and(|c| c.dropped.load(Ordering::Relaxed));
             if gone && runs[k].release().is_err() {
                 runs.swap_remove(k);
                 continue;
@@ -306,7 +503,7 @@ pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<
             }
         };
         runs[k].used = *clock;
-        let r = runs[k].multiply(core, x, y);
+        let r = f(&mut runs[k]);
         if r.is_err() {
             // The run failed: end it, and report its first error (that of the process
             // that failed, rather than what process 0 met because of it).
@@ -327,7 +524,7 @@ pub fn release(core: &Arc<PlanCore>) {
         let runs = &mut guard.0;
         if let Some(k) = runs
             .iter()
-            .position(|r| r.held.as_ref().is_some_and(|a| a.is_of(core)))
+            .position(|r| r.held.as_ref().is_some_and(|h| h.is_plan(core)))
             && runs[k].release().is_err()
         {
             runs.swap_remove(k);

@@ -131,3 +131,36 @@ print("then:", bool(np.allclose(plan @ np.ones(50), 1.0)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["failed:", "True", "then:", "True"], out.stdout
+
+
+def test_transforms_and_multiplies_share_a_run():
+    A = matrix(256, 5)
+    plan = mbsp.SpmvPlan(A, p=2)
+    x = np.arange(256.0)
+    g = np.random.default_rng(2)
+    for n in [256, 1024, 256, 4096, 4096]:
+        z = g.standard_normal(n) + 1j * g.standard_normal(n)
+        np.testing.assert_allclose(mbsp.fft(z, p=2), np.fft.fft(z), atol=1e-9 * n)
+        np.testing.assert_allclose(plan @ x, A @ x, rtol=1e-12)
+        np.testing.assert_allclose(mbsp.ifft(z, p=4), np.fft.ifft(z), atol=1e-12)
+        inplace = z.copy()
+        mbsp.fft(inplace, p=2, out=inplace)
+        np.testing.assert_allclose(inplace, np.fft.fft(z), atol=1e-9 * n)
+
+
+def test_transforms_from_several_threads_at_once():
+    g = np.random.default_rng(3)
+    data = [g.standard_normal(1 << k) + 0j for k in (8, 10, 12, 10)]
+    got = [None] * len(data)
+
+    def work(i):
+        for _ in range(5):
+            got[i] = mbsp.fft(data[i], p=2)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(len(data))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for z, y in zip(data, got):
+        np.testing.assert_allclose(y, np.fft.fft(z), atol=1e-9 * len(z))
