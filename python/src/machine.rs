@@ -61,8 +61,43 @@ fn placement(
         .map(|l| l.parse::<Count>().map_err(errors::cli))
         .collect::<PyResult<Vec<_>>>()?;
     let loaded = load(xml, synthetic)?;
+    check_size(&loaded.machine, &counts)?;
     let v = plan_json(&loaded.machine, &counts, &policy).map_err(errors::cli)?;
     Ok(v.to_string())
+}
+
+/// The most processes a plan may have: what a run may have here (`mbsp::max_procs`), else
+/// 2^20. A plan is a list of every process with its place: a larger one would only exhaust
+/// memory.
+fn max_plan() -> usize {
+    mbsp::max_procs().map_or(1 << 20, |(max, _)| max)
+}
+
+/// Refuses a plan of more processes than [`max_plan`] (a level of one process per object
+/// counts the machine's objects of that level, at most).
+fn check_size(m: &Machine, counts: &[Count]) -> PyResult<()> {
+    let max = max_plan();
+    let mut total: usize = 1;
+    for c in counts {
+        let n = match c {
+            Count::N(n) => *n,
+            Count::Per(_) => m.pus().len().max(1),
+        };
+        total = total.checked_mul(n).filter(|&t| t <= max).ok_or_else(|| {
+            errors::value(format!(
+                "placement: a plan of {} processes is more than a run can have here ({max})",
+                counts
+                    .iter()
+                    .map(|c| match c {
+                        Count::N(n) => n.to_string(),
+                        Count::Per(l) => format!("one per {l}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" x ")
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// The parameters in force (`MBSP_PARAMS`, this machine's saved ones, or the defaults) as JSON,
