@@ -73,31 +73,33 @@ fn max_plan() -> usize {
     mbsp::max_procs().map_or(1 << 20, |(max, _)| max)
 }
 
-/// Refuses a plan of more processes than [`max_plan`] (a level of one process per object
-/// counts the machine's objects of that level, at most).
+/// Refuses a plan of more processes than [`max_plan`]. Its size is at most the product of its
+/// counts, times the machine's PUs when it has levels of one process per object (those only
+/// divide what the level above owns, so all of them together give at most one process per PU
+/// under each process of the counted levels).
 fn check_size(m: &Machine, counts: &[Count]) -> PyResult<()> {
     let max = max_plan();
-    let mut total: usize = 1;
+    let per = counts.iter().any(|c| matches!(c, Count::Per(_)));
+    let mut total: Option<usize> = Some(if per { m.pus().len().max(1) } else { 1 });
     for c in counts {
-        let n = match c {
-            Count::N(n) => *n,
-            Count::Per(_) => m.pus().len().max(1),
-        };
-        total = total.checked_mul(n).filter(|&t| t <= max).ok_or_else(|| {
-            errors::value(format!(
-                "placement: a plan of {} processes is more than a run can have here ({max})",
-                counts
-                    .iter()
-                    .map(|c| match c {
-                        Count::N(n) => n.to_string(),
-                        Count::Per(l) => format!("one per {l}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" x ")
-            ))
-        })?;
+        if let Count::N(n) = c {
+            total = total.and_then(|t| t.checked_mul(*n));
+        }
     }
-    Ok(())
+    if total.is_some_and(|t| t <= max) {
+        return Ok(());
+    }
+    let shape: Vec<String> = counts
+        .iter()
+        .map(|c| match c {
+            Count::N(n) => n.to_string(),
+            Count::Per(l) => format!("one per {l}"),
+        })
+        .collect();
+    Err(errors::value(format!(
+        "placement: the plan {} can have more processes than a run can have here ({max})",
+        shape.join(" x ")
+    )))
 }
 
 /// The parameters in force (`MBSP_PARAMS`, this machine's saved ones, or the defaults) as JSON,

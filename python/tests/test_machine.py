@@ -68,7 +68,7 @@ def test_manual_placement_and_its_errors():
     with pytest.raises(ValueError):
         m.placement([])
     # A plan lists every process: one larger than a run can have is refused at once.
-    with pytest.raises(ValueError, match="more than a run can have"):
+    with pytest.raises(ValueError, match="more processes than a run can have"):
         m.placement([10**7])
     with pytest.raises(ValueError, match="1000 x 1000"):
         m.placement([1000, 1000])
