@@ -746,8 +746,14 @@ pub fn measure_json(o: &Options) -> Result<serde_json::Value> {
     let chosen = chosen_levels(o)?;
     fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
     let fresh = fresh_per_word();
+    Ok(to_json(&measure_all(&chosen, o)?, fresh))
+}
+
+/// Measures each of the `chosen` levels under the scattered and the compact policy, with
+/// progress on stderr.
+fn measure_all(chosen: &[(Where, usize)], o: &Options) -> Result<Vec<LevelParams>> {
     let mut levels = Vec::new();
-    for &(level, p) in &chosen {
+    for &(level, p) in chosen {
         for (policy, name) in [
             (Policy::Scattered, "scattered"),
             (Policy::Compact, "compact"),
@@ -756,10 +762,12 @@ pub fn measure_json(o: &Options) -> Result<serde_json::Value> {
                 "mbsp params: measuring the {} level, p = {p}, {name} ...",
                 level.name()
             );
+            let t = Instant::now();
             levels.push(measure_level(level, &policy, name, o)?);
+            eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
         }
     }
-    Ok(to_json(&levels, fresh))
+    Ok(levels)
 }
 
 /// Run `mbsp params`: measure, print, write the files.
@@ -775,21 +783,7 @@ pub fn run(o: &Options) -> Result<()> {
         o.max_h, o.h_steps, o.samples
     );
     let fresh = fresh_per_word();
-    let mut levels = Vec::new();
-    for &(level, p) in &chosen {
-        for (policy, name) in [
-            (Policy::Scattered, "scattered"),
-            (Policy::Compact, "compact"),
-        ] {
-            eprintln!(
-                "mbsp params: measuring the {} level, p = {p}, {name} ...",
-                level.name()
-            );
-            let t = Instant::now();
-            levels.push(measure_level(level, &policy, name, o)?);
-            eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
-        }
-    }
+    let levels = measure_all(&chosen, o)?;
     print!("{}", table(&levels));
     println!(
         "\nl = empty superstep; g = seconds per 8-byte word of a full h-relation (slope of a \

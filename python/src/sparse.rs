@@ -78,6 +78,44 @@ pub fn coo(
     })
 }
 
+/// The matrix of numpy arrays (contiguous, every index checked; `op` names the operation).
+pub fn coo_of(
+    op: &str,
+    rows: usize,
+    cols: usize,
+    row: &PyReadonlyArray1<'_, i64>,
+    col: &PyReadonlyArray1<'_, i64>,
+    vals: &PyReadonlyArray1<'_, f64>,
+) -> PyResult<CooMatrix> {
+    coo(
+        op,
+        rows,
+        cols,
+        slice(row, op, "row")?,
+        slice(col, op, "col")?,
+        slice(vals, op, "data")?,
+    )
+}
+
+/// The distribution of numpy arrays, checked against `a` (see [`distribution`]).
+pub fn distribution_of(
+    op: &str,
+    a: &CooMatrix,
+    p: usize,
+    parts: &PyReadonlyArray1<'_, u32>,
+    x_owner: &PyReadonlyArray1<'_, u32>,
+    y_owner: &PyReadonlyArray1<'_, u32>,
+) -> PyResult<Distribution> {
+    distribution(
+        op,
+        a,
+        p,
+        slice(parts, op, "parts")?,
+        slice(x_owner, op, "x_owner")?,
+        slice(y_owner, op, "y_owner")?,
+    )
+}
+
 /// The arrays of `a` for Python.
 pub fn arrays<'py>(py: Python<'py>, a: CooMatrix) -> CooArrays<'py> {
     let widen = |v: Vec<u32>| v.into_iter().map(i64::from).collect::<Vec<i64>>();
@@ -113,14 +151,7 @@ fn write_mtx(
     vals: PyReadonlyArray1<'_, f64>,
 ) -> PyResult<()> {
     const OP: &str = "write_mtx";
-    let a = coo(
-        OP,
-        rows,
-        cols,
-        slice(&row, OP, "row")?,
-        slice(&col, OP, "col")?,
-        slice(&vals, OP, "data")?,
-    )?;
+    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
     mtx::write_path(&a, path).map_err(|e| errors::io(path, e))
 }
 
@@ -197,14 +228,7 @@ fn partition_coo<'py>(
 ) -> PyResult<PartitionTuple<'py>> {
     const OP: &str = "partition";
     let o = options(OP, eps, seed, threads)?;
-    let a = coo(
-        OP,
-        rows,
-        cols,
-        slice(&row, OP, "row")?,
-        slice(&col, OP, "col")?,
-        slice(&vals, OP, "data")?,
-    )?;
+    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
     let r = run_partition(py, std::sync::Arc::new(a), p, o, square)?;
     Ok(partition_tuple(py, r))
 }
@@ -290,22 +314,8 @@ fn measure_partition(
     y_owner: PyReadonlyArray1<'_, u32>,
 ) -> PyResult<(u64, f64, u64)> {
     const OP: &str = "Partition";
-    let a = coo(
-        OP,
-        rows,
-        cols,
-        slice(&row, OP, "row")?,
-        slice(&col, OP, "col")?,
-        slice(&vals, OP, "data")?,
-    )?;
-    let d = distribution(
-        OP,
-        &a,
-        p,
-        slice(&parts, OP, "parts")?,
-        slice(&x_owner, OP, "x_owner")?,
-        slice(&y_owner, OP, "y_owner")?,
-    )?;
+    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+    let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
     let t = metrics::traffic(&a, &d);
     Ok((t.volume(), metrics::imbalance(&d.nz_part, p), t.max_h()))
 }
@@ -326,22 +336,8 @@ fn write_mondriaan(
     y_owner: PyReadonlyArray1<'_, u32>,
 ) -> PyResult<(String, String, String)> {
     const OP: &str = "write_mondriaan";
-    let a = coo(
-        OP,
-        rows,
-        cols,
-        slice(&row, OP, "row")?,
-        slice(&col, OP, "col")?,
-        slice(&vals, OP, "data")?,
-    )?;
-    let d = distribution(
-        OP,
-        &a,
-        p,
-        slice(&parts, OP, "parts")?,
-        slice(&x_owner, OP, "x_owner")?,
-        slice(&y_owner, OP, "y_owner")?,
-    )?;
+    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+    let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
     let f = mondriaan::write(&a, &d, prefix).map_err(|e| errors::io(prefix, e))?;
     let s = |p: std::path::PathBuf| p.display().to_string();
     Ok((s(f.matrix), s(f.u), s(f.v)))

@@ -14,7 +14,7 @@
 //! writes per process.
 
 use crate::errors;
-use crate::sparse::{coo, distribution, slice};
+use crate::sparse::{coo_of, distribution_of, slice};
 use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::partition::Options;
@@ -434,22 +434,8 @@ impl NativePlan {
                 )));
             }
         };
-        let a = coo(
-            OP,
-            rows,
-            cols,
-            slice(&row, OP, "row")?,
-            slice(&col, OP, "col")?,
-            slice(&vals, OP, "data")?,
-        )?;
-        let d = distribution(
-            OP,
-            &a,
-            p,
-            slice(&parts, OP, "parts")?,
-            slice(&x_owner, OP, "x_owner")?,
-            slice(&y_owner, OP, "y_owner")?,
-        )?;
+        let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+        let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
         errors::preflight(mbsp_cli::spmv_cmd::fits(&a, p))?;
         check_procs(OP, p)?;
         let plan = py
@@ -477,14 +463,7 @@ impl NativePlan {
         inner_2d: bool,
     ) -> PyResult<Self> {
         const OP: &str = "SpmvPlan";
-        let a = coo(
-            OP,
-            rows,
-            cols,
-            slice(&row, OP, "row")?,
-            slice(&col, OP, "col")?,
-            slice(&vals, OP, "data")?,
-        )?;
+        let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
         if packages == 0 || cores == 0 {
             return Err(errors::value(format!(
                 "{OP}: levels ({packages}, {cores}) need at least one process each"
