@@ -46,6 +46,7 @@ use crate::spmv::{Attached, PlanCore, RowsOut};
 use mbsp::{Ctx, Run, Spmd};
 use mbsp_algorithms::fft::{BspFft, Complex, Direction};
 use std::cell::{RefCell, UnsafeCell};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -503,7 +504,19 @@ fn with_run(p: usize, f: impl FnOnce(&mut Live) -> mbsp::Result<()>) -> mbsp::Re
             }
         };
         runs[k].used = *clock;
-        let r = f(&mut runs[k]);
+        // A panic of process 0 (a broken invariant) must not leave this frame while the others
+        // may still read `x` or write `y`: the run is ended (every process stopped and joined)
+        // first, then the panic goes on.
+        let r = match catch_unwind(AssertUnwindSafe(|| f(&mut runs[k]))) {
+            Ok(r) => r,
+            Err(panic) => {
+                let mut dead = runs.swap_remove(k);
+                // Dropped without its end, a run is aborted and its threads joined.
+                drop(dead.spmd.take());
+                drop(dead);
+                resume_unwind(panic);
+            }
+        };
         if r.is_err() {
             // The run failed: end it, and report its first error (that of the process
             // that failed, rather than what process 0 met because of it).
