@@ -180,7 +180,7 @@ fn partition_tuple(py: Python<'_>, r: Partitioned) -> PartitionTuple<'_> {
 }
 
 /// The partitioner's options, checked.
-fn options(op: &str, eps: f64, seed: u64, threads: usize) -> PyResult<Options> {
+pub fn options(op: &str, eps: f64, seed: u64, threads: usize) -> PyResult<Options> {
     if !(eps.is_finite() && eps >= 0.0) {
         return Err(errors::value(format!(
             "{op}: eps = {eps} must be a finite number >= 0"

@@ -14,10 +14,9 @@
 //! writes per process.
 
 use crate::errors;
-use crate::sparse::{coo_of, distribution_of, slice};
+use crate::sparse::{coo_of, distribution_of, options, slice};
 use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
-use mbsp_algorithms::sparse::partition::Options;
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
@@ -473,17 +472,8 @@ impl NativePlan {
             errors::value(format!("{OP}: {packages} x {cores} processes is too many"))
         })?;
         check_procs(OP, total)?;
-        if !(eps.is_finite() && eps >= 0.0) {
-            return Err(errors::value(format!(
-                "{OP}: eps = {eps} must be a finite number >= 0"
-            )));
-        }
+        let o = options(OP, eps, seed, 0)?;
         errors::preflight(mbsp_cli::spmv_cmd::fits(&a, total))?;
-        let o = Options {
-            eps,
-            seed,
-            threads: 0,
-        };
         let plan = crate::wait::interruptible(py, "SpmvPlan", None, move || {
             if inner_2d {
                 HierPlan::partition_2d(&a, packages, cores, &o)
