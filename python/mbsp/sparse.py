@@ -222,12 +222,15 @@ class SpmvPlan:
     ``A``: a scipy.sparse matrix (or a Matrix Market path). Give ``p`` (processes: the
     matrix is partitioned with ``eps`` and ``seed``; for a square matrix with x and y owners
     equal, so that ``cg`` can run on the plan) or a ``partition`` of ``A``'s nonzeros.
-    ``kind``: ``"hp"`` (default: direct gets of x, one superstep per multiply), ``"plain"``
+    ``kind``: ``"hp"`` (default: one superstep per multiply; each process reads the entries
+    of ``x`` its nonzeros need where the caller keeps them and writes its rows of ``y`` in
+    place, partial sums of rows cut by the partition go to their owners), ``"plain"``
     (gets and puts, two supersteps) or ``"hier"`` (two levels: ``levels=(packages, cores)``,
     the matrix partitioned over packages and each package's part split over its cores; a
     nested run per package).
 
-    Each multiply is one BSP run on the runtime's threads with the GIL released.
+    Each multiply runs on the runtime's threads, in a run this Python thread keeps between
+    calls, with the GIL released.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> A = sp.random(200, 200, density=0.05, random_state=1, format="csr") + sp.eye(200)

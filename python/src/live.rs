@@ -10,13 +10,15 @@
 //! is process 0 of that run ([`Run::begin`]: the other processes are threads that wait in a
 //! sync between calls); each multiply is then
 //!
-//! 1. process 0 writes the command (the plan, where `x` and `y` are) into the run's
-//!    [`Mailbox`] and syncs; the other processes, waiting in that sync, read it;
+//! 1. process 0 writes the command (the plan, where `x` and `y` are: for an hp plan one
+//!    [`SharedVectors`] it made of them, in its frame) into the run's [`Mailbox`] and syncs;
+//!    the other processes, waiting in that sync, read it;
 //! 2. if the run holds another plan's multiply, every process frees it and attaches this
 //!    plan's (one superstep);
 //! 3. every process runs [`Attached::multiply`], which ends with a sync after which no process
 //!    reads `x` or writes `y`: only then does process 0 return to Python, so the pointers of
-//!    the command stay valid for as long as any process uses them.
+//!    the command stay valid for as long as any process uses them (a panic of process 0
+//!    aborts and joins the run before it unwinds out of a frame the others read).
 //!
 //! A transform is the same with [`serve_fft`]: each process reads its cyclic part of the
 //! caller's array, transforms it with the BSP FFT, syncs, fills its block of the array from
@@ -42,9 +44,10 @@
 //! to process 0's core for as long as the run lives, and every thread it starts afterwards
 //! (numpy's BLAS threads, say) would inherit the pin.
 
-use crate::spmv::{Attached, PlanCore, RowsOut};
+use crate::spmv::{Attached, Io, PlanCore, RowsOut};
 use mbsp::{Ctx, Run, Spmd};
 use mbsp_algorithms::fft::{BspFft, Complex, Direction};
+use mbsp_algorithms::sparse::spmv::SharedVectors;
 use std::cell::{RefCell, UnsafeCell};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::Ordering;
@@ -56,14 +59,8 @@ pub const MAX_LIVE: usize = 4;
 /// What process 0 asks of the other processes at the next sync.
 #[derive(Clone)]
 enum Command {
-    /// Multiply with `plan`: `x` (`x_len` entries) and `y` (`y_len`), the caller's arrays.
-    Multiply {
-        plan: Arc<PlanCore>,
-        x: *const f64,
-        x_len: usize,
-        y: *mut f64,
-        y_len: usize,
-    },
+    /// Multiply with `plan` on the caller's arrays.
+    Multiply { plan: Arc<PlanCore>, io: IoPtr },
     /// Transform `data` (`n` entries, the caller's array) in place with the BSP FFT, forward
     /// or `inverse`.
     Fft {
@@ -76,6 +73,21 @@ enum Command {
     Release,
     /// Free the plan held and return: the run ends.
     Stop,
+}
+
+/// Where a multiply's vectors are ([`Io`] as pointers, to cross to the other processes).
+#[derive(Clone, Copy)]
+enum IoPtr {
+    /// `x` (`x_len` entries) and `y` (`y_len`).
+    Parts {
+        x: *const f64,
+        x_len: usize,
+        y: *mut f64,
+        y_len: usize,
+    },
+    /// The shared vectors process 0 made of them (their lifetime erased: valid until the
+    /// command's last sync).
+    Shared(*const SharedVectors<'static>),
 }
 
 /// The command of the current call, written by process 0 before the sync that starts it and
@@ -196,8 +208,7 @@ fn serve(
     ctx: &mut Ctx,
     held: &mut Option<Held>,
     plan: &Arc<PlanCore>,
-    x: &[f64],
-    out: &RowsOut,
+    io: &Io<'_>,
 ) -> mbsp::Result<()> {
     if !held.as_ref().is_some_and(|h| h.is_plan(plan)) {
         switch(ctx, held, |ctx| {
@@ -205,7 +216,7 @@ fn serve(
         })?;
     }
     match held {
-        Some(Held::Spmv(a)) => a.multiply(ctx, x, out),
+        Some(Held::Spmv(a)) => a.multiply(ctx, io),
         _ => unreachable!("attached above"),
     }
 }
@@ -311,10 +322,7 @@ impl Live {
                     }
                     Command::Multiply {
                         plan,
-                        x,
-                        x_len,
-                        y,
-                        y_len,
+                        io: IoPtr::Parts { x, x_len, y, y_len },
                     } => {
                         // SAFETY: process 0 keeps `x` and `y` borrowed until the step's last
                         // sync (module docs); each process writes its own block of `y`.
@@ -324,7 +332,17 @@ impl Live {
                                 RowsOut::new(std::slice::from_raw_parts_mut(y, y_len)),
                             )
                         };
-                        serve(ctx, &mut held, &plan, x, &out)?;
+                        serve(ctx, &mut held, &plan, &Io::Parts { x, out: &out })?;
+                    }
+                    Command::Multiply {
+                        plan,
+                        io: IoPtr::Shared(v),
+                    } => {
+                        // SAFETY: process 0 keeps the vectors (and the arrays they borrow)
+                        // alive until the step's last sync (module docs), and shares them
+                        // only (`SharedVectors` is made to be shared by a run's processes).
+                        let v = unsafe { &*v };
+                        serve(ctx, &mut held, &plan, &Io::Shared(v))?;
                     }
                 }
             }
@@ -345,20 +363,47 @@ impl Live {
             .ctx()
     }
 
-    /// One multiply, as process 0.
+    /// One multiply, as process 0: on the caller's whole vectors for an hp plan (one
+    /// [`SharedVectors`], which this frame owns until the last sync), else through the parts.
     fn multiply(&mut self, core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<()> {
-        self.mailbox.set(Command::Multiply {
-            plan: core.clone(),
+        if let Some(plan) = core.shared_plan() {
+            let v = SharedVectors::new(plan, x, y)
+                .map_err(|e| self.ctx().misuse_error("SpmvPlan.multiply", e.to_string()))?;
+            let ptr = std::ptr::from_ref(&v).cast::<SharedVectors<'static>>();
+            // The others read `v` in this frame: a panic must not unwind out of it before
+            // they have stopped (the run is aborted and joined first).
+            return match catch_unwind(AssertUnwindSafe(|| {
+                self.step(core, IoPtr::Shared(ptr), &Io::Shared(&v))
+            })) {
+                Ok(r) => r,
+                Err(panic) => {
+                    // Dropped without its end, a run is aborted and its threads joined.
+                    drop(self.spmd.take());
+                    resume_unwind(panic)
+                }
+            };
+        }
+        let ptr = IoPtr::Parts {
             x: x.as_ptr(),
             x_len: x.len(),
             y: y.as_mut_ptr(),
             y_len: y.len(),
-        });
+        };
         let out = RowsOut::new(y);
+        self.step(core, ptr, &Io::Parts { x, out: &out })
+    }
+
+    /// The step of a multiply, as process 0: the command (`ptr`, what `io` is to the others),
+    /// the sync that starts it, the multiply; `io` outlives the step's last sync.
+    fn step(&mut self, core: &Arc<PlanCore>, ptr: IoPtr, io: &Io<'_>) -> mbsp::Result<()> {
+        self.mailbox.set(Command::Multiply {
+            plan: core.clone(),
+            io: ptr,
+        });
         let mut held = self.held.take();
         let r = (|| {
             self.ctx().sync()?;
-            serve(self.ctx(), &mut held, core, x, &out)
+            serve(self.ctx(), &mut held, core, io)
         })();
         if held.as_ref().is_some_and(|h| h.is_plan(core)) {
             hold(core, Some(std::thread::current().id()));
@@ -455,7 +500,7 @@ pub fn multiply(core: &Arc<PlanCore>, x: &[f64], y: &mut [f64]) -> mbsp::Result<
         let out = RowsOut::new(y);
         return mbsp::run(core.run_procs(), |ctx| {
             let mut a = PlanCore::attach(core, ctx, true)?;
-            a.multiply(ctx, x, &out)?;
+            a.multiply(ctx, &Io::Parts { x, out: &out })?;
             a.free(ctx)?;
             ctx.sync()
         })

@@ -2,22 +2,32 @@
 //! parts once; each multiply is one BSP run of the plan's processes on the runtime's threads,
 //! with the GIL released; CG is one run for the whole solve.
 //!
-//! Each multiply runs on a run this thread keeps ([`crate::live`]): every process registers the
-//! multiply's buffers, copies its owned entries of `x` from the caller's array, the BSP
-//! multiply runs (plain: two supersteps; hp: one; hier: two top-level supersteps around a
-//! nested run in each package) into the process's part of `y`, and after a sync every process
-//! fills one contiguous block of the caller's `y` from all parts ([`Parts`], [`RowsOut`]):
-//! writing its own rows straight into `y` instead had the processes write the same cache lines
-//! (rows owned by different processes interleave), a quarter of the time of the multiply on a
-//! matrix of 62 000 rows (`perf`, wing.mtx). Cost: that of the variant (see
-//! `mbsp_algorithms::sparse::spmv`) plus three syncs, one registration, and `n/p` reads and
-//! writes per process.
+//! Each multiply runs on a run this thread keeps ([`crate::live`]). An hp plan's multiply there
+//! is [`SharedSpmv`] on the caller's arrays ([`Io::Shared`]): each process reads the `x`
+//! entries of its nonzeros where the caller keeps them, writes the sums of its owned rows of `y`
+//! in place and sends partial sums of the others to their owners (one superstep); one sync
+//! before (the command) and one after (`y` complete). Cost: that of the hp multiply with direct
+//! gets (see `mbsp_algorithms::sparse::spmv`) plus two syncs. Before, the hp multiply copied
+//! each process's owned `x` entries in, published them with a sync and assembled `y` from the
+//! processes' parts after another: two passes over both vectors, the difference between
+//! 1.2-1.4x and 1.5-1.9x scipy on the matrices of a few nonzeros per row (docs/benchmarks.md,
+//! "Python").
+//!
+//! The plain and hierarchical multiplies (and an hp plan multiplied from a thread whose runs do
+//! not hold it: the plain multiply) go through the parts ([`Io::Parts`]): every process copies
+//! its owned entries of `x` into the multiply's registered buffer, the BSP multiply runs (plain:
+//! two supersteps; hier: two top-level supersteps around a nested run in each package) into
+//! the process's part of `y`, and after a sync every process fills one contiguous block of the
+//! caller's `y` from all parts ([`Parts`], [`RowsOut`]). Cost: that of the variant plus three
+//! syncs and `n/p` reads and writes per process.
 
 use crate::errors;
 use crate::sparse::{coo_of, distribution_of, options, slice};
 use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
-use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{
+    HierPlan, HierSpmv, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use std::cell::UnsafeCell;
@@ -178,8 +188,18 @@ fn gather(buf: &mut [f64], owned: &[u32], x: &[f64]) {
 /// A process's multiply of one plan, in one run.
 enum Mult<'p> {
     Plain(Spmv<'p>),
-    Hp(HpSpmv<'p>),
+    /// The hp plan's multiply in the run that holds the plan: on the caller's whole vectors.
+    Shared(Box<SharedSpmv<'p>>),
     Hier(HierSpmv<'p>),
+}
+
+/// The caller's vectors of one multiply, as every process of the run sees them.
+pub enum Io<'a> {
+    /// `x` whole, read for the process's owned entries; `y` filled in blocks from the
+    /// processes' parts ([`Parts`]).
+    Parts { x: &'a [f64], out: &'a RowsOut },
+    /// Both whole, for [`Mult::Shared`] (one object, made by process 0).
+    Shared(&'a SharedVectors<'a>),
 }
 
 /// A process's multiply of a plan, registered in its run and kept between calls: its buffers
@@ -195,6 +215,15 @@ impl PlanCore {
         match &self.plans {
             Plans::Flat(p) => p,
             Plans::Hier(h) => &h.top,
+        }
+    }
+
+    /// The plan whose multiply reads and writes the caller's whole vectors in the run that
+    /// holds it ([`Io::Shared`]): an hp plan's.
+    pub fn shared_plan(&self) -> Option<&SpmvPlan> {
+        match (&self.plans, self.kind) {
+            (Plans::Flat(p), Kind::Hp) => Some(p),
+            _ => None,
         }
     }
 
@@ -215,7 +244,7 @@ impl PlanCore {
         let mult = match (plans, core.kind) {
             (Plans::Flat(plan), Kind::Plain) => Mult::Plain(Spmv::new(ctx, plan)?),
             (Plans::Flat(plan), _) if plain => Mult::Plain(Spmv::new(ctx, plan)?),
-            (Plans::Flat(plan), _) => Mult::Hp(HpSpmv::new(ctx, plan)?),
+            (Plans::Flat(plan), _) => Mult::Shared(Box::new(SharedSpmv::new(ctx, plan)?)),
             (Plans::Hier(plan), _) => Mult::Hier(HierSpmv::new(ctx, plan)?),
         };
         Ok(Attached {
@@ -236,12 +265,30 @@ impl Attached {
         &self.core
     }
 
-    /// One multiply `y = A x` by this process: copies its owned entries of `x`, multiplies
-    /// into its part of [`Parts`], syncs, fills its block of `y` from every process's part.
-    /// Ends with a sync: after it no process reads `x` or writes `y`.
-    pub fn multiply(&mut self, ctx: &mut Ctx, x: &[f64], out: &RowsOut) -> mbsp::Result<()> {
+    /// One multiply `y = A x` by this process. On [`Io::Shared`] vectors (an hp plan's
+    /// multiply) the processes read `x` and write their rows of `y` in place; otherwise each
+    /// copies its owned entries of `x`, multiplies into its part of [`Parts`], syncs, and fills
+    /// its block of `y` from every process's part. Ends with a sync: after it no process reads
+    /// `x` or writes `y`.
+    pub fn multiply(&mut self, ctx: &mut Ctx, io: &Io<'_>) -> mbsp::Result<()> {
         let me = ctx.pid();
         let parts = &self.core.parts;
+        let internal = |ctx: &Ctx| {
+            ctx.misuse_error(
+                "SpmvPlan.multiply",
+                "internal: the vectors do not suit the multiply held",
+            )
+        };
+        let (x, out) = match io {
+            Io::Shared(v) => {
+                let Mult::Shared(s) = &mut self.mult else {
+                    return Err(internal(ctx));
+                };
+                s.multiply(ctx, v)?;
+                return ctx.sync();
+            }
+            Io::Parts { x, out } => (*x, *out),
+        };
         // SAFETY: this process's part, written before the sync below (the `Parts` protocol:
         // one run uses a plan at a time, under the plan's turn lock).
         let yl = unsafe { parts.mine(me) };
@@ -251,18 +298,12 @@ impl Attached {
                 gather(s.x_mut(ctx)?, owned, x);
                 s.multiply(ctx, yl)?;
             }
-            Mult::Hp(s) => {
-                let owned = &s.local().x_owned;
-                gather(s.x_mut(ctx)?, owned, x);
-                // Direct gets read the owners' x after the sync that publishes it.
-                ctx.sync()?;
-                s.multiply(ctx, yl)?;
-            }
             Mult::Hier(s) => {
                 let owned = &s.local().x_owned;
                 gather(s.x_mut(ctx)?, owned, x);
                 s.multiply(ctx, yl)?;
             }
+            Mult::Shared(_) => return Err(internal(ctx)),
         }
         ctx.sync()?;
         let rows = block(out.len, me, ctx.nprocs());
@@ -279,7 +320,11 @@ impl Attached {
         let Attached { mult, core } = self;
         let r = match mult {
             Mult::Plain(s) => s.free(ctx),
-            Mult::Hp(s) => s.free(ctx),
+            // Registers nothing; dropped, it gives its claim on the plan back.
+            Mult::Shared(s) => {
+                drop(s);
+                Ok(())
+            }
             Mult::Hier(s) => s.free(ctx),
         };
         drop(core);

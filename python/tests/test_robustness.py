@@ -129,8 +129,8 @@ def calls():
     ]
 
 
-def test_no_argument_crashes_the_process(tmp_path):
-    os.chdir(tmp_path)  # anything written lands here
+def test_no_argument_crashes_the_process(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # anything written lands here (and the next tests' cwd is kept)
     done = 0
     for f, arity in calls():
         for args in itertools.product(WEIRD, repeat=arity):

@@ -68,6 +68,23 @@ def test_x_of_any_real_dtype_and_empty_matrices():
     assert (mbsp.SpmvPlan(Z, p=1) @ np.ones(0)).shape == (0,)
 
 
+def test_infinite_and_nan_entries_reach_the_rows_scipy_gives_them():
+    # Rows of mixed lengths (padding in the multiply's chunks) and rows cut by the partition.
+    A = sp.random(300, 200, density=0.03, random_state=4, format="csr") + sp.eye(300, 200)
+    x = np.random.default_rng(5).standard_normal(200)
+    x[[3, 50]] = np.inf
+    x[77] = -np.inf
+    x[120] = np.nan
+    want = A @ x
+    for kind in ("hp", "plain"):
+        for p in (1, 2, 3):
+            got = mbsp.SpmvPlan(A, p=p, kind=kind) @ x
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (kind, p)
+            fin = ~np.isnan(want)
+            assert np.array_equal(np.isinf(got[fin]), np.isinf(want[fin])), (kind, p)
+            assert np.allclose(got[fin], want[fin], rtol=1e-12, atol=1e-12), (kind, p)
+
+
 def test_duplicates_are_summed_as_scipy_sums_them():
     A = sp.coo_matrix(([1.0, 2.0, 3.0], ([0, 0, 1], [1, 1, 0])), shape=(2, 2))
     np.testing.assert_allclose(mbsp.SpmvPlan(A, p=2) @ np.array([1.0, 10.0]), [30.0, 3.0])

@@ -1,4 +1,4 @@
-//! The BSP SpMV (plain, hp, hierarchical) against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
+//! The BSP SpMV (plain, hp, shared vectors, hierarchical) against a sequential multiply: random and real matrices, p = 1, 2, 3, 4, 7,
 //! many multiplies per run, empty rows, columns and parts, rectangular matrices, bad input.
 
 use crate::common;
@@ -6,7 +6,7 @@ use crate::common;
 use common::{Rng, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
 use mbsp_algorithms::sparse::spmv::{
-    Fanout, HierPlan, HierSpmv, HpSpmv, PlanError, Spmv, SpmvPlan,
+    Fanout, HierPlan, HierSpmv, HpSpmv, PlanError, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
 };
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 use std::cell::OnceCell;
@@ -24,6 +24,8 @@ fn sequential(a: &CooMatrix, x: &[f64]) -> Vec<f64> {
 enum Form {
     Plain,
     Hp(Fanout),
+    /// [`SharedSpmv`] on whole vectors.
+    Shared,
     /// Packages x cores: packages by the partitioner, row blocks inside.
     Hier(usize, usize),
     /// Packages x cores, both levels by the partitioner.
@@ -38,6 +40,7 @@ fn forms(p: usize) -> Vec<Form> {
         Form::Plain,
         Form::Hp(Fanout::Puts),
         Form::Hp(Fanout::DirectGet),
+        Form::Shared,
     ];
     for c in (1..=p).filter(|c| p.is_multiple_of(*c)) {
         v.push(Form::Hier(p / c, c));
@@ -109,6 +112,29 @@ fn distributed(
                 parts,
                 plan.procs.iter().map(|l| l.y_owned.clone()).collect(),
             )
+        }
+        Form::Shared => {
+            // Every x_t and a y for each, whole, made before the run.
+            let plan = flat.get_or_init(|| SpmvPlan::new(a, d).unwrap());
+            let xs: Vec<Vec<f64>> = (0..times)
+                .map(|t| (0..a.cols as u32).map(|j| x_at(j, t)).collect())
+                .collect();
+            let mut ys = vec![vec![f64::NAN; a.rows]; times];
+            let vs: Vec<SharedVectors> = xs
+                .iter()
+                .zip(&mut ys)
+                .map(|(x, y)| SharedVectors::new(plan, x, y).unwrap())
+                .collect();
+            mbsp::run(d.p, |ctx| {
+                let mut spmv = SharedSpmv::new(ctx, plan)?;
+                for v in &vs {
+                    spmv.multiply(ctx, v)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            drop(vs);
+            return ys.pop().unwrap();
         }
         Form::Hier(packages, cores)
         | Form::Hier2d(packages, cores)
@@ -358,6 +384,7 @@ fn shared_matrices(half: Option<usize>) {
                 let mut forms = vec![
                     Form::Plain,
                     Form::Hp(Fanout::DirectGet),
+                    Form::Shared,
                     Form::HierQuick(hier.0, hier.1),
                 ];
                 // The put fan-out on the smaller matrices at two process counts (one
@@ -502,6 +529,74 @@ fn hp_plan_serves_one_run_at_a_time() {
             Ok(())
         });
         assert!(out.is_ok(), "{out:?}");
+    });
+}
+
+/// One pair of whole vectors multiplied many times in one run (a sync between multiplies, so
+/// that `y` is complete before the next overwrites it), then the claims: a plan held by an
+/// [`HpSpmv`] is refused, vectors of another plan (a clone) are an error naming the process.
+#[test]
+fn shared_vectors_reused_and_misused() {
+    within(120, || {
+        let mut rng = Rng(21);
+        let a = random_matrix(&mut rng, 120, 90, 700);
+        let plan = SpmvPlan::new(&a, &partition(&a, 3, &Options::default()).unwrap().dist).unwrap();
+        let x: Vec<f64> = (0..90).map(|j| x_at(j, 0)).collect();
+        let mut y = vec![f64::NAN; 120];
+        let v = SharedVectors::new(&plan, &x, &mut y).unwrap();
+        mbsp::run(3, |ctx| {
+            let mut spmv = SharedSpmv::new(ctx, &plan)?;
+            for _ in 0..50 {
+                spmv.multiply(ctx, &v)?;
+                ctx.sync()?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        near(&y, &sequential(&a, &x));
+
+        let err = mbsp::run(3, |ctx| {
+            let _hp = HpSpmv::new(ctx, &plan)?;
+            SharedSpmv::new(ctx, &plan).map(drop)
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("spmv shared") && err.to_string().contains("in use"),
+            "{err}"
+        );
+        let copy = plan.clone();
+        let v = SharedVectors::new(&copy, &x, &mut y).unwrap();
+        let err = mbsp::run(3, |ctx| SharedSpmv::new(ctx, &plan)?.multiply(ctx, &v)).unwrap_err();
+        assert!(
+            err.to_string().contains("spmv shared multiply")
+                && err.to_string().contains("another plan"),
+            "{err}"
+        );
+        let e = SharedVectors::new(&plan, &x, &mut [0.0; 7]).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "spmv shared vectors: y has 7 entries; the matrix needs 120"
+        );
+    });
+}
+
+/// [`SharedSpmv`] on the inner plans of a hierarchical plan, whose local columns are their
+/// package's columns already: each package's part over its cores against the sequential
+/// multiply of that part.
+#[test]
+fn shared_vectors_on_nested_plans() {
+    within(120, || {
+        let mut rng = Rng(22);
+        let a = random_matrix(&mut rng, 200, 160, 1500);
+        let plan = HierPlan::partition_2d(&a, 2, 3, &Options::default()).unwrap();
+        for (k, inner) in plan.inner.iter().enumerate() {
+            let part = plan.top.procs[k].matrix();
+            let x: Vec<f64> = (0..part.cols as u32).map(|j| x_at(j, 3)).collect();
+            let mut y = vec![f64::NAN; part.rows];
+            let v = SharedVectors::new(inner, &x, &mut y).unwrap();
+            mbsp::run(3, |ctx| SharedSpmv::new(ctx, inner)?.multiply(ctx, &v)).unwrap();
+            near(&y, &sequential(&part, &x));
+        }
     });
 }
 

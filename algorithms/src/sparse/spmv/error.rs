@@ -81,6 +81,16 @@ pub enum PlanError {
         /// Entries the process owns.
         owned: usize,
     },
+    /// [`SharedVectors::new`](super::SharedVectors::new) got an `x` or `y` whose length is not
+    /// the matrix's columns or rows.
+    VectorLength {
+        /// `"x"` or `"y"`.
+        which: &'static str,
+        /// Entries given.
+        len: usize,
+        /// Entries the matrix needs (columns for `x`, rows for `y`).
+        needed: usize,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -118,6 +128,10 @@ impl fmt::Display for PlanError {
             PlanError::PartLength { pid, len, owned } => write!(
                 f,
                 "spmv collect: the part of process {pid} has {len} entries; it owns {owned}"
+            ),
+            PlanError::VectorLength { which, len, needed } => write!(
+                f,
+                "spmv shared vectors: {which} has {len} entries; the matrix needs {needed}"
             ),
         }
     }

@@ -403,24 +403,13 @@ impl<'p> HierSpmv<'p> {
                 for &q in &l.y_empty {
                     mine.set(q as usize, 0.0);
                 }
-                let tag = vec![0u8; n.tagsize()];
-                for o in &l.outs {
-                    let (start, len) = (o.start as usize - 1, o.len as usize + 1);
-                    let payload: &[u8] = bytemuck::cast_slice(&sc.send[start..start + len]);
-                    // SAFETY: `sc.send` is neither changed nor freed before the sync below
-                    // (this core holds its lock until it returns).
-                    unsafe { n.hpsend(o.to as usize, &tag, payload)? };
-                }
+                // SAFETY: `sc.send` is neither changed nor freed before the sync below (this
+                // core holds its lock until it returns).
+                unsafe { l.send_partial_sums(n, &mut Vec::new(), &sc.send)? };
                 // One message from each core that sums rows of this one (a lazy sync).
                 n.expect(l.recv_from.len())?;
                 n.sync()?;
-                for _ in 0..l.recv_from.len() {
-                    let Some(m) = n.hpmove()? else {
-                        return Err(n.misuse_error(OP, "a partial-sum message is missing"));
-                    };
-                    l.add_message_with(&sc.slot_of, m.payload_as::<f64>(), |q, v| mine.add(q, v))
-                        .map_err(|e| n.misuse_error(OP, e.to_string()))?;
-                }
+                l.receive_partial_sums(n, OP, &sc.slot_of, |q, v| mine.add(q, v))?;
                 Ok(())
             })?;
             Ok(())

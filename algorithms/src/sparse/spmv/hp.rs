@@ -301,23 +301,15 @@ impl<'p> HpSpmv<'p> {
             self.get_x(ctx)?;
         }
         l.multiply_local(ctx.local(&self.x)?, y, &mut self.send);
-        let tagsize = ctx.tagsize();
-        if self.tag.len() != tagsize {
-            self.tag = vec![0; tagsize];
-        }
-        for o in &l.outs {
-            let (start, len) = (o.start as usize - 1, o.len as usize + 1);
-            let payload: &[u8] = bytemuck::cast_slice(&self.send[start..start + len]);
-            // SAFETY: `self.send` is neither changed nor freed before the sync below: it is
-            // only written by `multiply_local`, and `self` stays borrowed until we return.
-            unsafe { ctx.hpsend(o.to as usize, &self.tag, payload)? };
-        }
+        // SAFETY: `self.send` is neither changed nor freed before the sync below: it is only
+        // written by `multiply_local`, and `self` stays borrowed until we return.
+        unsafe { l.send_partial_sums(ctx, &mut self.tag, &self.send)? };
         if self.fanout == Fanout::Puts {
             // One message from every process that sums rows this one owns.
             ctx.expect(l.recv_from.len())?;
         }
         ctx.sync()?;
-        self.add_partial_sums(ctx, y)
+        l.receive_partial_sums(ctx, "spmv hp multiply", &self.slot_of, |q, v| y[q] += v)
     }
 
     /// The [`Fanout::Puts`] fan-out: one put per reader, then a lazy sync that waits for the
@@ -378,37 +370,6 @@ impl<'p> HpSpmv<'p> {
                     &mut fetched[dst..dst + len],
                 )?
             };
-        }
-        Ok(())
-    }
-
-    /// Move every partial-sum message out of the queue and add it into `y`.
-    fn add_partial_sums(&self, ctx: &Ctx, y: &mut [f64]) -> mbsp::Result<()> {
-        const OP: &str = "spmv hp multiply";
-        let l = self.local;
-        for _ in 0..l.recv_from.len() {
-            let Some(m) = ctx.hpmove()? else {
-                return Err(ctx.misuse_error(
-                    OP,
-                    format!(
-                        "process {} expected {} partial-sum messages and the queue ran dry",
-                        l.pid,
-                        l.recv_from.len()
-                    ),
-                ));
-            };
-            if !m.payload.len().is_multiple_of(8)
-                || !(m.payload.as_ptr() as usize).is_multiple_of(8)
-            {
-                return Err(ctx.misuse_error(OP, "a foreign message in the queue"));
-            }
-            l.add_message(&self.slot_of, m.payload_as::<f64>(), y)
-                .map_err(|e| {
-                    ctx.misuse_error(
-                        OP,
-                        format!("{e} (messages sent in the multiply's superstep by the caller?)"),
-                    )
-                })?;
         }
         Ok(())
     }

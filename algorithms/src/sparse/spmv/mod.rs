@@ -14,7 +14,7 @@
 //!    communication per owner;
 //! 4. summation: each owner adds its own partial sums and the received ones into `y`.
 //!
-//! Three variants run them:
+//! Four variants run them:
 //!
 //! * [`Spmv`] — plain primitives: `get` for the fan-out (superstep 1), `put` for the fan-in
 //!   (superstep 2, a lazy sync: each process declares the puts it receives, one per process
@@ -24,14 +24,18 @@
 //!   put per owner and reader, planned once, with both supersteps ending in lazy syncs, or
 //!   `direct_get` straight from the owners' `x` (the default): one superstep per multiply, no
 //!   buffering of `x`, `x` written before a sync (checked: see [`HpSpmv::x_mut`]).
+//! * [`SharedSpmv`] — the hp multiply of processes that share the whole vectors
+//!   ([`SharedVectors`], the caller's `x` and `y`): the local matrices over the global columns
+//!   read `x` in place (no fan-out copies), each process writes its rows of `y` in place, the
+//!   fan-in as hp's; one superstep. For callers that hold whole vectors (the Python package).
 //! * [`HierSpmv`] — the Multi-BSP form: the plain variant over packages whose local multiply is
 //!   a nested BSP run over the package's cores, on a partition of each package's part
 //!   ([`HierPlan`]).
 //!
-//! All three are made the same way, `new(ctx, &plan)` in every process of a run of `plan`'s
-//! size, and read and write their vectors the same way: [`Spmv::x_mut`] / [`Spmv::x`] are this
-//! process's entries of `x` in the order of [`LocalSpmv::x_owned`]; `multiply` fills its `y` in
-//! the order of [`LocalSpmv::y_owned`].
+//! All four are made the same way, `new(ctx, &plan)` in every process of a run of `plan`'s
+//! size. All but [`SharedSpmv`] read and write their vectors the same way: [`Spmv::x_mut`] /
+//! [`Spmv::x`] are this process's entries of `x` in the order of [`LocalSpmv::x_owned`];
+//! `multiply` fills its `y` in the order of [`LocalSpmv::y_owned`].
 //!
 //! **The distributions of `x` and `y`.** `x` is distributed by the distribution's `x_owner`
 //! (columns), `y` by its `y_owner` (rows); the partitioner chooses them independently, each to
@@ -60,11 +64,13 @@ mod guard;
 mod hier;
 mod hp;
 mod sell;
+mod shared;
 mod vectors;
 
 pub use error::PlanError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
 pub use hp::{Fanout, HpSpmv};
+pub use shared::{SharedSpmv, SharedVectors};
 
 /// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`
 /// into position `dst` of the local `x` buffer.
@@ -259,19 +265,9 @@ impl LocalSpmv {
         self.other.multiply(xb, |r, s| send[dest[r] as usize] = s);
     }
 
-    /// Adds received partial sums (one message's payload, the sender's number first) into `y`;
-    /// `Err` saying how when the message is not one this process expects.
-    fn add_message(
-        &self,
-        slot_of: &[u32],
-        payload: &[f64],
-        y: &mut [f64],
-    ) -> Result<(), BadMessage> {
-        self.add_message_with(slot_of, payload, |q, v| y[q] += v)
-    }
-
-    /// [`add_message`](Self::add_message) with each sum for owned row `q` handed to
-    /// `add(q, sum)`.
+    /// Hands the partial sums of one received message (its payload, the sender's number first)
+    /// to `add(q, sum)`, `q` the owned row's position in `y_owned`; `Err` saying how when the
+    /// message is not one this process expects.
     fn add_message_with(
         &self,
         slot_of: &[u32],
@@ -304,6 +300,69 @@ impl LocalSpmv {
         let slots = &self.recv_to_y[off as usize..(off + len) as usize];
         for (&q, &v) in slots.iter().zip(sums) {
             add(q as usize, v);
+        }
+        Ok(())
+    }
+
+    /// The fan-in's sends: one `hpsend` per owner of partial sums, straight from `send`
+    /// (filled by the local multiply; each owner's block is preceded by this process's number,
+    /// so no tag is needed and the caller's tag size is left alone). `tag` is a zero tag of
+    /// the current tag size, kept by the caller between multiplies.
+    ///
+    /// # Safety
+    /// `send` is neither changed nor freed before the next sync (`hpsend` reads it then).
+    unsafe fn send_partial_sums(
+        &self,
+        ctx: &mut Ctx,
+        tag: &mut Vec<u8>,
+        send: &[f64],
+    ) -> mbsp::Result<()> {
+        let tagsize = ctx.tagsize();
+        if tag.len() != tagsize {
+            *tag = vec![0; tagsize];
+        }
+        for o in &self.outs {
+            let (start, len) = (o.start as usize - 1, o.len as usize + 1);
+            let payload: &[u8] = bytemuck::cast_slice(&send[start..start + len]);
+            // SAFETY: `send` stays as it is until the sync (the caller's promise).
+            unsafe { ctx.hpsend(o.to as usize, tag, payload)? };
+        }
+        Ok(())
+    }
+
+    /// The fan-in's receives, after the sync: moves every partial-sum message out of the queue
+    /// and hands each sum for owned row `q` (position in `y_owned`) to `add(q, sum)`. `slot_of`
+    /// is [`slot_of`](Self::slot_of)'s table; `op` names the multiply in errors.
+    fn receive_partial_sums(
+        &self,
+        ctx: &Ctx,
+        op: &'static str,
+        slot_of: &[u32],
+        mut add: impl FnMut(usize, f64),
+    ) -> mbsp::Result<()> {
+        for _ in 0..self.recv_from.len() {
+            let Some(m) = ctx.hpmove()? else {
+                return Err(ctx.misuse_error(
+                    op,
+                    format!(
+                        "process {} expected {} partial-sum messages and the queue ran dry",
+                        self.pid,
+                        self.recv_from.len()
+                    ),
+                ));
+            };
+            if !m.payload.len().is_multiple_of(8)
+                || !(m.payload.as_ptr() as usize).is_multiple_of(8)
+            {
+                return Err(ctx.misuse_error(op, "a foreign message in the queue"));
+            }
+            self.add_message_with(slot_of, m.payload_as::<f64>(), &mut add)
+                .map_err(|e| {
+                    ctx.misuse_error(
+                        op,
+                        format!("{e} (messages sent in the multiply's superstep by the caller?)"),
+                    )
+                })?;
         }
         Ok(())
     }
@@ -342,6 +401,8 @@ pub struct SpmvPlan {
     /// One part per process.
     pub procs: Vec<LocalSpmv>,
     guard: guard::HpGuard,
+    /// Local columns are the matrix's columns (a nested level's plan, see `build`).
+    shared_x: bool,
 }
 
 /// Position of each global index in its owner's ascending list of owned indices.
@@ -664,6 +725,7 @@ impl SpmvPlan {
             cols: a.cols,
             procs,
             guard: guard::HpGuard::new(p),
+            shared_x,
         })
     }
 }

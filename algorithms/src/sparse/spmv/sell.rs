@@ -13,7 +13,10 @@
 //!
 //! Padding entries have the value 0 and read a column that is always zero (the slot after the
 //! local `x` buffer's last column), so an infinite or NaN `x` entry reaches only the rows that
-//! have it, as in CRS.
+//! have it, as in CRS. A matrix over a caller's whole `x` ([`Sell::renamed`]) has no such
+//! column: there a padding entry reads the column of its row's last entry, which adds `0 x_c
+//! = 0` to a sum that read `x_c` already, the same sum unless `x_c` is infinite (then `0 x_c`
+//! is NaN); a NaN sum is summed again without the padding ([`Sell::multiply_whole`]).
 
 /// Rows per chunk: four independent sums (one AVX2 register of f64, or two SSE2 ones).
 const C: usize = 4;
@@ -31,7 +34,11 @@ pub(super) struct Sell {
     val: Vec<f64>,
     /// Row of each chunk slot (`C` per chunk); `u32::MAX` for padding slots.
     row: Vec<u32>,
-    /// The zero column padding entries read.
+    /// Entries of each chunk slot's row (0 for padding slots): entry `j` of a slot is padding
+    /// from its length on.
+    len: Vec<u32>,
+    /// The zero column padding entries read ([`Sell::multiply`]); `u32::MAX` after
+    /// [`Sell::renamed`], whose padding reads its row's columns.
     pad: u32,
     nnz: usize,
 }
@@ -73,6 +80,7 @@ impl Sell {
             for i in 0..C {
                 s.row
                     .push(chunk.get(i).map_or(u32::MAX, |&r| first + r as u32));
+                s.len.push(chunk.get(i).map_or(0, |&r| len(r) as u32));
             }
         }
         s
@@ -89,13 +97,46 @@ impl Sell {
         self.val.len()
     }
 
+    /// Whether entry `e` (of chunk `k`) is a nonzero rather than padding.
+    fn real(&self, k: usize, e: usize) -> bool {
+        let at = e - self.ptr[k] as usize;
+        (at / C) < self.len[k * C + at % C] as usize
+    }
+
     /// The nonzeros as (row, column, value), padding left out.
     pub(super) fn entries(&self) -> impl Iterator<Item = (u32, u32, f64)> + '_ {
         self.ptr.windows(2).enumerate().flat_map(move |(k, w)| {
             (w[0] as usize..w[1] as usize)
-                .filter(move |&e| self.col[e] != self.pad)
+                .filter(move |&e| self.real(k, e))
                 .map(move |e| (self.row[k * C + e % C], self.col[e], self.val[e]))
         })
+    }
+
+    /// The same rows with column `c` renamed `map[c]`, for [`multiply_whole`]
+    /// (Self::multiply_whole) (a local matrix turned into one over the global columns, see
+    /// `shared.rs`): each padding entry reads the column of its row's last entry, or of the
+    /// chunk's first entry in a slot without a row.
+    pub(super) fn renamed(&self, map: &[u32]) -> Sell {
+        let mut col = self.col.clone();
+        for (k, w) in self.ptr.windows(2).enumerate() {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            for e in a..b {
+                col[e] = if self.real(k, e) {
+                    map[self.col[e] as usize]
+                } else {
+                    let lane = (e - a) % C;
+                    match self.len[k * C + lane] as usize {
+                        0 => col[a],
+                        n => col[a + C * (n - 1) + lane],
+                    }
+                };
+            }
+        }
+        Sell {
+            col,
+            pad: u32::MAX,
+            ..self.clone()
+        }
     }
 
     /// Hands each row's sum `Σ_j a_rj x_j` (summed in CRS order) to `out(row, sum)`. `x` must
@@ -120,6 +161,47 @@ impl Sell {
                 }
             }
         }
+    }
+
+    /// [`multiply`](Self::multiply) for a matrix made by [`renamed`](Self::renamed): `x` has
+    /// an entry for every column and no zero column; a NaN sum is summed again without the
+    /// padding (module docs), so every sum is that of CRS, bit for bit.
+    #[inline(always)]
+    pub(super) fn multiply_whole(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
+        for (k, (w, rows)) in self
+            .ptr
+            .windows(2)
+            .zip(self.row.chunks_exact(C))
+            .enumerate()
+        {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            let mut acc = [0.0f64; C];
+            for (c, v) in self.col[a..b]
+                .chunks_exact(C)
+                .zip(self.val[a..b].chunks_exact(C))
+            {
+                for i in 0..C {
+                    acc[i] += v[i] * x[c[i] as usize];
+                }
+            }
+            for (i, (&r, s)) in rows.iter().zip(acc).enumerate() {
+                if r != u32::MAX {
+                    out(
+                        r as usize,
+                        if s.is_nan() { self.row_sum(k, i, x) } else { s },
+                    );
+                }
+            }
+        }
+    }
+
+    /// The sum of lane `i` of chunk `k` over its nonzeros alone, in CRS order.
+    #[cold]
+    fn row_sum(&self, k: usize, i: usize, x: &[f64]) -> f64 {
+        let a = self.ptr[k] as usize;
+        (0..self.len[k * C + i] as usize)
+            .map(|j| a + C * j + i)
+            .fold(0.0, |s, e| s + self.val[e] * x[self.col[e] as usize])
     }
 }
 
@@ -194,6 +276,39 @@ mod tests {
             }
             assert_eq!(e, f);
         }
+    }
+
+    #[test]
+    fn renamed_matrices_sum_as_crs_with_infinities_too() {
+        let (ptr, col, val) = crs(300, 40, 9, 5);
+        let sell = Sell::new(0, &ptr, &col, &val, 40);
+        // Local column c is global column 2c + 1 of an x of 81 entries: no zero slot.
+        let map: Vec<u32> = (0..40).map(|c| 2 * c + 1).collect();
+        let global = sell.renamed(&map);
+        let mut xg: Vec<f64> = (0..81).map(|j| (j as f64 * 0.11).cos() + 2.0).collect();
+        for inf in [false, true] {
+            if inf {
+                // Infinite entries: their rows give +-inf (or NaN with both signs), as CRS.
+                xg[2 * 7 + 1] = f64::INFINITY;
+                xg[2 * 30 + 1] = f64::NEG_INFINITY;
+            }
+            let mut xl: Vec<f64> = map.iter().map(|&j| xg[j as usize]).collect();
+            xl.push(0.0);
+            let want = crs_multiply(&ptr, &col, &val, &xl);
+            let mut got = vec![0.5; 300];
+            global.multiply_whole(&xg, |r, s| got[r] = s);
+            for r in 0..300 {
+                assert_eq!(got[r].to_bits(), want[r].to_bits(), "row {r} ({inf})");
+            }
+            assert!(!inf || want.iter().any(|v| v.is_infinite()));
+        }
+        let mut e: Vec<(u32, u32, u64)> = global
+            .entries()
+            .map(|(r, c, v)| (r, c, v.to_bits()))
+            .collect();
+        e.sort_unstable();
+        assert_eq!(e.len(), val.len());
+        assert!(e.iter().all(|&(_, c, _)| c % 2 == 1));
     }
 
     #[test]

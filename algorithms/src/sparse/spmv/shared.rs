@@ -1,0 +1,212 @@
+//! The multiply of processes that share the whole vectors: `x` read where the caller keeps it,
+//! `y` written in place.
+//!
+//! [`HpSpmv`](super::HpSpmv) with direct gets copies the `x` entries a process reads from their
+//! owners' registered `x` into a local buffer, and hands each process its own entries of `y`.
+//! A caller that holds whole vectors (Python's `plan @ x`) then copies its `x` into the owners'
+//! buffers before the multiply and assembles `y` from the parts after it: two passes over both
+//! vectors, as long as the multiply itself on a matrix of a few nonzeros per row (measured:
+//! docs/benchmarks.md, "Python"). [`SharedSpmv`] does neither. The vectors are one
+//! [`SharedVectors`], shared by the processes of the run; the local matrices are kept over the
+//! global columns; and process `s`, in one superstep:
+//!
+//! 1. fan-out: none; the local multiply reads each `x_j` straight from the caller's `x` (what a
+//!    direct get from `x_j`'s owner reads, without the copy);
+//! 2. local multiply: the sums of the rows `s` owns go straight into `y` (owned rows without a
+//!    nonzero here get zero), the others into the send buffer;
+//! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv)), full sync;
+//! 4. `hpmove` every partial-sum message and add it into `y` in place.
+//!
+//! **Why the writes are sound.** Process `s` writes only the entries of `y` it owns
+//! (`y_owned`), and the processes of one plan own disjoint entries. A process multiplies only
+//! while it holds its line of the plan's guard (claimed by [`SharedSpmv::new`], given back on
+//! drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so at any time one thread at most
+//! writes the entries of `s`; and vectors are made for one plan ([`SharedVectors::new`]; a
+//! multiply with another plan's vectors is an error), so two plans never write one `y`. `x`
+//! is only read. `y` is complete once every process has returned from the multiply: after the
+//! next sync, or once the run has ended.
+//!
+//! Cost per multiply: `max_s 2 nz(s) + h_fanout g_direct + h_fanin g + l`, that of the hp
+//! multiply with direct gets (the reads of remote `x` are the same, without the copies).
+
+use super::{LocalSpmv, SpmvPlan, guard::HpGuard, sell::Sell};
+use crate::shared::Shared;
+use crate::sparse::spmv::PlanError;
+use mbsp::Ctx;
+
+/// The whole `x` and `y` of multiplies by [`SharedSpmv`], shared by the processes of a run
+/// (made outside it, borrowed by all of them).
+///
+/// ```
+/// use mbsp_algorithms::sparse::{CooMatrix, spmv::{SharedSpmv, SharedVectors, SpmvPlan}};
+/// use mbsp_algorithms::sparse::partition::{partition, Options};
+/// // y = A x with A = [[2, 1], [0, 3]], x = (1, 1).
+/// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (0, 1, 1.0), (1, 1, 3.0)]).unwrap();
+/// let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
+/// let x = vec![1.0; 2];
+/// let mut y = vec![0.0; 2];
+/// let v = SharedVectors::new(&plan, &x, &mut y).unwrap();
+/// mbsp::run(2, |ctx| {
+///     let mut spmv = SharedSpmv::new(ctx, &plan)?;
+///     spmv.multiply(ctx, &v)
+/// }).unwrap();
+/// // (`v` borrows `y` until its last use, in the run)
+/// assert_eq!(y, vec![3.0, 3.0]);
+/// ```
+pub struct SharedVectors<'v> {
+    plan: &'v SpmvPlan,
+    x: &'v [f64],
+    y: Shared<'v, f64>,
+}
+
+impl<'v> SharedVectors<'v> {
+    /// The vectors of multiplies with `plan`: `x` of the matrix's columns, `y` of its rows.
+    ///
+    /// ```
+    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{PlanError, SharedVectors, SpmvPlan}};
+    /// let a = CooMatrix::new(2, 3, vec![(0, 0, 1.0)]).unwrap();
+    /// let d = Distribution { p: 1, nz_part: vec![0], x_owner: vec![0; 3], y_owner: vec![0; 2] };
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// let e = SharedVectors::new(&plan, &[1.0; 2], &mut [0.0; 2]).err().unwrap();
+    /// assert_eq!(e.to_string(), "spmv shared vectors: x has 2 entries; the matrix needs 3");
+    /// ```
+    pub fn new(plan: &'v SpmvPlan, x: &'v [f64], y: &'v mut [f64]) -> Result<Self, PlanError> {
+        for (which, len, needed) in [("x", x.len(), plan.cols), ("y", y.len(), plan.rows)] {
+            if len != needed {
+                return Err(PlanError::VectorLength { which, len, needed });
+            }
+        }
+        Ok(SharedVectors {
+            plan,
+            x,
+            y: Shared::new(y),
+        })
+    }
+}
+
+/// One process's multiply on [`SharedVectors`] (see the module docs), made once per run
+/// ([`SharedSpmv::new`], no superstep) and used for any number of multiplies.
+pub struct SharedSpmv<'p> {
+    plan: &'p SpmvPlan,
+    local: &'p LocalSpmv,
+    guard: &'p HpGuard,
+    /// The owned local rows and the others, over the global columns.
+    own: Sell,
+    other: Sell,
+    /// Owned local row -> global row.
+    own_y: Vec<u32>,
+    /// Owned global rows without a nonzero here.
+    empty_y: Vec<u32>,
+    send: Vec<f64>,
+    slot_of: Vec<u32>,
+    tag: Vec<u8>,
+}
+
+/// Global column of each local column of `local`, a part of `plan`: its own `x` entries first,
+/// then the fetched ones (see `SpmvPlan::build`).
+fn global_cols(plan: &SpmvPlan, local: &LocalSpmv) -> Vec<u32> {
+    if plan.shared_x {
+        return (0..local.local_cols as u32).collect();
+    }
+    let mut g = local.x_owned.clone();
+    g.resize(local.local_cols, u32::MAX);
+    for f in &local.fetches {
+        let src = &plan.procs[f.from as usize].x_owned[f.src as usize..(f.src + f.len) as usize];
+        g[f.dst as usize..(f.dst + f.len) as usize].copy_from_slice(src);
+    }
+    g
+}
+
+impl<'p> SharedSpmv<'p> {
+    /// This process's multiply of `plan`: claims its part of the plan (refused while another
+    /// multiply of this plan that claims, this or an [`HpSpmv`](super::HpSpmv), holds it) and
+    /// turns its local matrix into one over the global columns. Every process of the run calls
+    /// it; no superstep.
+    pub fn new(ctx: &mut Ctx, plan: &'p SpmvPlan) -> mbsp::Result<Self> {
+        const OP: &str = "spmv shared";
+        let pid = ctx.pid();
+        plan.check_run(ctx, OP)?;
+        let local = &plan.procs[pid];
+        if !plan.guard.claim(pid) {
+            return Err(ctx.misuse_error(
+                OP,
+                format!(
+                    "part {pid} of this plan is in use by another multiply (one per plan and \
+                     process at a time; clone the plan for concurrent runs)"
+                ),
+            ));
+        }
+        let map = global_cols(plan, local);
+        let y = &local.y_owned;
+        Ok(SharedSpmv {
+            plan,
+            local,
+            guard: &plan.guard,
+            own: local.own.renamed(&map),
+            other: local.other.renamed(&map),
+            own_y: local.dest[..local.own_rows]
+                .iter()
+                .map(|&q| y[q as usize])
+                .collect(),
+            empty_y: local.y_empty.iter().map(|&q| y[q as usize]).collect(),
+            send: local.send_buffer(),
+            slot_of: local.slot_of(plan.p()),
+            tag: Vec::new(),
+        })
+    }
+
+    /// This process's part of the plan.
+    pub fn local(&self) -> &'p LocalSpmv {
+        self.local
+    }
+
+    /// `y = A x` on `v`, one superstep: this process writes its owned entries of `v`'s `y`.
+    /// Every process calls it with the same vectors; `y` is complete when all have returned
+    /// (after the next sync, or when the run has ended). Its superstep carries nothing of the
+    /// caller's (messages sent before the call make the fan-in fail).
+    pub fn multiply(&mut self, ctx: &mut Ctx, v: &SharedVectors<'_>) -> mbsp::Result<()> {
+        const OP: &str = "spmv shared multiply";
+        if !std::ptr::eq(v.plan, self.plan) {
+            return Err(ctx.misuse_error(
+                OP,
+                format!(
+                    "process {}: the vectors were made for another plan",
+                    self.local.pid
+                ),
+            ));
+        }
+        let (x, y) = (v.x, &v.y);
+        let own_y = &self.own_y[..];
+        // SAFETY (these writes and the adds below): entries this process owns, which no other
+        // thread reads or writes while this process holds its claim on the plan, and `v` is
+        // this plan's (checked above): see the module docs.
+        self.own
+            .multiply_whole(x, |r, s| unsafe { y.write(own_y[r] as usize, s) });
+        for &i in &self.empty_y {
+            // SAFETY: as above.
+            unsafe { y.write(i as usize, 0.0) };
+        }
+        let (dest, send) = (&self.local.dest[..], &mut self.send[..]);
+        self.other
+            .multiply_whole(x, |r, s| send[dest[r] as usize] = s);
+        // SAFETY: `self.send` is neither changed nor freed before the sync below (`self` stays
+        // borrowed until we return).
+        unsafe {
+            self.local
+                .send_partial_sums(ctx, &mut self.tag, &self.send)?
+        };
+        ctx.sync()?;
+        let owned = &self.local.y_owned[..];
+        self.local
+            .receive_partial_sums(ctx, OP, &self.slot_of, |q, s| {
+                // SAFETY: as above.
+                unsafe { y.add(owned[q] as usize, s) }
+            })
+    }
+}
+
+impl Drop for SharedSpmv<'_> {
+    fn drop(&mut self) {
+        self.guard.release(self.local.pid);
+    }
+}
