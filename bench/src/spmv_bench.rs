@@ -516,7 +516,7 @@ pub fn run(o: &Options) -> Result<()> {
                         crate::spmv_cmd::plan_seconds_per_nz(plan)?,
                         "the SpMV's local rate",
                     )?;
-                    r.predicted = Some(plan.predict(params, per_nz, v == Variant::Hp));
+                    r.predicted = Some(plan.predict(params, per_nz, v.predicts_hp()));
                 }
                 group.push(r);
                 if v == Variant::Plain {

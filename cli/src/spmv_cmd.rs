@@ -6,7 +6,9 @@ use crate::error::{Classify, Error, Result};
 use crate::preflight::{self, MatrixSize, Need};
 use crate::run_on;
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
-use mbsp_algorithms::sparse::spmv::{Fanout, HierPlan, HierSpmv, HpSpmv, Spmv, SpmvPlan};
+use mbsp_algorithms::sparse::spmv::{
+    Fanout, HierPlan, HierSpmv, HpSpmv, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
 use mbsp_algorithms::timer::RegionTimer;
 use serde_json::json;
@@ -112,11 +114,20 @@ pub enum Variant {
     HpPuts,
     /// Packages (plain) with a nested run over each package's cores.
     Hier,
+    /// The hp multiply on whole vectors the processes share (`SharedSpmv`: `x` read in place,
+    /// each process writing its rows of `y` in place), as Python's `plan @ x`; threads only.
+    Shared,
 }
 
 impl Variant {
     /// Every variant, in the order of the tables.
-    pub const ALL: [Variant; 4] = [Variant::Plain, Variant::Hp, Variant::HpPuts, Variant::Hier];
+    pub const ALL: [Variant; 5] = [
+        Variant::Plain,
+        Variant::Hp,
+        Variant::HpPuts,
+        Variant::Shared,
+        Variant::Hier,
+    ];
 
     /// The variant's name on the command line and in tables.
     pub fn name(self) -> &'static str {
@@ -125,7 +136,13 @@ impl Variant {
             Variant::Hp => "hp",
             Variant::HpPuts => "hp-puts",
             Variant::Hier => "hier",
+            Variant::Shared => "shared",
         }
+    }
+
+    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`).
+    pub fn predicts_hp(self) -> bool {
+        matches!(self, Variant::Hp | Variant::Shared)
     }
 }
 
@@ -414,6 +431,34 @@ pub fn measure(
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
+        (Plan::Flat(plan), Variant::Shared) => {
+            run_on::threads_only(
+                "the shared variant",
+                "its processes share x and y in memory",
+            )?;
+            // Whole vectors, made before the run and shared by its processes; one y for the
+            // multiplies of every batch (each process writes its own rows).
+            let mut y = vec![0.0; a.rows];
+            let v = SharedVectors::new(plan, x, &mut y).or_usage()?;
+            let out = run_on::gathered(prep.p, |ctx| {
+                let mut spmv = SharedSpmv::new(ctx, plan)?;
+                let (t, ts, q) = batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &v))?;
+                Ok((Vec::<f64>::new(), vec![t, ts, q]))
+            });
+            let Some(out) = out? else {
+                return Ok(None);
+            };
+            let mut ys = vec![0.0; a.rows];
+            csr.multiply(x, &mut ys);
+            let all: Vec<u32> = (0..a.rows as u32).collect();
+            let (bsp, seq, ratio) = (out[0].1[0], out[0].1[1], out[0].1[2]);
+            return Ok(Some(Measured {
+                bsp,
+                ratio,
+                seq,
+                max_rel_error: max_rel_error(a, x, &ys, &[(&all, &y)]),
+            }));
+        }
         (Plan::Hier(plan), Variant::Hier) => (
             run_on::gathered(plan.top.p(), |ctx| {
                 let mut spmv = HierSpmv::new(ctx, plan)?;
@@ -564,6 +609,12 @@ pub fn run(o: &Options) -> Result<()> {
             "its top level is the machine's packages; use plain or hp over ranks",
         )?;
     }
+    if variant == Variant::Shared {
+        run_on::threads_only(
+            "--variant shared",
+            "its processes share x and y in memory; use plain or hp over ranks",
+        )?;
+    }
     let p = run_on::procs(o.p, 2)?;
     let batches = 9;
     let per = match o.reps {
@@ -641,7 +692,7 @@ pub fn run(o: &Options) -> Result<()> {
         (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
             mbsp_algorithms::cost::Params::current(),
             per_nz,
-            variant == Variant::Hp,
+            variant.predicts_hp(),
         )),
         _ => None,
     };

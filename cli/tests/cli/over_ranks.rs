@@ -118,7 +118,7 @@ fn refusals_are_one_line_with_status_2() {
     )
     .unwrap();
     let m = file.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["spmv", m, "-p", "3"], "-p 3 exceeds the 2 MPI ranks"),
         (
             &["fft", "--n", "4096", "-p", "4"],
@@ -131,6 +131,10 @@ fn refusals_are_one_line_with_status_2() {
         (
             &["spmv", m, "--variant", "hier"],
             "--variant hier does not run over MPI ranks",
+        ),
+        (
+            &["spmv", m, "--variant", "shared"],
+            "--variant shared does not run over MPI ranks",
         ),
         (&["params"], "does not run over MPI ranks"),
     ];

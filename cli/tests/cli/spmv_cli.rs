@@ -73,7 +73,7 @@ fn spmv_json(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
 fn every_variant_checked_against_sequential() {
     let m = common::matrix("bayer10.mtx");
     let m = m.to_str().unwrap();
-    for variant in ["plain", "hp", "hier"] {
+    for variant in ["plain", "hp", "shared", "hier"] {
         for p in ["1", "2", "3"] {
             let v = spmv_json(&[m, "-p", p, "--variant", variant], &[]);
             assert_eq!(v["variant"], variant);
