@@ -156,15 +156,15 @@ impl Run {
 
     /// A top-level run handing its processes' records to `sink` (if any); the profile is
     /// reported as `MBSP_PROFILE` asks and returned.
-    fn run_top<R, F>(
+    ///
+    /// `f` is type-erased from here on (as in [`Run::launch`]): the run's machinery is compiled
+    /// once per result type, not once per closure (it was a tenth of the code of a test binary
+    /// with many runs).
+    fn run_top<R: Send>(
         self,
         sink: Option<Arc<crate::profile::Sink>>,
-        f: &F,
-    ) -> Result<(Vec<R>, Option<crate::profile::Profile>)>
-    where
-        R: Send,
-        F: Fn(&mut Ctx) -> Result<R> + Sync,
-    {
+        f: &SpmdFn<'_, R>,
+    ) -> Result<(Vec<R>, Option<crate::profile::Profile>)> {
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
@@ -472,11 +472,7 @@ impl Run {
     }
 
     /// Start a run nested in the process owning `parent`, placed in what it owns.
-    pub(crate) fn run_nested<R, F>(self, parent: &Ctx, f: F) -> Result<Vec<R>>
-    where
-        R: Send,
-        F: Fn(&mut Ctx) -> Result<R> + Sync,
-    {
+    pub(crate) fn run_nested<R: Send>(self, parent: &Ctx, f: &SpmdFn<'_, R>) -> Result<Vec<R>> {
         parent.live("run")?;
         if self.procs == Procs::Count(0) {
             return Err(parent.misuse(
@@ -500,7 +496,7 @@ impl Run {
             layout,
             inherited,
             sink.clone(),
-            &f,
+            f,
         );
         let results = collect(results, &tree)?;
         if let (Some(sink), Some(rec)) = (sink, &parent.prof) {
@@ -509,19 +505,15 @@ impl Run {
         Ok(results)
     }
 
-    fn launch<R, F>(
+    fn launch<R: Send>(
         &self,
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::Sink>>,
-        f: &F,
-    ) -> Vec<Result<R>>
-    where
-        R: Send,
-        F: Fn(&mut Ctx) -> Result<R> + Sync,
-    {
+        f: &SpmdFn<'_, R>,
+    ) -> Vec<Result<R>> {
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_spawned(shared, f);
@@ -545,11 +537,7 @@ impl Run {
     }
 
     /// [`Run::launch`] with threads started for this run and joined at its end.
-    fn launch_spawned<R, F>(&self, shared: Arc<RunShared>, f: &F) -> Vec<Result<R>>
-    where
-        R: Send,
-        F: Fn(&mut Ctx) -> Result<R> + Sync,
-    {
+    fn launch_spawned<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Vec<Result<R>> {
         let p = shared.p;
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
@@ -719,7 +707,7 @@ impl Ctx {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        Run::new(p).run_nested(self, f)
+        Run::new(p).run_nested(self, &f)
     }
 
     /// Start a nested run of one process per object of `level` inside what this process owns
@@ -739,7 +727,7 @@ impl Ctx {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        Run::per(level).run_nested(self, f)
+        Run::per(level).run_nested(self, &f)
     }
 
     /// Start a nested run with options; see [`Ctx::run`].
@@ -748,7 +736,7 @@ impl Ctx {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        options.run_nested(self, f)
+        options.run_nested(self, &f)
     }
 }
 
