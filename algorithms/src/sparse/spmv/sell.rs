@@ -139,22 +139,29 @@ impl Sell {
         }
     }
 
+    /// The sums of the four rows of the chunk whose entries are `entries`, each left to right
+    /// (padding included).
+    #[inline(always)]
+    fn chunk_sums(&self, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
+        let mut acc = [0.0f64; C];
+        for (c, v) in self.col[entries.clone()]
+            .chunks_exact(C)
+            .zip(self.val[entries].chunks_exact(C))
+        {
+            for i in 0..C {
+                acc[i] += v[i] * x[c[i] as usize];
+            }
+        }
+        acc
+    }
+
     /// Hands each row's sum `Σ_j a_rj x_j` (summed in CRS order) to `out(row, sum)`. `x` must
     /// have an entry for every column and be zero at the padding column.
     #[inline(always)]
     pub(super) fn multiply(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
         debug_assert_eq!(x.get(self.pad as usize), Some(&0.0));
         for (w, rows) in self.ptr.windows(2).zip(self.row.chunks_exact(C)) {
-            let (a, b) = (w[0] as usize, w[1] as usize);
-            let mut acc = [0.0f64; C];
-            for (c, v) in self.col[a..b]
-                .chunks_exact(C)
-                .zip(self.val[a..b].chunks_exact(C))
-            {
-                for i in 0..C {
-                    acc[i] += v[i] * x[c[i] as usize];
-                }
-            }
+            let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
             for (&r, s) in rows.iter().zip(acc) {
                 if r != u32::MAX {
                     out(r as usize, s);
@@ -174,16 +181,7 @@ impl Sell {
             .zip(self.row.chunks_exact(C))
             .enumerate()
         {
-            let (a, b) = (w[0] as usize, w[1] as usize);
-            let mut acc = [0.0f64; C];
-            for (c, v) in self.col[a..b]
-                .chunks_exact(C)
-                .zip(self.val[a..b].chunks_exact(C))
-            {
-                for i in 0..C {
-                    acc[i] += v[i] * x[c[i] as usize];
-                }
-            }
+            let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
             for (i, (&r, s)) in rows.iter().zip(acc).enumerate() {
                 if r != u32::MAX {
                     out(
