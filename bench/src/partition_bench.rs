@@ -309,6 +309,7 @@ pub fn run(o: &Options) -> Result<()> {
         eps: o.eps,
         seed: o.seed,
         threads: 0,
+        cancel: None,
     };
     let mut rows: Vec<Row> = Vec::new();
     for f in &files {

@@ -160,6 +160,7 @@ pub fn run(o: &Options) -> Result<()> {
         eps,
         seed,
         threads: 0,
+        cancel: None,
     };
     let r = partition::partition(&a, p, &opts).map_err(|e| Error::usage(e.to_string()))?;
     // The split of max_h into its two phases: cheap next to partitioning, and it tells whether

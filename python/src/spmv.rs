@@ -22,7 +22,7 @@
 //! syncs and `n/p` reads and writes per process.
 
 use crate::errors;
-use crate::sparse::{coo_of, distribution_of, options, slice};
+use crate::sparse::{cancellable, coo_of, distribution_of, options, slice};
 use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::spmv::{
@@ -519,7 +519,8 @@ impl NativePlan {
         check_procs(OP, total)?;
         let o = options(OP, eps, seed, 0)?;
         errors::preflight(mbsp_cli::spmv_cmd::fits(&a, total))?;
-        let plan = crate::wait::interruptible(py, "SpmvPlan", None, move || {
+        let (o, stop) = cancellable(o);
+        let plan = crate::wait::interruptible(py, "SpmvPlan", Some(stop), move || {
             if inner_2d {
                 HierPlan::partition_2d(&a, packages, cores, &o)
             } else {

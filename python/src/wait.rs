@@ -7,9 +7,10 @@
 //! `KeyboardInterrupt`). On an exception:
 //!
 //! * with a stop flag, the flag is raised and the thread waited for (work that looks at the
-//!   flag, CG between iterations, ends within one step), then the exception is returned;
-//! * without one (the partitioner has no point to stop at), the exception is returned at once
-//!   and the thread finishes on its own, its result dropped.
+//!   flag ends within one step: CG between iterations, the partitioner between refinement
+//!   passes), then the exception is returned;
+//! * without one (parameter measurements have no point to stop at), the exception is returned
+//!   at once and the thread finishes on its own, its result dropped.
 //!
 //! A panic of the work is caught on its thread and becomes `mbsp.BspError`.
 
@@ -37,7 +38,7 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let (tx, mut rx) = channel();
-    std::thread::Builder::new()
+    let worker = std::thread::Builder::new()
         .name(format!("mbsp-{what}"))
         .spawn(move || {
             let out = catch_unwind(AssertUnwindSafe(job));
@@ -50,26 +51,13 @@ where
         // The receiver is not `Sync`: it goes into the GIL-free wait and comes back.
         let (got, back) = py.detach(move || (rx.recv_timeout(POLL), rx));
         rx = back;
-        match got {
-            Ok(Ok(v)) => return interrupted.map_or(Ok(v), Err),
-            Ok(Err(panic)) => {
-                let text = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("(no message)");
-                return Err(BspError::new_err(format!("{what} panicked: {text}")));
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(BspError::new_err(format!(
-                    "{what}: its thread ended without a result"
-                )));
-            }
+        let answer = match got {
+            Ok(result_or_panic) => Some(result_or_panic),
+            Err(RecvTimeoutError::Disconnected) => None,
             Err(RecvTimeoutError::Timeout) => {
-                if interrupted.is_some() {
-                    continue;
-                }
-                if let Err(e) = py.check_signals() {
+                if interrupted.is_none()
+                    && let Err(e) = py.check_signals()
+                {
                     match &stop {
                         Some(flag) => {
                             flag.store(true, Ordering::Relaxed);
@@ -78,7 +66,35 @@ where
                         None => return Err(e),
                     }
                 }
+                continue;
             }
+        };
+        // The thread has answered (or died): it ends in a moment, and once it is joined no
+        // thread of this call is left.
+        let _ = py.detach(move || worker.join());
+        return finish(what, answer, interrupted);
+    }
+}
+
+/// The outcome of [`interruptible`] once its thread has answered (`None`: it ended without
+/// an answer): the interrupt it had, if any, else the result, or the panic as `mbsp.BspError`.
+fn finish<T>(
+    what: &str,
+    answer: Option<std::thread::Result<T>>,
+    interrupted: Option<PyErr>,
+) -> PyResult<T> {
+    match answer {
+        Some(Ok(v)) => interrupted.map_or(Ok(v), Err),
+        Some(Err(panic)) => {
+            let text = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            Err(BspError::new_err(format!("{what} panicked: {text}")))
         }
+        None => Err(BspError::new_err(format!(
+            "{what}: its thread ended without a result"
+        ))),
     }
 }

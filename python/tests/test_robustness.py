@@ -61,22 +61,43 @@ def interrupt(code, after=1.0):
     return proc.returncode, out, err
 
 
-def test_ctrl_c_interrupts_the_partitioner():
+def test_ctrl_c_stops_the_partitioner():
     code = """
+import os
 import mbsp, numpy as np, scipy.sparse as sp
 n, nnz = 300000, 900000
 g = np.random.default_rng(1)
 A = sp.coo_matrix((np.ones(nnz), (g.integers(0, n, nnz), g.integers(0, n, nnz))), shape=(n, n))
+def threads():
+    return [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
 print("ready", flush=True)
 try:
     mbsp.partition(A, 64)
     print("finished")
 except KeyboardInterrupt:
-    print("interrupted")
+    # The partitioner's thread has stopped by the time the exception is raised.
+    print("interrupted", "mbsp-partition" in threads(), flush=True)
+print("ready", flush=True)
+try:
+    mbsp.SpmvPlan(A, kind="hier", levels=(8, 8))
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", "mbsp-SpmvPlan" in threads(), flush=True)
 """
-    rc, out, err = interrupt(code)
-    assert rc == 0, err
-    assert out.strip() == "interrupted", out
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANDLER + code],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    seen = []
+    for _ in range(2):
+        line = proc.stdout.readline().strip()
+        assert line == "ready", (seen, line, proc.stderr.read())
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        seen.append(proc.stdout.readline().strip())
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert seen == ["interrupted False"] * 2, (seen, out, err)
 
 
 def test_ctrl_c_stops_cg_and_the_runtime_goes_on():

@@ -4,9 +4,11 @@
 use crate::common;
 
 use common::within;
-use mbsp_algorithms::sparse::partition::{Options, partition, partition_nonzeros};
+use mbsp_algorithms::sparse::partition::{Options, PartitionError, partition, partition_nonzeros};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Volume counted the slow, obvious way: the set of parts of every row and column.
 fn naive_volume(a: &CooMatrix, part: &[u32]) -> u64 {
@@ -53,6 +55,7 @@ fn check(a: &CooMatrix, p: usize, eps: f64, seed: u64) -> u64 {
         eps,
         seed,
         threads: 0,
+        cancel: None,
     };
     let r = partition(a, p, &opts).unwrap();
     let part = &r.dist.nz_part;
@@ -231,6 +234,66 @@ fn real_matrices_beat_row_blocks() {
                 );
             }
         }
+    });
+}
+
+#[test]
+fn a_stop_flag_ends_a_long_partition_with_an_error() {
+    within(120, || {
+        // A random matrix takes seconds to split into 64 parts; the flag, set from another
+        // thread a moment in, stops every split (the parallel halves too) within a pass.
+        let n = 100_000u32;
+        let mut s = 7u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % u64::from(n)) as usize
+        };
+        let a = CooMatrix::new(
+            n as usize,
+            n as usize,
+            (0..400_000)
+                .map(|_| (next(), next(), 1.0))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let o = Options {
+            cancel: Some(stop.clone()),
+            ..Options::default()
+        };
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let e = partition(&a, 64, &o).unwrap_err();
+        setter.join().unwrap();
+        assert!(matches!(e, PartitionError::Cancelled), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "partition: cancelled (Options::cancel was set)"
+        );
+        // A flag that stays down changes nothing: the same partition as without one.
+        let small = CooMatrix::new(
+            500,
+            500,
+            (0..3000)
+                .map(|k| (k % 500, (k * 7 + k / 500) % 500, 1.0))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let quiet = Options {
+            cancel: Some(Arc::new(AtomicBool::new(false))),
+            ..Options::default()
+        };
+        assert_eq!(
+            partition(&small, 4, &quiet).unwrap().dist.nz_part,
+            partition(&small, 4, &Options::default())
+                .unwrap()
+                .dist
+                .nz_part
+        );
     });
 }
 

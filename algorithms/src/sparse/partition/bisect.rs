@@ -32,14 +32,14 @@ struct Hierarchy<'h> {
 }
 
 impl<'h> Hierarchy<'h> {
-    fn new(h: &'h Hypergraph, mut side: Option<Vec<u8>>, rng: &mut Rng) -> Self {
+    fn new(h: &'h Hypergraph, mut side: Option<Vec<u8>>, b: &Bounds, rng: &mut Rng) -> Self {
         let total = h.total_weight();
         let max_cluster = ((total as f64 * 1.5 / COARSEST as f64).ceil() as u64).max(1);
         let mut levels: Vec<Hypergraph> = Vec::new();
         let mut maps: Vec<Vec<u32>> = Vec::new();
         loop {
             let cur = levels.last().unwrap_or(h);
-            if cur.nv() <= COARSEST {
+            if cur.nv() <= COARSEST || b.cancelled() {
                 break;
             }
             let (cmap, nc) = cluster(cur, max_cluster, side.as_deref(), rng);
@@ -87,7 +87,7 @@ impl<'h> Hierarchy<'h> {
 
 /// Refines the bipartition `start` of `h` within `b` by a V-cycle; never makes it worse.
 pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Rng) -> Vec<u8> {
-    let hi = Hierarchy::new(h, Some(start), rng);
+    let hi = Hierarchy::new(h, Some(start), b, rng);
     let mut s = hi.coarse_side.clone().expect("a starting split");
     Fm::new(hi.coarsest()).refine(&mut s, b, PASSES);
     hi.uncoarsen(s, b)
@@ -96,7 +96,7 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Rng) 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
 /// initial splits; returns the side (0 or 1) of every vertex for each try.
 pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, tries: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
-    let hi = Hierarchy::new(h, None, rng);
+    let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
     seeds
         .par_iter()
@@ -194,6 +194,7 @@ mod tests {
             let b = Bounds {
                 max: [half + n as u64 / 30, half + n as u64 / 30],
                 target: [half, n as u64 - half],
+                cancel: None,
             };
             for seed in 0..5 {
                 for side in bisect(&h, &b, 3, &mut Rng::new(seed)) {

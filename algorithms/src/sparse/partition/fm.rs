@@ -15,6 +15,7 @@
 use super::hypergraph::Hypergraph;
 #[cfg(test)]
 use super::hypergraph::Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An addressable binary max-heap of vertices keyed by gain.
 struct Heap {
@@ -122,12 +123,21 @@ impl Heap {
 /// Balance bounds of a bipartition: side `s` may weigh at most `max[s]`; `target[s]` is the
 /// ideal weight (used to prefer the more even of two equally cut states).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Bounds {
+pub(crate) struct Bounds<'c> {
     pub max: [u64; 2],
     pub target: [u64; 2],
+    /// The caller's stop flag ([`Options::cancel`](super::Options::cancel)).
+    pub cancel: Option<&'c AtomicBool>,
 }
 
-impl Bounds {
+impl Bounds<'_> {
+    /// Whether the caller asked to stop: every loop of the partitioner that repeats a pass
+    /// over the hypergraph looks here first and stops early (with a valid, poorer split that
+    /// `partition` then throws away).
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
     fn violation(&self, w: [u64; 2]) -> u64 {
         w[0].saturating_sub(self.max[0]) + w[1].saturating_sub(self.max[1])
     }
@@ -276,6 +286,9 @@ impl<'h> Fm<'h> {
         // A pass gives up after this many moves without a new best state.
         let patience = (nv / 4).clamp(25, 400);
         for _ in 0..max_passes {
+            if b.cancelled() {
+                break;
+            }
             let start_key = b.key(self.w, self.cut);
             // The boundary: pins of cut nets. (When a side is too heavy and there is no
             // boundary, pick() floods the queue with that side's vertices.)
@@ -479,6 +492,7 @@ mod tests {
             let b = Bounds {
                 max: [half + 3, total - half + 3],
                 target: [half, total - half],
+                cancel: None,
             };
             let mut side: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
             let before = b.key(h.side_weights(&side), h.cut(&side));

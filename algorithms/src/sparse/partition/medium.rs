@@ -288,6 +288,9 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
     // cheap rounds after a multilevel round that improved.
     let mut vcycle = false;
     for round in 0..IR_MAX {
+        if b.cancelled() {
+            break;
+        }
         if vcycle {
             if multilevel_left == 0 {
                 break;

@@ -25,6 +25,8 @@ use fm::Bounds;
 use hypergraph::{Rng, mix};
 use medium::Sub;
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Settings of [`partition`].
 #[derive(Clone, Debug)]
@@ -35,6 +37,20 @@ pub struct Options {
     pub seed: u64,
     /// Threads to use (0: all available).
     pub threads: usize,
+    /// A stop flag: once another thread sets it, the partitioner stops within one refinement
+    /// pass (a pass over the current level's hypergraph) and returns
+    /// [`PartitionError::Cancelled`]. For callers that must end a long partition on request
+    /// (Ctrl-C in the Python package) without leaving its threads running.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, PartitionError, partition}};
+    /// use std::sync::{Arc, atomic::AtomicBool};
+    /// let a = CooMatrix::new(3, 3, vec![(0, 0, 1.0), (1, 1, 1.0), (2, 2, 1.0)]).unwrap();
+    /// let stop = Arc::new(AtomicBool::new(true)); // set before the call: stops at once
+    /// let o = Options { cancel: Some(stop), ..Options::default() };
+    /// assert!(matches!(partition(&a, 2, &o), Err(PartitionError::Cancelled)));
+    /// ```
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Options {
@@ -43,6 +59,7 @@ impl Default for Options {
             eps: 0.03,
             seed: 1,
             threads: 0,
+            cancel: None,
         }
     }
 }
@@ -86,6 +103,8 @@ pub enum PartitionError {
         /// What the thread pool said.
         source: rayon::ThreadPoolBuildError,
     },
+    /// [`Options::cancel`] was set before the partition was complete.
+    Cancelled,
 }
 
 impl fmt::Display for PartitionError {
@@ -104,6 +123,7 @@ impl fmt::Display for PartitionError {
             PartitionError::Threads { threads, source } => {
                 write!(f, "cannot start {threads} threads: {source}")
             }
+            PartitionError::Cancelled => f.write_str("cancelled (Options::cancel was set)"),
         }
     }
 }
@@ -249,7 +269,9 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
     let lmax =
         (((1.0 + opts.eps) * nnz as f64 / p as f64).floor() as u64).max(nnz.div_ceil(p as u64));
     let nz: Vec<u32> = (0..a.nnz() as u32).collect();
-    let job = || split(a, &nz, 0, p, lmax, opts.seed);
+    let cancel = opts.cancel.as_deref();
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let job = || split(a, &nz, 0, p, lmax, opts.seed, cancel);
     let (mut parts, volume) = if opts.threads == 0 {
         job()
     } else {
@@ -262,7 +284,14 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
             })?
             .install(job)
     };
+    if cancelled() {
+        return Err(PartitionError::Cancelled);
+    }
     let gained = kway::refine(a, &mut parts, p, lmax, KWAY_PASSES);
+    // (k-way passes are a few and cheap: none looks at the flag.)
+    if cancelled() {
+        return Err(PartitionError::Cancelled);
+    }
     Ok((parts, volume - gained))
 }
 
@@ -296,9 +325,19 @@ const PARALLEL_MIN: usize = 20_000;
 /// over the splits still to come: with slack `δ = q·lmax/W − 1` and `L = ⌈log2 q⌉` levels to go,
 /// this split may be off by `(1 + δ)^(1/L) − 1`, so splits that come out better than allowed
 /// leave more room below.
-fn split(a: &CooMatrix, nz: &[u32], first: u32, q: usize, lmax: u64, seed: u64) -> (Vec<u32>, u64) {
+/// With `cancel` set, it returns at once (every entry in part `first`: a valid result the
+/// caller throws away).
+fn split(
+    a: &CooMatrix,
+    nz: &[u32],
+    first: u32,
+    q: usize,
+    lmax: u64,
+    seed: u64,
+    cancel: Option<&AtomicBool>,
+) -> (Vec<u32>, u64) {
     let w = nz.len();
-    if q == 1 {
+    if q == 1 || cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
         return (vec![first; w], 0);
     }
     if w <= q {
@@ -327,6 +366,7 @@ fn split(a: &CooMatrix, nz: &[u32], first: u32, q: usize, lmax: u64, seed: u64) 
             (w as u64 * q0 as u64) / q as u64,
             w as u64 - (w as u64 * q0 as u64) / q as u64,
         ],
+        cancel,
     };
     let mut rng = Rng::new(seed ^ mix(((first as u64) << 32) | q as u64));
     let sub = Sub::new(a, nz);
@@ -339,13 +379,13 @@ fn split(a: &CooMatrix, nz: &[u32], first: u32, q: usize, lmax: u64, seed: u64) 
     }
     let ((p0, v0), (p1, v1)) = if w >= PARALLEL_MIN {
         rayon::join(
-            || split(a, &halves[0], first, q0, lmax, seed),
-            || split(a, &halves[1], first + q0 as u32, q1, lmax, seed),
+            || split(a, &halves[0], first, q0, lmax, seed, cancel),
+            || split(a, &halves[1], first + q0 as u32, q1, lmax, seed, cancel),
         )
     } else {
         (
-            split(a, &halves[0], first, q0, lmax, seed),
-            split(a, &halves[1], first + q0 as u32, q1, lmax, seed),
+            split(a, &halves[0], first, q0, lmax, seed, cancel),
+            split(a, &halves[1], first + q0 as u32, q1, lmax, seed, cancel),
         )
     };
     let mut out = Vec::with_capacity(w);
