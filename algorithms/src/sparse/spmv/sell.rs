@@ -40,6 +40,9 @@ pub(super) struct Sell {
     /// The zero column padding entries read ([`Sell::multiply`]); `u32::MAX` after
     /// [`Sell::renamed`], whose padding reads its row's columns.
     pad: u32,
+    /// One more than the largest column stored (padding included): the multiplies check once
+    /// that `x` is this long, and then read it without a check per entry.
+    x_len: usize,
     nnz: usize,
 }
 
@@ -83,6 +86,7 @@ impl Sell {
                 s.len.push(chunk.get(i).map_or(0, |&r| len(r) as u32));
             }
         }
+        s.x_len = s.col.iter().max().map_or(0, |&c| c as usize + 1);
         s
     }
 
@@ -112,11 +116,12 @@ impl Sell {
         })
     }
 
-    /// The same rows with column `c` renamed `map[c]`, for [`multiply_whole`]
-    /// (Self::multiply_whole) (a local matrix turned into one over the global columns, see
-    /// `shared.rs`): each padding entry reads the column of its row's last entry, or of the
-    /// chunk's first entry in a slot without a row.
-    pub(super) fn renamed(&self, map: &[u32]) -> Sell {
+    /// The same rows with column `c` renamed `map[c]` and row `r` renamed `rows[r]`, for
+    /// [`multiply_whole`](Self::multiply_whole) (a local matrix turned into one over the
+    /// global columns that hands out the positions its caller writes, see `shared.rs`): each
+    /// padding entry reads the column of its row's last entry, or of the chunk's first entry in
+    /// a slot without a row.
+    pub(super) fn renamed(&self, map: &[u32], rows: &[u32]) -> Sell {
         let mut col = self.col.clone();
         for (k, w) in self.ptr.windows(2).enumerate() {
             let (a, b) = (w[0] as usize, w[1] as usize);
@@ -132,8 +137,15 @@ impl Sell {
                 };
             }
         }
+        let row = self
+            .row
+            .iter()
+            .map(|&r| if r == u32::MAX { r } else { rows[r as usize] })
+            .collect();
         Sell {
+            x_len: col.iter().max().map_or(0, |&c| c as usize + 1),
             col,
+            row,
             pad: u32::MAX,
             ..self.clone()
         }
@@ -143,13 +155,16 @@ impl Sell {
     /// (padding included).
     #[inline(always)]
     fn chunk_sums(&self, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
+        debug_assert!(x.len() >= self.x_len);
         let mut acc = [0.0f64; C];
         for (c, v) in self.col[entries.clone()]
             .chunks_exact(C)
             .zip(self.val[entries].chunks_exact(C))
         {
             for i in 0..C {
-                acc[i] += v[i] * x[c[i] as usize];
+                // SAFETY: every stored column is below `x_len` (set where `col` is made), and
+                // both multiplies, the only callers, check `x.len() >= x_len` first.
+                acc[i] += v[i] * unsafe { x.get_unchecked(c[i] as usize) };
             }
         }
         acc
@@ -160,6 +175,7 @@ impl Sell {
     #[inline(always)]
     pub(super) fn multiply(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
         debug_assert_eq!(x.get(self.pad as usize), Some(&0.0));
+        self.check_x(x);
         for (w, rows) in self.ptr.windows(2).zip(self.row.chunks_exact(C)) {
             let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
             for (&r, s) in rows.iter().zip(acc) {
@@ -175,6 +191,7 @@ impl Sell {
     /// padding (module docs), so every sum is that of CRS, bit for bit.
     #[inline(always)]
     pub(super) fn multiply_whole(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
+        self.check_x(x);
         for (k, (w, rows)) in self
             .ptr
             .windows(2)
@@ -191,6 +208,18 @@ impl Sell {
                 }
             }
         }
+    }
+
+    /// Refuses an `x` shorter than the columns stored (the callers' buffers and vectors are
+    /// made to the plan's sizes: this is the one check that lets the kernel read unchecked).
+    #[inline(always)]
+    fn check_x(&self, x: &[f64]) {
+        assert!(
+            x.len() >= self.x_len,
+            "spmv: x of {} entries for a local matrix of {} columns",
+            x.len(),
+            self.x_len
+        );
     }
 
     /// The sum of lane `i` of chunk `k` over its nonzeros alone, in CRS order.
@@ -282,7 +311,8 @@ mod tests {
         let sell = Sell::new(0, &ptr, &col, &val, 40);
         // Local column c is global column 2c + 1 of an x of 81 entries: no zero slot.
         let map: Vec<u32> = (0..40).map(|c| 2 * c + 1).collect();
-        let global = sell.renamed(&map);
+        let rows: Vec<u32> = (0..300).collect();
+        let global = sell.renamed(&map, &rows);
         let mut xg: Vec<f64> = (0..81).map(|j| (j as f64 * 0.11).cos() + 2.0).collect();
         for inf in [false, true] {
             if inf {

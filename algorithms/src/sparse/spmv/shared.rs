@@ -90,11 +90,10 @@ pub struct SharedSpmv<'p> {
     plan: &'p SpmvPlan,
     local: &'p LocalSpmv,
     guard: &'p HpGuard,
-    /// The owned local rows and the others, over the global columns.
+    /// The owned local rows and the others, over the global columns, their rows renamed: the
+    /// owned ones to their global rows, the others to their slots in the send buffer.
     own: Sell,
     other: Sell,
-    /// Owned local row -> global row.
-    own_y: Vec<u32>,
     /// Owned global rows without a nonzero here.
     empty_y: Vec<u32>,
     send: Vec<f64>,
@@ -138,16 +137,16 @@ impl<'p> SharedSpmv<'p> {
         }
         let map = global_cols(plan, local);
         let y = &local.y_owned;
+        let own_y: Vec<u32> = local.dest[..local.own_rows]
+            .iter()
+            .map(|&q| y[q as usize])
+            .collect();
         Ok(SharedSpmv {
             plan,
             local,
             guard: &plan.guard,
-            own: local.own.renamed(&map),
-            other: local.other.renamed(&map),
-            own_y: local.dest[..local.own_rows]
-                .iter()
-                .map(|&q| y[q as usize])
-                .collect(),
+            own: local.own.renamed(&map, &own_y),
+            other: local.other.renamed(&map, &local.dest),
             empty_y: local.y_empty.iter().map(|&q| y[q as usize]).collect(),
             send: local.send_buffer(),
             slot_of: local.slot_of(plan.p()),
@@ -176,19 +175,17 @@ impl<'p> SharedSpmv<'p> {
             ));
         }
         let (x, y) = (v.x, &v.y);
-        let own_y = &self.own_y[..];
-        // SAFETY (these writes and the adds below): entries this process owns, which no other
-        // thread reads or writes while this process holds its claim on the plan, and `v` is
-        // this plan's (checked above): see the module docs.
-        self.own
-            .multiply_whole(x, |r, s| unsafe { y.write(own_y[r] as usize, s) });
+        // SAFETY (these writes and the adds below): entries this process owns (the rows of
+        // `own` are its global rows), which no other thread reads or writes while this process
+        // holds its claim on the plan, and `v` is this plan's (checked above): see the module
+        // docs.
+        self.own.multiply_whole(x, |r, s| unsafe { y.write(r, s) });
         for &i in &self.empty_y {
             // SAFETY: as above.
             unsafe { y.write(i as usize, 0.0) };
         }
-        let (dest, send) = (&self.local.dest[..], &mut self.send[..]);
-        self.other
-            .multiply_whole(x, |r, s| send[dest[r] as usize] = s);
+        let send = &mut self.send[..];
+        self.other.multiply_whole(x, |slot, s| send[slot] = s);
         // SAFETY: `self.send` is neither changed nor freed before the sync below (`self` stays
         // borrowed until we return).
         unsafe {
