@@ -295,58 +295,86 @@ struct Live {
     spmd: Option<Spmd<'static>>,
 }
 
+/// How long the processes of a kept run spin before they yield, when each has a core: the
+/// gap between two calls of a Python loop (`for ...: plan @ x`) is a few microseconds of
+/// interpreter, longer than the runtime's default spin once a wait has shrunk it (to an eighth
+/// of 10 µs after waits that had to yield: `mbsp::WaitPolicy`), and a run whose waits end in
+/// yields stays slow. Measured on the 2-vCPU VM (wing, p = 2, 300 multiplies after 90 ms
+/// idle, medians of 30-call segments): 10 µs gave 190-250 µs per multiply for most of the
+/// batch in some runs against 137-145 back to back; 200 µs recovers after the first 30 calls.
+/// The CPU time is no more than the yields' that follow (up to 2000 of them) anyway.
+const KEPT_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The wait policy of a kept run of `p` processes: the runtime's for this load, with
+/// [`KEPT_SPIN`] when every process has a hardware thread of its own (an oversubscribed run
+/// keeps the short spin: the awaited process may need this core).
+fn kept_policy(p: usize) -> mbsp::WaitPolicy {
+    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut policy = mbsp::WaitPolicy::for_load(p, hw);
+    if p <= hw {
+        policy.spins = policy
+            .spins
+            .max(mbsp::WaitPolicy::from_budget(KEPT_SPIN, 0).spins);
+    }
+    policy
+}
+
 impl Live {
     /// Starts a run of `p` processes: processes 1.. wait for commands.
     fn start(p: usize, used: u64) -> mbsp::Result<Self> {
         let mailbox = Arc::new(Mailbox(Mutex::new(Command::Stop)));
         let mb = mailbox.clone();
-        let spmd = Run::new(p).bind(false).begin(move |ctx| {
-            let mut held = None;
-            loop {
-                ctx.sync()?;
-                match mb.get() {
-                    Command::Stop => return let_go(ctx, &mut held).map(drop),
-                    Command::Fft {
-                        parts,
-                        data,
-                        n,
-                        inverse,
-                    } => {
-                        // SAFETY: process 0 keeps the array borrowed until the last sync of
-                        // the command (module docs) and sends every process the same parts.
-                        unsafe { serve_fft(ctx, &mut held, &parts, data, n, inverse)? };
-                    }
-                    Command::Release => {
-                        let_go(ctx, &mut held)?;
-                        ctx.sync()?;
-                    }
-                    Command::Multiply {
-                        plan,
-                        io: IoPtr::Parts { x, x_len, y, y_len },
-                    } => {
-                        // SAFETY: process 0 keeps `x` and `y` borrowed until the step's last
-                        // sync (module docs); each process writes its own block of `y`.
-                        let (x, out) = unsafe {
-                            (
-                                std::slice::from_raw_parts(x, x_len),
-                                RowsOut::new(std::slice::from_raw_parts_mut(y, y_len)),
-                            )
-                        };
-                        serve(ctx, &mut held, &plan, &Io::Parts { x, out: &out })?;
-                    }
-                    Command::Multiply {
-                        plan,
-                        io: IoPtr::Shared(v),
-                    } => {
-                        // SAFETY: process 0 keeps the vectors (and the arrays they borrow)
-                        // alive until the step's last sync (module docs), and shares them
-                        // only (`SharedVectors` is made to be shared by a run's processes).
-                        let v = unsafe { &*v };
-                        serve(ctx, &mut held, &plan, &Io::Shared(v))?;
+        let policy = kept_policy(p);
+        let spmd = Run::new(p)
+            .bind(false)
+            .wait_policy(policy)
+            .begin(move |ctx| {
+                let mut held = None;
+                loop {
+                    ctx.sync()?;
+                    match mb.get() {
+                        Command::Stop => return let_go(ctx, &mut held).map(drop),
+                        Command::Fft {
+                            parts,
+                            data,
+                            n,
+                            inverse,
+                        } => {
+                            // SAFETY: process 0 keeps the array borrowed until the last sync of
+                            // the command (module docs) and sends every process the same parts.
+                            unsafe { serve_fft(ctx, &mut held, &parts, data, n, inverse)? };
+                        }
+                        Command::Release => {
+                            let_go(ctx, &mut held)?;
+                            ctx.sync()?;
+                        }
+                        Command::Multiply {
+                            plan,
+                            io: IoPtr::Parts { x, x_len, y, y_len },
+                        } => {
+                            // SAFETY: process 0 keeps `x` and `y` borrowed until the step's last
+                            // sync (module docs); each process writes its own block of `y`.
+                            let (x, out) = unsafe {
+                                (
+                                    std::slice::from_raw_parts(x, x_len),
+                                    RowsOut::new(std::slice::from_raw_parts_mut(y, y_len)),
+                                )
+                            };
+                            serve(ctx, &mut held, &plan, &Io::Parts { x, out: &out })?;
+                        }
+                        Command::Multiply {
+                            plan,
+                            io: IoPtr::Shared(v),
+                        } => {
+                            // SAFETY: process 0 keeps the vectors (and the arrays they borrow)
+                            // alive until the step's last sync (module docs), and shares them
+                            // only (`SharedVectors` is made to be shared by a run's processes).
+                            let v = unsafe { &*v };
+                            serve(ctx, &mut held, &plan, &Io::Shared(v))?;
+                        }
                     }
                 }
-            }
-        })?;
+            })?;
         Ok(Live {
             p,
             used,
