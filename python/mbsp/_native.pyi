@@ -2,10 +2,16 @@
 functions of the package (mbsp.partition, mbsp.SpmvPlan, ...), which check and convert their
 arguments and call these."""
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "BspError", "machine_tree", "placement", "params_in_force", "measure_params", "nprocs",
+    "read_mtx", "write_mtx", "partition_coo", "partition_path", "measure_partition",
+    "write_mondriaan", "read_mondriaan", "NativePlan", "kept_runs", "fft_into",
+]
 
 class BspError(RuntimeError):
     """A BSP run failed: a process returned an error, panicked, or misused the runtime."""
@@ -49,6 +55,7 @@ def read_mondriaan(prefix: str, p: int) -> Tuple[_Coo, _U32, _U32, _U32]: ...
 def fft_into(x: Optional[_C128], out: _C128, p: int, inverse: bool) -> None: ...
 def kept_runs() -> int: ...
 
+@final
 class NativePlan:
     @staticmethod
     def flat(
