@@ -275,8 +275,11 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
     let (mut parts, volume) = if opts.threads == 0 {
         job()
     } else {
+        // Named: a thread otherwise takes the name of the thread that started it (`top` would
+        // show the caller's name on threads that only partition).
         rayon::ThreadPoolBuilder::new()
             .num_threads(opts.threads)
+            .thread_name(|i| format!("mbsp-part-{i}"))
             .build()
             .map_err(|source| PartitionError::Threads {
                 threads: opts.threads,
