@@ -33,11 +33,13 @@
 //! such values with `?` instead of presenting them plainly, a warning says why, and `--save`
 //! refuses a file whose top-level values come from such fits.
 
-use crate::error::{Classify, Error, Result};
+use crate::error::{Classify, Error, ErrorKind, Result};
 use crate::preflight::{self, Need};
 use crate::stats::{Samples, fit_gl, timed};
 use mbsp::{Ctx, Level, Policy, Run};
 use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Options of `mbsp params`.
@@ -59,7 +61,24 @@ pub struct Options {
     pub plot: Option<std::path::PathBuf>,
     /// Store the parameters as this machine's ([`mbsp::params::saved_path`]).
     pub save: bool,
+    /// A stop flag: once another thread sets it, the measurement ends within one point of one
+    /// h-relation sweep (its runs abort at their next sync) with an error of kind
+    /// [`Interrupted`](crate::ErrorKind::Interrupted). For callers that must end it on request
+    /// (Ctrl-C in the Python package) without leaving its threads running.
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+impl Options {
+    /// Whether [`stop`](Self::stop) was set.
+    fn stopped(&self) -> bool {
+        self.stop
+            .as_deref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+}
+
+/// The message of a measurement ended by [`Options::stop`].
+const STOPPED: &str = "the measurement was stopped (Options::stop was set)";
 
 impl Options {
     /// The full measurement (about 5 s per level and policy).
@@ -73,6 +92,7 @@ impl Options {
             json: None,
             plot: None,
             save: false,
+            stop: None,
         }
     }
 
@@ -484,6 +504,10 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
     let mut samples = vec![Vec::with_capacity(o.samples); hs.len()];
     for round in 0..o.samples {
         for i in 0..hs.len() {
+            if o.stopped() {
+                // Every process reads the flag; the first to see it ends the run for all.
+                return Err(ctx.abort(STOPPED));
+            }
             let i = if round % 2 == 0 { i } else { hs.len() - 1 - i };
             let h = hs[i];
             // Words to or from each other process (the last may take fewer).
@@ -548,6 +572,9 @@ fn measure(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
     let r_daxpy = Samples::collect(kernel_samples, || daxpy_rate(reps)).median();
     ctx.sync()?;
     let r_dense = Samples::collect(kernel_samples, || dense_rate(reps / 50 + 1)).median();
+    if o.stopped() {
+        return Err(ctx.abort(STOPPED));
+    }
     ctx.sync()?;
     let l = Samples(timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?).median() * 1e-9;
     let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
@@ -758,12 +785,21 @@ fn measure_all(chosen: &[(Where, usize)], o: &Options) -> Result<Vec<LevelParams
             (Policy::Scattered, "scattered"),
             (Policy::Compact, "compact"),
         ] {
+            if o.stopped() {
+                return Err(Error::new(ErrorKind::Interrupted, STOPPED));
+            }
             eprintln!(
                 "mbsp params: measuring the {} level, p = {p}, {name} ...",
                 level.name()
             );
             let t = Instant::now();
-            levels.push(measure_level(level, &policy, name, o)?);
+            levels.push(measure_level(level, &policy, name, o).map_err(|e| {
+                if o.stopped() {
+                    Error::new(ErrorKind::Interrupted, STOPPED)
+                } else {
+                    e
+                }
+            })?);
             eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
         }
     }
@@ -934,6 +970,35 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_flag_ends_the_measurement_with_an_interrupted_error() {
+        // Set before the call: no level is measured. Set while a run measures: its processes
+        // abort at the next point of a sweep, and the error is the stop's, not the abort's.
+        let stop = Arc::new(AtomicBool::new(true));
+        let o = Options {
+            stop: Some(stop.clone()),
+            ..Options::quick()
+        };
+        let e = measure_json(&o).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Interrupted);
+        assert_eq!(e.message(), STOPPED);
+        stop.store(false, Ordering::Relaxed);
+        let setter = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let full = Options {
+            stop: Some(stop),
+            ..Options::full()
+        };
+        let e = measure_all(&[(Where::Machine, 2)], &full).unwrap_err();
+        setter.join().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Interrupted, "{}", e.message());
+    }
 
     #[test]
     fn fit_recovers_a_line_and_its_residual_is_zero() {

@@ -125,7 +125,9 @@ fn measure_params(py: Python<'_>, levels: Option<Vec<String>>, quick: bool) -> P
         mbsp_cli::params_cmd::Options::full()
     };
     o.levels = levels;
-    let v = crate::wait::interruptible(py, "measure_params", None, move || {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    o.stop = Some(stop.clone());
+    let v = crate::wait::interruptible(py, "measure_params", stop, move || {
         mbsp_cli::params_cmd::measure_json(&o)
     })?
     .map_err(errors::cli)?;

@@ -223,7 +223,7 @@ fn run_partition(
 ) -> PyResult<Partitioned> {
     errors::preflight(mbsp_cli::partition_cmd::fits(&a, p))?;
     let (o, stop) = cancellable(o);
-    crate::wait::interruptible(py, "partition", Some(stop), move || {
+    crate::wait::interruptible(py, "partition", stop, move || {
         if square {
             partition::partition_square(&a, p, &o)
         } else {

@@ -520,7 +520,7 @@ impl NativePlan {
         let o = options(OP, eps, seed, 0)?;
         errors::preflight(mbsp_cli::spmv_cmd::fits(&a, total))?;
         let (o, stop) = cancellable(o);
-        let plan = crate::wait::interruptible(py, "SpmvPlan", Some(stop), move || {
+        let plan = crate::wait::interruptible(py, "SpmvPlan", stop, move || {
             if inner_2d {
                 HierPlan::partition_2d(&a, packages, cores, &o)
             } else {
@@ -613,7 +613,7 @@ impl NativePlan {
         let plan = plan.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let parts = crate::wait::interruptible(py, "cg", Some(stop), move || {
+        let parts = crate::wait::interruptible(py, "cg", stop, move || {
             mbsp::run(plan.p(), |ctx| {
                 cg_process(ctx, &plan, &b, &x0, tol, maxiter, &flag)
             })

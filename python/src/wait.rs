@@ -4,13 +4,10 @@
 //! Python objects), so the calling thread may return to Python while it still runs. The calling
 //! thread waits with the GIL released, 50 ms at a time, and between waits asks Python whether a
 //! signal arrived (`check_signals`, which runs the handlers: Ctrl-C's raises
-//! `KeyboardInterrupt`). On an exception:
-//!
-//! * with a stop flag, the flag is raised and the thread waited for (work that looks at the
-//!   flag ends within one step: CG between iterations, the partitioner between refinement
-//!   passes), then the exception is returned;
-//! * without one (parameter measurements have no point to stop at), the exception is returned
-//!   at once and the thread finishes on its own, its result dropped.
+//! `KeyboardInterrupt`). On an exception the job's stop flag is raised and the thread waited
+//! for — every job looks at its flag and ends within one step: CG between iterations, the
+//! partitioner between refinement passes, parameter measurements between the points of a
+//! sweep — then the exception is returned. When a call returns, its thread has ended.
 //!
 //! A panic of the work is caught on its thread and becomes `mbsp.BspError`.
 
@@ -26,13 +23,8 @@ use std::time::Duration;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Runs `job` on a new thread named `mbsp-{what}` and waits for its result, interruptibly (see
-/// the module docs). `stop`, when given, is raised on an interrupt and the job waited for.
-pub fn interruptible<T, F>(
-    py: Python<'_>,
-    what: &str,
-    stop: Option<Arc<AtomicBool>>,
-    job: F,
-) -> PyResult<T>
+/// the module docs): on an interrupt `stop` is raised and the job waited for.
+pub fn interruptible<T, F>(py: Python<'_>, what: &str, stop: Arc<AtomicBool>, job: F) -> PyResult<T>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -42,7 +34,7 @@ where
         .name(format!("mbsp-{what}"))
         .spawn(move || {
             let out = catch_unwind(AssertUnwindSafe(job));
-            // The receiver is gone when the caller was interrupted without a stop flag.
+            // (The receiver outlives the thread: the caller joins it.)
             let _ = tx.send(out);
         })
         .map_err(|e| BspError::new_err(format!("{what}: cannot start a thread: {e}")))?;
@@ -58,13 +50,8 @@ where
                 if interrupted.is_none()
                     && let Err(e) = py.check_signals()
                 {
-                    match &stop {
-                        Some(flag) => {
-                            flag.store(true, Ordering::Relaxed);
-                            interrupted = Some(e);
-                        }
-                        None => return Err(e),
-                    }
+                    stop.store(true, Ordering::Relaxed);
+                    interrupted = Some(e);
                 }
                 continue;
             }
