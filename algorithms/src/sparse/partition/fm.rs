@@ -120,6 +120,11 @@ impl Heap {
     }
 }
 
+/// Whether a stop flag ([`Options::cancel`](super::Options::cancel)) is given and set.
+pub(crate) fn is_set(flag: Option<&AtomicBool>) -> bool {
+    flag.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
 /// Balance bounds of a bipartition: side `s` may weigh at most `max[s]`; `target[s]` is the
 /// ideal weight (used to prefer the more even of two equally cut states).
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +140,7 @@ impl Bounds<'_> {
     /// over the hypergraph looks here first and stops early (with a valid, poorer split that
     /// `partition` then throws away).
     pub fn cancelled(&self) -> bool {
-        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+        is_set(self.cancel)
     }
 
     fn violation(&self, w: [u64; 2]) -> u64 {

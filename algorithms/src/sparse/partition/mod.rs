@@ -26,7 +26,7 @@ use hypergraph::{Rng, mix};
 use medium::Sub;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// Settings of [`partition`].
 #[derive(Clone, Debug)]
@@ -270,7 +270,6 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
         (((1.0 + opts.eps) * nnz as f64 / p as f64).floor() as u64).max(nnz.div_ceil(p as u64));
     let nz: Vec<u32> = (0..a.nnz() as u32).collect();
     let cancel = opts.cancel.as_deref();
-    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let job = || split(a, &nz, 0, p, lmax, opts.seed, cancel);
     let (mut parts, volume) = if opts.threads == 0 {
         job()
@@ -287,12 +286,12 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
             })?
             .install(job)
     };
-    if cancelled() {
+    if fm::is_set(cancel) {
         return Err(PartitionError::Cancelled);
     }
     let gained = kway::refine(a, &mut parts, p, lmax, KWAY_PASSES);
     // (k-way passes are a few and cheap: none looks at the flag.)
-    if cancelled() {
+    if fm::is_set(cancel) {
         return Err(PartitionError::Cancelled);
     }
     Ok((parts, volume - gained))
@@ -340,7 +339,7 @@ fn split(
     cancel: Option<&AtomicBool>,
 ) -> (Vec<u32>, u64) {
     let w = nz.len();
-    if q == 1 || cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+    if q == 1 || fm::is_set(cancel) {
         return (vec![first; w], 0);
     }
     if w <= q {
