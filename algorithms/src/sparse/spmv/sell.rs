@@ -1,6 +1,6 @@
 //! The local multiply's storage: SELL-C-σ (Kreutzer, Hager, Wellein, Fehske, Bishop, SIAM J.
 //! Sci. Comput. 36(5), 2014), with C = 4 rows per chunk and rows sorted by length within
-//! windows of σ = 128 rows.
+//! windows of σ rows (σ chosen per matrix, below).
 //!
 //! Why not CRS: a CRS row sum is one chain of dependent additions, so a row of k nonzeros
 //! costs at least k floating-point add latencies (4 cycles each here) however fast the memory
@@ -8,8 +8,14 @@
 //! each row's end, not by bandwidth. A chunk of four rows stored column by column keeps four
 //! independent sums in flight and has one loop bound per chunk. Each row is still summed left
 //! to right in its CRS order, so the results are bit-identical to a CRS multiply. Padding is
-//! small on the shared matrices (at most about a quarter of the nonzeros); docs/benchmarks.md
-//! has the measured speed against CRS.
+//! small on the shared matrices (at most 5% with σ as below); docs/benchmarks.md has the
+//! measured speed against CRS.
+//!
+//! **σ.** Sorting rows by length within a window fills the chunks; a wider window fills them
+//! better but spreads the rows (and the `x` entries) one chunk touches. σ is the smallest of
+//! 128, 512, 2048 and 8192 whose padding is at most 1/16 of the nonzeros (the one with the
+//! least padding when none is): 128 on meshes and circuits, wider on matrices with a few long
+//! rows among short ones (Maragal_6: 28% padding at σ = 128, under 5% at 2048).
 //!
 //! Padding entries have the value 0 and read a column that is always zero (the slot after the
 //! local `x` buffer's last column), so an infinite or NaN `x` entry reaches only the rows that
@@ -20,9 +26,35 @@
 
 /// Rows per chunk: four independent sums (one AVX2 register of f64, or two SSE2 ones).
 const C: usize = 4;
-/// Rows sorted by length together: wide enough that chunks are nearly full, narrow enough that
-/// the rows a chunk touches stay close in the matrix's order (so `x` keeps its locality).
-const SIGMA: usize = 128;
+/// The window widths σ tried, narrowest first ([module docs](self)).
+const SIGMAS: [usize; 4] = [128, 512, 2048, 8192];
+
+/// Stored entries (padding included) of rows of lengths `len` in chunks of C, sorted by
+/// length within windows of `sigma` rows.
+fn stored(len: &[usize], sigma: usize) -> usize {
+    len.chunks(sigma)
+        .map(|w| {
+            let mut w = w.to_vec();
+            w.sort_unstable_by(|a, b| b.cmp(a));
+            // Each chunk is as wide as its first (longest) row.
+            w.iter().step_by(C).sum::<usize>() * C
+        })
+        .sum()
+}
+
+/// The window width σ for rows of lengths `len` ([module docs](self)).
+fn sigma(len: &[usize]) -> usize {
+    let nnz: usize = len.iter().sum();
+    let mut best = (usize::MAX, SIGMAS[0]);
+    for s in SIGMAS {
+        let st = stored(len, s);
+        if st - nnz <= nnz / 16 {
+            return s;
+        }
+        best = best.min((st, s));
+    }
+    best.1
+}
 
 /// Some rows of a local matrix in SELL-C-σ.
 #[derive(Clone, Debug, Default)]
@@ -52,8 +84,9 @@ impl Sell {
     pub(super) fn new(first: u32, row_ptr: &[u32], col: &[u32], val: &[f64], pad: u32) -> Self {
         let rows = row_ptr.len().saturating_sub(1);
         let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as usize;
+        let lens: Vec<usize> = (0..rows).map(len).collect();
         let mut order: Vec<usize> = (0..rows).collect();
-        for w in order.chunks_mut(SIGMA) {
+        for w in order.chunks_mut(sigma(&lens)) {
             w.sort_by_key(|&r| std::cmp::Reverse(len(r))); // stable: ties keep their order
         }
         let mut s = Sell {
@@ -337,6 +370,43 @@ mod tests {
         e.sort_unstable();
         assert_eq!(e.len(), val.len());
         assert!(e.iter().all(|&(_, c, _)| c % 2 == 1));
+    }
+
+    #[test]
+    fn a_few_long_rows_widen_the_window() {
+        // One row in 64 is long: windows of 128 rows hold two, each padding a chunk of short
+        // rows to its length.
+        let lens: Vec<usize> = (0..8192)
+            .map(|r| if r % 64 == 0 { 40 } else { 2 })
+            .collect();
+        let nnz: usize = lens.iter().sum();
+        assert!(stored(&lens, 128) - nnz > nnz / 16);
+        let s = sigma(&lens);
+        assert!(s > 128 && stored(&lens, s) - nnz <= nnz / 16, "sigma {s}");
+        // The matrix stores what `stored` counts, and multiplies as CRS.
+        let (mut ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
+        for (r, &l) in lens.iter().enumerate() {
+            for j in 0..l {
+                col.push(((r * 7 + j * 13) % 500) as u32);
+                val.push((r % 11) as f64 - 0.5 * j as f64);
+            }
+            ptr.push(col.len() as u32);
+        }
+        let sell = Sell::new(0, &ptr, &col, &val, 500);
+        assert_eq!(sell.stored(), stored(&lens, s));
+        let mut x: Vec<f64> = (0..500).map(|j| (j as f64 * 0.3).cos()).collect();
+        x.push(0.0);
+        let want = crs_multiply(&ptr, &col, &val, &x);
+        let mut got = vec![f64::NAN; lens.len()];
+        sell.multiply(&x, |r, v| got[r] = v);
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits())
+        );
+        // Rows of equal length, or none: the narrowest window.
+        assert_eq!(sigma(&[5; 1000]), 128);
+        assert_eq!(sigma(&[]), 128);
     }
 
     #[test]
