@@ -26,6 +26,15 @@ mod wait;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BspError", m.py().get_type::<errors::BspError>())?;
+    // The threads of rayon's global pool (the Matrix Market reader, the partitioner) are
+    // named for what they are. Started by its first use instead, the pool's threads would take
+    // the name of the thread that used it: `python3`, or `mbsp-partition`, which then reads in
+    // `top` as a partition still running after it has stopped. Built here, at import, it
+    // starts its threads (one per hardware thread) now; they sleep until used. (The extension
+    // has its own copy of rayon: no other library's pool is touched.)
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("mbsp-rayon-{i}"))
+        .build_global();
     machine::register(m)?;
     sparse::register(m)?;
     spmv::register(m)?;

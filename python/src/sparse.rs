@@ -197,16 +197,6 @@ pub fn options(op: &str, eps: f64, seed: u64, threads: usize) -> PyResult<Option
 /// `o` with a fresh stop flag, and the flag: for [`crate::wait::interruptible`], which sets it
 /// on Ctrl-C and waits for the partitioner to stop (within one refinement pass).
 pub fn cancellable(mut o: Options) -> (Options, std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    // The partitioner's threads (rayon's global pool, started by its first use) are named for
-    // what they are: a pool started from the partition's thread would take that thread's name,
-    // `mbsp-partition`, and read in `top` as a partition still running after it has stopped.
-    // (A pool another library built first is used as it is.)
-    static NAMED: std::sync::Once = std::sync::Once::new();
-    NAMED.call_once(|| {
-        let _ = rayon::ThreadPoolBuilder::new()
-            .thread_name(|i| format!("mbsp-rayon-{i}"))
-            .build_global();
-    });
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     o.cancel = Some(stop.clone());
     (o, stop)

@@ -1,5 +1,6 @@
 """Failures as Python exceptions, Ctrl-C, and no crash from any argument."""
 
+import ast
 import itertools
 import os
 import signal
@@ -106,6 +107,36 @@ except KeyboardInterrupt:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert seen == ["interrupted False"] * 3, (seen, out, err)
+
+
+def test_the_threads_mbsp_starts_are_named_for_it(tmp_path):
+    # Each thread the package starts (rayon's pool for the reader and the partitioner, a kept
+    # run's workers) has a name of its own, so that `top` tells them from the interpreter.
+    path = tmp_path / "a.mtx"
+    code = f"""
+import os
+import numpy as np, scipy.sparse as sp
+def threads():
+    return sorted(open(f"/proc/self/task/{{t}}/comm").read().strip() for t in os.listdir("/proc/self/task"))
+before = threads()
+import mbsp
+# Over 1 MiB of text: the reader parses blocks on rayon's pool.
+A = sp.random(2000, 2000, density=0.02, format="coo", random_state=1) + sp.eye(2000)
+mbsp.write_mtx({str(path)!r}, A)
+B = mbsp.read_mtx({str(path)!r})
+mbsp.partition(B, 4)
+plan = mbsp.SpmvPlan(B.tocsr(), p=2)
+plan @ np.ones(2000)
+after = threads()
+for t in before:
+    after.remove(t)
+print(after)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    started = ast.literal_eval(out.stdout)
+    assert started and all(t.startswith("mbsp-") for t in started), started
+    assert any(t.startswith("mbsp-rayon-") for t in started), started
 
 
 def test_ctrl_c_stops_cg_and_the_runtime_goes_on():
