@@ -6,7 +6,9 @@
     python -m mbsp.bench --csv FILE      # the rows as CSV too
 
 * SpMV: ``plan @ x`` of an ``SpmvPlan`` (kind ``hp``) at p = 2 against scipy.sparse's
-  ``A @ x`` (CSR), on every shared matrix of over 200 000 nonzeros; target >= 1.7x.
+  ``A @ x`` (CSR), on every shared matrix of over 200 000 nonzeros; target >= 1.7x. The same
+  multiply on one process is timed in the same rounds (columns ``p=1 us`` and ``/p=1``): what
+  the second core gave the run, which a VM does not always give (docs/benchmarks.md).
 * FFT: ``mbsp.fft(x, p=2)`` against ``numpy.fft.fft`` for n = 2^18 ... 2^22; target >= 1.3x.
 * Partitioner: the volume of ``mbsp.partition(path, p, seed=...)`` against that of the
   command ``mbsp partition --json`` with the same seed (found as MBSP_BIN, on PATH, or in the
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -61,18 +63,18 @@ def data_dir() -> pathlib.Path:
     raise SystemExit("mbsp.bench: the shared matrices are not found: set MBSP_DATA_DIR")
 
 
-def interleaved(a: Callable[[], Any], b: Callable[[], Any], reps: int, rounds: int) -> Tuple[List[float], List[float]]:
-    """Seconds per call of a and of b, one figure per round, the two alternating."""
-    ta: List[float] = []
-    tb: List[float] = []
-    a(), b()  # warm up (plans, caches, kept runs)
+def interleaved(fs: Sequence[Callable[[], Any]], reps: int, rounds: int) -> List[List[float]]:
+    """Seconds per call of each function, one figure per round, the functions taking turns."""
+    times: List[List[float]] = [[] for _ in fs]
+    for f in fs:
+        f()  # warm up (plans, caches, kept runs)
     for _ in range(rounds):
-        for f, out in ((a, ta), (b, tb)):
+        for f, out in zip(fs, times):
             t = time.perf_counter()
             for _ in range(reps):
                 f()
             out.append((time.perf_counter() - t) / reps)
-    return ta, tb
+    return times
 
 
 def spread(v: List[float]) -> float:
@@ -93,6 +95,8 @@ def bench_spmv(files: List[pathlib.Path], p: int, rounds: int, budget: float) ->
         t = time.perf_counter()
         plan = mbsp.SpmvPlan(A, p=p, kind="hp")
         plan_s = time.perf_counter() - t
+        # The same multiply on one process, to show what the machine's second core gave.
+        plan1 = mbsp.SpmvPlan(A, p=1, kind="hp") if p > 1 else plan
         x = np.random.default_rng(1).standard_normal(csr.shape[1])
         out = np.empty(csr.shape[0])
         want = csr @ x
@@ -100,16 +104,20 @@ def bench_spmv(files: List[pathlib.Path], p: int, rounds: int, budget: float) ->
         t1 = time.perf_counter()
         csr @ x
         reps = max(1, int(budget / max(time.perf_counter() - t1, 1e-6)))
-        ts, tm = interleaved(lambda: csr @ x, lambda: plan.multiply(x, out=out), reps, rounds)
-        ms, mm = float(np.median(ts)), float(np.median(tm))
+        ts, tm, tp1 = interleaved(
+            [lambda: csr @ x, lambda: plan.multiply(x, out=out), lambda: plan1.multiply(x, out=out)],
+            reps, rounds)
+        ms, mm, m1 = float(np.median(ts)), float(np.median(tm)), float(np.median(tp1))
         rows.append({
             "table": "spmv", "case": name, "nnz": int(csr.nnz), "p": p,
             "baseline": "scipy A @ x", "baseline_us": ms * 1e6, "mbsp_us": mm * 1e6,
+            "mbsp_p1_us": m1 * 1e6, "speedup_p1": m1 / mm,
             "ratio": ms / mm, "spread_baseline": spread(ts), "spread_mbsp": spread(tm),
             "target": SPMV_TARGET, "met": ms / mm >= SPMV_TARGET, "rel_error": err,
             "plan_seconds": plan_s,
         })
-        progress(f"spmv {name}: scipy {ms * 1e6:.0f} us, mbsp {mm * 1e6:.0f} us, {ms / mm:.2f}x")
+        progress(f"spmv {name}: scipy {ms * 1e6:.0f} us, mbsp {mm * 1e6:.0f} us, {ms / mm:.2f}x"
+                 f" (p = 1: {m1 * 1e6:.0f} us)")
     return rows
 
 
@@ -124,7 +132,7 @@ def bench_fft(logs: List[int], p: int, rounds: int, budget: float) -> List[Dict[
         t1 = time.perf_counter()
         np.fft.fft(x)
         reps = max(1, int(budget / max(time.perf_counter() - t1, 1e-6)))
-        tn, tm = interleaved(lambda: np.fft.fft(x), lambda: mbsp.fft(x, p=p, out=out), reps, rounds)
+        tn, tm = interleaved([lambda: np.fft.fft(x), lambda: mbsp.fft(x, p=p, out=out)], reps, rounds)
         mn, mm = float(np.median(tn)), float(np.median(tm))
         rows.append({
             "table": "fft", "case": f"n = 2^{k}", "n": n, "p": p,
@@ -204,12 +212,15 @@ def print_tables(rows: List[Dict[str, Any]], machine: str) -> None:
         sel = [r for r in rows if r["table"] == table]
         if not sel:
             continue
+        p1 = table == "spmv"
         print(f"\n{title}")
-        print(f"  {'case':<16}{'p':>3}{'baseline':>16}{'us':>11}{'mbsp us':>11}{'ratio':>8}{'spread':>14}{'target':>8}")
+        print(f"  {'case':<16}{'p':>3}{'baseline':>16}{'us':>11}{'mbsp us':>11}{'ratio':>8}{'spread':>14}{'target':>8}"
+              + (f"{'p=1 us':>11}{'/p=1':>7}" if p1 else ""))
         for r in sel:
             sp = f"{r['spread_baseline']:.0%}/{r['spread_mbsp']:.0%}"
             print(f"  {r['case']:<16}{r['p']:>3}{r['baseline']:>16}{r['baseline_us']:>11.1f}{r['mbsp_us']:>11.1f}"
-                  f"{r['ratio']:>7.2f}x{sp:>14}{'met' if r['met'] else 'MISSED':>8}")
+                  f"{r['ratio']:>7.2f}x{sp:>14}{'met' if r['met'] else 'MISSED':>8}"
+                  + (f"{r['mbsp_p1_us']:>11.1f}{r['speedup_p1']:>6.2f}x" if p1 else ""))
     sel = [r for r in rows if r["table"] == "partition"]
     if sel:
         print("\nPartitioner: mbsp.partition(path) against `mbsp partition --json`, same seed")
@@ -225,6 +236,12 @@ def print_tables(rows: List[Dict[str, Any]], machine: str) -> None:
         if sel:
             met = sum(r["met"] for r in sel)
             print(f"target [{'met' if met == len(sel) else 'MISSED'}] {what}: {met} of {len(sel)}")
+    sel = [r for r in rows if r["table"] == "spmv" and r["p"] > 1]
+    if sel:
+        up = sorted(r["speedup_p1"] for r in sel)
+        print(f"mbsp's multiply at p = {sel[0]['p']} over p = 1 (/p=1): median {float(np.median(up)):.2f}x, "
+              f"{up[0]:.2f}-{up[-1]:.2f}x (near p on matrices that fit in the caches when the machine gives "
+              "the run p cores; less when a VM's vCPUs share a core: docs/benchmarks.md)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
