@@ -157,8 +157,7 @@ def partition(
     if _is_path(A):
         _, t = _native.partition_path(os.fspath(A), p, eps, seed, bool(square), _threads(threads, op))
     else:
-        rows, cols, row, col, data = _arrays(A, op)
-        t = _native.partition_coo(rows, cols, row, col, data, p, eps, seed, bool(square), _threads(threads, op))
+        t = _native.partition_coo(_arrays(A, op), p, eps, seed, bool(square), _threads(threads, op))
     return _partition_of(t, p)
 
 
@@ -170,8 +169,7 @@ def read_mtx(path: Union[str, "os.PathLike[str]"]) -> "sp.coo_matrix":
 
 def write_mtx(path: Union[str, "os.PathLike[str]"], A: Any) -> None:
     """Writes ``A`` as a Matrix Market file, whole or not at all (``.gz`` compresses)."""
-    rows, cols, row, col, data = _arrays(A, "write_mtx")
-    _native.write_mtx(os.fspath(path), rows, cols, row, col, data)
+    _native.write_mtx(os.fspath(path), _arrays(A, "write_mtx"))
 
 
 def _checked_partition(A_arrays: _Arrays, part: Partition, op: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,7 +185,7 @@ def write_mondriaan(prefix: Union[str, "os.PathLike[str]"], A: Any, part: Partit
     Returns their paths."""
     arr = _arrays(A, "write_mondriaan")
     parts, xo, yo = _checked_partition(arr, part, "write_mondriaan")
-    return _native.write_mondriaan(os.fspath(prefix), *arr, part.p, parts, xo, yo)
+    return _native.write_mondriaan(os.fspath(prefix), arr, (part.p, parts, xo, yo))
 
 
 def read_mondriaan(prefix: Union[str, "os.PathLike[str]"], p: int) -> Tuple["sp.coo_matrix", Partition]:
@@ -195,7 +193,7 @@ def read_mondriaan(prefix: Union[str, "os.PathLike[str]"], p: int) -> Tuple["sp.
     its partition (volume, imbalance and max h computed from it)."""
     p = _count(p, "p", "read_mondriaan")
     arr, parts, xo, yo = _native.read_mondriaan(os.fspath(prefix), p)
-    volume, imbalance, max_h = _native.measure_partition(*arr, p, parts, xo, yo)
+    volume, imbalance, max_h = _native.measure_partition(arr, (p, parts, xo, yo))
     return _coo(arr), Partition(p, parts, xo, yo, volume, imbalance, max_h)
 
 
@@ -265,7 +263,7 @@ class SpmvPlan:
                 raise ValueError(f"{op}: levels must be (packages, cores), not {levels!r}")
             packages = _count(levels[0], "packages", op)
             cores = _count(levels[1], "cores", op)
-            self._native = _native.NativePlan.hier(*arr, packages, cores, float(eps), _seed(seed, op))
+            self._native = _native.NativePlan.hier(arr, packages, cores, float(eps), _seed(seed, op))
             self.partition: Optional[Partition] = None
         elif kind in ("plain", "hp"):
             if levels is not None:
@@ -276,12 +274,12 @@ class SpmvPlan:
                 p = _count(p, "p", op)
                 sq = (rows == cols) if square is None else bool(square)
                 partition = _partition_of(
-                    _native.partition_coo(*arr, p, float(eps), _seed(seed, op), sq, 0), p
+                    _native.partition_coo(arr, p, float(eps), _seed(seed, op), sq, 0), p
                 )
             elif p is not None and p != partition.p:
                 raise ValueError(f"{op}: p = {p} but the partition has p = {partition.p}")
             parts, xo, yo = _checked_partition(arr, partition, op)
-            self._native = _native.NativePlan.flat(kind, *arr, partition.p, parts, xo, yo)
+            self._native = _native.NativePlan.flat(kind, arr, (partition.p, parts, xo, yo))
             self.partition = partition
         else:
             raise ValueError(f"{op}: unknown kind {kind!r} (plain, hp, hier)")

@@ -78,42 +78,55 @@ pub fn coo(
     })
 }
 
-/// The matrix of numpy arrays (contiguous, every index checked; `op` names the operation).
-pub fn coo_of(
-    op: &str,
-    rows: usize,
-    cols: usize,
-    row: &PyReadonlyArray1<'_, i64>,
-    col: &PyReadonlyArray1<'_, i64>,
-    vals: &PyReadonlyArray1<'_, f64>,
-) -> PyResult<CooMatrix> {
-    coo(
-        op,
-        rows,
-        cols,
-        slice(row, op, "row")?,
-        slice(col, op, "col")?,
-        slice(vals, op, "data")?,
-    )
+/// A matrix as the package passes it: the tuple `(rows, cols, row, col, data)` that
+/// [`read_mtx`] returns (`_Coo` in the stubs).
+#[derive(FromPyObject)]
+pub struct CooArgs<'py>(
+    usize,
+    usize,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, f64>,
+);
+
+impl CooArgs<'_> {
+    /// The matrix (contiguous arrays, every index checked; `op` names the operation).
+    pub fn matrix(&self, op: &str) -> PyResult<CooMatrix> {
+        let CooArgs(rows, cols, row, col, vals) = self;
+        coo(
+            op,
+            *rows,
+            *cols,
+            slice(row, op, "row")?,
+            slice(col, op, "col")?,
+            slice(vals, op, "data")?,
+        )
+    }
 }
 
-/// The distribution of numpy arrays, checked against `a` (see [`distribution`]).
-pub fn distribution_of(
-    op: &str,
-    a: &CooMatrix,
-    p: usize,
-    parts: &PyReadonlyArray1<'_, u32>,
-    x_owner: &PyReadonlyArray1<'_, u32>,
-    y_owner: &PyReadonlyArray1<'_, u32>,
-) -> PyResult<Distribution> {
-    distribution(
-        op,
-        a,
-        p,
-        slice(parts, op, "parts")?,
-        slice(x_owner, op, "x_owner")?,
-        slice(y_owner, op, "y_owner")?,
-    )
+/// A distribution as the package passes it: the tuple `(p, parts, x_owner, y_owner)`
+/// (`_Dist` in the stubs).
+#[derive(FromPyObject)]
+pub struct DistArgs<'py>(
+    usize,
+    PyReadonlyArray1<'py, u32>,
+    PyReadonlyArray1<'py, u32>,
+    PyReadonlyArray1<'py, u32>,
+);
+
+impl DistArgs<'_> {
+    /// The distribution, checked against `a` (see [`distribution`]).
+    pub fn distribution(&self, op: &str, a: &CooMatrix) -> PyResult<Distribution> {
+        let DistArgs(p, parts, x_owner, y_owner) = self;
+        distribution(
+            op,
+            a,
+            *p,
+            slice(parts, op, "parts")?,
+            slice(x_owner, op, "x_owner")?,
+            slice(y_owner, op, "y_owner")?,
+        )
+    }
 }
 
 /// The arrays of `a` for Python.
@@ -142,16 +155,9 @@ fn read_mtx<'py>(py: Python<'py>, path: &str) -> PyResult<CooArrays<'py>> {
 
 /// Writes a Matrix Market file (whole or not at all; `.gz` compresses).
 #[pyfunction]
-fn write_mtx(
-    path: &str,
-    rows: usize,
-    cols: usize,
-    row: PyReadonlyArray1<'_, i64>,
-    col: PyReadonlyArray1<'_, i64>,
-    vals: PyReadonlyArray1<'_, f64>,
-) -> PyResult<()> {
+fn write_mtx(path: &str, a: CooArgs<'_>) -> PyResult<()> {
     const OP: &str = "write_mtx";
-    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+    let a = a.matrix(OP)?;
     mtx::write_path(&a, path).map_err(|e| errors::io(path, e))
 }
 
@@ -225,15 +231,10 @@ fn run_partition(
 
 /// Partitions the nonzeros of the matrix of the arrays into `p` parts.
 #[pyfunction]
-#[pyo3(signature = (rows, cols, row, col, vals, p, eps, seed, square, threads=0))]
-#[allow(clippy::too_many_arguments)] // the arrays of a matrix and the partitioner's options
+#[pyo3(signature = (a, p, eps, seed, square, threads=0))]
 fn partition_coo<'py>(
     py: Python<'py>,
-    rows: usize,
-    cols: usize,
-    row: PyReadonlyArray1<'py, i64>,
-    col: PyReadonlyArray1<'py, i64>,
-    vals: PyReadonlyArray1<'py, f64>,
+    a: CooArgs<'py>,
     p: usize,
     eps: f64,
     seed: u64,
@@ -242,7 +243,7 @@ fn partition_coo<'py>(
 ) -> PyResult<PartitionTuple<'py>> {
     const OP: &str = "partition";
     let o = options(OP, eps, seed, threads)?;
-    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+    let a = a.matrix(OP)?;
     let r = run_partition(py, std::sync::Arc::new(a), p, o, square)?;
     Ok(partition_tuple(py, r))
 }
@@ -315,43 +316,24 @@ pub fn distribution(
 
 /// Volume, imbalance and max h of a distribution (computed from scratch).
 #[pyfunction]
-#[allow(clippy::too_many_arguments)] // the arrays of a matrix and of its distribution
-fn measure_partition(
-    rows: usize,
-    cols: usize,
-    row: PyReadonlyArray1<'_, i64>,
-    col: PyReadonlyArray1<'_, i64>,
-    vals: PyReadonlyArray1<'_, f64>,
-    p: usize,
-    parts: PyReadonlyArray1<'_, u32>,
-    x_owner: PyReadonlyArray1<'_, u32>,
-    y_owner: PyReadonlyArray1<'_, u32>,
-) -> PyResult<(u64, f64, u64)> {
+fn measure_partition(a: CooArgs<'_>, d: DistArgs<'_>) -> PyResult<(u64, f64, u64)> {
     const OP: &str = "Partition";
-    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
-    let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
+    let a = a.matrix(OP)?;
+    let d = d.distribution(OP, &a)?;
     let t = metrics::traffic(&a, &d);
-    Ok((t.volume(), metrics::imbalance(&d.nz_part, p), t.max_h()))
+    Ok((t.volume(), metrics::imbalance(&d.nz_part, d.p), t.max_h()))
 }
 
 /// Writes Mondriaan's three files `prefix-P<p>`, `-u<p>`, `-v<p>` (all or none); their paths.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)] // the arrays of a matrix and of its distribution
 fn write_mondriaan(
     prefix: &str,
-    rows: usize,
-    cols: usize,
-    row: PyReadonlyArray1<'_, i64>,
-    col: PyReadonlyArray1<'_, i64>,
-    vals: PyReadonlyArray1<'_, f64>,
-    p: usize,
-    parts: PyReadonlyArray1<'_, u32>,
-    x_owner: PyReadonlyArray1<'_, u32>,
-    y_owner: PyReadonlyArray1<'_, u32>,
+    a: CooArgs<'_>,
+    d: DistArgs<'_>,
 ) -> PyResult<(String, String, String)> {
     const OP: &str = "write_mondriaan";
-    let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
-    let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
+    let a = a.matrix(OP)?;
+    let d = d.distribution(OP, &a)?;
     let f = mondriaan::write(&a, &d, prefix).map_err(|e| errors::io(prefix, e))?;
     let s = |p: std::path::PathBuf| p.display().to_string();
     Ok((s(f.matrix), s(f.u), s(f.v)))

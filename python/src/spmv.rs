@@ -22,7 +22,7 @@
 //! syncs and `n/p` reads and writes per process.
 
 use crate::errors;
-use crate::sparse::{cancellable, coo_of, distribution_of, options, slice};
+use crate::sparse::{CooArgs, DistArgs, cancellable, options, slice};
 use mbsp::Ctx;
 use mbsp_algorithms::collectives::Comm;
 use mbsp_algorithms::sparse::spmv::{
@@ -454,20 +454,7 @@ impl NativePlan {
     /// A flat plan (`kind` "plain" or "hp") of the matrix of the arrays under the distribution
     /// of the arrays.
     #[staticmethod]
-    #[allow(clippy::too_many_arguments)] // the arrays of a matrix and of its distribution
-    fn flat(
-        py: Python<'_>,
-        kind: &str,
-        rows: usize,
-        cols: usize,
-        row: PyReadonlyArray1<'_, i64>,
-        col: PyReadonlyArray1<'_, i64>,
-        vals: PyReadonlyArray1<'_, f64>,
-        p: usize,
-        parts: PyReadonlyArray1<'_, u32>,
-        x_owner: PyReadonlyArray1<'_, u32>,
-        y_owner: PyReadonlyArray1<'_, u32>,
-    ) -> PyResult<Self> {
+    fn flat(py: Python<'_>, kind: &str, a: CooArgs<'_>, d: DistArgs<'_>) -> PyResult<Self> {
         const OP: &str = "SpmvPlan";
         let kind = match kind {
             "plain" => Kind::Plain,
@@ -478,8 +465,9 @@ impl NativePlan {
                 )));
             }
         };
-        let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
-        let d = distribution_of(OP, &a, p, &parts, &x_owner, &y_owner)?;
+        let a = a.matrix(OP)?;
+        let d = d.distribution(OP, &a)?;
+        let p = d.p;
         errors::preflight(mbsp_cli::spmv_cmd::fits(&a, p))?;
         check_procs(OP, p)?;
         let plan = py
@@ -491,15 +479,10 @@ impl NativePlan {
     /// A two-level plan: the matrix partitioned over `packages`, each package's part split
     /// into `cores` row blocks (2D inside too with `inner_2d`).
     #[staticmethod]
-    #[allow(clippy::too_many_arguments)] // the arrays of a matrix and the partitioner's options
-    #[pyo3(signature = (rows, cols, row, col, vals, packages, cores, eps, seed, inner_2d=false))]
+    #[pyo3(signature = (a, packages, cores, eps, seed, inner_2d=false))]
     fn hier(
         py: Python<'_>,
-        rows: usize,
-        cols: usize,
-        row: PyReadonlyArray1<'_, i64>,
-        col: PyReadonlyArray1<'_, i64>,
-        vals: PyReadonlyArray1<'_, f64>,
+        a: CooArgs<'_>,
         packages: usize,
         cores: usize,
         eps: f64,
@@ -507,7 +490,7 @@ impl NativePlan {
         inner_2d: bool,
     ) -> PyResult<Self> {
         const OP: &str = "SpmvPlan";
-        let a = coo_of(OP, rows, cols, &row, &col, &vals)?;
+        let a = a.matrix(OP)?;
         if packages == 0 || cores == 0 {
             return Err(errors::value(format!(
                 "{OP}: levels ({packages}, {cores}) need at least one process each"
