@@ -1,6 +1,8 @@
-"""The benchmark script's smoke run: its tables and its JSON (the numbers are not checked: a
-test build on a shared machine)."""
+"""The benchmark script's smoke run (`python -m mbsp.bench --quick`): its JSON, CSV and tables,
+and the partitioner against the `mbsp` command. The numbers are not checked (a test build on a
+shared machine)."""
 
+import csv
 import json
 import os
 import subprocess
@@ -8,17 +10,23 @@ import sys
 
 import pytest
 
+from mbsp import bench
 
-def run_bench(matrices, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, MBSP_DATA_DIR=str(matrices.parent))
-    return subprocess.run([sys.executable, "-m", "mbsp.bench", "--quick", "--no-partition", *args],
+
+def run_bench(matrices, command, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MBSP_DATA_DIR=str(matrices.parent), MBSP_BIN=command)
+    return subprocess.run([sys.executable, "-m", "mbsp.bench", "--quick", *args],
                           capture_output=True, text=True, timeout=300, env=env)
 
 
-def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(matrices):
-    out = run_bench(matrices, "--json")
+def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(
+    matrices, mbsp_command, tmp_path, capsys
+):
+    csv_path = tmp_path / "bench.csv"
+    out = run_bench(matrices, mbsp_command, "--json", "--csv", str(csv_path))
     assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)["rows"]
+    result = json.loads(out.stdout)
+    rows = result["rows"]
     spmv = [r for r in rows if r["table"] == "spmv"]
     assert {r["case"] for r in spmv} == {"bcsstk16", "wing"}
     for r in spmv:
@@ -26,9 +34,19 @@ def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(matri
         assert r["mbsp_us"] > 0 and r["mbsp_p1_us"] > 0
         assert r["speedup_p1"] == pytest.approx(r["mbsp_p1_us"] / r["mbsp_us"])
     assert [r["case"] for r in rows if r["table"] == "fft"] == ["n = 2^12", "n = 2^18"]
-    text = run_bench(matrices)
-    assert text.returncode == 0, text.stderr
-    assert "p=1 us" in text.stdout and "over p = 1 (/p=1): median" in text.stdout
+    # The partitioner against the command, same seed.
+    part = [r for r in rows if r["table"] == "partition"]
+    assert [(r["case"], r["p"]) for r in part] == [("bcsstk16", 2)]
+    assert part[0]["volume"] == part[0]["command_volume"] and part[0]["met"]
+    with open(csv_path, newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert [r["case"] for r in table] == [r["case"] for r in rows]
+    assert float(table[0]["speedup_p1"]) == pytest.approx(rows[0]["speedup_p1"])
+    # The tables the run prints without --json, from the same rows.
+    bench.print_tables(rows, result["machine"])
+    text = capsys.readouterr().out
+    assert "p=1 us" in text and "over p = 1 (/p=1): median" in text
+    assert "target [" in text and "FFT (complex128)" in text and "Partitioner:" in text
 
 
 def test_bad_arguments_exit_with_status_2():
