@@ -25,6 +25,11 @@ impl<'a, T> Shared<'a, T> {
         }
     }
 
+    /// Where the slice is (an identity: never dereferenced through this).
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
     /// Write entry `i`.
     ///
     /// # Safety

@@ -532,6 +532,60 @@ fn hp_plan_serves_one_run_at_a_time() {
     });
 }
 
+/// A distribution that gives process `p - 1` nearly all the rows: the others finish early and
+/// take blocks of its rows (`share.rs`). Multiplies back to back (no sync between them: the
+/// fan-in's adds of one multiply and the takers' writes of the next must not meet), in two runs
+/// of the same plan, each result exact; the blocks taken are reported, not asserted (they
+/// depend on timing).
+#[test]
+fn shared_multiplies_share_the_rows_of_a_slow_process() {
+    within(120, || {
+        let mut rng = Rng(33);
+        let (m, n, p) = (6000, 5000, 3);
+        let a = random_matrix(&mut rng, m, n, 60_000);
+        // Row i: one in ten to processes 0 and 1 in turn, the rest to process 2.
+        let owner = |i: u32| {
+            let i = i as usize;
+            (if i.is_multiple_of(10) {
+                (i / 10) % (p - 1)
+            } else {
+                p - 1
+            }) as u32
+        };
+        let d = Distribution {
+            p,
+            nz_part: a.row_idx.iter().map(|&i| owner(i)).collect(),
+            x_owner: (0..n as u32).map(|j| j % p as u32).collect(),
+            y_owner: (0..m as u32).map(owner).collect(),
+        };
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        for run in 0..2 {
+            let xs: Vec<Vec<f64>> = (0..20)
+                .map(|t| (0..n as u32).map(|j| x_at(j, t + run)).collect())
+                .collect();
+            let mut ys = vec![vec![f64::NAN; m]; xs.len()];
+            let vs: Vec<SharedVectors> = xs
+                .iter()
+                .zip(ys.iter_mut())
+                .map(|(x, y)| SharedVectors::new(&plan, x, y).unwrap())
+                .collect();
+            let taken = mbsp::run(p, |ctx| {
+                let mut spmv = SharedSpmv::new(ctx, &plan)?;
+                for v in &vs {
+                    spmv.multiply(ctx, v)?;
+                }
+                Ok(spmv.taken())
+            })
+            .unwrap();
+            drop(vs);
+            for (x, y) in xs.iter().zip(&ys) {
+                near(y, &sequential(&a, x));
+            }
+            eprintln!("run {run}: blocks taken per process {taken:?}");
+        }
+    });
+}
+
 /// One pair of whole vectors multiplied many times in one run (a sync between multiplies, so
 /// that `y` is complete before the next overwrites it), then the claims: a plan held by an
 /// [`HpSpmv`] is refused, vectors of another plan (a clone) are an error naming the process.

@@ -64,6 +64,7 @@ mod guard;
 mod hier;
 mod hp;
 mod sell;
+mod share;
 mod shared;
 mod vectors;
 
@@ -401,6 +402,8 @@ pub struct SpmvPlan {
     /// One part per process.
     pub procs: Vec<LocalSpmv>,
     guard: guard::HpGuard,
+    /// The blocks of owned rows that [`SharedSpmv`]'s processes share.
+    shares: share::Shares,
     /// Local columns are the matrix's columns (a nested level's plan, see `build`).
     shared_x: bool,
 }
@@ -725,6 +728,7 @@ impl SpmvPlan {
             cols: a.cols,
             procs,
             guard: guard::HpGuard::new(p),
+            shares: share::Shares::new(p),
             shared_x,
         })
     }

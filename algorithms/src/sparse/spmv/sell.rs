@@ -223,14 +223,30 @@ impl Sell {
     /// an entry for every column and no zero column; a NaN sum is summed again without the
     /// padding (module docs), so every sum is that of CRS, bit for bit.
     #[inline(always)]
-    pub(super) fn multiply_whole(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
+    pub(super) fn multiply_whole(&self, x: &[f64], out: impl FnMut(usize, f64)) {
+        self.multiply_whole_chunks(x, 0..self.chunks(), out);
+    }
+
+    /// Chunks (groups of C rows) stored.
+    pub(super) fn chunks(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// [`multiply_whole`](Self::multiply_whole) of the rows of chunks `ks` alone.
+    #[inline(always)]
+    pub(super) fn multiply_whole_chunks(
+        &self,
+        x: &[f64],
+        ks: std::ops::Range<usize>,
+        mut out: impl FnMut(usize, f64),
+    ) {
         self.check_x(x);
-        for (k, (w, rows)) in self
-            .ptr
+        for (k, (w, rows)) in self.ptr[ks.start..=ks.end]
             .windows(2)
-            .zip(self.row.chunks_exact(C))
+            .zip(self.row[ks.start * C..ks.end * C].chunks_exact(C))
             .enumerate()
         {
+            let k = ks.start + k;
             let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
             for (i, (&r, s)) in rows.iter().zip(acc).enumerate() {
                 if r != u32::MAX {

@@ -14,22 +14,34 @@
 //!    direct get from `x_j`'s owner reads, without the copy);
 //! 2. local multiply: the sums of the rows `s` owns go straight into `y` (owned rows without a
 //!    nonzero here get zero), the others into the send buffer;
-//! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv)), full sync;
-//! 4. `hpmove` every partial-sum message and add it into `y` in place.
+//! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv));
+//! 4. the owned rows of the others that they have not started yet, taken block by block from
+//!    the back of their queues (`share.rs`: the partitioner balances nonzeros, not time), then
+//!    a full sync;
+//! 5. `hpmove` every partial-sum message and add it into `y` in place.
 //!
-//! **Why the writes are sound.** Process `s` writes only the entries of `y` it owns
-//! (`y_owned`), and the processes of one plan own disjoint entries. A process multiplies only
-//! while it holds its line of the plan's guard (claimed by [`SharedSpmv::new`], given back on
-//! drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so at any time one thread at most
-//! writes the entries of `s`; and vectors are made for one plan ([`SharedVectors::new`]; a
+//! **Why the writes are sound.** The entries of `y` a process owns (`y_owned`) are disjoint
+//! from the others'. Of the rows of `s` that have a nonzero here, each block is computed and
+//! written by the one thread that took it from `s`'s queue in this multiply (`share.rs`); the
+//! other entries of `s` (owned rows without a nonzero here, the fan-in's adds) by `s` alone,
+//! the adds after the sync that every taker reaches after its writes. A process multiplies
+//! only while it holds its line of the plan's guard (claimed by [`SharedSpmv::new`], given
+//! back on drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so one run at a time uses a
+//! plan's parts and queues; and vectors are made for one plan ([`SharedVectors::new`]; a
 //! multiply with another plan's vectors is an error), so two plans never write one `y`. `x`
 //! is only read. `y` is complete once every process has returned from the multiply: after the
 //! next sync, or once the run has ended.
 //!
 //! Cost per multiply: `max_s 2 nz(s) + h_fanout g_direct + h_fanin g + l`, that of the hp
-//! multiply with direct gets (the reads of remote `x` are the same, without the copies).
+//! multiply with direct gets (the reads of remote `x` are the same, without the copies), with
+//! `max_s 2 nz(s)` nearer the mean when a process is slower than the others.
 
-use super::{LocalSpmv, SpmvPlan, guard::HpGuard, sell::Sell};
+use super::{
+    LocalSpmv, SpmvPlan,
+    guard::HpGuard,
+    sell::Sell,
+    share::{BLOCKS, Shares},
+};
 use crate::shared::Shared;
 use crate::sparse::spmv::PlanError;
 use mbsp::Ctx;
@@ -60,6 +72,11 @@ pub struct SharedVectors<'v> {
 }
 
 impl<'v> SharedVectors<'v> {
+    /// Which vectors these are, for the queues of blocks (`share.rs`): where `y` is.
+    fn key(&self) -> usize {
+        self.y.addr()
+    }
+
     /// The vectors of multiplies with `plan`: `x` of the matrix's columns, `y` of its rows.
     ///
     /// ```
@@ -90,10 +107,16 @@ pub struct SharedSpmv<'p> {
     plan: &'p SpmvPlan,
     local: &'p LocalSpmv,
     guard: &'p HpGuard,
+    shares: &'p Shares,
     /// The owned local rows and the others, over the global columns, their rows renamed: the
-    /// owned ones to their global rows, the others to their slots in the send buffer.
-    own: Sell,
+    /// owned ones to their global rows (the plan's, shared with the other processes: see
+    /// `share.rs`), the others to their slots in the send buffer.
+    own: &'p Sell,
     other: Sell,
+    /// This process's multiplies so far (wrapping past 0): the epoch of its queue of blocks.
+    epoch: u16,
+    /// Blocks of other processes' rows computed here.
+    taken: u64,
     /// Owned global rows without a nonzero here.
     empty_y: Vec<u32>,
     send: Vec<f64>,
@@ -141,12 +164,16 @@ impl<'p> SharedSpmv<'p> {
             .iter()
             .map(|&q| y[q as usize])
             .collect();
+        plan.shares.close(pid);
         Ok(SharedSpmv {
             plan,
             local,
             guard: &plan.guard,
-            own: local.own.renamed(&map, &own_y),
+            shares: &plan.shares,
+            own: plan.shares.own(pid, || local.own.renamed(&map, &own_y)),
             other: local.other.renamed(&map, &local.dest),
+            epoch: 0,
+            taken: 0,
             empty_y: local.y_empty.iter().map(|&q| y[q as usize]).collect(),
             send: local.send_buffer(),
             slot_of: local.slot_of(plan.p()),
@@ -157,6 +184,13 @@ impl<'p> SharedSpmv<'p> {
     /// This process's part of the plan.
     pub fn local(&self) -> &'p LocalSpmv {
         self.local
+    }
+
+    /// The blocks of other processes' owned rows this process has computed in its multiplies
+    /// so far (taken from processes that had not started them when this one was done with its
+    /// own; see the module docs). Depends on timing: a measure, not a result.
+    pub fn taken(&self) -> u64 {
+        self.taken
     }
 
     /// `y = A x` on `v`, one superstep: this process writes its owned entries of `v`'s `y`.
@@ -175,13 +209,23 @@ impl<'p> SharedSpmv<'p> {
             ));
         }
         let (x, y) = (v.x, &v.y);
-        // SAFETY (these writes and the adds below): entries this process owns (the rows of
-        // `own` are its global rows), which no other thread reads or writes while this process
-        // holds its claim on the plan, and `v` is this plan's (checked above): see the module
-        // docs.
-        self.own.multiply_whole(x, |r, s| unsafe { y.write(r, s) });
+        let (pid, p) = (self.local.pid, self.plan.p());
+        self.epoch = self.epoch.checked_add(1).unwrap_or(1);
+        let (epoch, key) = (self.epoch, v.key());
+        // SAFETY (every write of `write` here): a row of a block this thread took from a queue
+        // of this multiply, which no other thread writes (each block is taken once) and the
+        // owner reads only after the sync below; `v` is this plan's (checked above) and the
+        // same vectors as the owner's (the queue's key): see the module docs and `share.rs`.
+        let write = |r: usize, s: f64| unsafe { y.write(r, s) };
+        self.shares.open(pid, epoch, blocks(self.own.chunks()), key);
+        while let Some(b) = self.shares.take_front(pid, epoch, key) {
+            self.own
+                .multiply_whole_chunks(x, block(self.own.chunks(), b), write);
+        }
         for &i in &self.empty_y {
-            // SAFETY: as above.
+            // SAFETY (this write and the adds after the sync): entries this process owns
+            // without a nonzero here, which no other thread writes while this process holds its
+            // claim on the plan: see the module docs.
             unsafe { y.write(i as usize, 0.0) };
         }
         let send = &mut self.send[..];
@@ -192,6 +236,16 @@ impl<'p> SharedSpmv<'p> {
             self.local
                 .send_partial_sums(ctx, &mut self.tag, &self.send)?
         };
+        // Then the blocks the others have not started, from the back of their queues.
+        for q in (1..p).map(|i| (pid + i) % p) {
+            let Some(m) = self.shares.own_of(q) else {
+                continue;
+            };
+            while let Some(b) = self.shares.take_back(q, epoch, key) {
+                m.multiply_whole_chunks(x, block(m.chunks(), b), write);
+                self.taken += 1;
+            }
+        }
         ctx.sync()?;
         let owned = &self.local.y_owned[..];
         self.local
@@ -202,8 +256,21 @@ impl<'p> SharedSpmv<'p> {
     }
 }
 
+/// Blocks of a matrix of `chunks` chunks ([`BLOCKS`], fewer for a small one).
+fn blocks(chunks: usize) -> u32 {
+    BLOCKS.min(chunks as u32)
+}
+
+/// The chunks of block `b` of a matrix of `chunks` chunks.
+fn block(chunks: usize, b: u32) -> std::ops::Range<usize> {
+    let n = blocks(chunks) as usize;
+    let b = b as usize;
+    b * chunks / n..(b + 1) * chunks / n
+}
+
 impl Drop for SharedSpmv<'_> {
     fn drop(&mut self) {
+        self.shares.close(self.local.pid);
         self.guard.release(self.local.pid);
     }
 }
