@@ -24,8 +24,11 @@
 //! **Why the writes are sound.** A block's rows are written by the one thread that took the
 //! block, in the multiply that took it; the rows of different blocks, and of different
 //! processes, are disjoint. The owner reads or adds to its rows only after the sync that ends
-//! the multiply, which every taker reaches after its last write (the sync orders them). The
-//! matrices are the plan's, immutable once made ([`Shares::own`]).
+//! the multiply, which every taker reaches after its last write (the sync orders them); and it
+//! opens its next multiply's queue (a release) after those adds, so a taker of the next
+//! multiply, whose take acquires that opening, writes after them. A taker takes only for the
+//! vectors the owner opened its queue with (the address of `y`, stored before the opening).
+//! The matrices are the plan's, immutable once made ([`Shares::own`]).
 
 use super::sell::Sell;
 use std::sync::OnceLock;
