@@ -259,6 +259,22 @@ fn random_matrices_every_p() {
 }
 
 #[test]
+fn one_valued_matrices_every_p() {
+    // Every nonzero of one value: the local matrices keep it once (sell.rs), renamed ones
+    // (the shared form) with values stored for their chunks with padding alone.
+    within(300, || {
+        let mut rng = Rng(4);
+        for &(m, n, nnz, v) in &[(40, 40, 200, 1.0), (300, 300, 3000, -0.75)] {
+            let mut a = random_matrix(&mut rng, m, n, nnz);
+            a.vals.fill(v);
+            for p in [1, 2, 3, 7] {
+                check(&a, p, 3);
+            }
+        }
+    });
+}
+
+#[test]
 fn real_matrices() {
     within(300, || {
         let dir = common::matrices_dir();

@@ -87,12 +87,19 @@ pub(super) struct Sell {
     nnz: usize,
 }
 
-/// The values of a [`Sell`]'s entries: one per stored entry (padding included), or one for
-/// all of them ([module docs](self): iso-valued matrices).
+/// The values of a [`Sell`]'s entries ([module docs](self)).
 #[derive(Clone, Debug)]
 enum Values {
+    /// One per stored entry, padding included.
     Each(Vec<f64>),
-    Iso(f64),
+    /// Every nonzero is `v`. The entries of chunks `..chunks` are all `v` (nonzeros, or
+    /// padding that reads the zero column); the chunks after them (a renamed matrix's chunks
+    /// with padding) store one value per entry, `tail[e - ptr[chunks]]`.
+    Iso {
+        v: f64,
+        chunks: usize,
+        tail: Vec<f64>,
+    },
 }
 
 impl Default for Values {
@@ -151,7 +158,11 @@ impl Sell {
             Some((&v, rest))
                 if v.is_finite() && rest.iter().all(|w| w.to_bits() == v.to_bits()) =>
             {
-                Values::Iso(v)
+                Values::Iso {
+                    v,
+                    chunks: s.chunks(),
+                    tail: Vec::new(),
+                }
             }
             _ => Values::Each(vals),
         };
@@ -161,14 +172,15 @@ impl Sell {
     /// Whether every nonzero has one value, kept once ([module docs](self)).
     #[cfg(test)]
     fn is_iso(&self) -> bool {
-        matches!(self.val, Values::Iso(_))
+        matches!(self.val, Values::Iso { .. })
     }
 
-    /// The value of entry `e` (0 for padding when values are stored per entry).
-    fn value(&self, e: usize) -> f64 {
+    /// The value of entry `e` of chunk `k` (0 for padding where values are stored per entry).
+    fn value(&self, k: usize, e: usize) -> f64 {
         match &self.val {
-            Values::Each(v) => v[e],
-            Values::Iso(v) => *v,
+            Values::Each(val) => val[e],
+            Values::Iso { v, chunks, .. } if k < *chunks => *v,
+            Values::Iso { chunks, tail, .. } => tail[e - self.ptr[*chunks] as usize],
         }
     }
 
@@ -194,7 +206,7 @@ impl Sell {
         self.ptr.windows(2).enumerate().flat_map(move |(k, w)| {
             (w[0] as usize..w[1] as usize)
                 .filter(move |&e| self.real(k, e))
-                .map(move |e| (self.row[k * C + e % C], self.col[e], self.value(e)))
+                .map(move |e| (self.row[k * C + e % C], self.col[e], self.value(k, e)))
         })
     }
 
@@ -202,46 +214,71 @@ impl Sell {
     /// [`multiply_whole`](Self::multiply_whole) (a local matrix turned into one over the
     /// global columns that hands out the positions its caller writes, see `shared.rs`): each
     /// padding entry reads the column of its row's last entry, or of the chunk's first entry in
-    /// a slot without a row.
+    /// a slot without a row. An iso-valued matrix puts its chunks without padding first and
+    /// stores values (`v` or 0) for the chunks with padding alone ([`Values::Iso`]).
     pub(super) fn renamed(&self, map: &[u32], rows: &[u32]) -> Sell {
-        let mut col = self.col.clone();
-        for (k, w) in self.ptr.windows(2).enumerate() {
-            let (a, b) = (w[0] as usize, w[1] as usize);
+        let iso = match self.val {
+            Values::Iso { v, .. } => Some(v),
+            Values::Each(_) => None,
+        };
+        let padded = |k: usize| {
+            let width = (self.ptr[k + 1] - self.ptr[k]) as usize / C;
+            self.len[k * C..k * C + C]
+                .iter()
+                .any(|&l| l as usize != width)
+        };
+        let order: Vec<usize> = match iso {
+            Some(_) => (0..self.chunks())
+                .filter(|&k| !padded(k))
+                .chain((0..self.chunks()).filter(|&k| padded(k)))
+                .collect(),
+            None => (0..self.chunks()).collect(),
+        };
+        let plain = order.iter().take_while(|&&k| !padded(k)).count();
+        let mut out = Sell {
+            ptr: vec![0],
+            pad: u32::MAX,
+            nnz: self.nnz,
+            ..Sell::default()
+        };
+        let mut tail = Vec::new();
+        for (at, &k) in order.iter().enumerate() {
+            let (a, b) = (self.ptr[k] as usize, self.ptr[k + 1] as usize);
+            let first = out.col.len();
             for e in a..b {
-                col[e] = if self.real(k, e) {
+                out.col.push(if self.real(k, e) {
                     map[self.col[e] as usize]
                 } else {
                     let lane = (e - a) % C;
                     match self.len[k * C + lane] as usize {
-                        0 => col[a],
-                        n => col[a + C * (n - 1) + lane],
+                        0 => out.col[first],
+                        n => out.col[first + C * (n - 1) + lane],
                     }
-                };
+                });
+                if let Some(v) = iso
+                    && at >= plain
+                {
+                    tail.push(if self.real(k, e) { v } else { 0.0 });
+                }
+            }
+            out.ptr.push(out.col.len() as u32);
+            for i in k * C..k * C + C {
+                let r = self.row[i];
+                out.row
+                    .push(if r == u32::MAX { r } else { rows[r as usize] });
+                out.len.push(self.len[i]);
             }
         }
-        let row = self
-            .row
-            .iter()
-            .map(|&r| if r == u32::MAX { r } else { rows[r as usize] })
-            .collect();
-        // Padding here reads real columns, so it needs its zeros stored: values per entry.
-        let val = match self.val {
-            Values::Each(ref v) => Values::Each(v.clone()),
-            Values::Iso(v) => Values::Each(
-                (0..self.chunks())
-                    .flat_map(|k| (self.ptr[k]..self.ptr[k + 1]).map(move |e| (k, e as usize)))
-                    .map(|(k, e)| if self.real(k, e) { v } else { 0.0 })
-                    .collect(),
-            ),
+        out.x_len = out.col.iter().max().map_or(0, |&c| c as usize + 1);
+        out.val = match (&self.val, iso) {
+            (_, Some(v)) => Values::Iso {
+                v,
+                chunks: plain,
+                tail,
+            },
+            (vals, None) => vals.clone(),
         };
-        Sell {
-            x_len: col.iter().max().map_or(0, |&c| c as usize + 1),
-            col,
-            row,
-            val,
-            pad: u32::MAX,
-            ..self.clone()
-        }
+        out
     }
 
     /// The sums of the four rows of the chunk whose entries are `entries`, each left to right
@@ -249,27 +286,32 @@ impl Sell {
     /// whose padding reads the zero column, `v 0` with `v` finite: zeros, which leave a sum
     /// unchanged, as no sum here is ever -0).
     #[inline(always)]
-    fn chunk_sums(&self, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
+    fn chunk_sums(&self, k: usize, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
         debug_assert!(x.len() >= self.x_len);
         // SAFETY (each `get_unchecked` below): every stored column is below `x_len` (set where
         // `col` is made), and the multiplies, the only callers, check `x.len() >= x_len` first.
         let at = |c: u32| unsafe { *x.get_unchecked(c as usize) };
         let cols = &self.col[entries.clone()];
         let mut acc = [0.0f64; C];
-        match &self.val {
-            Values::Each(val) => {
-                for (c, v) in cols.chunks_exact(C).zip(val[entries].chunks_exact(C)) {
-                    for i in 0..C {
-                        acc[i] += v[i] * at(c[i]);
-                    }
+        let mut each = |val: &[f64]| {
+            for (c, v) in cols.chunks_exact(C).zip(val.chunks_exact(C)) {
+                for i in 0..C {
+                    acc[i] += v[i] * at(c[i]);
                 }
             }
-            Values::Iso(v) => {
+        };
+        match &self.val {
+            Values::Each(val) => each(&val[entries]),
+            Values::Iso { v, chunks, .. } if k < *chunks => {
                 for c in cols.chunks_exact(C) {
                     for i in 0..C {
                         acc[i] += v * at(c[i]);
                     }
                 }
+            }
+            Values::Iso { chunks, tail, .. } => {
+                let o = self.ptr[*chunks] as usize;
+                each(&tail[entries.start - o..entries.end - o]);
             }
         }
         acc
@@ -281,8 +323,13 @@ impl Sell {
     pub(super) fn multiply(&self, x: &[f64], mut out: impl FnMut(usize, f64)) {
         debug_assert_eq!(x.get(self.pad as usize), Some(&0.0));
         self.check_x(x);
-        for (w, rows) in self.ptr.windows(2).zip(self.row.chunks_exact(C)) {
-            let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
+        for (k, (w, rows)) in self
+            .ptr
+            .windows(2)
+            .zip(self.row.chunks_exact(C))
+            .enumerate()
+        {
+            let acc = self.chunk_sums(k, w[0] as usize..w[1] as usize, x);
             for (&r, s) in rows.iter().zip(acc) {
                 if r != u32::MAX {
                     out(r as usize, s);
@@ -319,7 +366,7 @@ impl Sell {
             .enumerate()
         {
             let k = ks.start + k;
-            let acc = self.chunk_sums(w[0] as usize..w[1] as usize, x);
+            let acc = self.chunk_sums(k, w[0] as usize..w[1] as usize, x);
             for (i, (&r, s)) in rows.iter().zip(acc).enumerate() {
                 if r != u32::MAX {
                     out(
@@ -349,7 +396,7 @@ impl Sell {
         let a = self.ptr[k] as usize;
         (0..self.len[k * C + i] as usize)
             .map(|j| a + C * j + i)
-            .fold(0.0, |s, e| s + self.value(e) * x[self.col[e] as usize])
+            .fold(0.0, |s, e| s + self.value(k, e) * x[self.col[e] as usize])
     }
 }
 
@@ -520,7 +567,18 @@ mod tests {
             // (Row r of the matrix is row r + 3 of the Sell: renamed 502 - (r + 3).)
             let rows: Vec<u32> = (0..503).map(|r| 502u32.saturating_sub(r)).collect();
             let global = sell.renamed(&map, &rows);
-            assert!(!global.is_iso());
+            // Chunks without padding keep the one value, those with padding store theirs.
+            match &global.val {
+                Values::Iso { chunks, tail, .. } => {
+                    assert!(*chunks > 0 && *chunks < global.chunks() && !tail.is_empty())
+                }
+                Values::Each(_) => panic!("renamed: values per entry"),
+            }
+            let mut g: Vec<(u32, u32, u64)> = global
+                .entries()
+                .map(|(r, c, w)| (499 - r, 59 - c, w.to_bits()))
+                .collect();
+            g.sort_unstable();
             let xg: Vec<f64> = (0..60).map(|j| x[59 - j]).collect();
             let mut got = vec![0.5; 500];
             global.multiply_whole(&xg, |r, s| got[499 - r] = s);
@@ -530,6 +588,8 @@ mod tests {
                 .map(|(r, c, w)| (r, c, w.to_bits()))
                 .collect();
             e.sort_unstable();
+            let e: Vec<_> = e.into_iter().map(|(r, c, w)| (r - 3, c, w)).collect();
+            assert_eq!(e, g);
             assert_eq!(e.len(), iso.len());
             assert!(e.iter().all(|&(_, _, w)| w == v.to_bits()));
         }
