@@ -15,14 +15,16 @@
   workspace's target folder); target: equal.
 
 Each comparison alternates the two sides in rounds and compares medians of the rounds taken
-in the same minutes (the machine is shared and noisy: see the spread columns). Progress goes
-to stderr.
+in the same minutes (the machine is shared and noisy: see the spread columns); the SpMV rounds
+go over every matrix in turn, so that each matrix's rounds spread over the whole table rather
+than a few seconds of it. Progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import pathlib
@@ -31,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,15 +67,27 @@ def data_dir() -> pathlib.Path:
 
 def interleaved(fs: Sequence[Callable[[], Any]], reps: int, rounds: int) -> List[List[float]]:
     """Seconds per call of each function, one figure per round, the functions taking turns."""
-    times: List[List[float]] = [[] for _ in fs]
-    for f in fs:
-        f()  # warm up (plans, caches, kept runs)
-    for _ in range(rounds):
-        for f, out in zip(fs, times):
-            t = time.perf_counter()
-            for _ in range(reps):
+    return round_robin([(fs, reps)], rounds)[0]
+
+
+def round_robin(groups: Sequence[Tuple[Sequence[Callable[[], Any]], int]], rounds: int,
+                what: str = "") -> List[List[List[float]]]:
+    """Seconds per call of each function of each group (functions, calls per figure), one
+    figure per round: in each round every group's functions take turns, so that each group's
+    rounds spread over the whole measurement instead of a few seconds of it (a VM's slow
+    spell then weighs on every group alike rather than deciding one). Each figure follows one
+    untimed call (the kept run attaches the group's plan: once per round)."""
+    times: List[List[List[float]]] = [[[] for _ in fs] for fs, _ in groups]
+    for r in range(rounds):
+        for (fs, reps), group in zip(groups, times):
+            for f, out in zip(fs, group):
                 f()
-            out.append((time.perf_counter() - t) / reps)
+                t = time.perf_counter()
+                for _ in range(reps):
+                    f()
+                out.append((time.perf_counter() - t) / reps)
+        if what:
+            progress(f"{what}: round {r + 1} of {rounds}")
     return times
 
 
@@ -84,7 +98,7 @@ def spread(v: List[float]) -> float:
 
 
 def bench_spmv(files: List[pathlib.Path], p: int, rounds: int, budget: float) -> List[Dict[str, Any]]:
-    rows = []
+    cases = []
     for f in files:
         A = mbsp.read_mtx(f)
         if A.nnz <= SPMV_MIN_NNZ:
@@ -104,12 +118,20 @@ def bench_spmv(files: List[pathlib.Path], p: int, rounds: int, budget: float) ->
         t1 = time.perf_counter()
         csr @ x
         reps = max(1, int(budget / max(time.perf_counter() - t1, 1e-6)))
-        ts, tm, tp1 = interleaved(
-            [lambda: csr @ x, lambda: plan.multiply(x, out=out), lambda: plan1.multiply(x, out=out)],
-            reps, rounds)
+        # (Bound to this case's objects: the loop rebinds the names.)
+        fs: List[Callable[[], Any]] = [
+            functools.partial(csr.__matmul__, x),
+            functools.partial(plan.multiply, x, out=out),
+            functools.partial(plan1.multiply, x, out=out),
+        ]
+        cases.append((name, csr.nnz, plan_s, err, fs, reps))
+    # Every matrix in every round: the rounds of one matrix spread over the whole table.
+    times = round_robin([(fs, reps) for *_, fs, reps in cases], rounds, "spmv")
+    rows = []
+    for (name, nnz, plan_s, err, _, _), (ts, tm, tp1) in zip(cases, times):
         ms, mm, m1 = float(np.median(ts)), float(np.median(tm)), float(np.median(tp1))
         rows.append({
-            "table": "spmv", "case": name, "nnz": int(csr.nnz), "p": p,
+            "table": "spmv", "case": name, "nnz": int(nnz), "p": p,
             "baseline": "scipy A @ x", "baseline_us": ms * 1e6, "mbsp_us": mm * 1e6,
             "mbsp_p1_us": m1 * 1e6, "speedup_p1": m1 / mm,
             "ratio": ms / mm, "spread_baseline": spread(ts), "spread_mbsp": spread(tm),
