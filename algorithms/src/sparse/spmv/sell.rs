@@ -237,7 +237,11 @@ impl Sell {
                 .collect(),
             None => (0..self.chunks()).collect(),
         };
-        let plain = order.iter().take_while(|&&k| !padded(k)).count();
+        // (Chunks that keep the one value: the first `plain` of `order`.)
+        let plain = match iso {
+            Some(_) => order.iter().take_while(|&&k| !padded(k)).count(),
+            None => 0,
+        };
         let mut out = Sell {
             ptr: vec![0],
             pad: u32::MAX,
@@ -273,13 +277,13 @@ impl Sell {
             }
         }
         out.x_len = out.col.iter().max().map_or(0, |&c| c as usize + 1);
-        out.val = match (&self.val, iso) {
-            (_, Some(v)) => Values::Iso {
+        out.val = match iso {
+            Some(v) => Values::Iso {
                 v,
                 chunks: plain,
                 tail,
             },
-            (vals, None) => vals.clone(),
+            None => self.val.clone(),
         };
         out
     }
