@@ -48,6 +48,21 @@ except mbsp.BspError as e:
 HANDLER = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
 
 
+# The names of the calling interpreter's threads (for the code the tests run in a new one). A
+# thread that ends while listed is left out (the partitioner's rayon pool ends unjoined).
+THREADS = """
+import os
+def threads():
+    names = []
+    for t in os.listdir("/proc/self/task"):
+        try:
+            names.append(open(f"/proc/self/task/{t}/comm").read().strip())
+        except FileNotFoundError:
+            pass
+    return names
+"""
+
+
 def interrupt(code, after=1.0):
     """Runs `code` in a new interpreter, sends SIGINT `after` seconds after it prints
     'ready', and returns its output."""
@@ -70,14 +85,7 @@ n, nnz = 300000, 900000
 g = np.random.default_rng(1)
 A = sp.coo_matrix((np.ones(nnz), (g.integers(0, n, nnz), g.integers(0, n, nnz))), shape=(n, n))
 import time
-def threads():
-    names = []
-    for t in os.listdir("/proc/self/task"):
-        try:
-            names.append(open(f"/proc/self/task/{t}/comm").read().strip())
-        except FileNotFoundError:
-            pass  # (a thread that ended while listed)
-    return names
+""" + THREADS + """
 def lingers(started):
     # A joined thread may still be listed for a moment: the kernel wakes the joiner before it
     # removes the ended thread from /proc. A thread still listed after 5 s was not stopped.
@@ -127,18 +135,9 @@ def test_the_threads_mbsp_starts_are_named_for_it(tmp_path):
     # Each thread the package starts (rayon's pool for the reader and the partitioner, a kept
     # run's workers) has a name of its own, so that `top` tells them from the interpreter.
     path = tmp_path / "a.mtx"
-    code = f"""
-import os
+    code = THREADS + f"""
 import numpy as np, scipy.sparse as sp
-def threads():
-    names = []
-    for t in os.listdir("/proc/self/task"):
-        try:
-            names.append(open(f"/proc/self/task/{{t}}/comm").read().strip())
-        except FileNotFoundError:
-            pass  # (a thread that ended while listed: the partitioner's pool ends unjoined)
-    return sorted(names)
-before = threads()
+before = sorted(threads())
 import mbsp
 # Over 1 MiB of text: the reader parses blocks on rayon's pool.
 A = sp.random(2000, 2000, density=0.02, format="coo", random_state=1) + sp.eye(2000)
@@ -147,7 +146,7 @@ B = mbsp.read_mtx({str(path)!r})
 mbsp.partition(B, 4)
 plan = mbsp.SpmvPlan(B.tocsr(), p=2)
 plan @ np.ones(2000)
-after = threads()
+after = sorted(threads())
 for t in before:
     after.remove(t)
 print(after)
