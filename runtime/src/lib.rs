@@ -97,6 +97,7 @@ mod process;
 pub mod profile;
 mod reg;
 mod registry;
+pub mod rng;
 mod run;
 mod shim;
 mod sync;
