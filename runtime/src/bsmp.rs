@@ -6,10 +6,11 @@
 //! `&[f64]`, `&[u64]`... without copying. Owned messages (`owned.rs`) share the queue; their
 //! payload is the buffer handed over, aligned for its element type.
 
-use crate::barrier::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
-use crate::ctx::{Ctx, HpSend};
+use crate::ctx::Ctx;
 use crate::error::{Error, Result};
+use crate::flags::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::limits::{MAX_MESSAGE, MAX_TAGSIZE};
+use crate::requests::HpSend;
 use bytemuck::Pod;
 
 /// The number of messages in the queue and the total size of their payloads.

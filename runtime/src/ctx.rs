@@ -32,14 +32,14 @@
 //! stopped touching other processes' memory (the engine's `stop`): each process counts itself as
 //! stopped (once) when it first sees the failure or when it ends.
 
-use crate::barrier::{Barrier, Member, Ride};
-use crate::engine::Link;
+use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::inbox::Inbox;
 use crate::outbox::Outbox;
 use crate::place::{Layout, Placement};
-use crate::registry::{Entry, Keep, RegOp, RegSig, RegTable, SlotAlloc};
-use crate::shim::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, SharedCell};
+use crate::queue::Queue;
+use crate::registry::{Entry, Keep, RegOp, RegTable, SlotAlloc};
+use crate::requests::{Coll, GetOp, HpSend};
+use crate::shim::{AtomicU64, AtomicUsize, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -67,17 +67,6 @@ pub enum SyncPoint {
     AfterBarrier2,
 }
 
-/// The collective requests of one superstep, published for validation at the sync.
-#[derive(Clone, Default)]
-pub(crate) struct Coll {
-    /// 1 + the superstep they belong to (0 = none yet).
-    pub(crate) stamp: u64,
-    pub(crate) regs: Vec<RegSig>,
-    /// The candidate slots of each NULL pop, in order.
-    pub(crate) wild: Vec<Vec<u32>>,
-    pub(crate) tagsize: Option<usize>,
-}
-
 /// One process's outboxes of one parity, by destination pid (allocated on first use).
 pub(crate) type Outboxes = Vec<Option<Box<CachePadded<Outbox>>>>;
 
@@ -91,10 +80,6 @@ pub(crate) struct ProcShared {
     spare_getbuf: SharedCell<crate::arena::Arena>,
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
-    /// Set when the process's SPMD function has returned and it arrives at the final barrier.
-    pub(crate) ended: AtomicBool,
-    /// What senders and receivers tell this process about its data (see `inbox.rs`).
-    pub(crate) inbox: Inbox,
 }
 
 // SAFETY: the cells are accessed only through the methods below, under the protocol in the
@@ -116,8 +101,6 @@ impl ProcShared {
             ],
             spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
             done: CachePadded::new(AtomicU64::new(0)),
-            ended: AtomicBool::new(false),
-            inbox: Inbox::new(p),
         }
     }
 
@@ -198,8 +181,6 @@ impl ProcShared {
         self.regs.with_mut(|t| *t = RegTable::default());
         self.clear_outboxes();
         self.done.store(0, Ordering::Relaxed);
-        self.ended.store(false, Ordering::Relaxed);
-        self.inbox.reset();
     }
 
     /// Mark every outbox as unwritten, keeping its buffers.
@@ -223,77 +204,52 @@ pub(crate) struct RunShared {
     /// Pids from the top-level run down to the process that started this run.
     pub(crate) parent_path: Vec<usize>,
     pub(crate) tree: Arc<Tree>,
-    pub(crate) barrier: Arc<Barrier>,
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
     /// Processes that have seen the run fail, or ended (see the thread engine's `quiesce`).
     pub(crate) stopped: CachePadded<AtomicUsize>,
     pub(crate) layout: Layout,
+    /// How the run's processes wait (spin, yield, sleep): in syncs and immediate primitives.
+    pub(crate) policy: WaitPolicy,
     /// For a nested run: the binding of the thread that starts it (kept by its process 0).
     pub(crate) inherited: Option<Binding>,
-    /// Each process's barrier group (its first package).
-    pub(crate) groups: Vec<usize>,
     /// Where a profiled run's processes hand in their records (`None`: not profiled).
     pub(crate) prof: Option<Arc<crate::profile::Sink>>,
-    /// By process, then destination: the barrier round in which puts to it can ride.
-    pub(crate) riders: Vec<Box<[u8]>>,
-    /// Some process has made a lazy sync in this run (full syncs then check that every process
-    /// made a full sync in the same superstep).
-    pub(crate) lazy_used: AtomicBool,
-    /// Processes asleep in a lazy sync's wait (`engine/threads/lazy.rs`): a process entering
-    /// a sync wakes them when every process has entered it (their stop condition).
-    pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
-    /// The lanes of a small run (`lane.rs`): its lazy syncs announce through them.
-    pub(crate) lanes: Option<crate::lane::Lanes>,
-    /// A sync with declared counts takes the barrier, counts checked (`crate::lazy`, "Runs of
-    /// two"): thread runs of two processes, where the barrier is one cache line each way that
-    /// small puts ride in, cheaper than the lazy protocol. Off elsewhere, and where tests ask
-    /// for the lazy protocol (`internals::pair_barrier`).
-    pub(crate) pair_barrier: bool,
+    /// The engine's own part (`engine/state.rs`).
+    pub(crate) engine: RunEngine,
 }
 
 impl RunShared {
-    /// The run state of the processes of `layout`, with a [`Barrier::tree`] if `oversubscribed`
-    /// (many more processes than cores), else a dissemination barrier over their packages.
+    /// The run state of the processes of `layout`, who wait as `policy` says and reach each
+    /// other through `engine`.
     pub(crate) fn new(
         parent_path: Vec<usize>,
         tree: Arc<Tree>,
         policy: WaitPolicy,
         layout: Layout,
-        oversubscribed: bool,
+        engine: RunEngine,
     ) -> Self {
         let p = layout.domains.len();
-        let groups = layout.groups();
-        let barrier = Arc::new(if oversubscribed {
-            Barrier::tree(p, policy)
-        } else {
-            Barrier::grouped(&groups, policy)
-        });
-        let riders = barrier.rider_rounds();
-        tree.add_barrier(&barrier);
+        engine.attach(&tree);
         RunShared {
             id: next_run_id(),
             p,
             parent_path,
             tree,
-            barrier,
             procs: (0..p)
                 .map(|_| CachePadded::new(ProcShared::new(p)))
                 .collect(),
             stopped: CachePadded::new(AtomicUsize::new(0)),
             layout,
+            policy,
             inherited: None,
-            groups,
-            riders,
             prof: None,
-            lazy_used: AtomicBool::new(false),
-            lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
-            lanes: crate::lane::Lanes::for_run(p),
-            pair_barrier: false,
+            engine,
         }
     }
 
     /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
-    /// processes of the previous run have all dropped their contexts).
+    /// processes of the previous run have all dropped their contexts); the engine's part is
+    /// made ready by the caller, who knows the engine.
     pub(crate) fn reuse(&mut self, parent_path: Vec<usize>, tree: Arc<Tree>) {
         self.id = next_run_id();
         self.parent_path = parent_path;
@@ -301,12 +257,7 @@ impl RunShared {
             proc.reset();
         }
         self.stopped.store(0, Ordering::Relaxed);
-        self.lazy_used.store(false, Ordering::Relaxed);
-        if let Some(lanes) = &self.lanes {
-            lanes.reset();
-        }
-        self.barrier.reset();
-        tree.add_barrier(&self.barrier);
+        self.engine.attach(&tree);
         self.tree = tree;
     }
 
@@ -329,83 +280,6 @@ impl RunShared {
     }
 }
 
-/// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.
-pub(crate) struct GetOp {
-    /// The process read from: the rank to ask, for the rank engine. The thread engine reads
-    /// `src` directly and never needs it (so, in a build without MPI, nothing reads it).
-    #[allow(dead_code)]
-    pub(crate) from: u32,
-    pub(crate) src: *const u8,
-    pub(crate) dst: *mut u8,
-    pub(crate) len: usize,
-    pub(crate) buf_off: usize,
-    /// The get-source bits of this process's registered slots that overlap the destination:
-    /// if no get of the superstep reads any of them, the data is copied straight to the
-    /// destination, without the get buffer.
-    pub(crate) dst_bits: u32,
-    /// Copied straight (between the barriers) rather than through the buffer.
-    pub(crate) direct: bool,
-    /// Keeps a typed destination alive until the write.
-    pub(crate) _keep: Option<Keep>,
-}
-
-/// An hpsend whose payload is copied at the sync, into the record reserved for it (with its
-/// tag) in the outbox for `pid` when `hpsend` was called.
-pub(crate) struct HpSend {
-    pub(crate) pid: usize,
-    /// Where the payload goes in that outbox's message records.
-    pub(crate) at: usize,
-    pub(crate) payload: *const u8,
-    pub(crate) len: usize,
-}
-
-/// The message queue as seen during one superstep.
-#[derive(Default)]
-pub(crate) struct Queue {
-    /// Processes whose outboxes (of parity `parity`) hold messages for us.
-    pub(crate) srcs: Vec<u32>,
-    pub(crate) parity: usize,
-    pub(crate) tagsize: usize,
-    pub(crate) cur_src: usize,
-    /// Byte offset of the current message in `srcs[cur_src]`'s message records.
-    pub(crate) cur_off: usize,
-    pub(crate) left: usize,
-    pub(crate) left_bytes: usize,
-    /// Owned messages handed over to us (in the outboxes of `srcs`) that we have not taken
-    /// (`owned.rs`).
-    pub(crate) owned: usize,
-}
-
-impl Queue {
-    /// Forget the messages (they live for one superstep).
-    #[inline]
-    pub(crate) fn clear(&mut self) {
-        if !self.srcs.is_empty() || self.left != 0 {
-            self.srcs.clear();
-            self.left = 0;
-            self.left_bytes = 0;
-        }
-        self.owned = 0;
-        self.cur_src = 0;
-        self.cur_off = 0;
-    }
-
-    /// Remove the first message (of `len` payload bytes; `next`: the offset of the sender's
-    /// next message, if it has one).
-    #[inline]
-    pub(crate) fn advance(&mut self, next: Option<usize>, len: usize) {
-        match next {
-            Some(off) => self.cur_off = off,
-            None => {
-                self.cur_src += 1;
-                self.cur_off = 0;
-            }
-        }
-        self.left -= 1;
-        self.left_bytes -= len;
-    }
-}
-
 /// Private per-process state changed by `&self` primitives.
 #[derive(Default)]
 pub(crate) struct Local {
@@ -420,7 +294,7 @@ pub(crate) struct Local {
     pub(crate) new_tagsize: Option<usize>,
     pub(crate) queue: Queue,
     /// Buffers for owned messages (`owned.rs`).
-    pub(crate) pool: crate::owned::Pool,
+    pub(crate) pool: crate::pool::Pool,
 }
 
 /// One process's handle on its run: every BSPlib primitive is a method of `Ctx`.
@@ -440,14 +314,9 @@ pub struct Ctx {
     pub(crate) flags: Cell<u32>,
     /// The tag size of messages sent in this superstep.
     pub(crate) tagsize: Cell<usize>,
-    /// Put records riding in this process's barrier lines at the next sync, by round.
-    pub(crate) rides: RefCell<Box<[Ride]>>,
-    /// Put records that rode in the lines this process read at the last barrier, by round.
-    pub(crate) rode: Box<[Ride]>,
     /// The last address resolved to a registration slot (raw primitives): (address, slot,
     /// generation); cleared whenever this process's registrations change.
     pub(crate) named_cache: Cell<Option<(*const u8, u32, u32)>>,
-    pub(crate) member: Member,
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
     stopped: Cell<bool>,
@@ -459,8 +328,9 @@ pub struct Ctx {
     pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
     /// Regions open in this process ([`Ctx::region_begin`]), profiled or not.
     pub(crate) regions_open: usize,
-    /// The engine that reaches the other processes of the run (see `engine/`).
-    pub(crate) link: Link<Ctx>,
+    /// The engine's own part of this process (`engine/state.rs`): reached only through the
+    /// engine (`engine/mod.rs`).
+    pub(crate) engine: ProcEngine,
     /// The records this process declared it receives in this superstep ([`Ctx::expect`]).
     pub(crate) lazy: Cell<Option<u64>>,
     /// This process used an immediate primitive (hpput, hpget, direct_get) in this superstep.
@@ -468,30 +338,23 @@ pub struct Ctx {
     /// By superstep parity: the destinations of this process's outboxes written in the last
     /// superstep of that parity, in the order first written.
     pub(crate) written: RefCell<[Vec<u32>; 2]>,
-    /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
-    /// them when it has finished with them).
-    pub(crate) took: Vec<u32>,
-    /// `took` of the sync before, during a lazy sync's announcements.
-    pub(crate) took_before: Vec<u32>,
-    /// By superstep parity: acknowledgements this process waits for, since the run began.
-    pub(crate) acks_due: [u64; 2],
-    /// By superstep parity: records announced to this process that its lazy syncs took, since
-    /// the run began (the inbox's counts only grow: its senders alone write them).
-    pub(crate) records_taken: [u64; 2],
     /// The last sync was lazy (the next one acknowledges the senders it read).
     pub(crate) prev_lazy: bool,
-    /// In a run with lanes (`lane.rs`), by sender and parity: the stamp of the sender's last
-    /// lane this process took (a later one it did not take came too late).
-    pub(crate) lane_seen: Vec<[u64; 2]>,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }
 
 impl Ctx {
-    pub(crate) fn new(run: Arc<RunShared>, pid: usize, binding: Binding) -> Ctx {
+    /// Process `pid`'s context in `run`, its thread bound as `binding` says, reaching the
+    /// others through `engine`.
+    pub(crate) fn new(
+        run: Arc<RunShared>,
+        pid: usize,
+        binding: Binding,
+        engine: ProcEngine,
+    ) -> Ctx {
         let mut path = run.parent_path.clone();
         path.push(pid);
-        let rounds = run.barrier.rounds();
         // SAFETY: only this process's contexts touch the spare buffer, one at a time (a run's
         // contexts are made after the previous run's were dropped).
         let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
@@ -511,26 +374,18 @@ impl Ctx {
             }),
             flags: Cell::new(0),
             tagsize: Cell::new(0),
-            rides: RefCell::new(vec![Ride::default(); rounds].into()),
-            rode: vec![Ride::default(); rounds].into(),
             named_cache: Cell::new(None),
-            member: Member::new(pid),
             binding,
             stopped: Cell::new(false),
             end_outcome: None,
             fault: Cell::new(None),
             prof,
             regions_open: 0,
-            link: Link::Threads,
+            engine,
             lazy: Cell::new(None),
             immediate: Cell::new(false),
             written: RefCell::new([Vec::new(), Vec::new()]),
-            took: Vec::new(),
-            took_before: Vec::new(),
-            acks_due: [0; 2],
-            records_taken: [0; 2],
             prev_lazy: false,
-            lane_seen: Vec::new(),
             _not_send: PhantomData,
         }
     }
@@ -702,6 +557,14 @@ impl Ctx {
         self.run.tree.fail(&e);
         self.note_stopped();
         e
+    }
+
+    /// Record that memory for `op` could not be allocated as the run's failure (kind
+    /// [`System`](ErrorKind::System)) and return it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn out_of_memory(&self, op: &'static str, msg: String) -> Error {
+        self.fail_with(self.error(ErrorKind::System, op, msg))
     }
 
     /// The error returned by primitives once the run is aborted.

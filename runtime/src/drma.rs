@@ -6,13 +6,12 @@
 //! * raw, naming registered areas by their local address as BSPlib does (`*_raw`), for the C ABI
 //!   and other foreign callers. Registering raw memory is `unsafe`; after that, naming it is not.
 
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, NO_RIDE, source_bit};
-use crate::ctx::{Ctx, GetOp};
-use crate::engine::Engine;
-use crate::engine::threads::Threads;
+use crate::ctx::Ctx;
 use crate::error::Result;
+use crate::flags::{FLAG_COMM, FLAG_GETS, FLAG_OUTBOX, FLAG_REGS, source_bit};
 use crate::reg::{Reg, RegId, Registration, Storage};
 use crate::registry::{ElemType, Entry, Keep, RegOp, SlotState};
+use crate::requests::GetOp;
 use bytemuck::Pod;
 use std::mem::size_of;
 use std::ops::{Bound, Range, RangeBounds};
@@ -438,27 +437,19 @@ impl Ctx {
         }
     }
 
-    /// Queue a checked put: riding in the barrier when `pid` reads one of our lines alone and
-    /// the record fits, else in the outbox. Fails only if the memory for it cannot be
-    /// allocated.
+    /// Queue a checked put: carried by the engine when it can (a small put riding in the
+    /// thread engine's barrier, a large one between ranks), else in the outbox. Fails only if
+    /// the memory for it cannot be allocated.
     #[inline]
     fn put_at(&self, pid: usize, dst: *mut u8, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
-        let round = self.run.riders[self.pid][pid];
-        if round != NO_RIDE && self.rides.borrow_mut()[round as usize].put(dst, src) {
+        if let Some(carried) = self.engine_put(pid, dst, src) {
+            carried?;
             self.note_out(pid, src.len(), false, false);
             self.flag(FLAG_COMM);
             return Ok(());
-        }
-        if pid != self.pid {
-            if let Some(carried) = self.link.remote().and_then(|e| e.put(self, pid, dst, src)) {
-                carried?;
-                self.note_out(pid, src.len(), false, false);
-                self.flag(FLAG_COMM);
-                return Ok(());
-            }
         }
         if self.with_outbox(pid, |ob| ob.put(dst, src)).is_none() {
             return Err(self.no_room_for_put(pid, src.len()));
@@ -595,12 +586,9 @@ impl Ctx {
         let dst = self.remote("hpput", "to", pid, slot, off, len)?;
         self.immediate_allowed("hpput")?;
         self.note_out(pid, len, false, true);
-        match self.link.remote() {
-            // SAFETY: forwarded to the caller; `dst` checked (against the mirror) just now.
-            Some(e) if pid != self.pid => unsafe { e.hpput(self, pid, src, dst, len) },
-            // SAFETY: as above.
-            _ => unsafe { Threads.hpput(self, pid, src, dst, len) },
-        }
+        // SAFETY: forwarded to the caller; `dst` checked (against the mirror, over ranks) just
+        // now.
+        unsafe { self.engine_hpput(pid, src, dst, len) }
     }
 
     // ----- get -----
@@ -830,12 +818,9 @@ impl Ctx {
         let s = self.remote(op, "from", pid, slot, off, len)?;
         self.immediate_allowed(op)?;
         self.note_get(pid, len, true);
-        match self.link.remote() {
-            // SAFETY: forwarded to the caller; `s` checked (against the mirror) just now.
-            Some(e) if pid != self.pid => unsafe { e.get_now(self, op, pid, s, dst, len) },
-            // SAFETY: as above.
-            _ => unsafe { Threads.get_now(self, op, pid, s, dst, len) },
-        }
+        // SAFETY: forwarded to the caller; `s` checked (against the mirror, over ranks) just
+        // now.
+        unsafe { self.engine_get_now(op, pid, s, dst, len) }
     }
 
     // ----- raw forms: areas named by their local address, as in BSPlib -----

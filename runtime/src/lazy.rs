@@ -95,37 +95,6 @@ impl Ctx {
         Ok(())
     }
 
-    /// The misuse of a lazy sync of a superstep that also used a get, a registration change or
-    /// a tag-size change (`flags`: this process's barrier flags), if it did; both engines
-    /// refuse those in a lazy superstep.
-    pub(crate) fn lazy_refusal(&self, flags: u32, m: u64) -> Option<crate::error::Error> {
-        use crate::barrier::{FLAG_GETS, FLAG_REGS, FLAG_TAGS};
-        if flags & (FLAG_GETS | FLAG_REGS | FLAG_TAGS) == 0 {
-            return None;
-        }
-        let what = [
-            (FLAG_GETS, "get"),
-            (FLAG_REGS, "push_reg/pop_reg"),
-            (FLAG_TAGS, "set_tagsize"),
-        ]
-        .iter()
-        .filter(|(f, _)| flags & f != 0)
-        .map(|(_, w)| *w)
-        .collect::<Vec<_>>();
-        (!what.is_empty()).then(|| {
-            self.misuse(
-                "sync",
-                format!(
-                    "superstep {} declared expect({m}) and also called {}: a lazy superstep \
-                     allows only puts and messages (the others need every process's requests \
-                     at a full sync)",
-                    self.step,
-                    what.join(", ")
-                ),
-            )
-        })
-    }
-
     /// Fail an immediate primitive called after [`Ctx::expect`] in the same superstep (else
     /// note that this superstep used one).
     #[inline]

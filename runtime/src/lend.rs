@@ -97,7 +97,7 @@ impl Ctx {
     #[inline(never)]
     fn stop_lending(&mut self, e: Error) -> Error {
         self.run.tree.fail(&e);
-        self.wait_all_stopped();
+        let _ = self.engine_stop();
         e
     }
 }

@@ -77,15 +77,23 @@
 
 #![warn(missing_docs)]
 
+// The modules form layers, each using only those above it in this list (checked by
+// tests/layers.rs; docs/design.md draws them):
+// 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place;
+// 2. records and pools: flags, pool, outbox, requests, queue, tree, profile's recorder;
+// 3. the engines' state: engine::threads::{barrier, lane, inbox, state}, engine::ranks::net,
+//    engine::state;
+// 4. ctx (the context and the run state) and superstep (what every engine's sync shares);
+// 5. the engines: engine (the seam), engine::threads, engine::ranks;
+// 6. the primitives (`impl Ctx`): drma, reg, bsmp, owned, lazy, sync, profile's regions;
+// 7. processes and runs: process, team, run, lend.
 mod arena;
-mod barrier;
 mod bsmp;
 mod ctx;
 mod drma;
 mod engine;
 mod error;
-mod inbox;
-mod lane;
+mod flags;
 mod lazy;
 mod lend;
 mod limits;
@@ -93,13 +101,17 @@ mod outbox;
 mod owned;
 pub mod params;
 mod place;
+mod pool;
 mod process;
 pub mod profile;
+mod queue;
 mod reg;
 mod registry;
+mod requests;
 pub mod rng;
 mod run;
 mod shim;
+mod superstep;
 mod sync;
 mod team;
 mod tree;
@@ -170,7 +182,7 @@ pub use bytemuck;
 /// Internals exposed for the loom model checks and the benchmarks; not a stable API.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::barrier::{Barrier, Member, Outcome};
+    pub use crate::engine::threads::barrier::{Barrier, Member, Outcome};
     pub use crate::wait::Aborted;
 
     pub use crate::ctx::SyncPoint;
@@ -214,8 +226,8 @@ pub mod internals {
     /// The barrier group (first package) of each process of `ctx`'s run, and each process's
     /// source in every barrier round: the shape of the run's barrier.
     pub fn barrier_shape(ctx: &crate::Ctx) -> (Vec<usize>, Vec<Vec<u32>>) {
-        let run = &ctx.run;
-        let sources = (0..run.p)
+        let run = ctx.run.engine.threads();
+        let sources = (0..ctx.run.p)
             .map(|q| run.barrier.sources(q).to_vec())
             .collect();
         (run.groups.clone(), sources)
@@ -297,11 +309,21 @@ pub mod internals {
             Some(crate::place::OFF_BY_RUN),
         )
         .expect("plan");
-        let mut shared =
-            crate::ctx::RunShared::new(Vec::new(), crate::tree::Tree::new(), policy, layout, false);
-        if !lanes {
-            shared.lanes = None;
-        }
+        use crate::engine::threads::state::{RunState, Shape};
+        let shape = Shape {
+            policy,
+            tree_barrier: false,
+            lanes,
+            pair_barrier: false,
+        };
+        let engine = crate::engine::state::RunEngine::Threads(RunState::new(&layout, shape));
+        let shared = crate::ctx::RunShared::new(
+            Vec::new(),
+            crate::tree::Tree::new(),
+            policy,
+            layout,
+            engine,
+        );
         std::sync::Arc::new(shared)
     }
 

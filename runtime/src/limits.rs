@@ -6,7 +6,6 @@
 //! allocate room for is an error too (kind [`System`](crate::ErrorKind::System)), never an
 //! allocator abort.
 
-use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The largest tag size, in bytes: 2^20 (1 MiB). A tag is a header copied with every message
@@ -150,16 +149,6 @@ pub(crate) fn check_procs(p: usize) -> std::result::Result<(), String> {
 /// [`check_procs`] for a top-level run: the error is a misuse of `run`.
 pub(crate) fn check_top_procs(p: usize) -> Result<()> {
     check_procs(p).map_err(|m| Error::outside(ErrorKind::Misuse, "run", m))
-}
-
-impl Ctx {
-    /// Record that memory for `op` could not be allocated as the run's failure (kind
-    /// [`System`](ErrorKind::System)) and return it.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn out_of_memory(&self, op: &'static str, msg: String) -> Error {
-        self.fail_with(self.error(ErrorKind::System, op, msg))
-    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@
 //! small put costs the receiver a single cache-line transfer.
 
 use crate::arena::{Arena, align8};
-use crate::owned::Handle;
+use crate::pool::Handle;
+use bytemuck::Pod;
 
 const WORD: usize = std::mem::size_of::<u64>();
 
@@ -392,6 +393,52 @@ impl Drop for Outbox {
     /// last messages nobody moved out) are freed here.
     fn drop(&mut self) {
         self.free_owned();
+    }
+}
+
+/// Owned messages (`owned.rs`): a buffer handed over, or its bytes copied over ranks.
+impl Outbox {
+    /// Queue `v` as an owned message with `tag`, handed over; `Err(v)` back if the memory for
+    /// its record cannot be allocated (nothing is queued then).
+    pub(crate) fn hand_over<T: Pod>(
+        &mut self,
+        tag: &[u8],
+        v: Vec<T>,
+    ) -> std::result::Result<(), Vec<T>> {
+        if self.owned.try_reserve(1).is_err() {
+            return Err(v);
+        }
+        let bytes = std::mem::size_of_val(&v[..]);
+        let Some(at) = self.reserve_record(tag, bytes, HANDLE, 8) else {
+            return Err(v);
+        };
+        let index = self.owned.len() as u64;
+        // SAFETY: the record reserved a word at `at` for the index.
+        unsafe { (self.msgs.base_mut().add(at) as *mut u64).write(index) };
+        let mut v = std::mem::ManuallyDrop::new(v);
+        self.owned.push(Handle::of(&mut v));
+        Ok(())
+    }
+
+    /// Queue a copy of `v` as an owned message with `tag` (over ranks); `None` if the memory
+    /// for it cannot be allocated (nothing is queued then).
+    #[allow(dead_code, reason = "the rank engine's (a build with MPI)")]
+    pub(crate) fn copy_owned<T: Pod>(&mut self, tag: &[u8], v: &[T]) -> Option<()> {
+        let payload: &[u8] = bytemuck::cast_slice(v);
+        let name = std::any::type_name::<T>();
+        let head = 16 + crate::arena::align8(name.len());
+        let at =
+            self.reserve_record(tag, payload.len(), BYTES, head.checked_add(payload.len())?)?;
+        let base = self.msgs.base_mut();
+        // SAFETY: the record reserved `head` bytes for the element type and the payload after
+        // them, 8-byte aligned.
+        unsafe {
+            (base.add(at) as *mut u64).write(size_of::<T>() as u64);
+            (base.add(at + 8) as *mut u64).write(name.len() as u64);
+            std::ptr::copy_nonoverlapping(name.as_ptr(), base.add(at + 16), name.len());
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), base.add(at + head), payload.len());
+        }
+        Some(())
     }
 }
 

@@ -64,191 +64,12 @@
 //! all-to-all): a process that only sends allocates what it sends, one that only receives frees
 //! what exceeds its pool.
 
-use crate::barrier::{FLAG_COMM, FLAG_OUTBOX};
 use crate::ctx::Ctx;
 use crate::error::{ErrorKind, Result};
-use crate::outbox::{BYTES, HANDLE, Kind, Outbox};
+use crate::flags::{FLAG_COMM, FLAG_OUTBOX};
+use crate::outbox::Kind;
 use bytemuck::Pod;
-use std::any::{Any, TypeId};
-use std::collections::TryReserveError;
-use std::sync::atomic::{AtomicPtr, Ordering};
-
-/// What an owned message's receiver must know of its element type: to check it, to name it,
-/// and to free a buffer of it.
-#[derive(Clone, Copy)]
-pub(crate) struct Elem {
-    id: TypeId,
-    size: usize,
-    name: fn() -> &'static str,
-    /// Rebuild the `Vec` from (pointer, length, capacity) and drop it.
-    free: unsafe fn(*mut u8, usize, usize),
-}
-
-impl Elem {
-    fn of<T: Pod>() -> Elem {
-        Elem {
-            id: TypeId::of::<T>(),
-            size: size_of::<T>(),
-            name: std::any::type_name::<T>,
-            free: free_vec::<T>,
-        }
-    }
-}
-
-/// # Safety
-/// `(ptr, len, cap)` are the parts of a `Vec<T>` that nothing else owns.
-unsafe fn free_vec<T>(ptr: *mut u8, len: usize, cap: usize) {
-    // SAFETY: forwarded to the caller.
-    drop(unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, cap) });
-}
-
-/// The buffer of an owned message in an outbox: the parts of a `Vec` whose owner let go of it,
-/// until a receiver takes them or they are freed (module docs). Empty (a null pointer: a `Vec`
-/// never has one) once taken or freed.
-pub(crate) struct Handle {
-    ptr: AtomicPtr<u8>,
-    len: usize,
-    cap: usize,
-    elem: Elem,
-}
-
-impl Handle {
-    /// Take the buffer: its pointer, unless it was taken or freed already.
-    fn take(&self) -> Option<*mut u8> {
-        let p = self.ptr.swap(std::ptr::null_mut(), Ordering::Relaxed);
-        (!p.is_null()).then_some(p)
-    }
-
-    /// Free the buffer unless someone took it.
-    pub(crate) fn free(&self) {
-        if let Some(p) = self.take() {
-            // SAFETY: the parts of the `Vec` given to `send_owned`, which nobody else owns now
-            // that this handle is empty.
-            unsafe { (self.elem.free)(p, self.len, self.cap) };
-        }
-    }
-
-    /// The buffer's first `bytes` bytes (its payload length).
-    ///
-    /// # Panics
-    /// If the buffer was taken: the queue never reads a message it has moved out.
-    pub(crate) fn bytes(&self, bytes: usize) -> &[u8] {
-        let p = self.ptr.load(Ordering::Relaxed);
-        assert!(
-            !p.is_null(),
-            "mbsp: an owned message read after it was moved out"
-        );
-        debug_assert_eq!(bytes, self.len * self.elem.size);
-        // SAFETY: the initialised elements of the `Vec`, which stays allocated and unchanged
-        // until the handle is taken (by the queue, which then never reads it again) or freed
-        // (after the receiver's borrows of the queue end: at its sync, or later).
-        unsafe { std::slice::from_raw_parts(p, bytes) }
-    }
-}
-
-impl Outbox {
-    /// Queue `v` as an owned message with `tag`, handed over; `Err(v)` back if the memory for
-    /// its record cannot be allocated (nothing is queued then).
-    fn hand_over<T: Pod>(&mut self, tag: &[u8], v: Vec<T>) -> std::result::Result<(), Vec<T>> {
-        if self.owned.try_reserve(1).is_err() {
-            return Err(v);
-        }
-        let bytes = std::mem::size_of_val(&v[..]);
-        let Some(at) = self.reserve_record(tag, bytes, HANDLE, 8) else {
-            return Err(v);
-        };
-        let index = self.owned.len() as u64;
-        // SAFETY: the record reserved a word at `at` for the index.
-        unsafe { (self.msgs.base_mut().add(at) as *mut u64).write(index) };
-        let mut v = std::mem::ManuallyDrop::new(v);
-        self.owned.push(Handle {
-            ptr: AtomicPtr::new(v.as_mut_ptr().cast()),
-            len: v.len(),
-            cap: v.capacity(),
-            elem: Elem::of::<T>(),
-        });
-        Ok(())
-    }
-
-    /// Queue a copy of `v` as an owned message with `tag` (over ranks); `None` if the memory
-    /// for it cannot be allocated (nothing is queued then).
-    fn copy_owned<T: Pod>(&mut self, tag: &[u8], v: &[T]) -> Option<()> {
-        let payload: &[u8] = bytemuck::cast_slice(v);
-        let name = std::any::type_name::<T>();
-        let head = 16 + crate::arena::align8(name.len());
-        let at =
-            self.reserve_record(tag, payload.len(), BYTES, head.checked_add(payload.len())?)?;
-        let base = self.msgs.base_mut();
-        // SAFETY: the record reserved `head` bytes for the element type and the payload after
-        // them, 8-byte aligned.
-        unsafe {
-            (base.add(at) as *mut u64).write(size_of::<T>() as u64);
-            (base.add(at + 8) as *mut u64).write(name.len() as u64);
-            std::ptr::copy_nonoverlapping(name.as_ptr(), base.add(at + 16), name.len());
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), base.add(at + head), payload.len());
-        }
-        Some(())
-    }
-}
-
-/// A process's pool of buffers, a stack of `Vec<T>` per element type `T`.
-#[derive(Default)]
-pub(crate) struct Pool {
-    stacks: Vec<(TypeId, Box<dyn Any>)>,
-}
-
-impl Pool {
-    fn stack<T: Pod>(&mut self) -> &mut Vec<Vec<T>> {
-        let id = TypeId::of::<T>();
-        let i = match self.stacks.iter().position(|(t, _)| *t == id) {
-            Some(i) => i,
-            None => {
-                self.stacks.push((id, Box::new(Vec::<Vec<T>>::new())));
-                self.stacks.len() - 1
-            }
-        };
-        self.stacks[i]
-            .1
-            .downcast_mut()
-            .expect("the pool's stack of its type")
-    }
-
-    /// An empty `Vec<T>` with room for `n` elements: the pooled one of least capacity that
-    /// has it, else a new one (none for `n = 0`).
-    fn take<T: Pod>(&mut self, n: usize) -> std::result::Result<Vec<T>, TryReserveError> {
-        if n == 0 {
-            return Ok(Vec::new()); // no pooled buffer is needed
-        }
-        let stack = self.stack::<T>();
-        let best = stack
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.capacity() >= n)
-            .min_by_key(|(_, v)| v.capacity())
-            .map(|(i, _)| i);
-        match best {
-            Some(i) => Ok(stack.swap_remove(i)),
-            None => {
-                let mut v = Vec::new();
-                v.try_reserve_exact(n)?;
-                Ok(v)
-            }
-        }
-    }
-
-    /// Keep `v` (emptied) for a later [`take`](Pool::take), unless `limit` buffers of its type
-    /// are kept already.
-    fn give<T: Pod>(&mut self, mut v: Vec<T>, limit: usize) {
-        if v.capacity() == 0 {
-            return;
-        }
-        let stack = self.stack::<T>();
-        if stack.len() < limit && stack.try_reserve(1).is_ok() {
-            v.clear();
-            stack.push(v);
-        }
-    }
-}
+use std::any::TypeId;
 
 /// A message moved out of the queue as an owned buffer ([`Ctx::move_owned`]).
 #[derive(Debug, PartialEq, Eq)]
@@ -331,13 +152,7 @@ impl Ctx {
         const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
         let bytes = std::mem::size_of_val(&payload[..]);
         self.check_send("send_owned", pid, tag, bytes)?;
-        let sent = if self.link.is_remote() {
-            let sent = self.with_outbox(pid, |ob| ob.copy_owned(tag, &payload));
-            self.recycle(payload);
-            sent
-        } else {
-            self.with_outbox(pid, |ob| ob.hand_over(tag, payload)).ok()
-        };
+        let sent = self.engine_send_owned(pid, tag, payload);
         if sent.is_none() {
             return Err(self.no_room_for_message("send_owned", pid, tag.len(), bytes));
         }
@@ -554,25 +369,5 @@ impl Ctx {
     pub fn recycle<T: Pod>(&self, v: Vec<T>) {
         let limit = (2 * self.run.p).max(64);
         self.st.borrow_mut().pool.give(v, limit);
-    }
-
-    /// Empty the queue at the start of a sync: owned messages nobody moved out are freed.
-    pub(crate) fn clear_queue(&mut self) {
-        let st = self.st.get_mut();
-        let q = &mut st.queue;
-        if q.owned > 0 {
-            for &from in &q.srcs {
-                // SAFETY: as in `move_owned`: the sender does not touch this outbox before this
-                // process passes barrier 1 of this sync; their borrows ended (`&mut self`).
-                unsafe {
-                    self.run.proc(from as usize).outboxes(q.parity, |outs| {
-                        if let Some(ob) = outs[self.pid].as_deref() {
-                            ob.free_owned();
-                        }
-                    })
-                };
-            }
-        }
-        q.clear();
     }
 }

@@ -3,7 +3,8 @@
 //! given back ([`leave`]).
 
 use crate::ctx::{Ctx, RunShared};
-use crate::engine::take_remote;
+use crate::engine::state::ProcEngine;
+use crate::engine::threads::state::ProcState;
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::Layout;
 use mbsp_topology::{Binding, Domain};
@@ -99,7 +100,8 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
             (bind_remembered(layout, domain), None)
         }
     };
-    (Ctx::new(shared.clone(), pid, binding), saved)
+    let engine = ProcEngine::Threads(ProcState::new(shared.engine.threads(), pid));
+    (Ctx::new(shared.clone(), pid, binding, engine), saved)
 }
 
 /// Bind the calling thread to `domain` and remember where (see [`BOUND`]).
@@ -114,9 +116,13 @@ fn bind_remembered(layout: &Layout, domain: &Domain) -> Binding {
 }
 
 /// Turn the outcome of a process into its result (a panic becomes an error), record a failure,
-/// and give the thread back its binding.
+/// let the engine take it to the others and leave the run ([`Engine::leave`]), and give the
+/// thread back its binding. A failed process returns the run's error as the engine agreed it
+/// with the others, if it did (over ranks), else its own.
+///
+/// [`Engine::leave`]: crate::engine::Engine::leave
 pub(crate) fn leave<R>(
-    ctx: Ctx,
+    mut ctx: Ctx,
     saved: Option<Vec<u32>>,
     outcome: std::thread::Result<Result<R>>,
 ) -> Result<R> {
@@ -124,6 +130,8 @@ pub(crate) fn leave<R>(
     if let Err(e) = &result {
         ctx.run.tree.fail(e);
     }
+    let verdict = ctx.engine_leave(result.as_ref().err());
+    let result = result.map_err(|e| verdict.unwrap_or(e));
     let shared = ctx.run.clone();
     drop(ctx);
     if let Some(cpus) = saved {
@@ -152,26 +160,4 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "a panic with a non-string payload".into()
     }
-}
-
-/// [`leave`] for a process whose link leads to another engine than threads (the top level of
-/// a run over MPI ranks): a failure travels to the other processes through the engine
-/// ([`Engine::stop`](crate::engine::Engine::stop)), the engine is closed, and the error returned is the run's root cause
-/// (the same in every process).
-pub(crate) fn leave_linked<R>(
-    mut ctx: Ctx,
-    saved: Option<Vec<u32>>,
-    outcome: std::thread::Result<Result<R>>,
-) -> Result<R> {
-    let result = outcome_of(&ctx, outcome);
-    let mut first = None;
-    if let Err(e) = &result {
-        ctx.run.tree.fail(e);
-        first = ctx.with_remote(|e, ctx| e.stop(ctx)).flatten();
-    }
-    if let Some(engine) = take_remote(&mut ctx.link) {
-        engine.close();
-    }
-    let tree = ctx.run.tree.clone();
-    leave(ctx, saved, Ok(result)).map_err(|e| first.or_else(|| tree.error()).unwrap_or(e))
 }

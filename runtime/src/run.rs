@@ -1,9 +1,11 @@
 //! Starting runs: the caller becomes pid 0, `p - 1` scoped threads become the others.
 
 use crate::ctx::{Ctx, RunShared};
+use crate::engine::state::RunEngine;
+use crate::engine::threads::state::{RunState, Shape};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Layout, OFF_BY_ENV, OFF_BY_RUN, Procs, default_affinity};
-use crate::process::{enter, leave, leave_linked, process, spawn_failed};
+use crate::process::{enter, leave, process, spawn_failed};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
@@ -587,6 +589,16 @@ impl Run {
             .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()))
     }
 
+    /// What the thread engine's state of a run placed by `layout` must be.
+    fn shape(&self, layout: &Layout) -> Shape {
+        Shape {
+            policy: self.wait_policy_for(layout),
+            tree_barrier: self.oversubscribed(layout),
+            lanes: self.lanes != Some(false),
+            pair_barrier: self.pair_barrier != Some(false),
+        }
+    }
+
     /// New shared state of a run placed by `layout`.
     fn new_shared(
         &self,
@@ -596,22 +608,12 @@ impl Run {
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::Sink>>,
     ) -> RunShared {
-        let policy = self.wait_policy_for(&layout);
-        let over = self.oversubscribed(&layout);
-        let mut s = RunShared::new(parent_path, tree, policy, layout, over);
+        let shape = self.shape(&layout);
+        let engine = RunEngine::Threads(RunState::new(&layout, shape));
+        let mut s = RunShared::new(parent_path, tree, shape.policy, layout, engine);
         s.inherited = inherited;
         s.prof = sink;
-        if self.lanes == Some(false) {
-            s.lanes = None;
-        }
-        s.pair_barrier = self.pair_barrier_for(s.p);
         s
-    }
-
-    /// Whether declared syncs of this run of `p` processes take the barrier
-    /// (`RunShared::pair_barrier`).
-    fn pair_barrier_for(&self, p: usize) -> bool {
-        p == 2 && self.pair_barrier != Some(false)
     }
 
     /// The shared state of a run placed by `layout`: the team's last one when it fits (same
@@ -625,17 +627,11 @@ impl Run {
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::Sink>>,
     ) -> Arc<RunShared> {
-        let policy = self.wait_policy_for(&layout);
+        let shape = self.shape(&layout);
         if let Some(mut last) = team.last.take() {
-            if last.p == layout.domains.len()
-                && last.barrier.policy() == policy
-                && last.barrier.is_tree() == self.oversubscribed(&layout)
-                && last.groups == layout.groups()
-                && last.lanes.is_some()
-                    == (self.lanes != Some(false) && crate::lane::Lanes::fits(last.p))
-            {
+            if last.engine.threads().fits(&layout, shape) {
                 if let Some(s) = Arc::get_mut(&mut last) {
-                    s.pair_barrier = self.pair_barrier_for(s.p);
+                    s.engine.threads_mut().reuse(shape);
                     s.layout = layout;
                     s.inherited = inherited;
                     s.prof = sink;
@@ -784,12 +780,15 @@ impl Spmd<'_> {
             return Ok(());
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| ctx.end()));
-        if ctx.link.is_remote() {
-            return leave_linked(ctx, self.saved.take(), outcome);
-        }
-        let mut results = vec![leave(ctx, self.saved.take(), outcome)];
-        match self.workers.take() {
-            Some(Workers::Spawned(threads)) => {
+        let mine = leave(ctx, self.saved.take(), outcome);
+        let Some(workers) = self.workers.take() else {
+            // This process alone (a run over ranks: the other processes are other ranks'),
+            // with the run's error as its engine agreed it with them.
+            return mine;
+        };
+        let mut results = vec![mine];
+        match workers {
+            Workers::Spawned(threads) => {
                 for h in threads {
                     results.push(h.join().unwrap_or_else(|_| {
                         Err(Error::outside(
@@ -800,11 +799,11 @@ impl Spmd<'_> {
                     }));
                 }
             }
-            Some(Workers::Team {
+            Workers::Team {
                 launch,
                 mut team,
                 _f,
-            }) => {
+            } => {
                 launch.wait();
                 results.extend(launch.take_results());
                 let shared = launch.shared.clone();
@@ -812,7 +811,6 @@ impl Spmd<'_> {
                 team.keep(shared);
                 team.give_back();
             }
-            None => {}
         }
         collect(results, &self.tree)?;
         if let Some((sink, p)) = self.profile.take() {

@@ -325,7 +325,7 @@ impl<R> Launch<R> {
                 have
             }
         };
-        let idle = idle_policy(self.shared.barrier.policy());
+        let idle = idle_policy(self.shared.policy);
         for (i, w) in team.workers[..have].iter().enumerate() {
             w.mail.post(Job {
                 run: Self::run_one,
@@ -375,7 +375,7 @@ impl<R> Launch<R> {
     /// the last worker notifies.
     pub(crate) fn wait(&self) {
         let _ = wait_until(
-            self.shared.barrier.policy(),
+            self.shared.policy,
             Sleep::On(&self.done),
             || (self.remaining.load(Ordering::Acquire) == 0).then_some(()),
             || false,

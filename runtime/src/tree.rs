@@ -1,17 +1,23 @@
 //! State shared by a top-level run and every run nested inside it: the first error, the abort
-//! flag, and the barriers to wake when a process fails.
+//! flag, and what to wake when a process fails (the runs' barriers, through [`Stop`]).
 
-use crate::barrier::Barrier;
 use crate::error::Error;
 use crate::shim::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+
+/// Something processes wait in (a run's barrier) that every wait must leave when the hierarchy
+/// fails. The tree knows it only through this, so it sits below the engines that own barriers.
+pub(crate) trait Stop: Send + Sync {
+    /// Make every current and future wait return (the run has failed).
+    fn stop(&self);
+}
 
 /// One per top-level run; nested runs share their parent's.
 pub(crate) struct Tree {
     /// Read by every primitive: alone on its cache line, away from the mutexes below.
     aborted: crossbeam_utils::CachePadded<AtomicBool>,
     first_error: Mutex<Option<Error>>,
-    barriers: Mutex<Vec<Weak<Barrier>>>,
+    waits: Mutex<Vec<Weak<dyn Stop>>>,
 }
 
 impl Tree {
@@ -19,7 +25,7 @@ impl Tree {
         Arc::new(Tree {
             aborted: crossbeam_utils::CachePadded::new(AtomicBool::new(false)),
             first_error: Mutex::new(None),
-            barriers: Mutex::new(Vec::new()),
+            waits: Mutex::new(Vec::new()),
         })
     }
 
@@ -44,9 +50,9 @@ impl Tree {
             }
         }
         if !self.aborted.swap(true, Ordering::SeqCst) {
-            let barriers = lock(&self.barriers);
-            for b in barriers.iter().filter_map(Weak::upgrade) {
-                b.abort();
+            let waits = lock(&self.waits);
+            for w in waits.iter().filter_map(Weak::upgrade) {
+                w.stop();
             }
         }
     }
@@ -56,21 +62,23 @@ impl Tree {
         lock(&self.first_error).clone()
     }
 
-    /// Add the barrier of a new run; it is aborted at once if the hierarchy already failed.
-    pub(crate) fn add_barrier(&self, b: &Arc<Barrier>) {
+    /// Add what the processes of a new run wait in; it is stopped at once if the hierarchy
+    /// already failed.
+    pub(crate) fn add_wait<W: Stop + 'static>(&self, w: &Arc<W>) {
         {
-            let mut barriers = lock(&self.barriers);
-            barriers.retain(|w| w.strong_count() > 0);
+            let mut waits = lock(&self.waits);
+            waits.retain(|w| w.strong_count() > 0);
             // A reused run state brings the same barrier again.
-            if !barriers
+            if !waits
                 .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(b)))
+                .any(|old| std::ptr::addr_eq(old.as_ptr(), Arc::as_ptr(w)))
             {
-                barriers.push(Arc::downgrade(b));
+                let weak: Weak<dyn Stop> = Arc::downgrade(w) as Weak<dyn Stop>;
+                waits.push(weak);
             }
         }
         if self.aborted.load(Ordering::SeqCst) {
-            b.abort();
+            w.stop();
         }
     }
 }

@@ -1,68 +1,76 @@
 //! The seam between the superstep logic and the engines that carry it out.
 //!
-//! The primitives of [`Ctx`](crate::Ctx) (`drma.rs`, `bsmp.rs`, `reg.rs`, `sync.rs`) check
+//! The primitives of [`Ctx`] (`drma.rs`, `bsmp.rs`, `reg.rs`, `owned.rs`, `sync.rs`) check
 //! their arguments, write puts and messages into the sender's outboxes, queue gets and
-//! registration requests, and agree on registrations; everything that moves data between
-//! processes or waits for them goes through an [`Engine`]:
+//! registration requests; everything that moves data between processes or waits for them goes
+//! through the run's [`Engine`]:
 //!
 //! * [`Engine::sync`]: one superstep's end (or the final one): registration agreement, puts,
 //!   gets and messages delivered, the superstep counted;
-//! * [`Engine::put`]: a buffered put the engine carries itself instead of the outbox;
+//! * [`Engine::put`]: a buffered put the engine carries itself instead of the outbox (small
+//!   puts riding in the thread engine's barrier, large puts between ranks);
+//! * [`Engine::send_owned`]: an owned message, its buffer handed over (threads) or its bytes
+//!   copied (ranks);
 //! * [`Engine::hpput`], [`Engine::get_now`]: the immediate primitives (`hpput`; `hpget` and
 //!   `direct_get`), once the target has completed the previous sync;
 //! * [`Engine::stop`]: after this process has seen the run fail, return only once no process
 //!   touches its memory any more;
-//! * [`Engine::close`]: the process leaves the run.
+//! * [`Engine::leave`]: the process leaves the run.
 //!
-//! Two engines implement it, each in its own module tree with the guarantees it gives at its
-//! top: [`threads`] (every process is a thread of this address space; the default, and the
-//! engine of every nested run) and `ranks` (feature `mpi`: the top level of a run over MPI
-//! ranks, one process per rank). A context holds a [`Link`]: the thread engine is reached by
-//! a match on it and static calls (its hot paths cost what they would without the seam),
-//! another engine through a trait object (its costs are those of the network).
+//! Two engines implement it, each in its own folder with its state (`state.rs` there) and the
+//! guarantees it gives at its top: [`threads`] (every process is a thread of this address
+//! space; the default, and the engine of every nested run) and `ranks` (feature `mpi`: the top
+//! level of a run over MPI ranks, one process per rank). What each keeps in the run state and
+//! in a process's context is an enum of `state.rs` here ([`state::RunEngine`],
+//! [`state::ProcEngine`]); the methods of `Ctx` in `dispatch.rs` (`engine_sync`,
+//! `engine_put`, ...) dispatch on it with static calls, so the thread engine's hot paths cost
+//! what they would without the seam. Code outside `engine/` calls those methods and never asks
+//! which engine it runs on.
 //!
-//! The trait is generic over the context type `C` (always `Ctx`) so that this module sits below
-//! the context in the module order: the context names the seam, the engines name both.
+//! Layers: `state.rs` (data) sits below the context, which holds it; this trait and the
+//! engines sit above the context; `dispatch.rs` above the engines. So no module imports one
+//! that imports it back (`tests/layers.rs`).
 
+mod dispatch;
+pub(crate) mod state;
 pub(crate) mod threads;
 
 #[cfg(feature = "mpi")]
 pub mod ranks;
 
+use crate::ctx::Ctx;
 use crate::error::{Error, Result};
+use bytemuck::Pod;
 
-/// What a process of a run uses to reach the others: see the module documentation.
-pub(crate) trait Engine<C> {
+/// What an engine does for the processes of its runs (module documentation). Its functions
+/// take the process's context, which holds the engine's own part of the process
+/// ([`state::ProcEngine`]) and of the run ([`state::RunEngine`]).
+pub(crate) trait Engine {
     /// End the superstep of `ctx`'s process (`ending`: its final sync, [`Ctx::end`]). On
     /// success everything requested in the superstep has taken effect for this process; on
     /// failure the run has failed and no process touches this process's memory any more.
-    ///
-    /// [`Ctx::end`]: crate::Ctx::end
-    fn sync(&mut self, ctx: &mut C, ending: bool) -> Result<()>;
+    fn sync(ctx: &mut Ctx, ending: bool) -> Result<()>;
 
     /// After `ctx`'s process has seen the run fail outside a sync: return once no process of
     /// the run touches its memory. Returns the run's error as the engine has it, if it has
     /// one: learnt from another rank while waiting, or agreed with the others in the exchange
     /// that ended the run.
-    fn stop(&mut self, ctx: &mut C) -> Option<Error>;
+    fn stop(ctx: &mut Ctx) -> Option<Error>;
 
-    /// A buffered put of `src` to `dst` in process `pid` (another process, checked by the
-    /// caller) carried by the engine itself, or `None` when it goes through the outbox.
-    fn put(&self, ctx: &C, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>>;
+    /// A buffered put of `src` to `dst` in process `pid` (checked by the caller) carried by
+    /// the engine itself, or `None` when it goes through the outbox.
+    fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>>;
+
+    /// Queue `payload` with `tag` as an owned message to `pid` (checked by the caller) in the
+    /// outbox; `None` if the memory for its record cannot be allocated.
+    fn send_owned<T: Pod>(ctx: &Ctx, pid: usize, tag: &[u8], payload: Vec<T>) -> Option<()>;
 
     /// `hpput` of `len` bytes from `src` to `dst` in process `pid`.
     ///
     /// # Safety
     /// `src` valid for `len` bytes until the next sync; `dst .. dst + len` inside a registered
     /// area of `pid` (checked by the caller) that nobody else touches in this superstep.
-    unsafe fn hpput(
-        &self,
-        ctx: &C,
-        pid: usize,
-        src: *const u8,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<()>;
+    unsafe fn hpput(ctx: &Ctx, pid: usize, src: *const u8, dst: *mut u8, len: usize) -> Result<()>;
 
     /// `hpget`/`direct_get` (`op`) of `len` bytes from `src` in process `pid` into `dst`,
     /// completed when it returns.
@@ -71,8 +79,7 @@ pub(crate) trait Engine<C> {
     /// `dst` valid for `len` bytes; `src .. src + len` inside a registered area of `pid`
     /// (checked by the caller) that nobody writes in this superstep.
     unsafe fn get_now(
-        &self,
-        ctx: &C,
+        ctx: &Ctx,
         op: &'static str,
         pid: usize,
         src: *const u8,
@@ -80,40 +87,8 @@ pub(crate) trait Engine<C> {
         len: usize,
     ) -> Result<()>;
 
-    /// The process leaves the run (after its final sync, or its last exchange of a failure).
-    fn close(self: Box<Self>);
-}
-
-/// The engine a context reaches the other processes of its run through.
-pub(crate) enum Link<C> {
-    /// The thread engine ([`threads`]), reached by static calls.
-    Threads,
-    /// Another engine (`None` only while a call of `Ctx::with_remote` has it out).
-    #[allow(dead_code, reason = "made by the rank engine only (feature `mpi`)")]
-    Remote(Option<Box<dyn Engine<C>>>),
-}
-
-impl<C> Link<C> {
-    /// The engine other than the thread engine, if this link has one.
-    #[inline(always)]
-    pub(crate) fn remote(&self) -> Option<&dyn Engine<C>> {
-        match self {
-            Link::Threads => None,
-            Link::Remote(e) => e.as_deref(),
-        }
-    }
-
-    /// Whether this link leads to another engine than threads.
-    #[inline(always)]
-    pub(crate) fn is_remote(&self) -> bool {
-        matches!(self, Link::Remote(_))
-    }
-}
-
-/// Take the remote engine out of the link (the process leaves the run), if it has one.
-pub(crate) fn take_remote<C>(link: &mut Link<C>) -> Option<Box<dyn Engine<C>>> {
-    match std::mem::replace(link, Link::Threads) {
-        Link::Remote(e) => e,
-        Link::Threads => None,
-    }
+    /// The process leaves the run, after its final sync or, when `failure` is its error
+    /// (recorded as the run's), after the engine has taken the failure to the others. Returns
+    /// the run's error as the engine agreed it with the others, if it did.
+    fn leave(ctx: &mut Ctx, failure: Option<&Error>) -> Option<Error>;
 }

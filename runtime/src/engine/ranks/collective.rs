@@ -3,9 +3,10 @@
 
 use super::net::Net;
 use super::wire::{decode_coll, encode_coll};
-use crate::ctx::{Coll, Ctx};
+use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::registry::{ElemType, RegOp};
+use crate::requests::Coll;
 use mpi::ffi;
 
 impl Ctx {

@@ -5,9 +5,9 @@ use super::net::Net;
 use super::protocol::*;
 use super::shm::Source;
 use super::wire::{count, decode_error, encode_error, split_stream};
-use crate::barrier::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
+use crate::flags::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
 use crate::outbox::Outbox;
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -470,7 +470,8 @@ impl Ctx {
         // Our segment's half of this parity is free again two syncs from now (see `Shm`): its
         // next writer is the superstep after next.
         net.shm.get_mut().used[(self.step & 1) as usize] = 0;
-        self.finish_sync();
+        // A sync with declared counts over ranks is always lazy (the next one acknowledges).
+        self.finish_sync(self.lazy.get().is_some());
         net.publish_done(self.step);
     }
 }

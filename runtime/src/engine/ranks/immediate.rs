@@ -3,9 +3,9 @@
 
 use super::net::Net;
 use super::protocol::BIG_PUT;
-use crate::barrier::FLAG_COMM;
 use crate::ctx::Ctx;
 use crate::error::Result;
+use crate::flags::FLAG_COMM;
 use mpi::ffi;
 
 impl Ctx {
@@ -69,7 +69,7 @@ impl Ctx {
     /// Wait until rank `pid` has completed as many syncs as we have (as the thread runtime's
     /// `Ctx::wait_settled`): the stopped error if the run fails here or there meanwhile.
     pub(super) fn rank_settled(&self, op: &'static str, net: &Net, pid: usize) -> Result<()> {
-        net.wait_settled(pid, self.step, self.run.barrier.policy(), || {
+        net.wait_settled(pid, self.step, self.run.policy, || {
             self.run.tree.is_aborted()
         })
         .map_err(|_| self.stopped(op))

@@ -14,7 +14,7 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 /// What a rank's top-level process needs to talk to the others.
-pub(super) struct Net {
+pub(crate) struct Net {
     /// This program's run over ranks is going on while the connection lives.
     _active: Active,
     pub(super) comm: SimpleCommunicator,
@@ -50,7 +50,7 @@ pub(super) struct Net {
     pub(super) reply_send: Vec<u8>,
     pub(super) reply_recv: Vec<u8>,
     /// What lazy syncs publish and keep (`lazy.rs`).
-    pub(super) lazy: super::lazy::LazyNet,
+    pub(super) lazy: super::lazy_state::LazyNet,
 }
 
 // SAFETY: MPI handles are plain values; a `Net` is used by its process's thread only (it lives
@@ -75,7 +75,7 @@ impl Net {
         comm.all_gather_into(&mine, &mut done_at[..]);
         let shm = std::cell::RefCell::new(Shm::new(&comm));
         let me = comm.rank() as usize;
-        let lazy = super::lazy::LazyNet::new(&comm, win, &done_at);
+        let lazy = super::lazy_state::LazyNet::new(&comm, win, &done_at);
         Net {
             _active: active,
             shm,

@@ -2,10 +2,10 @@
 //! records), errors, registration requests; and MPI's C-int counts.
 
 use crate::arena::Arena;
-use crate::ctx::Coll;
 use crate::error::{Error, ErrorKind};
 use crate::outbox::Outbox;
 use crate::registry::{ElemType, RegSig, RegTable, SlotState};
+use crate::requests::Coll;
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};

@@ -5,11 +5,11 @@
 
 use super::active::Active;
 use super::net::Net;
-use crate::barrier::NO_RIDE;
 use crate::ctx::{Ctx, RunShared};
+use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::Procs;
-use crate::process::{BOUND, leave_linked};
+use crate::process::{BOUND, leave};
 use crate::profile::{Profile, Sink};
 use crate::run::{Run, Spmd};
 use crate::tree::Tree;
@@ -299,7 +299,7 @@ impl World {
             ctx.end()?;
             Ok(r)
         }));
-        let value = leave_linked(ctx, saved, outcome)?;
+        let value = leave(ctx, saved, outcome)?;
         // Every rank has ended the run successfully (a failure reaches every rank): the
         // profile's records are gathered over the run's ranks.
         let profile = sink.map(|s| super::profile::gather(&comm, &s, p));
@@ -384,13 +384,15 @@ impl World {
             Tree::new(),
             WaitPolicy::for_load(1, 1),
             layout,
-            false,
+            RunEngine::Ranks,
         );
-        adapt(&mut shared);
+        // The other processes are mirrors: a failed sync never waits for their threads (they
+        // are not in this address space).
+        shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
         shared.prof = sink;
-        let mut ctx = Ctx::new(Arc::new(shared), rank, binding);
         let net = Net::new(comm.duplicate(), active);
-        ctx.link = crate::engine::Link::Remote(Some(Box::new(net)));
+        let engine = ProcEngine::Ranks(Some(Box::new(net)));
+        let ctx = Ctx::new(Arc::new(shared), rank, binding, engine);
         Ok(Some((ctx, saved, comm)))
     }
 }
@@ -426,12 +428,4 @@ fn agree_start(world: &SimpleCommunicator, mine: Option<&Error>) -> Result<()> {
             format!("rank {k} could not start the run over MPI ranks (it reports why)"),
         )),
     }
-}
-
-/// Make `shared` a run over ranks: no barrier rides, and the mirrors count as stopped (a
-/// failed sync never waits for other ranks' threads: they are not in this address space).
-fn adapt(shared: &mut RunShared) {
-    let p = shared.p;
-    shared.riders = (0..p).map(|_| vec![NO_RIDE; p].into()).collect();
-    shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
 }

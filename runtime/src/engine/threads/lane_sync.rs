@@ -27,10 +27,10 @@
 //! the sender rewrites it, which it does only after an acknowledgement that never comes: the
 //! receiver finds them at its next lazy sync of that parity, or the sender's sync fails.
 
+use super::lane::LANE_WORDS;
 use super::sync::take_outbox;
 use crate::ctx::Ctx;
 use crate::error::Result;
-use crate::lane::LANE_WORDS;
 use crate::outbox::Outbox;
 
 impl Ctx {
@@ -40,31 +40,32 @@ impl Ctx {
         let (s, pid, p) = (self.step, self.pid, self.run.p);
         let (q, fresh) = ((s & 1) as usize, s + 1);
         let prev = q ^ 1;
-        if self.lane_seen.len() != p {
-            self.lane_seen = vec![[0; 2]; p];
+        if self.engine.threads().lane_seen.len() != p {
+            self.engine.threads_mut().lane_seen = vec![[0; 2]; p];
         }
 
         // Acknowledge the senders of the last sync that we do not write to now (the others
         // find the bit in our lane).
         {
             let written = self.written.borrow();
-            for &from in &self.took {
+            for &from in &self.engine.threads().took {
                 if !written[q].contains(&from) {
-                    self.run.proc(from as usize).inbox.ack(prev);
+                    self.run.engine.threads().inbox(from as usize).ack(prev);
                 }
             }
         }
-        std::mem::swap(&mut self.took, &mut self.took_before);
-        self.took.clear();
+        let me = self.engine.threads_mut();
+        std::mem::swap(&mut me.took, &mut me.took_before);
+        me.took.clear();
 
         // Publish what we sent.
         {
-            let Some(lanes) = self.run.lanes.as_ref() else {
+            let Some(lanes) = self.run.engine.threads().lanes.as_ref() else {
                 unreachable!("lane_sync in a run with lanes");
             };
             let written = self.written.borrow();
             for &d in &written[q] {
-                let acked = self.took_before.contains(&d);
+                let acked = self.engine.threads().took_before.contains(&d);
                 // SAFETY: our own outbox of the current parity, during our own sync.
                 unsafe {
                     self.me().outboxes(q, |outs| {
@@ -78,16 +79,16 @@ impl Ctx {
                 };
             }
         }
-        self.me().inbox.enter(s, true);
+        self.run.engine.threads().inbox(self.pid).enter(s, true);
         self.wake_after_enter(s, true);
-        self.took_before.clear();
+        self.engine.threads_mut().took_before.clear();
 
         // Our records: poll the lanes to us until the stamped ones hold m.
         let run = &*self.run;
-        let Some(lanes) = run.lanes.as_ref() else {
+        let Some(lanes) = run.engine.threads().lanes.as_ref() else {
             unreachable!("lane_sync in a run with lanes");
         };
-        let mut took = std::mem::take(&mut self.took);
+        let mut took = std::mem::take(&mut self.engine.threads_mut().took);
         let mut pending: u32 = (1u32 << p) - 1;
         let mut got = 0u64;
         let mut poll = |took: &mut Vec<u32>, got: &mut u64| {
@@ -103,9 +104,9 @@ impl Ctx {
                 }
             }
         };
-        let mut waiter = self.member.take_waiter();
+        let mut waiter = self.engine.threads_mut().member.take_waiter();
         let waited = waiter.wait(
-            run.barrier.policy(),
+            run.engine.threads().barrier.policy(),
             self.lazy_sleep(),
             || {
                 poll(&mut took, &mut got);
@@ -114,16 +115,16 @@ impl Ctx {
             || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
             || false,
         );
-        self.member.restore_waiter(waiter);
+        self.engine.threads_mut().member.restore_waiter(waiter);
         if waited.is_err() {
             if run.tree.is_aborted() {
-                self.took = took;
+                self.engine.threads_mut().took = took;
                 return Err(self.failed_sync(self.stopped("sync")));
             }
             // Every other process has entered sync s: every lane of s is stamped.
             poll(&mut took, &mut got);
             if got < m {
-                self.took = took;
+                self.engine.threads_mut().took = took;
                 let e = self.short_count(m, got);
                 return Err(self.failed_sync(e));
             }
@@ -154,7 +155,7 @@ impl Ctx {
                     debug_assert_eq!(taken, published.records);
                 }
             }
-            self.lane_seen[k as usize][q] = fresh;
+            self.engine.threads_mut().lane_seen[k as usize][q] = fresh;
         }
 
         // Records we did not take: of this superstep (beyond our count), or of an earlier one
@@ -169,11 +170,11 @@ impl Ctx {
             if t == fresh {
                 late += lane.records();
                 took.push(k as u32);
-            } else if t < fresh && t > self.lane_seen[k][q] {
+            } else if t < fresh && t > self.engine.threads().lane_seen[k][q] {
                 stale.push(k);
             }
         }
-        self.took = took;
+        self.engine.threads_mut().took = took;
         if got + late != m || !stale.is_empty() {
             let e = self.count_mismatch(m, got + late, &stale);
             return Err(self.failed_sync(e));
@@ -188,7 +189,7 @@ impl Ctx {
                 if acked_by & (1 << d) != 0 {
                     continue;
                 }
-                if self.took.contains(&d) {
+                if self.engine.threads().took.contains(&d) {
                     // It wrote to us without taking what we sent it: ours came too late.
                     unacked.push(d);
                 } else {
@@ -202,10 +203,10 @@ impl Ctx {
             return Err(self.failed_sync(e));
         }
         match self.await_acks(prev, &explicit) {
-            Ok(due) => self.acks_due[prev] = due,
+            Ok(due) => self.engine.threads_mut().acks_due[prev] = due,
             Err(e) => return Err(self.failed_sync(e)),
         }
-        self.finish_sync();
+        self.finish_sync(true);
         Ok(())
     }
 }

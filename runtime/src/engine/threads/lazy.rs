@@ -58,10 +58,11 @@
 //! process writes to one that did not write to it) still polls in naps: `done` is stored by
 //! every sync, full ones included, and is rarely awaited.
 
-use crate::barrier::{FLAG_COMM, NO_RIDE};
+use super::barrier::NO_RIDE;
+use super::inbox::mode_word;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
-use crate::inbox::mode_word;
+use crate::flags::FLAG_COMM;
 use crate::wait::Sleep;
 
 impl Ctx {
@@ -74,8 +75,16 @@ impl Ctx {
         if let Some(e) = self.lazy_refusal(flags, m) {
             return Err(self.failed_sync(e));
         }
-        if !self.run.lazy_used.load(crate::shim::Ordering::Relaxed) {
+        if !self
+            .run
+            .engine
+            .threads()
+            .lazy_used
+            .load(crate::shim::Ordering::Relaxed)
+        {
             self.run
+                .engine
+                .threads()
                 .lazy_used
                 .store(true, crate::shim::Ordering::Relaxed);
         }
@@ -86,7 +95,7 @@ impl Ctx {
             }
         }
 
-        if self.run.lanes.is_some() {
+        if self.run.engine.threads().lanes.is_some() {
             return self.lane_sync(m);
         }
 
@@ -96,19 +105,19 @@ impl Ctx {
         // Announce what we sent, then say that we have, then wake whoever sleeps on that.
         let announced = self.announce(q);
         if let Err(e) = announced {
-            self.took_before.clear();
+            self.engine.threads_mut().took_before.clear();
             return Err(self.failed_sync(e));
         }
-        self.me().inbox.enter(s, true);
+        self.run.engine.threads().inbox(self.pid).enter(s, true);
         self.wake_after_enter(s, true);
-        self.took_before.clear();
+        self.engine.threads_mut().took_before.clear();
 
         // Our own records.
-        let base = self.records_taken[q];
-        let mut waiter = self.member.take_waiter();
-        let inbox = &self.run.procs[pid].inbox;
+        let base = self.engine.threads().records_taken[q];
+        let mut waiter = self.engine.threads_mut().member.take_waiter();
+        let inbox = &self.run.engine.threads().inbox(pid);
         let waited = waiter.wait(
-            self.run.barrier.policy(),
+            self.run.engine.threads().barrier.policy(),
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
             || {
@@ -117,7 +126,7 @@ impl Ctx {
             },
             || false,
         );
-        self.member.restore_waiter(waiter);
+        self.engine.threads_mut().member.restore_waiter(waiter);
         if waited.is_err() {
             if self.run.tree.is_aborted() {
                 return Err(self.failed_sync(self.stopped("sync")));
@@ -131,9 +140,9 @@ impl Ctx {
         let sent_tagsize = self.tagsize.get();
         let got = self.receive(q, sent_tagsize);
         // A sender we took may not have announced yet (it marks first): that takes a moment.
-        let inbox = &self.run.procs[pid].inbox;
+        let inbox = &self.run.engine.threads().inbox(pid);
         let _ = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.engine.threads().barrier.policy(),
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= got).then_some(()),
             || self.run.tree.is_aborted(),
@@ -146,7 +155,7 @@ impl Ctx {
             let e = self.count_mismatch(m, got.max(announced), &stale);
             return Err(self.failed_sync(e));
         }
-        self.records_taken[q] = base + got;
+        self.engine.threads_mut().records_taken[q] = base + got;
 
         // Our outboxes of superstep s - 1 are free once their readers acked.
         let acked = {
@@ -154,10 +163,10 @@ impl Ctx {
             self.await_acks(prev, &written[prev])
         };
         match acked {
-            Ok(due) => self.acks_due[prev] = due,
+            Ok(due) => self.engine.threads_mut().acks_due[prev] = due,
             Err(e) => return Err(self.failed_sync(e)),
         }
-        self.finish_sync();
+        self.finish_sync(true);
         Ok(())
     }
 
@@ -166,14 +175,14 @@ impl Ctx {
     /// since the run began (the new `acks_due[prev]`). Fails when the run fails, or when every
     /// one of `dests` has entered this sync without acknowledging (our records came late).
     pub(super) fn await_acks(&self, prev: usize, dests: &[u32]) -> Result<u64> {
-        let inbox = &self.me().inbox;
-        let want = self.acks_due[prev] + dests.len() as u64;
+        let inbox = &self.run.engine.threads().inbox(self.pid);
+        let want = self.engine.threads().acks_due[prev] + dests.len() as u64;
         if inbox.acks(prev) >= want {
             return Ok(want);
         }
         let s = self.step;
         let acked = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.engine.threads().barrier.policy(),
             self.lazy_sleep(),
             || (inbox.acks(prev) >= want).then_some(()),
             || self.run.tree.is_aborted() || self.all_entered(s, dests.iter().map(|&d| d as usize)),
@@ -192,7 +201,10 @@ impl Ctx {
     /// Where this process's lazy waits sleep: on its barrier signal (an abort wakes it),
     /// counted among the run's lazy sleepers (see `wake_after_enter`).
     pub(super) fn lazy_sleep(&self) -> Sleep<'_> {
-        Sleep::Counted(self.run.barrier.signal(self.pid), &self.run.lazy_sleepers)
+        Sleep::Counted(
+            self.run.engine.threads().barrier.signal(self.pid),
+            &self.run.engine.threads().lazy_sleepers,
+        )
     }
 
     /// Right after this process entered the sync of superstep `s` (`lazy`: a lazy one, after
@@ -207,14 +219,23 @@ impl Ctx {
         // N of the handshake: orders the acks, announcements and the mode word before the
         // loads of the sleeper counts below.
         crate::shim::fence(crate::shim::Ordering::SeqCst);
-        let barrier = &self.run.barrier;
+        let barrier = &self.run.engine.threads().barrier;
         if lazy {
             let q = (s & 1) as usize;
-            for &d in self.written.borrow()[q].iter().chain(&self.took_before) {
+            for &d in self.written.borrow()[q]
+                .iter()
+                .chain(&self.engine.threads().took_before)
+            {
                 barrier.signal(d as usize).wake_if_sleeping();
             }
         }
-        if self.run.lazy_sleepers.load(crate::shim::Ordering::Relaxed) != 0
+        if self
+            .run
+            .engine
+            .threads()
+            .lazy_sleepers
+            .load(crate::shim::Ordering::Relaxed)
+            != 0
             && self.all_entered(s, 0..self.run.p)
         {
             for j in (0..self.run.p).filter(|&j| j != self.pid) {
@@ -227,14 +248,14 @@ impl Ctx {
     /// everything it sends in `s` is announced.
     pub(super) fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
         let (q, want) = ((s & 1) as usize, mode_word(s, false));
-        pids.all(|j| self.run.proc(j).inbox.mode(q) >= want)
+        pids.all(|j| self.run.engine.threads().inbox(j).mode(q) >= want)
     }
 
     /// Processes that entered the sync of superstep `s` as a full sync.
     fn full_syncs_at(&self, s: u64) -> Vec<usize> {
         let (q, full) = ((s & 1) as usize, mode_word(s, false));
         (0..self.run.p)
-            .filter(|&j| self.run.proc(j).inbox.mode(q) == full)
+            .filter(|&j| self.run.engine.threads().inbox(j).mode(q) == full)
             .collect()
     }
 
@@ -295,7 +316,8 @@ impl Ctx {
             format!(
                 "pid {} declared expect({m}) in superstep {s} but received {got} puts/messages \
                  (from pid(s) {:?})",
-                self.pid, self.took
+                self.pid,
+                self.engine.threads().took
             ),
         )
     }
@@ -325,7 +347,7 @@ impl Ctx {
     fn stale_senders(&self, s: u64) -> Vec<usize> {
         let q = (s & 1) as usize;
         let mut stale = Vec::new();
-        for &i in &self.took {
+        for &i in &self.engine.threads().took {
             // SAFETY: we took the sender's bit: it filled this outbox for us and does not refill
             // it before we ack it (a stale one: before its own sync fails, see module docs).
             let stamp = unsafe {
@@ -344,10 +366,10 @@ impl Ctx {
     /// no barrier to carry them).
     fn rides_to_outboxes(&mut self) -> Result<()> {
         let me = self.pid;
-        let mut rides = std::mem::take(self.rides.get_mut());
+        let mut rides = std::mem::take(self.engine.threads_mut().rides.get_mut());
         let mut out = Ok(());
         for (round, ride) in rides.iter_mut().enumerate().filter(|(_, r)| r.len > 0) {
-            let riders = &self.run.riders[me];
+            let riders = &self.run.engine.threads().riders[me];
             let Some(d) =
                 (0..self.run.p).find(|&d| riders[d] != NO_RIDE && riders[d] as usize == round)
             else {
@@ -361,7 +383,7 @@ impl Ctx {
             }
             ride.len = 0;
         }
-        *self.rides.get_mut() = rides;
+        *self.engine.threads_mut().rides.get_mut() = rides;
         out
     }
 
@@ -378,7 +400,7 @@ impl Ctx {
         let q = (s & 1) as usize;
         let (full, next) = (mode_word(s, false), mode_word(s + 2, false));
         let j = (self.pid + 1) % self.run.p;
-        let w = self.run.proc(j).inbox.mode(q);
+        let w = self.run.engine.threads().inbox(j).mode(q);
         let lazy = if w != full && w < next {
             vec![j]
         } else {
@@ -408,7 +430,7 @@ impl Ctx {
         let q = (s & 1) as usize;
         let full = mode_word(s, false);
         let others: Vec<usize> = (0..self.run.p)
-            .filter(|&j| self.run.proc(j).inbox.mode(q) != full)
+            .filter(|&j| self.run.engine.threads().inbox(j).mode(q) != full)
             .collect();
         let who = if others.is_empty() {
             "another process".to_string()
@@ -431,12 +453,12 @@ impl Ctx {
     pub(super) fn check_acks_after_lazy(&mut self) -> Result<()> {
         let prev = ((self.step & 1) ^ 1) as usize;
         let due = self.written.borrow()[prev].len() as u64;
-        let want = self.acks_due[prev] + due;
-        if self.me().inbox.acks(prev) < want {
+        let want = self.engine.threads().acks_due[prev] + due;
+        if self.run.engine.threads().inbox(self.pid).acks(prev) < want {
             let dests = self.written.borrow()[prev].clone();
             return Err(self.unacked(&dests, false));
         }
-        self.acks_due[prev] = want;
+        self.engine.threads_mut().acks_due[prev] = want;
         Ok(())
     }
 
@@ -446,13 +468,14 @@ impl Ctx {
     pub(super) fn ack_previous(&mut self, lazy_now: bool) {
         if lazy_now || self.prev_lazy {
             let prev = ((self.step & 1) ^ 1) as usize;
-            for &from in &self.took {
-                self.run.proc(from as usize).inbox.ack(prev);
+            for &from in &self.engine.threads().took {
+                self.run.engine.threads().inbox(from as usize).ack(prev);
             }
         }
         // Kept for the announcements of a lazy sync (see `announce`).
-        std::mem::swap(&mut self.took, &mut self.took_before);
-        self.took.clear();
+        let me = self.engine.threads_mut();
+        std::mem::swap(&mut me.took, &mut me.took_before);
+        me.took.clear();
     }
 
     /// Mark and announce this superstep's outboxes at their destinations.
@@ -461,7 +484,7 @@ impl Ctx {
         for &d in &written[q] {
             // A destination that wrote to us in the last superstep had entered the last sync,
             // so it had completed the one before: its bits of this parity are free.
-            if !self.took_before.contains(&d) {
+            if !self.engine.threads().took_before.contains(&d) {
                 self.wait_completed(d as usize, self.step.saturating_sub(1))?;
             }
             // SAFETY: our own outbox of the current parity, during our own sync.
@@ -470,7 +493,7 @@ impl Ctx {
                     outs[d as usize].as_deref().map_or(0, |ob| ob.records())
                 })
             };
-            let inbox = &self.run.proc(d as usize).inbox;
+            let inbox = &self.run.engine.threads().inbox(d as usize);
             inbox.mark(q, self.pid);
             inbox.announce(q, n);
         }
@@ -488,11 +511,11 @@ impl Ctx {
         let s = syncs - 1;
         let q = (s & 1) as usize;
         let mixed = || {
-            self.me().inbox.mode(q) == mode_word(s, true)
-                && self.run.proc(d).inbox.mode(q) == mode_word(s, false)
+            self.run.engine.threads().inbox(self.pid).mode(q) == mode_word(s, true)
+                && self.run.engine.threads().inbox(d).mode(q) == mode_word(s, false)
         };
         let r = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.engine.threads().barrier.policy(),
             Sleep::Naps,
             || (done.load(crate::shim::Ordering::Acquire) >= syncs).then_some(()),
             || self.run.tree.is_aborted() || mixed(),

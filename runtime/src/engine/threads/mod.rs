@@ -17,7 +17,8 @@
 //!   write own gets' data; count this sync as done
 //! ```
 //! Every write lands in the writer's own memory, so no third barrier is needed: a process
-//! leaving the sync early can only touch its own memory and its next-parity outboxes.//!
+//! leaving the sync early can only touch its own memory and its next-parity outboxes.
+//!
 //! A superstep in which nobody communicated or changed registrations costs one barrier; puts
 //! of a few words ride in the barrier's own lines.
 //!
@@ -37,9 +38,19 @@
 //!
 //! Every process is the same program in one address space: a receiver writes where a
 //! sender's put record says, checked by the sender against the receiver's table.
+//!
+//! ## Modules
+//!
+//! `state` (what the engine keeps per run and per process), `barrier` (the barrier, whose
+//! lines carry small puts), `inbox` and `lane` (how lazy syncs announce), `sync` (the full
+//! sync above), `lazy` and `lane_sync` (syncs with declared counts).
 
+pub(crate) mod barrier;
+pub(crate) mod inbox;
+pub(crate) mod lane;
 mod lane_sync;
 mod lazy;
+pub(crate) mod state;
 mod sync;
 
 use crate::ctx::Ctx;
@@ -47,38 +58,43 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::shim::Ordering;
 use crate::wait::Sleep;
+use barrier::NO_RIDE;
+use bytemuck::Pod;
 
-/// The thread engine (module documentation); its state is the run's shared state.
+/// The thread engine (module documentation); its state is in `state.rs`.
 pub(crate) struct Threads;
 
-impl Engine<Ctx> for Threads {
+impl Engine for Threads {
     #[inline(always)]
-    fn sync(&mut self, ctx: &mut Ctx, ending: bool) -> Result<()> {
+    fn sync(ctx: &mut Ctx, ending: bool) -> Result<()> {
         if ctx.run.tree.is_aborted() {
             return Err(ctx.refused_sync(if ending { "end" } else { "sync" }));
         }
         ctx.superstep_end(ending)
     }
 
-    fn stop(&mut self, ctx: &mut Ctx) -> Option<Error> {
+    fn stop(ctx: &mut Ctx) -> Option<Error> {
         ctx.quiesce();
         None
     }
 
+    /// A small put to a process that alone reads one of this process's barrier lines rides
+    /// in that line (`barrier.rs`) when the record fits.
     #[inline(always)]
-    fn put(&self, _: &Ctx, _: usize, _: *mut u8, _: &[u8]) -> Option<Result<()>> {
-        None
+    fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>> {
+        let round = ctx.run.engine.threads().riders[ctx.pid][pid];
+        let rides = &ctx.engine.threads().rides;
+        (round != NO_RIDE && rides.borrow_mut()[round as usize].put(dst, src)).then_some(Ok(()))
+    }
+
+    /// The buffer itself is handed over: one address space.
+    #[inline]
+    fn send_owned<T: Pod>(ctx: &Ctx, pid: usize, tag: &[u8], payload: Vec<T>) -> Option<()> {
+        ctx.with_outbox(pid, |ob| ob.hand_over(tag, payload)).ok()
     }
 
     #[inline]
-    unsafe fn hpput(
-        &self,
-        ctx: &Ctx,
-        pid: usize,
-        src: *const u8,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<()> {
+    unsafe fn hpput(ctx: &Ctx, pid: usize, src: *const u8, dst: *mut u8, len: usize) -> Result<()> {
         if len > 0 {
             ctx.wait_settled("hpput", pid)?;
             // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
@@ -90,7 +106,6 @@ impl Engine<Ctx> for Threads {
 
     #[inline]
     unsafe fn get_now(
-        &self,
         ctx: &Ctx,
         op: &'static str,
         pid: usize,
@@ -107,7 +122,10 @@ impl Engine<Ctx> for Threads {
         Ok(())
     }
 
-    fn close(self: Box<Self>) {}
+    /// Nothing to tell the others: a failure reached them through the run's tree.
+    fn leave(_: &mut Ctx, _: Option<&Error>) -> Option<Error> {
+        None
+    }
 }
 
 impl Ctx {
@@ -120,7 +138,7 @@ impl Ctx {
         self.note_stopped();
         let (stopped, p) = (&self.run.stopped, self.run.p);
         let _ = crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.policy,
             Sleep::Naps,
             || (stopped.load(Ordering::Acquire) >= p).then_some(()),
             || false,
@@ -154,7 +172,7 @@ impl Ctx {
             return Ok(());
         }
         crate::wait::wait_until(
-            self.run.barrier.policy(),
+            self.run.policy,
             Sleep::Naps,
             || (done.load(Ordering::Acquire) >= self.step).then_some(()),
             || self.run.tree.is_aborted(),

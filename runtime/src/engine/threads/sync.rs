@@ -1,13 +1,13 @@
 //! The thread engine's sync (the protocol in the module documentation above).
 
-use crate::barrier::{
+use crate::ctx::{Ctx, SyncPoint};
+use crate::error::{Error, Result};
+use crate::flags::{
     FLAG_COMM, FLAG_DECLARED, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP, FLAG_OUTBOX, FLAG_REGS,
     FLAG_TAGS, FLAG_UNDECLARED, step_flag,
 };
-use crate::ctx::SyncPoint;
-use crate::ctx::{Coll, Ctx};
-use crate::error::{Error, Result};
 use crate::outbox::Outbox;
+use crate::requests::Coll;
 use crate::shim::Ordering;
 
 impl Ctx {
@@ -21,25 +21,75 @@ impl Ctx {
         e
     }
 
+    /// The sync of a thread run: a lazy sync when the processes declared their counts (and the
+    /// run's declared syncs do not take the barrier), else the full sync below.
     pub(super) fn superstep_end(&mut self, ending: bool) -> Result<()> {
         let op = if ending { "end" } else { "sync" };
-        let q = (self.step & 1) as usize;
         // Messages live for one superstep, and their senders overwrite them once past barrier 1
         // (or, after a lazy sync, once we have acknowledged them): owned messages nobody moved
         // out are freed here, before that.
         self.clear_queue();
         let declared = self.lazy.get();
-        // A run of two whose declared syncs take the barrier (`RunShared::pair_barrier`).
-        let pair = self.run.pair_barrier && !ending;
-        if let Some(m) = declared {
-            if !ending && !pair {
-                return self.lazy_sync(m);
-            }
-            if pair {
-                // What a lazy superstep refuses, this one refuses too.
-                if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
-                    return Err(self.failed_sync(e));
-                }
+        // A run of two whose declared syncs take the barrier (`RunState::pair_barrier`).
+        let pair = self.run.engine.threads().pair_barrier && !ending;
+        match declared {
+            Some(m) if !ending && !pair => self.lazy_sync(m),
+            _ => self
+                .full_sync(op, ending, declared, pair)
+                .map_err(|e| self.failed_sync(e)),
+        }
+    }
+
+    /// The full sync of the module documentation, phase by phase; an error is the run's
+    /// failure, which the caller completes ([`failed_sync`](Self::failed_sync)).
+    fn full_sync(
+        &mut self,
+        op: &'static str,
+        ending: bool,
+        declared: Option<u64>,
+        pair: bool,
+    ) -> Result<()> {
+        let q = (self.step & 1) as usize;
+        // A declared sync that takes the barrier is a full one (the next one acknowledges
+        // nothing); a declared final sync counts as lazy, which nothing after the end reads.
+        let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
+        let flags = self.enter_full(ending, declared, pair)?;
+        let g = self.barrier_one(op, flags, ending, pair)?;
+        self.fault_point(SyncPoint::AfterBarrier1)?;
+        if g == 0 && declared.is_none() {
+            self.finish_sync(lazy);
+            return Ok(());
+        }
+        let sent_tagsize = self.tagsize.get();
+        if g & (FLAG_REGS | FLAG_TAGS) != 0 {
+            self.collective(q, g)?;
+        }
+        if g & FLAG_GETS != 0 {
+            self.read_gets(g);
+        }
+        self.fault_point(SyncPoint::AfterReads)?;
+        if g & (FLAG_GETS | FLAG_REGS) != 0 {
+            self.barrier_two(op)?;
+        }
+        self.fault_point(SyncPoint::AfterBarrier2)?;
+        let got = self.deliver(q, g, declared.is_some(), sent_tagsize);
+        if let Some(m) = declared.filter(|&m| m != got) {
+            return Err(self.wrong_count(op, m, got, ending));
+        }
+        self.write_gets();
+        self.finish_sync(lazy);
+        Ok(())
+    }
+
+    /// Before barrier 1: acknowledge the senders of a lazy sync, tell the destinations of our
+    /// outboxes, publish the collective requests; returns the flags this process brings to the
+    /// barrier.
+    fn enter_full(&mut self, ending: bool, declared: Option<u64>, pair: bool) -> Result<u32> {
+        let q = (self.step & 1) as usize;
+        if let (Some(m), true) = (declared, pair) {
+            // What a lazy superstep refuses, this one refuses too.
+            if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
+                return Err(e);
             }
         }
         self.ack_previous(false);
@@ -54,10 +104,12 @@ impl Ctx {
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
         }
-        if let Err(e) = self.mark_written(q) {
-            return Err(self.failed_sync(e));
-        }
-        self.me().inbox.enter(self.step, false);
+        self.mark_written(q)?;
+        self.run
+            .engine
+            .threads()
+            .inbox(self.pid)
+            .enter(self.step, false);
         // A process that made a lazy sync of this superstep (a misuse) may sleep until every
         // process has entered it.
         self.wake_after_enter(self.step, false);
@@ -66,105 +118,99 @@ impl Ctx {
             // a full sync every process had finished it, after a lazy one we make sure.
             if self.prev_lazy {
                 for j in 0..self.run.p {
-                    if let Err(e) = self.wait_completed(j, self.step - 1) {
-                        return Err(self.failed_sync(e));
-                    }
+                    self.wait_completed(j, self.step - 1)?;
                 }
             }
             self.publish_collective(q);
         }
         if ending {
-            self.me().ended.store(true, Ordering::Relaxed);
+            let me = &self.run.engine.threads().peers[self.pid];
+            me.ended.store(true, Ordering::Relaxed);
         }
+        Ok(flags)
+    }
 
+    /// Barrier 1, with our riding puts: returns the flags of every process ORed, once they
+    /// are checked for processes of different supersteps or kinds of sync, and for some
+    /// processes ending while others sync.
+    fn barrier_one(
+        &mut self,
+        op: &'static str,
+        flags: u32,
+        ending: bool,
+        pair: bool,
+    ) -> Result<u32> {
         let arrived = {
-            let rides = self.rides.get_mut();
-            let r = self.run.barrier.wait_riding(
-                &mut self.member,
-                flags | step_flag(self.step),
-                ending,
-                rides,
-                &mut self.rode,
-            );
+            let barrier = &self.run.engine.threads().barrier;
+            let me = self.engine.threads_mut();
+            let rides = me.rides.get_mut();
+            let flags = flags | step_flag(self.step);
+            let r = barrier.wait_riding(&mut me.member, flags, ending, rides, &mut me.rode);
             for ride in rides.iter_mut() {
                 ride.len = 0;
             }
             r
         };
-        let out = match arrived {
-            Ok(out) => out,
-            Err(_) => return Err(self.failed_sync(self.stopped(op))),
-        };
+        let out = arrived.map_err(|_| self.stopped(op))?;
         if out.flags & (FLAG_EVEN_STEP | FLAG_ODD_STEP) == FLAG_EVEN_STEP | FLAG_ODD_STEP {
-            let e = self.mixed_at_barrier();
-            return Err(self.failed_sync(e));
+            return Err(self.mixed_at_barrier());
         }
         if pair && out.flags & (FLAG_DECLARED | FLAG_UNDECLARED) == FLAG_DECLARED | FLAG_UNDECLARED
         {
-            let e = self.declared_and_not();
-            return Err(self.failed_sync(e));
+            return Err(self.declared_and_not());
         }
         if out.some_ended && !out.all_ended {
-            let e = self.end_mismatch(op);
-            return Err(self.failed_sync(e));
+            return Err(self.end_mismatch(op));
         }
-        let out = crate::barrier::Outcome {
-            flags: out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP | FLAG_DECLARED | FLAG_UNDECLARED),
-            ..out
-        };
-        if self.run.lazy_used.load(Ordering::Relaxed) {
-            if let Err(e) = self.check_after_lazy() {
-                return Err(self.failed_sync(e));
-            }
+        if self.run.engine.threads().lazy_used.load(Ordering::Relaxed) {
+            self.check_after_lazy()?;
             if self.prev_lazy {
-                if let Err(e) = self.check_acks_after_lazy() {
-                    return Err(self.failed_sync(e));
-                }
+                self.check_acks_after_lazy()?;
             }
         }
-        self.fault_point(SyncPoint::AfterBarrier1)?;
-        let g = out.flags;
-        if g == 0 && declared.is_none() {
-            self.finish_sync();
-            return Ok(());
-        }
+        Ok(out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP | FLAG_DECLARED | FLAG_UNDECLARED))
+    }
 
-        let sent_tagsize = self.tagsize.get();
-        if g & (FLAG_REGS | FLAG_TAGS) != 0 {
-            if let Err(e) = self.collective(q, g) {
-                return Err(self.failed_sync(e));
+    /// Between the barriers: read the sources of this process's gets (`g`: every process's
+    /// flags, with the get-source bits of the slots some get reads).
+    fn read_gets(&mut self, g: u32) {
+        let st = self.st.get_mut();
+        for op in st.gets.iter_mut() {
+            if op.dst_bits & g == 0 {
+                // No get of this superstep reads the destination (no process's get names a
+                // slot overlapping it): write it now, one copy instead of two.
+                // SAFETY: the source is in bounds of a live registration, which nobody
+                // writes before barrier 2 (the only writes before it are such direct gets,
+                // into areas no get reads); the destination is our own memory, with no live
+                // reference (we hold `&mut self`). `copy` tolerates overlap.
+                unsafe { std::ptr::copy(op.src, op.dst, op.len) };
+                op.direct = true;
+            } else {
+                // SAFETY: as above, for the source.
+                op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
             }
         }
-        if g & FLAG_GETS != 0 {
-            let st = self.st.get_mut();
-            for op in st.gets.iter_mut() {
-                if op.dst_bits & g == 0 {
-                    // No get of this superstep reads the destination (no process's get names a
-                    // slot overlapping it): write it now, one copy instead of two.
-                    // SAFETY: the source is in bounds of a live registration, which nobody
-                    // writes before barrier 2 (the only writes before it are such direct gets,
-                    // into areas no get reads); the destination is our own memory, with no live
-                    // reference (we hold `&mut self`). `copy` tolerates overlap.
-                    unsafe { std::ptr::copy(op.src, op.dst, op.len) };
-                    op.direct = true;
-                } else {
-                    // SAFETY: as above, for the source.
-                    op.buf_off = unsafe { st.getbuf.push_raw(op.src, op.len) };
-                }
-            }
+    }
+
+    /// Barrier 2: every process has read its gets' sources and updated its registrations.
+    fn barrier_two(&mut self, op: &'static str) -> Result<()> {
+        let barrier = &self.run.engine.threads().barrier;
+        let me = &mut self.engine.threads_mut().member;
+        if barrier.wait(me, 0, false).is_err() {
+            return Err(self.stopped(op));
         }
-        self.fault_point(SyncPoint::AfterReads)?;
-        if g & (FLAG_GETS | FLAG_REGS) != 0
-            && self.run.barrier.wait(&mut self.member, 0, false).is_err()
-        {
-            return Err(self.failed_sync(self.stopped(op)));
-        }
-        self.fault_point(SyncPoint::AfterBarrier2)?;
+        Ok(())
+    }
+
+    /// After the barriers: deliver the puts that rode in the barrier lines we read and those
+    /// of every sender that wrote to our outbox, and queue its messages; returns the records
+    /// taken when they are counted (`declared`: this superstep declared its count).
+    fn deliver(&mut self, q: usize, g: u32, declared: bool, tagsize: usize) -> u64 {
         let mut got = 0;
         if g & FLAG_COMM != 0 {
-            if declared.is_some() {
-                got += self
-                    .rode
+            if declared {
+                let rode = &self.engine.threads().rode;
+                got += rode
                     .iter()
                     .map(|r| crate::outbox::count_records(&r.words[..r.len]))
                     .sum::<u64>();
@@ -172,25 +218,13 @@ impl Ctx {
             self.deliver_rides();
         }
         if g & FLAG_OUTBOX != 0 {
-            got += self.receive(q, sent_tagsize);
+            got += self.receive(q, tagsize);
         }
-        if let Some(m) = declared.filter(|&m| m != got) {
-            let e = self.misuse(
-                op,
-                format!(
-                    "pid {} declared expect({m}) in superstep {} but received {got} \
-                     puts/messages{}",
-                    self.pid,
-                    self.step,
-                    if ending {
-                        " (the final sync is a full one: the count is checked there)"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-            return Err(self.failed_sync(e));
-        }
+        got
+    }
+
+    /// Write this process's gets' data from the get buffer (those not written directly).
+    fn write_gets(&mut self) {
         let st = self.st.get_mut();
         if !st.gets.is_empty() {
             let base = st.getbuf.base();
@@ -201,8 +235,25 @@ impl Ctx {
             }
             st.getbuf.clear();
         }
-        self.finish_sync();
-        Ok(())
+    }
+
+    /// The error of a declared sync that took the barrier (or the final sync after a
+    /// declaration) and received `got` records where `m` were declared.
+    #[cold]
+    fn wrong_count(&self, op: &'static str, m: u64, got: u64, ending: bool) -> Error {
+        self.misuse(
+            op,
+            format!(
+                "pid {} declared expect({m}) in superstep {} but received {got} puts/messages{}",
+                self.pid,
+                self.step,
+                if ending {
+                    " (the final sync is a full one: the count is checked there)"
+                } else {
+                    ""
+                }
+            ),
+        )
     }
 
     /// Leave a failed sync: the error is recorded (the run ends), and we wait until no process
@@ -214,7 +265,7 @@ impl Ctx {
         let st = self.st.get_mut();
         st.gets.clear();
         st.getbuf.clear();
-        for ride in self.rode.iter_mut() {
+        for ride in self.engine.threads_mut().rode.iter_mut() {
             ride.len = 0;
         }
         self.quiesce();
@@ -228,8 +279,7 @@ impl Ctx {
             return Ok(());
         }
         self.fault.set(None);
-        let e = self.abort(format!("failure injected {at:?}"));
-        Err(self.failed_sync(e))
+        Err(self.abort(format!("failure injected {at:?}")))
     }
 
     fn publish_collective(&mut self, q: usize) {
@@ -266,7 +316,13 @@ impl Ctx {
 
     /// Deliver the puts that rode in the barrier lines we read.
     fn deliver_rides(&mut self) {
-        for ride in self.rode.iter_mut().filter(|r| r.len > 0) {
+        for ride in self
+            .engine
+            .threads_mut()
+            .rode
+            .iter_mut()
+            .filter(|r| r.len > 0)
+        {
             // SAFETY: the records were made by `put` of a sender whose checks made their
             // destinations our own registered memory, kept alive by our table or graveyard,
             // with no live references (we hold `&mut self`).
@@ -282,12 +338,16 @@ impl Ctx {
     #[inline]
     pub(super) fn mark_written(&self, q: usize) -> Result<()> {
         let written = self.written.borrow();
-        let lazy_used = self.run.lazy_used.load(Ordering::Relaxed);
+        let lazy_used = self.run.engine.threads().lazy_used.load(Ordering::Relaxed);
         for &d in &written[q] {
             if lazy_used {
                 self.wait_completed(d as usize, self.step.saturating_sub(1))?;
             }
-            self.run.proc(d as usize).inbox.mark(q, self.pid);
+            self.run
+                .engine
+                .threads()
+                .inbox(d as usize)
+                .mark(q, self.pid);
         }
         Ok(())
     }
@@ -299,9 +359,9 @@ impl Ctx {
     pub(super) fn receive(&mut self, q: usize, tagsize: usize) -> u64 {
         let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
-        let took = &mut self.took;
+        let took = &mut self.engine.threads_mut().took;
         took.clear();
-        run.proc(me).inbox.take_writers(q, took);
+        run.engine.threads().inbox(me).take_writers(q, took);
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
         queue.parity = q;
@@ -337,8 +397,11 @@ impl Ctx {
 
     #[cold]
     fn end_mismatch(&self, op: &'static str) -> Error {
-        let (ended, synced): (Vec<usize>, Vec<usize>) =
-            (0..self.run.p).partition(|&i| self.run.proc(i).ended.load(Ordering::Relaxed));
+        let (ended, synced): (Vec<usize>, Vec<usize>) = (0..self.run.p).partition(|&i| {
+            self.run.engine.threads().peers[i]
+                .ended
+                .load(Ordering::Relaxed)
+        });
         self.misuse(
             op,
             format!(
@@ -363,7 +426,7 @@ pub(super) unsafe fn take_outbox(
     me: usize,
     q: usize,
     fresh: u64,
-    queue: &mut crate::ctx::Queue,
+    queue: &mut crate::queue::Queue,
 ) -> u64 {
     let mut records = 0;
     // SAFETY: the caller's promise.

@@ -56,58 +56,10 @@
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
 
-/// Someone in this superstep issued a put, send, hpsend or hpput (a communication phase is
-/// needed).
-pub(crate) const FLAG_COMM: u32 = 1;
-/// Someone issued a buffered get: reads need their own phase before the writes.
-pub(crate) const FLAG_GETS: u32 = 2;
-/// Someone pushed or popped a registration.
-pub(crate) const FLAG_REGS: u32 = 4;
-/// Someone called `set_tagsize`.
-pub(crate) const FLAG_TAGS: u32 = 8;
-/// Someone wrote to an outbox (puts that did not ride the barrier, messages): receivers must
-/// look at the outboxes.
-pub(crate) const FLAG_OUTBOX: u32 = 16;
-/// Someone arrived from a superstep with an even number, or an odd one: both at one episode
-/// means processes in different supersteps met at the barrier, which only a lazy sync where
-/// others made a full one (a misuse) can cause. Every process of the episode sees it.
-pub(crate) const FLAG_EVEN_STEP: u32 = 32;
-/// See [`FLAG_EVEN_STEP`].
-pub(crate) const FLAG_ODD_STEP: u32 = 64;
-/// In a run whose declared syncs take the barrier (`RunShared::pair_barrier`): someone arrived
-/// at a sync of its superstep without declaring counts. A process that declared and sees it
-/// knows that the processes did not all declare (`expect` is collective).
-pub(crate) const FLAG_UNDECLARED: u32 = 128;
-/// See [`FLAG_UNDECLARED`]: someone arrived having declared counts (a process that did not
-/// declare and sees it knows the same).
-pub(crate) const FLAG_DECLARED: u32 = 1 << 28;
-
-/// The flag of superstep `step`'s parity ([`FLAG_EVEN_STEP`]).
-#[inline]
-pub(crate) fn step_flag(step: u64) -> u32 {
-    if step & 1 == 0 {
-        FLAG_EVEN_STEP
-    } else {
-        FLAG_ODD_STEP
-    }
-}
-
-// Flags ORed over all processes: bits 0..8 and 28 (`FLAG_*`), and the get-source bits.
-/// Bits 11..28: which registration slots (modulo 17) are read by a buffered get in this
-/// superstep, ORed over all processes — a get whose destination is in no such slot can be
-/// written directly, without the get buffer (`sync.rs`).
-const SOURCE_SHIFT: u32 = 11;
-const SOURCE_BITS: u32 = 17;
-const _: () = assert!(1 << (SOURCE_SHIFT + SOURCE_BITS) <= FLAG_DECLARED);
-
-/// The get-source bit of registration slot `slot`.
-#[inline]
-pub(crate) fn source_bit(slot: u32) -> u32 {
-    1 << (SOURCE_SHIFT + slot % SOURCE_BITS)
-}
 /// Bits 8..11 of a line's word: how many payload words ride with it (not ORed).
 const RIDE_SHIFT: u32 = 8;
 const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
@@ -577,9 +529,16 @@ impl Barrier {
     }
 }
 
+impl Stop for Barrier {
+    fn stop(&self) {
+        self.abort();
+    }
+}
+
 #[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
+    use crate::flags::FLAG_GETS;
 
     const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
 

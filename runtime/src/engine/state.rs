@@ -1,0 +1,105 @@
+//! The engine's own part of the run state and of every process's context: one enum each, so
+//! that `RunShared` and `Ctx` (`ctx.rs`) hold it without knowing its insides, and each engine
+//! keeps its state in its own folder (`threads/state.rs`, `ranks/net.rs`). Data only: the
+//! behaviour is the [`Engine`](super::Engine) trait, dispatched in `engine/mod.rs`.
+
+use super::threads::state::{ProcState, RunState};
+use crate::tree::Tree;
+
+/// Which engine a run's processes reach each other through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Every process a thread of this address space (`engine/threads`).
+    Threads,
+    /// One process per MPI rank (`engine/ranks`, feature `mpi`).
+    #[cfg(feature = "mpi")]
+    Ranks,
+}
+
+/// The engine's part of a run's shared state.
+pub(crate) enum RunEngine {
+    /// The thread engine's barrier, lanes and inboxes.
+    Threads(RunState),
+    /// A run over ranks keeps its engine state per process (each rank has one process).
+    #[cfg(feature = "mpi")]
+    Ranks,
+}
+
+impl RunEngine {
+    /// The thread engine's run state.
+    ///
+    /// # Panics
+    /// In a run over ranks: only the thread engine's code asks, and it runs only in thread
+    /// runs.
+    #[inline(always)]
+    pub(crate) fn threads(&self) -> &RunState {
+        match self {
+            RunEngine::Threads(t) => t,
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => unreachable!("the thread engine's state of a run over ranks"),
+        }
+    }
+
+    /// [`RunEngine::threads`], mutably (exclusive access to the run state).
+    pub(crate) fn threads_mut(&mut self) -> &mut RunState {
+        match self {
+            RunEngine::Threads(t) => t,
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => unreachable!("the thread engine's state of a run over ranks"),
+        }
+    }
+
+    /// Let `tree` stop every wait of the run when the hierarchy fails.
+    pub(crate) fn attach(&self, tree: &Tree) {
+        match self {
+            RunEngine::Threads(t) => t.attach(tree),
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => {}
+        }
+    }
+}
+
+/// The engine's part of one process's context.
+pub(crate) enum ProcEngine {
+    /// The thread engine's barrier membership, riding puts and lazy-sync bookkeeping.
+    Threads(ProcState),
+    /// The rank engine's connection to the other ranks (`None` only while a call of the rank
+    /// engine has it out: `engine/ranks/mod.rs`).
+    #[cfg(feature = "mpi")]
+    Ranks(Option<Box<super::ranks::net::Net>>),
+}
+
+impl ProcEngine {
+    /// Which engine this is.
+    #[inline(always)]
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            ProcEngine::Threads(_) => Kind::Threads,
+            #[cfg(feature = "mpi")]
+            ProcEngine::Ranks(_) => Kind::Ranks,
+        }
+    }
+
+    /// The thread engine's state of this process.
+    ///
+    /// # Panics
+    /// In a process of a run over ranks (see [`RunEngine::threads`]).
+    #[inline(always)]
+    pub(crate) fn threads(&self) -> &ProcState {
+        match self {
+            ProcEngine::Threads(t) => t,
+            #[cfg(feature = "mpi")]
+            ProcEngine::Ranks(_) => unreachable!("the thread engine's state of a rank"),
+        }
+    }
+
+    /// [`ProcEngine::threads`], mutably.
+    #[inline(always)]
+    pub(crate) fn threads_mut(&mut self) -> &mut ProcState {
+        match self {
+            ProcEngine::Threads(t) => t,
+            #[cfg(feature = "mpi")]
+            ProcEngine::Ranks(_) => unreachable!("the thread engine's state of a rank"),
+        }
+    }
+}

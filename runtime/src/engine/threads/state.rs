@@ -1,0 +1,180 @@
+//! What the thread engine keeps: per run ([`RunState`], inside the run's shared state) its
+//! barrier, the barrier rounds small puts ride in, the lanes and inboxes of lazy syncs; per
+//! process ([`ProcState`], inside its context) its barrier membership, the puts riding in its
+//! barrier lines, and the bookkeeping of lazy syncs. Data only: the protocols that use it are
+//! `sync.rs`, `lazy.rs` and `lane_sync.rs` beside this file.
+//!
+//! ## Who touches what when
+//!
+//! * [`RunState`]'s barrier, lanes and inboxes are shared by the run's threads; their own
+//!   modules (`barrier.rs`, `lane.rs`, `inbox.rs`) state the orderings each access relies on.
+//! * `riders`, `groups` and `pair_barrier` are fixed when the run state is made (or reused for
+//!   a new run, with exclusive access) and only read while processes run.
+//! * [`ProcState`] belongs to its process's thread: `rides` is filled by `put` (through a
+//!   `RefCell`, as puts take `&Ctx`) and emptied by the sync; the rest is touched only by the
+//!   sync, which holds the context mutably.
+
+use super::barrier::{Barrier, Member, Ride};
+use super::inbox::Inbox;
+use super::lane::Lanes;
+use crate::place::Layout;
+use crate::shim::{AtomicBool, AtomicU32, Ordering};
+use crate::tree::Tree;
+use crate::wait::WaitPolicy;
+use crossbeam_utils::CachePadded;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// What one process of a thread run shares with the others beyond the engine-independent
+/// `ProcShared`: what they tell it about their data, and whether it has ended.
+pub(crate) struct Peer {
+    /// What senders and receivers tell this process about its data (`inbox.rs`).
+    pub(crate) inbox: Inbox,
+    /// Set when the process's SPMD function has returned and it arrives at the final barrier.
+    pub(crate) ended: AtomicBool,
+}
+
+/// The thread engine's part of a run's shared state (module documentation).
+pub(crate) struct RunState {
+    pub(crate) barrier: Arc<Barrier>,
+    /// Each process's barrier group (its first package).
+    pub(crate) groups: Vec<usize>,
+    /// By process, then destination: the barrier round in which puts to it can ride.
+    pub(crate) riders: Vec<Box<[u8]>>,
+    /// By process: its inbox and end flag.
+    pub(crate) peers: Box<[CachePadded<Peer>]>,
+    /// Some process has made a lazy sync in this run (full syncs then check that every process
+    /// made a full sync in the same superstep).
+    pub(crate) lazy_used: AtomicBool,
+    /// Processes asleep in a lazy sync's wait (`lazy.rs`): a process entering a sync wakes
+    /// them when every process has entered it (their stop condition).
+    pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
+    /// The lanes of a small run (`lane.rs`): its lazy syncs announce through them.
+    pub(crate) lanes: Option<Lanes>,
+    /// A sync with declared counts takes the barrier, counts checked (`crate::lazy`, "Runs of
+    /// two"): runs of two processes, where the barrier is one cache line each way that small
+    /// puts ride in, cheaper than the lazy protocol. Off elsewhere, and where tests ask for
+    /// the lazy protocol (`internals::pair_barrier`).
+    pub(crate) pair_barrier: bool,
+}
+
+/// How a thread run's state is made: what [`Run`](crate::Run) chose for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The waiting policy of its barrier and lazy waits.
+    pub(crate) policy: WaitPolicy,
+    /// A tree barrier (many more processes than cores) instead of a dissemination barrier
+    /// over the packages.
+    pub(crate) tree_barrier: bool,
+    /// Lazy syncs announce through lanes (when the run is small enough for them).
+    pub(crate) lanes: bool,
+    /// Declared syncs of a run of two take the barrier ([`RunState::pair_barrier`]).
+    pub(crate) pair_barrier: bool,
+}
+
+impl RunState {
+    /// The thread engine's state of a run placed by `layout`, of `shape`.
+    pub(crate) fn new(layout: &Layout, shape: Shape) -> Self {
+        let p = layout.domains.len();
+        let groups = layout.groups();
+        let barrier = Arc::new(if shape.tree_barrier {
+            Barrier::tree(p, shape.policy)
+        } else {
+            Barrier::grouped(&groups, shape.policy)
+        });
+        let riders = barrier.rider_rounds();
+        RunState {
+            barrier,
+            groups,
+            riders,
+            peers: (0..p)
+                .map(|_| {
+                    CachePadded::new(Peer {
+                        inbox: Inbox::new(p),
+                        ended: AtomicBool::new(false),
+                    })
+                })
+                .collect(),
+            lazy_used: AtomicBool::new(false),
+            lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
+            lanes: if shape.lanes { Lanes::for_run(p) } else { None },
+            pair_barrier: shape.pair_barrier && p == 2,
+        }
+    }
+
+    /// Whether this state, made for a run of `p` processes, serves a new run placed by
+    /// `layout` with `shape` (a team's reuse of its last run state).
+    pub(crate) fn fits(&self, layout: &Layout, shape: Shape) -> bool {
+        let p = self.peers.len();
+        p == layout.domains.len()
+            && self.barrier.policy() == shape.policy
+            && self.barrier.is_tree() == shape.tree_barrier
+            && self.groups == layout.groups()
+            && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
+    }
+
+    /// Make the state ready for a new run of `shape` (exclusive access: the processes of the
+    /// previous run have all dropped their contexts); its barrier is registered with `tree`.
+    pub(crate) fn reuse(&mut self, shape: Shape) {
+        self.pair_barrier = shape.pair_barrier && self.peers.len() == 2;
+        for peer in self.peers.iter() {
+            peer.inbox.reset();
+            peer.ended.store(false, Ordering::Relaxed);
+        }
+        self.lazy_used.store(false, Ordering::Relaxed);
+        if let Some(lanes) = &self.lanes {
+            lanes.reset();
+        }
+        self.barrier.reset();
+    }
+
+    /// Let `tree` stop this run's waits when the hierarchy fails.
+    pub(crate) fn attach(&self, tree: &Tree) {
+        tree.add_wait(&self.barrier);
+    }
+
+    /// Process `pid`'s inbox.
+    #[inline]
+    pub(crate) fn inbox(&self, pid: usize) -> &Inbox {
+        &self.peers[pid].inbox
+    }
+}
+
+/// The thread engine's part of one process's context (module documentation).
+pub(crate) struct ProcState {
+    pub(crate) member: Member,
+    /// Put records riding in this process's barrier lines at the next sync, by round.
+    pub(crate) rides: RefCell<Box<[Ride]>>,
+    /// Put records that rode in the lines this process read at the last barrier, by round.
+    pub(crate) rode: Box<[Ride]>,
+    /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
+    /// them when it has finished with them).
+    pub(crate) took: Vec<u32>,
+    /// `took` of the sync before, during a lazy sync's announcements.
+    pub(crate) took_before: Vec<u32>,
+    /// By superstep parity: acknowledgements this process waits for, since the run began.
+    pub(crate) acks_due: [u64; 2],
+    /// By superstep parity: records announced to this process that its lazy syncs took, since
+    /// the run began (the inbox's counts only grow: its senders alone write them).
+    pub(crate) records_taken: [u64; 2],
+    /// In a run with lanes (`lane.rs`), by sender and parity: the stamp of the sender's last
+    /// lane this process took (a later one it did not take came too late).
+    pub(crate) lane_seen: Vec<[u64; 2]>,
+}
+
+impl ProcState {
+    /// Process `pid`'s state in a run whose engine state is `run`.
+    pub(crate) fn new(run: &RunState, pid: usize) -> Self {
+        let rounds = run.barrier.rounds();
+        ProcState {
+            member: Member::new(pid),
+            rides: RefCell::new(vec![Ride::default(); rounds].into()),
+            rode: vec![Ride::default(); rounds].into(),
+            took: Vec::new(),
+            took_before: Vec::new(),
+            acks_due: [0; 2],
+            records_taken: [0; 2],
+            lane_seen: Vec::new(),
+        }
+    }
+}

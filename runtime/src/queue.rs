@@ -1,0 +1,50 @@
+//! The message queue as one process sees it during a superstep: which senders' outboxes hold
+//! messages for it and where it is in them. The messages stay in the senders' outboxes
+//! (`outbox.rs`) and are read in place (`bsmp.rs`, `owned.rs`).
+
+/// The message queue as seen during one superstep.
+#[derive(Default)]
+pub(crate) struct Queue {
+    /// Processes whose outboxes (of parity `parity`) hold messages for us.
+    pub(crate) srcs: Vec<u32>,
+    pub(crate) parity: usize,
+    pub(crate) tagsize: usize,
+    pub(crate) cur_src: usize,
+    /// Byte offset of the current message in `srcs[cur_src]`'s message records.
+    pub(crate) cur_off: usize,
+    pub(crate) left: usize,
+    pub(crate) left_bytes: usize,
+    /// Owned messages handed over to us (in the outboxes of `srcs`) that we have not taken
+    /// (`owned.rs`).
+    pub(crate) owned: usize,
+}
+
+impl Queue {
+    /// Forget the messages (they live for one superstep).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        if !self.srcs.is_empty() || self.left != 0 {
+            self.srcs.clear();
+            self.left = 0;
+            self.left_bytes = 0;
+        }
+        self.owned = 0;
+        self.cur_src = 0;
+        self.cur_off = 0;
+    }
+
+    /// Remove the first message (of `len` payload bytes; `next`: the offset of the sender's
+    /// next message, if it has one).
+    #[inline]
+    pub(crate) fn advance(&mut self, next: Option<usize>, len: usize) {
+        match next {
+            Some(off) => self.cur_off = off,
+            None => {
+                self.cur_src += 1;
+                self.cur_off = 0;
+            }
+        }
+        self.left -= 1;
+        self.left_bytes -= len;
+    }
+}
