@@ -213,7 +213,7 @@ pub(crate) struct RunShared {
     /// For a nested run: the binding of the thread that starts it (kept by its process 0).
     pub(crate) inherited: Option<Binding>,
     /// Where a profiled run's processes hand in their records (`None`: not profiled).
-    pub(crate) prof: Option<Arc<crate::profile::Sink>>,
+    pub(crate) prof: Option<Arc<crate::profile::record::Sink>>,
     /// The engine's own part (`engine/state.rs`).
     pub(crate) engine: RunEngine,
 }
@@ -325,7 +325,7 @@ pub struct Ctx {
     /// A failure to inject in the next sync (tests of the failure paths).
     pub(crate) fault: Cell<Option<SyncPoint>>,
     /// The superstep recorder of a profiled run (see [`crate::profile`]).
-    pub(crate) prof: Option<Box<RefCell<crate::profile::Recorder>>>,
+    pub(crate) prof: Option<Box<RefCell<crate::profile::record::Recorder>>>,
     /// Regions open in this process ([`Ctx::region_begin`]), profiled or not.
     pub(crate) regions_open: usize,
     /// The engine's own part of this process (`engine/state.rs`): reached only through the
@@ -358,10 +358,11 @@ impl Ctx {
         // SAFETY: only this process's contexts touch the spare buffer, one at a time (a run's
         // contexts are made after the previous run's were dropped).
         let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
-        let prof = run
-            .prof
-            .as_ref()
-            .map(|_| Box::new(RefCell::new(crate::profile::Recorder::new(pid, run.p))));
+        let prof = run.prof.as_ref().map(|_| {
+            Box::new(RefCell::new(crate::profile::record::Recorder::new(
+                pid, run.p,
+            )))
+        });
         Ctx {
             run,
             pid,

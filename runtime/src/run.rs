@@ -151,7 +151,7 @@ impl Run {
         R: Send,
         F: Fn(&mut Ctx) -> Result<R> + Sync,
     {
-        let sink = Arc::new(crate::profile::Sink::default());
+        let sink = Arc::new(crate::profile::record::Sink::default());
         let (results, profile) = self.run_top(Some(sink), &f)?;
         Ok((results, profile.expect("a profiled run has a profile")))
     }
@@ -164,7 +164,7 @@ impl Run {
     /// with many runs).
     fn run_top<R: Send>(
         self,
-        sink: Option<Arc<crate::profile::Sink>>,
+        sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
     ) -> Result<(Vec<R>, Option<crate::profile::Profile>)> {
         let layout = self.top_layout()?;
@@ -182,11 +182,11 @@ impl Run {
     }
 
     /// The sink of a top-level run's profile, if it is profiled.
-    pub(crate) fn top_sink(&self) -> Option<Arc<crate::profile::Sink>> {
+    pub(crate) fn top_sink(&self) -> Option<Arc<crate::profile::record::Sink>> {
         let env = *crate::profile::env_request() != crate::profile::EnvRequest::Off;
         self.profile
             .unwrap_or(env)
-            .then(|| Arc::new(crate::profile::Sink::default()))
+            .then(|| Arc::new(crate::profile::record::Sink::default()))
     }
 
     /// A run of one process per object of `level` (package, NUMA node, core, PU) in the part of
@@ -373,7 +373,7 @@ impl Run {
         let sink = self
             .profile
             .unwrap_or(false)
-            .then(|| Arc::new(crate::profile::Sink::default()));
+            .then(|| Arc::new(crate::profile::record::Sink::default()));
         Ok(self.start(
             parent.run.tree.clone(),
             parent.path.clone(),
@@ -410,7 +410,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
-        sink: Option<Arc<crate::profile::Sink>>,
+        sink: Option<Arc<crate::profile::record::Sink>>,
         f: Arc<F>,
     ) -> Spmd<'a>
     where
@@ -490,7 +490,7 @@ impl Run {
         let sink = self
             .profile
             .unwrap_or(parent.prof.is_some())
-            .then(|| Arc::new(crate::profile::Sink::default()));
+            .then(|| Arc::new(crate::profile::record::Sink::default()));
         let path = parent.path.clone();
         let results = self.launch(
             tree.clone(),
@@ -513,7 +513,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
-        sink: Option<Arc<crate::profile::Sink>>,
+        sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
     ) -> Vec<Result<R>> {
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
@@ -606,7 +606,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
-        sink: Option<Arc<crate::profile::Sink>>,
+        sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> RunShared {
         let shape = self.shape(&layout);
         let engine = RunEngine::Threads(RunState::new(&layout, shape));
@@ -625,7 +625,7 @@ impl Run {
         parent_path: Vec<usize>,
         layout: Layout,
         inherited: Option<Binding>,
-        sink: Option<Arc<crate::profile::Sink>>,
+        sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> Arc<RunShared> {
         let shape = self.shape(&layout);
         if let Some(mut last) = team.last.take() {
@@ -744,7 +744,7 @@ pub struct Spmd<'a> {
     pub(crate) workers: Option<Workers>,
     pub(crate) tree: Arc<Tree>,
     /// A profiled top-level run (`MBSP_PROFILE`): where its processes hand in, and p.
-    pub(crate) profile: Option<(Arc<crate::profile::Sink>, usize)>,
+    pub(crate) profile: Option<(Arc<crate::profile::record::Sink>, usize)>,
     pub(crate) _parent: PhantomData<&'a mut Ctx>,
 }
 

@@ -2,7 +2,8 @@
 //! nested runs it started) gathered to every rank, then assembled as for a thread run.
 
 use super::wire::all_gather_words;
-use crate::profile::{Peer, ProcStep, Profile, Recorder, RegionName, Sink, Step, Superstep};
+use crate::profile::record::{Peer, Recorder, Sink, Step};
+use crate::profile::{ProcStep, Profile, RegionName, Superstep};
 use mpi::topology::SimpleCommunicator;
 
 /// Collective over `comm` (the run's ranks): the profile of the run of `p` processes whose
