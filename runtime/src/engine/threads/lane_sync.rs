@@ -33,84 +33,106 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::outbox::Outbox;
 
+/// What the lanes to this process showed while it waited for its records: the senders whose
+/// stamped lanes it took, the senders not seen yet (a bit per pid), and the records taken.
+struct Seen {
+    took: Vec<u32>,
+    pending: u32,
+    got: u64,
+}
+
 impl Ctx {
     /// The lazy sync of the current superstep in a run with lanes, `m` records declared; the
-    /// superstep's records are in the outboxes (`lazy_sync` put them there).
+    /// superstep's records are in the outboxes (`lazy_sync` put them there). Its phases are
+    /// those of the module documentation; an error is the run's failure, which the caller
+    /// (`lazy_sync`) completes.
     pub(super) fn lane_sync(&mut self, m: u64) -> Result<()> {
-        let (s, pid, p) = (self.step, self.pid, self.run.p);
+        let p = self.run.p;
+        let me = self.engine.threads_mut();
+        if me.lane_seen.len() != p {
+            me.lane_seen = vec![[0; 2]; p];
+        }
+        self.ack_and_publish();
+        let seen = self.await_lanes(m)?;
+        let acked_by = self.take_lanes(&seen.took);
+        self.check_untaken(m, seen)?;
+        self.settle_previous(acked_by)?;
+        self.finish_sync(true);
+        Ok(())
+    }
+
+    /// Acknowledge the senders of the last sync that we do not write to now (the others find
+    /// the bit in our lane), publish what we sent in our lanes, and enter the sync.
+    fn ack_and_publish(&mut self) {
+        let (s, pid) = (self.step, self.pid);
         let (q, fresh) = ((s & 1) as usize, s + 1);
         let prev = q ^ 1;
-        if self.engine.threads().lane_seen.len() != p {
-            self.engine.threads_mut().lane_seen = vec![[0; 2]; p];
-        }
-
-        // Acknowledge the senders of the last sync that we do not write to now (the others
-        // find the bit in our lane).
+        let run = self.run.engine.threads();
         {
             let written = self.written.borrow();
             for &from in &self.engine.threads().took {
                 if !written[q].contains(&from) {
-                    self.run.engine.threads().inbox(from as usize).ack(prev);
+                    run.inbox(from as usize).ack(prev);
                 }
             }
         }
         let me = self.engine.threads_mut();
         std::mem::swap(&mut me.took, &mut me.took_before);
         me.took.clear();
-
-        // Publish what we sent.
-        {
-            let Some(lanes) = self.run.engine.threads().lanes.as_ref() else {
-                unreachable!("lane_sync in a run with lanes");
+        let lanes = lanes_of(run);
+        let written = self.written.borrow();
+        for &d in &written[q] {
+            let acked = self.engine.threads().took_before.contains(&d);
+            // SAFETY: our own outbox of the current parity, during our own sync.
+            unsafe {
+                self.me().outboxes(q, |outs| {
+                    let (records, inline) = outs[d as usize]
+                        .as_deref()
+                        .map_or((0, Some(&[][..])), |ob| (ob.records(), ob.inline_only()));
+                    lanes
+                        .get(pid, d as usize, q)
+                        .publish(fresh, records, acked, inline);
+                })
             };
-            let written = self.written.borrow();
-            for &d in &written[q] {
-                let acked = self.engine.threads().took_before.contains(&d);
-                // SAFETY: our own outbox of the current parity, during our own sync.
-                unsafe {
-                    self.me().outboxes(q, |outs| {
-                        let (records, inline) = outs[d as usize]
-                            .as_deref()
-                            .map_or((0, Some(&[][..])), |ob| (ob.records(), ob.inline_only()));
-                        lanes
-                            .get(pid, d as usize, q)
-                            .publish(fresh, records, acked, inline);
-                    })
-                };
-            }
         }
-        self.run.engine.threads().inbox(self.pid).enter(s, true);
+        drop(written);
+        run.inbox(pid).enter(s, true);
         self.wake_after_enter(s, true);
         self.engine.threads_mut().took_before.clear();
+    }
 
-        // Our records: poll the lanes to us until the stamped ones hold m.
+    /// Poll the lanes to us until the stamped ones hold `m` records (or every other process has
+    /// entered this sync: then a short count is final).
+    fn await_lanes(&mut self, m: u64) -> Result<Seen> {
+        let (s, pid, p) = (self.step, self.pid, self.run.p);
+        let (q, fresh) = ((s & 1) as usize, s + 1);
         let run = &*self.run;
-        let Some(lanes) = run.engine.threads().lanes.as_ref() else {
-            unreachable!("lane_sync in a run with lanes");
+        let lanes = lanes_of(run.engine.threads());
+        let mut seen = Seen {
+            took: std::mem::take(&mut self.engine.threads_mut().took),
+            pending: (1u32 << p) - 1,
+            got: 0,
         };
-        let mut took = std::mem::take(&mut self.engine.threads_mut().took);
-        let mut pending: u32 = (1u32 << p) - 1;
-        let mut got = 0u64;
-        let mut poll = |took: &mut Vec<u32>, got: &mut u64| {
-            let mut bits = pending;
+        let poll = |seen: &mut Seen| {
+            let mut bits = seen.pending;
             while bits != 0 {
                 let k = bits.trailing_zeros();
                 bits &= bits - 1;
                 let lane = lanes.get(k as usize, pid, q);
                 if lane.stamp() == fresh {
-                    pending &= !(1 << k);
-                    took.push(k);
-                    *got += lane.records();
+                    seen.pending &= !(1 << k);
+                    seen.took.push(k);
+                    seen.got += lane.records();
                 }
             }
         };
         let mut waiter = self.engine.threads_mut().member.take_waiter();
         let waited = waiter.wait(
-            run.engine.threads().barrier.policy(),
+            run.policy,
             self.lazy_sleep(),
             || {
-                poll(&mut took, &mut got);
-                (got >= m).then_some(())
+                poll(&mut seen);
+                (seen.got >= m).then_some(())
             },
             || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
             || false,
@@ -118,26 +140,32 @@ impl Ctx {
         self.engine.threads_mut().member.restore_waiter(waiter);
         if waited.is_err() {
             if run.tree.is_aborted() {
-                self.engine.threads_mut().took = took;
-                return Err(self.failed_sync(self.stopped("sync")));
+                self.engine.threads_mut().took = seen.took;
+                return Err(self.stopped("sync"));
             }
             // Every other process has entered sync s: every lane of s is stamped.
-            poll(&mut took, &mut got);
-            if got < m {
-                self.engine.threads_mut().took = took;
-                let e = self.short_count(m, got);
-                return Err(self.failed_sync(e));
+            poll(&mut seen);
+            if seen.got < m {
+                self.engine.threads_mut().took = seen.took;
+                return Err(self.short_count(m, seen.got));
             }
         }
+        seen.took.sort_unstable();
+        Ok(seen)
+    }
 
-        // Deliver in pid order, and note which senders acknowledged our records of s - 1.
-        took.sort_unstable();
+    /// Deliver the records of the lanes `took` in pid order; returns the senders that
+    /// acknowledged our records of the superstep before (a bit per pid).
+    fn take_lanes(&mut self, took: &[u32]) -> u32 {
+        let (pid, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let run = &*self.run;
+        let lanes = lanes_of(run.engine.threads());
         let mut buf = [0u64; LANE_WORDS];
         let mut acked_by = 0u32;
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = self.tagsize.get();
         queue.parity = q;
-        for &k in &took {
+        for &k in took {
             let published = lanes.get(k as usize, pid, q).read(&mut buf);
             if published.acked {
                 acked_by |= 1 << k;
@@ -148,18 +176,28 @@ impl Ctx {
                 // graveyard, with no live references (we hold `&mut self`); `n` words of
                 // `buf` hold them.
                 Some(n) => unsafe { Outbox::deliver(buf.as_ptr() as *const u8, n * 8) },
-                // SAFETY: the sender filled that outbox for us before stamping the lane and
-                // leaves it alone until we acknowledge it (module documentation).
                 None => {
+                    // SAFETY: the sender filled that outbox for us before stamping the lane
+                    // and leaves it alone until we acknowledge it (module documentation).
                     let taken = unsafe { take_outbox(run, k, pid, q, fresh, queue) };
                     debug_assert_eq!(taken, published.records);
                 }
             }
             self.engine.threads_mut().lane_seen[k as usize][q] = fresh;
         }
+        acked_by
+    }
 
-        // Records we did not take: of this superstep (beyond our count), or of an earlier one
-        // that came after we had completed it.
+    /// Records we did not take: of this superstep (beyond our count), or of an earlier one
+    /// that came after we had completed it. Keeps the senders taken in `took`.
+    fn check_untaken(&mut self, m: u64, seen: Seen) -> Result<()> {
+        let (pid, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let lanes = lanes_of(self.run.engine.threads());
+        let Seen {
+            mut took,
+            pending,
+            got,
+        } = seen;
         let (mut late, mut stale) = (0u64, Vec::new());
         let mut bits = pending;
         while bits != 0 {
@@ -176,11 +214,16 @@ impl Ctx {
         }
         self.engine.threads_mut().took = took;
         if got + late != m || !stale.is_empty() {
-            let e = self.count_mismatch(m, got + late, &stale);
-            return Err(self.failed_sync(e));
+            return Err(self.count_mismatch(m, got + late, &stale));
         }
+        Ok(())
+    }
 
-        // Our records of s - 1 are free once their receivers are done with them.
+    /// Our records of the superstep before are free once their receivers are done with them:
+    /// those that wrote to us acknowledged in their lanes (`acked_by`), the others in our
+    /// inbox, which we wait for.
+    fn settle_previous(&mut self, acked_by: u32) -> Result<()> {
+        let prev = ((self.step & 1) ^ 1) as usize;
         let (explicit, unacked) = {
             let written = self.written.borrow();
             let mut explicit = Vec::new();
@@ -199,14 +242,18 @@ impl Ctx {
             (explicit, unacked)
         };
         if !unacked.is_empty() {
-            let e = self.unacked(&unacked, true);
-            return Err(self.failed_sync(e));
+            return Err(self.unacked(&unacked, true));
         }
-        match self.await_acks(prev, &explicit) {
-            Ok(due) => self.engine.threads_mut().acks_due[prev] = due,
-            Err(e) => return Err(self.failed_sync(e)),
-        }
-        self.finish_sync(true);
+        let due = self.await_acks(prev, &explicit)?;
+        self.engine.threads_mut().acks_due[prev] = due;
         Ok(())
+    }
+}
+
+/// The lanes of a run that has them (a lane sync runs only in such a run).
+fn lanes_of(run: &super::state::RunState) -> &super::lane::Lanes {
+    match run.lanes.as_ref() {
+        Some(lanes) => lanes,
+        None => unreachable!("lane_sync in a run with lanes"),
     }
 }

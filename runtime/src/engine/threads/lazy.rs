@@ -63,110 +63,113 @@ use super::inbox::mode_word;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::flags::FLAG_COMM;
+use crate::shim::Ordering;
 use crate::wait::Sleep;
 
 impl Ctx {
     /// The lazy sync of the current superstep, `m` records declared (module documentation).
     pub(super) fn lazy_sync(&mut self, m: u64) -> Result<()> {
-        let (s, pid) = (self.step, self.pid);
-        let q = (s & 1) as usize;
-        let prev = q ^ 1;
+        self.lazy_phases(m).map_err(|e| self.failed_sync(e))
+    }
+
+    /// The phases of a lazy sync, through lanes in a run that has them (`lane_sync.rs`), else
+    /// through the inboxes; an error is the run's failure, which the caller completes.
+    fn lazy_phases(&mut self, m: u64) -> Result<()> {
         let flags = self.flags.get();
         if let Some(e) = self.lazy_refusal(flags, m) {
-            return Err(self.failed_sync(e));
+            return Err(e);
         }
-        if !self
-            .run
-            .engine
-            .threads()
-            .lazy_used
-            .load(crate::shim::Ordering::Relaxed)
-        {
-            self.run
-                .engine
-                .threads()
-                .lazy_used
-                .store(true, crate::shim::Ordering::Relaxed);
+        let lazy_used = &self.run.engine.threads().lazy_used;
+        if !lazy_used.load(Ordering::Relaxed) {
+            lazy_used.store(true, Ordering::Relaxed);
         }
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
-            if let Err(e) = self.rides_to_outboxes() {
-                return Err(self.failed_sync(e));
-            }
+            self.rides_to_outboxes()?;
         }
-
         if self.run.engine.threads().lanes.is_some() {
             return self.lane_sync(m);
         }
-
         // The senders read in the last sync may refill those outboxes.
         self.ack_previous(true);
-
-        // Announce what we sent, then say that we have, then wake whoever sleeps on that.
-        let announced = self.announce(q);
-        if let Err(e) = announced {
-            self.engine.threads_mut().took_before.clear();
-            return Err(self.failed_sync(e));
-        }
-        self.run.engine.threads().inbox(self.pid).enter(s, true);
-        self.wake_after_enter(s, true);
-        self.engine.threads_mut().took_before.clear();
-
-        // Our own records.
+        self.announce_and_enter()?;
+        let q = (self.step & 1) as usize;
         let base = self.engine.threads().records_taken[q];
+        self.await_announced(m, base)?;
+        let got = self.receive(q, self.tagsize.get());
+        self.check_announced(m, base, got)?;
+        self.engine.threads_mut().records_taken[q] = base + got;
+        // Our outboxes of the superstep before are free once their readers acked.
+        let prev = q ^ 1;
+        let acked = {
+            let written = self.written.borrow();
+            self.await_acks(prev, &written[prev])
+        };
+        self.engine.threads_mut().acks_due[prev] = acked?;
+        self.finish_sync(true);
+        Ok(())
+    }
+
+    /// Announce what we sent, then say that we have entered the sync, then wake whoever
+    /// sleeps on that.
+    fn announce_and_enter(&mut self) -> Result<()> {
+        let s = self.step;
+        let announced = self.announce((s & 1) as usize);
+        if announced.is_ok() {
+            self.run.engine.threads().inbox(self.pid).enter(s, true);
+            self.wake_after_enter(s, true);
+        }
+        self.engine.threads_mut().took_before.clear();
+        announced
+    }
+
+    /// Wait until `m` records beyond the `base` taken before are announced to us (or every
+    /// other process has entered this sync: then a short count is final).
+    fn await_announced(&mut self, m: u64, base: u64) -> Result<()> {
+        let (s, pid, p) = (self.step, self.pid, self.run.p);
+        let q = (s & 1) as usize;
         let mut waiter = self.engine.threads_mut().member.take_waiter();
-        let inbox = &self.run.engine.threads().inbox(pid);
+        let run = &*self.run;
+        let inbox = run.engine.threads().inbox(pid);
         let waited = waiter.wait(
-            self.run.engine.threads().barrier.policy(),
+            run.policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
-            || {
-                self.run.tree.is_aborted()
-                    || self.all_entered(s, (0..self.run.p).filter(|&j| j != pid))
-            },
+            || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
             || false,
         );
         self.engine.threads_mut().member.restore_waiter(waiter);
         if waited.is_err() {
             if self.run.tree.is_aborted() {
-                return Err(self.failed_sync(self.stopped("sync")));
+                return Err(self.stopped("sync"));
             }
-            let got = inbox.announced(q) - base;
+            let got = self.run.engine.threads().inbox(pid).announced(q) - base;
             if got < m {
-                let e = self.short_count(m, got);
-                return Err(self.failed_sync(e));
+                return Err(self.short_count(m, got));
             }
         }
-        let sent_tagsize = self.tagsize.get();
-        let got = self.receive(q, sent_tagsize);
+        Ok(())
+    }
+
+    /// After taking `got` records: they are the `m` declared, and exactly those announced
+    /// (more announced than taken: records that came after we took our senders, too many or
+    /// late from an earlier superstep).
+    fn check_announced(&self, m: u64, base: u64, got: u64) -> Result<()> {
+        let (s, q) = (self.step, (self.step & 1) as usize);
+        let run = &*self.run;
+        let inbox = run.engine.threads().inbox(self.pid);
         // A sender we took may not have announced yet (it marks first): that takes a moment.
-        let inbox = &self.run.engine.threads().inbox(pid);
         let _ = crate::wait::wait_until(
-            self.run.engine.threads().barrier.policy(),
+            run.policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= got).then_some(()),
-            || self.run.tree.is_aborted(),
+            || run.tree.is_aborted(),
         );
-        // More announced than taken: records that came after we took our senders (too many,
-        // or late from an earlier superstep).
         let announced = inbox.announced(q) - base;
         let stale = self.stale_senders(s);
         if got != m || announced != got || !stale.is_empty() {
-            let e = self.count_mismatch(m, got.max(announced), &stale);
-            return Err(self.failed_sync(e));
+            return Err(self.count_mismatch(m, got.max(announced), &stale));
         }
-        self.engine.threads_mut().records_taken[q] = base + got;
-
-        // Our outboxes of superstep s - 1 are free once their readers acked.
-        let acked = {
-            let written = self.written.borrow();
-            self.await_acks(prev, &written[prev])
-        };
-        match acked {
-            Ok(due) => self.engine.threads_mut().acks_due[prev] = due,
-            Err(e) => return Err(self.failed_sync(e)),
-        }
-        self.finish_sync(true);
         Ok(())
     }
 
@@ -218,7 +221,7 @@ impl Ctx {
     pub(super) fn wake_after_enter(&self, s: u64, lazy: bool) {
         // N of the handshake: orders the acks, announcements and the mode word before the
         // loads of the sleeper counts below.
-        crate::shim::fence(crate::shim::Ordering::SeqCst);
+        crate::shim::fence(Ordering::SeqCst);
         let barrier = &self.run.engine.threads().barrier;
         if lazy {
             let q = (s & 1) as usize;
@@ -234,7 +237,7 @@ impl Ctx {
             .engine
             .threads()
             .lazy_sleepers
-            .load(crate::shim::Ordering::Relaxed)
+            .load(Ordering::Relaxed)
             != 0
             && self.all_entered(s, 0..self.run.p)
         {
@@ -505,7 +508,7 @@ impl Ctx {
     /// waits at a barrier that we will not reach).
     pub(super) fn wait_completed(&self, d: usize, syncs: u64) -> Result<()> {
         let done = &self.run.proc(d).done;
-        if done.load(crate::shim::Ordering::Acquire) >= syncs {
+        if done.load(Ordering::Acquire) >= syncs {
             return Ok(());
         }
         let s = syncs - 1;
@@ -517,7 +520,7 @@ impl Ctx {
         let r = crate::wait::wait_until(
             self.run.engine.threads().barrier.policy(),
             Sleep::Naps,
-            || (done.load(crate::shim::Ordering::Acquire) >= syncs).then_some(()),
+            || (done.load(Ordering::Acquire) >= syncs).then_some(()),
             || self.run.tree.is_aborted() || mixed(),
         );
         match r {
