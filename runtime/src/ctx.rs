@@ -65,6 +65,9 @@ pub enum SyncPoint {
     AfterReads,
     /// After the second barrier (peers are delivering puts and writing gets).
     AfterBarrier2,
+    /// The engine panics as the sync begins, before it exchanges anything with the other
+    /// processes (on either engine: tests of how a panic inside an engine ends the run).
+    EnginePanic,
 }
 
 /// One process's outboxes of one parity, by destination pid (allocated on first use).
@@ -558,6 +561,16 @@ impl Ctx {
         self.run.tree.fail(&e);
         self.note_stopped();
         e
+    }
+
+    /// Panic here, at the start of the engine's sync, if a test asked for it
+    /// ([`SyncPoint::EnginePanic`]).
+    #[inline]
+    pub(crate) fn engine_fault(&self) {
+        if self.fault.get() == Some(SyncPoint::EnginePanic) {
+            self.fault.set(None);
+            panic!("failure injected: a panic inside the engine's sync");
+        }
     }
 
     /// Record that memory for `op` could not be allocated as the run's failure (kind

@@ -187,6 +187,12 @@ pub mod internals {
 
     pub use crate::ctx::SyncPoint;
 
+    /// Lower the largest count of one MPI call to `n` words or bytes (`None`: MPI's own,
+    /// 2^31 - 1), so that tests reach the exchanges too large for one call at sizes they can
+    /// afford. Every rank sets the same limit, between runs.
+    #[cfg(feature = "mpi")]
+    pub use crate::engine::ranks::wire::set_count_limit;
+
     /// `run` with a tree barrier (`true`) or a dissemination barrier over the packages
     /// (`false`) whatever the number of cores, e.g. to test the barrier a run would have on the
     /// synthetic machine it is planned on.

@@ -228,8 +228,7 @@ fn expand(
     out: &mut Vec<Vec<String>>,
 ) -> usize {
     let mut path = prefix;
-    loop {
-        let Some(t) = tokens.get(i) else { break };
+    while let Some(t) = tokens.get(i) {
         if t == "{" {
             i += 1;
             loop {

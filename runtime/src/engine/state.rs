@@ -17,6 +17,10 @@ pub(crate) enum Kind {
 }
 
 /// The engine's part of a run's shared state.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per run, in its shared state; the other variant is empty"
+)]
 pub(crate) enum RunEngine {
     /// The thread engine's barrier, lanes and inboxes.
     Threads(RunState),

@@ -356,3 +356,110 @@ fn a_failed_sync_waits_for_every_process_to_stop() {
         "pid 0 left its failed sync while pid 1 still ran"
     );
 }
+
+/// A panic inside the engine's sync (a bug of mbsp's, injected here) ends the run with the
+/// panic as its error, on every process: over ranks the failure exchange takes it to the
+/// others, as it takes a panic of the program's own code.
+#[test]
+fn a_panic_inside_the_engine_ends_the_run_everywhere() {
+    for p in common::procs([1, 2, 3]) {
+        for failing in [0, p - 1] {
+            let e = within(60, move || {
+                run(p, move |ctx| {
+                    ctx.sync()?;
+                    if ctx.pid() == failing {
+                        fail_next_sync(ctx, SyncPoint::EnginePanic);
+                    }
+                    ctx.sync()?;
+                    ctx.sync()?;
+                    Ok(())
+                })
+                .expect_err("the engine panicked")
+            });
+            assert_eq!(e.kind(), ErrorKind::Panic, "p = {p}: {e}");
+            assert_eq!(e.pid(), Some(failing), "p = {p}: {e}");
+            assert!(e.message().contains("injected"), "p = {p}: {e}");
+        }
+    }
+}
+
+/// Exchanges larger than one MPI call can count (its counts are C ints) travel in pieces, point
+/// to point: streams, get replies and registration requests, here with the limit lowered to a
+/// few words. A lazy superstep's data for one destination is one MPI message, so more than
+/// the limit is an error naming it. On threads the limit means nothing: the same program gives
+/// the same results, and its lazy superstep succeeds.
+#[cfg(feature = "mpi")]
+#[test]
+fn exchanges_larger_than_one_mpi_call() {
+    const N: usize = 100;
+    mbsp::internals::set_count_limit(Some(24));
+    let checked = std::panic::catch_unwind(|| {
+        for p in common::procs([2, 3]) {
+            let all = within(120, move || {
+                run(p, move |ctx| {
+                    let (me, p) = (ctx.pid(), ctx.nprocs());
+                    let word = |from: usize, i: usize| (from * 1_000_000 + i) as u64;
+                    let x = ctx.push_reg((0..N).map(|i| word(me, i)).collect::<Vec<_>>())?;
+                    let y = ctx.push_reg(vec![0u64; N * p])?;
+                    let z = ctx.push_reg(vec![0u64; N])?;
+                    // More registrations: their requests together exceed the limit too.
+                    let extra: Vec<_> = (0..8)
+                        .map(|_| ctx.push_reg(vec![0u8; 8]))
+                        .collect::<mbsp::Result<_>>()?;
+                    ctx.set_tagsize(8)?;
+                    ctx.sync()?;
+                    let right = (me + 1) % p;
+                    for q in 0..p {
+                        let mine: Vec<u64> = (0..N).map(|i| word(me, i)).collect();
+                        ctx.put(q, &mine, &y, me * N)?;
+                        ctx.send_pod(q, &(me as u64), &[word(me, 7); 40])?;
+                    }
+                    ctx.get(right, &x, .., &z, 0)?;
+                    ctx.sync()?;
+                    let y_ok = ctx.local(&y)?
+                        == (0..p * N).map(|k| word(k / N, k % N)).collect::<Vec<_>>();
+                    let z_ok = ctx.local(&z)? == (0..N).map(|i| word(right, i)).collect::<Vec<_>>();
+                    let mut msgs = 0;
+                    while let Some(m) = ctx.peek()? {
+                        let from = u64::from_ne_bytes(m.tag.try_into().unwrap()) as usize;
+                        let payload: &[u64] = bytemuck::cast_slice(m.payload);
+                        msgs += usize::from(payload == [word(from, 7); 40]);
+                        ctx.move_message(&mut [])?;
+                    }
+                    for r in extra.into_iter().rev() {
+                        ctx.pop_reg(r)?;
+                    }
+                    ctx.sync()?;
+                    Ok(y_ok && z_ok && msgs == p)
+                })
+                .expect("an exchange in pieces")
+            });
+            assert_eq!(all, vec![true; p], "p = {p}");
+            let lazy = within(60, move || {
+                run(p, move |ctx| {
+                    let y = ctx.push_reg(vec![0u64; N])?;
+                    ctx.sync()?;
+                    ctx.put((ctx.pid() + 1) % ctx.nprocs(), &[1u64; N], &y, 0)?;
+                    ctx.expect(1)?;
+                    ctx.sync()?;
+                    Ok(ctx.local(&y)?[N - 1])
+                })
+            });
+            if common::over_ranks() {
+                let e = lazy.expect_err("a lazy superstep beyond one MPI message");
+                assert_eq!(e.kind(), ErrorKind::System, "{e}");
+                assert!(
+                    e.message()
+                        .contains("more than one MPI message carries (24 words"),
+                    "{e}"
+                );
+            } else {
+                assert_eq!(lazy.expect("a lazy superstep on threads"), vec![1; p]);
+            }
+        }
+    });
+    mbsp::internals::set_count_limit(None);
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -69,10 +69,10 @@ use super::net::Net;
 use super::protocol::*;
 use super::shm::Source;
 use super::watchdog::watchdog;
-use super::wire::{count, split_stream};
+use super::wire::{count, count_limit, split_stream};
 use crate::arena::align8;
 use crate::ctx::Ctx;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::flags::FLAG_COMM;
 use crate::outbox::Outbox;
 use mpi::ffi;
@@ -383,6 +383,22 @@ impl Ctx {
         }
         records += nb as u64;
         buf[1] = records;
+        if buf.len() > count_limit() {
+            // One message per destination (its receiver probes for it): it cannot travel in
+            // pieces as a full sync's streams do.
+            let e = self.fail_with(self.error(
+                ErrorKind::System,
+                "sync",
+                format!(
+                    "the lazy superstep's data for pid {j} is {} words, more than one MPI \
+                     message carries ({} words: MPI counts are C ints); a full sync (no \
+                     expect) sends it in pieces",
+                    buf.len(),
+                    count_limit()
+                ),
+            ));
+            return Err(Stop::Misuse(e));
+        }
         let n = count(buf.len());
         // SAFETY: a plain handle, written by the call.
         let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };

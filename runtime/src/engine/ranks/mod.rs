@@ -100,7 +100,7 @@ mod profile;
 mod protocol;
 mod shm;
 mod watchdog;
-mod wire;
+pub(crate) mod wire;
 mod world;
 
 pub use watchdog::TIMEOUT_ENV;

@@ -5,7 +5,7 @@ use super::active::Active;
 use super::protocol::*;
 use super::shm::{BigPuts, Shm, Source};
 use super::watchdog::watchdog;
-use super::wire::{PIECE, count, offsets};
+use super::wire::{count, offsets, one_call, piece, transfer};
 use crate::wait::{Aborted, Sleep, WaitPolicy, wait_until};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{Partition, PartitionMut};
@@ -30,6 +30,9 @@ pub(crate) struct Net {
     pub(super) hp_pending: std::cell::Cell<bool>,
     /// An exchange reported the end or a failure: no more exchanges.
     pub(super) over: bool,
+    /// This rank is inside the collective calls of an exchange (from its header exchange on):
+    /// a panic there cannot be taken to the others by a failure exchange (`exchange.rs`).
+    pub(super) in_collective: bool,
     /// The run's error that the exchange which ended it gave every rank (the same on all).
     pub(super) verdict: Option<crate::error::Error>,
     /// The sync headers sent and received (kept from sync to sync).
@@ -44,7 +47,7 @@ pub(crate) struct Net {
     /// The intervals of our memory attached to `win`, disjoint and sorted.
     pub(super) attached: Vec<(usize, usize)>,
     pub(super) send: Vec<u64>,
-    pub(super) send_counts: Vec<i32>,
+    pub(super) send_counts: Vec<usize>,
     pub(super) recv: Vec<u64>,
     pub(super) replies: Vec<Vec<u8>>,
     pub(super) reply_send: Vec<u8>,
@@ -88,6 +91,7 @@ impl Net {
             settled: std::cell::RefCell::new(vec![0; p]),
             hp_pending: std::cell::Cell::new(false),
             over: false,
+            in_collective: false,
             verdict: None,
             header: Vec::new(),
             got: Vec::new(),
@@ -126,48 +130,92 @@ impl Net {
         }
     }
 
-    /// All-to-all-v of words: `send` (`send_counts` words to each rank, in rank order) into
-    /// `recv`; returns the offset of each rank's part in `recv` (`p + 1` of them).
-    pub(super) fn exchange_words(&mut self, recv_counts: &[i32]) -> Vec<usize> {
-        // Where each stream starts in `send`; short ones went in the headers.
+    /// All-to-all-v of words: `send` (`send_counts` words to each rank, in rank order; short
+    /// ones went in the headers) into `recv`; returns the offset of each rank's part in `recv`
+    /// (`p + 1` of them). `pieces`: some rank's streams do not fit one call's counts (a header
+    /// flag, so every rank knows), and every stream travels point to point, in pieces.
+    pub(super) fn exchange_words(&mut self, recv_counts: &[usize], pieces: bool) -> Vec<usize> {
         let sd = offsets(&self.send_counts);
-        let send_counts: Vec<i32> = self
+        let send_counts: Vec<usize> = self
             .send_counts
             .iter()
-            .map(|&c| if c as usize > INLINE { c } else { 0 })
+            .map(|&c| if c > INLINE { c } else { 0 })
             .collect();
         let rd = offsets(recv_counts);
-        let total = rd[rd.len() - 1] as usize;
         self.recv.clear();
-        self.recv.resize(total, 0);
-        {
-            let s = Partition::new(&self.send[..], &send_counts[..], &sd[..sd.len() - 1]);
-            let mut r = PartitionMut::new(&mut self.recv[..], recv_counts, &rd[..rd.len() - 1]);
+        self.recv.resize(rd[rd.len() - 1], 0);
+        let me = self.me;
+        if pieces {
+            let (send, recv) = (self.send.as_ptr() as u64, self.recv.as_mut_ptr() as u64);
+            let part = |base: u64, at: &[usize], n: &[usize], k: usize| {
+                (k, base + 8 * at[k] as u64, 8 * n[k] as u64)
+            };
+            let ranks = || (0..recv_counts.len()).filter(|&k| k != me);
+            let recvs: Vec<_> = ranks().map(|k| part(recv, &rd, recv_counts, k)).collect();
+            let sends: Vec<_> = ranks().map(|k| part(send, &sd, &send_counts, k)).collect();
+            // SAFETY: each receive area is rank k's part of `recv`, sized for it above and
+            // written only by its receive; the send areas are parts of `send`, unchanged until
+            // the transfers complete.
+            unsafe { transfer(&self.comm, &recvs, &sends, STREAM_TAG) };
+        } else {
+            let c = |v: &[usize]| v.iter().map(|&n| count(n)).collect::<Vec<i32>>();
+            let (sc, sdc, rc, rdc) = (c(&send_counts), c(&sd), c(recv_counts), c(&rd));
+            let s = Partition::new(&self.send[..], &sc[..], &sdc[..sdc.len() - 1]);
+            let mut r = PartitionMut::new(&mut self.recv[..], &rc[..], &rdc[..rdc.len() - 1]);
             self.comm.all_to_all_varcount_into(&s, &mut r);
         }
-        rd.iter().map(|&d| d as usize).collect()
+        rd
     }
 
-    /// All-to-all-v of the get replies; returns each rank's offset in `reply_recv`.
+    /// All-to-all-v of the get replies; returns each rank's offset in `reply_recv`. The counts
+    /// travel first, each with a flag when its sender's replies do not fit one call's counts
+    /// (then every rank sees it, and every reply travels point to point, in pieces).
     pub(super) fn exchange_replies(&mut self) -> Vec<usize> {
-        let counts: Vec<u64> = self.replies.iter().map(|r| r.len() as u64).collect();
-        let mut back = vec![0u64; counts.len()];
-        self.comm.all_to_all_into(&counts[..], &mut back[..]);
+        /// The flag of a reply count whose sender's replies travel in pieces.
+        const REPLY_PIECES: u64 = 1 << 63;
+        let p = self.replies.len();
+        let counts: Vec<usize> = self.replies.iter().map(Vec::len).collect();
+        // No rank receives more than one call can count when every rank sends at most a
+        // p-th of it.
+        let big =
+            !one_call(&counts) || counts.iter().sum::<usize>() > super::wire::count_limit() / p;
+        let flag = if big { REPLY_PIECES } else { 0 };
+        let words: Vec<u64> = counts.iter().map(|&c| c as u64 | flag).collect();
+        let mut back = vec![0u64; p];
+        self.comm.all_to_all_into(&words[..], &mut back[..]);
+        let pieces = back.iter().any(|&w| w & REPLY_PIECES != 0);
+        let back: Vec<usize> = back.iter().map(|&w| (w & !REPLY_PIECES) as usize).collect();
         self.reply_send.clear();
         for r in &self.replies {
             self.reply_send.extend_from_slice(r);
         }
-        let sc: Vec<i32> = counts.iter().map(|&c| count(c as usize)).collect();
-        let rc: Vec<i32> = back.iter().map(|&c| count(c as usize)).collect();
-        let (sd, rd) = (offsets(&sc), offsets(&rc));
+        let (sd, rd) = (offsets(&counts), offsets(&back));
         self.reply_recv.clear();
-        self.reply_recv.resize(rd[rd.len() - 1] as usize, 0);
-        {
-            let s = Partition::new(&self.reply_send[..], &sc[..], &sd[..sd.len() - 1]);
-            let mut r = PartitionMut::new(&mut self.reply_recv[..], &rc[..], &rd[..rd.len() - 1]);
+        self.reply_recv.resize(rd[rd.len() - 1], 0);
+        if pieces {
+            let me = self.me;
+            let send = self.reply_send.as_ptr() as u64;
+            let recv = self.reply_recv.as_mut_ptr() as u64;
+            let ranks = || (0..p).filter(|&k| k != me);
+            let recvs: Vec<_> = ranks()
+                .map(|k| (k, recv + rd[k] as u64, back[k] as u64))
+                .collect();
+            let sends: Vec<_> = ranks()
+                .map(|k| (k, send + sd[k] as u64, counts[k] as u64))
+                .collect();
+            // SAFETY: as in `exchange_words`, for the parts of `reply_recv` and `reply_send`.
+            unsafe { transfer(&self.comm, &recvs, &sends, REPLY_TAG) };
+            // Our replies to ourselves.
+            let own = sd[me]..sd[me + 1];
+            self.reply_recv[rd[me]..rd[me + 1]].copy_from_slice(&self.reply_send[own]);
+        } else {
+            let c = |v: &[usize]| v.iter().map(|&n| count(n)).collect::<Vec<i32>>();
+            let (sc, sdc, rc, rdc) = (c(&counts), c(&sd), c(&back), c(&rd));
+            let s = Partition::new(&self.reply_send[..], &sc[..], &sdc[..p]);
+            let mut r = PartitionMut::new(&mut self.reply_recv[..], &rc[..], &rdc[..p]);
             self.comm.all_to_all_varcount_into(&s, &mut r);
         }
-        rd.iter().map(|&d| d as usize).collect()
+        rd
     }
 
     /// All-gather of variable-length word vectors: each rank's part.
@@ -289,69 +337,22 @@ impl Net {
         }
     }
 
-    /// Point-to-point transfers: `(rank, address, length)` to receive and to send, matched in
-    /// order between each pair of ranks; returns when all are complete.
+    /// [`transfer`] over this rank's communicator.
     ///
     /// # Safety
-    /// Receive areas valid for writing and not otherwise accessed until the return; send areas
-    /// valid for reading and unchanged until the return.
+    /// As [`transfer`].
     pub(super) unsafe fn transfer(
         &self,
         recvs: &[(usize, u64, u64)],
         sends: &[(usize, u64, u64)],
         tag: i32,
     ) {
-        let mut reqs: Vec<ffi::MPI_Request> = Vec::new();
-        let comm = self.comm.as_raw();
-        for (list, recv) in [(recvs, true), (sends, false)] {
-            for &(k, addr, len) in list {
-                let mut done = 0;
-                while done < len {
-                    let n = (len - done).min(PIECE as u64) as i32;
-                    // SAFETY: a plain handle, written by the call.
-                    let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
-                    let at = addr + done;
-                    // SAFETY: the caller's promises on the areas.
-                    unsafe {
-                        if recv {
-                            ffi::MPI_Irecv(
-                                at as *mut _,
-                                n,
-                                ffi::RSMPI_UINT8_T,
-                                k as i32,
-                                tag,
-                                comm,
-                                &mut req,
-                            );
-                        } else {
-                            ffi::MPI_Isend(
-                                at as *const _,
-                                n,
-                                ffi::RSMPI_UINT8_T,
-                                k as i32,
-                                tag,
-                                comm,
-                                &mut req,
-                            );
-                        }
-                    }
-                    reqs.push(req);
-                    done += n as u64;
-                }
-            }
-        }
-        // SAFETY: the requests were just posted; their buffers live until they complete.
-        unsafe {
-            ffi::MPI_Waitall(
-                reqs.len() as i32,
-                reqs.as_mut_ptr(),
-                ffi::RSMPI_STATUSES_IGNORE,
-            )
-        };
+        // SAFETY: forwarded to the caller.
+        unsafe { transfer(&self.comm, recvs, sends, tag) }
     }
 
     /// `MPI_Put` (`put`) of `len` bytes at `local` to address `remote` of rank `pid`, or
-    /// `MPI_Get` from there into `local`, in pieces of at most [`PIECE`] bytes (not completed).
+    /// `MPI_Get` from there into `local`, in pieces of at most [`piece`] bytes (not completed).
     ///
     /// # Safety
     /// `local` valid for `len` bytes until completion; `remote .. remote + len` attached in
@@ -366,7 +367,7 @@ impl Net {
     ) {
         let mut done = 0;
         while done < len {
-            let n = (len - done).min(PIECE) as i32;
+            let n = count((len - done).min(piece()));
             let (at, target) = (local.wrapping_add(done), (remote + done) as ffi::MPI_Aint);
             // SAFETY: forwarded to the caller; the datatype is a constant MPI handle.
             unsafe {

@@ -50,3 +50,12 @@ pub(super) const PREV_LAZY: u64 = 1 << 36;
 
 /// Header state word: the state in its low bits, the superstep above them.
 pub(super) const STATE_BITS: u32 = 2;
+
+/// Header flag: the sender's streams do not fit the counts of one MPI call, so every stream of
+/// this exchange travels point to point, in pieces.
+pub(super) const PIECES: u64 = 1 << 37;
+
+/// MPI tag of the streams when they travel in pieces.
+pub(super) const STREAM_TAG: i32 = 0x6d65;
+/// MPI tag of the get replies when they travel in pieces.
+pub(super) const REPLY_TAG: i32 = 0x6d66;

@@ -8,7 +8,10 @@ use crate::registry::{ElemType, RegSig, RegTable, SlotState};
 use crate::requests::Coll;
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
+use mpi::ffi;
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The parts of a stream from another rank: (encoded outbox, get requests as `[address,
 /// length]` word pairs, large-put records as `[address, length, offset in the sender's shared
@@ -25,24 +28,63 @@ pub(super) fn split_stream(w: &[u64]) -> (&[u64], &[u64], &[u64]) {
 /// Largest piece of one MPI call (counts are C ints).
 pub(super) const PIECE: usize = 1 << 30;
 
-pub(super) fn count(n: usize) -> i32 {
-    i32::try_from(n).expect(
-        "mbsp over MPI: more than 2^31 - 1 units between two ranks in one exchange (MPI counts \
-         are C ints)",
-    )
+/// The largest count of one MPI call (a C int), unless a test lowered it
+/// ([`set_count_limit`]).
+static COUNT_LIMIT: AtomicUsize = AtomicUsize::new(i32::MAX as usize);
+
+/// The largest count one MPI call carries (words, bytes or requests: C ints, so 2^31 - 1).
+/// Exchanges larger than that travel in pieces, point to point; a lazy stream cannot (module
+/// documentation of `lazy`), and one larger is an error naming this limit.
+pub(super) fn count_limit() -> usize {
+    COUNT_LIMIT.load(Ordering::Relaxed)
 }
 
-pub(super) fn offsets(counts: &[i32]) -> Vec<i32> {
+/// Lower the largest count of one MPI call to `n` (at least 1), for tests of the exchanges
+/// that do not fit one call, at sizes a test can afford; `None` restores MPI's own limit.
+/// Every rank must set the same limit, between runs.
+pub fn set_count_limit(n: Option<usize>) {
+    let n = n.map_or(i32::MAX as usize, |n| n.clamp(1, i32::MAX as usize));
+    COUNT_LIMIT.store(n, Ordering::Relaxed);
+}
+
+/// The largest piece of one point-to-point transfer of bytes.
+pub(super) fn piece() -> usize {
+    PIECE.min(count_limit())
+}
+
+/// `n` as an MPI count.
+///
+/// # Panics
+/// If `n` exceeds [`count_limit`]: every caller checks first, or splits into pieces.
+pub(super) fn count(n: usize) -> i32 {
+    assert!(
+        n <= count_limit(),
+        "an MPI count of {n}, above the limit of {} checked by every caller",
+        count_limit()
+    );
+    n as i32
+}
+
+/// The displacements of consecutive parts of `counts` (and their total, last).
+pub(super) fn offsets(counts: &[usize]) -> Vec<usize> {
     let mut d = Vec::with_capacity(counts.len() + 1);
-    let mut acc = 0i32;
+    let mut acc = 0usize;
     d.push(0);
     for &c in counts {
-        acc = acc.checked_add(c).expect(
-            "mbsp over MPI: more than 2^31 - 1 units in one exchange (MPI counts are C ints)",
-        );
+        acc += c;
         d.push(acc);
     }
     d
+}
+
+/// Whether parts of `counts` (to or from each rank) go in one collective call: each count and
+/// their total are MPI counts.
+pub(super) fn one_call(counts: &[usize]) -> bool {
+    let limit = count_limit();
+    counts
+        .iter()
+        .try_fold(0usize, |t, &c| t.checked_add(c))
+        .is_some_and(|t| t <= limit)
 }
 
 /// A `&'static str` equal to `s`: the element type names of registrations that arrive from
@@ -246,20 +288,104 @@ impl RegTable {
     }
 }
 
-/// All-gather of variable-length word vectors over `comm`: each rank's part.
+/// All-gather of variable-length word vectors over `comm`: each rank's part. Every rank
+/// learns every part's length first, so all choose alike between one collective call and
+/// pieces sent point to point (when the parts do not fit one call's counts).
 pub(super) fn all_gather_words(comm: &SimpleCommunicator, mine: &[u64]) -> Vec<Vec<u64>> {
     let p = comm.size() as usize;
     let n = mine.len() as u64;
     let mut lens = vec![0u64; p];
     comm.all_gather_into(&n, &mut lens[..]);
-    let counts: Vec<i32> = lens.iter().map(|&l| count(l as usize)).collect();
-    let displ = offsets(&counts);
-    let mut all = vec![0u64; displ[p] as usize];
-    {
-        let mut r = PartitionMut::new(&mut all[..], &counts[..], &displ[..p]);
+    let lens: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+    let displ = offsets(&lens);
+    let mut all = vec![0u64; displ[p]];
+    if one_call(&lens) {
+        let counts: Vec<i32> = lens.iter().map(|&l| count(l)).collect();
+        let at: Vec<i32> = displ[..p].iter().map(|&d| count(d)).collect();
+        let mut r = PartitionMut::new(&mut all[..], &counts[..], &at[..]);
         comm.all_gather_varcount_into(mine, &mut r);
+    } else {
+        let me = comm.rank() as usize;
+        all[displ[me]..displ[me + 1]].copy_from_slice(mine);
+        let base = all.as_mut_ptr() as u64;
+        let recvs: Vec<(usize, u64, u64)> = (0..p)
+            .filter(|&k| k != me)
+            .map(|k| (k, base + 8 * displ[k] as u64, 8 * lens[k] as u64))
+            .collect();
+        let sends: Vec<(usize, u64, u64)> = (0..p)
+            .filter(|&k| k != me)
+            .map(|k| (k, mine.as_ptr() as u64, 8 * mine.len() as u64))
+            .collect();
+        // SAFETY: each receive area is this rank's part of `all` for rank k, written only by
+        // that receive; the send area is `mine`, unchanged until the transfers complete.
+        unsafe { transfer(comm, &recvs, &sends, GATHER_TAG) };
     }
     (0..p)
-        .map(|k| all[displ[k] as usize..displ[k + 1] as usize].to_vec())
+        .map(|k| all[displ[k]..displ[k + 1]].to_vec())
         .collect()
+}
+
+/// MPI tag of the pieces of an all-gather too large for one call.
+const GATHER_TAG: i32 = 0x6d64;
+
+/// Point-to-point transfers: `(rank, address, length)` to receive and to send, matched in
+/// order between each pair of ranks, in pieces of at most [`piece`] bytes; returns when all
+/// are complete.
+///
+/// # Safety
+/// Receive areas valid for writing and not otherwise accessed until the return; send areas
+/// valid for reading and unchanged until the return.
+pub(super) unsafe fn transfer(
+    comm: &SimpleCommunicator,
+    recvs: &[(usize, u64, u64)],
+    sends: &[(usize, u64, u64)],
+    tag: i32,
+) {
+    let mut reqs: Vec<ffi::MPI_Request> = Vec::new();
+    let comm = comm.as_raw();
+    for (list, recv) in [(recvs, true), (sends, false)] {
+        for &(k, addr, len) in list {
+            let mut done = 0;
+            while done < len {
+                let n = count((len - done).min(piece() as u64) as usize);
+                // SAFETY: a plain handle, written by the call.
+                let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
+                let at = addr + done;
+                // SAFETY: the caller's promises on the areas.
+                unsafe {
+                    if recv {
+                        ffi::MPI_Irecv(
+                            at as *mut _,
+                            n,
+                            ffi::RSMPI_UINT8_T,
+                            k as i32,
+                            tag,
+                            comm,
+                            &mut req,
+                        );
+                    } else {
+                        ffi::MPI_Isend(
+                            at as *const _,
+                            n,
+                            ffi::RSMPI_UINT8_T,
+                            k as i32,
+                            tag,
+                            comm,
+                            &mut req,
+                        );
+                    }
+                }
+                reqs.push(req);
+                done += n as u64;
+            }
+        }
+    }
+    // SAFETY: the requests were just posted; their buffers live until they complete.
+    unsafe {
+        ffi::MPI_Waitall(
+            reqs.len() as i32,
+            reqs.as_mut_ptr(),
+            ffi::RSMPI_STATUSES_IGNORE,
+        )
+    };
 }

@@ -67,6 +67,7 @@ pub(crate) struct Threads;
 impl Engine for Threads {
     #[inline(always)]
     fn sync(ctx: &mut Ctx, ending: bool) -> Result<()> {
+        ctx.engine_fault();
         if ctx.run.tree.is_aborted() {
             return Err(ctx.refused_sync(if ending { "end" } else { "sync" }));
         }
