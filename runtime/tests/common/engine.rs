@@ -73,6 +73,13 @@ fn test_name() -> String {
         .to_string()
 }
 
+/// Print that the whole test is skipped on this machine and why (on either engine): for tests
+/// whose subject this machine or environment cannot offer (a real binding, an allocation
+/// that fails). The test returns at once after it; scripts/test counts these lines.
+pub fn skip_here(why: &str) {
+    note(format!("SKIP-TEST on this machine: {}: {why}", test_name()));
+}
+
 /// Over ranks: print that the whole test is skipped and why, and return `true` (the test
 /// returns at once); on threads `false`. For tests of what only the thread engine has.
 pub fn skip_test(why: &str) -> bool {

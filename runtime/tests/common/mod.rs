@@ -75,3 +75,27 @@ pub fn test_name(module: &str, name: &str) -> String {
         None => name.to_string(),
     }
 }
+
+/// A directory of the shared test data (`topologies`, `matrices`, ...), which lives beside the
+/// repository, not in it: under `$MBSP_DATA_DIR` (.ci/run sets it), else `../shared/data`
+/// next to the repository. A missing directory fails the test, naming both places.
+pub fn data_dir(sub: &str) -> std::path::PathBuf {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let from_env = std::env::var_os("MBSP_DATA_DIR").map(std::path::PathBuf::from);
+    let beside = repo.join("../shared/data");
+    from_env
+        .iter()
+        .chain([&beside])
+        .map(|d| d.join(sub))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| {
+            panic!(
+                "the shared test data ({sub}) is in neither $MBSP_DATA_DIR ({}) nor {}: set \
+                 MBSP_DATA_DIR to the directory that holds it",
+                from_env
+                    .as_ref()
+                    .map_or("unset".into(), |d| d.display().to_string()),
+                beside.display()
+            )
+        })
+}

@@ -158,10 +158,10 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
     let loaded = Machine::current().unwrap();
     let binder = Binder::new(&loaded);
     if !binder.applies() {
-        eprintln!(
-            "not a real machine ({}); skipping the read-back",
+        common::skip_here(&format!(
+            "not a real machine ({}): no binding to read back",
             loaded.machine.source()
-        );
+        ));
         return;
     }
     within(60, move || {
@@ -204,7 +204,7 @@ fn nested_process_zero_is_narrowed_to_its_placement() {
     let binder = Binder::new(&loaded);
     let pus = loaded.machine.pus().len();
     if !binder.applies() || pus < 2 {
-        eprintln!("not a real machine of 2 PUs or more; skipping the read-back");
+        common::skip_here("not a real machine of 2 PUs or more: no binding to read back");
         return;
     }
     within(60, move || {
@@ -331,18 +331,7 @@ fn affinity_none_is_the_reported_reason() {
 }
 
 fn data_dir() -> PathBuf {
-    // MBSP_DATA_DIR, else ../shared/data next to the repository, else the workplace's copy.
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(repo.join("../shared/data")),
-        Some(PathBuf::from("/work/shared/data")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join("topologies"))
-    .find(|d| d.is_dir())
-    .expect("topology test data not found: set MBSP_DATA_DIR to the shared data directory")
+    common::data_dir("topologies")
 }
 
 #[test]

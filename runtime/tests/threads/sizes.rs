@@ -61,35 +61,38 @@ impl Drop for Reserved {
 // SAFETY: the mapping is plain memory; the tests only hand out shared views of it.
 unsafe impl Sync for Reserved {}
 
-/// Whether an allocation larger than the machine's memory fails (Linux's heuristic or strict
-/// overcommit), so that the allocation-failure paths can be reached without touching memory.
-/// With `vm.overcommit_memory = 1` such an allocation succeeds and its first use would run the
-/// machine out of memory: those tests then say so and check nothing.
-fn huge_allocations_fail() -> bool {
-    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
-    if mode.trim() == "1" {
-        eprintln!("vm.overcommit_memory = 1: allocation failures cannot be provoked safely");
-        return false;
-    }
-    true
-}
-
 /// 1 TiB: more than this machine's memory (checked), within every limit.
 const TIB: usize = 1 << 40;
 
+/// Whether the allocation-failure paths can be reached here without touching memory: an
+/// allocation of 1 TiB must fail (Linux's heuristic or strict overcommit) and be more than
+/// the machine's memory. If not, the test is reported as skipped (`common::skip_here`) with
+/// the reason, and checks nothing: with `vm.overcommit_memory = 1` such an allocation
+/// succeeds and its first use would run the machine out of memory.
 fn more_than_memory() -> bool {
-    // Under scripts/memcheck, valgrind cannot reserve the 1 TiB areas these tests lend.
-    if std::env::var_os("MBSP_TEST_MEMCHECK").is_some() {
-        eprintln!("skipped under memcheck: valgrind cannot map 1 TiB of address space");
-        return false;
+    let why = if std::env::var_os("MBSP_TEST_MEMCHECK").is_some() {
+        Some("valgrind (scripts/memcheck) cannot map 1 TiB of address space".to_string())
+    } else if std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .is_ok_and(|mode| mode.trim() == "1")
+    {
+        Some("vm.overcommit_memory = 1: allocation failures cannot be provoked safely".into())
+    } else {
+        let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib: usize = info
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(usize::MAX);
+        (kib.saturating_mul(1024) >= TIB / 2)
+            .then(|| format!("{kib} KiB of memory: 1 TiB is not more than twice as much"))
+    };
+    match why {
+        Some(why) => {
+            common::skip_here(&why);
+            false
+        }
+        None => true,
     }
-    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib: usize = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or(usize::MAX);
-    huge_allocations_fail() && kib.saturating_mul(1024) < TIB / 2
 }
 
 #[test]
@@ -334,7 +337,7 @@ fn offsets_that_overflow_are_refused() {
 fn process_counts_beyond_the_machine_are_refused() {
     within(60, || {
         let Some((max, why)) = mbsp::max_procs() else {
-            eprintln!("no process limit is known on this machine");
+            common::skip_here("no process limit is known on this machine");
             return;
         };
         for p in [1_000_000_000, usize::MAX, max + 1] {
