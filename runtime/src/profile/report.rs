@@ -9,7 +9,7 @@ use std::fmt;
 pub struct Row {
     /// Its number.
     pub superstep: usize,
-    /// Its region ([`Profile::superstep_region`]), as an index into [`Report::regions`].
+    /// Its region ([`Profile::superstep_region`](super::Profile::superstep_region)), as an index into [`Report::regions`].
     pub region: Option<usize>,
     /// The largest computation time, seconds.
     pub w: f64,
@@ -19,7 +19,7 @@ pub struct Row {
     pub h: u64,
     /// Words copied at once during the computation (their time is in `w`).
     pub h_immediate: u64,
-    /// The processes' mean wait for the others in the sync ([`Superstep::wait`]), seconds.
+    /// The processes' mean wait for the others in the sync ([`Superstep::wait`](super::Superstep::wait)), seconds.
     pub mean_wait: f64,
     /// `w + h·g + l`, seconds.
     pub predicted: f64,
@@ -78,9 +78,9 @@ pub struct ProcTotals {
     pub compute: f64,
     /// Seconds in syncs.
     pub sync: f64,
-    /// The part of [`sync`](Self::sync) spent waiting for the others ([`Superstep::wait`]).
+    /// The part of [`sync`](Self::sync) spent waiting for the others ([`Superstep::wait`](super::Superstep::wait)).
     pub wait: f64,
-    /// Words sent ([`ProcStep::words_sent`], summed).
+    /// Words sent ([`ProcStep::words_sent`](super::ProcStep::words_sent), summed).
     pub words_sent: u64,
     /// Words received.
     pub words_received: u64,

@@ -8,7 +8,7 @@ use super::{Profile, Superstep, write_whole};
 impl Profile {
     /// The timeline of this run as an SVG picture: one lane per process, each superstep drawn
     /// as its computation, then its wait for the others, then the sync's own work (see the
-    /// [module docs](self)), in the superstep's slot of the measured time; region names above
+    /// [module docs](crate::profile)), in the superstep's slot of the measured time; region names above
     /// the supersteps where a region starts. Runs nested in it are not drawn.
     ///
     /// ```

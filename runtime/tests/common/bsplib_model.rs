@@ -313,6 +313,8 @@ pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>,
         for (k, step) in prog.iter().enumerate() {
             for op in &step.ops[i] {
                 match op {
+                    // SAFETY: our buffer of BUF_LEN bytes (the generator keeps `off + len`
+                    // within it), written outside a sync.
                     Op::Write { b, off, bytes } => unsafe {
                         std::ptr::copy_nonoverlapping(
                             bytes.as_ptr(),
@@ -340,6 +342,8 @@ pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>,
                         dst,
                         dst_off,
                         len,
+                    // SAFETY: the destination is our buffer (`dst_off + len` within it), alive
+                    // until after the run and not touched until the sync writes it.
                     } => unsafe {
                         ctx.get_raw(*from, bufs[*name], *off, bufs[*dst].add(*dst_off), *len)?;
                     },

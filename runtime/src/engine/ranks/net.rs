@@ -64,6 +64,8 @@ impl Net {
     /// Collective over `comm`: the window is created and `done` published.
     pub(super) fn new(comm: SimpleCommunicator, active: Active) -> Net {
         let p = comm.size() as usize;
+        // SAFETY: an MPI handle is plain data (an integer in MPICH, a pointer in Open MPI),
+        // for which all-zero bytes are a valid value; the call below overwrites it.
         let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
         let done = Box::new(0u64);
         // SAFETY: MPI calls on a valid communicator; `done` lives (boxed) as long as the window

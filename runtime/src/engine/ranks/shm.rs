@@ -50,6 +50,8 @@ impl Shm {
     /// Collective over `comm`.
     pub(super) fn new(comm: &SimpleCommunicator) -> Shm {
         let p = comm.size() as usize;
+        // SAFETY: an MPI handle is plain data (an integer in MPICH, a pointer in Open MPI),
+        // for which all-zero bytes are a valid value; the call below overwrites it.
         let mut node: ffi::MPI_Comm = unsafe { std::mem::zeroed() };
         // SAFETY: a valid communicator; `node` is written by the call.
         unsafe {
@@ -118,6 +120,8 @@ impl Shm {
         }
         self.free();
         let mut base: *mut u8 = std::ptr::null_mut();
+        // SAFETY: an MPI handle is plain data (an integer in MPICH, a pointer in Open MPI),
+        // for which all-zero bytes are a valid value; the call below overwrites it.
         let mut win: ffi::MPI_Win = unsafe { std::mem::zeroed() };
         // SAFETY: collective over the node; `base` and `win` are written by the call. Errors
         // return (the node communicator's handler) instead of ending the job.
