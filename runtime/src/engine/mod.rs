@@ -29,7 +29,7 @@
 //!
 //! Layers: `state.rs` (data) sits below the context, which holds it; this trait and the
 //! engines sit above the context; `dispatch.rs` above the engines. So no module imports one
-//! that imports it back (`tests/layers.rs`).
+//! that imports it back (`tests/source.rs`).
 
 mod dispatch;
 pub(crate) mod state;

@@ -1,13 +1,17 @@
-//! The runtime's modules form layers (lib.rs lists them; docs/design.md draws them): no module
-//! imports another that imports it back, however long the way round, and outside `engine/`
-//! only the starters of thread runs name an engine. This test reads runtime/src, finds every
-//! module's imports (`use` and paths in code through `crate::`, `super::`, `self::`, child
-//! modules and the crate root's re-exports; comments, doc links, strings and unit-test modules
-//! do not count) and fails naming each cycle and each import it finds against the rules.
+//! Rules of the source's shape, checked by reading it (comments, doc links, strings and
+//! unit-test modules do not count):
 //!
-//! What it cannot see: a method defined in one module's `impl Ctx` and called in another
-//! names no module, so such calls are kept in the layers by review (lib.rs says which module
-//! holds what the engines call: `ctx`, `superstep`).
+//! * The runtime's modules form layers (lib.rs lists them; docs/design.md draws them): no
+//!   module imports another that imports it back, however long the way round, and outside
+//!   `engine/` only the starters of thread runs name an engine. Imports are `use` and paths in
+//!   code through `crate::`, `super::`, `self::`, child modules and the crate root's
+//!   re-exports. What this cannot see: a method defined in one module's `impl Ctx` and called
+//!   in another names no module, so such calls are kept in the layers by review (lib.rs says
+//!   which modules hold what the engines call: `ctx`, `superstep`).
+//! * No function of the runtime, the C ABI or the algorithms is longer than
+//!   [`MAX_FUNCTION_LINES`] lines, unless a comment `// long function: <reason>` in the lines
+//!   just above it says why: a protocol or an algorithm reads best split along its phases, each
+//!   a function named for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -67,18 +71,21 @@ fn code_only(text: &str) -> String {
                     j += 1;
                 }
             }
-            i = j;
             out.push(' ');
+            out.push_str(&newlines(&text[i..j]));
+            i = j;
         } else if let Some(n) = raw_string_len(rest) {
-            i += n;
             out.push_str("\"\"");
+            out.push_str(&newlines(&text[i..i + n]));
+            i += n;
         } else if b[i] == b'"' {
             let mut j = i + 1;
             while j < b.len() && b[j] != b'"' {
                 j += if b[j] == b'\\' { 2 } else { 1 };
             }
-            i = j + 1;
             out.push_str("\"\"");
+            out.push_str(&newlines(&text[i..(j + 1).min(b.len())]));
+            i = j + 1;
         } else if b[i] == b'\'' {
             // A character literal ('a', '\n', '\u{1F600}'), or a lifetime / label ('a).
             match char_literal_len(rest) {
@@ -98,6 +105,12 @@ fn code_only(text: &str) -> String {
         }
     }
     out
+}
+
+/// As many line breaks as `s` has (what blanked-out text keeps, so that lines keep their
+/// numbers).
+fn newlines(s: &str) -> String {
+    "\n".repeat(s.matches('\n').count())
 }
 
 /// The length of a raw (byte) string literal at the start of `s`, if one starts there.
@@ -522,5 +535,134 @@ fn the_check_sees_imports_written_every_way() {
     assert_eq!(
         found[0].iter().map(name).collect::<Vec<_>>(),
         ["a", "b", "c", "e::inner"]
+    );
+}
+
+/// The longest a function may be without a stated reason (module documentation).
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// The functions of `text` (one file), with their first line and length in lines, and whether
+/// a `// long function:` comment just above says why it is long.
+fn functions(text: &str) -> Vec<(String, usize, usize, bool)> {
+    let code = code_only(text);
+    let b = code.as_bytes();
+    let lines: Vec<&str> = text.lines().collect();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(n) = code[at..].find("fn ") {
+        let start = at + n;
+        at = start + 3;
+        if start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_') {
+            continue;
+        }
+        let name: String = code[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue; // `fn(` of a pointer type
+        }
+        // The body: the first `{` outside parentheses and brackets, unless a `;` ends the
+        // declaration first (a trait method without a body).
+        let (mut depth, mut i, mut open) = (0i32, at, None);
+        while i < b.len() {
+            match b[i] {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b';' if depth == 0 => break,
+                b'{' if depth == 0 => {
+                    open = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let Some(open) = open else { continue };
+        let mut braces = 0;
+        let mut close = open;
+        for (k, &c) in b[open..].iter().enumerate() {
+            match c {
+                b'{' => braces += 1,
+                b'}' => {
+                    braces -= 1;
+                    if braces == 0 {
+                        close = open + k;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let first = line_of(start);
+        let len = line_of(close) - first + 1;
+        let above = lines[first.saturating_sub(8)..first - 1].iter();
+        let reason = above
+            .clone()
+            .any(|l| l.trim_start().starts_with("// long function:"));
+        out.push((name, first, len, reason));
+    }
+    out
+}
+
+/// Every function longer than [`MAX_FUNCTION_LINES`] without a reason, under `dir`.
+fn long_functions(dir: &Path) -> Vec<String> {
+    let mut long = Vec::new();
+    for file in modules(dir).values() {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (name, line, len, reason) in functions(&text) {
+            if len > MAX_FUNCTION_LINES && !reason {
+                long.push(format!("{}:{line}: fn {name}: {len} lines", file.display()));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_is_long_without_a_reason() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for krate in ["runtime", "capi", "algorithms"] {
+        let src = root.join(krate).join("src");
+        seen += modules(&src).len();
+        long.extend(long_functions(&src));
+    }
+    assert!(seen > 100, "read only {seen} files of runtime, capi and algorithms");
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines with no `// long function: <reason>` above \
+         them (split them along their phases):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The length check finds functions however they are written, and reads the reason.
+#[test]
+fn the_length_check_measures_functions() {
+    let body = |n: usize| "    x();\n".repeat(n);
+    let text = format!(
+        "/// A doc comment: fn not_a_function() {{\nfn short() {{\n{}}}\n\
+         // long function: its phases share too much state\nfn excused<T: Fn(u8) -> u8>(f: T)\n\
+         where\n    T: Copy,\n{{\n    let s = \"}} fn fake() {{\";\n{}}}\n\
+         trait T {{ fn declared(&self); }}\n\
+         fn long(a: [u8; 2]) -> impl Fn() {{\n    /* {{ */\n{}    move || {{}}\n}}\n",
+        body(3),
+        body(200),
+        body(130)
+    );
+    let found: Vec<(String, usize, bool)> = functions(&text)
+        .into_iter()
+        .map(|(name, _, len, reason)| (name, len, reason))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("short".to_string(), 5, false),
+            ("excused".to_string(), 206, true),
+            ("long".to_string(), 134, false),
+        ]
     );
 }
