@@ -26,31 +26,12 @@ pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'stat
     }
 }
 
-/// A small deterministic generator (splitmix64), so every process can rebuild every other
-/// process's input and compute the expected result itself.
-pub fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
+pub use mbsp::rng::SplitMix64;
 
-/// A deterministic random sequence (splitmix64 over a counter), so every run tests the same
-/// cases.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        let z = mix(self.0);
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z
-    }
-
-    /// A number in `0..n` (`n > 0`; slightly biased, which a test does not mind).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// A deterministic hash of `x` (the first word of SplitMix64 seeded with `x`), so every process
+/// can rebuild every other process's input and compute the expected result itself.
+pub fn mix(x: u64) -> u64 {
+    SplitMix64::new(x).next_u64()
 }
 
 /// A directory of the shared test data (`matrices`, `fft`, ...): under `$MBSP_DATA_DIR`, else

@@ -12,7 +12,8 @@
 //! With `side` given (refining an existing bipartition), only vertices on the same side merge,
 //! so the bipartition projects exactly onto the coarse hypergraph.
 
-use super::hypergraph::{Hypergraph, Rng};
+use super::hypergraph::Hypergraph;
+use mbsp::rng::SplitMix64;
 
 const LONG_NET: usize = 64;
 /// Hypergraphs with more vertices are visited in random blocks (see `cluster`).
@@ -23,7 +24,7 @@ pub(crate) fn cluster(
     h: &Hypergraph,
     max_weight: u64,
     side: Option<&[u8]>,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
 ) -> (Vec<u32>, usize) {
     let nv = h.nv();
     // Random order; on hypergraphs too large for the caches, random blocks of consecutive

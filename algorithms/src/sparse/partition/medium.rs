@@ -21,7 +21,8 @@ use super::super::CooMatrix;
 use super::bisect::PASSES;
 use super::bisect::{bisect, refine};
 use super::fm::{Bounds, Fm};
-use super::hypergraph::{Hypergraph, Rng};
+use super::hypergraph::Hypergraph;
+use mbsp::rng::SplitMix64;
 
 /// Rounds of iterative refinement without improvement before changing method (single-level FM
 /// -> multilevel V-cycle) or giving up. Two, so that both regroupings (rows first, columns
@@ -243,7 +244,7 @@ impl Sub {
 
 /// Splits the positions of `sub` into two sides within `b` (weights = nonzero counts) with
 /// small volume: a multilevel split of the medium-grain hypergraph, then iterative refinement.
-pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
     let w = sub.len();
     let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
     let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
@@ -332,7 +333,7 @@ fn round_of_refinement(
     side: &[u8],
     prefer_rows: bool,
     vcycle: bool,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
 ) -> ((u64, u64, u64), Vec<u8>) {
     let (rcut, ccut) = sub.cut_lines(side);
     let by_row: Vec<bool> = (0..sub.len())

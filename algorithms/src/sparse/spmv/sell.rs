@@ -413,13 +413,8 @@ mod tests {
 
     /// CRS of a deterministic pseudo-random matrix with rows of 0..max_len nonzeros.
     fn crs(rows: usize, cols: usize, max_len: usize, seed: u64) -> (Vec<u32>, Vec<u32>, Vec<f64>) {
-        let mut s = seed;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = mbsp::rng::SplitMix64::new(seed);
+        let mut next = move || rng.next_u64();
         let (mut ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
         for _ in 0..rows {
             let len = next() as usize % (max_len + 1);
