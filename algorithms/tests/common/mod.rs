@@ -35,20 +35,22 @@ pub fn mix(x: u64) -> u64 {
 }
 
 /// A directory of the shared test data (`matrices`, `fft`, ...): under `$MBSP_DATA_DIR`, else
-/// `../shared/data` beside the repository, else the workplace's copy (CI clones the repository
-/// elsewhere).
+/// under `../shared/data` beside the repository. Missing data fails the test, saying where it
+/// was looked for.
 pub fn shared(sub: &str) -> std::path::PathBuf {
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [
+    let candidates: Vec<std::path::PathBuf> = [
         std::env::var_os("MBSP_DATA_DIR").map(std::path::PathBuf::from),
         Some(repo.join("../shared/data")),
-        Some(std::path::PathBuf::from("/work/shared/data")),
     ]
     .into_iter()
     .flatten()
     .map(|d| d.join(sub))
-    .find(|d| d.is_dir())
-    .unwrap_or_else(|| panic!("shared test data ({sub}) not found: set MBSP_DATA_DIR"))
+    .collect();
+    let found = candidates.iter().find(|d| d.is_dir()).cloned();
+    found.unwrap_or_else(|| {
+        panic!("shared test data ({sub}) not found (looked in {candidates:?}): set MBSP_DATA_DIR")
+    })
 }
 
 /// The shared matrices.
