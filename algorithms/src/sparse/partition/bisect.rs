@@ -97,7 +97,12 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Split
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
 /// initial splits; returns the side (0 or 1) of every vertex for each try.
-pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, tries: usize, rng: &mut SplitMix64) -> Vec<Vec<u8>> {
+pub(crate) fn bisect(
+    h: &Hypergraph,
+    b: &Bounds,
+    tries: usize,
+    rng: &mut SplitMix64,
+) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
     seeds

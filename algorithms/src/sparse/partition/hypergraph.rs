@@ -190,4 +190,3 @@ fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
     }
     Hypergraph::new(h.vwgt, ncost, nptr, pins)
 }
-

@@ -427,15 +427,27 @@ mod tests {
         };
         assert_eq!(
             first(0),
-            [0xa706_dd2f_4d19_7e6f, 0xb382_a305_f441_4f5e, 0x631a_9154_fbab_f717]
+            [
+                0xa706_dd2f_4d19_7e6f,
+                0xb382_a305_f441_4f5e,
+                0x631a_9154_fbab_f717
+            ]
         );
         assert_eq!(
             first(1),
-            [0x5dc2_0aa7_b2a2_7137, 0xbda5_668a_01d7_049c, 0x82b4_3276_abb8_0226]
+            [
+                0x5dc2_0aa7_b2a2_7137,
+                0xbda5_668a_01d7_049c,
+                0x82b4_3276_abb8_0226
+            ]
         );
         assert_eq!(
             first(42),
-            [0x57e1_faba_6510_7204, 0xf4ab_d143_feb2_4055, 0x7c81_6738_c129_03b2]
+            [
+                0x57e1_faba_6510_7204,
+                0xf4ab_d143_feb2_4055,
+                0x7c81_6738_c129_03b2
+            ]
         );
     }
 }
