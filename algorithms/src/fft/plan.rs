@@ -541,9 +541,9 @@ impl<T: Float> BspFft<T> {
                     if src == t.me {
                         *x = own[lv.column];
                     } else {
+                        let dst = std::slice::from_mut(x);
                         // SAFETY: pid `src` wrote this pack before the last sync and rewrites
                         // it only after the next one (double buffering); `x` is private.
-                        let dst = std::slice::from_mut(x);
                         unsafe { ctx.direct_get(src, &self.packs[par], lv.column, dst)? };
                     }
                 }
@@ -593,8 +593,9 @@ impl<T: Float> BspFft<T> {
                 if s == gme {
                     dst.copy_from_slice(&own[from..from + cl]);
                 } else {
-                    // SAFETY: as above.
                     let src = t.gbase + t.gstride * s;
+                    // SAFETY: as above (pid `src` rewrites its pack only after the next sync;
+                    // `dst` is this process's own array).
                     unsafe { ctx.direct_get(src, &self.packs[par], from, dst)? };
                 }
             }

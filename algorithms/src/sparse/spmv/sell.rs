@@ -295,7 +295,7 @@ impl Sell {
     #[inline(always)]
     fn chunk_sums(&self, k: usize, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
         debug_assert!(x.len() >= self.x_len);
-        // SAFETY (each `get_unchecked` below): every stored column is below `x_len` (set where
+        // SAFETY: (each `get_unchecked` below) every stored column is below `x_len` (set where
         // `col` is made), and the multiplies, the only callers, check `x.len() >= x_len` first.
         let at = |c: u32| unsafe { *x.get_unchecked(c as usize) };
         let cols = &self.col[entries.clone()];
