@@ -154,10 +154,10 @@ impl Machine {
     /// The machine every run uses by default, loaded once: [`ENV`] if set, otherwise detected.
     ///
     /// The first call (in mbsp, the first top-level run that is not given a machine) loads the
-    /// machine with hwloc — detecting it takes a few milliseconds (about 7 ms on a small
-    /// 2-PU machine; more on large ones) — and the result is cached for the rest of the program:
-    /// later calls only clone it, and changing [`ENV`] afterwards has no effect. A failure is
-    /// cached too: with a bad [`ENV`], every call returns the same [`TopologyError`].
+    /// machine with hwloc — detecting it takes milliseconds, more on large machines — and the
+    /// result is cached for the rest of the program: later calls only clone it, and changing
+    /// [`ENV`] afterwards has no effect. A failure is cached too: with a bad [`ENV`], every call
+    /// returns the same [`TopologyError`].
     pub fn current() -> Result<Loaded, TopologyError> {
         static CURRENT: OnceLock<Result<Loaded, TopologyError>> = OnceLock::new();
         CURRENT

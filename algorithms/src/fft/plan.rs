@@ -62,8 +62,7 @@ pub enum Exchange {
     /// superstep (those of a [`DirectGet`](Exchange::DirectGet) transform included). Used where
     /// the local FFT is split (`1 < p`, `p² ≤ n`, sequential local work); other shapes
     /// exchange with direct gets ([`BspFft::exchange`] says which a plan uses). The default:
-    /// on the 2-core test machine it measured faster than direct gets at `p = 2`
-    /// (docs/benchmarks.md).
+    /// faster than direct gets where it is used (docs/benchmarks.md).
     #[default]
     Owned,
 }
@@ -554,8 +553,8 @@ impl<T: Float> BspFft<T> {
             let pack = ctx.local_mut(&mut self.packs[self.parity])?;
             if last && t.b > 0 {
                 // Pack r holds entries k₁ ≡ r (mod gp), in order of k₁: one sequential pass
-                // over the local array and the twiddles, gp interleaved write streams (twice
-                // as fast here as gp strided passes).
+                // over the local array and the twiddles, gp interleaved write streams (faster
+                // than gp strided passes, each of which would read the whole array).
                 let (gp, shift) = (t.gp, t.b.trailing_zeros());
                 for (u, (xs, ws)) in local.chunks_exact(gp).zip(tw.chunks_exact(gp)).enumerate() {
                     for (r, (x, w)) in xs.iter().zip(ws).enumerate() {

@@ -351,8 +351,8 @@ fn every_shared_matrix_every_variant_second_half() {
     shared_matrices(Some(1));
 }
 
-/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: its sweep over p
-/// took 85 s of the matrix test's 2 minutes, and the smaller matrices cover every p. A test
+/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: a sweep over every
+/// p would take most of the matrix tests' time, and the smaller matrices cover every p. A test
 /// of its own, so that it runs beside the others; named to come first (the test harness starts
 /// tests in the order of their names), so that the others fill the second thread meanwhile.
 #[test]

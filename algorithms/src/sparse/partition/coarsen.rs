@@ -28,8 +28,8 @@ pub(crate) fn cluster(
 ) -> (Vec<u32>, usize) {
     let nv = h.nv();
     // Random order; on hypergraphs too large for the caches, random blocks of consecutive
-    // vertices (the matrix's numbering has locality): G3_circuit's first level (3 M vertices)
-    // 3.4x faster, same volumes on the shared matrices.
+    // vertices: the matrix's numbering has locality, which visiting blocks keeps in the
+    // caches, for the same volumes on the shared matrices (docs/benchmarks.md).
     let order: Vec<u32> = if nv <= CACHE_SIZED {
         let mut order: Vec<u32> = (0..nv as u32).collect();
         rng.shuffle(&mut order);
