@@ -14,7 +14,7 @@
 //! * Comment lines (`%`) and blank lines anywhere; `\r\n` line ends; gzip-compressed input
 //!   (a path ending in `.gz`, or any input starting with the gzip magic bytes).
 //! * Values are exactly what [`str::parse::<f64>`](str::parse) gives for the token.
-//! * Lines of at most [`MAX_LINE`] bytes (1 MiB): a longer one is an
+//! * Lines of at most [`MAX_LINE`](text::MAX_LINE) bytes (1 MiB): a longer one is an
 //!   error ([`MtxErrorKind::LineTooLong`]), so that input without line ends (`/dev/zero`, a
 //!   binary file) costs a bounded amount of memory. Messages quote the input with control
 //!   characters escaped ([`text::shown`]).
@@ -22,7 +22,7 @@
 //!
 //! # What is returned
 //!
-//! A [`CooMatrix`] whose entries are **sorted by (row, column)** with **no duplicates**: entries
+//! A [`CooMatrix`](super::CooMatrix) whose entries are **sorted by (row, column)** with **no duplicates**: entries
 //! with the same position after the symmetric expansion are summed, in file order. Explicit zeros
 //! (and duplicates that sum to zero) are kept as stored entries.
 //!
