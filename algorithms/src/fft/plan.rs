@@ -593,8 +593,7 @@ impl<T: Float> BspFft<T> {
                     dst.copy_from_slice(&own[from..from + cl]);
                 } else {
                     let src = t.gbase + t.gstride * s;
-                    // SAFETY: as above (pid `src` rewrites its pack only after the next sync;
-                    // `dst` is this process's own array).
+                    // SAFETY: as above: pid `src` rewrites its pack only after the next sync.
                     unsafe { ctx.direct_get(src, &self.packs[par], from, dst)? };
                 }
             }
