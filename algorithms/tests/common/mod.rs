@@ -83,11 +83,9 @@ impl Load {
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    let mut x = 0u64;
+                    let mut busy = SplitMix64::new(0);
                     while !stop.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(
-                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                        );
+                        std::hint::black_box(busy.next_u64());
                     }
                 })
             })
