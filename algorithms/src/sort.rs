@@ -963,17 +963,11 @@ fn rebalance<T: SortKey>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A small deterministic generator for the layouts below.
-    fn next(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let z = (*state ^ (*state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb) ^ (z >> 31)
-    }
+    use mbsp::rng::SplitMix64;
 
     #[test]
     fn place_part_writes_every_layout_of_part_and_block() {
-        let mut rng = 7u64;
+        let mut rng = SplitMix64::new(7);
         for len in 0..6usize {
             for r in 0..=len {
                 for own_at in 0..=len - r {
@@ -981,10 +975,10 @@ mod tests {
                         for a in 0..7usize {
                             for offset in 0..14usize {
                                 let mut own: Vec<u32> =
-                                    (0..r).map(|_| (next(&mut rng) % 5) as u32).collect();
+                                    (0..r).map(|_| (rng.next_u64() % 5) as u32).collect();
                                 own.sort_unstable();
                                 let mut others: Vec<u32> =
-                                    (0..n_others).map(|_| (next(&mut rng) % 5) as u32).collect();
+                                    (0..n_others).map(|_| (rng.next_u64() % 5) as u32).collect();
                                 others.sort_unstable();
                                 let mut want = own.clone();
                                 want.extend_from_slice(&others);
@@ -1030,17 +1024,17 @@ mod tests {
 
     #[test]
     fn place_part_on_larger_random_layouts() {
-        let mut rng = 11u64;
+        let mut rng = SplitMix64::new(11);
         for round in 0..2000 {
-            let len = (next(&mut rng) % 300) as usize;
-            let r = (next(&mut rng) % (len as u64 + 1)) as usize;
-            let own_at = (next(&mut rng) % ((len - r) as u64 + 1)) as usize;
-            let n_others = (next(&mut rng) % 300) as usize;
-            let a = (next(&mut rng) % 400) as usize;
-            let offset = (next(&mut rng) % 800) as usize;
-            let distinct = 1 + next(&mut rng) % 1000;
+            let len = (rng.next_u64() % 300) as usize;
+            let r = (rng.next_u64() % (len as u64 + 1)) as usize;
+            let own_at = (rng.next_u64() % ((len - r) as u64 + 1)) as usize;
+            let n_others = (rng.next_u64() % 300) as usize;
+            let a = (rng.next_u64() % 400) as usize;
+            let offset = (rng.next_u64() % 800) as usize;
+            let distinct = 1 + rng.next_u64() % 1000;
             let mut gen_run = |k: usize| {
-                let mut v: Vec<u64> = (0..k).map(|_| next(&mut rng) % distinct).collect();
+                let mut v: Vec<u64> = (0..k).map(|_| rng.next_u64() % distinct).collect();
                 v.sort_unstable();
                 v
             };
@@ -1076,11 +1070,11 @@ mod tests {
 
     #[test]
     fn merge_runs_merges_any_number_of_runs() {
-        let mut rng = 3u64;
+        let mut rng = SplitMix64::new(3);
         for k in 0..9 {
             let runs: Vec<Cow<[u64]>> = (0..k)
                 .map(|i| {
-                    let mut v: Vec<u64> = (0..(i * 7) % 5).map(|_| next(&mut rng) % 10).collect();
+                    let mut v: Vec<u64> = (0..(i * 7) % 5).map(|_| rng.next_u64() % 10).collect();
                     v.sort_unstable();
                     Cow::Owned(v)
                 })

@@ -174,6 +174,11 @@ fn begin_misuse(parent: Option<*mut Ctx>, message: String) -> ! {
 /// for SPMD sections that are `main` itself; null: looked up as a weak symbol), `trampoline`
 /// the C++ trampoline of bsp.h when called from C++ (null from C).
 ///
+/// Its phases: a process started by a run only *joins* it; otherwise the call is *checked*
+/// (nesting), the run's *process count* and *entry point* are settled, the run is
+/// *configured* (threads, affinity) and *started* (nested, over MPI ranks, or on threads), and
+/// the calling process *owns* it until its `bsp_end`.
+///
 /// # Safety
 /// `main_fn` must be null or the program's `main`; `trampoline` null or bsp.h's trampoline.
 #[unsafe(no_mangle)]
@@ -182,18 +187,35 @@ pub unsafe extern "C" fn mbsp_begin_with(
     main_fn: *mut c_void,
     trampoline: Option<Trampoline>,
 ) {
-    // A process started by a run calls bsp_begin first: it only joins.
-    let joined = FRAMES.with(|f| match f.borrow_mut().last_mut() {
+    if join_started_run() {
+        return;
+    }
+    let parent = current();
+    check_nesting(parent);
+    let p = process_count(parent, p);
+    // SAFETY: the caller's promise on `main_fn`.
+    let (entry, data) = unsafe { take_entry(main_fn) };
+    let (run, p) = configure_run(parent, p);
+    let body = move |ctx: &mut Ctx| run_process(ctx, entry, data, trampoline);
+    // SAFETY: `parent` is this thread's innermost frame's context (from `current`).
+    let started = unsafe { start_run(parent, run, p, body) };
+    own_run(parent, started, data);
+}
+
+/// Phase *join*: a process started by a run calls `bsp_begin` first in its SPMD function;
+/// it only joins the run (`true`).
+fn join_started_run() -> bool {
+    FRAMES.with(|f| match f.borrow_mut().last_mut() {
         Some(top) if top.awaiting_begin => {
             top.awaiting_begin = false;
             true
         }
         _ => false,
-    });
-    if joined {
-        return;
-    }
-    let parent = current();
+    })
+}
+
+/// Phase *check*: a nested `bsp_begin` needs its own `bsp_init`, and nesting is bounded.
+fn check_nesting(parent: Option<*mut Ctx>) {
     // SAFETY: the innermost frame's context is alive.
     let level = parent.map_or(0, |ptr| unsafe { (*ptr).path().len() }) + 1;
     if parent.is_some() && PENDING_INIT.get().is_none() {
@@ -214,10 +236,14 @@ pub unsafe extern "C" fn mbsp_begin_with(
             ),
         );
     }
-    // Over MPI ranks, the process count of a top-level run is rank 0's (BSPlib's convention:
-    // the other ranks came from bsp_init without running main's sequential part, where P is
-    // usually read). The runs over ranks are one per program: the ranks other than 0 end at
-    // its bsp_end.
+}
+
+/// Phase *process count*: the `p` the run is asked for, at least 1.
+///
+/// Over MPI ranks, the process count of a top-level run is rank 0's (BSPlib's convention: the
+/// other ranks came from bsp_init without running main's sequential part, where P is usually
+/// read). The runs over ranks are one per program: the ranks other than 0 end at its bsp_end.
+fn process_count(parent: Option<*mut Ctx>, p: i64) -> i64 {
     let p = match (parent, mbsp_rt::ranks::bsplib_world()) {
         (None, Some(_)) => {
             if RANKS_USED.swap(true, Ordering::Relaxed) {
@@ -239,6 +265,16 @@ pub unsafe extern "C" fn mbsp_begin_with(
             format!("a run needs at least 1 process, but P = {p} was requested"),
         );
     }
+    p
+}
+
+/// Phase *entry point*: what the processes run (the function of the last `bsp_init`, else
+/// `main`), and the data of `mbsp_init_data` they are handed; both are taken, so that the
+/// next `bsp_begin` needs its own `bsp_init`.
+///
+/// # Safety
+/// `main_fn` must be null or the program's `main`.
+unsafe fn take_entry(main_fn: *mut c_void) -> (Entry, SpmdData) {
     let main_ptr = if main_fn.is_null() {
         // SAFETY: reads the address of a weak symbol.
         unsafe { mbsp_c_weak_main() }
@@ -257,6 +293,12 @@ pub unsafe extern "C" fn mbsp_begin_with(
              or (C++, shared library) link with -rdynamic so that main is visible",
         ),
     };
+    (entry, data)
+}
+
+/// Phase *configure*: the run of `p` processes (at most the maximum number of threads), placed
+/// by the C affinity settings when it is a top-level run; returns it with its process count.
+fn configure_run(parent: Option<*mut Ctx>, p: i64) -> (Run, usize) {
     let p = usize::try_from(p).unwrap_or(usize::MAX);
     let p = affinity::max_threads().map_or(p, |m| p.min(m));
     let mut run = Run::new(p);
@@ -265,57 +307,84 @@ pub unsafe extern "C" fn mbsp_begin_with(
             run = run.policy(policy).bind(bind);
         }
     }
-    let spawned = move |ctx: &mut Ctx| -> mbsp_rt::Result<()> {
-        push(Frame {
-            ctx,
-            owner: None,
-            awaiting_begin: true,
-            ended: false,
-            cxx: trampoline.is_some(),
-            data: data.ptr(),
-        });
-        // SAFETY: C entry points of the program; the trampolines catch bsp_end's exit.
-        unsafe {
-            match entry {
-                Entry::Spmd(f) => mbsp_c_call(Some(f), None, trampoline),
-                Entry::Main(m) => mbsp_c_call(None, Some(m), trampoline),
-            };
-        }
-        let frame = pop().expect("own frame");
-        if frame.owner.is_some() {
-            return Err(ctx.misuse_error(
-                "spmd",
-                "the SPMD function returned while a nested run it started was still running \
-                 (missing bsp_end of the nested run)",
-            ));
-        }
-        if !frame.ended {
-            return Err(
-                ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end")
-            );
-        }
-        Ok(())
-    };
-    // Over MPI ranks, a rank beyond the P processes takes no part: it leaves the program at
-    // once (as in BSPlib over MPI), after the collective start it must join.
+    (run, p)
+}
+
+/// What each process of the run executes: it pushes its frame, runs the program's entry point
+/// (through the C shim, under the C++ trampoline when there is one) and checks that the entry
+/// point left through `bsp_end`, with no nested run of its own still running.
+fn run_process(
+    ctx: &mut Ctx,
+    entry: Entry,
+    data: SpmdData,
+    trampoline: Option<Trampoline>,
+) -> mbsp_rt::Result<()> {
+    push(Frame {
+        ctx,
+        owner: None,
+        awaiting_begin: true,
+        ended: false,
+        cxx: trampoline.is_some(),
+        data: data.ptr(),
+    });
+    // SAFETY: C entry points of the program; the trampolines catch bsp_end's exit.
+    unsafe {
+        match entry {
+            Entry::Spmd(f) => mbsp_c_call(Some(f), None, trampoline),
+            Entry::Main(m) => mbsp_c_call(None, Some(m), trampoline),
+        };
+    }
+    let frame = pop().expect("own frame");
+    if frame.owner.is_some() {
+        return Err(ctx.misuse_error(
+            "spmd",
+            "the SPMD function returned while a nested run it started was still running \
+             (missing bsp_end of the nested run)",
+        ));
+    }
+    if !frame.ended {
+        return Err(ctx.misuse_error("spmd", "the SPMD function returned without calling bsp_end"));
+    }
+    Ok(())
+}
+
+/// Phase *start*: the run begins nested in the parent's run, over MPI ranks (a top-level run
+/// when the program runs over ranks), or on threads. Over MPI ranks, a rank beyond the `p`
+/// processes takes no part: it leaves the program at once (as in BSPlib over MPI), after the
+/// collective start it must join.
+///
+/// # Safety
+/// `parent`, if any, is the calling thread's innermost frame's context.
+unsafe fn start_run(
+    parent: Option<*mut Ctx>,
+    run: Run,
+    p: usize,
+    body: impl Fn(&mut Ctx) -> mbsp_rt::Result<()> + Send + Sync + 'static,
+) -> mbsp_rt::Result<Spmd<'static>> {
     let world = parent
         .is_none()
         .then(mbsp_rt::ranks::bsplib_world)
         .flatten();
     let idle = world.is_some_and(|w| w.rank() >= p);
-    let started: mbsp_rt::Result<Spmd> = match parent {
+    let started = match parent {
         // SAFETY: the parent's context outlives the nested run (frames are a stack: the nested
         // run's frame is popped, and the run ended, before the parent's), and the parent thread
         // uses only the innermost frame's context, so the exclusive borrow is respected.
-        Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, spawned),
+        Some(ptr) => run.begin_nested(unsafe { &mut *ptr }, body),
         None => match world {
             Some(w) => w.begin(run),
-            None => run.begin(spawned),
+            None => run.begin(body),
         },
     };
     if idle {
         std::process::exit(0);
     }
+    started
+}
+
+/// Phase *own*: process 0 keeps the started run in a frame of its own until its `bsp_end`; a
+/// run that could not start ends the program.
+fn own_run(parent: Option<*mut Ctx>, started: mbsp_rt::Result<Spmd<'static>>, data: SpmdData) {
     match started {
         Ok(s) => {
             let mut owner = Box::new(s);
@@ -329,7 +398,7 @@ pub unsafe extern "C" fn mbsp_begin_with(
                 data: data.ptr(),
             });
         }
-        // SAFETY: as above.
+        // SAFETY: the innermost frame's context is alive.
         Err(e) => fatal(parent.map(|p| unsafe { &*p }), e),
     }
 }

@@ -74,7 +74,7 @@ thread_local! {
 
 // The innermost frame's context (null outside runs), read by every primitive: kept in an
 // initial-exec TLS variable of the C shim (Rust's thread-locals in a shared library cost a
-// __tls_get_addr call, a visible share of a 10 ns sync).
+// __tls_get_addr call, a visible share of the cost of a sync).
 unsafe extern "C" {
     fn mbsp_c_current() -> *mut std::ffi::c_void;
     fn mbsp_c_set_current(ctx: *mut std::ffi::c_void);
@@ -180,9 +180,9 @@ pub(crate) fn die(line: &str) -> ! {
     // SAFETY: fflush(NULL) flushes all C streams.
     unsafe { fflush(std::ptr::null_mut()) };
     if mbsp_rt::ranks::bsplib_world().is_some() {
-        // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and was
-        // seen dropping this line, still in its forwarding pipe, when it did (1 run in ~15):
-        // give it a moment to pass the line on (100 ms was not always enough under load).
+        // Over MPI ranks, the launcher ends the other ranks as soon as this one exits, and can
+        // drop this line, still in its forwarding pipe, when it does: give it a moment to pass
+        // the line on (generous, for a loaded machine).
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     // SAFETY: _exit ends the process.

@@ -6,7 +6,7 @@
 //! (containers often deny NUMA system calls), a warning is printed once per kind and the
 //! program carries on unbound.
 
-use crate::error::LocationError;
+use crate::error::{HwlocError, LocationError};
 use crate::load::Loaded;
 use crate::tree::{Domain, Machine, Source};
 use hwlocality::Topology;
@@ -238,7 +238,7 @@ impl Binder {
         let set: NodeSet = topo
             .area_memory_location(area, MemoryBindingFlags::empty())
             .map_err(|e| LocationError::Query {
-                source: Arc::new(e),
+                source: HwlocError::from_hybrid(e),
             })?;
         Ok(set.iter_set().map(|i| usize::from(i) as u32).collect())
     }

@@ -3,75 +3,123 @@
 //!
 //! Each error's `Display` is one self-contained line (it includes the underlying error's text),
 //! and [`std::error::Error::source`] returns the underlying error when there is one (hwloc's
-//! error, an I/O error), so callers can both print the line and walk or downcast the chain.
+//! error as a [`HwlocError`], an I/O error), so callers can both print the line and walk or
+//! downcast the chain.
+//!
+//! The hwloc binding's error types stay inside this crate (the binding is a pre-release crate,
+//! pinned to one version): what they say is kept in [`HwlocError`], this crate's own type.
 
 use crate::tree::{Source, ranges};
-use hwlocality::errors::RawHwlocError;
+use hwlocality::errors::{HybridError, RawHwlocError};
+use hwlocality::path::PathError;
 use hwlocality::topology::builder::{FileInputError, StringInputError};
 use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What hwloc reported when it refused to load or detect a topology.
+/// What hwloc reported when it refused to load or detect a topology, or to say where memory
+/// lives: what went wrong ([`HwlocError::kind`]) and hwloc's own message (its `Display`).
 ///
-/// `Display` and `source()` are those of the wrapped hwlocality error.
+/// ```
+/// use mbsp_topology::{HwlocErrorKind, Machine, TopologyError};
+/// let e = Machine::synthetic("core:2\0").unwrap_err();
+/// let TopologyError::Synthetic { source, .. } = &e else { panic!("{e}") };
+/// assert_eq!(source.kind(), HwlocErrorKind::ContainsNul);
+/// assert_eq!(source.to_string(), "topology data string can't contain the NUL char");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HwlocError {
+    kind: HwlocErrorKind,
+    message: String,
+}
+
+/// What kind of problem hwloc reported, in a [`HwlocError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum HwlocError {
-    /// hwloc rejected a topology description string (a synthetic description).
-    Input(StringInputError),
-    /// hwloc rejected a topology file (an XML file).
-    File(FileInputError),
-    /// An hwloc entry point failed (detecting or building the topology).
-    Raw(RawHwlocError),
+pub enum HwlocErrorKind {
+    /// A topology description string or a file path contains a NUL character, which hwloc
+    /// cannot take.
+    ContainsNul,
+    /// A file path is not valid Unicode, which hwloc cannot take.
+    NotUnicode,
+    /// hwloc rejected its input as invalid: a synthetic description, or an XML file (its path
+    /// or its contents).
+    Invalid,
+    /// An hwloc entry point failed (detecting or building a topology, querying memory).
+    Call {
+        /// The entry point, e.g. `hwloc_topology_load`.
+        api: &'static str,
+        /// The `errno` value it set, if it set one.
+        errno: Option<i32>,
+    },
+    /// Another problem (a memory query hwloc refused before calling the system); the message
+    /// says which.
+    Other,
 }
 
 impl HwlocError {
-    /// The wrapped hwlocality error.
-    pub fn inner(&self) -> &(dyn Error + Send + Sync + 'static) {
-        match self {
-            HwlocError::Input(e) => e,
-            HwlocError::File(e) => e,
-            HwlocError::Raw(e) => e,
+    /// What went wrong.
+    pub fn kind(&self) -> HwlocErrorKind {
+        self.kind
+    }
+
+    fn new(kind: HwlocErrorKind, message: impl fmt::Display) -> Self {
+        HwlocError {
+            kind,
+            message: message.to_string(),
         }
     }
-}
 
-impl From<StringInputError> for HwlocError {
-    fn from(e: StringInputError) -> Self {
-        HwlocError::Input(e)
+    /// A topology description string hwloc did not take.
+    pub(crate) fn from_input(e: StringInputError) -> Self {
+        let kind = match e {
+            StringInputError::ContainsNul => HwlocErrorKind::ContainsNul,
+            StringInputError::Invalid => HwlocErrorKind::Invalid,
+        };
+        HwlocError::new(kind, e)
     }
-}
 
-impl From<FileInputError> for HwlocError {
-    fn from(e: FileInputError) -> Self {
-        HwlocError::File(e)
+    /// A topology file hwloc did not take.
+    pub(crate) fn from_file(e: FileInputError) -> Self {
+        let kind = match &e {
+            FileInputError::BadRustPath(PathError::ContainsNul) => HwlocErrorKind::ContainsNul,
+            FileInputError::BadRustPath(PathError::NotUnicode) => HwlocErrorKind::NotUnicode,
+            FileInputError::Invalid(_) => HwlocErrorKind::Invalid,
+        };
+        HwlocError::new(kind, e)
     }
-}
 
-impl From<RawHwlocError> for HwlocError {
-    fn from(e: RawHwlocError) -> Self {
-        HwlocError::Raw(e)
+    /// A failed hwloc entry point.
+    pub(crate) fn from_raw(e: RawHwlocError) -> Self {
+        let kind = HwlocErrorKind::Call {
+            api: e.api,
+            errno: e.errno.map(|n| n.0),
+        };
+        HwlocError::new(kind, e)
+    }
+
+    /// An error of an hwloc call that also checks its arguments on the Rust side.
+    pub(crate) fn from_hybrid<E: Error>(e: HybridError<E>) -> Self {
+        match e {
+            HybridError::Hwloc(raw) => HwlocError::from_raw(raw),
+            HybridError::Rust(e) => HwlocError::new(HwlocErrorKind::Other, e),
+        }
     }
 }
 
 impl fmt::Display for HwlocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self.inner(), f)
+        f.write_str(&self.message)
     }
 }
 
-impl Error for HwlocError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        self.inner().source()
-    }
-}
+impl Error for HwlocError {}
 
 /// A topology could not be loaded.
 ///
-/// `source()` is hwloc's error (the hwlocality type inside the [`HwlocError`]) or the
-/// [`std::io::Error`] of an unreadable XML file.
+/// `source()` is hwloc's error (a [`HwlocError`]) or the [`std::io::Error`] of an unreadable
+/// XML file.
 ///
 /// ```
 /// use mbsp_topology::{Machine, TopologyError};
@@ -166,7 +214,7 @@ impl Error for TopologyError {
         match self {
             TopologyError::Detect { source }
             | TopologyError::Synthetic { source, .. }
-            | TopologyError::Xml { source, .. } => Some(source.inner()),
+            | TopologyError::Xml { source, .. } => Some(source),
             TopologyError::XmlFile { source, .. } => Some(&**source),
             TopologyError::EnvSpec { .. } | TopologyError::NoPus { .. } => None,
         }
@@ -285,7 +333,7 @@ pub enum LocationError {
     /// The OS (through hwloc) refused the query.
     Query {
         /// hwloc's error.
-        source: Arc<dyn Error + Send + Sync + 'static>,
+        source: HwlocError,
     },
 }
 
@@ -307,7 +355,7 @@ impl Error for LocationError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             LocationError::NotThisMachine { .. } => None,
-            LocationError::Query { source } => Some(&**source),
+            LocationError::Query { source } => Some(source),
         }
     }
 }
@@ -333,17 +381,25 @@ mod tests {
             api: "hwloc_topology_load",
             errno: None,
         };
-        let e = TopologyError::Detect { source: raw.into() };
+        let e = TopologyError::Detect {
+            source: HwlocError::from_raw(raw),
+        };
         assert_eq!(
             e.to_string(),
             format!("cannot detect this machine's topology: {raw}")
         );
         let s = e.source().expect("hwloc's error");
-        assert_eq!(s.downcast_ref::<RawHwlocError>(), Some(&raw));
+        assert_eq!(
+            s.downcast_ref::<HwlocError>().map(HwlocError::kind),
+            Some(HwlocErrorKind::Call {
+                api: "hwloc_topology_load",
+                errno: None
+            })
+        );
 
         let e = TopologyError::Synthetic {
             description: "core:x".into(),
-            source: StringInputError::Invalid.into(),
+            source: HwlocError::from_input(StringInputError::Invalid),
         };
         assert_eq!(
             e.to_string(),
@@ -351,8 +407,20 @@ mod tests {
              invalid (expected e.g. \"package:2 numa:2 core:8 pu:2\")"
         );
         assert_eq!(
-            e.source().unwrap().downcast_ref::<StringInputError>(),
-            Some(&StringInputError::Invalid)
+            e.source()
+                .unwrap()
+                .downcast_ref::<HwlocError>()
+                .unwrap()
+                .kind(),
+            HwlocErrorKind::Invalid
+        );
+        let e = HwlocError::from_input(StringInputError::ContainsNul);
+        assert_eq!(
+            (e.kind(), e.to_string()),
+            (
+                HwlocErrorKind::ContainsNul,
+                StringInputError::ContainsNul.to_string()
+            )
         );
 
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
@@ -380,7 +448,7 @@ mod tests {
 
         let e = TopologyError::Xml {
             path: "m.xml".into(),
-            source: FileInputError::Invalid(Path::new("m.xml").into()).into(),
+            source: HwlocError::from_file(FileInputError::Invalid(Path::new("m.xml").into())),
         };
         assert_eq!(
             chain(&e),
@@ -390,7 +458,15 @@ mod tests {
                 "hwloc rejected topology input file m.xml as invalid"
             ]
         );
-        assert!(e.source().unwrap().is::<FileInputError>());
+        assert!(e.source().unwrap().is::<HwlocError>());
+        for (path, kind) in [
+            (PathError::ContainsNul, HwlocErrorKind::ContainsNul),
+            (PathError::NotUnicode, HwlocErrorKind::NotUnicode),
+        ] {
+            let message = path.to_string();
+            let e = HwlocError::from_file(FileInputError::BadRustPath(path));
+            assert_eq!((e.kind(), e.to_string()), (kind, message));
+        }
 
         let e = TopologyError::EnvSpec {
             var: crate::ENV,

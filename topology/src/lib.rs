@@ -29,7 +29,7 @@ mod plan;
 mod tree;
 
 pub use bind::{Binder, Binding, NotBound};
-pub use error::{HwlocError, LocationError, PlanError, TopologyError};
+pub use error::{HwlocError, HwlocErrorKind, LocationError, PlanError, TopologyError};
 pub use load::{ENV, Loaded};
 pub use plan::{Level, Policy, count_at, plan, plan_per};
 pub use tree::{Cache, Core, Domain, Machine, Numa, Package, Pu, Source, ranges};

@@ -22,8 +22,23 @@ pub const ENV: &str = "MBSP_TOPOLOGY";
 pub struct Loaded {
     /// The tree.
     pub machine: Arc<Machine>,
-    /// The hwloc topology, when it describes the machine we run on.
-    pub hwloc: Option<Arc<Topology>>,
+    /// The hwloc topology, when it describes the machine we run on (kept inside the crate: the
+    /// hwloc binding's types are not part of this crate's API).
+    pub(crate) hwloc: Option<Arc<Topology>>,
+}
+
+impl Loaded {
+    /// Whether the tree describes the machine this program runs on, so that a
+    /// [`Binder`](crate::Binder) of it applies placements (a detected machine, not a synthetic
+    /// or XML one).
+    ///
+    /// ```
+    /// let m = mbsp_topology::Machine::synthetic("package:1 core:2 pu:1").unwrap();
+    /// assert!(!m.bindable());
+    /// ```
+    pub fn bindable(&self) -> bool {
+        self.hwloc.is_some()
+    }
 }
 
 impl fmt::Debug for Loaded {
@@ -42,7 +57,9 @@ impl Machine {
     ///
     /// Fails with [`TopologyError::Detect`] (hwloc's error as its source).
     pub fn detect() -> Result<Loaded, TopologyError> {
-        let topo = Topology::new().map_err(|e| TopologyError::Detect { source: e.into() })?;
+        let topo = Topology::new().map_err(|e| TopologyError::Detect {
+            source: HwlocError::from_raw(e),
+        })?;
         let source = if topo.is_this_system() {
             Source::Detected
         } else {
@@ -60,7 +77,7 @@ impl Machine {
     /// ```
     /// let m = mbsp_topology::Machine::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
     /// assert_eq!(m.machine.cores().len(), 32);
-    /// assert!(m.hwloc.is_none(), "a synthetic machine is never bound");
+    /// assert!(!m.bindable(), "a synthetic machine is never bound");
     /// ```
     ///
     /// Fails with [`TopologyError::Synthetic`] (hwloc's error as its source).
@@ -71,9 +88,9 @@ impl Machine {
         };
         let topo = Topology::builder()
             .from_synthetic(description)
-            .map_err(|e| bad(e.into()))?
+            .map_err(|e| bad(HwlocError::from_input(e)))?
             .build()
-            .map_err(|e| bad(e.into()))?;
+            .map_err(|e| bad(HwlocError::from_raw(e)))?;
         finish(topo, Source::Synthetic(description.to_string()))
     }
 
@@ -99,9 +116,9 @@ impl Machine {
         };
         let topo = Topology::builder()
             .from_xml_file(path)
-            .map_err(|e| bad(e.into()))?
+            .map_err(|e| bad(HwlocError::from_file(e)))?
             .build()
-            .map_err(|e| bad(e.into()))?;
+            .map_err(|e| bad(HwlocError::from_raw(e)))?;
         finish(topo, Source::Xml(path.to_path_buf()))
     }
 
@@ -137,10 +154,10 @@ impl Machine {
     /// The machine every run uses by default, loaded once: [`ENV`] if set, otherwise detected.
     ///
     /// The first call (in mbsp, the first top-level run that is not given a machine) loads the
-    /// machine with hwloc — detecting it takes a few milliseconds (about 7 ms on a small
-    /// 2-PU machine; more on large ones) — and the result is cached for the rest of the program:
-    /// later calls only clone it, and changing [`ENV`] afterwards has no effect. A failure is
-    /// cached too: with a bad [`ENV`], every call returns the same [`TopologyError`].
+    /// machine with hwloc — detecting it takes milliseconds, more on large machines — and the
+    /// result is cached for the rest of the program: later calls only clone it, and changing
+    /// [`ENV`] afterwards has no effect. A failure is cached too: with a bad [`ENV`], every call
+    /// returns the same [`TopologyError`].
     pub fn current() -> Result<Loaded, TopologyError> {
         static CURRENT: OnceLock<Result<Loaded, TopologyError>> = OnceLock::new();
         CURRENT

@@ -22,12 +22,11 @@
 //! other process, each process knows it receives `p - 1` puts, and can declare them
 //! (`Ctx::expect`): the collective's sync is then lazy, and a process waits only for the arrival
 //! of the headers, not for a barrier over all processes. Full syncs stay the default: with a
-//! core per process a lazy sync moves more cache lines than the barrier (an all-reduce at
-//! p = 2 measured 1.6-2.7x slower with the lazy protocol; runs of two now make declared syncs
-//! at the barrier, counts checked), and a lazy superstep may carry nothing of the caller's
-//! (below); with more processes than cores, waiting only for one's partners pays
-//! (docs/benchmarks.md, "Lazy syncs"). BSP cost of a small collective of `w`
-//! words: `(p - 1)(3 + w) g` plus a lazy sync (the arrival of `p - 1` puts) instead of `l`.
+//! core per process a lazy sync moves more cache lines than the barrier (so runs of two make
+//! declared syncs at the barrier, counts checked), and a lazy superstep may carry nothing of
+//! the caller's (below); with more processes than cores, waiting only for one's partners pays
+//! (docs/benchmarks.md, "Lazy syncs"). BSP cost of a small collective of `w` words:
+//! `(p - 1)(3 + w) g` plus a lazy sync (the arrival of `p - 1` puts) instead of `l`.
 //!
 //! What lazy syncs change for mismatches:
 //!

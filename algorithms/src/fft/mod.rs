@@ -31,10 +31,10 @@
 //! multiplied in by the receiver while it does step (4), one pass over cached slabs (for
 //! `p = 2`, the fetch, the twiddle and the butterfly are one loop). For `p = 2` and `n ≥ 2^19`
 //! the local array is split in four rows instead (a radix-4 pass, kernels of `n/8`; each pack
-//! is then two blocks, which the receiver interleaves): rustfft is much slower per flop at
-//! 2^17 than at 2^16 on the test machine. [`kernel_len`] gives the kernels' length. Against a whole local FFT
-//! followed by a twiddle-and-pack pass this saves a pass over memory and runs kernels `p` times
-//! shorter (they fit the caches better).
+//! is then two blocks, which the receiver interleaves): rustfft's kernels get slower per flop
+//! once they outgrow the caches. [`kernel_len`] gives the kernels' length. Against a whole
+//! local FFT followed by a twiddle-and-pack pass this saves a pass over memory and runs
+//! kernels `p` times shorter (they fit the caches better).
 //!
 //! **Footprint (`p = 2`).** Only the other process's pack leaves a process; its own pack is
 //! written by its kernels into the rows of its local array that the other pack's kernels have
@@ -70,8 +70,9 @@
 //! local work). The group-cyclic stages (`p² > n`, below) and the nested levels of
 //! [`MultiFft`] keep direct gets: their supersteps are few (`p² > n` means short transforms)
 //! or already bracketed by nested runs, whose start and end cost more than the barrier a
-//! lazy sync would save. On the 2-core test machine the owned exchange measured faster than
-//! direct gets at `p = 2` (docs/benchmarks.md), hence the default.
+//! lazy sync would save. The owned exchange is the default: where it is used, its sync waits
+//! only for the senders instead of a barrier, and it measured faster than direct gets
+//! (docs/benchmarks.md).
 //!
 //! **`p² > n`: group-cyclic stages.** The length-`p` transforms of step (4) are then longer than
 //! the local arrays (`m = n/p < p`), so they cannot be split into columns. Instead the column

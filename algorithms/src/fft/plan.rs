@@ -62,8 +62,7 @@ pub enum Exchange {
     /// superstep (those of a [`DirectGet`](Exchange::DirectGet) transform included). Used where
     /// the local FFT is split (`1 < p`, `p² ≤ n`, sequential local work); other shapes
     /// exchange with direct gets ([`BspFft::exchange`] says which a plan uses). The default:
-    /// on the 2-core test machine it measured faster than direct gets at `p = 2`
-    /// (docs/benchmarks.md).
+    /// faster than direct gets where it is used (docs/benchmarks.md).
     #[default]
     Owned,
 }
@@ -541,9 +540,9 @@ impl<T: Float> BspFft<T> {
                     if src == t.me {
                         *x = own[lv.column];
                     } else {
+                        let dst = std::slice::from_mut(x);
                         // SAFETY: pid `src` wrote this pack before the last sync and rewrites
                         // it only after the next one (double buffering); `x` is private.
-                        let dst = std::slice::from_mut(x);
                         unsafe { ctx.direct_get(src, &self.packs[par], lv.column, dst)? };
                     }
                 }
@@ -554,8 +553,8 @@ impl<T: Float> BspFft<T> {
             let pack = ctx.local_mut(&mut self.packs[self.parity])?;
             if last && t.b > 0 {
                 // Pack r holds entries k₁ ≡ r (mod gp), in order of k₁: one sequential pass
-                // over the local array and the twiddles, gp interleaved write streams (twice
-                // as fast here as gp strided passes).
+                // over the local array and the twiddles, gp interleaved write streams (faster
+                // than gp strided passes, each of which would read the whole array).
                 let (gp, shift) = (t.gp, t.b.trailing_zeros());
                 for (u, (xs, ws)) in local.chunks_exact(gp).zip(tw.chunks_exact(gp)).enumerate() {
                     for (r, (x, w)) in xs.iter().zip(ws).enumerate() {
@@ -593,8 +592,8 @@ impl<T: Float> BspFft<T> {
                 if s == gme {
                     dst.copy_from_slice(&own[from..from + cl]);
                 } else {
-                    // SAFETY: as above.
                     let src = t.gbase + t.gstride * s;
+                    // SAFETY: as above: pid `src` rewrites its pack only after the next sync.
                     unsafe { ctx.direct_get(src, &self.packs[par], from, dst)? };
                 }
             }

@@ -18,10 +18,10 @@ use mbsp::Result;
 pub(crate) const SLAB: usize = 512;
 
 /// Local lengths from which `p = 2` splits its local FFT in four rows instead of two (kernels
-/// of `n/8`). rustfft is much slower per flop at 2^17 than at 2^16 on the 2-core test machine,
-/// so four rows pay from n = 2^19 on (`mbsp fft --n 524288 -p 2`: 2.11–2.41 ms against
-/// 2.33–2.61 with two rows, three runs each, alternating) and not at n = 2^18 (0.79–0.80 ms
-/// against 0.73–0.76).
+/// of `n/8`). rustfft's kernels get slower per flop once they outgrow the caches, so kernels
+/// of a quarter of the local array instead of half pay for the extra radix-4 pass on long
+/// transforms, and not on shorter ones (the measurements behind the threshold:
+/// docs/benchmarks.md, `mbsp fft -p 2`).
 const QUAD_MIN: usize = 1 << 18;
 
 /// The rows `L` the local array of a flat transform of length `n` over `p` processes is split

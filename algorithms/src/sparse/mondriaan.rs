@@ -569,12 +569,36 @@ enum Field {
     Pattern,
 }
 
+/// The size line `m n nnz p` of a Mondriaan matrix file, checked.
+struct SizeLine {
+    /// Its 1-based line number.
+    line: usize,
+    m: u64,
+    n: u64,
+    nnz: usize,
+    p: usize,
+}
+
+/// Reads a Mondriaan matrix file (the matrix with the part of each nonzero) in its phases: the
+/// optional banner, the size line, the `p + 1` part starts, the nonzeros.
 fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
     let mut lines = Lines::open(path)?;
+    let (field, pstart_base) = read_matrix_banner(&mut lines)?;
+    let size = read_size_line(&mut lines)?;
+    let pstart = read_part_starts(&mut lines, &size, pstart_base)?;
+    let (a, nz_part) = read_nonzeros(&mut lines, &size, field, &pstart)?;
+    Ok(MatrixFile {
+        a,
+        nz_part,
+        p: size.p,
+        size_line: size.line,
+    })
+}
 
-    // Banner (optional, as for Mondriaan and BSPedupack): the first line if it starts with `%%`.
-    let mut field = Field::Real;
-    let mut pstart_base = 0u64;
+/// Phase *banner* (optional, as for Mondriaan and BSPedupack): the first line that is not blank,
+/// if it starts with `%%`. Returns the field and the base of the part starts (0 without a
+/// banner); the line read stays current for [`read_size_line`].
+fn read_matrix_banner(lines: &mut Lines) -> Result<(Field, u64), MondriaanError> {
     loop {
         if !lines.advance()? {
             let line = lines.line + 1;
@@ -585,13 +609,17 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
             continue;
         }
         if t.starts_with("%%") {
-            (field, pstart_base) = parse_matrix_banner(t).map_err(|m| lines.err(lines.line, m))?;
+            return parse_matrix_banner(t).map_err(|m| lines.err(lines.line, m));
         }
-        break;
+        return Ok((Field::Real, 0));
     }
+}
 
-    // Size line `m n nnz p`: the line just read if it was not a banner or comment.
-    let (size_line, size) = if lines.current().starts_with('%') {
+/// Phase *size line* `m n nnz p`: the line just read if it was not a banner or comment, else the
+/// next data line.
+fn read_size_line(lines: &mut Lines) -> Result<SizeLine, MondriaanError> {
+    let path = lines.path;
+    let (line, size) = if lines.current().starts_with('%') {
         lines.next_data(true, || "the size line `m n nnz p`".into())?
     } else {
         (lines.line, lines.current())
@@ -599,11 +627,11 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
     let [m, n, nnz, p] = fields::<4>(size).map_err(|k| {
         format_err(
             path,
-            size_line,
+            line,
             format!("the size line must be `m n nnz p` (4 numbers), found {k} fields"),
         )
     })?;
-    let err = |m: String| format_err(path, size_line, m);
+    let err = |m: String| format_err(path, line, m);
     let m = parse_uint(m, "m").map_err(err)?;
     let n = parse_uint(n, "n").map_err(err)?;
     let nnz = parse_uint(nnz, "nnz").map_err(err)?;
@@ -618,9 +646,23 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
         return Err(err(format!("p = {p}: need 1 <= p <= {}", u32::MAX)));
     }
     let nnz = usize::try_from(nnz).map_err(|_| err(format!("nnz = {nnz} is too large")))?;
-    let p = p as usize;
+    Ok(SizeLine {
+        line,
+        m,
+        n,
+        nnz,
+        p: p as usize,
+    })
+}
 
-    // Part starts: p + 1 lines, nondecreasing, from `base` to `nnz + base`.
+/// Phase *part starts*: `p + 1` lines, nondecreasing, from `base` to `nnz + base`; returned
+/// 0-based.
+fn read_part_starts(
+    lines: &mut Lines,
+    size: &SizeLine,
+    base: u64,
+) -> Result<Vec<u64>, MondriaanError> {
+    let (path, nnz, p) = (lines.path, size.nnz, size.p);
     let mut pstart: Vec<u64> = Vec::with_capacity((p + 1).min(RESERVE_LIMIT));
     for q in 0..=p {
         let (ln, s) = lines.next_data(false, || format!("part start {} of {}", q + 1, p + 1))?;
@@ -631,12 +673,10 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
         .map_err(|m| format_err(path, ln, m))?;
         // Checked as written (the messages quote the file); `prev` is the previous start as
         // written, so both sides of each comparison use the same base.
-        let last = (nnz as u64).saturating_add(pstart_base);
-        let prev = pstart.last().map(|&s| s + pstart_base);
-        let message = if q == 0 && v != pstart_base {
-            Some(format!(
-                "the first part start is {v}, expected {pstart_base}"
-            ))
+        let last = (nnz as u64).saturating_add(base);
+        let prev = pstart.last().map(|&s| s + base);
+        let message = if q == 0 && v != base {
+            Some(format!("the first part start is {v}, expected {base}"))
         } else if let Some(prev) = prev.filter(|&prev| v < prev) {
             Some(format!(
                 "part start {v} is smaller than the previous one, {prev}"
@@ -644,7 +684,7 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
         } else if q == p && v != last {
             Some(format!(
                 "the last part start is {v}, expected nnz{} = {last}",
-                if pstart_base == 1 { " + 1" } else { "" },
+                if base == 1 { " + 1" } else { "" },
             ))
         } else if v > last {
             Some(format!("part start {v} is beyond the {nnz} nonzeros"))
@@ -654,11 +694,21 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
         if let Some(message) = message {
             return Err(format_err(path, ln, message));
         }
-        // v >= pstart_base here: the first start equals it and the others do not decrease.
-        pstart.push(v - pstart_base);
+        // v >= base here: the first start equals it and the others do not decrease.
+        pstart.push(v - base);
     }
+    Ok(pstart)
+}
 
-    // Nonzeros `i j value` (or `i j` for a pattern matrix).
+/// Phase *nonzeros*: `i j value` (or `i j` for a pattern matrix), each with its part (from the
+/// part starts), then nothing but blank lines and comments.
+fn read_nonzeros(
+    lines: &mut Lines,
+    size: &SizeLine,
+    field: Field,
+    pstart: &[u64],
+) -> Result<(CooMatrix, Vec<u32>), MondriaanError> {
+    let (path, nnz) = (lines.path, size.nnz);
     let cap = nnz.min(RESERVE_LIMIT);
     let (mut row_idx, mut col_idx) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
     let mut vals = Vec::with_capacity(cap);
@@ -670,26 +720,22 @@ fn read_matrix_at(path: &Path) -> Result<MatrixFile, MondriaanError> {
             q += 1;
         }
         let (ln, s) = lines.next_data(false, || format!("nonzero {} of {nnz}", k + 1))?;
-        let (i, j, v) = parse_entry(s, field, m, n).map_err(|m| format_err(path, ln, m))?;
+        let (i, j, v) =
+            parse_entry(s, field, size.m, size.n).map_err(|m| format_err(path, ln, m))?;
         row_idx.push(i);
         col_idx.push(j);
         vals.push(v);
         nz_part.push(q as u32);
     }
     lines.expect_end(&format!("the {nnz} nonzeros"))?;
-
-    Ok(MatrixFile {
-        a: CooMatrix {
-            rows: m as usize,
-            cols: n as usize,
-            row_idx,
-            col_idx,
-            vals,
-        },
-        nz_part,
-        p,
-        size_line,
-    })
+    let a = CooMatrix {
+        rows: size.m as usize,
+        cols: size.n as usize,
+        row_idx,
+        col_idx,
+        vals,
+    };
+    Ok((a, nz_part))
 }
 
 /// Checks a matrix banner line; returns the field and the base of the part starts (0 for

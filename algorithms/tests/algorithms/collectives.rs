@@ -285,7 +285,7 @@ fn large_data_takes_the_registered_algorithms_automatically() {
 /// The choice follows the parameters, so they are given here rather than taken from the machine
 /// (`Params::current`: a saved `mbsp params` file, or defaults whose `l` of 1 µs makes 1000
 /// processes' messages, 9 µs, cheaper than a tree's 20 supersteps): an empty superstep of 0.3 µs,
-/// as measured at p = 2 on the 2-vCPU VM.
+/// the order of a barrier of two threads.
 #[test]
 fn many_processes_take_the_trees_automatically() {
     use mbsp_algorithms::collectives::Collective;

@@ -10,7 +10,8 @@
 //! * The high-performance SpMV lends runtime-owned registrations (`Reg`): a panic between two
 //!   multiplies drops the plan's handles while others still read them; the registration tables
 //!   must keep the memory alive. (The FFT's packs, lent the same way, are tested in fft.rs,
-//!   which instantiates the FFT anyway: it costs a test binary 40 s of compilation.)
+//!   which instantiates the FFT anyway: instantiating it costs a test binary much compile
+//!   time.)
 
 use crate::common;
 

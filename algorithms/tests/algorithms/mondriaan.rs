@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::Rng;
+use common::SplitMix64;
 use mbsp_algorithms::sparse::mondriaan::{self, Files, MondriaanError};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ trait Values {
     fn value(&mut self) -> f64;
 }
 
-impl Values for Rng {
+impl Values for SplitMix64 {
     /// A value that exercises the number formatting: random bits (finite), awkward constants,
     /// or simple numbers.
     fn value(&mut self) -> f64 {
@@ -35,7 +35,7 @@ impl Values for Rng {
             0 => SPECIAL[self.below(SPECIAL.len())],
             1 => (self.below(2001) as f64 - 1000.0) / 8.0,
             _ => loop {
-                let v = f64::from_bits(self.next());
+                let v = f64::from_bits(self.next_u64());
                 if v.is_finite() {
                     break v;
                 }
@@ -74,7 +74,7 @@ impl Drop for TempDir {
 /// A random distribution of a random matrix; `used` parts of `p` get nonzeros (the others are
 /// empty), and some rows and columns stay empty.
 fn random_case(
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     m: usize,
     n: usize,
     nnz: usize,
@@ -146,7 +146,7 @@ fn round_trip(dir: &TempDir, name: &str, a: &CooMatrix, d: &Distribution) {
 #[test]
 fn round_trip_random() {
     let dir = TempDir::new("random");
-    let mut rng = Rng(1);
+    let mut rng = SplitMix64::new(1);
     for case in 0..120 {
         let p = [1, 2, 3, 7][case % 4];
         let m = 1 + rng.below(30);
@@ -590,7 +590,7 @@ fn timing_large() {
     let dir = TempDir::new("large");
     let g = 1259usize;
     let mut e = Vec::with_capacity(5 * g * g);
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64::new(7);
     for x in 0..g {
         for y in 0..g {
             let i = x * g + y;
@@ -670,7 +670,7 @@ fn absurd_counts_give_errors_not_panics() {
 #[test]
 fn corrupted_files_never_panic() {
     let dir = TempDir::new("corrupt");
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64::new(11);
     let (a, d) = random_case(&mut rng, 6, 5, 14, 3);
     let files = mondriaan::write(&a, &d, dir.path("c.mtx")).unwrap();
     const BYTES: &[u8] = b" 0123456789-+.e%\n\r\t\xffx";

@@ -6,6 +6,8 @@
 
 use crate::common;
 
+use common::mix;
+
 use mbsp_algorithms::sparse::CooMatrix;
 use mbsp_algorithms::sparse::mtx::{
     self, Axis, Complex, Field, MtxError, MtxErrorKind, ReadOptions, Symmetry,
@@ -13,14 +15,6 @@ use mbsp_algorithms::sparse::mtx::{
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// splitmix64: a deterministic stream of pseudo-random words.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 /// A fresh path in the temp dir, unique per process and call; removed when dropped.
 struct TempPath(PathBuf);

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::within;
+use common::{SplitMix64, within};
 use mbsp_algorithms::sparse::partition::{Options, PartitionError, partition, partition_nonzeros};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::collections::{HashMap, HashSet};
@@ -26,13 +26,8 @@ fn naive_volume(a: &CooMatrix, part: &[u32]) -> u64 {
 
 /// A random sparse matrix with some structure (a band plus random entries), no duplicates.
 fn random_matrix(m: usize, n: usize, nnz: usize, seed: u64) -> CooMatrix {
-    let mut s = common::mix(seed) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut rng = SplitMix64::new(seed);
+    let mut next = move || rng.next_u64();
     let mut seen = HashSet::new();
     let mut e = Vec::new();
     while e.len() < nnz.min(m * n) {
@@ -243,13 +238,8 @@ fn a_stop_flag_ends_a_long_partition_with_an_error() {
         // A random matrix takes seconds to split into 64 parts; the flag, set from another
         // thread a moment in, stops every split (the parallel halves too) within a pass.
         let n = 100_000u32;
-        let mut s = 7u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % u64::from(n)) as usize
-        };
+        let mut rng = SplitMix64::new(7);
+        let mut next = move || rng.below(n as usize);
         let a = CooMatrix::new(
             n as usize,
             n as usize,

@@ -6,19 +6,11 @@
 
 use crate::common;
 
-use common::within;
+use common::{mix, within};
 use mbsp::bytemuck;
 use mbsp_algorithms::sort::{SortKey, par_sort, sample_sort};
 use std::cmp::Ordering;
 use std::fmt::Debug;
-
-/// splitmix64: a deterministic stream of pseudo-random words.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 const PROCS: [usize; 6] = [1, 2, 3, 4, 7, 8];
 

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Rng, within};
+use common::{SplitMix64, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
 use mbsp_algorithms::sparse::spmv::{
     Fanout, HierPlan, HierSpmv, HpSpmv, PlanError, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
@@ -227,7 +227,7 @@ fn check(a: &CooMatrix, p: usize, times: usize) {
     check_on(a, &d, &forms(p), times);
 }
 
-fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
+fn random_matrix(rng: &mut SplitMix64, m: usize, n: usize, nnz: usize) -> CooMatrix {
     let e: Vec<(usize, usize, f64)> = (0..nnz)
         .map(|_| {
             (
@@ -243,7 +243,7 @@ fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
 #[test]
 fn random_matrices_every_p() {
     within(300, || {
-        let mut rng = Rng(3);
+        let mut rng = SplitMix64::new(3);
         for &(m, n, nnz) in &[
             (40, 40, 200),
             (100, 30, 500),
@@ -263,7 +263,7 @@ fn one_valued_matrices_every_p() {
     // Every nonzero of one value: the local matrices keep it once (sell.rs), renamed ones
     // (the shared form) with values stored for their chunks with padding alone.
     within(300, || {
-        let mut rng = Rng(4);
+        let mut rng = SplitMix64::new(4);
         for &(m, n, nnz, v) in &[(40, 40, 200, 1.0), (300, 300, 3000, -0.75)] {
             let mut a = random_matrix(&mut rng, m, n, nnz);
             a.vals.fill(v);
@@ -292,7 +292,7 @@ fn real_matrices() {
 #[test]
 fn many_multiplies_in_one_run() {
     within(120, || {
-        let mut rng = Rng(5);
+        let mut rng = SplitMix64::new(5);
         let a = random_matrix(&mut rng, 200, 200, 1500);
         check(&a, 4, 200);
     });
@@ -313,7 +313,7 @@ fn empty_rows_columns_and_parts() {
 
 #[test]
 fn mismatched_plans_and_vectors_are_refused() {
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64::new(7);
     let a = random_matrix(&mut rng, 30, 30, 100);
     let b = random_matrix(&mut rng, 30, 31, 100);
     let d = partition(&a, 2, &Options::default()).unwrap().dist;
@@ -351,8 +351,8 @@ fn every_shared_matrix_every_variant_second_half() {
     shared_matrices(Some(1));
 }
 
-/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: its sweep over p
-/// took 85 s of the matrix test's 2 minutes, and the smaller matrices cover every p. A test
+/// G3_circuit (7.7 million nonzeros) in one configuration of every variant: a sweep over every
+/// p would take most of the matrix tests' time, and the smaller matrices cover every p. A test
 /// of its own, so that it runs beside the others; named to come first (the test harness starts
 /// tests in the order of their names), so that the others fill the second thread meanwhile.
 #[test]
@@ -449,7 +449,7 @@ fn partition_read_from_mondriaan_files() {
 #[test]
 fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
     within(120, || {
-        let mut rng = Rng(11);
+        let mut rng = SplitMix64::new(11);
         let a = random_matrix(&mut rng, 50, 50, 400);
         let d = partition(&a, 2, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
@@ -479,7 +479,7 @@ fn hp_writing_x_and_multiplying_in_one_superstep_is_an_error() {
 #[test]
 fn hp_fanouts_that_differ_are_an_error() {
     within(120, || {
-        let mut rng = Rng(13);
+        let mut rng = SplitMix64::new(13);
         let a = random_matrix(&mut rng, 40, 40, 300);
         let d = partition(&a, 2, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
@@ -503,7 +503,7 @@ fn hp_fanouts_that_differ_are_an_error() {
 #[test]
 fn hp_puts_with_a_pending_put_of_the_caller_is_an_error() {
     within(120, || {
-        let mut rng = Rng(14);
+        let mut rng = SplitMix64::new(14);
         let a = random_matrix(&mut rng, 40, 40, 300);
         let d = partition(&a, 2, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
@@ -524,7 +524,7 @@ fn hp_puts_with_a_pending_put_of_the_caller_is_an_error() {
 #[test]
 fn hp_plan_serves_one_run_at_a_time() {
     within(120, || {
-        let mut rng = Rng(12);
+        let mut rng = SplitMix64::new(12);
         let a = random_matrix(&mut rng, 30, 30, 100);
         let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
         let err = mbsp::run(2, |ctx| {
@@ -556,7 +556,7 @@ fn hp_plan_serves_one_run_at_a_time() {
 #[test]
 fn shared_multiplies_share_the_rows_of_a_slow_process() {
     within(120, || {
-        let mut rng = Rng(33);
+        let mut rng = SplitMix64::new(33);
         let (m, n, p) = (6000, 5000, 3);
         let a = random_matrix(&mut rng, m, n, 60_000);
         // Row i: one in ten to processes 0 and 1 in turn, the rest to process 2.
@@ -608,7 +608,7 @@ fn shared_multiplies_share_the_rows_of_a_slow_process() {
 #[test]
 fn shared_vectors_reused_and_misused() {
     within(120, || {
-        let mut rng = Rng(21);
+        let mut rng = SplitMix64::new(21);
         let a = random_matrix(&mut rng, 120, 90, 700);
         let plan = SpmvPlan::new(&a, &partition(&a, 3, &Options::default()).unwrap().dist).unwrap();
         let x: Vec<f64> = (0..90).map(|j| x_at(j, 0)).collect();
@@ -656,7 +656,7 @@ fn shared_vectors_reused_and_misused() {
 #[test]
 fn shared_vectors_on_nested_plans() {
     within(120, || {
-        let mut rng = Rng(22);
+        let mut rng = SplitMix64::new(22);
         let a = random_matrix(&mut rng, 200, 160, 1500);
         let plan = HierPlan::partition_2d(&a, 2, 3, &Options::default()).unwrap();
         for (k, inner) in plan.inner.iter().enumerate() {
@@ -684,7 +684,7 @@ fn near(got: &[f64], want: &[f64]) {
 /// whose x and y distributions differ.
 #[test]
 fn vectors_scatter_and_gather_by_owned_indices() {
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64::new(11);
     let a = random_matrix(&mut rng, 40, 33, 200);
     let x: Vec<f64> = (0..a.cols).map(|j| x_at(j as u32, 0)).collect();
     let want = sequential(&a, &x);
@@ -731,7 +731,7 @@ fn vectors_scatter_and_gather_by_owned_indices() {
 /// stored, and its multiply's y feeds the next x without any copy between processes.
 #[test]
 fn square_partition_shares_owners() {
-    let mut rng = Rng(5);
+    let mut rng = SplitMix64::new(5);
     let n = 60;
     let mut a = random_matrix(&mut rng, n, n, 300);
     for i in 0..n {

@@ -3,12 +3,12 @@
 
 use crate::common;
 
-use common::Rng;
+use common::SplitMix64;
 use mbsp_algorithms::sparse::metrics::{self, Traffic};
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, vector};
 
 /// A random `m x n` matrix with about `nnz` distinct nonzeros.
-fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
+fn random_matrix(rng: &mut SplitMix64, m: usize, n: usize, nnz: usize) -> CooMatrix {
     let mut seen = std::collections::HashSet::new();
     let mut e = Vec::new();
     for _ in 0..nnz {
@@ -22,7 +22,7 @@ fn random_matrix(rng: &mut Rng, m: usize, n: usize, nnz: usize) -> CooMatrix {
 
 /// Random parts, and sometimes a block structure (nonzeros of a row band mostly in one part),
 /// which gives the uneven loads where balancing matters.
-fn random_parts(rng: &mut Rng, a: &CooMatrix, p: usize) -> Vec<u32> {
+fn random_parts(rng: &mut SplitMix64, a: &CooMatrix, p: usize) -> Vec<u32> {
     let blocky = rng.below(2) == 0;
     (0..a.nnz())
         .map(|k| {
@@ -140,7 +140,7 @@ fn combos(c: &[Vec<u32>]) -> f64 {
 
 #[test]
 fn owners_are_candidates_and_volume_is_minimal() {
-    let mut rng = Rng(1);
+    let mut rng = SplitMix64::new(1);
     for case in 0..300 {
         let m = 1 + rng.below(40);
         let n = 1 + rng.below(40);
@@ -165,7 +165,7 @@ fn owners_are_candidates_and_volume_is_minimal() {
 
 #[test]
 fn never_worse_than_naive_and_better_in_aggregate() {
-    let mut rng = Rng(2);
+    let mut rng = SplitMix64::new(2);
     let (mut ours, mut theirs, mut strictly_better) = (0u64, 0u64, 0usize);
     let cases = 400;
     for case in 0..cases {
@@ -203,7 +203,7 @@ fn never_worse_than_naive_and_better_in_aggregate() {
 /// Tiny cases against exhaustive search, phase by phase.
 #[test]
 fn close_to_brute_force_on_tiny_cases() {
-    let mut rng = Rng(3);
+    let mut rng = SplitMix64::new(3);
     let (mut cases, mut optimal, mut worst_gap, mut gap_sum) = (0usize, 0usize, 0u64, 0u64);
     let mut lb_tight = 0usize;
     while cases < 600 {
@@ -281,7 +281,7 @@ fn empty_rows_and_columns_are_balanced() {
 
 #[test]
 fn one_part_owns_everything() {
-    let mut rng = Rng(4);
+    let mut rng = SplitMix64::new(4);
     let a = random_matrix(&mut rng, 30, 20, 100);
     let d = vector::distribute(&a, vec![0; a.nnz()], 1);
     assert!(d.x_owner.iter().chain(&d.y_owner).all(|&o| o == 0));
@@ -319,7 +319,7 @@ fn dense_row_and_column_spread_their_words() {
 
 #[test]
 fn deterministic() {
-    let mut rng = Rng(5);
+    let mut rng = SplitMix64::new(5);
     let a = random_matrix(&mut rng, 300, 300, 3000);
     let parts = random_parts(&mut rng, &a, 7);
     let d1 = vector::distribute(&a, parts.clone(), 7);
@@ -376,7 +376,7 @@ fn time_case(name: &str, a: &CooMatrix, parts: &[u32], p: usize) {
 #[test]
 #[ignore]
 fn timing_large() {
-    let mut rng = Rng(6);
+    let mut rng = SplitMix64::new(6);
     // 1M random nonzeros, row bands with 20% random scatter: nearly every row and column is cut,
     // the worst case for the search.
     let (m, n, nnz, p) = (200_000usize, 200_000usize, 1_000_000usize, 64usize);
@@ -430,7 +430,7 @@ fn timing_large() {
 /// Simulated annealing on one phase (test-only reference): random single moves, accepted by
 /// the Metropolis rule on (largest cost, number of parts at it, sum of squares), from `start`.
 /// Returns the smallest h seen.
-fn anneal(cands: &[Vec<u32>], start: &[u32], p: usize, iters: usize, rng: &mut Rng) -> u64 {
+fn anneal(cands: &[Vec<u32>], start: &[u32], p: usize, iters: usize, rng: &mut SplitMix64) -> u64 {
     if cands.is_empty() {
         return 0;
     }
@@ -471,7 +471,7 @@ fn anneal(cands: &[Vec<u32>], start: &[u32], p: usize, iters: usize, rng: &mut R
         };
         mv(&mut big, &mut small, s, t);
         let new = energy(&big, &small);
-        let u = (rng.next() % 1_000_000) as f64 / 1e6;
+        let u = (rng.next_u64() % 1_000_000) as f64 / 1e6;
         if new <= cur || ((cur - new) / temp).exp() > u {
             own[c] = t;
             cur = new;
@@ -488,7 +488,7 @@ fn anneal(cands: &[Vec<u32>], start: &[u32], p: usize, iters: usize, rng: &mut R
 #[test]
 #[ignore]
 fn annealing_comparison() {
-    let mut rng = Rng(2);
+    let mut rng = SplitMix64::new(2);
     let (mut gap_lb, mut better, mut by) = (0u64, 0usize, 0u64);
     let cases = 100;
     for _ in 0..cases {
@@ -507,7 +507,7 @@ fn annealing_comparison() {
             .filter(|(_, c)| c.len() >= 2)
             .map(|(j, c)| (c, d.x_owner[j]))
             .unzip();
-        let sa = anneal(&cuts, &start, p, 300_000, &mut Rng(9));
+        let sa = anneal(&cuts, &start, p, 300_000, &mut SplitMix64::new(9));
         if sa < h {
             better += 1;
             by += h - sa;

@@ -26,48 +26,31 @@ pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'stat
     }
 }
 
-/// A small deterministic generator (splitmix64), so every process can rebuild every other
-/// process's input and compute the expected result itself.
-pub fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
+pub use mbsp::rng::SplitMix64;
 
-/// A deterministic random sequence (splitmix64 over a counter), so every run tests the same
-/// cases.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        let z = mix(self.0);
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z
-    }
-
-    /// A number in `0..n` (`n > 0`; slightly biased, which a test does not mind).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// A deterministic hash of `x` (the first word of SplitMix64 seeded with `x`), so every process
+/// can rebuild every other process's input and compute the expected result itself.
+pub fn mix(x: u64) -> u64 {
+    SplitMix64::new(x).next_u64()
 }
 
 /// A directory of the shared test data (`matrices`, `fft`, ...): under `$MBSP_DATA_DIR`, else
-/// `../shared/data` beside the repository, else the workplace's copy (CI clones the repository
-/// elsewhere).
+/// under `../shared/data` beside the repository. Missing data fails the test, saying where it
+/// was looked for.
 pub fn shared(sub: &str) -> std::path::PathBuf {
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [
+    let candidates: Vec<std::path::PathBuf> = [
         std::env::var_os("MBSP_DATA_DIR").map(std::path::PathBuf::from),
         Some(repo.join("../shared/data")),
-        Some(std::path::PathBuf::from("/work/shared/data")),
     ]
     .into_iter()
     .flatten()
     .map(|d| d.join(sub))
-    .find(|d| d.is_dir())
-    .unwrap_or_else(|| panic!("shared test data ({sub}) not found: set MBSP_DATA_DIR"))
+    .collect();
+    let found = candidates.iter().find(|d| d.is_dir()).cloned();
+    found.unwrap_or_else(|| {
+        panic!("shared test data ({sub}) not found (looked in {candidates:?}): set MBSP_DATA_DIR")
+    })
 }
 
 /// The shared matrices.
@@ -100,11 +83,9 @@ impl Load {
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    let mut x = 0u64;
+                    let mut busy = SplitMix64::new(0);
                     while !stop.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(
-                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                        );
+                        std::hint::black_box(busy.next_u64());
                     }
                 })
             })

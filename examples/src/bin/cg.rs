@@ -32,22 +32,29 @@ use mbsp_algorithms::sparse::spmv::{Fanout, HpSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use std::path::PathBuf;
 
-/// The shared matrix directory (`MBSP_DATA_DIR`, `../shared/data`, `/work/shared/data`).
+/// The default matrix, in the shared data directory: `$MBSP_DATA_DIR`, else `../shared/data`
+/// from the current directory (the repository's root), else `../shared/data` beside the
+/// repository this program was built from.
 fn default_matrix() -> PathBuf {
-    [
+    let candidates: Vec<PathBuf> = [
         std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
         Some(PathBuf::from("../shared/data")),
         Some(PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../shared/data"
         ))),
-        Some(PathBuf::from("/work/shared/data")),
     ]
     .into_iter()
     .flatten()
     .map(|d| d.join("matrices/bcsstk16.mtx"))
-    .find(|f| f.is_file())
-    .expect("bcsstk16.mtx not found: give a matrix file or set MBSP_DATA_DIR")
+    .collect();
+    let found = candidates.iter().find(|f| f.is_file()).cloned();
+    found.unwrap_or_else(|| {
+        panic!(
+            "bcsstk16.mtx not found (looked for {candidates:?}): give a matrix file or set \
+             MBSP_DATA_DIR"
+        )
+    })
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

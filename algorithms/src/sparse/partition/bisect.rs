@@ -12,7 +12,9 @@
 
 use super::coarsen::cluster;
 use super::fm::{Bounds, Fm};
-use super::hypergraph::{Hypergraph, Rng};
+use super::hypergraph::Hypergraph;
+use super::seeded_rng;
+use mbsp::rng::SplitMix64;
 use rayon::prelude::*;
 
 /// Coarsening stops at this many vertices.
@@ -32,7 +34,7 @@ struct Hierarchy<'h> {
 }
 
 impl<'h> Hierarchy<'h> {
-    fn new(h: &'h Hypergraph, mut side: Option<Vec<u8>>, b: &Bounds, rng: &mut Rng) -> Self {
+    fn new(h: &'h Hypergraph, mut side: Option<Vec<u8>>, b: &Bounds, rng: &mut SplitMix64) -> Self {
         let total = h.total_weight();
         let max_cluster = ((total as f64 * 1.5 / COARSEST as f64).ceil() as u64).max(1);
         let mut levels: Vec<Hypergraph> = Vec::new();
@@ -86,7 +88,7 @@ impl<'h> Hierarchy<'h> {
 }
 
 /// Refines the bipartition `start` of `h` within `b` by a V-cycle; never makes it worse.
-pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut SplitMix64) -> Vec<u8> {
     let hi = Hierarchy::new(h, Some(start), b, rng);
     let mut s = hi.coarse_side.clone().expect("a starting split");
     Fm::new(hi.coarsest()).refine(&mut s, b, PASSES);
@@ -95,17 +97,22 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Rng) 
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
 /// initial splits; returns the side (0 or 1) of every vertex for each try.
-pub(crate) fn bisect(h: &Hypergraph, b: &Bounds, tries: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+pub(crate) fn bisect(
+    h: &Hypergraph,
+    b: &Bounds,
+    tries: usize,
+    rng: &mut SplitMix64,
+) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
     seeds
         .par_iter()
-        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut Rng::new(seed)), b))
+        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut seeded_rng(seed)), b))
         .collect()
 }
 
 /// The best of several initial splits of a small hypergraph.
-fn initial(h: &Hypergraph, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
+fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
     let nv = h.nv();
     let mut fm = Fm::new(h);
     let mut best: Option<((u64, u64, u64), Vec<u8>)> = None;
@@ -197,7 +204,7 @@ mod tests {
                 cancel: None,
             };
             for seed in 0..5 {
-                for side in bisect(&h, &b, 3, &mut Rng::new(seed)) {
+                for side in bisect(&h, &b, 3, &mut seeded_rng(seed)) {
                     assert_eq!(h.cut(&side), 1, "n = {n}, seed {seed}");
                 }
             }

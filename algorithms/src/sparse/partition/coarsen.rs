@@ -12,7 +12,8 @@
 //! With `side` given (refining an existing bipartition), only vertices on the same side merge,
 //! so the bipartition projects exactly onto the coarse hypergraph.
 
-use super::hypergraph::{Hypergraph, Rng};
+use super::hypergraph::Hypergraph;
+use mbsp::rng::SplitMix64;
 
 const LONG_NET: usize = 64;
 /// Hypergraphs with more vertices are visited in random blocks (see `cluster`).
@@ -23,12 +24,12 @@ pub(crate) fn cluster(
     h: &Hypergraph,
     max_weight: u64,
     side: Option<&[u8]>,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
 ) -> (Vec<u32>, usize) {
     let nv = h.nv();
     // Random order; on hypergraphs too large for the caches, random blocks of consecutive
-    // vertices (the matrix's numbering has locality): G3_circuit's first level (3 M vertices)
-    // 3.4x faster, same volumes on the shared matrices.
+    // vertices: the matrix's numbering has locality, which visiting blocks keeps in the
+    // caches, for the same volumes on the shared matrices (docs/benchmarks.md).
     let order: Vec<u32> = if nv <= CACHE_SIZED {
         let mut order: Vec<u32> = (0..nv as u32).collect();
         rng.shuffle(&mut order);

@@ -13,8 +13,6 @@
 //! side = 0])`.
 
 use super::hypergraph::Hypergraph;
-#[cfg(test)]
-use super::hypergraph::Rng;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An addressable binary max-heap of vertices keyed by gain.
@@ -420,9 +418,11 @@ impl<'h> Fm<'h> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::seeded_rng;
     use super::*;
+    use mbsp::rng::SplitMix64;
 
-    fn random_hypergraph(rng: &mut Rng) -> Hypergraph {
+    fn random_hypergraph(rng: &mut SplitMix64) -> Hypergraph {
         let nv = 2 + rng.below(30);
         let nn = 1 + rng.below(40);
         let vwgt: Vec<u32> = (0..nv).map(|_| 1 + rng.below(4) as u32).collect();
@@ -454,7 +454,7 @@ mod tests {
 
     #[test]
     fn gains_and_cut_match_brute_force_through_moves_and_rollback() {
-        let mut rng = Rng::new(7);
+        let mut rng = seeded_rng(7);
         for _ in 0..300 {
             let h = random_hypergraph(&mut rng);
             let mut side: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
@@ -489,7 +489,7 @@ mod tests {
 
     #[test]
     fn refine_never_worsens_and_reports_the_true_cut() {
-        let mut rng = Rng::new(11);
+        let mut rng = seeded_rng(11);
         for _ in 0..300 {
             let h = random_hypergraph(&mut rng);
             let total = h.total_weight();

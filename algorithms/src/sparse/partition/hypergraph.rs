@@ -1,8 +1,10 @@
-//! Hypergraphs in compressed form, and the split-rng the partitioner draws from.
+//! Hypergraphs in compressed form.
 //!
 //! Vertices carry weights (nonzeros), nets carry costs (1 per row or column of the matrix; more
 //! after identical nets are merged while coarsening). Both directions are stored: the pins of
 //! every net and the nets of every vertex.
+
+use mbsp::rng::SplitMix64;
 
 /// A hypergraph with weighted vertices and costed nets.
 #[derive(Clone, Debug, Default)]
@@ -115,7 +117,7 @@ impl Hypergraph {
                     stamp[c as usize] = e as u32;
                     pins.push(c);
                     // Order-independent hash of the pin set, to find identical nets.
-                    h = h.wrapping_add(mix(c as u64 + 1));
+                    h = h.wrapping_add(SplitMix64::mix(c as u64 + 1));
                 }
             }
             if pins.len() - start < 2 {
@@ -187,39 +189,4 @@ fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
         }
     }
     Hypergraph::new(h.vwgt, ncost, nptr, pins)
-}
-
-/// A 64-bit mixing function (the finaliser of splitmix64).
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A small deterministic random generator (splitmix64): the partitioner's results depend only
-/// on the seed, never on thread timing.
-#[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(mix(seed ^ 0x9e37_79b9_7f4a_7c15))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
-    }
-
-    /// A uniform integer in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
 }

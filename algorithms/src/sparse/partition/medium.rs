@@ -21,15 +21,16 @@ use super::super::CooMatrix;
 use super::bisect::PASSES;
 use super::bisect::{bisect, refine};
 use super::fm::{Bounds, Fm};
-use super::hypergraph::{Hypergraph, Rng};
+use super::hypergraph::Hypergraph;
+use mbsp::rng::SplitMix64;
 
 /// Rounds of iterative refinement without improvement before changing method (single-level FM
 /// -> multilevel V-cycle) or giving up. Two, so that both regroupings (rows first, columns
 /// first) get their chance.
 const IR_PATIENCE: usize = 2;
-/// Independent multilevel splits tried before refinement: measured on the shared matrices over
-/// three seeds, three tries instead of one lower the volume by 5-7% (geometric mean) and remove
-/// the worst outliers (up to 1.3x), for 10-20% more time on one core.
+/// Independent multilevel splits tried before refinement: three tries instead of one lower the
+/// volume on the shared matrices and remove the worst outliers, for a little more time
+/// (docs/benchmarks.md).
 const INITIAL_TRIES: usize = 3;
 /// Splits of more than this many nonzeros try twice only (two uncoarsenings run side by side
 /// on two cores; on such matrices — meshes, circuits — the tries differ by a few percent) and
@@ -38,8 +39,8 @@ const HUGE: usize = 2_000_000;
 /// At most this many rounds.
 const IR_MAX: usize = 40;
 /// At most this many multilevel rounds per split, and none after one that gained under 0.5%:
-/// on the shared matrices the first two give most of what V-cycles add, further ones ~1% at
-/// twice the time; on the large meshes they add little.
+/// on the shared matrices the first two give most of what V-cycles add, and further ones cost
+/// more time than their small gain is worth; on the large meshes they add little.
 const V_CYCLES: usize = 2;
 
 /// The nonzeros of a submatrix grouped by row and by column.
@@ -243,7 +244,7 @@ impl Sub {
 
 /// Splits the positions of `sub` into two sides within `b` (weights = nonzero counts) with
 /// small volume: a multilevel split of the medium-grain hypergraph, then iterative refinement.
-pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
     let w = sub.len();
     let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
     let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
@@ -280,8 +281,8 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut Rng) -> Vec<u8> {
         .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, false, rng));
     let best_try = tries.into_iter().chain(refined).min_by_key(|(key, _)| *key);
     let (mut best, mut side) = best_try.expect("at least one try");
-    // Multilevel rounds on huge splits cost a coarsening each and gained under 0.1% on
-    // G3_circuit: none there.
+    // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
+    // large circuits and meshes (G3_circuit): none there.
     let mut multilevel_left = if w > HUGE { 0 } else { V_CYCLES };
     let mut stale = 0;
     // Cheap single-level rounds first; a multilevel round when they stop improving, back to
@@ -332,7 +333,7 @@ fn round_of_refinement(
     side: &[u8],
     prefer_rows: bool,
     vcycle: bool,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
 ) -> ((u64, u64, u64), Vec<u8>) {
     let (rcut, ccut) = sub.cut_lines(side);
     let by_row: Vec<bool> = (0..sub.len())

@@ -22,11 +22,19 @@ mod medium;
 
 use super::{CooMatrix, Distribution, ShapeError};
 use fm::Bounds;
-use hypergraph::{Rng, mix};
+use mbsp::rng::{GOLDEN, SplitMix64};
 use medium::Sub;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+
+/// The generator of one of the partitioner's random streams: SplitMix64 started at a hash of
+/// `seed`, so that related seeds (the seeds of neighbouring splits) start unrelated streams.
+/// Every random choice comes from such a stream, so a partition depends only on the seed, never
+/// on thread timing.
+fn seeded_rng(seed: u64) -> SplitMix64 {
+    SplitMix64::new(SplitMix64::mix(seed ^ GOLDEN))
+}
 
 /// Settings of [`partition`].
 #[derive(Clone, Debug)]
@@ -370,7 +378,7 @@ fn split(
         ],
         cancel,
     };
-    let mut rng = Rng::new(seed ^ mix(((first as u64) << 32) | q as u64));
+    let mut rng = seeded_rng(seed ^ SplitMix64::mix(((first as u64) << 32) | q as u64));
     let sub = Sub::new(a, nz);
     let side = medium::split(&sub, &b, &mut rng);
     let cut = sub.volume(&side);
@@ -403,4 +411,43 @@ fn split(
         }
     }
     (out, volume)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seeded_rng;
+
+    /// The partitions of every seed are those of the generator the partitioner had before it
+    /// used `mbsp::rng` (its first words for three seeds, from that generator).
+    #[test]
+    fn the_seeded_streams_are_unchanged() {
+        let first = |seed| {
+            let mut r = seeded_rng(seed);
+            [r.next_u64(), r.next_u64(), r.next_u64()]
+        };
+        assert_eq!(
+            first(0),
+            [
+                0xa706_dd2f_4d19_7e6f,
+                0xb382_a305_f441_4f5e,
+                0x631a_9154_fbab_f717
+            ]
+        );
+        assert_eq!(
+            first(1),
+            [
+                0x5dc2_0aa7_b2a2_7137,
+                0xbda5_668a_01d7_049c,
+                0x82b4_3276_abb8_0226
+            ]
+        );
+        assert_eq!(
+            first(42),
+            [
+                0x57e1_faba_6510_7204,
+                0xf4ab_d143_feb2_4055,
+                0x7c81_6738_c129_03b2
+            ]
+        );
+    }
 }

@@ -86,8 +86,8 @@ impl HierPlan {
     /// Why rows inside a package: the cores of a package share its `x` and its memory, so the
     /// communication a 2D partition saves there costs nothing, while the rows it interleaves
     /// between cores make them write their sums into the same cache lines of the package's
-    /// `y` (measured on luxembourg_osm, 1 package × 2 cores: writing 57 000 row sums took
-    /// 142 µs, 2.5 ns per row, longer than the multiply itself). Row blocks need no partial sums
+    /// `y`, and that false sharing can cost more than the multiply itself (docs/benchmarks.md).
+    /// Row blocks need no partial sums
     /// between cores and give each core its own stretch of `y`. [`HierPlan::partition_2d`]
     /// partitions the packages' parts with the partitioner as well.
     ///

@@ -3,7 +3,7 @@
 //! windows of σ rows (σ chosen per matrix, below).
 //!
 //! Why not CRS: a CRS row sum is one chain of dependent additions, so a row of k nonzeros
-//! costs at least k floating-point add latencies (4 cycles each here) however fast the memory
+//! costs at least k floating-point add latencies (several cycles each) however fast the memory
 //! is; rows of 5–10 nonzeros (meshes, circuits) are bound by that chain and by the branch at
 //! each row's end, not by bandwidth. A chunk of four rows stored column by column keeps four
 //! independent sums in flight and has one loop bound per chunk. Each row is still summed left
@@ -25,9 +25,9 @@
 //! multiply relies on that column's `x` being 0: the local `x` buffers are made with it 0 and
 //! never hand it out). A renamed matrix's padding reads real columns and needs its zeros
 //! stored: it puts its chunks without padding first, which keep the one value, and stores
-//! values (`v` or 0) for the chunks with padding alone. Measured on one thread, 15 rounds
-//! (wing, luxembourg_osm, mdual; 2026-11-27): 0.80-0.95x the time of the same matrix with
-//! values per entry.
+//! values (`v` or 0) for the chunks with padding alone. The multiply is memory bound, so the
+//! smaller entries make it faster than the same matrix with values per entry
+//! (docs/benchmarks.md has the measurements).
 //!
 //! Padding entries have the value 0 and read a column that is always zero (the slot after the
 //! local `x` buffer's last column), so an infinite or NaN `x` entry reaches only the rows that
@@ -295,7 +295,7 @@ impl Sell {
     #[inline(always)]
     fn chunk_sums(&self, k: usize, entries: std::ops::Range<usize>, x: &[f64]) -> [f64; C] {
         debug_assert!(x.len() >= self.x_len);
-        // SAFETY (each `get_unchecked` below): every stored column is below `x_len` (set where
+        // SAFETY: (each `get_unchecked` below) every stored column is below `x_len` (set where
         // `col` is made), and the multiplies, the only callers, check `x.len() >= x_len` first.
         let at = |c: u32| unsafe { *x.get_unchecked(c as usize) };
         let cols = &self.col[entries.clone()];
@@ -413,13 +413,8 @@ mod tests {
 
     /// CRS of a deterministic pseudo-random matrix with rows of 0..max_len nonzeros.
     fn crs(rows: usize, cols: usize, max_len: usize, seed: u64) -> (Vec<u32>, Vec<u32>, Vec<f64>) {
-        let mut s = seed;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = mbsp::rng::SplitMix64::new(seed);
+        let mut next = move || rng.next_u64();
         let (mut ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
         for _ in 0..rows {
             let len = next() as usize % (max_len + 1);

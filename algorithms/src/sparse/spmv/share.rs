@@ -7,8 +7,9 @@
 //! process owns are cut into [`BLOCKS`] blocks of chunks, and a process that has finished its
 //! own blocks takes blocks of the others' from their ends, while each owner takes its own from
 //! the front (so that the two meet in the middle, each keeping the part of `x` it has in its
-//! caches; in an iso-valued matrix the chunks with padding come last, `sell.rs`). Only the owned rows are shared: the partial sums of rows owned elsewhere go to the
-//! owner's send buffer, which the owner sends in the same superstep.
+//! caches; in an iso-valued matrix the chunks with padding come last, `sell.rs`). Only the
+//! owned rows are shared: the partial sums of rows owned elsewhere go to the owner's send
+//! buffer, which the owner sends in the same superstep.
 //!
 //! **The queue.** Each process's blocks are one word in a cache line of its own: the number of
 //! the multiply (`epoch`, 16 bits), the next block from the front and one past the last block

@@ -212,7 +212,7 @@ impl<'p> SharedSpmv<'p> {
         let (pid, p) = (self.local.pid, self.plan.p());
         self.epoch = self.epoch.checked_add(1).unwrap_or(1);
         let (epoch, key) = (self.epoch, v.key());
-        // SAFETY (every write of `write` here): a row of a block this thread took from a queue
+        // SAFETY: (every write of `write` here) a row of a block this thread took from a queue
         // of this multiply, which no other thread writes (each block is taken once) and the
         // owner reads only after the sync below; `v` is this plan's (checked above) and the
         // same vectors as the owner's (the queue's key): see the module docs and `share.rs`.
@@ -223,7 +223,7 @@ impl<'p> SharedSpmv<'p> {
                 .multiply_whole_chunks(x, block(self.own.chunks(), b), write);
         }
         for &i in &self.empty_y {
-            // SAFETY (this write and the adds after the sync): entries this process owns
+            // SAFETY: (this write and the adds after the sync) entries this process owns
             // without a nonzero here, which no other thread writes while this process holds its
             // claim on the plan: see the module docs.
             unsafe { y.write(i as usize, 0.0) };
