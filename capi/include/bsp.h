@@ -223,8 +223,9 @@ bsp_hpmove_t bsp_hpmove(void **p_tag, void **p_payload);
  * only for them instead of for every process. Every process declares in the same superstep.
  * Such a superstep allows only puts and messages: bsp_get, bsp_push_reg, bsp_pop_reg and
  * bsp_set_tagsize end the run at the sync, bsp_hpput, bsp_hpget and bsp_direct_get at the call.
- * A count that does not match what arrives ends the run with an error. Over MPI ranks the sync
- * stays a full one (the count is not checked there yet). */
+ * A count that does not match what arrives ends the run with an error. Over MPI ranks too, the
+ * sync is lazy (point to point, without the header exchange). The name is BSPk's (bspk_expect);
+ * the errors name the Rust method it calls, Ctx::declare_incoming. */
 void bsp_expect(bsp_nprocs_t records);
 
 /* ---- MulticoreBSP's names of the primitives ----

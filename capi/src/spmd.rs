@@ -548,10 +548,10 @@ pub extern "C" fn bsp_sync() {
 
 /// Declare that this process receives exactly `records` puts and messages in this superstep
 /// (an mbsp extension, BSPk's `bspk_expect`): the next sync waits only for them. Every process
-/// declares in the same superstep; see `Ctx::expect`.
+/// declares in the same superstep; see `Ctx::declare_incoming`.
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_expect(records: c_uint) {
-    with_ctx("bsp_expect", |c| c.expect(records as usize))
+    with_ctx("bsp_expect", |c| c.declare_incoming(records as usize))
 }
 
 /// Abort the program with `message` (bsp.h's `bsp_abort` formats it).

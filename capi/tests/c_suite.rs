@@ -252,7 +252,7 @@ fn lazy_barriers_from_c() {
     let out = run(&exe, &["wrong"], &[]);
     fails(
         &out,
-        "pid 1 declared expect(3) in superstep 100 but received 2",
+        "pid 1 called declare_incoming(3) in superstep 100 but received 2",
     );
     // The same program over 2 MPI ranks (the rank engine's lazy syncs: streams to the ranks
     // written to, no header all-to-all); there pid 1 is the last process and also receives
@@ -263,7 +263,7 @@ fn lazy_barriers_from_c() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("pid 1 declared expect(4) in superstep 100 but received 3"),
+        err.contains("pid 1 called declare_incoming(4) in superstep 100 but received 3"),
         "{err}"
     );
 }

@@ -334,7 +334,7 @@ pub struct Ctx {
     /// The engine's own part of this process (`engine/state.rs`): reached only through the
     /// engine (`engine/mod.rs`).
     pub(crate) engine: ProcEngine,
-    /// The records this process declared it receives in this superstep ([`Ctx::expect`]).
+    /// The records this process declared it receives in this superstep ([`Ctx::declare_incoming`]).
     pub(crate) lazy: Cell<Option<u64>>,
     /// This process used an immediate primitive (hpput, hpget, direct_get) in this superstep.
     pub(crate) immediate: Cell<bool>,

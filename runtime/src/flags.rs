@@ -23,7 +23,7 @@ pub(crate) const FLAG_EVEN_STEP: u32 = 32;
 pub(crate) const FLAG_ODD_STEP: u32 = 64;
 /// In a run whose declared syncs take the barrier (`RunShared::pair_barrier`): someone arrived
 /// at a sync of its superstep without declaring counts. A process that declared and sees it
-/// knows that the processes did not all declare (`expect` is collective).
+/// knows that the processes did not all declare (`declare_incoming` is collective).
 pub(crate) const FLAG_UNDECLARED: u32 = 128;
 /// See [`FLAG_UNDECLARED`]: someone arrived having declared counts (a process that did not
 /// declare and sees it knows the same).

@@ -5,14 +5,14 @@
 //!
 //! ## Semantics
 //!
-//! [`Ctx::expect`]`(m)` declares that this process receives exactly `m` records in the current
+//! [`Ctx::declare_incoming`]`(m)` declares that this process receives exactly `m` records in the current
 //! superstep: one per non-empty buffered put ([`Ctx::put`] and its relatives) and one per
 //! message ([`Ctx::send`], `hpsend`, ...) addressed to it, its own included. The next sync is
 //! then lazy. After it, the process's puts have landed and its messages are in its queue
 //! exactly as after a full sync: BSPlib's semantics do not change, only who waits for whom.
 //!
 //! * Lazy syncs are collective, as in BSPk: in a superstep, either every process calls
-//!   `expect` or none does. A process that makes a full sync while another makes a lazy one is
+//!   `declare_incoming` or none does. A process that makes a full sync while another makes a lazy one is
 //!   a misuse reported on the processes that notice it (at the latest at the next full sync).
 //! * A count that does not match is a misuse, never a hang or a mix of supersteps: more records
 //!   than declared fail the receiver's sync; fewer fail it once every other process has entered
@@ -21,7 +21,7 @@
 //! * A lazy superstep allows only puts and messages. Gets, registration and tag-size changes need
 //!   every process's requests at the sync (they fail the sync); the immediate primitives
 //!   (`hpput`, `hpget`, `direct_get`) need the target to be in the same superstep, which a lazy
-//!   sync does not promise (they fail at the call, and `expect` fails after them).
+//!   sync does not promise (they fail at the call, and `declare_incoming` fails after them).
 //! * [`Ctx::end`] (and returning from the SPMD function) is always a full sync.
 //!
 //! ## Cost
@@ -70,7 +70,7 @@ impl Ctx {
     ///     ctx.sync()?;
     ///     for step in 1..=10u64 {
     ///         ctx.put((pid + 1) % p, &[step * 10 + pid as u64], &x, 0)?;
-    ///         ctx.expect(1)?; // from the left neighbour
+    ///         ctx.declare_incoming(1)?; // from the left neighbour
     ///         ctx.sync()?;
     ///     }
     ///     Ok(ctx.local(&x)?[0])
@@ -78,13 +78,13 @@ impl Ctx {
     /// .unwrap();
     /// assert_eq!(got, vec![102, 100, 101]);
     /// ```
-    pub fn expect(&self, records: usize) -> Result<()> {
-        self.live("expect")?;
+    pub fn declare_incoming(&self, records: usize) -> Result<()> {
+        self.live("declare_incoming")?;
         if self.immediate.get() {
             return Err(self.misuse(
-                "expect",
+                "declare_incoming",
                 format!(
-                    "expect({records}) in superstep {} after an immediate primitive (hpput, \
+                    "declare_incoming({records}) in superstep {} after an immediate primitive (hpput, \
                      hpget or direct_get) in the same superstep: a lazy superstep allows only \
                      puts and messages",
                     self.step
@@ -95,7 +95,17 @@ impl Ctx {
         Ok(())
     }
 
-    /// Fail an immediate primitive called after [`Ctx::expect`] in the same superstep (else
+    /// The former name of [`declare_incoming`](Ctx::declare_incoming), after BSPk's
+    /// `bspk_expect` (the C ABI keeps it as `bsp_expect`). It read like `Option::expect`.
+    #[deprecated(
+        note = "renamed `declare_incoming`: it declares how many puts and messages \
+                         this process receives in the superstep"
+    )]
+    pub fn expect(&self, records: usize) -> Result<()> {
+        self.declare_incoming(records)
+    }
+
+    /// Fail an immediate primitive called after [`Ctx::declare_incoming`] in the same superstep (else
     /// note that this superstep used one).
     #[inline]
     pub(crate) fn immediate_allowed(&self, op: &'static str) -> Result<()> {
@@ -103,7 +113,7 @@ impl Ctx {
             return Err(self.misuse(
                 op,
                 format!(
-                    "{op} in superstep {} after expect({m}): a lazy superstep allows only puts \
+                    "{op} in superstep {} after declare_incoming({m}): a lazy superstep allows only puts \
                      and messages (the target may already be in the next superstep)",
                     self.step
                 ),

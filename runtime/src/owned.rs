@@ -41,7 +41,7 @@
 //! ## Mixing with ordinary messages
 //!
 //! Owned messages are messages: they sit in the one queue with the others, count as one record
-//! each in a lazy superstep's declared count ([`expect`](Ctx::expect)), count in
+//! each in a lazy superstep's declared count ([`expect`](Ctx::declare_incoming)), count in
 //! [`qsize`](Ctx::qsize) (their payload bytes: length × element size) and in a profile's `h` (as
 //! a message of their payload bytes, as if copied: the h-relation measures what the receiver
 //! gets, whatever the transfer costs), and the byte accessors ([`peek`](Ctx::peek),
@@ -128,7 +128,7 @@ impl Ctx {
     ///
     /// The message sits in the queue among the others in the order it was sent; it counts as
     /// one message of `payload.len() * size_of::<T>()` bytes in [`qsize`](Ctx::qsize) and in
-    /// a profile (and as one record for [`expect`](Ctx::expect)), and the byte accessors ([`hpmove`](Ctx::hpmove), [`move_message`](Ctx::move_message),
+    /// a profile (and as one record for [`expect`](Ctx::declare_incoming)), and the byte accessors ([`hpmove`](Ctx::hpmove), [`move_message`](Ctx::move_message),
     /// [`peek`](Ctx::peek)) see those bytes. One not moved out with `move_owned` before the
     /// receiver's next sync is freed then (one never received, when the run state goes). A
     /// zero-sized `T` does not compile.

@@ -257,7 +257,7 @@ impl Ctx {
             self.misuse(
                 "sync",
                 format!(
-                    "superstep {} declared expect({m}) and also called {}: a lazy superstep \
+                    "superstep {} called declare_incoming({m}) and also called {}: a lazy superstep \
                      allows only puts and messages (the others need every process's requests \
                      at a full sync)",
                     self.step,

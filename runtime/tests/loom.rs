@@ -232,7 +232,7 @@ fn the_last_of_two_workers_wakes_the_starter() {
     });
 }
 
-/// Lazy syncs (`Ctx::expect`, engine/threads/lazy.rs) through the real superstep code: three
+/// Lazy syncs (`Ctx::declare_incoming`, engine/threads/lazy.rs) through the real superstep code: three
 /// supersteps in a row with declared counts, each with a put through the outbox and a message,
 /// so that each process refills an outbox of a parity the other may still be reading unless
 /// the acknowledgements hold it back; then a full sync. Loom reports any access to the outboxes
@@ -248,7 +248,7 @@ fn lazy_supersteps_of_the_real_runtime() {
                 for t in 1..=3u64 {
                     ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?; // too big to ride
                     ctx.send(other, &[], &[t as u8])?;
-                    ctx.expect(2)?;
+                    ctx.declare_incoming(2)?;
                     ctx.sync()?;
                     assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
                     assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t as u8]);
@@ -279,7 +279,7 @@ fn a_lazy_sender_runs_ahead_only_as_far_as_its_outboxes_are_free() {
                         ctx.put(1, &[t; 4], &y, 0)?;
                         ctx.send(1, &[], &[t as u8])?;
                     }
-                    ctx.expect(if me == 1 { 2 } else { 0 })?;
+                    ctx.declare_incoming(if me == 1 { 2 } else { 0 })?;
                     ctx.sync()?;
                     if me == 1 {
                         assert_eq!(ctx.local(&y)?, &[t; 4]);
@@ -306,12 +306,12 @@ fn a_lazy_count_that_cannot_be_met_fails() {
             let y = ctx.push_reg(vec![0u64; 4])?;
             ctx.sync()?;
             ctx.put(other, &[1u64; 4], &y, 0)?;
-            ctx.expect(if ctx.pid() == 0 { 2 } else { 1 })?;
+            ctx.declare_incoming(if ctx.pid() == 0 { 2 } else { 1 })?;
             ctx.sync()?;
             Ok(())
         });
         let e = r[0].as_ref().expect_err("pid 0 waits for a second record");
-        assert!(e.to_string().contains("expect(2)"), "{e}");
+        assert!(e.to_string().contains("declare_incoming(2)"), "{e}");
     });
 }
 
@@ -329,7 +329,7 @@ fn sleeping_lazy_waits_are_woken() {
                 ctx.sync()?;
                 for t in 1..=2u64 {
                     ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?;
-                    ctx.expect(1)?;
+                    ctx.declare_incoming(1)?;
                     ctx.sync()?;
                     assert_eq!(ctx.local(&y)?, &[t * 10 + other as u64; 4]);
                 }
@@ -352,12 +352,12 @@ fn a_sleeping_lazy_wait_with_a_short_count_is_woken_to_fail() {
             let y = ctx.push_reg(vec![0u64; 4])?;
             ctx.sync()?;
             ctx.put(other, &[1u64; 4], &y, 0)?;
-            ctx.expect(if ctx.pid() == 0 { 2 } else { 1 })?;
+            ctx.declare_incoming(if ctx.pid() == 0 { 2 } else { 1 })?;
             ctx.sync()?;
             Ok(())
         });
         let e = r[0].as_ref().expect_err("pid 0 waits for a second record");
-        assert!(e.to_string().contains("expect(2)"), "{e}");
+        assert!(e.to_string().contains("declare_incoming(2)"), "{e}");
     });
 }
 
@@ -374,7 +374,7 @@ fn a_full_sync_against_a_sleeping_lazy_one_fails_both() {
             ctx.sync()?;
             if ctx.pid() == 0 {
                 ctx.put(other, &[1u64; 4], &y, 0)?;
-                ctx.expect(1)?;
+                ctx.declare_incoming(1)?;
             }
             ctx.sync()?;
             Ok(())

@@ -479,7 +479,7 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
                         ctx.send_pod(to, &(), &[step as u64])?;
                     }
                     if lazy {
-                        ctx.expect(2 * p)?; // a lazy sync: the records counted
+                        ctx.declare_incoming(2 * p)?; // a lazy sync: the records counted
                     }
                     ctx.sync()?;
                     for from in 0..p {
@@ -546,7 +546,7 @@ fn owned_messages_in_lazy_supersteps_arrive_and_are_freed() {
                 if step % 3 == 0 {
                     ctx.send_owned(right, &[], vec![0u64; N_LAZY])?;
                 }
-                ctx.expect(1 + usize::from(step % 3 == 0))?;
+                ctx.declare_incoming(1 + usize::from(step % 3 == 0))?;
                 ctx.sync()?;
                 let v = ctx.move_owned::<u64>()?.unwrap().payload;
                 assert_eq!(v[N_LAZY - 1], step * 10 + ((me + p - 1) % p) as u64);

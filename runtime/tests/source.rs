@@ -630,7 +630,10 @@ fn no_function_is_long_without_a_reason() {
         seen += modules(&src).len();
         long.extend(long_functions(&src));
     }
-    assert!(seen > 100, "read only {seen} files of runtime, capi and algorithms");
+    assert!(
+        seen > 100,
+        "read only {seen} files of runtime, capi and algorithms"
+    );
     assert!(
         long.is_empty(),
         "functions over {MAX_FUNCTION_LINES} lines with no `// long function: <reason>` above \

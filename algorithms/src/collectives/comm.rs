@@ -20,7 +20,7 @@
 //!
 //! Since every process puts exactly one record (its header, with or without data) to every
 //! other process, each process knows it receives `p - 1` puts, and can declare them
-//! (`Ctx::expect`): the collective's sync is then lazy, and a process waits only for the arrival
+//! (`Ctx::declare_incoming`): the collective's sync is then lazy, and a process waits only for the arrival
 //! of the headers, not for a barrier over all processes. Full syncs stay the default: with a
 //! core per process a lazy sync moves more cache lines than the barrier (so runs of two make
 //! declared syncs at the barrier, counts checked), and a lazy superstep may carry nothing of
@@ -261,7 +261,7 @@ impl Comm {
         }
         if self.lazy {
             // One header put from every other process, whatever the operation.
-            ctx.expect(p - 1)?;
+            ctx.declare_incoming(p - 1)?;
         }
         ctx.sync()?;
         let mb = ctx.local(&self.mailbox)?;

@@ -1,6 +1,6 @@
 //! Halo exchange for the 1D block distribution: each process sends the first and last `width`
 //! items of its block to its neighbours, and the sync that delivers them is lazy (declared
-//! counts, `Ctx::expect`): a process waits for its neighbours only, not for every process.
+//! counts, `Ctx::declare_incoming`): a process waits for its neighbours only, not for every process.
 //!
 //! Cost per exchange: `2 width g + l`, where the `l` is a lazy sync's (the arrival of the two
 //! neighbours' puts), not a barrier over all processes.
@@ -63,7 +63,7 @@ impl<T: Pod + Send> Halo1d<T> {
     /// `width` to the right one, and end the superstep with a lazy sync; afterwards
     /// [`left`](Self::left) and [`right`](Self::right) hold the neighbours' items. The
     /// superstep must not contain gets, registrations or immediate primitives (see
-    /// `Ctx::expect`); puts and messages of the caller's own are fine if every receiver also
+    /// `Ctx::declare_incoming`); puts and messages of the caller's own are fine if every receiver also
     /// counts them: use [`exchange_with`](Self::exchange_with) then.
     pub fn exchange(&self, ctx: &mut Ctx, block: &[T]) -> mbsp::Result<()> {
         self.exchange_with(ctx, block, 0)
@@ -95,7 +95,7 @@ impl<T: Pod + Send> Halo1d<T> {
                 incoming += 1;
             }
         }
-        ctx.expect(incoming)?;
+        ctx.declare_incoming(incoming)?;
         ctx.sync()
     }
 

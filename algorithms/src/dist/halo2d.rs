@@ -2,7 +2,7 @@
 //! `pr x pc` grid of processes (process `pid` sits at grid row `pid / pc`, column `pid % pc`,
 //! and owns the rows and columns [`block_range`] gives it), and each process sends the edges of
 //! width `w` of its block to its eight neighbours (four sides and four corners), periodic or
-//! not. The sync that delivers them is lazy (declared counts, `Ctx::expect`): a process waits
+//! not. The sync that delivers them is lazy (declared counts, `Ctx::declare_incoming`): a process waits
 //! for its neighbours only, not for every process.
 //!
 //! Cost per exchange, for a block of `r x c` items: `(2 w c + 2 w r + 4 w²) g` (one put per
@@ -227,7 +227,7 @@ impl<T: Pod + Send> Halo2d<T> {
     /// Collective: send the edges of `block` (this process's `rows x cols` items, row-major)
     /// to the neighbours, and end the superstep with a lazy sync; afterwards the accessors
     /// ([`north`](Self::north), ...) hold the neighbours' edges. The superstep must not contain
-    /// gets, registrations or immediate primitives (see `Ctx::expect`); puts and messages of the
+    /// gets, registrations or immediate primitives (see `Ctx::declare_incoming`); puts and messages of the
     /// caller's own are fine if every receiver also counts them: use
     /// [`exchange_with`](Self::exchange_with) then.
     pub fn exchange(&mut self, ctx: &mut Ctx, block: &[T]) -> mbsp::Result<()> {
@@ -288,7 +288,7 @@ impl<T: Pod + Send> Halo2d<T> {
                 incoming += 1;
             }
         }
-        ctx.expect(incoming)?;
+        ctx.declare_incoming(incoming)?;
         ctx.sync()
     }
 

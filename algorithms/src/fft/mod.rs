@@ -52,7 +52,7 @@
 //! * [`Exchange::Owned`] (the default): BSPk's lazy barrier and communicable memory. The kernels write each
 //!   pack meant for another process into a buffer of its own, which is handed over as an owned
 //!   message (no copy); every process declares the `p - 1` packs it receives
-//!   ([`mbsp::Ctx::expect`]), so its sync waits for them (and for the receivers of its packs of
+//!   ([`mbsp::Ctx::declare_incoming`]), so its sync waits for them (and for the receivers of its packs of
 //!   the transform before to be done with them), not for a barrier over all processes. The
 //!   receiver computes straight from the received buffers (in place for `p = 2`), and keeps
 //!   them as its next transform's pack buffers: a steady state allocates and copies nothing,

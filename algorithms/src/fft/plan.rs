@@ -53,7 +53,7 @@ pub enum Exchange {
     DirectGet,
     /// Each process writes each pack meant for another process into a buffer of its own and
     /// hands it over as an owned message ([`Ctx::send_owned`]), declaring the `p - 1` packs it
-    /// receives ([`Ctx::expect`]): its sync is lazy and waits for those packs only, not for a
+    /// receives ([`Ctx::declare_incoming`]): its sync is lazy and waits for those packs only, not for a
     /// barrier over all processes. The receiver reads each pack where its sender wrote it and
     /// keeps the buffer for its own packs of the next transform, so a steady state copies and
     /// allocates nothing. Cost: `h·g` plus the wait for the `p - 1` senders instead of `l`.
@@ -753,7 +753,7 @@ impl<T: Float> BspFft<T> {
         for (i, pack) in self.owned.drain(..).enumerate() {
             ctx.send_owned(i + usize::from(i >= me), &self.tag, pack)?;
         }
-        ctx.expect(p - 1)?;
+        ctx.declare_incoming(p - 1)?;
         ctx.sync()?;
         while let Some(msg) = ctx.move_owned::<Complex<T>>()? {
             let (from, payload) = (msg.from, msg.payload);

@@ -15,7 +15,7 @@ fn direct_get_after_a_lazy_sync_sees_the_owners_write() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             ctx.local_mut(&mut x)?[0] = 7;
         }
-        ctx.expect(0)?;
+        ctx.declare_incoming(0)?;
         ctx.sync()?;
         let mut seen = [0u64];
         if ctx.pid() == 0 {

@@ -259,7 +259,7 @@ fn element_types_of_one_size() {
 
 /// The runtime's error for a process that makes a full sync where the others make the lazy sync
 /// of a `Comm` collective (or the other way round), whichever side notices it first.
-const LAZY_MEETS_FULL: &[&str] = &["full sync", "lazy one", "expect is collective"];
+const LAZY_MEETS_FULL: &[&str] = &["full sync", "lazy one", "declare_incoming is collective"];
 
 /// A `Comm` call skipped by one process (which syncs instead) is a named mismatch in that very
 /// call on the processes that made it, whatever the operation reads: no call returns data of

@@ -494,7 +494,10 @@ fn hp_fanouts_that_differ_are_an_error() {
         .unwrap_err();
         assert_eq!(err.kind(), mbsp::ErrorKind::Misuse, "{err}");
         let msg = err.to_string();
-        assert!(msg.contains("lazy") || msg.contains("expect("), "{msg}");
+        assert!(
+            msg.contains("lazy") || msg.contains("declare_incoming("),
+            "{msg}"
+        );
     });
 }
 

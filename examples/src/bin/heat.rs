@@ -6,7 +6,7 @@
 //! an all-reduce of the total heat (which decays slowly through the cold ends) is printed.
 //! The result is checked against the same computation done sequentially.
 //! Cost per step: 3n/p flops (local), one superstep with h = 2 words, ended by a lazy sync
-//! (`Ctx::expect`: each process waits for its neighbours' cells only). For blocks that are never
+//! (`Ctx::declare_incoming`: each process waits for its neighbours' cells only). For blocks that are never
 //! empty, `mbsp_algorithms::dist::Halo1d` does the exchange in one call.
 //!
 //! `cargo run --release -p mbsp-examples --bin heat [-- N P STEPS]`
@@ -65,7 +65,7 @@ fn main() -> Result<(), mbsp::Error> {
                 }
             }
             // A lazy sync: wait for the neighbours' two cells only, not for every process.
-            ctx.expect(if len > 0 {
+            ctx.declare_incoming(if len > 0 {
                 left.is_some() as usize + right.is_some() as usize
             } else {
                 0

@@ -270,7 +270,7 @@ pub fn initial(i: usize, b: usize) -> Vec<u8> {
 /// Run process `ctx.pid()`'s part of `prog`: its records after every sync, and its buffers
 /// (addresses), to be freed with [`free`] once the run is over (puts may land in them until its
 /// final sync).
-/// Superstep `k` is a lazy one (`Ctx::expect`) if every other one that could be is: one with
+/// Superstep `k` is a lazy one (`Ctx::declare_incoming`) if every other one that could be is: one with
 /// only writes, puts and messages (no gets, registration or tag-size changes), but every third.
 /// Then process `i` declares the puts (non-empty) and messages addressed to it.
 pub fn lazy_count(prog: &[Step], k: usize, i: usize) -> Option<usize> {
@@ -342,8 +342,8 @@ pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>,
                         dst,
                         dst_off,
                         len,
-                    // SAFETY: the destination is our buffer (`dst_off + len` within it), alive
-                    // until after the run and not touched until the sync writes it.
+                        // SAFETY: the destination is our buffer (`dst_off + len` within it), alive
+                        // until after the run and not touched until the sync writes it.
                     } => unsafe {
                         ctx.get_raw(*from, bufs[*name], *off, bufs[*dst].add(*dst_off), *len)?;
                     },
@@ -370,7 +370,7 @@ pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>,
                 tagsize = t;
             }
             if let Some(m) = lazy_count(prog, k, i) {
-                ctx.expect(m)?;
+                ctx.declare_incoming(m)?;
             }
             ctx.sync()?;
             let q = ctx.qsize()?;

@@ -440,7 +440,7 @@ fn exchanges_larger_than_one_mpi_call() {
                     let y = ctx.push_reg(vec![0u64; N])?;
                     ctx.sync()?;
                     ctx.put((ctx.pid() + 1) % ctx.nprocs(), &[1u64; N], &y, 0)?;
-                    ctx.expect(1)?;
+                    ctx.declare_incoming(1)?;
                     ctx.sync()?;
                     Ok(ctx.local(&y)?[N - 1])
                 })

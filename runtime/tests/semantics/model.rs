@@ -1,5 +1,5 @@
 //! Random BSP programs checked against a sequential model of BSPlib, with some supersteps
-//! lazy (their counts declared with `Ctx::expect`, see `lazy_count`) (the generator, the
+//! lazy (their counts declared with `Ctx::declare_incoming`, see `lazy_count`) (the generator, the
 //! processes' part and the model are in `common/bsplib_model.rs`, which the MPI self-test
 //! uses too), on the engine the harness selects (`common/engine.rs`). Over MPI ranks the
 //! property test draws at most as many processes as there are ranks, fewer cases, and the same
@@ -126,7 +126,7 @@ fn long_program_agrees_with_model() {
             .filter(|&k| (0..p).any(|i| lazy_count(&prog, k, i).is_some_and(|m| m > 0)))
             .count();
     }
-    // Lazy supersteps (declared counts, `Ctx::expect`) with data are among them.
+    // Lazy supersteps (declared counts, `Ctx::declare_incoming`) with data are among them.
     assert!(lazy >= 6, "only {lazy} lazy supersteps with data");
 }
 

@@ -1,4 +1,4 @@
-//! Lazy syncs (`Ctx::expect`): the same programs give the same results with declared counts as
+//! Lazy syncs (`Ctx::declare_incoming`): the same programs give the same results with declared counts as
 //! with full syncs, processes may drift apart without mixing supersteps, and every wrong count
 //! or misuse ends the run with an error naming it, never a hang.
 
@@ -78,7 +78,7 @@ fn program(ctx: &mut Ctx, steps: u64, lazy: bool) -> mbsp::Result<Vec<u64>> {
             ctx.send_pod((pid + t as usize) % p, &(t * 10 + k as u64), &payload)?;
         }
         if lazy {
-            ctx.expect(incoming(t, pid, p))?;
+            ctx.declare_incoming(incoming(t, pid, p))?;
         }
         ctx.sync()?;
         log.extend_from_slice(ctx.local(&x)?);
@@ -126,7 +126,7 @@ fn lazy_and_full_syncs_alternate() {
                             ctx.put(0, &[t], &x, 1)?;
                         }
                         if lazy {
-                            ctx.expect(if pid == 0 { 2 } else { 1 })?;
+                            ctx.declare_incoming(if pid == 0 { 2 } else { 1 })?;
                         }
                         ctx.sync()?;
                         seen.extend_from_slice(ctx.local(&x)?);
@@ -163,7 +163,7 @@ fn processes_drift_apart_without_mixing_supersteps() {
                     if pid == 0 {
                         ctx.put(1, &[t], &x, 0)?;
                     }
-                    ctx.expect(if pid == 1 { 1 } else { 0 })?;
+                    ctx.declare_incoming(if pid == 1 { 1 } else { 0 })?;
                     ctx.sync()?;
                     if pid == 1 {
                         seen.push(ctx.local(&x)?[0]);
@@ -191,11 +191,11 @@ fn wrong_count(
             ctx.sync()?;
             for _ in 0..3 {
                 ctx.put((pid + 1) % p, &[1], &x, pid)?;
-                ctx.expect(1)?;
+                ctx.declare_incoming(1)?;
                 ctx.sync()?;
             }
             ctx.put((pid + 1) % p, &[1], &x, pid)?;
-            ctx.expect(declare(pid))?;
+            ctx.declare_incoming(declare(pid))?;
             ctx.sync()?;
             Ok(())
         })
@@ -214,7 +214,7 @@ fn more_records_than_declared_fail_the_run() {
             let msg = e.to_string();
             if e.path() == [1] {
                 assert!(
-                    msg.contains("expect(0)") && msg.contains("received 1"),
+                    msg.contains("declare_incoming(0)") && msg.contains("received 1"),
                     "{msg}"
                 );
             } else {
@@ -232,7 +232,7 @@ fn fewer_records_than_declared_fail_without_a_hang() {
         assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
         let msg = e.to_string();
         assert!(
-            msg.contains("expect(2)")
+            msg.contains("declare_incoming(2)")
                 && msg.contains("received 1")
                 && msg.contains("already synced"),
             "{msg}"
@@ -251,7 +251,7 @@ fn a_full_sync_among_lazy_ones_is_reported() {
                     ctx.sync()?;
                     ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
                     if ctx.pid() == lazy_pid {
-                        ctx.expect(1)?;
+                        ctx.declare_incoming(1)?;
                     }
                     ctx.sync()?;
                     ctx.sync()?;
@@ -264,7 +264,7 @@ fn a_full_sync_among_lazy_ones_is_reported() {
             assert!(
                 msg.contains("full sync")
                     && msg.contains("lazy one")
-                    && msg.contains("expect is collective"),
+                    && msg.contains("declare_incoming is collective"),
                 "{way:?}: {msg}"
             );
         }
@@ -280,12 +280,12 @@ fn a_lazy_sync_among_full_ones_is_reported_wherever_it_is() {
         for lazy_pid in 0..4 {
             let e = within(60, move || {
                 run_on(lanes, 4, move |ctx| {
-                    ctx.expect(0)?;
+                    ctx.declare_incoming(0)?;
                     ctx.sync()?; // the run has used lazy syncs
                     ctx.sync()?;
                     ctx.sync()?;
                     if ctx.pid() == lazy_pid {
-                        ctx.expect(0)?;
+                        ctx.declare_incoming(0)?;
                     }
                     ctx.sync()?;
                     ctx.sync()?;
@@ -317,9 +317,9 @@ fn records_sent_to_a_process_that_completed_the_superstep_are_reported() {
                     if pid != 0 {
                         ctx.put(0, &[1], &x, pid)?;
                     }
-                    ctx.expect(if pid == 0 { 1 } else { 0 })?;
+                    ctx.declare_incoming(if pid == 0 { 1 } else { 0 })?;
                     ctx.sync()?;
-                    ctx.expect(0)?;
+                    ctx.declare_incoming(0)?;
                     ctx.sync()?;
                     Ok(())
                 })
@@ -344,7 +344,7 @@ fn gets_and_registrations_need_a_full_sync() {
                 let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
                 ctx.get(1 - ctx.pid(), &x, 0..2, &y, 0)?;
-                ctx.expect(0)?;
+                ctx.declare_incoming(0)?;
                 ctx.sync()?;
                 Ok(())
             })
@@ -362,7 +362,7 @@ fn immediate_primitives_are_refused_in_a_lazy_superstep() {
             run_on(lanes, 2, |ctx| {
                 let x = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                ctx.expect(0)?;
+                ctx.declare_incoming(0)?;
                 // SAFETY: refused before it touches anything.
                 unsafe { ctx.hpput(1 - ctx.pid(), &[1u64], &x, 0)? };
                 ctx.sync()?;
@@ -371,7 +371,7 @@ fn immediate_primitives_are_refused_in_a_lazy_superstep() {
             .unwrap_err()
         });
         assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "hpput"), "{e}");
-        assert!(e.to_string().contains("after expect(0)"), "{e}");
+        assert!(e.to_string().contains("after declare_incoming(0)"), "{e}");
 
         let e = within(60, move || {
             run_on(lanes, 2, |ctx| {
@@ -380,7 +380,7 @@ fn immediate_primitives_are_refused_in_a_lazy_superstep() {
                 let mut local = [0u64; 1];
                 // SAFETY: nobody writes `x` in this superstep.
                 unsafe { ctx.hpget(1 - ctx.pid(), &x, 0, &mut local)? };
-                ctx.expect(0)?;
+                ctx.declare_incoming(0)?;
                 ctx.sync()?;
                 Ok(())
             })
@@ -398,13 +398,13 @@ fn a_count_declared_before_the_end_is_checked() {
                 let x = ctx.push_reg(vec![0u64; 1])?;
                 ctx.sync()?;
                 ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
-                ctx.expect(2)?;
+                ctx.declare_incoming(2)?;
                 Ok(())
             })
             .unwrap_err()
         });
         assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
-        assert!(e.to_string().contains("expect(2)"), "{e}");
+        assert!(e.to_string().contains("declare_incoming(2)"), "{e}");
     }
 }
 
@@ -419,7 +419,7 @@ fn lazy_syncs_in_repeated_nested_runs() {
                 for round in 0..5u64 {
                     for t in 0..20 {
                         ctx.put(1 - ctx.pid(), &[round * 100 + t], &x, 0)?;
-                        ctx.expect(1)?;
+                        ctx.declare_incoming(1)?;
                         ctx.sync()?;
                     }
                     // Nested runs of one shape reuse their state: the lazy counters must start
@@ -429,7 +429,7 @@ fn lazy_syncs_in_repeated_nested_runs() {
                         c.sync()?;
                         for t in 0..(3 + round) {
                             c.put(1 - c.pid(), &[c.pid() as u64 + 10 * t], &y, 0)?;
-                            c.expect(1)?;
+                            c.declare_incoming(1)?;
                             c.sync()?;
                         }
                         Ok(c.local(&y)?[0])
@@ -479,11 +479,11 @@ fn a_run_of_two_checks_declared_counts_at_the_barrier() {
                 ctx.sync()?;
                 for _ in 0..3 {
                     ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
-                    ctx.expect(1)?;
+                    ctx.declare_incoming(1)?;
                     ctx.sync()?;
                 }
                 ctx.put(1 - ctx.pid(), &[1], &x, 0)?;
-                ctx.expect(declare(ctx.pid()))?;
+                ctx.declare_incoming(declare(ctx.pid()))?;
                 ctx.sync()?;
                 Ok(())
             })
@@ -498,13 +498,13 @@ fn a_run_of_two_checks_declared_counts_at_the_barrier() {
     );
     let msg = e.to_string();
     assert!(
-        msg.contains("expect(0) in superstep 4") && msg.contains("received 1"),
+        msg.contains("declare_incoming(0) in superstep 4") && msg.contains("received 1"),
         "{msg}"
     );
     let e = wrong(|pid| if pid == 0 { 2 } else { 1 });
     assert_eq!((e.kind(), e.path()), (ErrorKind::Misuse, &[0][..]), "{e}");
     assert!(
-        e.to_string().contains("expect(2)") && e.to_string().contains("received 1"),
+        e.to_string().contains("declare_incoming(2)") && e.to_string().contains("received 1"),
         "{e}"
     );
 }

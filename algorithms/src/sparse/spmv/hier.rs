@@ -407,7 +407,7 @@ impl<'p> HierSpmv<'p> {
                 // core holds its lock until it returns).
                 unsafe { l.send_partial_sums(n, &mut Vec::new(), &sc.send)? };
                 // One message from each core that sums rows of this one (a lazy sync).
-                n.expect(l.recv_from.len())?;
+                n.declare_incoming(l.recv_from.len())?;
                 n.sync()?;
                 l.receive_partial_sums(n, OP, &sc.slot_of, |q, v| mine.add(q, v))?;
                 Ok(())

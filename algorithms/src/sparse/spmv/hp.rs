@@ -306,7 +306,7 @@ impl<'p> HpSpmv<'p> {
         unsafe { l.send_partial_sums(ctx, &mut self.tag, &self.send)? };
         if self.fanout == Fanout::Puts {
             // One message from every process that sums rows this one owns.
-            ctx.expect(l.recv_from.len())?;
+            ctx.declare_incoming(l.recv_from.len())?;
         }
         ctx.sync()?;
         l.receive_partial_sums(ctx, "spmv hp multiply", &self.slot_of, |q, v| y[q] += v)
@@ -331,7 +331,7 @@ impl<'p> HpSpmv<'p> {
             };
             ctx.put(o.to as usize, src, &self.x, o.dst as usize)?;
         }
-        ctx.expect(self.x_ins)?;
+        ctx.declare_incoming(self.x_ins)?;
         ctx.sync()
     }
 

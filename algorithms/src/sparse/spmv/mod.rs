@@ -657,7 +657,7 @@ impl<'p> Spmv<'p> {
         }
         // The plan knows every count: one put from each sender (a lazy sync waits for those
         // senders only).
-        ctx.expect(l.recv_from.len())?;
+        ctx.declare_incoming(l.recv_from.len())?;
         ctx.sync()?;
         let recv = ctx.local(&self.recv)?;
         for (slot, &q) in l.recv_to_y.iter().enumerate() {

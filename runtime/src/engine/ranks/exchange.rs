@@ -382,7 +382,7 @@ impl Ctx {
             Some(low),
             format!(
                 "pid(s) {full:?} made a full sync in superstep {low} while pid(s) {lazy:?} \
-                 made a lazy one and went on (expect is collective: every process declares \
+                 made a lazy one and went on (declare_incoming is collective: every process declares \
                  in the same superstep)"
             ),
         )
@@ -540,7 +540,7 @@ impl Ctx {
             Some(m) if m != got => Err(self.misuse(
                 "end",
                 format!(
-                    "pid {} declared expect({m}) in superstep {} but received {got} \
+                    "pid {} called declare_incoming({m}) in superstep {} but received {got} \
                      puts/messages (the final sync is a full one: the count is checked there)",
                     self.pid, self.step
                 ),

@@ -46,7 +46,7 @@
 //! sync) polls locally, and now and then reads the other ranks' published words (`watch`):
 //! * a rank that failed (its count of completed syncs is `DONE_FAILED`): this rank joins the
 //!   failure exchange of the full sync path, which reports the first root cause everywhere;
-//! * a rank inside a full sync of a superstep this rank made lazy: a misuse (expect is
+//! * a rank inside a full sync of a superstep this rank made lazy: a misuse (declare_incoming is
 //!   collective), reported through the same exchange (the full sync's all-to-all is the
 //!   partner of this rank's last exchange);
 //! * a short count: every other rank has entered this sync (or a later one) and every stream
@@ -209,7 +209,7 @@ impl Ctx {
                 return Err(Stop::Misuse(self.misuse(
                     "sync",
                     format!(
-                        "pid {me} declared expect({m}) in superstep {s} but received {got} \
+                        "pid {me} called declare_incoming({m}) in superstep {s} but received {got} \
                          puts/messages, and every other process has already synced (nothing \
                          more can arrive)"
                     ),
@@ -230,7 +230,7 @@ impl Ctx {
             return Err(Stop::Misuse(self.misuse(
                 "sync",
                 format!(
-                    "pid {me} declared expect({m}) in superstep {s} but received {records} \
+                    "pid {me} called declare_incoming({m}) in superstep {s} but received {records} \
                      puts/messages (from pid(s) {from:?})"
                 ),
             )));
@@ -299,7 +299,7 @@ impl Ctx {
                     "sync",
                     format!(
                         "the puts/messages pid {me} sent in superstep {u} (to pid(s) {late:?}) \
-                         arrived after a receiver had completed that superstep (its expect \
+                         arrived after a receiver had completed that superstep (its declared \
                          count was met without them)"
                     ),
                 )))
@@ -392,7 +392,7 @@ impl Ctx {
                 format!(
                     "the lazy superstep's data for pid {j} is {} words, more than one MPI \
                      message carries ({} words: MPI counts are C ints); a full sync (no \
-                     expect) sends it in pieces",
+                     declare_incoming) sends it in pieces",
                     buf.len(),
                     count_limit()
                 ),
@@ -468,7 +468,7 @@ impl Ctx {
                 format!(
                     "pid {} received puts/messages of an earlier superstep from pid(s) [{k}] \
                      in superstep {}: they arrived after it had completed that superstep (its \
-                     expect count was met without them)",
+                     declared count was met without them)",
                     self.pid, self.step
                 ),
             )));
@@ -523,7 +523,7 @@ impl Ctx {
                 "sync",
                 format!(
                     "pid(s) {full:?} made a full sync in superstep {full_at} while pid {me} made \
-                     a lazy one (expect is collective: every process declares in the same \
+                     a lazy one (declare_incoming is collective: every process declares in the same \
                      superstep)"
                 ),
             )));
@@ -603,7 +603,7 @@ impl Ctx {
                     Some(self.step),
                     format!(
                         "the puts/messages pid {k} sent in superstep {s} (to pid(s) {late:?}) \
-                         arrived after a receiver had completed that superstep (its expect \
+                         arrived after a receiver had completed that superstep (its declared \
                          count was met without them)"
                     ),
                 ));

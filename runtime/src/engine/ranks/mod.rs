@@ -49,7 +49,7 @@
 //!
 //! ## Lazy syncs
 //!
-//! A superstep whose processes declared their counts (`Ctx::expect`) ends without the header
+//! A superstep whose processes declared their counts (`Ctx::declare_incoming`) ends without the header
 //! all-to-all: each rank sends its streams (`MPI_Issend`, tagged by superstep parity) only to
 //! the ranks it wrote to and receives until its declared number of records has arrived; a
 //! rank with nothing to receive does not wait. Its waits read the other ranks' windows now and

@@ -274,7 +274,7 @@ impl Ctx {
         self.misuse(
             "sync",
             format!(
-                "pid {} declared expect({m}) in superstep {s} but received {got} puts/messages, \
+                "pid {} called declare_incoming({m}) in superstep {s} but received {got} puts/messages, \
                  and every other process has already synced (nothing more can arrive)",
                 self.pid
             ),
@@ -288,7 +288,7 @@ impl Ctx {
             "sync",
             format!(
                 "pid(s) {full:?} made a full sync in superstep {} while pid {} made a lazy one \
-                 (expect is collective: every process declares in the same superstep)",
+                 (declare_incoming is collective: every process declares in the same superstep)",
                 self.step, self.pid
             ),
         )
@@ -305,7 +305,7 @@ impl Ctx {
                 format!(
                     "pid {} received puts/messages of an earlier superstep from pid(s) {stale:?} \
                      in superstep {s}: they arrived after it had completed that superstep (its \
-                     expect count was met without them)",
+                     declared count was met without them)",
                     self.pid
                 ),
             );
@@ -317,7 +317,7 @@ impl Ctx {
         self.misuse(
             "sync",
             format!(
-                "pid {} declared expect({m}) in superstep {s} but received {got} puts/messages \
+                "pid {} called declare_incoming({m}) in superstep {s} but received {got} puts/messages \
                  (from pid(s) {:?})",
                 self.pid,
                 self.engine.threads().took
@@ -338,7 +338,7 @@ impl Ctx {
             "sync",
             format!(
                 "the puts/messages pid {} sent in superstep {} (to pid(s) {dests:?}) arrived \
-                 after a receiver had completed that superstep (its expect count was met \
+                 after a receiver had completed that superstep (its declared count was met \
                  without them)",
                 self.pid,
                 s - 1
@@ -414,7 +414,7 @@ impl Ctx {
                 "sync",
                 format!(
                     "pid {} made a full sync in superstep {s} while pid(s) {lazy:?} made a lazy \
-                     one or synced in another superstep (expect is collective: every process \
+                     one or synced in another superstep (declare_incoming is collective: every process \
                      declares in the same superstep)",
                     self.pid
                 ),
@@ -445,7 +445,7 @@ impl Ctx {
             format!(
                 "pid {} made a full sync in superstep {s} while {who} made a lazy one or synced \
                  in another superstep: processes of different supersteps met at its barrier \
-                 (expect is collective: every process declares in the same superstep)",
+                 (declare_incoming is collective: every process declares in the same superstep)",
                 self.pid
             ),
         )
@@ -530,7 +530,7 @@ impl Ctx {
                 "sync",
                 format!(
                     "pid {d} made a full sync in superstep {s} while pid {} made a lazy one \
-                     (expect is collective: every process declares in the same superstep)",
+                     (declare_incoming is collective: every process declares in the same superstep)",
                     self.pid
                 ),
             )),

@@ -154,7 +154,7 @@ impl Ctx {
             op,
             format!(
                 "{op} in superstep {} to pid {pid}, which has already completed {done} syncs: \
-                 the immediate primitives are not allowed in a lazy superstep (see expect)",
+                 the immediate primitives are not allowed in a lazy superstep (see declare_incoming)",
                 self.step
             ),
         )

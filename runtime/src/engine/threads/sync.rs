@@ -244,7 +244,7 @@ impl Ctx {
         self.misuse(
             op,
             format!(
-                "pid {} declared expect({m}) in superstep {} but received {got} puts/messages{}",
+                "pid {} called declare_incoming({m}) in superstep {} but received {got} puts/messages{}",
                 self.pid,
                 self.step,
                 if ending {
@@ -383,12 +383,12 @@ impl Ctx {
         let text = match self.lazy.get() {
             Some(m) => format!(
                 "pid(s) {others:?} made a full sync in superstep {s} while pid {me} made a lazy \
-                 one (it declared expect({m}); expect is collective: every process declares in \
+                 one (it called declare_incoming({m}); declare_incoming is collective: every process declares in \
                  the same superstep)"
             ),
             None => format!(
                 "pid {me} made a full sync in superstep {s} while pid(s) {others:?} made a lazy \
-                 one (declared counts with expect; expect is collective: every process declares \
+                 one (declared counts with declare_incoming, which is collective: every process declares \
                  in the same superstep)"
             ),
         };
