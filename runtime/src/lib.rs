@@ -77,16 +77,20 @@
 
 #![warn(missing_docs)]
 
-// The modules form layers, each using only those above it in this list (checked by
-// tests/layers.rs; docs/design.md draws them):
+// The modules form layers, each using only those of the layers before it (tests/source.rs
+// checks that no module imports one that imports it back; docs/design.md draws the layers):
 // 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place;
-// 2. records and pools: flags, pool, outbox, requests, queue, tree, profile's recorder;
-// 3. the engines' state: engine::threads::{barrier, lane, inbox, state}, engine::ranks::net,
-//    engine::state;
+// 2. records and pools: flags, pool, outbox, requests, queue, tree; profile (its types, the
+//    recorder, the report, JSON and timeline: all but its regions);
+// 3. the engines' state: engine::threads::{barrier, lane, inbox, state},
+//    engine::ranks::{protocol, active, watchdog, shm, wire, lazy_state, net, profile},
+//    engine::state (the enums the context holds);
 // 4. ctx (the context and the run state) and superstep (what every engine's sync shares);
-// 5. the engines: engine (the seam), engine::threads, engine::ranks;
-// 6. the primitives (`impl Ctx`): drma, reg, bsmp, owned, lazy, sync, profile's regions;
-// 7. processes and runs: process, team, run, lend.
+// 5. the engines: engine (the seam's trait), engine::threads::{sync, lazy, lane_sync} and its
+//    mod.rs, engine::ranks::{engine, exchange, lazy, collective, immediate}, engine::dispatch;
+// 6. the primitives (`impl Ctx`): drma, reg, bsmp, owned, lazy, sync, profile::regions;
+// 7. processes and runs: process, team, run, lend, engine::ranks::world (and the folders'
+//    mod.rs files that re-export from it).
 mod arena;
 mod bsmp;
 mod ctx;

@@ -3,7 +3,7 @@
 
 use super::Engine;
 #[cfg(feature = "mpi")]
-use super::ranks::Ranks;
+use super::ranks::engine::Ranks;
 use super::state::Kind;
 use super::threads::Threads;
 use crate::ctx::Ctx;
