@@ -596,6 +596,6 @@ fn owned_exchange_misuse_gets_a_clear_error() {
         })
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
-        assert!(err.to_string().contains("expect"), "{err}");
+        assert!(err.to_string().contains("declare_incoming"), "{err}");
     });
 }

@@ -386,7 +386,7 @@ fn immediate_primitives_are_refused_in_a_lazy_superstep() {
             })
             .unwrap_err()
         });
-        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "expect"), "{e}");
+        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "declare_incoming"), "{e}");
     }
 }
 
