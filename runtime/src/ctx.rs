@@ -1,16 +1,21 @@
-//! The state of one run and the handle ([`Ctx`]) each of its processes works through.
+//! The state of one run and the handle ([`Ctx`]) each of its processes works through: what
+//! every engine needs, and the engine's own part (`engine/state.rs`), which only the engine
+//! reads.
 //!
-//! Shared (per run, [`RunShared`]): the barrier, and per process a [`ProcShared`] holding what
-//! other processes read: its registration table, its outboxes (two sets, by superstep parity),
-//! its collective requests, and how many syncs it has completed.
+//! Shared (per run, [`RunShared`]): the hierarchy's failure state, the placement, the waiting
+//! policy, the engine's part of the run (the thread engine's barrier, lanes and inboxes), and
+//! per process a [`ProcShared`] holding what other processes read: its registration table, its
+//! outboxes (two sets, by superstep parity), its collective requests, and how many syncs it has
+//! completed.
 //!
 //! Private (per process, inside [`Ctx`]): the superstep counter, requests not yet executed
-//! (gets, registration changes, hpsends, a new tag size), and the view of the message queue.
+//! (gets, registration changes, hpsends, a new tag size), the view of the message queue, and the
+//! engine's part of the process.
 //!
 //! ## Who touches what when
 //!
 //! The cells of [`ProcShared`] are read and written only through its methods, each of which
-//! states the phase of the superstep protocol (`sync.rs`) in which it may be called:
+//! states the phase of the superstep protocol (`engine/threads/sync.rs`) in which it may be called:
 //!
 //! * the registration table: written by its owner only inside a sync, after the first barrier
 //!   and before a second one (which every sync with registration changes has); read by anyone
@@ -20,7 +25,7 @@
 //!   (the message queue). The owner writes parity `q` again only after the next sync's first
 //!   barrier, which no receiver passes before it has stopped reading (the queue is emptied
 //!   when a sync starts), or, when the sync in between is lazy, after every receiver has
-//!   acknowledged it (`engine/threads/lazy.rs`);
+//!   acknowledged it (`engine/threads/lazy.rs`; over ranks, `engine/ranks/lazy.rs`);
 //! * the collective requests of parity `q`: like the outboxes, read right after barrier 1.
 //!
 //! ## Failure
