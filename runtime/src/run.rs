@@ -574,9 +574,10 @@ impl Run {
 
 impl Run {
     /// Whether the run's barrier is a tree: by default when the processes of `layout` are more
-    /// than twice its cores (`barrier.rs`). Measured on 2 cores: at p = 4 both barriers cost
-    /// about the same, within the machine's noise, and the dissemination barrier carries small
-    /// puts; from p = 8 on the tree is faster (1.5x at p = 8, 30x at p = 256).
+    /// than twice its cores (`engine/threads/barrier.rs`). At twice as many processes as cores
+    /// both barriers cost about the same, and the dissemination barrier carries small puts;
+    /// beyond, the tree is faster, the more so the more processes sleep (`mbsp-bench core`'s
+    /// oversubscription table: docs/benchmarks.md).
     fn oversubscribed(&self, layout: &Layout) -> bool {
         self.tree_barrier
             .unwrap_or_else(|| layout.domains.len() > 2 * layout.cores_for())

@@ -230,8 +230,9 @@ const MIN_SPINS_DIVISOR: u32 = 8;
 /// wait can stay in a slow mode: the one that slept is woken by the other, which then waits for
 /// it in the next superstep for longer than its patience (a wake-up can take hundreds of
 /// microseconds on a virtual machine) and goes to sleep itself, to be woken by the first, and so
-/// on, every superstep costing a wake-up (issue 25 saw 30-160 µs per sync for whole passes of
-/// 1000 syncs; `runtime/examples/sync_after_sleep.rs` shows how a pass recovers).
+/// on, every superstep costing a wake-up, for whole passes of syncs
+/// (`runtime/examples/sync_after_sleep.rs` shows how a pass recovers; docs/benchmarks.md has
+/// the figures).
 #[derive(Debug)]
 pub(crate) struct Waiter {
     spins: u32,
