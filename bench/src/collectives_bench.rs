@@ -11,7 +11,7 @@ use mbsp::{Ctx, Reg};
 use mbsp_algorithms::collectives::{Algorithm, Collective, Collectives, Comm};
 use mbsp_algorithms::cost::Params;
 #[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_tools::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 

@@ -3,7 +3,7 @@
 
 use crate::floor::SpinBarrier;
 use crate::stats::{Samples, fit_gl, gbs, ns, timed};
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 

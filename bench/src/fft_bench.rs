@@ -22,10 +22,9 @@ use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     BspFft, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
 };
+use mbsp_tools::fft::{random, rate, rel_error};
 #[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
-use mbsp_cli::fft_cmd::{random, rate, rel_error};
-use mbsp_cli::whole_file::COLORS;
+use mbsp_tools::{Classify, Error, Result};
 use plotters::prelude::*;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -619,7 +618,7 @@ fn plot(path: &str, rows: &[Row]) -> Result<()> {
             .draw()
             .map_err(|e| err(&e))?;
         for (i, ((variant, p), points)) in lines.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+            let color = crate::whole_file::color(i);
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),

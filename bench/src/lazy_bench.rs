@@ -17,7 +17,7 @@
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::Ctx;
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 
 /// Options of `mbsp-bench lazy`.

@@ -45,14 +45,13 @@
 //! output. After the table, a summary per target of the issue (met / missed with the numbers,
 //! skipped for variants not built yet).
 
+use crate::cli::{self, Counts};
 use crate::partition_bench::{balanced_blocks, input_files};
-use crate::partition_cmd::matrix_name;
-use crate::spmv_cmd::{Csr, Per, Prepared, Variant, max_rel_error, measure, median, test_x};
 use mbsp_algorithms::sparse::mtx;
-use mbsp_cli::cli::{self, Counts};
-#[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
-use mbsp_cli::whole_file::COLORS;
+use mbsp_tools::sparse::matrix_name;
+use mbsp_tools::spmv::{Csr, Per, Prepared, Variant, max_rel_error, measure, test_x};
+use mbsp_tools::stats::median;
+use mbsp_tools::{Error, Result};
 use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -92,8 +91,8 @@ pub struct Options {
 /// The command line of `mbsp-bench spmv`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Matrix Market files (default: every matrix in shared/data/matrices, found through
-    /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
+    /// Matrix Market files (default: every matrix in MBSP_DATA_DIR/matrices, or in
+    /// ../shared/data/matrices beside the repository).
     #[arg(value_name = "FILES")]
     files: Vec<PathBuf>,
     /// Process counts, comma-separated (default 1, 2, 4, ... up to the hardware threads;
@@ -409,7 +408,7 @@ pub fn run(o: &Options) -> Result<()> {
     // Every matrix at the largest p (and its threads) must fit before anything is measured.
     let most = procs.iter().copied().max().unwrap_or(1);
     for f in &files {
-        crate::spmv_cmd::preflight(f, most)?;
+        crate::preflight::spmv_file(f, most)?;
     }
     let pools = procs
         .iter()
@@ -437,7 +436,7 @@ pub fn run(o: &Options) -> Result<()> {
         let name = matrix_name(f);
         let t = Instant::now();
         let a = mtx::read_path(f).map_err(|e| Error::io("").with_source(e))?;
-        crate::spmv_cmd::fits(&a, most)?;
+        crate::preflight::spmv_matrix(&a, most)?;
         let (nnz, bytes) = (a.nnz(), bytes_per_multiply(a.rows, a.cols, a.nnz()));
         let (batches, per) = batching(nnz, o.reps, o.quick);
         eprintln!(
@@ -497,7 +496,7 @@ pub fn run(o: &Options) -> Result<()> {
                 rayon_times.extend(time_rayon(pool, &csr, &x, &mut parts, before, per));
                 let m = measure(&a, &csr, &x, prep, v, batches, Per::Exactly(per))
                     .map_err(|e| e.context(format!("{name}, p = {p}, {}", v.name())))?;
-                let m = mbsp_cli::run_on::on_root(m, "the SpMV")?;
+                let m = mbsp_tools::run_on::on_root(m, "the SpMV")?;
                 rayon_times.extend(time_rayon(
                     pool,
                     &csr,
@@ -510,10 +509,10 @@ pub fn run(o: &Options) -> Result<()> {
                 let mut r = row(v.name(), p, m.bsp, m.ratio);
                 r.rel_error = m.max_rel_error;
                 r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
-                if let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan {
+                if let mbsp_tools::spmv::Plan::Flat(plan) = &prep.plan {
                     let params = mbsp_algorithms::cost::Params::current();
-                    let per_nz = mbsp_cli::run_on::on_root(
-                        crate::spmv_cmd::plan_seconds_per_nz(plan)?,
+                    let per_nz = mbsp_tools::run_on::on_root(
+                        mbsp_tools::spmv::plan_seconds_per_nz(plan)?,
                         "the SpMV's local rate",
                     )?;
                     r.predicted = Some(plan.predict(params, per_nz, v.predicts_hp()));
@@ -524,8 +523,8 @@ pub fn run(o: &Options) -> Result<()> {
                 }
             }
             drop(parts);
-            let seq = median(seqs);
-            let t_rayon = median(rayon_times);
+            let seq = median(&seqs);
+            let t_rayon = median(&rayon_times);
             let mut sequential = row("sequential", p, seq, 1.0);
             sequential.threads = 1;
             let mut rayon = row("rayon", p, t_rayon, seq / t_rayon);
@@ -1041,7 +1040,7 @@ fn plot(path: &Path, rows: &[Row]) -> Result<()> {
             .map_err(|e| err(&e))?;
         let w = 0.8 / variants.len().max(1) as f64;
         for (j, v) in variants.iter().enumerate() {
-            let color = COLORS[j % COLORS.len()];
+            let color = crate::whole_file::color(j);
             chart
                 .draw_series(bars.iter().filter(|r| r.variant == *v).filter_map(|r| {
                     let k = names.iter().position(|m| *m == r.matrix)? as f64;
