@@ -3,16 +3,15 @@
 //! parameters, and the flagship algorithms (FFT, SpMV) verified, timed against their sequential
 //! baselines and against the BSP prediction made from those parameters.
 
-use crate::error::{Classify, Error, Result};
-use crate::fft_cmd;
-use crate::params_cmd::{self, LevelParams, Where};
-use crate::run_on;
-use crate::spmv_cmd::{Csr, Per, Prepared, Variant, measure, test_x};
-use crate::topo::{self, Count};
+use crate::{fft_cmd, params_cmd, topo};
 use mbsp::{Level, Policy};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::FftCost;
 use mbsp_algorithms::sparse::CooMatrix;
+use mbsp_tools::params::{self, LevelParams, Where};
+use mbsp_tools::placement::Count;
+use mbsp_tools::spmv::{Csr, Per, Plan, Prepared, Variant, measure, plan_seconds_per_nz, test_x};
+use mbsp_tools::{Classify, Error, Result, run_on};
 use std::time::Instant;
 
 /// Options of the demo.
@@ -35,7 +34,7 @@ fn progress(start: Instant, what: &str) {
 /// The cost-function parameters of a measured level (bulk puts for `g`, direct gets for
 /// `g_direct`, first touch from `fresh`).
 fn params_of(l: &LevelParams, fresh: f64) -> Params {
-    use params_cmd::Prim;
+    use params::Prim;
     Params {
         r: l.r_dense,
         g: l.fit(Prim::Put).g,
@@ -91,7 +90,7 @@ pub fn run(o: &Options) -> Result<()> {
     let m = &loaded.machine;
     println!(
         "mbsp demo: hierarchical BSP on {}",
-        crate::machine::describe()
+        mbsp_tools::machine::describe()
     );
 
     section("The machine tree (hwloc; MBSP_TOPOLOGY overrides)");
@@ -118,14 +117,14 @@ pub fn run(o: &Options) -> Result<()> {
     progress(start, "measuring r, l and g on every level of the tree");
     let quick = o.quick;
     let o = if quick {
-        params_cmd::Options::quick()
+        params::Options::quick()
     } else {
-        params_cmd::Options::full()
+        params::Options::full()
     };
-    let fresh = params_cmd::fresh_per_word();
+    let fresh = params::fresh_per_word();
     let mut levels = Vec::new();
     for (level, _) in Where::of(m) {
-        levels.push(params_cmd::measure_level(
+        levels.push(params::measure_level(
             level,
             &Policy::Scattered,
             "scattered",
@@ -239,13 +238,10 @@ pub fn run(o: &Options) -> Result<()> {
             measure(&a, &csr, &x, &prep, variant, batches, Per::Exactly(per))?,
             "the SpMV",
         )?;
-        let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {
+        let Plan::Flat(plan) = &prep.plan else {
             unreachable!("flat plan")
         };
-        let per_nz = run_on::on_root(
-            crate::spmv_cmd::plan_seconds_per_nz(plan)?,
-            "the SpMV's local rate",
-        )?;
+        let per_nz = run_on::on_root(plan_seconds_per_nz(plan)?, "the SpMV's local rate")?;
         let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(
