@@ -468,7 +468,7 @@ impl NativePlan {
         let a = a.matrix(OP)?;
         let d = d.distribution(OP, &a)?;
         let p = d.p;
-        errors::preflight(mbsp_cli::spmv_cmd::fits(&a, p))?;
+        errors::preflight(mbsp_tools::preflight::spmv_matrix(&a, p))?;
         check_procs(OP, p)?;
         let plan = py
             .detach(move || SpmvPlan::new(&a, &d))
@@ -501,7 +501,7 @@ impl NativePlan {
         })?;
         check_procs(OP, total)?;
         let o = options(OP, eps, seed, 0)?;
-        errors::preflight(mbsp_cli::spmv_cmd::fits(&a, total))?;
+        errors::preflight(mbsp_tools::preflight::spmv_matrix(&a, total))?;
         let (o, stop) = cancellable(o);
         let plan = crate::wait::interruptible(py, "SpmvPlan", stop, move || {
             if inner_2d {
