@@ -13,11 +13,14 @@
 //! others are in lazy syncs (the run must fail on every rank with one error);
 //! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep.
 
+use mbsp::rng::SplitMix64;
 use mbsp::{Ctx, ErrorKind, Result};
 
 /// The runtime's own random-program generator and sequential model
-/// (`runtime/tests/semantics/model.rs` runs them on either engine).
+/// (`runtime/tests/semantics/model.rs` runs them on either engine). The file and the safety
+/// arguments of its unsafe blocks are the runtime's: its lints are checked there.
 #[path = "../../../runtime/tests/common/bsplib_model.rs"]
+#[allow(clippy::undocumented_unsafe_blocks)]
 mod bsplib_model;
 
 fn check(ctx: &Ctx, ok: bool, what: &str) -> Result<()> {
@@ -632,24 +635,6 @@ fn timing(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// A deterministic generator (xorshift64*): every rank draws the same program.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One rank's operations in one superstep of a random program.
 #[derive(Default)]
 struct StepOps {
@@ -666,7 +651,7 @@ struct StepOps {
 /// Draws superstep `step` of the program for all `p` ranks: local writes, puts, gets and
 /// messages, with no two writes to one word of one rank landing at the same sync (BSPlib
 /// leaves the winner of overlapping writes unspecified; the model here is exact).
-fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<StepOps> {
+fn draw(rng: &mut SplitMix64, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<StepOps> {
     let regs = sizes.len();
     let mut landing: std::collections::HashSet<(usize, usize, usize)> = Default::default();
     let mut ops: Vec<StepOps> = (0..p).map(|_| StepOps::default()).collect();
@@ -674,7 +659,7 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
         for _ in 0..rng.below(3) {
             let r = rng.below(regs);
             op.writes
-                .push((r, rng.below(sizes[r][me]), rng.next() >> 8));
+                .push((r, rng.below(sizes[r][me]), rng.next_u64() >> 8));
         }
         for _ in 0..rng.below(4) {
             let (to, r) = (rng.below(p), rng.below(regs));
@@ -686,7 +671,7 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
             }
             landing.extend((at..at + len).map(|w| (to, r, w)));
             op.puts
-                .push((to, r, at, (0..len).map(|_| rng.next() >> 8).collect()));
+                .push((to, r, at, (0..len).map(|_| rng.next_u64() >> 8).collect()));
         }
         for _ in 0..rng.below(3) {
             let (from, sr, dr) = (rng.below(p), rng.below(regs), rng.below(regs));
@@ -701,8 +686,8 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
         }
         for _ in 0..rng.below(3) {
             let to = rng.below(p);
-            let tag = (0..tagsize).map(|_| rng.next() as u8).collect();
-            let payload = (0..rng.below(20)).map(|_| rng.next() as u8).collect();
+            let tag = (0..tagsize).map(|_| rng.next_u64() as u8).collect();
+            let payload = (0..rng.below(20)).map(|_| rng.next_u64() as u8).collect();
             op.sends.push((to, tag, payload));
         }
     }
@@ -716,7 +701,8 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
 fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     for seed in 1..=programs {
-        let mut rng = Rng::new(seed);
+        // Every rank draws the same program from the same seed.
+        let mut rng = SplitMix64::new(seed);
         let sizes: Vec<Vec<usize>> = (0..3)
             .map(|_| (0..p).map(|_| 1 + rng.below(6)).collect())
             .collect();
