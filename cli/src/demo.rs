@@ -83,7 +83,8 @@ fn off_by(predicted: f64, measured: f64) -> String {
     format!("{:+.0}%", 100.0 * (predicted - measured) / measured)
 }
 
-/// Run the demo; `Err` is a one-line message.
+/// Run the demo; `Err` is a one-line message. Its sections: the machine tree and nested
+/// placements, the BSP parameters measured now, the FFT, the SpMV.
 pub fn run(o: &Options) -> Result<()> {
     let start = Instant::now();
     let loaded = mbsp::Machine::current().or_run()?;
@@ -92,7 +93,29 @@ pub fn run(o: &Options) -> Result<()> {
         "mbsp demo: hierarchical BSP on {}",
         mbsp_tools::machine::describe()
     );
+    tree_and_placements(m)?;
+    let params = parameters(m, o.quick, start)?;
+    fft(m, &params, o.quick, start)?;
+    spmv(&params.machine, o.quick, start)?;
+    println!(
+        "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
+         `mbsp --help`, `mbsp params --json params.json`, `mbsp-bench fft`, `mbsp-bench spmv`.",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
 
+/// The cost-function parameters the predictions use: the whole machine's, and those of the
+/// levels of a nested FFT (the packages, one package; the machine's where the tree has none).
+struct Measured {
+    machine: Params,
+    top: Params,
+    inner: Params,
+}
+
+/// Section: the machine tree, and where the processes of a nested run and of a flat run of
+/// half the cores go under both policies.
+fn tree_and_placements(m: &mbsp::Machine) -> Result<()> {
     section("The machine tree (hwloc; MBSP_TOPOLOGY overrides)");
     print!("{m}");
 
@@ -112,10 +135,14 @@ pub fn run(o: &Options) -> Result<()> {
         println!("policy {policy}:");
         topo::print_nested(m, &[Count::N(half)], &policy)?;
     }
+    Ok(())
+}
 
+/// Section: r, l and g of every level of the tree (scattered), measured now and printed as
+/// `mbsp params` prints them.
+fn parameters(m: &mbsp::Machine, quick: bool, start: Instant) -> Result<Measured> {
     section("BSP parameters, measured now (mbsp params has the full set)");
     progress(start, "measuring r, l and g on every level of the tree");
-    let quick = o.quick;
     let o = if quick {
         params::Options::quick()
     } else {
@@ -144,7 +171,21 @@ pub fn run(o: &Options) -> Result<()> {
         "(g in ns per 8-byte word | in flops; a superstep of an h-relation costs l + g h; \
          these values feed the predictions below)"
     );
+    Ok(Measured {
+        machine,
+        top,
+        inner,
+    })
+}
 
+/// Section: the BSP FFT, flat (and nested when the tree has levels), against sequential
+/// rustfft and the cost model's predictions.
+fn fft(m: &mbsp::Machine, params: &Measured, quick: bool, start: Instant) -> Result<()> {
+    let Measured {
+        machine,
+        top,
+        inner,
+    } = *params;
     section(
         "FFT: complex f64, BSP (one superstep: packs handed over as owned messages) against sequential rustfft",
     );
@@ -207,6 +248,12 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
 
+    Ok(())
+}
+
+/// Section: the 2D SpMV on a grid Laplacian, plain and hp, against sequential CSR and the
+/// BSP prediction from the `machine` parameters.
+fn spmv(machine: &Params, quick: bool, start: Instant) -> Result<()> {
     section("SpMV: y = Ax on a 2D partition, against sequential CSR");
     let k = if quick { 60 } else { 300 };
     let a = laplacian(k, 0.1);
@@ -242,7 +289,7 @@ pub fn run(o: &Options) -> Result<()> {
             unreachable!("flat plan")
         };
         let per_nz = run_on::on_root(plan_seconds_per_nz(plan)?, "the SpMV's local rate")?;
-        let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
+        let predicted = plan.predict(machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(
             "{:<5} p = {p}: {} per multiply ({:.0} Mflop/s), sequential CSR {} ({:.0} Mflop/s): \
@@ -266,11 +313,6 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
 
-    println!(
-        "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
-         `mbsp --help`, `mbsp params --json params.json`, `mbsp-bench fft`, `mbsp-bench spmv`.",
-        start.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 
