@@ -62,7 +62,7 @@ pub fn line(e: &Error, command: &str) -> String {
     format!("{command}: {}\n", escaped(&e.to_string()))
 }
 
-/// Prints the [`line`] of `e` on stderr (over MPI ranks, on rank 0 alone: every rank meets the
+/// Prints the [`line()`] of `e` on stderr (over MPI ranks, on rank 0 alone: every rank meets the
 /// same error; [`crate::run_on::is_root`]) and returns the exit status of its class.
 pub fn report(e: &Error, command: &str) -> ExitCode {
     if crate::run_on::is_root() {

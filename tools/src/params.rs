@@ -134,6 +134,13 @@ impl Prim {
 }
 
 /// A level of the machine tree that can be measured.
+///
+/// ```
+/// use mbsp_tools::params::Where;
+/// let m = mbsp::Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+/// let levels: Vec<(&str, usize)> = Where::of(&m).into_iter().map(|(w, p)| (w.name(), p)).collect();
+/// assert_eq!(levels, [("machine", 8), ("packages", 2), ("package", 4)]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Where {
     /// One process per core of the machine.
@@ -218,6 +225,13 @@ impl Where {
 }
 
 /// A fit of `t = l + g h` to measured points.
+///
+/// ```
+/// use mbsp_tools::params::Fit;
+/// // A superstep of h words: 2 µs + 1 ns per word, exactly.
+/// let f = Fit::of((1..5).map(|i| (512.0 * i as f64, 2e-6 + 1e-9 * 512.0 * i as f64)).collect());
+/// assert!((f.g - 1e-9).abs() < 1e-15 && f.trusted());
+/// ```
 #[derive(Clone, Debug)]
 pub struct Fit {
     /// Seconds per word.

@@ -147,6 +147,13 @@ pub fn available() -> Option<Available> {
 }
 
 /// Bytes for a message: `88.0 TB`, `512 kB`, `17 bytes` (decimal units).
+///
+/// ```
+/// use mbsp_tools::preflight::size;
+/// assert_eq!(size(17), "17 bytes");
+/// assert_eq!(size(1500), "1.5 kB");
+/// assert_eq!(size(16 << 40), "17.6 TB");
+/// ```
 pub fn size(bytes: u128) -> String {
     const UNITS: [&str; 10] = ["kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB", "RB", "QB"];
     if bytes < 1000 {
@@ -167,6 +174,17 @@ pub fn size(bytes: u128) -> String {
 
 /// An estimate of the memory a request needs: terms, each a count times bytes per item, with
 /// what they count.
+///
+/// ```
+/// use mbsp_tools::preflight::{Available, Need};
+/// let avail = Available { bytes: 1 << 30, source: "a test".into() };
+/// let mut need = Need::new();
+/// need.add(1 << 20, 16, "a million complex numbers");
+/// assert!(need.check_against(&avail).is_ok());
+/// need.add(1 << 30, 8, "a billion words");
+/// let e = need.check_against(&avail).unwrap_err();
+/// assert!(e.to_string().contains("8.6 GB for a billion words (8 bytes each)"), "{e}");
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Need {
     terms: Vec<(u128, String)>,

@@ -17,6 +17,16 @@ use mbsp_algorithms::timer::RegionTimer;
 use std::time::Instant;
 
 /// Compressed rows, the sequential baseline.
+///
+/// ```
+/// use mbsp_algorithms::sparse::CooMatrix;
+/// let a = CooMatrix::new(2, 2, vec![(0, 0, 2.0), (0, 1, 1.0), (1, 1, 3.0)])?;
+/// let csr = mbsp_tools::spmv::Csr::new(&a);
+/// let mut y = [0.0; 2];
+/// csr.multiply(&[1.0, 2.0], &mut y);
+/// assert_eq!(y, [4.0, 6.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Csr {
     /// Where each row starts in `col` and `val` (rows + 1 entries).
     pub ptr: Vec<usize>,
@@ -68,6 +78,13 @@ impl Csr {
 }
 
 /// The BSP variants.
+///
+/// ```
+/// use mbsp_tools::spmv::Variant;
+/// let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+/// assert_eq!(names, ["plain", "hp", "hp-puts", "shared", "hier"]);
+/// assert!(Variant::Shared.predicts_hp() && !Variant::Plain.predicts_hp());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Gets and puts, two supersteps per multiply.
@@ -120,6 +137,18 @@ pub enum Plan {
 }
 
 /// A matrix with its partition and plan for one variant at one p.
+///
+/// ```
+/// use mbsp_tools::spmv::{Csr, Per, Prepared, Variant, measure, test_x};
+/// let a = mbsp_algorithms::sparse::CooMatrix::new(
+///     4, 4, (0..4).map(|i| (i, i, 1.0 + i as f64)).collect::<Vec<(usize, usize, f64)>>(),
+/// )?;
+/// let prep = Prepared::new(&a, 2, Variant::Plain)?;
+/// let x = test_x(a.cols);
+/// let m = measure(&a, &Csr::new(&a), &x, &prep, Variant::Plain, 3, Per::Exactly(2))?;
+/// assert!(m.expect("threads: this process prints").max_rel_error < 1e-12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Prepared {
     /// Processes in all.
     pub p: usize,
@@ -459,6 +488,13 @@ pub fn max_rel_error(a: &CooMatrix, x: &[f64], want: &[f64], parts: &[(&[u32], &
 /// them in both multiplies); any other pair with a non-finite side is an infinite error (also a
 /// NaN where none belongs, which `f64::max` would otherwise skip). Finite pairs: the difference
 /// over `scale`, and where the scale is 0 (every term is 0) any difference is infinite.
+///
+/// ```
+/// use mbsp_tools::spmv::entry_error;
+/// assert_eq!(entry_error(1.5, 1.0, 2.0), 0.25);
+/// assert_eq!(entry_error(f64::NAN, f64::NAN, 1.0), 0.0);
+/// assert_eq!(entry_error(f64::NAN, 1.0, 1.0), f64::INFINITY);
+/// ```
 pub fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
     if !(y.is_finite() && want.is_finite()) {
         let same = (y.is_nan() && want.is_nan()) || y == want;
@@ -475,6 +511,11 @@ pub fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
 }
 
 /// The test vector: deterministic, entries in [-0.5, 0.5).
+///
+/// ```
+/// let x = mbsp_tools::spmv::test_x(1000);
+/// assert!(x.iter().all(|v| (-0.5..0.5).contains(v)));
+/// ```
 pub fn test_x(n: usize) -> Vec<f64> {
     (0..n)
         .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
