@@ -11,7 +11,7 @@ use mbsp::{Ctx, Reg};
 use mbsp_algorithms::collectives::{Algorithm, Collective, Collectives, Comm};
 use mbsp_algorithms::cost::Params;
 #[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_tools::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -273,12 +273,58 @@ fn size(bytes: usize) -> String {
     }
 }
 
-/// Run the benchmark; print tables (or JSON) on stdout and progress on stderr.
+/// Run the benchmark; print tables (or JSON) on stdout and progress on stderr: the
+/// measurements (every collective at every p), the targets at p = 2, the CSV file, then the
+/// JSON or the tables with the sample sort and the targets.
 pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.csv {
         crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
     }
     let samples = o.samples.max(1);
+    let (rows, levels) = measure_all(o, samples);
+    let memcpy_gbs = Samples(memcpy(1, o.large, 3, samples)).median();
+    let targets = Targets::of(&rows, memcpy_gbs);
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        let sort = sample_sort(o, samples);
+        let j = json!({
+            "machine": crate::machine::describe(),
+            "samples": samples,
+            "params": levels.iter().map(|(p, prm)| json!({
+                "p": p, "l_s": prm.l, "g_s_per_word": prm.g, "g_direct_s_per_word": prm.g_direct,
+                "fresh_s_per_word": prm.fresh,
+            })).collect::<Vec<_>>(),
+            "memcpy_gbs": memcpy_gbs,
+            "rows": rows.iter().map(|r| json!({
+                "op": r.op.name(), "comm": r.comm, "lazy": r.lazy, "p": r.p, "bytes": r.bytes,
+                "algorithm": format!("{:?}", r.algorithm),
+                "ns": r.ours.median(), "predicted_ns": r.predicted, "put_sync_ns": r.hand.median(),
+                "empty_sync_ns": r.sync.as_ref().map(Samples::median),
+            })).collect::<Vec<_>>(),
+            "targets": {
+                "allreduce_one_word_over_empty_sync_p2": targets.allreduce,
+                "allreduce_one_word_full_syncs_over_empty_sync_p2": targets.allreduce_full,
+                "allreduce_one_word_level1_over_empty_sync_p2": targets.allreduce_level1,
+                "put_sync_one_word_over_empty_sync_p2": targets.hand,
+                "broadcast_large_share_of_memcpy_p2": targets.broadcast_share,
+            },
+            "sort": sort,
+        });
+        println!("{j:#}");
+        return Ok(());
+    }
+    print_tables(&rows, &levels, samples);
+    let sort = sample_sort(o, samples);
+    print_targets(o, &targets, memcpy_gbs, &sort);
+    Ok(())
+}
+
+/// Measuring: the BSP parameters at each p, then every collective for one word and for the
+/// large size (the one-word broadcast and all-reduce also through a `Comm`, with lazy and with
+/// full syncs). The rows, and the parameters per p.
+fn measure_all(o: &Options, samples: usize) -> (Vec<Row>, Vec<(usize, Params)>) {
     let mut rows = Vec::new();
     let mut levels = Vec::new();
     for &p in &o.procs {
@@ -324,77 +370,78 @@ pub fn run(o: &Options) -> Result<()> {
             }
         }
     }
-    let memcpy_gbs = Samples(memcpy(1, o.large, 3, samples)).median();
+    (rows, levels)
+}
 
-    // Targets at p = 2.
-    let find = |op: Collective, small: bool, comm: bool, lazy: bool| {
-        rows.iter().find(|r| {
-            r.op == op && r.p == 2 && (r.bytes == 8) == small && r.comm == comm && r.lazy == lazy
-        })
-    };
-    // Ratios to the empty sync measured in the same run as the row.
-    let over_sync = |r: Option<&Row>, hand: bool| {
-        r.and_then(|r| {
-            let s = r.sync.as_ref()?.median();
-            Some(
-                if hand {
-                    r.hand.median()
-                } else {
-                    r.ours.median()
-                } / s,
-            )
-        })
-    };
-    let allreduce_ratio = over_sync(find(Collective::AllReduce, true, true, true), false);
-    let allreduce_full_ratio = over_sync(find(Collective::AllReduce, true, true, false), false);
-    let allreduce_level1_ratio = over_sync(find(Collective::AllReduce, true, false, false), false);
-    let hand_ratio = over_sync(find(Collective::AllReduce, true, true, true), true);
-    let bcast_share = find(Collective::Broadcast, false, false, false)
-        .map(|r| r.bytes as f64 / r.ours.median() / memcpy_gbs);
+/// The figures of the targets at p = 2 (`None` where the row was not measured).
+struct Targets {
+    /// One-word all-reduce through a `Comm` with lazy syncs, over the empty sync.
+    allreduce: Option<f64>,
+    /// The same with full syncs.
+    allreduce_full: Option<f64>,
+    /// The level-1 all-reduce of one word, over the empty sync.
+    allreduce_level1: Option<f64>,
+    /// The hand-written one-word all-reduce (put + sync), over the empty sync.
+    hand: Option<f64>,
+    /// The large broadcast's rate as a share of memcpy's.
+    broadcast_share: Option<f64>,
+}
 
-    if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
-    }
-    if o.json {
-        let sort: Value = if o.sort_n > 0 {
-            eprintln!("collectives: sample sort of {} u64", o.sort_n);
-            crate::sort_bench::run(o.sort_n, &[2], samples, !o.json)
-        } else {
-            Value::Null
+impl Targets {
+    /// The targets' figures from the measured `rows` and memcpy's rate.
+    fn of(rows: &[Row], memcpy_gbs: f64) -> Targets {
+        let find = |op: Collective, small: bool, comm: bool, lazy: bool| {
+            rows.iter().find(|r| {
+                r.op == op
+                    && r.p == 2
+                    && (r.bytes == 8) == small
+                    && r.comm == comm
+                    && r.lazy == lazy
+            })
         };
-        let j = json!({
-            "machine": crate::machine::describe(),
-            "samples": samples,
-            "params": levels.iter().map(|(p, prm)| json!({
-                "p": p, "l_s": prm.l, "g_s_per_word": prm.g, "g_direct_s_per_word": prm.g_direct,
-                "fresh_s_per_word": prm.fresh,
-            })).collect::<Vec<_>>(),
-            "memcpy_gbs": memcpy_gbs,
-            "rows": rows.iter().map(|r| json!({
-                "op": r.op.name(), "comm": r.comm, "lazy": r.lazy, "p": r.p, "bytes": r.bytes,
-                "algorithm": format!("{:?}", r.algorithm),
-                "ns": r.ours.median(), "predicted_ns": r.predicted, "put_sync_ns": r.hand.median(),
-                "empty_sync_ns": r.sync.as_ref().map(Samples::median),
-            })).collect::<Vec<_>>(),
-            "targets": {
-                "allreduce_one_word_over_empty_sync_p2": allreduce_ratio,
-                "allreduce_one_word_full_syncs_over_empty_sync_p2": allreduce_full_ratio,
-                "allreduce_one_word_level1_over_empty_sync_p2": allreduce_level1_ratio,
-                "put_sync_one_word_over_empty_sync_p2": hand_ratio,
-                "broadcast_large_share_of_memcpy_p2": bcast_share,
-            },
-            "sort": sort,
-        });
-        println!("{j:#}");
-        return Ok(());
+        // Ratios to the empty sync measured in the same run as the row.
+        let over_sync = |r: Option<&Row>, hand: bool| {
+            r.and_then(|r| {
+                let s = r.sync.as_ref()?.median();
+                Some(
+                    if hand {
+                        r.hand.median()
+                    } else {
+                        r.ours.median()
+                    } / s,
+                )
+            })
+        };
+        Targets {
+            allreduce: over_sync(find(Collective::AllReduce, true, true, true), false),
+            allreduce_full: over_sync(find(Collective::AllReduce, true, true, false), false),
+            allreduce_level1: over_sync(find(Collective::AllReduce, true, false, false), false),
+            hand: over_sync(find(Collective::AllReduce, true, true, true), true),
+            broadcast_share: find(Collective::Broadcast, false, false, false)
+                .map(|r| r.bytes as f64 / r.ours.median() / memcpy_gbs),
+        }
     }
+}
+
+/// The sample sort benchmark, if `--sort-n` is not 0 (its table printed unless JSON).
+fn sample_sort(o: &Options, samples: usize) -> Value {
+    if o.sort_n > 0 {
+        eprintln!("collectives: sample sort of {} u64", o.sort_n);
+        crate::sort_bench::run(o.sort_n, &[2], samples, !o.json)
+    } else {
+        Value::Null
+    }
+}
+
+/// The tables: the parameters per p, then one row per collective, size and p.
+fn print_tables(rows: &[Row], levels: &[(usize, Params)], samples: usize) {
     println!("mbsp-bench collectives: {}", crate::machine::describe());
     println!(
         "{samples} samples per figure; shown: median [min–max]; predicted = BSP cost with l, g, \
          g_direct measured in this run; put+sync = the same operation written by hand; \
          mbsp/sync = against empty syncs timed in the same run, interleaved"
     );
-    for (p, prm) in &levels {
+    for (p, prm) in levels {
         println!(
             "  p = {p}: l = {}, g = {:.2} ns/word (puts), g_direct = {:.2} ns/word (direct gets), \
              fresh memory {:.2} ns/word",
@@ -417,7 +464,7 @@ pub fn run(o: &Options) -> Result<()> {
         "hand/mbsp",
         "mbsp/sync"
     );
-    for r in &rows {
+    for r in rows {
         println!(
             "  {:<22} {:>2} {:>7} {:<9} {:<30} {:>11} {:>9.2} {:<30} {:>10.2} {:>10}",
             format!("{}{}", r.op.name(), via(r.comm, r.lazy)),
@@ -435,25 +482,23 @@ pub fn run(o: &Options) -> Result<()> {
             )),
         );
     }
-    let sort: Value = if o.sort_n > 0 {
-        eprintln!("collectives: sample sort of {} u64", o.sort_n);
-        crate::sort_bench::run(o.sort_n, &[2], samples, !o.json)
-    } else {
-        Value::Null
-    };
+}
+
+/// The targets at p = 2, each with its verdict (the sort's from its JSON figures).
+fn print_targets(o: &Options, t: &Targets, memcpy_gbs: f64, sort: &Value) {
     println!("\ntargets at p = 2");
-    if let Some(x) = allreduce_ratio {
+    if let Some(x) = t.allreduce {
         println!(
             "  all-reduce of one word (Comm, lazy syncs) / empty sync: {x:.2} (target <= 1.0: {}); \
              with full syncs: {:.2}; one-word put + sync by hand / empty sync: {:.2}; level-1 \
              allreduce / empty sync: {:.2}",
             verdict(x <= 1.0),
-            allreduce_full_ratio.unwrap_or(f64::NAN),
-            hand_ratio.unwrap_or(f64::NAN),
-            allreduce_level1_ratio.unwrap_or(f64::NAN),
+            t.allreduce_full.unwrap_or(f64::NAN),
+            t.hand.unwrap_or(f64::NAN),
+            t.allreduce_level1.unwrap_or(f64::NAN),
         );
     }
-    if let Some(x) = bcast_share {
+    if let Some(x) = t.broadcast_share {
         println!(
             "  broadcast of {}: {:.2} GB/s = {:.0}% of memcpy ({memcpy_gbs:.2} GB/s) (target >= 40%: {})",
             size(o.large),
@@ -475,7 +520,6 @@ pub fn run(o: &Options) -> Result<()> {
             verdict(vs_rayon <= 1.0)
         );
     }
-    Ok(())
 }
 
 /// How a row's collective ran, as the table names it.

@@ -3,9 +3,23 @@
 
 use crate::floor::SpinBarrier;
 use crate::stats::{Samples, fit_gl, gbs, ns, timed};
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+
+/// `println!` for the tables of `o`: they go to standard output, unless it carries the JSON.
+macro_rules! table {
+    ($o:expr) => {
+        if !$o.json {
+            std::println!();
+        }
+    };
+    ($o:expr, $($t:tt)*) => {
+        if !$o.json {
+            std::println!($($t)*);
+        }
+    };
+}
 
 /// Options of `mbsp-bench core`.
 #[derive(Clone, Debug)]
@@ -271,22 +285,22 @@ fn hrel(p: usize, h: usize, send: bool, iters: usize, samples: usize) -> Vec<f64
 
 /// The h-relation sweep: g and l of single-word puts and sends at each p.
 fn hrelations(o: &Options, rep: &mut Report) {
-    // The table goes to standard output, unless it carries the JSON.
-    macro_rules! println {
-        ($($t:tt)*) => {
-            if !o.json {
-                std::println!($($t)*);
-            }
-        };
-    }
     let hs: Vec<usize> = (0..=12).map(|e| 1usize << e).collect();
-    println!(
+    table!(
+        o,
         "\nh-relations of one-word puts and sends (each process sends h words round-robin to all \
          processes, itself included), h = 1 ... 4096: fit of time per superstep t = l + g h"
     );
-    println!(
+    table!(
+        o,
         "  {:>2}  {:<6} {:>10} {:>10} {:>12} {:>12} {:>14}",
-        "p", "", "g (ns/w)", "l (ns)", "t(1)", "t(4096)", "fit error max"
+        "p",
+        "",
+        "g (ns/w)",
+        "l (ns)",
+        "t(1)",
+        "t(4096)",
+        "fit error max"
     );
     for &p in o.procs.iter().filter(|&&p| p >= 2) {
         for send in [false, true] {
@@ -317,7 +331,8 @@ fn hrelations(o: &Options, rep: &mut Report) {
                 "ns",
                 pts[pts.len() - 1].1,
             );
-            println!(
+            table!(
+                o,
                 "  {p:>2}  {:<6} {g:>10.1} {l:>10.0} {:>12} {:>12} {:>13.0}%",
                 if send { "send" } else { "put" },
                 ns(pts[0].1),
@@ -325,7 +340,8 @@ fn hrelations(o: &Options, rep: &mut Report) {
                 100.0 * err
             );
             if p == 2 {
-                println!(
+                table!(
+                    o,
                     "      target at p = 2: g <= 20 ns per word: {}",
                     verdict(g <= 20.0)
                 );
@@ -338,31 +354,59 @@ pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
-/// Run the benchmark and print the tables (or JSON), and write the CSV if asked.
+/// Run the benchmark and print the tables (or JSON), and write the CSV if asked: the empty
+/// superstep, a one-word put, bulk transfers, h-relations, the profiler's cost, starting a
+/// run, oversubscription and a ring, each against its baselines.
 pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.csv {
         crate::spmv_bench::check_output("--csv", path)?;
     }
     let cores = mbsp::nprocs();
     let mut rep = Report::default();
-    // The tables go to standard output, unless it carries the JSON.
-    macro_rules! println {
-        ($($t:tt)*) => {
-            if !o.json {
-                std::println!($($t)*);
-            }
-        };
-    }
-    println!("mbsp-bench core: {}", crate::machine::describe());
-    println!(
+    table!(o, "mbsp-bench core: {}", crate::machine::describe());
+    table!(
+        o,
         "{} samples per figure; shown: median [min–max]; ratios of medians measured in this run\n",
         o.samples
     );
+    empty_superstep(o, &mut rep, cores);
+    one_word_put(o, &mut rep);
+    bulk(o, &mut rep, cores);
+    hrelations(o, &mut rep);
+    profiler(o, &mut rep);
+    starting_runs(o, &mut rep);
+    oversubscription(o, &mut rep, cores);
+    ring_of_puts(o, &mut rep, cores);
+    if let Some(path) = &o.csv {
+        rep.write_csv(path)
+            .map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        std::println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "machine": crate::machine::describe(),
+                "samples": o.samples,
+                "figures": rep.figures.iter().map(Fig::to_json).collect::<Vec<_>>(),
+            }))
+            .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
 
-    println!("empty superstep (time per sync)");
-    println!(
+/// The empty superstep against a spinning barrier (the floor) and `std::sync::Barrier`.
+fn empty_superstep(o: &Options, rep: &mut Report, cores: usize) {
+    table!(o, "empty superstep (time per sync)");
+    table!(
+        o,
         "  {:>2}  {:<28} {:<28} {:<28} {:>10} {:>10}",
-        "p", "mbsp", "spin floor", "std Barrier", "mbsp/floor", "std/mbsp"
+        "p",
+        "mbsp",
+        "spin floor",
+        "std Barrier",
+        "mbsp/floor",
+        "std/mbsp"
     );
     for &p in &o.procs {
         let m = figure(o, &|i, s| mbsp_sync(p, i, s));
@@ -371,7 +415,8 @@ pub fn run(o: &Options) -> Result<()> {
         rep.add("empty sync", p, "mbsp", "ns", &m);
         rep.add("empty sync", p, "spin floor", "ns", &f);
         rep.add("empty sync", p, "std Barrier", "ns", &b);
-        println!(
+        table!(
+            o,
             "  {p:>2}  {:<28} {:<28} {:<28} {:>10.2} {:>10.1}{}",
             m.show(ns),
             f.show(ns),
@@ -381,38 +426,52 @@ pub fn run(o: &Options) -> Result<()> {
             if p > cores { "  (oversubscribed)" } else { "" }
         );
         if p == 2 {
-            println!(
+            table!(
+                o,
                 "      target at p = 2: mbsp within 2x of the floor: {}",
                 verdict(m.median() <= 2.0 * f.median())
             );
         }
     }
+}
 
-    println!("\none-word put to the right neighbour + sync (time per superstep)");
-    println!("  {:>2}  {:<28} {:>14}", "p", "mbsp", "vs empty sync");
+/// A one-word put to the right neighbour and a sync, against the empty sync.
+fn one_word_put(o: &Options, rep: &mut Report) {
+    table!(
+        o,
+        "\none-word put to the right neighbour + sync (time per superstep)"
+    );
+    table!(o, "  {:>2}  {:<28} {:>14}", "p", "mbsp", "vs empty sync");
     for &p in &o.procs {
         let m = figure(o, &|i, s| mbsp_put_sync(p, i, s));
         let e = figure(o, &|i, s| mbsp_sync(p, i, s));
         rep.add("put + sync", p, "one-word put + sync", "ns", &m);
         rep.add("put + sync", p, "empty sync", "ns", &e);
-        println!(
+        table!(
+            o,
             "  {p:>2}  {:<28} {:>13.2}x",
             m.show(ns),
             m.median() / e.median()
         );
         if p == 2 {
-            println!(
+            table!(
+                o,
                 "      target at p = 2: at most 1.5x the empty sync: {}",
                 verdict(m.median() <= 1.5 * e.median())
             );
         }
     }
+}
 
+/// Bulk put, get and hpput per process against memcpy on 1 and p threads.
+fn bulk(o: &Options, rep: &mut Report, cores: usize) {
     let mib = o.bulk_bytes as f64 / (1 << 20) as f64;
-    println!(
+    table!(
+        o,
         "\nbulk put of {mib:.0} MiB per process to its neighbour, then sync (GB/s per process)"
     );
-    println!(
+    table!(
+        o,
         "  {:>2}  {:<22} {:<22} {:<22} {:<22} {:<22} {:>9} {:>9} {:>9}",
         "p",
         "memcpy, 1 thread",
@@ -443,7 +502,8 @@ pub fn run(o: &Options) -> Result<()> {
         ] {
             rep.add("bulk", p, name, "GB/s", x);
         }
-        println!(
+        table!(
+            o,
             "  {p:>2}  {:<22} {:<22} {:<22} {:<22} {:<22} {:>8.0}% {:>8.0}% {:>8.0}%",
             m1.show(gbs),
             mp.show(gbs),
@@ -455,7 +515,8 @@ pub fn run(o: &Options) -> Result<()> {
             pct(&hp)
         );
         if p == 2 {
-            println!(
+            table!(
+                o,
                 "      targets at p = 2: put and get >= 45% of memcpy (p threads; a put copies twice, which bounds it to 50%): {} / {}; hpput >= 70%: {}",
                 verdict(pct(&put) >= 45.0),
                 verdict(pct(&get) >= 45.0),
@@ -463,10 +524,12 @@ pub fn run(o: &Options) -> Result<()> {
             );
         }
     }
+}
 
-    hrelations(o, &mut rep);
-
-    println!(
+/// The superstep profiler's cost: off against on.
+fn profiler(o: &Options, rep: &mut Report) {
+    table!(
+        o,
         "\nthe superstep profiler (Run::profile, MBSP_PROFILE) at p = 2: off (the default; one \
          branch per request and per sync) against on (a record per superstep and process)"
     );
@@ -478,7 +541,8 @@ pub fn run(o: &Options) -> Result<()> {
     rep.add("profiler", 2, "empty sync, on", "ns", &on);
     rep.add("profiler", 2, "put + sync, off", "ns", &put_off);
     rep.add("profiler", 2, "put + sync, on", "ns", &put_on);
-    println!(
+    table!(
+        o,
         "  empty sync: off {}  on {}  ({:.2}x);  one-word put + sync: off {}  on {}  ({:.2}x)",
         off.show(ns),
         on.show(ns),
@@ -487,8 +551,14 @@ pub fn run(o: &Options) -> Result<()> {
         put_on.show(ns),
         put_on.median() / put_off.median()
     );
+}
 
-    println!("\nstarting and ending a top-level run of 2 processes (empty function)");
+/// Starting and ending a top-level run: worker teams against threads started per run.
+fn starting_runs(o: &Options, rep: &mut Report) {
+    table!(
+        o,
+        "\nstarting and ending a top-level run of 2 processes (empty function)"
+    );
     let (team_iters, spawn_iters) = if o.ring_steps < 20_000 {
         (20, 5)
     } else {
@@ -506,14 +576,18 @@ pub fn run(o: &Options) -> Result<()> {
     ));
     rep.add("start", 2, "worker teams", "ns", &team);
     rep.add("start", 2, "threads started per run", "ns", &spawn);
-    println!(
+    table!(
+        o,
         "  worker teams {}   threads started per run {}   ({:.1}x)",
         team.show(ns),
         spawn.show(ns),
         spawn.median() / team.median()
     );
+}
 
-    println!();
+/// The empty sync of oversubscribed runs ([`crate::wait_bench::oversubscription`]).
+fn oversubscription(o: &Options, rep: &mut Report, cores: usize) {
+    table!(o);
     let rows = crate::wait_bench::oversubscription(&o.oversub_procs, o.samples, o.sample_time);
     if !o.json {
         crate::wait_bench::print_oversubscription(&rows, cores);
@@ -522,35 +596,24 @@ pub fn run(o: &Options) -> Result<()> {
         rep.add("oversubscription", r.p, "mbsp", "ns", &r.mbsp);
         rep.add("oversubscription", r.p, "std Barrier", "ns", &r.std);
     }
+}
 
-    println!(
+/// A ring of one-word puts at p = 4, against the target for 20 000 supersteps.
+fn ring_of_puts(o: &Options, rep: &mut Report, cores: usize) {
+    table!(
+        o,
         "\nring of one-word puts, p = 4 on {cores} hardware threads, {} supersteps",
         o.ring_steps
     );
     let r = Samples::collect(o.samples.min(5), || ring(4, o.ring_steps));
     rep.add("ring", 4, "seconds per run", "s", &r);
-    println!(
+    table!(
+        o,
         "  {} s per run ({:.1} µs per superstep); target (20 000 supersteps) under 2 s: {}",
         r.show(|v| format!("{v:.3}")),
         r.median() * 1e6 / o.ring_steps as f64,
         verdict(r.median() * 20_000.0 / (o.ring_steps as f64) < 2.0)
     );
-    if let Some(path) = &o.csv {
-        rep.write_csv(path)
-            .map_err(|e| Error::io("--csv").with_source(e))?;
-    }
-    if o.json {
-        std::println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "machine": crate::machine::describe(),
-                "samples": o.samples,
-                "figures": rep.figures.iter().map(Fig::to_json).collect::<Vec<_>>(),
-            }))
-            .unwrap_or_default()
-        );
-    }
-    Ok(())
 }
 
 /// One figure of the report: the table it belongs to, its process count, its name and unit,

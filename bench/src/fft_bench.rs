@@ -17,17 +17,18 @@
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
 
-use crate::stats::Samples;
+use crate::stats::{Samples, median};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    BspFft, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len, sequential_plan,
+    BspFft, Choice, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len,
+    sequential_plan,
 };
+use mbsp_tools::fft::{random, rate, rel_error};
 #[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
-use mbsp_cli::fft_cmd::{random, rate, rel_error};
-use mbsp_cli::whole_file::COLORS;
+use mbsp_tools::{Classify, Error, Result};
 use plotters::prelude::*;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
 
@@ -296,7 +297,9 @@ fn bsp_with(x: &[C], p: usize, samples: usize, make: &[MakePlan]) -> Vec<(Sample
         .collect()
 }
 
-/// Run the benchmark.
+/// Run the benchmark: for each n, the variants measured in rounds ([`measure_length`]) and
+/// predicted by the cost model ([`predict`]); then the CSV file, the plot, and the JSON or the
+/// table ([`print_table`]).
 pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.csv {
         crate::spmv_bench::check_output("--csv", std::path::Path::new(path))?;
@@ -304,7 +307,6 @@ pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.plot {
         crate::spmv_bench::check_output("--plot", std::path::Path::new(path))?;
     }
-    let mut rows: Vec<Row> = Vec::new();
     let loaded = mbsp::Machine::current().or_run()?;
     let levels = hierarchy(&loaded.machine, &loaded.machine.whole());
     let cost = FftCost::uniform(*Params::current());
@@ -318,100 +320,19 @@ pub fn run(o: &Options) -> Result<()> {
         "fft: FFTW not built in (install libfftw3-dev and build with \
          `cargo run --release -p mbsp-bench --features fftw -- bench fft`)"
     );
+    let mut rows: Vec<Row> = Vec::new();
     let mut choices = Vec::new();
-    let mut rates = std::collections::BTreeMap::new();
+    let mut rates = BTreeMap::new();
     for lg in o.min_log..=o.max_log {
         let n = 1usize << lg;
-        let samples = if n >= 1 << 22 {
-            o.samples.min(5)
-        } else {
-            o.samples
-        };
-        let x = random(n, 0x2545_f491_4f6c_dd1d);
-        let c = cost;
-        let total: usize = levels.iter().product();
-        let multi = !levels.is_empty() && total <= n;
-        let rounds = o.rounds.clamp(1, samples);
-        let mut figs = Figures::default();
-        let mut want = Vec::new();
-        for round in 0..rounds {
-            // Samples of this round: `samples` in all, spread over the rounds.
-            let k = samples / rounds + usize::from(round < samples % rounds);
-            let of = |what: &str| {
-                eprintln!("fft: n = 2^{lg}, round {}/{rounds}: {what}", round + 1);
-            };
-            of("sequential rustfft and mbsp p = 1 (interleaved)");
-            let ((t, plan), (t1, plan1), y) = rustfft_and_p1(&x, k);
-            if round == 0 {
-                want = y;
-            }
-            figs.add("rustfft", 1, t, plan, 0.0);
-            if o.procs.contains(&1) {
-                figs.add("mbsp-flat", 1, t1, plan1, 0.0);
-            }
-            #[cfg(feature = "fftw")]
-            for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
-                of(&format!("FFTW, {threads} thread(s)"));
-                let (t, plan, y) = fftw(&x, threads, k)?;
-                let variant = if threads == 1 { "fftw" } else { "fftw-threads" };
-                figs.add(variant, threads, t, plan, rel_error(&y, &want));
-            }
-            for &p in o.procs.iter().filter(|&&p| p > 1 && p <= n) {
-                of(&format!("mbsp flat, p = {p}"));
-                if !o.direct {
-                    let (t, plan, y) = bsp(&x, p, &[], k);
-                    figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
-                    continue;
-                }
-                // Both exchanges in one run, sample by sample in turn.
-                let default = |ctx: &mut mbsp::Ctx| Ok(Plan::Flat(BspFft::<f64>::new(ctx, n)?));
-                let direct = |ctx: &mut mbsp::Ctx| {
-                    let plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::DirectGet)?;
-                    Ok(Plan::Flat(plan))
-                };
-                let both = bsp_with(&x, p, k, &[&default, &direct]);
-                for ((t, plan, y), variant) in both.into_iter().zip(["mbsp-flat", "mbsp-direct"]) {
-                    figs.add(variant, p, t, plan, rel_error(&y, &want));
-                }
-            }
-            if multi {
-                of(&format!("mbsp Multi-BSP, levels {levels:?}"));
-                let (t, plan, y) = bsp(&x, levels[0], &levels[1..], k);
-                figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
-            }
-        }
-        rates.insert((n, 1), flops(n) / figs.median("rustfft", 1));
-        // r of the cost model: rustfft's rate at the length of the kernels the transform runs,
-        // on each of the p cores while all of them run it.
-        let mut at = |p: usize| {
-            let mut c = c;
-            let r = rate(&mut rates, kernel_len(n, p), p);
-            for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
-                prm.r = r;
-            }
-            c
-        };
-        let choice = multi.then(|| at(total).choose(n, &levels));
+        let figs = measure_length(o, lg, &levels)?;
+        let (choice, predicted) = predict(n, figs, &levels, cost, &mut rates);
         choices.extend(choice.map(|ch| (n, ch)));
-        rows.extend(figs.rows(n).map(|mut row| {
-            row.predicted = match row.variant.as_str() {
-                "mbsp-flat" => Some(at(row.p).choose(n, &[row.p]).flat),
-                // With one level the Multi-BSP FFT is the flat one.
-                "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
-                "mbsp-multi" => choice.map(|ch| ch.flat),
-                _ => None,
-            };
-            row
-        }));
+        rows.extend(predicted);
     }
     if let Some(path) = &o.csv {
         write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
     }
-    let base = |n: usize| {
-        rows.iter()
-            .find(|r| r.n == n && r.variant == "rustfft")
-            .map_or(f64::NAN, Row::gflops)
-    };
     if let Some(path) = &o.plot {
         plot(path, &rows).map_err(|e| e.context("--plot"))?;
     }
@@ -426,7 +347,7 @@ pub fn run(o: &Options) -> Result<()> {
             })).collect::<Vec<Value>>(),
             "rows": rows.iter().map(|r| json!({
                 "n": r.n, "variant": r.variant, "p": r.p, "seconds": r.seconds,
-                "gflops": r.gflops(), "ratio_to_rustfft": r.gflops() / base(r.n),
+                "gflops": r.gflops(), "ratio_to_rustfft": r.gflops() / rustfft_gflops(&rows, r.n),
                 "plan_seconds": r.plan_seconds, "rel_error": r.rel_error,
                 "predicted_seconds": r.predicted,
             })).collect::<Vec<Value>>(),
@@ -434,6 +355,124 @@ pub fn run(o: &Options) -> Result<()> {
         println!("{j:#}");
         return Ok(());
     }
+    print_table(o, &rows, &levels, &choices);
+    Ok(())
+}
+
+/// Measuring one length n = 2^`lg`: every variant transforms the same random vector, in
+/// `o.rounds` rounds of every variant in turn (sequential rustfft and mbsp at p = 1
+/// interleaved; FFTW with the feature `fftw`; the flat BSP FFT at each p, with both exchanges
+/// in one run under `--direct`; the Multi-BSP FFT over the machine tree's `levels`).
+fn measure_length(o: &Options, lg: u32, levels: &[usize]) -> Result<Figures> {
+    let n = 1usize << lg;
+    let samples = if n >= 1 << 22 {
+        o.samples.min(5)
+    } else {
+        o.samples
+    };
+    let x = random(n, 0x2545_f491_4f6c_dd1d);
+    let total: usize = levels.iter().product();
+    let multi = !levels.is_empty() && total <= n;
+    let rounds = o.rounds.clamp(1, samples);
+    let mut figs = Figures::default();
+    let mut want = Vec::new();
+    for round in 0..rounds {
+        // Samples of this round: `samples` in all, spread over the rounds.
+        let k = samples / rounds + usize::from(round < samples % rounds);
+        let of = |what: &str| {
+            eprintln!("fft: n = 2^{lg}, round {}/{rounds}: {what}", round + 1);
+        };
+        of("sequential rustfft and mbsp p = 1 (interleaved)");
+        let ((t, plan), (t1, plan1), y) = rustfft_and_p1(&x, k);
+        if round == 0 {
+            want = y;
+        }
+        figs.add("rustfft", 1, t, plan, 0.0);
+        if o.procs.contains(&1) {
+            figs.add("mbsp-flat", 1, t1, plan1, 0.0);
+        }
+        #[cfg(feature = "fftw")]
+        for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
+            of(&format!("FFTW, {threads} thread(s)"));
+            let (t, plan, y) = fftw(&x, threads, k)?;
+            let variant = if threads == 1 { "fftw" } else { "fftw-threads" };
+            figs.add(variant, threads, t, plan, rel_error(&y, &want));
+        }
+        for &p in o.procs.iter().filter(|&&p| p > 1 && p <= n) {
+            of(&format!("mbsp flat, p = {p}"));
+            if !o.direct {
+                let (t, plan, y) = bsp(&x, p, &[], k);
+                figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+                continue;
+            }
+            // Both exchanges in one run, sample by sample in turn.
+            let default = |ctx: &mut mbsp::Ctx| Ok(Plan::Flat(BspFft::<f64>::new(ctx, n)?));
+            let direct = |ctx: &mut mbsp::Ctx| {
+                let plan = BspFft::<f64>::with_exchange(ctx, n, Exchange::DirectGet)?;
+                Ok(Plan::Flat(plan))
+            };
+            let both = bsp_with(&x, p, k, &[&default, &direct]);
+            for ((t, plan, y), variant) in both.into_iter().zip(["mbsp-flat", "mbsp-direct"]) {
+                figs.add(variant, p, t, plan, rel_error(&y, &want));
+            }
+        }
+        if multi {
+            of(&format!("mbsp Multi-BSP, levels {levels:?}"));
+            let (t, plan, y) = bsp(&x, levels[0], &levels[1..], k);
+            figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
+        }
+    }
+    Ok(figs)
+}
+
+/// The cost model at length `n`: the rows of `figs` with the BSP predictions of the mbsp
+/// variants, and the flat/nested choice over the machine tree's `levels` (when the Multi-BSP
+/// FFT ran). `r` is rustfft's rate at the length of the kernels the transform runs, on each
+/// of the p cores while all of them run it (`rates` keeps the rates measured).
+fn predict(
+    n: usize,
+    figs: Figures,
+    levels: &[usize],
+    cost: FftCost,
+    rates: &mut BTreeMap<(usize, usize), f64>,
+) -> (Option<Choice>, Vec<Row>) {
+    let total: usize = levels.iter().product();
+    let multi = !levels.is_empty() && total <= n;
+    rates.insert((n, 1), flops(n) / figs.median("rustfft", 1));
+    let mut at = |p: usize| {
+        let mut c = cost;
+        let r = rate(rates, kernel_len(n, p), p);
+        for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
+            prm.r = r;
+        }
+        c
+    };
+    let choice = multi.then(|| at(total).choose(n, levels));
+    let rows = figs
+        .rows(n)
+        .map(|mut row| {
+            row.predicted = match row.variant.as_str() {
+                "mbsp-flat" => Some(at(row.p).choose(n, &[row.p]).flat),
+                // With one level the Multi-BSP FFT is the flat one.
+                "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
+                "mbsp-multi" => choice.map(|ch| ch.flat),
+                _ => None,
+            };
+            row
+        })
+        .collect();
+    (choice, rows)
+}
+
+/// Sequential rustfft's Gflop/s at length `n` (NaN if it was not measured).
+fn rustfft_gflops(rows: &[Row], n: usize) -> f64 {
+    rows.iter()
+        .find(|r| r.n == n && r.variant == "rustfft")
+        .map_or(f64::NAN, Row::gflops)
+}
+
+/// The table, the predictions' accuracy, the targets and the cost model's choices.
+fn print_table(o: &Options, rows: &[Row], levels: &[usize], choices: &[(usize, Choice)]) {
     println!("mbsp-bench fft: {}", crate::machine::describe());
     println!(
         "complex f64, forward; Gflop/s = 5 n log2 n / median time of {} transforms; ratio to \
@@ -453,7 +492,7 @@ pub fn run(o: &Options) -> Result<()> {
         "predicted",
         "pred/time"
     );
-    for r in &rows {
+    for r in rows {
         let (pred, ratio) = r.predicted.map_or((String::new(), String::new()), |t| {
             (crate::stats::ns(t * 1e9), format!("{:.2}", t / r.seconds))
         });
@@ -464,21 +503,21 @@ pub fn run(o: &Options) -> Result<()> {
             r.p,
             crate::stats::ns(r.seconds * 1e9),
             r.gflops(),
-            r.gflops() / base(r.n),
+            r.gflops() / rustfft_gflops(rows, r.n),
             secs(r.plan_seconds),
             r.rel_error,
             pred,
             ratio
         );
     }
-    predictions(&rows);
-    targets(&rows);
+    predictions(rows);
+    targets(rows);
     println!(
         "\nMulti-BSP levels of this machine (fan-outs of the tree): {levels:?}; cost model \
          (r = rustfft's rate at the kernels' length, fft::kernel_len, on each core while all p run them; g and l: MBSP_PARAMS or the defaults) \
          per n: predicted flat / nested, choice"
     );
-    for (n, c) in &choices {
+    for (n, c) in choices {
         println!(
             "  2^{:<3} flat {:>12}  nested {:>12}  -> {:?}",
             n.trailing_zeros(),
@@ -491,7 +530,6 @@ pub fn run(o: &Options) -> Result<()> {
             c.variant
         );
     }
-    Ok(())
 }
 
 /// How far the BSP predictions of the mbsp rows are from the measured times.
@@ -501,7 +539,7 @@ fn predictions(rows: &[Row]) {
         .filter_map(|r| r.predicted.map(|t| (r.p, (t - r.seconds) / r.seconds)))
         .collect();
     for p in [1, 2] {
-        let mut e: Vec<f64> = errs
+        let e: Vec<f64> = errs
             .iter()
             .filter(|x| x.0 == p)
             .map(|x| x.1.abs())
@@ -509,13 +547,12 @@ fn predictions(rows: &[Row]) {
         if e.is_empty() {
             continue;
         }
-        e.sort_by(f64::total_cmp);
         let within = e.iter().filter(|&&x| x <= 0.2).count();
         println!(
             "BSP prediction, mbsp rows at p = {p}: |predicted - measured| / measured median {:.0}%, \
              max {:.0}%; within 20% in {within} of {}",
-            100.0 * e[e.len() / 2],
-            100.0 * e[e.len() - 1],
+            100.0 * median(&e),
+            100.0 * e.iter().copied().fold(0.0, f64::max),
             e.len()
         );
     }
@@ -619,7 +656,7 @@ fn plot(path: &str, rows: &[Row]) -> Result<()> {
             .draw()
             .map_err(|e| err(&e))?;
         for (i, ((variant, p), points)) in lines.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+            let color = crate::whole_file::color(i);
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),

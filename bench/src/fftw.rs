@@ -13,7 +13,7 @@
 //! thread only anyway). Executing a plan is thread-safe in FFTW and takes no lock.
 #![cfg(feature = "fftw")]
 
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 
 use mbsp_algorithms::fft::Complex;
 use std::ffi::{c_int, c_uint, c_void};

@@ -17,7 +17,7 @@
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::Ctx;
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 
 /// Options of `mbsp-bench lazy`.
@@ -181,7 +181,8 @@ struct Row {
     against: Option<(usize, Option<f64>)>,
 }
 
-/// Run the benchmark and print its table (or JSON).
+/// Run the benchmark and print its table (or JSON): every figure sampled in rounds
+/// ([`take_rounds`]), then the CSV file, and the JSON or the table with the targets.
 pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.csv {
         crate::spmv_bench::check_output("--csv", path)?;
@@ -194,13 +195,27 @@ pub fn run(o: &Options) -> Result<()> {
             o.samples, o.iters
         );
     }
+    let rows = take_rounds(o, figures())?;
+    if let Some(path) = &o.csv {
+        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
+    }
+    if o.json {
+        print_json(&rows);
+    } else {
+        print_table(&rows);
+    }
+    Ok(())
+}
+
+/// The figures of the table, in order (a row's `against` is the index of another).
+fn figures() -> Vec<Figure<'static>> {
     let other = |ctx: &Ctx| 1 - ctx.pid();
     let halo = |ctx: &Ctx, x: &mbsp::Reg<u64>, i: u64| {
         let (pid, p) = (ctx.pid(), ctx.nprocs());
         ctx.put((pid + 1) % p, &[i], x, 0)?;
         ctx.put((pid + p - 1) % p, &[i], x, 1)
     };
-    let figures: Vec<Figure> = vec![
+    vec![
         Figure {
             name: "empty full sync",
             p: 2,
@@ -269,7 +284,11 @@ pub fn run(o: &Options) -> Result<()> {
             against: Some((5, None)),
             take: Box::new(|o: &Options| Ok(ring_floor(4, o))),
         },
-    ];
+    ]
+}
+
+/// Samples of every figure: one of each per round, in turn.
+fn take_rounds(o: &Options, figures: Vec<Figure>) -> Result<Vec<Row>> {
     // One sample of every figure per round, in turn: the machine's state (a virtual machine's
     // vCPUs move between a near and a far placement from minute to minute) then changes under
     // all of them alike, and each ratio compares samples of the same minutes.
@@ -284,7 +303,7 @@ pub fn run(o: &Options) -> Result<()> {
         }
         eprintln!("lazy: round {} of {} done", round + 1, o.samples);
     }
-    let rows: Vec<Row> = figures
+    Ok(figures
         .into_iter()
         .zip(taken)
         .map(|(f, samples)| Row {
@@ -293,37 +312,38 @@ pub fn run(o: &Options) -> Result<()> {
             samples: Samples(samples),
             against: f.against,
         })
-        .collect();
+        .collect())
+}
 
-    if let Some(path) = &o.csv {
-        write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
-    }
-    if o.json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "kernel": r.name,
-                    "p": r.p,
-                    "median_ns": r.samples.median(),
-                    "min_ns": r.samples.range().0,
-                    "max_ns": r.samples.range().1,
-                    "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
-                    "target": r.against.and_then(|(_, t)| t),
-                })
+/// The rows as one JSON object.
+fn print_json(rows: &[Row]) {
+    let v: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "kernel": r.name,
+                "p": r.p,
+                "median_ns": r.samples.median(),
+                "min_ns": r.samples.range().0,
+                "max_ns": r.samples.range().1,
+                "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
+                "target": r.against.and_then(|(_, t)| t),
             })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "lazy": v })).unwrap_or_default()
-        );
-        return Ok(());
-    }
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({ "lazy": v })).unwrap_or_default()
+    );
+}
+
+/// The table, the targets, and the two references (the ring of threads, the cache-line floor).
+fn print_table(rows: &[Row]) {
     println!(
         "  {:<42} {:>2}  {:<28} {:>22}",
         "kernel", "p", "time per superstep", "ratio (target)"
     );
-    for r in &rows {
+    for r in rows {
         let ratio = match r.against {
             Some((b, t)) => {
                 let x = r.samples.median() / rows[b].samples.median();
@@ -365,5 +385,4 @@ pub fn run(o: &Options) -> Result<()> {
             ""
         }
     );
-    Ok(())
 }

@@ -21,9 +21,12 @@
 //! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
 //!
 //! This crate depends on the MPI engine (mbsp-mpi: MPICH and libclang to build); `mbsp` does
-//! not. Errors and exit statuses are those of `mbsp` ([`mbsp_cli::error`]).
+//! not. The measurements it shares with `mbsp` (statistics, the memory preflight, the SpMV and
+//! FFT measurements) are in the library mbsp-tools; errors and exit statuses are those of
+//! `mbsp` ([`mbsp_tools::command`]).
 
 mod alloc_count;
+mod cli;
 mod collectives_bench;
 mod core_bench;
 mod fft_bench;
@@ -37,13 +40,15 @@ mod partition_bench;
 mod sort_bench;
 mod spmv_bench;
 mod wait_bench;
+mod whole_file;
 
 // The helpers shared with `mbsp`, under the paths the benchmarks use.
-use mbsp_cli::{machine, partition_cmd, preflight, spmv_cmd, stats, whole_file};
+use mbsp_tools::{machine, preflight, stats};
 
 use clap::{Parser, Subcommand};
-use mbsp_cli::cli::{self, Counts};
-use mbsp_cli::error::{Error, Result};
+use cli::Counts;
+use mbsp_tools::command::report;
+use mbsp_tools::{Error, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -279,8 +284,8 @@ struct LazyArgs {
 /// `mbsp-bench partition`.
 #[derive(clap::Args)]
 struct PartitionArgs {
-    /// Matrix Market files (default: every matrix in shared/data/matrices, found through
-    /// MBSP_DATA_DIR, in or above the current directory, or /work/shared/data).
+    /// Matrix Market files (default: every matrix in MBSP_DATA_DIR/matrices, or in
+    /// ../shared/data/matrices beside the repository).
     #[arg(value_name = "FILES")]
     files: Vec<PathBuf>,
     /// Numbers of parts, comma-separated (default 2,4,8,16,64; 2,4 with --quick).
@@ -544,18 +549,18 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Bench::Mpi(_))
         && mbsp::ranks::bsplib_world().is_some_and(|w| w.size() > 1)
     {
-        return Error::usage(
+        let e = Error::usage(
             "under mpiexec only `mbsp-bench mpi` runs; the other benchmarks measure one machine \
              (start them without mpiexec)",
-        )
-        .report("mbsp-bench");
+        );
+        return report(&e, "mbsp-bench");
     }
-    if let Err(e) = cli::preamble() {
-        return e.report("mbsp-bench");
+    if let Err(e) = mbsp_tools::command::preamble() {
+        return report(&e, "mbsp-bench");
     }
     whole_file::on_interrupt();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => e.report(name),
+        Err(e) => report(&e, name),
     }
 }

@@ -4,7 +4,7 @@
 //! `MPI_Put`/`MPI_Get` + flush + barrier. Start it
 //! under `mpiexec -n P`; rank 0 prints.
 
-use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_tools::{Classify, Error, Result};
 use std::path::PathBuf;
 
 /// What to run and where the results go.

@@ -3,7 +3,7 @@
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::{Policy, Run};
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 
 /// Nanoseconds per empty sync of a flat run.

@@ -13,7 +13,7 @@
 
 use crate::alloc_count::allocations;
 use crate::stats::{Samples, ns, timed};
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 use std::time::Duration;
 

@@ -9,10 +9,10 @@
 //! does not beat them clearly is not worth its time. The summary gives the geometric mean and
 //! the worst of the ratios and the number of cases over the imbalance bound.
 
-use crate::partition_cmd::{IMBALANCE_SLACK, check_input, matrix_name};
 use mbsp_algorithms::sparse::{CooMatrix, metrics, mtx, partition};
+use mbsp_tools::sparse::{IMBALANCE_SLACK, check_input, matrix_name};
 #[allow(unused_imports)]
-use mbsp_cli::error::{Classify, Error, Result};
+use mbsp_tools::{Classify, Error, Result};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -135,12 +135,11 @@ pub fn checkerboard(a: &CooMatrix, p: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Finds the shared matrices: `$MBSP_DATA_DIR` or `$MBSP_DATA` (the `matrices` directory
-/// itself, or a directory holding one) if set, else `shared/data/matrices` in the current
-/// directory or above it, or above this crate's source (so that it works from anywhere inside
-/// the workspace and from the test harness), else the workplace's `/work/shared/data`.
+/// Finds the shared matrices: under `$MBSP_DATA_DIR` (its `matrices` directory, or the
+/// directory itself if it holds the matrices) if set, else `../shared/data/matrices` beside the
+/// repository this program was built from.
 pub fn data_dir() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("MBSP_DATA_DIR").or_else(|| std::env::var_os("MBSP_DATA")) {
+    if let Some(d) = std::env::var_os("MBSP_DATA_DIR") {
         let d = PathBuf::from(d);
         for c in [d.join("matrices"), d.clone()] {
             if c.is_dir() {
@@ -148,37 +147,19 @@ pub fn data_dir() -> Result<PathBuf> {
             }
         }
         return Err(Error::usage(format!(
-            "MBSP_DATA_DIR / MBSP_DATA = {} is not a directory of matrices (nor holds matrices/)",
+            "MBSP_DATA_DIR = {} is not a directory of matrices (nor holds matrices/)",
             d.display()
         )));
     }
-    let starts = [
-        std::env::current_dir().ok(),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
-    ];
-    for start in starts.iter().flatten() {
-        for dir in start.ancestors() {
-            let c = dir.join("shared/data/matrices");
-            if c.is_dir() {
-                return Ok(c);
-            }
-        }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/matrices");
+    match beside.canonicalize() {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        _ => Err(Error::usage(format!(
+            "the shared matrices are not at {} (beside the repository): set MBSP_DATA_DIR or \
+             name the files",
+            beside.display()
+        ))),
     }
-    let workplace = PathBuf::from("/work/shared/data/matrices");
-    if workplace.is_dir() {
-        return Ok(workplace);
-    }
-    let mut looked: Vec<String> = starts
-        .iter()
-        .flatten()
-        .map(|d| d.display().to_string())
-        .collect();
-    looked.dedup();
-    Err(Error::usage(format!(
-        "no shared/data/matrices found in or above {} (nor /work/shared/data): set MBSP_DATA_DIR \
-         or name the files",
-        looked.join(" or ")
-    )))
 }
 
 /// The Matrix Market files (`.mtx`, `.mtx.gz`) of `dir`, smallest first (so the first results
@@ -296,7 +277,7 @@ pub fn run(o: &Options) -> Result<()> {
     // Every matrix at the largest p must fit before hours of partitioning begin.
     let most = procs.iter().copied().max().unwrap_or(1);
     for f in &files {
-        crate::partition_cmd::preflight(f, most)?;
+        crate::preflight::partition_file(f, most)?;
     }
     if (o.eps - REFERENCE_EPS).abs() > 1e-12 {
         eprintln!(
@@ -316,7 +297,7 @@ pub fn run(o: &Options) -> Result<()> {
         let name = matrix_name(f);
         let t = Instant::now();
         let a = mtx::read_path(f).map_err(|e| Error::io("").with_source(e))?;
-        crate::partition_cmd::fits(&a, most)?;
+        crate::preflight::partition_matrix(&a, most)?;
         let read_seconds = t.elapsed().as_secs_f64();
         eprintln!(
             "partition: {name}: {} x {}, {} nonzeros, read in {read_seconds:.2} s",
@@ -497,18 +478,12 @@ mod tests {
     /// A pseudo-random `m × n` matrix with about `per_row` nonzeros per row and a few dense
     /// rows, so that balanced splitting is not trivial.
     fn matrix(m: usize, n: usize, per_row: usize, seed: u64) -> CooMatrix {
-        let mut s = seed | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut r = mbsp::rng::SplitMix64::new(seed);
         let mut e = Vec::new();
         for i in 0..m {
             let k = if i % 17 == 0 { 5 * per_row } else { per_row };
             for _ in 0..k {
-                e.push((i, next() as usize % n, 1.0));
+                e.push((i, r.below(n), 1.0));
             }
         }
         CooMatrix::new(m, n, e).unwrap()

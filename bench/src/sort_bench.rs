@@ -7,6 +7,7 @@
 //! checked against the sequential sort's.
 
 use crate::stats::Samples;
+use mbsp::rng::SplitMix64;
 use mbsp_algorithms::sort::par_sort;
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -15,18 +16,10 @@ use std::time::Instant;
 /// The seed of the input.
 const SEED: u64 = 0x5eed_2026_0001;
 
-/// `n` pseudo-random `u64` (splitmix64 from `seed`).
+/// `n` pseudo-random `u64` ([`SplitMix64`] from `seed`).
 fn random_u64(n: usize, seed: u64) -> Vec<u64> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        })
-        .collect()
+    let mut r = SplitMix64::new(seed);
+    (0..n).map(|_| r.next_u64()).collect()
 }
 
 /// Seconds `sort` takes on a fresh copy of `input`; panics unless the result is `expect`.

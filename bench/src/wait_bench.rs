@@ -17,7 +17,7 @@
 //!   balanced exchange of the same size costs.
 
 use crate::stats::{Samples, ns};
-use mbsp_cli::error::{Error, Result};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -3,16 +3,15 @@
 //! parameters, and the flagship algorithms (FFT, SpMV) verified, timed against their sequential
 //! baselines and against the BSP prediction made from those parameters.
 
-use crate::error::{Classify, Error, Result};
-use crate::fft_cmd;
-use crate::params_cmd::{self, LevelParams, Where};
-use crate::run_on;
-use crate::spmv_cmd::{Csr, Per, Prepared, Variant, measure, test_x};
-use crate::topo::{self, Count};
+use crate::{fft_cmd, params_cmd, topo};
 use mbsp::{Level, Policy};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::FftCost;
 use mbsp_algorithms::sparse::CooMatrix;
+use mbsp_tools::params::{self, LevelParams, Where};
+use mbsp_tools::placement::Count;
+use mbsp_tools::spmv::{Csr, Per, Plan, Prepared, Variant, measure, plan_seconds_per_nz, test_x};
+use mbsp_tools::{Classify, Error, Result, run_on};
 use std::time::Instant;
 
 /// Options of the demo.
@@ -35,7 +34,7 @@ fn progress(start: Instant, what: &str) {
 /// The cost-function parameters of a measured level (bulk puts for `g`, direct gets for
 /// `g_direct`, first touch from `fresh`).
 fn params_of(l: &LevelParams, fresh: f64) -> Params {
-    use params_cmd::Prim;
+    use params::Prim;
     Params {
         r: l.r_dense,
         g: l.fit(Prim::Put).g,
@@ -84,16 +83,39 @@ fn off_by(predicted: f64, measured: f64) -> String {
     format!("{:+.0}%", 100.0 * (predicted - measured) / measured)
 }
 
-/// Run the demo; `Err` is a one-line message.
+/// Run the demo; `Err` is a one-line message. Its sections: the machine tree and nested
+/// placements, the BSP parameters measured now, the FFT, the SpMV.
 pub fn run(o: &Options) -> Result<()> {
     let start = Instant::now();
     let loaded = mbsp::Machine::current().or_run()?;
     let m = &loaded.machine;
     println!(
         "mbsp demo: hierarchical BSP on {}",
-        crate::machine::describe()
+        mbsp_tools::machine::describe()
     );
+    tree_and_placements(m)?;
+    let params = parameters(m, o.quick, start)?;
+    fft(m, &params, o.quick, start)?;
+    spmv(&params.machine, o.quick, start)?;
+    println!(
+        "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
+         `mbsp --help`, `mbsp params --json params.json`, `mbsp-bench fft`, `mbsp-bench spmv`.",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
 
+/// The cost-function parameters the predictions use: the whole machine's, and those of the
+/// levels of a nested FFT (the packages, one package; the machine's where the tree has none).
+struct Measured {
+    machine: Params,
+    top: Params,
+    inner: Params,
+}
+
+/// Section: the machine tree, and where the processes of a nested run and of a flat run of
+/// half the cores go under both policies.
+fn tree_and_placements(m: &mbsp::Machine) -> Result<()> {
     section("The machine tree (hwloc; MBSP_TOPOLOGY overrides)");
     print!("{m}");
 
@@ -113,19 +135,23 @@ pub fn run(o: &Options) -> Result<()> {
         println!("policy {policy}:");
         topo::print_nested(m, &[Count::N(half)], &policy)?;
     }
+    Ok(())
+}
 
+/// Section: r, l and g of every level of the tree (scattered), measured now and printed as
+/// `mbsp params` prints them.
+fn parameters(m: &mbsp::Machine, quick: bool, start: Instant) -> Result<Measured> {
     section("BSP parameters, measured now (mbsp params has the full set)");
     progress(start, "measuring r, l and g on every level of the tree");
-    let quick = o.quick;
     let o = if quick {
-        params_cmd::Options::quick()
+        params::Options::quick()
     } else {
-        params_cmd::Options::full()
+        params::Options::full()
     };
-    let fresh = params_cmd::fresh_per_word();
+    let fresh = params::fresh_per_word();
     let mut levels = Vec::new();
     for (level, _) in Where::of(m) {
-        levels.push(params_cmd::measure_level(
+        levels.push(params::measure_level(
             level,
             &Policy::Scattered,
             "scattered",
@@ -145,7 +171,21 @@ pub fn run(o: &Options) -> Result<()> {
         "(g in ns per 8-byte word | in flops; a superstep of an h-relation costs l + g h; \
          these values feed the predictions below)"
     );
+    Ok(Measured {
+        machine,
+        top,
+        inner,
+    })
+}
 
+/// Section: the BSP FFT, flat (and nested when the tree has levels), against sequential
+/// rustfft and the cost model's predictions.
+fn fft(m: &mbsp::Machine, params: &Measured, quick: bool, start: Instant) -> Result<()> {
+    let Measured {
+        machine,
+        top,
+        inner,
+    } = *params;
     section(
         "FFT: complex f64, BSP (one superstep: packs handed over as owned messages) against sequential rustfft",
     );
@@ -208,6 +248,12 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
 
+    Ok(())
+}
+
+/// Section: the 2D SpMV on a grid Laplacian, plain and hp, against sequential CSR and the
+/// BSP prediction from the `machine` parameters.
+fn spmv(machine: &Params, quick: bool, start: Instant) -> Result<()> {
     section("SpMV: y = Ax on a 2D partition, against sequential CSR");
     let k = if quick { 60 } else { 300 };
     let a = laplacian(k, 0.1);
@@ -239,14 +285,11 @@ pub fn run(o: &Options) -> Result<()> {
             measure(&a, &csr, &x, &prep, variant, batches, Per::Exactly(per))?,
             "the SpMV",
         )?;
-        let crate::spmv_cmd::Plan::Flat(plan) = &prep.plan else {
+        let Plan::Flat(plan) = &prep.plan else {
             unreachable!("flat plan")
         };
-        let per_nz = run_on::on_root(
-            crate::spmv_cmd::plan_seconds_per_nz(plan)?,
-            "the SpMV's local rate",
-        )?;
-        let predicted = plan.predict(&machine, per_nz, variant == Variant::Hp);
+        let per_nz = run_on::on_root(plan_seconds_per_nz(plan)?, "the SpMV's local rate")?;
+        let predicted = plan.predict(machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(
             "{:<5} p = {p}: {} per multiply ({:.0} Mflop/s), sequential CSR {} ({:.0} Mflop/s): \
@@ -270,11 +313,6 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
 
-    println!(
-        "\nall results verified against the sequential baselines; {:.1} s in all. Next: \
-         `mbsp --help`, `mbsp params --json params.json`, `mbsp-bench fft`, `mbsp-bench spmv`.",
-        start.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 

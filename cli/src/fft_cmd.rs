@@ -1,13 +1,12 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
-use crate::error::{Classify, Error, Result};
-use crate::preflight::{self, Need};
-use crate::run_on;
-use crate::stats::Samples;
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len, sequential_plan,
 };
+use mbsp_tools::fft::{SEED, random, rate, rel_error};
+use mbsp_tools::stats::median;
+use mbsp_tools::{Classify, Error, Result, preflight, run_on};
 use serde_json::json;
 use std::time::Instant;
 
@@ -59,32 +58,6 @@ pub struct Outcome {
     pub choice: mbsp_algorithms::fft::Choice,
 }
 
-/// The median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Refuses a transform that cannot fit in memory: the data, the sequential reference and its
-/// working copy, each process's part and its result (together two more arrays), the result
-/// gathered: at least 5 arrays of `n` complex numbers; the `reps` times of each process; the
-/// `p` processes of the run.
-fn preflight(n: usize, p: usize, reps: usize) -> Result<()> {
-    let mut need = Need::new();
-    need.add(
-        5 * n as u128,
-        preflight::COMPLEX,
-        format!("--n {n}: 5 arrays of {n} complex numbers"),
-    );
-    need.add(
-        (reps as u128).saturating_mul(p as u128),
-        8,
-        format!("--reps {reps} times on each of {p} processes"),
-    );
-    need.add(p as u128, preflight::PER_PROCESS, format!("{p} processes"));
-    need.check()
-}
-
 /// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
 /// `None` on the MPI ranks that do not print ([`run_on`]): they took part in the run, rank 0
 /// has the outcome.
@@ -124,14 +97,14 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
     if p > n {
         return Err(Error::usage(format!("{p} processes exceed n = {n}")));
     }
-    preflight(n, p, o.reps)?;
+    preflight::fft(n, p, o.reps)?;
     let dir = if o.inverse {
         Direction::Inverse
     } else {
         Direction::Forward
     };
     let reps = o.reps.max(1);
-    let x = random(n, 0x9e37_79b9_7f4a_7c15);
+    let x = random(n, SEED);
     // Sequential reference and its time (the kernel's rate, for the cost model): on the
     // process that prints only (over ranks, the others would disturb its timing).
     let reference = run_on::is_root().then(|| {
@@ -141,14 +114,14 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
         let mut warm = x.clone();
         kernel.process(&mut warm); // first touch, twiddles in cache
         let seq = median(
-            (0..reps)
+            &(0..reps)
                 .map(|_| {
                     warm.copy_from_slice(&x);
                     let t = Instant::now();
                     kernel.process(&mut warm);
                     t.elapsed().as_secs_f64()
                 })
-                .collect(),
+                .collect::<Vec<_>>(),
         );
         kernel.process(&mut want);
         if dir == Direction::Inverse {
@@ -173,7 +146,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
             plan.transform(ctx, &mut local, dir)?;
             times.push(t.elapsed().as_secs_f64());
         }
-        let secs = median(times);
+        let secs = median(&times);
         plan.free(ctx)?;
         Ok((local, vec![secs, planning]))
     })?;
@@ -282,65 +255,4 @@ pub fn run(o: &Options) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// `n` pseudo-random complex numbers in [-0.5, 0.5)² (xorshift from `seed`, which must not be 0).
-pub fn random(n: usize, seed: u64) -> Vec<C> {
-    let mut s = seed;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    (0..n).map(|_| C::new(next(), next())).collect()
-}
-
-/// ‖a - b‖₂ / ‖b‖₂.
-pub fn rel_error(a: &[C], b: &[C]) -> f64 {
-    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
-    let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
-    (d / r).sqrt()
-}
-
-/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
-/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
-/// processes: from `rates` (the sweep's own one-core measurements), else measured now (7
-/// transforms per core, started in step; the slowest core's median).
-pub fn rate(
-    rates: &mut std::collections::BTreeMap<(usize, usize), f64>,
-    len: usize,
-    cores: usize,
-) -> f64 {
-    let len = len.max(64);
-    *rates.entry((len, cores)).or_insert_with(|| {
-        let plan = sequential_plan::<f64>(len, false);
-        let x = random(len, 0x9e37_79b9_7f4a_7c15);
-        let start = std::sync::Barrier::new(cores);
-        // Every core runs its own transforms, in step; the slowest core's median counts.
-        let medians: Vec<f64> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..cores)
-                .map(|_| {
-                    let (plan, x, start) = (&plan, &x, &start);
-                    s.spawn(move || {
-                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
-                        let mut y = x.clone();
-                        Samples::collect(7, || {
-                            y.copy_from_slice(x);
-                            start.wait();
-                            let t = Instant::now();
-                            plan.process_with_scratch(&mut y, &mut scratch);
-                            t.elapsed().as_secs_f64()
-                        })
-                        .median()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("a rate worker"))
-                .collect()
-        });
-        flops(len) / medians.into_iter().fold(0.0, f64::max)
-    })
 }

@@ -9,19 +9,32 @@
 //! * `mbsp partition` — a sparse matrix split over p processes, Mondriaan's files written.
 //! * `mbsp affinity` — kernels under several placements and nesting shapes, compared.
 //!
-//! Exit statuses, the same in every subcommand: [`mbsp_cli::error`].
+//! Exit statuses, the same in every subcommand: [`mbsp_tools::command`].
+//!
+//! The code the commands share with the benchmarks and the Python package (statistics, the
+//! memory preflight, parameter measurement, placements, the SpMV and FFT measurements) is in
+//! the library mbsp-tools; this crate holds the command line, what is printed, written and
+//! plotted, and the signal handler.
 //!
 //! Built with the feature `mpi` and started by an MPI launcher, `fft` and `spmv` run over the
-//! launcher's ranks ([`mbsp_cli::run_on`]); `topo` and `partition` run on rank 0 (the other
+//! launcher's ranks ([`mbsp_tools::run_on`]); `topo` and `partition` run on rank 0 (the other
 //! ranks exit at once with status 0); `demo` and `params`, which measure this machine's
 //! threads, are refused. Rank 0 alone prints, errors included; every rank exits with the
 //! command's status.
 
+mod affinity;
+mod cli;
+mod demo;
+mod fft_cmd;
+mod params_cmd;
+mod partition_cmd;
+mod spmv_cmd;
+mod topo;
+mod whole_file;
+
 use clap::{Parser, Subcommand};
-use mbsp_cli::{
-    Error, affinity, cli, demo, fft_cmd, params_cmd, partition_cmd, run_on, spmv_cmd, topo,
-    whole_file,
-};
+use mbsp_tools::command::report;
+use mbsp_tools::{Error, run_on};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -66,7 +79,7 @@ enum Command {
 
 fn main() -> ExitCode {
     if let Err(e) = run_on::init() {
-        return e.report("mbsp");
+        return report(&e, "mbsp");
     }
     let cli = match cli::parse::<Cli>("mbsp") {
         Ok(c) => c,
@@ -84,17 +97,17 @@ fn main() -> ExitCode {
         Command::Params(_) => "mbsp params",
         Command::Affinity(_) => "mbsp affinity",
     };
-    if let Err(e) = cli::preamble() {
-        return e.report("mbsp");
+    if let Err(e) = mbsp_tools::command::preamble() {
+        return report(&e, "mbsp");
     }
     if let Some(ranks) = run_on::ranks() {
         match command {
             Command::Demo(_) | Command::Params(_) | Command::Affinity(_) => {
-                return Error::usage(format!(
+                let e = Error::usage(format!(
                     "measures this machine's threads and does not run over MPI ranks ({ranks} \
                      here): start it without mpiexec"
-                ))
-                .report(name);
+                ));
+                return report(&e, name);
             }
             Command::Topo(_) | Command::Partition(_) if !run_on::is_root() => {
                 return ExitCode::SUCCESS;
@@ -114,6 +127,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => e.report(name),
+        Err(e) => report(&e, name),
     }
 }

@@ -1,111 +1,30 @@
-//! `mbsp params`: the BSP parameters (r, g, l) of every level of the machine tree, measured the
-//! way the BSPlib paper (§5.1) and BSP over InfiniBand (§4.1) do, written as the JSON file the
-//! cost functions read (`MBSP_PARAMS`).
+//! `mbsp params`: the BSP parameters (r, g, l) of every level of the machine tree
+//! ([`mbsp_tools::params`] measures them), printed as a table like the BSPlib paper's Table 1,
+//! written as the JSON file the cost functions read (`MBSP_PARAMS`) and plotted.
 //!
-//! * **r** (flop/s): two stated local kernels run by every process of the level at once — a
-//!   DAXPY `y += a·x` on 2048 doubles (2 flop per element, in cache) and a 48 × 48 dense
-//!   matrix product `C += A·B` (2·48³ flop, i-k-j loops the compiler vectorises). `r` is the
-//!   dense kernel's rate (the BSPlib paper's r is a compute-bound rate too); both are reported.
-//! * **l** (seconds): the median time of an empty superstep, over many.
-//! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
-//!   superstep against h over full h-relations — every process sends h words and receives h
-//!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
-//!   communicating: single-word puts (`put1`), bulk puts (`put`: one put of h/(p-1) words to each
-//!   other process), bulk gets (`get`), single-word BSMP sends (`send1`, drained by the
-//!   receiver) and direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once, then a
-//!   sync). The fit's intercept is reported beside `l`, and its residual (root mean square of
-//!   the relative errors) says how well `l + g h` describes the machine.
-//!
-//! Levels (one nested run inside one object of the level, the other objects idle): the whole
-//! machine (one process per core), the packages (one process per package: the top level of a
-//! Multi-BSP run), one package, one NUMA node, one core's hardware threads —
-//! each only where it differs from the level above and has more than one child — under both
-//! affinity policies (`scattered` and `compact` number the same cores differently, which
-//! changes who synchronises with whom first).
-//!
-//! The JSON file keeps the whole machine's values (scattered policy) as its top-level keys
-//! `r, g, g_direct, l, fresh` — what `Params::current()` reads — and every measured level in
-//! `"levels"`, with the fits and their points. `--save` writes it where every command and the
-//! profiler find it without `MBSP_PARAMS` ([`mbsp::params::saved_path`]).
+//! `--save` writes the file where every command and the profiler find it without
+//! `MBSP_PARAMS` ([`mbsp::params::saved_path`]).
 //!
 //! A fit is not a measurement to trust when its residual exceeds [`MAX_RESIDUAL`] or its
 //! intercept is negative (a busy machine, or noise larger than the effect): the table marks
 //! such values with `?` instead of presenting them plainly, a warning says why, and `--save`
 //! refuses a file whose top-level values come from such fits.
 
-use crate::error::{Classify, Error, ErrorKind, Result};
-use crate::preflight::{self, Need};
-use crate::stats::{Samples, fit_gl, timed};
-use mbsp::{Ctx, Level, Policy, Run};
-use std::hint::black_box;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use mbsp_tools::params::{self, LevelParams, MAX_RESIDUAL, Measurement, Prim};
+use mbsp_tools::{Error, Result};
+use std::path::{Path, PathBuf};
 
 /// Options of `mbsp params`.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Samples per point (the median is used).
-    pub samples: usize,
-    /// Nanoseconds one sample of a point should last (sets the repetitions).
-    pub sample_ns: f64,
-    /// Largest h of the h-relations, in words.
-    pub max_h: usize,
-    /// Steps of h from 0 to `max_h`.
-    pub h_steps: usize,
-    /// Only these levels (names), if given.
-    pub levels: Option<Vec<String>>,
+    /// What to measure.
+    pub measure: params::Options,
     /// Write the JSON parameter file here.
-    pub json: Option<std::path::PathBuf>,
+    pub json: Option<PathBuf>,
     /// Plot time against h with the fitted lines (SVG) here.
-    pub plot: Option<std::path::PathBuf>,
+    pub plot: Option<PathBuf>,
     /// Store the parameters as this machine's ([`mbsp::params::saved_path`]).
     pub save: bool,
-    /// A stop flag: once another thread sets it, the measurement ends within one point of one
-    /// h-relation sweep (its runs abort at their next sync) with an error of kind
-    /// [`Interrupted`](crate::ErrorKind::Interrupted). For callers that must end it on request
-    /// (Ctrl-C in the Python package) without leaving its threads running.
-    pub stop: Option<Arc<AtomicBool>>,
-}
-
-impl Options {
-    /// Whether [`stop`](Self::stop) was set.
-    fn stopped(&self) -> bool {
-        self.stop
-            .as_deref()
-            .is_some_and(|s| s.load(Ordering::Relaxed))
-    }
-}
-
-/// The message of a measurement ended by [`Options::stop`].
-const STOPPED: &str = "the measurement was stopped (Options::stop was set)";
-
-impl Options {
-    /// The full measurement (about 5 s per level and policy).
-    pub fn full() -> Options {
-        Options {
-            samples: 7,
-            sample_ns: 4e6,
-            max_h: 4096,
-            h_steps: 8,
-            levels: None,
-            json: None,
-            plot: None,
-            save: false,
-            stop: None,
-        }
-    }
-
-    /// A smoke run (well under a second per level; the numbers are not meaningful).
-    pub fn quick() -> Options {
-        Options {
-            samples: 3,
-            sample_ns: 1e5,
-            max_h: 1024,
-            h_steps: 4,
-            ..Options::full()
-        }
-    }
 }
 
 /// The command line of `mbsp params`.
@@ -113,10 +32,10 @@ impl Options {
 pub struct Args {
     /// Write the parameters as JSON to FILE (then: MBSP_PARAMS=FILE).
     #[arg(long, value_name = "FILE")]
-    pub json: Option<std::path::PathBuf>,
+    pub json: Option<PathBuf>,
     /// Plot time per superstep against h with the fitted lines (SVG) to FILE.
     #[arg(long, value_name = "FILE")]
-    pub plot: Option<std::path::PathBuf>,
+    pub plot: Option<PathBuf>,
     /// Store the parameters as this machine's, where every command and the profiler find them
     /// without MBSP_PARAMS: $XDG_CONFIG_HOME/mbsp/params.json, or ~/.config/mbsp/params.json.
     #[arg(long)]
@@ -139,512 +58,23 @@ pub struct Args {
 impl Args {
     /// The options these arguments ask for (`--quick` sets the sizes of a smoke run).
     pub fn options(self) -> Options {
-        let mut o = if self.quick {
-            Options::quick()
+        let mut measure = if self.quick {
+            params::Options::quick()
         } else {
-            Options {
+            params::Options {
                 samples: self.samples,
                 max_h: self.max_h,
-                ..Options::full()
+                ..params::Options::full()
             }
         };
-        o.json = self.json;
-        o.plot = self.plot;
-        o.save = self.save;
-        o.levels = self.levels;
-        o
-    }
-}
-
-/// The ways of communicating whose g is measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Prim {
-    /// Single-word buffered puts.
-    Put1,
-    /// One bulk buffered put per other process.
-    Put,
-    /// One bulk buffered get per other process.
-    Get,
-    /// Single-word BSMP messages (tag size 0), moved out by the receiver.
-    Send1,
-    /// One bulk `direct_get` per other process, then a sync.
-    Direct,
-}
-
-impl Prim {
-    /// All of them, in table order.
-    pub const ALL: [Prim; 5] = [Prim::Put1, Prim::Put, Prim::Get, Prim::Send1, Prim::Direct];
-
-    /// Short name (table column, JSON key suffix).
-    pub fn name(self) -> &'static str {
-        match self {
-            Prim::Put1 => "put1",
-            Prim::Put => "put",
-            Prim::Get => "get",
-            Prim::Send1 => "send1",
-            Prim::Direct => "direct",
+        measure.levels = self.levels;
+        Options {
+            measure,
+            json: self.json,
+            plot: self.plot,
+            save: self.save,
         }
     }
-}
-
-/// A level of the machine tree that can be measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Where {
-    /// One process per core of the machine.
-    Machine,
-    /// One process per package (the top level of a Multi-BSP run: every superstep crosses
-    /// the packages' link).
-    Packages,
-    /// One process per core of package 0.
-    Package,
-    /// One process per core of NUMA node 0.
-    Numa,
-    /// One process per hardware thread of core 0.
-    Core,
-}
-
-impl Where {
-    /// The name used in tables, JSON and `--levels`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Where::Machine => "machine",
-            Where::Packages => "packages",
-            Where::Package => "package",
-            Where::Numa => "numa",
-            Where::Core => "core",
-        }
-    }
-
-    /// The levels of `m` worth measuring (different from the level above, more than one
-    /// child), with their process counts.
-    pub fn of(m: &mbsp::Machine) -> Vec<(Where, usize)> {
-        let mut out = vec![(Where::Machine, m.cores().len())];
-        let pkg = m.packages().first().map_or(0, |p| p.cores.len());
-        if m.packages().len() > 1 && pkg > 1 {
-            out.push((Where::Packages, m.packages().len()));
-            out.push((Where::Package, pkg));
-        }
-        let numa0 = m.numas().first().map_or(0, |n| n.cores.len());
-        if m.numas().len() > m.packages().len() && numa0 > 1 {
-            out.push((Where::Numa, numa0));
-        }
-        let pus0 = m.cores().first().map_or(0, |c| c.pus.len());
-        if pus0 > 1 {
-            out.push((Where::Core, pus0));
-        }
-        out
-    }
-
-    /// Run `f` as the processes of this level under `policy`: a top-level run for the machine,
-    /// else a nested run inside the first object of the level (the others idle). Returns the
-    /// results of the measured run's processes.
-    fn run<R, F>(self, policy: &Policy, f: F) -> mbsp::Result<Vec<R>>
-    where
-        R: Send,
-        F: Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
-    {
-        let (outer, inner) = match self {
-            Where::Machine => return Run::per(Level::Core).policy(policy.clone()).run(f),
-            Where::Packages => return Run::per(Level::Package).policy(policy.clone()).run(f),
-            Where::Package => (Level::Package, Level::Core),
-            Where::Numa => (Level::Numa, Level::Core),
-            Where::Core => (Level::Core, Level::Pu),
-        };
-        let mut all = Run::per(outer).policy(policy.clone()).run(|ctx| {
-            if ctx.pid() == 0 {
-                ctx.run_with(Run::per(inner).policy(policy.clone()), &f)
-                    .map(Some)
-            } else {
-                Ok(None)
-            }
-        })?;
-        Ok(all.swap_remove(0).expect("process 0 measured"))
-    }
-}
-
-/// A fit of `t = l + g h` to measured points.
-#[derive(Clone, Debug)]
-pub struct Fit {
-    /// Seconds per word.
-    pub g: f64,
-    /// Intercept, seconds.
-    pub l: f64,
-    /// Root mean square of the relative errors of the fit at the points.
-    pub residual: f64,
-    /// (h, seconds per superstep) as measured.
-    pub points: Vec<(f64, f64)>,
-}
-
-impl Fit {
-    /// The fit over the points with h > 0 (when there are two or more): the empty superstep
-    /// is the level's `l`, measured on its own, and a superstep that communicates at all
-    /// costs a step more (a second barrier for gets, the delivery pass for puts), so the
-    /// line's intercept — reported beside `l` — is a communicating superstep's latency.
-    fn of(points: Vec<(f64, f64)>) -> Fit {
-        let nonzero: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.0 > 0.0).collect();
-        let fitted = if nonzero.len() >= 2 {
-            &nonzero
-        } else {
-            &points
-        };
-        let (g, l) = fit_gl(fitted);
-        // Time cannot fall as h grows: a negative slope is noise (an oversubscribed or busy
-        // machine); the best non-negative fit is then flat, at the weighted mean.
-        let (g, l) = if g >= 0.0 {
-            (g, l)
-        } else {
-            let (sw, swt) = fitted.iter().fold((0.0, 0.0), |(a, b), &(_, t)| {
-                (a + 1.0 / (t * t), b + 1.0 / t)
-            });
-            (0.0, swt / sw)
-        };
-        let ms = fitted
-            .iter()
-            .map(|&(h, t)| ((l + g * h - t) / t).powi(2))
-            .sum::<f64>()
-            / fitted.len() as f64;
-        Fit {
-            g,
-            l,
-            residual: ms.sqrt(),
-            points,
-        }
-    }
-}
-
-/// The largest residual (root mean square of the relative errors) of a fit whose values are
-/// trusted: beyond it, `l + g h` does not describe what was measured.
-pub const MAX_RESIDUAL: f64 = 0.25;
-
-impl Fit {
-    /// Why this fit's values are not to be trusted, if they are not: a residual above
-    /// [`MAX_RESIDUAL`], a negative intercept (a superstep cannot take negative time).
-    pub fn doubts(&self) -> Vec<String> {
-        let mut why = Vec::new();
-        if self.residual.is_nan() || self.residual > MAX_RESIDUAL {
-            why.push(format!(
-                "residual {:.1}% (above {:.0}%)",
-                100.0 * self.residual,
-                100.0 * MAX_RESIDUAL
-            ));
-        }
-        if self.l < 0.0 {
-            why.push(format!("negative intercept {:.1} µs", self.l * 1e6));
-        }
-        why
-    }
-
-    /// Whether the fit is to be trusted ([`Fit::doubts`] is empty).
-    pub fn trusted(&self) -> bool {
-        self.doubts().is_empty()
-    }
-}
-
-/// The parameters of one level under one policy.
-#[derive(Clone, Debug)]
-pub struct LevelParams {
-    /// Which level.
-    pub level: Where,
-    /// `"scattered"` or `"compact"`.
-    pub policy: &'static str,
-    /// Processes.
-    pub p: usize,
-    /// DAXPY rate, flop/s (mean over the processes, all running at once).
-    pub r_daxpy: f64,
-    /// Dense-kernel rate, flop/s: the level's r.
-    pub r_dense: f64,
-    /// Empty superstep, seconds (median).
-    pub l: f64,
-    /// One fit per primitive, in [`Prim::ALL`] order.
-    pub fits: Vec<(Prim, Fit)>,
-}
-
-impl LevelParams {
-    /// One line per fit that is not to be trusted, naming the level, policy and primitive.
-    pub fn doubts(&self) -> Vec<String> {
-        self.fits
-            .iter()
-            .filter(|(_, f)| !f.trusted())
-            .map(|(prim, f)| {
-                format!(
-                    "{} level, {}: the {} fit ({})",
-                    self.level.name(),
-                    self.policy,
-                    prim.name(),
-                    f.doubts().join(", ")
-                )
-            })
-            .collect()
-    }
-
-    /// The fit of `prim`.
-    pub fn fit(&self, prim: Prim) -> &Fit {
-        &self
-            .fits
-            .iter()
-            .find(|(q, _)| *q == prim)
-            .expect("all measured")
-            .1
-    }
-
-    /// The level as JSON, with the keys `Params` reads (`g` = bulk puts, `g_direct`).
-    fn json(&self, fresh: f64) -> serde_json::Value {
-        let fits: serde_json::Map<String, serde_json::Value> = self
-            .fits
-            .iter()
-            .map(|(prim, f)| {
-                (
-                    prim.name().to_string(),
-                    serde_json::json!({
-                        "g": f.g, "l": f.l, "residual": f.residual, "points": f.points,
-                        "trusted": f.trusted(), "doubts": f.doubts(),
-                    }),
-                )
-            })
-            .collect();
-        let mut v = serde_json::json!({
-            "level": self.level.name(),
-            "policy": self.policy,
-            "p": self.p,
-            "r": self.r_dense,
-            "r_daxpy": self.r_daxpy,
-            "r_dense": self.r_dense,
-            "l": self.l,
-            "l_comm": self.fit(Prim::Put).l,
-            // Positive, as the cost functions require (a flat fit is noise).
-            "g": self.fit(Prim::Put).g.max(1e-12),
-            "g_direct": self.fit(Prim::Direct).g.max(1e-12),
-            "fresh": fresh,
-            "fits": fits,
-        });
-        for prim in Prim::ALL {
-            v[format!("g_{}", prim.name())] = self.fit(prim).g.into();
-        }
-        v
-    }
-}
-
-/// Flop/s of the DAXPY kernel over `reps` passes.
-fn daxpy_rate(reps: usize) -> f64 {
-    let n = 2048;
-    let x: Vec<f64> = (0..n).map(|i| i as f64 * 1e-3).collect();
-    let mut y = vec![1.0f64; n];
-    let a = black_box(1.000_001);
-    let t = Instant::now();
-    for _ in 0..reps {
-        for (y, x) in y.iter_mut().zip(black_box(&x)) {
-            *y += a * x;
-        }
-        black_box(&mut y);
-    }
-    (2 * n * reps) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Flop/s of the dense kernel (48 × 48 product, i-k-j loops) over `reps` products.
-fn dense_rate(reps: usize) -> f64 {
-    const N: usize = 48;
-    let a: Vec<f64> = (0..N * N).map(|i| (i % 7) as f64 * 0.1).collect();
-    let b: Vec<f64> = (0..N * N).map(|i| (i % 5) as f64 * 0.2).collect();
-    let mut c = vec![0.0f64; N * N];
-    let t = Instant::now();
-    for _ in 0..reps {
-        let (a, b) = (black_box(&a), black_box(&b));
-        for i in 0..N {
-            let crow = &mut c[i * N..(i + 1) * N];
-            for k in 0..N {
-                let aik = a[i * N + k];
-                for (c, b) in crow.iter_mut().zip(&b[k * N..(k + 1) * N]) {
-                    *c += aik * b;
-                }
-            }
-        }
-        black_box(&mut c);
-    }
-    (2 * N * N * N * reps) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Seconds per word of writing freshly allocated memory for the first time (64 MiB).
-pub fn fresh_per_word() -> f64 {
-    let words = 8 << 20;
-    let t = Instant::now();
-    let v = vec![1u64; words];
-    black_box(&v);
-    t.elapsed().as_secs_f64() / words as f64
-}
-
-/// What every process of a level measures; process 0's times are the level's.
-struct Measured {
-    r_daxpy: f64,
-    r_dense: f64,
-    l: f64,
-    points: Vec<(Prim, Vec<(f64, f64)>)>,
-}
-
-/// Repetitions of one sample of a superstep of `h` words (the same on every process).
-fn iters_for(o: &Options, h: usize) -> usize {
-    ((o.sample_ns / (3000.0 + 40.0 * h as f64)) as usize).clamp(2, 100_000)
-}
-
-/// Median seconds per superstep in which this process communicates `h` words by `prim`, for
-/// each `h` of `hs`. The samples are taken in rounds over all of `hs` (alternating direction),
-/// not one `h` after another, so that a change of the machine's state (this kind of machine
-/// switches between a fast and a slow one) spreads over every point instead of bending the
-/// line.
-fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Result<Vec<f64>> {
-    let (me, p) = (ctx.pid(), ctx.nprocs());
-    let others = (p - 1).max(1);
-    let partner = |j: usize| (me + 1 + j) % p;
-    let cap = o.max_h + others;
-    let src = ctx.push_reg(vec![1.0f64; cap])?;
-    let dst = ctx.push_reg(vec![0.0f64; cap])?;
-    ctx.sync()?;
-    let words = vec![2.0f64; cap];
-    let mut got = vec![0.0f64; cap];
-    let mut buf = [0u8; 8];
-    let mut samples = vec![Vec::with_capacity(o.samples); hs.len()];
-    for round in 0..o.samples {
-        for i in 0..hs.len() {
-            if o.stopped() {
-                // Every process reads the flag; the first to see it ends the run for all.
-                return Err(ctx.abort(STOPPED));
-            }
-            let i = if round % 2 == 0 { i } else { hs.len() - 1 - i };
-            let h = hs[i];
-            // Words to or from each other process (the last may take fewer).
-            let chunk = h.div_ceil(others);
-            let ns = timed(1, iters_for(o, h), || {
-                match prim {
-                    Prim::Put1 => {
-                        for k in 0..h {
-                            ctx.put(partner(k % others), &words[k..k + 1], &dst, k)?;
-                        }
-                    }
-                    Prim::Put | Prim::Get | Prim::Direct => {
-                        for j in 0..others {
-                            let len = chunk.min(h.saturating_sub(j * chunk));
-                            if len == 0 {
-                                break;
-                            }
-                            let at = j * chunk;
-                            match prim {
-                                Prim::Put => ctx.put(partner(j), &words[..len], &dst, at)?,
-                                Prim::Get => ctx.get(partner(j), &src, at..at + len, &dst, at)?,
-                                // SAFETY: `src` is never written after its registration (every
-                                // process only reads it), and `got` is this process's own
-                                // memory.
-                                _ => unsafe {
-                                    ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
-                                },
-                            }
-                        }
-                    }
-                    Prim::Send1 => {
-                        for (k, w) in words[..h].iter().enumerate() {
-                            ctx.send(partner(k % others), &[], &w.to_ne_bytes())?;
-                        }
-                    }
-                }
-                ctx.sync()?;
-                if prim == Prim::Send1 {
-                    while ctx.move_message(&mut buf)?.is_some() {}
-                }
-                Ok(())
-            })?;
-            samples[i].push(ns[0]);
-        }
-    }
-    black_box(&got);
-    ctx.pop_reg(&dst)?;
-    ctx.pop_reg(&src)?;
-    ctx.sync()?;
-    Ok(samples
-        .into_iter()
-        .map(|s| Samples(s).median() * 1e-9)
-        .collect())
-}
-
-/// The measurements of one process of a level.
-fn measure(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
-    // r: every process runs the kernels at once, lined up by a sync; the median of samples.
-    let kernel_samples = o.samples.max(3);
-    let reps = ((o.sample_ns / 2e3) as usize).max(4);
-    ctx.sync()?;
-    let r_daxpy = Samples::collect(kernel_samples, || daxpy_rate(reps)).median();
-    ctx.sync()?;
-    let r_dense = Samples::collect(kernel_samples, || dense_rate(reps / 50 + 1)).median();
-    if o.stopped() {
-        return Err(ctx.abort(STOPPED));
-    }
-    ctx.sync()?;
-    let l = Samples(timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?).median() * 1e-9;
-    let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
-    let mut points = Vec::new();
-    for prim in Prim::ALL {
-        let times = supersteps(ctx, o, prim, &hs)?;
-        let pts = hs.iter().zip(times).map(|(&h, t)| (h as f64, t)).collect();
-        points.push((prim, pts));
-    }
-    Ok(Measured {
-        r_daxpy,
-        r_dense,
-        l,
-        points,
-    })
-}
-
-/// Measure one level under one policy.
-pub fn measure_level(
-    level: Where,
-    policy: &Policy,
-    policy_name: &'static str,
-    o: &Options,
-) -> Result<LevelParams> {
-    let all = level
-        .run(policy, |ctx| measure(ctx, o))
-        .map_err(|e| Error::from(e).context(format!("{} level, {policy_name}", level.name())))?;
-    let p = all.len();
-    let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
-    let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
-    let first = all.into_iter().next().expect("a run has a process");
-    Ok(LevelParams {
-        level,
-        policy: policy_name,
-        p,
-        r_daxpy,
-        r_dense,
-        l: first.l,
-        fits: first
-            .points
-            .into_iter()
-            .map(|(prim, pts)| (prim, Fit::of(pts)))
-            .collect(),
-    })
-}
-
-/// The level whose values are the file's top-level keys: the whole machine, scattered.
-fn top_level(levels: &[LevelParams]) -> Option<&LevelParams> {
-    levels
-        .iter()
-        .find(|l| l.level == Where::Machine && l.policy == "scattered")
-        .or(levels.first())
-}
-
-/// The whole JSON parameter file.
-pub fn to_json(levels: &[LevelParams], fresh: f64) -> serde_json::Value {
-    let top = top_level(levels);
-    let mut v = serde_json::json!({
-        "machine": crate::machine::describe(),
-        "fresh": fresh,
-        "levels": levels.iter().map(|l| l.json(fresh)).collect::<Vec<_>>(),
-    });
-    if let Some(t) = top {
-        // The cost functions take positive values only; a flat fit (noise) becomes tiny.
-        v["r"] = t.r_dense.into();
-        v["l"] = t.l.into();
-        v["g"] = t.fit(Prim::Put).g.max(1e-12).into();
-        v["g_direct"] = t.fit(Prim::Direct).g.max(1e-12).into();
-    }
-    v
 }
 
 /// The table, like the BSPlib paper's Table 1: r in Mflop/s, l and g in µs / ns and in flop
@@ -707,120 +137,22 @@ pub fn table(levels: &[LevelParams]) -> String {
     s
 }
 
-/// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
-/// `--max-h` words (what is sent and received, by put and by get), and the samples of every
-/// point.
-fn fits(o: &Options, p: usize) -> Result<()> {
-    let mut need = Need::new();
-    need.add(
-        (p as u128).saturating_mul(4 * o.max_h as u128),
-        8,
-        format!(
-            "--max-h {}: 4 arrays of that many words on each of {p} processes",
-            o.max_h
-        ),
-    );
-    need.add(
-        (o.samples as u128).saturating_mul(o.h_steps as u128 + 1),
-        8,
-        format!("--samples {} of {} points", o.samples, o.h_steps + 1),
-    );
-    need.add(p as u128, preflight::PER_PROCESS, format!("{p} processes"));
-    need.check()
-}
-
-/// The levels of this machine that `o` asks for ([`Where::of`], filtered by `o.levels`), with
-/// their process counts; an unknown level name, or none that exists here, is a usage error.
-fn chosen_levels(o: &Options) -> Result<Vec<(Where, usize)>> {
-    let loaded = mbsp::Machine::current().or_run()?;
-    let all = Where::of(&loaded.machine);
-    let known = |n: &String| {
-        matches!(
-            n.as_str(),
-            "machine" | "packages" | "package" | "numa" | "core"
-        )
-    };
-    if let Some(bad) = o.levels.iter().flatten().find(|n| !known(n)) {
-        return Err(Error::usage(format!(
-            "unknown level '{bad}' (levels: machine, packages, package, numa, core)"
-        )));
-    }
-    let chosen: Vec<(Where, usize)> = all
-        .iter()
-        .copied()
-        .filter(|(w, _)| {
-            o.levels
-                .as_ref()
-                .is_none_or(|n| n.iter().any(|n| n == w.name()))
-        })
-        .collect();
-    if chosen.is_empty() {
-        let have: Vec<&str> = all.iter().map(|(w, _)| w.name()).collect();
-        return Err(Error::usage(format!(
-            "none of the levels asked for exists on this machine (it has: {}; a level that \
-             would repeat the one above it, or has one child, is not measured)",
-            have.join(", ")
-        )));
-    }
-    Ok(chosen)
-}
-
-/// Measures the levels `o` asks for, each under the scattered and the compact policy, with
-/// progress on stderr: the JSON parameter file that `mbsp params --json` writes (without
-/// writing it; `o.json`, `o.plot` and `o.save` are not used). For callers other than the
-/// command (the Python package).
-pub fn measure_json(o: &Options) -> Result<serde_json::Value> {
-    let chosen = chosen_levels(o)?;
-    fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
-    let fresh = fresh_per_word();
-    Ok(to_json(&measure_all(&chosen, o)?, fresh))
-}
-
-/// Measures each of the `chosen` levels under the scattered and the compact policy, with
-/// progress on stderr.
-fn measure_all(chosen: &[(Where, usize)], o: &Options) -> Result<Vec<LevelParams>> {
-    let mut levels = Vec::new();
-    for &(level, p) in chosen {
-        for (policy, name) in [
-            (Policy::Scattered, "scattered"),
-            (Policy::Compact, "compact"),
-        ] {
-            if o.stopped() {
-                return Err(Error::new(ErrorKind::Interrupted, STOPPED));
-            }
-            eprintln!(
-                "mbsp params: measuring the {} level, p = {p}, {name} ...",
-                level.name()
-            );
-            let t = Instant::now();
-            levels.push(measure_level(level, &policy, name, o).map_err(|e| {
-                if o.stopped() {
-                    Error::new(ErrorKind::Interrupted, STOPPED)
-                } else {
-                    e
-                }
-            })?);
-            eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
-        }
-    }
-    Ok(levels)
-}
-
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<()> {
+    let m = &o.measure;
     // Where --save will write, known before minutes of measuring.
     let save_to = o.save.then(save_path).transpose()?;
-    let chosen = chosen_levels(o)?;
-    fits(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
-    println!("mbsp params: {}", crate::machine::describe());
+    let chosen = params::chosen_levels(m)?;
+    params::check_memory(m, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
+    println!("mbsp params: {}", mbsp_tools::machine::describe());
     println!(
         "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
          48x48 dense product (DAXPY of 2048 beside it), all processes at once\n",
-        o.max_h, o.h_steps, o.samples
+        m.max_h, m.h_steps, m.samples
     );
-    let fresh = fresh_per_word();
-    let levels = measure_all(&chosen, o)?;
-    print!("{}", table(&levels));
+    let fresh = params::fresh_per_word();
+    let measured = Measurement::new(params::measure_levels(&chosen, m)?, fresh);
+    print!("{}", table(&measured.levels));
     println!(
         "\nl = empty superstep; g = seconds per 8-byte word of a full h-relation (slope of a \
          least-squares fit of time against h > 0); l' = the bulk-put fit's intercept (a superstep \
@@ -829,12 +161,7 @@ pub fn run(o: &Options) -> Result<()> {
         fresh * 1e9
     );
     if let Some(path) = &o.json {
-        let text = serde_json::to_string_pretty(&to_json(&levels, fresh)).expect("JSON");
-        crate::whole_file::write(path, |f| {
-            use std::io::Write;
-            writeln!(f, "{text}")
-        })
-        .map_err(|e| Error::io("--json").with_source(e))?;
+        write_json(path, &measured).map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(
             "mbsp params: wrote {} (use it: MBSP_PARAMS={}; --save makes them this machine's)",
             path.display(),
@@ -842,17 +169,26 @@ pub fn run(o: &Options) -> Result<()> {
         );
     }
     if let Some(path) = &o.plot {
-        plot(path, &levels).map_err(|e| e.context("--plot"))?;
+        plot(path, &measured.levels).map_err(|e| e.context("--plot"))?;
         eprintln!("mbsp params: plotted {}", path.display());
     }
     if let Some(path) = save_to {
-        save(&path, &levels, fresh)?;
+        save(&path, &measured)?;
     }
     Ok(())
 }
 
+/// Writes the parameter file of `measured` to `path`, whole.
+fn write_json(path: &Path, measured: &Measurement) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(&measured.to_json()).expect("JSON");
+    crate::whole_file::write(path, |f| {
+        use std::io::Write;
+        writeln!(f, "{text}")
+    })
+}
+
 /// Where `--save` writes: [`mbsp::params::saved_path`].
-fn save_path() -> Result<std::path::PathBuf> {
+fn save_path() -> Result<PathBuf> {
     mbsp::params::saved_path().ok_or_else(|| {
         Error::usage(
             "--save: neither XDG_CONFIG_HOME nor HOME names a directory to save the parameters \
@@ -863,8 +199,8 @@ fn save_path() -> Result<std::path::PathBuf> {
 
 /// `--save`: the parameter file to `path`, unless the fits its top-level values come from are
 /// not to be trusted (every command would predict from them).
-fn save(path: &std::path::Path, levels: &[LevelParams], fresh: f64) -> Result<()> {
-    if let Some(top) = top_level(levels) {
+fn save(path: &Path, measured: &Measurement) -> Result<()> {
+    if let Some(top) = measured.top_level() {
         let doubts: Vec<String> = [Prim::Put, Prim::Direct]
             .into_iter()
             .filter(|&p| !top.fit(p).trusted())
@@ -884,12 +220,8 @@ fn save(path: &std::path::Path, levels: &[LevelParams], fresh: f64) -> Result<()
             Error::io(format!("--save: cannot create {}", dir.display())).with_source(e)
         })?;
     }
-    let text = serde_json::to_string_pretty(&to_json(levels, fresh)).expect("JSON");
-    crate::whole_file::write(path, |f| {
-        use std::io::Write;
-        writeln!(f, "{text}")
-    })
-    .map_err(|e| Error::io(format!("--save: {}", path.display())).with_source(e))?;
+    write_json(path, measured)
+        .map_err(|e| Error::io(format!("--save: {}", path.display())).with_source(e))?;
     eprintln!(
         "mbsp params: saved {} (every command and the profiler use it unless MBSP_PARAMS is set)",
         path.display()
@@ -899,7 +231,7 @@ fn save(path: &std::path::Path, levels: &[LevelParams], fresh: f64) -> Result<()
 
 /// Time per superstep against h, one panel per level and policy: measured points and fitted
 /// lines per primitive (SVG, written whole).
-fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<()> {
+fn plot(path: &Path, levels: &[LevelParams]) -> Result<()> {
     use plotters::prelude::*;
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let panel_h = 380u32;
@@ -939,7 +271,7 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<()> {
                 .draw()
                 .map_err(|e| err(&e))?;
             for (i, (prim, f)) in l.fits.iter().enumerate() {
-                let color = crate::whole_file::COLORS[i % crate::whole_file::COLORS.len()];
+                let color = crate::whole_file::color(i);
                 chart
                     .draw_series(
                         f.points
@@ -970,70 +302,17 @@ fn plot(path: &std::path::Path, levels: &[LevelParams]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mbsp_tools::params::{Fit, Where};
 
     #[test]
-    fn a_stop_flag_ends_the_measurement_with_an_interrupted_error() {
-        // Set before the call: no level is measured. Set while a run measures: its processes
-        // abort at the next point of a sweep, and the error is the stop's, not the abort's.
-        let stop = Arc::new(AtomicBool::new(true));
-        let o = Options {
-            stop: Some(stop.clone()),
-            ..Options::quick()
-        };
-        let e = measure_json(&o).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Interrupted);
-        assert_eq!(e.message(), STOPPED);
-        stop.store(false, Ordering::Relaxed);
-        let setter = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                stop.store(true, Ordering::Relaxed);
-            })
-        };
-        let full = Options {
-            stop: Some(stop),
-            ..Options::full()
-        };
-        let e = measure_all(&[(Where::Machine, 2)], &full).unwrap_err();
-        setter.join().unwrap();
-        assert_eq!(e.kind(), ErrorKind::Interrupted, "{}", e.message());
-    }
-
-    #[test]
-    fn fit_recovers_a_line_and_its_residual_is_zero() {
-        let pts: Vec<(f64, f64)> = (0..5)
-            .map(|i| (i as f64 * 100.0, 1e-6 + 2e-9 * i as f64 * 100.0))
-            .collect();
-        let f = Fit::of(pts);
-        assert!(
-            (f.g - 2e-9).abs() < 1e-15 && (f.l - 1e-6).abs() < 1e-12,
-            "{f:?}"
-        );
-        assert!(f.residual < 1e-9);
-    }
-
-    #[test]
-    fn bad_fits_are_flagged_not_trusted() {
+    fn untrusted_values_are_marked_in_the_table() {
         let line = |l: f64, g: f64| -> Vec<(f64, f64)> {
             (1..5)
                 .map(|i| (i as f64 * 512.0, l + g * i as f64 * 512.0))
                 .collect()
         };
-        assert!(Fit::of(line(1e-6, 2e-9)).trusted());
         // A line through negative time at h = 0 (what a busy machine can produce).
         let neg = Fit::of(line(-48.3e-6, 1e-7));
-        assert!(neg.l < 0.0);
-        assert_eq!(neg.doubts(), ["negative intercept -48.3 µs"]);
-        // Points far off any line.
-        let noisy = Fit::of(vec![
-            (512.0, 1e-6),
-            (1024.0, 40e-6),
-            (1536.0, 1e-6),
-            (2048.0, 60e-6),
-        ]);
-        let why = noisy.doubts();
-        assert!(why.iter().any(|w| w.starts_with("residual ")), "{why:?}");
         let level = LevelParams {
             level: Where::Machine,
             policy: "scattered",
@@ -1069,29 +348,6 @@ mod tests {
         assert!(
             t.contains("machine level, scattered: the put fit (negative intercept -48.3 µs)"),
             "{t}"
-        );
-        assert_eq!(level.doubts().len(), 1);
-        let v = to_json(std::slice::from_ref(&level), 1e-9);
-        assert_eq!(v["levels"][0]["fits"]["put"]["trusted"], false);
-    }
-
-    #[test]
-    fn levels_follow_the_tree() {
-        let m = |d: &str| mbsp::Machine::synthetic(d).unwrap().machine;
-        let names = |d: &str| {
-            Where::of(&m(d))
-                .into_iter()
-                .map(|(w, p)| format!("{}:{p}", w.name()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(names("package:1 core:2 pu:1"), ["machine:2"]);
-        assert_eq!(
-            names("package:2 numa:2 core:4 pu:2"),
-            ["machine:16", "packages:2", "package:8", "numa:4", "core:2"]
-        );
-        assert_eq!(
-            names("package:4 core:2 pu:1"),
-            ["machine:8", "packages:4", "package:2"]
         );
     }
 }

@@ -6,10 +6,11 @@
 //! Progress goes to stderr; the results go to stdout, as text or as one JSON object.
 
 use crate::cli;
-use crate::error::{Error, Result};
-use crate::preflight::{self, MatrixSize, Need};
-use mbsp_algorithms::sparse::{CooMatrix, metrics, mondriaan, mtx, partition};
+use mbsp_algorithms::sparse::{metrics, mondriaan, mtx, partition};
 use mbsp_algorithms::whole_file;
+use mbsp_tools::preflight;
+use mbsp_tools::sparse::{IMBALANCE_SLACK, check_input, matrix_name};
+use mbsp_tools::{Error, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,32 +40,6 @@ pub struct Options {
     /// Print one JSON object (volume, imbalance, max_h, seconds, p, nnz, m, n, files, ...).
     #[arg(long)]
     pub json: bool,
-}
-
-/// The matrix's name: its file name without `.gz` and `.mtx` (`G3_circuit.mtx.gz` →
-/// `G3_circuit`), the key of the reference tables.
-pub fn matrix_name(path: &Path) -> String {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    name.strip_suffix(".mtx").unwrap_or(name).to_string()
-}
-
-/// Checks that `file` is an existing regular file we can open, so that a typo is reported
-/// plainly rather than as whatever the reader makes of it.
-pub fn check_input(file: &Path) -> Result<()> {
-    let shown = file.display();
-    let meta = std::fs::metadata(file).map_err(|e| Error::io(shown.to_string()).with_source(e))?;
-    if meta.is_dir() {
-        return Err(Error::io(format!(
-            "{shown} is a directory, not a Matrix Market file"
-        )));
-    }
-    std::fs::File::open(file)
-        .map_err(|e| Error::io(format!("{shown}: cannot open")).with_source(e))?;
-    Ok(())
 }
 
 /// The prefix of the output files: `--out` if given (inside it, named after the input file,
@@ -101,33 +76,6 @@ fn check_writable(prefix: &Path) -> Result<()> {
     })
 }
 
-/// Refuses a partitioning that cannot fit in memory, from the matrix's header and `p`, before
-/// anything is read: the reading (entries as stored and assembled), or the partitioning (the
-/// matrix, the partitioner's books per nonzero, row, column and part), whichever needs more.
-/// A file that is not a regular file (a pipe) is checked once read ([`fits`]).
-pub fn preflight(file: &Path, p: usize) -> Result<()> {
-    let Some(size) = MatrixSize::of(file)? else {
-        return Ok(());
-    };
-    let mut read = Need::new();
-    size.add_reading(&mut read);
-    preflight::larger(read, partitioning(&size, p)).check()
-}
-
-/// Refuses partitioning the matrix `a`, already read, into `p` parts if it cannot fit in memory
-/// (a pipe's matrix, whose header could not be read ahead).
-pub fn fits(a: &CooMatrix, p: usize) -> Result<()> {
-    partitioning(&MatrixSize::of_matrix(a), p).check()
-}
-
-/// The memory of partitioning a matrix of `size` into `p` parts.
-fn partitioning(size: &MatrixSize, p: usize) -> Need {
-    let mut part = Need::new();
-    size.add_matrix(&mut part);
-    size.add_partitioning(p, &mut part);
-    part
-}
-
 /// Shows a path of the writer's result, whatever type it returns them as.
 fn shown(p: impl AsRef<Path>) -> String {
     p.as_ref().display().to_string()
@@ -139,14 +87,14 @@ pub fn run(o: &Options) -> Result<()> {
     check_input(&o.file)?;
     let prefix = output_prefix(&o.file, o.out.as_deref());
     check_writable(&prefix)?;
-    preflight(&o.file, p)?;
+    preflight::partition_file(&o.file, p)?;
     let name = matrix_name(&o.file);
 
     // Reading is reported when done, not announced: the error of a malformed file must be the
     // only line on stderr.
     let t = Instant::now();
     let a = mtx::read_path(&o.file).map_err(|e| Error::io("").with_source(e))?;
-    fits(&a, p)?;
+    preflight::partition_matrix(&a, p)?;
     let read_seconds = t.elapsed().as_secs_f64();
     eprintln!(
         "partition: read {name}: {} x {}, {} nonzeros in {read_seconds:.3} s",
@@ -230,24 +178,9 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Rounding slack when comparing an imbalance with eps: `imbalance` is computed as
-/// `max * p / nnz - 1` in floating point, which can exceed eps by an ulp when the largest part
-/// has exactly `(1 + eps) nnz / p` nonzeros.
-pub const IMBALANCE_SLACK: f64 = 1e-12;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_drop_gz_and_mtx() {
-        assert_eq!(
-            matrix_name(Path::new("a/b/G3_circuit.mtx.gz")),
-            "G3_circuit"
-        );
-        assert_eq!(matrix_name(Path::new("bcsstk16.mtx")), "bcsstk16");
-        assert_eq!(matrix_name(Path::new("x/plain")), "plain");
-    }
 
     #[test]
     fn the_prefix_defaults_to_the_input() {

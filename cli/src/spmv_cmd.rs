@@ -1,19 +1,16 @@
 //! `mbsp spmv`: one matrix, partitioned and multiplied many times by the 2D BSP SpMV, checked
-//! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR.
+//! against a sequential CSR multiply, with Mflop/s and the speedup over sequential CSR
+//! ([`mbsp_tools::spmv`] measures it).
 
 use crate::cli;
-use crate::error::{Classify, Error, Result};
-use crate::preflight::{self, MatrixSize, Need};
-use crate::run_on;
-use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
-use mbsp_algorithms::sparse::spmv::{
-    Fanout, HierPlan, HierSpmv, HpSpmv, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+use mbsp_algorithms::sparse::{CooMatrix, mondriaan, mtx};
+use mbsp_tools::spmv::{
+    Csr, DEFAULT_REPS, DEFAULT_SECONDS, Per, Plan, Prepared, Variant, measure, plan_seconds_per_nz,
+    test_x,
 };
-use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics, mondriaan, mtx};
-use mbsp_algorithms::timer::RegionTimer;
+use mbsp_tools::{Error, Result, preflight, run_on};
 use serde_json::json;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Options of `mbsp spmv`.
 #[derive(Clone, Debug, clap::Args)]
@@ -29,7 +26,7 @@ pub struct Options {
     /// Variant: plain (gets and puts, two supersteps), hp (direct_get and hpsend, one
     /// superstep) or hier (packages of the machine, each a nested run over its cores).
     #[arg(long, value_name = "V", default_value = "plain")]
-    pub variant: Variant,
+    pub variant: VariantArg,
     /// Multiplies timed (the median of 9 batches of `reps / 9` is reported) [default: 500, or
     /// fewer when a multiply takes so long that 500 would take more than about 2 seconds].
     #[arg(long)]
@@ -45,66 +42,9 @@ pub struct Options {
     pub json: bool,
 }
 
-/// Compressed rows, the sequential baseline.
-pub struct Csr {
-    /// Where each row starts in `col` and `val` (rows + 1 entries).
-    pub ptr: Vec<usize>,
-    /// Column of each entry.
-    pub col: Vec<u32>,
-    /// Value of each entry.
-    pub val: Vec<f64>,
-}
-
-impl Csr {
-    /// The rows of `a`, compressed.
-    pub fn new(a: &CooMatrix) -> Self {
-        let mut ptr = vec![0usize; a.rows + 1];
-        for &i in &a.row_idx {
-            ptr[i as usize + 1] += 1;
-        }
-        for i in 0..a.rows {
-            ptr[i + 1] += ptr[i];
-        }
-        let mut fill = ptr.clone();
-        let (mut col, mut val) = (vec![0u32; a.nnz()], vec![0.0; a.nnz()]);
-        for k in 0..a.nnz() {
-            let i = a.row_idx[k] as usize;
-            col[fill[i]] = a.col_idx[k];
-            val[fill[i]] = a.vals[k];
-            fill[i] += 1;
-        }
-        Csr { ptr, col, val }
-    }
-
-    /// `y = A x` over the rows `rows` (`y` holds exactly those rows).
-    pub fn multiply_rows(&self, rows: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
-        // Slices zipped per row: one bounds check per entry (on x), as a careful user writes it.
-        let ptr = &self.ptr[rows.start..=rows.end];
-        for (yi, w) in y.iter_mut().zip(ptr.windows(2)) {
-            let (a, b) = (w[0], w[1]);
-            let mut s = 0.0;
-            for (v, &c) in self.val[a..b].iter().zip(&self.col[a..b]) {
-                s += v * x[c as usize];
-            }
-            *yi = s;
-        }
-    }
-
-    /// `y = A x` over all rows.
-    pub fn multiply(&self, x: &[f64], y: &mut [f64]) {
-        self.multiply_rows(0..y.len(), x, y);
-    }
-}
-
-/// The median of `v` (not empty).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The BSP variants.
+/// The BSP variants, as `--variant` names them ([`Variant`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Variant {
+pub enum VariantArg {
     /// Gets and puts, two supersteps per multiply.
     Plain,
     /// `direct_get` and `hpsend`, one superstep per multiply ending with a full sync (the
@@ -119,122 +59,15 @@ pub enum Variant {
     Shared,
 }
 
-impl Variant {
-    /// Every variant, in the order of the tables.
-    pub const ALL: [Variant; 5] = [
-        Variant::Plain,
-        Variant::Hp,
-        Variant::HpPuts,
-        Variant::Shared,
-        Variant::Hier,
-    ];
-
-    /// The variant's name on the command line and in tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Plain => "plain",
-            Variant::Hp => "hp",
-            Variant::HpPuts => "hp-puts",
-            Variant::Hier => "hier",
-            Variant::Shared => "shared",
+impl From<VariantArg> for Variant {
+    fn from(v: VariantArg) -> Variant {
+        match v {
+            VariantArg::Plain => Variant::Plain,
+            VariantArg::Hp => Variant::Hp,
+            VariantArg::HpPuts => Variant::HpPuts,
+            VariantArg::Hier => Variant::Hier,
+            VariantArg::Shared => Variant::Shared,
         }
-    }
-
-    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`).
-    pub fn predicts_hp(self) -> bool {
-        matches!(self, Variant::Hp | Variant::Shared)
-    }
-}
-
-/// The plan of one variant.
-pub enum Plan {
-    /// `plain` and `hp`: one level of processes.
-    Flat(SpmvPlan),
-    /// `hier`: packages, each a nested run over its cores.
-    Hier(HierPlan),
-}
-
-/// A matrix with its partition and plan for one variant at one p.
-pub struct Prepared {
-    /// Processes in all.
-    pub p: usize,
-    /// The plan.
-    pub plan: Plan,
-    /// Seconds spent partitioning.
-    pub partition_seconds: f64,
-    /// Communication volume (for `hier`: between packages plus inside packages).
-    pub volume: u64,
-    /// The largest h-relation of a superstep (for `hier`: of the top level).
-    pub max_h: u64,
-    /// `hier`: packages x cores.
-    pub shape: (usize, usize),
-}
-
-/// The hierarchical shape for `p` processes: as many packages as the machine has (or the
-/// largest divisor of `p` below that), `p / packages` cores each.
-pub fn hier_shape(p: usize) -> Result<(usize, usize)> {
-    let machine = mbsp::Machine::current().or_run()?;
-    let packages = machine.machine.packages().len().max(1);
-    let top = (1..=packages.min(p))
-        .rev()
-        .find(|&d| p.is_multiple_of(d))
-        .unwrap_or(1);
-    Ok((top, p / top))
-}
-
-impl Prepared {
-    /// Plan the flat variants on a given distribution (no partitioning).
-    pub fn from_distribution(a: &CooMatrix, d: Distribution) -> Result<Self> {
-        let m = metrics::traffic(a, &d);
-        let plan = SpmvPlan::new(a, &d).or_usage()?;
-        Ok(Prepared {
-            p: d.p,
-            plan: Plan::Flat(plan),
-            partition_seconds: 0.0,
-            volume: m.volume(),
-            max_h: m.max_h(),
-            shape: (d.p, 1),
-        })
-    }
-
-    /// Partition `a` for `p` processes (seed 1, eps 0.03) and cut it into per-process parts.
-    pub fn new(a: &CooMatrix, p: usize, variant: Variant) -> Result<Self> {
-        let t = Instant::now();
-        if variant == Variant::Hier {
-            let shape = hier_shape(p)?;
-            let plan = HierPlan::partition(a, shape.0, shape.1, &PartitionOptions::default())
-                .or_usage()?;
-            let (top, inner) = plan.volumes();
-            let max_h = plan
-                .top
-                .procs
-                .iter()
-                .map(|l| {
-                    let (i, o) = l.traffic();
-                    i.max(o) as u64
-                })
-                .max()
-                .unwrap_or(0);
-            return Ok(Prepared {
-                p,
-                plan: Plan::Hier(plan),
-                partition_seconds: t.elapsed().as_secs_f64(),
-                volume: (top + inner) as u64,
-                max_h,
-                shape,
-            });
-        }
-        let r = partition(a, p, &PartitionOptions::default()).or_usage()?;
-        let partition_seconds = t.elapsed().as_secs_f64();
-        let plan = SpmvPlan::new(a, &r.dist).or_usage()?;
-        Ok(Prepared {
-            p,
-            plan: Plan::Flat(plan),
-            partition_seconds,
-            volume: r.volume,
-            max_h: r.max_h,
-            shape: (p, 1),
-        })
     }
 }
 
@@ -273,326 +106,6 @@ fn same_matrix(a: &CooMatrix, b: &CooMatrix) -> Result<(), String> {
     }
 }
 
-/// Multiplies per batch: as many as asked, or at most so many, fewer when they would take more
-/// than about [`DEFAULT_SECONDS`] in all.
-#[derive(Clone, Copy, Debug)]
-pub enum Per {
-    /// This many (`--reps` given).
-    Exactly(usize),
-    /// At most this many (the default `--reps`).
-    AtMost(usize),
-}
-
-/// Multiplies timed when `--reps` is not given.
-pub const DEFAULT_REPS: usize = 500;
-
-/// About how long the timed multiplies of the default `--reps` may take in all, in seconds: with
-/// thousands of processes on a few cores a multiply takes milliseconds, and 500 of them would
-/// make the command slow without making its median better.
-pub const DEFAULT_SECONDS: f64 = 2.0;
-
-/// Times `per` multiplies by `step` in `batches` batches inside a run; between them process
-/// 0 times as many sequential CSR multiplies (the others wait in the timer's sync). Returns
-/// (median seconds per BSP multiply, median seconds per sequential multiply, median ratio
-/// sequential / BSP of the batch pairs; the last two 0 off pid 0).
-fn batches_of(
-    ctx: &mut mbsp::Ctx,
-    batches: usize,
-    per: Per,
-    seq: &dyn Fn(),
-    mut step: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
-) -> mbsp::Result<(f64, f64, f64)> {
-    step(ctx)?; // warm-up
-    let per = match per {
-        Per::Exactly(n) => n,
-        Per::AtMost(most) => {
-            // Every process gets the slowest process's time, so all agree on the count.
-            let timer = RegionTimer::start(ctx)?;
-            step(ctx)?;
-            let t = timer.stop(ctx)?.max(f64::MIN_POSITIVE);
-            // The timed multiplies and the untimed ones before each batch.
-            let runs = (DEFAULT_SECONDS / (batches as f64 * t * 1.2)) as usize;
-            runs.clamp(1, most)
-        }
-    };
-    let (mut times, mut seqs) = (Vec::new(), Vec::new());
-    for _ in 0..batches {
-        if ctx.pid() == 0 {
-            let t = Instant::now();
-            for _ in 0..per {
-                seq();
-            }
-            seqs.push(t.elapsed().as_secs_f64() / per as f64);
-        }
-        // A few untimed multiplies first: the processes that waited through the sequential
-        // batch have gone to sleep, and their cores need a moment to come back up to speed.
-        for _ in 0..per.div_ceil(5).max(2) {
-            step(ctx)?;
-        }
-        let timer = RegionTimer::start(ctx)?;
-        for _ in 0..per {
-            step(ctx)?;
-        }
-        times.push(timer.stop(ctx)? / per as f64);
-    }
-    let ratio = if seqs.is_empty() {
-        0.0
-    } else {
-        median(seqs.iter().zip(&times).map(|(s, t)| s / t).collect())
-    };
-    let t_seq = if seqs.is_empty() { 0.0 } else { median(seqs) };
-    Ok((median(times), t_seq, ratio))
-}
-
-/// Seconds per nonzero of mbsp's local multiply kernel (SELL-C-σ) under `plan`, measured with
-/// every process of the plan running its own part at once (as BSP's r is measured: on a
-/// memory-bound kernel, two cores sharing the memory each run slower than one alone): the
-/// slowest part's time over the largest part's nonzeros, the rate the BSP prediction charges
-/// for the local phase (not the CSR baseline's: the kernels differ). `None` on the MPI ranks
-/// that do not print ([`run_on`]).
-pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
-    let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
-    let reps = (2_000_000 / most).clamp(1, 1000);
-    let times = run_on::gathered::<f64, _>(plan.p(), |ctx| {
-        ctx.sync()?; // start together
-        Ok((
-            Vec::new(),
-            vec![plan.procs[ctx.pid()].time_local_multiply(reps)],
-        ))
-    })?;
-    Ok(times.map(|t| t.iter().map(|(_, t)| t[0]).fold(0.0, f64::max) / most as f64))
-}
-
-/// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
-/// same run, and the largest relative error of the result.
-pub struct Measured {
-    /// Median seconds per BSP multiply.
-    pub bsp: f64,
-    /// Median seconds per sequential CSR multiply.
-    pub seq: f64,
-    /// The median over the batches of sequential / BSP time of the same batch pair: steadier
-    /// than the ratio of the medians when the machine changes state during the measurement.
-    pub ratio: f64,
-    /// The largest relative error of an entry of the result ([`max_rel_error`]).
-    pub max_rel_error: f64,
-}
-
-/// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
-/// the same number of sequential CSR multiplies (the other processes wait in a sync), so both
-/// see the same machine state: this machine switches between a fast and a slow state, and
-/// figures timed minutes apart are not comparable. Medians of the batches. `None` on the MPI
-/// ranks that do not print ([`run_on`]): they took part, rank 0 checks the result.
-pub fn measure(
-    a: &CooMatrix,
-    csr: &Csr,
-    x: &[f64],
-    prep: &Prepared,
-    variant: Variant,
-    batches: usize,
-    per: Per,
-) -> Result<Option<Measured>> {
-    // The sequential baseline writes its own y (one per thread that may run it).
-    let y_seq = std::sync::Mutex::new(vec![0.0; a.rows]);
-    let seq = || csr.multiply(x, &mut y_seq.lock().unwrap());
-    let fill = |owned: &[u32], xs: &mut [f64]| {
-        for (v, &j) in xs.iter_mut().zip(owned) {
-            *v = x[j as usize];
-        }
-    };
-    type Out = mbsp::Result<Option<Vec<run_on::Part<f64>>>>;
-    let (out, owned): (Out, Vec<&[u32]>) = match (&prep.plan, variant) {
-        (Plan::Flat(plan), Variant::Plain) => (
-            run_on::gathered(prep.p, |ctx| {
-                let mut spmv = Spmv::new(ctx, plan)?;
-                let local = spmv.local();
-                fill(&local.x_owned, spmv.x_mut(ctx)?);
-                let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, vec![t, ts, q]))
-            }),
-            plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
-        ),
-        (Plan::Flat(plan), Variant::Hp | Variant::HpPuts) => (
-            run_on::gathered(prep.p, |ctx| {
-                let fanout = if variant == Variant::HpPuts {
-                    Fanout::Puts
-                } else {
-                    Fanout::DirectGet
-                };
-                let mut spmv = HpSpmv::with_fanout(ctx, plan, fanout)?;
-                let local = spmv.local();
-                fill(&local.x_owned, spmv.x_mut(ctx)?);
-                ctx.sync()?;
-                let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, vec![t, ts, q]))
-            }),
-            plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
-        ),
-        (Plan::Flat(plan), Variant::Shared) => {
-            run_on::threads_only(
-                "the shared variant",
-                "its processes share x and y in memory",
-            )?;
-            // Whole vectors, made before the run and shared by its processes; one y for the
-            // multiplies of every batch (each process writes its own rows).
-            let mut y = vec![0.0; a.rows];
-            let v = SharedVectors::new(plan, x, &mut y).or_usage()?;
-            let out = run_on::gathered(prep.p, |ctx| {
-                let mut spmv = SharedSpmv::new(ctx, plan)?;
-                let (t, ts, q) = batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &v))?;
-                Ok((Vec::<f64>::new(), vec![t, ts, q]))
-            });
-            let Some(out) = out? else {
-                return Ok(None);
-            };
-            let mut ys = vec![0.0; a.rows];
-            csr.multiply(x, &mut ys);
-            let all: Vec<u32> = (0..a.rows as u32).collect();
-            let (bsp, seq, ratio) = (out[0].1[0], out[0].1[1], out[0].1[2]);
-            return Ok(Some(Measured {
-                bsp,
-                ratio,
-                seq,
-                max_rel_error: max_rel_error(a, x, &ys, &[(&all, &y)]),
-            }));
-        }
-        (Plan::Hier(plan), Variant::Hier) => (
-            run_on::gathered(plan.top.p(), |ctx| {
-                let mut spmv = HierSpmv::new(ctx, plan)?;
-                let local = spmv.local();
-                fill(&local.x_owned, spmv.x_mut(ctx)?);
-                let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, vec![t, ts, q]))
-            }),
-            plan.top
-                .procs
-                .iter()
-                .map(|l| l.y_owned.as_slice())
-                .collect(),
-        ),
-        _ => {
-            return Err(Error::usage(format!("no {} plan prepared", variant.name())));
-        }
-    };
-    let Some(out) = out? else {
-        return Ok(None);
-    };
-    let mut ys = vec![0.0; a.rows];
-    csr.multiply(x, &mut ys);
-    let parts: Vec<(&[u32], &[f64])> = out
-        .iter()
-        .enumerate()
-        .map(|(s, o)| (owned[s], o.0.as_slice()))
-        .collect();
-    let (bsp, seq, ratio) = (out[0].1[0], out[0].1[1], out[0].1[2]);
-    Ok(Some(Measured {
-        bsp,
-        ratio,
-        seq,
-        max_rel_error: max_rel_error(a, x, &ys, &parts),
-    }))
-}
-
-/// Error per entry, relative to the sum of the magnitudes of its terms (the scale of the
-/// rounding error of any summation order); `parts` are (owned rows, values) per process.
-/// See [`entry_error`] for entries that are not finite.
-pub fn max_rel_error(a: &CooMatrix, x: &[f64], want: &[f64], parts: &[(&[u32], &[f64])]) -> f64 {
-    let mut scale = vec![0.0f64; a.rows];
-    for k in 0..a.nnz() {
-        scale[a.row_idx[k] as usize] += (a.vals[k] * x[a.col_idx[k] as usize]).abs();
-    }
-    let mut worst = 0.0f64;
-    for &(rows, ys) in parts {
-        for (&i, &y) in rows.iter().zip(ys) {
-            let i = i as usize;
-            worst = worst.max(entry_error(y, want[i], scale[i]));
-        }
-    }
-    worst
-}
-
-/// The relative error of one entry `y` against `want`, whose terms' magnitudes sum to `scale`.
-///
-/// Entries that are not finite are compared exactly: a NaN where the sequential result has a
-/// NaN, or the same infinity, is no error at all (a matrix with NaN or infinite entries gives
-/// them in both multiplies); any other pair with a non-finite side is an infinite error (also a
-/// NaN where none belongs, which `f64::max` would otherwise skip). Finite pairs: the difference
-/// over `scale`, and where the scale is 0 (every term is 0) any difference is infinite.
-pub fn entry_error(y: f64, want: f64, scale: f64) -> f64 {
-    if !(y.is_finite() && want.is_finite()) {
-        let same = (y.is_nan() && want.is_nan()) || y == want;
-        return if same { 0.0 } else { f64::INFINITY };
-    }
-    if scale > 0.0 {
-        // An infinite scale (terms too large to sum) leaves room for any finite difference.
-        (y - want).abs() / scale
-    } else if y != want {
-        f64::INFINITY
-    } else {
-        0.0
-    }
-}
-
-/// The test vector: deterministic, entries in [-0.5, 0.5).
-pub fn test_x(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|j| ((j * 2_654_435_761) % 1000) as f64 / 1000.0 - 0.5)
-        .collect()
-}
-
-/// Refuses a multiply that cannot fit in memory, from the matrix's header and `p`, before
-/// anything is read: the reading, the partitioning, or the multiplies (see [`fits`]),
-/// whichever needs most. A file that is not a regular file (a pipe) is checked once read.
-pub fn preflight(file: &std::path::Path, p: usize) -> Result<()> {
-    let Some(size) = MatrixSize::of(file)? else {
-        return Ok(());
-    };
-    let mut read = Need::new();
-    size.add_reading(&mut read);
-    preflight::larger(read, after_reading(&size, p)).check()
-}
-
-/// Refuses multiplying by the matrix `a`, already read, with `p` processes if it cannot fit in
-/// memory (a pipe's matrix, whose header could not be read ahead).
-pub fn fits(a: &CooMatrix, p: usize) -> Result<()> {
-    after_reading(&MatrixSize::of_matrix(a), p).check()
-}
-
-/// The memory after reading a matrix of `size`: partitioning it for `p` processes, or the
-/// multiplies (the matrix, the plan's local matrices, sequential CSR, the vectors of the
-/// check, the `p` processes of the run), whichever needs more.
-fn after_reading(size: &MatrixSize, p: usize) -> Need {
-    let mut part = Need::new();
-    size.add_matrix(&mut part);
-    size.add_partitioning(p, &mut part);
-    let mut run = Need::new();
-    size.add_matrix(&mut run);
-    // The plan's local matrices and CSR: a column index and a value per nonzero each.
-    run.add(
-        size.nnz,
-        24,
-        format!("the local matrices and CSR of {} nonzeros", size.nnz),
-    );
-    // CSR's row offsets, y of the check, the sequential y, the scale of each row; x.
-    run.add(
-        size.rows,
-        32,
-        format!("{} rows of CSR and of the check", size.rows),
-    );
-    run.add(size.cols, 8, format!("x of {} columns", size.cols));
-    run.add(
-        p as u128,
-        preflight::PER_PROCESS,
-        format!("-p {p} processes"),
-    );
-    preflight::larger(part, run)
-}
-
 /// Progress on stderr, from the process that prints ([`run_on::is_root`]).
 fn progress(line: std::fmt::Arguments) {
     if run_on::is_root() {
@@ -602,7 +115,7 @@ fn progress(line: std::fmt::Arguments) {
 
 /// Runs `mbsp spmv`.
 pub fn run(o: &Options) -> Result<()> {
-    let variant = o.variant;
+    let variant = Variant::from(o.variant);
     if variant == Variant::Hier {
         run_on::threads_only(
             "--variant hier",
@@ -625,9 +138,9 @@ pub fn run(o: &Options) -> Result<()> {
         .file
         .file_name()
         .map_or("?".into(), |n| n.to_string_lossy().into_owned());
-    preflight(&o.file, p)?;
+    preflight::spmv_file(&o.file, p)?;
     let mut a = mtx::read_path(&o.file).map_err(|e| Error::io("").with_source(e))?;
-    fits(&a, p)?;
+    preflight::spmv_matrix(&a, p)?;
     let prep = if let Some(prefix) = &o.partition {
         if variant == Variant::Hier {
             return Err(Error::usage(
@@ -743,64 +256,14 @@ pub fn run(o: &Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
-    fn equal_non_finite_results_are_equal_and_real_differences_are_caught() {
-        let (nan, inf) = (f64::NAN, f64::INFINITY);
-        // The same NaN position, the same infinity: no error.
-        assert_eq!(entry_error(nan, nan, nan), 0.0);
-        assert_eq!(entry_error(-nan, nan, 1.0), 0.0);
-        assert_eq!(entry_error(inf, inf, inf), 0.0);
-        assert_eq!(entry_error(-inf, -inf, inf), 0.0);
-        // Any other pair with a non-finite side: infinite.
-        for (y, want) in [
-            (nan, 1.0),
-            (1.0, nan),
-            (inf, -inf),
-            (inf, 1e308),
-            (nan, inf),
-        ] {
-            assert_eq!(entry_error(y, want, 1.0), inf, "{y} against {want}");
+    fn every_variant_has_its_command_line_name() {
+        for v in VariantArg::value_variants() {
+            let name = v.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(Variant::from(*v).name(), name);
         }
-        // Finite: relative to the scale; a zero scale tolerates no difference.
-        assert_eq!(entry_error(1.5, 1.0, 2.0), 0.25);
-        assert_eq!(entry_error(1e-300, 0.0, 0.0), inf);
-        assert_eq!(entry_error(0.0, -0.0, 0.0), 0.0);
-        assert_eq!(entry_error(1.0, 0.0, inf), 0.0);
-    }
-
-    #[test]
-    fn a_matrix_with_nan_and_infinite_entries_checks_out() {
-        // Row 0 has a NaN, row 1 an infinity, row 2 a finite sum.
-        let a = CooMatrix::new(
-            3,
-            3,
-            vec![
-                (0, 0, f64::NAN),
-                (0, 1, 1.0),
-                (1, 1, f64::INFINITY),
-                (2, 2, 2.0),
-            ],
-        )
-        .unwrap();
-        let x = [1.0, 2.0, 3.0];
-        let want = [f64::NAN, f64::INFINITY, 6.0];
-        let rows = [0u32, 1, 2];
-        assert_eq!(max_rel_error(&a, &x, &want, &[(&rows, &want)]), 0.0);
-        // The NaN moved to another row: caught, wherever it is.
-        let moved = [2.0, f64::INFINITY, f64::NAN];
-        assert_eq!(
-            max_rel_error(&a, &x, &want, &[(&rows, &moved)]),
-            f64::INFINITY
-        );
-        let finite = [2.0, f64::INFINITY, 6.0];
-        assert_eq!(
-            max_rel_error(&a, &x, &want, &[(&rows, &finite)]),
-            f64::INFINITY
-        );
-        // A small difference in a finite row: relative to its scale (6).
-        let off = [f64::NAN, f64::INFINITY, 6.0 + 6e-9];
-        let e = max_rel_error(&a, &x, &want, &[(&rows, &off)]);
-        assert!((e - 1e-9).abs() < 1e-15, "{e}");
+        assert_eq!(VariantArg::value_variants().len(), Variant::ALL.len());
     }
 }

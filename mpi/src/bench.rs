@@ -15,6 +15,7 @@
 //! `bulk` bytes, in a passive-target epoch (`MPI_Win_lock_all`) for the whole measurement.
 
 use mbsp::{Ctx, Result};
+use mbsp_tools::stats::median;
 use mpi::collective::CommunicatorCollectives;
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -120,11 +121,6 @@ impl Drop for Window {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Measures the figures of the module table on every rank (collective); every rank returns
 /// its own timings, rank 0's are the ones to print.
 pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
@@ -136,9 +132,9 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
     let dst = ctx.push_reg(vec![0u64; words])?;
     ctx.sync()?;
     let mut target = vec![0u64; words];
+    let world = SimpleCommunicator::world();
     // SAFETY: `target` lives until the end of this function, after the window is dropped,
     // and is not touched here.
-    let world = SimpleCommunicator::world();
     let win = unsafe { Window::new(&world, &mut target) };
     let mut src = vec![me as u64; words];
     let bulk_reps = (o.reps / 10).max(2);
@@ -189,8 +185,8 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
         figures.push(Figure {
             name: name.to_string(),
             bytes,
-            mbsp: median(ours),
-            mpi: median(theirs),
+            mbsp: median(&ours),
+            mpi: median(&theirs),
         });
     }
     drop(win);

@@ -49,20 +49,17 @@ def progress(msg: str) -> None:
 
 
 def data_dir() -> pathlib.Path:
-    """The shared matrices: MBSP_DATA_DIR/matrices, else shared/data/matrices in or above the
-    current folder or this file's, else /work/shared/data/matrices."""
+    """The shared matrices: MBSP_DATA_DIR/matrices, else ../shared/data/matrices beside the
+    repository this package is in (python/mbsp/ inside it)."""
     env = os.environ.get("MBSP_DATA_DIR")
     if env:
         return pathlib.Path(env) / "matrices"
-    here = pathlib.Path(__file__).resolve()
-    for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, *here.parents]:
-        cand = up / "shared" / "data" / "matrices"
-        if cand.is_dir():
-            return cand
-    fallback = pathlib.Path("/work/shared/data/matrices")
-    if fallback.is_dir():
-        return fallback
-    raise SystemExit("mbsp.bench: the shared matrices are not found: set MBSP_DATA_DIR")
+    beside = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "matrices"
+    if beside.is_dir():
+        return beside
+    raise SystemExit(
+        f"mbsp.bench: the shared matrices are not at {beside}: set MBSP_DATA_DIR"
+    )
 
 
 def interleaved(fs: Sequence[Callable[[], Any]], reps: int, rounds: int) -> List[List[float]]:

@@ -3,6 +3,7 @@ plans under each policy, and the BSP parameters (r, g, l) of every level."""
 
 from __future__ import annotations
 
+import copy
 import json
 import operator
 from dataclasses import dataclass, field, asdict
@@ -197,7 +198,7 @@ class Machine:
 
     def __init__(self, *, xml: Optional[str] = None, synthetic: Optional[str] = None) -> None:
         self._xml, self._synthetic = xml, synthetic
-        self._tree: Dict[str, Any] = json.loads(_native.machine_tree(xml=xml, synthetic=synthetic))
+        self._tree: Dict[str, Any] = _native.machine_tree(xml=xml, synthetic=synthetic)
 
     @classmethod
     def detect(cls) -> "Machine":
@@ -254,10 +255,8 @@ class Machine:
             sets = None if cpus is None else [[operator.index(c) for c in s] for s in cpus]
         except TypeError as e:
             raise TypeError(f"placement: cpus must be lists of integers (PU OS indices): {e}") from None
-        procs = json.loads(
-            _native.placement(
-                names, str(policy), cpus=sets, xml=self._xml, synthetic=self._synthetic
-            )
+        procs = _native.placement(
+            names, str(policy), cpus=sets, xml=self._xml, synthetic=self._synthetic
         )
         return Placement(names, str(policy), [Process._from(p) for p in procs])
 
@@ -269,8 +268,8 @@ class Machine:
     def params() -> BspParams:
         """The BSP parameters in force: ``MBSP_PARAMS``, this machine's saved ones
         (``mbsp params --save``), or the defaults (``source`` says which)."""
-        text, source = _native.params_in_force()
-        return BspParams(source=source, **json.loads(text))
+        values, source = _native.params_in_force()
+        return BspParams(source=source, **values)
 
     def measure_params(
         self, levels: Optional[Sequence[str]] = None, quick: bool = False
@@ -285,9 +284,7 @@ class Machine:
                 "measure_params: this machine was loaded, not detected; "
                 "parameters are measured on the machine the program runs on"
             )
-        raw = json.loads(
-            _native.measure_params(None if levels is None else [str(v) for v in levels], quick)
-        )
+        raw = _native.measure_params(None if levels is None else [str(v) for v in levels], quick)
         out = [
             LevelParams(
                 level=lv["level"],
@@ -305,7 +302,7 @@ class Machine:
 
     def to_dict(self) -> Dict[str, Any]:
         """The tree as plain data (as ``mbsp topo --json`` prints it)."""
-        return json.loads(json.dumps(self._tree))
+        return copy.deepcopy(self._tree)
 
     def __repr__(self) -> str:
         pus = sum(len(c["pus"]) for c in self.cores)

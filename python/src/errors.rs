@@ -22,10 +22,10 @@ pub fn value(message: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(message.to_string())
 }
 
-/// An error of the command library: usage -> `ValueError`,
-/// files -> `OSError`, a run -> `mbsp.BspError`.
-pub fn cli(e: mbsp_cli::Error) -> PyErr {
-    use mbsp_cli::ErrorKind;
+/// An error of the shared library (mbsp-tools): usage -> `ValueError`, files -> `OSError`, a
+/// run -> `mbsp.BspError`.
+pub fn tools(e: mbsp_tools::Error) -> PyErr {
+    use mbsp_tools::ErrorKind;
     let text = e.to_string();
     match e.kind() {
         ErrorKind::Usage => PyValueError::new_err(text),
@@ -36,10 +36,10 @@ pub fn cli(e: mbsp_cli::Error) -> PyErr {
 
 /// The outcome of a preflight check (a request that cannot fit in memory is refused before any
 /// work): its refusal is a `MemoryError`; a file it cannot read is an `OSError`.
-pub fn preflight(r: mbsp_cli::Result<()>) -> PyResult<()> {
+pub fn preflight(r: mbsp_tools::Result<()>) -> PyResult<()> {
     r.map_err(|e| match e.kind() {
-        mbsp_cli::ErrorKind::Usage => PyMemoryError::new_err(e.to_string()),
-        _ => cli(e),
+        mbsp_tools::ErrorKind::Usage => PyMemoryError::new_err(e.to_string()),
+        _ => tools(e),
     })
 }
 

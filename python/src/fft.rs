@@ -5,7 +5,7 @@
 
 use crate::errors;
 use mbsp_algorithms::fft::{self, Complex};
-use mbsp_cli::preflight::{self, Need};
+use mbsp_tools::preflight::{self, Need};
 use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 

@@ -26,8 +26,8 @@
 //!
 //! One run per thread and process count, not per plan: the waiting processes of a run spin for
 //! a while before they sleep, and a second run's spinning processes would take the cores from
-//! the run at work (measured: alternating two plans on two cores made a small multiply 3 to 10
-//! times slower with a run per plan). A run (its [`Spmd`] holds process 0's context, which
+//! the run at work (alternating two plans, each in a run of its own, makes a small multiply
+//! several times slower when the processes have a core each). A run (its [`Spmd`] holds process 0's context, which
 //! must stay on the thread that began the run) lives in a thread-local list of at most
 //! [`MAX_LIVE`] runs: the least recently used one ends when a new one would exceed the list,
 //! and all of them when the thread ends (their destructor frees the plan held, tells the others
@@ -299,10 +299,10 @@ struct Live {
 /// gap between two calls of a Python loop (`for ...: plan @ x`) is a few microseconds of
 /// interpreter, longer than the runtime's default spin once a wait has shrunk it (to an eighth
 /// of 10 µs after waits that had to yield: `mbsp::WaitPolicy`), and a run whose waits end in
-/// yields stays slow. Measured on the 2-vCPU VM (wing, p = 2, 300 multiplies after 90 ms
-/// idle, medians of 30-call segments): 10 µs gave 190-250 µs per multiply for most of the
-/// batch in some runs against 137-145 back to back; 200 µs recovers after the first 30 calls.
-/// The CPU time is no more than the yields' that follow (up to 2000 of them) anyway.
+/// yields stays slow: with the short spin, a loop of multiplies started after an idle pause can
+/// stay well below its back-to-back speed for most of the loop; with this one it is back to
+/// that speed after its first calls. The CPU time is no more than the yields' that follow (up
+/// to 2000 of them) anyway.
 const KEPT_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The wait policy of a kept run of `p` processes: the runtime's for this load, with

@@ -1,11 +1,188 @@
 //! The machine model: the tree (detected, `MBSP_TOPOLOGY`, an hwloc XML file or a synthetic
-//! description), placements of (nested) plans, and the BSP parameters, as JSON texts that the
-//! Python half turns into objects.
+//! description), placements of (nested) plans, and the BSP parameters, as Python dicts, lists
+//! and numbers that the Python half turns into objects. They are built from the typed results
+//! of mbsp-tools ([`Tree`], [`Process`], [`Measurement`]) with the keys of the JSON that
+//! `mbsp topo --json` and `mbsp params --json` print, in the same (sorted) order.
 
 use crate::errors;
-use mbsp_cli::topo::{Count, machine_json, plan_json};
+use mbsp_tools::machine::Tree;
+use mbsp_tools::params::{self, LevelParams, Measurement, Prim};
+use mbsp_tools::placement::{Count, Process, plan};
 use mbsp_topology::{Loaded, Machine, Policy};
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// A dict of `items`, its keys inserted in sorted order: the order of the commands' JSON
+/// objects, whose keys serde_json sorts.
+fn dict<'py>(
+    py: Python<'py>,
+    mut items: Vec<(String, Bound<'py, PyAny>)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let d = PyDict::new(py);
+    for (k, v) in items {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// `(key, value)` pairs for [`dict`], each value converted to a Python object.
+macro_rules! items {
+    ($py:expr, { $($k:expr => $v:expr),* $(,)? }) => {
+        vec![$((String::from($k), $v.into_bound_py_any($py)?)),*]
+    };
+}
+
+/// The tree as `mbsp topo --json` prints it under `"machine"`.
+fn tree_dict<'py>(py: Python<'py>, t: &Tree) -> PyResult<Bound<'py, PyDict>> {
+    let packages = t
+        .packages
+        .iter()
+        .map(|p| {
+            dict(
+                py,
+                items!(py, {"os_index" => p.os_index, "numas" => &p.numas, "cores" => &p.cores}),
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let numas = t
+        .numas
+        .iter()
+        .map(|n| {
+            dict(
+                py,
+                items!(py, {"os_index" => n.os_index, "memory" => n.memory, "cores" => &n.cores}),
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let cores = t
+        .cores
+        .iter()
+        .map(|c| {
+            dict(
+                py,
+                items!(py, {"package" => c.package, "numa" => c.numa, "pus" => &c.pus}),
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    dict(
+        py,
+        items!(py, {
+            "source" => &t.source,
+            "numa_level" => t.numa_level,
+            "packages" => packages,
+            "numas" => numas,
+            "cores" => cores,
+        }),
+    )
+}
+
+/// One number, or a list of several (as `mbsp topo --json` shows a process's packages and NUMA
+/// nodes).
+fn one_or_many<'py, T>(py: Python<'py>, v: &[T]) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Copy + IntoPyObject<'py>,
+{
+    if v.len() == 1 {
+        v[0].into_bound_py_any(py)
+    } else {
+        PyList::new(py, v.iter().copied())?.into_bound_py_any(py)
+    }
+}
+
+/// The processes of a plan as `mbsp topo --json` prints them under `"processes"`.
+fn processes_list<'py>(py: Python<'py>, ps: &[Process]) -> PyResult<Bound<'py, PyList>> {
+    let all = ps
+        .iter()
+        .map(|p| {
+            let numa = match &p.numas {
+                Some(n) => one_or_many(py, n)?,
+                None => py.None().into_bound(py),
+            };
+            let mut items = items!(py, {
+                "pid" => p.pid,
+                "package" => one_or_many(py, &p.packages)?,
+                "numa" => numa,
+                "cores" => &p.cores,
+                "pus" => &p.pus,
+            });
+            if !p.children.is_empty() {
+                items.push((
+                    "children".into(),
+                    processes_list(py, &p.children)?.into_any(),
+                ));
+            }
+            dict(py, items)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, all)
+}
+
+/// One measured level as the parameter file holds it in `"levels"`
+/// ([`LevelParams::to_json`]).
+fn level_dict<'py>(py: Python<'py>, l: &LevelParams, fresh: f64) -> PyResult<Bound<'py, PyDict>> {
+    let mut fits = Vec::new();
+    for (prim, f) in &l.fits {
+        let fit = dict(
+            py,
+            items!(py, {
+                "g" => f.g,
+                "l" => f.l,
+                "residual" => f.residual,
+                // Lists, as in the JSON file (a tuple would become a Python tuple).
+                "points" => f.points.iter().map(|&(h, t)| [h, t]).collect::<Vec<_>>(),
+                "trusted" => f.trusted(),
+                "doubts" => f.doubts(),
+            }),
+        )?;
+        fits.push((prim.name().to_string(), fit.into_any()));
+    }
+    let mut items = items!(py, {
+        "level" => l.level.name(),
+        "policy" => l.policy,
+        "p" => l.p,
+        "r" => l.r_dense,
+        "r_daxpy" => l.r_daxpy,
+        "r_dense" => l.r_dense,
+        "l" => l.l,
+        "l_comm" => l.l_comm(),
+        "g" => l.g(),
+        "fresh" => fresh,
+        "fits" => dict(py, fits)?,
+    });
+    // `g_<prim>`: each fit's slope as measured (so `g_direct` is not clamped as `g` is).
+    for prim in Prim::ALL {
+        items.push((
+            format!("g_{}", prim.name()),
+            l.fit(prim).g.into_bound_py_any(py)?,
+        ));
+    }
+    dict(py, items)
+}
+
+/// The whole parameter file ([`Measurement::to_json`]).
+fn measurement_dict<'py>(py: Python<'py>, m: &Measurement) -> PyResult<Bound<'py, PyDict>> {
+    let levels = m
+        .levels
+        .iter()
+        .map(|l| level_dict(py, l, m.fresh))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut items = items!(py, {
+        "machine" => &m.machine,
+        "fresh" => m.fresh,
+        "levels" => levels,
+    });
+    if let Some(t) = m.top_level() {
+        items.extend(items!(py, {
+            "r" => t.r_dense,
+            "l" => t.l,
+            "g" => t.g(),
+            "g_direct" => t.g_direct(),
+        }));
+    }
+    dict(py, items)
+}
 
 /// The machine: from `xml` or `synthetic` if given (not both), else detected (honouring
 /// `MBSP_TOPOLOGY`).
@@ -18,27 +195,32 @@ fn load(xml: Option<&str>, synthetic: Option<&str>) -> PyResult<Loaded> {
     }
 }
 
-/// The tree as JSON (`mbsp topo --json`'s `"machine"`).
+/// The tree (`mbsp topo --json`'s `"machine"`).
 #[pyfunction]
 #[pyo3(signature = (xml=None, synthetic=None))]
-fn machine_tree(xml: Option<&str>, synthetic: Option<&str>) -> PyResult<String> {
+fn machine_tree<'py>(
+    py: Python<'py>,
+    xml: Option<&str>,
+    synthetic: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
     let loaded = load(xml, synthetic)?;
-    Ok(machine_json(&loaded.machine).to_string())
+    tree_dict(py, &Tree::of(&loaded.machine))
 }
 
-/// The placement of a plan as JSON (`mbsp topo --json`'s `"processes"`): `levels` outermost
-/// first, each a count ("4") or a level ("package", "numa", "core", "pu"); `policy` one of
+/// The placement of a plan (`mbsp topo --json`'s `"processes"`): `levels` outermost first,
+/// each a count ("4") or a level ("package", "numa", "core", "pu"); `policy` one of
 /// "scattered", "compact", "manual" (with `cpus`, one list of PU OS indices per top-level
 /// process).
 #[pyfunction]
 #[pyo3(signature = (levels, policy, cpus=None, xml=None, synthetic=None))]
-fn placement(
+fn placement<'py>(
+    py: Python<'py>,
     levels: Vec<String>,
     policy: &str,
     cpus: Option<Vec<Vec<u32>>>,
     xml: Option<&str>,
     synthetic: Option<&str>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyList>> {
     let policy = match (policy, cpus) {
         ("scattered", None) => Policy::Scattered,
         ("compact", None) => Policy::Compact,
@@ -58,12 +240,12 @@ fn placement(
     }
     let counts = levels
         .iter()
-        .map(|l| l.parse::<Count>().map_err(errors::cli))
+        .map(|l| l.parse::<Count>().map_err(errors::tools))
         .collect::<PyResult<Vec<_>>>()?;
     let loaded = load(xml, synthetic)?;
     check_size(&loaded.machine, &counts)?;
-    let v = plan_json(&loaded.machine, &counts, &policy).map_err(errors::cli)?;
-    Ok(v.to_string())
+    let ps = plan(&loaded.machine, &counts, &policy).map_err(errors::tools)?;
+    processes_list(py, &ps)
 }
 
 /// The most processes a plan may have: what a run may have here (`mbsp::max_procs`), else
@@ -89,49 +271,46 @@ fn check_size(m: &Machine, counts: &[Count]) -> PyResult<()> {
     if total.is_some_and(|t| t <= max) {
         return Ok(());
     }
-    let shape: Vec<String> = counts
-        .iter()
-        .map(|c| match c {
-            Count::N(n) => n.to_string(),
-            Count::Per(l) => format!("one per {l}"),
-        })
-        .collect();
+    let shape: Vec<String> = counts.iter().map(Count::to_string).collect();
     Err(errors::value(format!(
         "placement: the plan {} can have more processes than a run can have here ({max})",
         shape.join(" x ")
     )))
 }
 
-/// The parameters in force (`MBSP_PARAMS`, this machine's saved ones, or the defaults) as JSON,
-/// and where they come from.
+/// The parameters in force (`MBSP_PARAMS`, this machine's saved ones, or the defaults), and
+/// where they come from.
 #[pyfunction]
-fn params_in_force() -> (String, String) {
+fn params_in_force(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, String)> {
     let p = mbsp::params::Params::current();
-    let v = serde_json::json!({
-        "r": p.r, "g": p.g, "g_direct": p.g_direct, "l": p.l, "fresh": p.fresh,
-    });
-    (v.to_string(), mbsp::params::source().to_string())
+    let d = dict(
+        py,
+        items!(py, {"r" => p.r, "g" => p.g, "g_direct" => p.g_direct, "l" => p.l, "fresh" => p.fresh}),
+    )?;
+    Ok((d, mbsp::params::source().to_string()))
 }
 
 /// Measures the BSP parameters of every level of this machine (or of `levels`), under the
-/// scattered and compact policies: the JSON file of `mbsp params --json`. `quick`: a smoke run
-/// (seconds; the numbers are not meaningful).
+/// scattered and compact policies: the parameter file of `mbsp params --json`. `quick`: a smoke
+/// run (seconds; the numbers are not meaningful).
 #[pyfunction]
 #[pyo3(signature = (levels=None, quick=false))]
-fn measure_params(py: Python<'_>, levels: Option<Vec<String>>, quick: bool) -> PyResult<String> {
+fn measure_params(
+    py: Python<'_>,
+    levels: Option<Vec<String>>,
+    quick: bool,
+) -> PyResult<Bound<'_, PyDict>> {
     let mut o = if quick {
-        mbsp_cli::params_cmd::Options::quick()
+        params::Options::quick()
     } else {
-        mbsp_cli::params_cmd::Options::full()
+        params::Options::full()
     };
     o.levels = levels;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     o.stop = Some(stop.clone());
-    let v = crate::wait::interruptible(py, "measure_params", stop, move || {
-        mbsp_cli::params_cmd::measure_json(&o)
-    })?
-    .map_err(errors::cli)?;
-    Ok(v.to_string())
+    let m = crate::wait::interruptible(py, "measure_params", stop, move || params::measure(&o))?
+        .map_err(errors::tools)?;
+    measurement_dict(py, &m)
 }
 
 /// Processes a run of this machine has by default (one per core).

@@ -145,7 +145,7 @@ pub fn arrays<'py>(py: Python<'py>, a: CooMatrix) -> CooArrays<'py> {
 /// entries follow their originals), as `mbsp partition` reads it.
 #[pyfunction]
 fn read_mtx<'py>(py: Python<'py>, path: &str) -> PyResult<CooArrays<'py>> {
-    errors::preflight(mbsp_cli::partition_cmd::preflight(path.as_ref(), 1))?;
+    errors::preflight(mbsp_tools::preflight::partition_file(path.as_ref(), 1))?;
     let p = path.to_string();
     let a = py
         .detach(move || mtx::read_path(&p))
@@ -217,7 +217,7 @@ fn run_partition(
     o: Options,
     square: bool,
 ) -> PyResult<Partitioned> {
-    errors::preflight(mbsp_cli::partition_cmd::fits(&a, p))?;
+    errors::preflight(mbsp_tools::preflight::partition_matrix(&a, p))?;
     let (o, stop) = cancellable(o);
     crate::wait::interruptible(py, "partition", stop, move || {
         if square {
@@ -262,7 +262,7 @@ fn partition_path<'py>(
     threads: usize,
 ) -> PyResult<(CooArrays<'py>, PartitionTuple<'py>)> {
     let o = options("partition", eps, seed, threads)?;
-    errors::preflight(mbsp_cli::partition_cmd::preflight(path.as_ref(), p))?;
+    errors::preflight(mbsp_tools::preflight::partition_file(path.as_ref(), p))?;
     let owned = path.to_string();
     let a = py
         .detach(move || mtx::read_path(&owned))

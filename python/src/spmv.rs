@@ -7,11 +7,11 @@
 //! entries of its nonzeros where the caller keeps them, writes the sums of its owned rows of `y`
 //! in place and sends partial sums of the others to their owners (one superstep); one sync
 //! before (the command) and one after (`y` complete). Cost: that of the hp multiply with direct
-//! gets (see `mbsp_algorithms::sparse::spmv`) plus two syncs. Before, the hp multiply copied
-//! each process's owned `x` entries in, published them with a sync and assembled `y` from the
-//! processes' parts after another: two passes over both vectors, the difference between
-//! 1.2-1.4x and 1.5-1.9x scipy on the matrices of a few nonzeros per row (docs/benchmarks.md,
-//! "Python").
+//! gets (see `mbsp_algorithms::sparse::spmv`) plus two syncs. It saves what going through the
+//! parts costs (below: copying each process's owned `x` entries in and publishing them with a
+//! sync, assembling `y` from the processes' parts after another): two passes over both
+//! vectors, a large share of a multiply on matrices of a few nonzeros per row
+//! (docs/benchmarks.md, "Python").
 //!
 //! The plain and hierarchical multiplies (and an hp plan multiplied from a thread whose runs do
 //! not hold it: the plain multiply) go through the parts ([`Io::Parts`]): every process copies
@@ -468,7 +468,7 @@ impl NativePlan {
         let a = a.matrix(OP)?;
         let d = d.distribution(OP, &a)?;
         let p = d.p;
-        errors::preflight(mbsp_cli::spmv_cmd::fits(&a, p))?;
+        errors::preflight(mbsp_tools::preflight::spmv_matrix(&a, p))?;
         check_procs(OP, p)?;
         let plan = py
             .detach(move || SpmvPlan::new(&a, &d))
@@ -501,7 +501,7 @@ impl NativePlan {
         })?;
         check_procs(OP, total)?;
         let o = options(OP, eps, seed, 0)?;
-        errors::preflight(mbsp_cli::spmv_cmd::fits(&a, total))?;
+        errors::preflight(mbsp_tools::preflight::spmv_matrix(&a, total))?;
         let (o, stop) = cancellable(o);
         let plan = crate::wait::interruptible(py, "SpmvPlan", stop, move || {
             if inner_2d {

@@ -9,14 +9,9 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-# The shared data: MBSP_DATA_DIR, else ../shared/data next to the repository, else the
-# workplace's copy (as the Rust tests look for it).
-DATA = next(
-    (p for p in (os.environ.get("MBSP_DATA_DIR"), REPO.parent / "shared" / "data", "/work/shared/data")
-     if p and pathlib.Path(p, "matrices").is_dir()),
-    REPO.parent / "shared" / "data",
-)
-DATA = pathlib.Path(DATA)
+# The shared data: MBSP_DATA_DIR if set (CI sets it), else ../shared/data next to the
+# repository (as the Rust tests look for it).
+DATA = pathlib.Path(os.environ.get("MBSP_DATA_DIR") or REPO.parent / "shared" / "data")
 MATRICES = DATA / "matrices"
 TOPOLOGIES = DATA / "topologies"
 

@@ -53,6 +53,31 @@ def test_placements_on_real_multi_socket_trees(topologies):
         assert len(pl.processes) == top
 
 
+def test_trees_and_placements_are_those_the_command_prints(topologies, mbsp_command):
+    # The same plain data as `mbsp topo --json`, keys in the same order, on real trees and a
+    # synthetic one without a NUMA level.
+    cases = [["--xml", str(f)] for f in sorted(topologies.glob("*.xml"))[:3]]
+    cases.append(["--synthetic", "package:2 core:2 pu:2"])
+    for source in cases:
+        out = subprocess.run(
+            [mbsp_command, "topo", *source, "-p", "package", "--nest", "2", "--json"],
+            capture_output=True, text=True, check=True,
+        )
+        want = json.loads(out.stdout)
+        m = (mbsp.Machine.from_xml(source[1]) if source[0] == "--xml"
+             else mbsp.Machine.synthetic(source[1]))
+        tree = m.to_dict()
+        assert tree == want["machine"] and list(tree) == list(want["machine"]), source
+        # What the compiled half hands the Python half (`Placement` keeps it as `Process`es).
+        native = mbsp._native.placement(["package", "2"], "scattered",
+                                        **{source[0][2:]: source[1]})
+        assert json.dumps(native) == json.dumps(want["processes"]), source
+        placed = m.placement(["package", 2])
+        assert [p.pus for p in placed.leaves()] == [
+            c["pus"] for p in want["processes"] for c in p["children"]
+        ], source
+
+
 def test_manual_placement_and_its_errors():
     m = mbsp.Machine.synthetic("package:1 core:4 pu:1")
     pl = m.placement([2], "manual", cpus=[[0, 1], [2, 3]])
@@ -107,6 +132,26 @@ def test_params_in_force_and_measured():
         mbsp.Machine.detect().measure_params(levels=["galaxy"], quick=True)
     with pytest.raises(ValueError, match="loaded, not detected"):
         mbsp.Machine.synthetic("core:2 pu:1").measure_params(quick=True)
+
+
+def _shape(v):
+    """The keys of every dict in `v`, in order, and the types of its leaves."""
+    if isinstance(v, dict):
+        return {k: _shape(x) for k, x in v.items()}, list(v)
+    if isinstance(v, list):
+        return [_shape(x) for x in v[:1]]
+    return type(v).__name__ if not isinstance(v, (int, float)) else "number"
+
+
+def test_measured_params_have_the_form_of_the_command_file(tmp_path, mbsp_command):
+    path = tmp_path / "params.json"
+    subprocess.run(
+        [mbsp_command, "params", "--quick", "--levels", "machine", "--json", str(path)],
+        capture_output=True, text=True, check=True,
+    )
+    want = json.loads(path.read_text())
+    got = mbsp.Machine.detect().measure_params(levels=["machine"], quick=True).to_dict()
+    assert _shape(got) == _shape(want)
 
 
 def test_measured_params_saved_become_the_params_in_force(tmp_path):

@@ -8,15 +8,15 @@
 
 use super::report::Row;
 use super::{Experiment, Kernel, PolicySpec, Shape, levels_text, plan_of};
-use crate::error::{Classify, Error, Result};
-use crate::preflight::{self, Need};
-use crate::topo::Count;
 use mbsp::{Binding, Ctx, Run};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, kernel_len};
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
+use mbsp_tools::placement::{Count, Process, leaves};
+use mbsp_tools::preflight::{self, Need};
+use mbsp_tools::{Classify, Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -101,7 +101,7 @@ pub fn load_matrix(file: &Path, e: &Experiment) -> Result<Matrix> {
         .flat_map(|s| e.policies.iter().map(move |pol| leaf_count(e, s, pol)))
         .max()
         .unwrap_or(1);
-    crate::spmv_cmd::preflight(file, most)?;
+    mbsp_tools::preflight::spmv_file(file, most)?;
     let a = mtx::read_path(file).map_err(|e| Error::io("").with_source(e))?;
     let x: Vec<f64> = (0..a.cols)
         .map(|j| ((j.wrapping_mul(2_654_435_761)) % 1000) as f64 / 1000.0 - 0.5)
@@ -137,21 +137,8 @@ pub fn load_matrix(file: &Path, e: &Experiment) -> Result<Matrix> {
 fn leaf_count(e: &Experiment, shape: &Shape, pol: &PolicySpec) -> usize {
     let levels = shape.levels(&pol.policy, e.p);
     plan_of(&e.loaded.machine, &levels, &pol.policy)
-        .map(|nodes| leaves_of(&nodes).len())
+        .map(|nodes| leaves(&nodes).len())
         .unwrap_or(0)
-}
-
-/// The leaves of a plan, outermost first.
-fn leaves_of(nodes: &[crate::topo::Node]) -> Vec<&crate::topo::Node> {
-    let mut out = Vec::new();
-    for n in nodes {
-        if n.children.is_empty() {
-            out.push(n);
-        } else {
-            out.extend(leaves_of(&n.children));
-        }
-    }
-    out
 }
 
 /// One timed step of a kernel in one process (its data set up in the closure).
@@ -210,7 +197,7 @@ fn top_run(count: &Count, policy: &PolicySpec) -> Run {
 
 /// The fan-outs of a plan (`[p]`, or `[a, b]` when every top process has `b` children), or
 /// why the plan is not uniform.
-fn fan_outs(nodes: &[crate::topo::Node]) -> std::result::Result<Vec<usize>, String> {
+fn fan_outs(nodes: &[Process]) -> std::result::Result<Vec<usize>, String> {
     let a = nodes.len();
     let kids: Vec<usize> = nodes.iter().map(|n| n.children.len()).collect();
     match kids.first() {
@@ -236,8 +223,11 @@ pub fn measure(
     let levels = shape.levels(&pol.policy, e.p);
     let nodes = plan_of(m, &levels, &pol.policy)
         .map_err(|err| err.context(format!("{} under {} ({shape})", k.name(), pol.label)))?;
-    let leaves = leaves_of(&nodes);
-    let mut packages: Vec<usize> = leaves.iter().flat_map(|n| n.domain.packages(m)).collect();
+    let leaves = leaves(&nodes);
+    let mut packages: Vec<usize> = leaves
+        .iter()
+        .flat_map(|n| n.packages.iter().copied())
+        .collect();
     packages.sort_unstable();
     packages.dedup();
     let fans = fan_outs(&nodes);
@@ -457,7 +447,7 @@ fn fft(
         format!("4 arrays of n = {n} complex numbers"),
     );
     need.check()?;
-    let x = crate::fft_cmd::random(n, 0x9e37_79b9_7f4a_7c15);
+    let x = mbsp_tools::fft::random(n, mbsp_tools::fft::SEED);
     let top = fans[0];
     let below = &fans[1..];
     let iters = iters.next_multiple_of(2);
@@ -503,7 +493,7 @@ fn fft(
     }
     // r: rustfft's rate at the kernel length each process runs, all processes at once.
     let mut rates = BTreeMap::new();
-    let r = crate::fft_cmd::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
+    let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
     let cost = FftCost::uniform(Params { r, ..params });
     let choice = cost.choose(n, fans);
     let predicted = if fans.len() > 1 && fans.iter().all(|&f| f > 1) {
@@ -572,7 +562,7 @@ fn spmv(
             .zip(y)
             .map(|(&i, &v)| {
                 let i = i as usize;
-                crate::spmv_cmd::entry_error(v, mx.want[i], mx.scale[i])
+                mbsp_tools::spmv::entry_error(v, mx.want[i], mx.scale[i])
             })
             .fold(0.0, f64::max)
     };
@@ -622,7 +612,7 @@ fn spmv(
             push(&mut samples, &mut all_bound, &r)?;
         }
         // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
-        let spnz = crate::spmv_cmd::plan_seconds_per_nz(&plan)?;
+        let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
         predicted = spnz.map(|s| plan.predict(&params, s, false));
     } else {
         let &[top, inner] = fans else {

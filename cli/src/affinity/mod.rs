@@ -24,8 +24,8 @@ pub mod plan_view;
 pub mod report;
 
 use crate::cli;
-use crate::error::{Error, Result};
-use crate::topo::Count;
+use mbsp_tools::placement::{self, Count, Process};
+use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
 use std::path::PathBuf;
 
@@ -368,23 +368,13 @@ pub fn run(o: &Options) -> Result<()> {
 }
 
 /// The plan of `levels` under `policy` on the loaded machine, as `mbsp topo` builds it.
-pub(crate) fn plan_of(
-    m: &Machine,
-    levels: &[Count],
-    policy: &Policy,
-) -> Result<Vec<crate::topo::Node>> {
-    crate::topo::build(m, &m.whole(), levels, policy)
+pub(crate) fn plan_of(m: &Machine, levels: &[Count], policy: &Policy) -> Result<Vec<Process>> {
+    placement::plan(m, levels, policy)
         .map_err(|e| e.context(format!("the plan of {}", levels_text(levels))))
 }
 
 /// Levels as `mbsp topo` prints them: `4`, `one per package, nested: one per core`.
 pub(crate) fn levels_text(levels: &[Count]) -> String {
-    let shown: Vec<String> = levels
-        .iter()
-        .map(|l| match l {
-            Count::N(n) => n.to_string(),
-            Count::Per(level) => format!("one per {level}"),
-        })
-        .collect();
+    let shown: Vec<String> = levels.iter().map(Count::to_string).collect();
     shown.join(", nested: ")
 }

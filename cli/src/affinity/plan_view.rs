@@ -2,13 +2,13 @@
 //! every shape would go under every policy, side by side (nothing is run).
 
 use super::{Experiment, Options, levels_text, plan_of};
-use crate::error::Result;
-use crate::topo::Node;
+use mbsp_tools::Result;
+use mbsp_tools::placement::{self, Process};
 use mbsp_topology::{Machine, ranges};
 use serde_json::{Value, json};
 
 /// One process of a plan: its path (`0`, `1/3`) and where it is.
-fn flatten(m: &Machine, nodes: &[Node], path: &str, out: &mut Vec<(String, String)>) {
+fn flatten(m: &Machine, nodes: &[Process], path: &str, out: &mut Vec<(String, String)>) {
     for (pid, n) in nodes.iter().enumerate() {
         let name = if path.is_empty() {
             pid.to_string()
@@ -30,8 +30,8 @@ fn flatten(m: &Machine, nodes: &[Node], path: &str, out: &mut Vec<(String, Strin
 }
 
 /// The packages and NUMA nodes the leaves of a plan use: `packages 0-1, NUMA 0-3`.
-fn used(m: &Machine, nodes: &[Node]) -> String {
-    fn walk(m: &Machine, nodes: &[Node], pk: &mut Vec<u32>, nu: &mut Vec<u32>) {
+fn used(m: &Machine, nodes: &[Process]) -> String {
+    fn walk(m: &Machine, nodes: &[Process], pk: &mut Vec<u32>, nu: &mut Vec<u32>) {
         for n in nodes {
             if n.children.is_empty() {
                 pk.extend(n.domain.packages(m).iter().map(|&x| x as u32));
@@ -77,7 +77,7 @@ pub fn print(e: &Experiment, o: &Options) -> Result<()> {
                 "policy": pol.label,
                 "plan": levels_text(&levels),
                 "uses": used(m, &nodes),
-                "processes": crate::topo::to_json(m, &nodes),
+                "processes": placement::to_json(&nodes),
             }));
             columns.push((
                 pol.label.clone(),

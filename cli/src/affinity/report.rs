@@ -1,8 +1,8 @@
 //! The results of `mbsp affinity`: the table, JSON, CSV and the SVG bar chart.
 
 use super::{Experiment, Options};
-use crate::error::{Error, Result};
-use crate::stats::Samples;
+use mbsp_tools::stats::Samples;
+use mbsp_tools::{Error, Result};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -55,7 +55,7 @@ fn secs(v: f64) -> String {
     } else if v >= 1e-3 {
         format!("{:.2} ms", v * 1e3)
     } else {
-        crate::stats::ns(v * 1e9)
+        mbsp_tools::stats::ns(v * 1e9)
     }
 }
 
@@ -195,7 +195,7 @@ impl Report<'_> {
                  out (memory bandwidth for the triad)\n",
             );
         }
-        out.push_str(&format!("machine: {}\n", crate::machine::describe()));
+        out.push_str(&format!("machine: {}\n", mbsp_tools::machine::describe()));
         out
     }
 
@@ -227,7 +227,7 @@ impl Report<'_> {
             })
             .collect();
         json!({
-            "machine": crate::machine::describe(),
+            "machine": mbsp_tools::machine::describe(),
             "repeat": self.o.repeat,
             "quick": self.o.quick,
             "params": params_source(),
@@ -351,7 +351,7 @@ impl Report<'_> {
                 .map_err(|e| err(&e))?;
             let slot = 0.8 / np as f64;
             for &(gi, pi, med, lo, hi) in &bars {
-                let color = crate::whole_file::COLORS[pi % crate::whole_file::COLORS.len()];
+                let color = crate::whole_file::color(pi);
                 let x0 = gi as f64 + 0.1 + slot * pi as f64;
                 let x1 = x0 + slot * 0.9;
                 chart
@@ -369,7 +369,7 @@ impl Report<'_> {
                     .map_err(|e| err(&e))?;
             }
             for (pi, p) in policies.iter().enumerate() {
-                let color = crate::whole_file::COLORS[pi % crate::whole_file::COLORS.len()];
+                let color = crate::whole_file::color(pi);
                 legend
                     .draw(&Text::new(
                         format!("■ {p}"),

@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use std::io::{BufRead, BufReader};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -113,7 +114,26 @@ fn an_interrupt_leaves_no_output_file_behind() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The signal handler is in place before any command runs; the measurement's first progress
+    // line on stderr says that it has started. Stderr is read to its end (a full pipe would
+    // block the command).
+    let stderr = child.stderr.take().unwrap();
+    let (started, ready) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if line.starts_with("mbsp params: measuring") {
+                let _ = started.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    ready
+        .recv_timeout(Duration::from_secs(60))
+        .expect("mbsp params announces its measurement on stderr");
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -131,6 +151,11 @@ fn an_interrupt_leaves_no_output_file_behind() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(out.code(), Some(130));
+    let text = reader.join().unwrap();
+    assert!(
+        text.contains("mbsp: interrupted; no output file was changed"),
+        "{text}"
+    );
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())

@@ -3,21 +3,20 @@
 
 use std::path::PathBuf;
 
-/// A directory of the shared test data (`topologies`, `matrices`, ...): under `$MBSP_DATA_DIR`,
-/// else `../shared/data` beside the repository, else the workplace's copy (CI clones the
-/// repository elsewhere).
+/// A directory of the shared test data (`topologies`, `matrices`, ...): under `$MBSP_DATA_DIR`
+/// if set (CI sets it), else under `../shared/data` beside the repository.
 pub fn shared(sub: &str) -> PathBuf {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [
-        std::env::var_os("MBSP_DATA_DIR").map(PathBuf::from),
-        Some(repo.join("../shared/data")),
-        Some(PathBuf::from("/work/shared/data")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join(sub))
-    .find(|d| d.is_dir())
-    .unwrap_or_else(|| panic!("shared test data ({sub}) not found: set MBSP_DATA_DIR"))
+    let data = match std::env::var_os("MBSP_DATA_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+    };
+    let d = data.join(sub);
+    assert!(
+        d.is_dir(),
+        "shared test data ({sub}) not found at {}: set MBSP_DATA_DIR",
+        d.display()
+    );
+    d
 }
 
 /// A shared matrix file.

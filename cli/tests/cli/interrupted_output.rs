@@ -24,13 +24,8 @@ fn write_matrix(path: &Path, n: u64, nnz: u64) {
         "%%MatrixMarket matrix coordinate real general\n{n} {n} {nnz}"
     )
     .unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut r = mbsp::rng::SplitMix64::new(1);
+    let mut next = || r.next_u64();
     for _ in 0..nnz {
         let i = next() % n;
         let j = (i + next() % 101 + n - 50) % n;

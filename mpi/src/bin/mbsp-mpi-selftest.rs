@@ -13,11 +13,14 @@
 //! others are in lazy syncs (the run must fail on every rank with one error);
 //! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep.
 
+use mbsp::rng::SplitMix64;
 use mbsp::{Ctx, ErrorKind, Result};
 
 /// The runtime's own random-program generator and sequential model
-/// (`runtime/tests/semantics/model.rs` runs them on either engine).
+/// (`runtime/tests/semantics/model.rs` runs them on either engine). The file and the safety
+/// arguments of its unsafe blocks are the runtime's: its lints are checked there.
 #[path = "../../../runtime/tests/common/bsplib_model.rs"]
+#[allow(clippy::undocumented_unsafe_blocks)]
 mod bsplib_model;
 
 fn check(ctx: &Ctx, ok: bool, what: &str) -> Result<()> {
@@ -632,24 +635,6 @@ fn timing(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// A deterministic generator (xorshift64*): every rank draws the same program.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One rank's operations in one superstep of a random program.
 #[derive(Default)]
 struct StepOps {
@@ -666,7 +651,7 @@ struct StepOps {
 /// Draws superstep `step` of the program for all `p` ranks: local writes, puts, gets and
 /// messages, with no two writes to one word of one rank landing at the same sync (BSPlib
 /// leaves the winner of overlapping writes unspecified; the model here is exact).
-fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<StepOps> {
+fn draw(rng: &mut SplitMix64, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<StepOps> {
     let regs = sizes.len();
     let mut landing: std::collections::HashSet<(usize, usize, usize)> = Default::default();
     let mut ops: Vec<StepOps> = (0..p).map(|_| StepOps::default()).collect();
@@ -674,7 +659,7 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
         for _ in 0..rng.below(3) {
             let r = rng.below(regs);
             op.writes
-                .push((r, rng.below(sizes[r][me]), rng.next() >> 8));
+                .push((r, rng.below(sizes[r][me]), rng.next_u64() >> 8));
         }
         for _ in 0..rng.below(4) {
             let (to, r) = (rng.below(p), rng.below(regs));
@@ -686,7 +671,7 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
             }
             landing.extend((at..at + len).map(|w| (to, r, w)));
             op.puts
-                .push((to, r, at, (0..len).map(|_| rng.next() >> 8).collect()));
+                .push((to, r, at, (0..len).map(|_| rng.next_u64() >> 8).collect()));
         }
         for _ in 0..rng.below(3) {
             let (from, sr, dr) = (rng.below(p), rng.below(regs), rng.below(regs));
@@ -701,8 +686,8 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
         }
         for _ in 0..rng.below(3) {
             let to = rng.below(p);
-            let tag = (0..tagsize).map(|_| rng.next() as u8).collect();
-            let payload = (0..rng.below(20)).map(|_| rng.next() as u8).collect();
+            let tag = (0..tagsize).map(|_| rng.next_u64() as u8).collect();
+            let payload = (0..rng.below(20)).map(|_| rng.next_u64() as u8).collect();
             op.sends.push((to, tag, payload));
         }
     }
@@ -716,7 +701,8 @@ fn draw(rng: &mut Rng, p: usize, sizes: &[Vec<usize>], tagsize: usize) -> Vec<St
 fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     for seed in 1..=programs {
-        let mut rng = Rng::new(seed);
+        // Every rank draws the same program from the same seed.
+        let mut rng = SplitMix64::new(seed);
         let sizes: Vec<Vec<usize>> = (0..3)
             .map(|_| (0..p).map(|_| 1 + rng.below(6)).collect())
             .collect();
@@ -858,14 +844,7 @@ fn main() {
     let world = mbsp::ranks::World::init().unwrap_or_else(|e| fail(&e.to_string()));
     let ranks = world.size();
     if mode.is_empty() {
-        // A misuse fails the run on every rank, naming the operation, rank and superstep.
-        let e = world.run(mbsp::Run::new(ranks), early_put).unwrap_err();
-        let ok = e.kind() == ErrorKind::Misuse && e.op() == "put" && e.superstep() == Some(0);
-        if !ok {
-            fail(&format!(
-                "an early put should fail every rank with its misuse, got: {e}"
-            ));
-        }
+        an_early_put_fails_every_rank(world);
     }
     if mode == "profile" {
         match profile_over_ranks(world) {
@@ -884,155 +863,12 @@ fn main() {
         return;
     }
     if mode == "lazy" {
-        // A count declared before the end is checked there (a full sync), on its rank.
-        for declared in [1, 2] {
-            let r = world.run(mbsp::Run::new(ranks), |ctx| {
-                let (me, p) = (ctx.pid(), ctx.nprocs());
-                let x = ctx.push_reg(vec![0u64; 1])?;
-                ctx.sync()?;
-                ctx.put((me + 1) % p, &[7], &x, 0)?;
-                ctx.expect(if me == 0 { declared } else { 1 })?;
-                Ok(())
-            });
-            let ok = match (&r, world.rank(), declared) {
-                (Ok(_), _, 1) | (Ok(_), 1.., 2) => true,
-                (Err(e), 0, 2) => e.to_string().contains(
-                    "end (pid 0, superstep 1): pid 0 declared expect(2) in superstep 1 but \
-                     received 1 puts/messages (the final sync is a full one",
-                ),
-                _ => false,
-            };
-            if !ok {
-                fail(&format!(
-                    "a count of {declared} declared before the end: {r:?}"
-                ));
-            }
-        }
+        a_count_declared_before_the_end_is_checked(world);
     }
     if mode.is_empty() {
-        // Communication of the last superstep lands at the end of the run, as on threads: a
-        // put and a get after the last sync, into memory that outlives the run.
-        let mut landed = vec![0u64; 2];
-        let at = landed.as_mut_ptr() as usize;
-        let r = world.run(mbsp::Run::new(ranks), |ctx| {
-            let (me, p) = (ctx.pid(), ctx.nprocs());
-            let mine = at as *mut u8;
-            // SAFETY: `landed` outlives the run and is not touched during it.
-            unsafe { ctx.push_reg_raw(mine, 16)? };
-            ctx.sync()?;
-            let next = (me + 1) % p;
-            ctx.put_raw(next, &(me as u64 + 5).to_le_bytes(), mine, 0)?;
-            // SAFETY: as above; reads next's word 0 as it is when the end begins.
-            unsafe { ctx.get_raw(next, mine, 0, mine.add(8), 8)? };
-            Ok(())
-        });
-        if let Err(e) = r {
-            fail(&format!("the last superstep's communication: {e}"));
-        }
-        let (me, p) = (world.rank(), world.size());
-        let prev = (me + p - 1) % p;
-        if landed != [prev as u64 + 5, 0] {
-            fail(&format!(
-                "the last superstep's put and get did not land at the end: {landed:?}"
-            ));
-        }
+        the_last_superstep_lands_at_the_end(world);
     }
-    let r = world.run(mbsp::Run::new(ranks), |ctx| {
-        let (me, p) = (ctx.pid(), ctx.nprocs());
-        match mode.as_str() {
-            "" => semantics(ctx)?,
-            "abort" | "panic" | "misuse" | "mismatch" | "die" => {
-                ctx.sync()?;
-                if me == p - 1 {
-                    match mode.as_str() {
-                        "abort" => return Err(ctx.abort("rank asked to abort")),
-                        "panic" => panic!("rank asked to panic"),
-                        "misuse" => {
-                            ctx.put(p, &[1u8], &ctx.push_reg_empty::<u8>()?, 0)?;
-                        }
-                        // Killed from outside as far as the others can tell (SIGKILL).
-                        "die" => {
-                            let _ = std::process::Command::new("kill")
-                                .args(["-9", &std::process::id().to_string()])
-                                .status();
-                            std::thread::sleep(std::time::Duration::from_secs(60));
-                        }
-                        _ => return Ok(p), // ends while the others sync
-                    }
-                }
-                for _ in 0..1000 {
-                    ctx.sync()?;
-                }
-            }
-            "abort-hpget" => {
-                let x = ctx.push_reg(vec![me as u64; 2])?;
-                ctx.sync()?;
-                if me == p - 1 {
-                    return Err(ctx.abort("rank asked to abort"));
-                }
-                // Time for the last rank to publish its failure (which it does before it waits
-                // in its last exchange): the hpget below then sees it.
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                let mut got = [0u64; 1];
-                // SAFETY: nobody writes `x` in this superstep.
-                match unsafe { ctx.hpget(p - 1, &x, 0, &mut got) } {
-                    Err(e) if e.kind() == ErrorKind::Aborted => {
-                        println!("rank {me}: {e}");
-                        return Err(e);
-                    }
-                    other => {
-                        let what = format!("hpget from the aborted rank returned {other:?}");
-                        return Err(ctx.abort(what));
-                    }
-                }
-            }
-            "stall" => {
-                // Rank 0 stops syncing (as if hung); the others must give up after
-                // MBSP_MPI_TIMEOUT seconds and end the job.
-                ctx.sync()?;
-                if me == 0 {
-                    std::thread::sleep(std::time::Duration::from_secs(100));
-                }
-                ctx.sync()?;
-            }
-            "lazy" => lazy_semantics(ctx)?,
-            "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-mixed-late" | "lazy-panic" => {
-                let a = ctx.push_reg(vec![0u64; 2])?;
-                ctx.sync()?;
-                let next = (me + 1) % p;
-                for step in 1..=10u64 {
-                    let odd = step == 2 && me == p - 1;
-                    match mode.as_str() {
-                        "lazy-many" if odd => {
-                            // Two records for a receiver that declares one.
-                            ctx.put(next, &[step], &a, 0)?;
-                            ctx.put(next, &[step], &a, 1)?;
-                        }
-                        "lazy-panic" if odd => panic!("rank asked to panic"),
-                        // Nothing to receive: the lazy ranks pass superstep 2 at once.
-                        "lazy-mixed-late" if step >= 2 => {}
-                        _ => ctx.put(next, &[step], &a, 0)?,
-                    }
-                    match mode.as_str() {
-                        "lazy-short" if step == 2 && me == 0 => ctx.expect(2)?,
-                        "lazy-mixed" if odd => {} // a full sync where the others are lazy
-                        // Then the lazy ones make a full sync of superstep 3.
-                        "lazy-mixed-late" if odd || step > 2 => {}
-                        "lazy-mixed-late" if step == 2 => ctx.expect(0)?,
-                        _ => ctx.expect(1)?,
-                    }
-                    ctx.sync()?;
-                }
-                return Err(ctx.abort("the lazy misuse went unnoticed"));
-            }
-            "hybrid" => hybrid(ctx)?,
-            "algorithms" => algorithms(ctx)?,
-            "timing" => timing(ctx)?,
-            "model" => model(ctx, 40)?,
-            other => return Err(ctx.abort(format!("unknown mode {other:?}"))),
-        }
-        Ok(p)
-    });
+    let r = world.run(mbsp::Run::new(ranks), |ctx| run_mode(ctx, &mode));
     match r {
         Ok(mine) => {
             if let Some(p) = mine
@@ -1049,6 +885,205 @@ fn main() {
         }
         Err(e) => fail(&e.to_string()),
     }
+}
+
+/// Mode "": a misuse fails the run on every rank, naming the operation, rank and superstep.
+fn an_early_put_fails_every_rank(world: &mbsp::ranks::World) {
+    let ranks = world.size();
+    let e = world.run(mbsp::Run::new(ranks), early_put).unwrap_err();
+    let ok = e.kind() == ErrorKind::Misuse && e.op() == "put" && e.superstep() == Some(0);
+    if !ok {
+        fail(&format!(
+            "an early put should fail every rank with its misuse, got: {e}"
+        ));
+    }
+}
+
+/// Mode `lazy`: a count declared before the end is checked there (a full sync), on its rank.
+fn a_count_declared_before_the_end_is_checked(world: &mbsp::ranks::World) {
+    let ranks = world.size();
+    for declared in [1, 2] {
+        let r = world.run(mbsp::Run::new(ranks), |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let x = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            ctx.put((me + 1) % p, &[7], &x, 0)?;
+            ctx.expect(if me == 0 { declared } else { 1 })?;
+            Ok(())
+        });
+        let ok = match (&r, world.rank(), declared) {
+            (Ok(_), _, 1) | (Ok(_), 1.., 2) => true,
+            (Err(e), 0, 2) => e.to_string().contains(
+                "end (pid 0, superstep 1): pid 0 declared expect(2) in superstep 1 but \
+                 received 1 puts/messages (the final sync is a full one",
+            ),
+            _ => false,
+        };
+        if !ok {
+            fail(&format!(
+                "a count of {declared} declared before the end: {r:?}"
+            ));
+        }
+    }
+}
+
+/// Mode "": communication of the last superstep lands at the end of the run, as on threads: a
+/// put and a get after the last sync, into memory that outlives the run.
+fn the_last_superstep_lands_at_the_end(world: &mbsp::ranks::World) {
+    let ranks = world.size();
+    let mut landed = vec![0u64; 2];
+    let at = landed.as_mut_ptr() as usize;
+    let r = world.run(mbsp::Run::new(ranks), |ctx| {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let mine = at as *mut u8;
+        // SAFETY: `landed` outlives the run and is not touched during it.
+        unsafe { ctx.push_reg_raw(mine, 16)? };
+        ctx.sync()?;
+        let next = (me + 1) % p;
+        ctx.put_raw(next, &(me as u64 + 5).to_le_bytes(), mine, 0)?;
+        // SAFETY: as above; reads next's word 0 as it is when the end begins.
+        unsafe { ctx.get_raw(next, mine, 0, mine.add(8), 8)? };
+        Ok(())
+    });
+    if let Err(e) = r {
+        fail(&format!("the last superstep's communication: {e}"));
+    }
+    let (me, p) = (world.rank(), world.size());
+    let prev = (me + p - 1) % p;
+    if landed != [prev as u64 + 5, 0] {
+        fail(&format!(
+            "the last superstep's put and get did not land at the end: {landed:?}"
+        ));
+    }
+}
+
+/// The run of `mode` on every rank: the semantic checks, a failure on purpose, or a check of
+/// its own; returns the number of processes.
+fn run_mode(ctx: &mut Ctx, mode: &str) -> Result<usize> {
+    match mode {
+        "" => semantics(ctx)?,
+        "abort" | "panic" | "misuse" | "mismatch" | "die" => failure(ctx, mode)?,
+        "abort-hpget" => abort_during_hpget(ctx)?,
+        "stall" => stall(ctx)?,
+        "lazy" => lazy_semantics(ctx)?,
+        "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-mixed-late" | "lazy-panic" => {
+            return Err(lazy_misuse(ctx, mode));
+        }
+        "hybrid" => hybrid(ctx)?,
+        "algorithms" => algorithms(ctx)?,
+        "timing" => timing(ctx)?,
+        "model" => model(ctx, 40)?,
+        other => return Err(ctx.abort(format!("unknown mode {other:?}"))),
+    }
+    Ok(ctx.nprocs())
+}
+
+/// Modes `abort`, `panic`, `misuse`, `mismatch` and `die`: the last rank fails that way (for
+/// `mismatch`: it ends while the others sync) while the others sync on.
+fn failure(ctx: &mut Ctx, mode: &str) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    ctx.sync()?;
+    if me == p - 1 {
+        match mode {
+            "abort" => return Err(ctx.abort("rank asked to abort")),
+            "panic" => panic!("rank asked to panic"),
+            "misuse" => {
+                ctx.put(p, &[1u8], &ctx.push_reg_empty::<u8>()?, 0)?;
+            }
+            // Killed from outside as far as the others can tell (SIGKILL).
+            "die" => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &std::process::id().to_string()])
+                    .status();
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+            _ => return Ok(()), // ends while the others sync
+        }
+    }
+    for _ in 0..1000 {
+        ctx.sync()?;
+    }
+    Ok(())
+}
+
+/// Mode `abort-hpget`: the last rank aborts while the others `hpget` from it; they must see
+/// the failure.
+fn abort_during_hpget(ctx: &mut Ctx) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let x = ctx.push_reg(vec![me as u64; 2])?;
+    ctx.sync()?;
+    if me == p - 1 {
+        return Err(ctx.abort("rank asked to abort"));
+    }
+    // Time for the last rank to publish its failure (which it does before it waits
+    // in its last exchange): the hpget below then sees it.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut got = [0u64; 1];
+    // SAFETY: nobody writes `x` in this superstep.
+    match unsafe { ctx.hpget(p - 1, &x, 0, &mut got) } {
+        Err(e) if e.kind() == ErrorKind::Aborted => {
+            println!("rank {me}: {e}");
+            Err(e)
+        }
+        other => {
+            let what = format!("hpget from the aborted rank returned {other:?}");
+            Err(ctx.abort(what))
+        }
+    }
+}
+
+/// Mode `stall`: rank 0 stops syncing (as if hung); the others must give up after
+/// `MBSP_MPI_TIMEOUT` seconds and end the job.
+fn stall(ctx: &mut Ctx) -> Result<()> {
+    let me = ctx.pid();
+    ctx.sync()?;
+    if me == 0 {
+        std::thread::sleep(std::time::Duration::from_secs(100));
+    }
+    ctx.sync()?;
+    Ok(())
+}
+
+/// Modes `lazy-short`, `lazy-many`, `lazy-mixed`, `lazy-mixed-late` and `lazy-panic`: one rank
+/// misuses declared counts (or panics) among lazy syncs; the run must fail on every rank. The
+/// error that ends the run.
+fn lazy_misuse(ctx: &mut Ctx, mode: &str) -> mbsp::Error {
+    match lazy_misuse_steps(ctx, mode) {
+        Ok(()) => ctx.abort("the lazy misuse went unnoticed"),
+        Err(e) => e,
+    }
+}
+
+/// The supersteps of [`lazy_misuse`]; `Ok` if none of them failed.
+fn lazy_misuse_steps(ctx: &mut Ctx, mode: &str) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let a = ctx.push_reg(vec![0u64; 2])?;
+    ctx.sync()?;
+    let next = (me + 1) % p;
+    for step in 1..=10u64 {
+        let odd = step == 2 && me == p - 1;
+        match mode {
+            "lazy-many" if odd => {
+                // Two records for a receiver that declares one.
+                ctx.put(next, &[step], &a, 0)?;
+                ctx.put(next, &[step], &a, 1)?;
+            }
+            "lazy-panic" if odd => panic!("rank asked to panic"),
+            // Nothing to receive: the lazy ranks pass superstep 2 at once.
+            "lazy-mixed-late" if step >= 2 => {}
+            _ => ctx.put(next, &[step], &a, 0)?,
+        }
+        match mode {
+            "lazy-short" if step == 2 && me == 0 => ctx.expect(2)?,
+            "lazy-mixed" if odd => {} // a full sync where the others are lazy
+            // Then the lazy ones make a full sync of superstep 3.
+            "lazy-mixed-late" if odd || step > 2 => {}
+            "lazy-mixed-late" if step == 2 => ctx.expect(0)?,
+            _ => ctx.expect(1)?,
+        }
+        ctx.sync()?;
+    }
+    Ok(())
 }
 
 fn fail(msg: &str) -> ! {

@@ -18,6 +18,7 @@
 //! 2^64 bytes still fit).
 
 use crate::error::{Error, Result};
+use mbsp_algorithms::sparse::CooMatrix;
 use std::path::Path;
 
 /// Memory the process can get, and where that figure comes from.
@@ -146,6 +147,13 @@ pub fn available() -> Option<Available> {
 }
 
 /// Bytes for a message: `88.0 TB`, `512 kB`, `17 bytes` (decimal units).
+///
+/// ```
+/// use mbsp_tools::preflight::size;
+/// assert_eq!(size(17), "17 bytes");
+/// assert_eq!(size(1500), "1.5 kB");
+/// assert_eq!(size(16 << 40), "17.6 TB");
+/// ```
 pub fn size(bytes: u128) -> String {
     const UNITS: [&str; 10] = ["kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB", "RB", "QB"];
     if bytes < 1000 {
@@ -166,6 +174,17 @@ pub fn size(bytes: u128) -> String {
 
 /// An estimate of the memory a request needs: terms, each a count times bytes per item, with
 /// what they count.
+///
+/// ```
+/// use mbsp_tools::preflight::{Available, Need};
+/// let avail = Available { bytes: 1 << 30, source: "a test".into() };
+/// let mut need = Need::new();
+/// need.add(1 << 20, 16, "a million complex numbers");
+/// assert!(need.check_against(&avail).is_ok());
+/// need.add(1 << 30, 8, "a billion words");
+/// let e = need.check_against(&avail).unwrap_err();
+/// assert!(e.to_string().contains("8.6 GB for a billion words (8 bytes each)"), "{e}");
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Need {
     terms: Vec<(u128, String)>,
@@ -344,6 +363,116 @@ fn starts_with_gzip(file: &Path) -> bool {
 /// The larger of two estimates (phases that do not overlap).
 pub fn larger(a: Need, b: Need) -> Need {
     if a.bytes() >= b.bytes() { a } else { b }
+}
+
+/// Refuses partitioning the matrix of `file` into `p` parts if it cannot fit in memory, from
+/// the matrix's header and `p`, before anything is read: the reading (entries as stored and
+/// assembled), or the partitioning (the matrix, the partitioner's books per nonzero, row,
+/// column and part), whichever needs more. A file that is not a regular file (a pipe) is
+/// checked once read ([`partition_matrix`]).
+pub fn partition_file(file: &Path, p: usize) -> Result<()> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    larger(read, partitioning(&size, p)).check()
+}
+
+/// Refuses partitioning the matrix `a`, already read, into `p` parts if it cannot fit in memory
+/// (a pipe's matrix, whose header could not be read ahead).
+///
+/// ```
+/// let a = mbsp_algorithms::sparse::CooMatrix::new(2, 2, vec![(0, 0, 1.0), (1, 1, 2.0)])?;
+/// mbsp_tools::preflight::partition_matrix(&a, 2)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn partition_matrix(a: &CooMatrix, p: usize) -> Result<()> {
+    partitioning(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory of partitioning a matrix of `size` into `p` parts.
+fn partitioning(size: &MatrixSize, p: usize) -> Need {
+    let mut part = Need::new();
+    size.add_matrix(&mut part);
+    size.add_partitioning(p, &mut part);
+    part
+}
+
+/// Refuses multiplying by the matrix of `file` with `p` processes if it cannot fit in memory,
+/// from the matrix's header and `p`, before anything is read: the reading, the partitioning,
+/// or the multiplies (see [`spmv_matrix`]), whichever needs most. A file that is not a regular
+/// file (a pipe) is checked once read.
+pub fn spmv_file(file: &Path, p: usize) -> Result<()> {
+    let Some(size) = MatrixSize::of(file)? else {
+        return Ok(());
+    };
+    let mut read = Need::new();
+    size.add_reading(&mut read);
+    larger(read, spmv_after_reading(&size, p)).check()
+}
+
+/// Refuses multiplying by the matrix `a`, already read, with `p` processes if it cannot fit in
+/// memory (a pipe's matrix, whose header could not be read ahead): partitioning it for `p`
+/// processes, or the multiplies (the matrix, the plan's local matrices, sequential CSR, the
+/// vectors of the check, the `p` processes of the run), whichever needs more.
+///
+/// ```
+/// let a = mbsp_algorithms::sparse::CooMatrix::new(2, 2, vec![(0, 0, 1.0), (1, 1, 2.0)])?;
+/// mbsp_tools::preflight::spmv_matrix(&a, 2)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn spmv_matrix(a: &CooMatrix, p: usize) -> Result<()> {
+    spmv_after_reading(&MatrixSize::of_matrix(a), p).check()
+}
+
+/// The memory of an SpMV after reading a matrix of `size` ([`spmv_matrix`]).
+fn spmv_after_reading(size: &MatrixSize, p: usize) -> Need {
+    let part = partitioning(size, p);
+    let mut run = Need::new();
+    size.add_matrix(&mut run);
+    // The plan's local matrices and CSR: a column index and a value per nonzero each.
+    run.add(
+        size.nnz,
+        24,
+        format!("the local matrices and CSR of {} nonzeros", size.nnz),
+    );
+    // CSR's row offsets, y of the check, the sequential y, the scale of each row; x.
+    run.add(
+        size.rows,
+        32,
+        format!("{} rows of CSR and of the check", size.rows),
+    );
+    run.add(size.cols, 8, format!("x of {} columns", size.cols));
+    run.add(p as u128, PER_PROCESS, format!("-p {p} processes"));
+    larger(part, run)
+}
+
+/// Refuses a BSP FFT of `n` points over `p` processes, timed `reps` times, that cannot fit in
+/// memory: the data, the sequential reference and its working copy, each process's part and
+/// its result (together two more arrays), the result gathered: at least 5 arrays of `n`
+/// complex numbers; the `reps` times of each process; the `p` processes of the run.
+///
+/// ```
+/// mbsp_tools::preflight::fft(1 << 10, 2, 5)?;
+/// let e = mbsp_tools::preflight::fft(1 << 60, 2, 5).unwrap_err();
+/// assert!(e.to_string().starts_with("needs at least 92.2 EB of memory"), "{e}");
+/// # Ok::<(), mbsp_tools::Error>(())
+/// ```
+pub fn fft(n: usize, p: usize, reps: usize) -> Result<()> {
+    let mut need = Need::new();
+    need.add(
+        5 * n as u128,
+        COMPLEX,
+        format!("--n {n}: 5 arrays of {n} complex numbers"),
+    );
+    need.add(
+        (reps as u128).saturating_mul(p as u128),
+        8,
+        format!("--reps {reps} times on each of {p} processes"),
+    );
+    need.add(p as u128, PER_PROCESS, format!("{p} processes"));
+    need.check()
 }
 
 #[cfg(test)]

@@ -1,15 +1,15 @@
-//! Where the `mbsp` command's BSP runs go: threads of this process, or the ranks of an MPI
-//! launch.
+//! Where a command's BSP runs go: threads of this process, or the ranks of an MPI launch.
 //!
-//! With the cargo feature `mpi` on and the program started by an MPI launcher
-//! (`mbsp::ranks::launched_by_mpi`, which `MBSP_MPI=0/1` overrides), the binary's `main`
-//! calls [`init`] and the runs of `mbsp fft` and `mbsp spmv` go over the launcher's ranks, one
-//! process per rank: every rank takes part, rank 0 alone prints (results, progress, errors).
-//! Otherwise — the feature off, no launcher, or this crate used as a library (by `mbsp-bench`,
-//! which never calls [`init`]) — runs are thread runs and every helper here says "root".
+//! With this crate's cargo feature `mpi` on (the `mbsp` command's feature `mpi` turns it on)
+//! and the program started by an MPI launcher (`mbsp::ranks::launched_by_mpi`, which
+//! `MBSP_MPI=0/1` overrides), a program that calls [`init`] first thing runs the measurements
+//! of this crate that go through [`gathered`] over the launcher's ranks, one process per rank:
+//! every rank takes part, rank 0 alone prints (results, progress, errors). Otherwise — the
+//! feature off, no launcher, or [`init`] never called (the benchmarks, the Python package) —
+//! runs are thread runs and every helper here says "root".
 //!
 //! A run over ranks returns only the calling rank's result, so [`gathered`] collects every
-//! process's part at pid 0 inside the run (a gather, one superstep per part): the command then
+//! process's part at pid 0 inside the run (a gather, one superstep per part): the caller then
 //! sees the same per-process results over threads and over ranks, on the one process that
 //! prints them.
 
@@ -32,16 +32,16 @@ fn world() -> Option<&'static mbsp::ranks::World> {
 
 /// Puts this program's runs over MPI ranks when it was started by an MPI launcher and the
 /// feature `mpi` is on (MPI initialised here); without the feature, or without a launcher,
-/// does nothing. Called once, first thing in `main`; fails (a run error) when MPI cannot be
+/// does nothing. Called once, first thing in a program's `main`; fails (a run error) when MPI cannot be
 /// initialised.
 ///
 /// ```
-/// mbsp_cli::run_on::init()?;
+/// mbsp_tools::run_on::init()?;
 /// // Not started by `mpiexec` (or the feature off): threads, and this process prints.
-/// if mbsp_cli::run_on::ranks().is_none() {
-///     assert!(mbsp_cli::run_on::is_root());
+/// if mbsp_tools::run_on::ranks().is_none() {
+///     assert!(mbsp_tools::run_on::is_root());
 /// }
-/// # Ok::<(), mbsp_cli::Error>(())
+/// # Ok::<(), mbsp_tools::Error>(())
 /// ```
 pub fn init() -> Result<()> {
     #[cfg(feature = "mpi")]
@@ -57,7 +57,7 @@ pub fn init() -> Result<()> {
 ///
 /// ```
 /// // Without `init` under a launcher: threads.
-/// assert_eq!(mbsp_cli::run_on::ranks(), None);
+/// assert_eq!(mbsp_tools::run_on::ranks(), None);
 /// ```
 pub fn ranks() -> Option<usize> {
     #[cfg(feature = "mpi")]
@@ -70,7 +70,7 @@ pub fn ranks() -> Option<usize> {
 /// Whether this process prints: always over threads, rank 0 alone over ranks.
 ///
 /// ```
-/// assert!(mbsp_cli::run_on::is_root());
+/// assert!(mbsp_tools::run_on::is_root());
 /// ```
 pub fn is_root() -> bool {
     #[cfg(feature = "mpi")]
@@ -85,9 +85,9 @@ pub fn is_root() -> bool {
 /// ranks; over threads, `asked`, else `default`.
 ///
 /// ```
-/// assert_eq!(mbsp_cli::run_on::procs(Some(3), 2)?, 3);
-/// assert_eq!(mbsp_cli::run_on::procs(None, 2)?, 2);
-/// # Ok::<(), mbsp_cli::Error>(())
+/// assert_eq!(mbsp_tools::run_on::procs(Some(3), 2)?, 3);
+/// assert_eq!(mbsp_tools::run_on::procs(None, 2)?, 2);
+/// # Ok::<(), mbsp_tools::Error>(())
 /// ```
 pub fn procs(asked: Option<usize>, default: usize) -> Result<usize> {
     match (ranks(), asked) {
@@ -103,8 +103,8 @@ pub fn procs(asked: Option<usize>, default: usize) -> Result<usize> {
 /// `--nested`, and `why` says what to do instead); `Ok` over threads.
 ///
 /// ```
-/// mbsp_cli::run_on::threads_only("--nested", "use the flat variant")?;
-/// # Ok::<(), mbsp_cli::Error>(())
+/// mbsp_tools::run_on::threads_only("--nested", "use the flat variant")?;
+/// # Ok::<(), mbsp_tools::Error>(())
 /// ```
 pub fn threads_only(what: &str, why: &str) -> Result<()> {
     match ranks() {
@@ -121,7 +121,7 @@ pub fn threads_only(what: &str, why: &str) -> Result<()> {
 /// Over ranks the parts travel to pid 0 by two gathers at the end of the run.
 ///
 /// ```
-/// let parts = mbsp_cli::run_on::gathered(2, |ctx| Ok((vec![ctx.pid() as u32], vec![0.5])))?;
+/// let parts = mbsp_tools::run_on::gathered(2, |ctx| Ok((vec![ctx.pid() as u32], vec![0.5])))?;
 /// assert_eq!(parts, Some(vec![(vec![0], vec![0.5]), (vec![1], vec![0.5])]));
 /// # Ok::<(), mbsp::Error>(())
 /// ```
@@ -154,9 +154,9 @@ where
 /// they run on (the demo and the benchmarks run on threads, where it is always `Some`).
 ///
 /// ```
-/// assert_eq!(mbsp_cli::run_on::on_root(Some(3), "the FFT")?, 3);
-/// assert!(mbsp_cli::run_on::on_root::<u8>(None, "the FFT").is_err());
-/// # Ok::<(), mbsp_cli::Error>(())
+/// assert_eq!(mbsp_tools::run_on::on_root(Some(3), "the FFT")?, 3);
+/// assert!(mbsp_tools::run_on::on_root::<u8>(None, "the FFT").is_err());
+/// # Ok::<(), mbsp_tools::Error>(())
 /// ```
 pub fn on_root<T>(v: Option<T>, what: &str) -> Result<T> {
     v.ok_or_else(|| Error::run(format!("{what}: the result is on MPI rank 0, not here")))

@@ -1,67 +1,35 @@
-//! The one error type of the `mbsp` and `mbsp-bench` commands, and their exit statuses.
+//! The one error type of the shared code and of the commands built on it.
 //!
-//! Every command reports a failure as one line on stderr (`mbsp fft: ...`, control characters
-//! escaped) and exits with the status of its class, the same in every subcommand:
-//!
-//! | status | class ([`ErrorKind`]) | examples |
-//! |---|---|---|
-//! | 0 | success | |
-//! | 1 | [`Run`](ErrorKind::Run): a run failed after it started | a BSP run's error, a result that fails its check |
-//! | 2 | [`Usage`](ErrorKind::Usage): the request cannot be carried out as asked | a bad option or value (clap's errors too), options that do not go together, a request that cannot fit in memory, an unusable `MBSP_PARAMS` file |
-//! | 3 | [`Io`](ErrorKind::Io): an input or output file | a matrix or topology file that cannot be read or is malformed, an output file that cannot be written (a full disk) |
-//! | 130 | [`Interrupted`](ErrorKind::Interrupted) | SIGINT (Ctrl-C), SIGTERM, SIGHUP |
-//!
-//! A panic (a bug) exits with 101, as Rust programs do.
+//! An [`Error`] is a class ([`ErrorKind`]), a message for the user and, when there is one, the
+//! error that caused it. The class says what went wrong in terms a caller can act on — the
+//! request, a file, the run — and each caller maps it to its own terms: the commands to their
+//! exit statuses ([`crate::command::status`]), the Python package to exception types.
 
 use std::fmt;
-use std::io::Write;
-use std::process::ExitCode;
 
-/// The class of a failure; each has one exit status ([`ErrorKind::status`]).
+/// The class of a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// A run failed after it started: a BSP run's error, a result that fails its check.
-    /// Exit status 1.
     Run,
     /// The request cannot be carried out as asked: a bad option or value, options that do not
-    /// go together, a request that cannot fit in memory, an unusable `MBSP_PARAMS` file. Exit
-    /// status 2 (that of clap's own argument errors).
+    /// go together, a request that cannot fit in memory, an unusable `MBSP_PARAMS` file.
     Usage,
     /// An input file cannot be read or is malformed, or an output file cannot be written.
-    /// Exit status 3.
     Io,
-    /// Stopped by SIGINT, SIGTERM or SIGHUP (the signal handler exits with this status).
-    /// Exit status 130.
+    /// Stopped on request: a stop flag was set, or SIGINT, SIGTERM or SIGHUP arrived.
     Interrupted,
 }
 
-impl ErrorKind {
-    /// The exit status of this class of failure.
-    ///
-    /// ```
-    /// use mbsp_cli::ErrorKind;
-    /// assert_eq!(ErrorKind::Usage.status(), 2);
-    /// assert_eq!(ErrorKind::Interrupted.status(), 130);
-    /// ```
-    pub fn status(self) -> u8 {
-        match self {
-            ErrorKind::Run => 1,
-            ErrorKind::Usage => 2,
-            ErrorKind::Io => 3,
-            ErrorKind::Interrupted => 130,
-        }
-    }
-}
-
-/// A failure of a command: its class, a message for the user, and the error that caused it
-/// when there is one ([`std::error::Error::source`]).
+/// A failure: its class, a message for the user, and the error that caused it when there is
+/// one ([`std::error::Error::source`]).
 ///
 /// `Display` is the message followed by the cause's text (`message: cause`), one line for the
 /// user.
 ///
 /// ```
-/// use mbsp_cli::{Error, ErrorKind};
+/// use mbsp_tools::{Error, ErrorKind};
 /// let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device");
 /// let e = Error::io("out.csv").with_source(io);
 /// assert_eq!(e.kind(), ErrorKind::Io);
@@ -76,7 +44,7 @@ pub struct Error {
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
-/// The result of the commands' fallible functions.
+/// The result of the fallible functions of this crate and of the commands.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -89,17 +57,17 @@ impl Error {
         }
     }
 
-    /// A request that cannot be carried out as asked (exit status 2).
+    /// A request that cannot be carried out as asked.
     pub fn usage(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Usage, message)
     }
 
-    /// An input or output file's failure (exit status 3); `message` names the file.
+    /// An input or output file's failure; `message` names the file.
     pub fn io(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Io, message)
     }
 
-    /// A run that failed after it started (exit status 1).
+    /// A run that failed after it started.
     pub fn run(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Run, message)
     }
@@ -122,6 +90,11 @@ impl Error {
     }
 
     /// The same error with `context` before its message (`context: message`).
+    ///
+    /// ```
+    /// let e = mbsp_tools::Error::run("").context("the FFT");
+    /// assert_eq!(e.to_string(), "the FFT");
+    /// ```
     pub fn context(mut self, context: impl fmt::Display) -> Error {
         self.message = if self.message.is_empty() {
             context.to_string()
@@ -129,25 +102,6 @@ impl Error {
             format!("{context}: {}", self.message)
         };
         self
-    }
-
-    /// Prints `command: error` as one line on stderr (over MPI ranks, on rank 0 alone: every rank
-    /// meets the same error; control characters escaped: a message
-    /// may quote a path or input, and raw control bytes must not reach the terminal) and
-    /// returns the exit status of its class.
-    pub fn report(&self, command: &str) -> ExitCode {
-        // Over MPI ranks every rank meets the same error; rank 0 alone prints it.
-        if crate::run_on::is_root() {
-            // One write of the whole line: stderr is unbuffered and `eprintln!` writes the
-            // pieces of its format one by one, so the lines of processes that share a pipe
-            // (ranks under mpiexec) could interleave mid-line.
-            let line = format!(
-                "{command}: {}\n",
-                mbsp_algorithms::text::escaped(&self.to_string())
-            );
-            let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        }
-        ExitCode::from(self.kind.status())
     }
 }
 
@@ -173,7 +127,7 @@ impl std::error::Error for Error {
     }
 }
 
-/// A failed BSP run is a run failure (exit status 1), caused by the runtime's error.
+/// A failed BSP run is a run failure, caused by the runtime's error.
 impl From<mbsp::Error> for Error {
     fn from(e: mbsp::Error) -> Error {
         Error::run("").with_source(e)
@@ -184,24 +138,31 @@ impl From<mbsp::Error> for Error {
 ///
 /// Errors of the algorithms crate are converted through their `Display`, so that this code
 /// compiles whether they are strings or typed errors.
+///
+/// ```
+/// use mbsp_tools::{Classify, ErrorKind};
+/// let bad: Result<(), String> = Err("bad".into());
+/// let e = bad.or_usage().unwrap_err();
+/// assert_eq!((e.kind(), e.to_string()), (ErrorKind::Usage, "bad".to_string()));
+/// ```
 pub trait Classify<T> {
     /// The error, as an [`Error`] of `kind`.
     fn or_kind(self, kind: ErrorKind) -> Result<T>;
-    /// The error, as a usage error (exit status 2).
+    /// The error, as a usage error.
     fn or_usage(self) -> Result<T>
     where
         Self: Sized,
     {
         self.or_kind(ErrorKind::Usage)
     }
-    /// The error, as an input/output error (exit status 3).
+    /// The error, as an input/output error.
     fn or_io(self) -> Result<T>
     where
         Self: Sized,
     {
         self.or_kind(ErrorKind::Io)
     }
-    /// The error, as a run failure (exit status 1).
+    /// The error, as a run failure.
     fn or_run(self) -> Result<T>
     where
         Self: Sized,
@@ -219,20 +180,6 @@ impl<T, E: fmt::Display> Classify<T> for std::result::Result<T, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_are_distinct_per_class() {
-        let all = [
-            ErrorKind::Run,
-            ErrorKind::Usage,
-            ErrorKind::Io,
-            ErrorKind::Interrupted,
-        ];
-        let mut statuses: Vec<u8> = all.iter().map(|k| k.status()).collect();
-        statuses.sort();
-        statuses.dedup();
-        assert_eq!(statuses, [1, 2, 3, 130]);
-    }
 
     #[test]
     fn context_and_source_make_one_line() {

@@ -1,27 +1,56 @@
-//! Repeated measurements: median and spread.
+//! Repeated measurements: the median, the spread, and the line fitted to timings.
+//!
+//! There is one median in the project, the true median ([`median`]): the middle value of an
+//! odd count, the mean of the two middle values of an even count.
+
+/// The median of `values`: the middle one of an odd count, the mean of the two middle ones of
+/// an even count; NaN when there is none. `values` need not be sorted.
+///
+/// ```
+/// use mbsp_tools::stats::median;
+/// assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), 2.5);
+/// assert!(median(&[]).is_nan());
+/// ```
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
 
 /// Samples of one figure (e.g. nanoseconds per superstep).
+///
+/// ```
+/// use mbsp_tools::stats::Samples;
+/// let s = Samples(vec![3.0, 1.0, 2.0]);
+/// assert_eq!((s.median(), s.range()), (2.0, (1.0, 3.0)));
+/// assert_eq!(s.show(|v| format!("{v:.0}")), "2 [1–3]");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Samples(pub Vec<f64>);
 
 impl Samples {
-    /// Collect `n` samples from `f`.
+    /// Collects `n` samples from `f`.
+    ///
+    /// ```
+    /// let mut k = 0.0;
+    /// let s = mbsp_tools::stats::Samples::collect(3, || { k += 1.0; k });
+    /// assert_eq!(s.0, [1.0, 2.0, 3.0]);
+    /// ```
     pub fn collect(n: usize, mut f: impl FnMut() -> f64) -> Samples {
         Samples((0..n).map(|_| f()).collect())
     }
 
-    /// The median.
+    /// The median ([`median`]).
     pub fn median(&self) -> f64 {
-        let mut v = self.0.clone();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n == 0 {
-            f64::NAN
-        } else if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
+        median(&self.0)
     }
 
     /// Smallest and largest sample.
@@ -40,6 +69,11 @@ impl Samples {
 
 /// `samples` measurements of the nanoseconds per call of `step`, each over `iters` calls after
 /// one warm-up call (which also lines up the processes when `step` is a sync).
+///
+/// ```
+/// let times = mbsp_tools::stats::timed(3, 10, || Ok::<(), ()>(())).unwrap();
+/// assert_eq!(times.len(), 3);
+/// ```
 pub fn timed<E>(
     samples: usize,
     iters: usize,
@@ -57,7 +91,14 @@ pub fn timed<E>(
     Ok(out)
 }
 
-/// Format nanoseconds compactly.
+/// Nanoseconds, compactly.
+///
+/// ```
+/// use mbsp_tools::stats::ns;
+/// assert_eq!(ns(812.4), "812 ns");
+/// assert_eq!(ns(12_345.0), "12.3 µs");
+/// assert_eq!(ns(250_000.0), "250 µs");
+/// ```
 pub fn ns(v: f64) -> String {
     if v >= 100_000.0 {
         format!("{:.0} µs", v / 1000.0)
@@ -68,15 +109,25 @@ pub fn ns(v: f64) -> String {
     }
 }
 
-/// Format a rate in GB/s.
+/// A rate in GB/s, with two decimals.
+///
+/// ```
+/// assert_eq!(mbsp_tools::stats::gbs(12.345), "12.35");
+/// ```
 pub fn gbs(v: f64) -> String {
     format!("{v:.2}")
 }
 
-/// Fit `t = l + g h` to the points: `g` by least squares (as the BSPlib paper does; the large
+/// Fits `t = l + g h` to the points: `g` by least squares (as the BSPlib paper does; the large
 /// h-relations, where t is large, decide it), then `l` as the intercept that minimises the
 /// relative errors for that `g` (weights 1/t², so the small h-relations decide it; a plain fit's
 /// intercept is a small difference of large numbers and often negative): (g, l).
+///
+/// ```
+/// let points: Vec<(f64, f64)> = (0..4).map(|h| (h as f64, 5.0 + 2.0 * h as f64)).collect();
+/// let (g, l) = mbsp_tools::stats::fit_gl(&points);
+/// assert!((g - 2.0).abs() < 1e-12 && (l - 5.0).abs() < 1e-12);
+/// ```
 pub fn fit_gl(points: &[(f64, f64)]) -> (f64, f64) {
     let n = points.len() as f64;
     let (sx, sy) = points
@@ -104,5 +155,7 @@ mod tests {
         assert_eq!(s.median(), 2.0);
         assert_eq!(s.range(), (1.0, 3.0));
         assert_eq!(Samples(vec![1.0, 2.0, 3.0, 10.0]).median(), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+        assert_eq!(median(&[4.0, 2.0]), 3.0);
     }
 }

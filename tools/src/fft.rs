@@ -1,0 +1,91 @@
+//! What the FFT measurements share: their random input, the error against a reference, and
+//! rustfft's rate as the BSP `r` of a run.
+
+use crate::stats::Samples;
+use mbsp::rng::SplitMix64;
+use mbsp_algorithms::fft::{Complex, flops, sequential_plan};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+type C = Complex<f64>;
+
+/// The seed of the commands' FFT input.
+pub const SEED: u64 = mbsp::rng::GOLDEN;
+
+/// `n` pseudo-random complex numbers in [-0.5, 0.5)² ([`SplitMix64`] from `seed`: the same
+/// numbers for the same seed, any seed).
+///
+/// ```
+/// let x = mbsp_tools::fft::random(4, 1);
+/// assert_eq!(x, mbsp_tools::fft::random(4, 1));
+/// assert!(x.iter().all(|c| c.re.abs() <= 0.5 && c.im.abs() <= 0.5));
+/// ```
+pub fn random(n: usize, seed: u64) -> Vec<C> {
+    let mut r = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| {
+            let re = r.next_f64() - 0.5;
+            C::new(re, r.next_f64() - 0.5)
+        })
+        .collect()
+}
+
+/// ‖a - b‖₂ / ‖b‖₂.
+///
+/// ```
+/// use mbsp_algorithms::fft::Complex;
+/// let b = [Complex::new(3.0, 0.0), Complex::new(0.0, 4.0)];
+/// let a = [Complex::new(3.0, 0.0), Complex::new(0.0, 3.5)];
+/// assert!((mbsp_tools::fft::rel_error(&a, &b) - 0.1).abs() < 1e-15);
+/// ```
+pub fn rel_error(a: &[C], b: &[C]) -> f64 {
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
+    let r: f64 = b.iter().map(|y| y.norm_sqr()).sum();
+    (d / r).sqrt()
+}
+
+/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
+/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
+/// processes: from `rates` (keyed by length and cores: a sweep's own measurements), else
+/// measured now (7 transforms per core, started in step; the slowest core's median) and kept
+/// in `rates`.
+///
+/// ```
+/// let mut rates = std::collections::BTreeMap::new();
+/// let r = mbsp_tools::fft::rate(&mut rates, 256, 1);
+/// assert!(r > 0.0);
+/// assert_eq!(rates[&(256, 1)], r);
+/// ```
+pub fn rate(rates: &mut BTreeMap<(usize, usize), f64>, len: usize, cores: usize) -> f64 {
+    let len = len.max(64);
+    *rates.entry((len, cores)).or_insert_with(|| {
+        let plan = sequential_plan::<f64>(len, false);
+        let x = random(len, SEED);
+        let start = std::sync::Barrier::new(cores);
+        // Every core runs its own transforms, in step; the slowest core's median counts.
+        let medians: Vec<f64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..cores)
+                .map(|_| {
+                    let (plan, x, start) = (&plan, &x, &start);
+                    s.spawn(move || {
+                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+                        let mut y = x.clone();
+                        Samples::collect(7, || {
+                            y.copy_from_slice(x);
+                            start.wait();
+                            let t = Instant::now();
+                            plan.process_with_scratch(&mut y, &mut scratch);
+                            t.elapsed().as_secs_f64()
+                        })
+                        .median()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a rate worker"))
+                .collect()
+        });
+        flops(len) / medians.into_iter().fold(0.0, f64::max)
+    })
+}
