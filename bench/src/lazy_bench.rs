@@ -1,7 +1,7 @@
-//! `mbsp-bench lazy`: lazy syncs (declared counts, `Ctx::expect`) against full syncs, same run.
+//! `mbsp-bench lazy`: lazy syncs (declared counts, `Ctx::declare_incoming`) against full syncs, same run.
 //!
 //! * p = 2: the empty full sync (the baseline), a one-word exchange (each process puts one
-//!   word into the other) with a full sync, and the same exchange declared (`expect(1)`): a
+//!   word into the other) with a full sync, and the same exchange declared (`declare_incoming(1)`): a
 //!   run of two makes it at the barrier, counts checked; and once more with the lazy protocol
 //!   forced (what larger runs do).
 //! * The floor of any of those: two threads (no library) that each write one cache line and
@@ -231,13 +231,13 @@ fn figures() -> Vec<Figure<'static>> {
             }),
         },
         Figure {
-            name: "one-word exchange, expect(1)",
+            name: "one-word exchange, declare_incoming(1)",
             p: 2,
             against: Some((0, Some(0.7))),
             take: Box::new(move |o: &Options| {
                 measure(2, o, move |ctx, x, i| {
                     ctx.put(other(ctx), &[i], x, 0)?;
-                    ctx.expect(1)
+                    ctx.declare_incoming(1)
                 })
             }),
         },
@@ -251,7 +251,7 @@ fn figures() -> Vec<Figure<'static>> {
                 let run = mbsp::internals::pair_barrier(mbsp::Run::new(2), false);
                 measure_on(run, o, move |ctx, x, i| {
                     ctx.put(other(ctx), &[i], x, 0)?;
-                    ctx.expect(1)
+                    ctx.declare_incoming(1)
                 })
             }),
         },
@@ -268,13 +268,13 @@ fn figures() -> Vec<Figure<'static>> {
             take: Box::new(move |o: &Options| measure(4, o, halo)),
         },
         Figure {
-            name: "ring halo, one word each way, expect(2)",
+            name: "ring halo, one word each way, declare_incoming(2)",
             p: 4,
             against: Some((5, Some(0.5))),
             take: Box::new(move |o: &Options| {
                 measure(4, o, move |ctx, x, i| {
                     halo(ctx, x, i)?;
-                    ctx.expect(2)
+                    ctx.declare_incoming(2)
                 })
             }),
         },

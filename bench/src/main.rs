@@ -91,7 +91,7 @@ enum Bench {
     Fft(FftArgs),
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested(NestedArgs),
-    /// Lazy syncs (declared counts, `Ctx::expect`) against full syncs: a one-word exchange at
+    /// Lazy syncs (declared counts, `Ctx::declare_incoming`) against full syncs: a one-word exchange at
     /// p = 2 against the empty sync, a ring halo exchange at p = 4.
     Lazy(LazyArgs),
     /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D

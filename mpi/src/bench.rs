@@ -157,7 +157,7 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
                     "one-word put" => ctx.put(next, &[i as u64], &small, 0)?,
                     "one-word expect" => {
                         ctx.put(next, &[i as u64], &small, 0)?;
-                        ctx.expect(1)?;
+                        ctx.declare_incoming(1)?;
                     }
                     "bulk put" => ctx.put(next, &src, &big, 0)?,
                     "bulk get" => ctx.get(next, &big, 0..words, &dst, 0)?,

@@ -234,7 +234,7 @@ fn a_rank_that_ends_while_others_sync_is_a_misuse_on_every_rank() {
     }
 }
 
-/// Declared counts (`Ctx::expect`) over ranks: puts, messages in every pattern, owned
+/// Declared counts (`Ctx::declare_incoming`) over ranks: puts, messages in every pattern, owned
 /// messages and large puts observe exactly what full syncs observe.
 #[test]
 fn lazy_syncs_over_ranks_observe_what_full_syncs_observe() {
@@ -251,14 +251,14 @@ fn lazy_misuse_and_failure_end_every_rank_with_one_error() {
         for (mode, says) in [
             (
                 "lazy-short",
-                "sync (pid 0, superstep 2): pid 0 declared expect(2) in superstep 2 but received \
+                "sync (pid 0, superstep 2): pid 0 called declare_incoming(2) in superstep 2 but received \
                  1 puts/messages, and every other process has already synced"
                     .to_string(),
             ),
             (
                 "lazy-many",
                 format!(
-                    "sync (pid 0, superstep 2): pid 0 declared expect(1) in superstep 2 but \
+                    "sync (pid 0, superstep 2): pid 0 called declare_incoming(1) in superstep 2 but \
                      received 2 puts/messages (from pid(s) [{last}])"
                 ),
             ),

@@ -459,6 +459,6 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(e.kind(), mbsp::ErrorKind::Misuse, "{e}");
-        assert!(e.to_string().contains("expect"), "{e}");
+        assert!(e.to_string().contains("declare_incoming"), "{e}");
     }
 }

@@ -363,7 +363,7 @@ fn comm_call_skipped_in_a_loop_of_equal_calls() {
         &[
             LAZY_MEETS_FULL,
             &["returned from the SPMD function", "called sync"],
-            &["declared expect(1)", "received 0"],
+            &["called declare_incoming(1)", "received 0"],
         ],
         skip_in_loop::<true>,
     );
@@ -388,7 +388,7 @@ fn skip_in_loop<const LAZY: bool>(ctx: &mut Ctx) -> mbsp::Result<()> {
 fn a_put_pending_before_a_comm_call() {
     expect_misuse(
         2,
-        &["declared expect(1)", "received 2 puts/messages"],
+        &["called declare_incoming(1)", "received 2 puts/messages"],
         put_before_allreduce::<true>,
     );
     within(60, || mbsp::run(2, put_before_allreduce::<false>)).unwrap();

@@ -520,7 +520,10 @@ fn hp_puts_with_a_pending_put_of_the_caller_is_an_error() {
         })
         .unwrap_err();
         assert_eq!(err.kind(), mbsp::ErrorKind::Misuse, "{err}");
-        assert!(err.to_string().contains("declared expect("), "{err}");
+        assert!(
+            err.to_string().contains("called declare_incoming("),
+            "{err}"
+        );
     });
 }
 

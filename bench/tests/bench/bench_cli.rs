@@ -117,11 +117,16 @@ fn quick_lazy_benchmark_csv_and_json() {
         [
             ("empty full sync", "2", false, ""),
             ("one-word exchange, full sync", "2", true, ""),
-            ("one-word exchange, expect(1)", "2", true, "0.7"),
+            ("one-word exchange, declare_incoming(1)", "2", true, "0.7"),
             ("the same, lazy protocol (no barrier)", "2", true, ""),
             ("floor: a cache line each way, no library", "2", true, ""),
             ("ring halo, one word each way, full sync", "4", false, ""),
-            ("ring halo, one word each way, expect(2)", "4", true, "0.5"),
+            (
+                "ring halo, one word each way, declare_incoming(2)",
+                "4",
+                true,
+                "0.5"
+            ),
             ("reference: threads in a ring, yielding", "4", true, ""),
         ],
         "{text}"

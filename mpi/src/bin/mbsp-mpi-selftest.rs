@@ -7,7 +7,7 @@
 //! fail on every rank, promptly, with that rank's error), `abort-hpget` makes one rank abort
 //! while the others `hpget` from it (they must see the failure), `die` makes one rank kill
 //! itself with SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
-//! `lazy` compares a program with declared counts (`Ctx::expect`) against the same with full
+//! `lazy` compares a program with declared counts (`Ctx::declare_incoming`) against the same with full
 //! syncs; `lazy-short`, `lazy-many`, `lazy-mixed` and `lazy-panic` make one rank declare too
 //! many or receive too many records, make a full sync among lazy ones, or panic while the
 //! others are in lazy syncs (the run must fail on every rank with one error);
@@ -17,10 +17,8 @@ use mbsp::rng::SplitMix64;
 use mbsp::{Ctx, ErrorKind, Result};
 
 /// The runtime's own random-program generator and sequential model
-/// (`runtime/tests/semantics/model.rs` runs them on either engine). The file and the safety
-/// arguments of its unsafe blocks are the runtime's: its lints are checked there.
+/// (`runtime/tests/semantics/model.rs` runs them on either engine).
 #[path = "../../../runtime/tests/common/bsplib_model.rs"]
-#[allow(clippy::undocumented_unsafe_blocks)]
 mod bsplib_model;
 
 fn check(ctx: &Ctx, ok: bool, what: &str) -> Result<()> {
@@ -305,7 +303,7 @@ fn lazy_program(ctx: &mut Ctx, lazy: bool) -> Result<Vec<u64>> {
             _ => {}
         }
         if lazy {
-            ctx.expect(records)?;
+            ctx.declare_incoming(records)?;
         }
         ctx.sync()?;
         seen.extend_from_slice(ctx.local(&a)?);
@@ -908,13 +906,13 @@ fn a_count_declared_before_the_end_is_checked(world: &mbsp::ranks::World) {
             let x = ctx.push_reg(vec![0u64; 1])?;
             ctx.sync()?;
             ctx.put((me + 1) % p, &[7], &x, 0)?;
-            ctx.expect(if me == 0 { declared } else { 1 })?;
+            ctx.declare_incoming(if me == 0 { declared } else { 1 })?;
             Ok(())
         });
         let ok = match (&r, world.rank(), declared) {
             (Ok(_), _, 1) | (Ok(_), 1.., 2) => true,
             (Err(e), 0, 2) => e.to_string().contains(
-                "end (pid 0, superstep 1): pid 0 declared expect(2) in superstep 1 but \
+                "end (pid 0, superstep 1): pid 0 called declare_incoming(2) in superstep 1 but \
                  received 1 puts/messages (the final sync is a full one",
             ),
             _ => false,
@@ -1074,12 +1072,12 @@ fn lazy_misuse_steps(ctx: &mut Ctx, mode: &str) -> Result<()> {
             _ => ctx.put(next, &[step], &a, 0)?,
         }
         match mode {
-            "lazy-short" if step == 2 && me == 0 => ctx.expect(2)?,
+            "lazy-short" if step == 2 && me == 0 => ctx.declare_incoming(2)?,
             "lazy-mixed" if odd => {} // a full sync where the others are lazy
             // Then the lazy ones make a full sync of superstep 3.
             "lazy-mixed-late" if odd || step > 2 => {}
-            "lazy-mixed-late" if step == 2 => ctx.expect(0)?,
-            _ => ctx.expect(1)?,
+            "lazy-mixed-late" if step == 2 => ctx.declare_incoming(0)?,
+            _ => ctx.declare_incoming(1)?,
         }
         ctx.sync()?;
     }

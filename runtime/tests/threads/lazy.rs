@@ -386,7 +386,11 @@ fn immediate_primitives_are_refused_in_a_lazy_superstep() {
             })
             .unwrap_err()
         });
-        assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "declare_incoming"), "{e}");
+        assert_eq!(
+            (e.kind(), e.op()),
+            (ErrorKind::Misuse, "declare_incoming"),
+            "{e}"
+        );
     }
 }
 

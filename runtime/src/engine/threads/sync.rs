@@ -388,7 +388,7 @@ impl Ctx {
             ),
             None => format!(
                 "pid {me} made a full sync in superstep {s} while pid(s) {others:?} made a lazy \
-                 one (declared counts with declare_incoming, which is collective: every process declares \
+                 one (declare_incoming is collective: every process declares \
                  in the same superstep)"
             ),
         };
