@@ -247,7 +247,7 @@ pub mod internals {
     /// through the runtime's real run state, barrier and superstep code, so that the model
     /// checker explores their interleavings. Placement is planned on a small synthetic machine
     /// and not applied; waiting spins once and yields once.
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     pub fn model_run<R, F>(p: usize, f: F) -> Vec<crate::Result<R>>
     where
         R: Send + 'static,
@@ -258,7 +258,7 @@ pub mod internals {
 
     /// [`model_run`] with waits that follow `policy` (`WaitPolicy::new(0, 0)` sleeps at once,
     /// which exposes the sleep handshakes to the model checker).
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     pub fn model_run_with<R, F>(p: usize, policy: crate::WaitPolicy, f: F) -> Vec<crate::Result<R>>
     where
         R: Send + 'static,
@@ -269,7 +269,7 @@ pub mod internals {
 
     /// [`model_run_with`] whose lazy syncs announce through lanes (`true`) or through the
     /// inboxes of larger runs (`false`).
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     pub fn model_run_lanes<R, F>(
         p: usize,
         policy: crate::WaitPolicy,
@@ -300,7 +300,7 @@ pub mod internals {
 
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
     /// small synthetic machine and not applied; waiting as `policy` says.
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     fn model_shared(
         p: usize,
         policy: crate::WaitPolicy,
@@ -342,7 +342,7 @@ pub mod internals {
     /// returning `pid * 1000 + ` the run's id, then the team's shutdown (its workers joined).
     /// Returns, per launch, the run's id and the results of processes 1.. as the starter read
     /// them.
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
         crate::team::model_launches(
             (0..runs)

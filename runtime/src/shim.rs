@@ -2,36 +2,36 @@
 //!
 //! The barrier, the superstep handshake, the waiting code and the worker teams (and their
 //! threads) are written against these names so that
-//! `cargo test -p mbsp --features loom --test loom` can model-check them.
+//! `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom` can model-check them.
 
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 pub(crate) use loom::thread::{Builder as ThreadBuilder, JoinHandle};
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 pub(crate) use std::thread::{Builder as ThreadBuilder, JoinHandle};
 
 /// One step of a busy wait.
 #[inline]
 pub(crate) fn spin_hint() {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     loom::thread::yield_now();
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     std::hint::spin_loop();
 }
 
 /// Give the core to another thread.
 #[inline]
 pub(crate) fn yield_now() {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     loom::thread::yield_now();
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     std::thread::yield_now();
 }
 
@@ -44,9 +44,9 @@ pub(crate) fn yield_now() {
 /// `atomic-wait`'s futex.
 pub(crate) struct Futex {
     word: AtomicU32,
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     queue: loom::sync::Mutex<()>,
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     woken: loom::sync::Condvar,
 }
 
@@ -54,9 +54,9 @@ impl Futex {
     pub(crate) fn new() -> Self {
         Futex {
             word: AtomicU32::new(0),
-            #[cfg(feature = "loom")]
+            #[cfg(loom)]
             queue: loom::sync::Mutex::new(()),
-            #[cfg(feature = "loom")]
+            #[cfg(loom)]
             woken: loom::sync::Condvar::new(),
         }
     }
@@ -77,26 +77,26 @@ impl Futex {
     /// Sleep until woken, unless the word no longer holds `seen`. Spurious returns are allowed.
     #[inline]
     pub(crate) fn wait(&self, seen: u32) {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             let queue = self.queue.lock().unwrap();
             if self.word.load(Ordering::Relaxed) == seen {
                 drop(self.woken.wait(queue).unwrap());
             }
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         atomic_wait::wait(&self.word, seen);
     }
 
     /// Wake every thread sleeping in [`wait`](Self::wait) (call after [`bump`](Self::bump)).
     #[inline]
     pub(crate) fn wake_all(&self) {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             drop(self.queue.lock().unwrap());
             self.woken.notify_all();
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         atomic_wait::wake_all(&self.word);
     }
 }
@@ -107,18 +107,18 @@ impl Futex {
 /// reports any pair that the barrier does not order; otherwise it is `std::cell::UnsafeCell`
 /// at no cost. Access goes through closures so that loom can track the span of each access.
 pub(crate) struct SharedCell<T> {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     inner: loom::cell::UnsafeCell<T>,
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     inner: std::cell::UnsafeCell<T>,
 }
 
 impl<T> SharedCell<T> {
     pub(crate) fn new(value: T) -> Self {
         SharedCell {
-            #[cfg(feature = "loom")]
+            #[cfg(loom)]
             inner: loom::cell::UnsafeCell::new(value),
-            #[cfg(not(feature = "loom"))]
+            #[cfg(not(loom))]
             inner: std::cell::UnsafeCell::new(value),
         }
     }
@@ -129,12 +129,12 @@ impl<T> SharedCell<T> {
     /// No write of the value may happen during the call (the owner of the cell states when).
     #[inline]
     pub(crate) unsafe fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             // SAFETY: forwarded to the caller.
             self.inner.with(|p| f(unsafe { &*p }))
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         {
             // SAFETY: forwarded to the caller.
             f(unsafe { &*self.inner.get() })
@@ -147,12 +147,12 @@ impl<T> SharedCell<T> {
     /// No other access to the value may happen during the call.
     #[inline]
     pub(crate) unsafe fn write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             // SAFETY: forwarded to the caller.
             self.inner.with_mut(|p| f(unsafe { &mut *p }))
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         {
             // SAFETY: forwarded to the caller.
             f(unsafe { &mut *self.inner.get() })

@@ -408,7 +408,7 @@ impl<R> Drop for Launch<R> {
 /// (`internals::model_team`): one launch per run state on one team, each worker's process
 /// returning `pid * 1000 + ` the run's id without running an SPMD function, then the team
 /// dropped (its workers stopped and joined).
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<u64>>)> {
     fn process(shared: Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
         Ok(pid as u64 * 1000 + shared.id)

@@ -195,14 +195,14 @@ pub(crate) enum Sleep<'a> {
 /// How long a wait that follows a notification which woke someone keeps spinning and yielding
 /// before it sleeps, once the woken thread is running again: a little longer than a thread that
 /// has just been scheduled takes to reach its next sync.
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 const WAKE_PATIENCE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// How long such a wait keeps yielding at most while a thread it woke has not run yet. A woken
 /// thread whose core was idle may take milliseconds to run on a virtual machine (the hypervisor
 /// must schedule the halted virtual CPU again); a waiter that slept meanwhile would need such a
 /// wake-up itself (below).
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 const WAKE_PATIENCE_CAP: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The smallest adaptive spin budget, in iterations.
@@ -325,7 +325,7 @@ impl Waiter {
     }
 
     /// The current spin budget (for tests).
-    #[cfg(all(test, not(feature = "loom")))]
+    #[cfg(all(test, not(loom)))]
     fn budget(&self, policy: WaitPolicy) -> u32 {
         self.spins.min(policy.spins)
     }
@@ -352,18 +352,18 @@ pub(crate) fn wait_until<T>(
 /// When a patient wait's yield phase began (none under loom, which has no clock: there the
 /// policy's yields alone bound it).
 struct Patience {
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     since: Option<std::time::Instant>,
 }
 
 impl Patience {
     fn new(patient: bool) -> Self {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             let _ = patient;
             Patience {}
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         Patience {
             since: patient.then(std::time::Instant::now),
         }
@@ -371,12 +371,12 @@ impl Patience {
 
     /// Whether the wait should keep yielding; `waking` as in [`Waiter::wait`].
     fn keep(&self, waking: impl Fn() -> bool) -> Keep {
-        #[cfg(feature = "loom")]
+        #[cfg(loom)]
         {
             let _ = waking;
             Keep::No
         }
-        #[cfg(not(feature = "loom"))]
+        #[cfg(not(loom))]
         self.since
             .map_or(Keep::No, |t| patience_keeps(t.elapsed(), waking))
     }
@@ -385,7 +385,7 @@ impl Patience {
 /// What a patient wait does after its policy's yields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 // Under loom (no clock) a wait is never patient.
-#[cfg_attr(feature = "loom", allow(dead_code))]
+#[cfg_attr(loom, allow(dead_code))]
 enum Keep {
     /// Sleep.
     No,
@@ -401,7 +401,7 @@ enum Keep {
 /// What a patient wait that has yielded for `elapsed` does: it keeps yielding for
 /// [`WAKE_PATIENCE`], and whatever the machine does while a thread it woke has not run yet,
 /// for up to [`WAKE_PATIENCE_CAP`].
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 fn patience_keeps(elapsed: std::time::Duration, waking: impl FnOnce() -> bool) -> Keep {
     if elapsed < WAKE_PATIENCE_CAP && waking() {
         Keep::Yielding
@@ -417,12 +417,12 @@ fn patience_keeps(elapsed: std::time::Duration, waking: impl FnOnce() -> bool) -
 /// than yielding again (each further yield may cost a whole slice of a competing thread).
 #[inline]
 fn yield_briefly() -> bool {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     {
         yield_now();
         true
     }
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     {
         let t = std::time::Instant::now();
         yield_now();
@@ -432,9 +432,9 @@ fn yield_briefly() -> bool {
 
 /// Sleep a little where nobody will wake us.
 fn nap() {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     yield_now();
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     std::thread::sleep(std::time::Duration::from_micros(20));
 }
 
@@ -471,7 +471,7 @@ impl Signal {
     }
 }
 
-#[cfg(all(test, not(feature = "loom")))]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::cell::Cell;

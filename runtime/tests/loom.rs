@@ -2,9 +2,9 @@
 //! runtime/src (the atomics and shared cells go through the `shim` module, which switches them
 //! to loom's models).
 //!
-//! Run with: `cargo test -p mbsp --features loom --test loom`
+//! Run with: `RUSTFLAGS="--cfg loom" cargo test -p mbsp --test loom` (a target dir of its own, say `CARGO_TARGET_DIR=target/loom`: every crate is built with the cfg)
 //! (scripts/test does). Without the feature `loom` this file is empty.
-#![cfg(feature = "loom")]
+#![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;

@@ -535,7 +535,7 @@ impl Stop for Barrier {
     }
 }
 
-#[cfg(all(test, not(feature = "loom")))]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::flags::FLAG_GETS;
