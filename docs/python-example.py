@@ -26,14 +26,9 @@ import scipy.sparse as sp
 
 import mbsp
 
-# The shared matrices: MBSP_DATA_DIR, else ../shared/data next to the repository, else the
-# workplace's copy.
+# The shared matrices: MBSP_DATA_DIR, else ../shared/data next to the repository.
 repo = pathlib.Path(__file__).resolve().parent.parent
-data = next(
-    (pathlib.Path(d) for d in (os.environ.get("MBSP_DATA_DIR"), repo.parent / "shared" / "data", "/work/shared/data")
-     if d and pathlib.Path(d, "matrices").is_dir()),
-    repo.parent / "shared" / "data",
-)
+data = pathlib.Path(os.environ.get("MBSP_DATA_DIR") or repo.parent / "shared" / "data")
 ap = argparse.ArgumentParser(description="partition, plot and solve with mbsp")
 ap.add_argument("matrix", nargs="?", default=str(data / "matrices" / "bcsstk16.mtx"))
 ap.add_argument("--out", default="partition.png", help="the plot (PNG or SVG)")

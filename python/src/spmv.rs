@@ -11,7 +11,7 @@
 //! parts costs (below: copying each process's owned `x` entries in and publishing them with a
 //! sync, assembling `y` from the processes' parts after another): two passes over both
 //! vectors, a large share of a multiply on matrices of a few nonzeros per row
-//! (docs/benchmarks.md, "Python").
+//! (CHANGELOG.md has the measurement, under the shared SpMV).
 //!
 //! The plain and hierarchical multiplies (and an hp plan multiplied from a thread whose runs do
 //! not hold it: the plain multiply) go through the parts ([`Io::Parts`]): every process copies

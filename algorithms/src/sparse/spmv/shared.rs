@@ -6,7 +6,7 @@
 //! A caller that holds whole vectors (Python's `plan @ x`) then copies its `x` into the owners'
 //! buffers before the multiply and assembles `y` from the parts after it: two passes over both
 //! vectors, as long as the multiply itself on a matrix of a few nonzeros per row (measured:
-//! docs/benchmarks.md, "Python"). [`SharedSpmv`] does neither. The vectors are one
+//! CHANGELOG.md, under the shared SpMV). [`SharedSpmv`] does neither. The vectors are one
 //! [`SharedVectors`], shared by the processes of the run; the local matrices are kept over the
 //! global columns; and process `s`, in one superstep:
 //!
