@@ -164,7 +164,7 @@ impl Outbox {
     }
 
     /// The put records of this outbox, if it holds nothing else and they all fit in its first
-    /// cache line (then a lane can carry them: `lane.rs`).
+    /// cache line (then a lane can carry them: `engine/threads/lane.rs`).
     #[inline]
     pub(crate) fn inline_only(&self) -> Option<&[u64]> {
         (self.msg_count == 0 && self.puts.len() == 0)
