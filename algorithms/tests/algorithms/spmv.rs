@@ -6,7 +6,7 @@ use crate::common;
 use common::{SplitMix64, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
 use mbsp_algorithms::sparse::spmv::{
-    Fanout, HierPlan, HierSpmv, HpSpmv, PlanError, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+    Fanout, HierPlan, HierSpmv, HpSpmv, SpmvError, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
 };
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 use std::cell::OnceCell;
@@ -319,7 +319,7 @@ fn mismatched_plans_and_vectors_are_refused() {
     let d = partition(&a, 2, &Options::default()).unwrap().dist;
     let err = SpmvPlan::new(&b, &d).unwrap_err();
     assert!(
-        matches!(err, PlanError::OtherMatrix { cols: 31, .. }),
+        matches!(err, SpmvError::OtherMatrix { cols: 31, .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("another matrix"), "{err}");
@@ -722,7 +722,7 @@ fn vectors_scatter_and_gather_by_owned_indices() {
         near(&plan.collect_y(&parts).unwrap(), &want);
         // Wrong parts are refused, inside a run and outside.
         let e = plan.collect_y(&parts[1..]).unwrap_err();
-        assert!(matches!(e, PlanError::Parts { .. }), "{e}");
+        assert!(matches!(e, SpmvError::Parts { .. }), "{e}");
         let e = mbsp::run(p, |ctx| plan.gather_y(ctx, 0, &[1.0; 41]).map(drop)).unwrap_err();
         assert!(
             e.to_string().contains("spmv gather_y") && e.to_string().contains("41"),

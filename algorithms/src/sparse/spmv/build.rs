@@ -7,7 +7,7 @@
 //! receive buffer). What the owners learn from the processes built before them (where their
 //! received sums go, who reads their `x`) is handed to each owner at the end.
 
-use super::{Fetch, LocalSpmv, Out, PlanError, SpmvPlan, guard, sell, share};
+use super::{Fetch, LocalSpmv, Out, SpmvError, SpmvPlan, guard, sell, share};
 use crate::sparse::{CooMatrix, Distribution};
 
 impl SpmvPlan {
@@ -19,7 +19,7 @@ impl SpmvPlan {
         a: &CooMatrix,
         d: &Distribution,
         shared_x: bool,
-    ) -> Result<Self, PlanError> {
+    ) -> Result<Self, SpmvError> {
         check(a, d)?;
         let p = d.p;
         let mut builder = Builder::new(a, d, shared_x);
@@ -40,14 +40,14 @@ impl SpmvPlan {
 }
 
 /// Checks that `d` is a distribution of `a` over at least one process.
-fn check(a: &CooMatrix, d: &Distribution) -> Result<(), PlanError> {
+fn check(a: &CooMatrix, d: &Distribution) -> Result<(), SpmvError> {
     a.validate()?;
     let p = d.p;
     if p == 0 {
-        return Err(PlanError::NoProcesses);
+        return Err(SpmvError::NoProcesses);
     }
     if d.nz_part.len() != a.nnz() || d.x_owner.len() != a.cols || d.y_owner.len() != a.rows {
-        return Err(PlanError::OtherMatrix {
+        return Err(SpmvError::OtherMatrix {
             nz_parts: d.nz_part.len(),
             x_owners: d.x_owner.len(),
             y_owners: d.y_owner.len(),
@@ -63,7 +63,7 @@ fn check(a: &CooMatrix, d: &Distribution) -> Result<(), PlanError> {
         .chain(&d.y_owner)
         .find(|&&s| s as usize >= p)
     {
-        return Err(PlanError::PartTooLarge { part: s, p });
+        return Err(SpmvError::PartTooLarge { part: s, p });
     }
     Ok(())
 }

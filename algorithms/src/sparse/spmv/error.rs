@@ -1,4 +1,4 @@
-//! [`PlanError`]: why a multiply could not be planned, or a distributed vector not assembled.
+//! [`SpmvError`]: why a multiply could not be planned, or a distributed vector not assembled.
 
 use crate::sparse::ShapeError;
 use crate::sparse::partition::PartitionError;
@@ -12,16 +12,16 @@ use std::fmt;
 /// gives the typed cause.
 ///
 /// ```
-/// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{PlanError, SpmvPlan}};
+/// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{SpmvError, SpmvPlan}};
 /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (1, 1, 1.0)]).unwrap();
 /// let d = Distribution { p: 2, nz_part: vec![0, 5], x_owner: vec![0, 1], y_owner: vec![0, 1] };
 /// let e = SpmvPlan::new(&a, &d).unwrap_err();
-/// assert!(matches!(e, PlanError::PartTooLarge { part: 5, p: 2 }));
+/// assert!(matches!(e, SpmvError::PartTooLarge { part: 5, p: 2 }));
 /// assert_eq!(e.to_string(), "spmv plan: part 5 is not below p = 2");
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum PlanError {
+pub enum SpmvError {
     /// The matrix is inconsistent.
     Matrix(ShapeError),
     /// The distribution has `p = 0`.
@@ -60,7 +60,7 @@ pub enum PlanError {
         /// The package (process of the top level).
         package: usize,
         /// Why.
-        source: Box<PlanError>,
+        source: Box<SpmvError>,
     },
     /// Partitioning failed.
     Partition(PartitionError),
@@ -93,12 +93,12 @@ pub enum PlanError {
     },
 }
 
-impl fmt::Display for PlanError {
+impl fmt::Display for SpmvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PlanError::Matrix(e) => write!(f, "spmv plan: {e}"),
-            PlanError::NoProcesses => f.write_str("spmv plan: the distribution has p = 0"),
-            PlanError::OtherMatrix {
+            SpmvError::Matrix(e) => write!(f, "spmv plan: {e}"),
+            SpmvError::NoProcesses => f.write_str("spmv plan: the distribution has p = 0"),
+            SpmvError::OtherMatrix {
                 nz_parts,
                 x_owners,
                 y_owners,
@@ -111,25 +111,25 @@ impl fmt::Display for PlanError {
                  {x_owners} x owners, {y_owners} y owners; the matrix is {rows} x {cols} with \
                  {nnz} nonzeros)"
             ),
-            PlanError::PartTooLarge { part, p } => {
+            SpmvError::PartTooLarge { part, p } => {
                 write!(f, "spmv plan: part {part} is not below p = {p}")
             }
-            PlanError::InnerCount { inner, packages } => write!(
+            SpmvError::InnerCount { inner, packages } => write!(
                 f,
                 "spmv hier plan: {inner} inner distributions for {packages} packages"
             ),
-            PlanError::Package { package, source } => write!(f, "package {package}: {source}"),
-            PlanError::Partition(e) => write!(f, "{e}"),
-            PlanError::Parts { given, p } => write!(
+            SpmvError::Package { package, source } => write!(f, "package {package}: {source}"),
+            SpmvError::Partition(e) => write!(f, "{e}"),
+            SpmvError::Parts { given, p } => write!(
                 f,
                 "spmv collect: {given} parts for a plan of {p} processes (one per process, in \
                  pid order)"
             ),
-            PlanError::PartLength { pid, len, owned } => write!(
+            SpmvError::PartLength { pid, len, owned } => write!(
                 f,
                 "spmv collect: the part of process {pid} has {len} entries; it owns {owned}"
             ),
-            PlanError::VectorLength { which, len, needed } => write!(
+            SpmvError::VectorLength { which, len, needed } => write!(
                 f,
                 "spmv shared vectors: {which} has {len} entries; the matrix needs {needed}"
             ),
@@ -137,32 +137,32 @@ impl fmt::Display for PlanError {
     }
 }
 
-impl std::error::Error for PlanError {
+impl std::error::Error for SpmvError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PlanError::Matrix(e) => Some(e),
-            PlanError::Package { source, .. } => Some(source.as_ref()),
-            PlanError::Partition(e) => Some(e),
+            SpmvError::Matrix(e) => Some(e),
+            SpmvError::Package { source, .. } => Some(source.as_ref()),
+            SpmvError::Partition(e) => Some(e),
             _ => None,
         }
     }
 }
 
-impl From<ShapeError> for PlanError {
+impl From<ShapeError> for SpmvError {
     fn from(e: ShapeError) -> Self {
-        PlanError::Matrix(e)
+        SpmvError::Matrix(e)
     }
 }
 
-impl From<PartitionError> for PlanError {
+impl From<PartitionError> for SpmvError {
     fn from(e: PartitionError) -> Self {
-        PlanError::Partition(e)
+        SpmvError::Partition(e)
     }
 }
 
 /// For callers whose errors are text (command-line tools): the error's message.
-impl From<PlanError> for String {
-    fn from(e: PlanError) -> Self {
+impl From<SpmvError> for String {
+    fn from(e: SpmvError) -> Self {
         e.to_string()
     }
 }

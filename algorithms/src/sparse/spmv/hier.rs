@@ -22,7 +22,7 @@
 //! µs). Communication between packages is what the top partition minimises; the cores of a
 //! package only exchange partial sums, through the package's memory.
 
-use super::{LocalSpmv, PlanError, Spmv, SpmvPlan};
+use super::{LocalSpmv, SpmvError, Spmv, SpmvPlan};
 use crate::shared::Shared;
 use crate::sparse::partition::{Options, PartitionError, partition};
 use crate::sparse::{CooMatrix, Distribution};
@@ -52,10 +52,10 @@ impl HierPlan {
         a: &CooMatrix,
         top: &Distribution,
         inner: &[Distribution],
-    ) -> Result<Self, PlanError> {
+    ) -> Result<Self, SpmvError> {
         let top = SpmvPlan::new(a, top)?;
         if inner.len() != top.p() {
-            return Err(PlanError::InnerCount {
+            return Err(SpmvError::InnerCount {
                 inner: inner.len(),
                 packages: top.p(),
             });
@@ -65,7 +65,7 @@ impl HierPlan {
             .iter()
             .zip(inner)
             .map(|(l, d)| {
-                SpmvPlan::build(&l.matrix(), d, true).map_err(|e| PlanError::Package {
+                SpmvPlan::build(&l.matrix(), d, true).map_err(|e| SpmvError::Package {
                     package: l.pid,
                     source: Box::new(e),
                 })
@@ -103,7 +103,7 @@ impl HierPlan {
         packages: usize,
         cores: usize,
         options: &Options,
-    ) -> Result<Self, PlanError> {
+    ) -> Result<Self, SpmvError> {
         Self::partition_with(a, packages, options, |l| Ok(row_blocks(&l.matrix(), cores)))
     }
 
@@ -121,7 +121,7 @@ impl HierPlan {
         packages: usize,
         cores: usize,
         options: &Options,
-    ) -> Result<Self, PlanError> {
+    ) -> Result<Self, SpmvError> {
         Self::partition_with(a, packages, options, |l| {
             partition(&l.matrix(), cores, options).map(|r| r.dist)
         })
@@ -132,16 +132,16 @@ impl HierPlan {
         packages: usize,
         options: &Options,
         inner: impl Fn(&LocalSpmv) -> Result<Distribution, PartitionError>,
-    ) -> Result<Self, PlanError> {
+    ) -> Result<Self, SpmvError> {
         let top = partition(a, packages, options)?;
         let top_plan = SpmvPlan::new(a, &top.dist)?;
         let inner = top_plan
             .procs
             .iter()
             .map(|l| {
-                inner(l).map_err(|e| PlanError::Package {
+                inner(l).map_err(|e| SpmvError::Package {
                     package: l.pid,
-                    source: Box::new(PlanError::Partition(e)),
+                    source: Box::new(SpmvError::Partition(e)),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -69,7 +69,12 @@ mod share;
 mod shared;
 mod vectors;
 
-pub use error::PlanError;
+pub use error::SpmvError;
+
+/// The former name of [`SpmvError`], which mbsp-topology's placement `PlanError` shadowed in
+/// programs that use both.
+#[deprecated(note = "renamed `SpmvError` (mbsp::topology::PlanError is the placement's)")]
+pub type PlanError = SpmvError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
 pub use hp::{Fanout, HpSpmv};
 pub use shared::{SharedSpmv, SharedVectors};
@@ -419,7 +424,7 @@ impl SpmvPlan {
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
     /// assert_eq!(plan.procs.iter().map(|l| l.nnz()).sum::<usize>(), 4);
     /// ```
-    pub fn new(a: &CooMatrix, d: &Distribution) -> Result<Self, PlanError> {
+    pub fn new(a: &CooMatrix, d: &Distribution) -> Result<Self, SpmvError> {
         Self::build(a, d, false)
     }
 

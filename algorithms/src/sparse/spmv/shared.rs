@@ -43,7 +43,7 @@ use super::{
     share::{BLOCKS, Shares},
 };
 use crate::shared::Shared;
-use crate::sparse::spmv::PlanError;
+use crate::sparse::spmv::SpmvError;
 use mbsp::Ctx;
 
 /// The whole `x` and `y` of multiplies by [`SharedSpmv`], shared by the processes of a run
@@ -80,17 +80,17 @@ impl<'v> SharedVectors<'v> {
     /// The vectors of multiplies with `plan`: `x` of the matrix's columns, `y` of its rows.
     ///
     /// ```
-    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{PlanError, SharedVectors, SpmvPlan}};
+    /// # use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::{SpmvError, SharedVectors, SpmvPlan}};
     /// let a = CooMatrix::new(2, 3, vec![(0, 0, 1.0)]).unwrap();
     /// let d = Distribution { p: 1, nz_part: vec![0], x_owner: vec![0; 3], y_owner: vec![0; 2] };
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
     /// let e = SharedVectors::new(&plan, &[1.0; 2], &mut [0.0; 2]).err().unwrap();
     /// assert_eq!(e.to_string(), "spmv shared vectors: x has 2 entries; the matrix needs 3");
     /// ```
-    pub fn new(plan: &'v SpmvPlan, x: &'v [f64], y: &'v mut [f64]) -> Result<Self, PlanError> {
+    pub fn new(plan: &'v SpmvPlan, x: &'v [f64], y: &'v mut [f64]) -> Result<Self, SpmvError> {
         for (which, len, needed) in [("x", x.len(), plan.cols), ("y", y.len(), plan.rows)] {
             if len != needed {
-                return Err(PlanError::VectorLength { which, len, needed });
+                return Err(SpmvError::VectorLength { which, len, needed });
             }
         }
         Ok(SharedVectors {

@@ -11,7 +11,7 @@
 //! length; messages, see [`collectives`](crate::collectives)). [`SpmvPlan::collect_y`] and
 //! [`SpmvPlan::collect_x`], outside a run, copy `n` words.
 
-use super::{LocalSpmv, PlanError, SpmvPlan};
+use super::{LocalSpmv, SpmvError, SpmvPlan};
 use crate::collectives;
 use mbsp::Ctx;
 
@@ -59,7 +59,7 @@ impl SpmvPlan {
     /// assert_eq!(plan.collect_y(&[vec![10.0, 12.0], vec![11.0]]).unwrap(), vec![10.0, 11.0, 12.0]);
     /// assert!(plan.collect_y(&[vec![10.0], vec![11.0]]).is_err()); // process 0 owns two
     /// ```
-    pub fn collect_y<V: AsRef<[f64]>>(&self, parts: &[V]) -> Result<Vec<f64>, PlanError> {
+    pub fn collect_y<V: AsRef<[f64]>>(&self, parts: &[V]) -> Result<Vec<f64>, SpmvError> {
         self.collect(Side::Y, parts)
     }
 
@@ -72,13 +72,13 @@ impl SpmvPlan {
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
     /// assert_eq!(plan.collect_x(&[[7.0], [6.0]]).unwrap(), vec![6.0, 7.0]);
     /// ```
-    pub fn collect_x<V: AsRef<[f64]>>(&self, parts: &[V]) -> Result<Vec<f64>, PlanError> {
+    pub fn collect_x<V: AsRef<[f64]>>(&self, parts: &[V]) -> Result<Vec<f64>, SpmvError> {
         self.collect(Side::X, parts)
     }
 
-    fn collect<V: AsRef<[f64]>>(&self, side: Side, parts: &[V]) -> Result<Vec<f64>, PlanError> {
+    fn collect<V: AsRef<[f64]>>(&self, side: Side, parts: &[V]) -> Result<Vec<f64>, SpmvError> {
         if parts.len() != self.p() {
-            return Err(PlanError::Parts {
+            return Err(SpmvError::Parts {
                 given: parts.len(),
                 p: self.p(),
             });
@@ -87,7 +87,7 @@ impl SpmvPlan {
         for (l, part) in self.procs.iter().zip(parts) {
             let (owned, part) = (side.owned(l), part.as_ref());
             if part.len() != owned.len() {
-                return Err(PlanError::PartLength {
+                return Err(SpmvError::PartLength {
                     pid: l.pid,
                     len: part.len(),
                     owned: owned.len(),
