@@ -6,7 +6,7 @@ use crate::common;
 use common::{SplitMix64, within};
 use mbsp_algorithms::sparse::partition::{Options, partition, partition_square};
 use mbsp_algorithms::sparse::spmv::{
-    Fanout, HierPlan, HierSpmv, HpSpmv, SpmvError, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+    Fanout, HierPlan, HierSpmv, HpSpmv, SharedSpmv, SharedVectors, Spmv, SpmvError, SpmvPlan,
 };
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, mondriaan, mtx};
 use std::cell::OnceCell;

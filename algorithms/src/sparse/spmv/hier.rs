@@ -22,7 +22,7 @@
 //! µs). Communication between packages is what the top partition minimises; the cores of a
 //! package only exchange partial sums, through the package's memory.
 
-use super::{LocalSpmv, SpmvError, Spmv, SpmvPlan};
+use super::{LocalSpmv, Spmv, SpmvError, SpmvPlan};
 use crate::shared::Shared;
 use crate::sparse::partition::{Options, PartitionError, partition};
 use crate::sparse::{CooMatrix, Distribution};
