@@ -250,6 +250,71 @@ fn split(m: &Machine, cores: &[usize], q: usize, depth: usize) -> Vec<Vec<usize>
         .collect()
 }
 
+/// The shares of `q` processes that divide `domain` between them, each to place a run of its own
+/// inside (the MPI ranks of one node, each with nested thread runs), in order: one domain each,
+/// together covering the domain. Unlike [`plan`], whose processes each own one core under
+/// [`Policy::Compact`], a share is a block of cores for the runs placed in it:
+///
+/// * **Scattered** — the cores divided into `q` shares that follow the tree, as [`plan`]
+///   divides them: whole packages when the shares divide the packages, then whole NUMA nodes,
+///   caches, blocks of cores; shares alternate between packages.
+/// * **Compact** — `q` contiguous blocks of cores in logical order, as equal as they can be
+///   (share 0 the first cores).
+/// * **Manual** — share `i` is set `i`.
+/// * More shares than cores: one PU each, as [`plan`] gives them (PUs shared round-robin beyond
+///   their number).
+///
+/// ```
+/// use mbsp_topology::{Machine, Policy, shares};
+/// let m = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+/// // Two ranks on a two-package node: a package each.
+/// let two = shares(&m, &m.whole(), 2, &Policy::Scattered).unwrap();
+/// assert_eq!(two[1].pu_os(&m), vec![4, 5, 6, 7]);
+/// // Three ranks, compact: blocks of 2, 3 and 3 cores.
+/// let three = shares(&m, &m.whole(), 3, &Policy::Compact).unwrap();
+/// let sizes: Vec<usize> = three.iter().map(|d| d.pus().len()).collect();
+/// assert_eq!(sizes, vec![2, 3, 3]);
+/// ```
+pub fn shares(
+    m: &Machine,
+    domain: &Domain,
+    q: usize,
+    policy: &Policy,
+) -> Result<Vec<Domain>, PlanError> {
+    if q == 0 {
+        return Err(PlanError::ZeroProcesses);
+    }
+    if domain.pus().is_empty() {
+        return Err(PlanError::EmptyDomain);
+    }
+    let cores = domain.cores(m);
+    if q > cores.len() || matches!(policy, Policy::Manual(_)) {
+        return plan(m, domain, q, policy);
+    }
+    let blocks: Vec<Vec<usize>> = match policy {
+        Policy::Compact => {
+            let n = cores.len();
+            (0..q)
+                .map(|i| cores[i * n / q..(i + 1) * n / q].to_vec())
+                .collect()
+        }
+        _ => split(m, &cores, q, 0),
+    };
+    Ok(blocks
+        .into_iter()
+        .map(|block| {
+            let pus = block.iter().flat_map(|&c| {
+                m.cores()[c]
+                    .pus
+                    .iter()
+                    .copied()
+                    .filter(|u| domain.pus().binary_search(u).is_ok())
+            });
+            Domain::from_pus(m, pus)
+        })
+        .collect())
+}
+
 /// One domain per object of `level` that `domain` touches, in logical order, each holding the
 /// object's PUs inside `domain`.
 ///

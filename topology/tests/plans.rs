@@ -407,3 +407,125 @@ fn levels_parse() {
     assert_eq!("NUMA".parse::<Level>().unwrap(), Level::Numa);
     assert!("rack".parse::<Level>().is_err());
 }
+
+/// The shares of `q` ranks on a node, checked for every policy: non-empty, inside the domain;
+/// with no more ranks than cores (and not manual), disjoint, of whole cores, and covering it;
+/// with more, one PU each (`shares`).
+fn check_shares(m: &Machine, domain: &Domain, q: usize, policy: &Policy) -> Vec<Domain> {
+    let got = mbsp_topology::shares(m, domain, q, policy).unwrap();
+    let what = format!("{} q = {q} {policy}", m.source());
+    assert_eq!(got.len(), q, "{what}");
+    let inside: BTreeSet<usize> = domain.pus().iter().copied().collect();
+    for d in &got {
+        assert!(!d.pus().is_empty(), "{what}");
+        assert!(d.pus().iter().all(|u| inside.contains(u)), "{what}");
+    }
+    if matches!(policy, Policy::Manual(_)) {
+        return got; // the user's sets, checked against the domain above
+    }
+    if q <= domain.cores(m).len() {
+        let mut all: Vec<usize> = got.iter().flat_map(|d| d.pus().iter().copied()).collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "{what}: shares overlap");
+        assert_eq!(all, domain.pus(), "{what}: shares do not cover the domain");
+        // Whole cores: a core's PUs are in one share.
+        for d in &got {
+            for c in d.cores(m) {
+                assert!(
+                    m.cores()[c].pus.iter().all(|u| d.pus().contains(u)),
+                    "{what}"
+                );
+            }
+        }
+    } else {
+        assert!(
+            got.iter().all(|d| d.pus().len() == 1),
+            "{what}: one PU each"
+        );
+    }
+    got
+}
+
+#[test]
+fn ranks_sharing_a_node_split_it_along_the_tree() {
+    for m in machines() {
+        let whole = m.whole();
+        let (packages, cores) = (m.packages().len(), m.cores().len());
+        for q in [1, 2, 3, packages, 2 * packages, cores.max(1), cores + 1] {
+            for policy in [Policy::Scattered, Policy::Compact] {
+                let got = check_shares(&m, &whole, q, &policy);
+                if q > cores {
+                    continue;
+                }
+                let sizes: Vec<usize> = got.iter().map(|d| d.cores(&m).len()).collect();
+                match policy {
+                    // Contiguous blocks, as equal as they can be.
+                    Policy::Compact => {
+                        let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+                        assert!(hi - lo <= 1, "{} q = {q}: {sizes:?}", m.source());
+                        let firsts: Vec<usize> = got.iter().map(|d| d.cores(&m)[0]).collect();
+                        assert!(firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
+                    }
+                    // One rank per package: each share is a whole package; two per package:
+                    // each share inside one package, two in each.
+                    _ if packages > 1 && q == packages => {
+                        let mut own: Vec<Vec<usize>> = got.iter().map(|d| d.packages(&m)).collect();
+                        assert!(own.iter().all(|p| p.len() == 1), "{} {own:?}", m.source());
+                        for (d, p) in got.iter().zip(&own) {
+                            assert_eq!(d.cores(&m), m.packages()[p[0]].cores, "{}", m.source());
+                        }
+                        own.sort();
+                        own.dedup();
+                        assert_eq!(own.len(), packages, "{}", m.source());
+                    }
+                    _ if packages > 1
+                        && q == 2 * packages
+                        && m.packages().iter().all(|p| p.cores.len() >= 2) =>
+                    {
+                        let mut per = BTreeMap::new();
+                        for d in &got {
+                            let p = d.packages(&m);
+                            assert_eq!(p.len(), 1, "{}: a share across packages", m.source());
+                            *per.entry(p[0]).or_insert(0) += 1;
+                        }
+                        assert!(per.values().all(|&k| k == 2), "{} {per:?}", m.source());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shares_of_a_launcher_set_stay_inside_it_and_manual_shares_are_given() {
+    let m = Machine::synthetic("package:2 numa:2 core:4 pu:2")
+        .unwrap()
+        .machine;
+    // The launcher left this node's ranks the second package: they split it.
+    let second = Domain::from_pus(
+        &m,
+        m.packages()[1]
+            .cores
+            .iter()
+            .flat_map(|&c| m.cores()[c].pus.clone()),
+    );
+    for q in [1, 2, 3, 8, 9, 17] {
+        for policy in [Policy::Scattered, Policy::Compact] {
+            check_shares(&m, &second, q, &policy);
+        }
+    }
+    // Two ranks: a NUMA node of the second package each, under either policy.
+    let two = check_shares(&m, &second, 2, &Policy::Scattered);
+    assert_eq!(two[0].numas(&m).len(), 1);
+    assert_ne!(two[0].numas(&m), two[1].numas(&m));
+    let manual = Policy::Manual(vec![vec![16, 17], vec![18, 19, 20]]);
+    let got = check_shares(&m, &second, 2, &manual);
+    assert_eq!(got[1].pu_os(&m), vec![18, 19, 20]);
+    // Errors: no ranks; a manual set outside the launcher's.
+    assert!(mbsp_topology::shares(&m, &second, 0, &Policy::Scattered).is_err());
+    let outside = Policy::Manual(vec![vec![0], vec![16]]);
+    assert!(mbsp_topology::shares(&m, &second, 2, &outside).is_err());
+}
