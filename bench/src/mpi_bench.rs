@@ -1,7 +1,9 @@
 //! `mbsp-bench mpi`: mbsp's top level over MPI ranks against plain MPI on the same ranks, in
 //! the same run (`mbsp_mpi::bench`): empty superstep against `MPI_Barrier`, one-word put +
 //! sync (full, and lazy with a declared count) and bulk put and get + sync against
-//! `MPI_Put`/`MPI_Get` + flush + barrier. Start it
+//! `MPI_Put`/`MPI_Get` + flush + barrier; then the hybrid figures (thread runs nested in the
+//! ranks): a random-communication program with a nested run every few supersteps against the
+//! same without, and a nested run's start in a rank against its start on threads. Start it
 //! under `mpiexec -n P`; rank 0 prints.
 
 use mbsp_tools::{Classify, Error, Result};
@@ -35,6 +37,21 @@ pub fn run(o: &Options) -> Result<()> {
             bulk: 16 << 20,
         }
     };
+    let h = if o.quick {
+        mbsp_mpi::bench::HybridOptions {
+            supersteps: 2000,
+            every: 500,
+            rounds: 1,
+            starts: 50,
+        }
+    } else {
+        mbsp_mpi::bench::HybridOptions {
+            supersteps: 20_000,
+            every: 1000,
+            rounds: 3,
+            starts: 1000,
+        }
+    };
     let world = mbsp::ranks::World::init().or_run()?;
     let ranks = world.size();
     let mine = world
@@ -54,10 +71,18 @@ pub fn run(o: &Options) -> Result<()> {
                 }
             }
             let f = mbsp_mpi::bench::measure(ctx, &m)?;
-            Ok((ctx.pid(), ctx.nprocs(), f))
+            if ctx.pid() == 0 {
+                eprintln!(
+                    "mbsp-bench mpi: hybrid: {} supersteps with a nested run of 2 every {} and \
+                     without, {} round(s) each, alternating; {} nested starts per round",
+                    h.supersteps, h.every, h.rounds, h.starts
+                );
+            }
+            let hy = mbsp_mpi::bench::hybrid(ctx, &h)?;
+            Ok((ctx.pid(), ctx.nprocs(), f, hy))
         })
         .or_run()?;
-    let Some((pid, p, figures)) = mine.value else {
+    let Some((pid, p, figures, hybrid)) = mine.value else {
         return Ok(());
     };
     if pid != 0 {
@@ -75,7 +100,24 @@ pub fn run(o: &Options) -> Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::Value::Array(rows));
+        let hy = &hybrid;
+        let hrows = vec![
+            serde_json::json!({
+                "figure": format!("{} supersteps, a nested run every {}", h.supersteps, h.every),
+                "seconds": hy.with_nested, "baseline": "the same without nested runs",
+                "baseline_seconds": hy.without, "ratio": hy.with_nested / hy.without, "ranks": p,
+            }),
+            serde_json::json!({
+                "figure": "a nested run's start in a rank", "seconds": hy.start_in_rank,
+                "baseline": "its start on threads, on the rank's share",
+                "baseline_seconds": hy.start_on_threads,
+                "ratio": hy.start_in_rank / hy.start_on_threads, "ranks": p,
+            }),
+        ];
+        println!(
+            "{}",
+            serde_json::json!({ "figures": rows, "hybrid": hrows, "share": hy.share })
+        );
     } else {
         println!("mbsp-bench mpi: {p} ranks (every rank to the next), medians");
         println!(
@@ -134,15 +176,16 @@ pub fn run(o: &Options) -> Result<()> {
             mark(bulk.mpi / bulk.mbsp >= 0.8),
             100.0 * bulk.mpi / bulk.mbsp
         );
+        print_hybrid(&hybrid, &h, p);
     }
     if let Some(path) = &o.csv {
         crate::whole_file::write(path, |w| {
             use std::io::Write;
-            writeln!(w, "figure,bytes,mbsp_seconds,mpi_seconds,ratio,ranks")?;
+            writeln!(w, "figure,bytes,mbsp_seconds,baseline,baseline_seconds,ratio,ranks")?;
             for f in &figures {
                 writeln!(
                     w,
-                    "{},{},{:.9},{:.9},{:.4},{p}",
+                    "{},{},{:.9},plain MPI,{:.9},{:.4},{p}",
                     f.name,
                     f.bytes,
                     f.mbsp,
@@ -150,9 +193,72 @@ pub fn run(o: &Options) -> Result<()> {
                     f.mbsp / f.mpi
                 )?;
             }
+            let hy = &hybrid;
+            writeln!(
+                w,
+                "{} supersteps with a nested run every {},0,{:.9},without nested runs,{:.9},{:.4},{p}",
+                h.supersteps,
+                h.every,
+                hy.with_nested,
+                hy.without,
+                hy.with_nested / hy.without
+            )?;
+            writeln!(
+                w,
+                "nested run start in a rank,0,{:.9},on threads on the rank's share,{:.9},{:.4},{p}",
+                hy.start_in_rank,
+                hy.start_on_threads,
+                hy.start_in_rank / hy.start_on_threads
+            )?;
             Ok(())
         })
         .map_err(|e| Error::io("--csv").with_source(e))?;
     }
     Ok(())
+}
+
+/// The hybrid table: ranks on top, thread runs nested in each, with the issue's targets.
+fn print_hybrid(hy: &mbsp_mpi::bench::Hybrid, h: &mbsp_mpi::bench::HybridOptions, p: usize) {
+    let mark = |ok: bool| if ok { "met   " } else { "missed" };
+    let slow = hy.with_nested / hy.without;
+    let start = hy.start_in_rank / hy.start_on_threads;
+    println!();
+    println!(
+        "hybrid: {p} ranks, thread runs of 2 nested in each (rank 0's share: PUs {}), medians",
+        mbsp::topology::ranges(hy.share.iter().copied())
+    );
+    println!(
+        "{:<46} {:>12} {:>12} {:>7}",
+        "figure", "seconds", "baseline", "ratio"
+    );
+    println!(
+        "{:<46} {:>12.4} {:>12.4} {:>7.2}",
+        format!(
+            "{} supersteps, a nested run every {}",
+            h.supersteps, h.every
+        ),
+        hy.with_nested,
+        hy.without,
+        slow
+    );
+    println!(
+        "{:<46} {:>9.2} µs {:>9.2} µs {:>7.2}",
+        "a nested run's start (2 processes, 1 sync)",
+        hy.start_in_rank * 1e6,
+        hy.start_on_threads * 1e6,
+        start
+    );
+    println!(
+        "(baselines: the same program without nested runs; the same nested run in a thread run \
+         on the rank's share)"
+    );
+    println!("targets (from the issue):");
+    println!(
+        "  [{}] with nested runs <= 2x without: {slow:.2}x",
+        mark(slow <= 2.0)
+    );
+    println!(
+        "  [{}] a nested run's start in a rank <= 2x on threads: {start:.2}x",
+        mark(start <= 2.0)
+    );
 }

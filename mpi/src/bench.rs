@@ -6,13 +6,18 @@
 //! |---|---|---|
 //! | empty superstep | `sync` | `MPI_Barrier` |
 //! | one-word put | `put` + `sync` | `MPI_Put` + `MPI_Win_flush` + `MPI_Barrier` |
-//! | one-word expect | `put` + `expect(1)` + `sync` (a lazy sync: no header all-to-all) | the same |
+//! | one-word expect | `put` + `declare_incoming(1)` + `sync` (a lazy sync: no header all-to-all) | the same |
 //! | bulk put | `put` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
 //! | bulk get | `get` of `bulk` bytes + `sync` | `MPI_Get` + flush + barrier |
 //! | bulk hpput | `hpput` of `bulk` bytes + `sync` | `MPI_Put` + flush + barrier |
 //!
 //! Every rank puts to / gets from the next rank. The MPI side uses one window over a buffer of
 //! `bulk` bytes, in a passive-target epoch (`MPI_Win_lock_all`) for the whole measurement.
+//!
+//! And the hybrid figures ([`hybrid`]: ranks on top, thread runs nested in each): a program of
+//! random one-word puts, gets and sends with a nested run of 2 every few supersteps against the
+//! same program without nested runs, and a nested run's start inside a rank against its start
+//! in a thread run on the rank's share of the node.
 
 use mbsp::{Ctx, Result};
 use mbsp_tools::stats::median;
@@ -197,4 +202,106 @@ pub fn measure(ctx: &mut Ctx, o: &Options) -> Result<Vec<Figure>> {
     ctx.pop_reg(dst)?;
     ctx.sync()?;
     Ok(figures)
+}
+
+/// How much of the hybrid figures to measure ([`hybrid`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HybridOptions {
+    /// Supersteps of the random-communication program.
+    pub supersteps: usize,
+    /// A nested run every this many supersteps.
+    pub every: usize,
+    /// Rounds of each side (with and without nested runs; nested starts in the rank and on
+    /// threads), alternating; the medians are reported.
+    pub rounds: usize,
+    /// Nested runs timed per round of the start figures.
+    pub starts: usize,
+}
+
+/// The hybrid figures (ranks on top, thread runs nested in each), seconds, medians over the
+/// rounds; every rank measures, rank 0's are the ones to print.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hybrid {
+    /// The random-communication program with a nested run of 2 every `every` supersteps.
+    pub with_nested: f64,
+    /// The same program without nested runs.
+    pub without: f64,
+    /// One nested run of 2 (started, one sync, ended) inside a rank.
+    pub start_in_rank: f64,
+    /// The same nested run inside a thread run placed on the rank's share.
+    pub start_on_threads: f64,
+    /// The rank's share of its node (OS CPU numbers), where both were measured.
+    pub share: Vec<u32>,
+}
+
+/// `supersteps` of random one-word puts, gets and sends between the ranks (every rank draws
+/// the same destinations from the same seed), with a nested run of 2 processes every `every`
+/// supersteps when `every` is given.
+fn random_program(ctx: &mut Ctx, supersteps: usize, every: Option<usize>) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let x = ctx.push_reg(vec![me as u64; 4])?;
+    let y = ctx.push_reg(vec![0u64; 4])?;
+    ctx.sync()?;
+    let mut rng = mbsp::rng::SplitMix64::new(0x6d62_7370);
+    for step in 0..supersteps {
+        let (to, from) = (rng.below(p), rng.below(p));
+        let slot = (step + me) % 4;
+        ctx.put(to, &[step as u64], &y, slot)?;
+        ctx.get(from, &x, slot..slot + 1, &y, (slot + 1) % 4)?;
+        ctx.send_pod((to + 1) % p, &(), &[me as u64, step as u64])?;
+        if every.is_some_and(|e| step % e == e - 1) {
+            ctx.run(2, |n| n.sync())?;
+        }
+        ctx.sync()?;
+        while ctx.move_message(&mut [])?.is_some() {}
+    }
+    ctx.pop_reg(y)?;
+    ctx.pop_reg(x)?;
+    ctx.sync()
+}
+
+/// The hybrid figures (collective over the ranks of `ctx`'s run): the random program with and
+/// without nested runs in alternating rounds, and a nested run's start inside the rank against
+/// its start inside a thread run placed on the same share of the node (so that both have the
+/// same cores), also alternating.
+pub fn hybrid(ctx: &mut Ctx, o: &HybridOptions) -> Result<Hybrid> {
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..o.rounds.max(1) {
+        for nested in [true, false] {
+            ctx.sync()?;
+            let t = ctx.time();
+            random_program(ctx, o.supersteps, nested.then_some(o.every))?;
+            let s = ctx.time() - t;
+            if nested {
+                with.push(s)
+            } else {
+                without.push(s)
+            }
+        }
+    }
+    let share = ctx.domain().pu_os(ctx.machine());
+    let starts = o.starts.max(1);
+    let time_starts = |c: &mut Ctx| -> Result<f64> {
+        let t = c.time();
+        for _ in 0..starts {
+            c.run(2, |n| n.sync())?;
+        }
+        Ok((c.time() - t) / starts as f64)
+    };
+    let (mut in_rank, mut on_threads) = (Vec::new(), Vec::new());
+    let on_share = mbsp::Run::new(1).policy(mbsp::Policy::Manual(vec![share.clone()]));
+    for _ in 0..o.rounds.max(1) {
+        ctx.sync()?;
+        in_rank.push(time_starts(ctx)?);
+        let threads = on_share.clone().run(|c| time_starts(c))?;
+        on_threads.push(threads[0]);
+    }
+    ctx.sync()?;
+    Ok(Hybrid {
+        with_nested: median(&with),
+        without: median(&without),
+        start_in_rank: median(&in_rank),
+        start_on_threads: median(&on_threads),
+        share,
+    })
 }

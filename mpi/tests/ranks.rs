@@ -122,6 +122,54 @@ fn nested_runs_stay_inside_a_bound_ranks_cpuset() {
     );
 }
 
+/// Ranks sharing a node divide it, and their nested runs stay in their shares with every
+/// binding restored after them: unbound (the ranks split the node), under `-bind-to core` (the
+/// launcher's binding stands), and with the split turned off (`MBSP_RANK_SHARE=launcher`).
+#[test]
+fn ranks_sharing_a_node_divide_it() {
+    every_rank_succeeds("shares", "selftest shares");
+    for (args, env) in [
+        (&["-bind-to", "core"][..], &[][..]),
+        (&[][..], &[("MBSP_RANK_SHARE", "launcher")][..]),
+        (&[][..], &[("MBSP_AFFINITY", "compact")][..]),
+    ] {
+        for ranks in [2, 3] {
+            let (ok, out, err) = launch_full(ranks, args, "shares", env);
+            assert!(ok, "{args:?} {env:?}: {out}\n{err}");
+            let line = format!("selftest shares ok on {ranks} ranks");
+            assert_eq!(
+                out.matches(&line).count(),
+                ranks,
+                "{args:?} {env:?}: {out}\n{err}"
+            );
+        }
+    }
+}
+
+/// `MBSP_PLACEMENT=1`: every rank reports its share of the node and how it got it, and the
+/// plans of the runs nested in it.
+#[test]
+fn ranks_report_their_shares() {
+    let (ok, out, err) = launch_with(2, "shares", &[("MBSP_PLACEMENT", "1")]);
+    assert!(ok, "{out}\n{err}");
+    for rank in 0..2 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("mbsp placement: rank {rank} of 2 (node ")))
+            .unwrap_or_else(|| panic!("no report of rank {rank}:\n{err}"));
+        assert!(line.contains(&format!("local rank {rank} of 2")), "{line}");
+        assert!(
+            line.contains("split scattered between the node's 2 ranks"),
+            "{line}"
+        );
+    }
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("mbsp placement: run of 2 nested in process 1 (")),
+        "{err}"
+    );
+}
+
 #[test]
 fn fft_and_spmv_with_the_top_level_over_ranks() {
     every_rank_succeeds("algorithms", "selftest algorithms");

@@ -367,9 +367,11 @@ impl Ctx {
         // contexts are made after the previous run's were dropped).
         let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
         let prof = run.prof.as_ref().map(|_| {
-            Box::new(RefCell::new(crate::profile::record::Recorder::new(
-                pid, run.p,
-            )))
+            let mut rec = crate::profile::record::Recorder::new(pid, run.p);
+            let layout = &run.layout;
+            rec.place =
+                Placement::new(layout.machine(), &layout.domains[pid], binding.clone()).to_string();
+            Box::new(RefCell::new(rec))
         });
         Ctx {
             run,

@@ -51,16 +51,15 @@ thread_local! {
 }
 
 /// Bind the calling thread for process `pid` and make its context. Returns the thread's
-/// binding before the run when it may have to be restored (process 0 of a top-level run is
-/// the caller's thread).
+/// binding before the run when it has to be restored at the end ([`leave`]): process 0 of a
+/// top-level run is the caller's thread, and process 0 of a nested run is its parent's.
 ///
 /// Process 0 of a nested run narrows its thread to its own placement when the parent's is
-/// wider, and leaves it narrowed when the nested run ends (the parent's placement contains
-/// it): a thread left on the parent's PUs shares them with its bound siblings, and the
-/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one
-/// core, half speed). Not restoring spares two binding system calls per nested run; the
-/// narrowing is done once for a series of nested runs of one shape. The caller's binding is
-/// restored when its top-level run ends, as always.
+/// wider: a thread left on the parent's PUs shares them with its bound siblings, and the
+/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one core,
+/// half speed). When the nested run ends, the thread gets its parent's binding back, at every
+/// level of nesting: a rank's thread, say, that ran a nested run on its share's first core
+/// computes on its whole share again. Nothing is bound when the placements are equal.
 pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let domain = &layout.domains[pid];
@@ -69,14 +68,14 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
     } else if pid == 0 {
         let want = domain.pu_os(layout.machine());
         match &shared.inherited {
-            // Bound where it should be (the parent's PUs, or narrowed by an earlier nested run
-            // of this shape): nothing to do; anywhere else (narrowed for another shape, or on
-            // the parent's wider PUs): bind.
-            Some(Binding::Applied(_)) if layout.binder.applies() => {
+            // Bound where it should be (its placement is the parent's): nothing to do; else
+            // bind now, and give the parent's binding back at the end.
+            Some(Binding::Applied(parent)) if layout.binder.applies() => {
+                let restore = (parent != &want).then(|| parent.clone());
                 if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
-                    (Binding::Applied(want), None)
+                    (Binding::Applied(want), restore)
                 } else {
-                    (bind_remembered(layout, domain), None)
+                    (bind_remembered(layout, domain), restore)
                 }
             }
             Some(parent) => (parent.clone(), None),
@@ -135,7 +134,8 @@ pub(crate) fn leave<R>(
     let shared = ctx.run.clone();
     drop(ctx);
     if let Some(cpus) = saved {
-        // Bound at the start, or narrowed by a nested run since: put it back.
+        // Bound at the start (or narrowed for a nested run, or by one nested in this run):
+        // put it back.
         if BOUND.with(|c| c.borrow().as_ref() != Some(&cpus)) {
             shared.layout.binder.restore_thread(&cpus);
             BOUND.with(|c| *c.borrow_mut() = Some(cpus));

@@ -417,6 +417,7 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
         let top = parent_path.is_empty();
+        crate::place::report_run(&parent_path, &layout);
         let (shared, workers) = if self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let mut team = Team::take(self.stack_size);
             let shared = self.shared_from(
@@ -516,6 +517,7 @@ impl Run {
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
     ) -> Vec<Result<R>> {
+        crate::place::report_run(&parent_path, &layout);
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_spawned(shared, f);

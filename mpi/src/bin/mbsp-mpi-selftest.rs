@@ -400,6 +400,141 @@ fn hybrid(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The CPUs (OS indices) the launcher left this rank's main thread, read once, before any run.
+fn launcher_cpus() -> &'static [u32] {
+    static CPUS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    CPUS.get_or_init(|| {
+        let loaded = mbsp::Machine::current().unwrap_or_else(|e| fail(&e.to_string()));
+        let all = || loaded.machine.pus().iter().map(|u| u.os_index).collect();
+        mbsp::topology::Binder::new(&loaded)
+            .thread_cpus()
+            .unwrap_or_else(all)
+    })
+}
+
+/// The CPUs this thread may run on now.
+fn cpus_now(ctx: &Ctx) -> Vec<u32> {
+    let loaded = mbsp::Machine::current().unwrap_or_else(|e| fail(&e.to_string()));
+    mbsp::topology::Binder::new(&loaded)
+        .thread_cpus()
+        .unwrap_or_else(|| ctx.domain().pu_os(ctx.machine()))
+}
+
+/// `cpus` as a bit mask of `words` words.
+fn mask(cpus: &[u32], words: usize) -> Vec<u64> {
+    let mut m = vec![0u64; words];
+    for &c in cpus {
+        m[c as usize / 64] |= 1 << (c % 64);
+    }
+    m
+}
+
+/// Mode `shares` (all ranks on one node, as here): the node's ranks divide it. Every rank's
+/// share lies in what the launcher left it; ranks the launcher left the same CPUs split them
+/// (disjoint shares covering them, when there are no more ranks than cores), ranks it bound
+/// apart keep their binding, and so does every rank under `MBSP_RANK_SHARE=launcher`; the rank's thread is bound to its share; nested runs of 1, 2 and
+/// 3 processes (and runs nested in those) place and bind every thread inside the share, and
+/// each thread has its binding back after the runs nested in it.
+fn shares(ctx: &mut Ctx) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let m = ctx.machine().clone();
+    let bound = matches!(ctx.placement().binding, mbsp::Binding::Applied(_));
+    let share = ctx.domain().pu_os(&m);
+    let launcher = launcher_cpus().to_vec();
+    let cores = m.cores().len();
+    let words = m
+        .pus()
+        .iter()
+        .map(|u| u.os_index as usize)
+        .max()
+        .unwrap_or(0)
+        / 64
+        + 1;
+    let all = ctx.push_reg(vec![0u64; 2 * words * p])?;
+    ctx.sync()?;
+    let mut row = mask(&launcher, words);
+    row.extend(mask(&share, words));
+    for to in 0..p {
+        ctx.put(to, &row, &all, 2 * words * me)?;
+    }
+    ctx.sync()?;
+    let rows: Vec<(Vec<u64>, Vec<u64>)> = ctx
+        .local(&all)?
+        .chunks(2 * words)
+        .map(|r| (r[..words].to_vec(), r[words..].to_vec()))
+        .collect();
+    let inside = |small: &[u64], big: &[u64]| small.iter().zip(big).all(|(s, b)| s & !b == 0);
+    check(
+        ctx,
+        inside(&rows[me].1, &rows[me].0),
+        &format!("rank {me}: share {share:?} outside the launcher's {launcher:?}"),
+    )?;
+    let same = rows.iter().all(|r| r.0 == rows[0].0);
+    let kept = std::env::var("MBSP_RANK_SHARE").is_ok_and(|v| v.trim() == "launcher");
+    if kept || !same {
+        // Kept as the launcher left it (MBSP_RANK_SHARE=launcher), or bound apart by it.
+        check(
+            ctx,
+            rows[me].1 == rows[me].0,
+            &format!("rank {me}: the launcher left it {launcher:?}, its share is {share:?}"),
+        )?;
+    } else if p <= cores {
+        // Split: disjoint, together covering what the launcher left them.
+        let mut union = vec![0u64; words];
+        for (k, r) in rows.iter().enumerate() {
+            for (j, other) in rows.iter().enumerate().skip(k + 1) {
+                let overlap = r.1.iter().zip(&other.1).any(|(a, b)| a & b != 0);
+                check(ctx, !overlap, &format!("ranks {k} and {j} share CPUs"))?;
+            }
+            union.iter_mut().zip(&r.1).for_each(|(u, s)| *u |= s);
+        }
+        check(ctx, union == rows[0].0, "the shares do not cover the node")?;
+    }
+    if bound {
+        check(
+            ctx,
+            cpus_now(ctx) == share,
+            &format!("rank {me}'s thread not bound to its share {share:?}"),
+        )?;
+    }
+    for q in [1, 2, 3] {
+        let before = cpus_now(ctx);
+        let seen = ctx.run(q, |n| {
+            let mine = cpus_now(n);
+            let deeper = n.run(2, |d| Ok(cpus_now(d)))?;
+            let after = cpus_now(n);
+            Ok((n.domain().pu_os(n.machine()), mine, deeper, after))
+        })?;
+        for (pid, (place, mine, deeper, after)) in seen.iter().enumerate() {
+            let all_in = place.iter().chain(mine).chain(deeper.iter().flatten());
+            let all_in = all_in.clone().all(|c| share.contains(c));
+            check(
+                ctx,
+                all_in,
+                &format!(
+                    "rank {me}, nested run of {q}, pid {pid}: {place:?} {mine:?} {deeper:?} outside {share:?}"
+                ),
+            )?;
+            if bound {
+                check(
+                    ctx,
+                    mine == after,
+                    &format!("rank {me}, nested pid {pid}: binding {mine:?} became {after:?}"),
+                )?;
+            }
+        }
+        check(
+            ctx,
+            cpus_now(ctx) == before,
+            &format!(
+                "rank {me}: binding {before:?} became {:?} after a nested run",
+                cpus_now(ctx)
+            ),
+        )?;
+    }
+    ctx.sync()
+}
+
 /// Mode `algorithms`: the FFT (flat, and Multi-BSP with 2 threads under each rank) and the
 /// SpMV (plain, hp, hierarchical with 2 threads under each rank) with the top level over the
 /// ranks, checked on every rank against sequential results.
@@ -834,11 +969,29 @@ fn profile_over_ranks(world: &mbsp::ranks::World) -> std::result::Result<(), Str
     {
         return Err(format!("nested runs' regions: {:?}", profile.nested));
     }
+    // Where every rank ran: its node and its share there; its nested runs' processes inside.
+    let placed = profile.places.len() == ranks
+        && profile
+            .places
+            .iter()
+            .all(|w| w.starts_with("node ") && w.contains("PUs"));
+    if !placed {
+        return Err(format!("the ranks' places: {:?}", profile.places));
+    }
+    if profile
+        .nested
+        .iter()
+        .any(|n| n.places.iter().any(|w| !w.contains("PUs")))
+    {
+        return Err(format!("nested places: {:?}", profile.nested));
+    }
     Ok(())
 }
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
+    // What the launcher left this rank, before any run binds it (mode `shares` checks it).
+    let _ = launcher_cpus();
     let world = mbsp::ranks::World::init().unwrap_or_else(|e| fail(&e.to_string()));
     let ranks = world.size();
     if mode.is_empty() {
@@ -869,10 +1022,9 @@ fn main() {
     let r = world.run(mbsp::Run::new(ranks), |ctx| run_mode(ctx, &mode));
     match r {
         Ok(mine) => {
-            if let Some(p) = mine
-                .value
-                .filter(|_| ["", "model", "hybrid", "algorithms", "lazy"].contains(&mode.as_str()))
-            {
+            if let Some(p) = mine.value.filter(|_| {
+                ["", "model", "hybrid", "shares", "algorithms", "lazy"].contains(&mode.as_str())
+            }) {
                 let what = if mode.is_empty() {
                     "selftest".to_string()
                 } else {
@@ -968,6 +1120,7 @@ fn run_mode(ctx: &mut Ctx, mode: &str) -> Result<usize> {
             return Err(lazy_misuse(ctx, mode));
         }
         "hybrid" => hybrid(ctx)?,
+        "shares" => shares(ctx)?,
         "algorithms" => algorithms(ctx)?,
         "timing" => timing(ctx)?,
         "model" => model(ctx, 40)?,

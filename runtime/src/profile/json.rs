@@ -38,6 +38,7 @@ impl Report {
             "processes": self.processes.iter().map(|t| serde_json::json!({
                 "pid": t.pid, "compute": t.compute, "sync": t.sync, "wait": t.wait,
                 "words_sent": t.words_sent, "words_received": t.words_received,
+                "place": t.place,
             })).collect::<Vec<_>>(),
             "nested": self.nested.iter().map(|n| n.json(false)).collect::<Vec<_>>(),
         });

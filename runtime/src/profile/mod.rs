@@ -238,6 +238,9 @@ pub struct Profile {
     pub regions: Vec<RegionName>,
     /// The runs nested in this one, in the order their starting processes handed them in.
     pub nested: Vec<Profile>,
+    /// Where each process ran, by pid: its placement (packages, NUMA nodes, cores, PUs and
+    /// binding, as [`Placement`](crate::Placement) prints it), over MPI ranks with its node.
+    pub places: Vec<String>,
 }
 
 impl Profile {
@@ -375,6 +378,7 @@ impl Profile {
             .map(|pid| {
                 let mut t = ProcTotals {
                     pid,
+                    place: self.places.get(pid).cloned().unwrap_or_default(),
                     ..ProcTotals::default()
                 };
                 for s in &self.supersteps {

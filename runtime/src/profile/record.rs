@@ -51,6 +51,8 @@ pub(crate) struct Recorder {
     pub(crate) regions: Vec<(Option<u32>, String)>,
     /// The regions open now, innermost last.
     pub(crate) open: Vec<u32>,
+    /// Where the process ran (its placement; over ranks, with its node).
+    pub(crate) place: String,
 }
 
 impl Recorder {
@@ -67,6 +69,7 @@ impl Recorder {
             nested: Vec::new(),
             regions: Vec::new(),
             open: Vec::new(),
+            place: String::new(),
         }
     }
 
@@ -236,6 +239,12 @@ impl Sink {
             }
             supersteps.push(Superstep { procs });
         }
+        let mut places = vec![String::new(); p];
+        for r in &recs {
+            if let Some(place) = places.get_mut(r.pid) {
+                place.clone_from(&r.place);
+            }
+        }
         let mut nested: Vec<Profile> = Vec::new();
         for r in recs {
             nested.extend(r.nested);
@@ -246,6 +255,7 @@ impl Sink {
             supersteps,
             regions,
             nested,
+            places,
         }
     }
 }

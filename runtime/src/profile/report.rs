@@ -84,6 +84,8 @@ pub struct ProcTotals {
     pub words_sent: u64,
     /// Words received.
     pub words_received: u64,
+    /// Where it ran ([`Profile::places`](super::Profile::places)).
+    pub place: String,
 }
 
 /// A profile against the BSP cost model: per superstep, per region and per process the
@@ -211,7 +213,7 @@ impl Report {
         )?;
         writeln!(
             f,
-            "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}",
+            "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}  where",
             "pid", "compute", "in syncs", "wait", "words sent", "words received"
         )?;
         // Hundreds of processes: those that waited least and most.
@@ -224,13 +226,14 @@ impl Report {
         for t in &procs {
             writeln!(
                 f,
-                "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}",
+                "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}  {}",
                 t.pid,
                 secs(t.compute),
                 secs(t.sync),
                 secs(t.wait),
                 t.words_sent,
-                t.words_received
+                t.words_received,
+                t.place
             )?;
         }
         if self.processes.len() > procs.len() {

@@ -196,10 +196,10 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
 
 /// On the machine running the tests: in a nested run under a wider parent (a top-level run of
 /// one process spans the machine), process 0's thread is narrowed to its own placement like
-/// its siblings' threads, so it cannot share a sibling's core; it stays narrowed after the
-/// nested run, and the caller's binding comes back when the top-level run ends.
+/// its siblings' threads, so it cannot share a sibling's core; after the nested run it has its
+/// parent's binding back, and the caller's binding comes back when the top-level run ends.
 #[test]
-fn nested_process_zero_is_narrowed_to_its_placement() {
+fn nested_process_zero_is_narrowed_to_its_placement_and_restored_after() {
     let loaded = Machine::current().unwrap();
     let binder = Binder::new(&loaded);
     let pus = loaded.machine.pus().len();
@@ -225,7 +225,11 @@ fn nested_process_zero_is_narrowed_to_its_placement() {
             for (pid, (want, now)) in inner.iter().enumerate() {
                 assert_eq!(now.as_ref(), Some(want), "nested process {pid}");
             }
-            assert_eq!(after.as_ref(), Some(&inner[0].0), "narrowed after the run");
+            assert_eq!(
+                after.as_ref(),
+                Some(top),
+                "the parent's binding after the nested run"
+            );
             assert!(inner[0].0.iter().all(|p| top.contains(p)));
         }
         assert_eq!(

@@ -495,3 +495,47 @@ fn ending_a_region_that_is_not_open_is_a_misuse() {
         assert!(text.contains("superstep 1"), "{text}");
     }
 }
+
+/// The profile says where every process ran (its placement), in nested runs too, and the
+/// report and its JSON show it.
+#[test]
+fn the_profile_names_where_each_process_ran() {
+    let machine = mbsp::Machine::synthetic("package:2 core:2 pu:1").unwrap();
+    let (_, prof) = within(60, move || {
+        Run::new(2)
+            .machine(machine)
+            .run_profiled(|ctx| {
+                ctx.run(2, |n| n.sync())?;
+                ctx.sync()
+            })
+            .unwrap()
+    });
+    assert_eq!(
+        prof.places,
+        [
+            "package 0, NUMA -, cores 0-1, PUs 0-1 (not bound: planned for another machine \
+             (synthetic \"package:2 core:2 pu:1\"))",
+            "package 1, NUMA -, cores 2-3, PUs 2-3 (not bound: planned for another machine \
+             (synthetic \"package:2 core:2 pu:1\"))"
+        ]
+    );
+    let inner: Vec<&str> = prof
+        .nested
+        .iter()
+        .flat_map(|n| &n.places)
+        .map(|w| &w[..18])
+        .collect();
+    assert_eq!(inner.len(), 4);
+    assert!(inner.iter().all(|w| w.starts_with("package ")), "{inner:?}");
+    let report = prof.report(&Params::DEFAULT);
+    assert_eq!(report.processes[1].place, prof.places[1]);
+    assert!(
+        report.to_string().contains("cores 2-3, PUs 2-3"),
+        "{report}"
+    );
+    assert!(
+        report.to_json().contains("\"place\":\"package 1, NUMA -"),
+        "{}",
+        report.to_json()
+    );
+}

@@ -68,6 +68,7 @@ fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
         w.push(opt_word(parent.map(|x| x as usize)));
         encode_str(name, w);
     }
+    encode_str(&r.place, w);
     w.extend_from_slice(&[r.pid as u64, r.p as u64, r.steps.len() as u64]);
     for s in &r.steps {
         w.extend_from_slice(&[
@@ -105,6 +106,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
         *at += 1;
         regions.push((parent, decode_str(w, at)));
     }
+    let place = decode_str(w, at);
     let mut next = || {
         *at += 1;
         w[*at - 1]
@@ -112,6 +114,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
     let (pid, p, steps) = (next() as usize, next() as usize, next());
     let mut r = Recorder::new(pid, p);
     r.regions = regions;
+    r.place = place;
     for _ in 0..steps {
         let (compute, sync) = (f64::from_bits(next()), f64::from_bits(next()));
         let region = word_opt(next()).map(|x| x as u32);
@@ -149,6 +152,10 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
     for g in &pr.regions {
         w.push(opt_word(g.parent));
         encode_str(&g.name, w);
+    }
+    w.push(pr.places.len() as u64);
+    for place in &pr.places {
+        encode_str(place, w);
     }
     w.push(pr.p as u64);
     w.push(pr.path.len() as u64);
@@ -188,6 +195,9 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
         let name = decode_str(w, at);
         regions.push(RegionName { name, parent });
     }
+    let count = w[*at] as usize;
+    *at += 1;
+    let places = (0..count).map(|_| decode_str(w, at)).collect();
     let mut next = || {
         *at += 1;
         w[*at - 1]
@@ -222,5 +232,6 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
         supersteps,
         regions,
         nested,
+        places,
     }
 }

@@ -8,14 +8,14 @@ use super::net::Net;
 use crate::ctx::{Ctx, RunShared};
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::place::Procs;
+use crate::place::{Procs, ShareSpec, default_affinity, rank_share};
 use crate::process::{BOUND, leave};
 use crate::profile::Profile;
 use crate::profile::record::Sink;
 use crate::run::{Run, Spmd};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
-use mbsp_topology::{Binding, Domain, NotBound};
+use mbsp_topology::{Binding, Domain, NotBound, Policy};
 use mpi::collective::CommunicatorCollectives;
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -232,6 +232,7 @@ impl World {
                 supersteps: Vec::new(),
                 regions: Vec::new(),
                 nested: Vec::new(),
+                places: vec![String::new(); p],
             }),
         ))
     }
@@ -350,36 +351,33 @@ impl World {
         }
         // Everything that can fail on one rank alone comes before the first collective, and the
         // ranks agree on it (a rank returning early would leave the others waiting).
-        let layout = Run {
-            procs: Procs::Count(1),
-            ..options.clone()
-        }
-        .top_layout();
+        let layout = rank_layout(options);
         agree_start(&world, layout.as_ref().err())?;
         let mut layout = layout?;
         let Some(comm) = comm_for(world, p) else {
             return Ok(None);
         };
         let rank = comm.rank() as usize;
-        // The rank's domain: the PUs the MPI launcher left this thread (all of them when it
-        // does not bind), so that nested runs are placed and bound inside the rank's cpuset.
+        // The rank's share of its node (the CPUs the launcher left it, split between the
+        // node's ranks unless the launcher bound them apart): its top-level process is placed
+        // there, and its nested runs inside it.
         let saved = layout.binder.thread_cpus();
         let m = layout.machine().clone();
-        let mine = Domain::from_pus(&m, saved.iter().flatten().filter_map(|&os| m.pu_by_os(os)));
-        let domain = if mine.pus().is_empty() {
-            m.whole()
-        } else {
-            mine
-        };
-        layout.domains = vec![domain; p];
-        let binding = match &saved {
-            Some(cpus) if layout.binder.applies() => {
-                BOUND.with(|c| *c.borrow_mut() = Some(cpus.clone()));
-                Binding::Applied(cpus.clone())
-            }
-            // A loaded machine tree, or a binding that cannot be read.
-            _ => Binding::NotApplied(layout.binder.not_applied().unwrap_or(NotBound::Launcher)),
-        };
+        let node = comm.split_shared(comm.rank());
+        let mine: Vec<u64> = saved.iter().flatten().map(|&c| u64::from(c)).collect();
+        let sets: Vec<Vec<u32>> = super::wire::all_gather_words(&node, &mine)
+            .into_iter()
+            .map(|w| w.into_iter().map(|c| c as u32).collect())
+            .collect();
+        let local = node.rank() as usize;
+        let decided = ShareSpec::from_env()
+            .and_then(|spec| rank_share(&m, &sets, local, (rank, p), &spec, &layout.policy))
+            .map_err(|msg| Error::outside(ErrorKind::Misuse, op, msg));
+        agree_start(&comm, decided.as_ref().err())?;
+        let (share, how) = decided?;
+        layout.domains = vec![share.clone(); p];
+        let binding = bind_rank(&layout, &share, saved.as_deref());
+        crate::place::report_rank(rank, p, (local, sets.len()), &m, &share, &how, &binding);
         let mut shared = RunShared::new(
             Vec::new(),
             Tree::new(),
@@ -394,7 +392,62 @@ impl World {
         let net = Net::new(comm.duplicate(), active);
         let engine = ProcEngine::Ranks(Some(Box::new(net)));
         let ctx = Ctx::new(Arc::new(shared), rank, binding, engine);
+        if let Some(rec) = &ctx.prof {
+            // Where this rank ran: its node, then its placement there.
+            let mut rec = rec.borrow_mut();
+            rec.place = format!("node {}, {}", crate::place::host(), rec.place);
+        }
         Ok(Some((ctx, saved, comm)))
+    }
+}
+
+/// The placement of a run over ranks, as far as one rank alone can plan it: its machine, the
+/// run's policy (a manual one keeps its CPU list per rank: `rank_share` reads it) and whether
+/// it binds; each rank's domain is decided with the node's other ranks.
+fn rank_layout(options: &Run) -> Result<crate::place::Layout> {
+    let policy = match &options.policy {
+        Some(policy) => policy.clone(),
+        None => default_affinity()?.0,
+    };
+    let planned = match &policy {
+        Policy::Manual(_) => Policy::Scattered,
+        other => other.clone(),
+    };
+    let mut layout = Run {
+        procs: Procs::Count(1),
+        policy: Some(planned),
+        ..options.clone()
+    }
+    .top_layout()?;
+    layout.policy = policy;
+    Ok(layout)
+}
+
+/// Bind this rank's thread to its share (when the run binds and the share is not where the
+/// launcher left it); its binding afterwards. `launcher`: the CPUs the launcher left it.
+fn bind_rank(layout: &crate::place::Layout, share: &Domain, launcher: Option<&[u32]>) -> Binding {
+    let want = share.pu_os(layout.machine());
+    if layout.bind {
+        if launcher == Some(&want[..]) {
+            BOUND.with(|c| *c.borrow_mut() = Some(want.clone()));
+            return Binding::Applied(want);
+        }
+        let b = layout.binder.bind_thread(share);
+        let now = match &b {
+            Binding::Applied(cpus) => Some(cpus.clone()),
+            _ => None,
+        };
+        BOUND.with(|c| *c.borrow_mut() = now);
+        return b;
+    }
+    match launcher {
+        // Not bound by the run (MBSP_AFFINITY=none, Run::bind(false)): where the launcher left it.
+        Some(cpus) if layout.binder.applies() => {
+            BOUND.with(|c| *c.borrow_mut() = Some(cpus.to_vec()));
+            Binding::Applied(cpus.to_vec())
+        }
+        // A loaded machine tree, or a binding that cannot be read.
+        _ => Binding::NotApplied(layout.binder.not_applied().unwrap_or(NotBound::Launcher)),
     }
 }
 
