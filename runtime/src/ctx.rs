@@ -572,12 +572,19 @@ impl Ctx {
 
     /// Panic here, at the start of the engine's sync, if a test asked for it
     /// ([`SyncPoint::EnginePanic`]).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn engine_fault(&self) {
         if self.fault.get() == Some(SyncPoint::EnginePanic) {
-            self.fault.set(None);
-            panic!("failure injected: a panic inside the engine's sync");
+            self.injected_panic();
         }
+    }
+
+    /// The panic of [`engine_fault`](Self::engine_fault).
+    #[cold]
+    #[inline(never)]
+    fn injected_panic(&self) -> ! {
+        self.fault.set(None);
+        panic!("failure injected: a panic inside the engine's sync");
     }
 
     /// Record that memory for `op` could not be allocated as the run's failure (kind

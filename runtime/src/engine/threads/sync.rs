@@ -42,6 +42,7 @@ impl Ctx {
 
     /// The full sync of the module documentation, phase by phase; an error is the run's
     /// failure, which the caller completes ([`failed_sync`](Self::failed_sync)).
+    #[inline]
     fn full_sync(
         &mut self,
         op: &'static str,
@@ -84,6 +85,7 @@ impl Ctx {
     /// Before barrier 1: acknowledge the senders of a lazy sync, tell the destinations of our
     /// outboxes, publish the collective requests; returns the flags this process brings to the
     /// barrier.
+    #[inline(always)]
     fn enter_full(&mut self, ending: bool, declared: Option<u64>, pair: bool) -> Result<u32> {
         let q = (self.step & 1) as usize;
         if let (Some(m), true) = (declared, pair) {
@@ -133,6 +135,7 @@ impl Ctx {
     /// Barrier 1, with our riding puts: returns the flags of every process ORed, once they
     /// are checked for processes of different supersteps or kinds of sync, and for some
     /// processes ending while others sync.
+    #[inline]
     fn barrier_one(
         &mut self,
         op: &'static str,
@@ -173,6 +176,7 @@ impl Ctx {
 
     /// Between the barriers: read the sources of this process's gets (`g`: every process's
     /// flags, with the get-source bits of the slots some get reads).
+    #[inline]
     fn read_gets(&mut self, g: u32) {
         let st = self.st.get_mut();
         for op in st.gets.iter_mut() {
@@ -193,6 +197,7 @@ impl Ctx {
     }
 
     /// Barrier 2: every process has read its gets' sources and updated its registrations.
+    #[inline]
     fn barrier_two(&mut self, op: &'static str) -> Result<()> {
         let barrier = &self.run.engine.threads().barrier;
         let me = &mut self.engine.threads_mut().member;
@@ -205,6 +210,7 @@ impl Ctx {
     /// After the barriers: deliver the puts that rode in the barrier lines we read and those
     /// of every sender that wrote to our outbox, and queue its messages; returns the records
     /// taken when they are counted (`declared`: this superstep declared its count).
+    #[inline]
     fn deliver(&mut self, q: usize, g: u32, declared: bool, tagsize: usize) -> u64 {
         let mut got = 0;
         if g & FLAG_COMM != 0 {
@@ -224,6 +230,7 @@ impl Ctx {
     }
 
     /// Write this process's gets' data from the get buffer (those not written directly).
+    #[inline]
     fn write_gets(&mut self) {
         let st = self.st.get_mut();
         if !st.gets.is_empty() {
@@ -273,13 +280,20 @@ impl Ctx {
     }
 
     /// Fail here if a test asked for a failure at this point of this sync.
-    #[inline]
+    #[inline(always)]
     fn fault_point(&mut self, at: SyncPoint) -> Result<()> {
         if self.fault.get() != Some(at) {
             return Ok(());
         }
+        Err(self.injected_failure(at))
+    }
+
+    /// The failure a test asked for at `at` ([`fault_point`](Self::fault_point)).
+    #[cold]
+    #[inline(never)]
+    fn injected_failure(&mut self, at: SyncPoint) -> Error {
         self.fault.set(None);
-        Err(self.abort(format!("failure injected {at:?}")))
+        self.abort(format!("failure injected {at:?}"))
     }
 
     fn publish_collective(&mut self, q: usize) {
