@@ -127,7 +127,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;
 pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
 pub use owned::OwnedMessage;
-pub use place::{AFFINITY_ENV, AffinityError, Placement, Procs, parse_affinity, parse_cpu_sets};
+pub use place::{
+    AFFINITY_ENV, AffinityError, PLACEMENT_ENV, Placement, Procs, RANK_SHARE_ENV, parse_affinity,
+    parse_cpu_sets,
+};
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
 pub use wait::WaitPolicy;
