@@ -102,6 +102,7 @@ mod lazy_state;
 pub(crate) mod net;
 mod profile;
 mod protocol;
+mod share;
 mod shm;
 mod watchdog;
 pub(crate) mod wire;

@@ -5,10 +5,11 @@
 
 use super::active::Active;
 use super::net::Net;
+use super::share::{ShareSpec, rank_share};
 use crate::ctx::{Ctx, RunShared};
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::place::{Procs, ShareSpec, default_affinity, rank_share};
+use crate::place::{Procs, default_affinity};
 use crate::process::{BOUND, leave};
 use crate::profile::Profile;
 use crate::profile::record::Sink;
@@ -377,7 +378,7 @@ impl World {
         let (share, how) = decided?;
         layout.domains = vec![share.clone(); p];
         let binding = bind_rank(&layout, &share, saved.as_deref());
-        crate::place::report_rank(rank, p, (local, sets.len()), &m, &share, &how, &binding);
+        super::share::report_rank(rank, p, (local, sets.len()), &m, &share, &how, &binding);
         let mut shared = RunShared::new(
             Vec::new(),
             Tree::new(),
@@ -395,7 +396,7 @@ impl World {
         if let Some(rec) = &ctx.prof {
             // Where this rank ran: its node, then its placement there.
             let mut rec = rec.borrow_mut();
-            rec.place = format!("node {}, {}", crate::place::host(), rec.place);
+            rec.place = format!("node {}, {}", super::share::host(), rec.place);
         }
         Ok(Some((ctx, saved, comm)))
     }
