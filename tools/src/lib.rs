@@ -2,11 +2,14 @@
 //! (mbsp-bench), the MPI tools (mbsp-mpi) and the Python package (mbsp-python) — as typed
 //! APIs, without an argument parser, a plotting library or a signal handler.
 //!
-//! * [`stats`] — the median, samples and their spread, timings, the fit of `t = l + g h`.
+//! * [`stats`] — the median, samples and their spread, confidence intervals of medians and
+//!   of ratios (distribution-free), timings, the fit of `t = l + g h`.
 //! * [`preflight`] — requests that cannot fit in memory are refused before any work, with
 //!   one line naming the numbers and the limit.
 //! * [`params`] — the BSP parameters (r, g, l) of every level of the machine tree, measured.
 //! * [`machine`] — a one-line description of this machine, and a machine tree as plain data.
+//! * [`machine_state`] — what else the machine did during a measurement (other processes' CPU
+//!   time, stolen time, the clock): whether its timings can be trusted.
 //! * [`placement`] — where the processes of a (nested) plan go, as plain data.
 //! * [`spmv`], [`fft`], [`sparse`] — the measurements of the SpMV and the FFT that several
 //!   commands make, and what the sparse-matrix commands share about their files.
@@ -29,6 +32,7 @@ pub mod command;
 pub mod error;
 pub mod fft;
 pub mod machine;
+pub mod machine_state;
 pub mod palette;
 pub mod params;
 pub mod placement;

@@ -145,6 +145,193 @@ pub fn fit_gl(points: &[(f64, f64)]) -> (f64, f64) {
     (g, swr / sw)
 }
 
+/// The confidence asked of intervals and verdicts unless the caller says otherwise.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// A confidence interval of a median from the order statistics of the samples:
+/// distribution-free (nothing is assumed of the shape of the timings' distribution, which on a
+/// shared machine is skewed and often bimodal).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MedianInterval {
+    /// The median of the samples.
+    pub median: f64,
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// The probability that the interval holds the true median: at least the level asked for,
+    /// unless there were too few samples (then the widest interval, `[min, max]`, and its
+    /// smaller confidence: see [`MedianInterval::short`]).
+    pub level: f64,
+    /// Whether the level asked for could not be reached with this many samples.
+    pub short: bool,
+}
+
+impl MedianInterval {
+    /// The interval's half-width relative to the median: `(hi - lo) / 2 / median`.
+    pub fn relative_width(&self) -> f64 {
+        (self.hi - self.lo) / 2.0 / self.median
+    }
+}
+
+/// `P(X <= k)` for `X ~ Binomial(n, 1/2)`.
+fn binomial_half_cdf(n: usize, k: usize) -> f64 {
+    // Terms C(n, i) / 2^n, built up in floating point (n is a count of runs: small).
+    let mut term = 0.5f64.powi(n as i32);
+    let mut sum = 0.0;
+    for i in 0..=k.min(n) {
+        sum += term;
+        term = term * (n - i) as f64 / (i + 1) as f64;
+    }
+    sum.min(1.0)
+}
+
+/// The confidence interval of the median of `values` at `level` (e.g. [`CONFIDENCE`]): the
+/// `k`-th smallest and `k`-th largest samples for the largest `k` whose interval still holds
+/// the median with probability `level`: `1 - 2 P(Binomial(n, 1/2) < k)`. With too few samples
+/// for `level` (fewer than 6 for 95%) it is `[min, max]` at the confidence that has, marked
+/// `short`. `None` without samples.
+///
+/// ```
+/// use mbsp_tools::stats::median_interval;
+/// let v: Vec<f64> = (1..=9).map(f64::from).collect();
+/// let ci = median_interval(&v, 0.95).unwrap();
+/// // 9 samples: the 2nd and 8th smallest hold the median with probability 96.1%.
+/// assert_eq!((ci.median, ci.lo, ci.hi), (5.0, 2.0, 8.0));
+/// assert!((ci.level - 0.9609).abs() < 1e-4 && !ci.short);
+/// let few = median_interval(&[1.0, 2.0, 3.0], 0.95).unwrap();
+/// assert_eq!((few.lo, few.hi, few.short), (1.0, 3.0, true));
+/// ```
+pub fn median_interval(values: &[f64], level: f64) -> Option<MedianInterval> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let cover = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+    // The largest k (1-based, k <= n/2 rounded up) that still covers `level`.
+    let mut k = 1;
+    while k < n.div_ceil(2) && cover(k + 1) >= level {
+        k += 1;
+    }
+    Some(MedianInterval {
+        median: median(&v),
+        lo: v[k - 1],
+        hi: v[n - k],
+        level: cover(k),
+        short: cover(k) < level,
+    })
+}
+
+/// How two configurations' timings compare ([`compare`]): the ratio of A's typical time to
+/// B's, with its confidence interval, and whether they differ at that confidence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Comparison {
+    /// A's time over B's: the Hodges–Lehmann estimate (the median of the ratios of every pair
+    /// of an A sample and a B sample); below 1: A is faster.
+    pub ratio: f64,
+    /// Lower end of the ratio's interval.
+    pub lo: f64,
+    /// Upper end of the ratio's interval.
+    pub hi: f64,
+    /// The interval's confidence (at least the level asked for, unless there were too few
+    /// samples: then [`Comparison::differ`] is `None`).
+    pub level: f64,
+    /// `Some(true)` when the interval excludes 1 (they differ at that confidence),
+    /// `Some(false)` when it holds 1, `None` when there are too few samples to tell at the level
+    /// asked for.
+    pub differ: Option<bool>,
+}
+
+/// Ways to arrange `n` A's and `m` B's with each Mann–Whitney count `u` (the number of (A, B)
+/// pairs in which the A is larger), for `u` in `0..=n*m`, as probabilities.
+fn mann_whitney_pmf(n: usize, m: usize) -> Vec<f64> {
+    // f[i][j][u] over i A's and j B's: the largest element is an A (it beats all j B's) or a
+    // B. Kept as probabilities (each arrangement equally likely), one row of j at a time.
+    let mut prev: Vec<Vec<f64>> = vec![vec![1.0]; m + 1]; // i = 0: u = 0 for every j
+    for i in 1..=n {
+        let mut cur: Vec<Vec<f64>> = vec![vec![1.0]; m + 1]; // j = 0: u = 0
+        for j in 1..=m {
+            let size = i * j + 1;
+            let mut f = vec![0.0; size];
+            let (pa, pb) = (i as f64 / (i + j) as f64, j as f64 / (i + j) as f64);
+            for (u, slot) in f.iter_mut().enumerate() {
+                let from_a = u.checked_sub(j).and_then(|w| prev[j].get(w)).copied();
+                let from_b = cur[j - 1].get(u).copied();
+                *slot = pa * from_a.unwrap_or(0.0) + pb * from_b.unwrap_or(0.0);
+            }
+            cur[j] = f;
+        }
+        prev = cur;
+    }
+    prev.swap_remove(m)
+}
+
+/// Compares two configurations' timings `a` and `b` (seconds, positive): the ratio of their
+/// typical times with a distribution-free confidence interval at `level` — the Hodges–Lehmann
+/// estimate and the Mann–Whitney interval of the difference of the logarithms (Lehmann,
+/// *Nonparametrics*, 1975, §2.6), i.e. of the ratio — and whether they differ. Runs of both
+/// should have been interleaved, so that a change of the machine's state falls on both.
+///
+/// ```
+/// use mbsp_tools::stats::compare;
+/// let a = [1.00, 1.02, 0.99, 1.01, 1.03, 0.98, 1.00];
+/// let b = [1.50, 1.49, 1.52, 1.55, 1.48, 1.51, 1.50];
+/// let c = compare(&a, &b, 0.95);
+/// assert_eq!(c.differ, Some(true));
+/// assert!(c.ratio < 0.7 && c.hi < 1.0);
+/// let same = compare(&a, &[1.01, 0.99, 1.02, 1.00, 0.98, 1.03, 1.00], 0.95);
+/// assert_eq!(same.differ, Some(false));
+/// assert_eq!(compare(&a[..2], &b[..2], 0.95).differ, None);
+/// ```
+pub fn compare(a: &[f64], b: &[f64], level: f64) -> Comparison {
+    let (n, m) = (a.len(), b.len());
+    let mut d: Vec<f64> = a
+        .iter()
+        .flat_map(|x| b.iter().map(move |y| x.ln() - y.ln()))
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let ratio = median(&d).exp();
+    if n == 0 || m == 0 {
+        return Comparison {
+            ratio,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            level: 0.0,
+            differ: None,
+        };
+    }
+    // The interval [d_(k), d_(nm+1-k)] holds the true shift with probability 1 - 2 P(U < k).
+    let pmf = mann_whitney_pmf(n, m);
+    let mut below = 0.0; // P(U < k)
+    let mut k = 0;
+    while k < pmf.len() / 2 && 1.0 - 2.0 * (below + pmf[k]) >= level {
+        below += pmf[k];
+        k += 1;
+    }
+    if k == 0 {
+        // Too few samples: even [min, max] of the differences holds the shift with less
+        // than `level`.
+        let (lo, hi) = (d[0].exp(), d[d.len() - 1].exp());
+        return Comparison {
+            ratio,
+            lo,
+            hi,
+            level: 1.0 - 2.0 * pmf[0],
+            differ: None,
+        };
+    }
+    let (lo, hi) = (d[k - 1].exp(), d[d.len() - k].exp());
+    Comparison {
+        ratio,
+        lo,
+        hi,
+        level: 1.0 - 2.0 * below,
+        differ: Some(lo > 1.0 || hi < 1.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +344,48 @@ mod tests {
         assert_eq!(Samples(vec![1.0, 2.0, 3.0, 10.0]).median(), 2.5);
         assert_eq!(median(&[7.0]), 7.0);
         assert_eq!(median(&[4.0, 2.0]), 3.0);
+    }
+
+    #[test]
+    fn the_mann_whitney_distribution_is_exact() {
+        // Two of each: the 6 arrangements give U = 0, 1, 2, 2, 3, 4.
+        let f = mann_whitney_pmf(2, 2);
+        let want = [1.0, 1.0, 2.0, 1.0, 1.0].map(|c| c / 6.0);
+        assert!(f.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12), "{f:?}");
+        // Sums to one, symmetric, for unequal sizes too.
+        let f = mann_whitney_pmf(3, 5);
+        assert_eq!(f.len(), 16);
+        assert!((f.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(f.iter().zip(f.iter().rev()).all(|(a, b)| (a - b).abs() < 1e-12));
+        // C(10, 5) = 252 arrangements of 5 and 5; U = 0 and U = 1 once each, U = 2 twice.
+        let f = mann_whitney_pmf(5, 5);
+        assert!((f[0] * 252.0 - 1.0).abs() < 1e-9 && (f[2] * 252.0 - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn intervals_hold_their_level_on_random_samples() {
+        // Coverage checked by simulation: skewed samples (exponential), known median ln 2.
+        let mut rng = mbsp::rng::SplitMix64::new(7);
+        let mut hits = 0;
+        let trials = 2000;
+        for _ in 0..trials {
+            let v: Vec<f64> = (0..9).map(|_| -(1.0 - rng.next_f64()).ln()).collect();
+            let ci = median_interval(&v, 0.95).unwrap();
+            hits += usize::from(ci.lo <= std::f64::consts::LN_2 && std::f64::consts::LN_2 <= ci.hi);
+        }
+        let rate = hits as f64 / trials as f64;
+        assert!(rate > 0.93, "coverage {rate}");
+        // Two configurations of one distribution are said to differ in about 5% of trials,
+        // and a 20% shift is found almost always with 9 runs each at this spread.
+        let (mut false_alarms, mut found) = (0, 0);
+        for _ in 0..trials {
+            let a: Vec<f64> = (0..9).map(|_| 1.0 + 0.05 * rng.next_f64()).collect();
+            let b: Vec<f64> = (0..9).map(|_| 1.0 + 0.05 * rng.next_f64()).collect();
+            let c: Vec<f64> = b.iter().map(|x| 1.2 * x).collect();
+            false_alarms += usize::from(compare(&a, &b, 0.95).differ == Some(true));
+            found += usize::from(compare(&a, &c, 0.95).differ == Some(true));
+        }
+        assert!((false_alarms as f64) < 0.08 * trials as f64, "{false_alarms}");
+        assert_eq!(found, trials);
     }
 }

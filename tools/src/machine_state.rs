@@ -1,0 +1,382 @@
+//! What else the machine was doing while a measurement ran: CPU time taken by other
+//! processes, time stolen by the hypervisor, and the clock frequency, from Linux's `/proc` and
+//! `/sys` — so that a timing table can say when the machine was too busy for its numbers to be
+//! trusted, and why.
+//!
+//! A [`Watch`] takes a [`Snapshot`] when it starts and whenever [`Watch::mark`] is called (once
+//! per round of a measurement); [`Watch::state`] turns them into a [`MachineState`]: the mean
+//! number of CPUs other processes kept busy, the stolen fraction, the frequency range, the
+//! worst round, and a plain verdict ([`MachineState::causes`]).
+//!
+//! Other processes' CPU time is the machine's busy time (`/proc/stat`: user, nice, system,
+//! irq, softirq) less this process's own (`/proc/self/stat`: utime, stime, all its threads),
+//! both in clock ticks. Where `/proc` cannot be read (not Linux) the state is unknown and says
+//! so; a measurement is then not called quiet.
+
+use serde_json::{Value, json};
+use std::time::Instant;
+
+/// Other processes' mean CPU use (in CPUs) above which the machine is called busy.
+pub const BUSY_CPUS: f64 = 0.1;
+/// Stolen fraction of the CPUs' time above which the machine is called busy.
+pub const MAX_STEAL: f64 = 0.02;
+/// Frequency ratio (highest over lowest seen) above which the clock is called unstable.
+pub const MAX_FREQ_RATIO: f64 = 1.05;
+
+/// The machine's counters at one moment.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    at: Instant,
+    /// Ticks over all CPUs: (busy, steal, total) from `/proc/stat`'s `cpu` line.
+    cpu: Option<(u64, u64, u64)>,
+    /// This process's ticks (utime + stime).
+    own: Option<u64>,
+    /// The current frequency of each CPU, MHz (cpufreq, else `/proc/cpuinfo`).
+    freqs: Vec<f64>,
+}
+
+/// The `cpu` line of `/proc/stat` as (busy, steal, total) ticks.
+fn parse_stat(text: &str) -> Option<(u64, u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice: inside user/nice]
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6);
+    let steal = at(7);
+    let total = busy + at(3) + at(4) + steal;
+    Some((busy, steal, total))
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line (fields 14 and 15, after the command name,
+/// which may hold spaces and parentheses: counted from the last `)`).
+fn parse_self_stat(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, index 11 here.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The frequencies, MHz: every CPU's cpufreq `scaling_cur_freq`, else `/proc/cpuinfo`'s
+/// `cpu MHz` lines (on virtual machines often a constant: then it shows no change).
+fn frequencies() -> Vec<f64> {
+    let mut out = Vec::new();
+    for i in 0.. {
+        let f = format!("/sys/devices/system/cpu/cpu{i}/cpufreq/scaling_cur_freq");
+        match std::fs::read_to_string(&f) {
+            Ok(s) => match s.trim().parse::<f64>() {
+                Ok(khz) => out.push(khz / 1000.0),
+                Err(_) => break,
+            },
+            Err(_) => break,
+        }
+    }
+    if out.is_empty()
+        && let Ok(text) = std::fs::read_to_string("/proc/cpuinfo")
+    {
+        out = parse_cpuinfo(&text);
+    }
+    out
+}
+
+/// The `cpu MHz` values of `/proc/cpuinfo`.
+fn parse_cpuinfo(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter(|l| l.starts_with("cpu MHz"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse().ok())
+        .collect()
+}
+
+impl Snapshot {
+    /// The counters now.
+    pub fn now() -> Snapshot {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        Snapshot {
+            at: Instant::now(),
+            cpu: read("/proc/stat").as_deref().and_then(parse_stat),
+            own: read("/proc/self/stat").as_deref().and_then(parse_self_stat),
+            freqs: frequencies(),
+        }
+    }
+}
+
+/// One interval between two snapshots: other processes' CPUs, stolen fraction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Interval {
+    /// Seconds.
+    pub seconds: f64,
+    /// Mean number of CPUs other processes kept busy.
+    pub others_cpus: f64,
+    /// Fraction of all CPUs' time stolen by the hypervisor.
+    pub steal: f64,
+}
+
+/// The interval from `a` to `b`, if the counters could be read at both.
+fn between(a: &Snapshot, b: &Snapshot) -> Option<Interval> {
+    let ((b0, s0, t0), (b1, s1, t1)) = (a.cpu?, b.cpu?);
+    let (o0, o1) = (a.own?, b.own?);
+    let total = t1.checked_sub(t0)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    if total == 0 {
+        return Some(Interval {
+            seconds: b.at.duration_since(a.at).as_secs_f64(),
+            others_cpus: 0.0,
+            steal: 0.0,
+        });
+    }
+    // Ticks of wall time per CPU in the interval: total ticks over the CPUs counted.
+    let wall = total as f64 / cpus;
+    let busy = b1.saturating_sub(b0) as f64;
+    let own = o1.saturating_sub(o0) as f64;
+    Some(Interval {
+        seconds: b.at.duration_since(a.at).as_secs_f64(),
+        others_cpus: ((busy - own) / wall).max(0.0),
+        steal: s1.saturating_sub(s0) as f64 / total as f64,
+    })
+}
+
+/// Snapshots taken through a measurement: at the start and at every [`Watch::mark`].
+#[derive(Clone, Debug)]
+pub struct Watch {
+    snaps: Vec<Snapshot>,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Watch::start()
+    }
+}
+
+impl Watch {
+    /// Starts watching (the first snapshot).
+    pub fn start() -> Watch {
+        Watch {
+            snaps: vec![Snapshot::now()],
+        }
+    }
+
+    /// Ends a round (a snapshot).
+    pub fn mark(&mut self) {
+        self.snaps.push(Snapshot::now());
+    }
+
+    /// The machine's state over the whole watch, with its worst round.
+    pub fn state(&self) -> MachineState {
+        let first = &self.snaps[0];
+        let last = self.snaps.last().unwrap_or(first);
+        let whole = if self.snaps.len() > 1 {
+            between(first, last)
+        } else {
+            None
+        };
+        let rounds: Vec<Interval> = self
+            .snaps
+            .windows(2)
+            .filter_map(|w| between(&w[0], &w[1]))
+            .collect();
+        // A round shorter than a few clock ticks says nothing: the busiest of the rest.
+        let worst = rounds
+            .iter()
+            .filter(|r| r.seconds >= 0.05)
+            .copied()
+            .max_by(|a, b| a.others_cpus.total_cmp(&b.others_cpus));
+        let freqs: Vec<f64> = self.snaps.iter().flat_map(|s| s.freqs.clone()).collect();
+        let freq_mhz = (!freqs.is_empty()).then(|| {
+            (
+                freqs.iter().copied().fold(f64::INFINITY, f64::min),
+                freqs.iter().copied().fold(0.0, f64::max),
+            )
+        });
+        MachineState {
+            whole,
+            worst,
+            rounds: rounds.len(),
+            freq_mhz,
+            load: load_average(),
+        }
+    }
+}
+
+/// The 1-minute load average (`/proc/loadavg`), if readable.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// What the machine did during a measurement ([`Watch::state`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineState {
+    /// Over the whole measurement (`None`: the counters could not be read).
+    pub whole: Option<Interval>,
+    /// The round in which other processes took the most CPU.
+    pub worst: Option<Interval>,
+    /// Rounds watched.
+    pub rounds: usize,
+    /// Lowest and highest CPU frequency seen, MHz (`None`: not readable here).
+    pub freq_mhz: Option<(f64, f64)>,
+    /// The 1-minute load average at the end (it counts this measurement's own threads).
+    pub load: Option<f64>,
+}
+
+impl MachineState {
+    /// Why the measurement is not to be trusted, one plain cause each with its figure: empty
+    /// on a quiet machine.
+    ///
+    /// ```
+    /// use mbsp_tools::machine_state::{Interval, MachineState};
+    /// let busy = Interval { seconds: 10.0, others_cpus: 0.9, steal: 0.0 };
+    /// let s = MachineState { whole: Some(busy), worst: Some(busy), rounds: 5, freq_mhz: None, load: None };
+    /// assert_eq!(s.causes(), ["other processes kept 0.90 CPUs busy on average"]);
+    /// ```
+    pub fn causes(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        let Some(w) = self.whole else {
+            return vec!["the machine's CPU counters (/proc/stat) could not be read".into()];
+        };
+        if w.others_cpus > BUSY_CPUS {
+            why.push(format!(
+                "other processes kept {:.2} CPUs busy on average",
+                w.others_cpus
+            ));
+        } else if let Some(r) = self.worst.filter(|r| r.others_cpus > 2.0 * BUSY_CPUS.max(0.25)) {
+            why.push(format!(
+                "other processes kept {:.2} CPUs busy for {:.1} s of it",
+                r.others_cpus, r.seconds
+            ));
+        }
+        if w.steal > MAX_STEAL {
+            why.push(format!(
+                "the hypervisor stole {:.1}% of the CPUs' time",
+                100.0 * w.steal
+            ));
+        }
+        if let Some((lo, hi)) = self.freq_mhz
+            && lo > 0.0
+            && hi / lo > MAX_FREQ_RATIO
+        {
+            why.push(format!("the clock varied from {lo:.0} to {hi:.0} MHz"));
+        }
+        why
+    }
+
+    /// Whether nothing was seen that makes the measurement untrustworthy.
+    pub fn quiet(&self) -> bool {
+        self.causes().is_empty()
+    }
+
+    /// One line for the end of a table: `machine: quiet (...)` or `machine: BUSY — causes`.
+    pub fn line(&self) -> String {
+        let what = match self.whole {
+            Some(w) => format!(
+                "other processes {:.2} CPUs, steal {:.1}%, clock {}",
+                w.others_cpus,
+                100.0 * w.steal,
+                self.freq_mhz.map_or("not readable".into(), |(lo, hi)| {
+                    if hi - lo < 1.0 {
+                        format!("{hi:.0} MHz")
+                    } else {
+                        format!("{lo:.0}-{hi:.0} MHz")
+                    }
+                })
+            ),
+            None => "counters not readable".into(),
+        };
+        let causes = self.causes();
+        if causes.is_empty() {
+            format!("machine state during the runs: quiet ({what})")
+        } else {
+            format!(
+                "machine state during the runs: BUSY, not to be trusted: {} ({what}); measure \
+                 again when nothing else runs",
+                causes.join("; ")
+            )
+        }
+    }
+
+    /// The state as JSON: the figures, `quiet`, and `causes`.
+    pub fn json(&self) -> Value {
+        let iv = |i: &Option<Interval>| {
+            i.map(|i| {
+                json!({"seconds": i.seconds, "others_cpus": i.others_cpus, "steal": i.steal})
+            })
+        };
+        json!({
+            "quiet": self.quiet(),
+            "causes": self.causes(),
+            "whole": iv(&self.whole),
+            "worst_round": iv(&self.worst),
+            "rounds": self.rounds,
+            "frequency_mhz": self.freq_mhz.map(|(lo, hi)| json!({"min": lo, "max": hi})),
+            "load_average": self.load,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(secs: f64, cpu: (u64, u64, u64), own: u64) -> Snapshot {
+        Snapshot {
+            at: Instant::now() + std::time::Duration::from_secs_f64(secs),
+            cpu: Some(cpu),
+            own: Some(own),
+            freqs: vec![2000.0],
+        }
+    }
+
+    #[test]
+    fn proc_files_are_parsed() {
+        let stat = "cpu  100 10 20 500 5 1 2 7 0 0\ncpu0 50 5 10 250 2 0 1 3 0 0\n";
+        assert_eq!(parse_stat(stat), Some((133, 7, 645)));
+        let me = "4242 (my (odd) prog) R 1 2 3 4 5 6 7 8 9 10 123 45 0 0 20 0";
+        assert_eq!(parse_self_stat(me), Some(168));
+        assert_eq!(parse_cpuinfo("cpu MHz\t\t: 2999.998\nflags\t: x\n"), [2999.998]);
+        assert_eq!(parse_stat("intr 1 2"), None);
+    }
+
+    #[test]
+    fn other_processes_cpu_time_is_busy_time_less_ours() {
+        // 2 CPUs (or however many this machine has: `between` divides by them), 100 ticks of
+        // wall time each.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        let a = snap(0.0, (0, 0, 0), 0);
+        // Every CPU busy the whole time, we used half of it: the others the other half.
+        let b = snap(1.0, (100 * cpus, 0, 100 * cpus), 50 * cpus);
+        let i = between(&a, &b).unwrap();
+        assert!((i.others_cpus - cpus as f64 / 2.0).abs() < 1e-9, "{i:?}");
+        let mut w = Watch { snaps: vec![a, b] };
+        assert!(!w.state().quiet());
+        // Only our own time: quiet.
+        let c = snap(2.0, (150 * cpus, 0, 200 * cpus), 150 * cpus);
+        w.snaps.remove(1);
+        w.snaps.push(c);
+        let s = w.state();
+        assert!(s.whole.unwrap().others_cpus < 1e-9 && s.quiet(), "{s:?}");
+        // Steal is a cause of its own.
+        let d = snap(3.0, (150 * cpus, 20 * cpus, 200 * cpus), 150 * cpus);
+        let s = Watch { snaps: vec![snap(0.0, (0, 0, 0), 0), d] }.state();
+        assert_eq!(s.causes(), ["the hypervisor stole 10.0% of the CPUs' time"]);
+        assert!(s.line().contains("BUSY"), "{}", s.line());
+    }
+
+    #[test]
+    fn this_machine_can_be_watched() {
+        let mut w = Watch::start();
+        w.mark();
+        let s = w.state();
+        assert_eq!(s.rounds, 1);
+        // Linux CI: the counters are readable.
+        if cfg!(target_os = "linux") {
+            assert!(s.whole.is_some());
+        }
+        assert!(s.json()["causes"].is_array());
+    }
+}
