@@ -255,11 +255,11 @@ fn params(p: usize, samples: usize, bytes: usize) -> Params {
     })
     .median();
     Params {
-        r: Params::DEFAULT.r,
         g,
         g_direct,
         l,
         fresh,
+        ..Params::DEFAULT
     }
 }
 

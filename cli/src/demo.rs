@@ -37,7 +37,9 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
     use params::Prim;
     Params {
         r: l.r_dense,
+        r_stream: l.r_stream,
         g: l.fit(Prim::Put).g,
+        g_msg: l.fit(Prim::Put1).g,
         g_direct: l.fit(Prim::Direct).g,
         l: l.l,
         fresh,

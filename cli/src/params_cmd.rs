@@ -82,8 +82,17 @@ impl Args {
 pub fn table(levels: &[LevelParams]) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>8} {:>7} {:>8}",
-        "level", "policy", "p", "r Mflop/s", "(daxpy)", "l µs", "l flop", "l' µs"
+        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>9} {:>8} {:>15} {:>7} {:>8}",
+        "level",
+        "policy",
+        "p",
+        "r Mflop/s",
+        "(daxpy)",
+        "(stream)",
+        "l µs",
+        "l interval",
+        "l flop",
+        "l' µs"
     ));
     for prim in Prim::ALL {
         s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
@@ -100,13 +109,15 @@ pub fn table(levels: &[LevelParams]) -> String {
             format!("{:.3}?", put.l * 1e6)
         };
         s.push_str(&format!(
-            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>8.3} {:>7.0} {:>8}",
+            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>9.0} {:>8.3} {:>15} {:>7.0} {:>8}",
             l.level.name(),
             l.policy,
             l.p,
             l.r_dense / 1e6,
             l.r_daxpy / 1e6,
+            l.r_stream / 1e6,
             l.l * 1e6,
+            format!("{:.3}-{:.3}", l.l_interval.0 * 1e6, l.l_interval.1 * 1e6),
             l.l * l.r_dense,
             l_comm
         ));
@@ -147,19 +158,26 @@ pub fn run(o: &Options) -> Result<()> {
     println!("mbsp params: {}", mbsp_tools::machine::describe());
     println!(
         "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
-         48x48 dense product (DAXPY of 2048 beside it), all processes at once\n",
-        m.max_h, m.h_steps, m.samples
+         48x48 dense product (DAXPY of 2048 beside it, and a STREAM triad of {} doubles per \
+         array), all processes at once\n",
+        m.max_h, m.h_steps, m.samples, m.stream_n
     );
     let fresh = params::fresh_per_word();
-    let measured = Measurement::new(params::measure_levels(&chosen, m)?, fresh);
+    let mut watch = mbsp_tools::machine_state::Watch::start();
+    let levels = params::measure_levels(&chosen, m, &mut watch)?;
+    let state = watch.state();
+    let measured = Measurement::new(levels, fresh).watched(state.clone());
     print!("{}", table(&measured.levels));
     println!(
-        "\nl = empty superstep; g = seconds per 8-byte word of a full h-relation (slope of a \
-         least-squares fit of time against h > 0); l' = the bulk-put fit's intercept (a superstep \
-         that communicates at all); flop units = time x r; fit err = worst RMS relative residual \
-         of the five fits; first touch of fresh memory: {:.2} ns per word",
+        "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
+         8-byte word of a full h-relation (slope of a least-squares fit of time against h > 0; \
+         g put1 is the per-message g, g_msg); l' = the bulk-put fit's intercept (a superstep \
+         that communicates at all); flop units = time x r; fit err = worst RMS relative \
+         residual of the five fits; first touch of fresh memory: {:.2} ns per word",
+        100.0 * mbsp_tools::stats::CONFIDENCE,
         fresh * 1e9
     );
+    println!("{}", state.line());
     if let Some(path) = &o.json {
         write_json(path, &measured).map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(
@@ -173,6 +191,13 @@ pub fn run(o: &Options) -> Result<()> {
         eprintln!("mbsp params: plotted {}", path.display());
     }
     if let Some(path) = save_to {
+        if !state.quiet() {
+            eprintln!(
+                "mbsp params: warning: saving parameters measured on a busy machine ({}): every \
+                 prediction will use them; run `mbsp params --save` again when it is quiet",
+                state.causes().join("; ")
+            );
+        }
         save(&path, &measured)?;
     }
     Ok(())
@@ -319,7 +344,9 @@ mod tests {
             p: 2,
             r_daxpy: 1e9,
             r_dense: 1e9,
+            r_stream: 1e9,
             l: 1e-6,
+            l_interval: (0.9e-6, 1.1e-6, 0.96),
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

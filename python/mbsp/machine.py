@@ -108,13 +108,18 @@ class Placement:
 
 @dataclass(frozen=True)
 class BspParams:
-    """BSP parameters in seconds (``r`` in flop/s), and where they come from."""
+    """BSP parameters in seconds (``r`` and ``r_stream`` in flop/s), and where they come from.
+
+    ``r`` is a compute-bound rate, ``r_stream`` a memory-bound one (the STREAM triad); ``g`` is
+    per word of bulk communication, ``g_msg`` per one-word message."""
 
     r: float
     g: float
     g_direct: float
     l: float
     fresh: float
+    r_stream: float = 0.0
+    g_msg: float = 0.0
     source: str = ""
 
     def to_dict(self) -> Dict[str, Any]:

@@ -145,9 +145,11 @@ fn level_dict<'py>(py: Python<'py>, l: &LevelParams, fresh: f64) -> PyResult<Bou
         "r" => l.r_dense,
         "r_daxpy" => l.r_daxpy,
         "r_dense" => l.r_dense,
+        "r_stream" => l.r_stream,
         "l" => l.l,
         "l_comm" => l.l_comm(),
         "g" => l.g(),
+        "g_msg" => l.g_msg(),
         "fresh" => fresh,
         "fits" => dict(py, fits)?,
     });
@@ -176,8 +178,10 @@ fn measurement_dict<'py>(py: Python<'py>, m: &Measurement) -> PyResult<Bound<'py
     if let Some(t) = m.top_level() {
         items.extend(items!(py, {
             "r" => t.r_dense,
+            "r_stream" => t.r_stream,
             "l" => t.l,
             "g" => t.g(),
+            "g_msg" => t.g_msg(),
             "g_direct" => t.g_direct(),
         }));
     }
@@ -285,7 +289,10 @@ fn params_in_force(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, String)> {
     let p = mbsp::params::Params::current();
     let d = dict(
         py,
-        items!(py, {"r" => p.r, "g" => p.g, "g_direct" => p.g_direct, "l" => p.l, "fresh" => p.fresh}),
+        items!(py, {
+            "r" => p.r, "r_stream" => p.r_stream, "g" => p.g, "g_msg" => p.g_msg,
+            "g_direct" => p.g_direct, "l" => p.l, "fresh" => p.fresh,
+        }),
     )?;
     Ok((d, mbsp::params::source().to_string()))
 }

@@ -4,8 +4,9 @@
 //! They come from [`Params::current`], which looks, in this order, for
 //!
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
-//!    `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "fresh": 3.2e-9, "r": 1e9}`; keys may be
-//!    omitted; `mbsp params --json FILE` writes one);
+//!    `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9, "fresh": 3.2e-9, "r": 1e9,
+//!    "r_stream": 1e9}`; keys may be omitted — files written before a key existed are read
+//!    with that key's default — and `mbsp params --json FILE` writes one);
 //! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
 //!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
 //!    it), if that file exists;
@@ -27,10 +28,19 @@ pub const PARAMS_ENV: &str = "MBSP_PARAMS";
 /// BSP machine parameters, in seconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
-    /// Computation rate in flop/s.
+    /// Computation rate in flop/s of a compute-bound kernel (data in cache).
     pub r: f64,
+    /// Computation rate in flop/s of a kernel that streams its data from memory (the STREAM
+    /// triad `a = b + s·c` on arrays far larger than the caches, every process of the level at
+    /// once): what a memory-bound kernel runs at.
+    pub r_stream: f64,
     /// Seconds per 8-byte word of a full h-relation of bulk puts or messages.
     pub g: f64,
+    /// Seconds per message of a full h-relation of one-word puts: the per-message g, which an
+    /// h-relation of many small requests pays instead of [`g`](Params::g) per word (each
+    /// request is queued, matched and copied on its own). [`Params::time_of`] charges
+    /// `g_msg - g` per request on top of `g` per word.
+    pub g_msg: f64,
     /// Seconds per 8-byte word copied by direct gets (one copy, reader-driven).
     pub g_direct: f64,
     /// Seconds per superstep (an empty sync).
@@ -43,11 +53,15 @@ pub struct Params {
 impl Params {
     /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
     /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
-    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page. Predictions for another
-    /// machine should use its own (`mbsp params --json FILE`, then `MBSP_PARAMS=FILE`).
+    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns
+    /// and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of the same size). Predictions for
+    /// another machine should use its own (`mbsp params --save`, or `mbsp params --json FILE`
+    /// then `MBSP_PARAMS=FILE`).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
+        r_stream: 1.0e9,
         g: 1.6e-9,
+        g_msg: 25e-9,
         g_direct: 0.8e-9,
         l: 1.0e-6,
         fresh: 3.2e-9,
@@ -77,16 +91,25 @@ impl Params {
     /// assert!(p.g > 0.0);
     /// ```
     pub fn for_level(level: &str, p: usize) -> Params {
-        let levels = &loaded().1;
-        let of_level = || levels.iter().filter(|(name, _, _)| name == level);
-        of_level()
-            .find(|(_, q, _)| *q == p)
-            .or_else(|| of_level().next())
-            .map_or(*Params::current(), |(_, _, params)| *params)
+        Params::for_placement(level, p, "")
     }
 
-    /// Parse a JSON object with any of the keys `r`, `g`, `g_direct`, `l`, `fresh` (numbers,
-    /// seconds or flop/s); missing keys keep their [`Params::DEFAULT`] values.
+    /// [`Params::for_level`], preferring among the entries of `level` with `p` processes the
+    /// one measured under `policy` (`scattered`, `compact`: policies number the cores
+    /// differently, which changes who synchronises with whom), then any policy's.
+    ///
+    /// ```
+    /// let p = mbsp::params::Params::for_placement("machine", 2, "compact");
+    /// assert!(p.l > 0.0);
+    /// ```
+    pub fn for_placement(level: &str, p: usize, policy: &str) -> Params {
+        pick(&loaded().1, level, p, policy).unwrap_or(*Params::current())
+    }
+
+    /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
+    /// `l`, `fresh` (numbers, seconds or flop/s); missing keys keep their [`Params::DEFAULT`]
+    /// values (a file of an older `mbsp params` without `g_msg` has its one-word-put fit,
+    /// `g_put1`, which is read as `g_msg`).
     ///
     /// ```
     /// let p = mbsp::params::Params::from_json(r#"{"l": 2e-6, "g": 3e-9}"#).unwrap();
@@ -111,9 +134,16 @@ impl Params {
         let mut p = Params::DEFAULT;
         // r divides and l is never free; a g may be 0 (`mbsp params` reports a fit whose slope
         // came out negative, noise below its resolution, as a flat line).
+        let g_msg_key = if obj.contains_key("g_msg") {
+            "g_msg"
+        } else {
+            "g_put1"
+        };
         for (key, slot, zero_ok) in [
             ("r", &mut p.r, false),
+            ("r_stream", &mut p.r_stream, false),
             ("g", &mut p.g, true),
+            (g_msg_key, &mut p.g_msg, true),
             ("g_direct", &mut p.g_direct, true),
             ("l", &mut p.l, false),
             ("fresh", &mut p.fresh, true),
@@ -142,6 +172,23 @@ impl Params {
     /// ```
     pub fn time(&self, supersteps: usize, h: f64, direct: bool) -> f64 {
         supersteps as f64 * self.l + h * if direct { self.g_direct } else { self.g }
+    }
+
+    /// Predicted seconds of `supersteps` supersteps moving, through the process that
+    /// communicates most, `h` words in `messages` buffered requests (puts, gets or sends):
+    /// `supersteps·l + h·g + messages·(g_msg − g)` — each request costs what a one-word
+    /// request costs beyond its word. An h-relation of `h` one-word puts costs `l + h·g_msg`;
+    /// of a few bulk puts, about `l + h·g`.
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g: 1e-9, g_msg: 25e-9, l: 1e-6, ..Params::DEFAULT };
+    /// // 1000 one-word puts, then the same 1000 words in one put.
+    /// assert!((p.time_of(1, 1000.0, 1000.0) - (1e-6 + 1000.0 * 25e-9)).abs() < 1e-15);
+    /// assert!((p.time_of(1, 1000.0, 1.0) - (1e-6 + 1000.0 * 1e-9 + 24e-9)).abs() < 1e-15);
+    /// ```
+    pub fn time_of(&self, supersteps: usize, h: f64, messages: f64) -> f64 {
+        supersteps as f64 * self.l + h * self.g + messages * (self.g_msg - self.g).max(0.0)
     }
 }
 
@@ -180,8 +227,28 @@ impl std::error::Error for ParamsError {
     }
 }
 
-/// One measured level of a parameter file: (level name, processes, parameters).
-type LevelEntry = (String, usize, Params);
+/// One measured level of a parameter file.
+#[derive(Clone, Debug, PartialEq)]
+struct LevelEntry {
+    /// `machine`, `packages`, `package`, `numa`, `core`.
+    level: String,
+    /// Processes measured.
+    p: usize,
+    /// `scattered`, `compact` (empty when the file does not say).
+    policy: String,
+    params: Params,
+}
+
+/// The entry of `level` measured with `p` processes under `policy`, else with `p` processes,
+/// else any of `level`.
+fn pick(levels: &[LevelEntry], level: &str, p: usize, policy: &str) -> Option<Params> {
+    let of_level = || levels.iter().filter(|e| e.level == level);
+    of_level()
+        .find(|e| e.p == p && e.policy == policy)
+        .or_else(|| of_level().find(|e| e.p == p))
+        .or_else(|| of_level().next())
+        .map(|e| e.params)
+}
 
 /// A parameter file: the whole machine's values and the measured levels. Every level must be
 /// valid (a file with one bad entry is refused whole: predictions from half a file mislead).
@@ -204,23 +271,31 @@ fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), ParamsError> {
                 ParamsError::invalid(format!("levels[{i}] has no \"level\" name"))
             })?;
             let p = e.get("p").and_then(|p| p.as_u64()).unwrap_or(0) as usize;
+            let policy = e.get("policy").and_then(|p| p.as_str()).unwrap_or("");
             // A level's missing keys default to the whole machine's.
             let mut params = Params::from_object(e).map_err(|m| match m {
                 ParamsError::Invalid(m) => ParamsError::Invalid(format!("levels[{i}]: {m}")),
                 other => other,
             })?;
-            for (key, slot, whole) in [
-                ("r", &mut params.r, top.r),
-                ("g", &mut params.g, top.g),
-                ("g_direct", &mut params.g_direct, top.g_direct),
-                ("l", &mut params.l, top.l),
-                ("fresh", &mut params.fresh, top.fresh),
+            for (keys, slot, whole) in [
+                (&["r"][..], &mut params.r, top.r),
+                (&["r_stream"], &mut params.r_stream, top.r_stream),
+                (&["g"], &mut params.g, top.g),
+                (&["g_msg", "g_put1"], &mut params.g_msg, top.g_msg),
+                (&["g_direct"], &mut params.g_direct, top.g_direct),
+                (&["l"], &mut params.l, top.l),
+                (&["fresh"], &mut params.fresh, top.fresh),
             ] {
-                if !e.contains_key(key) {
+                if !keys.iter().any(|k| e.contains_key(*k)) {
                     *slot = whole;
                 }
             }
-            levels.push((name.to_string(), p, params));
+            levels.push(LevelEntry {
+                level: name.to_string(),
+                p,
+                policy: policy.to_string(),
+                params,
+            });
         }
     }
     Ok((top, levels))
@@ -388,11 +463,45 @@ mod tests {
         .unwrap();
         assert_eq!((top.g, top.l), (2e-9, 1e-6));
         assert_eq!(levels.len(), 2);
-        assert_eq!((levels[0].1, levels[0].2.g, levels[0].2.l), (4, 3e-9, 1e-6));
         assert_eq!(
-            (levels[1].0.as_str(), levels[1].2.g, levels[1].2.l),
+            (levels[0].p, levels[0].params.g, levels[0].params.l),
+            (4, 3e-9, 1e-6)
+        );
+        assert_eq!(
+            (
+                levels[1].level.as_str(),
+                levels[1].params.g,
+                levels[1].params.l
+            ),
             ("package", 2e-9, 5e-7)
         );
+    }
+
+    #[test]
+    fn older_files_are_read_and_the_per_message_g_found_where_it_was() {
+        // Before g_msg and r_stream: the top level has neither; levels have the one-word-put
+        // fit as g_put1.
+        let (top, levels) = parse_file(
+            r#"{"r": 2e9, "g": 1e-9, "l": 2e-7, "levels": [
+                {"level": "machine", "p": 2, "policy": "scattered", "g_put1": 24e-9},
+                {"level": "machine", "p": 2, "policy": "compact", "g_put1": 26e-9, "g_msg": 30e-9}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (top.g_msg, top.r_stream),
+            (Params::DEFAULT.g_msg, Params::DEFAULT.r_stream)
+        );
+        assert_eq!(levels[0].params.g_msg, 24e-9);
+        assert_eq!(levels[1].params.g_msg, 30e-9, "g_msg wins over g_put1");
+        assert_eq!(
+            levels[0].params.r, 2e9,
+            "a level's missing r is the machine's"
+        );
+        // Picking: policy first, then any entry of that p, then any of that level.
+        assert_eq!(pick(&levels, "machine", 2, "compact").unwrap().g_msg, 30e-9);
+        assert_eq!(pick(&levels, "machine", 2, "").unwrap().g_msg, 24e-9);
+        assert_eq!(pick(&levels, "machine", 8, "compact").unwrap().g_msg, 24e-9);
+        assert_eq!(pick(&levels, "numa", 2, "compact"), None);
     }
 
     #[test]

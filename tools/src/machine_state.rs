@@ -245,7 +245,10 @@ impl MachineState {
                 "other processes kept {:.2} CPUs busy on average",
                 w.others_cpus
             ));
-        } else if let Some(r) = self.worst.filter(|r| r.others_cpus > 2.0 * BUSY_CPUS.max(0.25)) {
+        } else if let Some(r) = self
+            .worst
+            .filter(|r| r.others_cpus > 2.0 * BUSY_CPUS.max(0.25))
+        {
             why.push(format!(
                 "other processes kept {:.2} CPUs busy for {:.1} s of it",
                 r.others_cpus, r.seconds
@@ -303,9 +306,7 @@ impl MachineState {
     /// The state as JSON: the figures, `quiet`, and `causes`.
     pub fn json(&self) -> Value {
         let iv = |i: &Option<Interval>| {
-            i.map(|i| {
-                json!({"seconds": i.seconds, "others_cpus": i.others_cpus, "steal": i.steal})
-            })
+            i.map(|i| json!({"seconds": i.seconds, "others_cpus": i.others_cpus, "steal": i.steal}))
         };
         json!({
             "quiet": self.quiet(),
@@ -338,7 +339,10 @@ mod tests {
         assert_eq!(parse_stat(stat), Some((133, 7, 645)));
         let me = "4242 (my (odd) prog) R 1 2 3 4 5 6 7 8 9 10 123 45 0 0 20 0";
         assert_eq!(parse_self_stat(me), Some(168));
-        assert_eq!(parse_cpuinfo("cpu MHz\t\t: 2999.998\nflags\t: x\n"), [2999.998]);
+        assert_eq!(
+            parse_cpuinfo("cpu MHz\t\t: 2999.998\nflags\t: x\n"),
+            [2999.998]
+        );
         assert_eq!(parse_stat("intr 1 2"), None);
     }
 
@@ -362,7 +366,10 @@ mod tests {
         assert!(s.whole.unwrap().others_cpus < 1e-9 && s.quiet(), "{s:?}");
         // Steal is a cause of its own.
         let d = snap(3.0, (150 * cpus, 20 * cpus, 200 * cpus), 150 * cpus);
-        let s = Watch { snaps: vec![snap(0.0, (0, 0, 0), 0), d] }.state();
+        let s = Watch {
+            snaps: vec![snap(0.0, (0, 0, 0), 0), d],
+        }
+        .state();
         assert_eq!(s.causes(), ["the hypervisor stole 10.0% of the CPUs' time"]);
         assert!(s.line().contains("BUSY"), "{}", s.line());
     }

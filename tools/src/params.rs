@@ -7,7 +7,11 @@
 //!   DAXPY `y += a·x` on 2048 doubles (2 flop per element, in cache) and a 48 × 48 dense
 //!   matrix product `C += A·B` (2·48³ flop, i-k-j loops the compiler vectorises). `r` is the
 //!   dense kernel's rate (the BSPlib paper's r is a compute-bound rate too); both are reported.
-//! * **l** (seconds): the median time of an empty superstep, over many.
+//! * **r_stream** (flop/s): the STREAM triad `a = b + s·c` on [`Options::stream_n`] doubles
+//!   per array per process (far beyond the caches), every process at once: the rate of a
+//!   kernel that streams its data from memory, which a compute-bound r overstates severalfold.
+//! * **l** (seconds): the median time of an empty superstep, over many, with its confidence
+//!   interval ([`crate::stats::median_interval`]).
 //! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
 //!   superstep against h over full h-relations — every process sends h words and receives h
 //!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
@@ -26,15 +30,18 @@
 //!
 //! The parameter file ([`Measurement::to_json`]) keeps the whole machine's values (scattered
 //! policy) as its top-level keys `r, g, g_direct, l, fresh` — what `Params::current()` reads —
-//! and every measured level in `"levels"`, with the fits and their points.
+//! and every measured level in `"levels"`, with the fits and their points, `g_msg` (the
+//! one-word-put fit's slope: the per-message g) and `r_stream`, and the machine's state during
+//! the measurement ([`crate::machine_state`]) under `"machine_state"`.
 //!
 //! A fit is not a measurement to trust when its residual exceeds [`MAX_RESIDUAL`] or its
 //! intercept is negative (a busy machine, or noise larger than the effect): [`Fit::doubts`]
 //! says why.
 
 use crate::error::{Classify, Error, ErrorKind, Result};
+use crate::machine_state::{MachineState, Watch};
 use crate::preflight::{self, Need};
-use crate::stats::{Samples, fit_gl, timed};
+use crate::stats::{CONFIDENCE, Samples, fit_gl, median_interval, timed};
 use mbsp::{Ctx, Level, Policy, Run};
 use serde_json::{Value, json};
 use std::hint::black_box;
@@ -58,6 +65,8 @@ pub struct Options {
     pub max_h: usize,
     /// Steps of h from 0 to `max_h`.
     pub h_steps: usize,
+    /// Doubles per array of the streaming triad (r_stream), per process.
+    pub stream_n: usize,
     /// Only these levels (names: [`Where::name`]), if given.
     pub levels: Option<Vec<String>>,
     /// A stop flag: once another thread sets it, the measurement ends within one point of one
@@ -82,6 +91,7 @@ impl Options {
             sample_ns: 4e6,
             max_h: 4096,
             h_steps: 8,
+            stream_n: 1 << 21,
             levels: None,
             stop: None,
         }
@@ -94,6 +104,7 @@ impl Options {
             sample_ns: 1e5,
             max_h: 1024,
             h_steps: 4,
+            stream_n: 1 << 14,
             ..Options::full()
         }
     }
@@ -322,8 +333,13 @@ pub struct LevelParams {
     pub r_daxpy: f64,
     /// Dense-kernel rate, flop/s: the level's r.
     pub r_dense: f64,
+    /// Streaming triad rate, flop/s (2 flops per element, all processes at once; the mean
+    /// over the processes).
+    pub r_stream: f64,
     /// Empty superstep, seconds (median).
     pub l: f64,
+    /// The confidence interval of `l` ([`crate::stats::CONFIDENCE`]): (low, high, level).
+    pub l_interval: (f64, f64, f64),
     /// One fit per primitive, in [`Prim::ALL`] order.
     pub fits: Vec<(Prim, Fit)>,
 }
@@ -367,6 +383,12 @@ impl LevelParams {
         self.fit(Prim::Put).g.max(1e-12)
     }
 
+    /// The level's per-message g: seconds per one-word put in a full h-relation of them (the
+    /// `put1` fit's slope; positive, as [`LevelParams::g`]).
+    pub fn g_msg(&self) -> f64 {
+        self.fit(Prim::Put1).g.max(1e-12)
+    }
+
     /// The level's g of direct gets, seconds per word (positive, as [`LevelParams::g`]).
     pub fn g_direct(&self) -> f64 {
         self.fit(Prim::Direct).g.max(1e-12)
@@ -395,10 +417,14 @@ impl LevelParams {
             "r": self.r_dense,
             "r_daxpy": self.r_daxpy,
             "r_dense": self.r_dense,
+            "r_stream": self.r_stream,
             "l": self.l,
+            "l_interval": {"low": self.l_interval.0, "high": self.l_interval.1,
+                           "confidence": self.l_interval.2},
             "l_comm": self.l_comm(),
             "g": self.g(),
             "g_direct": self.g_direct(),
+            "g_msg": self.g_msg(),
             "fresh": fresh,
             "fits": fits,
         });
@@ -448,6 +474,23 @@ fn dense_rate(reps: usize) -> f64 {
     (2 * N * N * N * reps) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// Flop/s of the STREAM triad `a = b + s·c` on arrays of `n` doubles (2 flops per element),
+/// the median of `samples` passes after one untimed pass (first touch).
+fn triad_rate(n: usize, samples: usize) -> f64 {
+    let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
+    let s = black_box(3.0);
+    let mut pass = || {
+        let t = Instant::now();
+        for ((a, b), c) in a.iter_mut().zip(black_box(&b)).zip(black_box(&c)) {
+            *a = b + s * c;
+        }
+        black_box(&mut a);
+        (2 * n) as f64 / t.elapsed().as_secs_f64()
+    };
+    pass();
+    Samples::collect(samples, pass).median()
+}
+
 /// Seconds per word of writing freshly allocated memory for the first time (64 MiB).
 pub fn fresh_per_word() -> f64 {
     let words = 8 << 20;
@@ -461,7 +504,9 @@ pub fn fresh_per_word() -> f64 {
 struct Measured {
     r_daxpy: f64,
     r_dense: f64,
+    r_stream: f64,
     l: f64,
+    l_interval: (f64, f64, f64),
     points: Vec<(Prim, Vec<(f64, f64)>)>,
 }
 
@@ -557,11 +602,15 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
     let r_daxpy = Samples::collect(kernel_samples, || daxpy_rate(reps)).median();
     ctx.sync()?;
     let r_dense = Samples::collect(kernel_samples, || dense_rate(reps / 50 + 1)).median();
+    ctx.sync()?;
+    let r_stream = triad_rate(o.stream_n, kernel_samples);
     if o.stopped() {
         return Err(ctx.abort(STOPPED));
     }
     ctx.sync()?;
-    let l = Samples(timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?).median() * 1e-9;
+    let ls = timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?;
+    let ci = median_interval(&ls, CONFIDENCE).expect("at least one sample");
+    let (l, l_interval) = (ci.median * 1e-9, (ci.lo * 1e-9, ci.hi * 1e-9, ci.level));
     let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
     let mut points = Vec::new();
     for prim in Prim::ALL {
@@ -572,7 +621,9 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
     Ok(Measured {
         r_daxpy,
         r_dense,
+        r_stream,
         l,
+        l_interval,
         points,
     })
 }
@@ -590,6 +641,7 @@ pub fn measure_level(
     let p = all.len();
     let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
     let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
+    let r_stream = mean(|m| m.r_stream);
     let first = all.into_iter().next().expect("a run has a process");
     Ok(LevelParams {
         level,
@@ -597,7 +649,9 @@ pub fn measure_level(
         p,
         r_daxpy,
         r_dense,
+        r_stream,
         l: first.l,
+        l_interval: first.l_interval,
         fits: first
             .points
             .into_iter()
@@ -615,6 +669,8 @@ pub struct Measurement {
     pub fresh: f64,
     /// The levels, each under the scattered and the compact policy, in measuring order.
     pub levels: Vec<LevelParams>,
+    /// What else the machine did meanwhile (`None`: not watched).
+    pub state: Option<MachineState>,
 }
 
 impl Measurement {
@@ -624,7 +680,14 @@ impl Measurement {
             machine: crate::machine::describe(),
             fresh,
             levels,
+            state: None,
         }
+    }
+
+    /// The measurement with the machine's state during it.
+    pub fn watched(mut self, state: MachineState) -> Measurement {
+        self.state = Some(state);
+        self
     }
 
     /// The level whose values are the parameter file's top-level keys: the whole machine,
@@ -646,17 +709,22 @@ impl Measurement {
         });
         if let Some(t) = self.top_level() {
             v["r"] = t.r_dense.into();
+            v["r_stream"] = t.r_stream.into();
             v["l"] = t.l.into();
             v["g"] = t.g().into();
+            v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();
+        }
+        if let Some(s) = &self.state {
+            v["machine_state"] = s.json();
         }
         v
     }
 }
 
 /// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
-/// `max_h` words (what is sent and received, by put and by get), and the samples of every
-/// point.
+/// `max_h` words (what is sent and received, by put and by get) and the triad's three arrays,
+/// and the samples of every point.
 pub fn check_memory(o: &Options, p: usize) -> Result<()> {
     let mut need = Need::new();
     need.add(
@@ -665,6 +733,14 @@ pub fn check_memory(o: &Options, p: usize) -> Result<()> {
         format!(
             "--max-h {}: 4 arrays of that many words on each of {p} processes",
             o.max_h
+        ),
+    );
+    need.add(
+        (p as u128).saturating_mul(3 * o.stream_n as u128),
+        8,
+        format!(
+            "the streaming triad: 3 arrays of {} doubles on each of {p} processes",
+            o.stream_n
         ),
     );
     need.add(
@@ -714,12 +790,19 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     let chosen = chosen_levels(o)?;
     check_memory(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
     let fresh = fresh_per_word();
-    Ok(Measurement::new(measure_levels(&chosen, o)?, fresh))
+    let mut watch = Watch::start();
+    let levels = measure_levels(&chosen, o, &mut watch)?;
+    Ok(Measurement::new(levels, fresh).watched(watch.state()))
 }
 
 /// Measures each of the `chosen` levels under the scattered and the compact policy, with
-/// progress on stderr (`mbsp params: measuring the machine level, p = 2, scattered ...`).
-pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Vec<LevelParams>> {
+/// progress on stderr (`mbsp params: measuring the machine level, p = 2, scattered ...`),
+/// marking `watch` after each.
+pub fn measure_levels(
+    chosen: &[(Where, usize)],
+    o: &Options,
+    watch: &mut Watch,
+) -> Result<Vec<LevelParams>> {
     let mut levels = Vec::new();
     for &(level, p) in chosen {
         for (policy, name) in [
@@ -741,6 +824,7 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Vec<Leve
                     e
                 }
             })?);
+            watch.mark();
             eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
         }
     }
@@ -775,7 +859,7 @@ mod tests {
             stop: Some(stop),
             ..Options::full()
         };
-        let e = measure_levels(&[(Where::Machine, 2)], &full).unwrap_err();
+        let e = measure_levels(&[(Where::Machine, 2)], &full, &mut Watch::start()).unwrap_err();
         setter.join().unwrap();
         assert_eq!(e.kind(), ErrorKind::Interrupted, "{}", e.message());
     }
@@ -820,7 +904,9 @@ mod tests {
             p: 2,
             r_daxpy: 1e9,
             r_dense: 1e9,
+            r_stream: 1e9,
             l: 1e-6,
+            l_interval: (0.9e-6, 1.1e-6, 0.96),
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

@@ -351,12 +351,19 @@ mod tests {
         // Two of each: the 6 arrangements give U = 0, 1, 2, 2, 3, 4.
         let f = mann_whitney_pmf(2, 2);
         let want = [1.0, 1.0, 2.0, 1.0, 1.0].map(|c| c / 6.0);
-        assert!(f.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12), "{f:?}");
+        assert!(
+            f.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12),
+            "{f:?}"
+        );
         // Sums to one, symmetric, for unequal sizes too.
         let f = mann_whitney_pmf(3, 5);
         assert_eq!(f.len(), 16);
         assert!((f.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-        assert!(f.iter().zip(f.iter().rev()).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!(
+            f.iter()
+                .zip(f.iter().rev())
+                .all(|(a, b)| (a - b).abs() < 1e-12)
+        );
         // C(10, 5) = 252 arrangements of 5 and 5; U = 0 and U = 1 once each, U = 2 twice.
         let f = mann_whitney_pmf(5, 5);
         assert!((f[0] * 252.0 - 1.0).abs() < 1e-9 && (f[2] * 252.0 - 2.0).abs() < 1e-9);
@@ -385,7 +392,10 @@ mod tests {
             false_alarms += usize::from(compare(&a, &b, 0.95).differ == Some(true));
             found += usize::from(compare(&a, &c, 0.95).differ == Some(true));
         }
-        assert!((false_alarms as f64) < 0.08 * trials as f64, "{false_alarms}");
+        assert!(
+            (false_alarms as f64) < 0.08 * trials as f64,
+            "{false_alarms}"
+        );
         assert_eq!(found, trials);
     }
 }
