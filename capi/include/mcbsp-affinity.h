@@ -64,6 +64,12 @@ void mcbsp_set_maximum_threads(size_t max);
 /* The limit, else MBSP_MAX_THREADS, else the number of hardware threads. */
 size_t mcbsp_get_maximum_threads(void);
 
+/* The processes MBSP_SHAPE asks for at level (0: the top-level run, 1: the runs nested in its
+ * processes, ...), or 0 when it is unset or has no such level: `mbsp affinity --shape` sets it
+ * (e.g. "2x4") for the program it runs, so that a program that nests can take its shape from
+ * the experiment. A value that is not a shape ends the program with one line naming it. */
+unsigned int mbsp_shape_level(int level);
+
 /* Placement of runs started from now on (overrides MBSP_AFFINITY). An unknown mode is a
  * misuse. */
 void mcbsp_set_affinity_mode(enum mcbsp_affinity_mode mode);

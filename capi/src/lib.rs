@@ -24,5 +24,6 @@ mod drma;
 mod profiling;
 mod ranks;
 mod resiliency;
+mod shape;
 mod spmd;
 mod state;

@@ -79,7 +79,7 @@
 
 // The modules form layers, each using only those of the layers before it (tests/source.rs
 // checks that no module imports one that imports it back; docs/design.md draws the layers):
-// 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place;
+// 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place, shape;
 // 2. records and pools: flags, pool, outbox, requests, queue, tree; profile (its types, the
 //    recorder, the report, JSON and timeline: all but its regions);
 // 3. the engines' state: engine::threads::{barrier, lane, inbox, state},
@@ -114,6 +114,7 @@ mod registry;
 mod requests;
 pub mod rng;
 mod run;
+mod shape;
 mod shim;
 mod superstep;
 mod sync;
@@ -133,6 +134,7 @@ pub use place::{
 };
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};
+pub use shape::{SHAPE_ENV, shape_from_env};
 pub use wait::WaitPolicy;
 
 /// Runs over MPI ranks (feature `mpi`): see the rank engine's documentation.

@@ -78,7 +78,7 @@ impl Params {
     ///
     /// Where they come from: [`source`] (the lookup order is in the [module docs](self)).
     pub fn current() -> &'static Params {
-        &loaded().0
+        &loaded().0.top
     }
 
     /// The parameters of one level of the machine tree from the parameter file in force (`level` as
@@ -103,7 +103,7 @@ impl Params {
     /// assert!(p.l > 0.0);
     /// ```
     pub fn for_placement(level: &str, p: usize, policy: &str) -> Params {
-        pick(&loaded().1, level, p, policy).unwrap_or(*Params::current())
+        pick(&loaded().0.levels, level, p, policy).unwrap_or(*Params::current())
     }
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
@@ -124,7 +124,7 @@ impl Params {
     /// assert!(mbsp::params::Params::from_json("l = 1").is_err());
     /// ```
     pub fn from_json(text: &str) -> Result<Params, ParamsError> {
-        parse_file(text).map(|(top, _)| top)
+        parse_file(text).map(|f| f.top)
     }
 
     /// Parse the keys of `obj` over [`Params::DEFAULT`].
@@ -252,7 +252,7 @@ fn pick(levels: &[LevelEntry], level: &str, p: usize, policy: &str) -> Option<Pa
 
 /// A parameter file: the whole machine's values and the measured levels. Every level must be
 /// valid (a file with one bad entry is refused whole: predictions from half a file mislead).
-fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), ParamsError> {
+fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(ParamsError::Json)?;
     let obj = v
         .as_object()
@@ -298,7 +298,62 @@ fn parse_file(text: &str) -> Result<(Params, Vec<LevelEntry>), ParamsError> {
             });
         }
     }
-    Ok((top, levels))
+    // A key is absent when neither the top level nor any level gives it (g_msg under its old
+    // name counts).
+    let given = |key: &str| {
+        let in_obj = |o: &serde_json::Map<String, serde_json::Value>| {
+            o.contains_key(key) || (key == "g_msg" && o.contains_key("g_put1"))
+        };
+        in_obj(obj)
+            || obj
+                .get("levels")
+                .and_then(|l| l.as_array())
+                .is_some_and(|l| l.iter().filter_map(|e| e.as_object()).any(in_obj))
+    };
+    let absent = KEYS.iter().copied().filter(|k| !given(k)).collect();
+    Ok(ParsedFile {
+        top,
+        levels,
+        absent,
+    })
+}
+
+/// The keys of a parameter file.
+const KEYS: [&str; 7] = ["r", "r_stream", "g", "g_msg", "g_direct", "l", "fresh"];
+
+/// A parameter file: the whole machine's values, the measured levels, and the keys it does not
+/// give.
+#[derive(Clone, Debug)]
+struct ParsedFile {
+    top: Params,
+    levels: Vec<LevelEntry>,
+    absent: Vec<&'static str>,
+}
+
+impl ParsedFile {
+    /// No file: the defaults, every key absent.
+    fn defaults() -> ParsedFile {
+        ParsedFile {
+            top: Params::DEFAULT,
+            levels: Vec::new(),
+            absent: KEYS.to_vec(),
+        }
+    }
+}
+
+/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `l`, `fresh`) that the parameters in
+/// force do not give — neither at the top of the file nor for any level — so that
+/// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
+/// prediction that uses one of them is not this machine's.
+///
+/// ```
+/// let absent = mbsp::params::defaulted();
+/// if *mbsp::params::source() == mbsp::params::ParamsSource::Default {
+///     assert!(absent.contains(&"g_msg"));
+/// }
+/// ```
+pub fn defaulted() -> &'static [&'static str] {
+    &loaded().0.absent
 }
 
 /// Where the parameters in force come from ([`source`]).
@@ -371,7 +426,7 @@ fn locate(env: Option<OsString>, xdg: Option<OsString>, home: Option<OsString>) 
 /// println!("BSP parameters: {from}");
 /// ```
 pub fn source() -> &'static ParamsSource {
-    &loaded().2
+    &loaded().1
 }
 
 /// How far `predicted` is from `measured` (seconds), as a signed percentage — `+12%` — and,
@@ -416,8 +471,8 @@ fn judge_with(measured: f64, predicted: f64, from: &ParamsSource) -> String {
 
 /// The parameter file, read once: a file that cannot be used is reported once on stderr and
 /// the defaults are used.
-fn loaded() -> &'static (Params, Vec<LevelEntry>, ParamsSource) {
-    static LOADED: OnceLock<(Params, Vec<LevelEntry>, ParamsSource)> = OnceLock::new();
+fn loaded() -> &'static (ParsedFile, ParamsSource) {
+    static LOADED: OnceLock<(ParsedFile, ParamsSource)> = OnceLock::new();
     LOADED.get_or_init(|| {
         let from = locate(
             std::env::var_os(PARAMS_ENV),
@@ -426,24 +481,24 @@ fn loaded() -> &'static (Params, Vec<LevelEntry>, ParamsSource) {
         );
         let path = match &from {
             ParamsSource::Env(p) | ParamsSource::Saved(p) => p.clone(),
-            ParamsSource::Default => return (Params::DEFAULT, Vec::new(), from),
+            ParamsSource::Default => return (ParsedFile::defaults(), from),
         };
         match read_file(&path) {
-            Ok((top, levels)) => (top, levels, from),
+            Ok(file) => (file, from),
             Err(e) => {
                 let name = match &from {
                     ParamsSource::Env(_) => format!("{PARAMS_ENV}={}", path.display()),
                     _ => path.display().to_string(),
                 };
                 eprintln!("mbsp: {name}: {e}; using the default BSP parameters");
-                (Params::DEFAULT, Vec::new(), ParamsSource::Default)
+                (ParsedFile::defaults(), ParamsSource::Default)
             }
         }
     })
 }
 
 /// A parameter file read and parsed.
-fn read_file(path: &Path) -> Result<(Params, Vec<LevelEntry>), String> {
+fn read_file(path: &Path) -> Result<ParsedFile, String> {
     std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|text| parse_file(&text).map_err(|e| e.to_string()))
@@ -455,7 +510,7 @@ mod tests {
 
     #[test]
     fn levels_are_read_and_default_to_the_whole_machine() {
-        let (top, levels) = parse_file(
+        let ParsedFile { top, levels, .. } = parse_file(
             r#"{"g": 2e-9, "l": 1e-6, "levels": [
                 {"level": "machine", "p": 4, "g": 3e-9},
                 {"level": "package", "p": 2, "l": 5e-7}]}"#,
@@ -481,7 +536,7 @@ mod tests {
     fn older_files_are_read_and_the_per_message_g_found_where_it_was() {
         // Before g_msg and r_stream: the top level has neither; levels have the one-word-put
         // fit as g_put1.
-        let (top, levels) = parse_file(
+        let ParsedFile { top, levels, .. } = parse_file(
             r#"{"r": 2e9, "g": 1e-9, "l": 2e-7, "levels": [
                 {"level": "machine", "p": 2, "policy": "scattered", "g_put1": 24e-9},
                 {"level": "machine", "p": 2, "policy": "compact", "g_put1": 26e-9, "g_msg": 30e-9}]}"#,
@@ -502,6 +557,10 @@ mod tests {
         assert_eq!(pick(&levels, "machine", 2, "").unwrap().g_msg, 24e-9);
         assert_eq!(pick(&levels, "machine", 8, "compact").unwrap().g_msg, 24e-9);
         assert_eq!(pick(&levels, "numa", 2, "compact"), None);
+        let absent = parse_file(r#"{"g": 1e-9, "levels": [{"level": "machine", "g_put1": 2e-8}]}"#)
+            .unwrap()
+            .absent;
+        assert_eq!(absent, ["r", "r_stream", "g_direct", "l", "fresh"]);
     }
 
     #[test]
@@ -526,7 +585,7 @@ mod tests {
             assert!(e.to_string().contains(why), "{text}: {e}");
         }
         // A flat fit (g = 0) is a measurement, not an error.
-        let (top, _) = parse_file(r#"{"g": 0, "g_direct": 0}"#).unwrap();
+        let top = parse_file(r#"{"g": 0, "g_direct": 0}"#).unwrap().top;
         assert_eq!((top.g, top.g_direct), (0.0, 0.0));
     }
 
@@ -569,7 +628,7 @@ mod tests {
             locate(None, os(&xdg), os(&home)),
             ParamsSource::Saved(in_xdg.clone())
         );
-        assert_eq!(read_file(&in_xdg).unwrap().0.l, 4e-6);
+        assert_eq!(read_file(&in_xdg).unwrap().top.l, 4e-6);
         // MBSP_PARAMS overrides both (an empty value is unset).
         let env = xdg.join("mine.json");
         assert_eq!(

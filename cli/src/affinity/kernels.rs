@@ -145,7 +145,7 @@ fn leaf_count(e: &Experiment, shape: &Shape, pol: &PolicySpec) -> usize {
 type Step = Box<dyn FnMut(&mut Ctx) -> mbsp::Result<()>>;
 
 /// What one process of a measurement reports: seconds per step, and whether it was bound.
-type Leaf = (f64, bool);
+pub type Leaf = (f64, bool);
 
 /// Runs `step` in every leaf of `levels` under `policy`: `iters` timed steps after one
 /// untimed one; returns the slowest leaf's seconds per step and whether all were bound.
@@ -192,12 +192,14 @@ fn run_of(count: &Count) -> Run {
 
 /// The top-level run of a measurement: `count` processes placed by `policy`.
 fn top_run(count: &Count, policy: &PolicySpec) -> Run {
-    run_of(count).policy(policy.policy.clone())
+    run_of(count)
+        .policy(policy.policy.clone())
+        .bind(policy.bind)
 }
 
 /// The fan-outs of a plan (`[p]`, or `[a, b]` when every top process has `b` children), or
 /// why the plan is not uniform.
-fn fan_outs(nodes: &[Process]) -> std::result::Result<Vec<usize>, String> {
+pub(crate) fn fan_outs(nodes: &[Process]) -> std::result::Result<Vec<usize>, String> {
     let a = nodes.len();
     let kids: Vec<usize> = nodes.iter().map(|n| n.children.len()).collect();
     match kids.first() {
@@ -209,20 +211,107 @@ fn fan_outs(nodes: &[Process]) -> std::result::Result<Vec<usize>, String> {
     }
 }
 
-/// Measures kernel `k` under `pol` and `shape`, `repeat` times.
-pub fn measure(
+/// One repeat's result: its figure in seconds (per step, the slowest process's, for the
+/// kernels), whether every process was bound (`None`: not known, for a program), and where the
+/// figure came from when that varies (a program's).
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Seconds.
+    pub secs: f64,
+    /// Whether every process was bound.
+    pub bound: Option<bool>,
+    /// What the figure is, if the row's description does not say.
+    pub figure: Option<&'static str>,
+}
+
+impl From<Leaf> for Sample {
+    fn from((secs, bound): Leaf) -> Sample {
+        Sample {
+            secs,
+            bound: Some(bound),
+            figure: None,
+        }
+    }
+}
+
+/// One repeat of a configuration.
+pub type Job<'a> = Box<dyn FnMut() -> Result<Sample> + 'a>;
+
+/// One configuration of the experiment (a kernel, or the program, under one policy and
+/// shape): its row, filled as repeats are run, and the job that runs one repeat (`None`: the
+/// configuration does not apply, and the row says why).
+pub struct Cell<'a> {
+    /// The row of the table.
+    pub row: Row,
+    job: Option<Job<'a>>,
+}
+
+impl<'a> Cell<'a> {
+    /// A cell that runs `job`.
+    pub fn new(row: Row, job: Job<'a>) -> Cell<'a> {
+        Cell {
+            row,
+            job: Some(job),
+        }
+    }
+
+    /// Runs one repeat and records it.
+    pub fn run_once(&mut self) -> Result<()> {
+        let Some(job) = self.job.as_mut() else {
+            return Ok(());
+        };
+        let s = job().map_err(|err| {
+            err.context(format!(
+                "{} under {} ({})",
+                self.row.kernel, self.row.policy, self.row.shape
+            ))
+        })?;
+        let first = self.row.samples.is_empty();
+        self.row.samples.push(s.secs);
+        self.row.bound = match (first, self.row.bound, s.bound) {
+            (true, _, b) => b,
+            (false, Some(a), Some(b)) => Some(a && b),
+            _ => None,
+        };
+        if let Some(f) = s.figure {
+            if first {
+                self.row.figure = f.to_string();
+            } else if self.row.figure != f {
+                self.row.figure = "mixed: the runs reported different figures".into();
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether it runs at all.
+    pub fn runs(&self) -> bool {
+        self.job.is_some()
+    }
+}
+
+/// The BSP parameters of the processes that communicate in a kernel: those of the level they
+/// make up (`machine` for a flat run, `package` for the nested runs inside packages), measured
+/// with `group` processes under the policy, as [`mbsp::params::Params::for_placement`] finds
+/// them.
+fn params_of(policy: &PolicySpec, nested: bool, group: usize) -> Params {
+    let level = if nested { "package" } else { "machine" };
+    Params::for_placement(level, group, &policy.label)
+}
+
+/// Prepares kernel `k` under `pol` and `shape`: its row (what it is, its prediction) and the
+/// job of one repeat.
+pub fn prepare<'a>(
     k: Kernel,
-    pol: &PolicySpec,
+    pol: &'a PolicySpec,
     shape: Shape,
-    e: &Experiment,
-    sizes: &Sizes,
-    repeat: usize,
-    matrix: Option<&Matrix>,
-) -> Result<Row> {
+    e: &'a Experiment,
+    sizes: &'a Sizes,
+    matrix: Option<&'a Matrix>,
+) -> Result<Cell<'a>> {
     let m = &e.loaded.machine;
     let levels = shape.levels(&pol.policy, e.p);
-    let nodes = plan_of(m, &levels, &pol.policy)
-        .map_err(|err| err.context(format!("{} under {} ({shape})", k.name(), pol.label)))?;
+    let context = |err: Error| err.context(format!("{} under {} ({shape})", k.name(), pol.label));
+    let nodes = plan_of(m, &levels, &pol.policy).map_err(context)?;
     let leaves = leaves(&nodes);
     let mut packages: Vec<usize> = leaves
         .iter()
@@ -233,11 +322,13 @@ pub fn measure(
     let fans = fan_outs(&nodes);
     // The processes that communicate in the kernel: a leaf's run.
     let group = fans.as_ref().map_or(1, |f| *f.last().unwrap_or(&1));
-    let params = if levels.len() > 1 {
-        Params::for_level("package", group)
-    } else {
-        Params::for_level("machine", group)
-    };
+    let params = params_of(pol, levels.len() > 1, group);
+    eprintln!(
+        "affinity: {} under {}, {shape} ({} processes): preparing",
+        k.name(),
+        pol.label,
+        leaves.len()
+    );
     let mut row = Row {
         kernel: k.name().into(),
         policy: pol.label.clone(),
@@ -249,104 +340,103 @@ pub fn measure(
         iterations: 0,
         samples: Vec::new(),
         predicted: None,
+        model: String::new(),
+        missing: Vec::new(),
+        figure: "seconds per step, the slowest process's".into(),
         packages,
-        bound: false,
+        bound: None,
         skipped: None,
     };
-    eprintln!(
-        "affinity: {} under {}, {shape} ({} processes): {repeat} runs",
-        k.name(),
-        pol.label,
-        leaves.len()
-    );
-    let mut bound = true;
-    let mut sample = |f: &mut dyn FnMut() -> Result<Leaf>| -> Result<()> {
-        for _ in 0..repeat {
-            let (s, b) = f()?;
-            row.samples.push(s);
-            bound &= b;
-        }
-        Ok(())
-    };
-    let context = |err: Error| err.context(format!("{} under {} ({shape})", k.name(), pol.label));
-    match k {
+    let job: Option<Job<'a>> = match k {
         Kernel::Triad => {
             let n = sizes.triad_n;
             need_per_leaf(leaves.len(), 3 * n as u128, "the triad's 3 arrays")?;
-            let step = |_: &mut Ctx| -> mbsp::Result<Step> {
-                let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
-                Ok(Box::new(move |_| {
-                    for ((a, b), c) in a.iter_mut().zip(&b).zip(&c) {
-                        *a = b + 3.0 * c;
-                    }
-                    std::hint::black_box(&mut a);
-                    Ok(())
-                }))
-            };
-            sample(&mut || on_leaves(&levels, pol, sizes.triad_iters, &step)).map_err(context)?;
             row.size = format!("n = {n} per process");
             row.iterations = sizes.triad_iters;
-            // w = 2n flops per superstep at rate r (optimistic for a memory-bound kernel).
-            row.predicted = Some(2.0 * n as f64 / params.r);
+            row.predicted = Some(2.0 * n as f64 / params.r_stream);
+            row.model = "2n / r_stream".into();
+            row.missing = missing(&["r_stream"]);
+            let iters = sizes.triad_iters;
+            Some(Box::new(move || {
+                on_leaves(&levels, pol, iters, &triad_step(n)).map(Sample::from)
+            }))
         }
         Kernel::Sync => {
-            let step =
-                |_: &mut Ctx| -> mbsp::Result<Step> { Ok(Box::new(|ctx: &mut Ctx| ctx.sync())) };
-            sample(&mut || on_leaves(&levels, pol, sizes.sync_iters, &step)).map_err(context)?;
             row.size = "empty superstep".into();
             row.iterations = sizes.sync_iters;
             row.predicted = Some(params.l);
+            row.model = "l".into();
+            row.missing = missing(&["l"]);
+            let iters = sizes.sync_iters;
+            let step =
+                |_: &mut Ctx| -> mbsp::Result<Step> { Ok(Box::new(|ctx: &mut Ctx| ctx.sync())) };
+            Some(Box::new(move || {
+                on_leaves(&levels, pol, iters, &step).map(Sample::from)
+            }))
         }
         Kernel::Hword | Kernel::Hbulk => {
             let words = k == Kernel::Hword;
             let h = if words { sizes.hword_h } else { sizes.hbulk_h };
             need_per_leaf(leaves.len(), 2 * h as u128, "the h-relation's buffers")?;
-            let step = |ctx: &mut Ctx| -> mbsp::Result<Step> { h_relation(ctx, h, words) };
-            sample(&mut || on_leaves(&levels, pol, sizes.h_iters, &step)).map_err(context)?;
+            // Requests per process and superstep: h one-word puts, or one per destination.
+            let requests = if words { h } else { (group - 1).max(1) };
             row.size = if words {
                 format!("h = {h} one-word puts")
             } else {
                 format!("h = {h} words in bulk puts")
             };
             row.iterations = sizes.h_iters;
-            row.predicted = Some(params.time(1, h as f64, false));
+            row.predicted = Some(params.time_of(1, h as f64, requests as f64));
+            row.model = if words {
+                "l + h g_msg".into()
+            } else {
+                "l + h g (+ g_msg - g per put)".into()
+            };
+            row.missing = missing(if words { &["l", "g_msg"] } else { &["l", "g"] });
+            let iters = sizes.h_iters;
+            Some(Box::new(move || {
+                let step = |ctx: &mut Ctx| -> mbsp::Result<Step> { h_relation(ctx, h, words) };
+                on_leaves(&levels, pol, iters, &step).map(Sample::from)
+            }))
         }
-        Kernel::Fft => match &fans {
-            Ok(f) => {
-                let n = sizes.fft_n;
-                match fft(&levels, f, pol, n, sizes.fft_iters, params, repeat) {
-                    Ok((samples, b, predicted)) => {
-                        row.samples = samples;
-                        bound = b;
-                        row.predicted = predicted;
-                    }
-                    Err(Skip::Not(why)) => row.skipped = Some(why),
-                    Err(Skip::Failed(err)) => return Err(context(err)),
-                }
-                row.size = format!("n = {n}");
-                row.iterations = sizes.fft_iters;
-            }
-            Err(why) => row.skipped = Some(why.clone()),
-        },
-        Kernel::Spmv => {
-            let mx = matrix.ok_or_else(|| Error::usage("the spmv kernel needs --matrix FILE"))?;
+        Kernel::Fft => {
+            row.size = format!("n = {}", sizes.fft_n);
+            row.iterations = sizes.fft_iters;
             match &fans {
-                Ok(f) => match spmv(mx, &levels, f, pol, sizes.spmv_iters, params, repeat) {
-                    Ok((samples, b, predicted)) => {
-                        row.samples = samples;
-                        bound = b;
-                        row.predicted = predicted;
+                Ok(f) => match fft_job(levels, f.clone(), pol, sizes, &mut row) {
+                    Ok(job) => Some(job),
+                    Err(Skip::Not(why)) => {
+                        row.skipped = Some(why);
+                        None
                     }
-                    Err(Skip::Not(why)) => row.skipped = Some(why),
                     Err(Skip::Failed(err)) => return Err(context(err)),
                 },
-                Err(why) => row.skipped = Some(why.clone()),
+                Err(why) => {
+                    row.skipped = Some(why.clone());
+                    None
+                }
             }
+        }
+        Kernel::Spmv => {
+            let mx = matrix.ok_or_else(|| Error::usage("the spmv kernel needs --matrix FILE"))?;
             row.size = format!("{}, nnz {}", mx.name, mx.a.nnz());
             row.iterations = sizes.spmv_iters;
+            match &fans {
+                Ok(f) => match spmv_job(mx, levels, f.clone(), pol, sizes.spmv_iters, &mut row) {
+                    Ok(job) => Some(job),
+                    Err(Skip::Not(why)) => {
+                        row.skipped = Some(why);
+                        None
+                    }
+                    Err(Skip::Failed(err)) => return Err(context(err)),
+                },
+                Err(why) => {
+                    row.skipped = Some(why.clone());
+                    None
+                }
+            }
         }
-    }
-    row.bound = bound && row.skipped.is_none();
+    };
     if let Some(why) = &row.skipped {
         eprintln!(
             "affinity: {} under {} ({shape}) skipped: {why}",
@@ -354,7 +444,31 @@ pub fn measure(
             pol.label
         );
     }
-    Ok(row)
+    Ok(Cell { row, job })
+}
+
+/// The parameters among `keys` that the file in force does not give (the defaults stand in
+/// for them: a prediction from them is not this machine's).
+fn missing(keys: &[&str]) -> Vec<String> {
+    let absent = mbsp::params::defaulted();
+    keys.iter()
+        .filter(|k| absent.contains(*k))
+        .map(|k| k.to_string())
+        .collect()
+}
+
+/// The triad's step: `a = b + 3c` on the process's own arrays of `n` doubles.
+fn triad_step(n: usize) -> impl Fn(&mut Ctx) -> mbsp::Result<Step> + Sync {
+    move |_: &mut Ctx| -> mbsp::Result<Step> {
+        let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
+        Ok(Box::new(move |_| {
+            for ((a, b), c) in a.iter_mut().zip(&b).zip(&c) {
+                *a = b + 3.0 * c;
+            }
+            std::hint::black_box(&mut a);
+            Ok(())
+        }))
+    }
 }
 
 /// Refuses `words` 8-byte words per process on `leaves` processes if they cannot fit in memory.
@@ -417,20 +531,17 @@ impl From<mbsp::Error> for Skip {
     }
 }
 
-/// Seconds per transform of each repeat, whether bound, and the prediction.
-type Measured = (Vec<f64>, bool, Option<f64>);
-
-/// The FFT of length `n` on the fan-outs `fans` (flat: BspFft; nested: MultiFft), `iters`
-/// transforms per repeat alternating forward and inverse, the data checked at the end.
-fn fft(
-    levels: &[Count],
-    fans: &[usize],
-    pol: &PolicySpec,
-    n: usize,
-    iters: usize,
-    params: Params,
-    repeat: usize,
-) -> std::result::Result<Measured, Skip> {
+/// The job of the FFT of length `sizes.fft_n` on the fan-outs `fans` (flat: BspFft; nested:
+/// MultiFft): one repeat is a new run of `fft_iters` transforms alternating forward and
+/// inverse, the data checked at the end. The prediction goes into `row`.
+fn fft_job<'a>(
+    levels: Vec<Count>,
+    fans: Vec<usize>,
+    pol: &'a PolicySpec,
+    sizes: &Sizes,
+    row: &mut Row,
+) -> std::result::Result<Job<'a>, Skip> {
+    let n = sizes.fft_n;
     let p: usize = fans.iter().product();
     if let Some(f) = fans.iter().find(|f| !f.is_power_of_two()) {
         return Err(Skip::Not(format!(
@@ -447,13 +558,46 @@ fn fft(
         format!("4 arrays of n = {n} complex numbers"),
     );
     need.check()?;
+    // The model: every level's own parameters (the whole machine for the flat FFT; the
+    // packages and one package for the nested one), r = rustfft's rate at the kernel length
+    // each process runs, all processes at once.
+    let mut rates = BTreeMap::new();
+    let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
+    let nested = fans.len() > 1 && fans.iter().all(|&f| f > 1);
+    let flat = Params {
+        r,
+        ..params_of(pol, fans.len() > 1, p)
+    };
+    let cost = if nested {
+        FftCost {
+            flat,
+            top: Params {
+                r,
+                ..Params::for_placement("packages", fans[0], &pol.label)
+            },
+            inner: Params {
+                r,
+                ..params_of(pol, true, fans[fans.len() - 1])
+            },
+            nested_start: 5e-6,
+        }
+    } else {
+        FftCost::uniform(flat)
+    };
+    let choice = cost.choose(n, &fans);
+    let predicted = if nested { choice.nested } else { choice.flat };
+    row.predicted = predicted.is_finite().then_some(predicted);
+    row.model = if nested {
+        "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
+    } else {
+        "BSP FFT cost; r of rustfft at the kernel length".into()
+    };
+    row.missing = missing(&["l", "g_direct"]);
     let x = mbsp_tools::fft::random(n, mbsp_tools::fft::SEED);
-    let top = fans[0];
-    let below = &fans[1..];
-    let iters = iters.next_multiple_of(2);
-    let mut samples = Vec::with_capacity(repeat);
-    let mut all_bound = true;
-    for _ in 0..repeat {
+    let iters = sizes.fft_iters.next_multiple_of(2);
+    Ok(Box::new(move || {
+        let top = fans[0];
+        let below = &fans[1..];
         let r = top_run(&levels[0], pol).run(|ctx| {
             let me = ctx.pid();
             let mine: Vec<Complex<f64>> = (me..n).step_by(top).map(|i| x[i]).collect();
@@ -484,28 +628,12 @@ fn fft(
         let secs = r.iter().map(|x| x.0).fold(0.0, f64::max);
         let err = r.iter().map(|x| x.1).fold(0.0, f64::max);
         if err > 1e-9 {
-            return Err(Skip::Failed(Error::run(format!(
+            return Err(Error::run(format!(
                 "FFT n = {n}: forward and inverse transforms differ from the data by {err:e}"
-            ))));
+            )));
         }
-        all_bound &= r.iter().all(|x| x.2);
-        samples.push(secs);
-    }
-    // r: rustfft's rate at the kernel length each process runs, all processes at once.
-    let mut rates = BTreeMap::new();
-    let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
-    let cost = FftCost::uniform(Params { r, ..params });
-    let choice = cost.choose(n, fans);
-    let predicted = if fans.len() > 1 && fans.iter().all(|&f| f > 1) {
-        choice.nested
-    } else {
-        choice.flat
-    };
-    Ok((
-        samples,
-        all_bound,
-        predicted.is_finite().then_some(predicted),
-    ))
+        Ok(Sample::from((secs, r.iter().all(|x| x.2))))
+    }))
 }
 
 /// The FFT plan of one top-level process: flat or Multi-BSP.
@@ -542,22 +670,20 @@ impl Plan {
     }
 }
 
-/// The SpMV of `mx` on the fan-outs `fans` (flat: the plain 2D SpMV; nested: the hierarchical
-/// one), `iters` multiplies per repeat, the result checked.
-fn spmv(
-    mx: &Matrix,
-    levels: &[Count],
-    fans: &[usize],
-    pol: &PolicySpec,
+/// The job of the SpMV of `mx` on the fan-outs `fans` (flat: the plain 2D SpMV; nested: the
+/// hierarchical one): one repeat is a new run of `iters` multiplies, the result checked. The
+/// partitioning is made once per fan-out and shared by every policy; the prediction goes into
+/// `row`.
+fn spmv_job<'a>(
+    mx: &'a Matrix,
+    levels: Vec<Count>,
+    fans: Vec<usize>,
+    pol: &'a PolicySpec,
     iters: usize,
-    params: Params,
-    repeat: usize,
-) -> std::result::Result<Measured, Skip> {
+    row: &mut Row,
+) -> std::result::Result<Job<'a>, Skip> {
     let a = &mx.a;
-    let mut samples = Vec::with_capacity(repeat);
-    let mut all_bound = true;
-    let predicted;
-    let check = |rows: &[u32], y: &[f64]| -> f64 {
+    let check = move |rows: &[u32], y: &[f64]| -> f64 {
         rows.iter()
             .zip(y)
             .map(|(&i, &v)| {
@@ -566,16 +692,15 @@ fn spmv(
             })
             .fold(0.0, f64::max)
     };
-    let fill = |owned: &[u32], xs: &mut [f64]| {
+    let fill = move |owned: &[u32], xs: &mut [f64]| {
         for (v, &j) in xs.iter_mut().zip(owned) {
             *v = mx.x[j as usize];
         }
     };
-    type Out = (f64, f64, bool);
-    let timed = |ctx: &mut Ctx,
-                 y: &mut Vec<f64>,
-                 step: &mut dyn FnMut(&mut Ctx, &mut [f64]) -> mbsp::Result<()>|
-     -> mbsp::Result<f64> {
+    let timed = move |ctx: &mut Ctx,
+                      y: &mut Vec<f64>,
+                      step: &mut dyn FnMut(&mut Ctx, &mut [f64]) -> mbsp::Result<()>|
+          -> mbsp::Result<f64> {
         step(ctx, y)?; // warm-up
         ctx.sync()?;
         let t = Instant::now();
@@ -586,6 +711,7 @@ fn spmv(
         Ok(t.elapsed().as_secs_f64() / iters as f64)
     };
     let bound = |ctx: &Ctx| matches!(ctx.placement().binding, Binding::Applied(_));
+    type Out = (f64, f64, bool);
     if let [p] = *fans {
         let plan = {
             let mut cache = mx.flat.lock().unwrap_or_else(|e| e.into_inner());
@@ -600,7 +726,12 @@ fn spmv(
                 }
             }
         };
-        for _ in 0..repeat {
+        // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
+        let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
+        row.predicted = spnz.map(|s| plan.predict(&params_of(pol, false, p), s, false));
+        row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
+        row.missing = missing(&["l", "g"]);
+        return Ok(Box::new(move || {
             let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
                 let mut s = Spmv::new(ctx, &plan)?;
                 let local = s.local();
@@ -609,107 +740,55 @@ fn spmv(
                 let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
                 Ok((secs, check(&local.y_owned, &y), bound(ctx)))
             })?;
-            push(&mut samples, &mut all_bound, &r)?;
-        }
-        // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
-        let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
-        predicted = spnz.map(|s| plan.predict(&params, s, false));
-    } else {
-        let &[top, inner] = fans else {
-            return Err(Skip::Not(format!(
-                "fan-outs {fans:?}: one or two levels only"
-            )));
-        };
-        let plan = {
-            let mut cache = mx.hier.lock().unwrap_or_else(|e| e.into_inner());
-            match cache.get(&(top, inner)) {
-                Some(plan) => plan.clone(),
-                None => {
-                    eprintln!("affinity: partitioning {} for {top} x {inner}", mx.name);
-                    let plan = HierPlan::partition(a, top, inner, &PartitionOptions::default())
-                        .or_usage()?;
-                    let plan = std::sync::Arc::new(plan);
-                    cache.insert((top, inner), plan.clone());
-                    plan
-                }
-            }
-        };
-        for _ in 0..repeat {
-            let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
-                let mut s = HierSpmv::new(ctx, &plan)?;
-                let local = s.local();
-                fill(&local.x_owned, s.x_mut(ctx)?);
-                let mut y = vec![0.0; local.y_owned.len()];
-                let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
-                Ok((secs, check(&local.y_owned, &y), bound(ctx)))
-            })?;
-            push(&mut samples, &mut all_bound, &r)?;
-        }
-        // The cost model covers the flat SpMV only (as `mbsp spmv` prints it).
-        predicted = None;
+            checked(&r).map(Sample::from)
+        }));
     }
-    Ok((samples, all_bound, predicted))
+    let &[top, inner] = &fans[..] else {
+        return Err(Skip::Not(format!(
+            "fan-outs {fans:?}: one or two levels only"
+        )));
+    };
+    let plan = {
+        let mut cache = mx.hier.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&(top, inner)) {
+            Some(plan) => plan.clone(),
+            None => {
+                eprintln!("affinity: partitioning {} for {top} x {inner}", mx.name);
+                let plan =
+                    HierPlan::partition(a, top, inner, &PartitionOptions::default()).or_usage()?;
+                let plan = std::sync::Arc::new(plan);
+                cache.insert((top, inner), plan.clone());
+                plan
+            }
+        }
+    };
+    row.predicted = None;
+    row.model = "none: the hierarchical SpMV has no cost function".into();
+    Ok(Box::new(move || {
+        let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
+            let mut s = HierSpmv::new(ctx, &plan)?;
+            let local = s.local();
+            fill(&local.x_owned, s.x_mut(ctx)?);
+            let mut y = vec![0.0; local.y_owned.len()];
+            let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
+            Ok((secs, check(&local.y_owned, &y), bound(ctx)))
+        })?;
+        checked(&r).map(Sample::from)
+    }))
 }
 
-/// Adds one repeat's figure (the slowest process) after checking its results.
-fn push(samples: &mut Vec<f64>, bound: &mut bool, r: &[(f64, f64, bool)]) -> Result<()> {
+/// One repeat's figure (the slowest process) and binding, after checking its results.
+fn checked(r: &[(f64, f64, bool)]) -> Result<Leaf> {
     let err = r.iter().map(|x| x.1).fold(0.0, f64::max);
     if err > 1e-12 {
         return Err(Error::run(format!(
             "SpMV result differs from the sequential product: max relative error {err:e}"
         )));
     }
-    samples.push(r.iter().map(|x| x.0).fold(0.0, f64::max));
-    *bound &= r.iter().all(|x| x.2);
-    Ok(())
-}
-
-/// Runs `program` (with its arguments) `repeat` times with `MBSP_AFFINITY` set to the policy,
-/// timing each run's wall clock. Its standard output goes to this command's standard error,
-/// so that the table (or JSON) on standard output stays whole.
-pub fn external(program: &[String], pol: &PolicySpec, repeat: usize) -> Result<Row> {
-    let (exe, args) = program
-        .split_first()
-        .ok_or_else(|| Error::usage("no program after --"))?;
-    eprintln!(
-        "affinity: {exe} under MBSP_AFFINITY={}: {repeat} runs",
-        pol.label
-    );
-    let mut samples = Vec::with_capacity(repeat);
-    for i in 0..repeat {
-        let t = Instant::now();
-        let status = std::process::Command::new(exe)
-            .args(args)
-            .env(mbsp::AFFINITY_ENV, &pol.label)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::io::stderr())
-            .status()
-            .map_err(|err| Error::io(format!("cannot start {exe}")).with_source(err))?;
-        let secs = t.elapsed().as_secs_f64();
-        if !status.success() {
-            return Err(Error::run(format!(
-                "{exe} under MBSP_AFFINITY={} (run {} of {repeat}) failed: {status}",
-                pol.label,
-                i + 1
-            )));
-        }
-        samples.push(secs);
-    }
-    Ok(Row {
-        kernel: format!("program {}", program.join(" ")),
-        policy: pol.label.clone(),
-        shape: "-".into(),
-        plan: "the program's own".into(),
-        fan_outs: Vec::new(),
-        p: None,
-        size: "wall clock of the process".into(),
-        iterations: 1,
-        samples,
-        predicted: None,
-        packages: Vec::new(),
-        bound: false,
-        skipped: None,
-    })
+    Ok((
+        r.iter().map(|x| x.0).fold(0.0, f64::max),
+        r.iter().all(|x| x.2),
+    ))
 }
 
 #[cfg(test)]

@@ -6,14 +6,21 @@
 //! one's own (manual), flat or nested per package — needs the same kernel run under each
 //! placement, several times, and the results compared. This command does exactly that:
 //!
-//! * a **policy** ([`PolicySpec`]) is `compact`, `scattered` or `manual:<cpus>;<cpus>;...`, the
-//!   syntax of `MBSP_AFFINITY`, so that an external program run under it (given after `--`)
-//!   gets the same value in its environment;
+//! * a **policy** ([`PolicySpec`]) is `compact`, `scattered`, `none` (planned as scattered,
+//!   never bound) or `manual:<cpus>;<cpus>;...`, the syntax of `MBSP_AFFINITY`, so that an
+//!   external program run under it (given after `--`) gets the same value in its environment;
 //! * a **shape** ([`Shape`]) is `flat` (`-p` processes, or one per manual set), `flat:P`,
 //!   `nested` (one process per package, or per manual set, each running one per core) or
 //!   `nested:AxB`;
-//! * each (kernel, policy, shape) is run `--repeat` times, each time as a new run; the table
-//!   gives the median, the range and the BSP prediction ([`report`]).
+//! * each (kernel, policy, shape) is a configuration, run `--repeat` times, each time as a new
+//!   run, in rounds: every round runs every configuration once, in a random order of its own,
+//!   so that a change of the machine's state falls on all of them alike, not on the ones
+//!   measured last; the machine's state is watched meanwhile ([`mbsp_tools::machine_state`]);
+//! * the table gives each row's median with its confidence interval, a verdict for every
+//!   pair compared, and the BSP prediction, judged only where the measurement is trusted
+//!   ([`report`]);
+//! * an external program is run the same way, its shape passed as `MBSP_SHAPE` and its own
+//!   figure used when it reports one ([`program`]).
 //!
 //! On a machine that is not this one (`--xml`, `--synthetic`, or `MBSP_TOPOLOGY`) nothing can
 //! be run or bound: the command prints the plans of every policy side by side instead
@@ -21,9 +28,11 @@
 
 pub mod kernels;
 pub mod plan_view;
+pub mod program;
 pub mod report;
 
 use crate::cli;
+use mbsp_tools::machine_state::{MachineState, Watch};
 use mbsp_tools::placement::{self, Count, Process};
 use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
@@ -35,33 +44,41 @@ pub struct PolicySpec {
     /// What the user wrote (trimmed): `compact`, `scattered` or `manual:...`; also the value
     /// of `MBSP_AFFINITY` an external program is given.
     pub label: String,
-    /// The policy.
+    /// The policy (scattered for `none`: planned so, never bound).
     pub policy: Policy,
+    /// Whether processes are bound (all but `none`).
+    pub bind: bool,
 }
 
-/// A parser of [`PolicySpec`] for `--policy`: `compact`, `scattered` or `manual:<cpus>;...`
-/// (the syntax of `MBSP_AFFINITY`, without `none`: an unbound run has no placement to compare).
+/// A parser of [`PolicySpec`] for `--policy`: `compact`, `scattered`, `none` or
+/// `manual:<cpus>;...` (the syntax of `MBSP_AFFINITY`).
 ///
 /// ```
 /// let p = mbsp_cli::affinity::policy("manual:0-3;4-7").unwrap();
 /// assert_eq!(p.policy, mbsp::Policy::Manual(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]));
-/// assert!(mbsp_cli::affinity::policy("none").unwrap_err().to_string().starts_with("--policy none: "));
+/// let none = mbsp_cli::affinity::policy("none").unwrap();
+/// assert!(!none.bind && none.label == "none");
+/// assert!(mbsp_cli::affinity::policy("tight").unwrap_err().to_string().starts_with("--policy tight: "));
 /// ```
 pub fn policy(s: &str) -> Result<PolicySpec> {
     let label = s.trim().to_string();
     let bad = |why: String| Error::usage(format!("--policy {s}: {why}"));
-    let (policy, bound) = mbsp::parse_affinity(&label).map_err(|e| bad(e.to_string()))?;
-    if !bound || label.is_empty() {
+    if label.is_empty() {
         return Err(bad(
-            "use compact, scattered or manual:<cpus>;<cpus>;... (e.g. manual:0-3;4-7)".into(),
+            "use compact, scattered, none or manual:<cpus>;<cpus>;... (e.g. manual:0-3;4-7)".into(),
         ));
     }
+    let (policy, bind) = mbsp::parse_affinity(&label).map_err(|e| bad(e.to_string()))?;
     if let Policy::Manual(sets) = &policy
         && let Some(i) = sets.iter().position(Vec::is_empty)
     {
         return Err(bad(format!("CPU set {i} is empty")));
     }
-    Ok(PolicySpec { label, policy })
+    Ok(PolicySpec {
+        label,
+        policy,
+        bind,
+    })
 }
 
 /// A nesting shape: how many processes, and whether each starts a nested run.
@@ -188,8 +205,9 @@ pub struct Options {
         value_name = "K,.."
     )]
     pub kernels: Vec<Kernel>,
-    /// A placement policy (repeat for several): compact, scattered or manual:CPUS;CPUS;...
-    /// (e.g. manual:0-3;4-7), as MBSP_AFFINITY takes it (default: compact and scattered).
+    /// A placement policy (repeat for several): compact, scattered, none (not bound) or
+    /// manual:CPUS;CPUS;... (e.g. manual:0-3;4-7), as MBSP_AFFINITY takes it (default: compact
+    /// and scattered).
     #[arg(long = "policy", value_name = "POLICY", value_parser = policy)]
     pub policies: Vec<PolicySpec>,
     /// A nesting shape (repeat for several): flat, flat:P, nested (one process per package or
@@ -201,10 +219,19 @@ pub struct Options {
     #[arg(short = 'p', long = "procs", value_name = "P", allow_hyphen_values = true,
           value_parser = cli::at_least("-p", 1))]
     pub p: Option<usize>,
-    /// Runs of each kernel under each placement (a new run each time; median and range).
-    #[arg(long, default_value = "5", value_name = "N", allow_hyphen_values = true,
+    /// Runs of each configuration (a new run each time), in rounds of every configuration in
+    /// random order; the median's 95% interval needs 6 or more, a verdict 4 or more.
+    #[arg(long, default_value = "9", value_name = "N", allow_hyphen_values = true,
           value_parser = cli::at_least("--repeat", 1))]
     pub repeat: usize,
+    /// The seed of the rounds' random orders (default: from the clock; the table and JSON
+    /// say which, to repeat an experiment's order).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Time the external program by its wall clock (default: its own mbsp-figure: line, else
+    /// its supersteps from the MBSP_PROFILE JSON this command asks it for, else wall clock).
+    #[arg(long)]
+    pub wall_clock: bool,
     /// Tiny sizes and few iterations (seconds in all: for a first look and for tests).
     #[arg(long)]
     pub quick: bool,
@@ -228,8 +255,10 @@ pub struct Options {
     /// relative to the fastest, with its range.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// An external program (C or Rust, built on mbsp) and its arguments, run once per policy
-    /// with MBSP_AFFINITY set to it; its wall-clock time is measured.
+    /// An external program (C or Rust, built on mbsp) and its arguments, run under every
+    /// policy and shape: MBSP_AFFINITY is the policy, MBSP_SHAPE the shape's process counts
+    /// (e.g. 1x2: read it with mbsp::shape_from_env or mbsp_shape_level); timed by the figure
+    /// it prints as "mbsp-figure: SECONDS", else its profile's supersteps, else wall clock.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
 }
@@ -338,21 +367,54 @@ pub fn run(o: &Options) -> Result<()> {
         (Some(f), true) => Some(kernels::load_matrix(f, &e)?),
         _ => None,
     };
-    let mut rows = Vec::new();
-    for &k in &e.kernels {
+    let scratch = program::Scratch::new()?;
+    let mut cells = Vec::new();
+    let kernels = if o.program.is_empty() {
+        &e.kernels[..]
+    } else {
+        // With a program, the kernels run only when asked for.
+        &o.kernels[..]
+    };
+    for &k in kernels {
         for shape in &e.shapes {
             for pol in &e.policies {
-                let row = kernels::measure(k, pol, *shape, &e, &sizes, o.repeat, matrix.as_ref())?;
-                rows.push(row);
+                cells.push(kernels::prepare(
+                    k,
+                    pol,
+                    *shape,
+                    &e,
+                    &sizes,
+                    matrix.as_ref(),
+                )?);
             }
         }
     }
     if !o.program.is_empty() {
-        for pol in &e.policies {
-            rows.push(kernels::external(&o.program, pol, o.repeat)?);
+        for shape in &e.shapes {
+            for pol in &e.policies {
+                let i = cells.len();
+                cells.push(program::cell(
+                    &o.program,
+                    pol,
+                    *shape,
+                    &e,
+                    &scratch,
+                    o.wall_clock,
+                    i,
+                )?);
+            }
         }
     }
-    let out = report::Report { rows, e: &e, o };
+    let seed = o.seed.unwrap_or_else(clock_seed);
+    let state = rounds(&mut cells, o.repeat, seed)?;
+    let rows = cells.into_iter().map(|c| c.row).collect();
+    let out = report::Report {
+        rows,
+        state,
+        seed,
+        e: &e,
+        o,
+    };
     if let Some(f) = &o.csv {
         out.csv(f)?;
     }
@@ -367,6 +429,41 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// A seed from the clock (nanoseconds since the epoch, mixed).
+fn clock_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    mbsp::rng::SplitMix64::mix(t) % 1_000_000
+}
+
+/// Runs `repeat` rounds of every cell that runs, each round in a random order of its own
+/// (from `seed`), watching the machine; progress on stderr.
+fn rounds(cells: &mut [kernels::Cell<'_>], repeat: usize, seed: u64) -> Result<MachineState> {
+    let mut rng = mbsp::rng::SplitMix64::new(seed);
+    let mut order: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].runs()).collect();
+    let mut watch = Watch::start();
+    let start = std::time::Instant::now();
+    for round in 0..repeat {
+        rng.shuffle(&mut order);
+        eprintln!(
+            "affinity: round {} of {repeat}: {} configurations in random order ({:.1} s so far)",
+            round + 1,
+            order.len(),
+            start.elapsed().as_secs_f64()
+        );
+        for &i in &order {
+            cells[i].run_once()?;
+        }
+        watch.mark();
+    }
+    let state = watch.state();
+    if !state.quiet() {
+        eprintln!("affinity: warning: {}", state.line());
+    }
+    Ok(state)
+}
+
 /// The plan of `levels` under `policy` on the loaded machine, as `mbsp topo` builds it.
 pub(crate) fn plan_of(m: &Machine, levels: &[Count], policy: &Policy) -> Result<Vec<Process>> {
     placement::plan(m, levels, policy)
@@ -377,4 +474,92 @@ pub(crate) fn plan_of(m: &Machine, levels: &[Count], policy: &Policy) -> Result<
 pub(crate) fn levels_text(levels: &[Count]) -> String {
     let shown: Vec<String> = levels.iter().map(Count::to_string).collect();
     shown.join(", nested: ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernels::{Cell, Sample};
+    use super::report::Row;
+    use super::*;
+    use std::sync::Mutex;
+
+    fn row(name: &str) -> Row {
+        Row {
+            kernel: name.into(),
+            policy: "compact".into(),
+            shape: "flat".into(),
+            plan: String::new(),
+            fan_outs: Vec::new(),
+            p: None,
+            size: String::new(),
+            iterations: 1,
+            samples: Vec::new(),
+            predicted: None,
+            model: String::new(),
+            missing: Vec::new(),
+            figure: String::new(),
+            packages: Vec::new(),
+            bound: None,
+            skipped: None,
+        }
+    }
+
+    #[test]
+    fn rounds_run_every_configuration_once_each_in_orders_of_their_own() {
+        let log = Mutex::new(Vec::new());
+        let mut cells: Vec<Cell<'_>> = (0..6)
+            .map(|i| {
+                let log = &log;
+                Cell::new(
+                    row(&format!("k{i}")),
+                    Box::new(move || {
+                        log.lock().unwrap().push(i);
+                        Ok(Sample {
+                            secs: 1.0 + i as f64,
+                            bound: Some(true),
+                            figure: None,
+                        })
+                    }),
+                )
+            })
+            .collect();
+        rounds(&mut cells, 5, 42).unwrap();
+        let log = log.lock().unwrap().clone();
+        let orders: Vec<&[usize]> = log.chunks(6).collect();
+        assert_eq!(orders.len(), 5);
+        for o in &orders {
+            let mut sorted = o.to_vec();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [0, 1, 2, 3, 4, 5], "{log:?}");
+        }
+        assert!(
+            orders.windows(2).any(|w| w[0] != w[1]),
+            "the rounds' orders are random: {log:?}"
+        );
+        for (i, c) in cells.iter().enumerate() {
+            assert_eq!(c.row.samples, vec![1.0 + i as f64; 5]);
+            assert_eq!(c.row.bound, Some(true));
+        }
+        // The same seed, the same orders.
+        let again = Mutex::new(Vec::new());
+        let mut cells: Vec<Cell<'_>> = (0..6)
+            .map(|i| {
+                let log = &again;
+                Cell::new(
+                    row("k"),
+                    Box::new(move || {
+                        log.lock().unwrap().push(i);
+                        Ok(Sample {
+                            secs: 1.0,
+                            bound: None,
+                            figure: Some("the program's"),
+                        })
+                    }),
+                )
+            })
+            .collect();
+        rounds(&mut cells, 5, 42).unwrap();
+        assert_eq!(*again.lock().unwrap(), log);
+        assert_eq!(cells[0].row.figure, "the program's");
+    }
 }

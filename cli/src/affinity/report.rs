@@ -1,7 +1,16 @@
 //! The results of `mbsp affinity`: the table, JSON, CSV and the SVG bar chart.
+//!
+//! Every row gives the median of its runs with a distribution-free confidence interval
+//! ([`median_interval`]); every pair of rows the user compares — the same kernel under two
+//! policies in one shape, or in two shapes under one policy — gets a verdict from the
+//! interval of the ratio of their times ([`compare`]): they differ at that confidence, or the
+//! runs cannot tell them apart. A row is *trusted* when the machine was quiet
+//! ([`MachineState`]) and its interval is tight ([`MAX_WIDTH`]); only a trusted row's
+//! prediction is judged ("!" past [`MAX_MISS`]).
 
 use super::{Experiment, Options};
-use mbsp_tools::stats::Samples;
+use mbsp_tools::machine_state::MachineState;
+use mbsp_tools::stats::{CONFIDENCE, Comparison, MedianInterval, compare, median_interval};
 use mbsp_tools::{Error, Result};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -29,22 +38,135 @@ pub struct Row {
     pub samples: Vec<f64>,
     /// The BSP cost model's seconds per step, if it has one for this kernel and shape.
     pub predicted: Option<f64>,
+    /// The cost formula of the prediction (or why there is none).
+    pub model: String,
+    /// The model's parameters that the parameter file in force does not give (the defaults
+    /// stand in for them).
+    pub missing: Vec<String>,
+    /// What the figure of a run is (seconds per step of a kernel, or a program's figure).
+    pub figure: String,
     /// Logical indices of the packages the processes are placed on.
     pub packages: Vec<usize>,
-    /// Whether every process was bound to its placement.
-    pub bound: bool,
+    /// Whether every process was bound to its placement (`None`: not known, for a program).
+    pub bound: Option<bool>,
     /// Why the kernel was not run under this placement (no samples then).
     pub skipped: Option<String>,
 }
 
+/// The largest relative half-width of a row's confidence interval whose median is trusted
+/// enough to judge a prediction by.
+pub const MAX_WIDTH: f64 = 0.10;
+
+/// How far a prediction may miss a trusted median before it is flagged.
+pub const MAX_MISS: f64 = 0.20;
+
 impl Row {
-    fn stats(&self) -> Option<(f64, f64, f64)> {
-        if self.samples.is_empty() {
-            return None;
+    /// The median and its confidence interval.
+    pub fn interval(&self) -> Option<MedianInterval> {
+        median_interval(&self.samples, CONFIDENCE)
+    }
+
+    /// Why this row's median is not to be trusted (empty: trusted): the machine's causes, a
+    /// wide interval, too few runs.
+    pub fn doubts(&self, state: &MachineState) -> Vec<String> {
+        let mut why = state.causes();
+        if let Some(ci) = self.interval() {
+            if ci.short {
+                why.push(format!(
+                    "{} runs give only {:.0}% confidence",
+                    self.samples.len(),
+                    100.0 * ci.level
+                ));
+            } else if ci.relative_width() > MAX_WIDTH {
+                why.push(format!(
+                    "interval ±{:.0}% of the median (above ±{:.0}%)",
+                    100.0 * ci.relative_width(),
+                    100.0 * MAX_WIDTH
+                ));
+            }
         }
-        let s = Samples(self.samples.clone());
-        let (lo, hi) = s.range();
-        Some((s.median(), lo, hi))
+        why
+    }
+
+    /// The prediction's relative miss of the median.
+    pub fn miss(&self) -> Option<f64> {
+        let med = self.interval()?.median;
+        self.predicted.map(|t| (t - med) / med)
+    }
+}
+
+/// A pair of rows the user compares and their verdict.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// Indices of the two rows.
+    pub a: usize,
+    /// Second row.
+    pub b: usize,
+    /// What differs between them: `policy` or `shape`.
+    pub differs_in: &'static str,
+    /// The comparison of A's times to B's.
+    pub c: Comparison,
+}
+
+/// Every pair of measured rows of one kernel that differ in exactly one of policy and shape.
+pub fn verdicts(rows: &[Row]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for (i, a) in rows.iter().enumerate() {
+        for (j, b) in rows.iter().enumerate().skip(i + 1) {
+            if a.kernel != b.kernel || a.samples.is_empty() || b.samples.is_empty() {
+                continue;
+            }
+            let differs_in = match (a.policy == b.policy, a.shape == b.shape) {
+                (false, true) => "policy",
+                (true, false) => "shape",
+                _ => continue,
+            };
+            out.push(Verdict {
+                a: i,
+                b: j,
+                differs_in,
+                c: compare(&a.samples, &b.samples, CONFIDENCE),
+            });
+        }
+    }
+    out
+}
+
+impl Verdict {
+    /// The verdict in words: `compact is faster: 0.82x [0.78-0.86]`, `no difference ...`.
+    pub fn words(&self, rows: &[Row]) -> String {
+        let (a, b) = (&rows[self.a], &rows[self.b]);
+        let name = |r: &Row| match self.differs_in {
+            "policy" => r.policy.clone(),
+            _ => r.shape.clone(),
+        };
+        let c = &self.c;
+        let x = |v: f64| {
+            if v < 10.0 {
+                format!("{v:.3}")
+            } else {
+                format!("{v:.1}")
+            }
+        };
+        let ratio = format!("{}x [{}-{}]", x(c.ratio), x(c.lo), x(c.hi));
+        match c.differ {
+            Some(true) if c.ratio < 1.0 => {
+                format!("{} is faster than {}: time ratio {ratio}", name(a), name(b))
+            }
+            Some(true) => format!("{} is slower than {}: time ratio {ratio}", name(a), name(b)),
+            Some(false) => format!(
+                "{} and {}: no difference at {:.0}% (time ratio {ratio})",
+                name(a),
+                name(b),
+                100.0 * CONFIDENCE
+            ),
+            None => format!(
+                "{} and {}: too few runs to tell at {:.0}% (4 or more each)",
+                name(a),
+                name(b),
+                100.0 * CONFIDENCE
+            ),
+        }
     }
 }
 
@@ -97,8 +219,12 @@ pub fn align(table: &[Vec<String>], right: &[usize]) -> String {
 
 /// The measured rows of one experiment.
 pub struct Report<'a> {
-    /// The rows, in the order measured.
+    /// The rows, in the order of the table (kernel, shape, policy).
     pub rows: Vec<Row>,
+    /// What the machine did meanwhile.
+    pub state: MachineState,
+    /// The seed of the random order of each round.
+    pub seed: u64,
     /// The experiment.
     pub e: &'a Experiment,
     /// The command line.
@@ -119,7 +245,24 @@ fn params_source() -> String {
 }
 
 impl Report<'_> {
-    /// The table for the terminal, with notes below.
+    /// The packages column of a row: `0-1`, with `(not bound)` or `(planned)` (a program's:
+    /// its binding is its own).
+    fn packages(r: &Row) -> String {
+        if r.packages.is_empty() {
+            return "-".into();
+        }
+        let note = match r.bound {
+            Some(true) => "",
+            Some(false) => " (not bound)",
+            None => " (planned)",
+        };
+        format!(
+            "{}{note}",
+            mbsp_topology::ranges(r.packages.iter().map(|&x| x as u32))
+        )
+    }
+
+    /// The table for the terminal, with the verdicts and notes below.
     pub fn table(&self) -> String {
         let mut t = vec![
             [
@@ -129,72 +272,141 @@ impl Report<'_> {
                 "p",
                 "packages",
                 "median",
-                "range (min-max)",
+                &format!("{:.0}% interval", 100.0 * CONFIDENCE),
+                "±",
                 "BSP prediction",
                 "size",
             ]
             .map(String::from)
             .to_vec(),
         ];
-        let mut missed = false;
+        let (mut flagged, mut doubted) = (false, false);
         for r in &self.rows {
             let p = r.p.map_or("-".into(), |p| p.to_string());
-            let packages = if r.packages.is_empty() {
-                "-".into()
-            } else {
-                format!(
-                    "{}{}",
-                    mbsp_topology::ranges(r.packages.iter().map(|&x| x as u32)),
-                    if r.bound { "" } else { " (not bound)" }
-                )
-            };
-            let (median, range, pred) = match (r.stats(), &r.skipped) {
-                (_, Some(why)) => (format!("skipped: {why}"), String::new(), String::new()),
-                (Some((med, lo, hi)), None) => {
-                    let pred = r.predicted.map_or("-".into(), |t| {
-                        let miss = (t - med) / med;
-                        missed |= miss.abs() > 0.5;
-                        format!(
-                            "{} ({:+.0}%){}",
-                            secs(t),
-                            100.0 * miss,
-                            if miss.abs() > 0.5 { " !" } else { "" }
-                        )
-                    });
-                    (secs(med), format!("{} - {}", secs(lo), secs(hi)), pred)
+            let (median, range, width, pred) = match (r.interval(), &r.skipped) {
+                (_, Some(why)) => (
+                    format!("skipped: {why}"),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ),
+                (Some(ci), None) => {
+                    let trusted = r.doubts(&self.state).is_empty();
+                    let pred = match (r.predicted, r.miss()) {
+                        (Some(t), Some(miss)) => {
+                            let mark = if !trusted {
+                                doubted = true;
+                                " ?"
+                            } else if miss.abs() > MAX_MISS {
+                                flagged = true;
+                                " !"
+                            } else {
+                                ""
+                            };
+                            format!("{} ({:+.0}%){mark}", secs(t), 100.0 * miss)
+                        }
+                        _ => "-".into(),
+                    };
+                    (
+                        secs(ci.median),
+                        format!("{} - {}", secs(ci.lo), secs(ci.hi)),
+                        format!("{:.0}%", 100.0 * ci.relative_width()),
+                        pred,
+                    )
                 }
-                (None, None) => ("-".into(), String::new(), String::new()),
+                (None, None) => ("-".into(), String::new(), String::new(), String::new()),
             };
             t.push(vec![
                 r.kernel.clone(),
                 r.policy.clone(),
                 r.shape.clone(),
                 p,
-                packages,
+                Self::packages(r),
                 median,
                 range,
+                width,
                 pred,
                 r.size.clone(),
             ]);
         }
-        let mut out = align(&t, &[3, 5, 6, 7]);
+        let mut out = align(&t, &[3, 5, 6, 7, 8]);
+        let verdicts = verdicts(&self.rows);
+        if !verdicts.is_empty() {
+            out.push_str(&format!(
+                "\nverdicts ({:.0}% confidence; the interval of the ratio of times, \
+                 Mann-Whitney):\n",
+                100.0 * CONFIDENCE
+            ));
+            let busy = if self.state.quiet() {
+                ""
+            } else {
+                " (busy machine: not to be trusted)"
+            };
+            for v in &verdicts {
+                let a = &self.rows[v.a];
+                let group = match v.differs_in {
+                    "policy" => format!("{} {}", a.kernel, a.shape),
+                    _ => format!("{} {}", a.kernel, a.policy),
+                };
+                out.push_str(&format!("  {group}: {}{busy}\n", v.words(&self.rows)));
+            }
+        }
         out.push_str(&format!(
-            "\nmedian and range of {} runs per row, seconds per step (the slowest process's); \
-             programs: wall clock per run\n",
-            self.o.repeat
+            "\nmedian and its {:.0}% confidence interval (order statistics) of {} runs per row, \
+             the configurations interleaved in rounds in random order (seed {}); ± = the \
+             interval's half-width over the median\n",
+            100.0 * CONFIDENCE,
+            self.o.repeat,
+            self.seed
         ));
+        let mut figures: Vec<String> = Vec::new();
+        let mut models: Vec<String> = Vec::new();
+        let mut missing: Vec<String> = Vec::new();
+        for r in &self.rows {
+            let name = r.kernel.split_whitespace().next().unwrap_or("");
+            let f = format!("{name}: {}", r.figure);
+            if !figures.contains(&f) && !r.figure.is_empty() {
+                figures.push(f);
+            }
+            let m = format!("{name}: {}", r.model);
+            if !models.contains(&m) && !r.model.is_empty() {
+                models.push(m);
+            }
+            for key in &r.missing {
+                let m = format!("{key} ({name})");
+                if !missing.contains(&m) {
+                    missing.push(m);
+                }
+            }
+        }
+        out.push_str(&format!("figures: {}\n", figures.join("; ")));
         out.push_str(&format!(
-            "BSP predictions from {} (triad: 2n/r; sync: l; h-relations: l + h g; FFT and \
-             SpMV: their cost functions)\n",
-            params_source()
+            "BSP predictions from {}: {}\n",
+            params_source(),
+            models.join("; ")
         ));
-        if missed {
+        if !missing.is_empty() {
+            out.push_str(&format!(
+                "missing model terms: the parameter file does not give {}: the defaults stand \
+                 in, not this machine's values (measure them: mbsp params --save)\n",
+                missing.join(", ")
+            ));
+        }
+        if flagged {
+            out.push_str(&format!(
+                "! the prediction misses a trusted median by more than {:.0}%: the model leaves \
+                 out what this kernel is limited by, or the parameters are not this \
+                 placement's\n",
+                100.0 * MAX_MISS
+            ));
+        }
+        if doubted {
             out.push_str(
-                "! the prediction misses the measurement by more than 50%: the parameters may \
-                 be another machine's, or the kernel is limited by something the model leaves \
-                 out (memory bandwidth for the triad)\n",
+                "? the measurement is not to be trusted (a busy machine, or its interval wider \
+                 than ±10%, or too few runs): its miss says nothing about the model\n",
             );
         }
+        out.push_str(&format!("{}\n", self.state.line()));
         out.push_str(&format!("machine: {}\n", mbsp_tools::machine::describe()));
         out
     }
@@ -205,7 +417,8 @@ impl Report<'_> {
             .rows
             .iter()
             .map(|r| {
-                let st = r.stats();
+                let ci = r.interval();
+                let doubts = r.doubts(&self.state);
                 json!({
                     "kernel": r.kernel,
                     "policy": r.policy,
@@ -215,23 +428,56 @@ impl Report<'_> {
                     "p": r.p,
                     "size": r.size,
                     "iterations": r.iterations,
+                    "figure": r.figure,
                     "samples_seconds": r.samples,
-                    "median_seconds": st.map(|s| s.0),
-                    "min_seconds": st.map(|s| s.1),
-                    "max_seconds": st.map(|s| s.2),
+                    "median_seconds": ci.map(|c| c.median),
+                    "interval_seconds": ci.map(|c| json!({
+                        "low": c.lo, "high": c.hi, "confidence": c.level, "short": c.short,
+                    })),
+                    "relative_half_width": ci.map(|c| c.relative_width()),
+                    "trusted": ci.is_some() && doubts.is_empty(),
+                    "doubts": doubts,
                     "predicted_seconds": r.predicted,
+                    "prediction_error": r.miss(),
+                    "model": r.model,
+                    "missing_terms": r.missing,
                     "packages": r.packages,
                     "bound": r.bound,
                     "skipped": r.skipped,
                 })
             })
             .collect();
+        let verdicts: Vec<Value> = verdicts(&self.rows)
+            .iter()
+            .map(|v| {
+                let row = |i: usize| {
+                    let r = &self.rows[i];
+                    json!({"kernel": r.kernel, "policy": r.policy, "shape": r.shape})
+                };
+                json!({
+                    "a": row(v.a),
+                    "b": row(v.b),
+                    "differs_in": v.differs_in,
+                    "ratio": v.c.ratio,
+                    "low": v.c.lo,
+                    "high": v.c.hi,
+                    "confidence": v.c.level,
+                    "differ": v.c.differ,
+                    "verdict": v.words(&self.rows),
+                    "trusted": self.state.quiet(),
+                })
+            })
+            .collect();
         json!({
             "machine": mbsp_tools::machine::describe(),
+            "machine_state": self.state.json(),
             "repeat": self.o.repeat,
+            "seed": self.seed,
+            "confidence": CONFIDENCE,
             "quick": self.o.quick,
             "params": params_source(),
             "rows": rows,
+            "verdicts": verdicts,
         })
     }
 
@@ -246,11 +492,11 @@ impl Report<'_> {
         };
         let num = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let mut text = String::from(
-            "kernel,policy,shape,p,packages,bound,size,iterations,median_seconds,min_seconds,\
-             max_seconds,predicted_seconds,skipped\n",
+            "kernel,policy,shape,p,packages,bound,size,iterations,median_seconds,low_seconds,\
+             high_seconds,confidence,trusted,predicted_seconds,prediction_error,skipped\n",
         );
         for r in &self.rows {
-            let st = r.stats();
+            let ci = r.interval();
             let packages: Vec<String> = r.packages.iter().map(|p| p.to_string()).collect();
             let cells = [
                 field(&r.kernel),
@@ -258,13 +504,16 @@ impl Report<'_> {
                 field(&r.shape),
                 r.p.map_or(String::new(), |p| p.to_string()),
                 field(&packages.join(" ")),
-                r.bound.to_string(),
+                r.bound.map_or("unknown".into(), |b| b.to_string()),
                 field(&r.size),
                 r.iterations.to_string(),
-                num(st.map(|s| s.0)),
-                num(st.map(|s| s.1)),
-                num(st.map(|s| s.2)),
+                num(ci.map(|c| c.median)),
+                num(ci.map(|c| c.lo)),
+                num(ci.map(|c| c.hi)),
+                num(ci.map(|c| c.level)),
+                (ci.is_some() && r.doubts(&self.state).is_empty()).to_string(),
                 num(r.predicted),
+                num(r.miss()),
                 field(r.skipped.as_deref().unwrap_or("")),
             ];
             text.push_str(&cells.join(","));
@@ -275,12 +524,13 @@ impl Report<'_> {
     }
 
     /// Writes the bar chart: per kernel and shape, a bar per policy with its median time
-    /// relative to the fastest policy's median (1 = fastest), and a whisker over its range.
+    /// relative to the fastest policy's median (1 = fastest), and a whisker over its
+    /// confidence interval.
     pub fn plot(&self, path: &Path) -> Result<()> {
         use plotters::prelude::*;
         // Groups: (kernel, shape), in the order measured; bars: the policies.
         let mut groups: Vec<(String, String)> = Vec::new();
-        for r in self.rows.iter().filter(|r| r.stats().is_some()) {
+        for r in self.rows.iter().filter(|r| r.interval().is_some()) {
             let g = (r.kernel.clone(), r.shape.clone());
             if !groups.contains(&g) {
                 groups.push(g);
@@ -298,12 +548,13 @@ impl Report<'_> {
                     .collect();
                 let best = of_group
                     .iter()
-                    .filter_map(|r| r.stats().map(|s| s.0))
+                    .filter_map(|r| r.interval().map(|c| c.median))
                     .fold(f64::INFINITY, f64::min);
                 of_group
                     .into_iter()
                     .filter_map(|r| {
-                        let (med, lo, hi) = r.stats()?;
+                        let c = r.interval()?;
+                        let (med, lo, hi) = (c.median, c.lo, c.hi);
                         let pi = policies.iter().position(|p| p == &r.policy)?;
                         Some((gi, pi, med / best, lo / best, hi / best))
                     })

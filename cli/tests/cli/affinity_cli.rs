@@ -135,11 +135,11 @@ fn runs_two_kernels_and_a_program_here() {
         "--",
         "/bin/sh",
         "-c",
-        "echo placed as $MBSP_AFFINITY",
+        "echo placed as $MBSP_AFFINITY in $MBSP_SHAPE; echo mbsp-figure: 0.25",
     ]);
     let rows = v["rows"].as_array().unwrap();
-    // 2 kernels x 2 shapes x 2 policies, then the program under each policy.
-    assert_eq!(rows.len(), 10, "{v:#}");
+    // 2 kernels x 2 shapes x 2 policies, then the program under each shape and policy.
+    assert_eq!(rows.len(), 12, "{v:#}");
     let key = |r: &Value| {
         (
             r["kernel"].as_str().unwrap().to_string(),
@@ -160,14 +160,44 @@ fn runs_two_kernels_and_a_program_here() {
     for r in rows {
         let samples = r["samples_seconds"].as_array().unwrap();
         assert_eq!(samples.len(), 2, "{r}");
+        let ci = &r["interval_seconds"];
         let (lo, med, hi) = (
-            r["min_seconds"].as_f64().unwrap(),
+            ci["low"].as_f64().unwrap(),
             r["median_seconds"].as_f64().unwrap(),
-            r["max_seconds"].as_f64().unwrap(),
+            ci["high"].as_f64().unwrap(),
         );
         assert!(0.0 < lo && lo <= med && med <= hi, "{r}");
+        // Two runs cannot give a 95% interval of a median: said, and the row not trusted.
+        assert_eq!(ci["short"], true, "{r}");
+        assert_eq!(r["trusted"], false, "{r}");
         assert!(r["skipped"].is_null(), "{r}");
     }
+    // The program got its policy and shape, and its own figure was used.
+    let figure = rows[8]["figure"].as_str().unwrap();
+    assert!(figure.contains("mbsp-figure"), "{figure}");
+    for r in &rows[8..] {
+        assert_eq!(r["median_seconds"], 0.25, "{r}");
+        let fans: Vec<String> = r["fan_outs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(r["size"], format!("MBSP_SHAPE={}", fans.join("x")), "{r}");
+        assert!(r["bound"].is_null(), "a program's binding is its own: {r}");
+    }
+    // A verdict for every pair of one kernel that differs in policy or in shape.
+    let verdicts = v["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 12, "{v:#}");
+    for x in verdicts {
+        assert!(
+            matches!(x["differs_in"].as_str(), Some("policy" | "shape")),
+            "{x}"
+        );
+        assert!(x["verdict"].as_str().unwrap().len() > 10, "{x}");
+    }
+    assert!(v["machine_state"]["causes"].is_array(), "{v:#}");
+    assert!(v["seed"].is_u64(), "{v:#}");
     for r in &rows[..8] {
         assert!(r["predicted_seconds"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["p"].as_u64().unwrap() >= 1, "{r}");
@@ -176,10 +206,30 @@ fn runs_two_kernels_and_a_program_here() {
     assert!(rows[4]["predicted_seconds"].as_f64() > rows[0]["predicted_seconds"].as_f64());
     assert!(rows[8]["predicted_seconds"].is_null());
     let text = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(text.lines().count(), 11, "{text}");
+    assert_eq!(text.lines().count(), 13, "{text}");
     assert!(text.starts_with("kernel,policy,shape,p,"));
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.starts_with("<svg") && plot.contains("scattered"));
+}
+
+/// A program built on mbsp that prints no figure is timed by its supersteps, from the
+/// profile this command asks it for; with --wall-clock, by its whole process.
+#[test]
+fn a_program_is_timed_by_its_profile_unless_asked_for_wall_clock() {
+    let me = env!("CARGO_BIN_EXE_mbsp");
+    for (extra, want) in [(None, "MBSP_PROFILE"), (Some("--wall-clock"), "wall clock")] {
+        let mut args = vec![
+            "affinity", "--quick", "--repeat", "2", "--policy", "none", "--json",
+        ];
+        args.extend(extra);
+        args.extend(["--", me, "fft", "--n", "1024", "--reps", "1"]);
+        let v = json_of(&args);
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{v:#}");
+        let figure = rows[0]["figure"].as_str().unwrap();
+        assert!(figure.contains(want), "{figure}");
+        assert!(rows[0]["median_seconds"].as_f64().unwrap() > 0.0);
+    }
 }
 
 #[test]
@@ -212,7 +262,12 @@ fn the_table_has_a_row_per_kernel_and_policy() {
 #[test]
 fn failures_have_their_exit_status() {
     for (args, status, says) in [
-        (&["affinity", "--policy", "none"][..], 2, "--policy none"),
+        (&["affinity", "--policy", "tight"][..], 2, "--policy tight"),
+        (
+            &["affinity", "--policy", ""][..],
+            2,
+            "use compact, scattered, none",
+        ),
         (&["affinity", "--policy", "manual:3-1"], 2, "empty"),
         (&["affinity", "--shape", "nested:2"], 2, "--shape nested:2"),
         (&["affinity", "--repeat", "0"], 2, "--repeat 0"),
