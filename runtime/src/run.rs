@@ -173,9 +173,7 @@ impl Run {
         let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), f);
         let results = collect(results, &tree)?;
         let profile = sink.map(|sink| sink.take(p, Vec::new()));
-        if let Some(profile) = &profile
-            && *crate::profile::env_request() != crate::profile::EnvRequest::Off
-        {
+        if let Some(profile) = &profile {
             crate::profile::emit(profile);
         }
         Ok((results, profile))
@@ -183,9 +181,8 @@ impl Run {
 
     /// The sink of a top-level run's profile, if it is profiled.
     pub(crate) fn top_sink(&self) -> Option<Arc<crate::profile::record::Sink>> {
-        let env = *crate::profile::env_request() != crate::profile::EnvRequest::Off;
         self.profile
-            .unwrap_or(env)
+            .unwrap_or_else(crate::profile::env_on)
             .then(|| Arc::new(crate::profile::record::Sink::default()))
     }
 

@@ -202,7 +202,7 @@ impl World {
         let profiled = options.top_sink().is_some();
         let (r, profile) = self.run_with(options, profiled, f)?;
         if let Some(p) = profile.filter(|_| self.rank == 0) {
-            if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
+            if crate::profile::env_on() {
                 crate::profile::emit(&p);
             }
         }
@@ -230,6 +230,7 @@ impl World {
             profile.unwrap_or(Profile {
                 p,
                 path: Vec::new(),
+                started_in: None,
                 supersteps: Vec::new(),
                 regions: Vec::new(),
                 nested: Vec::new(),
