@@ -267,7 +267,7 @@ fn write_level(f: &mut fmt::Formatter<'_>, depth: usize, runs: &[&Report]) -> fm
         "    each run: p = {}, {} supersteps, measured {} (median), {} (longest); {}",
         span(p_lo, p_hi),
         span(s_lo, s_hi),
-        secs(measured[n / 2]),
+        secs(measured[(n - 1) / 2]),
         secs(measured[n - 1]),
         if same_params {
             format!(
