@@ -575,7 +575,6 @@ fn nested_runs_are_summarised_per_level() {
     assert_eq!(prof.nested[37].started_in, Some(37));
     let report = prof.report(&Params::DEFAULT);
     let text = report.to_string();
-    eprintln!("{text}");
     assert!(text.lines().count() <= 60, "{text}");
     assert!(
         text.contains("  runs nested 1 deep: 100 runs, 201 supersteps, measured "),
