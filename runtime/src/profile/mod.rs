@@ -19,8 +19,12 @@
 //! `h` (the largest of any process's words sent or received through the sync), imbalance (largest compute time
 //! over the mean) and the BSP prediction `w + h·g + l` — the measured computation plus the
 //! communication and synchronisation the parameters predict — beside the measured time (the
-//! largest compute + sync of any process). Nested runs are reported level by level, each with
-//! the parameters of its level ([`Params::for_level`]).
+//! largest compute + sync of any process), and whether the sync that ended it was lazy
+//! ([`Superstep::lazy`]: every process declared its incoming records with
+//! [`Ctx::declare_incoming`](crate::Ctx::declare_incoming)). Nested runs are priced with the
+//! parameters of their level ([`Params::for_level`]); the text summarises them per level of
+//! nesting (how many runs, their totals, the regions over them, the longest few), or shows
+//! every one in full ([`Report::text`] with [`Detail::Full`]); the JSON has them all.
 //!
 //! **Regions.** [`Ctx::region`](crate::Ctx::region)(crate::Ctx::region) (or
 //! [`region_begin`](crate::Ctx::region_begin)/[`region_end`](crate::Ctx::region_end); from C,
@@ -39,7 +43,9 @@
 //! of each process's time in the sync as its wait.
 //!
 //! `MBSP_PROFILE=1` prints the report of every top-level run to stderr when it ends (so C
-//! programs get it through the C ABI too); `MBSP_PROFILE=FILE.json` writes the JSON report of
+//! programs get it through the C ABI too), `MBSP_PROFILE=full` the same with every nested run in
+//! full (over MPI ranks, rank 0 reports the whole run, however it was started: see
+//! `ranks::World::run`, docs/mpi.md); `MBSP_PROFILE=FILE.json` writes the JSON report of
 //! the last top-level run to `FILE.json`, and `MBSP_PROFILE=FILE.svg` its timeline
 //! ([`Profile::timeline_svg`]), both whole: through a temporary file renamed into place. The
 //! timeline is drawn by this module (plain SVG text, no plotting library), so a program that
