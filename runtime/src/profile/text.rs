@@ -7,6 +7,20 @@ use crate::params::judge_prediction;
 use std::fmt;
 
 /// How much of the runs nested in a run the text report shows (the JSON has everything).
+///
+/// ```
+/// use mbsp::profile::Detail;
+/// let (_, profile) = mbsp::Run::new(2).run_profiled(|ctx| {
+///     ctx.run(2, |inner| inner.sync())?;
+///     ctx.sync()
+/// })?;
+/// let report = profile.report(&mbsp::params::Params::DEFAULT);
+/// assert_eq!(report.to_string(), report.text(Detail::default()).to_string());
+/// assert!(report.to_string().contains("  runs nested 1 deep: 2 runs, 4 supersteps"));
+/// let full = report.text(Detail::Full).to_string();
+/// assert!(full.contains("  run nested in process 1 (superstep 0): p = 2, 2 supersteps"));
+/// # Ok::<(), mbsp::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Detail {
     /// Each level of nesting in one summary: how many runs, their supersteps and totals,
