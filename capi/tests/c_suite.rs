@@ -737,6 +737,11 @@ fn cxx_destructors_run_on_every_process() {
 /// [`run`] under `mpiexec -n ranks` (MPICH on localhost): the top-level SPMD section runs over
 /// the ranks, one process each.
 fn run_ranks(ranks: usize, exe: &Path, args: &[&str]) -> Output {
+    run_ranks_with(ranks, exe, args, &[])
+}
+
+/// [`run_ranks`] with `env` (which mpiexec passes to every rank).
+fn run_ranks_with(ranks: usize, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let (secs, wrapper) = wrapped(120);
     let out = Command::new("timeout")
         .arg(secs)
@@ -745,6 +750,7 @@ fn run_ranks(ranks: usize, exe: &Path, args: &[&str]) -> Output {
         .arg(exe)
         .args(args)
         .env_clear_mbsp()
+        .envs(env.iter().copied())
         .output()
         .expect("mpiexec not found: install MPICH (scripts/setup does: mpich, libmpich-dev)");
     assert_ne!(
@@ -781,6 +787,46 @@ fn bsplib_programs_run_unchanged_over_mpi_ranks() {
     // Fewer processes than ranks: the extra rank takes no part.
     let out = ok(&run_ranks(3, &prims, &["2"]));
     assert_eq!(out.matches("primitives ok (p = 2)").count(), 1, "{out}");
+}
+
+/// `MBSP_PROFILE` for a C program's SPMD section (bsp_begin .. bsp_end), on threads and over
+/// MPI ranks, where rank 0 reports it once: text on stderr with the lazy supersteps (the
+/// program's declared syncs) marked, or the JSON file.
+#[test]
+fn profiles_of_c_programs_over_threads_and_mpi_ranks() {
+    let exe = build("lazy.c", "lazy-profiled", &[], Link::Shared);
+    // Superstep 0 registers, 1-200 are lazy, then a full sync and the end.
+    let head = "mbsp profile: top-level run: p = 2, 203 supersteps (200 lazy), ";
+    for ranks in [None, Some(2)] {
+        let env = [("MBSP_PROFILE", "1")];
+        let out = match ranks {
+            None => run(&exe, &["2"], &env),
+            Some(n) => run_ranks_with(n, &exe, &["2"], &env),
+        };
+        assert_eq!(ok(&out).matches("lazy ok").count(), 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches(head).count(), 1, "{ranks:?} ranks: {err}");
+        // Supersteps 1-19 of the first 20 shown, and maybe some of the longest.
+        assert!(err.matches("  lazy  ").count() >= 19, "{err}");
+    }
+    let path = std::env::temp_dir().join(format!("mbsp-c-ranks-{}.json", std::process::id()));
+    let out = run_ranks_with(2, &exe, &["2"], &[("MBSP_PROFILE", path.to_str().unwrap())]);
+    assert!(ok(&out).contains("lazy ok"));
+    let text = std::fs::read_to_string(&path).expect("rank 0 wrote the profile");
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["p"], 2);
+    assert_eq!(v["supersteps"].as_array().unwrap().len(), 203);
+    assert_eq!(v["levels"][0]["lazy"], 200);
+    assert_eq!(v["supersteps"][100]["lazy"], true);
+    assert_eq!(v["supersteps"][201]["lazy"], false);
+    let places: Vec<&str> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["place"].as_str().unwrap())
+        .collect();
+    assert!(places.iter().all(|w| w.starts_with("node ")), "{places:?}");
 }
 
 /// bsp_end is a synchronisation: the others' stack memory is read by pid 0 during their

@@ -27,13 +27,21 @@ fn launch_full(
     env: &[(&str, &str)],
 ) -> (bool, String, String) {
     let exe = env!("CARGO_BIN_EXE_mbsp-mpi-selftest");
-    let mut cmd = Command::new("mpiexec");
-    cmd.envs(env.iter().copied());
-    cmd.args(mpiexec);
-    cmd.args(["-n", &ranks.to_string(), exe]);
+    let mut args: Vec<String> = mpiexec.iter().map(|a| a.to_string()).collect();
+    args.extend(["-n".to_string(), ranks.to_string(), exe.to_string()]);
     if !mode.is_empty() {
-        cmd.arg(mode);
+        args.push(mode.to_string());
     }
+    mpiexec_with(&args, env)
+}
+
+/// `mpiexec args` with extra environment variables (and without `MBSP_PROFILE`, unless
+/// given): (exit success, stdout, stderr), killed at the deadline.
+fn mpiexec_with(args: &[String], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new("mpiexec");
+    cmd.env_remove("MBSP_PROFILE");
+    cmd.envs(env.iter().copied());
+    cmd.args(args);
     let mut child = cmd
         .env("RUST_BACKTRACE", "0")
         .stdout(Stdio::piped())
@@ -47,7 +55,7 @@ fn launch_full(
         }
         if start.elapsed() > DEADLINE {
             let _ = child.kill();
-            panic!("mpiexec -n {ranks} selftest {mode:?} still running after {DEADLINE:?}: hung");
+            panic!("mpiexec {args:?} still running after {DEADLINE:?}: hung");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -102,6 +110,79 @@ fn the_runtime_model_check_over_one_two_and_three_ranks() {
 #[test]
 fn profiles_with_regions_are_gathered_over_the_ranks() {
     every_rank_succeeds("profile", "selftest profile");
+}
+
+/// `MBSP_PROFILE` over ranks: every way a run goes over them (`World::run`,
+/// `World::run_profiled`, `World::begin`/`Spmd::end`) is reported once, by rank 0 — text on
+/// its stderr, or the JSON file — with the lazy superstep marked and the nested runs
+/// summarised; and a variable set on some ranks only is agreed on (no rank waits for a gather
+/// the others skip).
+#[test]
+fn mbsp_profile_reports_every_run_over_ranks_from_rank_0() {
+    let head = "mbsp profile: top-level run: p = 2, 4 supersteps (1 lazy), ";
+    for value in ["1", "full"] {
+        let (ok, out, err) = launch_with(2, "profile-env", &[("MBSP_PROFILE", value)]);
+        assert!(ok, "{out}\n{err}");
+        assert_eq!(out.matches("selftest profile-env ok on 2 ranks").count(), 2);
+        assert_eq!(err.matches(head).count(), 3, "one report per run:\n{err}");
+        assert_eq!(err.matches("mbsp profile: BSP parameters: ").count(), 3);
+        let (summaries, full) = (
+            err.matches("  runs nested 1 deep: 2 runs, 4 supersteps")
+                .count(),
+            err.matches("  run nested in process 1 (superstep 2): p = 2")
+                .count(),
+        );
+        let want = if value == "full" { (0, 3) } else { (3, 0) };
+        assert_eq!((summaries, full), want, "MBSP_PROFILE={value}:\n{err}");
+    }
+    let json = std::env::temp_dir().join(format!("mbsp-ranks-profile-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&json);
+    let (ok, out, err) = launch_with(
+        2,
+        "profile-env",
+        &[("MBSP_PROFILE", json.to_str().unwrap())],
+    );
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("rank 0 wrote the JSON"))
+            .unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(v["p"], 2);
+    let lazy: Vec<bool> = v["supersteps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["lazy"].as_bool().unwrap())
+        .collect();
+    assert_eq!(lazy, [false, true, false, false]);
+    assert_eq!(v["nested"].as_array().unwrap().len(), 2);
+    assert_eq!(v["nested"][1]["path"][0], 1);
+    assert_eq!(v["nested"][1]["started_in"], 2);
+    assert!(
+        v["processes"][1]["place"]
+            .as_str()
+            .unwrap()
+            .starts_with("node "),
+        "{v}"
+    );
+    // Set on one rank only: the runs are profiled on both, and rank 0 reports when it asked.
+    let exe = env!("CARGO_BIN_EXE_mbsp-mpi-selftest");
+    for (on, reports) in [(0, 3), (1, 0)] {
+        let mut args: Vec<String> = Vec::new();
+        for rank in 0..2 {
+            if rank > 0 {
+                args.push(":".into());
+            }
+            args.extend(["-n", "1"].map(String::from));
+            if rank == on {
+                args.extend(["-env", "MBSP_PROFILE", "1"].map(String::from));
+            }
+            args.extend([exe, "profile-env"].map(String::from));
+        }
+        let (ok, out, err) = mpiexec_with(&args, &[]);
+        assert!(ok, "MBSP_PROFILE on rank {on} only:\n{out}\n{err}");
+        assert_eq!(err.matches(head).count(), reports, "{err}");
+    }
 }
 
 #[test]

@@ -173,9 +173,7 @@ impl Run {
         let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), f);
         let results = collect(results, &tree)?;
         let profile = sink.map(|sink| sink.take(p, Vec::new()));
-        if let Some(profile) = &profile
-            && *crate::profile::env_request() != crate::profile::EnvRequest::Off
-        {
+        if let Some(profile) = &profile {
             crate::profile::emit(profile);
         }
         Ok((results, profile))
@@ -183,9 +181,8 @@ impl Run {
 
     /// The sink of a top-level run's profile, if it is profiled.
     pub(crate) fn top_sink(&self) -> Option<Arc<crate::profile::record::Sink>> {
-        let env = *crate::profile::env_request() != crate::profile::EnvRequest::Off;
         self.profile
-            .unwrap_or(env)
+            .unwrap_or_else(crate::profile::env_on)
             .then(|| Arc::new(crate::profile::record::Sink::default()))
     }
 
@@ -469,7 +466,10 @@ impl Run {
             saved,
             workers: Some(workers),
             tree,
-            profile: sink.filter(|_| top).map(|s| (s, shared.p)),
+            profile: sink.filter(|_| top).map(|s| {
+                let p = shared.p;
+                Box::new(move || Some(s.take(p, Vec::new()))) as TopProfile
+            }),
             _parent: PhantomData,
         }
     }
@@ -746,10 +746,16 @@ pub struct Spmd<'a> {
     pub(crate) saved: Option<Vec<u32>>,
     pub(crate) workers: Option<Workers>,
     pub(crate) tree: Arc<Tree>,
-    /// A profiled top-level run (`MBSP_PROFILE`): where its processes hand in, and p.
-    pub(crate) profile: Option<(Arc<crate::profile::record::Sink>, usize)>,
+    /// A profiled top-level run (`MBSP_PROFILE`): how its profile is put together when it
+    /// has ended.
+    pub(crate) profile: Option<TopProfile>,
     pub(crate) _parent: PhantomData<&'a mut Ctx>,
 }
+
+/// How the profile of a begun top-level run is put together once the run has ended: from the
+/// records its processes handed in (threads), or gathered from every rank (a collective of
+/// the run's ranks); `None` on a process that does not report it (a rank other than 0).
+pub(crate) type TopProfile = Box<dyn FnOnce() -> Option<crate::profile::Profile> + Send>;
 
 /// The SPMD function of a begun run.
 type BegunFn = dyn Fn(&mut Ctx) -> Result<()> + Send + Sync;
@@ -786,7 +792,11 @@ impl Spmd<'_> {
         let mine = leave(ctx, self.saved.take(), outcome);
         let Some(workers) = self.workers.take() else {
             // This process alone (a run over ranks: the other processes are other ranks'),
-            // with the run's error as its engine agreed it with them.
+            // with the run's error as its engine agreed it with them: every rank reports its
+            // profile, or none does.
+            if mine.is_ok() {
+                self.report_profile();
+            }
             return mine;
         };
         let mut results = vec![mine];
@@ -816,10 +826,15 @@ impl Spmd<'_> {
             }
         }
         collect(results, &self.tree)?;
-        if let Some((sink, p)) = self.profile.take() {
-            crate::profile::emit(&sink.take(p, Vec::new()));
-        }
+        self.report_profile();
         Ok(())
+    }
+
+    /// The run has ended well: its profile as `MBSP_PROFILE` asks, if it was profiled.
+    fn report_profile(&mut self) {
+        if let Some(profile) = self.profile.take().and_then(|assemble| assemble()) {
+            crate::profile::emit(&profile);
+        }
     }
 }
 

@@ -39,12 +39,15 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn profiled_sync(&mut self, ending: bool) -> Result<()> {
+        // Whether this sync is a lazy one, read before the sync clears it: declared counts
+        // (`declare_incoming`), except at the end, which is always a full sync.
+        let declared = if ending { None } else { self.lazy.get() };
         if let Some(r) = &self.prof {
             r.borrow_mut().sync_begins();
         }
         let result = self.engine_sync(ending);
         if let Some(r) = &self.prof {
-            r.borrow_mut().sync_ends();
+            r.borrow_mut().sync_ends(declared);
         }
         result
     }

@@ -12,6 +12,8 @@
 //! many or receive too many records, make a full sync among lazy ones, or panic while the
 //! others are in lazy syncs (the run must fail on every rank with one error);
 //! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep.
+//! `profile-env` starts a run each way there is (`World::run`, `run_profiled`, `begin`) for
+//! `MBSP_PROFILE` to report.
 
 use mbsp::rng::SplitMix64;
 use mbsp::{Ctx, ErrorKind, Result};
@@ -926,6 +928,29 @@ fn model(ctx: &mut Ctx, programs: u64) -> Result<()> {
     Ok(())
 }
 
+/// Mode `profile-env` (run under `MBSP_PROFILE`): the same program started each way a run
+/// goes over the ranks — `World::run`, `World::run_profiled`, `World::begin` and `Spmd::end` —
+/// each with a lazy superstep and one nested thread run per rank; rank 0 reports every run
+/// (the test reads its stderr, or the file of the last run).
+fn profile_env(world: &mbsp::ranks::World) -> Result<()> {
+    let ranks = world.size();
+    let program = |ctx: &mut Ctx| -> Result<()> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let x = ctx.push_reg(vec![0u64; 1])?;
+        ctx.sync()?;
+        ctx.put((me + 1) % p, &[me as u64], &x, 0)?;
+        ctx.declare_incoming(1)?;
+        ctx.sync()?;
+        ctx.run(2, |n| n.sync())?;
+        ctx.sync()
+    };
+    world.run(mbsp::Run::new(ranks), program)?;
+    world.run_profiled(mbsp::Run::new(ranks), program)?;
+    let mut spmd = world.begin(mbsp::Run::new(ranks))?;
+    program(spmd.ctx())?;
+    spmd.end()
+}
+
 /// A profiled run over the ranks with regions (one nested thread run per rank, with its own
 /// region): every rank gets the whole profile, regions and all, as gathered over the ranks.
 fn profile_over_ranks(world: &mbsp::ranks::World) -> std::result::Result<(), String> {
@@ -1001,6 +1026,13 @@ fn main() {
         match profile_over_ranks(world) {
             Ok(()) => println!("selftest profile ok on {ranks} ranks"),
             Err(e) => fail(&e),
+        }
+        return;
+    }
+    if mode == "profile-env" {
+        match profile_env(world) {
+            Ok(()) => println!("selftest profile-env ok on {ranks} ranks"),
+            Err(e) => fail(&e.to_string()),
         }
         return;
     }

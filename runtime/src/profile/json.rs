@@ -8,7 +8,7 @@ impl Totals {
         serde_json::json!({
             "name": self.name, "depth": self.depth, "supersteps": self.supersteps,
             "w": self.w, "h": self.h, "mean_wait": self.wait,
-            "measured": self.measured, "predicted": self.predicted,
+            "measured": self.measured, "predicted": self.predicted, "lazy": self.lazy,
         })
     }
 }
@@ -24,6 +24,7 @@ impl Report {
         let mut v = serde_json::json!({
             "p": self.p,
             "path": self.path,
+            "started_in": self.started_in,
             "g": self.g,
             "l": self.l,
             "measured_seconds": measured,
@@ -32,7 +33,7 @@ impl Report {
                 "superstep": r.superstep, "region": r.region.map(|i| self.region_name(i)),
                 "w": r.w, "imbalance": r.imbalance, "h": r.h,
                 "h_immediate": r.h_immediate, "mean_wait": r.mean_wait,
-                "predicted": r.predicted, "measured": r.measured,
+                "predicted": r.predicted, "measured": r.measured, "lazy": r.lazy,
             })).collect::<Vec<_>>(),
             "regions": self.regions.iter().map(Totals::json).collect::<Vec<_>>(),
             "processes": self.processes.iter().map(|t| serde_json::json!({

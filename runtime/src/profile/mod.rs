@@ -19,8 +19,12 @@
 //! `h` (the largest of any process's words sent or received through the sync), imbalance (largest compute time
 //! over the mean) and the BSP prediction `w + h·g + l` — the measured computation plus the
 //! communication and synchronisation the parameters predict — beside the measured time (the
-//! largest compute + sync of any process). Nested runs are reported level by level, each with
-//! the parameters of its level ([`Params::for_level`]).
+//! largest compute + sync of any process), and whether the sync that ended it was lazy
+//! ([`Superstep::lazy`]: every process declared its incoming records with
+//! [`Ctx::declare_incoming`](crate::Ctx::declare_incoming)). Nested runs are priced with the
+//! parameters of their level ([`Params::for_level`]); the text summarises them per level of
+//! nesting (how many runs, their totals, the regions over them, the longest few), or shows
+//! every one in full ([`Report::text`] with [`Detail::Full`]); the JSON has them all.
 //!
 //! **Regions.** [`Ctx::region`](crate::Ctx::region)(crate::Ctx::region) (or
 //! [`region_begin`](crate::Ctx::region_begin)/[`region_end`](crate::Ctx::region_end); from C,
@@ -39,7 +43,9 @@
 //! of each process's time in the sync as its wait.
 //!
 //! `MBSP_PROFILE=1` prints the report of every top-level run to stderr when it ends (so C
-//! programs get it through the C ABI too); `MBSP_PROFILE=FILE.json` writes the JSON report of
+//! programs get it through the C ABI too), `MBSP_PROFILE=full` the same with every nested run in
+//! full (over MPI ranks, rank 0 reports the whole run, however it was started: see
+//! `ranks::World::run`, docs/mpi.md); `MBSP_PROFILE=FILE.json` writes the JSON report of
 //! the last top-level run to `FILE.json`, and `MBSP_PROFILE=FILE.svg` its timeline
 //! ([`Profile::timeline_svg`]), both whole: through a temporary file renamed into place. The
 //! timeline is drawn by this module (plain SVG text, no plotting library), so a program that
@@ -51,23 +57,26 @@ mod json;
 pub(crate) mod record;
 mod regions;
 mod report;
+mod text;
 mod timeline;
 
 pub use report::{ProcTotals, Report, Row, Totals};
+pub use text::{Detail, Text};
 
 use crate::params::Params;
 use std::sync::OnceLock;
 
 /// The environment variable that turns profiling on for every run (`1`: text report on
-/// stderr; a path ending in `.json`: the JSON report there; ending in `.svg`: the timeline
-/// there; `0` or empty: off).
+/// stderr, nested runs summarised per level; `full`: the same with every nested run in full;
+/// a path ending in `.json`: the JSON report there; ending in `.svg`: the timeline there;
+/// `0` or empty: off).
 pub const PROFILE_ENV: &str = "MBSP_PROFILE";
 
 /// What `MBSP_PROFILE` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum EnvRequest {
     Off,
-    Text,
+    Text(Detail),
     Json(std::path::PathBuf),
     Svg(std::path::PathBuf),
 }
@@ -84,7 +93,8 @@ fn parse_env(v: Option<&std::ffi::OsStr>) -> EnvRequest {
         Some(s) if s.is_empty() || s == "0" || s.eq_ignore_ascii_case("off") => EnvRequest::Off,
         Some(s) if s.ends_with(".json") => EnvRequest::Json(s.into()),
         Some(s) if s.ends_with(".svg") => EnvRequest::Svg(s.into()),
-        Some(_) => EnvRequest::Text,
+        Some(s) if s.eq_ignore_ascii_case("full") => EnvRequest::Text(Detail::Full),
+        Some(_) => EnvRequest::Text(Detail::Summary),
     }
 }
 
@@ -124,6 +134,10 @@ pub struct ProcStep {
     /// The region innermost-open in this process when its computation ended (an index into
     /// [`Profile::regions`]).
     pub region: Option<usize>,
+    /// When the sync that ended this superstep was a lazy one: the puts and messages this
+    /// process declared it receives ([`Ctx::declare_incoming`](crate::Ctx::declare_incoming));
+    /// `None` after a full sync (the final sync, which ends the run, is always full).
+    pub declared: Option<u64>,
 }
 
 /// One superstep of a run: a record per process.
@@ -155,6 +169,26 @@ impl Superstep {
             .map(|s| s.immediate_words_sent.max(s.immediate_words_received))
             .max()
             .unwrap_or(0)
+    }
+
+    /// Whether the sync that ended this superstep was lazy: every process declared how many
+    /// puts and messages it receives ([`ProcStep::declared`]).
+    ///
+    /// ```
+    /// let (_, profile) = mbsp::Run::new(2).run_profiled(|ctx| {
+    ///     let x = ctx.push_reg(vec![0u64; 1])?;
+    ///     ctx.sync()?;
+    ///     ctx.put(1 - ctx.pid(), &[7], &x, 0)?;
+    ///     ctx.declare_incoming(1)?; // one put arrives here: the sync is lazy
+    ///     ctx.sync()
+    /// })?;
+    /// let lazy: Vec<bool> = profile.supersteps.iter().map(|s| s.lazy()).collect();
+    /// assert_eq!(lazy, [false, true, false]);
+    /// assert_eq!(profile.supersteps[1].procs[0].declared, Some(1));
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn lazy(&self) -> bool {
+        !self.procs.is_empty() && self.procs.iter().all(|s| s.declared.is_some())
     }
 
     /// The largest computation time.
@@ -232,6 +266,9 @@ pub struct Profile {
     /// Pids from the top-level run down to the process that started this run (empty for a
     /// top-level run).
     pub path: Vec<usize>,
+    /// For a nested run, the superstep of the run it is nested in during which it ran
+    /// (`None` for a top-level run).
+    pub started_in: Option<usize>,
     /// In order; the last one runs from the last sync to the end of the SPMD function.
     pub supersteps: Vec<Superstep>,
     /// The regions any process opened; a region's parent comes before it.
@@ -315,6 +352,7 @@ impl Profile {
                     imbalance: s.imbalance(),
                     h,
                     h_immediate: s.h_immediate(),
+                    lazy: s.lazy(),
                     mean_wait: s.mean_wait(),
                     predicted: s.w() + h as f64 * params.g + params.l,
                     measured: s.measured(),
@@ -395,6 +433,7 @@ impl Profile {
         Report {
             p: self.p,
             path: self.path.clone(),
+            started_in: self.started_in,
             g: params.g,
             l: params.l,
             rows,
@@ -421,20 +460,29 @@ fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     written
 }
 
+/// Whether `MBSP_PROFILE` asks for the reports of top-level runs.
+pub(crate) fn env_on() -> bool {
+    *env_request() != EnvRequest::Off
+}
+
 /// The report of a top-level run for `MBSP_PROFILE`: on stderr, or as JSON or the timeline
 /// to the file.
 pub(crate) fn emit(profile: &Profile) {
-    let report = profile.report(Params::current());
     let (path, written) = match env_request() {
         EnvRequest::Off => return,
-        EnvRequest::Text => {
+        EnvRequest::Text(detail) => {
+            let report = profile.report(Params::current());
             eprintln!(
-                "mbsp profile: {report}mbsp profile: BSP parameters: {}",
+                "mbsp profile: {}mbsp profile: BSP parameters: {}",
+                report.text(*detail),
                 crate::params::source()
             );
             return;
         }
-        EnvRequest::Json(path) => (path, write_whole(path, &report.to_json())),
+        EnvRequest::Json(path) => {
+            let report = profile.report(Params::current());
+            (path, write_whole(path, &report.to_json()))
+        }
         EnvRequest::Svg(path) => (path, profile.write_svg(path)),
     };
     if let Err(e) = written {
@@ -452,8 +500,10 @@ mod tests {
         assert_eq!(parse_env(None), EnvRequest::Off);
         assert_eq!(p(""), EnvRequest::Off);
         assert_eq!(p("0"), EnvRequest::Off);
-        assert_eq!(p("1"), EnvRequest::Text);
-        assert_eq!(p("yes"), EnvRequest::Text);
+        assert_eq!(p("1"), EnvRequest::Text(Detail::Summary));
+        assert_eq!(p("yes"), EnvRequest::Text(Detail::Summary));
+        assert_eq!(p("full"), EnvRequest::Text(Detail::Full));
+        assert_eq!(p("FULL"), EnvRequest::Text(Detail::Full));
         assert_eq!(p("out/run.json"), EnvRequest::Json("out/run.json".into()));
         assert_eq!(p("t.svg"), EnvRequest::Svg("t.svg".into()));
     }

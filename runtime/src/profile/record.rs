@@ -30,6 +30,9 @@ pub(crate) struct Step {
     pub(crate) peers: std::ops::Range<usize>,
     /// The region innermost-open when the computation ended (index into `Recorder::regions`).
     pub(crate) region: Option<u32>,
+    /// The records this process declared it receives (`Ctx::declare_incoming`) when the sync
+    /// that ended the superstep was a lazy one.
+    pub(crate) declared: Option<u64>,
 }
 
 /// The recorder in a profiled process's context.
@@ -143,8 +146,9 @@ impl Recorder {
         self.sync_start = Some(Instant::now());
     }
 
-    /// The sync is over (successfully or not): close the superstep.
-    pub(crate) fn sync_ends(&mut self) {
+    /// The sync is over (successfully or not): close the superstep (`declared`: the count
+    /// this process declared, when the sync was lazy).
+    pub(crate) fn sync_ends(&mut self, declared: Option<u64>) {
         let now = Instant::now();
         let start = self.sync_start.take().unwrap_or(now);
         let region = self.open.last().copied();
@@ -161,12 +165,14 @@ impl Recorder {
             sync: now.duration_since(start).as_secs_f64(),
             peers: first..self.peers.len(),
             region,
+            declared,
         });
         self.last = now;
     }
 
-    /// A nested run this process started has ended.
-    pub(crate) fn add_nested(&mut self, profile: Profile) {
+    /// A nested run this process started has ended (in its current superstep).
+    pub(crate) fn add_nested(&mut self, mut profile: Profile) {
+        profile.started_in = Some(self.steps.len());
         self.nested.push(profile);
     }
 }
@@ -226,6 +232,7 @@ impl Sink {
                 me.compute = s.compute;
                 me.sync = s.sync;
                 me.region = s.region.map(|q| map[q as usize]);
+                me.declared = s.declared;
                 for (_, c) in &r.peers[s.peers.clone()] {
                     me.add(c, true);
                 }
@@ -252,6 +259,7 @@ impl Sink {
         Profile {
             p,
             path,
+            started_in: None,
             supersteps,
             regions,
             nested,

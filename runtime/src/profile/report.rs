@@ -1,8 +1,5 @@
 //! The report of a profile against the BSP cost model: per superstep, region, level and
-//! process, measured beside predicted, and its text form.
-
-use crate::params::judge_prediction;
-use std::fmt;
+//! process, measured beside predicted (its text form is in `text.rs`, its JSON in `json.rs`).
 
 /// One superstep of a [`Report`].
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +22,8 @@ pub struct Row {
     pub predicted: f64,
     /// The largest computation + sync time of any process, seconds.
     pub measured: f64,
+    /// Whether the sync that ended it was lazy ([`Superstep::lazy`](super::Superstep::lazy)).
+    pub lazy: bool,
 }
 
 /// Totals over a set of supersteps: a region's, a level's, or a whole run's.
@@ -47,6 +46,8 @@ pub struct Totals {
     pub measured: f64,
     /// Sum of the predicted times, seconds.
     pub predicted: f64,
+    /// How many of the supersteps ended with a lazy sync ([`Row::lazy`]).
+    pub lazy: usize,
 }
 
 impl Totals {
@@ -57,6 +58,7 @@ impl Totals {
         self.wait += r.mean_wait;
         self.measured += r.measured;
         self.predicted += r.predicted;
+        self.lazy += usize::from(r.lazy);
     }
 
     pub(super) fn merge(&mut self, o: &Totals) {
@@ -66,6 +68,7 @@ impl Totals {
         self.wait += o.wait;
         self.measured += o.measured;
         self.predicted += o.predicted;
+        self.lazy += o.lazy;
     }
 }
 
@@ -89,13 +92,17 @@ pub struct ProcTotals {
 }
 
 /// A profile against the BSP cost model: per superstep, per region and per process the
-/// measured and the predicted time (text with `Display`, JSON with [`Report::to_json`]).
+/// measured and the predicted time (text with `Display` or [`Report::text`], JSON with
+/// [`Report::to_json`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// Processes.
     pub p: usize,
     /// Where the run was started (empty: top level).
     pub path: Vec<usize>,
+    /// The superstep of the enclosing run in which this nested run ran
+    /// ([`Profile::started_in`](super::Profile::started_in)).
+    pub started_in: Option<usize>,
     /// The `g` used, seconds per word.
     pub g: f64,
     /// The `l` used, seconds.
@@ -131,6 +138,36 @@ impl Report {
         t
     }
 
+    /// The runs of each level of nesting: this run alone (level 0), the runs nested in it
+    /// (level 1), those nested in them (level 2), and so on, each level in the order of a walk
+    /// down the tree of runs.
+    ///
+    /// ```
+    /// let (_, profile) = mbsp::Run::new(2).run_profiled(|ctx| {
+    ///     ctx.run(2, |inner| inner.sync())?;
+    ///     ctx.sync()
+    /// })?;
+    /// let report = profile.report(&mbsp::params::Params::DEFAULT);
+    /// let levels = report.runs_by_level();
+    /// assert_eq!(levels.iter().map(Vec::len).collect::<Vec<_>>(), [1, 2]);
+    /// assert_eq!(levels[1][1].path, [1]); // started by process 1
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn runs_by_level(&self) -> Vec<Vec<&Report>> {
+        fn walk<'a>(r: &'a Report, depth: usize, levels: &mut Vec<Vec<&'a Report>>) {
+            if levels.len() <= depth {
+                levels.push(Vec::new());
+            }
+            levels[depth].push(r);
+            for n in &r.nested {
+                walk(n, depth + 1, levels);
+            }
+        }
+        let mut levels = Vec::new();
+        walk(self, 0, &mut levels);
+        levels
+    }
+
     /// Totals per level of run nesting: this run (depth 0), then all runs nested in it
     /// (depth 1), in those (depth 2), and so on; `name` says how many runs each level has.
     ///
@@ -146,24 +183,16 @@ impl Report {
     /// # Ok::<(), mbsp::Error>(())
     /// ```
     pub fn levels(&self) -> Vec<Totals> {
-        let mut levels: Vec<(usize, Totals)> = Vec::new();
-        fn walk(r: &Report, depth: usize, levels: &mut Vec<(usize, Totals)>) {
-            if levels.len() <= depth {
-                levels.push((0, Totals::default()));
-            }
-            levels[depth].0 += 1;
-            levels[depth].1.merge(&r.run_totals());
-            for n in &r.nested {
-                walk(n, depth + 1, levels);
-            }
-        }
-        walk(self, 0, &mut levels);
-        levels
-            .into_iter()
+        self.runs_by_level()
+            .iter()
             .enumerate()
-            .map(|(depth, (runs, mut t))| {
+            .map(|(depth, runs)| {
+                let mut t = Totals::default();
+                for r in runs {
+                    t.merge(&r.run_totals());
+                }
                 t.depth = depth;
-                t.name = match (depth, runs) {
+                t.name = match (depth, runs.len()) {
                     (0, _) => "this run".into(),
                     (d, 1) => format!("1 run nested {d} deep"),
                     (d, n) => format!("{n} runs nested {d} deep"),
@@ -178,185 +207,5 @@ impl Report {
         self.regions
             .get(i)
             .map_or_else(String::new, |t| t.name.clone())
-    }
-
-    fn write(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
-        let pad = "  ".repeat(depth);
-        let (measured, predicted) = self.totals();
-        let whom = if self.path.is_empty() {
-            "top-level run".to_string()
-        } else {
-            let path: Vec<String> = self.path.iter().map(usize::to_string).collect();
-            format!("run nested in process {}", path.join("/"))
-        };
-        writeln!(
-            f,
-            "{pad}{whom}: p = {}, {} supersteps, measured {}, BSP-predicted {} ({}) (g = {:.2} ns/word, l = {:.2} µs)",
-            self.p,
-            self.rows.len(),
-            secs(measured),
-            secs(predicted),
-            judge_prediction(measured, predicted),
-            self.g * 1e9,
-            self.l * 1e6
-        )?;
-        if !self.regions.is_empty() {
-            writeln!(
-                f,
-                "{pad}  regions (a superstep counts for the region open when its sync began, and for the regions around it):"
-            )?;
-            totals_table(f, &pad, "region", &self.regions)?;
-        }
-        writeln!(
-            f,
-            "{pad}  processes (wait: time in syncs waiting for slower processes):"
-        )?;
-        writeln!(
-            f,
-            "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}  where",
-            "pid", "compute", "in syncs", "wait", "words sent", "words received"
-        )?;
-        // Hundreds of processes: those that waited least and most.
-        const SHOW_PROCS: usize = 32;
-        let mut procs: Vec<&ProcTotals> = self.processes.iter().collect();
-        if procs.len() > SHOW_PROCS {
-            procs.sort_by(|a, b| a.wait.total_cmp(&b.wait));
-            procs.drain(SHOW_PROCS / 2..procs.len() - SHOW_PROCS / 2);
-        }
-        for t in &procs {
-            writeln!(
-                f,
-                "{pad}  {:>9} {:>11} {:>11} {:>11} {:>12} {:>14}  {}",
-                t.pid,
-                secs(t.compute),
-                secs(t.sync),
-                secs(t.wait),
-                t.words_sent,
-                t.words_received,
-                t.place
-            )?;
-        }
-        if self.processes.len() > procs.len() {
-            writeln!(
-                f,
-                "{pad}  ... {} more processes (the {} that waited least and most are shown; the JSON has all)",
-                self.processes.len() - procs.len(),
-                SHOW_PROCS
-            )?;
-        }
-        writeln!(
-            f,
-            "{pad}  {:>9} {:>11} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11} {:>7}  region",
-            "superstep",
-            "w",
-            "imbal.",
-            "h words",
-            "h imm.",
-            "mean wait",
-            "measured",
-            "predicted",
-            "pred/m"
-        )?;
-        // Thousands of supersteps: the first ones, the largest ones, and a summary.
-        const SHOW: usize = 20;
-        let mut shown: Vec<&Row> = self.rows.iter().take(SHOW).collect();
-        if self.rows.len() > SHOW {
-            let mut rest: Vec<&Row> = self.rows[SHOW..].iter().collect();
-            rest.sort_by(|a, b| b.measured.total_cmp(&a.measured));
-            shown.extend(rest.into_iter().take(5));
-        }
-        for r in &shown {
-            writeln!(
-                f,
-                "{pad}  {:>9} {:>11} {:>9.2} {:>9} {:>9} {:>11} {:>11} {:>11} {:>7.2}  {}",
-                r.superstep,
-                secs(r.w),
-                r.imbalance,
-                r.h,
-                r.h_immediate,
-                secs(r.mean_wait),
-                secs(r.measured),
-                secs(r.predicted),
-                r.predicted / r.measured,
-                r.region.map_or(String::new(), |i| self.region_name(i))
-            )?;
-        }
-        if self.rows.len() > shown.len() {
-            writeln!(
-                f,
-                "{pad}  ... {} more supersteps (the first {SHOW} and the 5 longest of the rest are shown)",
-                self.rows.len() - shown.len()
-            )?;
-        }
-        for n in &self.nested {
-            n.write(f, depth + 1)?;
-        }
-        if depth == 0 && !self.nested.is_empty() {
-            writeln!(f, "per level of nesting:")?;
-            totals_table(f, "", "level", &self.levels())?;
-        }
-        Ok(())
-    }
-}
-
-/// How far a prediction is off, in a table: the percentage, flagged beyond 50% (the report's
-/// first line says what to do).
-fn short_judgement(measured: f64, predicted: f64) -> String {
-    if measured.is_nan() || measured <= 0.0 {
-        return String::new();
-    }
-    let off = (predicted - measured) / measured;
-    if off.abs() > 0.5 {
-        format!("{:+.0}% off by more than 50%", 100.0 * off)
-    } else {
-        format!("{:+.0}%", 100.0 * off)
-    }
-}
-
-/// Rows of totals (regions or levels), indented by their depth.
-fn totals_table(f: &mut fmt::Formatter<'_>, pad: &str, what: &str, rows: &[Totals]) -> fmt::Result {
-    writeln!(
-        f,
-        "{pad}  {:<28} {:>10} {:>11} {:>9} {:>11} {:>11} {:>11}  prediction",
-        what, "supersteps", "w", "h words", "mean wait", "measured", "predicted"
-    )?;
-    for t in rows {
-        let indent = "  ".repeat(t.depth.saturating_sub(1));
-        let name = t.name.rsplit('/').next().unwrap_or(&t.name);
-        let name = if what == "region" {
-            format!("{indent}{name}")
-        } else {
-            t.name.clone()
-        };
-        writeln!(
-            f,
-            "{pad}  {:<28} {:>10} {:>11} {:>9} {:>11} {:>11} {:>11}  {}",
-            name,
-            t.supersteps,
-            secs(t.w),
-            t.h,
-            secs(t.wait),
-            secs(t.measured),
-            secs(t.predicted),
-            short_judgement(t.measured, t.predicted)
-        )?;
-    }
-    Ok(())
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.write(f, 0)
-    }
-}
-
-/// Seconds compactly.
-pub(super) fn secs(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.2} µs", s * 1e6)
     }
 }

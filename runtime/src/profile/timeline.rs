@@ -2,7 +2,7 @@
 //! library), so that any program that asks for it through `MBSP_PROFILE`, a C program
 //! included, gets it with no other tool.
 
-use super::report::secs;
+use super::text::secs;
 use super::{Profile, Superstep, write_whole};
 
 impl Profile {

@@ -539,3 +539,127 @@ fn the_profile_names_where_each_process_ran() {
         report.to_json()
     );
 }
+
+/// p = 2, 100 iterations: process 0 starts a nested run of 2 (one sync), then the top level
+/// syncs; in iteration 50 the nested run's processes each start a run of their own (2 deep),
+/// in a region of the nested run that also syncs.
+fn hundred_nested_runs() -> Profile {
+    within(60, || {
+        Run::new(2)
+            .run_profiled(|ctx| {
+                for i in 0..100 {
+                    if ctx.pid() == 0 {
+                        ctx.run(2, |inner| {
+                            if i == 50 {
+                                inner.region("deep", |c| {
+                                    c.run(2, |d| d.sync())?;
+                                    c.sync()
+                                })?;
+                            }
+                            inner.sync()
+                        })?;
+                    }
+                    ctx.sync()?;
+                }
+                Ok(())
+            })
+            .unwrap()
+            .1
+    })
+}
+
+#[test]
+fn nested_runs_are_summarised_per_level() {
+    let prof = hundred_nested_runs();
+    assert_eq!(prof.nested.len(), 100);
+    assert_eq!(prof.nested[37].started_in, Some(37));
+    let report = prof.report(&Params::DEFAULT);
+    let text = report.to_string();
+    assert!(text.lines().count() <= 60, "{text}");
+    assert!(
+        text.contains("  runs nested 1 deep: 100 runs, 201 supersteps, measured "),
+        "{text}"
+    );
+    assert!(
+        text.contains("    each run: p = 2, 2-3 supersteps, measured "),
+        "{text}"
+    );
+    assert!(
+        text.contains("    the 3 longest of the 100 runs (every run: MBSP_PROFILE=full"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  runs nested 2 deep: 2 runs, 4 supersteps"),
+        "{text}"
+    );
+    assert!(text.contains("    regions, over all 100 runs:"), "{text}");
+    assert!(!text.contains("run nested in process"), "{text}");
+    assert!(text.contains("per level of nesting:"), "{text}");
+    // In full, every run, each saying where it ran.
+    let full = report.text(mbsp::profile::Detail::Full).to_string();
+    assert_eq!(
+        full.matches("  run nested in process 0 (superstep ")
+            .count(),
+        100
+    );
+    assert!(full.contains("  run nested in process 0 (superstep 37): p = 2, 2 supersteps"));
+    assert!(full.contains("    run nested in process 0/0 (superstep 0): p = 2"));
+    // The JSON has every run.
+    let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(v["nested"].as_array().unwrap().len(), 100);
+    assert_eq!(v["nested"][37]["started_in"], 37);
+    assert_eq!(v["nested"][50]["nested"][0]["path"][0], 0);
+}
+
+/// Supersteps whose sync was lazy (declared counts) are marked: in the profile, the report's
+/// rows and totals, the text and the JSON.
+#[test]
+fn lazy_supersteps_are_marked() {
+    for p in [2, 3] {
+        let (_, prof) = within(60, move || {
+            Run::new(p)
+                .run_profiled(|ctx| {
+                    let (me, p) = (ctx.pid(), ctx.nprocs());
+                    let x = ctx.push_reg(vec![0u64; 1])?;
+                    ctx.sync()?;
+                    for _ in 0..3 {
+                        ctx.put((me + 1) % p, &[me as u64], &x, 0)?;
+                        ctx.declare_incoming(1)?;
+                        ctx.sync()?;
+                    }
+                    ctx.put((me + 1) % p, &[me as u64], &x, 0)?;
+                    ctx.sync()?;
+                    // Declared before the end: the final sync is a full one all the same.
+                    ctx.declare_incoming(0)
+                })
+                .unwrap()
+        });
+        let lazy: Vec<bool> = prof.supersteps.iter().map(|s| s.lazy()).collect();
+        assert_eq!(lazy, [false, true, true, true, false, false], "p = {p}");
+        assert_eq!(prof.supersteps[2].procs[1].declared, Some(1));
+        assert_eq!(prof.supersteps[4].procs[1].declared, None);
+        let report = prof.report(&Params::DEFAULT);
+        assert!(report.rows[1].lazy && !report.rows[4].lazy);
+        assert_eq!(report.run_totals().lazy, 3);
+        let text = report.to_string();
+        assert!(
+            text.contains(&format!("top-level run: p = {p}, 6 supersteps (3 lazy), ")),
+            "{text}"
+        );
+        let marks: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("superstep "))
+            .skip(1)
+            .map(|l| l.split_whitespace().nth(13).unwrap()) // after 4 times with their units
+            .collect();
+        assert_eq!(
+            marks,
+            ["full", "lazy", "lazy", "lazy", "full", "full"],
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(v["supersteps"][1]["lazy"], true);
+        assert_eq!(v["supersteps"][4]["lazy"], false);
+        assert_eq!(v["levels"][0]["lazy"], 3);
+    }
+}

@@ -38,6 +38,15 @@ fn word_opt(w: u64) -> Option<usize> {
     (w != u64::MAX).then_some(w as usize)
 }
 
+/// A declared count ([`ProcStep::declared`]) as two words: whether there is one, and it.
+fn declared_words(d: Option<u64>) -> [u64; 2] {
+    [u64::from(d.is_some()), d.unwrap_or(0)]
+}
+
+fn words_declared(present: u64, count: u64) -> Option<u64> {
+    (present != 0).then_some(count)
+}
+
 /// A string as its length in bytes, then its bytes packed 8 to a word.
 fn encode_str(text: &str, w: &mut Vec<u64>) {
     w.push(text.len() as u64);
@@ -76,6 +85,7 @@ fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
             f64_word(s.sync),
             opt_word(s.region.map(|x| x as usize)),
         ]);
+        w.extend_from_slice(&declared_words(s.declared));
         let peers = &r.peers[s.peers.clone()];
         w.push(peers.len() as u64);
         for (q, c) in peers {
@@ -118,6 +128,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
     for _ in 0..steps {
         let (compute, sync) = (f64::from_bits(next()), f64::from_bits(next()));
         let region = word_opt(next()).map(|x| x as u32);
+        let declared = words_declared(next(), next());
         let first = r.peers.len();
         for _ in 0..next() {
             let q = next() as usize;
@@ -137,6 +148,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
             sync,
             peers: first..r.peers.len(),
             region,
+            declared,
         });
     }
     let nested = w[*at];
@@ -160,6 +172,7 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
     w.push(pr.p as u64);
     w.push(pr.path.len() as u64);
     w.extend(pr.path.iter().map(|&x| x as u64));
+    w.push(opt_word(pr.started_in));
     w.push(pr.supersteps.len() as u64);
     for s in &pr.supersteps {
         w.push(s.procs.len() as u64);
@@ -177,6 +190,7 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
                 c.immediate_words_received,
                 opt_word(c.region),
             ]);
+            w.extend_from_slice(&declared_words(c.declared));
         }
     }
     w.push(pr.nested.len() as u64);
@@ -204,6 +218,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
     };
     let p = next() as usize;
     let path = (0..next()).map(|_| next() as usize).collect();
+    let started_in = word_opt(next());
     let mut supersteps = Vec::new();
     for _ in 0..next() {
         let procs = (0..next())
@@ -219,6 +234,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
                 immediate_words_sent: next(),
                 immediate_words_received: next(),
                 region: word_opt(next()),
+                declared: words_declared(next(), next()),
             })
             .collect();
         supersteps.push(Superstep { procs });
@@ -229,6 +245,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
     Profile {
         p,
         path,
+        started_in,
         supersteps,
         regions,
         nested,

@@ -13,7 +13,7 @@ use crate::place::{Procs, default_affinity};
 use crate::process::{BOUND, leave};
 use crate::profile::Profile;
 use crate::profile::record::Sink;
-use crate::run::{Run, Spmd};
+use crate::run::{Run, Spmd, TopProfile};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use mbsp_topology::{Binding, Domain, NotBound, Policy};
@@ -189,6 +189,10 @@ impl World {
     /// Only one run over ranks goes on at a time in a program: a second (from another thread,
     /// or inside the first) is refused with a misuse error.
     ///
+    /// Profiled as on threads ([`Run::profile`], or `MBSP_PROFILE` on any rank): the ranks
+    /// gather the profile when the run has ended well and rank 0 reports it as `MBSP_PROFILE`
+    /// asks (text on its stderr, or the file).
+    ///
     /// ```no_run
     /// let world = mbsp::ranks::World::init()?;
     /// let r = world.run(mbsp::Run::new(world.size()), |ctx| Ok(ctx.pid() * 10))?;
@@ -201,17 +205,21 @@ impl World {
     {
         let profiled = options.top_sink().is_some();
         let (r, profile) = self.run_with(options, profiled, f)?;
-        if let Some(p) = profile.filter(|_| self.rank == 0) {
-            if *crate::profile::env_request() != crate::profile::EnvRequest::Off {
-                crate::profile::emit(&p);
-            }
-        }
+        self.report(profile.as_ref());
         Ok(r)
+    }
+
+    /// `MBSP_PROFILE`'s report of a run's profile, by rank 0.
+    fn report(&self, profile: Option<&Profile>) {
+        if let Some(p) = profile.filter(|_| self.rank == 0) {
+            crate::profile::emit(p);
+        }
     }
 
     /// [`World::run`], returning the run's [`Profile`] beside this rank's part: every rank
     /// gets the profile of the whole run (all processes' supersteps; a rank that took no part
-    /// gets the run's process count and no supersteps).
+    /// gets the run's process count and no supersteps). Rank 0 also reports it as
+    /// `MBSP_PROFILE` asks, as [`Run::run_profiled`] does on threads.
     ///
     /// ```no_run
     /// let world = mbsp::ranks::World::init()?;
@@ -224,12 +232,14 @@ impl World {
         F: FnOnce(&mut Ctx) -> Result<R>,
     {
         let (r, profile) = self.run_with(options, true, f)?;
+        self.report(profile.as_ref());
         let p = r.nprocs;
         Ok((
             r,
             profile.unwrap_or(Profile {
                 p,
                 path: Vec::new(),
+                started_in: None,
                 supersteps: Vec::new(),
                 regions: Vec::new(),
                 nested: Vec::new(),
@@ -242,7 +252,8 @@ impl World {
     /// context in the returned [`Spmd`] and runs its part itself, then calls [`Spmd::end`].
     /// This is the shape of BSPlib's `bsp_begin`/`bsp_end` over MPI, for the C ABI; Rust code
     /// should prefer [`World::run`]. A rank beyond the run's process count gets a misuse
-    /// error (after joining the collective start).
+    /// error (after joining the collective start). Profiled as [`World::run`] is: the ranks
+    /// gather the profile in [`Spmd::end`], and rank 0 reports it.
     ///
     /// ```no_run
     /// let world = mbsp::ranks::World::init()?;
@@ -252,15 +263,28 @@ impl World {
     /// # Ok::<(), mbsp::Error>(())
     /// ```
     pub fn begin(&self, options: Run) -> Result<Spmd<'static>> {
-        match self.start(&options, "begin", None)? {
-            Some((ctx, saved, _)) => Ok(Spmd {
-                tree: ctx.run.tree.clone(),
-                ctx: Some(ctx),
-                saved,
-                workers: None,
-                profile: None,
-                _parent: std::marker::PhantomData,
-            }),
+        let sink = options.top_sink();
+        match self.start(&options, "begin", sink)? {
+            Some((ctx, saved, comm)) => {
+                // Profiled (`MBSP_PROFILE`): the ranks gather the profile at `Spmd::end`, over
+                // the run's communicator, and rank 0 reports it.
+                let rank = self.rank;
+                let p = ctx.nprocs();
+                let profile = ctx.run.prof.clone().map(|sink| {
+                    Box::new(move || {
+                        let profile = super::profile::gather(&comm, &sink, p);
+                        (rank == 0).then_some(profile)
+                    }) as TopProfile
+                });
+                Ok(Spmd {
+                    tree: ctx.run.tree.clone(),
+                    ctx: Some(ctx),
+                    saved,
+                    workers: None,
+                    profile,
+                    _parent: std::marker::PhantomData,
+                })
+            }
             None => Err(Error::outside(
                 ErrorKind::Misuse,
                 "begin",
@@ -284,7 +308,7 @@ impl World {
         F: FnOnce(&mut Ctx) -> Result<R>,
     {
         let sink = profiled.then(|| Arc::new(Sink::default()));
-        let Some((mut ctx, saved, comm)) = self.start(&options, "run", sink.clone())? else {
+        let Some((mut ctx, saved, comm)) = self.start(&options, "run", sink)? else {
             let nprocs = match options.procs {
                 Procs::Count(p) => p,
                 Procs::Per(_) => self.size,
@@ -297,6 +321,8 @@ impl World {
             return Ok((value, None));
         };
         let p = ctx.nprocs();
+        // Profiled when any rank asked (`start` agreed on it).
+        let sink = ctx.run.prof.clone();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let r = f(&mut ctx)?;
             ctx.end()?;
@@ -389,7 +415,7 @@ impl World {
         // The other processes are mirrors: a failed sync never waits for their threads (they
         // are not in this address space).
         shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
-        shared.prof = sink;
+        shared.prof = agree_profiled(&comm, sink);
         let net = Net::new(comm.duplicate(), active);
         let engine = ProcEngine::Ranks(Some(Box::new(net)));
         let ctx = Ctx::new(Arc::new(shared), rank, binding, engine);
@@ -462,6 +488,16 @@ fn comm_for(world: SimpleCommunicator, p: usize) -> Option<SimpleCommunicator> {
     let color = mpi::topology::Color::with_value(if inside { 0 } else { 1 });
     let sub = world.split_by_color(color);
     if inside { sub } else { None }
+}
+
+/// Collective over `comm` (the run's ranks): the run is profiled when any rank asked for it
+/// (`MBSP_PROFILE` may differ between ranks: the profile's gather at the end must be made by
+/// all or none of them).
+fn agree_profiled(comm: &SimpleCommunicator, sink: Option<Arc<Sink>>) -> Option<Arc<Sink>> {
+    let mine = u8::from(sink.is_some());
+    let mut any = 0u8;
+    comm.all_reduce_into(&mine, &mut any, mpi::collective::SystemOperation::max());
+    (any != 0).then(|| sink.unwrap_or_default())
 }
 
 /// Collective over `world`: every rank learns whether all of them could prepare the run; a
