@@ -17,8 +17,11 @@
 //!
 //! **The report** ([`Profile::report`]) gives each superstep's `w` (the largest compute time),
 //! `h` (the largest of any process's words sent or received through the sync), imbalance (largest compute time
-//! over the mean) and the BSP prediction `w + h·g + l` — the measured computation plus the
-//! communication and synchronisation the parameters predict — beside the measured time (the
+//! over the mean) and the BSP prediction `w + h·g + m·(g_msg − g) + l`, with `m` the most
+//! buffered requests any process sent or received ([`Superstep::requests`]; an h-relation of
+//! many one-word puts pays the per-message `g_msg`, [`Params::time_of`]) — the measured
+//! computation plus the communication and synchronisation the parameters predict — beside the
+//! measured time (the
 //! largest compute + sync of any process), and whether the sync that ended it was lazy
 //! ([`Superstep::lazy`]: every process declared its incoming records with
 //! [`Ctx::declare_incoming`](crate::Ctx::declare_incoming)). Nested runs are priced with the
@@ -131,6 +134,11 @@ pub struct ProcStep {
     pub immediate_words_sent: u64,
     /// The part of [`words_received`](Self::words_received) copied at once.
     pub immediate_words_received: u64,
+    /// Buffered requests (puts, gets, messages) this process made or that others made of it
+    /// and that leave it: each carried by the sync (immediate copies excepted).
+    pub requests_sent: u64,
+    /// Buffered requests whose words reach this process through the sync.
+    pub requests_received: u64,
     /// The region innermost-open in this process when its computation ended (an index into
     /// [`Profile::regions`]).
     pub region: Option<usize>,
@@ -157,6 +165,17 @@ impl Superstep {
                 (s.words_sent - s.immediate_words_sent)
                     .max(s.words_received - s.immediate_words_received)
             })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The largest number of buffered requests (puts, gets, messages) any process sent or
+    /// received: what an h-relation of many small requests pays per request
+    /// ([`Params::time_of`]).
+    pub fn requests(&self) -> u64 {
+        self.procs
+            .iter()
+            .map(|s| s.requests_sent.max(s.requests_received))
             .max()
             .unwrap_or(0)
     }
@@ -354,7 +373,7 @@ impl Profile {
                     h_immediate: s.h_immediate(),
                     lazy: s.lazy(),
                     mean_wait: s.mean_wait(),
-                    predicted: s.w() + h as f64 * params.g + params.l,
+                    predicted: s.w() + params.time_of(1, h as f64, s.requests() as f64),
                     measured: s.measured(),
                 }
             })

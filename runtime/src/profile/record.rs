@@ -13,9 +13,13 @@ pub(crate) struct Peer {
     pub(crate) out_bytes: u64,
     pub(crate) out_words: u64,
     pub(crate) out_msgs: u64,
+    /// Buffered puts and messages to it (requests the sync carries).
+    pub(crate) out_reqs: u64,
     /// Bytes and words read from it (gets).
     pub(crate) in_bytes: u64,
     pub(crate) in_words: u64,
+    /// Buffered gets from it.
+    pub(crate) in_reqs: u64,
     /// The words of those that were copied at once (hpput; hpget and direct_get).
     pub(crate) imm_out_words: u64,
     pub(crate) imm_in_words: u64,
@@ -114,6 +118,8 @@ impl Recorder {
             c.out_msgs += u64::from(message);
             if immediate {
                 c.imm_out_words += words;
+            } else {
+                c.out_reqs += 1;
             }
         }
     }
@@ -128,6 +134,8 @@ impl Recorder {
             c.in_words += words;
             if immediate {
                 c.imm_in_words += words;
+            } else {
+                c.in_reqs += 1;
             }
         }
     }
@@ -273,15 +281,17 @@ impl ProcStep {
     /// made them (`requester`) or on the peer's.
     pub(super) fn add(&mut self, c: &Peer, requester: bool) {
         // (bytes, words, immediate words) leaving and reaching the requester.
-        let out = (c.out_bytes, c.out_words, c.imm_out_words);
-        let inn = (c.in_bytes, c.in_words, c.imm_in_words);
+        let out = (c.out_bytes, c.out_words, c.imm_out_words, c.out_reqs);
+        let inn = (c.in_bytes, c.in_words, c.imm_in_words, c.in_reqs);
         let (sent, received) = if requester { (out, inn) } else { (inn, out) };
         self.bytes_sent += sent.0;
         self.words_sent += sent.1;
         self.immediate_words_sent += sent.2;
+        self.requests_sent += sent.3;
         self.bytes_received += received.0;
         self.words_received += received.1;
         self.immediate_words_received += received.2;
+        self.requests_received += received.3;
         if requester {
             self.messages_sent += c.out_msgs;
         } else {

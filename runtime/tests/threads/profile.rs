@@ -663,3 +663,45 @@ fn lazy_supersteps_are_marked() {
         assert_eq!(v["levels"][0]["lazy"], 3);
     }
 }
+
+/// Many one-word puts pay the per-message g: the profile counts the buffered requests, and the
+/// prediction charges `g_msg - g` for each beyond its word.
+#[test]
+fn requests_are_counted_and_priced_by_the_per_message_g() {
+    let (_, prof) = mbsp::Run::new(2)
+        .run_profiled(|ctx| {
+            let r = ctx.push_reg(vec![0u64; 16])?;
+            ctx.sync()?;
+            let other = 1 - ctx.pid();
+            if ctx.pid() == 0 {
+                for i in 0..10 {
+                    ctx.put(other, &[i as u64], &r, i)?; // 10 requests of one word
+                }
+                ctx.get(other, &r, 0..4, &r, 12)?; // one request of 4 words
+                // SAFETY: nothing writes `r` in this superstep but the sync.
+                unsafe { ctx.hpput(other, &[7u64], &r, 15)? }; // copied at once: no request
+            }
+            ctx.sync()?;
+            Ok(())
+        })
+        .unwrap();
+    let s = &prof.supersteps[1];
+    assert_eq!(
+        (s.procs[0].requests_sent, s.procs[0].requests_received),
+        (10, 1)
+    );
+    assert_eq!(
+        (s.procs[1].requests_sent, s.procs[1].requests_received),
+        (1, 10)
+    );
+    assert_eq!(s.requests(), 10, "the most any process sent or received");
+    let params = Params {
+        g: 1e-9,
+        g_msg: 21e-9,
+        l: 1e-6,
+        ..Params::DEFAULT
+    };
+    let row = &prof.report(&params).rows[1];
+    let want = s.w() + s.h() as f64 * 1e-9 + 10.0 * 20e-9 + 1e-6;
+    assert!((row.predicted - want).abs() < 1e-15, "{row:?}");
+}

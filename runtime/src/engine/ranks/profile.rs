@@ -94,8 +94,10 @@ fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
                 c.out_bytes,
                 c.out_words,
                 c.out_msgs,
+                c.out_reqs,
                 c.in_bytes,
                 c.in_words,
+                c.in_reqs,
                 c.imm_out_words,
                 c.imm_in_words,
             ]);
@@ -136,8 +138,10 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
                 out_bytes: next(),
                 out_words: next(),
                 out_msgs: next(),
+                out_reqs: next(),
                 in_bytes: next(),
                 in_words: next(),
+                in_reqs: next(),
                 imm_out_words: next(),
                 imm_in_words: next(),
             };
@@ -188,6 +192,8 @@ fn encode_profile(pr: &Profile, w: &mut Vec<u64>) {
                 c.messages_received,
                 c.immediate_words_sent,
                 c.immediate_words_received,
+                c.requests_sent,
+                c.requests_received,
                 opt_word(c.region),
             ]);
             w.extend_from_slice(&declared_words(c.declared));
@@ -233,6 +239,8 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
                 messages_received: next(),
                 immediate_words_sent: next(),
                 immediate_words_received: next(),
+                requests_sent: next(),
+                requests_received: next(),
                 region: word_opt(next()),
                 declared: words_declared(next(), next()),
             })
