@@ -217,7 +217,7 @@ fn fft(m: &mbsp::Machine, params: &Measured, quick: bool, start: Instant) -> Res
                 json: false,
                 reps: if quick { 3 } else { 9 },
             },
-            &cost,
+            Some(&cost),
         )?;
         let r = run_on::on_root(r, "the FFT")?;
         let gflops = |s: f64| mbsp_algorithms::fft::flops(n) / s / 1e9;

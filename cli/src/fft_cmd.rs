@@ -1,10 +1,10 @@
 //! `mbsp fft`: one BSP FFT of random data, checked against sequential rustfft.
 
-use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     Complex, Direction, FftCost, MultiFft, Variant, flops, hierarchy, kernel_len, sequential_plan,
 };
 use mbsp_tools::fft::{SEED, random, rate, rel_error};
+use mbsp_tools::params::policy_in_force;
 use mbsp_tools::stats::median;
 use mbsp_tools::{Classify, Error, Result, preflight, run_on};
 use serde_json::json;
@@ -58,10 +58,11 @@ pub struct Outcome {
     pub choice: mbsp_algorithms::fft::Choice,
 }
 
-/// Plan, run and check the transform of `o`, with the cost model's parameters `params`.
+/// Plan, run and check the transform of `o`, with the cost model's parameters `params` (`None`:
+/// every level's own from the parameter file in force, [`mbsp_tools::params::fft_cost`]).
 /// `None` on the MPI ranks that do not print ([`run_on`]): they took part in the run, rank 0
 /// has the outcome.
-pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
+pub fn measure(o: &Options, params: Option<&FftCost>) -> Result<Option<Outcome>> {
     let n = o.n;
     if !n.is_power_of_two() {
         return Err(Error::usage(format!("--n {n} is not a power of two")));
@@ -168,7 +169,9 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
     let mut rates = std::collections::BTreeMap::from([((n, 1), flops(n) / seq)]);
     let cores = tree.iter().product();
     let r = rate(&mut rates, kernel_len(n, cores), cores);
-    let mut cost = *params;
+    let mut cost = params
+        .copied()
+        .unwrap_or_else(|| mbsp_tools::params::fft_cost(&tree, &policy_in_force()));
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
         prm.r = r;
     }
@@ -198,7 +201,7 @@ pub fn measure(o: &Options, params: &FftCost) -> Result<Option<Outcome>> {
 
 /// Runs `mbsp fft`: measures ([`measure`]) and prints.
 pub fn run(o: &Options) -> Result<()> {
-    let Some(out) = measure(o, &FftCost::uniform(*Params::current()))? else {
+    let Some(out) = measure(o, None)? else {
         return Ok(());
     };
     let Outcome {

@@ -203,7 +203,7 @@ pub fn run(o: &Options) -> Result<()> {
     let speedup = m.ratio;
     let predicted = match (&prep.plan, per_nz) {
         (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
-            mbsp_algorithms::cost::Params::current(),
+            &mbsp_tools::params::flat(plan.p()),
             per_nz,
             variant.predicts_hp(),
         )),

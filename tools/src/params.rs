@@ -831,6 +831,46 @@ pub fn measure_levels(
     Ok(levels)
 }
 
+/// The name `mbsp params` gives the placement policy runs use by default: `MBSP_AFFINITY`'s
+/// (`compact`, `scattered`, `none`, `manual:...`; a `force:` prefix dropped), else
+/// `scattered` — to pick the parameters measured under it ([`mbsp::params::Params::for_placement`]).
+///
+/// ```
+/// let name = mbsp_tools::params::policy_in_force();
+/// assert!(!name.is_empty());
+/// ```
+pub fn policy_in_force() -> String {
+    let v = std::env::var(mbsp::AFFINITY_ENV).unwrap_or_default();
+    let v = v.trim();
+    let v = v.strip_prefix("force:").unwrap_or(v).trim();
+    if v.is_empty() {
+        "scattered".into()
+    } else {
+        v.to_string()
+    }
+}
+
+/// The parameters of a flat run of `p` processes over the machine under the policy in force
+/// ([`policy_in_force`]): the `machine` level's, measured with `p` processes if it was.
+pub fn flat(p: usize) -> mbsp::params::Params {
+    mbsp::params::Params::for_placement("machine", p, &policy_in_force())
+}
+
+/// The FFT's cost model for the fan-outs `fans` (outermost first) with every level's own
+/// parameters: the whole machine for the flat variant, the packages for the nested variant's
+/// top level and one package below it, each as measured with that many processes under
+/// `policy` (e.g. [`policy_in_force`]) where the parameter file has them.
+pub fn fft_cost(fans: &[usize], policy: &str) -> mbsp_algorithms::fft::FftCost {
+    let p: usize = fans.iter().product::<usize>().max(1);
+    let at = |level: &str, q: usize| mbsp::params::Params::for_placement(level, q, policy);
+    mbsp_algorithms::fft::FftCost {
+        flat: at("machine", p),
+        top: at("packages", fans.first().copied().unwrap_or(1)),
+        inner: at("package", fans.last().copied().unwrap_or(1)),
+        ..mbsp_algorithms::fft::FftCost::uniform(at("machine", p))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

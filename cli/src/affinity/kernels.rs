@@ -564,26 +564,14 @@ fn fft_job<'a>(
     let mut rates = BTreeMap::new();
     let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
     let nested = fans.len() > 1 && fans.iter().all(|&f| f > 1);
-    let flat = Params {
-        r,
-        ..params_of(pol, fans.len() > 1, p)
-    };
-    let cost = if nested {
-        FftCost {
-            flat,
-            top: Params {
-                r,
-                ..Params::for_placement("packages", fans[0], &pol.label)
-            },
-            inner: Params {
-                r,
-                ..params_of(pol, true, fans[fans.len() - 1])
-            },
-            nested_start: 5e-6,
-        }
-    } else {
-        FftCost::uniform(flat)
-    };
+    let mut cost = mbsp_tools::params::fft_cost(&fans, &pol.label);
+    if !nested {
+        // One level, or a top level of one process: the FFT of the processes below is flat.
+        cost = FftCost::uniform(params_of(pol, fans.len() > 1, p));
+    }
+    for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
+        prm.r = r;
+    }
     let choice = cost.choose(n, &fans);
     let predicted = if nested { choice.nested } else { choice.flat };
     row.predicted = predicted.is_finite().then_some(predicted);
