@@ -245,6 +245,22 @@ fn nested_runs() {
     assert!(ok(&run(&exe, &[], &[])).contains("nested ok"));
 }
 
+/// `mbsp_shape_level` reads the shape `mbsp affinity` passes in `MBSP_SHAPE`; a bad value ends
+/// the program with one line naming it.
+#[test]
+fn programs_take_their_shape_from_the_environment() {
+    let exe = build("shaped.c", "shaped", &[], Link::Shared);
+    let out = ok(&run(&exe, &[], &[("MBSP_SHAPE", "2x3")]));
+    assert!(out.contains("shaped ok: 2 processes, 6 leaves"), "{out}");
+    assert!(out.contains("mbsp-figure: "), "{out}");
+    let out = ok(&run(&exe, &[], &[("MBSP_SHAPE", "3")]));
+    assert!(out.contains("shaped ok: 3 processes, 3 leaves"), "{out}");
+    fails(
+        &run(&exe, &[], &[("MBSP_SHAPE", "2y3")]),
+        "mbsp_shape_level: MBSP_SHAPE=\"2y3\" is not a shape",
+    );
+}
+
 #[test]
 fn lazy_barriers_from_c() {
     let exe = build("lazy.c", "lazy", &[], Link::Shared);
