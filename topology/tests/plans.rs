@@ -117,6 +117,42 @@ fn synthetic_machines_have_the_described_shape() {
     assert!(m.has_numa_level());
 }
 
+/// hwloc rejects a description that does not end with the PU level: one PU per object of the
+/// last level is added, and the source says so.
+#[test]
+fn synthetic_machines_without_a_pu_level_get_one_pu_per_core() {
+    use mbsp_topology::Source;
+    let l = Machine::from_spec("synthetic:package:2 core:4").unwrap();
+    let m = &l.machine;
+    assert_eq!(
+        (m.packages().len(), m.cores().len(), m.pus().len()),
+        (2, 8, 8)
+    );
+    assert_eq!(
+        m.source(),
+        &Source::Synthetic("package:2 core:4 pu:1".into())
+    );
+    assert!(
+        m.to_string()
+            .starts_with("machine (synthetic \"package:2 core:4 pu:1\"): 2 packages"),
+        "{m}"
+    );
+    // The same plans as the description written out.
+    let full = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+    for p in [1, 3, 8] {
+        assert_eq!(
+            plan(m, &m.whole(), p, &Policy::Scattered).unwrap(),
+            plan(&full, &full.whole(), p, &Policy::Scattered).unwrap()
+        );
+    }
+    // A level above cores only: one PU per NUMA node, each its own core.
+    let m = Machine::synthetic("package:2 numa:2").unwrap().machine;
+    assert_eq!((m.numas().len(), m.cores().len(), m.pus().len()), (4, 4, 4));
+    // A description that is wrong otherwise keeps hwloc's error, for the text as written.
+    let e = Machine::synthetic("package:2 banana:3").unwrap_err();
+    assert!(e.to_string().contains("\"package:2 banana:3\""), "{e}");
+}
+
 #[test]
 fn synthetic_machines_without_numa_level_say_so() {
     // hwloc gives such a tree one NUMA node of its own, spanning both packages.
