@@ -57,8 +57,7 @@ pub(crate) fn report_run(path: &[usize], layout: &Layout) {
     let who = if path.is_empty() {
         format!("top-level run of {p}")
     } else {
-        let at: Vec<String> = path.iter().map(usize::to_string).collect();
-        format!("run of {p} nested in process {}", at.join("/"))
+        format!("run of {p} nested in process {}", path_text(path))
     };
     let procs: Vec<String> = layout
         .domains
@@ -72,6 +71,77 @@ pub(crate) fn report_run(path: &[usize], layout: &Layout) {
         layout.policy,
         procs.join("; ")
     ));
+}
+
+/// `1/3` for the process at path `[1, 3]`.
+fn path_text(path: &[usize]) -> String {
+    let at: Vec<String> = path.iter().map(usize::to_string).collect();
+    at.join("/")
+}
+
+/// The warning for a run of `p` processes (a count, not one per object of a level) nested in
+/// the process at `path` whose plan puts several of them on one core, if it does: which run,
+/// where, why, and what to do instead.
+pub(crate) fn stacking_warning(path: &[usize], layout: &Layout) -> Option<String> {
+    let m = layout.machine();
+    let most = mbsp_topology::core_sharing(m, &layout.domains)
+        .into_iter()
+        .max()
+        .filter(|&n| n > 1)?;
+    let p = layout.domains.len();
+    let mut cores: Vec<u32> = layout
+        .domains
+        .iter()
+        .flat_map(|d| d.cores(m))
+        .map(|c| c as u32)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let pus: Vec<u32> = layout.domains.iter().flat_map(|d| d.pu_os(m)).collect();
+    let (at, n) = (path_text(path), cores.len());
+    let s = if n == 1 { "" } else { "s" };
+    let why = match layout.policy {
+        Policy::Compact => format!(
+            "the compact policy gives each process one core, and process {at} nests its run \
+             there. Place the runs above it scattered (Run::policy(Policy::Scattered), or \
+             MBSP_AFFINITY=scattered, the default) so that each process owns a share of the \
+             machine to nest in, or nest at most {n} process{es} in it",
+            es = if n == 1 { "" } else { "es" }
+        ),
+        _ => format!(
+            "process {at} owns {n} core{s}. Start fewer processes above it (each then owns more \
+             cores), or nest at most {n} in it"
+        ),
+    };
+    Some(format!(
+        "mbsp: warning: the run of {p} nested in process {at} ({}) puts its {p} processes on \
+         {n} core{s} (core{s} {}, PUs {}; up to {most} on one core): {why} (this warning is \
+         printed once per program)",
+        layout.policy,
+        mbsp_topology::ranges(cores),
+        mbsp_topology::ranges(pus),
+    ))
+}
+
+/// Print [`stacking_warning`] on stderr for the first nested run of the program that stacks
+/// its processes on cores (docs/placement.md, "Nested runs"). `procs`: how the run counts its
+/// processes; runs of one process per object of a level and manual plans are as asked, and
+/// never warned about.
+pub(crate) fn warn_stacking(path: &[usize], procs: Procs, layout: &Layout) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    use std::sync::atomic::Ordering::Relaxed;
+    if WARNED.load(Relaxed)
+        || matches!(procs, Procs::Per(_))
+        || matches!(layout.policy, Policy::Manual(_))
+    {
+        return;
+    }
+    if let Some(w) = stacking_warning(path, layout)
+        && !WARNED.swap(true, Relaxed)
+    {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(format!("{w}\n").as_bytes());
+    }
 }
 
 /// How many processes a run has.
@@ -395,6 +465,44 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("MBSP_AFFINITY=\"spread\"")
+        );
+    }
+
+    /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
+    /// plans that do not stack have none.
+    #[test]
+    fn stacking_warnings() {
+        let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
+        let m = loaded.machine.clone();
+        let layout = |domain: &Domain, p: usize, policy: Policy| {
+            Layout::plan(loaded.clone(), domain, Procs::Count(p), policy, None).unwrap()
+        };
+        let top = layout(&m.whole(), 4, Policy::Scattered);
+        assert_eq!(stacking_warning(&[], &top), None);
+        // Scattered: process 3 owns core 3 (PUs 6-7); 3 processes there.
+        let w = stacking_warning(&[3], &layout(&top.domains[3], 3, Policy::Scattered)).unwrap();
+        assert_eq!(
+            w,
+            "mbsp: warning: the run of 3 nested in process 3 (scattered) puts its 3 processes on \
+             1 core (core 3, PUs 6-7; up to 3 on one core): process 3 owns 1 core. Start fewer \
+             processes above it (each then owns more cores), or nest at most 1 in it (this \
+             warning is printed once per program)"
+        );
+        // Compact, two levels down: 2 processes on the 2 hardware threads of core 0.
+        let w = stacking_warning(&[0, 1], &layout(&top.domains[0], 2, Policy::Compact)).unwrap();
+        assert!(
+            w.starts_with(
+                "mbsp: warning: the run of 2 nested in process 0/1 (compact) puts its 2 \
+                 processes on 1 core (core 0, PUs 0-1; up to 2 on one core): the compact policy \
+                 gives each process one core, and process 0/1 nests its run there."
+            ),
+            "{w}"
+        );
+        // 2 processes nested in a share of 2 cores: one each.
+        let half = layout(&m.whole(), 2, Policy::Scattered);
+        assert_eq!(
+            stacking_warning(&[1], &layout(&half.domains[1], 2, Policy::Compact)),
+            None
         );
     }
 

@@ -398,10 +398,13 @@ impl Run {
             Some(false) => Some(OFF_BY_RUN),
             None => up.off.clone(),
         };
-        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off).map_err(|e| {
-            let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
-            parent.fail_with(err.with_source(e))
-        })
+        let layout = Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off)
+            .map_err(|e| {
+                let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
+                parent.fail_with(err.with_source(e))
+            })?;
+        crate::place::warn_stacking(&parent.path, self.procs, &layout);
+        Ok(layout)
     }
 
     fn start<'a, F>(

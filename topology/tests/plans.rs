@@ -565,3 +565,33 @@ fn shares_of_a_launcher_set_stay_inside_it_and_manual_shares_are_given() {
     let outside = Policy::Manual(vec![vec![0], vec![16]]);
     assert!(mbsp_topology::shares(&m, &second, 2, &outside).is_err());
 }
+
+/// Which processes of a plan share a core: none while there are cores enough; all of a plan of
+/// more processes than its domain has cores, on the hardware threads or on shared PUs.
+#[test]
+fn core_sharing_of_plans() {
+    use mbsp_topology::core_sharing;
+    let m = Machine::synthetic("package:2 core:2 pu:2").unwrap().machine;
+    for policy in [Policy::Compact, Policy::Scattered] {
+        for p in 1..=4 {
+            let d = plan(&m, &m.whole(), p, &policy).unwrap();
+            assert_eq!(core_sharing(&m, &d), vec![1; p], "{policy} p = {p}");
+        }
+        // 5..8 processes on 4 cores: one PU each, so some cores carry 2.
+        let d = plan(&m, &m.whole(), 6, &policy).unwrap();
+        let s = core_sharing(&m, &d);
+        assert_eq!(s.iter().filter(|&&n| n == 2).count(), 4, "{policy}: {s:?}");
+        assert_eq!(s.iter().filter(|&&n| n == 1).count(), 2, "{policy}: {s:?}");
+        // 10 on 8 PUs: PUs shared, 3 on some cores.
+        let d = plan(&m, &m.whole(), 10, &policy).unwrap();
+        assert_eq!(core_sharing(&m, &d).iter().max(), Some(&3), "{policy}");
+    }
+    // Compact nesting: a process owns one core (of 2 PUs), a run of 2 nested in it shares it.
+    let top = plan(&m, &m.whole(), 1, &Policy::Compact).unwrap();
+    let nested = plan(&m, &top[0], 2, &Policy::Compact).unwrap();
+    assert_eq!(core_sharing(&m, &nested), vec![2, 2]);
+    // Manual sets naming the same core twice.
+    let d = plan(&m, &m.whole(), 2, &Policy::Manual(vec![vec![0], vec![1]])).unwrap();
+    assert_eq!(core_sharing(&m, &d), vec![2, 2]);
+    assert!(core_sharing(&m, &[]).is_empty());
+}

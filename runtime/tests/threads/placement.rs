@@ -487,6 +487,108 @@ fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
     false
 }
 
+/// Run the test `name` of this binary again in a child process with `env` set, check that it
+/// passed, and return its stderr; `None` in the child, which then does the work itself.
+fn child_stderr(name: &str, env: &[(&str, &str)]) -> Option<String> {
+    if std::env::var_os(CHILD).is_some() {
+        return None;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            &common::test_name(module_path!(), name),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env_remove(mbsp::topology::ENV)
+        .env_remove(mbsp::AFFINITY_ENV)
+        .envs(env.iter().copied())
+        .output()
+        .expect("test binary runs again");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "child test failed:\n{stdout}{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "child ran no test:\n{stdout}{stderr}"
+    );
+    Some(stderr)
+}
+
+/// The warnings a child's stderr holds.
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("mbsp: warning:"))
+        .collect()
+}
+
+/// A nested run that stacks its processes on one core (under compact nesting: its parent owns
+/// one core) is warned about once per program, naming the run, where and what to do; nested runs
+/// that do not, and those of one process per object of a level, are not.
+#[test]
+fn nested_runs_stacked_on_one_core_are_warned_about_once() {
+    const NAME: &str = "nested_runs_stacked_on_one_core_are_warned_about_once";
+    if let Some(err) = child_stderr(NAME, &[]) {
+        let w = warnings(&err);
+        assert_eq!(
+            w,
+            [
+                "mbsp: warning: the run of 4 nested in process 1 (compact) puts its 4 processes on 1 \
+              core (core 1, PUs 1; up to 4 on one core): the compact policy gives each process one \
+              core, and process 1 nests its run there. Place the runs above it scattered \
+              (Run::policy(Policy::Scattered), or MBSP_AFFINITY=scattered, the default) so that \
+              each process owns a share of the machine to nest in, or nest at most 1 process in \
+              it (this warning is printed once per program)"
+            ],
+            "{err}"
+        );
+        return;
+    }
+    within(60, || {
+        let m = fake("package:2 core:4 pu:1");
+        // Not stacked: scattered nesting, one per PU of a core, manual sets.
+        Run::new(2)
+            .machine(m.clone())
+            .run(|ctx| {
+                assert_eq!(ctx.run(4, |n| Ok(n.pid()))?.len(), 4);
+                if ctx.pid() == 0 {
+                    // Both on CPU 0, as asked (pid 0 owns package 0, CPUs 0-3).
+                    let manual = Policy::Manual(vec![vec![0], vec![0]]);
+                    ctx.run_with(Run::new(2).policy(manual), |_| Ok(()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        Run::new(1)
+            .machine(fake("package:1 core:1 pu:2"))
+            .policy(Policy::Compact)
+            .run(|ctx| ctx.run_per(Level::Pu, |n| Ok(n.pid())))
+            .unwrap();
+        // Stacked, twice in a loop, then another shape: one warning, for the first.
+        Run::new(2)
+            .machine(m.clone())
+            .policy(Policy::Compact)
+            .run(|ctx| {
+                if ctx.pid() == 1 {
+                    for _ in 0..2 {
+                        let cores = ctx.run(4, |n| Ok(n.placement().cores))?;
+                        assert_eq!(cores, vec![vec![1]; 4]);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        Run::new(8)
+            .machine(m)
+            .run(|ctx| ctx.run(3, |n| Ok(n.pid())).map(drop))
+            .unwrap();
+    });
+}
+
 #[test]
 fn a_bad_machine_specification_is_the_source_of_the_run_error() {
     use mbsp::topology::TopologyError;
