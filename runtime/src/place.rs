@@ -11,7 +11,44 @@ use std::sync::Arc;
 /// The environment variable choosing the default affinity of runs: `compact`, `scattered`
 /// (the default), `none` (planned as scattered, never bound), or `manual:<cpus>;<cpus>;...`
 /// with one CPU list per process (e.g. `manual:0-3;4-7`).
+///
+/// It applies to the runs whose program chose no policy ([`Run::policy`](crate::Run::policy)):
+/// a program's choice comes first. Prefixed with `force:` (`force:compact`,
+/// `force:manual:0-3;4-7`, `force:none`) it comes before the program's: every
+/// [`Run::policy`](crate::Run::policy) is ignored, so top-level runs take the environment's
+/// policy and nested runs inherit it (a manual one as scattered), and `force:none` also turns
+/// binding off where the program turned it on ([`Run::bind`](crate::Run::bind)).
+/// docs/placement.md, "Which policy applies", has the whole order.
 pub const AFFINITY_ENV: &str = "MBSP_AFFINITY";
+
+/// The prefix of an [`AFFINITY_ENV`] that overrides the program's policies.
+const FORCE: &str = "force:";
+
+/// The affinity [`AFFINITY_ENV`] forces (`force:<policy>`), if it does: the policy and whether
+/// runs bind. Read once, when first asked (a [`Run`](crate::Run) asks when it is given a
+/// policy or a binding); an `AFFINITY_ENV` that cannot be parsed forces nothing (the first run
+/// fails with its error).
+///
+/// ```
+/// // Unless the environment says `MBSP_AFFINITY=force:...`, the program's policy stands.
+/// if mbsp::forced_affinity().is_none() {
+///     let m = mbsp::Machine::synthetic("package:2 core:2 pu:1").unwrap();
+///     let r = mbsp::Run::new(2).machine(m).policy(mbsp::Policy::Compact);
+///     assert_eq!(r.run(|ctx| Ok(ctx.placement().cores)).unwrap(), vec![vec![0], vec![1]]);
+/// }
+/// ```
+pub fn forced_affinity() -> Option<&'static (Policy, bool)> {
+    static FORCED: std::sync::OnceLock<Option<(Policy, bool)>> = std::sync::OnceLock::new();
+    FORCED
+        .get_or_init(|| {
+            let v = std::env::var(AFFINITY_ENV).ok()?;
+            if !v.trim_start().starts_with(FORCE) {
+                return None;
+            }
+            parse_affinity(&v).ok()
+        })
+        .as_ref()
+}
 
 /// The environment variable choosing how the MPI ranks of a run that share a node divide it
 /// (docs/placement.md, "Ranks sharing a node"): `split` (the default: the ranks split the CPUs
@@ -66,8 +103,13 @@ pub(crate) fn report_run(path: &[usize], layout: &Layout) {
         .map(|(pid, d)| format!("pid {pid}: PUs {}", mbsp_topology::ranges(d.pu_os(m))))
         .collect();
     let bound = if layout.bind { "bound" } else { "not bound" };
+    let forced = if forced_affinity().is_some() {
+        " (forced by MBSP_AFFINITY)"
+    } else {
+        ""
+    };
     report(format!(
-        "mbsp placement: {who} ({}, {bound}): {}",
+        "mbsp placement: {who} ({}{forced}, {bound}): {}",
         layout.policy,
         procs.join("; ")
     ));
@@ -201,7 +243,8 @@ impl fmt::Display for AffinityError {
             AffinityError::UnknownPolicy { value } => write!(
                 f,
                 "{AFFINITY_ENV}=\"{value}\" is not understood: use compact, scattered, none or \
-                 manual:<cpus>;<cpus>;..."
+                 manual:<cpus>;<cpus>;..., or one of them after force: to override the \
+                 program's Run::policy"
             ),
             AffinityError::NotACpu { token, spec, .. } => {
                 write!(f, "\"{token}\" is not a CPU number (in \"{spec}\")")
@@ -232,15 +275,34 @@ pub(crate) fn default_affinity() -> Result<(Policy, bool)> {
     }
 }
 
-/// Parse an affinity specification (see [`AFFINITY_ENV`]).
+/// Parse an affinity specification (see [`AFFINITY_ENV`]): the policy and whether it binds.
+/// A `force:` prefix is accepted and does not change the result ([`forced_affinity`] says
+/// whether the environment's specification forces).
+///
+/// ```
+/// use mbsp::{Policy, parse_affinity};
+/// assert_eq!(parse_affinity("compact"), Ok((Policy::Compact, true)));
+/// assert_eq!(parse_affinity("force:none"), Ok((Policy::Scattered, false)));
+/// assert!(parse_affinity("force:").is_err());
+/// ```
 pub fn parse_affinity(v: &str) -> std::result::Result<(Policy, bool), AffinityError> {
-    match v.trim() {
+    let v = v.trim();
+    let spec = match v.strip_prefix(FORCE) {
+        Some(rest) if rest.trim().is_empty() => {
+            return Err(AffinityError::UnknownPolicy {
+                value: v.to_string(),
+            });
+        }
+        Some(rest) => rest.trim(),
+        None => v,
+    };
+    match spec {
         "" | "scattered" | "scatter" => Ok((Policy::Scattered, true)),
         "compact" => Ok((Policy::Compact, true)),
         "none" | "unbound" => Ok((Policy::Scattered, false)),
         s if s.starts_with("manual:") => Ok((Policy::Manual(parse_cpu_sets(&s[7..])?), true)),
-        s => Err(AffinityError::UnknownPolicy {
-            value: s.to_string(),
+        _ => Err(AffinityError::UnknownPolicy {
+            value: v.to_string(),
         }),
     }
 }
@@ -288,6 +350,11 @@ pub(crate) const OFF_BY_RUN: NotBound = NotBound::Disabled {
 /// Why a run's binding is off: [`AFFINITY_ENV`] is `none`.
 pub(crate) const OFF_BY_ENV: NotBound = NotBound::Disabled {
     by: "MBSP_AFFINITY=none",
+};
+
+/// Why a run's binding is off: [`AFFINITY_ENV`] is `force:none`.
+pub(crate) const OFF_BY_FORCE: NotBound = NotBound::Disabled {
+    by: "MBSP_AFFINITY=force:none",
 };
 
 /// The placement of one run: the machine, the policy, each process's domain, and whether
@@ -506,6 +573,36 @@ mod tests {
         );
     }
 
+    /// `force:` before any specification gives the same policy and binding; it must name one.
+    #[test]
+    fn forced_specifications() {
+        for spec in ["compact", "scattered", "none", "manual:0-1;3", " compact "] {
+            assert_eq!(
+                parse_affinity(&format!("force:{spec}")),
+                parse_affinity(spec),
+                "{spec}"
+            );
+        }
+        assert_eq!(
+            parse_affinity(" force: manual:2;0 ").unwrap(),
+            (Policy::Manual(vec![vec![2], vec![0]]), true)
+        );
+        for bad in ["force:", "force: ", "force:spread", "force:force:compact"] {
+            let e = parse_affinity(bad).unwrap_err();
+            assert_eq!(
+                e,
+                AffinityError::UnknownPolicy {
+                    value: bad.trim().into()
+                },
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse_affinity("force:manual:0-x"),
+            Err(AffinityError::NotACpu { .. })
+        ));
+    }
+
     #[test]
     fn affinity_errors_are_typed() {
         use std::error::Error as _;
@@ -519,7 +616,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "MBSP_AFFINITY=\"spread\" is not understood: use compact, scattered, none or \
-             manual:<cpus>;<cpus>;..."
+             manual:<cpus>;<cpus>;..., or one of them after force: to override the program's \
+             Run::policy"
         );
         assert!(e.source().is_none());
         let e = parse_cpu_sets("0-3; 4-x").unwrap_err();

@@ -589,6 +589,152 @@ fn nested_runs_stacked_on_one_core_are_warned_about_once() {
     });
 }
 
+/// The cores of a top-level run of 2 on `package:2 core:2 pu:1` given `policy` (none: the
+/// default), and of the run of 2 nested in its pid 1 given `nested` (none: inherited).
+fn placed_with(
+    policy: Option<Policy>,
+    nested: Option<Policy>,
+) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut run = Run::new(2).machine(fake("package:2 core:2 pu:1"));
+    if let Some(p) = policy {
+        run = run.policy(p);
+    }
+    let r = run
+        .run(|ctx| {
+            let inner = match &nested {
+                Some(p) => Run::new(2).policy(p.clone()),
+                None => Run::new(2),
+            };
+            let cores = ctx.run_with(inner, |n| Ok(n.placement().cores))?;
+            Ok((ctx.placement().cores, cores))
+        })
+        .unwrap();
+    (r.iter().map(|x| x.0.clone()).collect(), r[1].1.clone())
+}
+
+/// `MBSP_AFFINITY=compact` applies where the program chose no policy: `Run::policy` comes first.
+#[test]
+fn the_programs_policy_comes_before_the_environments() {
+    if !in_child(
+        "the_programs_policy_comes_before_the_environments",
+        &[("MBSP_AFFINITY", "compact")],
+    ) {
+        return;
+    }
+    assert_eq!(mbsp::forced_affinity(), None);
+    // The environment's compact: pids on cores 0 and 1 of package 0; nested: inherited, so
+    // the run nested in pid 1 stacks on its core.
+    assert_eq!(
+        placed_with(None, None),
+        (vec![vec![0], vec![1]], vec![vec![1], vec![1]])
+    );
+    // The program's scattered, above and inside: a package each, a core each.
+    assert_eq!(
+        placed_with(Some(Policy::Scattered), None),
+        (vec![vec![0, 1], vec![2, 3]], vec![vec![2], vec![3]])
+    );
+    assert_eq!(
+        placed_with(None, Some(Policy::Scattered)),
+        (vec![vec![0], vec![1]], vec![vec![1], vec![1]])
+    );
+}
+
+/// `MBSP_AFFINITY=force:compact` comes before `Run::policy`, at the top level and in nested
+/// runs (which inherit it); the program's binding choice stands.
+#[test]
+fn a_forced_policy_comes_before_the_programs() {
+    if let Some(err) = child_stderr(
+        "a_forced_policy_comes_before_the_programs",
+        &[("MBSP_AFFINITY", "force:compact"), ("MBSP_PLACEMENT", "1")],
+    ) {
+        // MBSP_PLACEMENT's report says the policy is forced.
+        assert!(
+            err.contains(
+                "mbsp placement: top-level run of 2 (compact (forced by MBSP_AFFINITY), not \
+                 bound): pid 0: PUs 0; pid 1: PUs 1\n"
+            ),
+            "{err}"
+        );
+        return;
+    }
+    assert_eq!(mbsp::forced_affinity(), Some(&(Policy::Compact, true)));
+    let compact = (vec![vec![0], vec![1]], vec![vec![1], vec![1]]);
+    assert_eq!(placed_with(None, None), compact);
+    assert_eq!(placed_with(Some(Policy::Scattered), None), compact);
+    assert_eq!(
+        placed_with(Some(Policy::Scattered), Some(Policy::Scattered)),
+        compact
+    );
+    let manual = Policy::Manual(vec![vec![3], vec![2]]);
+    assert_eq!(placed_with(Some(manual), None), compact);
+    // Binding is still the program's to turn off.
+    let r = Run::new(1)
+        .bind(false)
+        .run(|ctx| Ok(ctx.placement().binding))
+        .unwrap();
+    assert_eq!(
+        r[0],
+        Binding::NotApplied(off_reason("Run::bind(false)")),
+        "{}",
+        r[0]
+    );
+}
+
+/// `force:manual:...` places the top level by the sets (nested runs scattered inside);
+/// `force:none` turns binding off even where the program asks for it.
+#[test]
+fn a_forced_manual_policy_and_forced_unbinding() {
+    if let Some(err) = child_stderr(
+        "a_forced_manual_policy_and_forced_unbinding",
+        &[("MBSP_AFFINITY", "force:manual:3;0")],
+    ) {
+        // Each pid owns one CPU: the runs of 2 nested in them stack there (warned once, for
+        // whichever comes first).
+        let w = warnings(&err);
+        assert_eq!(w.len(), 1, "{err}");
+        assert!(
+            w[0].contains(" (scattered) puts its 2 processes on 1 core (core ")
+                && w[0].contains(" owns 1 core. Start fewer processes above it"),
+            "{err}"
+        );
+        let err = child_stderr(
+            "a_forced_manual_policy_and_forced_unbinding",
+            &[("MBSP_AFFINITY", "force:none")],
+        )
+        .unwrap();
+        assert!(warnings(&err).is_empty(), "{err}");
+        return;
+    }
+    match mbsp::forced_affinity() {
+        Some((Policy::Manual(sets), true)) => {
+            assert_eq!(sets, &vec![vec![3], vec![0]]);
+            // CPU 3 is core 3 (package 1), CPU 0 core 0; a nested run inherits scattered.
+            assert_eq!(
+                placed_with(Some(Policy::Compact), Some(Policy::Compact)),
+                (vec![vec![3], vec![0]], vec![vec![0], vec![0]])
+            );
+        }
+        Some((Policy::Scattered, false)) => {
+            let want = off_reason("MBSP_AFFINITY=force:none");
+            let r = Run::new(2)
+                .bind(true)
+                .run(|ctx| {
+                    let inner = ctx.run_with(Run::new(1).bind(true), |n| Ok(n.placement()))?;
+                    Ok((ctx.placement(), inner[0].clone()))
+                })
+                .unwrap();
+            for (top, inner) in r {
+                assert_eq!(top.binding, Binding::NotApplied(want.clone()), "{top}");
+                assert_eq!(inner.binding, Binding::NotApplied(want.clone()), "{inner}");
+            }
+        }
+        other => panic!(
+            "MBSP_AFFINITY={:?} forces {other:?}",
+            std::env::var("MBSP_AFFINITY")
+        ),
+    }
+}
+
 #[test]
 fn a_bad_machine_specification_is_the_source_of_the_run_error() {
     use mbsp::topology::TopologyError;
