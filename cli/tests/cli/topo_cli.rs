@@ -339,7 +339,14 @@ fn plans_that_stack_processes_on_a_core_are_marked() {
 fn the_policy_comes_from_the_option_or_the_environment_as_for_a_run() {
     let tree = "package:2 core:2 pu:1";
     // (environment, --policy) -> (policy, where from, pid 1's place).
-    let cases: [(Option<&str>, Option<&str>, &str, &str, &str); 7] = [
+    type Case = (
+        Option<&'static str>,
+        Option<&'static str>,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let cases: [Case; 7] = [
         (
             None,
             None,
