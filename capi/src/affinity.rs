@@ -145,16 +145,18 @@ pub extern "C" fn mcbsp_set_affinity_mode(mode: c_uint) {
     set(|s| s.mode = Some(mode));
 }
 
-/// The affinity mode set with `mcbsp_set_affinity_mode`, else from `MBSP_AFFINITY`, else
-/// `MCBSP_DEFAULT_AFFINITY`.
+/// The affinity mode set with `mcbsp_set_affinity_mode`, else from `MBSP_AFFINITY` (forced or
+/// not: `force:compact` is compact), else `MCBSP_DEFAULT_AFFINITY`. (Under a forced
+/// `MBSP_AFFINITY` runs follow the environment whatever the program set.)
 #[unsafe(no_mangle)]
 pub extern "C" fn mcbsp_get_affinity_mode() -> c_uint {
     if let Some(m) = get().mode {
         return m;
     }
-    match std::env::var(mbsp_rt::AFFINITY_ENV)
+    let env = std::env::var(mbsp_rt::AFFINITY_ENV);
+    match env
         .as_deref()
-        .map(str::trim)
+        .map(|v| v.trim().strip_prefix("force:").unwrap_or(v.trim()).trim())
     {
         Ok("compact") => COMPACT,
         Ok("none") | Ok("unbound") => NONE,

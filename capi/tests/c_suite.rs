@@ -589,6 +589,19 @@ fn affinity_and_thread_settings() {
         ))
         .contains("settings ok")
     );
+    // Forced: the mode reads as the policy; the program's own modes are then ignored by runs
+    // (its manual pinning of every process on CPU 0 included).
+    for (spec, mode) in [("force:compact", "1"), ("force:none", "3")] {
+        assert!(
+            ok(&run(
+                &exe,
+                &[],
+                &[("MBSP_AFFINITY", spec), ("EXPECT_MODE", mode)]
+            ))
+            .contains("settings ok"),
+            "{spec}"
+        );
+    }
     assert!(
         ok(&run(
             &exe,

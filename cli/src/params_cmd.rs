@@ -151,6 +151,7 @@ pub fn table(levels: &[LevelParams]) -> String {
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<()> {
     let m = &o.measure;
+    crate::affinity::refuse_forced("mbsp params")?;
     // Where --save will write, known before minutes of measuring.
     let save_to = o.save.then(save_path).transpose()?;
     let chosen = params::chosen_levels(m)?;

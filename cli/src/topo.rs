@@ -8,7 +8,8 @@ use mbsp_topology::{Loaded, Machine, Policy, ranges};
 use serde_json::json;
 
 /// Prints each process of a plan on a line (`pid 1/0: package 1, NUMA 2, cores 8-11, PUs
-/// 16-23`), indented by its depth.
+/// 16-23`), indented by its depth, marked `(stacked: 2 processes on its core)` when its run puts
+/// more than one process on one of its cores.
 fn print_plan(processes: &[Process], path: &str, depth: usize) {
     for p in processes {
         let name = if path.is_empty() {
@@ -16,8 +17,13 @@ fn print_plan(processes: &[Process], path: &str, depth: usize) {
         } else {
             format!("{path}/{}", p.pid)
         };
+        let mark = if p.per_core > 1 {
+            format!(" (stacked: {} processes on its core)", p.per_core)
+        } else {
+            String::new()
+        };
         println!(
-            "{:indent$}pid {name}: package {}, NUMA {}, cores {}, PUs {}",
+            "{:indent$}pid {name}: package {}, NUMA {}, cores {}, PUs {}{mark}",
             "",
             ranges(p.packages.iter().map(|&x| x as u32)),
             p.numas
@@ -29,6 +35,53 @@ fn print_plan(processes: &[Process], path: &str, depth: usize) {
         );
         print_plan(&p.children, &name, depth + 1);
     }
+}
+
+/// `0/1` for the pid path `[0, 1]`.
+fn path_text(path: &[usize]) -> String {
+    let v: Vec<String> = path.iter().map(usize::to_string).collect();
+    v.join("/")
+}
+
+/// The warning line about the runs of a plan that stack processes on a core, if any: the first
+/// such run, why it stacks and what to do, and how many more do.
+pub fn stacking_warning(processes: &[Process], policy: &Policy) -> Option<String> {
+    let all = placement::stacked(processes);
+    let first = all.first()?;
+    let n = first.cores.len();
+    let s = if n == 1 { "" } else { "s" };
+    let on = format!(
+        "puts its {} processes on {n} core{s} (core{s} {}, up to {} on one core)",
+        first.procs,
+        ranges(first.cores.iter().map(|&c| c as u32)),
+        first.most
+    );
+    let mut line = if first.parent.is_empty() {
+        let why = match policy {
+            Policy::Manual(_) => "the CPU sets of --cpus share cores",
+            _ => "more processes than the machine has cores",
+        };
+        format!("warning: the top-level run {on}: {why}")
+    } else {
+        let at = path_text(&first.parent);
+        let why = match policy {
+            Policy::Compact => format!(
+                "the compact policy gives each process one core, so a run nested in it shares \
+                 that core; use --policy scattered (each process then owns a share of the \
+                 machine to nest in), or nest at most {n} in it"
+            ),
+            _ => format!(
+                "pid {at} owns {n} core{s}; start fewer processes above it, or nest at most {n} in it"
+            ),
+        };
+        format!("warning: the run nested in pid {at} {on}: {why}")
+    };
+    match all.len() - 1 {
+        0 => {}
+        1 => line += " (1 more run of the plan stacks too)",
+        k => line += &format!(" ({k} more runs of the plan stack too)"),
+    }
+    Some(line)
 }
 
 /// The placement policies of `mbsp topo --policy`.
@@ -57,9 +110,10 @@ pub struct Args {
     /// A nested level inside each process (repeat for deeper nesting): a number or a level.
     #[arg(long, value_name = "N|LEVEL")]
     pub nest: Vec<Count>,
-    /// Placement policy.
-    #[arg(long, value_enum, default_value = "scattered")]
-    pub policy: PolicyName,
+    /// Placement policy [default: MBSP_AFFINITY's, else scattered; MBSP_AFFINITY=force:<policy>
+    /// overrides this option, as it overrides a program's Run::policy].
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyName>,
     /// CPU sets for --policy manual, one per top-level process: "0-3;4-7".
     #[arg(long, value_name = "SETS")]
     pub cpus: Option<String>,
@@ -69,27 +123,91 @@ pub struct Args {
 }
 
 impl Args {
-    /// The options these arguments ask for: the policy with its CPU sets checked.
+    /// The options these arguments ask for: the policy with its CPU sets checked, and where it
+    /// comes from (`--policy`, or `MBSP_AFFINITY`, which a run would follow too).
     pub fn options(self) -> Result<Options> {
-        let policy = match (self.policy, self.cpus) {
-            (PolicyName::Compact, None) => Policy::Compact,
-            (PolicyName::Scattered, None) => Policy::Scattered,
-            (PolicyName::Manual, Some(c)) => Policy::Manual(mbsp::parse_cpu_sets(&c).or_usage()?),
-            (PolicyName::Manual, None) => {
+        let given = match (self.policy, self.cpus) {
+            (None, None) => None,
+            (Some(PolicyName::Compact), None) => Some(Policy::Compact),
+            (Some(PolicyName::Scattered), None) => Some(Policy::Scattered),
+            (Some(PolicyName::Manual), Some(c)) => {
+                Some(Policy::Manual(mbsp::parse_cpu_sets(&c).or_usage()?))
+            }
+            (Some(PolicyName::Manual), None) => {
                 return Err(Error::usage(
                     "--policy manual needs --cpus \"<cpus>;<cpus>;...\"",
                 ));
             }
             (_, Some(_)) => return Err(Error::usage("--cpus goes with --policy manual")),
         };
+        let env = match std::env::var(mbsp::AFFINITY_ENV) {
+            Ok(v) => Some((mbsp::parse_affinity(&v).or_usage()?, v.trim().to_string())),
+            Err(_) => None,
+        };
+        let bind = env.as_ref().is_none_or(|((_, bind), _)| *bind);
+        let (policy, from) = choose_policy(given, env);
         Ok(Options {
+            bind,
             xml: self.xml,
             synthetic: self.synthetic,
             procs: self.procs,
             nest: self.nest,
             policy,
+            from,
             json: self.json,
         })
+    }
+}
+
+/// Where the policy of `mbsp topo` comes from, in the order a run takes them
+/// (docs/placement.md, "Which policy applies").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyFrom {
+    /// `MBSP_AFFINITY=force:<policy>` (the value), before `--policy`.
+    Forced(String),
+    /// `--policy`.
+    Option,
+    /// `MBSP_AFFINITY` (the value), without `--policy`.
+    Env(String),
+    /// Neither: scattered.
+    Default,
+}
+
+/// The policy of a plan given `--policy` (`given`) and `MBSP_AFFINITY` (its policy and whether
+/// it binds, and its value), and where it comes from: a forced environment first, then
+/// `--policy`, then the environment, then scattered. The binding is not planned here: a
+/// policy of `none` plans as scattered.
+pub fn choose_policy(
+    given: Option<Policy>,
+    env: Option<((Policy, bool), String)>,
+) -> (Policy, PolicyFrom) {
+    match (given, env) {
+        (_, Some(((p, _), v))) if v.starts_with("force:") => (p, PolicyFrom::Forced(v)),
+        (Some(p), _) => (p, PolicyFrom::Option),
+        (None, Some(((p, _), v))) => (p, PolicyFrom::Env(v)),
+        (None, None) => (Policy::Scattered, PolicyFrom::Default),
+    }
+}
+
+impl PolicyFrom {
+    /// ` (MBSP_AFFINITY=compact)` and the like, after the policy's name; nothing for
+    /// `--policy` and the default.
+    fn note(&self) -> String {
+        match self {
+            PolicyFrom::Forced(v) => format!(" ({}={v}, before --policy)", mbsp::AFFINITY_ENV),
+            PolicyFrom::Env(v) => format!(" ({}={v})", mbsp::AFFINITY_ENV),
+            PolicyFrom::Option | PolicyFrom::Default => String::new(),
+        }
+    }
+
+    /// The JSON name: `forced`, `option`, `environment`, `default`.
+    fn name(&self) -> &'static str {
+        match self {
+            PolicyFrom::Forced(_) => "forced",
+            PolicyFrom::Option => "option",
+            PolicyFrom::Env(_) => "environment",
+            PolicyFrom::Default => "default",
+        }
     }
 }
 
@@ -105,6 +223,10 @@ pub struct Options {
     pub nest: Vec<Count>,
     /// Placement policy.
     pub policy: Policy,
+    /// Where the policy comes from.
+    pub from: PolicyFrom,
+    /// Whether runs bind (`MBSP_AFFINITY=none` says they do not).
+    pub bind: bool,
     /// Machine-readable output.
     pub json: bool,
 }
@@ -141,13 +263,26 @@ pub fn run(o: Options) -> Result<()> {
         ));
     }
     let processes = placement::plan(m, &levels, &o.policy)?;
-    let applied = m.source().is_real();
+    let applied = m.source().is_real() && o.bind;
     if o.json {
         let mut out = json!({ "machine": Tree::of(m).to_json() });
         if !levels.is_empty() {
             out["policy"] = o.policy.to_string().into();
+            out["policy_from"] = o.from.name().into();
             out["applied"] = applied.into();
             out["processes"] = placement::to_json(&processes);
+            out["stacked"] = placement::stacked(&processes)
+                .iter()
+                .map(|r| {
+                    json!({
+                        "parent": r.parent,
+                        "processes": r.procs,
+                        "cores": r.cores,
+                        "most": r.most,
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into();
         }
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON"));
         return Ok(());
@@ -156,17 +291,21 @@ pub fn run(o: Options) -> Result<()> {
     if !levels.is_empty() {
         let shape: Vec<String> = levels.iter().map(Count::to_string).collect();
         println!(
-            "plan: {} processes ({}), policy {}{}",
+            "plan: {} processes ({}), policy {}{}{}",
             processes.len(),
             shape.join(", nested: "),
             o.policy,
-            if applied {
-                ", bound when run here"
-            } else {
-                ", planned only (not this machine)"
+            o.from.note(),
+            match (applied, m.source().is_real()) {
+                (true, _) => ", bound when run here",
+                (false, true) => ", not bound (MBSP_AFFINITY=none)",
+                (false, false) => ", planned only (not this machine)",
             }
         );
         print_plan(&processes, "", 0);
+        if let Some(w) = stacking_warning(&processes, &o.policy) {
+            println!("{w}");
+        }
     }
     Ok(())
 }

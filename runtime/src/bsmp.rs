@@ -7,7 +7,7 @@
 //! payload is the buffer handed over, aligned for its element type.
 
 use crate::ctx::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::flags::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::limits::{MAX_MESSAGE, MAX_TAGSIZE};
 use crate::requests::HpSend;
@@ -23,7 +23,11 @@ pub struct QueueSize {
 }
 
 /// A received message, borrowed from the queue until the next sync.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Two messages are equal when their sender, tag and payload are. Only the runtime makes
+/// messages ([`Ctx::peek`], [`Ctx::hpmove`]): besides its public fields a message remembers
+/// which process received it in which superstep, which its errors name.
+#[derive(Clone, Copy)]
 pub struct Message<'a> {
     /// The pid of the process that sent it (an mbsp extension: BSPlib's queue does not say).
     pub from: usize,
@@ -31,24 +35,149 @@ pub struct Message<'a> {
     pub tag: &'a [u8],
     /// The payload bytes (8-byte aligned; an owned message's, aligned for its element type).
     pub payload: &'a [u8],
+    /// The receiver's path of pids (from the top-level run) and superstep.
+    at: (&'a [usize], u64),
+}
+
+impl PartialEq for Message<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.from, self.tag, self.payload) == (other.from, other.tag, other.payload)
+    }
+}
+
+impl Eq for Message<'_> {}
+
+impl std::fmt::Debug for Message<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Message")
+            .field("from", &self.from)
+            .field("tag", &self.tag)
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
+
+/// Element types of `bytes` bytes, as a hint in errors: the largest of 8, 4, 2 and 1 that
+/// divides it (`12` -> "3 elements of a 4-byte type (f32, u32, i32)").
+fn whole_elements(bytes: usize) -> String {
+    let (size, names) = [
+        (8, "f64, u64, i64"),
+        (4, "f32, u32, i32"),
+        (2, "u16, i16"),
+        (1, "u8"),
+    ]
+    .into_iter()
+    .find(|(s, _)| bytes % s == 0)
+    .expect("1 divides everything");
+    format!("{} elements of a {size}-byte type ({names})", bytes / size)
 }
 
 impl<'a> Message<'a> {
+    /// A misuse error of `op` on this message, naming the process that received it and the
+    /// superstep.
+    fn error(&self, op: &'static str, message: String) -> Error {
+        Error::new(
+            ErrorKind::Misuse,
+            op,
+            self.at.0.to_vec(),
+            Some(self.at.1),
+            message,
+        )
+    }
+
     /// The tag read as a `G` (its size must equal the tag size).
     ///
     /// # Panics
-    /// If `size_of::<G>()` differs from the tag length.
+    /// If `size_of::<G>()` differs from the tag length; the message names the process, the
+    /// superstep, both sizes and `G`, and a run that this panic ends fails with that error
+    /// (kind [`Misuse`](ErrorKind::Misuse), operation `tag_as`).
+    #[track_caller]
     pub fn tag_as<G: Pod>(&self) -> G {
-        bytemuck::pod_read_unaligned(self.tag)
+        match bytemuck::try_pod_read_unaligned(self.tag) {
+            Ok(g) => g,
+            Err(_) => crate::error::raise(self.error(
+                "tag_as",
+                format!(
+                    "the tag of the message from pid {} has {} bytes (the tag size of the \
+                     superstep it was sent in), but a {} has {}",
+                    self.from,
+                    self.tag.len(),
+                    std::any::type_name::<G>(),
+                    size_of::<G>()
+                ),
+            )),
+        }
     }
 
     /// The payload viewed as a slice of `T`, without copying.
     ///
     /// # Panics
     /// If the payload length is not a multiple of `size_of::<T>()`, or `T` needs more than
-    /// 8-byte alignment (or, for an owned message, more than its element type's).
+    /// 8-byte alignment (or, for an owned message, more than its element type's). The message
+    /// says so as [`try_payload_as`](Message::try_payload_as)'s error does, naming the process,
+    /// the superstep, the sender, `T` and both lengths, and a run that this panic ends fails
+    /// with that error (kind [`Misuse`](ErrorKind::Misuse), operation `payload_as`).
+    #[track_caller]
     pub fn payload_as<T: Pod>(&self) -> &'a [T] {
-        bytemuck::cast_slice(self.payload)
+        match self.try_payload_as() {
+            Ok(v) => v,
+            Err(e) => crate::error::raise(e),
+        }
+    }
+
+    /// The payload viewed as a slice of `T`, without copying; an error of kind
+    /// [`Misuse`](ErrorKind::Misuse) if it cannot be (see [`payload_as`](Message::payload_as)).
+    /// The error is a value: the run fails with it only if the process returns it.
+    ///
+    /// ```
+    /// mbsp::run(2, |ctx| {
+    ///     ctx.send_pod(1 - ctx.pid(), &(), &[1.0f32, 2.0, 3.0])?;
+    ///     ctx.sync()?;
+    ///     let m = ctx.hpmove()?.unwrap();
+    ///     let e = m.try_payload_as::<f64>().unwrap_err();
+    ///     assert_eq!(
+    ///         e.to_string(),
+    ///         format!(
+    ///             "payload_as (pid {}, superstep 1): the payload of the message from pid {} has \
+    ///              12 bytes, not a whole number of f64 (8 bytes each); 12 bytes are 3 elements \
+    ///              of a 4-byte type (f32, u32, i32)",
+    ///             ctx.pid(),
+    ///             1 - ctx.pid()
+    ///         )
+    ///     );
+    ///     assert_eq!(m.try_payload_as::<f32>()?, &[1.0, 2.0, 3.0]);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn try_payload_as<T: Pod>(&self) -> Result<&'a [T]> {
+        bytemuck::try_cast_slice(self.payload).map_err(|_| {
+            let (len, size, name) = (
+                self.payload.len(),
+                size_of::<T>(),
+                std::any::type_name::<T>(),
+            );
+            let what = if size == 0 {
+                format!("cannot be viewed as {name}, a type of no bytes")
+            } else if len % size != 0 {
+                format!(
+                    "has {len} bytes, not a whole number of {name} ({size} bytes each); {len} \
+                     bytes are {}",
+                    whole_elements(len)
+                )
+            } else {
+                format!(
+                    "({len} bytes) starts {} bytes past a multiple of {}, the alignment a \
+                     {name} needs (payloads are 8-byte aligned: copy it out with \
+                     bytemuck::pod_collect_to_vec)",
+                    self.payload.as_ptr() as usize % align_of::<T>(),
+                    align_of::<T>()
+                )
+            };
+            self.error(
+                "payload_as",
+                format!("the payload of the message from pid {} {what}", self.from),
+            )
+        })
     }
 }
 
@@ -321,7 +450,12 @@ impl Ctx {
                 std::slice::from_raw_parts(pp, pl),
             )
         };
-        Ok(Some(Message { from, tag, payload }))
+        Ok(Some(Message {
+            from,
+            tag,
+            payload,
+            at: (&self.path, self.step),
+        }))
     }
 
     /// Look at the first message without removing it; `None` if the queue is empty.
@@ -402,5 +536,104 @@ impl Ctx {
     /// ```
     pub fn hpmove(&self) -> Result<Option<Message<'_>>> {
         self.next_message("hpmove", true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message of `payload` received by the process at `path` in superstep 3.
+    fn message<'a>(path: &'a [usize], tag: &'a [u8], payload: &'a [u8]) -> Message<'a> {
+        Message {
+            from: 5,
+            tag,
+            payload,
+            at: (path, 3),
+        }
+    }
+
+    #[test]
+    fn payloads_that_do_not_hold_the_type_asked_for() {
+        let words = [0u128; 4];
+        let bytes: &[u8] = bytemuck::cast_slice(&words);
+        let path = [1, 2];
+        // 16-byte aligned, 32 bytes: fine as u128, f64, u8.
+        let m = message(&path, &[], &bytes[..32]);
+        assert_eq!(m.try_payload_as::<u128>().unwrap().len(), 2);
+        assert_eq!(m.payload_as::<f64>().len(), 4);
+        // 8 bytes past a 16-byte boundary: not a u128 slice, whatever its length.
+        let e = message(&path, &[], &bytes[8..40])
+            .try_payload_as::<u128>()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "payload_as (pid 1/2, superstep 3): the payload of the message from pid 5 (32 bytes) \
+             starts 8 bytes past a multiple of 16, the alignment a u128 needs (payloads are \
+             8-byte aligned: copy it out with bytemuck::pod_collect_to_vec)"
+        );
+        // Lengths: the hint names the widest element size that divides the payload.
+        for (len, hint) in [
+            (6, "3 elements of a 2-byte type (u16, i16)"),
+            (7, "7 elements of a 1-byte type (u8)"),
+            (20, "5 elements of a 4-byte type (f32, u32, i32)"),
+        ] {
+            let e = message(&path, &[], &bytes[..len])
+                .try_payload_as::<f64>()
+                .unwrap_err();
+            assert_eq!((e.kind(), e.op()), (ErrorKind::Misuse, "payload_as"));
+            assert_eq!((e.path(), e.superstep()), (&path[..], Some(3)));
+            assert_eq!(
+                e.message(),
+                format!(
+                    "the payload of the message from pid 5 has {len} bytes, not a whole number \
+                     of f64 (8 bytes each); {len} bytes are {hint}"
+                )
+            );
+        }
+        let e = message(&path, &[], &bytes[..8])
+            .try_payload_as::<()>()
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains("cannot be viewed as (), a type of no bytes"),
+            "{e}"
+        );
+    }
+
+    /// The panics of `payload_as` and `tag_as` carry the error's text, and leave the error for
+    /// the process's end to report (`error::raised`).
+    #[test]
+    fn the_panics_carry_the_error() {
+        let path = [0];
+        let bytes = [0u8; 12];
+        let m = message(&path, &bytes[..2], &bytes[..]);
+        let text = |r: std::thread::Result<()>| {
+            let payload = r.expect_err("it panics");
+            crate::process::panic_message(&*payload)
+        };
+        let t = text(std::panic::catch_unwind(|| {
+            m.payload_as::<u64>();
+        }));
+        assert!(
+            t.starts_with(
+                "payload_as (pid 0, superstep 3): the payload of the message from \
+                           pid 5 has 12 bytes, not a whole number of u64"
+            ),
+            "{t}"
+        );
+        let e = crate::error::raised(&t, true).expect("the error is kept");
+        assert_eq!(e.to_string(), t);
+        assert!(crate::error::raised(&t, true).is_none(), "taken once");
+        let t = text(std::panic::catch_unwind(|| {
+            m.tag_as::<u32>();
+        }));
+        assert_eq!(
+            t,
+            "tag_as (pid 0, superstep 3): the tag of the message from pid 5 has 2 bytes (the \
+             tag size of the superstep it was sent in), but a u32 has 4"
+        );
+        assert!(crate::error::raised("another panic", true).is_none());
+        assert_eq!(m.tag_as::<u16>(), 0);
     }
 }

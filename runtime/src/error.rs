@@ -174,6 +174,35 @@ impl std::error::Error for Error {
     }
 }
 
+thread_local! {
+    /// The error a primitive last panicked with ([`raise`]), so that the process's outcome is
+    /// that error rather than a panic of "spmd" quoting it.
+    static RAISED: std::cell::RefCell<Option<Error>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Panic with `e`'s text (for a primitive that returns no `Result`, such as
+/// [`Message::payload_as`](crate::Message::payload_as)), at the caller's location. If the
+/// panic ends the process, the run fails with `e` itself ([`raised`]).
+#[cold]
+#[track_caller]
+pub(crate) fn raise(e: Error) -> ! {
+    let text = e.to_string();
+    RAISED.with(|r| *r.borrow_mut() = Some(e));
+    panic!("{text}")
+}
+
+/// The error [`raise`] last panicked with on this thread, if `message` (a panic's payload) is
+/// its text; taken out when `take`.
+pub(crate) fn raised(message: &str, take: bool) -> Option<Error> {
+    RAISED.with(|r| {
+        let mut slot = r.borrow_mut();
+        if slot.as_ref().is_none_or(|e| e.to_string() != message) {
+            return None;
+        }
+        if take { slot.take() } else { slot.clone() }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

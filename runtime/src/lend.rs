@@ -84,7 +84,8 @@ impl Ctx {
             Ok(Err(e)) => Err(self.stop_lending(e)),
             Err(payload) => {
                 let message = crate::process::panic_message(&*payload);
-                let e = self.error(ErrorKind::Panic, "spmd", message);
+                let e = crate::error::raised(&message, false)
+                    .unwrap_or_else(|| self.error(ErrorKind::Panic, "spmd", message));
                 self.stop_lending(e);
                 resume_unwind(payload)
             }

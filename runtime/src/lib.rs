@@ -129,8 +129,8 @@ pub use lend::Lent;
 pub use limits::{MAX_MESSAGE, MAX_TAGSIZE, max_procs};
 pub use owned::OwnedMessage;
 pub use place::{
-    AFFINITY_ENV, AffinityError, PLACEMENT_ENV, Placement, Procs, RANK_SHARE_ENV, parse_affinity,
-    parse_cpu_sets,
+    AFFINITY_ENV, AffinityError, PLACEMENT_ENV, Placement, Procs, RANK_SHARE_ENV, forced_affinity,
+    parse_affinity, parse_cpu_sets,
 };
 pub use reg::{Reg, RegId, Registration};
 pub use run::{Run, Spmd, nprocs, run};

@@ -11,7 +11,44 @@ use std::sync::Arc;
 /// The environment variable choosing the default affinity of runs: `compact`, `scattered`
 /// (the default), `none` (planned as scattered, never bound), or `manual:<cpus>;<cpus>;...`
 /// with one CPU list per process (e.g. `manual:0-3;4-7`).
+///
+/// It applies to the runs whose program chose no policy ([`Run::policy`](crate::Run::policy)):
+/// a program's choice comes first. Prefixed with `force:` (`force:compact`,
+/// `force:manual:0-3;4-7`, `force:none`) it comes before the program's: every
+/// [`Run::policy`](crate::Run::policy) is ignored, so top-level runs take the environment's
+/// policy and nested runs inherit it (a manual one as scattered), and `force:none` also turns
+/// binding off where the program turned it on ([`Run::bind`](crate::Run::bind)).
+/// docs/placement.md, "Which policy applies", has the whole order.
 pub const AFFINITY_ENV: &str = "MBSP_AFFINITY";
+
+/// The prefix of an [`AFFINITY_ENV`] that overrides the program's policies.
+const FORCE: &str = "force:";
+
+/// The affinity [`AFFINITY_ENV`] forces (`force:<policy>`), if it does: the policy and whether
+/// runs bind. Read once, when first asked (a [`Run`](crate::Run) asks when it is given a
+/// policy or a binding); an `AFFINITY_ENV` that cannot be parsed forces nothing (the first run
+/// fails with its error).
+///
+/// ```
+/// // Unless the environment says `MBSP_AFFINITY=force:...`, the program's policy stands.
+/// if mbsp::forced_affinity().is_none() {
+///     let m = mbsp::Machine::synthetic("package:2 core:2 pu:1").unwrap();
+///     let r = mbsp::Run::new(2).machine(m).policy(mbsp::Policy::Compact);
+///     assert_eq!(r.run(|ctx| Ok(ctx.placement().cores)).unwrap(), vec![vec![0], vec![1]]);
+/// }
+/// ```
+pub fn forced_affinity() -> Option<&'static (Policy, bool)> {
+    static FORCED: std::sync::OnceLock<Option<(Policy, bool)>> = std::sync::OnceLock::new();
+    FORCED
+        .get_or_init(|| {
+            let v = std::env::var(AFFINITY_ENV).ok()?;
+            if !v.trim_start().starts_with(FORCE) {
+                return None;
+            }
+            parse_affinity(&v).ok()
+        })
+        .as_ref()
+}
 
 /// The environment variable choosing how the MPI ranks of a run that share a node divide it
 /// (docs/placement.md, "Ranks sharing a node"): `split` (the default: the ranks split the CPUs
@@ -57,8 +94,7 @@ pub(crate) fn report_run(path: &[usize], layout: &Layout) {
     let who = if path.is_empty() {
         format!("top-level run of {p}")
     } else {
-        let at: Vec<String> = path.iter().map(usize::to_string).collect();
-        format!("run of {p} nested in process {}", at.join("/"))
+        format!("run of {p} nested in process {}", path_text(path))
     };
     let procs: Vec<String> = layout
         .domains
@@ -67,11 +103,87 @@ pub(crate) fn report_run(path: &[usize], layout: &Layout) {
         .map(|(pid, d)| format!("pid {pid}: PUs {}", mbsp_topology::ranges(d.pu_os(m))))
         .collect();
     let bound = if layout.bind { "bound" } else { "not bound" };
+    let forced = if forced_affinity().is_some() {
+        " (forced by MBSP_AFFINITY)"
+    } else {
+        ""
+    };
     report(format!(
-        "mbsp placement: {who} ({}, {bound}): {}",
+        "mbsp placement: {who} ({}{forced}, {bound}): {}",
         layout.policy,
         procs.join("; ")
     ));
+}
+
+/// `1/3` for the process at path `[1, 3]`.
+fn path_text(path: &[usize]) -> String {
+    let at: Vec<String> = path.iter().map(usize::to_string).collect();
+    at.join("/")
+}
+
+/// The warning for a run of `p` processes (a count, not one per object of a level) nested in
+/// the process at `path` whose plan puts several of them on one core, if it does: which run,
+/// where, why, and what to do instead.
+pub(crate) fn stacking_warning(path: &[usize], layout: &Layout) -> Option<String> {
+    let m = layout.machine();
+    let most = mbsp_topology::core_sharing(m, &layout.domains)
+        .into_iter()
+        .max()
+        .filter(|&n| n > 1)?;
+    let p = layout.domains.len();
+    let mut cores: Vec<u32> = layout
+        .domains
+        .iter()
+        .flat_map(|d| d.cores(m))
+        .map(|c| c as u32)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let pus: Vec<u32> = layout.domains.iter().flat_map(|d| d.pu_os(m)).collect();
+    let (at, n) = (path_text(path), cores.len());
+    let s = if n == 1 { "" } else { "s" };
+    let why = match layout.policy {
+        Policy::Compact => format!(
+            "the compact policy gives each process one core, and process {at} nests its run \
+             there. Place the runs above it scattered (Run::policy(Policy::Scattered), or \
+             MBSP_AFFINITY=scattered, the default) so that each process owns a share of the \
+             machine to nest in, or nest at most {n} process{es} in it",
+            es = if n == 1 { "" } else { "es" }
+        ),
+        _ => format!(
+            "process {at} owns {n} core{s}. Start fewer processes above it (each then owns more \
+             cores), or nest at most {n} in it"
+        ),
+    };
+    Some(format!(
+        "mbsp: warning: the run of {p} nested in process {at} ({}) puts its {p} processes on \
+         {n} core{s} (core{s} {}, PUs {}; up to {most} on one core): {why} (this warning is \
+         printed once per program)",
+        layout.policy,
+        mbsp_topology::ranges(cores),
+        mbsp_topology::ranges(pus),
+    ))
+}
+
+/// Print [`stacking_warning`] on stderr for the first nested run of the program that stacks
+/// its processes on cores (docs/placement.md, "Nested runs"). `procs`: how the run counts its
+/// processes; runs of one process per object of a level and manual plans are as asked, and
+/// never warned about.
+pub(crate) fn warn_stacking(path: &[usize], procs: Procs, layout: &Layout) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    use std::sync::atomic::Ordering::Relaxed;
+    if WARNED.load(Relaxed)
+        || matches!(procs, Procs::Per(_))
+        || matches!(layout.policy, Policy::Manual(_))
+    {
+        return;
+    }
+    if let Some(w) = stacking_warning(path, layout)
+        && !WARNED.swap(true, Relaxed)
+    {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(format!("{w}\n").as_bytes());
+    }
 }
 
 /// How many processes a run has.
@@ -131,7 +243,8 @@ impl fmt::Display for AffinityError {
             AffinityError::UnknownPolicy { value } => write!(
                 f,
                 "{AFFINITY_ENV}=\"{value}\" is not understood: use compact, scattered, none or \
-                 manual:<cpus>;<cpus>;..."
+                 manual:<cpus>;<cpus>;..., or one of them after force: to override the \
+                 program's Run::policy"
             ),
             AffinityError::NotACpu { token, spec, .. } => {
                 write!(f, "\"{token}\" is not a CPU number (in \"{spec}\")")
@@ -162,15 +275,34 @@ pub(crate) fn default_affinity() -> Result<(Policy, bool)> {
     }
 }
 
-/// Parse an affinity specification (see [`AFFINITY_ENV`]).
+/// Parse an affinity specification (see [`AFFINITY_ENV`]): the policy and whether it binds.
+/// A `force:` prefix is accepted and does not change the result ([`forced_affinity`] says
+/// whether the environment's specification forces).
+///
+/// ```
+/// use mbsp::{Policy, parse_affinity};
+/// assert_eq!(parse_affinity("compact"), Ok((Policy::Compact, true)));
+/// assert_eq!(parse_affinity("force:none"), Ok((Policy::Scattered, false)));
+/// assert!(parse_affinity("force:").is_err());
+/// ```
 pub fn parse_affinity(v: &str) -> std::result::Result<(Policy, bool), AffinityError> {
-    match v.trim() {
+    let v = v.trim();
+    let spec = match v.strip_prefix(FORCE) {
+        Some(rest) if rest.trim().is_empty() => {
+            return Err(AffinityError::UnknownPolicy {
+                value: v.to_string(),
+            });
+        }
+        Some(rest) => rest.trim(),
+        None => v,
+    };
+    match spec {
         "" | "scattered" | "scatter" => Ok((Policy::Scattered, true)),
         "compact" => Ok((Policy::Compact, true)),
         "none" | "unbound" => Ok((Policy::Scattered, false)),
         s if s.starts_with("manual:") => Ok((Policy::Manual(parse_cpu_sets(&s[7..])?), true)),
-        s => Err(AffinityError::UnknownPolicy {
-            value: s.to_string(),
+        _ => Err(AffinityError::UnknownPolicy {
+            value: v.to_string(),
         }),
     }
 }
@@ -218,6 +350,11 @@ pub(crate) const OFF_BY_RUN: NotBound = NotBound::Disabled {
 /// Why a run's binding is off: [`AFFINITY_ENV`] is `none`.
 pub(crate) const OFF_BY_ENV: NotBound = NotBound::Disabled {
     by: "MBSP_AFFINITY=none",
+};
+
+/// Why a run's binding is off: [`AFFINITY_ENV`] is `force:none`.
+pub(crate) const OFF_BY_FORCE: NotBound = NotBound::Disabled {
+    by: "MBSP_AFFINITY=force:none",
 };
 
 /// The placement of one run: the machine, the policy, each process's domain, and whether
@@ -398,6 +535,74 @@ mod tests {
         );
     }
 
+    /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
+    /// plans that do not stack have none.
+    #[test]
+    fn stacking_warnings() {
+        let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
+        let m = loaded.machine.clone();
+        let layout = |domain: &Domain, p: usize, policy: Policy| {
+            Layout::plan(loaded.clone(), domain, Procs::Count(p), policy, None).unwrap()
+        };
+        let top = layout(&m.whole(), 4, Policy::Scattered);
+        assert_eq!(stacking_warning(&[], &top), None);
+        // Scattered: process 3 owns core 3 (PUs 6-7); 3 processes there.
+        let w = stacking_warning(&[3], &layout(&top.domains[3], 3, Policy::Scattered)).unwrap();
+        assert_eq!(
+            w,
+            "mbsp: warning: the run of 3 nested in process 3 (scattered) puts its 3 processes on \
+             1 core (core 3, PUs 6-7; up to 3 on one core): process 3 owns 1 core. Start fewer \
+             processes above it (each then owns more cores), or nest at most 1 in it (this \
+             warning is printed once per program)"
+        );
+        // Compact, two levels down: 2 processes on the 2 hardware threads of core 0.
+        let w = stacking_warning(&[0, 1], &layout(&top.domains[0], 2, Policy::Compact)).unwrap();
+        assert!(
+            w.starts_with(
+                "mbsp: warning: the run of 2 nested in process 0/1 (compact) puts its 2 \
+                 processes on 1 core (core 0, PUs 0-1; up to 2 on one core): the compact policy \
+                 gives each process one core, and process 0/1 nests its run there."
+            ),
+            "{w}"
+        );
+        // 2 processes nested in a share of 2 cores: one each.
+        let half = layout(&m.whole(), 2, Policy::Scattered);
+        assert_eq!(
+            stacking_warning(&[1], &layout(&half.domains[1], 2, Policy::Compact)),
+            None
+        );
+    }
+
+    /// `force:` before any specification gives the same policy and binding; it must name one.
+    #[test]
+    fn forced_specifications() {
+        for spec in ["compact", "scattered", "none", "manual:0-1;3", " compact "] {
+            assert_eq!(
+                parse_affinity(&format!("force:{spec}")),
+                parse_affinity(spec),
+                "{spec}"
+            );
+        }
+        assert_eq!(
+            parse_affinity(" force: manual:2;0 ").unwrap(),
+            (Policy::Manual(vec![vec![2], vec![0]]), true)
+        );
+        for bad in ["force:", "force: ", "force:spread", "force:force:compact"] {
+            let e = parse_affinity(bad).unwrap_err();
+            assert_eq!(
+                e,
+                AffinityError::UnknownPolicy {
+                    value: bad.trim().into()
+                },
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse_affinity("force:manual:0-x"),
+            Err(AffinityError::NotACpu { .. })
+        ));
+    }
+
     #[test]
     fn affinity_errors_are_typed() {
         use std::error::Error as _;
@@ -411,7 +616,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "MBSP_AFFINITY=\"spread\" is not understood: use compact, scattered, none or \
-             manual:<cpus>;<cpus>;..."
+             manual:<cpus>;<cpus>;..., or one of them after force: to override the program's \
+             Run::policy"
         );
         assert!(e.source().is_none());
         let e = parse_cpu_sets("0-3; 4-x").unwrap_err();

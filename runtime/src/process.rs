@@ -148,7 +148,15 @@ pub(crate) fn leave<R>(
 pub(crate) fn outcome_of<R>(ctx: &Ctx, outcome: std::thread::Result<Result<R>>) -> Result<R> {
     match outcome {
         Ok(r) => r,
-        Err(payload) => Err(ctx.error(ErrorKind::Panic, "spmd", panic_message(&*payload))),
+        Err(payload) => {
+            let message = panic_message(&*payload);
+            // A primitive that panicked with an error of its own ([`raise`]) ends the run
+            // with that error.
+            //
+            // [`raise`]: crate::error::raise
+            Err(crate::error::raised(&message, true)
+                .unwrap_or_else(|| ctx.error(ErrorKind::Panic, "spmd", message)))
+        }
     }
 }
 

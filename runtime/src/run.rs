@@ -4,7 +4,7 @@ use crate::ctx::{Ctx, RunShared};
 use crate::engine::state::RunEngine;
 use crate::engine::threads::state::{RunState, Shape};
 use crate::error::{Error, ErrorKind, Result};
-use crate::place::{Layout, OFF_BY_ENV, OFF_BY_RUN, Procs, default_affinity};
+use crate::place::{Layout, OFF_BY_ENV, OFF_BY_FORCE, OFF_BY_RUN, Procs, default_affinity};
 use crate::process::{enter, leave, process, spawn_failed};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
@@ -196,7 +196,8 @@ impl Run {
     }
 
     /// The placement policy (default: from `MBSP_AFFINITY`, else scattered; a nested run
-    /// inherits its parent's policy, manual excepted).
+    /// inherits its parent's policy, manual excepted). Ignored when the environment forces
+    /// one (`MBSP_AFFINITY=force:<policy>`, [`forced_affinity`](crate::forced_affinity)).
     ///
     /// ```
     /// use mbsp::{Machine, Policy, Run};
@@ -210,15 +211,20 @@ impl Run {
     /// assert!(packages.iter().all(|p| p == &[0]));
     /// ```
     pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = Some(policy);
+        if crate::place::forced_affinity().is_none() {
+            self.policy = Some(policy);
+        }
         self
     }
 
     /// Whether to bind each process's thread (and registered memory) to its placement on the
     /// real machine (default: yes, unless `MBSP_AFFINITY=none`; nested runs inherit). The plan
-    /// is made either way; it tells processes what they own.
+    /// is made either way; it tells processes what they own. Ignored under
+    /// `MBSP_AFFINITY=force:none`, which turns binding off everywhere.
     pub fn bind(mut self, bind: bool) -> Self {
-        self.bind = Some(bind);
+        if !matches!(crate::place::forced_affinity(), Some((_, false))) {
+            self.bind = Some(bind);
+        }
         self
     }
 
@@ -309,7 +315,8 @@ impl Run {
     }
 
     /// The placement of a top-level run: on the given or current machine, with the given or
-    /// default (`MBSP_AFFINITY`) policy.
+    /// default (`MBSP_AFFINITY`) policy (under `MBSP_AFFINITY=force:...` the builder kept no
+    /// policy, so the environment's applies).
     pub(crate) fn top_layout(&self) -> Result<Layout> {
         if self.procs == Procs::Count(0) {
             return Err(Error::outside(
@@ -337,7 +344,9 @@ impl Run {
             match self.bind {
                 Some(true) => None,
                 Some(false) => Some(OFF_BY_RUN),
-                None => (!def_bind).then_some(OFF_BY_ENV),
+                None if def_bind => None,
+                None if crate::place::forced_affinity().is_some() => Some(OFF_BY_FORCE),
+                None => Some(OFF_BY_ENV),
             },
         )
         .map_err(|e| Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e))
@@ -395,10 +404,13 @@ impl Run {
             Some(false) => Some(OFF_BY_RUN),
             None => up.off.clone(),
         };
-        Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off).map_err(|e| {
-            let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
-            parent.fail_with(err.with_source(e))
-        })
+        let layout = Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off)
+            .map_err(|e| {
+                let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
+                parent.fail_with(err.with_source(e))
+            })?;
+        crate::place::warn_stacking(&parent.path, self.procs, &layout);
+        Ok(layout)
     }
 
     fn start<'a, F>(

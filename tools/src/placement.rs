@@ -3,7 +3,7 @@
 //! returns it.
 
 use crate::error::{Classify, Error, Result};
-use mbsp_topology::{Domain, Level, Machine, Policy, plan_per};
+use mbsp_topology::{Domain, Level, Machine, Policy, core_sharing, plan_per};
 use serde_json::{Value, json};
 use std::fmt;
 
@@ -64,14 +64,20 @@ pub struct Process {
     pub cores: Vec<usize>,
     /// The OS indices of its PUs.
     pub pus: Vec<u32>,
+    /// The most processes of its run (itself included) placed on one of its cores: 1 when its
+    /// cores are its own, more when its run stacks processes on a core (a run of more processes
+    /// than its domain has cores; under the compact policy, any run of two or more nested in a
+    /// process, which owns one core).
+    pub per_core: usize,
     /// The processes of the nested run it starts, if the plan has a level below.
     pub children: Vec<Process>,
 }
 
 impl Process {
     /// The process as `mbsp topo --json` prints it: `pid`, `package` and `numa` (a number, a
-    /// list when there are several, `numa` null without a NUMA level), `cores`, `pus`, and
-    /// `children` when it has some.
+    /// list when there are several, `numa` null without a NUMA level), `cores`, `pus`,
+    /// `per_core` when its run puts more than one process on one of its cores, and `children`
+    /// when it has some.
     pub fn to_json(&self) -> Value {
         let mut o = json!({
             "pid": self.pid,
@@ -80,6 +86,9 @@ impl Process {
             "cores": self.cores,
             "pus": self.pus,
         });
+        if self.per_core > 1 {
+            o["per_core"] = self.per_core.into();
+        }
         if !self.children.is_empty() {
             o["children"] = to_json(&self.children);
         }
@@ -168,10 +177,12 @@ fn plan_in(
         Policy::Manual(_) => Policy::Scattered,
         p => p.clone(),
     };
+    let sharing = core_sharing(m, &domains);
     domains
         .into_iter()
+        .zip(sharing)
         .enumerate()
-        .map(|(pid, d)| {
+        .map(|(pid, (d, per_core))| {
             let children = plan_in(m, &d, rest, &inner)?;
             Ok(Process {
                 pid,
@@ -179,9 +190,64 @@ fn plan_in(
                 numas: m.has_numa_level().then(|| d.numas(m)),
                 cores: d.cores(m),
                 pus: d.pu_os(m),
+                per_core,
                 domain: d,
                 children,
             })
         })
         .collect()
+}
+
+/// A run of a plan that puts several of its processes on one core ([`stacked`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stacked {
+    /// The pid path of the process the run is nested in (`[0, 1]`: pid 0/1); empty for the
+    /// top level.
+    pub parent: Vec<usize>,
+    /// Its processes.
+    pub procs: usize,
+    /// The cores they are on (indices).
+    pub cores: Vec<usize>,
+    /// The most of them on one core.
+    pub most: usize,
+}
+
+/// The runs of a plan that stack processes on a core, outermost first, in pid order.
+///
+/// ```
+/// use mbsp_tools::placement::{Count, plan, stacked};
+/// use mbsp_topology::{Machine, Policy};
+/// let m = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+/// // Compact: a process owns one core, and the run nested in it stacks there.
+/// let procs = plan(&m, &[Count::N(1), Count::N(2)], &Policy::Compact)?;
+/// let s = stacked(&procs);
+/// assert_eq!((s.len(), s[0].parent.as_slice(), s[0].procs, s[0].cores.as_slice()), (1, &[0][..], 2, &[0][..]));
+/// // Scattered: the process owns the machine, the nested run a core each.
+/// assert!(stacked(&plan(&m, &[Count::N(1), Count::N(2)], &Policy::Scattered)?).is_empty());
+/// # Ok::<(), mbsp_tools::Error>(())
+/// ```
+pub fn stacked(processes: &[Process]) -> Vec<Stacked> {
+    let mut out = Vec::new();
+    stacked_in(processes, &mut Vec::new(), &mut out);
+    out
+}
+
+fn stacked_in(run: &[Process], parent: &mut Vec<usize>, out: &mut Vec<Stacked>) {
+    let most = run.iter().map(|p| p.per_core).max().unwrap_or(1);
+    if most > 1 {
+        let mut cores: Vec<usize> = run.iter().flat_map(|p| p.cores.iter().copied()).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        out.push(Stacked {
+            parent: parent.clone(),
+            procs: run.len(),
+            cores,
+            most,
+        });
+    }
+    for p in run {
+        parent.push(p.pid);
+        stacked_in(&p.children, parent, out);
+        parent.pop();
+    }
 }

@@ -31,5 +31,5 @@ mod tree;
 pub use bind::{Binder, Binding, NotBound};
 pub use error::{HwlocError, HwlocErrorKind, LocationError, PlanError, TopologyError};
 pub use load::{ENV, Loaded};
-pub use plan::{Level, Policy, count_at, plan, plan_per, shares};
+pub use plan::{Level, Policy, core_sharing, count_at, plan, plan_per, shares};
 pub use tree::{Cache, Core, Domain, Machine, Numa, Package, Pu, Source, ranges};

@@ -74,24 +74,29 @@ impl Machine {
 
     /// Load an hwloc synthetic description such as `package:2 numa:2 core:8 pu:2`.
     ///
+    /// hwloc wants the description to end with the PU level; one that ends above it (`package:2
+    /// core:4`) gets one PU per object of its last level: `pu:1` is appended, and the machine's
+    /// [`Source`] shows the description as loaded.
+    ///
     /// ```
-    /// let m = mbsp_topology::Machine::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
+    /// use mbsp_topology::{Machine, Source};
+    /// let m = Machine::synthetic("package:2 numa:2 core:8 pu:2").unwrap();
     /// assert_eq!(m.machine.cores().len(), 32);
     /// assert!(!m.bindable(), "a synthetic machine is never bound");
+    /// let m = Machine::synthetic("package:2 core:4").unwrap();
+    /// assert_eq!((m.machine.cores().len(), m.machine.pus().len()), (8, 8));
+    /// assert_eq!(m.machine.source(), &Source::Synthetic("package:2 core:4 pu:1".into()));
     /// ```
     ///
     /// Fails with [`TopologyError::Synthetic`] (hwloc's error as its source).
     pub fn synthetic(description: &str) -> Result<Loaded, TopologyError> {
-        let bad = |e: HwlocError| TopologyError::Synthetic {
-            description: description.to_string(),
-            source: e,
-        };
-        let topo = Topology::builder()
-            .from_synthetic(description)
-            .map_err(|e| bad(HwlocError::from_input(e)))?
-            .build()
-            .map_err(|e| bad(HwlocError::from_raw(e)))?;
-        finish(topo, Source::Synthetic(description.to_string()))
+        match load_synthetic(description) {
+            Err(e) if !synthetic_ends_with_pu(description) => {
+                let completed = format!("{} pu:1", description.trim_end());
+                load_synthetic(&completed).map_err(|_| e)
+            }
+            r => r,
+        }
     }
 
     /// Load an hwloc XML file.
@@ -167,6 +172,33 @@ impl Machine {
             })
             .clone()
     }
+}
+
+/// Load a synthetic description as it is.
+fn load_synthetic(description: &str) -> Result<Loaded, TopologyError> {
+    let bad = |e: HwlocError| TopologyError::Synthetic {
+        description: description.to_string(),
+        source: e,
+    };
+    let topo = Topology::builder()
+        .from_synthetic(description)
+        .map_err(|e| bad(HwlocError::from_input(e)))?
+        .build()
+        .map_err(|e| bad(HwlocError::from_raw(e)))?;
+    finish(topo, Source::Synthetic(description.to_string()))
+}
+
+/// Whether the last level of a synthetic description is the PU level (`pu:2`, `PU:1`).
+fn synthetic_ends_with_pu(description: &str) -> bool {
+    description.split_whitespace().last().is_some_and(|token| {
+        token
+            .trim_start_matches('[')
+            .split([':', '('])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+            .starts_with("pu")
+    })
 }
 
 fn finish(topo: Topology, source: Source) -> Result<Loaded, TopologyError> {
@@ -339,6 +371,20 @@ mod tests {
             ("package:2 numa:2(memory=1GB) core:2 pu:1", true),
         ] {
             assert_eq!(super::synthetic_has_numa(d), has, "{d}");
+        }
+    }
+
+    #[test]
+    fn synthetic_pu_levels() {
+        for (d, ends) in [
+            ("package:2 core:2 pu:1", true),
+            ("package:2 core:2 PU:2", true),
+            ("package:2 core:2 pu:2(indexes=0,1,2,3,4,5,6,7) ", true),
+            ("package:2 core:4", false),
+            ("package:2 numa:2", false),
+            ("", false),
+        ] {
+            assert_eq!(super::synthetic_ends_with_pu(d), ends, "{d:?}");
         }
     }
 }

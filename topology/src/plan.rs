@@ -347,6 +347,41 @@ pub fn plan_per(m: &Machine, domain: &Domain, level: Level) -> Vec<Domain> {
         .collect()
 }
 
+/// For each of `domains` (the processes of one plan), the most of them that share one of its
+/// cores, itself included: all 1 when no two processes of the plan share a core. A plan of more
+/// processes than its domain has cores stacks them (on the cores' hardware threads, or sharing
+/// PUs): under [`Policy::Compact`] a process owns one core, so a plan nested inside it stacks
+/// from 2 processes on.
+///
+/// ```
+/// use mbsp_topology::{Machine, Policy, core_sharing, plan};
+/// let m = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+/// let top = plan(&m, &m.whole(), 2, &Policy::Compact).unwrap();
+/// assert_eq!(core_sharing(&m, &top), vec![1, 1]);
+/// // Nested in a compact process: its one core, 4 times.
+/// let nested = plan(&m, &top[0], 4, &Policy::Compact).unwrap();
+/// assert_eq!(core_sharing(&m, &nested), vec![4; 4]);
+/// ```
+pub fn core_sharing(m: &Machine, domains: &[Domain]) -> Vec<usize> {
+    let cores: Vec<Vec<usize>> = domains
+        .iter()
+        .map(|d| {
+            let mut v = d.cores(m);
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut count = std::collections::HashMap::<usize, usize>::new();
+    for &c in cores.iter().flatten() {
+        *count.entry(c).or_default() += 1;
+    }
+    cores
+        .iter()
+        .map(|cs| cs.iter().map(|c| count[c]).max().unwrap_or(1))
+        .collect()
+}
+
 /// The number of objects of `level` that `domain` touches.
 pub fn count_at(m: &Machine, domain: &Domain, level: Level) -> usize {
     plan_per(m, domain, level).len()

@@ -117,6 +117,42 @@ fn synthetic_machines_have_the_described_shape() {
     assert!(m.has_numa_level());
 }
 
+/// hwloc rejects a description that does not end with the PU level: one PU per object of the
+/// last level is added, and the source says so.
+#[test]
+fn synthetic_machines_without_a_pu_level_get_one_pu_per_core() {
+    use mbsp_topology::Source;
+    let l = Machine::from_spec("synthetic:package:2 core:4").unwrap();
+    let m = &l.machine;
+    assert_eq!(
+        (m.packages().len(), m.cores().len(), m.pus().len()),
+        (2, 8, 8)
+    );
+    assert_eq!(
+        m.source(),
+        &Source::Synthetic("package:2 core:4 pu:1".into())
+    );
+    assert!(
+        m.to_string()
+            .starts_with("machine (synthetic \"package:2 core:4 pu:1\"): 2 packages"),
+        "{m}"
+    );
+    // The same plans as the description written out.
+    let full = Machine::synthetic("package:2 core:4 pu:1").unwrap().machine;
+    for p in [1, 3, 8] {
+        assert_eq!(
+            plan(m, &m.whole(), p, &Policy::Scattered).unwrap(),
+            plan(&full, &full.whole(), p, &Policy::Scattered).unwrap()
+        );
+    }
+    // A level above cores only: one PU per NUMA node, each its own core.
+    let m = Machine::synthetic("package:2 numa:2").unwrap().machine;
+    assert_eq!((m.numas().len(), m.cores().len(), m.pus().len()), (4, 4, 4));
+    // A description that is wrong otherwise keeps hwloc's error, for the text as written.
+    let e = Machine::synthetic("package:2 banana:3").unwrap_err();
+    assert!(e.to_string().contains("\"package:2 banana:3\""), "{e}");
+}
+
 #[test]
 fn synthetic_machines_without_numa_level_say_so() {
     // hwloc gives such a tree one NUMA node of its own, spanning both packages.
@@ -528,4 +564,34 @@ fn shares_of_a_launcher_set_stay_inside_it_and_manual_shares_are_given() {
     assert!(mbsp_topology::shares(&m, &second, 0, &Policy::Scattered).is_err());
     let outside = Policy::Manual(vec![vec![0], vec![16]]);
     assert!(mbsp_topology::shares(&m, &second, 2, &outside).is_err());
+}
+
+/// Which processes of a plan share a core: none while there are cores enough; all of a plan of
+/// more processes than its domain has cores, on the hardware threads or on shared PUs.
+#[test]
+fn core_sharing_of_plans() {
+    use mbsp_topology::core_sharing;
+    let m = Machine::synthetic("package:2 core:2 pu:2").unwrap().machine;
+    for policy in [Policy::Compact, Policy::Scattered] {
+        for p in 1..=4 {
+            let d = plan(&m, &m.whole(), p, &policy).unwrap();
+            assert_eq!(core_sharing(&m, &d), vec![1; p], "{policy} p = {p}");
+        }
+        // 5..8 processes on 4 cores: one PU each, so some cores carry 2.
+        let d = plan(&m, &m.whole(), 6, &policy).unwrap();
+        let s = core_sharing(&m, &d);
+        assert_eq!(s.iter().filter(|&&n| n == 2).count(), 4, "{policy}: {s:?}");
+        assert_eq!(s.iter().filter(|&&n| n == 1).count(), 2, "{policy}: {s:?}");
+        // 10 on 8 PUs: PUs shared, 3 on some cores.
+        let d = plan(&m, &m.whole(), 10, &policy).unwrap();
+        assert_eq!(core_sharing(&m, &d).iter().max(), Some(&3), "{policy}");
+    }
+    // Compact nesting: a process owns one core (of 2 PUs), a run of 2 nested in it shares it.
+    let top = plan(&m, &m.whole(), 1, &Policy::Compact).unwrap();
+    let nested = plan(&m, &top[0], 2, &Policy::Compact).unwrap();
+    assert_eq!(core_sharing(&m, &nested), vec![2, 2]);
+    // Manual sets naming the same core twice.
+    let d = plan(&m, &m.whole(), 2, &Policy::Manual(vec![vec![0], vec![1]])).unwrap();
+    assert_eq!(core_sharing(&m, &d), vec![2, 2]);
+    assert!(core_sharing(&m, &[]).is_empty());
 }

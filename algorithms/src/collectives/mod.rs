@@ -34,6 +34,11 @@
 //! arrive in the collective's sync; the collective reports them as an error). Processes that call
 //! collectives that do not match — different operations, roots, element types or lengths — get
 //! an error naming both calls, never wrong data or a hang; the error ends the run like every misuse.
+//! To that end every process sends its call's header to every other process in the call's
+//! superstep of messages (with the data where the other needs some, alone where not), and the
+//! registered algorithms exchange headers first: whichever process notices a mismatch knows
+//! both calls. A process that sent nothing at all (it synced instead, or its call exchanges
+//! along a tree) is named as such, with the call of the process that noticed.
 //!
 //! Reductions and scans apply the operator elementwise, in pid order
 //! (`x₀ ⊕ x₁ ⊕ … ⊕ x_{p-1}`), so an associative operator need not be commutative; the operator
@@ -50,8 +55,10 @@
 //! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch | `L` supersteps of `h = w` |
 //! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — | — |
 //!
-//! Every message also carries the call's header (`H` = 6 words), and the registered algorithms
-//! first exchange one header between every pair of processes: with many processes and little
+//! Every message also carries the call's header (`H` = 6 words); in a superstep of messages a
+//! process sends the header alone to those it has no data for, which leaves `h` at the
+//! `(p-1)(w+H)` of the process with data; and the registered algorithms first exchange one
+//! header between every pair of processes: with many processes and little
 //! data the `(p-1)(w+H)` words of one superstep of messages cost more than the trees' extra
 //! supersteps, and the trees are chosen (at p = 1000 a one-word all-reduce by messages is a
 //! million messages in all, by trees 20 supersteps of at most one message per process).
@@ -76,7 +83,7 @@ pub use comm::Comm;
 use exposed::Exposed;
 use mbsp::{Ctx, Result};
 pub use wire::Op as Collective;
-use wire::{Call, Inbox, Op, copy_into, zero_tag};
+use wire::{Call, Inbox, Op, copy_into};
 
 /// How a collective moves its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -286,16 +293,10 @@ impl Collectives {
             }
             Algorithm::Tree => tree::broadcast(ctx, &call, root, buf),
             _ => {
-                let (me, p) = (ctx.pid(), ctx.nprocs());
-                if me == root {
-                    let tag = zero_tag(ctx);
-                    for q in (0..p).filter(|&q| q != me) {
-                        call.send(ctx, q, buf, &tag)?;
-                    }
-                }
+                let me = ctx.pid();
+                call.send_all(ctx, |_| (me == root).then_some(&*buf))?;
                 ctx.sync()?;
-                let inbox = Inbox::take(ctx, &call)?;
-                inbox.only_from(ctx, &call, |q| q == root && q != me)?;
+                let inbox = Inbox::take_all(ctx, &call)?;
                 if me != root {
                     copy_into(buf, inbox.from(ctx, &call, root)?);
                 }
@@ -434,13 +435,9 @@ impl Collectives {
             Op::AllReduce => true,
             _ => q > me,
         };
-        let tag = zero_tag(ctx);
-        for q in (0..p).filter(|&q| q != me && needed_by(q)) {
-            call.send(ctx, q, buf, &tag)?;
-        }
+        call.send_all(ctx, |q| needed_by(q).then_some(&*buf))?;
         ctx.sync()?;
-        let inbox = Inbox::take(ctx, &call)?;
-        inbox.only_from(ctx, &call, |q| q != me && needs(q))?;
+        let inbox = Inbox::take_all(ctx, &call)?;
         // Fold in pid order. Contributions before this process's own are folded into `acc`;
         // from its own on, the fold runs in place in `buf` (at p = 1: no copy at all).
         let sz = size_of::<T>();
@@ -510,13 +507,10 @@ impl Collectives {
         check_root(ctx, op, root)?;
         let call = Call::new::<T>(op, Some(root), None);
         let me = ctx.pid();
-        if me != root {
-            call.send(ctx, root, local, &zero_tag(ctx))?;
-        }
+        call.send_all(ctx, |q| (q == root).then_some(local))?;
         ctx.sync()?;
-        let inbox = Inbox::take(ctx, &call)?;
+        let inbox = Inbox::take_all(ctx, &call)?;
         if me != root {
-            inbox.only_from(ctx, &call, |_| false)?;
             return Ok(None);
         }
         let sources: Vec<Source<'_, T>> = (0..ctx.nprocs())
@@ -547,12 +541,9 @@ impl Collectives {
     pub fn allgather<T: Pod>(&self, ctx: &mut Ctx, local: &[T]) -> Result<Parts<T>> {
         let call = Call::new::<T>(Op::AllGather, None, None);
         let (me, p) = (ctx.pid(), ctx.nprocs());
-        let tag = zero_tag(ctx);
-        for q in (0..p).filter(|&q| q != me) {
-            call.send(ctx, q, local, &tag)?;
-        }
+        call.send_all(ctx, |_| Some(local))?;
         ctx.sync()?;
-        let inbox = Inbox::take(ctx, &call)?;
+        let inbox = Inbox::take_all(ctx, &call)?;
         let sources: Vec<Source<'_, T>> = (0..p)
             .map(|q| {
                 Ok(if q == me {
@@ -619,6 +610,7 @@ impl Collectives {
         let call = Call::new::<T>(op, Some(root), None);
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mut own = Vec::new();
+        let mut offsets = Vec::new();
         if me == root {
             let total = checked_sum(counts);
             if counts.len() != p || total != Some(data.len()) {
@@ -634,21 +626,15 @@ impl Collectives {
                     ),
                 ));
             }
-            let tag = zero_tag(ctx);
-            let mut at = 0;
-            for (q, &c) in counts.iter().enumerate() {
-                let piece = &data[at..at + c];
-                if q == me {
-                    own = piece.to_vec();
-                } else {
-                    call.send(ctx, q, piece, &tag)?;
-                }
-                at += c;
-            }
+            offsets = prefix(counts);
+            own = data[offsets[me]..offsets[me + 1]].to_vec();
         }
+        // The root's pieces; the others send their headers alone.
+        call.send_all(ctx, |q| {
+            (me == root).then(|| &data[offsets[q]..offsets[q + 1]])
+        })?;
         ctx.sync()?;
-        let inbox = Inbox::take(ctx, &call)?;
-        inbox.only_from(ctx, &call, |q| q == root && q != me)?;
+        let inbox = Inbox::take_all(ctx, &call)?;
         if me != root {
             let bytes = inbox.from(ctx, &call, root)?;
             own = vec![T::zeroed(); bytes.len() / size_of::<T>()];
@@ -734,12 +720,9 @@ impl Collectives {
             ));
         }
         let offsets = prefix(counts);
-        let tag = zero_tag(ctx);
-        for q in (0..p).filter(|&q| q != me) {
-            call.send(ctx, q, &send[offsets[q]..offsets[q + 1]], &tag)?;
-        }
+        call.send_all(ctx, |q| Some(&send[offsets[q]..offsets[q + 1]]))?;
         ctx.sync()?;
-        let inbox = Inbox::take(ctx, call)?;
+        let inbox = Inbox::take_all(ctx, call)?;
         let sources: Vec<Source<'_, T>> = (0..p)
             .map(|q| {
                 Ok(if q == me {
@@ -955,17 +938,9 @@ fn check_root(ctx: &Ctx, op: Op, root: usize) -> Result<()> {
 /// other; after the sync, check them all (the registrations made in the same superstep are then
 /// in effect).
 fn exchange_headers(ctx: &mut Ctx, call: &Call) -> Result<()> {
-    let (me, p) = (ctx.pid(), ctx.nprocs());
-    let tag = zero_tag(ctx);
-    for q in (0..p).filter(|&q| q != me) {
-        call.send::<u8>(ctx, q, &[], &tag)?;
-    }
+    call.send_all::<u8>(ctx, |_| None)?;
     ctx.sync()?;
-    let inbox = Inbox::take(ctx, call)?;
-    for q in (0..p).filter(|&q| q != me) {
-        inbox.from(ctx, call, q)?;
-    }
-    Ok(())
+    Inbox::take_all(ctx, call).map(drop)
 }
 
 /// Broadcast by direct gets: after registering, every process fetches the whole buffer from the

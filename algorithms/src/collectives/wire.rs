@@ -193,15 +193,34 @@ impl Call {
         )
     }
 
-    /// Error for a process that expected a message from `from` and got none.
+    /// Send every other process a message of this call: `data(q)` behind the header where
+    /// there is some for `q`, the header alone where not. So every process learns every other
+    /// process's call in the superstep, and a mismatch is reported with both calls by whichever
+    /// process notices it. The messages carry a zero tag of the current size.
+    pub fn send_all<'d, T: Pod>(
+        &self,
+        ctx: &Ctx,
+        data: impl Fn(usize) -> Option<&'d [T]>,
+    ) -> Result<()> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let tag = zero_tag(ctx);
+        for q in (0..p).filter(|&q| q != me) {
+            self.send(ctx, q, data(q).unwrap_or(&[]), &tag)?;
+        }
+        Ok(())
+    }
+
+    /// Error for a process that expected a message from `from` and got none: `from` called no
+    /// collective in this superstep, or one whose messages go elsewhere (a tree, where each
+    /// process hears from one other per superstep).
     pub fn missing(&self, ctx: &Ctx, from: usize) -> Error {
+        let me = ctx.pid();
         ctx.misuse_error(
             self.op.name(),
             format!(
-                "pid {} expected data from pid {from} and got none (processes disagree on the \
-                 root or on the operation; pid {} called {})",
-                ctx.pid(),
-                ctx.pid(),
+                "processes disagree: pid {from} sent pid {me} no message in this superstep, so \
+                 it called no collective here (it synced, or called something else) or one that \
+                 exchanges along a tree (another algorithm, or another root); pid {me} called {}",
                 Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty)
             ),
         )
@@ -251,6 +270,19 @@ impl<'a> Inbox<'a> {
             data[from] = Some(body);
         }
         Ok(Inbox { data })
+    }
+
+    /// [`take`](Self::take), then an error unless every other process sent a message (as
+    /// [`Call::send_all`] sends them): a process that made no matching call is named after
+    /// every header has been checked, so that a process that made another call is reported
+    /// with both calls.
+    pub fn take_all(ctx: &'a Ctx, call: &Call) -> Result<Inbox<'a>> {
+        let inbox = Inbox::take(ctx, call)?;
+        let me = ctx.pid();
+        match (0..inbox.data.len()).find(|&q| q != me && inbox.data[q].is_none()) {
+            Some(q) => Err(call.missing(ctx, q)),
+            None => Ok(inbox),
+        }
     }
 
     /// The data from `from`, or an error if it sent nothing.

@@ -38,11 +38,16 @@ fn different_roots() {
         let mut b = [ctx.pid() as u64; 4];
         coll::broadcast(ctx, root, &mut b)
     });
-    expect_misuse(2, &["broadcast", "expected data from pid"], |ctx| {
-        let root = 1 - ctx.pid(); // each thinks the other is the root: nobody sends
-        let mut b = [0u8; 3];
-        coll::broadcast(ctx, root, &mut b)
-    });
+    // Each thinks the other is the root: neither sends data, but each sends its header.
+    expect_misuse(
+        2,
+        &["broadcast", "disagree", "with root 0", "with root 1"],
+        |ctx| {
+            let root = 1 - ctx.pid();
+            let mut b = [0u8; 3];
+            coll::broadcast(ctx, root, &mut b)
+        },
+    );
     expect_misuse(3, &["reduce", "root"], |ctx| {
         let mut b = [1u32];
         coll::reduce(ctx, ctx.pid() % 2, &mut b, |a, b| a + b)
@@ -131,14 +136,97 @@ fn different_operations_and_types() {
         },
     );
     // One process syncs instead of calling the collective.
-    expect_misuse(2, &["allreduce", "expected data from pid 1"], |ctx| {
-        if ctx.pid() == 0 {
-            coll::allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
-        } else {
-            ctx.sync()?;
-            ctx.sync()
+    expect_misuse(
+        2,
+        &[
+            "allreduce",
+            "pid 1 sent pid 0 no message in this superstep",
+            "pid 0 called allreduce on 1 elements of u64",
+        ],
+        |ctx| {
+            if ctx.pid() == 0 {
+                coll::allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+            } else {
+                ctx.sync()?;
+                ctx.sync()
+            }
+        },
+    );
+}
+
+/// Calls in which one process has nothing to send the other (a broadcast's non-root, a
+/// reduction's or gather's root, a scatter's non-root): whichever process notices the mismatch
+/// first, the error names both calls, for it has the other's header. Repeated, for either side
+/// may notice first.
+#[test]
+fn the_error_names_both_calls_whoever_notices() {
+    type Case = (&'static [&'static str], Program);
+    let cases: [Case; 4] = [
+        (
+            &[
+                "disagree",
+                "called allreduce on 2 elements of u64",
+                "called broadcast with root 0 on 2 elements of u64",
+            ],
+            |ctx| {
+                let mut b = [1u64; 2];
+                if ctx.pid() == 0 {
+                    coll::allreduce(ctx, &mut b, |a, b| a + b)
+                } else {
+                    coll::broadcast(ctx, 0, &mut b)
+                }
+            },
+        ),
+        (
+            &[
+                "disagree",
+                "called reduce with root 0 on 2 elements of u64",
+                "called broadcast with root 0 on 2 elements of u64",
+            ],
+            |ctx| {
+                let mut b = [1u64; 2];
+                if ctx.pid() == 0 {
+                    coll::reduce(ctx, 0, &mut b, |a, b| a + b)
+                } else {
+                    coll::broadcast(ctx, 0, &mut b)
+                }
+            },
+        ),
+        (
+            &[
+                "disagree",
+                "called gather with root 0",
+                "called scatter with root 0",
+            ],
+            |ctx| {
+                if ctx.pid() == 0 {
+                    coll::gather(ctx, 0, &[1u32]).map(drop)
+                } else {
+                    coll::scatter::<u32>(ctx, 0, &[]).map(drop)
+                }
+            },
+        ),
+        (
+            &[
+                "disagree",
+                "called scan_exclusive on 1 elements of i64",
+                "called gather with root 2",
+            ],
+            |ctx| {
+                if ctx.pid() == 2 {
+                    coll::gather(ctx, 2, &[1i64]).map(drop)
+                } else {
+                    coll::scan_exclusive(ctx, &mut [1i64], 0, |a, b| a + b)
+                }
+            },
+        ),
+    ];
+    for (i, (needles, f)) in cases.into_iter().enumerate() {
+        let p = if i == 3 { 3 } else { 2 };
+        for _ in 0..20 {
+            expect_misuse(p, needles, f);
         }
-    });
+    }
 }
 
 #[test]

@@ -362,6 +362,7 @@ pub fn run(o: &Options) -> Result<()> {
         }
         return plan_view::print(&e, o);
     }
+    refuse_forced("mbsp affinity")?;
     let sizes = kernels::Sizes::new(o.quick);
     let matrix = match (&o.matrix, e.kernels.contains(&Kernel::Spmv)) {
         (Some(f), true) => Some(kernels::load_matrix(f, &e)?),
@@ -427,6 +428,19 @@ pub fn run(o: &Options) -> Result<()> {
         print!("{}", out.table());
     }
     Ok(())
+}
+
+/// A command that compares policies cannot run when `MBSP_AFFINITY` forces one on every run:
+/// the error says so.
+pub(crate) fn refuse_forced(command: &str) -> Result<()> {
+    match mbsp::forced_affinity() {
+        None => Ok(()),
+        Some(_) => Err(Error::usage(format!(
+            "{command} compares placement policies, but MBSP_AFFINITY={} forces one on every \
+             run: unset it (give a program's forced policies as --policy force:...)",
+            std::env::var(mbsp::AFFINITY_ENV).unwrap_or_default()
+        ))),
+    }
 }
 
 /// A seed from the clock (nanoseconds since the epoch, mixed).

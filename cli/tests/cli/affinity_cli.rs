@@ -212,6 +212,21 @@ fn runs_two_kernels_and_a_program_here() {
     assert!(plot.starts_with("<svg") && plot.contains("scattered"));
 }
 
+/// MBSP_AFFINITY=force:... would make every policy compared the same: refused.
+#[test]
+fn a_forced_policy_is_refused() {
+    for cmd in ["affinity", "params"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+            .args([cmd, "--quick"])
+            .env("MBSP_AFFINITY", "force:compact")
+            .output()
+            .expect("start mbsp");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("MBSP_AFFINITY=force:compact forces one"), "{err}");
+    }
+}
+
 /// A program built on mbsp that prints no figure is timed by its supersteps, from the
 /// profile this command asks it for; with --wall-clock, by its whole process.
 #[test]

@@ -19,6 +19,7 @@ fn xml(name: &str) -> String {
 fn mbsp(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
         .args(args)
+        .env_remove("MBSP_AFFINITY")
         .envs(env.iter().copied())
         .output()
         .expect("run mbsp");
@@ -220,4 +221,221 @@ fn synthetic_trees_without_numa_level_say_so() {
         .map(|p| p["numa"].as_i64().unwrap())
         .collect();
     assert_eq!(numas, vec![0, 1]);
+}
+
+/// A plan that stacks processes on a core is marked: per process (`stacked: n processes on its
+/// core`, JSON `per_core`), and once with a warning naming the run, its cores and what to do
+/// (JSON `stacked`). Compact nesting stacks (a process owns one core); scattered does not.
+#[test]
+fn plans_that_stack_processes_on_a_core_are_marked() {
+    let tree = "package:2 core:4 pu:1";
+    let (code, out, err) = mbsp(
+        &[
+            "topo",
+            "--synthetic",
+            tree,
+            "-p",
+            "1",
+            "--nest",
+            "2",
+            "--policy",
+            "compact",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "    pid 0/1: package 0, NUMA -, cores 0, PUs 0 (stacked: 2 processes on its core)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("  pid 0: package 0, NUMA -, cores 0, PUs 0\n"),
+        "the top-level process has its core: {out}"
+    );
+    let warning = "warning: the run nested in pid 0 puts its 2 processes on 1 core (core 0, up \
+                   to 2 on one core): the compact policy gives each process one core, so a run \
+                   nested in it shares that core; use --policy scattered (each process then owns \
+                   a share of the machine to nest in), or nest at most 1 in it\n";
+    assert!(out.ends_with(warning), "{out}");
+
+    // Two packages, 2 x 4 compact: both nested runs stack, one warning says so.
+    let (code, out, _) = mbsp(
+        &[
+            "topo",
+            "--synthetic",
+            tree,
+            "-p",
+            "2",
+            "--nest",
+            "4",
+            "--policy",
+            "compact",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("(stacked: 4 processes on its core)").count(), 8);
+    assert_eq!(out.matches("warning:").count(), 1, "{out}");
+    assert!(out.contains("(1 more run of the plan stacks too)"), "{out}");
+    let v = json(&[
+        "topo",
+        "--synthetic",
+        tree,
+        "-p",
+        "2",
+        "--nest",
+        "4",
+        "--policy",
+        "compact",
+        "--json",
+    ]);
+    assert_eq!(
+        v["stacked"],
+        serde_json::json!([
+            {"parent": [0], "processes": 4, "cores": [0], "most": 4},
+            {"parent": [1], "processes": 4, "cores": [1], "most": 4},
+        ])
+    );
+    assert_eq!(v["processes"][1]["children"][3]["per_core"], 4);
+    assert!(v["processes"][1].get("per_core").is_none());
+
+    // Scattered: a package each, a core each inside. Nothing stacks, nothing is marked.
+    let (code, out, _) = mbsp(
+        &["topo", "--synthetic", tree, "-p", "2", "--nest", "4"],
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        !out.contains("stacked") && !out.contains("warning"),
+        "{out}"
+    );
+    let v = json(&[
+        "topo",
+        "--synthetic",
+        tree,
+        "-p",
+        "2",
+        "--nest",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(v["stacked"], serde_json::json!([]));
+    // More top-level processes than cores: the top level stacks.
+    let (_, out, _) = mbsp(&["topo", "--synthetic", tree, "-p", "12"], &[]);
+    assert!(
+        out.contains(
+            "warning: the top-level run puts its 12 processes on 8 cores (cores 0-7, up to 2 on \
+             one core): more processes than the machine has cores"
+        ),
+        "{out}"
+    );
+}
+
+/// The plan's policy as a run would take it: `MBSP_AFFINITY=force:...` first, then `--policy`,
+/// then `MBSP_AFFINITY`, then scattered; the header and the JSON say where it came from.
+#[test]
+fn the_policy_comes_from_the_option_or_the_environment_as_for_a_run() {
+    let tree = "package:2 core:2 pu:1";
+    // (environment, --policy) -> (policy, where from, pid 1's place).
+    type Case = (
+        Option<&'static str>,
+        Option<&'static str>,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let cases: [Case; 7] = [
+        (
+            None,
+            None,
+            "scattered",
+            "default",
+            "package 1, NUMA -, cores 2-3",
+        ),
+        (
+            None,
+            Some("compact"),
+            "compact",
+            "option",
+            "package 0, NUMA -, cores 1",
+        ),
+        (
+            Some("compact"),
+            None,
+            "compact",
+            "environment",
+            "package 0, NUMA -, cores 1",
+        ),
+        (
+            Some("compact"),
+            Some("scattered"),
+            "scattered",
+            "option",
+            "package 1, NUMA -, cores 2-3",
+        ),
+        (
+            Some("force:compact"),
+            Some("scattered"),
+            "compact",
+            "forced",
+            "package 0, NUMA -, cores 1",
+        ),
+        (
+            Some("force:manual:3;0"),
+            Some("compact"),
+            "manual",
+            "forced",
+            "package 0, NUMA -, cores 0",
+        ),
+        (
+            Some("none"),
+            None,
+            "scattered",
+            "environment",
+            "package 1, NUMA -, cores 2-3",
+        ),
+    ];
+    for (env, option, policy, from, place) in cases {
+        let mut args = vec!["topo", "--synthetic", tree, "-p", "2"];
+        if let Some(o) = option {
+            args.extend(["--policy", o]);
+        }
+        let vars: Vec<(&str, &str)> = env.map(|e| ("MBSP_AFFINITY", e)).into_iter().collect();
+        let (code, out, err) = mbsp(&args, &vars);
+        assert_eq!(code, 0, "{env:?} {option:?}: {err}");
+        let note = match (from, env) {
+            ("forced", Some(e)) => format!(" (MBSP_AFFINITY={e}, before --policy)"),
+            ("environment", Some(e)) => format!(" (MBSP_AFFINITY={e})"),
+            _ => String::new(),
+        };
+        let header = format!(
+            "plan: 2 processes (2), policy {policy}{note}, planned only (not this machine)\n"
+        );
+        assert!(out.contains(&header), "{env:?} {option:?}: {out}");
+        assert!(
+            out.contains(&format!("  pid 1: {place}, ")),
+            "{env:?} {option:?}: {out}"
+        );
+        args.push("--json");
+        let (_, out, _) = mbsp(&args, &vars);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (v["policy"].as_str(), v["policy_from"].as_str()),
+            (Some(policy), Some(from))
+        );
+    }
+    // On this machine, MBSP_AFFINITY=none says runs are not bound.
+    let (_, out, _) = mbsp(&["topo", "-p", "1"], &[("MBSP_AFFINITY", "none")]);
+    assert!(
+        out.contains("policy scattered (MBSP_AFFINITY=none), not bound (MBSP_AFFINITY=none)\n"),
+        "{out}"
+    );
+    let (code, _, err) = mbsp(&["topo", "-p", "1"], &[("MBSP_AFFINITY", "force:spread")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("MBSP_AFFINITY=\"force:spread\" is not understood"),
+        "{err}"
+    );
 }

@@ -654,3 +654,74 @@ fn a_get_into_another_processs_memory_is_refused() {
         );
     });
 }
+
+/// A payload read as a type it does not hold: `try_payload_as` returns the error as a value (the
+/// run goes on), `payload_as` panics with it and the run ends with that very error, naming the
+/// operation, the reading process, the superstep, the sender, the type and both lengths.
+#[test]
+fn a_payload_read_as_the_wrong_type() {
+    const WANT: &str = "the payload of the message from pid 0 has 12 bytes, not a whole number \
+                        of f64 (8 bytes each); 12 bytes are 3 elements of a 4-byte type (f32, \
+                        u32, i32)";
+    within(60, || {
+        // As a value: the process decides, and the run goes on.
+        let r = run(2, |ctx| {
+            ctx.send_pod(1 - ctx.pid(), &(), &[1.0f32, 2.0, 3.0])?;
+            ctx.sync()?;
+            let m = ctx.hpmove()?.expect("a message");
+            let e = m.try_payload_as::<f64>().expect_err("12 bytes are no f64s");
+            assert_eq!(
+                (e.kind(), e.op(), e.superstep()),
+                (Misuse, "payload_as", Some(1))
+            );
+            assert_eq!(e.pid(), Some(ctx.pid()));
+            assert_eq!(e.message().replace("pid 1 ", "pid 0 "), WANT);
+            let ok = m.try_payload_as::<f32>()?.to_vec();
+            ctx.sync()?;
+            Ok(ok)
+        })
+        .unwrap();
+        assert_eq!(r, vec![vec![1.0, 2.0, 3.0]; 2]);
+
+        // As a panic: the run's error is the misuse itself, not a panic of "spmd".
+        let r = run(2, |ctx| {
+            ctx.sync()?;
+            if ctx.pid() == 0 {
+                ctx.send_pod(1, &(), &[1.0f32, 2.0, 3.0])?;
+            }
+            ctx.sync()?;
+            if ctx.pid() == 1 {
+                let m = ctx.hpmove()?.expect("a message");
+                let _: &[f64] = m.payload_as();
+            }
+            ctx.sync()
+        });
+        let e = expect_err(r, Misuse, "payload_as", Some(1), Some(2), &[WANT]);
+        assert_eq!(
+            e.to_string(),
+            format!("payload_as (pid 1, superstep 2): {WANT}")
+        );
+
+        // The tag read as a type of another size.
+        let r = run(2, |ctx| {
+            ctx.set_tagsize(4)?;
+            ctx.sync()?;
+            ctx.send(1 - ctx.pid(), &7u32.to_ne_bytes(), &[])?;
+            ctx.sync()?;
+            let m = ctx.hpmove()?.expect("a message");
+            Ok(m.tag_as::<u64>())
+        });
+        expect_err(
+            r,
+            Misuse,
+            "tag_as",
+            None,
+            Some(2),
+            &[
+                "the tag of the message from pid",
+                "has 4 bytes",
+                "but a u64 has 8",
+            ],
+        );
+    });
+}

@@ -487,6 +487,254 @@ fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
     false
 }
 
+/// Run the test `name` of this binary again in a child process with `env` set, check that it
+/// passed, and return its stderr; `None` in the child, which then does the work itself.
+fn child_stderr(name: &str, env: &[(&str, &str)]) -> Option<String> {
+    if std::env::var_os(CHILD).is_some() {
+        return None;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            &common::test_name(module_path!(), name),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env_remove(mbsp::topology::ENV)
+        .env_remove(mbsp::AFFINITY_ENV)
+        .envs(env.iter().copied())
+        .output()
+        .expect("test binary runs again");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "child test failed:\n{stdout}{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "child ran no test:\n{stdout}{stderr}"
+    );
+    Some(stderr)
+}
+
+/// The warnings a child's stderr holds.
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("mbsp: warning:"))
+        .collect()
+}
+
+/// A nested run that stacks its processes on one core (under compact nesting: its parent owns
+/// one core) is warned about once per program, naming the run, where and what to do; nested runs
+/// that do not, and those of one process per object of a level, are not.
+#[test]
+fn nested_runs_stacked_on_one_core_are_warned_about_once() {
+    const NAME: &str = "nested_runs_stacked_on_one_core_are_warned_about_once";
+    if let Some(err) = child_stderr(NAME, &[]) {
+        let w = warnings(&err);
+        assert_eq!(
+            w,
+            [
+                "mbsp: warning: the run of 4 nested in process 1 (compact) puts its 4 processes on 1 \
+              core (core 1, PUs 1; up to 4 on one core): the compact policy gives each process one \
+              core, and process 1 nests its run there. Place the runs above it scattered \
+              (Run::policy(Policy::Scattered), or MBSP_AFFINITY=scattered, the default) so that \
+              each process owns a share of the machine to nest in, or nest at most 1 process in \
+              it (this warning is printed once per program)"
+            ],
+            "{err}"
+        );
+        return;
+    }
+    within(60, || {
+        let m = fake("package:2 core:4 pu:1");
+        // Not stacked: scattered nesting, one per PU of a core, manual sets.
+        Run::new(2)
+            .machine(m.clone())
+            .run(|ctx| {
+                assert_eq!(ctx.run(4, |n| Ok(n.pid()))?.len(), 4);
+                if ctx.pid() == 0 {
+                    // Both on CPU 0, as asked (pid 0 owns package 0, CPUs 0-3).
+                    let manual = Policy::Manual(vec![vec![0], vec![0]]);
+                    ctx.run_with(Run::new(2).policy(manual), |_| Ok(()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        Run::new(1)
+            .machine(fake("package:1 core:1 pu:2"))
+            .policy(Policy::Compact)
+            .run(|ctx| ctx.run_per(Level::Pu, |n| Ok(n.pid())))
+            .unwrap();
+        // Stacked, twice in a loop, then another shape: one warning, for the first.
+        Run::new(2)
+            .machine(m.clone())
+            .policy(Policy::Compact)
+            .run(|ctx| {
+                if ctx.pid() == 1 {
+                    for _ in 0..2 {
+                        let cores = ctx.run(4, |n| Ok(n.placement().cores))?;
+                        assert_eq!(cores, vec![vec![1]; 4]);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        Run::new(8)
+            .machine(m)
+            .run(|ctx| ctx.run(3, |n| Ok(n.pid())).map(drop))
+            .unwrap();
+    });
+}
+
+/// The cores of a top-level run of 2 on `package:2 core:2 pu:1` given `policy` (none: the
+/// default), and of the run of 2 nested in its pid 1 given `nested` (none: inherited).
+fn placed_with(
+    policy: Option<Policy>,
+    nested: Option<Policy>,
+) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut run = Run::new(2).machine(fake("package:2 core:2 pu:1"));
+    if let Some(p) = policy {
+        run = run.policy(p);
+    }
+    let r = run
+        .run(|ctx| {
+            let inner = match &nested {
+                Some(p) => Run::new(2).policy(p.clone()),
+                None => Run::new(2),
+            };
+            let cores = ctx.run_with(inner, |n| Ok(n.placement().cores))?;
+            Ok((ctx.placement().cores, cores))
+        })
+        .unwrap();
+    (r.iter().map(|x| x.0.clone()).collect(), r[1].1.clone())
+}
+
+/// `MBSP_AFFINITY=compact` applies where the program chose no policy: `Run::policy` comes first.
+#[test]
+fn the_programs_policy_comes_before_the_environments() {
+    if !in_child(
+        "the_programs_policy_comes_before_the_environments",
+        &[("MBSP_AFFINITY", "compact")],
+    ) {
+        return;
+    }
+    assert_eq!(mbsp::forced_affinity(), None);
+    // The environment's compact: pids on cores 0 and 1 of package 0; nested: inherited, so
+    // the run nested in pid 1 stacks on its core.
+    assert_eq!(
+        placed_with(None, None),
+        (vec![vec![0], vec![1]], vec![vec![1], vec![1]])
+    );
+    // The program's scattered, above and inside: a package each, a core each.
+    assert_eq!(
+        placed_with(Some(Policy::Scattered), None),
+        (vec![vec![0, 1], vec![2, 3]], vec![vec![2], vec![3]])
+    );
+    assert_eq!(
+        placed_with(None, Some(Policy::Scattered)),
+        (vec![vec![0], vec![1]], vec![vec![1], vec![1]])
+    );
+}
+
+/// `MBSP_AFFINITY=force:compact` comes before `Run::policy`, at the top level and in nested
+/// runs (which inherit it); the program's binding choice stands.
+#[test]
+fn a_forced_policy_comes_before_the_programs() {
+    if let Some(err) = child_stderr(
+        "a_forced_policy_comes_before_the_programs",
+        &[("MBSP_AFFINITY", "force:compact"), ("MBSP_PLACEMENT", "1")],
+    ) {
+        // MBSP_PLACEMENT's report says the policy is forced.
+        assert!(
+            err.contains(
+                "mbsp placement: top-level run of 2 (compact (forced by MBSP_AFFINITY), not \
+                 bound): pid 0: PUs 0; pid 1: PUs 1\n"
+            ),
+            "{err}"
+        );
+        return;
+    }
+    assert_eq!(mbsp::forced_affinity(), Some(&(Policy::Compact, true)));
+    let compact = (vec![vec![0], vec![1]], vec![vec![1], vec![1]]);
+    assert_eq!(placed_with(None, None), compact);
+    assert_eq!(placed_with(Some(Policy::Scattered), None), compact);
+    assert_eq!(
+        placed_with(Some(Policy::Scattered), Some(Policy::Scattered)),
+        compact
+    );
+    let manual = Policy::Manual(vec![vec![3], vec![2]]);
+    assert_eq!(placed_with(Some(manual), None), compact);
+    // Binding is still the program's to turn off.
+    let r = Run::new(1)
+        .bind(false)
+        .run(|ctx| Ok(ctx.placement().binding))
+        .unwrap();
+    assert_eq!(
+        r[0],
+        Binding::NotApplied(off_reason("Run::bind(false)")),
+        "{}",
+        r[0]
+    );
+}
+
+/// `force:manual:...` places the top level by the sets (nested runs scattered inside);
+/// `force:none` turns binding off even where the program asks for it.
+#[test]
+fn a_forced_manual_policy_and_forced_unbinding() {
+    if let Some(err) = child_stderr(
+        "a_forced_manual_policy_and_forced_unbinding",
+        &[("MBSP_AFFINITY", "force:manual:3;0")],
+    ) {
+        // Each pid owns one CPU: the runs of 2 nested in them stack there (warned once, for
+        // whichever comes first).
+        let w = warnings(&err);
+        assert_eq!(w.len(), 1, "{err}");
+        assert!(
+            w[0].contains(" (scattered) puts its 2 processes on 1 core (core ")
+                && w[0].contains(" owns 1 core. Start fewer processes above it"),
+            "{err}"
+        );
+        let err = child_stderr(
+            "a_forced_manual_policy_and_forced_unbinding",
+            &[("MBSP_AFFINITY", "force:none")],
+        )
+        .unwrap();
+        assert!(warnings(&err).is_empty(), "{err}");
+        return;
+    }
+    match mbsp::forced_affinity() {
+        Some((Policy::Manual(sets), true)) => {
+            assert_eq!(sets, &vec![vec![3], vec![0]]);
+            // CPU 3 is core 3 (package 1), CPU 0 core 0; a nested run inherits scattered.
+            assert_eq!(
+                placed_with(Some(Policy::Compact), Some(Policy::Compact)),
+                (vec![vec![3], vec![0]], vec![vec![0], vec![0]])
+            );
+        }
+        Some((Policy::Scattered, false)) => {
+            let want = off_reason("MBSP_AFFINITY=force:none");
+            let r = Run::new(2)
+                .bind(true)
+                .run(|ctx| {
+                    let inner = ctx.run_with(Run::new(1).bind(true), |n| Ok(n.placement()))?;
+                    Ok((ctx.placement(), inner[0].clone()))
+                })
+                .unwrap();
+            for (top, inner) in r {
+                assert_eq!(top.binding, Binding::NotApplied(want.clone()), "{top}");
+                assert_eq!(inner.binding, Binding::NotApplied(want.clone()), "{inner}");
+            }
+        }
+        other => panic!(
+            "MBSP_AFFINITY={:?} forces {other:?}",
+            std::env::var("MBSP_AFFINITY")
+        ),
+    }
+}
+
 #[test]
 fn a_bad_machine_specification_is_the_source_of_the_run_error() {
     use mbsp::topology::TopologyError;
