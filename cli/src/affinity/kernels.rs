@@ -289,13 +289,86 @@ impl<'a> Cell<'a> {
     }
 }
 
-/// The BSP parameters of the processes that communicate in a kernel: those of the level they
-/// make up (`machine` for a flat run, `package` for the nested runs inside packages), measured
-/// with `group` processes under the policy, as [`mbsp::params::Params::for_placement`] finds
-/// them.
-fn params_of(policy: &PolicySpec, nested: bool, group: usize) -> Params {
-    let level = if nested { "package" } else { "machine" };
-    Params::for_placement(level, group, &policy.label)
+/// Where the processes that communicate in a kernel (one leaf run: all of a flat run, one
+/// nested run of a nested one) sit: how many of them, and on how many packages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// Processes.
+    pub p: usize,
+    /// Packages they use.
+    pub packages: usize,
+}
+
+impl Group {
+    /// The group of a plan: the top-level processes of a flat plan, the children of process 0
+    /// of a nested one.
+    pub fn of(nodes: &[Process]) -> Group {
+        let members: &[Process] = match nodes.first() {
+            Some(n) if !n.children.is_empty() => &n.children,
+            _ => nodes,
+        };
+        let mut packages: Vec<usize> = members
+            .iter()
+            .flat_map(|n| n.packages.iter().copied())
+            .collect();
+        packages.sort_unstable();
+        packages.dedup();
+        Group {
+            p: members.len(),
+            packages: packages.len(),
+        }
+    }
+
+    /// The level of the machine tree whose parameters describe the group, as `mbsp params`
+    /// names them: `package` when it sits in one package of a machine of several (its
+    /// syncs and words never cross the packages' link), else `machine`.
+    pub fn level(&self, m: &mbsp::Machine) -> &'static str {
+        if self.packages <= 1 && m.packages().len() > 1 {
+            "package"
+        } else {
+            "machine"
+        }
+    }
+}
+
+/// The BSP parameters of a group under a policy: its level's, measured with as many processes
+/// under that policy where the file in force has them
+/// ([`mbsp::params::Params::for_placement`]).
+fn params_of(policy: &PolicySpec, m: &mbsp::Machine, group: Group) -> Params {
+    Params::for_placement(group.level(m), group.p, &policy.label)
+}
+
+/// The BSP prediction of the parameter-only kernels (triad, sync, the h-relations) with
+/// `params` for a group of `p` processes: seconds per step, the formula, and the parameters
+/// it uses.
+pub fn model(
+    k: Kernel,
+    params: &Params,
+    sizes: &Sizes,
+    p: usize,
+) -> Option<(f64, &'static str, &'static [&'static str])> {
+    match k {
+        Kernel::Triad => Some((
+            2.0 * sizes.triad_n as f64 / params.r_stream,
+            "2n / r_stream",
+            &["r_stream"],
+        )),
+        Kernel::Sync => Some((params.l, "l", &["l"])),
+        Kernel::Hword => {
+            let h = sizes.hword_h as f64;
+            Some((params.time_of(1, h, h), "l + h g_msg", &["l", "g_msg"]))
+        }
+        Kernel::Hbulk => {
+            // One bulk put per destination.
+            let puts = (p - 1).max(1) as f64;
+            Some((
+                params.time_of(1, sizes.hbulk_h as f64, puts),
+                "l + h g (+ g_msg - g per put)",
+                &["l", "g"],
+            ))
+        }
+        Kernel::Fft | Kernel::Spmv => None,
+    }
 }
 
 /// Prepares kernel `k` under `pol` and `shape`: its row (what it is, its prediction) and the
@@ -321,8 +394,8 @@ pub fn prepare<'a>(
     packages.dedup();
     let fans = fan_outs(&nodes);
     // The processes that communicate in the kernel: a leaf's run.
-    let group = fans.as_ref().map_or(1, |f| *f.last().unwrap_or(&1));
-    let params = params_of(pol, levels.len() > 1, group);
+    let group = Group::of(&nodes);
+    let params = params_of(pol, m, group);
     eprintln!(
         "affinity: {} under {}, {shape} ({} processes): preparing",
         k.name(),
@@ -343,6 +416,7 @@ pub fn prepare<'a>(
         model: String::new(),
         missing: Vec::new(),
         figure: "seconds per step, the slowest process's".into(),
+        params_level: format!("{} p={}", group.level(m), group.p),
         packages,
         bound: None,
         skipped: None,
@@ -353,9 +427,6 @@ pub fn prepare<'a>(
             need_per_leaf(leaves.len(), 3 * n as u128, "the triad's 3 arrays")?;
             row.size = format!("n = {n} per process");
             row.iterations = sizes.triad_iters;
-            row.predicted = Some(2.0 * n as f64 / params.r_stream);
-            row.model = "2n / r_stream".into();
-            row.missing = missing(&["r_stream"]);
             let iters = sizes.triad_iters;
             Some(Box::new(move || {
                 on_leaves(&levels, pol, iters, &triad_step(n)).map(Sample::from)
@@ -364,9 +435,6 @@ pub fn prepare<'a>(
         Kernel::Sync => {
             row.size = "empty superstep".into();
             row.iterations = sizes.sync_iters;
-            row.predicted = Some(params.l);
-            row.model = "l".into();
-            row.missing = missing(&["l"]);
             let iters = sizes.sync_iters;
             let step =
                 |_: &mut Ctx| -> mbsp::Result<Step> { Ok(Box::new(|ctx: &mut Ctx| ctx.sync())) };
@@ -378,21 +446,12 @@ pub fn prepare<'a>(
             let words = k == Kernel::Hword;
             let h = if words { sizes.hword_h } else { sizes.hbulk_h };
             need_per_leaf(leaves.len(), 2 * h as u128, "the h-relation's buffers")?;
-            // Requests per process and superstep: h one-word puts, or one per destination.
-            let requests = if words { h } else { (group - 1).max(1) };
             row.size = if words {
                 format!("h = {h} one-word puts")
             } else {
                 format!("h = {h} words in bulk puts")
             };
             row.iterations = sizes.h_iters;
-            row.predicted = Some(params.time_of(1, h as f64, requests as f64));
-            row.model = if words {
-                "l + h g_msg".into()
-            } else {
-                "l + h g (+ g_msg - g per put)".into()
-            };
-            row.missing = missing(if words { &["l", "g_msg"] } else { &["l", "g"] });
             let iters = sizes.h_iters;
             Some(Box::new(move || {
                 let step = |ctx: &mut Ctx| -> mbsp::Result<Step> { h_relation(ctx, h, words) };
@@ -403,7 +462,7 @@ pub fn prepare<'a>(
             row.size = format!("n = {}", sizes.fft_n);
             row.iterations = sizes.fft_iters;
             match &fans {
-                Ok(f) => match fft_job(levels, f.clone(), pol, sizes, &mut row) {
+                Ok(f) => match fft_job(levels, f.clone(), pol, m, group, sizes, &mut row) {
                     Ok(job) => Some(job),
                     Err(Skip::Not(why)) => {
                         row.skipped = Some(why);
@@ -422,7 +481,16 @@ pub fn prepare<'a>(
             row.size = format!("{}, nnz {}", mx.name, mx.a.nnz());
             row.iterations = sizes.spmv_iters;
             match &fans {
-                Ok(f) => match spmv_job(mx, levels, f.clone(), pol, sizes.spmv_iters, &mut row) {
+                Ok(f) => match spmv_job(
+                    mx,
+                    levels,
+                    f.clone(),
+                    pol,
+                    m,
+                    group,
+                    sizes.spmv_iters,
+                    &mut row,
+                ) {
                     Ok(job) => Some(job),
                     Err(Skip::Not(why)) => {
                         row.skipped = Some(why);
@@ -437,6 +505,11 @@ pub fn prepare<'a>(
             }
         }
     };
+    if let Some((t, formula, keys)) = model(k, &params, sizes, group.p) {
+        row.predicted = Some(t);
+        row.model = formula.into();
+        row.missing = missing(keys);
+    }
     if let Some(why) = &row.skipped {
         eprintln!(
             "affinity: {} under {} ({shape}) skipped: {why}",
@@ -538,6 +611,8 @@ fn fft_job<'a>(
     levels: Vec<Count>,
     fans: Vec<usize>,
     pol: &'a PolicySpec,
+    m: &mbsp::Machine,
+    group: Group,
     sizes: &Sizes,
     row: &mut Row,
 ) -> std::result::Result<Job<'a>, Skip> {
@@ -567,7 +642,7 @@ fn fft_job<'a>(
     let mut cost = mbsp_tools::params::fft_cost(&fans, &pol.label);
     if !nested {
         // One level, or a top level of one process: the FFT of the processes below is flat.
-        cost = FftCost::uniform(params_of(pol, fans.len() > 1, p));
+        cost = FftCost::uniform(params_of(pol, m, group));
     }
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
         prm.r = r;
@@ -667,6 +742,8 @@ fn spmv_job<'a>(
     levels: Vec<Count>,
     fans: Vec<usize>,
     pol: &'a PolicySpec,
+    m: &mbsp::Machine,
+    group: Group,
     iters: usize,
     row: &mut Row,
 ) -> std::result::Result<Job<'a>, Skip> {
@@ -716,7 +793,7 @@ fn spmv_job<'a>(
         };
         // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
         let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
-        row.predicted = spnz.map(|s| plan.predict(&params_of(pol, false, p), s, false));
+        row.predicted = spnz.map(|s| plan.predict(&params_of(pol, m, group), s, false));
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
         row.missing = missing(&["l", "g"]);
         return Ok(Box::new(move || {

@@ -512,6 +512,7 @@ mod tests {
             model: String::new(),
             missing: Vec::new(),
             figure: String::new(),
+            params_level: String::new(),
             packages: Vec::new(),
             bound: None,
             skipped: None,

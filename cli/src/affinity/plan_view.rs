@@ -1,7 +1,13 @@
 //! The plan view of `mbsp affinity`: on a machine that is not this one, where each process of
-//! every shape would go under every policy, side by side (nothing is run).
+//! every shape would go under every policy, side by side (nothing is run), and what the BSP
+//! model predicts for the kernels it can price from the parameters alone: each plan's
+//! communicating group priced with its level's parameters (a group inside one package with the
+//! `package` level's, one that spans packages with the `machine` level's), so that a parameter
+//! file measured on the machine the tree describes shows what placement changes.
 
-use super::{Experiment, Options, levels_text, plan_of};
+use super::kernels::{Group, Sizes, model};
+use super::{Experiment, Kernel, Options, levels_text, plan_of};
+use mbsp::params::Params;
 use mbsp_tools::Result;
 use mbsp_tools::placement::{self, Process};
 use mbsp_topology::{Machine, ranges};
@@ -64,20 +70,46 @@ pub fn print(e: &Experiment, o: &Options) -> Result<()> {
         m.cores().len(),
         m.pus().len()
     ));
+    let sizes = Sizes::new(o.quick);
+    let priced: Vec<Kernel> = e
+        .kernels
+        .iter()
+        .copied()
+        .filter(|&k| model(k, &Params::DEFAULT, &sizes, 2).is_some())
+        .collect();
     for shape in &e.shapes {
         let mut columns = Vec::new();
         let mut policies_json = Vec::new();
+        let mut predictions: Vec<Vec<String>> =
+            priced.iter().map(|k| vec![k.name().into()]).collect();
         for pol in &e.policies {
             let levels = shape.levels(&pol.policy, e.p);
             let nodes = plan_of(m, &levels, &pol.policy)
                 .map_err(|err| err.context(format!("{} ({shape})", pol.label)))?;
             let mut procs = Vec::new();
             flatten(m, &nodes, "", &mut procs);
+            let group = Group::of(&nodes);
+            let params = Params::for_placement(group.level(m), group.p, &pol.label);
+            let mut predicted_json = Vec::new();
+            for (row, &k) in predictions.iter_mut().zip(&priced) {
+                let (t, formula, _) = model(k, &params, &sizes, group.p).expect("priced");
+                row.push(format!(
+                    "{} ({} p={})",
+                    super::report::secs(t),
+                    group.level(m),
+                    group.p
+                ));
+                predicted_json.push(json!({
+                    "kernel": k.name(), "predicted_seconds": t, "model": formula,
+                    "params_level": group.level(m), "group_p": group.p,
+                }));
+            }
             policies_json.push(json!({
                 "policy": pol.label,
                 "plan": levels_text(&levels),
                 "uses": used(m, &nodes),
                 "processes": placement::to_json(&nodes),
+                "predictions": predicted_json,
             }));
             columns.push((
                 pol.label.clone(),
@@ -122,6 +154,24 @@ pub fn print(e: &Experiment, o: &Options) -> Result<()> {
         );
         text.push_str(&format!("\nshape {shape}\n"));
         text.push_str(&super::report::align(&table, &[]));
+        if !predictions.is_empty() {
+            let mut t = vec![
+                std::iter::once("BSP prediction".to_string())
+                    .chain(e.policies.iter().map(|p| p.label.clone()))
+                    .collect::<Vec<_>>(),
+            ];
+            t.extend(predictions);
+            text.push('\n');
+            text.push_str(&super::report::align(&t, &[]));
+        }
+    }
+    if !priced.is_empty() {
+        text.push_str(&format!(
+            "\npredictions per step from {} (each with the parameters of the level its \
+             communicating processes make up, measured with that many under that policy where \
+             the file has them; fft and spmv need a run)\n",
+            mbsp::params::source()
+        ));
     }
     if !o.program.is_empty() {
         let values: Vec<String> = e

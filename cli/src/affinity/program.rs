@@ -133,6 +133,7 @@ pub fn cell<'a>(
         model: "none: an external program has no cost function here".into(),
         missing: Vec::new(),
         figure: String::new(),
+        params_level: String::new(),
         packages,
         bound: None,
         skipped: None,

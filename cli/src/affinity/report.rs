@@ -45,6 +45,9 @@ pub struct Row {
     pub missing: Vec<String>,
     /// What the figure of a run is (seconds per step of a kernel, or a program's figure).
     pub figure: String,
+    /// The level of the parameter file the prediction uses and the processes of the group
+    /// (`machine p=2`, `package p=8`).
+    pub params_level: String,
     /// Logical indices of the packages the processes are placed on.
     pub packages: Vec<usize>,
     /// Whether every process was bound to its placement (`None`: not known, for a program).
@@ -171,7 +174,7 @@ impl Verdict {
 }
 
 /// Seconds, compactly (ns, µs or ms).
-fn secs(v: f64) -> String {
+pub(crate) fn secs(v: f64) -> String {
     if v >= 0.1 {
         format!("{v:.3} s")
     } else if v >= 1e-3 {
@@ -440,6 +443,7 @@ impl Report<'_> {
                     "predicted_seconds": r.predicted,
                     "prediction_error": r.miss(),
                     "model": r.model,
+                    "params_level": r.params_level,
                     "missing_terms": r.missing,
                     "packages": r.packages,
                     "bound": r.bound,

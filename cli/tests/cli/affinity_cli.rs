@@ -93,6 +93,76 @@ fn plans_on_a_two_socket_xeon_differ_by_policy() {
     assert!(row1.contains("pkg 0") && row1.contains("pkg 1"), "{row1}");
 }
 
+/// The plan view prices each plan with the level its communicating processes make up: a flat
+/// compact run inside one package with the package level's parameters, a scattered one that
+/// spans both with the machine's.
+#[test]
+fn plans_are_priced_by_the_level_they_occupy() {
+    let dir = common::scratch("affinity_cli", "plan_prices");
+    let params = dir.join("two-socket.json");
+    std::fs::write(
+        &params,
+        r#"{"l": 2e-6, "g": 2e-9, "g_msg": 3e-8, "levels": [
+            {"level": "machine", "p": 8, "policy": "scattered", "l": 2e-6},
+            {"level": "package", "p": 4, "policy": "compact", "l": 5e-7},
+            {"level": "package", "p": 4, "policy": "scattered", "l": 6e-7}]}"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args([
+            "affinity",
+            "--synthetic",
+            "package:2 core:4 pu:1",
+            "-p",
+            "4",
+            "-k",
+            "sync,hword",
+            "--shape",
+            "flat",
+            "--shape",
+            "nested",
+            "--json",
+        ])
+        .env("MBSP_PARAMS", &params)
+        .output()
+        .expect("start mbsp");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sync = |shape: usize, policy: usize| {
+        let pol = &v["shapes"][shape]["policies"][policy];
+        let s = &pol["predictions"][0];
+        assert_eq!(s["kernel"], "sync");
+        (
+            s["params_level"].as_str().unwrap().to_string(),
+            s["predicted_seconds"].as_f64().unwrap(),
+        )
+    };
+    assert_eq!(
+        sync(0, 0),
+        ("package".into(), 5e-7),
+        "compact, flat: package 0 only"
+    );
+    assert_eq!(
+        sync(0, 1),
+        ("machine".into(), 2e-6),
+        "scattered, flat: both packages"
+    );
+    // Nested: every nested run inside its package, under either policy.
+    assert_eq!(sync(1, 0), ("package".into(), 5e-7));
+    assert_eq!(sync(1, 1), ("package".into(), 6e-7));
+    let hword = &v["shapes"][0]["policies"][1]["predictions"][1];
+    assert_eq!(hword["model"], "l + h g_msg");
+    let want = 2e-6 + 4096.0 * 3e-8;
+    assert!(
+        (hword["predicted_seconds"].as_f64().unwrap() - want).abs() < 1e-12,
+        "{hword}"
+    );
+}
+
 #[test]
 fn plans_on_a_synthetic_four_numa_epyc() {
     let v = json_of(&[
@@ -223,7 +293,10 @@ fn a_forced_policy_is_refused() {
             .expect("start mbsp");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("MBSP_AFFINITY=force:compact forces one"), "{err}");
+        assert!(
+            err.contains("MBSP_AFFINITY=force:compact forces one"),
+            "{err}"
+        );
     }
 }
 
