@@ -462,7 +462,7 @@ pub fn prepare<'a>(
             row.size = format!("n = {}", sizes.fft_n);
             row.iterations = sizes.fft_iters;
             match &fans {
-                Ok(f) => match fft_job(levels, f.clone(), pol, m, group, sizes, &mut row) {
+                Ok(f) => match fft_job(levels, f.clone(), pol, params, sizes, &mut row) {
                     Ok(job) => Some(job),
                     Err(Skip::Not(why)) => {
                         row.skipped = Some(why);
@@ -486,8 +486,7 @@ pub fn prepare<'a>(
                     levels,
                     f.clone(),
                     pol,
-                    m,
-                    group,
+                    params,
                     sizes.spmv_iters,
                     &mut row,
                 ) {
@@ -611,8 +610,7 @@ fn fft_job<'a>(
     levels: Vec<Count>,
     fans: Vec<usize>,
     pol: &'a PolicySpec,
-    m: &mbsp::Machine,
-    group: Group,
+    params: Params,
     sizes: &Sizes,
     row: &mut Row,
 ) -> std::result::Result<Job<'a>, Skip> {
@@ -642,7 +640,7 @@ fn fft_job<'a>(
     let mut cost = mbsp_tools::params::fft_cost(&fans, &pol.label);
     if !nested {
         // One level, or a top level of one process: the FFT of the processes below is flat.
-        cost = FftCost::uniform(params_of(pol, m, group));
+        cost = FftCost::uniform(params);
     }
     for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
         prm.r = r;
@@ -742,8 +740,7 @@ fn spmv_job<'a>(
     levels: Vec<Count>,
     fans: Vec<usize>,
     pol: &'a PolicySpec,
-    m: &mbsp::Machine,
-    group: Group,
+    params: Params,
     iters: usize,
     row: &mut Row,
 ) -> std::result::Result<Job<'a>, Skip> {
@@ -793,7 +790,7 @@ fn spmv_job<'a>(
         };
         // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
         let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
-        row.predicted = spnz.map(|s| plan.predict(&params_of(pol, m, group), s, false));
+        row.predicted = spnz.map(|s| plan.predict(&params, s, false));
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
         row.missing = missing(&["l", "g"]);
         return Ok(Box::new(move || {
