@@ -328,6 +328,65 @@ pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
     Ok(times.map(|t| t.iter().map(|(_, t)| t[0]).fold(0.0, f64::max) / most as f64))
 }
 
+/// Seconds to start and end a nested run of `q` processes from a process of a top-level run
+/// of one (the median of 5 samples of 100 runs): what every multiply of the hierarchical SpMV
+/// (and every transform of a nested FFT) pays once per level.
+///
+/// ```
+/// let t = mbsp_tools::spmv::nested_run_seconds(2).unwrap();
+/// assert!(t > 0.0);
+/// ```
+pub fn nested_run_seconds(q: usize) -> Result<f64> {
+    let times = mbsp::Run::new(1).run(|ctx| {
+        let mut samples = Vec::with_capacity(5);
+        ctx.run(q, |_| Ok(()))?; // warm-up: the nested run's threads
+        for _ in 0..5 {
+            let t = Instant::now();
+            for _ in 0..100 {
+                ctx.run(q, |_| Ok(()))?;
+            }
+            samples.push(t.elapsed().as_secs_f64() / 100.0);
+        }
+        Ok(median(&samples))
+    })?;
+    Ok(times[0])
+}
+
+/// The BSP prediction of one hierarchical multiply ([`HierSpmv`]): the top level's fan-out and
+/// fan-in among the packages with the `top` parameters (`(h_fanout + h_fanin) g + 2 l`, nothing
+/// when the top level has one process), then in every package at once one nested run (`start`
+/// seconds; none for a package of one core) of the local multiply (`max nz · t_nz`) and, where
+/// the package's cores sum partial rows, one superstep of them with the `inner` parameters
+/// (`h_fanin g + l`): the slowest package's.
+pub fn hier_predict(
+    plan: &HierPlan,
+    top: &mbsp::params::Params,
+    inner: &mbsp::params::Params,
+    seconds_per_nz: f64,
+    start: f64,
+) -> f64 {
+    let top_comm = if plan.top.p() > 1 {
+        let (fo, fi) = plan.top.h_relations();
+        (fo + fi) as f64 * top.g + 2.0 * top.l
+    } else {
+        0.0
+    };
+    let package = |ip: &SpmvPlan| {
+        let work = ip.procs.iter().map(|l| l.nnz()).max().unwrap_or(0) as f64 * seconds_per_nz;
+        if ip.p() == 1 {
+            return work;
+        }
+        let (_, fan_in) = ip.h_relations();
+        let sums = if fan_in > 0 {
+            fan_in as f64 * inner.g + inner.l
+        } else {
+            0.0
+        };
+        start + work + sums
+    };
+    top_comm + plan.inner.iter().map(package).fold(0.0, f64::max)
+}
+
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the
 /// same run, and the largest relative error of the result.
 pub struct Measured {
@@ -525,6 +584,52 @@ pub fn test_x(n: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hierarchical_prediction_adds_what_each_level_does() {
+        // A 6 x 6 tridiagonal matrix: row blocks over 2 packages of 2 cores.
+        let mut e = Vec::new();
+        for i in 0..6usize {
+            for j in i.saturating_sub(1)..(i + 2).min(6) {
+                e.push((i, j, 1.0));
+            }
+        }
+        let a = CooMatrix::new(6, 6, e).unwrap();
+        let plan = HierPlan::partition(&a, 2, 2, &PartitionOptions::default()).unwrap();
+        let top = mbsp::params::Params {
+            g: 1e-6,
+            l: 1e-3,
+            ..mbsp::params::Params::DEFAULT
+        };
+        let inner = mbsp::params::Params {
+            g: 1e-8,
+            l: 1e-5,
+            ..mbsp::params::Params::DEFAULT
+        };
+        let t = hier_predict(&plan, &top, &inner, 1e-9, 1e-4);
+        let (fo, fi) = plan.top.h_relations();
+        let top_part = (fo + fi) as f64 * 1e-6 + 2e-3;
+        // Every package: a nested run, its largest part's nonzeros, its partial sums if any.
+        let want = top_part
+            + plan
+                .inner
+                .iter()
+                .map(|ip| {
+                    let nz = ip.procs.iter().map(|l| l.nnz()).max().unwrap() as f64;
+                    let fan_in = ip.h_relations().1 as f64;
+                    let sums = if fan_in > 0.0 {
+                        fan_in * 1e-8 + 1e-5
+                    } else {
+                        0.0
+                    };
+                    1e-4 + nz * 1e-9 + sums
+                })
+                .fold(0.0, f64::max);
+        assert!((t - want).abs() < 1e-15, "{t} {want}");
+        // A top level of one package: no top-level communication.
+        let one = HierPlan::partition(&a, 1, 2, &PartitionOptions::default()).unwrap();
+        assert!(hier_predict(&one, &top, &inner, 1e-9, 1e-4) < 1e-3);
+    }
 
     #[test]
     fn equal_non_finite_results_are_equal_and_real_differences_are_caught() {

@@ -824,8 +824,22 @@ fn spmv_job<'a>(
             }
         }
     };
-    row.predicted = None;
-    row.model = "none: the hierarchical SpMV has no cost function".into();
+    // The local kernel's rate with every core of a package at once (the packages measured one
+    // after another), and a nested run's start and end.
+    let mut spnz: Option<f64> = None;
+    for ip in &plan.inner {
+        if let Some(s) = mbsp_tools::spmv::plan_seconds_per_nz(ip)? {
+            spnz = Some(spnz.map_or(s, |t: f64| t.max(s)));
+        }
+    }
+    let start = mbsp_tools::spmv::nested_run_seconds(inner)?;
+    let top_params = Params::for_placement("packages", top, &pol.label);
+    row.predicted =
+        spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start));
+    row.model = "top (h_fanout + h_fanin) g + 2 l, then per package a nested run (measured) of \
+                 max nz t_nz (+ h_fanin g + l where cores sum partial rows)"
+        .into();
+    row.missing = missing(&["l", "g"]);
     Ok(Box::new(move || {
         let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
             let mut s = HierSpmv::new(ctx, &plan)?;
