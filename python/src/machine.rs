@@ -6,7 +6,7 @@
 
 use crate::errors;
 use mbsp_tools::machine::Tree;
-use mbsp_tools::params::{self, LevelParams, Measurement, Prim};
+use mbsp_tools::params::{self, Measurement};
 use mbsp_tools::placement::{Count, Process, plan};
 use mbsp_topology::{Loaded, Machine, Policy};
 use pyo3::IntoPyObjectExt;
@@ -119,73 +119,40 @@ fn processes_list<'py>(py: Python<'py>, ps: &[Process]) -> PyResult<Bound<'py, P
     PyList::new(py, all)
 }
 
-/// One measured level as the parameter file holds it in `"levels"`
-/// ([`LevelParams::to_json`]).
-fn level_dict<'py>(py: Python<'py>, l: &LevelParams, fresh: f64) -> PyResult<Bound<'py, PyDict>> {
-    let mut fits = Vec::new();
-    for (prim, f) in &l.fits {
-        let fit = dict(
-            py,
-            items!(py, {
-                "g" => f.g,
-                "l" => f.l,
-                "residual" => f.residual,
-                // Lists, as in the JSON file (a tuple would become a Python tuple).
-                "points" => f.points.iter().map(|&(h, t)| [h, t]).collect::<Vec<_>>(),
-                "trusted" => f.trusted(),
-                "doubts" => f.doubts(),
-            }),
-        )?;
-        fits.push((prim.name().to_string(), fit.into_any()));
-    }
-    let mut items = items!(py, {
-        "level" => l.level.name(),
-        "policy" => l.policy,
-        "p" => l.p,
-        "r" => l.r_dense,
-        "r_daxpy" => l.r_daxpy,
-        "r_dense" => l.r_dense,
-        "r_stream" => l.r_stream,
-        "l" => l.l,
-        "l_comm" => l.l_comm(),
-        "g" => l.g(),
-        "g_msg" => l.g_msg(),
-        "fresh" => fresh,
-        "fits" => dict(py, fits)?,
-    });
-    // `g_<prim>`: each fit's slope as measured (so `g_direct` is not clamped as `g` is).
-    for prim in Prim::ALL {
-        items.push((
-            format!("g_{}", prim.name()),
-            l.fit(prim).g.into_bound_py_any(py)?,
-        ));
-    }
-    dict(py, items)
+/// A JSON value as the Python object `json.loads` makes of it (objects as dicts in the order
+/// serde_json keeps their keys: sorted, as the commands print them).
+fn json_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_bound_py_any(py)?,
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_bound_py_any(py)?,
+            (None, Some(u)) => u.into_bound_py_any(py)?,
+            _ => n.as_f64().unwrap_or(f64::NAN).into_bound_py_any(py)?,
+        },
+        Value::String(s) => s.into_bound_py_any(py)?,
+        Value::Array(a) => {
+            let items = a
+                .iter()
+                .map(|x| json_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, json_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
 }
 
-/// The whole parameter file ([`Measurement::to_json`]).
+/// The whole parameter file, exactly as `mbsp params --json` writes it
+/// ([`Measurement::to_json`]).
 fn measurement_dict<'py>(py: Python<'py>, m: &Measurement) -> PyResult<Bound<'py, PyDict>> {
-    let levels = m
-        .levels
-        .iter()
-        .map(|l| level_dict(py, l, m.fresh))
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut items = items!(py, {
-        "machine" => &m.machine,
-        "fresh" => m.fresh,
-        "levels" => levels,
-    });
-    if let Some(t) = m.top_level() {
-        items.extend(items!(py, {
-            "r" => t.r_dense,
-            "r_stream" => t.r_stream,
-            "l" => t.l,
-            "g" => t.g(),
-            "g_msg" => t.g_msg(),
-            "g_direct" => t.g_direct(),
-        }));
-    }
-    dict(py, items)
+    Ok(json_py(py, &m.to_json())?.cast_into::<PyDict>()?)
 }
 
 /// The machine: from `xml` or `synthetic` if given (not both), else detected (honouring

@@ -188,13 +188,19 @@ impl Where {
         }
     }
 
-    /// The levels of `m` worth measuring (different from the level above, more than one
-    /// child), with their process counts.
+    /// The levels of `m` worth measuring (more than one child, and different from the level
+    /// above — but for `package`, a nested run, measured on a machine of one package too), with
+    /// their process counts.
     pub fn of(m: &mbsp::Machine) -> Vec<(Where, usize)> {
         let mut out = vec![(Where::Machine, m.cores().len())];
         let pkg = m.packages().first().map_or(0, |p| p.cores.len());
         if m.packages().len() > 1 && pkg > 1 {
             out.push((Where::Packages, m.packages().len()));
+        }
+        // A package's cores as a nested run: on a machine of one package the same cores as
+        // the machine level, but a nested run's syncs (a Multi-BSP run's lower level) cost
+        // what a top-level run's do not.
+        if pkg > 1 {
             out.push((Where::Package, pkg));
         }
         let numa0 = m.numas().first().map_or(0, |n| n.cores.len());
@@ -981,7 +987,8 @@ mod tests {
                 .map(|(w, p)| format!("{}:{p}", w.name()))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(names("package:1 core:2 pu:1"), ["machine:2"]);
+        assert_eq!(names("package:1 core:2 pu:1"), ["machine:2", "package:2"]);
+        assert_eq!(names("package:1 core:1 pu:2"), ["machine:1", "core:2"]);
         assert_eq!(
             names("package:2 numa:2 core:4 pu:2"),
             ["machine:16", "packages:2", "package:8", "numa:4", "core:2"]

@@ -297,15 +297,17 @@ pub struct Group {
     pub p: usize,
     /// Packages they use.
     pub packages: usize,
+    /// Whether they are a nested run.
+    pub nested: bool,
 }
 
 impl Group {
     /// The group of a plan: the top-level processes of a flat plan, the children of process 0
     /// of a nested one.
     pub fn of(nodes: &[Process]) -> Group {
-        let members: &[Process] = match nodes.first() {
-            Some(n) if !n.children.is_empty() => &n.children,
-            _ => nodes,
+        let (members, nested): (&[Process], bool) = match nodes.first() {
+            Some(n) if !n.children.is_empty() => (&n.children, true),
+            _ => (nodes, false),
         };
         let mut packages: Vec<usize> = members
             .iter()
@@ -316,14 +318,16 @@ impl Group {
         Group {
             p: members.len(),
             packages: packages.len(),
+            nested,
         }
     }
 
     /// The level of the machine tree whose parameters describe the group, as `mbsp params`
-    /// names them: `package` when it sits in one package of a machine of several (its
-    /// syncs and words never cross the packages' link), else `machine`.
+    /// names them: `package` when it sits in one package and is a nested run, or in one
+    /// package of a machine of several (its syncs and words never cross the packages' link),
+    /// else `machine`.
     pub fn level(&self, m: &mbsp::Machine) -> &'static str {
-        if self.packages <= 1 && m.packages().len() > 1 {
+        if self.packages <= 1 && (self.nested || m.packages().len() > 1) {
             "package"
         } else {
             "machine"
