@@ -30,6 +30,7 @@
 //! with all `p` cores running them (`mbsp-bench fft`, `mbsp fft`). How well it predicts is
 //! measured by `mbsp-bench fft` (docs/benchmarks.md).
 
+use super::natural::Natural;
 use super::num::{Complex, Float};
 use super::plan::{Below, BspFft, Direction, Exchange, Tables, check_shape, group_cyclic};
 use super::split;
@@ -61,8 +62,19 @@ use std::sync::Arc;
 /// # Ok::<(), mbsp::Error>(())
 /// ```
 pub struct MultiFft<T: Float> {
-    top: BspFft<T>,
-    below: Option<Below<T>>,
+    levels: Levels<T>,
+}
+
+/// How a [`MultiFft`] runs its levels.
+enum Levels<T: Float> {
+    /// The top level's BSP FFT with the cyclic levels below each process.
+    Cyclic {
+        top: BspFft<T>,
+        below: Option<Below<T>>,
+    },
+    /// A top level of one process with one level below it: the nested run transforms the
+    /// process's array in place (`natural.rs`).
+    Natural(Natural<T>),
 }
 
 impl<T: Float> MultiFft<T> {
@@ -78,17 +90,33 @@ impl<T: Float> MultiFft<T> {
                 format!("nested run of {bad} processes: fan-outs must be powers of two"),
             ));
         }
+        let fans: Vec<usize> = below.iter().copied().filter(|&c| c > 1).collect();
+        if let ([c], 1) = (&fans[..], p)
+            && let Some(natural) = Natural::plan(n, (*c).min(n))
+        {
+            // The superstep every plan has (nothing to register or check: one process).
+            ctx.sync()?;
+            return Ok(MultiFft {
+                levels: Levels::Natural(natural),
+            });
+        }
         let below = Below::plan(n / p, below);
         let tables = Arc::new(Tables::new(n, p, me, below.is_some()));
         Ok(MultiFft {
-            top: BspFft::with_tables(ctx, tables, Exchange::default())?,
-            below,
+            levels: Levels::Cyclic {
+                top: BspFft::with_tables(ctx, tables, Exchange::default())?,
+                below,
+            },
         })
     }
 
     /// All processes of the hierarchy: this run's times the nested runs' below each.
     pub fn procs(&self, ctx: &Ctx) -> usize {
-        ctx.nprocs() * self.below.as_ref().map_or(1, Below::procs)
+        ctx.nprocs()
+            * match &self.levels {
+                Levels::Cyclic { below, .. } => below.as_ref().map_or(1, Below::procs),
+                Levels::Natural(natural) => natural.procs(),
+            }
     }
 
     /// Forward transform (see [`BspFft::forward`]).
@@ -108,13 +136,44 @@ impl<T: Float> MultiFft<T> {
         local: &mut [Complex<T>],
         dir: Direction,
     ) -> Result<()> {
-        self.top
-            .transform_with(ctx, local, dir, self.below.as_ref())
+        match &mut self.levels {
+            Levels::Cyclic { top, below } => top.transform_with(ctx, local, dir, below.as_ref()),
+            Levels::Natural(natural) => {
+                if local.len() != natural.len() {
+                    return Err(ctx.misuse_error(
+                        "fft",
+                        format!(
+                            "the local array of pid 0 has {} entries; a transform of n = {} \
+                             over 1 process needs n",
+                            local.len(),
+                            natural.len()
+                        ),
+                    ));
+                }
+                natural.transform(ctx, local, dir == Direction::Inverse)?;
+                // The transform's superstep, as the flat one of one process has.
+                ctx.sync()
+            }
+        }
+    }
+
+    /// How many times the processes of the nested levels made their buffers since the plan
+    /// was made: once each for a top level of one process (at the first transform), however
+    /// many transforms follow. Tests check it.
+    #[cfg(test)]
+    pub(crate) fn nested_setups(&self) -> Option<usize> {
+        match &self.levels {
+            Levels::Natural(natural) => Some(natural.setups()),
+            Levels::Cyclic { .. } => None,
+        }
     }
 
     /// Deregister the top level's pack buffers (effective at the next sync).
     pub fn free(self, ctx: &mut Ctx) -> Result<()> {
-        self.top.free(ctx)
+        match self.levels {
+            Levels::Cyclic { top, .. } => top.free(ctx),
+            Levels::Natural(_) => Ok(()),
+        }
     }
 }
 
@@ -278,5 +337,63 @@ impl FftCost {
             flat,
             nested,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A top level of one process: the nested processes make their buffers at the first
+    /// transform and keep them, so further transforms (both directions) make none; every
+    /// transform stays right.
+    #[test]
+    fn one_process_on_top_keeps_its_nested_buffers() {
+        for (n, c) in [(1usize << 10, 2usize), (1 << 12, 4)] {
+            let x: Vec<Complex<f64>> = (0..n)
+                .map(|j| Complex::new((j % 7) as f64 - 3.0, (j % 3) as f64))
+                .collect();
+            let setups = mbsp::run(1, |ctx| {
+                let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                assert_eq!(
+                    plan.nested_setups(),
+                    Some(0),
+                    "none before the first transform"
+                );
+                let mut y = x.clone();
+                let mut counts = Vec::new();
+                for _ in 0..4 {
+                    plan.forward(ctx, &mut y)?;
+                    counts.push(plan.nested_setups());
+                    plan.inverse(ctx, &mut y)?;
+                    counts.push(plan.nested_setups());
+                }
+                let err = y
+                    .iter()
+                    .zip(&x)
+                    .map(|(a, b)| (a - b).norm())
+                    .fold(0.0, f64::max);
+                assert!(err < 1e-9, "round trips: {err:e}");
+                plan.free(ctx)?;
+                Ok(counts)
+            })
+            .unwrap()
+            .pop()
+            .unwrap();
+            assert_eq!(setups, vec![Some(c); 8], "n = {n}, c = {c}");
+        }
+    }
+
+    /// Nested levels below a top level of several processes keep the cyclic form.
+    #[test]
+    fn several_processes_on_top_keep_the_cyclic_levels() {
+        let out = mbsp::run(2, |ctx| {
+            let plan = MultiFft::<f64>::new(ctx, 1 << 8, &[2])?;
+            let setups = plan.nested_setups();
+            plan.free(ctx)?;
+            Ok(setups)
+        })
+        .unwrap();
+        assert_eq!(out, vec![None, None]);
     }
 }
