@@ -299,6 +299,9 @@ pub struct HierSpmv<'p> {
     top: Spmv<'p>,
     inner: &'p SpmvPlan,
     scratch: Vec<Mutex<Scratch>>,
+    /// Whether the cores of the package exchange partial sums (a nested superstep per
+    /// multiply); not with row blocks ([`HierPlan::partition`]), whose cores sum their own rows.
+    partial_sums: bool,
 }
 
 impl<'p> HierSpmv<'p> {
@@ -331,10 +334,15 @@ impl<'p> HierSpmv<'p> {
                 })
             })
             .collect();
+        let partial_sums = inner
+            .procs
+            .iter()
+            .any(|l| !(l.outs.is_empty() && l.recv_from.is_empty()));
         Ok(HierSpmv {
             top: Spmv::for_part(ctx, top)?,
             inner,
             scratch,
+            partial_sums,
         })
     }
 
@@ -377,14 +385,16 @@ impl<'p> HierSpmv<'p> {
     }
 
     /// `y = A x`: `y` receives the package's owned entries (in the order of `y_owned`). Two
-    /// top supersteps around one nested run (none for a package of one core); every top-level
-    /// process must call it.
+    /// top supersteps around one nested run (none for a package of one core), which has one
+    /// superstep where its cores exchange partial sums and none where they do not (row blocks:
+    /// [`HierPlan::partition`]); every top-level process must call it.
     pub fn multiply(&mut self, ctx: &mut Ctx, y: &mut [f64]) -> mbsp::Result<()> {
         if self.inner.p() == 1 {
             // One core: its part is the package's; a nested run would only add its start.
             return self.top.multiply(ctx, y);
         }
         let (inner, scratch, top) = (self.inner, &self.scratch, self.top.local);
+        let partial_sums = self.partial_sums;
         self.top.multiply_with(ctx, y, |ctx, xb, y, send| {
             for &q in &top.y_empty {
                 y[q as usize] = 0.0;
@@ -402,6 +412,11 @@ impl<'p> HierSpmv<'p> {
                 l.multiply_local_rows(xb, |r, v| mine.set_row(r, v), &mut sc.send);
                 for &q in &l.y_empty {
                     mine.set(q as usize, 0.0);
+                }
+                if !partial_sums {
+                    // Every row is summed by its core alone: the end of the nested run is
+                    // all the synchronisation the package's outputs need.
+                    return Ok(());
                 }
                 // SAFETY: `sc.send` is neither changed nor freed before the sync below (this
                 // core holds its lock until it returns).
