@@ -702,23 +702,28 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
                 &mut tile[(f - 1) * SLAB..][..cl],
             );
         }
-        let tw = |f: usize, j: usize| tile[(f - 1) * SLAB + j];
+        // Slices of exactly `cl` entries: no bounds checks in the loop.
+        let tw: [&[Complex<T>]; 8] =
+            std::array::from_fn(|i| &tile[FREQ[i].max(1) * SLAB - SLAB..][..cl]);
+        let (a0, a1) = (&mut r0[j0..][..cl], &mut r1[j0..][..cl]);
+        let (a2, a3) = (&mut r2[j0..][..cl], &mut r3[j0..][..cl]);
+        let (a4, a5) = (&mut r4[j0..][..cl], &mut r5[j0..][..cl]);
+        let (a6, a7) = (&mut r6[j0..][..cl], &mut r7[j0..][..cl]);
         for j in 0..cl {
-            let i = j0 + j;
-            let (a0, a4) = (r0[i], r4[i]);
-            let (a1, a5) = (r1[i], r5[i]);
-            let (a2, a6) = (r2[i], r6[i]);
-            let (a3, a7) = (r3[i], r7[i]);
-            let b = dft4(a0 + a4, a1 + a5, a2 + a6, a3 + a7);
-            let d = dft4(a0 - a4, (a1 - a5) * w1, mi(a2 - a6), (a3 - a7) * w3);
-            r0[i] = b[0];
-            r1[i] = b[1] * tw(FREQ[1], j);
-            r2[i] = b[2] * tw(FREQ[2], j);
-            r3[i] = b[3] * tw(FREQ[3], j);
-            r4[i] = d[0] * tw(FREQ[4], j);
-            r5[i] = d[1] * tw(FREQ[5], j);
-            r6[i] = d[2] * tw(FREQ[6], j);
-            r7[i] = d[3] * tw(FREQ[7], j);
+            let (x0, x4) = (a0[j], a4[j]);
+            let (x1, x5) = (a1[j], a5[j]);
+            let (x2, x6) = (a2[j], a6[j]);
+            let (x3, x7) = (a3[j], a7[j]);
+            let b = dft4(x0 + x4, x1 + x5, x2 + x6, x3 + x7);
+            let d = dft4(x0 - x4, (x1 - x5) * w1, mi(x2 - x6), (x3 - x7) * w3);
+            a0[j] = b[0];
+            a1[j] = b[1] * tw[1][j];
+            a2[j] = b[2] * tw[2][j];
+            a3[j] = b[3] * tw[3][j];
+            a4[j] = d[0] * tw[4][j];
+            a5[j] = d[1] * tw[5][j];
+            a6[j] = d[2] * tw[6][j];
+            a7[j] = d[3] * tw[7][j];
         }
         j0 += cl;
     }
@@ -736,16 +741,31 @@ pub(crate) unsafe fn interleave_pass<T: Float>(
     scale: Option<T>,
 ) {
     let r = out.len() / q;
+    let k = scale.unwrap_or(T::one());
+    if q == 4 {
+        // Four rows in step, one output line of four entries per column.
+        let (o0, rest) = out.split_at(r);
+        let (o1, rest) = rest.split_at(r);
+        let (o2, o3) = rest.split_at(r);
+        let rows = o0.iter().zip(o1).zip(o2.iter().zip(&o3[..r]));
+        for (u, ((v0, v1), (v2, v3))) in rows.enumerate() {
+            let at = l * u + s * 4;
+            // SAFETY: entries `L·u + s·q ..` are the caller's (its promise).
+            let d = unsafe { x.slice_mut(at..at + 4) };
+            if scale.is_some() {
+                d.copy_from_slice(&[v0.scale(k), v1.scale(k), v2.scale(k), v3.scale(k)]);
+            } else {
+                d.copy_from_slice(&[*v0, *v1, *v2, *v3]);
+            }
+        }
+        return;
+    }
     for u in 0..r {
         let at = l * u + s * q;
         // SAFETY: the caller's promise.
-        let dst = unsafe { x.slice_mut(at..at + q) };
-        for (g, d) in dst.iter_mut().enumerate() {
-            let v = out[g * r + u];
-            *d = match scale {
-                Some(k) => v.scale(k),
-                None => v,
-            };
+        let d = unsafe { x.slice_mut(at..at + q) };
+        for (g, d) in d.iter_mut().enumerate() {
+            *d = out[g * r + u].scale(k);
         }
     }
 }
