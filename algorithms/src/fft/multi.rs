@@ -10,13 +10,22 @@
 //! one level down, and writes the twiddled outputs straight into the parent's pack; after the
 //! parent's superstep and its fetch of the other packs, the second nested run does the
 //! length-`p` FFTs, each nested process on its own columns, writing the parent's output. The
-//! tables of every process of the subtree are made once, in [`MultiFft::new`]; each nested run
-//! of the first kind registers its pack buffers in its first superstep.
+//! tables of every process of the subtree are made once, in [`MultiFft::new`]. A nested leaf
+//! whose local FFT is split keeps its plan (owned exchange: nothing registered, so the plan
+//! outlives the nested run), its local array and its tile from the first transform on; other
+//! nested levels register their pack buffers in the first superstep of each nested run.
+//!
+//! **A top level of one process** with one level below it (`[1, c]`: a one-package machine)
+//! skips the cyclic form: its array holds the whole vector in natural order, and one nested run
+//! transforms it in place (`natural.rs`): the length-`L` DIF transforms and twiddles by column
+//! blocks, a sync, each nested process's kernels into its own buffer, a sync, and each writing
+//! its outputs, whole cache lines, back into the array. No cyclic part is copied out or
+//! scattered back, and after the first transform nothing is allocated, registered or checked.
 //!
 //! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: every process
 //! does `5(n/p)·log₂ n` flops and the pack and column passes over its `n/p` entries; the nested
-//! level adds one superstep of `h = 2(n/p)(c-1)/c` words with the inner `g` and `l`, two nested
-//! runs and a registration superstep; the top level one superstep of `h = 2(n/P)(P-1)/P` words
+//! level adds one superstep of `h = 2(n/p)(c-1)/c` words with the inner `g` and `l` and two
+//! nested runs; the top level one superstep of `h = 2(n/P)(P-1)/P` words
 //! with the `g` and `l` of a run of one process per top-level part (the fetch is done by that
 //! process alone). The flat algorithm on all `p` processes pays the `g` of a run of all of
 //! them (every core crossing the top level's links at once) for `2(n/p)(p-1)/p` words per
@@ -321,10 +330,15 @@ impl FftCost {
             // packs by each of them alone.
             let outer = o.time(1, 2.0 * nf / top * (top - 1.0) / top, true);
             // Below: copy in, all flops and passes spread over the cores, one superstep inside,
-            // the nested runs (two per level) and the registration superstep.
+            // the nested runs (two per level), and a registration superstep per level between
+            // the top and the leaves (the leaves keep their plans: owned exchange).
             let inner = work(nf / pf, nf)
                 + 2.0 * nf / pf * i.g_direct
-                + i.time(2, 2.0 * nf / pf * (below - 1.0) / below, true)
+                + i.time(
+                    levels.len() - 1,
+                    2.0 * nf / pf * (below - 1.0) / below,
+                    true,
+                )
                 + 2.0 * self.nested_start * (levels.len() - 1) as f64;
             outer + inner
         };
@@ -346,7 +360,8 @@ mod tests {
 
     /// A top level of one process: the nested processes make their buffers at the first
     /// transform and keep them, so further transforms (both directions) make none; every
-    /// transform stays right.
+    /// transform stays right. (The allocations themselves are counted in
+    /// `tests/fft_threads.rs`.)
     #[test]
     fn one_process_on_top_keeps_its_nested_buffers() {
         for (n, c) in [(1usize << 10, 2usize), (1 << 12, 4)] {
