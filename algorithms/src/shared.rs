@@ -1,4 +1,4 @@
-//! A slice written by several threads at disjoint places: the nested processes of a Multi-BSP
+//! A slice written (and read) by several threads at disjoint places: the nested processes of a Multi-BSP
 //! level writing into their parent's arrays (the FFT's packs and outputs, the hierarchical
 //! SpMV's results). The disjointness is promised once per write by the caller.
 
@@ -38,6 +38,19 @@ impl<'a, T> Shared<'a, T> {
         assert!(i < self.len, "Shared::write: {i} >= {}", self.len);
         // SAFETY: in bounds; exclusive by the caller's promise.
         unsafe { self.ptr.add(i).write(v) }
+    }
+
+    /// Read entry `i`.
+    ///
+    /// # Safety
+    /// No other thread writes entry `i` meanwhile.
+    pub(crate) unsafe fn read(&self, i: usize) -> T
+    where
+        T: Copy,
+    {
+        assert!(i < self.len, "Shared::read: {i} >= {}", self.len);
+        // SAFETY: in bounds; not written meanwhile by the caller's promise.
+        unsafe { self.ptr.add(i).read() }
     }
 
     /// Adds `v` to entry `i`.

@@ -151,3 +151,117 @@ fn owned_exchange_allocates_nothing_per_transform() {
         }
     });
 }
+
+/// A top level of one process with a nested level below: the nested processes keep their
+/// buffers between transforms, so once the first transform of each direction has run,
+/// hundreds more allocate nothing on the calling thread (nested process 0, and the one that
+/// starts the nested runs) beyond what starting as many nested runs of two empty supersteps
+/// allocates (the runtime's share, measured alongside); the results stay right.
+#[test]
+fn one_process_on_top_allocates_nothing_per_transform() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    within(120, || {
+        for (c, n) in [(2, 1 << 10), (2, 1 << 16), (4, 1 << 12)] {
+            let x = random(n, 4);
+            let mut want = x.clone();
+            mbsp_algorithms::fft::fft(&mut want, 1).unwrap();
+            let rounds = if n > 1 << 12 { 10 } else { 100 };
+            let allocated = mbsp::run(1, |ctx| {
+                let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                let mut y = x.clone();
+                plan.forward(ctx, &mut y)?;
+                plan.inverse(ctx, &mut y)?;
+                let empty = |ctx: &mut mbsp::Ctx| {
+                    ctx.run(c, |nctx| {
+                        nctx.sync()?;
+                        nctx.sync()
+                    })
+                    .map(drop)
+                };
+                empty(ctx)?;
+                let before = my_allocations();
+                for _ in 0..2 * rounds {
+                    empty(ctx)?;
+                }
+                let runtime = my_allocations() - before;
+                let before = my_allocations();
+                for _ in 0..rounds {
+                    plan.forward(ctx, &mut y)?;
+                    assert!((y[1] - want[1]).norm() < 1e-9 * n as f64);
+                    plan.inverse(ctx, &mut y)?;
+                }
+                let allocated = (my_allocations() - before).saturating_sub(runtime);
+                assert!(y.iter().zip(&x).all(|(a, b)| (a - b).norm() < 1e-9));
+                plan.free(ctx)?;
+                Ok(allocated)
+            })
+            .unwrap();
+            assert_eq!(
+                allocated,
+                vec![0],
+                "allocations over {rounds} forward and inverse transforms, c = {c}, n = {n}"
+            );
+        }
+    });
+}
+
+/// A top level of two processes, each with a nested run of two below: the nested leaves keep
+/// their plans (owned exchange, nothing registered) and local arrays, and the nested processes
+/// their tiles, so a transform allocates nothing on the calling thread beyond the runtime's
+/// share of its two nested runs, one of which hands an owned message to each process
+/// (measured alongside, with empty messages); the results stay right.
+#[test]
+fn nested_leaves_keep_their_plans() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    within(120, || {
+        let (top, c, n) = (2, 2, 1 << 12);
+        let x = random(n, 6);
+        let mut want = x.clone();
+        mbsp_algorithms::fft::fft(&mut want, 1).unwrap();
+        let rounds = 50;
+        let allocated = mbsp::run(top, |ctx| {
+            let me = ctx.pid();
+            let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+            let mine: Vec<C> = (me..n).step_by(top).map(|i| x[i]).collect();
+            let mut local = mine.clone();
+            plan.forward(ctx, &mut local)?;
+            plan.inverse(ctx, &mut local)?;
+            // Each transform: a nested run of one superstep (the leaves' exchange), a top
+            // superstep, a nested run of none (the length-p FFTs).
+            let empty = |ctx: &mut mbsp::Ctx| {
+                ctx.run(c, |nctx| {
+                    let (me, tag) = (nctx.pid(), vec![0u8; nctx.tagsize()]);
+                    nctx.send_owned((me + 1) % c, &tag, Vec::<C>::new())?;
+                    nctx.declare_incoming(1)?;
+                    nctx.sync()?;
+                    while nctx.move_owned::<C>()?.is_some() {}
+                    Ok(())
+                })?;
+                ctx.sync()?;
+                ctx.run(c, |_| Ok(())).map(drop)
+            };
+            empty(ctx)?;
+            let before = my_allocations();
+            for _ in 0..2 * rounds {
+                empty(ctx)?;
+            }
+            let runtime = my_allocations() - before;
+            let before = my_allocations();
+            for _ in 0..rounds {
+                plan.forward(ctx, &mut local)?;
+                assert!((local[1] - want[me + top]).norm() < 1e-9 * n as f64);
+                plan.inverse(ctx, &mut local)?;
+            }
+            let allocated = (my_allocations() - before).saturating_sub(runtime);
+            assert!(local.iter().zip(&mine).all(|(a, b)| (a - b).norm() < 1e-9));
+            plan.free(ctx)?;
+            Ok(allocated)
+        })
+        .unwrap();
+        assert_eq!(
+            allocated,
+            vec![0; top],
+            "allocations over {rounds} transforms"
+        );
+    });
+}

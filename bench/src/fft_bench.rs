@@ -13,6 +13,12 @@
 //! with direct gets ([`Exchange::DirectGet`]) as `mbsp-direct`, in the same run as `mbsp-flat`,
 //! the two plans' samples taken in turn, so that both see the same machine.
 //!
+//! `mbsp-top1` is the Multi-BSP FFT on a top level of one process with a nested run of p
+//! below it (the fan-outs [1, p] of a one-package machine), measured right after `mbsp-flat`
+//! at the same p in every round; after the table, its time over `mbsp-flat`'s at each n and p
+//! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
+//! against the target of 1.05.
+//!
 //! With the cargo feature `fftw`, FFTW 3 is a baseline too: `fftw` on one thread and
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
@@ -159,6 +165,8 @@ struct Figure {
     variant: &'static str,
     p: usize,
     times: Vec<f64>,
+    /// The median of each round's samples.
+    rounds: Vec<f64>,
     /// Planning seconds and relative error of the first round.
     plan_seconds: f64,
     rel_error: f64,
@@ -173,12 +181,17 @@ impl Figures {
         plan_seconds: f64,
         rel_error: f64,
     ) {
+        let round = t.median();
         match self.0.iter_mut().find(|f| f.variant == variant && f.p == p) {
-            Some(f) => f.times.extend(t.0),
+            Some(f) => {
+                f.times.extend(t.0);
+                f.rounds.push(round);
+            }
             None => self.0.push(Figure {
                 variant,
                 p,
                 times: t.0,
+                rounds: vec![round],
                 plan_seconds,
                 rel_error,
             }),
@@ -190,6 +203,39 @@ impl Figures {
             .iter()
             .find(|f| f.variant == variant && f.p == p)
             .map_or(f64::NAN, |f| Samples(f.times.clone()).median())
+    }
+
+    fn find(&self, variant: &str, p: usize) -> Option<&Figure> {
+        self.0.iter().find(|f| f.variant == variant && f.p == p)
+    }
+
+    /// `mbsp-top1` against `mbsp-flat` at each p where both ran.
+    fn top1_ratios(&self, n: usize) -> Vec<Top1> {
+        self.0
+            .iter()
+            .filter(|f| f.variant == "mbsp-top1")
+            .filter_map(|nested| {
+                let flat = self.find("mbsp-flat", nested.p)?;
+                let per_round: Vec<f64> = nested
+                    .rounds
+                    .iter()
+                    .zip(&flat.rounds)
+                    .map(|(a, b)| a / b)
+                    .collect();
+                let spread = |f: &Figure| {
+                    let (lo, hi) = Samples(f.rounds.clone()).range();
+                    (hi - lo) / median(&f.rounds)
+                };
+                Some(Top1 {
+                    n,
+                    p: nested.p,
+                    nested: median(&nested.times),
+                    flat: median(&flat.times),
+                    range: Samples(per_round).range(),
+                    spreads: (spread(nested), spread(flat)),
+                })
+            })
+            .collect()
     }
 
     fn rows(self, n: usize) -> impl Iterator<Item = Row> {
@@ -204,6 +250,22 @@ impl Figures {
         })
     }
 }
+
+/// The Multi-BSP FFT on a top level of one process against the flat one at the same p.
+struct Top1 {
+    n: usize,
+    p: usize,
+    /// Median seconds of each.
+    nested: f64,
+    flat: f64,
+    /// The lowest and highest of the rounds' ratios (nested / flat of the rounds' medians).
+    range: (f64, f64),
+    /// (max - min) / median of the rounds' medians, nested and flat.
+    spreads: (f64, f64),
+}
+
+/// The ratio a top level of one process may cost over the flat FFT (issue 41).
+const TOP1_TARGET: f64 = 1.05;
 
 /// The smallest n of the targets summary.
 const LARGE: usize = 1 << 16;
@@ -323,9 +385,11 @@ pub fn run(o: &Options) -> Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     let mut choices = Vec::new();
     let mut rates = BTreeMap::new();
+    let mut top1 = Vec::new();
     for lg in o.min_log..=o.max_log {
         let n = 1usize << lg;
         let figs = measure_length(o, lg, &levels)?;
+        top1.extend(figs.top1_ratios(n));
         let (choice, predicted) = predict(n, figs, &levels, cost, &mut rates);
         choices.extend(choice.map(|ch| (n, ch)));
         rows.extend(predicted);
@@ -351,12 +415,51 @@ pub fn run(o: &Options) -> Result<()> {
                 "plan_seconds": r.plan_seconds, "rel_error": r.rel_error,
                 "predicted_seconds": r.predicted,
             })).collect::<Vec<Value>>(),
+            "top1_over_flat": top1.iter().map(|t| json!({
+                "n": t.n, "p": t.p, "ratio": t.nested / t.flat,
+                "round_ratio_min": t.range.0, "round_ratio_max": t.range.1,
+                "nested_spread": t.spreads.0, "flat_spread": t.spreads.1,
+                "target": TOP1_TARGET,
+            })).collect::<Vec<Value>>(),
         });
         println!("{j:#}");
         return Ok(());
     }
     print_table(o, &rows, &levels, &choices);
+    print_top1(&top1);
     Ok(())
+}
+
+/// The Multi-BSP FFT on a top level of one process against the flat one, per n and p.
+fn print_top1(top1: &[Top1]) {
+    if top1.is_empty() {
+        return;
+    }
+    println!(
+        "\nnested / flat: mbsp-top1 (a top level of 1 process, a nested run of p) over mbsp-flat \
+         at the same p, target <= {TOP1_TARGET:.2}; ratio of the medians, the range of the \
+         rounds' ratios, each side's spread over its rounds"
+    );
+    for t in top1 {
+        let ratio = t.nested / t.flat;
+        println!(
+            "  2^{:<3} p = {}  {:>10} / {:>10} = {:.3}  (rounds {:.3}-{:.3}; spread {:.0}% / {:.0}%)  {}",
+            t.n.trailing_zeros(),
+            t.p,
+            crate::stats::ns(t.nested * 1e9),
+            crate::stats::ns(t.flat * 1e9),
+            ratio,
+            t.range.0,
+            t.range.1,
+            100.0 * t.spreads.0,
+            100.0 * t.spreads.1,
+            if ratio <= TOP1_TARGET {
+                "met"
+            } else {
+                "missed"
+            }
+        );
+    }
 }
 
 /// Measuring one length n = 2^`lg`: every variant transforms the same random vector, in
@@ -403,6 +506,13 @@ fn measure_length(o: &Options, lg: u32, levels: &[usize]) -> Result<Figures> {
             if !o.direct {
                 let (t, plan, y) = bsp(&x, p, &[], k);
                 figs.add("mbsp-flat", p, t, plan, rel_error(&y, &want));
+            }
+            of(&format!(
+                "mbsp Multi-BSP, top level of 1 process, nested run of {p}"
+            ));
+            let (t, plan, y) = bsp(&x, 1, &[p], k);
+            figs.add("mbsp-top1", p, t, plan, rel_error(&y, &want));
+            if !o.direct {
                 continue;
             }
             // Both exchanges in one run, sample by sample in turn.

@@ -40,6 +40,12 @@
 //! and again at its end. A row's `% triad` is its GB/s against the triad on its thread count
 //! (1 for `sequential`, p otherwise): SpMV is memory bound and the triad is the practical limit.
 //!
+//! **Nested against flat.** Where `hier`'s top level is one package (`hier_shape`: one package,
+//! or p not divisible by more), `plain` and `hier` at the same p are measured again in turn,
+//! [`TOP1_ROUNDS`] rounds (one with `--quick`); after the table, per matrix, hier's time over
+//! plain's (the ratio of the medians of the rounds, and the range of the rounds' ratios)
+//! against the target of 1.05.
+//!
 //! Every result is checked against sequential CSR with [`max_rel_error`] (error per entry
 //! relative to the sum of the magnitudes of its terms); above 1e-12 the run fails after its
 //! output. After the table, a summary per target of the issue (met / missed with the numbers,
@@ -62,6 +68,52 @@ use std::time::Instant;
 
 /// Size of each of the three arrays of the STREAM triad, in MiB.
 pub const TRIAD_MIB: usize = 64;
+
+/// Rounds of `plain` and `hier` in turn for the nested/flat ratio (see the module docs).
+pub const TOP1_ROUNDS: usize = 3;
+
+/// The ratio `hier` with a top level of one package may cost over `plain` (issue 41).
+const TOP1_TARGET: f64 = 1.05;
+
+/// `hier` with a top level of one package against `plain` at the same p, over rounds in turn.
+struct Top1 {
+    matrix: String,
+    p: usize,
+    /// Seconds per multiply of each round: (hier, plain).
+    rounds: Vec<(f64, f64)>,
+}
+
+impl Top1 {
+    /// The median of hier's rounds over the median of plain's.
+    fn ratio(&self) -> f64 {
+        let (h, f): (Vec<f64>, Vec<f64>) = self.rounds.iter().copied().unzip();
+        median(&h) / median(&f)
+    }
+
+    /// The lowest and highest of the rounds' ratios.
+    fn range(&self) -> (f64, f64) {
+        let r = self.rounds.iter().map(|(h, f)| h / f);
+        (
+            r.clone().fold(f64::INFINITY, f64::min),
+            r.fold(0.0, f64::max),
+        )
+    }
+
+    fn detail(&self) -> String {
+        let (lo, hi) = self.range();
+        let (h, f): (Vec<f64>, Vec<f64>) = self.rounds.iter().copied().unzip();
+        format!(
+            "{} p = {}: hier (1 x {}) {:.1} µs / plain {:.1} µs = {:.3} (rounds {lo:.3}-{hi:.3}, {} rounds)",
+            self.matrix,
+            self.p,
+            self.p,
+            median(&h) * 1e6,
+            median(&f) * 1e6,
+            self.ratio(),
+            self.rounds.len()
+        )
+    }
+}
 
 /// The largest relative error accepted (as `mbsp spmv`).
 const TOLERANCE: f64 = 1e-12;
@@ -426,8 +478,9 @@ pub fn run(o: &Options) -> Result<()> {
     let triad_start: Vec<(usize, f64)> = figures.0.clone();
 
     let mut rows: Vec<Row> = Vec::new();
+    let mut top1: Vec<Top1> = Vec::new();
     for f in &files {
-        measure_matrix(o, f, most, &procs, &pools, &figures, &mut rows)?;
+        measure_matrix(o, f, most, &procs, &pools, &figures, (&mut rows, &mut top1))?;
     }
 
     eprintln!("spmv: STREAM triad again at the end of the run");
@@ -439,7 +492,12 @@ pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = &o.plot {
         plot(path, &rows).map_err(|e| e.context("--plot"))?;
     }
-    let targets = targets(&rows, &figures);
+    let mut targets = targets(&rows, &figures);
+    targets.extend(top1.iter().map(|t| Target {
+        target: format!("hier with a top level of one package <= {TOP1_TARGET:.2}x plain"),
+        met: Some(t.ratio() <= TOP1_TARGET),
+        detail: t.detail(),
+    }));
     let (batch_counts, _) = batching(1, o.reps, o.quick);
     if o.json {
         print_json(
@@ -524,7 +582,7 @@ fn measure_matrix(
     procs: &[usize],
     pools: &[rayon::ThreadPool],
     figures: &TriadFigures,
-    rows: &mut Vec<Row>,
+    (rows, top1): (&mut Vec<Row>, &mut Vec<Top1>),
 ) -> Result<()> {
     let name = matrix_name(f);
     let t = Instant::now();
@@ -554,7 +612,8 @@ fn measure_matrix(
         per,
     };
     for (&p, pool) in procs.iter().zip(pools) {
-        let mut group = measure_group(&input, p, pool)?;
+        let rounds = if o.quick { 1 } else { TOP1_ROUNDS };
+        let mut group = measure_group(&input, p, pool, (rounds, top1))?;
         rows.append(&mut group);
         if let Some(path) = &o.csv {
             write_csv(path, rows, figures).map_err(|e| Error::io("--csv").with_source(e))?;
@@ -566,7 +625,12 @@ fn measure_matrix(
 /// One group of measurements taken close together: every mbsp variant at `p` ([`measure`],
 /// interleaved with sequential CSR), with rayon's CSR timed right before and after each; the
 /// rows `sequential`, `rayon` and one per variant.
-fn measure_group(input: &Input, p: usize, pool: &rayon::ThreadPool) -> Result<Vec<Row>> {
+fn measure_group(
+    input: &Input,
+    p: usize,
+    pool: &rayon::ThreadPool,
+    (rounds, top1): (usize, &mut Vec<Top1>),
+) -> Result<Vec<Row>> {
     let Input {
         name,
         a,
@@ -586,6 +650,7 @@ fn measure_group(input: &Input, p: usize, pool: &rayon::ThreadPool) -> Result<Ve
     let mut group: Vec<Row> = Vec::new();
     // plain and hp run on the same partition; hier partitions for itself.
     let mut flat: Option<Prepared> = None;
+    let mut hier: Option<Prepared> = None;
     for &v in Variant::ALL.iter() {
         let mut fresh: Option<Prepared> = None;
         let prep = match &flat {
@@ -623,9 +688,17 @@ fn measure_group(input: &Input, p: usize, pool: &rayon::ThreadPool) -> Result<Ve
         group.push(r);
         if v == Variant::Plain {
             flat = fresh;
+        } else if v == Variant::Hier {
+            hier = fresh;
         }
     }
     drop(parts);
+    if let (Some(flat), Some(hier)) = (&flat, &hier)
+        && p > 1
+        && hier.shape.0 == 1
+    {
+        top1.push(plain_and_hier(input, p, (flat, hier), rounds)?);
+    }
     let seq = median(&seqs);
     let t_rayon = median(&rayon_times);
     let mut sequential = input.row("sequential", p, seq, 1.0);
@@ -643,6 +716,44 @@ fn measure_group(input: &Input, p: usize, pool: &rayon::ThreadPool) -> Result<Ve
             .collect::<String>()
     );
     Ok([sequential, rayon].into_iter().chain(group).collect())
+}
+
+/// `plain` and `hier` (top level of one package) at `p` in turn, `rounds` rounds.
+fn plain_and_hier(
+    input: &Input,
+    p: usize,
+    (flat, hier): (&Prepared, &Prepared),
+    rounds: usize,
+) -> Result<Top1> {
+    let Input {
+        name,
+        a,
+        csr,
+        x,
+        batches,
+        per,
+        ..
+    } = input;
+    let mut out = Top1 {
+        matrix: name.clone(),
+        p,
+        rounds: Vec::new(),
+    };
+    for round in 0..rounds {
+        eprintln!(
+            "spmv: {name} p = {p}: plain and hier in turn, round {}/{rounds}",
+            round + 1
+        );
+        let time = |prep: &Prepared, v: Variant| -> Result<f64> {
+            let m = measure(a, csr, x, prep, v, *batches, Per::Exactly(*per))
+                .map_err(|e| e.context(format!("{name}, p = {p}, {}", v.name())))?;
+            Ok(mbsp_tools::run_on::on_root(m, "the SpMV")?.bsp)
+        };
+        let f = time(flat, Variant::Plain)?;
+        let h = time(hier, Variant::Hier)?;
+        out.rounds.push((h, f));
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

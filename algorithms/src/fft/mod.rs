@@ -100,6 +100,7 @@
 //! one above it (a test checks), so the dependencies form no circle.
 
 pub mod multi;
+mod natural;
 mod num;
 mod oneshot;
 mod plan;
@@ -149,10 +150,11 @@ mod tests {
     /// `mod tests` comes last and is not read (its `super` is the file's own module).
     #[test]
     fn module_dependencies_form_no_circle() {
-        let order: [(&str, &str); 5] = [
+        let order: [(&str, &str); 6] = [
             ("num", include_str!("num.rs")),
             ("split", include_str!("split.rs")),
             ("plan", include_str!("plan.rs")),
+            ("natural", include_str!("natural.rs")),
             ("multi", include_str!("multi.rs")),
             ("oneshot", include_str!("oneshot.rs")),
         ];

@@ -10,13 +10,22 @@
 //! one level down, and writes the twiddled outputs straight into the parent's pack; after the
 //! parent's superstep and its fetch of the other packs, the second nested run does the
 //! length-`p` FFTs, each nested process on its own columns, writing the parent's output. The
-//! tables of every process of the subtree are made once, in [`MultiFft::new`]; each nested run
-//! of the first kind registers its pack buffers in its first superstep.
+//! tables of every process of the subtree are made once, in [`MultiFft::new`]. A nested leaf
+//! whose local FFT is split keeps its plan (owned exchange: nothing registered, so the plan
+//! outlives the nested run), its local array and its tile from the first transform on; other
+//! nested levels register their pack buffers in the first superstep of each nested run.
+//!
+//! **A top level of one process** with one level below it (`[1, c]`: a one-package machine)
+//! skips the cyclic form: its array holds the whole vector in natural order, and one nested run
+//! transforms it in place (`natural.rs`): the length-`L` DIF transforms and twiddles by column
+//! blocks, a sync, each nested process's kernels into its own buffer, a sync, and each writing
+//! its outputs, whole cache lines, back into the array. No cyclic part is copied out or
+//! scattered back, and after the first transform nothing is allocated, registered or checked.
 //!
 //! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: every process
 //! does `5(n/p)·log₂ n` flops and the pack and column passes over its `n/p` entries; the nested
-//! level adds one superstep of `h = 2(n/p)(c-1)/c` words with the inner `g` and `l`, two nested
-//! runs and a registration superstep; the top level one superstep of `h = 2(n/P)(P-1)/P` words
+//! level adds one superstep of `h = 2(n/p)(c-1)/c` words with the inner `g` and `l` and two
+//! nested runs; the top level one superstep of `h = 2(n/P)(P-1)/P` words
 //! with the `g` and `l` of a run of one process per top-level part (the fetch is done by that
 //! process alone). The flat algorithm on all `p` processes pays the `g` of a run of all of
 //! them (every core crossing the top level's links at once) for `2(n/p)(p-1)/p` words per
@@ -30,6 +39,7 @@
 //! with all `p` cores running them (`mbsp-bench fft`, `mbsp fft`). How well it predicts is
 //! measured by `mbsp-bench fft` (docs/benchmarks.md).
 
+use super::natural::Natural;
 use super::num::{Complex, Float};
 use super::plan::{Below, BspFft, Direction, Exchange, Tables, check_shape, group_cyclic};
 use super::split;
@@ -61,8 +71,19 @@ use std::sync::Arc;
 /// # Ok::<(), mbsp::Error>(())
 /// ```
 pub struct MultiFft<T: Float> {
-    top: BspFft<T>,
-    below: Option<Below<T>>,
+    levels: Levels<T>,
+}
+
+/// How a [`MultiFft`] runs its levels.
+enum Levels<T: Float> {
+    /// The top level's BSP FFT with the cyclic levels below each process.
+    Cyclic {
+        top: BspFft<T>,
+        below: Option<Below<T>>,
+    },
+    /// A top level of one process with one level below it: the nested run transforms the
+    /// process's array in place (`natural.rs`).
+    Natural(Natural<T>),
 }
 
 impl<T: Float> MultiFft<T> {
@@ -78,17 +99,33 @@ impl<T: Float> MultiFft<T> {
                 format!("nested run of {bad} processes: fan-outs must be powers of two"),
             ));
         }
+        let fans: Vec<usize> = below.iter().copied().filter(|&c| c > 1).collect();
+        if let ([c], 1) = (&fans[..], p)
+            && let Some(natural) = Natural::plan(n, (*c).min(n))
+        {
+            // The superstep every plan has (nothing to register or check: one process).
+            ctx.sync()?;
+            return Ok(MultiFft {
+                levels: Levels::Natural(natural),
+            });
+        }
         let below = Below::plan(n / p, below);
         let tables = Arc::new(Tables::new(n, p, me, below.is_some()));
         Ok(MultiFft {
-            top: BspFft::with_tables(ctx, tables, Exchange::default())?,
-            below,
+            levels: Levels::Cyclic {
+                top: BspFft::with_tables(ctx, tables, Exchange::default())?,
+                below,
+            },
         })
     }
 
     /// All processes of the hierarchy: this run's times the nested runs' below each.
     pub fn procs(&self, ctx: &Ctx) -> usize {
-        ctx.nprocs() * self.below.as_ref().map_or(1, Below::procs)
+        ctx.nprocs()
+            * match &self.levels {
+                Levels::Cyclic { below, .. } => below.as_ref().map_or(1, Below::procs),
+                Levels::Natural(natural) => natural.procs(),
+            }
     }
 
     /// Forward transform (see [`BspFft::forward`]).
@@ -108,13 +145,44 @@ impl<T: Float> MultiFft<T> {
         local: &mut [Complex<T>],
         dir: Direction,
     ) -> Result<()> {
-        self.top
-            .transform_with(ctx, local, dir, self.below.as_ref())
+        match &mut self.levels {
+            Levels::Cyclic { top, below } => top.transform_with(ctx, local, dir, below.as_ref()),
+            Levels::Natural(natural) => {
+                if local.len() != natural.len() {
+                    return Err(ctx.misuse_error(
+                        "fft",
+                        format!(
+                            "the local array of pid 0 has {} entries; a transform of n = {} \
+                             over 1 process needs n",
+                            local.len(),
+                            natural.len()
+                        ),
+                    ));
+                }
+                natural.transform(ctx, local, dir == Direction::Inverse)?;
+                // The transform's superstep, as the flat one of one process has.
+                ctx.sync()
+            }
+        }
+    }
+
+    /// How many times the processes of the nested levels made their buffers since the plan
+    /// was made: once each for a top level of one process (at the first transform), however
+    /// many transforms follow. Tests check it.
+    #[cfg(test)]
+    pub(crate) fn nested_setups(&self) -> Option<usize> {
+        match &self.levels {
+            Levels::Natural(natural) => Some(natural.setups()),
+            Levels::Cyclic { .. } => None,
+        }
     }
 
     /// Deregister the top level's pack buffers (effective at the next sync).
     pub fn free(self, ctx: &mut Ctx) -> Result<()> {
-        self.top.free(ctx)
+        match self.levels {
+            Levels::Cyclic { top, .. } => top.free(ctx),
+            Levels::Natural(_) => Ok(()),
+        }
     }
 }
 
@@ -262,10 +330,15 @@ impl FftCost {
             // packs by each of them alone.
             let outer = o.time(1, 2.0 * nf / top * (top - 1.0) / top, true);
             // Below: copy in, all flops and passes spread over the cores, one superstep inside,
-            // the nested runs (two per level) and the registration superstep.
+            // the nested runs (two per level), and a registration superstep per level between
+            // the top and the leaves (the leaves keep their plans: owned exchange).
             let inner = work(nf / pf, nf)
                 + 2.0 * nf / pf * i.g_direct
-                + i.time(2, 2.0 * nf / pf * (below - 1.0) / below, true)
+                + i.time(
+                    levels.len() - 1,
+                    2.0 * nf / pf * (below - 1.0) / below,
+                    true,
+                )
                 + 2.0 * self.nested_start * (levels.len() - 1) as f64;
             outer + inner
         };
@@ -278,5 +351,64 @@ impl FftCost {
             flat,
             nested,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A top level of one process: the nested processes make their buffers at the first
+    /// transform and keep them, so further transforms (both directions) make none; every
+    /// transform stays right. (The allocations themselves are counted in
+    /// `tests/fft_threads.rs`.)
+    #[test]
+    fn one_process_on_top_keeps_its_nested_buffers() {
+        for (n, c) in [(1usize << 10, 2usize), (1 << 12, 4)] {
+            let x: Vec<Complex<f64>> = (0..n)
+                .map(|j| Complex::new((j % 7) as f64 - 3.0, (j % 3) as f64))
+                .collect();
+            let setups = mbsp::run(1, |ctx| {
+                let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                assert_eq!(
+                    plan.nested_setups(),
+                    Some(0),
+                    "none before the first transform"
+                );
+                let mut y = x.clone();
+                let mut counts = Vec::new();
+                for _ in 0..4 {
+                    plan.forward(ctx, &mut y)?;
+                    counts.push(plan.nested_setups());
+                    plan.inverse(ctx, &mut y)?;
+                    counts.push(plan.nested_setups());
+                }
+                let err = y
+                    .iter()
+                    .zip(&x)
+                    .map(|(a, b)| (a - b).norm())
+                    .fold(0.0, f64::max);
+                assert!(err < 1e-9, "round trips: {err:e}");
+                plan.free(ctx)?;
+                Ok(counts)
+            })
+            .unwrap()
+            .pop()
+            .unwrap();
+            assert_eq!(setups, vec![Some(c); 8], "n = {n}, c = {c}");
+        }
+    }
+
+    /// Nested levels below a top level of several processes keep the cyclic form.
+    #[test]
+    fn several_processes_on_top_keep_the_cyclic_levels() {
+        let out = mbsp::run(2, |ctx| {
+            let plan = MultiFft::<f64>::new(ctx, 1 << 8, &[2])?;
+            let setups = plan.nested_setups();
+            plan.free(ctx)?;
+            Ok(setups)
+        })
+        .unwrap();
+        assert_eq!(out, vec![None, None]);
     }
 }

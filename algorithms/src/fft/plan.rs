@@ -5,11 +5,10 @@
 
 use super::num::{Complex, Float, butterflies, root};
 use super::split::{self, Gather, Scratch, Theirs, Twiddles};
-use crate::dist::Cyclic;
 use crate::shared::Shared;
 use mbsp::{Ctx, Reg, Result};
 use rustfft::Fft;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Forward (`e^{-2πi jk/n}`, unscaled) or inverse (`e^{+2πi jk/n}`, scaled by `1/n`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,7 +154,10 @@ pub struct BspFft<T: Float> {
     scratch: Scratch<T>,
     /// A fetched slab and a copy of this process's own (the split transform with p = 2).
     slab: Vec<Complex<T>>,
-    packs: [Reg<Complex<T>>; 2],
+    /// The registered pack buffers of the direct-get exchange (empty ones for the owned
+    /// exchange); none for a nested leaf's plan kept across nested runs ([`BspFft::kept`]),
+    /// whose owned exchange reads none.
+    packs: Option<[Reg<Complex<T>>; 2]>,
     parity: usize,
     tile: Vec<Complex<T>>,
     /// The fetched packs of a Multi-BSP level (allocated on first use).
@@ -418,13 +420,43 @@ impl<T: Float> BspFft<T> {
                     0
                 }
             ],
-            packs,
+            packs: Some(packs),
             parity: 0,
             // Only the p² > n path gathers all packs; the others work in the local array.
             tile: vec![zero; if b > 0 { 0 } else { n }],
             recv: Vec::new(),
             t,
         })
+    }
+
+    /// A plan for a leaf of a Multi-BSP level, kept across its nested runs: the owned exchange
+    /// (the tables must be split), which reads no registered memory, so nothing is registered;
+    /// no plan check (the tables of all the nested processes come from one plan); its buffers
+    /// are allocated here, once.
+    pub(crate) fn kept(t: Arc<Tables<T>>) -> Self {
+        debug_assert!(
+            t.split.is_some(),
+            "a kept plan exchanges with owned messages"
+        );
+        let (p, b) = (t.p, t.b);
+        let zero = Complex::new(T::zero(), T::zero());
+        let scratch_len = t
+            .fwd
+            .get_inplace_scratch_len()
+            .max(t.fwd.get_outofplace_scratch_len());
+        BspFft {
+            exchange: Exchange::Owned,
+            owned: (1..p).map(|_| vec![zero; b]).collect(),
+            mine: if p > 2 { vec![zero; b] } else { Vec::new() },
+            tag: Vec::new(),
+            scratch: Scratch::new(scratch_len),
+            slab: vec![zero; if p == 2 { 2 * split::SLAB } else { 0 }],
+            packs: None,
+            parity: 0,
+            tile: Vec::new(),
+            recv: Vec::new(),
+            t,
+        }
     }
 
     /// The transform length `n`.
@@ -466,9 +498,13 @@ impl<T: Float> BspFft<T> {
             ctx.recycle(v);
         }
         ctx.recycle(self.mine);
-        let [a, b] = self.packs;
-        ctx.pop_reg(&a)?;
-        ctx.pop_reg(&b)
+        match self.packs {
+            Some([a, b]) => {
+                ctx.pop_reg(&a)?;
+                ctx.pop_reg(&b)
+            }
+            None => Ok(()),
+        }
     }
 
     /// [`forward`](Self::forward) or [`inverse`](Self::inverse).
@@ -535,7 +571,7 @@ impl<T: Float> BspFft<T> {
             if stage > 0 {
                 let lv = &t.levels[stage - 1];
                 let par = self.parity ^ 1;
-                let own = ctx.local(&self.packs[par])?;
+                let own = ctx.local(reg(&self.packs, par))?;
                 for (x, &src) in local.iter_mut().zip(&lv.sources) {
                     if src == t.me {
                         *x = own[lv.column];
@@ -543,14 +579,14 @@ impl<T: Float> BspFft<T> {
                         let dst = std::slice::from_mut(x);
                         // SAFETY: pid `src` wrote this pack before the last sync and rewrites
                         // it only after the next one (double buffering); `x` is private.
-                        unsafe { ctx.direct_get(src, &self.packs[par], lv.column, dst)? };
+                        unsafe { ctx.direct_get(src, reg(&self.packs, par), lv.column, dst)? };
                     }
                 }
                 self.local_fft(ctx, local, kernel, below, dir)?;
                 tw = if inverse { &lv.tw_inv } else { &lv.tw_fwd };
             }
             let last = stage + 1 == t.supersteps();
-            let pack = ctx.local_mut(&mut self.packs[self.parity])?;
+            let pack = ctx.local_mut(&mut registered(&mut self.packs)[self.parity])?;
             if last && t.b > 0 {
                 // Pack r holds entries k₁ ≡ r (mod gp), in order of k₁: one sequential pass
                 // over the local array and the twiddles, gp interleaved write streams (faster
@@ -581,7 +617,7 @@ impl<T: Float> BspFft<T> {
         // cyclic order of the output.
         let (gp, b, gme) = (t.gp, t.b, t.gme);
         let c = TILE.min(b);
-        let own = ctx.local(&self.packs[par])?;
+        let own = ctx.local(reg(&self.packs, par))?;
         let mut e0 = 0;
         while e0 < b {
             let cl = c.min(b - e0);
@@ -594,7 +630,7 @@ impl<T: Float> BspFft<T> {
                 } else {
                     let src = t.gbase + t.gstride * s;
                     // SAFETY: as above: pid `src` rewrites its pack only after the next sync.
-                    unsafe { ctx.direct_get(src, &self.packs[par], from, dst)? };
+                    unsafe { ctx.direct_get(src, reg(&self.packs, par), from, dst)? };
                 }
             }
             butterflies(&mut local[e0..], gp, b, cl, &t.roots, inverse);
@@ -653,7 +689,7 @@ impl<T: Float> BspFft<T> {
         let pack = if owned {
             &mut [][..]
         } else {
-            ctx.local_mut(&mut self.packs[self.parity])?
+            ctx.local_mut(&mut registered(&mut self.packs)[self.parity])?
         };
         let scratch = self.scratch.get(kernel.get_outofplace_scratch_len());
         if p == 2 {
@@ -689,10 +725,12 @@ impl<T: Float> BspFft<T> {
         // (3) Fetch slab by slab, multiply in the twiddles ω_n^{s·k₁} (k₁ = me + p·u) the
         // senders left out, ω_n^{s·me}·ω_{n/p}^{s·u} (the second factor is row s of the split
         // twiddles), and 1/n when inverse; the length-p FFTs across the packs.
-        let packs = &self.packs[par];
+        // Registered where the exchange is by direct gets (never `None` there).
+        let packs = self.packs.as_ref().map(|r| &r[par]);
         if p == 2 {
             let other = 1 - me;
             let mut fetch = |from: usize, dst: &mut [Complex<T>]| {
+                let packs = packs.expect(KEPT_PACKS);
                 // SAFETY: pid `other` wrote this pack before the last sync and rewrites it
                 // only after the next one (double buffering); `dst` is private.
                 unsafe { ctx.direct_get(other, packs, from, dst) }
@@ -719,6 +757,7 @@ impl<T: Float> BspFft<T> {
                 dst.copy_from_slice(&pack[from..from + dst.len()]);
                 Ok(())
             } else {
+                let packs = packs.expect(KEPT_PACKS);
                 // SAFETY: as above.
                 unsafe { ctx.direct_get(s, packs, me * b + from, dst) }
             }
@@ -726,7 +765,7 @@ impl<T: Float> BspFft<T> {
         let own = if owned {
             &self.mine[..]
         } else {
-            &ctx.local(packs)?[me * b..][..b]
+            &ctx.local(packs.expect(KEPT_PACKS))?[me * b..][..b]
         };
         let gather = Gather {
             me,
@@ -805,7 +844,7 @@ impl<T: Float> BspFft<T> {
         let (p, b, me, par) = (t.p, t.b, t.me, self.parity);
         let (pmask, pshift) = (p - 1, p.trailing_zeros());
         {
-            let pack = Shared::new(ctx.local_mut(&mut self.packs[par])?);
+            let pack = Shared::new(ctx.local_mut(&mut registered(&mut self.packs)[par])?);
             // SAFETY: entry k₁ of the local transform goes to one pack position, a bijection
             // of 0..m, so the nested processes (each writing the k₁ it owns) write disjoint
             // entries; nobody reads the pack before this level's sync.
@@ -821,7 +860,7 @@ impl<T: Float> BspFft<T> {
         if self.recv.len() != m {
             self.recv = vec![Complex::new(T::zero(), T::zero()); m];
         }
-        let own = ctx.local(&self.packs[par])?;
+        let own = ctx.local(reg(&self.packs, par))?;
         for s in 0..p {
             let row = t.bitrev[s] * b;
             let dst = &mut self.recv[row..row + b];
@@ -829,7 +868,7 @@ impl<T: Float> BspFft<T> {
                 dst.copy_from_slice(&own[me * b..(me + 1) * b]);
             } else {
                 // SAFETY: as in `transform`.
-                unsafe { ctx.direct_get(s, &self.packs[par], me * b, dst)? };
+                unsafe { ctx.direct_get(s, reg(&self.packs, par), me * b, dst)? };
             }
         }
         // Length-p FFTs by the cores below, each on its own columns of the receive buffer.
@@ -840,7 +879,12 @@ impl<T: Float> BspFft<T> {
         ctx.run(c, |nctx| {
             let cols = crate::dist::block_range(b, c, nctx.pid());
             let width = TILE.min(cols.len().max(1));
-            let mut tile = vec![Complex::new(T::zero(), T::zero()); p * width];
+            let mut tile = below.nodes[nctx.pid()]
+                .tile
+                .lock()
+                .map_err(|_| nctx.misuse_error("fft", "a nested process's tile is poisoned"))?;
+            // Made at the first transform, kept for the next ones.
+            tile.resize(p * width, Complex::new(T::zero(), T::zero()));
             let mut e0 = cols.start;
             while e0 < cols.end {
                 let cl = width.min(cols.end - e0);
@@ -870,14 +914,14 @@ impl<T: Float> BspFft<T> {
         inverse: bool,
     ) -> Result<()> {
         let (p, m, me) = (self.t.p, self.t.m, self.t.me);
-        let own = ctx.local(&self.packs[par])?;
+        let own = ctx.local(reg(&self.packs, par))?;
         for s in 0..p {
             let dst = &mut self.tile[s * m..(s + 1) * m];
             if s == me {
                 dst.copy_from_slice(own);
             } else {
                 // SAFETY: as in `transform`.
-                unsafe { ctx.direct_get(s, &self.packs[par], 0, dst)? };
+                unsafe { ctx.direct_get(s, reg(&self.packs, par), 0, dst)? };
             }
         }
         let sign = if inverse { 1.0 } else { -1.0 };
@@ -901,6 +945,20 @@ fn filled<T: Float>(ctx: &Ctx, len: usize, zero: Complex<T>) -> Result<Vec<Compl
     Ok(v)
 }
 
+/// Why a plan has registered packs where it reads them: only a plan kept across nested runs
+/// ([`BspFft::kept`]) has none, and it exchanges with owned messages, which read none.
+const KEPT_PACKS: &str = "a plan kept across nested runs exchanges with owned messages only";
+
+/// The registered pack of parity `par` of a plan that has them (see [`KEPT_PACKS`]).
+fn reg<T>(packs: &Option<[Reg<T>; 2]>, par: usize) -> &Reg<T> {
+    &packs.as_ref().expect(KEPT_PACKS)[par]
+}
+
+/// The registered packs of a plan that has them (see [`KEPT_PACKS`]).
+fn registered<T>(packs: &mut Option<[Reg<T>; 2]>) -> &mut [Reg<T>; 2] {
+    packs.as_mut().expect(KEPT_PACKS)
+}
+
 /// Marks the plan-check message of [`BspFft::new`].
 const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
 
@@ -914,6 +972,55 @@ pub(crate) struct Below<T: Float> {
 struct Node<T: Float> {
     tables: Arc<Tables<T>>,
     below: Option<Below<T>>,
+    /// A leaf whose local FFT is split: its plan and local array, made at its first transform
+    /// and kept (the owned exchange registers nothing, so they outlive the nested run).
+    kept: Option<Mutex<Option<Kept<T>>>>,
+    /// The tile of this nested process's length-p FFTs for its parent (`transform_nested`).
+    tile: Mutex<Vec<Complex<T>>>,
+}
+
+/// A nested leaf's plan and local array, kept across nested runs.
+struct Kept<T: Float> {
+    fft: BspFft<T>,
+    local: Vec<Complex<T>>,
+}
+
+impl<T: Float> Node<T> {
+    /// The local FFT of this nested process's part: `load(loc)` fills its local array, the
+    /// transform runs (kept plan, or one planned, registered and freed in this nested run),
+    /// and `store(loc)` takes the outputs.
+    fn transform(
+        &self,
+        nctx: &mut Ctx,
+        dir: Direction,
+        load: impl FnOnce(&mut Vec<Complex<T>>),
+        store: impl FnOnce(&[Complex<T>]),
+    ) -> Result<()> {
+        let Some(kept) = &self.kept else {
+            let mut loc = Vec::new();
+            load(&mut loc);
+            let mut fft = BspFft::with_tables(nctx, self.tables.clone(), Exchange::DirectGet)?;
+            fft.transform_with(nctx, &mut loc, dir, self.below.as_ref())?;
+            fft.free(nctx)?;
+            store(&loc);
+            return Ok(());
+        };
+        let mut slot = kept
+            .lock()
+            .map_err(|_| nctx.misuse_error("fft", "a nested process's plan is poisoned"))?;
+        let k = slot.get_or_insert_with(|| Kept {
+            fft: BspFft::kept(self.tables.clone()),
+            local: Vec::with_capacity(self.tables.m),
+        });
+        load(&mut k.local);
+        if let Err(e) = k.fft.transform(nctx, &mut k.local, dir) {
+            // A transform cut short leaves its packs half handed over: plan anew next time.
+            *slot = None;
+            return Err(e);
+        }
+        store(&k.local);
+        Ok(())
+    }
 }
 
 impl<T: Float> Below<T> {
@@ -928,9 +1035,13 @@ impl<T: Float> Below<T> {
         let nodes = (0..c)
             .map(|t| {
                 let below = Below::plan(m / c, rest);
+                let tables = Arc::new(Tables::new(m, c, t, below.is_some()));
+                let kept = (below.is_none() && tables.split.is_some()).then(|| Mutex::new(None));
                 Node {
-                    tables: Arc::new(Tables::new(m, c, t, below.is_some())),
+                    tables,
                     below,
+                    kept,
+                    tile: Mutex::new(Vec::new()),
                 }
             })
             .collect();
@@ -952,22 +1063,34 @@ impl<T: Float> Below<T> {
         dir: Direction,
         sink: &(dyn Fn(usize, Complex<T>) + Sync),
     ) -> Result<()> {
+        self.each_part(ctx, local, dir, &|_, k, v| sink(k, v))
+    }
+
+    /// The nested run of the local FFT of `local`: nested process `t` transforms the cyclic
+    /// part `t, t + c, ...` and hands output `i` to `store(local, t + c·i, value)`.
+    fn each_part(
+        &self,
+        ctx: &Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        store: &(dyn Fn(&Shared<'_, Complex<T>>, usize, Complex<T>) + Sync),
+    ) -> Result<()> {
         let c = self.fanout;
-        let parts = Cyclic::new(local, c);
+        let len = local.len() / c;
+        let shared = Shared::new(local);
         ctx.run(c, |nctx| {
             let t = nctx.pid();
-            let node = &self.nodes[t];
-            let Some(part) = parts.take(t) else {
-                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
+            let load = |loc: &mut Vec<Complex<T>>| {
+                loc.clear();
+                // SAFETY: the entries `≡ t (mod c)` are this nested process's alone.
+                loc.extend((0..len).map(|i| unsafe { shared.read(t + c * i) }));
             };
-            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone(), Exchange::DirectGet)?;
-            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
-            fft.free(nctx)?;
-            for (i, v) in loc.into_iter().enumerate() {
-                sink(t + c * i, v);
-            }
-            Ok(())
+            let out = |loc: &[Complex<T>]| {
+                for (i, &v) in loc.iter().enumerate() {
+                    store(&shared, t + c * i, v);
+                }
+            };
+            self.nodes[t].transform(nctx, dir, load, out)
         })?;
         Ok(())
     }
@@ -984,22 +1107,7 @@ impl<T: Float> Below<T> {
         local: &mut [Complex<T>],
         dir: Direction,
     ) -> Result<()> {
-        let parts = Cyclic::new(local, self.fanout);
-        ctx.run(self.fanout, |nctx| {
-            let t = nctx.pid();
-            let node = &self.nodes[t];
-            let Some(mut part) = parts.take(t) else {
-                return Err(nctx.misuse_error("fft", "cyclic part taken twice"));
-            };
-            let mut loc: Vec<Complex<T>> = (0..part.len()).map(|i| part.get(i)).collect();
-            let mut fft = BspFft::with_tables(nctx, node.tables.clone(), Exchange::DirectGet)?;
-            fft.transform_with(nctx, &mut loc, dir, node.below.as_ref())?;
-            fft.free(nctx)?;
-            for (i, v) in loc.into_iter().enumerate() {
-                part.set(i, v);
-            }
-            Ok(())
-        })?;
-        Ok(())
+        // SAFETY: each nested process stores only the entries of its own cyclic part.
+        self.each_part(ctx, local, dir, &|x, k, v| unsafe { x.write(k, v) })
     }
 }

@@ -12,6 +12,7 @@
 //! array (see "footprint" in the [module docs](super)).
 
 use super::num::{Complex, Float, butterflies, root};
+use crate::shared::Shared;
 use mbsp::Result;
 
 /// Complex entries per row of a slab.
@@ -100,7 +101,14 @@ impl<T: Float> Twiddles<T> {
     /// `k·ω_m^{±r·u}` for the `out.len()` entries `u = e0 ..` of a slab (`e0` a multiple of
     /// `SLAB`), conjugated when `inverse`.
     #[inline(always)]
-    fn slab(&self, r: usize, e0: usize, k: Complex<T>, inverse: bool, out: &mut [Complex<T>]) {
+    pub(crate) fn slab(
+        &self,
+        r: usize,
+        e0: usize,
+        k: Complex<T>,
+        inverse: bool,
+        out: &mut [Complex<T>],
+    ) {
         let rows = self.hi.len() / self.hi_len;
         let w = self.lo.len() / rows;
         let h = self.hi_len;
@@ -136,7 +144,7 @@ impl<T: Float> Twiddles<T> {
 
 /// Whether the AVX2 + FMA versions may run (the standard library caches the detection).
 #[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
+pub(crate) fn avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
@@ -527,7 +535,7 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
 /// (the first `cl` columns), decimation in frequency: rows in natural order on input,
 /// bit-reversed on output.
 #[inline(always)]
-fn dif_butterflies<T: Float>(
+pub(crate) fn dif_butterflies<T: Float>(
     tile: &mut [Complex<T>],
     p: usize,
     c: usize,
@@ -562,6 +570,203 @@ fn dif_butterflies<T: Float>(
             }
         }
         len /= 2;
+    }
+}
+
+/// Phase 1 of the natural-order transform of a top level of one process (`natural.rs`): the
+/// length-`L` transforms down columns `cols` of the `L` rows of `r` entries of the parent's
+/// array, in place, natural order in and bit-reversed out, row `i` times `ω_n^{±f·j}` (`f`
+/// its frequency `bitrev[i]`, `j` the column).
+pub(crate) struct Columns<'a, T: Float> {
+    /// Entries per row.
+    pub(crate) r: usize,
+    /// The columns, from a multiple of [`SLAB`].
+    pub(crate) cols: std::ops::Range<usize>,
+    /// `ω_L^j` for `j < L/2`.
+    pub(crate) roots: &'a [Complex<T>],
+    /// Bit reversal of the `L` rows.
+    pub(crate) bitrev: &'a [usize],
+    /// `ω_n^{f·j}`.
+    pub(crate) tw: &'a Twiddles<T>,
+    pub(crate) inverse: bool,
+}
+
+/// The pass of [`Columns`] over `x`; `tile` has room for `L` rows of [`SLAB`].
+///
+/// # Safety
+/// No other thread touches the columns `p.cols` of the rows of `x` meanwhile.
+pub(crate) unsafe fn columns_pass<T: Float>(
+    x: &Shared<'_, Complex<T>>,
+    tile: &mut [Complex<T>],
+    p: Columns<'_, T>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the processor has AVX2 and FMA, checked just now; the columns are the
+        // caller's alone (its promise).
+        return unsafe { columns_avx2(x, tile, p) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { columns_body(x, tile, p) }
+}
+
+/// # Safety
+/// As [`columns_pass`], on a processor with AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn columns_avx2<T: Float>(
+    x: &Shared<'_, Complex<T>>,
+    tile: &mut [Complex<T>],
+    p: Columns<'_, T>,
+) {
+    // SAFETY: the caller's promise.
+    unsafe { columns_body(x, tile, p) }
+}
+
+/// # Safety
+/// As [`columns_pass`].
+#[inline(always)]
+unsafe fn columns_body<T: Float>(
+    x: &Shared<'_, Complex<T>>,
+    tile: &mut [Complex<T>],
+    p: Columns<'_, T>,
+) {
+    let (l, r) = (p.bitrev.len(), p.r);
+    let one = Complex::new(T::one(), T::zero());
+    let mut w = [one; SLAB];
+    // SAFETY: the columns `cols` of row `i`, the caller's alone.
+    let row = |i: usize, cols: std::ops::Range<usize>| unsafe {
+        x.slice_mut(i * r + cols.start..i * r + cols.end)
+    };
+    if l == 8 {
+        let rows: [&mut [Complex<T>]; 8] = std::array::from_fn(|i| row(i, p.cols.clone()));
+        return radix8(rows, tile, &p);
+    }
+    let mut e0 = p.cols.start;
+    while e0 < p.cols.end {
+        let cl = SLAB.min(p.cols.end - e0);
+        for i in 0..l {
+            tile[i * SLAB..][..cl].copy_from_slice(row(i, e0..e0 + cl));
+        }
+        dif_butterflies(tile, l, SLAB, cl, p.roots, p.inverse);
+        for i in 1..l {
+            p.tw.slab(p.bitrev[i], e0, one, p.inverse, &mut w[..cl]);
+            for (x, w) in tile[i * SLAB..][..cl].iter_mut().zip(&w) {
+                *x = *x * w;
+            }
+        }
+        for i in 0..l {
+            row(i, e0..e0 + cl).copy_from_slice(&tile[i * SLAB..][..cl]);
+        }
+        e0 += cl;
+    }
+}
+
+/// [`columns_body`] for `L = 8` in one loop: a radix-2 step (`ω₈^k` on the differences) and
+/// the radix-4 transforms of both halves, by hand; rows in natural order in, frequencies
+/// 0, 4, 2, 6, 1, 5, 3, 7 out, each times its twiddle (the tile holds them, row `f - 1`).
+#[inline(always)]
+fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
+    let one = Complex::new(T::one(), T::zero());
+    let h = T::from_f64(std::f64::consts::FRAC_1_SQRT_2).expect("a float");
+    let sign = if p.inverse { h } else { -h };
+    // ω₈^1, ω₈^3 (ω₈^2 = ∓i by hand).
+    let (w1, w3) = (Complex::new(h, sign), Complex::new(-h, sign));
+    // ∓i·z.
+    let mi = |z: Complex<T>| {
+        if p.inverse {
+            Complex::new(-z.im, z.re)
+        } else {
+            Complex::new(z.im, -z.re)
+        }
+    };
+    // The radix-4 DIF of (a0, a1, a2, a3): frequencies 0, 2, 1, 3.
+    let dft4 = |a0: Complex<T>, a1: Complex<T>, a2: Complex<T>, a3: Complex<T>| {
+        let (s02, d02) = (a0 + a2, a0 - a2);
+        let (s13, d13) = (a1 + a3, a1 - a3);
+        let e = mi(d13);
+        [s02 + s13, s02 - s13, d02 + e, d02 - e]
+    };
+    const FREQ: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
+    let [r0, r1, r2, r3, r4, r5, r6, r7] = rows;
+    let len = r0.len();
+    let mut j0 = 0;
+    while j0 < len {
+        let cl = SLAB.min(len - j0);
+        for f in 1..8 {
+            p.tw.slab(
+                f,
+                p.cols.start + j0,
+                one,
+                p.inverse,
+                &mut tile[(f - 1) * SLAB..][..cl],
+            );
+        }
+        // Slices of exactly `cl` entries: no bounds checks in the loop.
+        let tw: [&[Complex<T>]; 8] =
+            std::array::from_fn(|i| &tile[FREQ[i].max(1) * SLAB - SLAB..][..cl]);
+        let (a0, a1) = (&mut r0[j0..][..cl], &mut r1[j0..][..cl]);
+        let (a2, a3) = (&mut r2[j0..][..cl], &mut r3[j0..][..cl]);
+        let (a4, a5) = (&mut r4[j0..][..cl], &mut r5[j0..][..cl]);
+        let (a6, a7) = (&mut r6[j0..][..cl], &mut r7[j0..][..cl]);
+        for j in 0..cl {
+            let (x0, x4) = (a0[j], a4[j]);
+            let (x1, x5) = (a1[j], a5[j]);
+            let (x2, x6) = (a2[j], a6[j]);
+            let (x3, x7) = (a3[j], a7[j]);
+            let b = dft4(x0 + x4, x1 + x5, x2 + x6, x3 + x7);
+            let d = dft4(x0 - x4, (x1 - x5) * w1, mi(x2 - x6), (x3 - x7) * w3);
+            a0[j] = b[0];
+            a1[j] = b[1] * tw[1][j];
+            a2[j] = b[2] * tw[2][j];
+            a3[j] = b[3] * tw[3][j];
+            a4[j] = d[0] * tw[4][j];
+            a5[j] = d[1] * tw[5][j];
+            a6[j] = d[2] * tw[6][j];
+            a7[j] = d[3] * tw[7][j];
+        }
+        j0 += cl;
+    }
+}
+
+/// Phase 3 of the natural-order transform: output `u` of the `q` kernels in `out` (rows of
+/// `r`) to entries `L·u + s·q ..` of `x` (`L = l`), times `scale` if given.
+///
+/// # Safety
+/// No other thread touches entries `L·u + s·q .. L·u + (s+1)·q` of `x` meanwhile.
+pub(crate) unsafe fn interleave_pass<T: Float>(
+    x: &Shared<'_, Complex<T>>,
+    out: &[Complex<T>],
+    (l, s, q): (usize, usize, usize),
+    scale: Option<T>,
+) {
+    let r = out.len() / q;
+    let k = scale.unwrap_or(T::one());
+    if q == 4 {
+        // Four rows in step, one output line of four entries per column.
+        let (o0, rest) = out.split_at(r);
+        let (o1, rest) = rest.split_at(r);
+        let (o2, o3) = rest.split_at(r);
+        let rows = o0.iter().zip(o1).zip(o2.iter().zip(&o3[..r]));
+        for (u, ((v0, v1), (v2, v3))) in rows.enumerate() {
+            let at = l * u + s * 4;
+            // SAFETY: entries `L·u + s·q ..` are the caller's (its promise).
+            let d = unsafe { x.slice_mut(at..at + 4) };
+            if scale.is_some() {
+                d.copy_from_slice(&[v0.scale(k), v1.scale(k), v2.scale(k), v3.scale(k)]);
+            } else {
+                d.copy_from_slice(&[*v0, *v1, *v2, *v3]);
+            }
+        }
+        return;
+    }
+    for u in 0..r {
+        let at = l * u + s * q;
+        // SAFETY: the caller's promise.
+        let d = unsafe { x.slice_mut(at..at + q) };
+        for (g, d) in d.iter_mut().enumerate() {
+            *d = out[g * r + u].scale(k);
+        }
     }
 }
 

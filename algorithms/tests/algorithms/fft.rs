@@ -408,6 +408,9 @@ fn multi_bsp_matches_rustfft() {
             &[2, 2, 2],
             &[8, 2],
             &[16, 2],
+            &[1, 2],
+            &[1, 4],
+            &[1, 2, 2],
         ] {
             for m in [3usize, 6, 10, 14]
                 .into_iter()
@@ -430,6 +433,77 @@ fn multi_bsp_matches_rustfft() {
                 );
             }
         }
+    });
+}
+
+/// A top level of one process: the nested run transforms the process's array in place
+/// (natural order, no cyclic parts), with the same results as the flat BSP FFT over the same
+/// number of processes and as rustfft, forward and inverse, f64 and f32, over many transforms
+/// of one plan (its nested buffers are kept between them).
+#[test]
+fn top_level_of_one_process_matches_flat() {
+    within(300, || {
+        for c in [2usize, 4, 8] {
+            for m in [3u32, 4, 5, 7, 10, 13, 16] {
+                let n = 1usize << m;
+                if n < c {
+                    continue;
+                }
+                let x = random(n, u64::from(m) ^ 41);
+                let want = sequential(&x, Direction::Forward);
+                // The flat BSP FFT over c processes, gathered from the cyclic distribution.
+                let parts = mbsp::run(c, |ctx| {
+                    let me = ctx.pid();
+                    let mut plan = BspFft::<f64>::new(ctx, n)?;
+                    let mut local: Vec<C> = (me..n).step_by(c).map(|i| x[i]).collect();
+                    plan.forward(ctx, &mut local)?;
+                    plan.free(ctx)?;
+                    Ok(local)
+                })
+                .unwrap();
+                let mut flat = vec![C::default(); n];
+                for (me, part) in parts.iter().enumerate() {
+                    for (i, v) in part.iter().enumerate() {
+                        flat[me + c * i] = *v;
+                    }
+                }
+                let nested = mbsp::run(1, |ctx| {
+                    let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                    assert_eq!(plan.procs(ctx), c);
+                    let mut y = x.clone();
+                    let mut out = Vec::new();
+                    for _ in 0..3 {
+                        y.copy_from_slice(&x);
+                        plan.forward(ctx, &mut y)?;
+                        out = y.clone();
+                        plan.inverse(ctx, &mut y)?;
+                        let back = rel_error(&y, &x);
+                        assert!(back <= 1e-13, "c {c} n {n}: round trip {back:e}");
+                    }
+                    plan.free(ctx)?;
+                    Ok(out)
+                })
+                .unwrap()
+                .pop()
+                .unwrap();
+                let (e_flat, e_seq) = (rel_error(&nested, &flat), rel_error(&nested, &want));
+                assert!(e_flat <= 1e-13, "c {c} n {n}: against flat {e_flat:e}");
+                assert!(e_seq <= 1e-13, "c {c} n {n}: against rustfft {e_seq:e}");
+            }
+        }
+        // Single precision: rows of 8 entries per process (a cache line of f32 pairs).
+        let n = 1 << 12;
+        let x: Vec<Complex<f32>> = random(n, 7)
+            .iter()
+            .map(|v| Complex::new(v.re as f32, v.im as f32))
+            .collect();
+        let mut want = x.clone();
+        fft(&mut want, 1).unwrap();
+        let mut y = x.clone();
+        fft_multi(&mut y, &[1, 2], Direction::Forward).unwrap();
+        let d: f32 = y.iter().zip(&want).map(|(a, b)| (a - b).norm_sqr()).sum();
+        let r: f32 = want.iter().map(|v| v.norm_sqr()).sum();
+        assert!((d / r).sqrt() < 1e-5, "f32: {}", (d / r).sqrt());
     });
 }
 

@@ -472,3 +472,36 @@ fn under_mpiexec_only_bench_mpi_runs() {
         "{err}"
     );
 }
+
+/// `fft --quick`: the Multi-BSP FFT on a top level of one process (`mbsp-top1`) beside the flat
+/// one at the same p in every round, right to rounding, and its nested/flat ratio per n with
+/// the range of the rounds' ratios and the target.
+#[test]
+fn fft_reports_nested_over_flat_for_one_process_on_top() {
+    let (code, out, err) = common::bench(&["fft", "--quick", "--procs", "1,2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
+    let rows = j["rows"].as_array().expect("rows");
+    let top1: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["variant"] == "mbsp-top1")
+        .collect();
+    assert_eq!(top1.len(), 5, "one per n of 2^10 .. 2^14: {rows:?}");
+    for r in &top1 {
+        assert_eq!(r["p"], 2, "{r}");
+        assert!(r["rel_error"].as_f64().unwrap() < 1e-12, "{r}");
+    }
+    let ratios = j["top1_over_flat"].as_array().expect("top1_over_flat");
+    assert_eq!(ratios.len(), 5, "{ratios:?}");
+    for t in ratios {
+        let (lo, hi) = (t["round_ratio_min"].as_f64(), t["round_ratio_max"].as_f64());
+        let (ratio, lo, hi) = (t["ratio"].as_f64().unwrap(), lo.unwrap(), hi.unwrap());
+        assert!(ratio > 0.0 && ratio.is_finite() && lo <= hi, "{t}");
+        assert_eq!(t["target"].as_f64(), Some(1.05), "{t}");
+    }
+    // The table says the same in words.
+    let (code, out, err) = common::bench(&["fft", "--quick", "--procs", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("nested / flat: mbsp-top1"), "{out}");
+    assert_eq!(out.matches(" p = 2 ").count(), 5, "{out}");
+}

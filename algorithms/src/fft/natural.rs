@@ -1,0 +1,200 @@
+//! The Multi-BSP FFT whose top level is one process: the whole vector lies in that process's
+//! array in natural order, and one nested run of `c` processes transforms it there, in place,
+//! without handing out cyclic copies (see "a top level of one process" in
+//! [`MultiFft`](super::MultiFft)).
+//!
+//! The array of length `n` is seen as `L = q·c` rows of `R = n/L` entries (row `i` holds
+//! `x[i·R ..]`; `q` rows per nested process, `q·size_of::<Complex<T>>() ≥ 64` bytes). With
+//! `j = j₁ + R·i` and `k = f + L·u`,
+//!
+//! ```text
+//! y[f + L·u] = Σ_{j₁} ω_R^{j₁·u} · ( ω_n^{j₁·f} · Σ_i x[j₁ + R·i] ω_L^{i·f} )
+//! ```
+//!
+//! so a transform is three phases of the nested run, each process on its own part:
+//!
+//! 1. length-`L` transforms down the columns `j₁` (each process its own block of columns,
+//!    in place in the parent's array), the row of frequency `f` times `ω_n^{j₁·f}`; a sync;
+//! 2. each process runs the kernels of length `R` of its `q` frequencies
+//!    `f = s·q .. (s+1)·q` from the parent's rows into a buffer of its own; a sync;
+//! 3. each process writes its outputs `y[f + L·u]` into the parent's array: for every `u`,
+//!    `q` consecutive entries, a whole cache line that no other process writes.
+//!
+//! Every phase streams its part of the array once, as the flat transform's three passes do
+//! over a local array, and no phase copies a cyclic part out or scatters one back. The kernels
+//! have the flat transform's length for `c = 2` (`n/8`). The tables, kernels and buffers are
+//! made once per plan (the buffers at the first transform, by the process that uses them), so
+//! a transform allocates, registers and communicates nothing: it costs the nested run's start
+//! and its two syncs.
+
+use super::num::{Complex, Float, root};
+use super::split::{self, SLAB, Scratch, Twiddles};
+use crate::dist::block_range;
+use crate::shared::Shared;
+use mbsp::{Ctx, Result};
+use rustfft::Fft;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A transform of length `n` by a nested run of `c` processes over an array in natural order.
+pub(crate) struct Natural<T: Float> {
+    n: usize,
+    c: usize,
+    /// Rows `L` and rows per process `q = L/c`.
+    l: usize,
+    q: usize,
+    /// `ω_L^j` for `j < L/2`, forward.
+    roots: Vec<Complex<T>>,
+    /// Bit reversal in `log₂ L` bits: row `i` holds frequency `bitrev[i]` after phase 1.
+    bitrev: Vec<usize>,
+    /// `ω_n^{f·j₁}` for `j₁ < R`, by slab.
+    tw: Twiddles<T>,
+    fwd: Arc<dyn Fft<T>>,
+    inv: OnceLock<Arc<dyn Fft<T>>>,
+    /// Per nested process: its buffers, made at its first transform.
+    nodes: Vec<Mutex<Option<Node<T>>>>,
+    /// How many times a nested process made its buffers (a test checks: once per plan).
+    setups: AtomicUsize,
+}
+
+/// One nested process's buffers, kept across transforms.
+struct Node<T: Float> {
+    /// The kernels' outputs: `q` rows of `R`.
+    out: Vec<Complex<T>>,
+    scratch: Scratch<T>,
+    /// `L` rows of a slab of columns (phase 1).
+    tile: Vec<Complex<T>>,
+}
+
+impl<T: Float> Natural<T> {
+    /// The plan for length `n` over `c` nested processes, or `None` where the rows would be
+    /// empty (`n < L`): the caller then uses the cyclic levels.
+    pub(crate) fn plan(n: usize, c: usize) -> Option<Self> {
+        let q = (64 / std::mem::size_of::<Complex<T>>()).max(1);
+        let l = q * c;
+        if c < 2 || !c.is_power_of_two() || !n.is_power_of_two() || n < l {
+            return None;
+        }
+        let bits = l.trailing_zeros();
+        Some(Natural {
+            n,
+            c,
+            l,
+            q,
+            roots: (0..l / 2).map(|j| root(j, l, -1.0, 1.0)).collect(),
+            bitrev: (0..l)
+                .map(|i: usize| i.reverse_bits() >> (usize::BITS - bits))
+                .collect(),
+            // Twiddles of a split of n·L over L processes: ω_n^{r·j} for j < n/L.
+            tw: Twiddles::new(n * l, l, l, 0, 1.0),
+            fwd: T::rustfft_plan(n / l, false),
+            inv: OnceLock::new(),
+            nodes: (0..c).map(|_| Mutex::new(None)).collect(),
+            setups: AtomicUsize::new(0),
+        })
+    }
+
+    /// The transform length `n`.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// The processes of the nested run.
+    pub(crate) fn procs(&self) -> usize {
+        self.c
+    }
+
+    /// How many times nested processes made their buffers.
+    #[cfg(test)]
+    pub(crate) fn setups(&self) -> usize {
+        self.setups.load(Ordering::Relaxed)
+    }
+
+    /// The transform of `x` (length `n`, natural order) in place, scaled by `1/n` when
+    /// `inverse`: one nested run of `c` processes.
+    pub(crate) fn transform(&self, ctx: &Ctx, x: &mut [Complex<T>], inverse: bool) -> Result<()> {
+        let kernel = if inverse {
+            self.inv
+                .get_or_init(|| T::rustfft_plan(self.n / self.l, true))
+                .clone()
+        } else {
+            self.fwd.clone()
+        };
+        let shared = Shared::new(x);
+        ctx.run(self.c, |nctx| {
+            let s = nctx.pid();
+            let mut slot = self.nodes[s]
+                .lock()
+                .map_err(|_| nctx.misuse_error("fft", "a nested process's buffers are poisoned"))?;
+            let node = slot.get_or_insert_with(|| self.node(&*kernel));
+            self.columns(&shared, s, node, inverse);
+            nctx.sync()?;
+            self.kernels(&shared, s, node, &*kernel);
+            nctx.sync()?;
+            self.interleave(&shared, s, node, inverse);
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// A nested process's buffers (its first transform).
+    fn node(&self, kernel: &dyn Fft<T>) -> Node<T> {
+        self.setups.fetch_add(1, Ordering::Relaxed);
+        let zero = Complex::new(T::zero(), T::zero());
+        let len = kernel
+            .get_outofplace_scratch_len()
+            .max(self.fwd.get_outofplace_scratch_len());
+        Node {
+            out: vec![zero; self.n / self.c],
+            scratch: Scratch::new(len),
+            tile: vec![zero; self.l * SLAB],
+        }
+    }
+
+    /// Phase 1 on process `s`'s slabs of columns.
+    fn columns(&self, x: &Shared<'_, Complex<T>>, s: usize, node: &mut Node<T>, inverse: bool) {
+        let r = self.n / self.l;
+        let slabs = block_range(r.div_ceil(SLAB), self.c, s);
+        let cols = (slabs.start * SLAB).min(r)..(slabs.end * SLAB).min(r);
+        if cols.is_empty() {
+            return;
+        }
+        let p = split::Columns {
+            r,
+            cols,
+            roots: &self.roots,
+            bitrev: &self.bitrev,
+            tw: &self.tw,
+            inverse,
+        };
+        // SAFETY: the columns `cols` of every row are this process's alone in this phase (the
+        // slabs of the processes are disjoint), and nobody reads them before the sync after it.
+        unsafe { split::columns_pass(x, &mut node.tile, p) };
+    }
+
+    /// Phase 2: the kernels of process `s`'s frequencies, from the parent's rows into its
+    /// buffer.
+    fn kernels(&self, x: &Shared<'_, Complex<T>>, s: usize, node: &mut Node<T>, k: &dyn Fft<T>) {
+        let r = self.n / self.l;
+        let scratch = node.scratch.get(k.get_outofplace_scratch_len());
+        for (g, out) in node.out.chunks_exact_mut(r).enumerate() {
+            let i = self.bitrev[s * self.q + g];
+            // SAFETY: row `i` holds frequency `s·q + g`, which only this process transforms;
+            // the kernel destroys it, and nobody reads it again before it is overwritten
+            // after the next sync (phase 3).
+            let row = unsafe { x.slice_mut(i * r..(i + 1) * r) };
+            k.process_outofplace_with_scratch(row, out, scratch);
+        }
+    }
+
+    /// Phase 3: outputs `y[f + L·u]` of process `s`'s frequencies into the parent's array,
+    /// times `1/n` when inverse.
+    fn interleave(&self, x: &Shared<'_, Complex<T>>, s: usize, node: &Node<T>, inverse: bool) {
+        let scale = T::from_f64(1.0 / self.n as f64).expect("a float");
+        // SAFETY: entries `L·u + s·q .. L·u + (s+1)·q` are this process's outputs alone, and
+        // every process has read the rows of the array (phase 2) before the last sync.
+        unsafe {
+            split::interleave_pass(x, &node.out, (self.l, s, self.q), inverse.then_some(scale))
+        };
+    }
+}
