@@ -877,6 +877,30 @@ pub fn fft_cost(fans: &[usize], policy: &str) -> mbsp_algorithms::fft::FftCost {
     }
 }
 
+/// Seconds to start and end a nested run of `q` processes from a process of a top-level run
+/// of one (the median of 5 samples of 100 runs): what every multiply of the hierarchical SpMV
+/// (and every transform of a nested FFT) pays once per level.
+///
+/// ```
+/// let t = mbsp_tools::params::nested_run_seconds(2).unwrap();
+/// assert!(t > 0.0);
+/// ```
+pub fn nested_run_seconds(q: usize) -> Result<f64> {
+    let times = Run::new(1).run(|ctx| {
+        let mut samples = Vec::with_capacity(5);
+        ctx.run(q, |_| Ok(()))?; // warm-up: the nested run's threads
+        for _ in 0..5 {
+            let t = Instant::now();
+            for _ in 0..100 {
+                ctx.run(q, |_| Ok(()))?;
+            }
+            samples.push(t.elapsed().as_secs_f64() / 100.0);
+        }
+        Ok(crate::stats::median(&samples))
+    })?;
+    Ok(times[0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -328,30 +328,6 @@ pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
     Ok(times.map(|t| t.iter().map(|(_, t)| t[0]).fold(0.0, f64::max) / most as f64))
 }
 
-/// Seconds to start and end a nested run of `q` processes from a process of a top-level run
-/// of one (the median of 5 samples of 100 runs): what every multiply of the hierarchical SpMV
-/// (and every transform of a nested FFT) pays once per level.
-///
-/// ```
-/// let t = mbsp_tools::spmv::nested_run_seconds(2).unwrap();
-/// assert!(t > 0.0);
-/// ```
-pub fn nested_run_seconds(q: usize) -> Result<f64> {
-    let times = mbsp::Run::new(1).run(|ctx| {
-        let mut samples = Vec::with_capacity(5);
-        ctx.run(q, |_| Ok(()))?; // warm-up: the nested run's threads
-        for _ in 0..5 {
-            let t = Instant::now();
-            for _ in 0..100 {
-                ctx.run(q, |_| Ok(()))?;
-            }
-            samples.push(t.elapsed().as_secs_f64() / 100.0);
-        }
-        Ok(median(&samples))
-    })?;
-    Ok(times[0])
-}
-
 /// The BSP prediction of one hierarchical multiply ([`HierSpmv`]): the top level's fan-out and
 /// fan-in among the packages with the `top` parameters (`(h_fanout + h_fanin) g + 2 l`, nothing
 /// when the top level has one process), then in every package at once one nested run (`start`

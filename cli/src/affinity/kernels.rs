@@ -650,10 +650,24 @@ fn fft_job<'a>(
         prm.r = r;
     }
     let choice = cost.choose(n, &fans);
-    let predicted = if nested { choice.nested } else { choice.flat };
+    // A top level of one process hands its array to one nested run per transform: the FFT
+    // below, plus that run's start and end (measured).
+    let handed_down = fans.len() > 1 && fans[0] == 1;
+    let start = if handed_down {
+        mbsp_tools::params::nested_run_seconds(p)?
+    } else {
+        0.0
+    };
+    let predicted = if nested {
+        choice.nested
+    } else {
+        choice.flat + start
+    };
     row.predicted = predicted.is_finite().then_some(predicted);
     row.model = if nested {
         "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
+    } else if handed_down {
+        "BSP FFT cost of the nested run, plus its start (measured); r of rustfft".into()
     } else {
         "BSP FFT cost; r of rustfft at the kernel length".into()
     };
@@ -836,7 +850,7 @@ fn spmv_job<'a>(
             spnz = Some(spnz.map_or(s, |t: f64| t.max(s)));
         }
     }
-    let start = mbsp_tools::spmv::nested_run_seconds(inner)?;
+    let start = mbsp_tools::params::nested_run_seconds(inner)?;
     let top_params = Params::for_placement("packages", top, &pol.label);
     row.predicted =
         spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start));
