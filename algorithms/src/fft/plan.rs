@@ -945,6 +945,9 @@ fn filled<T: Float>(ctx: &Ctx, len: usize, zero: Complex<T>) -> Result<Vec<Compl
     Ok(v)
 }
 
+/// Stores output `k` of a nested local FFT: `store(local, k, value)`.
+type Store<'a, T> = dyn Fn(&Shared<'_, Complex<T>>, usize, Complex<T>) + Sync + 'a;
+
 /// Why a plan has registered packs where it reads them: only a plan kept across nested runs
 /// ([`BspFft::kept`]) has none, and it exchanges with owned messages, which read none.
 const KEPT_PACKS: &str = "a plan kept across nested runs exchanges with owned messages only";
@@ -1073,7 +1076,7 @@ impl<T: Float> Below<T> {
         ctx: &Ctx,
         local: &mut [Complex<T>],
         dir: Direction,
-        store: &(dyn Fn(&Shared<'_, Complex<T>>, usize, Complex<T>) + Sync),
+        store: &Store<'_, T>,
     ) -> Result<()> {
         let c = self.fanout;
         let len = local.len() / c;

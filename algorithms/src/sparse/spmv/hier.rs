@@ -219,7 +219,8 @@ struct Scratch {
     /// Where every row this core sums goes to the package's `y`, inside a stretch `lo..hi`
     /// that no other core's rows reach (row blocks): that stretch, and `row_out` relative to
     /// `lo`. The multiply then writes into a slice of its own, as the flat one does: writes
-    /// through [`CoreOut`] in its inner loop made the kernel about half as fast again.
+    /// through [`CoreOut`] (a lookup and a branch per row) in its inner loop slow the kernel
+    /// down markedly (docs/benchmarks.md).
     block: Option<std::ops::Range<usize>>,
 }
 
