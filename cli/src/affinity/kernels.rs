@@ -19,6 +19,7 @@ use mbsp_tools::preflight::{self, Need};
 use mbsp_tools::{Classify, Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Problem sizes and iterations per repeat of each kernel.
@@ -638,8 +639,13 @@ fn fft_job<'a>(
     // The model: every level's own parameters (the whole machine for the flat FFT; the
     // packages and one package for the nested one), r = rustfft's rate at the kernel length
     // each process runs, all processes at once.
-    let mut rates = BTreeMap::new();
-    let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
+    // Measured once per command: every row of a length is priced with the same r, so rows
+    // differ in what the model says of their placement, not in when r was measured.
+    static RATES: Mutex<BTreeMap<(usize, usize), f64>> = Mutex::new(BTreeMap::new());
+    let r = {
+        let mut rates = RATES.lock().unwrap_or_else(|e| e.into_inner());
+        mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()))
+    };
     let nested = fans.len() > 1 && fans.iter().all(|&f| f > 1);
     let mut cost = mbsp_tools::params::fft_cost(&fans, &pol.label);
     if !nested {
