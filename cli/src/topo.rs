@@ -110,7 +110,7 @@ pub struct Args {
     /// A nested level inside each process (repeat for deeper nesting): a number or a level.
     #[arg(long, value_name = "N|LEVEL")]
     pub nest: Vec<Count>,
-    /// Placement policy [default: MBSP_AFFINITY's, else scattered; MBSP_AFFINITY=force:<policy>
+    /// Placement policy [default: MBSP_AFFINITY's, else scattered; MBSP_AFFINITY=force:POLICY
     /// overrides this option, as it overrides a program's Run::policy].
     #[arg(long, value_enum)]
     pub policy: Option<PolicyName>,

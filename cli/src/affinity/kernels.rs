@@ -19,7 +19,6 @@ use mbsp_tools::preflight::{self, Need};
 use mbsp_tools::{Classify, Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Problem sizes and iterations per repeat of each kernel.
@@ -223,6 +222,9 @@ pub struct Sample {
     pub bound: Option<bool>,
     /// What the figure is, if the row's description does not say.
     pub figure: Option<&'static str>,
+    /// The BSP prediction with the model's inputs measured in this round (`None`: the row's
+    /// prediction, if any, was made once when the command prepared it).
+    pub predicted: Option<f64>,
 }
 
 impl From<Leaf> for Sample {
@@ -231,6 +233,7 @@ impl From<Leaf> for Sample {
             secs,
             bound: Some(bound),
             figure: None,
+            predicted: None,
         }
     }
 }
@@ -245,6 +248,8 @@ pub struct Cell<'a> {
     /// The row of the table.
     pub row: Row,
     job: Option<Job<'a>>,
+    /// The predictions made in the rounds so far (see [`Sample::predicted`]).
+    predictions: Vec<f64>,
 }
 
 impl<'a> Cell<'a> {
@@ -253,6 +258,7 @@ impl<'a> Cell<'a> {
         Cell {
             row,
             job: Some(job),
+            predictions: Vec::new(),
         }
     }
 
@@ -269,6 +275,13 @@ impl<'a> Cell<'a> {
         })?;
         let first = self.row.samples.is_empty();
         self.row.samples.push(s.secs);
+        // A model input measured once, when the command prepared the row, catches the machine
+        // in one moment; measured in every round it is as interleaved as the figures, and the
+        // median of the predictions is compared with the median of the figures.
+        if let Some(t) = s.predicted.filter(|t| t.is_finite()) {
+            self.predictions.push(t);
+            self.row.predicted = Some(mbsp_tools::stats::median(&self.predictions));
+        }
         self.row.bound = match (first, self.row.bound, s.bound) {
             (true, _, b) => b,
             (false, Some(a), Some(b)) => Some(a && b),
@@ -521,7 +534,11 @@ pub fn prepare<'a>(
             pol.label
         );
     }
-    Ok(Cell { row, job })
+    Ok(Cell {
+        row,
+        job,
+        predictions: Vec::new(),
+    })
 }
 
 /// The parameters among `keys` that the file in force does not give (the defaults stand in
@@ -638,38 +655,37 @@ fn fft_job<'a>(
     need.check()?;
     // The model: every level's own parameters (the whole machine for the flat FFT; the
     // packages and one package for the nested one), r = rustfft's rate at the kernel length
-    // each process runs, all processes at once.
-    // Measured once per command: every row of a length is priced with the same r, so rows
-    // differ in what the model says of their placement, not in when r was measured.
-    static RATES: Mutex<BTreeMap<(usize, usize), f64>> = Mutex::new(BTreeMap::new());
-    let r = {
-        let mut rates = RATES.lock().unwrap_or_else(|e| e.into_inner());
-        mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()))
-    };
+    // each process runs, all processes at once, measured in every round (see
+    // `Sample::predicted`).
     let nested = fans.len() > 1 && fans.iter().all(|&f| f > 1);
     let mut cost = mbsp_tools::params::fft_cost(&fans, &pol.label);
     if !nested {
         // One level, or a top level of one process: the FFT of the processes below is flat.
         cost = FftCost::uniform(params);
     }
-    for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
-        prm.r = r;
-    }
-    let choice = cost.choose(n, &fans);
     // A top level of one process hands its array to one nested run per transform: the FFT
     // below, plus that run's start and end (measured).
     let handed_down = fans.len() > 1 && fans[0] == 1;
-    let start = if handed_down {
-        mbsp_tools::params::nested_run_seconds(p)?
-    } else {
-        0.0
+    let predict = {
+        let fans = fans.clone();
+        move || -> Result<f64> {
+            let mut rates = BTreeMap::new();
+            let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
+            let mut cost = cost;
+            for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
+                prm.r = r;
+            }
+            let choice = cost.choose(n, &fans);
+            Ok(if nested {
+                choice.nested
+            } else if handed_down {
+                choice.flat + mbsp_tools::params::nested_run_seconds(p)?
+            } else {
+                choice.flat
+            })
+        }
     };
-    let predicted = if nested {
-        choice.nested
-    } else {
-        choice.flat + start
-    };
-    row.predicted = predicted.is_finite().then_some(predicted);
+    row.predicted = None;
     row.model = if nested {
         "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
     } else if handed_down {
@@ -717,7 +733,10 @@ fn fft_job<'a>(
                 "FFT n = {n}: forward and inverse transforms differ from the data by {err:e}"
             )));
         }
-        Ok(Sample::from((secs, r.iter().all(|x| x.2))))
+        Ok(Sample {
+            predicted: Some(predict()?),
+            ..Sample::from((secs, r.iter().all(|x| x.2)))
+        })
     }))
 }
 
@@ -812,12 +831,14 @@ fn spmv_job<'a>(
                 }
             }
         };
-        // Threads here (the command refuses to run over MPI ranks), so the rate is measured.
-        let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
-        row.predicted = spnz.map(|s| plan.predict(&params, s, false));
+        // Threads here (the command refuses to run over MPI ranks), so the rate is measured,
+        // in every round (see `Sample::predicted`).
+        row.predicted = None;
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
         row.missing = missing(&["l", "g"]);
         return Ok(Box::new(move || {
+            let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
+            let predicted = spnz.map(|s| plan.predict(&params, s, false));
             let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
                 let mut s = Spmv::new(ctx, &plan)?;
                 let local = s.local();
@@ -826,7 +847,10 @@ fn spmv_job<'a>(
                 let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
                 Ok((secs, check(&local.y_owned, &y), bound(ctx)))
             })?;
-            checked(&r).map(Sample::from)
+            checked(&r).map(|leaf| Sample {
+                predicted,
+                ..Sample::from(leaf)
+            })
         }));
     }
     let &[top, inner] = &fans[..] else {
@@ -849,17 +873,23 @@ fn spmv_job<'a>(
         }
     };
     // The local kernel's rate with every core of a package at once (the packages measured one
-    // after another), and a nested run's start and end.
-    let mut spnz: Option<f64> = None;
-    for ip in &plan.inner {
-        if let Some(s) = mbsp_tools::spmv::plan_seconds_per_nz(ip)? {
-            spnz = Some(spnz.map_or(s, |t: f64| t.max(s)));
-        }
-    }
-    let start = mbsp_tools::params::nested_run_seconds(inner)?;
+    // after another), and a nested run's start and end: measured in every round (see
+    // `Sample::predicted`).
     let top_params = Params::for_placement("packages", top, &pol.label);
-    row.predicted =
-        spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start));
+    let predict = {
+        let plan = plan.clone();
+        move || -> Result<Option<f64>> {
+            let mut spnz: Option<f64> = None;
+            for ip in &plan.inner {
+                if let Some(s) = mbsp_tools::spmv::plan_seconds_per_nz(ip)? {
+                    spnz = Some(spnz.map_or(s, |t: f64| t.max(s)));
+                }
+            }
+            let start = mbsp_tools::params::nested_run_seconds(inner)?;
+            Ok(spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start)))
+        }
+    };
+    row.predicted = None;
     row.model = "top (h_fanout + h_fanin) g + 2 l, then per package a nested run (measured) of \
                  max nz t_nz (+ h_fanin g + l where cores sum partial rows)"
         .into();
@@ -873,7 +903,11 @@ fn spmv_job<'a>(
             let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
             Ok((secs, check(&local.y_owned, &y), bound(ctx)))
         })?;
-        checked(&r).map(Sample::from)
+        let predicted = predict()?;
+        checked(&r).map(|leaf| Sample {
+            predicted,
+            ..Sample::from(leaf)
+        })
     }))
 }
 

@@ -533,6 +533,7 @@ mod tests {
                             secs: 1.0 + i as f64,
                             bound: Some(true),
                             figure: None,
+                            predicted: None,
                         })
                     }),
                 )
@@ -568,6 +569,7 @@ mod tests {
                             secs: 1.0,
                             bound: None,
                             figure: Some("the program's"),
+                            predicted: None,
                         })
                     }),
                 )

@@ -202,6 +202,7 @@ pub fn cell<'a>(
             secs,
             bound: None,
             figure: Some(figure.describe()),
+            predicted: None,
         })
     });
     Ok(Cell::new(row, job))
