@@ -520,6 +520,35 @@ mod tests {
     }
 
     #[test]
+    fn a_prediction_made_in_every_round_is_their_median() {
+        // Rounds predict 3, 1, NaN (not kept), 2: after each the row holds the median so far.
+        let preds = [Some(3.0), Some(1.0), Some(f64::NAN), Some(2.0), None];
+        let mut k = 0;
+        let mut cell = Cell::new(
+            row("fft"),
+            Box::new(move || {
+                k += 1;
+                Ok(Sample {
+                    secs: 1.0,
+                    bound: None,
+                    figure: None,
+                    predicted: preds[k - 1],
+                })
+            }),
+        );
+        let mut seen = Vec::new();
+        for _ in 0..preds.len() {
+            cell.run_once().unwrap();
+            seen.push(cell.row.predicted);
+        }
+        assert_eq!(
+            seen,
+            [Some(3.0), Some(2.0), Some(2.0), Some(2.0), Some(2.0)]
+        );
+        assert_eq!(cell.row.samples.len(), preds.len());
+    }
+
+    #[test]
     fn rounds_run_every_configuration_once_each_in_orders_of_their_own() {
         let log = Mutex::new(Vec::new());
         let mut cells: Vec<Cell<'_>> = (0..6)
