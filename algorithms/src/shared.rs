@@ -66,6 +66,16 @@ impl<'a, T> Shared<'a, T> {
         unsafe { *self.ptr.add(i) += v }
     }
 
+    /// Entries `r`, to read.
+    ///
+    /// # Safety
+    /// No thread writes entries `r` while the slice lives.
+    pub(crate) unsafe fn slice(&self, r: std::ops::Range<usize>) -> &[T] {
+        assert!(r.start <= r.end && r.end <= self.len);
+        // SAFETY: in bounds; not written meanwhile by the caller's promise.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(r.start), r.len()) }
+    }
+
     /// Entries `r`, to write.
     ///
     /// # Safety

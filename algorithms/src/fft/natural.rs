@@ -4,7 +4,8 @@
 //! [`MultiFft`](super::MultiFft)).
 //!
 //! The array of length `n` is seen as `L = q·c` rows of `R = n/L` entries (row `i` holds
-//! `x[i·R ..]`; `q` rows per nested process, `q·size_of::<Complex<T>>() ≥ 64` bytes). With
+//! `x[i·R ..]`; `q` rows per nested process: for two processes those of the flat transform's
+//! split, so that the kernels have its length; four for more). With
 //! `j = j₁ + R·i` and `k = f + L·u`,
 //!
 //! ```text
@@ -16,13 +17,17 @@
 //! 1. length-`L` transforms down the columns `j₁` (each process its own block of columns,
 //!    in place in the parent's array), the row of frequency `f` times `ω_n^{j₁·f}`; a sync;
 //! 2. each process runs the kernels of length `R` of its `q` frequencies
-//!    `f = s·q .. (s+1)·q` from the parent's rows into a buffer of its own; a sync;
-//! 3. each process writes its outputs `y[f + L·u]` into the parent's array: for every `u`,
-//!    `q` consecutive entries, a whole cache line that no other process writes.
+//!    `f = s·q .. (s+1)·q` from the parent's rows into rows `f` of the plan's output buffer
+//!    (`L` rows of `R`); a sync;
+//! 3. each process writes a block of `u` of the outputs `y[f + L·u]` (all `L` frequencies,
+//!    reading every process's rows of the buffer) into the parent's array: one contiguous
+//!    stretch of it per process. (Writing instead each process's own `q` frequencies for
+//!    every `u`, a cache line in every `L·16` bytes, was the slowest phase: the two cores
+//!    wrote neighbouring lines, which the hardware fetches in pairs.)
 //!
 //! Every phase streams its part of the array once, as the flat transform's three passes do
 //! over a local array, and no phase copies a cyclic part out or scatters one back. The kernels
-//! have the flat transform's length for `c = 2` (`n/8`). The tables, kernels and buffers are
+//! have the flat transform's length for `c = 2` (`n/4`, `n/8` from `n = 2^19`). The tables, kernels and buffers are
 //! made once per plan (the buffers at the first transform, by the process that uses them), so
 //! a transform allocates, registers and communicates nothing: it costs the nested run's start
 //! and its two syncs.
@@ -53,14 +58,15 @@ pub(crate) struct Natural<T: Float> {
     inv: OnceLock<Arc<dyn Fft<T>>>,
     /// Per nested process: its buffers, made at its first transform.
     nodes: Vec<Mutex<Option<Node<T>>>>,
+    /// The kernels' outputs, row `f` of `R` for frequency `f` (allocated zeroed at the first
+    /// transform: each page is first touched by the process that writes it in phase 2).
+    out: Mutex<Vec<Complex<T>>>,
     /// How many times a nested process made its buffers (a test checks: once per plan).
     setups: AtomicUsize,
 }
 
 /// One nested process's buffers, kept across transforms.
 struct Node<T: Float> {
-    /// The kernels' outputs: `q` rows of `R`.
-    out: Vec<Complex<T>>,
     scratch: Scratch<T>,
     /// `L` rows of a slab of columns (phase 1).
     tile: Vec<Complex<T>>,
@@ -70,9 +76,15 @@ impl<T: Float> Natural<T> {
     /// The plan for length `n` over `c` nested processes, or `None` where the rows would be
     /// empty (`n < L`): the caller then uses the cyclic levels.
     pub(crate) fn plan(n: usize, c: usize) -> Option<Self> {
-        let q = (64 / std::mem::size_of::<Complex<T>>()).max(1);
+        if c < 2 || !c.is_power_of_two() || !n.is_power_of_two() {
+            return None;
+        }
+        // Two processes: the rows of the flat transform's split, so that the kernels have its
+        // length (`n/4`, or `n/8` from `n = 2^19`: see `split::rows`); more: four rows each
+        // (a tile of `4c` rows of a slab stays in the caches in phase 1).
+        let q = if c == 2 { split::rows(n, 2) } else { 4 };
         let l = q * c;
-        if c < 2 || !c.is_power_of_two() || !n.is_power_of_two() || n < l {
+        if q == 0 || n < l {
             return None;
         }
         let bits = l.trailing_zeros();
@@ -90,6 +102,7 @@ impl<T: Float> Natural<T> {
             fwd: T::rustfft_plan(n / l, false),
             inv: OnceLock::new(),
             nodes: (0..c).map(|_| Mutex::new(None)).collect(),
+            out: Mutex::new(Vec::new()),
             setups: AtomicUsize::new(0),
         })
     }
@@ -121,6 +134,14 @@ impl<T: Float> Natural<T> {
             self.fwd.clone()
         };
         let shared = Shared::new(x);
+        let mut out = self
+            .out
+            .lock()
+            .map_err(|_| ctx.misuse_error("fft", "the nested transform's buffer is poisoned"))?;
+        if out.len() != self.n {
+            *out = vec![Complex::new(T::zero(), T::zero()); self.n];
+        }
+        let out = Shared::new(&mut out[..]);
         ctx.run(self.c, |nctx| {
             let s = nctx.pid();
             let mut slot = self.nodes[s]
@@ -129,9 +150,9 @@ impl<T: Float> Natural<T> {
             let node = slot.get_or_insert_with(|| self.node(&*kernel));
             self.columns(&shared, s, node, inverse);
             nctx.sync()?;
-            self.kernels(&shared, s, node, &*kernel);
+            self.kernels(&shared, &out, s, node, &*kernel);
             nctx.sync()?;
-            self.interleave(&shared, s, node, inverse);
+            self.interleave(&shared, &out, s, inverse);
             Ok(())
         })?;
         Ok(())
@@ -145,7 +166,6 @@ impl<T: Float> Natural<T> {
             .get_outofplace_scratch_len()
             .max(self.fwd.get_outofplace_scratch_len());
         Node {
-            out: vec![zero; self.n / self.c],
             scratch: Scratch::new(len),
             tile: vec![zero; self.l * SLAB],
         }
@@ -172,29 +192,52 @@ impl<T: Float> Natural<T> {
         unsafe { split::columns_pass(x, &mut node.tile, p) };
     }
 
-    /// Phase 2: the kernels of process `s`'s frequencies, from the parent's rows into its
-    /// buffer.
-    fn kernels(&self, x: &Shared<'_, Complex<T>>, s: usize, node: &mut Node<T>, k: &dyn Fft<T>) {
+    /// Phase 2: the kernels of process `s`'s frequencies, from the parent's rows into their
+    /// rows of the output buffer.
+    fn kernels(
+        &self,
+        x: &Shared<'_, Complex<T>>,
+        out: &Shared<'_, Complex<T>>,
+        s: usize,
+        node: &mut Node<T>,
+        k: &dyn Fft<T>,
+    ) {
         let r = self.n / self.l;
         let scratch = node.scratch.get(k.get_outofplace_scratch_len());
-        for (g, out) in node.out.chunks_exact_mut(r).enumerate() {
-            let i = self.bitrev[s * self.q + g];
-            // SAFETY: row `i` holds frequency `s·q + g`, which only this process transforms;
-            // the kernel destroys it, and nobody reads it again before it is overwritten
-            // after the next sync (phase 3).
-            let row = unsafe { x.slice_mut(i * r..(i + 1) * r) };
-            k.process_outofplace_with_scratch(row, out, scratch);
+        for f in s * self.q..(s + 1) * self.q {
+            let i = self.bitrev[f];
+            // SAFETY: row `i` holds frequency `f`, which only this process transforms; the
+            // kernel destroys it, and nobody reads it again before it is overwritten after
+            // the next sync (phase 3). Row `f` of the buffer is this process's alone in this
+            // phase; the others read it only after the next sync.
+            let (row, dst) = unsafe {
+                (
+                    x.slice_mut(i * r..(i + 1) * r),
+                    out.slice_mut(f * r..(f + 1) * r),
+                )
+            };
+            k.process_outofplace_with_scratch(row, dst, scratch);
         }
     }
 
-    /// Phase 3: outputs `y[f + L·u]` of process `s`'s frequencies into the parent's array,
-    /// times `1/n` when inverse.
-    fn interleave(&self, x: &Shared<'_, Complex<T>>, s: usize, node: &Node<T>, inverse: bool) {
+    /// Phase 3: the outputs `y[f + L·u]` of process `s`'s block of `u` (every frequency) into
+    /// the parent's array, times `1/n` when inverse.
+    fn interleave(
+        &self,
+        x: &Shared<'_, Complex<T>>,
+        out: &Shared<'_, Complex<T>>,
+        s: usize,
+        inverse: bool,
+    ) {
         let scale = T::from_f64(1.0 / self.n as f64).expect("a float");
-        // SAFETY: entries `L·u + s·q .. L·u + (s+1)·q` are this process's outputs alone, and
-        // every process has read the rows of the array (phase 2) before the last sync.
+        let us = block_range(self.n / self.l, self.c, s);
+        // SAFETY: the buffer was written in phase 2, before the last sync, and is written
+        // again only after this nested run; entries `L·u ..` of `x` for `u` in `us` are this
+        // process's alone (the blocks are disjoint), and every process has read the rows of
+        // the array (phase 2) before the last sync.
         unsafe {
-            split::interleave_pass(x, &node.out, (self.l, s, self.q), inverse.then_some(scale))
+            let out = out.slice(0..self.n);
+            split::interleave_pass(x, out, self.l, us, inverse.then_some(scale))
         };
     }
 }

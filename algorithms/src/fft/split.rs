@@ -642,6 +642,10 @@ unsafe fn columns_body<T: Float>(
         let rows: [&mut [Complex<T>]; 8] = std::array::from_fn(|i| row(i, p.cols.clone()));
         return radix8(rows, tile, &p);
     }
+    if l == 4 {
+        let rows: [&mut [Complex<T>]; 4] = std::array::from_fn(|i| row(i, p.cols.clone()));
+        return radix4(rows, tile, &p);
+    }
     let mut e0 = p.cols.start;
     while e0 < p.cols.end {
         let cl = SLAB.min(p.cols.end - e0);
@@ -659,6 +663,50 @@ unsafe fn columns_body<T: Float>(
             row(i, e0..e0 + cl).copy_from_slice(&tile[i * SLAB..][..cl]);
         }
         e0 += cl;
+    }
+}
+
+/// [`columns_body`] for `L = 4` in one loop, as the flat transform's radix-4 pass: rows in
+/// natural order in, frequencies 0, 2, 1, 3 out, each times its twiddle (the tile holds them,
+/// row `f - 1`).
+#[inline(always)]
+fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
+    let one = Complex::new(T::one(), T::zero());
+    let [r0, r1, r2, r3] = rows;
+    let len = r0.len();
+    let mut j0 = 0;
+    while j0 < len {
+        let cl = SLAB.min(len - j0);
+        for f in 1..4 {
+            p.tw.slab(
+                f,
+                p.cols.start + j0,
+                one,
+                p.inverse,
+                &mut tile[(f - 1) * SLAB..][..cl],
+            );
+        }
+        // Slices of exactly `cl` entries: no bounds checks in the loop.
+        let (w1, rest) = tile.split_at(SLAB);
+        let (w2, w3) = rest.split_at(SLAB);
+        let (w1, w2, w3) = (&w1[..cl], &w2[..cl], &w3[..cl]);
+        let (a0, a1) = (&mut r0[j0..][..cl], &mut r1[j0..][..cl]);
+        let (a2, a3) = (&mut r2[j0..][..cl], &mut r3[j0..][..cl]);
+        for j in 0..cl {
+            let (s02, d02) = (a0[j] + a2[j], a0[j] - a2[j]);
+            let (s13, d13) = (a1[j] + a3[j], a1[j] - a3[j]);
+            // ∓i·d13: the odd frequencies' ω₄ = ∓i.
+            let e = if p.inverse {
+                Complex::new(-d13.im, d13.re)
+            } else {
+                Complex::new(d13.im, -d13.re)
+            };
+            a0[j] = s02 + s13;
+            a1[j] = (s02 - s13) * w2[j];
+            a2[j] = (d02 + e) * w1[j];
+            a3[j] = (d02 - e) * w3[j];
+        }
+        j0 += cl;
     }
 }
 
@@ -729,43 +777,43 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
     }
 }
 
-/// Phase 3 of the natural-order transform: output `u` of the `q` kernels in `out` (rows of
-/// `r`) to entries `L·u + s·q ..` of `x` (`L = l`), times `scale` if given.
+/// Phase 3 of the natural-order transform: entries `y[f + L·u] = out[f·R + u]` of `x` for
+/// the `u` in `us` and every frequency `f < L` (`out` holds `L` rows of `R`; `L = l`), times
+/// `scale` if given: a transpose whose writes are one contiguous stretch of `x`.
 ///
 /// # Safety
-/// No other thread touches entries `L·u + s·q .. L·u + (s+1)·q` of `x` meanwhile.
+/// No other thread touches entries `L·u .. L·(u + 1)` of `x` for `u` in `us` meanwhile.
 pub(crate) unsafe fn interleave_pass<T: Float>(
     x: &Shared<'_, Complex<T>>,
     out: &[Complex<T>],
-    (l, s, q): (usize, usize, usize),
+    l: usize,
+    us: std::ops::Range<usize>,
     scale: Option<T>,
 ) {
-    let r = out.len() / q;
+    let r = out.len() / l;
     let k = scale.unwrap_or(T::one());
-    if q == 4 {
-        // Four rows in step, one output line of four entries per column.
-        let (o0, rest) = out.split_at(r);
-        let (o1, rest) = rest.split_at(r);
-        let (o2, o3) = rest.split_at(r);
-        let rows = o0.iter().zip(o1).zip(o2.iter().zip(&o3[..r]));
-        for (u, ((v0, v1), (v2, v3))) in rows.enumerate() {
-            let at = l * u + s * 4;
-            // SAFETY: entries `L·u + s·q ..` are the caller's (its promise).
-            let d = unsafe { x.slice_mut(at..at + 4) };
+    if us.is_empty() {
+        return;
+    }
+    // SAFETY: the entries of `us`, the caller's (its promise).
+    let dst = unsafe { x.slice_mut(l * us.start..l * us.end) };
+    if l == 8 {
+        // Eight rows in step, one stretch of eight entries of `x` per `u`.
+        let rows: [&[Complex<T>]; 8] = std::array::from_fn(|f| &out[f * r..][us.clone()]);
+        for (j, d) in dst.chunks_exact_mut(8).enumerate() {
+            let v: [Complex<T>; 8] = std::array::from_fn(|f| rows[f][j]);
             if scale.is_some() {
-                d.copy_from_slice(&[v0.scale(k), v1.scale(k), v2.scale(k), v3.scale(k)]);
+                d.copy_from_slice(&v.map(|v| v.scale(k)));
             } else {
-                d.copy_from_slice(&[*v0, *v1, *v2, *v3]);
+                d.copy_from_slice(&v);
             }
         }
         return;
     }
-    for u in 0..r {
-        let at = l * u + s * q;
-        // SAFETY: the caller's promise.
-        let d = unsafe { x.slice_mut(at..at + q) };
-        for (g, d) in d.iter_mut().enumerate() {
-            *d = out[g * r + u].scale(k);
+    for (j, d) in dst.chunks_exact_mut(l).enumerate() {
+        let u = us.start + j;
+        for (f, d) in d.iter_mut().enumerate() {
+            *d = out[f * r + u].scale(k);
         }
     }
 }
