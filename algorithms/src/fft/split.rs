@@ -797,16 +797,30 @@ pub(crate) unsafe fn interleave_pass<T: Float>(
     }
     // SAFETY: the entries of `us`, the caller's (its promise).
     let dst = unsafe { x.slice_mut(l * us.start..l * us.end) };
-    if l == 8 {
-        // Eight rows in step, one stretch of eight entries of `x` per `u`.
-        let rows: [&[Complex<T>]; 8] = std::array::from_fn(|f| &out[f * r..][us.clone()]);
-        for (j, d) in dst.chunks_exact_mut(8).enumerate() {
-            let v: [Complex<T>; 8] = std::array::from_fn(|f| rows[f][j]);
-            if scale.is_some() {
-                d.copy_from_slice(&v.map(|v| v.scale(k)));
-            } else {
-                d.copy_from_slice(&v);
+    let row = |f: usize| &out[f * r..][us.clone()];
+    let put = |d: &mut [Complex<T>], v: &[Complex<T>]| {
+        if scale.is_some() {
+            for (d, v) in d.iter_mut().zip(v) {
+                *d = v.scale(k);
             }
+        } else {
+            d.copy_from_slice(v);
+        }
+    };
+    // Rows in step through zipped iterators (no bounds checks), one stretch of `L` entries of
+    // `x` per `u`.
+    if l == 4 {
+        let rows = row(0).iter().zip(row(1)).zip(row(2).iter().zip(row(3)));
+        for (d, ((a, b), (c, e))) in dst.chunks_exact_mut(4).zip(rows) {
+            put(d, &[*a, *b, *c, *e]);
+        }
+        return;
+    }
+    if l == 8 {
+        let lo = row(0).iter().zip(row(1)).zip(row(2).iter().zip(row(3)));
+        let hi = row(4).iter().zip(row(5)).zip(row(6).iter().zip(row(7)));
+        for (d, (((a, b), (c, e)), ((f, g), (h, i)))) in dst.chunks_exact_mut(8).zip(lo.zip(hi)) {
+            put(d, &[*a, *b, *c, *e, *f, *g, *h, *i]);
         }
         return;
     }
