@@ -26,10 +26,12 @@
 //!    wrote neighbouring lines, which the hardware fetches in pairs.)
 //!
 //! Every phase streams its part of the array once, as the flat transform's three passes do
-//! over a local array, and no phase copies a cyclic part out or scatters one back. The kernels
-//! have the flat transform's length for `c = 2` (`n/4`, `n/8` from `n = 2^19`). The tables, kernels and buffers are
-//! made once per plan (the buffers at the first transform, by the process that uses them), so
-//! a transform allocates, registers and communicates nothing: it costs the nested run's start
+//! over a local array, and no phase copies a cyclic part out or scatters one back; phase 3 is
+//! a transpose the flat transform, in and out in the cyclic distribution, does not make. The
+//! kernels have the flat transform's length for `c = 2` (`n/4`, `n/8` from `n = 2^19`). The
+//! tables and kernels are made once per plan, the buffers at the first transform (the output
+//! buffer zeroed, so that each page is first touched by the process that writes it), so a
+//! transform allocates, registers and communicates nothing: it costs the nested run's start
 //! and its two syncs.
 
 use super::num::{Complex, Float, root};
