@@ -29,10 +29,10 @@
 //! over a local array, and no phase copies a cyclic part out or scatters one back; phase 3 is
 //! a transpose the flat transform, in and out in the cyclic distribution, does not make. The
 //! kernels have the flat transform's length for `c = 2` (`n/4`, `n/8` from `n = 2^19`). The
-//! tables and kernels are made once per plan, the buffers at the first transform (the output
-//! buffer zeroed, so that each page is first touched by the process that writes it), so a
-//! transform allocates, registers and communicates nothing: it costs the nested run's start
-//! and its two syncs.
+//! tables and kernels are made once per plan, the buffers at the first transform (each
+//! process's own by that process; the output buffer, which every process reads in phase 3, by
+//! the parent), so a transform allocates, registers and communicates nothing: it costs the
+//! nested run's start and its two syncs.
 
 use super::num::{Complex, Float, root};
 use super::split::{self, SLAB, Scratch, Twiddles};
@@ -60,8 +60,7 @@ pub(crate) struct Natural<T: Float> {
     inv: OnceLock<Arc<dyn Fft<T>>>,
     /// Per nested process: its buffers, made at its first transform.
     nodes: Vec<Mutex<Option<Node<T>>>>,
-    /// The kernels' outputs, row `f` of `R` for frequency `f` (allocated zeroed at the first
-    /// transform: each page is first touched by the process that writes it in phase 2).
+    /// The kernels' outputs, row `f` of `R` for frequency `f` (made at the first transform).
     out: Mutex<Vec<Complex<T>>>,
     /// How many times a nested process made its buffers (a test checks: once per plan).
     setups: AtomicUsize,
