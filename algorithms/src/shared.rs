@@ -70,7 +70,11 @@ impl<'a, T> Shared<'a, T> {
     ///
     /// # Safety
     /// No thread writes entries `r` while the slice lives.
-    pub(crate) unsafe fn slice(&self, r: std::ops::Range<usize>) -> &[T] {
+    pub(crate) unsafe fn slice(&self, r: std::ops::Range<usize>) -> &[T]
+    where
+        // Several threads may hold the same entries to read.
+        T: Sync,
+    {
         assert!(r.start <= r.end && r.end <= self.len);
         // SAFETY: in bounds; not written meanwhile by the caller's promise.
         unsafe { std::slice::from_raw_parts(self.ptr.add(r.start), r.len()) }

@@ -18,9 +18,10 @@
 //! **A top level of one process** with one level below it (`[1, c]`: a one-package machine)
 //! skips the cyclic form: its array holds the whole vector in natural order, and one nested run
 //! transforms it in place (`natural.rs`): the length-`L` DIF transforms and twiddles by column
-//! blocks, a sync, each nested process's kernels into its own buffer, a sync, and each writing
-//! its outputs, whole cache lines, back into the array. No cyclic part is copied out or
-//! scattered back, and after the first transform nothing is allocated, registered or checked.
+//! blocks, a sync, each nested process's kernels into its rows of one buffer of the plan, a
+//! sync, and each writing one contiguous block of the outputs (a transpose of the buffer's
+//! rows) back into the array. No cyclic part is copied out or scattered back, and after the
+//! first transform nothing is allocated, registered or checked.
 //!
 //! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: every process
 //! does `5(n/p)·log₂ n` flops and the pack and column passes over its `n/p` entries; the nested

@@ -493,19 +493,25 @@ fn top_level_of_one_process_matches_flat() {
                 assert!(e_seq <= 1e-13, "c {c} n {n}: against rustfft {e_seq:e}");
             }
         }
-        // Single precision.
-        let n = 1 << 12;
-        let x: Vec<Complex<f32>> = random(n, 7)
-            .iter()
-            .map(|v| Complex::new(v.re as f32, v.im as f32))
-            .collect();
-        let mut want = x.clone();
-        fft(&mut want, 1).unwrap();
-        let mut y = x.clone();
-        fft_multi(&mut y, &[1, 2], Direction::Forward).unwrap();
-        let d: f32 = y.iter().zip(&want).map(|(a, b)| (a - b).norm_sqr()).sum();
-        let r: f32 = want.iter().map(|v| v.norm_sqr()).sum();
-        assert!((d / r).sqrt() < 1e-5, "f32: {}", (d / r).sqrt());
+        // Single precision, forward and back: four rows (R = 1 at n = 4), and eight.
+        for n in [4usize, 1 << 12, 1 << 19] {
+            let x: Vec<Complex<f32>> = random(n, 7)
+                .iter()
+                .map(|v| Complex::new(v.re as f32, v.im as f32))
+                .collect();
+            let mut want = x.clone();
+            fft(&mut want, 1).unwrap();
+            let mut y = x.clone();
+            fft_multi(&mut y, &[1, 2], Direction::Forward).unwrap();
+            let err = |a: &[Complex<f32>], b: &[Complex<f32>]| {
+                let d: f32 = a.iter().zip(b).map(|(a, b)| (a - b).norm_sqr()).sum();
+                let r: f32 = b.iter().map(|v| v.norm_sqr()).sum();
+                (d / r).sqrt()
+            };
+            assert!(err(&y, &want) < 1e-5, "f32 n {n}: {}", err(&y, &want));
+            fft_multi(&mut y, &[1, 2], Direction::Inverse).unwrap();
+            assert!(err(&y, &x) < 1e-5, "f32 n {n} back: {}", err(&y, &x));
+        }
     });
 }
 

@@ -606,6 +606,13 @@ fn h_relation(ctx: &mut Ctx, h: usize, words: bool) -> mbsp::Result<Step> {
     }))
 }
 
+/// A model input measured in a round (see [`Sample::predicted`]), or a warning and no
+/// prediction for the round when it cannot be measured: the round's figure is kept.
+fn model_input<T, E: std::fmt::Display>(r: std::result::Result<T, E>, kernel: &str) -> Option<T> {
+    r.map_err(|e| eprintln!("affinity: warning: {kernel}: no prediction this round: {e}"))
+        .ok()
+}
+
 /// Why a kernel did not give a figure: it does not apply to this placement (a row that says
 /// why), or it failed (the command fails).
 enum Skip {
@@ -734,7 +741,7 @@ fn fft_job<'a>(
             )));
         }
         Ok(Sample {
-            predicted: Some(predict()?),
+            predicted: model_input(predict(), "fft"),
             ..Sample::from((secs, r.iter().all(|x| x.2)))
         })
     }))
@@ -837,7 +844,7 @@ fn spmv_job<'a>(
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
         row.missing = missing(&["l", "g"]);
         return Ok(Box::new(move || {
-            let spnz = mbsp_tools::spmv::plan_seconds_per_nz(&plan)?;
+            let spnz = model_input(mbsp_tools::spmv::plan_seconds_per_nz(&plan), "spmv").flatten();
             let predicted = spnz.map(|s| plan.predict(&params, s, false));
             let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
                 let mut s = Spmv::new(ctx, &plan)?;
@@ -903,7 +910,7 @@ fn spmv_job<'a>(
             let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
             Ok((secs, check(&local.y_owned, &y), bound(ctx)))
         })?;
-        let predicted = predict()?;
+        let predicted = model_input(predict(), "spmv").flatten();
         checked(&r).map(|leaf| Sample {
             predicted,
             ..Sample::from(leaf)
