@@ -666,26 +666,34 @@ unsafe fn columns_body<T: Float>(
     }
 }
 
+/// The twiddles of rows `f = 1 .. l` for the `cl` columns from `j0` of the pass's columns into
+/// tile row `f - 1` (the rows' frequencies are their order in the hand-written radix passes).
+#[inline(always)]
+fn row_twiddles<T: Float>(
+    tile: &mut [Complex<T>],
+    p: &Columns<'_, T>,
+    l: usize,
+    j0: usize,
+    cl: usize,
+) {
+    let one = Complex::new(T::one(), T::zero());
+    for f in 1..l {
+        let w = &mut tile[(f - 1) * SLAB..][..cl];
+        p.tw.slab(f, p.cols.start + j0, one, p.inverse, w);
+    }
+}
+
 /// [`columns_body`] for `L = 4` in one loop, as the flat transform's radix-4 pass: rows in
 /// natural order in, frequencies 0, 2, 1, 3 out, each times its twiddle (the tile holds them,
 /// row `f - 1`).
 #[inline(always)]
 fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
-    let one = Complex::new(T::one(), T::zero());
     let [r0, r1, r2, r3] = rows;
     let len = r0.len();
     let mut j0 = 0;
     while j0 < len {
         let cl = SLAB.min(len - j0);
-        for f in 1..4 {
-            p.tw.slab(
-                f,
-                p.cols.start + j0,
-                one,
-                p.inverse,
-                &mut tile[(f - 1) * SLAB..][..cl],
-            );
-        }
+        row_twiddles(tile, p, 4, j0, cl);
         // Slices of exactly `cl` entries: no bounds checks in the loop.
         let (w1, rest) = tile.split_at(SLAB);
         let (w2, w3) = rest.split_at(SLAB);
@@ -715,7 +723,6 @@ fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &C
 /// 0, 4, 2, 6, 1, 5, 3, 7 out, each times its twiddle (the tile holds them, row `f - 1`).
 #[inline(always)]
 fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
-    let one = Complex::new(T::one(), T::zero());
     let h = T::from_f64(std::f64::consts::FRAC_1_SQRT_2).expect("a float");
     let sign = if p.inverse { h } else { -h };
     // ω₈^1, ω₈^3 (ω₈^2 = ∓i by hand).
@@ -741,15 +748,7 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
     let mut j0 = 0;
     while j0 < len {
         let cl = SLAB.min(len - j0);
-        for f in 1..8 {
-            p.tw.slab(
-                f,
-                p.cols.start + j0,
-                one,
-                p.inverse,
-                &mut tile[(f - 1) * SLAB..][..cl],
-            );
-        }
+        row_twiddles(tile, p, 8, j0, cl);
         // Slices of exactly `cl` entries: no bounds checks in the loop.
         let tw: [&[Complex<T>]; 8] =
             std::array::from_fn(|i| &tile[FREQ[i].max(1) * SLAB - SLAB..][..cl]);

@@ -692,7 +692,6 @@ fn fft_job<'a>(
             })
         }
     };
-    row.predicted = None;
     row.model = if nested {
         "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
     } else if handed_down {
@@ -840,7 +839,6 @@ fn spmv_job<'a>(
         };
         // Threads here (the command refuses to run over MPI ranks), so the rate is measured,
         // in every round (see `Sample::predicted`).
-        row.predicted = None;
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
         row.missing = missing(&["l", "g"]);
         return Ok(Box::new(move || {
@@ -896,7 +894,6 @@ fn spmv_job<'a>(
             Ok(spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start)))
         }
     };
-    row.predicted = None;
     row.model = "top (h_fanout + h_fanin) g + 2 l, then per package a nested run (measured) of \
                  max nz t_nz (+ h_fanin g + l where cores sum partial rows)"
         .into();
