@@ -461,34 +461,10 @@ const CHILD: &str = "MBSP_PLACEMENT_TEST_CHILD";
 /// affinity variables are read once per process, and tests share the process), and check that
 /// it passed. Returns whether this is the child, which then does the checks itself.
 fn in_child(name: &str, env: &[(&str, &str)]) -> bool {
-    if std::env::var_os(CHILD).is_some() {
-        return true;
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            &common::test_name(module_path!(), name),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .env_remove(mbsp::topology::ENV)
-        .env_remove(mbsp::AFFINITY_ENV)
-        .envs(env.iter().copied())
-        .output()
-        .expect("test binary runs again");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "child test failed:\n{text}");
-    assert!(text.contains("1 passed"), "child ran no test:\n{text}");
-    false
+    child_stderr(name, env).is_none()
 }
 
-/// Run the test `name` of this binary again in a child process with `env` set, check that it
-/// passed, and return its stderr; `None` in the child, which then does the work itself.
+/// [`in_child`], returning the child's stderr; `None` in the child.
 fn child_stderr(name: &str, env: &[(&str, &str)]) -> Option<String> {
     if std::env::var_os(CHILD).is_some() {
         return None;
