@@ -73,10 +73,11 @@ fn measure_on(
 ) -> Result<Samples> {
     let by_pid = run
         .run(|ctx| {
-            let x = ctx.push_reg(vec![0u64; 2])?;
+            // A word per sender at most (the star's root hears from every other process).
+            let x = ctx.push_reg(vec![0u64; ctx.nprocs().max(3)])?;
             ctx.sync()?;
             let mut i = 0u64;
-            let out = timed(o.samples, o.iters, || {
+            let out = timed(o.samples, iters_for(o, ctx.nprocs()), || {
                 i += 1;
                 step(ctx, &x, i)?;
                 ctx.sync()
@@ -85,6 +86,102 @@ fn measure_on(
         })
         .map_err(|e| Error::run(format!("mbsp-bench lazy: {e}")))?;
     Ok(Samples(by_pid.into_iter().next().unwrap_or_default()))
+}
+
+/// Supersteps per sample at `p` processes: fewer for large runs, whose supersteps take each
+/// process's turn on the cores (a sample then lasts about as long as one of p = 2).
+fn iters_for(o: &Options, p: usize) -> usize {
+    if p <= 4 {
+        o.iters
+    } else {
+        (o.iters * 4 / p).max(20)
+    }
+}
+
+/// Nanoseconds per superstep of `p` processes each making one-word all-reduces with a
+/// [`Comm`](mbsp_algorithms::collectives::Comm), lazy or not.
+fn allreduce(p: usize, o: &Options, lazy: bool) -> Result<Samples> {
+    let by_pid = mbsp::run(p, |ctx| {
+        let mut comm = mbsp_algorithms::collectives::Comm::new(ctx)?;
+        comm.set_lazy(lazy);
+        let mut i = 0u64;
+        let out = timed(o.samples, iters_for(o, p), || {
+            i += 1;
+            comm.allreduce_value(ctx, i, |a, b| a.max(b)).map(|_| ())
+        })?;
+        comm.free(ctx)?;
+        ctx.sync()?;
+        Ok(out)
+    })
+    .map_err(|e| Error::run(format!("mbsp-bench lazy: {e}")))?;
+    Ok(Samples(by_pid.into_iter().next().unwrap_or_default()))
+}
+
+/// The patterns of issue 42 at `p` processes: each process's destinations.
+#[derive(Clone, Copy)]
+enum Pattern {
+    /// Every process puts one word to process 0.
+    Star,
+    /// One word to each neighbour on a ring.
+    Ring,
+    /// One word each to pid + 1, + 5 and + 11 (wrapping): 3 senders, 3 receivers each.
+    Sparse,
+}
+
+impl Pattern {
+    /// Puts this superstep's words; returns how many this process receives.
+    fn step(self, ctx: &Ctx, x: &mbsp::Reg<u64>, i: u64) -> mbsp::Result<usize> {
+        let (pid, p) = (ctx.pid(), ctx.nprocs());
+        match self {
+            Pattern::Star => {
+                if pid != 0 {
+                    ctx.put(0, &[i], x, pid)?;
+                }
+                Ok(if pid == 0 { p - 1 } else { 0 })
+            }
+            Pattern::Ring => {
+                ctx.put((pid + 1) % p, &[i], x, 0)?;
+                ctx.put((pid + p - 1) % p, &[i], x, 1)?;
+                Ok(2)
+            }
+            Pattern::Sparse => {
+                for (k, d) in [1, 5, 11].into_iter().enumerate() {
+                    ctx.put((pid + d) % p, &[i], x, k)?;
+                }
+                Ok(3)
+            }
+        }
+    }
+}
+
+/// The full-sync and declared figures of `pattern` at `p` (rows `at` and `at + 1`).
+fn pattern_figures(
+    pattern: Pattern,
+    names: [&'static str; 2],
+    p: usize,
+    at: usize,
+) -> [Figure<'static>; 2] {
+    [
+        Figure {
+            name: names[0],
+            p,
+            against: None,
+            take: Box::new(move |o: &Options| {
+                measure(p, o, move |ctx, x, i| pattern.step(ctx, x, i).map(|_| ()))
+            }),
+        },
+        Figure {
+            name: names[1],
+            p,
+            against: Some((at, Some(0.5))),
+            take: Box::new(move |o: &Options| {
+                measure(p, o, move |ctx, x, i| {
+                    let m = pattern.step(ctx, x, i)?;
+                    ctx.declare_incoming(m)
+                })
+            }),
+        },
+    ]
 }
 
 /// Nanoseconds per round of the two-thread cache-line exchange (`floor::LinePair`), thread
@@ -215,7 +312,7 @@ fn figures() -> Vec<Figure<'static>> {
         ctx.put((pid + 1) % p, &[i], x, 0)?;
         ctx.put((pid + p - 1) % p, &[i], x, 1)
     };
-    vec![
+    let mut figures = vec![
         Figure {
             name: "empty full sync",
             p: 2,
@@ -284,7 +381,51 @@ fn figures() -> Vec<Figure<'static>> {
             against: Some((5, None)),
             take: Box::new(|o: &Options| Ok(ring_floor(4, o))),
         },
-    ]
+    ];
+    // Issue 42's patterns on an oversubscribed machine.
+    for p in [16, 64] {
+        let at = figures.len();
+        figures.extend(pattern_figures(
+            Pattern::Star,
+            ["star (all to pid 0), full sync", "star, declared"],
+            p,
+            at,
+        ));
+        figures.extend(pattern_figures(
+            Pattern::Ring,
+            ["ring halo, full sync", "ring halo, declared"],
+            p,
+            at + 2,
+        ));
+        figures.extend(pattern_figures(
+            Pattern::Sparse,
+            ["sparse (to +1, +5, +11), full sync", "sparse, declared"],
+            p,
+            at + 4,
+        ));
+    }
+    let at = figures.len();
+    figures.extend([
+        Figure {
+            name: "Comm one-word all-reduce, full sync",
+            p: 16,
+            against: None,
+            take: Box::new(|o: &Options| allreduce(16, o, false)),
+        },
+        Figure {
+            name: "Comm one-word all-reduce, lazy",
+            p: 16,
+            against: Some((at, Some(0.7))),
+            take: Box::new(|o: &Options| allreduce(16, o, true)),
+        },
+        Figure {
+            name: "Comm one-word all-reduce",
+            p: 2,
+            against: Some((0, Some(1.3))),
+            take: Box::new(|o: &Options| allreduce(2, o, false)),
+        },
+    ]);
+    figures
 }
 
 /// Samples of every figure: one of each per round, in turn.

@@ -327,6 +327,7 @@ pub mod internals {
         use crate::engine::threads::state::{RunState, Shape};
         let shape = Shape {
             policy,
+            lazy_policy: policy,
             tree_barrier: false,
             lanes,
             pair_barrier: false,

@@ -606,8 +606,10 @@ impl Run {
 
     /// What the thread engine's state of a run placed by `layout` must be.
     fn shape(&self, layout: &Layout) -> Shape {
+        let policy = self.wait_policy_for(layout);
         Shape {
-            policy: self.wait_policy_for(layout),
+            policy,
+            lazy_policy: policy.for_lazy_waits(layout.domains.len() > layout.cores_for()),
             tree_barrier: self.oversubscribed(layout),
             lanes: self.lanes != Some(false),
             pair_barrier: self.pair_barrier != Some(false),

@@ -91,6 +91,26 @@ impl WaitPolicy {
         }
     }
 
+    /// The policy of a lazy sync's waits (for records and acknowledgements from a few named
+    /// processes) in a run that waits as this one says, `oversubscribed` when it has more
+    /// processes than cores. It yields through preemption: on an oversubscribed machine every
+    /// yield is slow (another thread runs), and sleeping at the first one makes each sender
+    /// pay a wake-up (a system call, and the context switch the yield would have made anyway);
+    /// the yield phase stays bounded by [`yields`](Self::yields). And where processes outnumber
+    /// cores it hardly spins: the awaited sender most likely needs this core, and a spin only
+    /// delays its turn (`mbsp-bench lazy`, docs/benchmarks.md).
+    pub(crate) fn for_lazy_waits(self, oversubscribed: bool) -> Self {
+        WaitPolicy {
+            spins: if oversubscribed {
+                self.spins.min(LAZY_SPINS_OVERSUBSCRIBED)
+            } else {
+                self.spins
+            },
+            yield_through_preemption: true,
+            ..self
+        }
+    }
+
     /// Spin for about `spin` (converted to iterations with this machine's measured cost of one
     /// pause hint), then yield `yields` times.
     pub fn from_budget(spin: std::time::Duration, yields: u32) -> Self {
@@ -98,6 +118,10 @@ impl WaitPolicy {
         WaitPolicy::new(spins.clamp(1.0, 1e6) as u32, yields)
     }
 }
+
+/// The spin budget of a lazy wait in an oversubscribed run ([`WaitPolicy::for_lazy_waits`]):
+/// one look before yielding.
+const LAZY_SPINS_OVERSUBSCRIBED: u32 = 1;
 
 /// The cost of one `spin_loop` hint on this machine, measured once (a pause takes 1 ns on some
 /// x86 cores and 30+ ns on others, so iteration counts must be calibrated).

@@ -128,7 +128,7 @@ impl Ctx {
         };
         let mut waiter = self.engine.threads_mut().member.take_waiter();
         let waited = waiter.wait(
-            run.policy,
+            run.engine.threads().lazy_policy,
             self.lazy_sleep(),
             || {
                 poll(&mut seen);

@@ -132,7 +132,7 @@ impl Ctx {
         let run = &*self.run;
         let inbox = run.engine.threads().inbox(pid);
         let waited = waiter.wait(
-            run.policy,
+            run.engine.threads().lazy_policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
             || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
@@ -160,7 +160,7 @@ impl Ctx {
         let inbox = run.engine.threads().inbox(self.pid);
         // A sender we took may not have announced yet (it marks first): that takes a moment.
         let _ = crate::wait::wait_until(
-            run.policy,
+            run.engine.threads().lazy_policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= got).then_some(()),
             || run.tree.is_aborted(),
@@ -185,7 +185,7 @@ impl Ctx {
         }
         let s = self.step;
         let acked = crate::wait::wait_until(
-            self.run.engine.threads().barrier.policy(),
+            self.run.engine.threads().lazy_policy,
             self.lazy_sleep(),
             || (inbox.acks(prev) >= want).then_some(()),
             || self.run.tree.is_aborted() || self.all_entered(s, dests.iter().map(|&d| d as usize)),

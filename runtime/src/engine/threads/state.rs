@@ -56,13 +56,17 @@ pub(crate) struct RunState {
     /// puts ride in, cheaper than the lazy protocol. Off elsewhere, and where tests ask for
     /// the lazy protocol (`internals::pair_barrier`).
     pub(crate) pair_barrier: bool,
+    /// How lazy syncs wait for records and acknowledgements ([`Shape::lazy_policy`]).
+    pub(crate) lazy_policy: WaitPolicy,
 }
 
 /// How a thread run's state is made: what [`Run`](crate::Run) chose for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Shape {
-    /// The waiting policy of its barrier and lazy waits.
+    /// The waiting policy of its barrier.
     pub(crate) policy: WaitPolicy,
+    /// The waiting policy of its lazy syncs' waits ([`WaitPolicy::for_lazy_waits`]).
+    pub(crate) lazy_policy: WaitPolicy,
     /// A tree barrier (many more processes than cores) instead of a dissemination barrier
     /// over the packages.
     pub(crate) tree_barrier: bool,
@@ -99,6 +103,7 @@ impl RunState {
             lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
             lanes: if shape.lanes { Lanes::for_run(p) } else { None },
             pair_barrier: shape.pair_barrier && p == 2,
+            lazy_policy: shape.lazy_policy,
         }
     }
 
@@ -108,6 +113,7 @@ impl RunState {
         let p = self.peers.len();
         p == layout.domains.len()
             && self.barrier.policy() == shape.policy
+            && self.lazy_policy == shape.lazy_policy
             && self.barrier.is_tree() == shape.tree_barrier
             && self.groups == layout.groups()
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
