@@ -211,7 +211,7 @@ fn ring_floor(p: usize, o: &Options) -> Samples {
     let ring = crate::floor::Ring::new(p);
     let rounds = |me: usize| {
         let mut round = 0usize;
-        timed(o.samples, o.iters, || {
+        timed(o.samples, iters_for(o, p), || {
             round += 1;
             ring.exchange(me, round);
             Ok::<(), ()>(())
@@ -403,6 +403,12 @@ fn figures() -> Vec<Figure<'static>> {
             p,
             at + 4,
         ));
+        figures.push(Figure {
+            name: "reference: threads in a ring, yielding",
+            p,
+            against: Some((at + 2, None)),
+            take: Box::new(move |o: &Options| Ok(ring_floor(p, o))),
+        });
     }
     let at = figures.len();
     figures.extend([

@@ -328,7 +328,10 @@ impl Waiter {
             if yields >= policy.yields && keep == Keep::No {
                 break;
             }
-            if !yield_briefly() && keep != Keep::Yielding && !policy.yield_through_preemption {
+            if policy.yield_through_preemption || keep == Keep::Yielding {
+                // A slow yield would not end the phase: no need to time it.
+                yield_now();
+            } else if !yield_briefly() {
                 break;
             }
             yields = yields.saturating_add(1);
