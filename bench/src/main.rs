@@ -5,7 +5,8 @@
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy).
 //! * `mbsp-bench nested` — sync latency of flat against nested runs, compact against scattered.
 //! * `mbsp-bench lazy` — lazy syncs (declared counts) against full syncs: a one-word exchange,
-//!   a ring halo exchange.
+//!   a ring halo exchange, a star, a ring and a sparse exchange at p = 16 and 64, the `Comm`
+//!   all-reduce.
 //! * `mbsp-bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
 //! * `mbsp-bench fft` — the BSP FFT against sequential rustfft (and FFTW, feature `fftw`).
@@ -92,7 +93,8 @@ enum Bench {
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested(NestedArgs),
     /// Lazy syncs (declared counts, `Ctx::declare_incoming`) against full syncs: a one-word exchange at
-    /// p = 2 against the empty sync, a ring halo exchange at p = 4.
+    /// p = 2 against the empty sync, a ring halo exchange at p = 4, a star, a ring and a sparse
+    /// exchange at p = 16 and 64, the `Comm` one-word all-reduce.
     Lazy(LazyArgs),
     /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
     /// row-block and 2D checkerboard baselines, per matrix and p.
