@@ -128,6 +128,23 @@ fn quick_lazy_benchmark_csv_and_json() {
                 "0.5"
             ),
             ("reference: threads in a ring, yielding", "4", true, ""),
+            ("star (all to pid 0), full sync", "16", false, ""),
+            ("star, declared", "16", true, "0.5"),
+            ("ring halo, full sync", "16", false, ""),
+            ("ring halo, declared", "16", true, "0.5"),
+            ("sparse (to +1, +5, +11), full sync", "16", false, ""),
+            ("sparse, declared", "16", true, "0.5"),
+            ("reference: threads in a ring, yielding", "16", true, ""),
+            ("star (all to pid 0), full sync", "64", false, ""),
+            ("star, declared", "64", true, "0.5"),
+            ("ring halo, full sync", "64", false, ""),
+            ("ring halo, declared", "64", true, "0.5"),
+            ("sparse (to +1, +5, +11), full sync", "64", false, ""),
+            ("sparse, declared", "64", true, "0.5"),
+            ("reference: threads in a ring, yielding", "64", true, ""),
+            ("Comm one-word all-reduce, full sync", "16", false, ""),
+            ("Comm one-word all-reduce, lazy", "16", true, "0.7"),
+            ("Comm one-word all-reduce", "2", true, "1.3"),
         ],
         "{text}"
     );
