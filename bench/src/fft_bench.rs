@@ -19,7 +19,8 @@
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
 //! against the target of 1.05.
 //!
-//! With the cargo feature `fftw`, FFTW 3 is a baseline too: `fftw` on one thread and
+//! Wherever FFTW 3 is installed (`build.rs`; or with the cargo feature `fftw`), it is a
+//! baseline too: `fftw` on one thread and
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
 
@@ -134,7 +135,7 @@ fn rustfft_and_p1(x: &[C], samples: usize) -> ((Samples, f64), (Samples, f64), V
 /// FFTW on `threads` threads, in place, planned with `FFTW_MEASURE` on this thread (FFTW's
 /// planner is not thread-safe; the benchmark calls this from its main thread): seconds per
 /// transform, planning seconds (including the array's allocation), and the result.
-#[cfg(feature = "fftw")]
+#[cfg(has_fftw)]
 fn fftw(x: &[C], threads: usize, samples: usize) -> Result<(Samples, f64, Vec<C>)> {
     let t = Instant::now();
     let mut fft = crate::fftw::Fft::forward(x.len(), threads)?;
@@ -267,8 +268,16 @@ struct Top1 {
 /// The ratio a top level of one process may cost over the flat FFT (issue 41).
 const TOP1_TARGET: f64 = 1.05;
 
-/// The smallest n of the targets summary.
-const LARGE: usize = 1 << 16;
+/// The smallest n of the targets summary (issue 42: every n from 2^12 to 2^24).
+const LARGE: usize = 1 << 12;
+
+/// Issue 42's target: the flat BSP FFT on 2 processes at least this many times FFTW's Gflop/s on
+/// 2 threads (FFTW_MEASURE plans), at every n of the summary.
+const FFTW_TARGET: f64 = 1.2;
+
+/// Issue 42's target at n = 2^20: the flat BSP FFT on 2 processes at least this many times
+/// sequential rustfft's Gflop/s.
+const RUSTFFT_TARGET: f64 = 1.8;
 
 /// The BSP FFT on `p` top-level processes, flat (`below` empty) or Multi-BSP with nested runs
 /// of the fan-outs `below`: seconds per transform (each sample starts after a sync; the
@@ -377,10 +386,10 @@ pub fn run(o: &Options) -> Result<()> {
         mbsp::params::source()
     );
     eprintln!("fft: machine tree fan-outs (Multi-BSP levels): {levels:?}");
-    #[cfg(not(feature = "fftw"))]
+    #[cfg(not(has_fftw))]
     eprintln!(
-        "fft: FFTW not built in (install libfftw3-dev and build with \
-         `cargo run --release -p mbsp-bench --features fftw -- bench fft`)"
+        "fft: FFTW not built in (install libfftw3-dev, or FFTW 3 with its threads library where \
+         pkg-config finds it, and build again)"
     );
     let mut rows: Vec<Row> = Vec::new();
     let mut choices = Vec::new();
@@ -494,7 +503,7 @@ fn measure_length(o: &Options, lg: u32, levels: &[usize]) -> Result<Figures> {
         if o.procs.contains(&1) {
             figs.add("mbsp-flat", 1, t1, plan1, 0.0);
         }
-        #[cfg(feature = "fftw")]
+        #[cfg(has_fftw)]
         for threads in std::iter::once(1).chain(o.procs.iter().copied().filter(|&p| p > 1)) {
             of(&format!("FFTW, {threads} thread(s)"));
             let (t, plan, y) = fftw(&x, threads, k)?;
@@ -668,14 +677,31 @@ fn predictions(rows: &[Row]) {
     }
 }
 
-/// The targets summary: per large n, the flat BSP FFT on 2 processes against FFTW on 2 threads.
+/// The targets summary: per n from [`LARGE`] on, the flat BSP FFT on 2 processes against FFTW
+/// on 2 threads ([`FFTW_TARGET`]), and against sequential rustfft at 2^20 ([`RUSTFFT_TARGET`]).
 fn targets(rows: &[Row]) {
+    let verdict = |x: f64, t: f64| if x >= t { "met" } else { "missed" };
+    let find = |n: usize, variant: &str, p: usize| {
+        rows.iter()
+            .find(|r| r.n == n && r.variant == variant && r.p == p)
+    };
+    if let (Some(m), Some(r)) = (find(1 << 20, "mbsp-flat", 2), find(1 << 20, "rustfft", 1)) {
+        let x = m.gflops() / r.gflops();
+        println!(
+            "\ntarget at 2^20: mbsp-flat p=2 {:.2} Gflop/s / rustfft {:.2} Gflop/s = {x:.2} \
+             (>= {RUSTFFT_TARGET}: {})",
+            m.gflops(),
+            r.gflops(),
+            verdict(x, RUSTFFT_TARGET)
+        );
+    }
     println!(
-        "\ntargets at p = 2, n >= 2^{}: mbsp-flat against fftw-threads (ratio of Gflop/s)",
+        "\ntargets at p = 2, n >= 2^{}: mbsp-flat against fftw-threads (ratio of Gflop/s, >= \
+         {FFTW_TARGET})",
         LARGE.trailing_zeros()
     );
-    if !cfg!(feature = "fftw") {
-        println!("  (FFTW not built in: build with --features fftw for this comparison)");
+    if !cfg!(has_fftw) {
+        println!("  (FFTW not built in: install libfftw3-dev and build again for this comparison)");
         return;
     }
     let mut ns: Vec<usize> = rows.iter().map(|r| r.n).filter(|&n| n >= LARGE).collect();
@@ -683,21 +709,28 @@ fn targets(rows: &[Row]) {
     if ns.is_empty() {
         println!("  (no n >= 2^{} in this run)", LARGE.trailing_zeros());
     }
-    for n in ns {
-        let find = |variant: &str| {
-            rows.iter()
-                .find(|r| r.n == n && r.variant == variant && r.p == 2)
-        };
-        match (find("mbsp-flat"), find("fftw-threads")) {
-            (Some(m), Some(f)) => println!(
-                "  2^{:<3} mbsp-flat p=2 {:>6.2} Gflop/s / fftw-threads p=2 {:>6.2} Gflop/s = {:.2}",
-                n.trailing_zeros(),
-                m.gflops(),
-                f.gflops(),
-                m.gflops() / f.gflops()
-            ),
+    let mut met = 0;
+    let mut seen = 0;
+    for &n in &ns {
+        match (find(n, "mbsp-flat", 2), find(n, "fftw-threads", 2)) {
+            (Some(m), Some(f)) => {
+                let x = m.gflops() / f.gflops();
+                seen += 1;
+                met += usize::from(x >= FFTW_TARGET);
+                println!(
+                    "  2^{:<3} mbsp-flat p=2 {:>6.2} Gflop/s / fftw-threads p=2 {:>6.2} Gflop/s = \
+                     {x:.2}  {}",
+                    n.trailing_zeros(),
+                    m.gflops(),
+                    f.gflops(),
+                    verdict(x, FFTW_TARGET)
+                );
+            }
             _ => println!("  2^{:<3} (needs 2 in --procs)", n.trailing_zeros()),
         }
+    }
+    if seen > 0 {
+        println!("  met at {met} of {seen} sizes");
     }
 }
 

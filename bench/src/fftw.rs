@@ -1,9 +1,9 @@
 //! FFTW 3 (double precision, with its threads library) as a baseline of `mbsp-bench fft`.
 //!
-//! Built only with the cargo feature `fftw` of mbsp-bench, which links `libfftw3` and
-//! `libfftw3_threads` (Debian: `libfftw3-dev`). The few C functions used are declared here from
-//! `fftw3.h` (FFTW 3.3) rather than through a binding crate. The one data type crossing the
-//! boundary is `fftw_complex`, C's `double[2]` (real part, then imaginary part), which has the
+//! Built wherever `libfftw3` and `libfftw3_threads` are installed (Debian: `libfftw3-dev`;
+//! `build.rs` sets the cfg `has_fftw`), or on request with the feature `fftw`. The few C
+//! functions used are declared here from `fftw3.h` (FFTW 3.3) rather than through a binding
+//! crate. The one data type crossing the boundary is `fftw_complex`, C's `double[2]` (real part, then imaginary part), which has the
 //! layout of `num_complex::Complex<f64>` (`#[repr(C)]` with `re` then `im`): checked at compile
 //! time below.
 //!
@@ -11,7 +11,7 @@
 //! must not happen concurrently. Every such call here goes through the one process-wide lock
 //! [`PLANNER`], so [`Fft`] is sound whichever thread uses it (the benchmark plans from its main
 //! thread only anyway). Executing a plan is thread-safe in FFTW and takes no lock.
-#![cfg(feature = "fftw")]
+#![cfg(has_fftw)]
 
 use mbsp_tools::{Error, Result};
 
