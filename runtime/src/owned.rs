@@ -72,7 +72,7 @@ use bytemuck::Pod;
 use std::any::TypeId;
 
 /// A message moved out of the queue as an owned buffer ([`Ctx::move_owned`]).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct OwnedMessage<'a, T> {
     /// The pid of the process that sent it (an mbsp extension: BSPlib's queue does not say).
     pub from: usize,
@@ -81,13 +81,27 @@ pub struct OwnedMessage<'a, T> {
     pub tag: &'a [u8],
     /// The payload, owned.
     pub payload: Vec<T>,
+    /// The receiver's path of pids (from the top-level run) and superstep, for errors.
+    at: (&'a [usize], u64),
 }
+
+impl<T: PartialEq> PartialEq for OwnedMessage<'_, T> {
+    /// Equal when sender, tag and payload are (where it was received is not compared).
+    fn eq(&self, other: &Self) -> bool {
+        (self.from, self.tag, &self.payload) == (other.from, other.tag, &other.payload)
+    }
+}
+
+impl<T: Eq> Eq for OwnedMessage<'_, T> {}
 
 impl<T> OwnedMessage<'_, T> {
     /// The tag read as a `G` (its size must equal the tag size).
     ///
     /// # Panics
-    /// If `size_of::<G>()` differs from the tag length.
+    /// If `size_of::<G>()` differs from the tag length; the message names the process, the
+    /// superstep, both sizes and `G`, as [`Message::tag_as`](crate::Message::tag_as)'s does, and
+    /// a run that this panic ends fails with that error (kind [`Misuse`](ErrorKind::Misuse),
+    /// operation `tag_as`).
     ///
     /// ```
     /// mbsp::run(2, |ctx| {
@@ -101,8 +115,25 @@ impl<T> OwnedMessage<'_, T> {
     ///     Ok(())
     /// }).unwrap();
     /// ```
+    #[track_caller]
     pub fn tag_as<G: Pod>(&self) -> G {
-        bytemuck::pod_read_unaligned(self.tag)
+        match bytemuck::try_pod_read_unaligned(self.tag) {
+            Ok(g) => g,
+            Err(_) => crate::error::raise(crate::error::Error::new(
+                ErrorKind::Misuse,
+                "tag_as",
+                self.at.0.to_vec(),
+                Some(self.at.1),
+                format!(
+                    "the tag of the message from pid {} has {} bytes (the tag size of the \
+                     superstep it was sent in), but a {} has {}",
+                    self.from,
+                    self.tag.len(),
+                    std::any::type_name::<G>(),
+                    size_of::<G>()
+                ),
+            )),
+        }
     }
 }
 
@@ -301,7 +332,14 @@ impl Ctx {
         q.advance(next, len);
         // SAFETY: the tag stays valid and unchanged while `self` is borrowed (as above).
         let tag = unsafe { std::slice::from_raw_parts(tag.0, tag.1) };
-        Ok(Some(OwnedMessage { from, tag, payload }))
+        drop(st);
+        let this: &Self = self;
+        Ok(Some(OwnedMessage {
+            from,
+            tag,
+            payload,
+            at: (&this.path, this.step),
+        }))
     }
 
     /// An empty `Vec<T>` with room for at least `capacity` elements, from this process's pool

@@ -723,5 +723,28 @@ fn a_payload_read_as_the_wrong_type() {
                 "but a u64 has 8",
             ],
         );
+
+        // The same for an owned message: the error names the process and superstep too.
+        let r = run(2, |ctx| {
+            ctx.set_tagsize(4)?;
+            ctx.sync()?;
+            ctx.send_owned(1 - ctx.pid(), &7u32.to_ne_bytes(), vec![1u16, 2])?;
+            ctx.sync()?;
+            let m = ctx.move_owned::<u16>()?.expect("a message");
+            Ok(m.tag_as::<u64>())
+        });
+        let e = expect_err(
+            r,
+            Misuse,
+            "tag_as",
+            None,
+            Some(2),
+            &[
+                "the tag of the message from pid",
+                "has 4 bytes",
+                "but a u64 has 8",
+            ],
+        );
+        assert!(e.to_string().starts_with("tag_as (pid "), "{e}");
     });
 }
