@@ -10,6 +10,8 @@
 //! * **r_stream** (flop/s): the STREAM triad `a = b + s·c` on [`Options::stream_n`] doubles
 //!   per array per process (far beyond the caches), every process at once: the rate of a
 //!   kernel that streams its data from memory, which a compute-bound r overstates severalfold.
+//!   A level's `r_stream` is its slowest process's (they share the memory bus unequally, and a
+//!   superstep lasts as long as its slowest process); its r's are the processes' mean.
 //! * **l** (seconds): the median time of an empty superstep, over many, with its confidence
 //!   interval ([`crate::stats::median_interval`]).
 //! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
@@ -654,7 +656,10 @@ pub fn measure_level(
     let p = all.len();
     let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
     let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
-    let r_stream = mean(|m| m.r_stream);
+    // The slowest process's streaming rate: processes that share the memory bus do not get
+    // equal shares of it, and a superstep of equal streaming work lasts as long as the one
+    // with the smallest (the kernels in cache run at about the same rate everywhere).
+    let r_stream = all.iter().map(|m| m.r_stream).fold(f64::INFINITY, f64::min);
     let first = all.into_iter().next().expect("a run has a process");
     Ok(LevelParams {
         level,
