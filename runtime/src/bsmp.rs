@@ -39,6 +39,29 @@ pub struct Message<'a> {
     at: (&'a [usize], u64),
 }
 
+/// A message's tag read as a `G` (`Message::tag_as`, `OwnedMessage::tag_as`): panics with
+/// mbsp's error (operation `tag_as`, the receiver `at`, the sender `from`, both sizes, `G`)
+/// when the sizes differ, which a run that the panic ends fails with.
+#[track_caller]
+pub(crate) fn read_tag<G: Pod>(tag: &[u8], from: usize, at: (&[usize], u64)) -> G {
+    match bytemuck::try_pod_read_unaligned(tag) {
+        Ok(g) => g,
+        Err(_) => crate::error::raise(Error::new(
+            ErrorKind::Misuse,
+            "tag_as",
+            at.0.to_vec(),
+            Some(at.1),
+            format!(
+                "the tag of the message from pid {from} has {} bytes (the tag size of the \
+                 superstep it was sent in), but a {} has {}",
+                tag.len(),
+                std::any::type_name::<G>(),
+                size_of::<G>()
+            ),
+        )),
+    }
+}
+
 impl PartialEq for Message<'_> {
     fn eq(&self, other: &Self) -> bool {
         (self.from, self.tag, self.payload) == (other.from, other.tag, other.payload)
@@ -93,20 +116,7 @@ impl<'a> Message<'a> {
     /// (kind [`Misuse`](ErrorKind::Misuse), operation `tag_as`).
     #[track_caller]
     pub fn tag_as<G: Pod>(&self) -> G {
-        match bytemuck::try_pod_read_unaligned(self.tag) {
-            Ok(g) => g,
-            Err(_) => crate::error::raise(self.error(
-                "tag_as",
-                format!(
-                    "the tag of the message from pid {} has {} bytes (the tag size of the \
-                     superstep it was sent in), but a {} has {}",
-                    self.from,
-                    self.tag.len(),
-                    std::any::type_name::<G>(),
-                    size_of::<G>()
-                ),
-            )),
-        }
+        read_tag(self.tag, self.from, self.at)
     }
 
     /// The payload viewed as a slice of `T`, without copying.

@@ -117,23 +117,7 @@ impl<T> OwnedMessage<'_, T> {
     /// ```
     #[track_caller]
     pub fn tag_as<G: Pod>(&self) -> G {
-        match bytemuck::try_pod_read_unaligned(self.tag) {
-            Ok(g) => g,
-            Err(_) => crate::error::raise(crate::error::Error::new(
-                ErrorKind::Misuse,
-                "tag_as",
-                self.at.0.to_vec(),
-                Some(self.at.1),
-                format!(
-                    "the tag of the message from pid {} has {} bytes (the tag size of the \
-                     superstep it was sent in), but a {} has {}",
-                    self.from,
-                    self.tag.len(),
-                    std::any::type_name::<G>(),
-                    size_of::<G>()
-                ),
-            )),
-        }
+        crate::bsmp::read_tag(self.tag, self.from, self.at)
     }
 }
 
