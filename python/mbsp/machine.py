@@ -23,6 +23,9 @@ class Process:
     numa: Union[int, List[int], None]
     cores: List[int]
     pus: List[int]
+    #: The most processes of its run (itself included) on one of its cores: 1 when its cores
+    #: are its own, more when its run stacks processes on a core (see ``Placement.stacked``).
+    per_core: int = 1
     children: List["Process"] = field(default_factory=list)
 
     @classmethod
@@ -33,14 +36,25 @@ class Process:
             numa=d["numa"],
             cores=list(d["cores"]),
             pus=list(d["pus"]),
+            per_core=d.get("per_core", 1),
             children=[cls._from(c) for c in d.get("children", [])],
         )
 
     def to_dict(self) -> Dict[str, Any]:
-        """The process as plain data (as ``mbsp topo --json`` prints it)."""
-        d = asdict(self)
-        if not self.children:
-            del d["children"]
+        """The process as plain data (as ``mbsp topo --json`` prints it: ``per_core`` only
+        where it is over 1, ``children`` only where there are some)."""
+        d: Dict[str, Any] = {
+            "pid": self.pid,
+            "package": self.package,
+            "numa": self.numa,
+            "cores": list(self.cores),
+            "pus": list(self.pus),
+        }
+        if self.per_core > 1:
+            d["per_core"] = self.per_core
+        if self.children:
+            # Each child as its own to_dict (dataclasses.asdict would keep their empty lists).
+            d["children"] = [c.to_dict() for c in self.children]
         return d
 
 
@@ -82,6 +96,27 @@ class Placement:
         walk(self.processes)
         return out
 
+    def stacked(self) -> List[Dict[str, Any]]:
+        """The runs of the plan that put several of their processes on one core, outermost
+        first, as ``mbsp topo --json``'s ``"stacked"``: ``parent`` (the pid path of the process
+        the run is nested in; empty for the top level), ``processes``, ``cores`` (the cores
+        they are on) and ``most`` (the most of them on one core). Compact nesting does this:
+        a process owns one core, and a run nested in it shares that core."""
+        out: List[Dict[str, Any]] = []
+
+        def walk(run: List[Process], parent: List[int]) -> None:
+            most = max((p.per_core for p in run), default=1)
+            if most > 1:
+                cores = sorted({c for p in run for c in p.cores})
+                out.append(
+                    {"cores": cores, "most": most, "parent": list(parent), "processes": len(run)}
+                )
+            for p in run:
+                walk(p.children, parent + [p.pid])
+
+        walk(self.processes, [])
+        return out
+
     def to_dict(self) -> Dict[str, Any]:
         """The placement as plain data."""
         return {
@@ -96,9 +131,13 @@ class Placement:
         def walk(ps: List[Process], path: str, depth: int) -> None:
             for p in ps:
                 name = f"{path}/{p.pid}" if path else str(p.pid)
+                stacked = (
+                    f" (stacked: {p.per_core} processes on its core)" if p.per_core > 1 else ""
+                )
                 lines.append(
                     f"{'  ' * (depth + 1)}pid {name}: package {_ranges(p.package)}, "
                     f"NUMA {_ranges(p.numa)}, cores {_ranges(p.cores)}, PUs {_ranges(p.pus)}"
+                    f"{stacked}"
                 )
                 walk(p.children, name, depth + 1)
 

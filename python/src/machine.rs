@@ -107,6 +107,10 @@ fn processes_list<'py>(py: Python<'py>, ps: &[Process]) -> PyResult<Bound<'py, P
                 "cores" => &p.cores,
                 "pus" => &p.pus,
             });
+            if p.per_core > 1 {
+                // As `mbsp topo --json`: only where its run stacks processes on a core.
+                items.push(("per_core".into(), p.per_core.into_bound_py_any(py)?));
+            }
             if !p.children.is_empty() {
                 items.push((
                     "children".into(),

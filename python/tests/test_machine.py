@@ -78,6 +78,32 @@ def test_trees_and_placements_are_those_the_command_prints(topologies, mbsp_comm
         ], source
 
 
+def test_stacked_runs_are_marked_as_the_command_marks_them(mbsp_command):
+    # Compact nesting: a process owns one core, and the run nested in it stacks there.
+    spec = "package:2 core:4 pu:1"
+    m = mbsp.Machine.synthetic(spec)
+    pl = m.placement([1, 2], "compact")
+    assert [c.per_core for c in pl.processes[0].children] == [2, 2]
+    assert pl.processes[0].per_core == 1
+    assert pl.stacked() == [{"cores": [0], "most": 2, "parent": [0], "processes": 2}]
+    assert "(stacked: 2 processes on its core)" in repr(pl)
+    # Scattered: the process owns the machine, its nested run a core each.
+    scattered = m.placement([1, 2], "scattered")
+    assert scattered.stacked() == []
+    assert "stacked" not in repr(scattered)
+    # The same data as `mbsp topo --json`, which says so too.
+    out = subprocess.run(
+        [mbsp_command, "topo", "--synthetic", spec, "-p", "1", "--nest", "2",
+         "--policy", "compact", "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    want = json.loads(out.stdout)
+    assert [p.to_dict() for p in pl.processes] == want["processes"]
+    assert pl.stacked() == want["stacked"]
+    native = mbsp._native.placement(["1", "2"], "compact", synthetic=spec)
+    assert json.dumps(native) == json.dumps(want["processes"])
+
+
 def test_manual_placement_and_its_errors():
     m = mbsp.Machine.synthetic("package:1 core:4 pu:1")
     pl = m.placement([2], "manual", cpus=[[0, 1], [2, 3]])
