@@ -703,6 +703,11 @@ fn a_payload_read_as_the_wrong_type() {
         );
 
         // The tag read as a type of another size.
+        const TAG_WANT: &[&str] = &[
+            "the tag of the message from pid",
+            "has 4 bytes",
+            "but a u64 has 8",
+        ];
         let r = run(2, |ctx| {
             ctx.set_tagsize(4)?;
             ctx.sync()?;
@@ -711,18 +716,7 @@ fn a_payload_read_as_the_wrong_type() {
             let m = ctx.hpmove()?.expect("a message");
             Ok(m.tag_as::<u64>())
         });
-        expect_err(
-            r,
-            Misuse,
-            "tag_as",
-            None,
-            Some(2),
-            &[
-                "the tag of the message from pid",
-                "has 4 bytes",
-                "but a u64 has 8",
-            ],
-        );
+        expect_err(r, Misuse, "tag_as", None, Some(2), TAG_WANT);
 
         // The same for an owned message: the error names the process and superstep too.
         let r = run(2, |ctx| {
@@ -733,18 +727,7 @@ fn a_payload_read_as_the_wrong_type() {
             let m = ctx.move_owned::<u16>()?.expect("a message");
             Ok(m.tag_as::<u64>())
         });
-        let e = expect_err(
-            r,
-            Misuse,
-            "tag_as",
-            None,
-            Some(2),
-            &[
-                "the tag of the message from pid",
-                "has 4 bytes",
-                "but a u64 has 8",
-            ],
-        );
+        let e = expect_err(r, Misuse, "tag_as", None, Some(2), TAG_WANT);
         assert!(e.to_string().starts_with("tag_as (pid "), "{e}");
     });
 }
