@@ -464,7 +464,7 @@ impl Ctx {
             from,
             tag,
             payload,
-            at: (&self.path, self.step),
+            at: (&self.path, self.superstep()),
         }))
     }
 

@@ -224,6 +224,8 @@ pub(crate) struct RunShared {
     pub(crate) prof: Option<Arc<crate::profile::record::Sink>>,
     /// The engine's own part (`engine/state.rs`).
     pub(crate) engine: RunEngine,
+    /// A top-level run's checkpointing, when it has a policy (`checkpoint/`).
+    pub(crate) ckpt: Option<Arc<crate::checkpoint::Checkpointer>>,
 }
 
 impl RunShared {
@@ -252,6 +254,7 @@ impl RunShared {
             inherited: None,
             prof: None,
             engine,
+            ckpt: None,
         }
     }
 
@@ -316,6 +319,9 @@ pub struct Ctx {
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
+    /// What [`Ctx::superstep`] adds to `step` (wrapping): a run resumed from a checkpoint
+    /// counts on from the checkpoint's superstep, while `step` keeps the protocol's parity.
+    pub(crate) step_offset: u64,
     pub(crate) start: Instant,
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
@@ -378,6 +384,7 @@ impl Ctx {
             pid,
             path,
             step: 0,
+            step_offset: 0,
             start: Instant::now(),
             st: RefCell::new(Local {
                 getbuf,
@@ -461,7 +468,7 @@ impl Ctx {
     /// ```
     #[inline]
     pub fn superstep(&self) -> u64 {
-        self.step
+        self.step.wrapping_add(self.step_offset)
     }
 
     /// The pids from the top-level run down to this process: `[pid]` in a top-level run,
@@ -552,7 +559,7 @@ impl Ctx {
     // ----- helpers shared by the primitives -----
 
     pub(crate) fn error(&self, kind: ErrorKind, op: &'static str, msg: impl Into<String>) -> Error {
-        Error::new(kind, op, self.path.clone(), Some(self.step), msg)
+        Error::new(kind, op, self.path.clone(), Some(self.superstep()), msg)
     }
 
     /// Record a misuse as the run's failure and return it.
@@ -705,7 +712,7 @@ impl std::fmt::Debug for Ctx {
         f.debug_struct("Ctx")
             .field("path", &self.path)
             .field("nprocs", &self.run.p)
-            .field("superstep", &self.step)
+            .field("superstep", &self.superstep())
             .finish()
     }
 }

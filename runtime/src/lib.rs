@@ -93,6 +93,7 @@
 //    mod.rs files that re-export from it).
 mod arena;
 mod bsmp;
+mod checkpoint;
 mod ctx;
 mod drma;
 mod engine;
@@ -123,6 +124,7 @@ mod tree;
 mod wait;
 
 pub use bsmp::{Message, QueueSize};
+pub use checkpoint::{CHECKPOINT_ENV, Checkpoints};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;

@@ -3,7 +3,7 @@
 //! (`outbox.rs`) and are read in place (`bsmp.rs`, `owned.rs`).
 
 /// The message queue as seen during one superstep.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Queue {
     /// Processes whose outboxes (of parity `parity`) hold messages for us.
     pub(crate) srcs: Vec<u32>,

@@ -155,6 +155,8 @@ pub(crate) fn describe(ops: &[RegSig]) -> String {
 pub(crate) struct RegTable {
     pub(crate) entries: Vec<crossbeam_utils::CachePadded<Entry>>,
     keep: Vec<Option<Keep>>,
+    /// The element type's name of each slot's registration (checkpoints save it).
+    types: Vec<&'static str>,
     /// Registered slots in push order (newest last), for lookups by address.
     pub(crate) order: Vec<u32>,
 }
@@ -208,6 +210,11 @@ impl RegTable {
         self.keep.get(slot as usize).and_then(Clone::clone)
     }
 
+    /// The element type's name of the registration in `slot`.
+    pub(crate) fn type_name(&self, slot: u32) -> &'static str {
+        self.types.get(slot as usize).copied().unwrap_or("")
+    }
+
     /// Number of registered slots.
     pub(crate) fn len(&self) -> usize {
         self.order.len()
@@ -224,13 +231,16 @@ impl RegTable {
                 len,
                 empty,
                 keep,
+                ty,
                 ..
             } => {
                 let s = slot as usize;
                 if self.entries.len() <= s {
                     self.entries.resize(s + 1, FREE.into());
                     self.keep.resize_with(s + 1, || None);
+                    self.types.resize(s + 1, "");
                 }
+                self.types[s] = ty.name;
                 *self.entries[s] = Entry {
                     ptr,
                     len,

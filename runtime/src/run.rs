@@ -103,6 +103,8 @@ pub struct Run {
     /// Whether declared syncs of a run of two take the barrier (default: yes); set by tests
     /// through `internals::pair_barrier`.
     pub(crate) pair_barrier: Option<bool>,
+    /// Where and when a top-level run checkpoints (`checkpoint/`).
+    pub(crate) checkpoints: Option<crate::Checkpoints>,
 }
 
 impl Run {
@@ -120,6 +122,7 @@ impl Run {
             tree_barrier: None,
             lanes: None,
             pair_barrier: None,
+            checkpoints: None,
         }
     }
 
@@ -163,10 +166,11 @@ impl Run {
     /// once per result type, not once per closure (it was a tenth of the code of a test binary
     /// with many runs).
     fn run_top<R: Send>(
-        self,
+        mut self,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
     ) -> Result<(Vec<R>, Option<crate::profile::Profile>)> {
+        self.resolve_checkpoints()?;
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
@@ -279,6 +283,60 @@ impl Run {
         self
     }
 
+    /// Checkpoint this run as `policy` says, and let it resume from the folder's newest
+    /// complete checkpoint ([`Ctx::sync_checkpoint`], [`Ctx::resume`]). Without this, the
+    /// policy comes from the environment ([`Checkpoints::from_env`](crate::Checkpoints::from_env)),
+    /// if any. Top-level runs on threads only: a nested run never checkpoints, and runs over
+    /// MPI ranks do not yet (their `sync_checkpoint` is a plain sync, their `resume` finds
+    /// nothing).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("mbsp-doc-run-ckpt-{}", std::process::id()));
+    /// let run = mbsp::Run::new(2).checkpoints(mbsp::Checkpoints::in_folder(&dir).every_supersteps(10));
+    /// let r = run.run(|ctx| {
+    ///     let mut it: u32 = ctx.resume()?.unwrap_or(0);
+    ///     while it < 25 {
+    ///         it += 1;
+    ///         ctx.sync_checkpoint(&it)?; // checkpoints at supersteps 10 and 20
+    ///     }
+    ///     Ok(it)
+    /// })?;
+    /// assert_eq!(r, vec![25, 25]);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn checkpoints(mut self, policy: crate::Checkpoints) -> Self {
+        self.checkpoints = Some(policy);
+        self
+    }
+
+    /// The explicit checkpoint policy, else the environment's; a malformed environment is an
+    /// error of the run.
+    fn resolve_checkpoints(&mut self) -> Result<()> {
+        if self.checkpoints.is_none() {
+            match crate::Checkpoints::from_env() {
+                Some(Ok(c)) => self.checkpoints = Some(c),
+                Some(Err(e)) => return Err(Error::outside(ErrorKind::Misuse, "run", e)),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The checkpointing of a run of `p` processes started from `parent_path` (top-level
+    /// runs with a policy only).
+    fn checkpointer(
+        &self,
+        parent_path: &[usize],
+        p: usize,
+    ) -> Option<Arc<crate::checkpoint::Checkpointer>> {
+        let policy = self
+            .checkpoints
+            .clone()
+            .filter(|_| parent_path.is_empty())?;
+        Some(Arc::new(crate::checkpoint::Checkpointer::new(policy, p)))
+    }
+
     /// Start the run; see [`run`].
     pub fn run<R, F>(self, f: F) -> Result<Vec<R>>
     where
@@ -305,10 +363,11 @@ impl Run {
     /// ctx.sync().unwrap();
     /// spmd.end().unwrap();
     /// ```
-    pub fn begin<F>(self, f: F) -> Result<Spmd<'static>>
+    pub fn begin<F>(mut self, f: F) -> Result<Spmd<'static>>
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
+        self.resolve_checkpoints()?;
         let layout = self.top_layout()?;
         let sink = self.top_sink();
         Ok(self.start(Tree::new(), Vec::new(), layout, None, sink, Arc::new(f)))
@@ -627,9 +686,11 @@ impl Run {
     ) -> RunShared {
         let shape = self.shape(&layout);
         let engine = RunEngine::Threads(RunState::new(&layout, shape));
+        let ckpt = self.checkpointer(&parent_path, layout.domains.len());
         let mut s = RunShared::new(parent_path, tree, shape.policy, layout, engine);
         s.inherited = inherited;
         s.prof = sink;
+        s.ckpt = ckpt;
         s
     }
 
@@ -652,6 +713,7 @@ impl Run {
                     s.layout = layout;
                     s.inherited = inherited;
                     s.prof = sink;
+                    s.ckpt = self.checkpointer(&parent_path, s.p);
                     s.reuse(parent_path, tree);
                     return last;
                 }

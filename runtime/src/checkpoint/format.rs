@@ -1,0 +1,358 @@
+//! The bytes of a checkpoint's files: one part per process and the manifest that makes the
+//! checkpoint complete (layout in docs/checkpoint-design.md).
+//!
+//! A part is little-endian binary, every length written before its bytes, and ends with the
+//! CRC-32 of everything before it; the manifest is text (a person can read what a folder
+//! holds) and names each part's length and CRC-32, so a part that was truncated, corrupted or
+//! left over from another checkpoint is found before anything is restored from it.
+
+/// The first bytes of a part.
+const MAGIC: &[u8; 8] = b"MBSPCKPT";
+/// The format's version, in parts and manifests.
+pub(crate) const VERSION: u32 = 1;
+/// The manifest's first line.
+const MANIFEST_HEAD: &str = "mbsp checkpoint";
+
+/// One registered slot of a process at the checkpoint, in push order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Area {
+    pub(crate) slot: u32,
+    /// Registered as "nothing here" (a null registration).
+    pub(crate) null: bool,
+    /// The element type's name (`raw bytes` for registrations by address).
+    pub(crate) ty: String,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// A message of a process's queue at the checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Msg {
+    pub(crate) from: u32,
+    pub(crate) tag: Vec<u8>,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// What one process saved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Part {
+    pub(crate) pid: u32,
+    pub(crate) p: u32,
+    /// The superstep the program was in right after the checkpoint's sync.
+    pub(crate) superstep: u64,
+    pub(crate) tagsize: u64,
+    /// The state's type name and its postcard bytes.
+    pub(crate) state_type: String,
+    pub(crate) state: Vec<u8>,
+    pub(crate) areas: Vec<Area>,
+    pub(crate) queue: Vec<Msg>,
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u64(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+impl Part {
+    /// The part's file contents, its CRC-32 last.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let area_bytes: usize = self.areas.iter().map(|a| a.bytes.len() + 64).sum();
+        let mut out = Vec::with_capacity(area_bytes + self.state.len() + 256);
+        out.extend_from_slice(MAGIC);
+        put_u32(&mut out, VERSION);
+        put_u32(&mut out, self.pid);
+        put_u32(&mut out, self.p);
+        put_u64(&mut out, self.superstep);
+        put_u64(&mut out, self.tagsize);
+        put_bytes(&mut out, self.state_type.as_bytes());
+        put_bytes(&mut out, &self.state);
+        put_u64(&mut out, self.areas.len() as u64);
+        for a in &self.areas {
+            put_u32(&mut out, a.slot);
+            out.push(u8::from(a.null));
+            put_bytes(&mut out, a.ty.as_bytes());
+            put_bytes(&mut out, &a.bytes);
+        }
+        put_u64(&mut out, self.queue.len() as u64);
+        for m in &self.queue {
+            put_u32(&mut out, m.from);
+            put_bytes(&mut out, &m.tag);
+            put_bytes(&mut out, &m.payload);
+        }
+        let crc = crc32fast::hash(&out);
+        put_u32(&mut out, crc);
+        out
+    }
+
+    /// Read a part's file contents, checking its CRC-32 and every length against what is
+    /// left; the error says what is wrong.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Part, String> {
+        if bytes.len() < MAGIC.len() + 8 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(format!(
+                "not a part of an mbsp checkpoint ({} bytes, no header)",
+                bytes.len()
+            ));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 4);
+        let want = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+        let got = crc32fast::hash(body);
+        if want != got {
+            return Err(format!(
+                "checksum mismatch (CRC-32 {got:08x}, the file says {want:08x}): the file is \
+                 truncated or corrupted"
+            ));
+        }
+        let mut r = Reader {
+            b: &body[MAGIC.len()..],
+        };
+        let version = r.u32()?;
+        if version != VERSION {
+            return Err(format!(
+                "format version {version}; this mbsp reads version {VERSION}"
+            ));
+        }
+        let mut part = Part {
+            pid: r.u32()?,
+            p: r.u32()?,
+            superstep: r.u64()?,
+            tagsize: r.u64()?,
+            state_type: r.string()?,
+            state: r.bytes()?.to_vec(),
+            areas: Vec::new(),
+            queue: Vec::new(),
+        };
+        for _ in 0..r.count(13)? {
+            part.areas.push(Area {
+                slot: r.u32()?,
+                null: r.byte()? != 0,
+                ty: r.string()?,
+                bytes: r.bytes()?.to_vec(),
+            });
+        }
+        for _ in 0..r.count(20)? {
+            part.queue.push(Msg {
+                from: r.u32()?,
+                tag: r.bytes()?.to_vec(),
+                payload: r.bytes()?.to_vec(),
+            });
+        }
+        if !r.b.is_empty() {
+            return Err(format!("{} bytes after the end of the part", r.b.len()));
+        }
+        Ok(part)
+    }
+}
+
+/// Reads the fields of a part, each checked against the bytes left.
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.b.len() {
+            return Err(format!(
+                "a field of {n} bytes where {} are left: the part is malformed",
+                self.b.len()
+            ));
+        }
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(head)
+    }
+
+    fn byte(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u64()?;
+        let n = usize::try_from(n).map_err(|_| format!("a length of {n} bytes"))?;
+        self.take(n)
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| "a name that is not UTF-8".into())
+    }
+
+    /// A count of items each at least `min` bytes long (so a corrupt count cannot make the
+    /// reader reserve more than the file holds).
+    fn count(&mut self, min: usize) -> Result<usize, String> {
+        let n = self.u64()?;
+        match usize::try_from(n) {
+            Ok(n) if n <= self.b.len() / min => Ok(n),
+            _ => Err(format!(
+                "a count of {n} items in {} bytes: the part is malformed",
+                self.b.len()
+            )),
+        }
+    }
+}
+
+/// What the manifest of a complete checkpoint says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Manifest {
+    pub(crate) program: String,
+    pub(crate) p: usize,
+    pub(crate) superstep: u64,
+    pub(crate) state_type: String,
+    /// Per pid: the part's length in bytes and its CRC-32.
+    pub(crate) parts: Vec<(u64, u32)>,
+}
+
+impl Manifest {
+    pub(crate) fn encode(&self) -> String {
+        let mut s = format!(
+            "{MANIFEST_HEAD} {VERSION}\nprogram {}\np {}\nsuperstep {}\nstate {}\n",
+            self.program, self.p, self.superstep, self.state_type
+        );
+        for (pid, (len, crc)) in self.parts.iter().enumerate() {
+            s += &format!("part {pid} {len} {crc:08x}\n");
+        }
+        s
+    }
+
+    pub(crate) fn decode(text: &str) -> Result<Manifest, String> {
+        let mut lines = text.lines();
+        let head = lines.next().unwrap_or("");
+        if head != format!("{MANIFEST_HEAD} {VERSION}") {
+            return Err(format!(
+                "first line {head:?}, not {:?}",
+                format!("{MANIFEST_HEAD} {VERSION}")
+            ));
+        }
+        let mut field = |name: &str| -> Result<String, String> {
+            let line = lines.next().unwrap_or("");
+            line.strip_prefix(name)
+                .and_then(|v| v.strip_prefix(' '))
+                .map(str::to_string)
+                .ok_or_else(|| format!("expected a line \"{name} ...\", found {line:?}"))
+        };
+        let number = |v: String, name: &str| -> Result<u64, String> {
+            v.parse()
+                .map_err(|_| format!("{name} {v:?} is not a number"))
+        };
+        let program = field("program")?;
+        let p = number(field("p")?, "p")? as usize;
+        let superstep = number(field("superstep")?, "superstep")?;
+        let state_type = field("state")?;
+        let mut parts = Vec::new();
+        for pid in 0..p {
+            let line = field("part")?;
+            let words: Vec<&str> = line.split(' ').collect();
+            let parsed = match words[..] {
+                [who, len, crc] if who == pid.to_string() => {
+                    len.parse().ok().zip(u32::from_str_radix(crc, 16).ok())
+                }
+                _ => None,
+            };
+            parts.push(parsed.ok_or_else(|| format!("a malformed line \"part {line}\""))?);
+        }
+        Ok(Manifest {
+            program,
+            p,
+            superstep,
+            state_type,
+            parts,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part() -> Part {
+        Part {
+            pid: 1,
+            p: 3,
+            superstep: 42,
+            tagsize: 4,
+            state_type: "my::State".into(),
+            state: vec![1, 2, 3],
+            areas: vec![
+                Area {
+                    slot: 0,
+                    null: false,
+                    ty: "f64".into(),
+                    bytes: vec![7; 16],
+                },
+                Area {
+                    slot: 1,
+                    null: true,
+                    ty: "raw bytes".into(),
+                    bytes: vec![],
+                },
+            ],
+            queue: vec![Msg {
+                from: 2,
+                tag: vec![9; 4],
+                payload: vec![5; 10],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_part_reads_back_as_written() {
+        let p = part();
+        assert_eq!(Part::decode(&p.encode()).unwrap(), p);
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_byte_is_found() {
+        let bytes = part().encode();
+        for n in 0..bytes.len() {
+            assert!(Part::decode(&bytes[..n]).is_err(), "truncated to {n}");
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            assert!(Part::decode(&b).is_err(), "byte {i} flipped");
+        }
+        let e = Part::decode(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert!(e.contains("checksum mismatch"), "{e}");
+    }
+
+    #[test]
+    fn a_manifest_reads_back_and_names_what_is_wrong() {
+        let m = Manifest {
+            program: "heat".into(),
+            p: 2,
+            superstep: 7,
+            state_type: "u64".into(),
+            parts: vec![(100, 0xdead_beef), (90, 1)],
+        };
+        assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
+        let text = m.encode().replace("part 1 90", "part 1 x");
+        let e = Manifest::decode(&text).unwrap_err();
+        assert_eq!(e, "a malformed line \"part 1 x 00000001\"");
+        let e = Manifest::decode("").unwrap_err();
+        assert!(e.starts_with("first line \"\""), "{e}");
+        let cut: String = m
+            .encode()
+            .lines()
+            .take(5)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(Manifest::decode(&cut).is_err());
+    }
+}

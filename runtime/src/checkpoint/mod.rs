@@ -1,0 +1,253 @@
+//! Checkpoint and restart at superstep boundaries (docs/checkpoint-design.md).
+//!
+//! Right after a sync nothing is in flight: a process's state is its registered areas, its
+//! message queue and tag size, the superstep count, and the program's own variables, which the
+//! program hands over as one serde value. [`Ctx::sync_checkpoint`] is a sync after which, when
+//! the run's [`Checkpoints`] policy says so, every process writes that state to its part of a
+//! new checkpoint folder and process 0 then writes the manifest that makes it complete;
+//! [`Ctx::resume`], in a later run of the same program, finds the newest complete checkpoint,
+//! checks it against this run (processes, program, registrations, state type) and puts it all
+//! back.
+//!
+//! ## One checkpoint
+//!
+//! ```text
+//! superstep s:  any process may ask (request_checkpoint); process 0 looks at its clock
+//!               -> the asks are stamped s+1 in the slot of s's parity
+//! sync          a full sync (its barrier orders the stamps before every reader)
+//! decide        stamp == s+1, or the superstep count a multiple of k: all decide alike
+//! each process  part-<pid>: state, areas, queue, written to a temporary file, synced, renamed;
+//!               reports its length and CRC-32 (or its error) to the run's `Progress`
+//! process 0     waits for the p reports; MANIFEST (temporary, synced, renamed, folder
+//!               synced); older checkpoints pruned to `keep`. A failed part: no manifest,
+//!               the folder removed, a warning (an error with `required(true)`).
+//! ```
+//!
+//! Checkpoints are numbered by a sequence that starts above every checkpoint in the folder when
+//! the run starts, so that a fresh run's checkpoints are newer than an old run's.
+//!
+//! Only the top level of a thread run checkpoints (a nested run has ended at every top-level
+//! superstep boundary); runs over MPI ranks do not checkpoint yet (an error says so).
+
+mod files;
+mod format;
+mod resume;
+mod take;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub(crate) use format::Msg;
+
+/// Where and how often a run checkpoints ([`Run::checkpoints`](crate::Run::checkpoints)).
+///
+/// Checkpoints are taken at [`Ctx::sync_checkpoint`](crate::Ctx::sync_checkpoint) calls: every
+/// `k` supersteps, every `t` seconds (as process 0's clock says), when a process asks
+/// ([`Ctx::request_checkpoint`](crate::Ctx::request_checkpoint)), or always at
+/// [`Ctx::checkpoint`](crate::Ctx::checkpoint).
+///
+/// ```
+/// use std::time::Duration;
+/// let policy = mbsp::Checkpoints::in_folder("ckpt")
+///     .every_supersteps(100)
+///     .every(Duration::from_secs(600))
+///     .keep(2);
+/// assert_eq!(policy.folder(), std::path::Path::new("ckpt"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Checkpoints {
+    dir: PathBuf,
+    every_supersteps: Option<u64>,
+    every: Option<Duration>,
+    keep: usize,
+    required: bool,
+}
+
+/// The environment variables that give a run a checkpoint policy
+/// ([`Checkpoints::from_env`]).
+pub const CHECKPOINT_ENV: [&str; 4] = [
+    "MBSP_CHECKPOINT_DIR",
+    "MBSP_CHECKPOINT_EVERY",
+    "MBSP_CHECKPOINT_SECONDS",
+    "MBSP_CHECKPOINT_KEEP",
+];
+
+impl Checkpoints {
+    /// Checkpoints in folder `dir` (made when the first one is written), only when asked for,
+    /// keeping the newest 2.
+    pub fn in_folder(dir: impl Into<PathBuf>) -> Self {
+        Checkpoints {
+            dir: dir.into(),
+            every_supersteps: None,
+            every: None,
+            keep: 2,
+            required: false,
+        }
+    }
+
+    /// Also checkpoint at a `sync_checkpoint` whose superstep count (after the sync) is a
+    /// multiple of `k` (0: never).
+    pub fn every_supersteps(mut self, k: u64) -> Self {
+        self.every_supersteps = (k > 0).then_some(k);
+        self
+    }
+
+    /// Also checkpoint at the first `sync_checkpoint` after `t` has passed since the run
+    /// started or the last checkpoint (process 0's clock decides for all).
+    pub fn every(mut self, t: Duration) -> Self {
+        self.every = Some(t);
+        self
+    }
+
+    /// Keep the newest `k` complete checkpoints (at least 1); older ones are removed only after
+    /// a newer one is complete.
+    pub fn keep(mut self, k: usize) -> Self {
+        self.keep = k.max(1);
+        self
+    }
+
+    /// Whether a checkpoint that cannot be written (a full disk, say) fails the run. By
+    /// default it does not: the run warns once per failed checkpoint and goes on, and the
+    /// previous complete checkpoint stays the one a restart uses.
+    pub fn required(mut self, yes: bool) -> Self {
+        self.required = yes;
+        self
+    }
+
+    /// The folder the checkpoints go to.
+    pub fn folder(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The policy the environment gives ([`CHECKPOINT_ENV`]): `MBSP_CHECKPOINT_DIR` (the
+    /// folder; unset: no policy), `MBSP_CHECKPOINT_EVERY` (supersteps),
+    /// `MBSP_CHECKPOINT_SECONDS` and `MBSP_CHECKPOINT_KEEP`. A value that is not a number is an
+    /// error naming the variable.
+    ///
+    /// ```standalone_crate
+    /// // SAFETY (of set_var): no other thread of this example reads the environment (the
+    /// // example runs in a process of its own).
+    /// unsafe {
+    ///     std::env::set_var("MBSP_CHECKPOINT_DIR", "ckpt");
+    ///     std::env::set_var("MBSP_CHECKPOINT_EVERY", "10");
+    /// }
+    /// let policy = mbsp::Checkpoints::from_env().unwrap().unwrap();
+    /// assert_eq!(policy.folder(), std::path::Path::new("ckpt"));
+    /// unsafe { std::env::set_var("MBSP_CHECKPOINT_KEEP", "two") };
+    /// let e = mbsp::Checkpoints::from_env().unwrap().unwrap_err();
+    /// assert_eq!(e, "MBSP_CHECKPOINT_KEEP=two is not a whole number");
+    /// # for name in mbsp::CHECKPOINT_ENV { unsafe { std::env::remove_var(name) } }
+    /// ```
+    pub fn from_env() -> Option<std::result::Result<Self, String>> {
+        let dir = std::env::var_os(CHECKPOINT_ENV[0]).filter(|d| !d.is_empty())?;
+        let number = |name: &str| -> std::result::Result<Option<u64>, String> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("{name}={v} is not a whole number")),
+                Err(_) => Ok(None),
+            }
+        };
+        let policy = (|| {
+            let mut c = Checkpoints::in_folder(dir);
+            if let Some(k) = number(CHECKPOINT_ENV[1])? {
+                c = c.every_supersteps(k);
+            }
+            if let Some(t) = number(CHECKPOINT_ENV[2])? {
+                c = c.every(Duration::from_secs(t));
+            }
+            if let Some(k) = number(CHECKPOINT_ENV[3])? {
+                c = c.keep(usize::try_from(k).unwrap_or(usize::MAX));
+            }
+            Ok(c)
+        })();
+        Some(policy)
+    }
+}
+
+/// The parts' reports of the checkpoint being written.
+#[derive(Default)]
+struct Progress {
+    seq: u64,
+    /// Per pid: its part's length and CRC-32, or why it could not be written.
+    parts: Vec<Option<std::result::Result<(u64, u32), String>>>,
+}
+
+/// A process's verdict on its part of a checkpoint: usable, with its saved queue, or why not.
+type Verdict = std::result::Result<Vec<Msg>, String>;
+
+/// What the processes of a resuming run share: process 0's list of checkpoints, and per
+/// candidate tried (a round) every process's verdict on its part and its saved queue.
+#[derive(Default)]
+struct ResumeShared {
+    candidates: Option<std::result::Result<Vec<(u64, PathBuf)>, String>>,
+    /// `[round][pid]`: `Ok` with the saved queue, or why the part cannot be used.
+    verdicts: Vec<Vec<Option<Verdict>>>,
+}
+
+/// A run's checkpointing: its policy and what its processes share to agree and report
+/// (kept in the run state of a top-level run with a policy).
+pub(crate) struct Checkpointer {
+    policy: Checkpoints,
+    /// The sequence number of a checkpoint taken at superstep `s` is `base + s`: above every
+    /// checkpoint in the folder when the run started.
+    base: u64,
+    /// By superstep parity: `s + 1` when a checkpoint was asked for in superstep `s`.
+    asked: [AtomicU64; 2],
+    /// Per pid: the process asked for a checkpoint at the next `sync_checkpoint`.
+    pending: Vec<AtomicBool>,
+    /// Per pid: the process has called `resume`.
+    resumed: Vec<AtomicBool>,
+    /// When the last checkpoint was taken (process 0's clock).
+    last: Mutex<Instant>,
+    progress: Mutex<Progress>,
+    reported: Condvar,
+    resume: Mutex<ResumeShared>,
+}
+
+impl Checkpointer {
+    /// The checkpointing of a run of `p` processes under `policy`.
+    pub(crate) fn new(policy: Checkpoints, p: usize) -> Self {
+        let newest = files::list(&policy.dir)
+            .ok()
+            .and_then(|found| found.first().map(|f| f.0));
+        Checkpointer {
+            base: newest.map_or(1, |s| s.saturating_add(1)),
+            policy,
+            asked: [AtomicU64::new(0), AtomicU64::new(0)],
+            pending: (0..p).map(|_| AtomicBool::new(false)).collect(),
+            resumed: (0..p).map(|_| AtomicBool::new(false)).collect(),
+            last: Mutex::new(Instant::now()),
+            progress: Mutex::new(Progress::default()),
+            reported: Condvar::new(),
+            resume: Mutex::new(ResumeShared::default()),
+        }
+    }
+
+    fn asked(&self, step: u64) -> &AtomicU64 {
+        &self.asked[(step & 1) as usize]
+    }
+
+    /// The name this program goes by in manifests (a checkpoint of another program is
+    /// refused).
+    fn program() -> String {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown".into())
+    }
+}
+
+/// Lock `m`, ignoring poisoning (the data are reports and lists that a panicking process
+/// leaves whole; the run fails anyway).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Relaxed is enough for the per-process flags: they are read by their own process, or after
+/// a sync (whose barrier orders them).
+const RELAXED: Ordering = Ordering::Relaxed;

@@ -1,0 +1,331 @@
+//! Restarting from a checkpoint: find the newest complete one, check it against this run, put
+//! each process's state back.
+//!
+//! ```text
+//! process 0   lists the folder's complete checkpoints, newest first
+//! sync 1      (the program's registrations take effect; everyone sees the list)
+//! round r     each process reads and checks its part of candidate r: a part that is missing,
+//!             truncated or corrupted is a verdict (the run falls back to candidate r+1); a
+//!             checkpoint that cannot be this run's (another p, program, registration or state
+//!             type) is an error at once
+//! sync        everyone reads every verdict of round r: all good -> restore, else next round
+//! restore     areas copied in; the saved tag size set, a sync; each saved message sent again
+//!             by its sender, a sync (the queue is as it was); the superstep count set
+//! ```
+
+use super::files;
+use super::format::{Manifest, Msg, Part};
+use super::{Checkpointer, RELAXED, lock};
+use crate::ctx::Ctx;
+use crate::error::{ErrorKind, Result};
+use crate::flags::FLAG_COMM;
+use crate::registry::SlotState;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a candidate's part cannot be restored.
+enum Unusable {
+    /// Missing, truncated, corrupted: try the previous checkpoint.
+    Damaged(String),
+    /// Not this run's checkpoint: the restart is a misuse.
+    Foreign(String),
+}
+
+impl Ctx {
+    /// Restart from the newest complete checkpoint of the run's folder, if there is one:
+    /// `Ok(Some(state))` with the registered areas, message queue, tag size and superstep
+    /// count as they were at the checkpoint ([`Ctx::sync_checkpoint`]); `Ok(None)` in a fresh
+    /// run (no checkpoint, or no policy). Collective, once per run: call it after the program's
+    /// registrations (the same ones, in the same order, as the checkpointed run made) and
+    /// before any communication.
+    ///
+    /// A checkpoint that is damaged (a truncated or corrupted part, a missing one) is skipped
+    /// for the previous complete one, with a line on stderr; a checkpoint that cannot be this
+    /// run's is an error naming the file and the difference: another number of processes,
+    /// another program, other registrations, another state type.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("mbsp-doc-resume-{}", std::process::id()));
+    /// let policy = mbsp::Checkpoints::in_folder(&dir);
+    /// // A run that checkpoints at superstep 3, then fails.
+    /// let err = mbsp::Run::new(2).checkpoints(policy.clone()).run(|ctx| {
+    ///     let x = ctx.push_reg(vec![ctx.pid() as u32; 3])?;
+    ///     ctx.sync()?;
+    ///     assert!(ctx.resume::<String>()?.is_none());
+    ///     ctx.checkpoint(&format!("pid {} was here", ctx.pid()))?;
+    ///     Err::<(), _>(ctx.abort("killed"))
+    /// }).unwrap_err();
+    /// assert_eq!(err.message(), "killed");
+    /// // The next run resumes there.
+    /// let back = mbsp::Run::new(2).checkpoints(policy).run(|ctx| {
+    ///     let x = ctx.push_reg(vec![0u32; 3])?;
+    ///     ctx.sync()?;
+    ///     let said: String = ctx.resume()?.expect("a checkpoint");
+    ///     Ok((said, ctx.local(&x)?.to_vec(), ctx.superstep()))
+    /// })?;
+    /// assert_eq!(back[1], ("pid 1 was here".to_string(), vec![1, 1, 1], 3));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn resume<S: DeserializeOwned>(&mut self) -> Result<Option<S>> {
+        self.live("resume")?;
+        if self.path.len() > 1 {
+            return Err(self.misuse(
+                "resume",
+                "a nested run cannot resume: checkpoints belong to the top-level run".into(),
+            ));
+        }
+        let Some(ck) = self.run.ckpt.clone() else {
+            return Ok(None);
+        };
+        self.check_resume_first(&ck)?;
+        if self.pid == 0 {
+            lock(&ck.resume).candidates = Some(complete_checkpoints(&ck.policy.dir));
+        }
+        self.sync()?;
+        let candidates = lock(&ck.resume)
+            .candidates
+            .clone()
+            .unwrap_or(Ok(Vec::new()));
+        let candidates =
+            candidates.map_err(|e| self.fail_with(self.error(ErrorKind::System, "resume", e)))?;
+        let mut damaged = Vec::new();
+        for (round, (_, dir)) in candidates.iter().enumerate() {
+            let mine = match self.read_part::<S>(dir) {
+                Ok(part) => Ok(part),
+                Err(Unusable::Foreign(why)) => return Err(self.misuse("resume", why)),
+                Err(Unusable::Damaged(why)) => Err(why),
+            };
+            {
+                let mut shared = lock(&ck.resume);
+                if shared.verdicts.len() <= round {
+                    shared
+                        .verdicts
+                        .resize_with(round + 1, || vec![None; self.run.p]);
+                }
+                shared.verdicts[round][self.pid] =
+                    Some(mine.as_ref().map(|p| p.queue.clone()).map_err(Clone::clone));
+            }
+            self.sync()?;
+            let verdicts = lock(&ck.resume).verdicts[round].clone();
+            let problems: Vec<String> = verdicts
+                .iter()
+                .flatten()
+                .filter_map(|v| v.as_ref().err().cloned())
+                .collect();
+            match mine {
+                Ok(part) if problems.is_empty() => {
+                    let queues: Vec<Vec<Msg>> = verdicts
+                        .into_iter()
+                        .map(|v| v.and_then(|v| v.ok()).unwrap_or_default())
+                        .collect();
+                    return self.restore(&ck, part, &queues).map(Some);
+                }
+                _ => {
+                    if self.pid == 0 {
+                        eprintln!(
+                            "mbsp: checkpoint {} is not usable ({}); trying an older one",
+                            dir.display(),
+                            problems.join("; ")
+                        );
+                    }
+                    damaged.push(format!("{}: {}", dir.display(), problems.join("; ")));
+                }
+            }
+        }
+        if damaged.is_empty() {
+            return Ok(None);
+        }
+        let e = self.error(
+            ErrorKind::System,
+            "resume",
+            format!(
+                "no usable checkpoint in {}: {}",
+                ck.policy.dir.display(),
+                damaged.join("; ")
+            ),
+        );
+        Err(self.fail_with(e))
+    }
+
+    /// `resume` is called once, before any communication of the run.
+    fn check_resume_first(&self, ck: &Checkpointer) -> Result<()> {
+        if ck.resumed[self.pid].swap(true, RELAXED) {
+            return Err(self.misuse(
+                "resume",
+                "called a second time in this run: a run resumes once, at its start".into(),
+            ));
+        }
+        let queued = self.st.borrow().queue.left;
+        if self.flags.get() & FLAG_COMM != 0 || queued > 0 || !self.st.borrow().gets.is_empty() {
+            return Err(self.misuse(
+                "resume",
+                format!(
+                    "called after this run communicated ({queued} message(s) queued, or puts, \
+                     gets or sends in this superstep): call it after the registrations and \
+                     before any communication"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Read and check this process's part of the checkpoint in `dir`.
+    fn read_part<S>(&self, dir: &Path) -> std::result::Result<Part, Unusable> {
+        let manifest_path = dir.join(files::MANIFEST);
+        let text = std::fs::read_to_string(&manifest_path)
+            .map_err(|e| Unusable::Damaged(format!("{}: {e}", manifest_path.display())))?;
+        let manifest = Manifest::decode(&text)
+            .map_err(|e| Unusable::Damaged(format!("{}: {e}", manifest_path.display())))?;
+        let foreign = |what: String| Unusable::Foreign(format!("{}: {what}", dir.display()));
+        if manifest.p != self.run.p {
+            return Err(foreign(format!(
+                "written by a run of {} processes; this run has {} (a restart needs the same \
+                 number)",
+                manifest.p, self.run.p
+            )));
+        }
+        let program = Checkpointer::program();
+        if manifest.program != program {
+            return Err(foreign(format!(
+                "written by program {:?}; this is {program:?}",
+                manifest.program
+            )));
+        }
+        let want_type = std::any::type_name::<S>();
+        if manifest.state_type != want_type {
+            return Err(foreign(format!(
+                "its state is a {}; resume asked for a {want_type}",
+                manifest.state_type
+            )));
+        }
+        let path = dir.join(files::part_name(self.pid));
+        let damaged = |what: String| Unusable::Damaged(format!("{}: {what}", path.display()));
+        let bytes = std::fs::read(&path).map_err(|e| damaged(e.to_string()))?;
+        let (len, crc) = manifest.parts[self.pid];
+        if bytes.len() as u64 != len {
+            return Err(damaged(format!(
+                "{} bytes; the manifest says {len}",
+                bytes.len()
+            )));
+        }
+        if crc32fast::hash(&bytes) != crc {
+            return Err(damaged(format!(
+                "its CRC-32 is not the manifest's {crc:08x}: the file is corrupted"
+            )));
+        }
+        let part = Part::decode(&bytes).map_err(damaged)?;
+        if part.pid as usize != self.pid || part.p as usize != self.run.p {
+            return Err(damaged(format!(
+                "the part of pid {} of {}, not of pid {}",
+                part.pid, part.p, self.pid
+            )));
+        }
+        self.check_areas(&part)
+            .map_err(|why| Unusable::Foreign(format!("{}: {why}", path.display())))?;
+        Ok(part)
+    }
+
+    /// The saved registrations are this process's, slot by slot in push order.
+    fn check_areas(&self, part: &Part) -> std::result::Result<(), String> {
+        // SAFETY: this process's own table, outside a sync.
+        unsafe {
+            self.me().table(|t| {
+                if t.order.len() != part.areas.len() {
+                    return Err(format!(
+                        "the checkpointed process had {} registrations; this one has {} \
+                         (register the same areas, in the same order, before resume)",
+                        part.areas.len(),
+                        t.order.len()
+                    ));
+                }
+                for (i, (&slot, saved)) in t.order.iter().zip(&part.areas).enumerate() {
+                    let e = t.entry(slot);
+                    let ty = t.type_name(slot);
+                    let null = e.state == SlotState::Empty;
+                    let len = if null { 0 } else { e.len };
+                    if slot != saved.slot
+                        || null != saved.null
+                        || ty != saved.ty
+                        || len != saved.bytes.len()
+                    {
+                        let show = |null: bool, ty: &str, len: usize| {
+                            if null {
+                                "a null registration".to_string()
+                            } else {
+                                format!("{len} bytes of {ty}")
+                            }
+                        };
+                        return Err(format!(
+                            "registration {i} (in push order) was {} at the checkpoint; it is \
+                             {} now",
+                            show(saved.null, &saved.ty, saved.bytes.len()),
+                            show(null, ty, len)
+                        ));
+                    }
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Put `part` back: areas, tag size, queue (`queues`: every process's saved queue), the
+    /// superstep count; the state.
+    fn restore<S: DeserializeOwned>(
+        &mut self,
+        ck: &Arc<Checkpointer>,
+        part: Part,
+        queues: &[Vec<Msg>],
+    ) -> Result<S> {
+        // SAFETY: this process's own table, outside a sync; the areas checked above.
+        unsafe {
+            self.me().table(|t| {
+                for (&slot, saved) in t.order.iter().zip(&part.areas) {
+                    let e = t.entry(slot);
+                    if e.state == SlotState::Active && !saved.bytes.is_empty() {
+                        // SAFETY: this process's registered area of that length (checked), which
+                        // nothing else writes outside a sync and the program cannot view while
+                        // this method holds `&mut self`.
+                        std::ptr::copy_nonoverlapping(saved.bytes.as_ptr(), e.ptr, e.len);
+                    }
+                }
+            })
+        };
+        let tagsize = usize::try_from(part.tagsize).unwrap_or(usize::MAX);
+        if tagsize != self.tagsize.get() {
+            self.set_tagsize(tagsize)?;
+            self.sync()?;
+        }
+        if queues.iter().any(|q| !q.is_empty()) {
+            for (to, queue) in queues.iter().enumerate() {
+                for m in queue.iter().filter(|m| m.from as usize == self.pid) {
+                    self.send(to, &m.tag, &m.payload)?;
+                }
+            }
+            self.sync()?;
+        }
+        self.step_offset = part.superstep.wrapping_sub(self.step);
+        *lock(&ck.last) = std::time::Instant::now();
+        postcard::from_bytes(&part.state).map_err(|e| {
+            self.misuse(
+                "resume",
+                format!(
+                    "the saved state could not be read as a {}: {e}",
+                    std::any::type_name::<S>()
+                ),
+            )
+        })
+    }
+}
+
+/// The complete checkpoints of `root`, newest first (or why the folder cannot be read).
+fn complete_checkpoints(root: &Path) -> std::result::Result<Vec<(u64, PathBuf)>, String> {
+    let found = files::list(root)
+        .map_err(|e| format!("cannot read the checkpoint folder {}: {e}", root.display()))?;
+    Ok(found
+        .into_iter()
+        .filter(|(_, _, complete)| *complete)
+        .map(|(seq, path, _)| (seq, path))
+        .collect())
+}

@@ -1,0 +1,270 @@
+//! Taking a checkpoint: the sync, the decision, each process's part, process 0's manifest
+//! (the flow is in the [module docs](super)).
+
+use super::format::{Area, Manifest, Msg, Part};
+use super::{Checkpointer, RELAXED, files, lock};
+use crate::ctx::Ctx;
+use crate::error::{ErrorKind, Result};
+use crate::registry::SlotState;
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl Ctx {
+    /// A sync after which the processes checkpoint when the run's policy says so
+    /// ([`Run::checkpoints`](crate::Run::checkpoints)): every `k` supersteps, every `t`
+    /// seconds, or because a process asked ([`Ctx::request_checkpoint`]). Collective: every
+    /// process calls it in the same superstep, each with its own `state` (the program's
+    /// variables that [`Ctx::resume`] gives back). Without a policy it is a plain sync.
+    ///
+    /// It is always a full sync (counts declared with `declare_incoming` in the superstep are
+    /// not checked). A checkpoint saves, per process, `state`, the contents of its registered
+    /// areas, its message queue and tag size, and the superstep count; see
+    /// docs/semantics.md, "Checkpoints", for what is not saved.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("mbsp-doc-sync-ckpt-{}", std::process::id()));
+    /// let policy = mbsp::Checkpoints::in_folder(&dir).every_supersteps(2);
+    /// let sums = mbsp::Run::new(2).checkpoints(policy).run(|ctx| {
+    ///     let mut x = ctx.push_reg(vec![0u64; 4])?;
+    ///     ctx.sync()?;
+    ///     let mut it: u64 = ctx.resume()?.unwrap_or(0); // a fresh run: None
+    ///     while it < 6 {
+    ///         ctx.local_mut(&mut x)?[0] += it;
+    ///         it += 1;
+    ///         ctx.sync_checkpoint(&it)?;
+    ///     }
+    ///     Ok(ctx.local(&x)?[0])
+    /// })?;
+    /// assert_eq!(sums, vec![15, 15]);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn sync_checkpoint<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        self.checkpoint_sync(state, false)
+    }
+
+    /// A sync and a checkpoint at it, whatever the policy says (see
+    /// [`Ctx::sync_checkpoint`]); an error in a run without a checkpoint policy.
+    pub fn checkpoint<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        self.checkpoint_sync(state, true)
+    }
+
+    /// Ask for a checkpoint at the next [`Ctx::sync_checkpoint`] (not collective: one process
+    /// asking is enough). Without a policy it does nothing.
+    pub fn request_checkpoint(&self) {
+        if let Some(ck) = &self.run.ckpt {
+            ck.pending[self.pid].store(true, RELAXED);
+        }
+    }
+
+    fn checkpoint_sync<S: Serialize>(&mut self, state: &S, force: bool) -> Result<()> {
+        let op = if force {
+            "checkpoint"
+        } else {
+            "sync_checkpoint"
+        };
+        self.live(op)?;
+        if self.path.len() > 1 {
+            return Err(self.misuse(
+                op,
+                "a nested run cannot checkpoint: checkpoints are taken by the top-level run, \
+                 at its own superstep boundaries (when no nested run is active)"
+                    .into(),
+            ));
+        }
+        let Some(ck) = self.run.ckpt.clone() else {
+            if force {
+                return Err(self.misuse(
+                    op,
+                    "this run has no checkpoint policy: give it one with Run::checkpoints \
+                     (or MBSP_CHECKPOINT_DIR)"
+                        .into(),
+                ));
+            }
+            return self.sync();
+        };
+        let s = self.step;
+        let due_by_clock = self.pid == 0
+            && ck
+                .policy
+                .every
+                .is_some_and(|t| lock(&ck.last).elapsed() >= t);
+        if force || due_by_clock || ck.pending[self.pid].swap(false, RELAXED) {
+            ck.asked(s).store(s + 1, RELAXED);
+        }
+        // A full sync: its barrier orders every process's stamp before the reads below.
+        self.lazy.set(None);
+        self.sync()?;
+        let shown = self.superstep();
+        let every = ck.policy.every_supersteps.is_some_and(|k| shown % k == 0);
+        if !(every || ck.asked(s).load(RELAXED) == s + 1) {
+            return Ok(());
+        }
+        let part = self.snapshot(state, op)?;
+        self.write_checkpoint(&ck, part)
+    }
+
+    /// This process's part of a checkpoint taken now (right after a sync).
+    fn snapshot<S: Serialize>(&self, state: &S, op: &'static str) -> Result<Part> {
+        let bytes = postcard::to_stdvec(state).map_err(|e| {
+            self.fail_with(self.error(
+                ErrorKind::Misuse,
+                op,
+                format!(
+                    "the state ({}) could not be serialised: {e}",
+                    std::any::type_name::<S>()
+                ),
+            ))
+        })?;
+        let queue = self.saved_queue(op)?;
+        // SAFETY: this process's own table, outside a sync.
+        let areas = unsafe {
+            self.me().table(|t| {
+                t.order
+                    .iter()
+                    .map(|&slot| {
+                        let e = t.entry(slot);
+                        let bytes = if e.state == SlotState::Active && e.len > 0 {
+                            // SAFETY: a registered area of this process, alive while it is
+                            // registered; no put writes it outside a sync and the program
+                            // holds no view of it (this method's caller has `&mut self`).
+                            std::slice::from_raw_parts(e.ptr, e.len).to_vec()
+                        } else {
+                            Vec::new()
+                        };
+                        Area {
+                            slot,
+                            null: e.state == SlotState::Empty,
+                            ty: t.type_name(slot).to_string(),
+                            bytes,
+                        }
+                    })
+                    .collect()
+            })
+        };
+        Ok(Part {
+            pid: self.pid as u32,
+            p: self.run.p as u32,
+            superstep: self.superstep(),
+            tagsize: self.tagsize.get() as u64,
+            state_type: std::any::type_name::<S>().to_string(),
+            state: bytes,
+            areas,
+            queue,
+        })
+    }
+
+    /// The messages of this process's queue, in order, left in the queue.
+    fn saved_queue(&self, op: &'static str) -> Result<Vec<Msg>> {
+        let owned = self.st.borrow().queue.owned;
+        if owned > 0 {
+            return Err(self.misuse(
+                op,
+                format!(
+                    "{owned} owned message(s) (send_owned) are in this process's queue: a \
+                     checkpoint cannot save them; checkpoint at a superstep that receives none"
+                ),
+            ));
+        }
+        let before = self.st.borrow().queue.clone();
+        let mut out = Vec::with_capacity(before.left);
+        while let Some(m) = self.hpmove()? {
+            out.push(Msg {
+                from: m.from as u32,
+                tag: m.tag.to_vec(),
+                payload: m.payload.to_vec(),
+            });
+        }
+        self.st.borrow_mut().queue = before;
+        Ok(out)
+    }
+
+    /// Write this process's part; process 0 then waits for every part and writes the
+    /// manifest (or, when a part failed, removes the folder and warns or fails).
+    fn write_checkpoint(&self, ck: &Arc<Checkpointer>, part: Part) -> Result<()> {
+        let seq = ck.base.saturating_add(part.superstep);
+        let dir = files::checkpoint_dir(&ck.policy.dir, seq);
+        let bytes = part.encode();
+        let crc = crc32fast::hash(&bytes);
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| files::write_atomic(&dir.join(files::part_name(self.pid)), &bytes))
+            .map(|()| (bytes.len() as u64, crc))
+            .map_err(|e| format!("{}: {e}", dir.join(files::part_name(self.pid)).display()));
+        drop(bytes);
+        {
+            let mut progress = lock(&ck.progress);
+            if progress.seq != seq {
+                progress.seq = seq;
+                progress.parts = vec![None; self.run.p];
+            }
+            progress.parts[self.pid] = Some(written);
+        }
+        ck.reported.notify_all();
+        if self.pid != 0 {
+            return Ok(());
+        }
+        let parts = self.await_parts(ck, seq)?;
+        let outcome = match parts {
+            Ok(parts) => {
+                let manifest = Manifest {
+                    program: Checkpointer::program(),
+                    p: self.run.p,
+                    superstep: part.superstep,
+                    state_type: part.state_type.clone(),
+                    parts,
+                };
+                files::write_atomic(&dir.join(files::MANIFEST), manifest.encode().as_bytes())
+                    .map_err(|e| format!("{}: {e}", dir.join(files::MANIFEST).display()))
+            }
+            Err(e) => Err(e),
+        };
+        *lock(&ck.last) = Instant::now();
+        match outcome {
+            Ok(()) => {
+                for problem in files::prune(&ck.policy.dir, ck.policy.keep) {
+                    eprintln!("mbsp: checkpoints: {problem}");
+                }
+                Ok(())
+            }
+            Err(why) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                let message = format!(
+                    "the checkpoint of superstep {} was not written ({why}); the previous \
+                     complete checkpoint stays the one a restart uses",
+                    part.superstep
+                );
+                if ck.policy.required {
+                    Err(self.fail_with(self.error(ErrorKind::System, "checkpoint", message)))
+                } else {
+                    eprintln!("mbsp: warning: {message}");
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Process 0: wait until every process reported its part of checkpoint `seq` (or the run
+    /// failed); their lengths and CRC-32s, or the first failure.
+    fn await_parts(
+        &self,
+        ck: &Checkpointer,
+        seq: u64,
+    ) -> Result<std::result::Result<Vec<(u64, u32)>, String>> {
+        let mut progress = lock(&ck.progress);
+        loop {
+            if progress.seq == seq && progress.parts.iter().all(Option::is_some) {
+                let parts = progress.parts.iter().flatten().cloned();
+                return Ok(parts.collect());
+            }
+            if self.run.tree.is_aborted() {
+                return Err(self.stopped("checkpoint"));
+            }
+            progress = ck
+                .reported
+                .wait_timeout(progress, Duration::from_millis(20))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}
