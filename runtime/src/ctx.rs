@@ -275,6 +275,7 @@ impl RunShared {
     /// Release what a run that has ended still holds of its processes' memory (registered
     /// areas); keep the buffers.
     pub(crate) fn release(&mut self) {
+        self.ckpt = None;
         for proc in self.procs.iter_mut() {
             proc.regs.with_mut(|t| *t = RegTable::default());
             // Owned messages nobody received (the run failed, or nobody synced again).
@@ -333,7 +334,7 @@ pub struct Ctx {
     pub(crate) named_cache: Cell<Option<(*const u8, u32, u32)>>,
     pub(crate) binding: Binding,
     /// This process has counted itself in `RunShared::stopped`.
-    stopped: Cell<bool>,
+    pub(crate) stopped: Cell<bool>,
     /// The outcome of this process's end of the run ([`Ctx::end`]), once it has ended.
     pub(crate) end_outcome: Option<Result<()>>,
     /// A failure to inject in the next sync (tests of the failure paths).

@@ -533,6 +533,7 @@ impl Run {
         };
         let (ctx, saved) = enter(&shared, 0);
         Spmd {
+            ckpt: shared.ckpt.clone(),
             ctx: Some(ctx),
             saved,
             workers: Some(workers),
@@ -606,6 +607,7 @@ impl Run {
             results.extend(launch.take_results());
             results
         };
+        let results = finish_checkpoints(&shared, results);
         team.keep(shared);
         team.give_back();
         results
@@ -640,7 +642,7 @@ impl Run {
                     ))
                 }));
             }
-            results
+            finish_checkpoints(&shared, results)
         })
     }
 }
@@ -747,6 +749,15 @@ fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) 
 }
 
 /// All results, or the root cause of the failure.
+/// The end of a run: wait for its background checkpoints to be written; one that could not
+/// be, when the policy requires them, becomes process 0's result.
+fn finish_checkpoints<R>(shared: &RunShared, mut results: Vec<Result<R>>) -> Vec<Result<R>> {
+    if let Some(e) = shared.ckpt.as_ref().and_then(|ck| ck.finish_run()) {
+        results[0] = Err(e);
+    }
+    results
+}
+
 fn collect<R>(results: Vec<Result<R>>, tree: &Tree) -> Result<Vec<R>> {
     if results.iter().all(Result::is_ok) {
         return Ok(results.into_iter().map(|r| r.ok().unwrap()).collect());
@@ -825,6 +836,8 @@ pub struct Spmd<'a> {
     /// A profiled top-level run (`MBSP_PROFILE`): how its profile is put together when it
     /// has ended.
     pub(crate) profile: Option<TopProfile>,
+    /// The run's checkpointing, whose writer the end waits for.
+    pub(crate) ckpt: Option<Arc<crate::checkpoint::Checkpointer>>,
     pub(crate) _parent: PhantomData<&'a mut Ctx>,
 }
 
@@ -900,6 +913,9 @@ impl Spmd<'_> {
                 team.keep(shared);
                 team.give_back();
             }
+        }
+        if let Some(e) = self.ckpt.take().and_then(|ck| ck.finish_run()) {
+            results[0] = Err(e);
         }
         collect(results, &self.tree)?;
         self.report_profile();

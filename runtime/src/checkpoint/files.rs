@@ -23,23 +23,44 @@ pub(crate) fn checkpoint_dir(root: &Path, seq: u64) -> PathBuf {
 /// Write `bytes` to `path` through a temporary file, synced and renamed; the folder is synced
 /// after the rename (the rename itself must survive a crash).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `fill` writes (through a buffer of [`WRITE_BUFFER`] bytes).
+pub(crate) fn write_atomic_with<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<T>,
+) -> std::io::Result<T> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let written = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
+        let mut w = std::io::BufWriter::with_capacity(WRITE_BUFFER, fs::File::create(&tmp)?);
+        let t = fill(&mut w)?;
+        let f = w
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        f.sync_all()?;
+        Ok(t)
     })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
+    match written {
+        Ok(t) => {
+            fs::rename(&tmp, path)?;
+            sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+            Ok(t)
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    fs::rename(&tmp, path)?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
+
+/// The write buffer of a part: large writes (areas go past it unbuffered), few system calls
+/// for the small fields.
+const WRITE_BUFFER: usize = 1 << 20;
 
 /// Sync a folder (its entries: a rename or a new file in it).
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {

@@ -13,15 +13,20 @@ pub(crate) const VERSION: u32 = 1;
 /// The manifest's first line.
 const MANIFEST_HEAD: &str = "mbsp checkpoint";
 
-/// One registered slot of a process at the checkpoint, in push order.
+use std::borrow::Cow;
+use std::io::Write;
+
+/// One registered slot of a process at the checkpoint, in push order: its contents borrowed
+/// from the registered memory while a process writes its own part (no copy), owned when read
+/// back or handed to the background writer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Area {
+pub(crate) struct Area<'a> {
     pub(crate) slot: u32,
     /// Registered as "nothing here" (a null registration).
     pub(crate) null: bool,
     /// The element type's name (`raw bytes` for registrations by address).
     pub(crate) ty: String,
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: Cow<'a, [u8]>,
 }
 
 /// A message of a process's queue at the checkpoint.
@@ -34,7 +39,7 @@ pub(crate) struct Msg {
 
 /// What one process saved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Part {
+pub(crate) struct Part<'a> {
     pub(crate) pid: u32,
     pub(crate) p: u32,
     /// The superstep the program was in right after the checkpoint's sync.
@@ -43,57 +48,102 @@ pub(crate) struct Part {
     /// The state's type name and its postcard bytes.
     pub(crate) state_type: String,
     pub(crate) state: Vec<u8>,
-    pub(crate) areas: Vec<Area>,
+    pub(crate) areas: Vec<Area<'a>>,
     pub(crate) queue: Vec<Msg>,
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
+/// A writer that counts and checksums what goes through it.
+struct Summed<W> {
+    w: W,
+    crc: crc32fast::Hasher,
+    len: u64,
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
+impl<W: Write> Summed<W> {
+    fn all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.crc.update(b);
+        self.len += b.len() as u64;
+        self.w.write_all(b)
+    }
+
+    fn u32(&mut self, v: u32) -> std::io::Result<()> {
+        self.all(&v.to_le_bytes())
+    }
+
+    fn u64(&mut self, v: u64) -> std::io::Result<()> {
+        self.all(&v.to_le_bytes())
+    }
+
+    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.u64(b.len() as u64)?;
+        self.all(b)
+    }
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_u64(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
-impl Part {
-    /// The part's file contents, its CRC-32 last.
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let area_bytes: usize = self.areas.iter().map(|a| a.bytes.len() + 64).sum();
-        let mut out = Vec::with_capacity(area_bytes + self.state.len() + 256);
-        out.extend_from_slice(MAGIC);
-        put_u32(&mut out, VERSION);
-        put_u32(&mut out, self.pid);
-        put_u32(&mut out, self.p);
-        put_u64(&mut out, self.superstep);
-        put_u64(&mut out, self.tagsize);
-        put_bytes(&mut out, self.state_type.as_bytes());
-        put_bytes(&mut out, &self.state);
-        put_u64(&mut out, self.areas.len() as u64);
+impl Part<'_> {
+    /// Write the part's file contents to `w`, its CRC-32 last; returns the length written and
+    /// the CRC-32 of the whole (the manifest's entry for the part).
+    pub(crate) fn encode_to(&self, w: impl Write) -> std::io::Result<(u64, u32)> {
+        let mut s = Summed {
+            w,
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        s.all(MAGIC)?;
+        s.u32(VERSION)?;
+        s.u32(self.pid)?;
+        s.u32(self.p)?;
+        s.u64(self.superstep)?;
+        s.u64(self.tagsize)?;
+        s.bytes(self.state_type.as_bytes())?;
+        s.bytes(&self.state)?;
+        s.u64(self.areas.len() as u64)?;
         for a in &self.areas {
-            put_u32(&mut out, a.slot);
-            out.push(u8::from(a.null));
-            put_bytes(&mut out, a.ty.as_bytes());
-            put_bytes(&mut out, &a.bytes);
+            s.u32(a.slot)?;
+            s.all(&[u8::from(a.null)])?;
+            s.bytes(a.ty.as_bytes())?;
+            s.bytes(&a.bytes)?;
         }
-        put_u64(&mut out, self.queue.len() as u64);
+        s.u64(self.queue.len() as u64)?;
         for m in &self.queue {
-            put_u32(&mut out, m.from);
-            put_bytes(&mut out, &m.tag);
-            put_bytes(&mut out, &m.payload);
+            s.u32(m.from)?;
+            s.bytes(&m.tag)?;
+            s.bytes(&m.payload)?;
         }
-        let crc = crc32fast::hash(&out);
-        put_u32(&mut out, crc);
+        let body_crc = s.crc.clone().finalize();
+        s.u32(body_crc)?;
+        s.w.flush()?;
+        Ok((s.len, s.crc.finalize()))
+    }
+
+    /// The part's file contents (tests).
+    #[cfg(test)]
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_to(&mut out).expect("writing to memory");
         out
     }
 
+    /// This part with its areas copied (for the background writer).
+    pub(crate) fn into_owned(self) -> Part<'static> {
+        Part {
+            areas: self
+                .areas
+                .into_iter()
+                .map(|a| Area {
+                    bytes: Cow::Owned(a.bytes.into_owned()),
+                    ..a
+                })
+                .collect(),
+            ..self
+        }
+    }
+}
+
+impl Part<'static> {
     /// Read a part's file contents, checking its CRC-32 and every length against what is
     /// left; the error says what is wrong.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Part, String> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Part<'static>, String> {
         if bytes.len() < MAGIC.len() + 8 || &bytes[..MAGIC.len()] != MAGIC {
             return Err(format!(
                 "not a part of an mbsp checkpoint ({} bytes, no header)",
@@ -133,7 +183,7 @@ impl Part {
                 slot: r.u32()?,
                 null: r.byte()? != 0,
                 ty: r.string()?,
-                bytes: r.bytes()?.to_vec(),
+                bytes: Cow::Owned(r.bytes()?.to_vec()),
             });
         }
         for _ in 0..r.count(20)? {
@@ -281,7 +331,7 @@ impl Manifest {
 mod tests {
     use super::*;
 
-    fn part() -> Part {
+    fn part() -> Part<'static> {
         Part {
             pid: 1,
             p: 3,
@@ -294,13 +344,13 @@ mod tests {
                     slot: 0,
                     null: false,
                     ty: "f64".into(),
-                    bytes: vec![7; 16],
+                    bytes: vec![7; 16].into(),
                 },
                 Area {
                     slot: 1,
                     null: true,
                     ty: "raw bytes".into(),
-                    bytes: vec![],
+                    bytes: vec![].into(),
                 },
             ],
             queue: vec![Msg {
@@ -314,7 +364,10 @@ mod tests {
     #[test]
     fn a_part_reads_back_as_written() {
         let p = part();
-        assert_eq!(Part::decode(&p.encode()).unwrap(), p);
+        let mut bytes = Vec::new();
+        let (len, crc) = p.encode_to(&mut bytes).unwrap();
+        assert_eq!((len, crc), (bytes.len() as u64, crc32fast::hash(&bytes)));
+        assert_eq!(Part::decode(&bytes).unwrap(), p);
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod files;
 mod format;
 mod resume;
 mod take;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,6 +64,7 @@ pub struct Checkpoints {
     every: Option<Duration>,
     keep: usize,
     required: bool,
+    background: bool,
 }
 
 /// The environment variables that give a run a checkpoint policy
@@ -84,6 +86,7 @@ impl Checkpoints {
             every: None,
             keep: 2,
             required: false,
+            background: false,
         }
     }
 
@@ -113,6 +116,18 @@ impl Checkpoints {
     /// previous complete checkpoint stays the one a restart uses.
     pub fn required(mut self, yes: bool) -> Self {
         self.required = yes;
+        self
+    }
+
+    /// Whether the files are written in the background (default: no). In the background, each
+    /// process copies its part at the checkpoint's sync and goes on computing while the run's
+    /// writer thread writes the parts and the manifest; a checkpoint is complete some time
+    /// after its sync (until then a restart uses the previous one), at most one more
+    /// checkpoint's copies wait in memory, and the run's end waits for the writer. A
+    /// checkpoint that cannot be written is reported at the next `sync_checkpoint` (an error
+    /// there with [`required`](Self::required)) or, for the last ones, when the run ends.
+    pub fn background(mut self, yes: bool) -> Self {
+        self.background = yes;
         self
     }
 
@@ -195,7 +210,7 @@ pub(crate) struct Checkpointer {
     policy: Checkpoints,
     /// The sequence number of a checkpoint taken at superstep `s` is `base + s`: above every
     /// checkpoint in the folder when the run started.
-    base: u64,
+    pub(crate) base: u64,
     /// By superstep parity: `s + 1` when a checkpoint was asked for in superstep `s`.
     asked: [AtomicU64; 2],
     /// Per pid: the process asked for a checkpoint at the next `sync_checkpoint`.
@@ -207,6 +222,10 @@ pub(crate) struct Checkpointer {
     progress: Mutex<Progress>,
     reported: Condvar,
     resume: Mutex<ResumeShared>,
+    /// The writer thread of background checkpoints (started at the first one).
+    writer: Mutex<Option<writer::Writer>>,
+    /// The first background checkpoint that could not be written, not yet reported.
+    failure: Mutex<Option<String>>,
 }
 
 impl Checkpointer {
@@ -225,6 +244,8 @@ impl Checkpointer {
             progress: Mutex::new(Progress::default()),
             reported: Condvar::new(),
             resume: Mutex::new(ResumeShared::default()),
+            writer: Mutex::new(None),
+            failure: Mutex::new(None),
         }
     }
 

@@ -172,7 +172,7 @@ impl Ctx {
     }
 
     /// Read and check this process's part of the checkpoint in `dir`.
-    fn read_part<S>(&self, dir: &Path) -> std::result::Result<Part, Unusable> {
+    fn read_part<S>(&self, dir: &Path) -> std::result::Result<Part<'static>, Unusable> {
         let manifest_path = dir.join(files::MANIFEST);
         let text = std::fs::read_to_string(&manifest_path)
             .map_err(|e| Unusable::Damaged(format!("{}: {e}", manifest_path.display())))?;
@@ -275,7 +275,7 @@ impl Ctx {
     fn restore<S: DeserializeOwned>(
         &mut self,
         ck: &Arc<Checkpointer>,
-        part: Part,
+        part: Part<'static>,
         queues: &[Vec<Msg>],
     ) -> Result<S> {
         // SAFETY: this process's own table, outside a sync; the areas checked above.

@@ -1,14 +1,15 @@
 //! Taking a checkpoint: the sync, the decision, each process's part, process 0's manifest
 //! (the flow is in the [module docs](super)).
 
-use super::format::{Area, Manifest, Msg, Part};
-use super::{Checkpointer, RELAXED, files, lock};
+use super::format::{Area, Msg, Part};
+use super::writer::Meta;
+use super::{Checkpointer, RELAXED, lock};
 use crate::ctx::Ctx;
 use crate::error::{ErrorKind, Result};
 use crate::registry::SlotState;
 use serde::Serialize;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl Ctx {
     /// A sync after which the processes checkpoint when the run's policy says so
@@ -84,6 +85,12 @@ impl Ctx {
             }
             return self.sync();
         };
+        if self.pid == 0
+            && ck.policy.background
+            && let Some(message) = lock(&ck.failure).take()
+        {
+            self.unwritten(&ck, message)?;
+        }
         let s = self.step;
         let due_by_clock = self.pid == 0
             && ck
@@ -106,7 +113,7 @@ impl Ctx {
     }
 
     /// This process's part of a checkpoint taken now (right after a sync).
-    fn snapshot<S: Serialize>(&self, state: &S, op: &'static str) -> Result<Part> {
+    fn snapshot<S: Serialize>(&self, state: &S, op: &'static str) -> Result<Part<'_>> {
         let bytes = postcard::to_stdvec(state).map_err(|e| {
             self.fail_with(self.error(
                 ErrorKind::Misuse,
@@ -125,19 +132,21 @@ impl Ctx {
                     .iter()
                     .map(|&slot| {
                         let e = t.entry(slot);
-                        let bytes = if e.state == SlotState::Active && e.len > 0 {
+                        let bytes: &[u8] = if e.state == SlotState::Active && e.len > 0 {
                             // SAFETY: a registered area of this process, alive while it is
-                            // registered; no put writes it outside a sync and the program
-                            // holds no view of it (this method's caller has `&mut self`).
-                            std::slice::from_raw_parts(e.ptr, e.len).to_vec()
+                            // registered (the part is written before this process's next
+                            // sync, and a pop takes effect only at a sync); no put writes it
+                            // outside a sync, and the program holds no view of it while
+                            // `sync_checkpoint` (which has `&mut self`) writes the part.
+                            std::slice::from_raw_parts(e.ptr, e.len)
                         } else {
-                            Vec::new()
+                            &[]
                         };
                         Area {
                             slot,
                             null: e.state == SlotState::Empty,
                             ty: t.type_name(slot).to_string(),
-                            bytes,
+                            bytes: bytes.into(),
                         }
                     })
                     .collect()
@@ -181,83 +190,53 @@ impl Ctx {
     }
 
     /// Write this process's part; process 0 then waits for every part and writes the
-    /// manifest (or, when a part failed, removes the folder and warns or fails).
-    fn write_checkpoint(&self, ck: &Arc<Checkpointer>, part: Part) -> Result<()> {
-        let seq = ck.base.saturating_add(part.superstep);
-        let dir = files::checkpoint_dir(&ck.policy.dir, seq);
-        let bytes = part.encode();
-        let crc = crc32fast::hash(&bytes);
-        let written = std::fs::create_dir_all(&dir)
-            .and_then(|()| files::write_atomic(&dir.join(files::part_name(self.pid)), &bytes))
-            .map(|()| (bytes.len() as u64, crc))
-            .map_err(|e| format!("{}: {e}", dir.join(files::part_name(self.pid)).display()));
-        drop(bytes);
-        {
-            let mut progress = lock(&ck.progress);
-            if progress.seq != seq {
-                progress.seq = seq;
-                progress.parts = vec![None; self.run.p];
-            }
-            progress.parts[self.pid] = Some(written);
+    /// manifest (or, when a part failed, removes the folder and warns or fails). In the
+    /// background: hand a copy of the part to the run's writer thread.
+    fn write_checkpoint(&self, ck: &Arc<Checkpointer>, part: Part<'_>) -> Result<()> {
+        let meta = Meta {
+            seq: ck.base.saturating_add(part.superstep),
+            p: self.run.p,
+            superstep: part.superstep,
+            state_type: part.state_type.clone(),
+        };
+        if ck.policy.background {
+            ck.hand_over(&meta, self.pid, part.into_owned());
+            return Ok(());
         }
-        ck.reported.notify_all();
+        ck.write_part(&meta, self.pid, &part);
         if self.pid != 0 {
             return Ok(());
         }
-        let parts = self.await_parts(ck, seq)?;
-        let outcome = match parts {
-            Ok(parts) => {
-                let manifest = Manifest {
-                    program: Checkpointer::program(),
-                    p: self.run.p,
-                    superstep: part.superstep,
-                    state_type: part.state_type.clone(),
-                    parts,
-                };
-                files::write_atomic(&dir.join(files::MANIFEST), manifest.encode().as_bytes())
-                    .map_err(|e| format!("{}: {e}", dir.join(files::MANIFEST).display()))
-            }
-            Err(e) => Err(e),
-        };
-        *lock(&ck.last) = Instant::now();
-        match outcome {
-            Ok(()) => {
-                for problem in files::prune(&ck.policy.dir, ck.policy.keep) {
-                    eprintln!("mbsp: checkpoints: {problem}");
-                }
-                Ok(())
-            }
-            Err(why) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                let message = format!(
-                    "the checkpoint of superstep {} was not written ({why}); the previous \
-                     complete checkpoint stays the one a restart uses",
-                    part.superstep
-                );
-                if ck.policy.required {
-                    Err(self.fail_with(self.error(ErrorKind::System, "checkpoint", message)))
-                } else {
-                    eprintln!("mbsp: warning: {message}");
-                    Ok(())
-                }
-            }
+        self.await_parts(ck, meta.seq)?;
+        match ck.seal(&meta) {
+            Ok(()) => Ok(()),
+            Err(message) => self.unwritten(ck, message),
         }
     }
 
-    /// Process 0: wait until every process reported its part of checkpoint `seq` (or the run
-    /// failed); their lengths and CRC-32s, or the first failure.
-    fn await_parts(
-        &self,
-        ck: &Checkpointer,
-        seq: u64,
-    ) -> Result<std::result::Result<Vec<(u64, u32)>, String>> {
+    /// A checkpoint was not written: a warning, or the run's error if the policy requires
+    /// checkpoints.
+    fn unwritten(&self, ck: &Checkpointer, message: String) -> Result<()> {
+        if ck.policy.required {
+            Err(self.fail_with(self.error(ErrorKind::System, "checkpoint", message)))
+        } else {
+            eprintln!("mbsp: warning: {message}");
+            Ok(())
+        }
+    }
+
+    /// Process 0: wait until every process reported its part of checkpoint `seq`, or the run
+    /// failed and every other process stopped before reporting. (A process that reported and
+    /// then failed leaves a complete checkpoint: it was taken at a sync where all was well.)
+    fn await_parts(&self, ck: &Checkpointer, seq: u64) -> Result<()> {
         let mut progress = lock(&ck.progress);
         loop {
             if progress.seq == seq && progress.parts.iter().all(Option::is_some) {
-                let parts = progress.parts.iter().flatten().cloned();
-                return Ok(parts.collect());
+                return Ok(());
             }
-            if self.run.tree.is_aborted() {
+            let others_stopped = self.run.stopped.load(crate::shim::Ordering::Acquire)
+                - usize::from(self.stopped.get());
+            if self.run.tree.is_aborted() && others_stopped + 1 >= self.run.p {
                 return Err(self.stopped("checkpoint"));
             }
             progress = ck

@@ -20,9 +20,14 @@ fn child_stencil() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let (p, dir) = spec.split_once(':').expect("p:folder");
-    let p: usize = p.parse().unwrap();
-    let policy = Checkpoints::in_folder(dir).every_supersteps(7).keep(2);
+    let mut spec = spec.splitn(3, ':');
+    let p: usize = spec.next().unwrap().parse().unwrap();
+    let background = spec.next() == Some("background");
+    let dir = spec.next().expect("p:mode:folder");
+    let policy = Checkpoints::in_folder(dir)
+        .every_supersteps(7)
+        .keep(2)
+        .background(background);
     let r = Run::new(p)
         .checkpoints(policy)
         .run(|ctx| stencil(ctx, ITERS, None))
@@ -57,7 +62,7 @@ fn restarts_after_sigkill_give_the_uninterrupted_answer() {
         .unwrap()
         .as_nanos() as u64;
     let mut rng = mbsp::rng::SplitMix64::new(seed);
-    for p in [2, 3] {
+    for (p, mode) in [(2, "foreground"), (3, "background")] {
         let dir = folder(&format!("sigkill-{p}"));
         let want = Run::new(p).run(|ctx| stencil(ctx, ITERS, None)).unwrap();
         let child = || {
@@ -68,7 +73,7 @@ fn restarts_after_sigkill_give_the_uninterrupted_answer() {
                     "--ignored",
                     "--test-threads=1",
                 ])
-                .env(CHILD_ENV, format!("{p}:{}", dir.display()))
+                .env(CHILD_ENV, format!("{p}:{mode}:{}", dir.display()))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -103,7 +108,7 @@ fn restarts_after_sigkill_give_the_uninterrupted_answer() {
             answer_text(&want),
             "seed {seed}, p = {p}, {kills} kills"
         );
-        eprintln!("p = {p}: {kills} kills (whole run {whole:?}, seed {seed})");
+        eprintln!("p = {p}, {mode}: {kills} kills (whole run {whole:?}, seed {seed})");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -108,11 +108,21 @@ fn same(a: &[(Vec<f64>, State)], b: &[(Vec<f64>, State)]) -> bool {
 #[test]
 fn restarts_after_crashes_give_the_uninterrupted_answer() {
     // p = 5 and 8 on this machine's cores are oversubscribed.
-    for p in [1, 2, 3, 5, 8] {
+    for (p, background) in [
+        (1, false),
+        (2, false),
+        (2, true),
+        (3, true),
+        (5, false),
+        (8, true),
+    ] {
         let iters = 20;
         let want = uninterrupted(p, iters);
-        let dir = folder(&format!("crash-{p}"));
-        let policy = Checkpoints::in_folder(&dir).every_supersteps(3).keep(2);
+        let dir = folder(&format!("crash-{p}-{background}"));
+        let policy = Checkpoints::in_folder(&dir)
+            .every_supersteps(3)
+            .keep(2)
+            .background(background);
         // Crash at several iterations, each restart resuming from the last checkpoint.
         let mut got = None;
         for (k, stop) in [
@@ -404,17 +414,19 @@ fn a_checkpoint_that_cannot_be_written_warns_or_fails_as_asked() {
             .starts_with("cannot read the checkpoint folder "),
         "{e}"
     );
-    let e = Run::new(2)
-        .checkpoints(policy.required(true))
-        .run(steps)
-        .unwrap_err();
-    assert_eq!((e.kind(), e.op()), (ErrorKind::System, "checkpoint"));
-    assert!(
-        e.message()
-            .starts_with("the checkpoint of superstep 2 was not written ("),
-        "{e}"
-    );
-    assert!(e.message().contains("a-file/ckpt/c"), "{e}");
+    for background in [false, true] {
+        let e = Run::new(2)
+            .checkpoints(policy.clone().required(true).background(background))
+            .run(steps)
+            .unwrap_err();
+        assert_eq!((e.kind(), e.op()), (ErrorKind::System, "checkpoint"));
+        assert!(
+            e.message()
+                .starts_with("the checkpoint of superstep 2 was not written ("),
+            "{e}"
+        );
+        assert!(e.message().contains("a-file/ckpt/c"), "{e}");
+    }
     std::fs::remove_dir_all(&base).unwrap();
 }
 

@@ -1,0 +1,147 @@
+//! Writing a checkpoint's files: each process's part, then the manifest once every part is
+//! reported, by process 0 (written in the foreground) or by the run's writer thread (in the
+//! background: the processes hand over copies of their parts and go on computing).
+
+use super::format::{Manifest, Part};
+use super::{Checkpointer, files, lock};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Instant;
+
+/// What every part of one checkpoint shares.
+#[derive(Clone)]
+pub(super) struct Meta {
+    pub(super) seq: u64,
+    pub(super) p: usize,
+    pub(super) superstep: u64,
+    pub(super) state_type: String,
+}
+
+/// A part handed to the writer thread.
+pub(super) struct Job {
+    meta: Meta,
+    pid: usize,
+    part: Part<'static>,
+}
+
+/// The run's writer thread and the way to it.
+pub(super) struct Writer {
+    to: SyncSender<Job>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Checkpointer {
+    /// Write `part` as process `pid`'s part of checkpoint `meta.seq` and report it; whether it
+    /// was the last of the checkpoint's parts to be reported.
+    pub(super) fn write_part(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> bool {
+        let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
+        let path = dir.join(files::part_name(pid));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| files::write_atomic_with(&path, |w| part.encode_to(w)))
+            .map_err(|e| format!("{}: {e}", path.display()));
+        let mut progress = lock(&self.progress);
+        if progress.seq != meta.seq {
+            progress.seq = meta.seq;
+            progress.parts = vec![None; meta.p];
+        }
+        progress.parts[pid] = Some(written);
+        let all = progress.parts.iter().all(Option::is_some);
+        drop(progress);
+        self.reported.notify_all();
+        all
+    }
+
+    /// Every part of checkpoint `meta.seq` is reported: write its manifest and prune the
+    /// folder, or (a part failed) remove the checkpoint; the message of a checkpoint that was
+    /// not written.
+    pub(super) fn seal(&self, meta: &Meta) -> std::result::Result<(), String> {
+        let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
+        let parts: std::result::Result<Vec<(u64, u32)>, String> = lock(&self.progress)
+            .parts
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        let outcome = parts.and_then(|parts| {
+            let manifest = Manifest {
+                program: Checkpointer::program(),
+                p: meta.p,
+                superstep: meta.superstep,
+                state_type: meta.state_type.clone(),
+                parts,
+            };
+            let path = dir.join(files::MANIFEST);
+            files::write_atomic(&path, manifest.encode().as_bytes())
+                .map_err(|e| format!("{}: {e}", path.display()))
+        });
+        *lock(&self.last) = Instant::now();
+        match outcome {
+            Ok(()) => {
+                for problem in files::prune(&self.policy.dir, self.policy.keep) {
+                    eprintln!("mbsp: checkpoints: {problem}");
+                }
+                Ok(())
+            }
+            Err(why) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(format!(
+                    "the checkpoint of superstep {} was not written ({why}); the previous \
+                     complete checkpoint stays the one a restart uses",
+                    meta.superstep
+                ))
+            }
+        }
+    }
+
+    /// Hand `part` to the writer thread (started at the first checkpoint). Waits while a whole
+    /// checkpoint is queued already: at most two are in memory at once.
+    pub(super) fn hand_over(self: &Arc<Self>, meta: &Meta, pid: usize, part: Part<'static>) {
+        let to = {
+            let mut writer = lock(&self.writer);
+            let w = writer.get_or_insert_with(|| {
+                let (to, from) = std::sync::mpsc::sync_channel(meta.p);
+                let me = self.clone();
+                let thread = std::thread::Builder::new()
+                    .name("mbsp-checkpoint".into())
+                    .spawn(move || me.write_jobs(from))
+                    .expect("a thread for the checkpoint writer");
+                Writer { to, thread }
+            });
+            w.to.clone()
+        };
+        let job = Job {
+            meta: meta.clone(),
+            pid,
+            part,
+        };
+        // The writer runs until `finish` drops the sender: the send cannot fail before.
+        let _ = to.send(job);
+    }
+
+    /// The writer thread: write the parts in the order handed over, seal each checkpoint when
+    /// its last part is written.
+    fn write_jobs(&self, jobs: Receiver<Job>) {
+        for job in jobs {
+            if self.write_part(&job.meta, job.pid, &job.part)
+                && let Err(message) = self.seal(&job.meta)
+            {
+                eprintln!("mbsp: warning: {message}");
+                lock(&self.failure).get_or_insert(message);
+            }
+        }
+    }
+
+    /// The end of the run: wait for the writer thread to write what it was handed. A
+    /// checkpoint it could not write was warned about; it is the run's error if the policy
+    /// requires checkpoints.
+    pub(crate) fn finish_run(&self) -> Option<crate::Error> {
+        if let Some(w) = lock(&self.writer).take() {
+            drop(w.to);
+            let _ = w.thread.join();
+        }
+        let failure = lock(&self.failure).take()?;
+        self.policy
+            .required
+            .then(|| crate::Error::outside(crate::ErrorKind::System, "checkpoint", failure))
+    }
+}
