@@ -258,6 +258,22 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// What every part of one checkpoint shares.
+#[derive(Clone)]
+pub(crate) struct Meta {
+    pub(crate) seq: u64,
+    pub(crate) p: usize,
+    pub(crate) superstep: u64,
+    pub(crate) state_type: String,
+}
+
+/// A part handed to the writer thread of background checkpoints.
+pub(crate) struct Job {
+    pub(crate) meta: Meta,
+    pub(crate) pid: usize,
+    pub(crate) part: Part<'static>,
+}
+
 /// What the manifest of a complete checkpoint says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Manifest {

@@ -223,7 +223,7 @@ pub(crate) struct Checkpointer {
     reported: Condvar,
     resume: Mutex<ResumeShared>,
     /// The writer thread of background checkpoints (started at the first one).
-    writer: Mutex<Option<writer::Writer>>,
+    writer: Mutex<Option<Writer>>,
     /// The first background checkpoint that could not be written, not yet reported.
     failure: Mutex<Option<String>>,
 }
@@ -261,6 +261,12 @@ impl Checkpointer {
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "unknown".into())
     }
+}
+
+/// The writer thread of a run's background checkpoints and the way to it (`writer.rs`).
+struct Writer {
+    to: std::sync::mpsc::SyncSender<format::Job>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 /// Lock `m`, ignoring poisoning (the data are reports and lists that a panicking process

@@ -1,8 +1,7 @@
 //! Taking a checkpoint: the sync, the decision, each process's part, process 0's manifest
 //! (the flow is in the [module docs](super)).
 
-use super::format::{Area, Msg, Part};
-use super::writer::Meta;
+use super::format::{Area, Meta, Msg, Part};
 use super::{Checkpointer, RELAXED, lock};
 use crate::ctx::Ctx;
 use crate::error::{ErrorKind, Result};

@@ -2,33 +2,11 @@
 //! reported, by process 0 (written in the foreground) or by the run's writer thread (in the
 //! background: the processes hand over copies of their parts and go on computing).
 
-use super::format::{Manifest, Part};
-use super::{Checkpointer, files, lock};
+use super::format::{Job, Manifest, Meta, Part};
+use super::{Checkpointer, Writer, files, lock};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::Receiver;
 use std::time::Instant;
-
-/// What every part of one checkpoint shares.
-#[derive(Clone)]
-pub(super) struct Meta {
-    pub(super) seq: u64,
-    pub(super) p: usize,
-    pub(super) superstep: u64,
-    pub(super) state_type: String,
-}
-
-/// A part handed to the writer thread.
-pub(super) struct Job {
-    meta: Meta,
-    pid: usize,
-    part: Part<'static>,
-}
-
-/// The run's writer thread and the way to it.
-pub(super) struct Writer {
-    to: SyncSender<Job>,
-    thread: std::thread::JoinHandle<()>,
-}
 
 impl Checkpointer {
     /// Write `part` as process `pid`'s part of checkpoint `meta.seq` and report it; whether it
