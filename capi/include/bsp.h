@@ -25,7 +25,8 @@
  * bsp_nprocs() is then the number of ranks. (Rust programs ask for ranks explicitly instead.)
  *
  * Other headers: mcbsp.h (this one), mcbsp-affinity.h (thread placement), mcbsp-resiliency.h
- * (checkpoints: not supported, see there), mcbsp-profiling.h (named regions of the profile, an
+ * (checkpoint and restart: MBSP_CHECKPOINT_DIR, mbsp_checkpoint_area, mbsp_restored; see
+ * there), mcbsp-profiling.h (named regions of the profile, an
  * mbsp extension; superstep descriptions ignored), bsp.hpp (C++: the class mcbsp::BSP_program
  * of MulticoreBSP for C).
  *

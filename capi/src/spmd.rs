@@ -326,6 +326,7 @@ fn run_process(
         ended: false,
         cxx: trampoline.is_some(),
         data: data.ptr(),
+        ckpt: Default::default(),
     });
     // SAFETY: C entry points of the program; the trampolines catch bsp_end's exit.
     unsafe {
@@ -396,6 +397,7 @@ fn own_run(parent: Option<*mut Ctx>, started: mbsp_rt::Result<Spmd<'static>>, da
                 ended: false,
                 cxx: false,
                 data: data.ptr(),
+                ckpt: Default::default(),
             });
         }
         // SAFETY: the innermost frame's context is alive.
@@ -543,7 +545,15 @@ pub extern "C" fn bsp_time() -> f64 {
 /// End the superstep.
 #[unsafe(no_mangle)]
 pub extern "C" fn bsp_sync() {
-    with_ctx("bsp_sync", |c| c.sync())
+    let checkpointing = with_ctx("bsp_sync", |c| {
+        if c.checkpointing() {
+            return Ok(true);
+        }
+        c.sync().map(|()| false)
+    });
+    if checkpointing {
+        crate::resiliency::bsp_sync_checkpointing();
+    }
 }
 
 /// Declare that this process receives exactly `records` puts and messages in this superstep

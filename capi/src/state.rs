@@ -21,6 +21,8 @@ pub(crate) struct Frame {
     /// The pointer given to `mbsp_init_data` for the run (bsp.hpp's program object), for
     /// `mbsp_spmd_data`; null after a plain `bsp_init`.
     pub(crate) data: *mut std::ffi::c_void,
+    /// The process's checkpointing in this run (`resiliency.rs`).
+    pub(crate) ckpt: crate::resiliency::CState,
 }
 
 /// The runs a thread takes part in, innermost last.

@@ -180,6 +180,10 @@ impl CleanEnv for Command {
             "MBSP_AFFINITY",
             "MBSP_MAX_THREADS",
             "MBSP_TOPOLOGY",
+            "MBSP_CHECKPOINT_DIR",
+            "MBSP_CHECKPOINT_EVERY",
+            "MBSP_CHECKPOINT_SECONDS",
+            "MBSP_CHECKPOINT_KEEP",
             "LD_LIBRARY_PATH",
         ]
         .iter()
@@ -282,6 +286,84 @@ fn lazy_barriers_from_c() {
         err.contains("pid 1 called declare_incoming(4) in superstep 100 but received 3"),
         "{err}"
     );
+}
+
+/// The lines of a run of checkpoint.c, sorted (processes print in any order), "restored" cut.
+fn final_states(out: &Output) -> Vec<String> {
+    let mut lines: Vec<String> = ok(out)
+        .lines()
+        .map(|l| l.trim_end_matches(" restored").to_string())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn c_programs_checkpoint_and_restart_after_sigkill() {
+    let exe = build("checkpoint.c", "checkpoint", &[], Link::Shared);
+    for p in ["1", "2", "3"] {
+        let want = final_states(&run(&exe, &[p, "60"], &[]));
+        assert_eq!(want.len(), p.parse::<usize>().unwrap());
+        let dir = out_dir().join(format!("ckpt-{p}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let env = [("MBSP_CHECKPOINT_DIR", dir.to_str().unwrap())];
+        // pid 0 kills the program with SIGKILL at iteration 13, then (restarted from the
+        // checkpoint of iteration 10) at 41; the third run finishes.
+        for die_at in ["13", "41"] {
+            let out = run(&exe, &[p, "60", die_at], &env);
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&out.status),
+                Some(9),
+                "p = {p}: killed at {die_at}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let out = run(&exe, &[p, "60"], &env);
+        assert!(
+            ok(&out).contains("restored"),
+            "p = {p}: the last run resumed"
+        );
+        assert_eq!(final_states(&out), want, "p = {p}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    // Killed from outside at moments spread over the run, then run to the end.
+    let dir = out_dir().join("ckpt-outside");
+    let _ = std::fs::remove_dir_all(&dir);
+    let iters = "4000";
+    let want = final_states(&run(&exe, &["2", iters], &[]));
+    let t = std::time::Instant::now();
+    let _ = run(
+        &exe,
+        &["2", iters],
+        &[("MBSP_CHECKPOINT_DIR", dir.to_str().unwrap())],
+    );
+    let whole = t.elapsed();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut kills = 0;
+    for k in 1..=repeats(6) {
+        let mut child = Command::new(&exe)
+            .args(["2", iters])
+            .env_clear_mbsp()
+            .env("MBSP_CHECKPOINT_DIR", &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(whole.mul_f64(0.03 * k as f64));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    let out = run(
+        &exe,
+        &["2", iters],
+        &[("MBSP_CHECKPOINT_DIR", dir.to_str().unwrap())],
+    );
+    assert_eq!(final_states(&out), want, "after {kills} kills");
+    eprintln!("checkpoint.c: {kills} kills from outside (whole run {whole:?})");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -646,7 +728,8 @@ fn every_name_of_the_multicorebsp_headers_in_both_modes_and_cxx() {
         assert!(ok(&out).contains(expect), "{name}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
-            err.matches("checkpointing is not supported").count(),
+            err.matches("no checkpoint is written: set MBSP_CHECKPOINT_DIR")
+                .count(),
             1,
             "{name}: one warning line for checkpoints: {err}"
         );

@@ -124,7 +124,7 @@ mod tree;
 mod wait;
 
 pub use bsmp::{Message, QueueSize};
-pub use checkpoint::{CHECKPOINT_ENV, Checkpoints};
+pub use checkpoint::{CHECKPOINT_ENV, CheckpointInfo, Checkpoints};
 pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use lend::Lent;

@@ -265,6 +265,8 @@ pub(crate) struct Meta {
     pub(crate) p: usize,
     pub(crate) superstep: u64,
     pub(crate) state_type: String,
+    /// Registrations per process (the same on every process).
+    pub(crate) areas: usize,
 }
 
 /// A part handed to the writer thread of background checkpoints.
@@ -281,6 +283,8 @@ pub(crate) struct Manifest {
     pub(crate) p: usize,
     pub(crate) superstep: u64,
     pub(crate) state_type: String,
+    /// Registrations per process.
+    pub(crate) areas: usize,
     /// Per pid: the part's length in bytes and its CRC-32.
     pub(crate) parts: Vec<(u64, u32)>,
 }
@@ -288,8 +292,8 @@ pub(crate) struct Manifest {
 impl Manifest {
     pub(crate) fn encode(&self) -> String {
         let mut s = format!(
-            "{MANIFEST_HEAD} {VERSION}\nprogram {}\np {}\nsuperstep {}\nstate {}\n",
-            self.program, self.p, self.superstep, self.state_type
+            "{MANIFEST_HEAD} {VERSION}\nprogram {}\np {}\nsuperstep {}\nstate {}\nareas {}\n",
+            self.program, self.p, self.superstep, self.state_type, self.areas
         );
         for (pid, (len, crc)) in self.parts.iter().enumerate() {
             s += &format!("part {pid} {len} {crc:08x}\n");
@@ -321,6 +325,7 @@ impl Manifest {
         let p = number(field("p")?, "p")? as usize;
         let superstep = number(field("superstep")?, "superstep")?;
         let state_type = field("state")?;
+        let areas = number(field("areas")?, "areas")? as usize;
         let mut parts = Vec::new();
         for pid in 0..p {
             let line = field("part")?;
@@ -338,6 +343,7 @@ impl Manifest {
             p,
             superstep,
             state_type,
+            areas,
             parts,
         })
     }
@@ -408,6 +414,7 @@ mod tests {
             p: 2,
             superstep: 7,
             state_type: "u64".into(),
+            areas: 3,
             parts: vec![(100, 0xdead_beef), (90, 1)],
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
@@ -419,7 +426,7 @@ mod tests {
         let cut: String = m
             .encode()
             .lines()
-            .take(5)
+            .take(7)
             .map(|l| format!("{l}\n"))
             .collect();
         assert!(Manifest::decode(&cut).is_err());

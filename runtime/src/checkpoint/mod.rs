@@ -184,6 +184,22 @@ impl Checkpoints {
     }
 }
 
+/// The newest complete checkpoint of a run's folder, as its manifest describes it
+/// ([`Ctx::newest_checkpoint`](crate::Ctx::newest_checkpoint)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointInfo {
+    /// The checkpoint's folder.
+    pub folder: PathBuf,
+    /// The superstep the run was in right after the checkpoint's sync.
+    pub superstep: u64,
+    /// The processes of the run that wrote it.
+    pub processes: usize,
+    /// The registrations each process had.
+    pub registrations: usize,
+    /// The name of the program that wrote it.
+    pub program: String,
+}
+
 /// The parts' reports of the checkpoint being written.
 #[derive(Default)]
 struct Progress {

@@ -149,6 +149,59 @@ impl Ctx {
         Err(self.fail_with(e))
     }
 
+    /// Whether this run has a checkpoint policy ([`Run::checkpoints`](crate::Run::checkpoints)
+    /// or the environment): its `sync_checkpoint` may checkpoint and its `resume` may find
+    /// something.
+    pub fn checkpointing(&self) -> bool {
+        self.run.ckpt.is_some()
+    }
+
+    /// The newest complete checkpoint in the run's folder (what [`Ctx::resume`] tries first),
+    /// read from its manifest without checking its parts; `None` without a policy, in a nested
+    /// run or when the folder has none. Not collective (every process reads the folder).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("mbsp-doc-newest-{}", std::process::id()));
+    /// let policy = mbsp::Checkpoints::in_folder(&dir);
+    /// mbsp::Run::new(2).checkpoints(policy.clone()).run(|ctx| {
+    ///     assert_eq!(ctx.newest_checkpoint()?, None);
+    ///     let _x = ctx.push_reg(vec![0u8; 4])?;
+    ///     ctx.sync()?;
+    ///     ctx.checkpoint(&())
+    /// })?;
+    /// let found = mbsp::Run::new(2).checkpoints(policy).run(|ctx| ctx.newest_checkpoint())?;
+    /// let info = found[0].clone().unwrap();
+    /// assert_eq!((info.superstep, info.processes, info.registrations), (2, 2, 1));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn newest_checkpoint(&self) -> Result<Option<super::CheckpointInfo>> {
+        self.live("newest_checkpoint")?;
+        let Some(ck) = self.run.ckpt.as_ref().filter(|_| self.path.len() == 1) else {
+            return Ok(None);
+        };
+        let found = complete_checkpoints(&ck.policy.dir)
+            .map_err(|e| self.fail_with(self.error(ErrorKind::System, "newest_checkpoint", e)))?;
+        let Some((_, dir)) = found.into_iter().next() else {
+            return Ok(None);
+        };
+        let path = dir.join(files::MANIFEST);
+        let manifest = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| Manifest::decode(&text))
+            .map_err(|e| {
+                let e = format!("{}: {e}", path.display());
+                self.fail_with(self.error(ErrorKind::System, "newest_checkpoint", e))
+            })?;
+        Ok(Some(super::CheckpointInfo {
+            folder: dir,
+            superstep: manifest.superstep,
+            processes: manifest.p,
+            registrations: manifest.areas,
+            program: manifest.program,
+        }))
+    }
+
     /// `resume` is called once, before any communication of the run.
     fn check_resume_first(&self, ck: &Checkpointer) -> Result<()> {
         if ck.resumed[self.pid].swap(true, RELAXED) {

@@ -197,6 +197,7 @@ impl Ctx {
             p: self.run.p,
             superstep: part.superstep,
             state_type: part.state_type.clone(),
+            areas: part.areas.len(),
         };
         if ck.policy.background {
             ck.hand_over(&meta, self.pid, part.into_owned());

@@ -46,6 +46,7 @@ impl Checkpointer {
                 p: meta.p,
                 superstep: meta.superstep,
                 state_type: meta.state_type.clone(),
+                areas: meta.areas,
                 parts,
             };
             let path = dir.join(files::MANIFEST);

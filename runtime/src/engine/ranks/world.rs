@@ -282,6 +282,7 @@ impl World {
                     saved,
                     workers: None,
                     profile,
+                    ckpt: None,
                     _parent: std::marker::PhantomData,
                 })
             }
