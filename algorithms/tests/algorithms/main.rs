@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod checkpoint_cg;
 mod collectives;
 mod fft;
 mod lazy_then_direct_get;

@@ -285,6 +285,15 @@ struct Writer {
     thread: std::thread::JoinHandle<()>,
 }
 
+/// The name a state type is saved under: its type name without references, so that a state
+/// handed over by reference (`&(&x, &r, it)`, serialised exactly as `(x, r, it)`) resumes as
+/// the owned type.
+pub(crate) fn state_type<S: ?Sized>() -> String {
+    std::any::type_name::<S>()
+        .replace("&mut ", "")
+        .replace('&', "")
+}
+
 /// Lock `m`, ignoring poisoning (the data are reports and lists that a panicking process
 /// leaves whole; the run fails anyway).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -246,7 +246,7 @@ impl Ctx {
                 manifest.program
             )));
         }
-        let want_type = std::any::type_name::<S>();
+        let want_type = super::state_type::<S>();
         if manifest.state_type != want_type {
             return Err(foreign(format!(
                 "its state is a {}; resume asked for a {want_type}",

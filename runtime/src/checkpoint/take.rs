@@ -156,7 +156,7 @@ impl Ctx {
             p: self.run.p as u32,
             superstep: self.superstep(),
             tagsize: self.tagsize.get() as u64,
-            state_type: std::any::type_name::<S>().to_string(),
+            state_type: super::state_type::<S>(),
             state: bytes,
             areas,
             queue,
