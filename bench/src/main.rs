@@ -27,6 +27,7 @@
 //! `mbsp` ([`mbsp_tools::command`]).
 
 mod alloc_count;
+mod checkpoint_bench;
 mod cli;
 mod collectives_bench;
 mod core_bench;
@@ -96,6 +97,10 @@ enum Bench {
     /// p = 2 against the empty sync, a ring halo exchange at p = 4, a star, a ring and a sparse
     /// exchange at p = 16 and 64, the `Comm` one-word all-reduce.
     Lazy(LazyArgs),
+    /// Checkpoints: write bandwidth against the disk's, the cost to a superstep (foreground,
+    /// background, a sync_checkpoint that takes none), and CG with a checkpoint every few
+    /// seconds against CG without.
+    Checkpoint(CheckpointArgs),
     /// Communication volume of the sparse-matrix partitioner against Mondriaan 4.2.1 and the 1D
     /// row-block and 2D checkerboard baselines, per matrix and p.
     Partition(PartitionArgs),
@@ -279,6 +284,38 @@ struct LazyArgs {
     json: bool,
     /// Also write the table as CSV (kernel, p, median_ns, min_ns, max_ns, samples, ratio,
     /// target) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+}
+
+/// `mbsp-bench checkpoint`.
+#[derive(clap::Args)]
+struct CheckpointArgs {
+    /// MiB of registered memory checkpointed (both processes together).
+    #[arg(long, default_value = "1024", value_parser = cli::at_least("--mib", 1))]
+    mib: usize,
+    /// Rounds of each figure, alternating (the median is printed).
+    #[arg(long, default_value = "3", value_parser = cli::at_least("--rounds", 1))]
+    rounds: usize,
+    /// Seconds of the CG run (0: no CG figure).
+    #[arg(long, default_value = "40")]
+    cg_seconds: f64,
+    /// Seconds between the CG run's checkpoints.
+    #[arg(long, default_value = "10")]
+    every: f64,
+    /// Folder the checkpoints go to (default: a new folder in the current directory, removed
+    /// at the end).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// A seconds-long smoke run (16 MiB, one round, a short CG); the numbers are not
+    /// meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (figure, median_s, min_s, max_s, samples, ratio, target)
+    /// to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
 }
@@ -515,6 +552,44 @@ fn run(which: Bench) -> Result<()> {
             o.csv = a.csv;
             lazy_bench::run(&o)
         }
+        Bench::Checkpoint(a) => {
+            if !(a.cg_seconds >= 0.0 && a.cg_seconds.is_finite()) {
+                return Err(Error::usage(format!(
+                    "--cg-seconds {}: need a number of seconds, 0 or more",
+                    a.cg_seconds
+                )));
+            }
+            if !(a.every > 0.0 && a.every.is_finite()) {
+                return Err(Error::usage(format!(
+                    "--every {}: need a number of seconds above 0",
+                    a.every
+                )));
+            }
+            let bytes = if a.quick {
+                Some(16 << 20)
+            } else {
+                a.mib.checked_mul(1 << 20)
+            };
+            let bytes = bytes.ok_or_else(|| {
+                Error::usage(format!(
+                    "--mib {}: more bytes than this machine can address",
+                    a.mib
+                ))
+            })?;
+            checkpoint_bench::run(&checkpoint_bench::Options {
+                bytes,
+                rounds: if a.quick { 1 } else { a.rounds },
+                cg_seconds: if a.quick {
+                    a.cg_seconds.min(0.5)
+                } else {
+                    a.cg_seconds
+                },
+                every: if a.quick { a.every.min(0.1) } else { a.every },
+                dir: a.dir,
+                json: a.json,
+                csv: a.csv,
+            })
+        }
         Bench::Partition(a) => partition_bench::run(&partition_bench::Options {
             files: a.files,
             procs: a.procs.map(|c| c.0),
@@ -542,6 +617,7 @@ fn main() -> ExitCode {
         Bench::Fft(_) => "mbsp-bench fft",
         Bench::Nested(_) => "mbsp-bench nested",
         Bench::Lazy(_) => "mbsp-bench lazy",
+        Bench::Checkpoint(_) => "mbsp-bench checkpoint",
         Bench::Partition(_) => "mbsp-bench partition",
         Bench::Spmv(_) => "mbsp-bench spmv",
     };

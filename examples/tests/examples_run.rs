@@ -117,6 +117,24 @@ fn heat() {
 }
 
 #[test]
+fn checkpoint_heat() {
+    for p in ["1", "3"] {
+        let dir =
+            std::env::temp_dir().join(format!("mbsp-example-ckpt-{p}-{}", std::process::id()));
+        let out = run(
+            env!("CARGO_BIN_EXE_checkpoint_heat"),
+            &["2001", p, "120", dir.to_str().unwrap()],
+        );
+        assert!(out.contains("resumed at step 74 (superstep 150)"), "{out}");
+        assert!(
+            out.contains("equals the uninterrupted run's, bit for bit"),
+            "{out}"
+        );
+        assert!(!dir.exists(), "the example removes its folder");
+    }
+}
+
+#[test]
 fn nested_reduce() {
     let out = run(env!("CARGO_BIN_EXE_nested_reduce"), &["100000"]);
     assert!(out.contains("agree on the sum"), "{out}");

@@ -522,3 +522,53 @@ fn fft_reports_nested_over_flat_for_one_process_on_top() {
     assert!(out.contains("nested / flat: mbsp-top1"), "{out}");
     assert_eq!(out.matches(" p = 2 ").count(), 5, "{out}");
 }
+
+/// `checkpoint --quick`: the figures in order, each compared with its reference where it has
+/// one (the bandwidth and CG targets named); the checkpoints go to `--dir`, which is left empty;
+/// bad arguments are refused with exit status 2.
+#[test]
+fn quick_checkpoint_benchmark_csv_and_json() {
+    let ckpt = std::env::temp_dir().join(format!("mbsp-bench-ckpt-{}", std::process::id()));
+    let (v, text, _dir) = common::quick_json_csv(
+        "checkpoint",
+        &["--cg-seconds", "0.2", "--dir", ckpt.to_str().unwrap()],
+    );
+    let names: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "disk: sequential write, one thread",
+            "checkpoint, foreground (p = 2)",
+            "checkpoint, background: the call",
+            "checkpoint, background: until written",
+            "sync (p = 2)",
+            "sync_checkpoint, no checkpoint taken",
+            "CG, no checkpoints",
+            "CG, checkpoint every --every seconds",
+        ]
+    );
+    assert_eq!(v["bytes"], 16 << 20);
+    assert_eq!(v["rows"][1]["target"], 0.8);
+    assert_eq!(v["rows"][7]["target"], 1.02);
+    assert!(v["rows"][1]["ratio"].as_f64().unwrap() > 0.0);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("figure,median_s,min_s,max_s,samples,ratio,target")
+    );
+    assert_eq!(lines.count(), 8);
+    let left: Vec<_> = std::fs::read_dir(&ckpt).unwrap().collect();
+    assert!(left.is_empty(), "checkpoints removed: {left:?}");
+    std::fs::remove_dir_all(&ckpt).unwrap();
+    let (code, _, err) = common::bench(&["checkpoint", "--every", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--every 0: need a number of seconds above 0"),
+        "{err}"
+    );
+}

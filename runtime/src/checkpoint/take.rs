@@ -73,7 +73,7 @@ impl Ctx {
                     .into(),
             ));
         }
-        let Some(ck) = self.run.ckpt.clone() else {
+        if self.run.ckpt.is_none() {
             if force {
                 return Err(self.misuse(
                     op,
@@ -83,32 +83,51 @@ impl Ctx {
                 ));
             }
             return self.sync();
-        };
+        }
+        let s = self.step;
+        self.ask(s, force)?;
+        // A full sync: its barrier orders every process's stamp before the reads below.
+        self.lazy.set(None);
+        self.sync()?;
+        let shown = self.superstep();
+        // Borrowed, not cloned, until a checkpoint is taken: the count of the run state's `Arc`
+        // is shared by all processes, and changing it at every call bounces its cache line.
+        let take = self.run.ckpt.as_deref().is_some_and(|ck| {
+            ck.policy.every_supersteps.is_some_and(|k| shown % k == 0)
+                || ck.asked(s).load(RELAXED) == s + 1
+        });
+        if !take {
+            return Ok(());
+        }
+        let ck = self.run.ckpt.clone().expect("a checkpoint policy");
+        let part = self.snapshot(state, op)?;
+        self.write_checkpoint(&ck, part)
+    }
+
+    /// Before the sync ending superstep `s`: ask for a checkpoint at it when forced, when
+    /// this process asked (`request_checkpoint`), or (process 0) when the policy's time is up;
+    /// report a background checkpoint that could not be written (process 0).
+    fn ask(&self, s: u64, force: bool) -> Result<()> {
+        let ck = self.run.ckpt.as_deref().expect("a checkpoint policy");
         if self.pid == 0
             && ck.policy.background
             && let Some(message) = lock(&ck.failure).take()
         {
-            self.unwritten(&ck, message)?;
+            self.unwritten(ck, message)?;
         }
-        let s = self.step;
         let due_by_clock = self.pid == 0
             && ck
                 .policy
                 .every
                 .is_some_and(|t| lock(&ck.last).elapsed() >= t);
-        if force || due_by_clock || ck.pending[self.pid].swap(false, RELAXED) {
+        // Read before it is cleared: the processes' flags share cache lines, which a write at
+        // every call would bounce between their cores.
+        let pending = &ck.pending[self.pid];
+        let asked = pending.load(RELAXED) && pending.swap(false, RELAXED);
+        if force || due_by_clock || asked {
             ck.asked(s).store(s + 1, RELAXED);
         }
-        // A full sync: its barrier orders every process's stamp before the reads below.
-        self.lazy.set(None);
-        self.sync()?;
-        let shown = self.superstep();
-        let every = ck.policy.every_supersteps.is_some_and(|k| shown % k == 0);
-        if !(every || ck.asked(s).load(RELAXED) == s + 1) {
-            return Ok(());
-        }
-        let part = self.snapshot(state, op)?;
-        self.write_checkpoint(&ck, part)
+        Ok(())
     }
 
     /// This process's part of a checkpoint taken now (right after a sync).
