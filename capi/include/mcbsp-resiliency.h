@@ -24,7 +24,8 @@
  * change. A damaged newest checkpoint (truncated, corrupted, missing a part) is skipped for the
  * previous complete one; one of another program, process count or registration layout ends the
  * run with one line naming the file and the difference. Checkpoints are taken by the top-level
- * run on threads only (not in nested runs, not over MPI ranks yet).
+ * run (not in nested runs); under mpiexec every rank writes its part to the folder (which the
+ * ranks must share) and a restart needs the same number of ranks.
  */
 #ifndef MBSP_MCBSP_RESILIENCY_H
 #define MBSP_MCBSP_RESILIENCY_H

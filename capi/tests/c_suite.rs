@@ -366,6 +366,46 @@ fn c_programs_checkpoint_and_restart_after_sigkill() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The same program over MPI ranks: every rank writes its part to the shared folder, rank 0
+/// the manifest after an all-gather of the parts' reports; SIGKILL on rank 0 ends the job, and
+/// a new `mpiexec` with the same number of ranks resumes.
+#[test]
+fn c_programs_checkpoint_and_restart_over_mpi_ranks() {
+    let exe = build("checkpoint.c", "checkpoint_ranks", &[], Link::Shared);
+    for ranks in [2, 3] {
+        let n = ranks.to_string();
+        let want = final_states(&run_ranks(ranks, &exe, &[&n, "60"]));
+        assert_eq!(want.len(), ranks);
+        let dir = out_dir().join(format!("ckpt-ranks-{ranks}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let env = [("MBSP_CHECKPOINT_DIR", dir.to_str().unwrap())];
+        for die_at in ["13", "41"] {
+            let out = run_ranks_with(ranks, &exe, &[&n, "60", die_at], &env);
+            assert!(!out.status.success(), "{ranks} ranks: killed at {die_at}");
+        }
+        let out = run_ranks_with(ranks, &exe, &[&n, "60"], &env);
+        assert_eq!(
+            ok(&out).matches("restored").count(),
+            ranks,
+            "every rank resumed"
+        );
+        assert_eq!(final_states(&out), want, "{ranks} ranks");
+        // Another number of ranks: refused with the reason.
+        let other = (ranks + 1).to_string();
+        let out = run_ranks_with(ranks + 1, &exe, &[&other, "60"], &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!(
+                "written by a run of {ranks} processes; this run has {}",
+                ranks + 1
+            )),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 #[test]
 fn main_as_the_spmd_section_with_shared_globals() {
     for link in [Link::Shared, Link::Static] {

@@ -327,6 +327,8 @@ pub struct Ctx {
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
     pub(crate) flags: Cell<u32>,
+    /// The `FLAG_*` bits of every process ORed at the last full sync (set by the engines).
+    pub(crate) synced_flags: Cell<u32>,
     /// The tag size of messages sent in this superstep.
     pub(crate) tagsize: Cell<usize>,
     /// The last address resolved to a registration slot (raw primitives): (address, slot,
@@ -392,6 +394,7 @@ impl Ctx {
                 ..Local::default()
             }),
             flags: Cell::new(0),
+            synced_flags: Cell::new(0),
             tagsize: Cell::new(0),
             named_cache: Cell::new(None),
             binding,

@@ -29,6 +29,10 @@ pub(crate) const FLAG_UNDECLARED: u32 = 128;
 /// declare and sees it knows the same).
 pub(crate) const FLAG_DECLARED: u32 = 1 << 28;
 
+/// Someone asked for a checkpoint at this sync (`checkpoint/`): every process learns it from
+/// the ORed flags, so all checkpoint or none does.
+pub(crate) const FLAG_CHECKPOINT: u32 = 1 << 27;
+
 /// The flag of superstep `step`'s parity ([`FLAG_EVEN_STEP`]).
 #[inline]
 pub(crate) fn step_flag(step: u64) -> u32 {

@@ -286,9 +286,9 @@ impl Run {
     /// Checkpoint this run as `policy` says, and let it resume from the folder's newest
     /// complete checkpoint ([`Ctx::sync_checkpoint`], [`Ctx::resume`]). Without this, the
     /// policy comes from the environment ([`Checkpoints::from_env`](crate::Checkpoints::from_env)),
-    /// if any. Top-level runs on threads only: a nested run never checkpoints, and runs over
-    /// MPI ranks do not yet (their `sync_checkpoint` is a plain sync, their `resume` finds
-    /// nothing).
+    /// if any. Top-level runs only (a nested run never checkpoints), on threads or over MPI
+    /// ranks ([`World::run`](crate::ranks::World::run): every rank writes its part to the
+    /// folder, which the ranks must share; always in the foreground).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("mbsp-doc-run-ckpt-{}", std::process::id()));
@@ -312,20 +312,24 @@ impl Run {
 
     /// The explicit checkpoint policy, else the environment's; a malformed environment is an
     /// error of the run.
-    fn resolve_checkpoints(&mut self) -> Result<()> {
-        if self.checkpoints.is_none() {
-            match crate::Checkpoints::from_env() {
-                Some(Ok(c)) => self.checkpoints = Some(c),
-                Some(Err(e)) => return Err(Error::outside(ErrorKind::Misuse, "run", e)),
-                None => {}
-            }
-        }
+    pub(crate) fn resolve_checkpoints(&mut self) -> Result<()> {
+        self.checkpoints = self.checkpoint_policy()?;
         Ok(())
+    }
+
+    /// The explicit checkpoint policy, else the environment's (an error if malformed).
+    pub(crate) fn checkpoint_policy(&self) -> Result<Option<crate::Checkpoints>> {
+        match (&self.checkpoints, crate::Checkpoints::from_env()) {
+            (Some(c), _) => Ok(Some(c.clone())),
+            (None, Some(Ok(c))) => Ok(Some(c)),
+            (None, Some(Err(e))) => Err(Error::outside(ErrorKind::Misuse, "run", e)),
+            (None, None) => Ok(None),
+        }
     }
 
     /// The checkpointing of a run of `p` processes started from `parent_path` (top-level
     /// runs with a policy only).
-    fn checkpointer(
+    pub(crate) fn checkpointer(
         &self,
         parent_path: &[usize],
         p: usize,

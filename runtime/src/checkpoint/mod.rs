@@ -13,9 +13,10 @@
 //!
 //! ```text
 //! superstep s:  any process may ask (request_checkpoint); process 0 looks at its clock
-//!               -> the asks are stamped s+1 in the slot of s's parity
-//! sync          a full sync (its barrier orders the stamps before every reader)
-//! decide        stamp == s+1, or the superstep count a multiple of k: all decide alike
+//!               -> an ask raises FLAG_CHECKPOINT in the process's flags
+//! sync          a full sync: the engines OR every process's flags (threads at the barrier,
+//!               ranks in the header exchange), so every process sees every ask
+//! decide        the ORed flags, or the superstep count a multiple of k: all decide alike
 //! each process  part-<pid>: state, areas, queue, written to a temporary file, synced, renamed;
 //!               reports its length and CRC-32 (or its error) to the run's `Progress`
 //! process 0     waits for the p reports; MANIFEST (temporary, synced, renamed, folder
@@ -26,8 +27,11 @@
 //! Checkpoints are numbered by a sequence that starts above every checkpoint in the folder when
 //! the run starts, so that a fresh run's checkpoints are newer than an old run's.
 //!
-//! Only the top level of a thread run checkpoints (a nested run has ended at every top-level
-//! superstep boundary); runs over MPI ranks do not checkpoint yet (an error says so).
+//! Only the top level checkpoints (a nested run has ended at every top-level superstep
+//! boundary). Over MPI ranks the processes share no memory: the parts' reports, the list of
+//! checkpoints and the verdicts of a restart travel in all-gathers (`Engine::all_gather`),
+//! which every rank makes whatever happened to its own part (none is left waiting); rank 0
+//! writes the manifest, and parts are written in the foreground.
 
 mod files;
 mod format;
@@ -36,7 +40,7 @@ mod take;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,6 +130,8 @@ impl Checkpoints {
     /// checkpoint's copies wait in memory, and the run's end waits for the writer. A
     /// checkpoint that cannot be written is reported at the next `sync_checkpoint` (an error
     /// there with [`required`](Self::required)) or, for the last ones, when the run ends.
+    /// Over MPI ranks the parts are written in the foreground whatever this says (the ranks
+    /// gather their reports in a collective call, which the writer thread cannot make).
     pub fn background(mut self, yes: bool) -> Self {
         self.background = yes;
         self
@@ -208,8 +214,70 @@ struct Progress {
     parts: Vec<Option<std::result::Result<(u64, u32), String>>>,
 }
 
-/// A process's verdict on its part of a checkpoint: usable, with its saved queue, or why not.
-type Verdict = std::result::Result<Vec<Msg>, String>;
+/// A process's verdict on its part of a checkpoint being resumed.
+#[derive(Clone, Debug)]
+enum Verdict {
+    /// Usable; its saved queue (each message is sent again by its sender).
+    Usable(Vec<Msg>),
+    /// Missing, truncated or corrupted: the run tries the previous checkpoint.
+    Damaged(String),
+    /// Not this run's (another p, program, registrations, state type): an error.
+    Foreign(String),
+}
+
+impl Verdict {
+    /// As words, for an all-gather over ranks.
+    fn words(&self) -> Vec<u64> {
+        use format::words::put;
+        let mut w = Vec::new();
+        match self {
+            Verdict::Usable(queue) => {
+                w.extend([0, queue.len() as u64]);
+                for m in queue {
+                    w.push(u64::from(m.from));
+                    put(&mut w, &m.tag);
+                    put(&mut w, &m.payload);
+                }
+            }
+            Verdict::Damaged(why) | Verdict::Foreign(why) => {
+                w.push(if matches!(self, Verdict::Damaged(_)) {
+                    1
+                } else {
+                    2
+                });
+                put(&mut w, why.as_bytes());
+            }
+        }
+        w
+    }
+
+    /// From [`words`](Self::words).
+    fn read(w: &[u64]) -> Verdict {
+        use format::words::take;
+        let mut at = 1;
+        match w.first() {
+            Some(0) => {
+                let n = w.get(1).copied().unwrap_or(0) as usize;
+                at = 2;
+                let queue = (0..n)
+                    .map(|_| {
+                        let from = w.get(at).copied().unwrap_or(0) as u32;
+                        at += 1;
+                        let tag = take(w, &mut at);
+                        Msg {
+                            from,
+                            tag,
+                            payload: take(w, &mut at),
+                        }
+                    })
+                    .collect();
+                Verdict::Usable(queue)
+            }
+            Some(1) => Verdict::Damaged(String::from_utf8_lossy(&take(w, &mut at)).into_owned()),
+            _ => Verdict::Foreign(String::from_utf8_lossy(&take(w, &mut at)).into_owned()),
+        }
+    }
+}
 
 /// What the processes of a resuming run share: process 0's list of checkpoints, and per
 /// candidate tried (a round) every process's verdict on its part and its saved queue.
@@ -227,8 +295,6 @@ pub(crate) struct Checkpointer {
     /// The sequence number of a checkpoint taken at superstep `s` is `base + s`: above every
     /// checkpoint in the folder when the run started.
     pub(crate) base: u64,
-    /// By superstep parity: `s + 1` when a checkpoint was asked for in superstep `s`.
-    asked: [AtomicU64; 2],
     /// Per pid: the process asked for a checkpoint at the next `sync_checkpoint`.
     pending: Vec<AtomicBool>,
     /// Per pid: the process has called `resume`.
@@ -253,7 +319,6 @@ impl Checkpointer {
         Checkpointer {
             base: newest.map_or(1, |s| s.saturating_add(1)),
             policy,
-            asked: [AtomicU64::new(0), AtomicU64::new(0)],
             pending: (0..p).map(|_| AtomicBool::new(false)).collect(),
             resumed: (0..p).map(|_| AtomicBool::new(false)).collect(),
             last: Mutex::new(Instant::now()),
@@ -263,10 +328,6 @@ impl Checkpointer {
             writer: Mutex::new(None),
             failure: Mutex::new(None),
         }
-    }
-
-    fn asked(&self, step: u64) -> &AtomicU64 {
-        &self.asked[(step & 1) as usize]
     }
 
     /// The name this program goes by in manifests (a checkpoint of another program is

@@ -14,9 +14,10 @@
 //! ```
 
 use super::files;
-use super::format::{Manifest, Msg, Part};
-use super::{Checkpointer, RELAXED, lock};
+use super::format::{Manifest, Msg, Part, words};
+use super::{Checkpointer, RELAXED, Verdict, lock};
 use crate::ctx::Ctx;
+use crate::engine::state::Kind;
 use crate::error::{ErrorKind, Result};
 use crate::flags::FLAG_COMM;
 use crate::registry::SlotState;
@@ -80,45 +81,32 @@ impl Ctx {
             return Ok(None);
         };
         self.check_resume_first(&ck)?;
-        if self.pid == 0 {
-            lock(&ck.resume).candidates = Some(complete_checkpoints(&ck.policy.dir));
-        }
-        self.sync()?;
-        let candidates = lock(&ck.resume)
-            .candidates
-            .clone()
-            .unwrap_or(Ok(Vec::new()));
-        let candidates =
-            candidates.map_err(|e| self.fail_with(self.error(ErrorKind::System, "resume", e)))?;
+        let candidates = self.candidates(&ck)?;
         let mut damaged = Vec::new();
-        for (round, (_, dir)) in candidates.iter().enumerate() {
-            let mine = match self.read_part::<S>(dir) {
-                Ok(part) => Ok(part),
-                Err(Unusable::Foreign(why)) => return Err(self.misuse("resume", why)),
-                Err(Unusable::Damaged(why)) => Err(why),
-            };
-            {
-                let mut shared = lock(&ck.resume);
-                if shared.verdicts.len() <= round {
-                    shared
-                        .verdicts
-                        .resize_with(round + 1, || vec![None; self.run.p]);
-                }
-                shared.verdicts[round][self.pid] =
-                    Some(mine.as_ref().map(|p| p.queue.clone()).map_err(Clone::clone));
+        for (round, dir) in candidates.iter().enumerate() {
+            let mine = self.read_part::<S>(dir);
+            let verdicts = self.share_verdict(&ck, round, &mine)?;
+            if let Some(why) = verdicts.iter().find_map(|v| match v {
+                Verdict::Foreign(why) => Some(why.clone()),
+                _ => None,
+            }) {
+                return Err(self.misuse("resume", why));
             }
-            self.sync()?;
-            let verdicts = lock(&ck.resume).verdicts[round].clone();
             let problems: Vec<String> = verdicts
                 .iter()
-                .flatten()
-                .filter_map(|v| v.as_ref().err().cloned())
+                .filter_map(|v| match v {
+                    Verdict::Damaged(why) => Some(why.clone()),
+                    _ => None,
+                })
                 .collect();
             match mine {
                 Ok(part) if problems.is_empty() => {
                     let queues: Vec<Vec<Msg>> = verdicts
                         .into_iter()
-                        .map(|v| v.and_then(|v| v.ok()).unwrap_or_default())
+                        .map(|v| match v {
+                            Verdict::Usable(queue) => queue,
+                            _ => Vec::new(),
+                        })
                         .collect();
                     return self.restore(&ck, part, &queues).map(Some);
                 }
@@ -200,6 +188,86 @@ impl Ctx {
             registrations: manifest.areas,
             program: manifest.program,
         }))
+    }
+
+    /// The complete checkpoints process 0 found, newest first, as every process learns them:
+    /// after a sync (through the run state on threads, an all-gather over ranks), which also
+    /// makes the program's registrations take effect.
+    fn candidates(&mut self, ck: &Checkpointer) -> Result<Vec<PathBuf>> {
+        let listed = (self.pid == 0).then(|| complete_checkpoints(&ck.policy.dir));
+        let listed = if matches!(self.engine.kind(), Kind::Threads) {
+            if let Some(listed) = listed {
+                lock(&ck.resume).candidates = Some(listed);
+            }
+            self.sync()?;
+            lock(&ck.resume)
+                .candidates
+                .clone()
+                .unwrap_or(Ok(Vec::new()))
+        } else {
+            self.sync()?;
+            let mine = match &listed {
+                Some(Ok(found)) => std::iter::once(0)
+                    .chain(found.iter().map(|f| f.0))
+                    .collect(),
+                Some(Err(why)) => {
+                    let mut w = vec![1];
+                    words::put(&mut w, why.as_bytes());
+                    w
+                }
+                None => Vec::new(),
+            };
+            let all = self.engine_all_gather(&mine).expect("ranks gather");
+            match all[0].split_first() {
+                Some((0, seqs)) => Ok(seqs
+                    .iter()
+                    .map(|&seq| (seq, files::checkpoint_dir(&ck.policy.dir, seq)))
+                    .collect()),
+                _ => {
+                    let mut at = 1;
+                    Err(String::from_utf8_lossy(&words::take(&all[0], &mut at)).into_owned())
+                }
+            }
+        };
+        let listed =
+            listed.map_err(|e| self.fail_with(self.error(ErrorKind::System, "resume", e)))?;
+        Ok(listed.into_iter().map(|(_, dir)| dir).collect())
+    }
+
+    /// Tell the others what this process found of its part of candidate `round`, and learn
+    /// what they found (through the run state and a sync on threads, an all-gather over
+    /// ranks): every process's verdict, in pid order.
+    fn share_verdict(
+        &mut self,
+        ck: &Checkpointer,
+        round: usize,
+        mine: &std::result::Result<Part<'static>, Unusable>,
+    ) -> Result<Vec<Verdict>> {
+        let verdict = match mine {
+            Ok(part) => Verdict::Usable(part.queue.clone()),
+            Err(Unusable::Damaged(why)) => Verdict::Damaged(why.clone()),
+            Err(Unusable::Foreign(why)) => Verdict::Foreign(why.clone()),
+        };
+        if !matches!(self.engine.kind(), Kind::Threads) {
+            let all = self
+                .engine_all_gather(&verdict.words())
+                .expect("ranks gather");
+            return Ok(all.iter().map(|w| Verdict::read(w)).collect());
+        }
+        {
+            let mut shared = lock(&ck.resume);
+            if shared.verdicts.len() <= round {
+                let p = self.run.p;
+                shared.verdicts.resize_with(round + 1, || vec![None; p]);
+            }
+            shared.verdicts[round][self.pid] = Some(verdict);
+        }
+        self.sync()?;
+        let verdicts = lock(&ck.resume).verdicts[round].clone();
+        Ok(verdicts
+            .into_iter()
+            .map(|v| v.unwrap_or(Verdict::Damaged("no verdict".into())))
+            .collect())
     }
 
     /// `resume` is called once, before any communication of the run.

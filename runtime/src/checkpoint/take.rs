@@ -1,10 +1,11 @@
 //! Taking a checkpoint: the sync, the decision, each process's part, process 0's manifest
 //! (the flow is in the [module docs](super)).
 
-use super::format::{Area, Meta, Msg, Part};
+use super::format::{Area, Meta, Msg, Part, words};
 use super::{Checkpointer, RELAXED, lock};
 use crate::ctx::Ctx;
 use crate::error::{ErrorKind, Result};
+use crate::flags::FLAG_CHECKPOINT;
 use crate::registry::SlotState;
 use serde::Serialize;
 use std::sync::Arc;
@@ -84,30 +85,85 @@ impl Ctx {
             }
             return self.sync();
         }
-        let s = self.step;
-        self.ask(s, force)?;
-        // A full sync: its barrier orders every process's stamp before the reads below.
+        self.ask(force)?;
+        // A full sync: every process's flags, the ask included, are ORed in it.
         self.lazy.set(None);
         self.sync()?;
         let shown = self.superstep();
         // Borrowed, not cloned, until a checkpoint is taken: the count of the run state's `Arc`
         // is shared by all processes, and changing it at every call bounces its cache line.
-        let take = self.run.ckpt.as_deref().is_some_and(|ck| {
-            ck.policy.every_supersteps.is_some_and(|k| shown % k == 0)
-                || ck.asked(s).load(RELAXED) == s + 1
-        });
+        let take = self.synced_flags.get() & FLAG_CHECKPOINT != 0
+            || self
+                .run
+                .ckpt
+                .as_deref()
+                .is_some_and(|ck| ck.policy.every_supersteps.is_some_and(|k| shown % k == 0));
         if !take {
             return Ok(());
         }
         let ck = self.run.ckpt.clone().expect("a checkpoint policy");
+        if !matches!(self.engine.kind(), crate::engine::state::Kind::Threads) {
+            return self.checkpoint_over_ranks(&ck, state, op);
+        }
         let part = self.snapshot(state, op)?;
         self.write_checkpoint(&ck, part)
     }
 
-    /// Before the sync ending superstep `s`: ask for a checkpoint at it when forced, when
-    /// this process asked (`request_checkpoint`), or (process 0) when the policy's time is up;
-    /// report a background checkpoint that could not be written (process 0).
-    fn ask(&self, s: u64, force: bool) -> Result<()> {
+    /// A checkpoint over ranks: each rank writes its part (to the shared folder), the ranks
+    /// gather every part's report (an all-gather every rank makes, whatever happened to its
+    /// part: none is left waiting), and rank 0 writes the manifest. Always in the foreground
+    /// (the writer thread would have to make the collective call).
+    fn checkpoint_over_ranks<S: Serialize>(
+        &mut self,
+        ck: &Arc<Checkpointer>,
+        state: &S,
+        op: &'static str,
+    ) -> Result<()> {
+        let (meta, report, failed) = match self.snapshot(state, op) {
+            Ok(part) => {
+                let meta = self.meta_of(ck, &part);
+                let report = ck.write_file(&meta, self.pid, &part);
+                (Some(meta), report, None)
+            }
+            Err(e) => (
+                None,
+                Err(format!("pid {}: {}", self.pid, e.message())),
+                Some(e),
+            ),
+        };
+        let reports = self
+            .engine_all_gather(&words::report(&report))
+            .expect("ranks gather");
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match meta.filter(|_| self.pid == 0) {
+            Some(meta) => {
+                let parts = reports.iter().map(|w| words::read_report(w)).collect();
+                match ck.seal_with(&meta, parts) {
+                    Ok(()) => Ok(()),
+                    Err(message) => self.unwritten(ck, message),
+                }
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// What every part of the checkpoint `part` belongs to shares.
+    fn meta_of(&self, ck: &Checkpointer, part: &Part<'_>) -> Meta {
+        Meta {
+            seq: ck.base.saturating_add(part.superstep),
+            p: self.run.p,
+            superstep: part.superstep,
+            state_type: part.state_type.clone(),
+            areas: part.areas.len(),
+        }
+    }
+
+    /// Before the sync: ask for a checkpoint at it when forced, when this process asked
+    /// (`request_checkpoint`), or (process 0) when the policy's time is up; report a background
+    /// checkpoint that could not be written (process 0).
+    fn ask(&self, force: bool) -> Result<()> {
         let ck = self.run.ckpt.as_deref().expect("a checkpoint policy");
         if self.pid == 0
             && ck.policy.background
@@ -125,7 +181,7 @@ impl Ctx {
         let pending = &ck.pending[self.pid];
         let asked = pending.load(RELAXED) && pending.swap(false, RELAXED);
         if force || due_by_clock || asked {
-            ck.asked(s).store(s + 1, RELAXED);
+            self.flag(FLAG_CHECKPOINT);
         }
         Ok(())
     }
@@ -211,13 +267,7 @@ impl Ctx {
     /// manifest (or, when a part failed, removes the folder and warns or fails). In the
     /// background: hand a copy of the part to the run's writer thread.
     fn write_checkpoint(&self, ck: &Arc<Checkpointer>, part: Part<'_>) -> Result<()> {
-        let meta = Meta {
-            seq: ck.base.saturating_add(part.superstep),
-            p: self.run.p,
-            superstep: part.superstep,
-            state_type: part.state_type.clone(),
-            areas: part.areas.len(),
-        };
+        let meta = self.meta_of(ck, &part);
         if ck.policy.background {
             ck.hand_over(&meta, self.pid, part.into_owned());
             return Ok(());

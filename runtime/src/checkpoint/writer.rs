@@ -2,21 +2,27 @@
 //! reported, by process 0 (written in the foreground) or by the run's writer thread (in the
 //! background: the processes hand over copies of their parts and go on computing).
 
-use super::format::{Job, Manifest, Meta, Part};
+use super::format::{Job, Manifest, Meta, Part, Report};
 use super::{Checkpointer, Writer, files, lock};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 impl Checkpointer {
-    /// Write `part` as process `pid`'s part of checkpoint `meta.seq` and report it; whether it
-    /// was the last of the checkpoint's parts to be reported.
-    pub(super) fn write_part(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> bool {
+    /// Write `part` as process `pid`'s part of checkpoint `meta.seq`: its length and CRC-32,
+    /// or why it could not be written.
+    pub(super) fn write_file(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> Report {
         let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
         let path = dir.join(files::part_name(pid));
-        let written = std::fs::create_dir_all(&dir)
+        std::fs::create_dir_all(&dir)
             .and_then(|()| files::write_atomic_with(&path, |w| part.encode_to(w)))
-            .map_err(|e| format!("{}: {e}", path.display()));
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Write `part` as process `pid`'s part of checkpoint `meta.seq` and report it to the
+    /// others in this address space; whether it was the last of the checkpoint's parts.
+    pub(super) fn write_part(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> bool {
+        let written = self.write_file(meta, pid, part);
         let mut progress = lock(&self.progress);
         if progress.seq != meta.seq {
             progress.seq = meta.seq;
@@ -33,13 +39,22 @@ impl Checkpointer {
     /// folder, or (a part failed) remove the checkpoint; the message of a checkpoint that was
     /// not written.
     pub(super) fn seal(&self, meta: &Meta) -> std::result::Result<(), String> {
-        let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
         let parts: std::result::Result<Vec<(u64, u32)>, String> = lock(&self.progress)
             .parts
             .iter()
             .flatten()
             .cloned()
             .collect();
+        self.seal_with(meta, parts)
+    }
+
+    /// [`seal`](Self::seal) with the parts' reports gathered otherwise (over ranks).
+    pub(super) fn seal_with(
+        &self,
+        meta: &Meta,
+        parts: std::result::Result<Vec<(u64, u32)>, String>,
+    ) -> std::result::Result<(), String> {
+        let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
         let outcome = parts.and_then(|parts| {
             let manifest = Manifest {
                 program: Checkpointer::program(),

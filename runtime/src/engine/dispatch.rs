@@ -85,6 +85,11 @@ impl Ctx {
         unsafe { dispatch!(self, get_now(self, op, pid, src, dst, len)) }
     }
 
+    /// [`Engine::all_gather`].
+    pub(crate) fn engine_all_gather(&mut self, mine: &[u64]) -> Option<Vec<Vec<u64>>> {
+        dispatch!(self, all_gather(self, mine))
+    }
+
     /// [`Engine::leave`].
     pub(crate) fn engine_leave(&mut self, failure: Option<&Error>) -> Option<Error> {
         dispatch!(self, leave(self, failure))

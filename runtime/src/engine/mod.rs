@@ -91,4 +91,9 @@ pub(crate) trait Engine {
     /// (recorded as the run's), after the engine has taken the failure to the others. Returns
     /// the run's error as the engine agreed it with the others, if it did.
     fn leave(ctx: &mut Ctx, failure: Option<&Error>) -> Option<Error>;
+
+    /// Every process's `mine`, in pid order, where the processes live in other address spaces
+    /// (ranks: an all-gather, which every rank must call alike); `None` where they share this
+    /// one (threads share memory instead).
+    fn all_gather(ctx: &mut Ctx, mine: &[u64]) -> Option<Vec<Vec<u64>>>;
 }

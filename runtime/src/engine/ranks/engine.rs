@@ -81,6 +81,12 @@ impl Engine for Ranks {
         }
         failure.and(agreed.or_else(|| ctx.run.tree.error()))
     }
+
+    fn all_gather(ctx: &mut Ctx, mine: &[u64]) -> Option<Vec<Vec<u64>>> {
+        Some(with_net(ctx, |net, _| {
+            super::wire::all_gather_words(&net.comm, mine)
+        }))
+    }
 }
 
 /// This process's connection.

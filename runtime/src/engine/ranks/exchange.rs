@@ -97,7 +97,10 @@ impl Ctx {
     ) -> Result<()> {
         let (state, flags) = self.rank_enter(net, ending);
         self.encode_streams(net, op, state, flags);
-        let Some(heard) = self.exchange_headers(net, state, flags) else {
+        let heard = self.exchange_headers(net, state, flags);
+        self.synced_flags
+            .set(heard.as_ref().map_or(0, |h| h.g as u32));
+        let Some(heard) = heard else {
             // The empty superstep: nothing else to exchange.
             self.rank_finish(net);
             return Ok(());

@@ -382,6 +382,9 @@ impl World {
         let layout = rank_layout(options);
         agree_start(&world, layout.as_ref().err())?;
         let mut layout = layout?;
+        let policy = options.checkpoint_policy();
+        agree_start(&world, policy.as_ref().err())?;
+        let policy = policy?;
         let Some(comm) = comm_for(world, p) else {
             return Ok(None);
         };
@@ -417,6 +420,13 @@ impl World {
         // are not in this address space).
         shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
         shared.prof = agree_profiled(&comm, sink);
+        shared.ckpt = policy.map(|policy| {
+            // The ranks number their checkpoints alike: above the newest any of them saw.
+            let mut ck = crate::checkpoint::Checkpointer::new(policy, p);
+            let bases = super::wire::all_gather_words(&comm, &[ck.base]);
+            ck.base = bases.iter().flatten().copied().max().unwrap_or(ck.base);
+            Arc::new(ck)
+        });
         let net = Net::new(comm.duplicate(), active);
         let engine = ProcEngine::Ranks(Some(Box::new(net)));
         let ctx = Ctx::new(Arc::new(shared), rank, binding, engine);

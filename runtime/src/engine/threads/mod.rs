@@ -127,6 +127,11 @@ impl Engine for Threads {
     fn leave(_: &mut Ctx, _: Option<&Error>) -> Option<Error> {
         None
     }
+
+    /// The processes share memory: nothing to gather.
+    fn all_gather(_: &mut Ctx, _: &[u64]) -> Option<Vec<Vec<u64>>> {
+        None
+    }
 }
 
 impl Ctx {

@@ -56,6 +56,7 @@ impl Ctx {
         let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
         let flags = self.enter_full(ending, declared, pair)?;
         let g = self.barrier_one(op, flags, ending, pair)?;
+        self.synced_flags.set(g);
         self.fault_point(SyncPoint::AfterBarrier1)?;
         if g == 0 && declared.is_none() {
             self.finish_sync(lazy);
