@@ -37,6 +37,7 @@ mod files;
 mod format;
 mod resume;
 mod take;
+mod words;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -228,7 +229,7 @@ enum Verdict {
 impl Verdict {
     /// As words, for an all-gather over ranks.
     fn words(&self) -> Vec<u64> {
-        use format::words::put;
+        use words::put;
         let mut w = Vec::new();
         match self {
             Verdict::Usable(queue) => {
@@ -253,7 +254,7 @@ impl Verdict {
 
     /// From [`words`](Self::words).
     fn read(w: &[u64]) -> Verdict {
-        use format::words::take;
+        use words::take;
         let mut at = 1;
         match w.first() {
             Some(0) => {
@@ -364,3 +365,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Relaxed is enough for the per-process flags: they are read by their own process, or after
 /// a sync (whose barrier orders them).
 const RELAXED: Ordering = Ordering::Relaxed;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_travel_as_words() {
+        let queue = vec![
+            Msg {
+                from: 3,
+                tag: vec![1, 2, 3],
+                payload: (0..17).collect(),
+            },
+            Msg {
+                from: 0,
+                tag: vec![],
+                payload: vec![],
+            },
+        ];
+        match Verdict::read(&Verdict::Usable(queue.clone()).words()) {
+            Verdict::Usable(q) => assert_eq!(q, queue),
+            v => panic!("{v:?}"),
+        }
+        match Verdict::read(&Verdict::Damaged("part-1: 3 bytes".into()).words()) {
+            Verdict::Damaged(why) => assert_eq!(why, "part-1: 3 bytes"),
+            v => panic!("{v:?}"),
+        }
+        match Verdict::read(&Verdict::Foreign("another p".into()).words()) {
+            Verdict::Foreign(why) => assert_eq!(why, "another p"),
+            v => panic!("{v:?}"),
+        }
+    }
+}

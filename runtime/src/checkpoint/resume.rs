@@ -14,7 +14,8 @@
 //! ```
 
 use super::files;
-use super::format::{Manifest, Msg, Part, words};
+use super::format::{Manifest, Msg, Part};
+use super::words;
 use super::{Checkpointer, RELAXED, Verdict, lock};
 use crate::ctx::Ctx;
 use crate::engine::state::Kind;

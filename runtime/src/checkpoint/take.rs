@@ -1,7 +1,8 @@
 //! Taking a checkpoint: the sync, the decision, each process's part, process 0's manifest
 //! (the flow is in the [module docs](super)).
 
-use super::format::{Area, Meta, Msg, Part, words};
+use super::format::{Area, Meta, Msg, Part};
+use super::words;
 use super::{Checkpointer, RELAXED, lock};
 use crate::ctx::Ctx;
 use crate::error::{ErrorKind, Result};
