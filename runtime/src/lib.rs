@@ -81,14 +81,16 @@
 // checks that no module imports one that imports it back; docs/design.md draws the layers):
 // 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place, shape;
 // 2. records and pools: flags, pool, outbox, requests, queue, tree; profile (its types, the
-//    recorder, the report, JSON and timeline: all but its regions);
+//    recorder, the report, JSON and timeline: all but its regions); checkpoint (its policy,
+//    files, format and writer thread: all but take and resume);
 // 3. the engines' state: engine::threads::{barrier, lane, inbox, state},
 //    engine::ranks::{protocol, active, watchdog, shm, wire, lazy_state, net, profile},
 //    engine::state (the enums the context holds);
 // 4. ctx (the context and the run state) and superstep (what every engine's sync shares);
 // 5. the engines: engine (the seam's trait), engine::threads::{sync, lazy, lane_sync} and its
 //    mod.rs, engine::ranks::{engine, exchange, lazy, collective, immediate}, engine::dispatch;
-// 6. the primitives (`impl Ctx`): drma, reg, bsmp, owned, lazy, sync, profile::regions;
+// 6. the primitives (`impl Ctx`): drma, reg, bsmp, owned, lazy, sync, profile::regions,
+//    checkpoint::{take, resume};
 // 7. processes and runs: process, team, run, lend, engine::ranks::world (and the folders'
 //    mod.rs files that re-export from it).
 mod arena;

@@ -125,10 +125,11 @@ impl Checkpoints {
     }
 
     /// Whether the files are written in the background (default: no). In the background, each
-    /// process copies its part at the checkpoint's sync and goes on computing while the run's
-    /// writer thread writes the parts and the manifest; a checkpoint is complete some time
-    /// after its sync (until then a restart uses the previous one), at most one more
-    /// checkpoint's copies wait in memory, and the run's end waits for the writer. A
+    /// process copies its part at the checkpoint's sync and goes on computing while a writer
+    /// thread of its own writes it (the last writer to finish writes the manifest); a
+    /// checkpoint is complete some time after its sync (until then a restart uses the previous
+    /// one), a process holds at most three parts in memory (one being written, one queued, one
+    /// waiting to be queued), and the run's end waits for the writers. A
     /// checkpoint that cannot be written is reported at the next `sync_checkpoint` (an error
     /// there with [`required`](Self::required)) or, for the last ones, when the run ends.
     /// Over MPI ranks the parts are written in the foreground whatever this says (the ranks
@@ -207,13 +208,10 @@ pub struct CheckpointInfo {
     pub program: String,
 }
 
-/// The parts' reports of the checkpoint being written.
-#[derive(Default)]
-struct Progress {
-    seq: u64,
-    /// Per pid: its part's length and CRC-32, or why it could not be written.
-    parts: Vec<Option<std::result::Result<(u64, u32), String>>>,
-}
+/// The parts' reports of the checkpoints being written, by sequence number (in the background
+/// the processes' writers may be at different checkpoints): per pid, its part's length and
+/// CRC-32, or why it could not be written.
+type Progress = std::collections::BTreeMap<u64, Vec<Option<format::Report>>>;
 
 /// A process's verdict on its part of a checkpoint being resumed.
 #[derive(Clone, Debug)]
@@ -305,8 +303,8 @@ pub(crate) struct Checkpointer {
     progress: Mutex<Progress>,
     reported: Condvar,
     resume: Mutex<ResumeShared>,
-    /// The writer thread of background checkpoints (started at the first one).
-    writer: Mutex<Option<Writer>>,
+    /// Per pid: the writer thread of its background checkpoints (started at the first one).
+    writers: Vec<Mutex<Option<Writer>>>,
     /// The first background checkpoint that could not be written, not yet reported.
     failure: Mutex<Option<String>>,
 }
@@ -326,7 +324,7 @@ impl Checkpointer {
             progress: Mutex::new(Progress::default()),
             reported: Condvar::new(),
             resume: Mutex::new(ResumeShared::default()),
-            writer: Mutex::new(None),
+            writers: (0..p).map(|_| Mutex::new(None)).collect(),
             failure: Mutex::new(None),
         }
     }
@@ -341,7 +339,7 @@ impl Checkpointer {
     }
 }
 
-/// The writer thread of a run's background checkpoints and the way to it (`writer.rs`).
+/// The writer thread of a process's background checkpoints and the way to it (`writer.rs`).
 struct Writer {
     to: std::sync::mpsc::SyncSender<format::Job>,
     thread: std::thread::JoinHandle<()>,

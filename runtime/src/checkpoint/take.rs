@@ -113,7 +113,7 @@ impl Ctx {
     /// A checkpoint over ranks: each rank writes its part (to the shared folder), the ranks
     /// gather every part's report (an all-gather every rank makes, whatever happened to its
     /// part: none is left waiting), and rank 0 writes the manifest. Always in the foreground
-    /// (the writer thread would have to make the collective call).
+    /// (a writer thread would have to make the collective call).
     fn checkpoint_over_ranks<S: Serialize>(
         &mut self,
         ck: &Arc<Checkpointer>,
@@ -301,7 +301,10 @@ impl Ctx {
     fn await_parts(&self, ck: &Checkpointer, seq: u64) -> Result<()> {
         let mut progress = lock(&ck.progress);
         loop {
-            if progress.seq == seq && progress.parts.iter().all(Option::is_some) {
+            if progress
+                .get(&seq)
+                .is_some_and(|parts| parts.iter().all(Option::is_some))
+            {
                 return Ok(());
             }
             let others_stopped = self.run.stopped.load(crate::shim::Ordering::Acquire)

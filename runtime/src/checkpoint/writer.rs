@@ -1,6 +1,7 @@
 //! Writing a checkpoint's files: each process's part, then the manifest once every part is
-//! reported, by process 0 (written in the foreground) or by the run's writer thread (in the
-//! background: the processes hand over copies of their parts and go on computing).
+//! reported, by process 0 (in the foreground) or by the writer thread that reports the last
+//! part (in the background: each process hands copies of its parts to a writer thread of its
+//! own and goes on computing).
 
 use super::format::{Job, Manifest, Meta, Part, Report};
 use super::{Checkpointer, Writer, files, lock};
@@ -24,12 +25,11 @@ impl Checkpointer {
     pub(super) fn write_part(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> bool {
         let written = self.write_file(meta, pid, part);
         let mut progress = lock(&self.progress);
-        if progress.seq != meta.seq {
-            progress.seq = meta.seq;
-            progress.parts = vec![None; meta.p];
-        }
-        progress.parts[pid] = Some(written);
-        let all = progress.parts.iter().all(Option::is_some);
+        let parts = progress
+            .entry(meta.seq)
+            .or_insert_with(|| vec![None; meta.p]);
+        parts[pid] = Some(written);
+        let all = parts.iter().all(Option::is_some);
         drop(progress);
         self.reported.notify_all();
         all
@@ -40,10 +40,10 @@ impl Checkpointer {
     /// not written.
     pub(super) fn seal(&self, meta: &Meta) -> std::result::Result<(), String> {
         let parts: std::result::Result<Vec<(u64, u32)>, String> = lock(&self.progress)
-            .parts
-            .iter()
+            .remove(&meta.seq)
+            .unwrap_or_default()
+            .into_iter()
             .flatten()
-            .cloned()
             .collect();
         self.seal_with(meta, parts)
     }
@@ -87,13 +87,15 @@ impl Checkpointer {
         }
     }
 
-    /// Hand `part` to the writer thread (started at the first checkpoint). Waits while a whole
-    /// checkpoint is queued already: at most two are in memory at once.
+    /// Hand `part` to process `pid`'s writer thread (started at its first checkpoint; the
+    /// processes' writers write their parts at once, as the processes do in the foreground).
+    /// Waits while another of its parts is queued: at most two are in memory besides the one
+    /// being written.
     pub(super) fn hand_over(self: &Arc<Self>, meta: &Meta, pid: usize, part: Part<'static>) {
         let to = {
-            let mut writer = lock(&self.writer);
+            let mut writer = lock(&self.writers[pid]);
             let w = writer.get_or_insert_with(|| {
-                let (to, from) = std::sync::mpsc::sync_channel(meta.p);
+                let (to, from) = std::sync::mpsc::sync_channel(1);
                 let me = self.clone();
                 let thread = std::thread::Builder::new()
                     .name("mbsp-checkpoint".into())
@@ -112,8 +114,8 @@ impl Checkpointer {
         let _ = to.send(job);
     }
 
-    /// The writer thread: write the parts in the order handed over, seal each checkpoint when
-    /// its last part is written.
+    /// A writer thread: write the parts in the order handed over; the writer that reports a
+    /// checkpoint's last part seals it.
     fn write_jobs(&self, jobs: Receiver<Job>) {
         for job in jobs {
             if self.write_part(&job.meta, job.pid, &job.part)
@@ -129,7 +131,8 @@ impl Checkpointer {
     /// checkpoint it could not write was warned about; it is the run's error if the policy
     /// requires checkpoints.
     pub(crate) fn finish_run(&self) -> Option<crate::Error> {
-        if let Some(w) = lock(&self.writer).take() {
+        let writers: Vec<Writer> = self.writers.iter().filter_map(|w| lock(w).take()).collect();
+        for w in writers {
             drop(w.to);
             let _ = w.thread.join();
         }

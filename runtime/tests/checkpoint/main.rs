@@ -332,6 +332,21 @@ fn a_checkpoint_that_is_not_this_runs_is_refused_with_the_reason() {
             .ends_with("its state is a checkpoint::State; resume asked for a (u64, f64)"),
         "{e}"
     );
+    // A checkpoint another program wrote.
+    let manifest = complete(&dir)[0].join("MANIFEST");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mine = text.lines().nth(1).unwrap().to_string();
+    std::fs::write(&manifest, text.replace(&mine, "program heat")).unwrap();
+    let e = Run::new(2)
+        .checkpoints(policy)
+        .run(|ctx| stencil(ctx, 1, None))
+        .unwrap_err();
+    let me = mine.strip_prefix("program ").unwrap();
+    assert!(
+        e.message()
+            .ends_with(&format!("written by program \"heat\"; this is \"{me}\"")),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
