@@ -167,7 +167,7 @@ fn one_process_on_top_allocates_nothing_per_transform() {
             mbsp_algorithms::fft::fft(&mut want, 1).unwrap();
             let rounds = if n > 1 << 12 { 10 } else { 100 };
             let allocated = mbsp::run(1, |ctx| {
-                let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                let mut plan = MultiFft::<f64>::nested(ctx, n, &[c])?;
                 let mut y = x.clone();
                 plan.forward(ctx, &mut y)?;
                 plan.inverse(ctx, &mut y)?;

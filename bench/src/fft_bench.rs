@@ -14,7 +14,8 @@
 //! the two plans' samples taken in turn, so that both see the same machine.
 //!
 //! `mbsp-top1` is the Multi-BSP FFT on a top level of one process with a nested run of p
-//! below it (the fan-outs [1, p] of a one-package machine), measured right after `mbsp-flat`
+//! below it (the fan-outs [1, p] of a one-package machine; `MultiFft::new`, which transforms
+//! vectors shorter than `NESTED_FROM` alone, where a nested run costs more than it saves), measured right after `mbsp-flat`
 //! at the same p in every round; after the table, its time over `mbsp-flat`'s at each n and p
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
 //! against the target of 1.05.
@@ -445,9 +446,10 @@ fn print_top1(top1: &[Top1]) {
         return;
     }
     println!(
-        "\nnested / flat: mbsp-top1 (a top level of 1 process, a nested run of p) over mbsp-flat \
-         at the same p, target <= {TOP1_TARGET:.2}; ratio of the medians, the range of the \
-         rounds' ratios, each side's spread over its rounds"
+        "\nnested / flat: mbsp-top1 (a top level of 1 process, a nested run of p from n = 2^{}, \
+         alone below) over mbsp-flat at the same p, target <= {TOP1_TARGET:.2}; ratio of the \
+         medians, the range of the rounds' ratios, each side's spread over its rounds",
+        mbsp_algorithms::fft::NESTED_FROM.trailing_zeros()
     );
     for t in top1 {
         let ratio = t.nested / t.flat;

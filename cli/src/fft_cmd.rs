@@ -135,7 +135,7 @@ pub fn measure(o: &Options, params: Option<&FftCost>) -> Result<Option<Outcome>>
         let (me, pt) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(pt).map(|i| x[i]).collect();
         let t = Instant::now();
-        let mut plan = MultiFft::<f64>::new(ctx, n, below)?;
+        let mut plan = MultiFft::<f64>::nested(ctx, n, below)?;
         let planning = t.elapsed().as_secs_f64();
         let mut local = mine.clone();
         plan.transform(ctx, &mut local, dir)?; // warm-up

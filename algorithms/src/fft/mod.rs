@@ -106,7 +106,7 @@ mod oneshot;
 mod plan;
 mod split;
 
-pub use multi::{Choice, FftCost, MultiFft, Variant, hierarchy};
+pub use multi::{Choice, FftCost, MultiFft, NESTED_FROM, Variant, hierarchy};
 pub use num::{Complex, Float, sequential_plan};
 pub use oneshot::{PLAN_CACHE_ENTRIES, PLAN_CACHE_LEN, fft, fft_multi, ifft};
 pub use plan::{BspFft, Direction, Exchange};

@@ -87,11 +87,44 @@ enum Levels<T: Float> {
     Natural(Natural<T>),
 }
 
+/// Below this length a top level of one process transforms alone rather than with a nested run
+/// ([`MultiFft::new`]): the nested run's start and syncs, and the passes that move the vector
+/// between the nested processes' caches (three, where the flat transform has one exchange),
+/// cost more than the second core saves (`mbsp-bench fft`'s nested / flat table and
+/// docs/benchmarks.md have the crossover).
+pub const NESTED_FROM: usize = 1 << 15;
+
 impl<T: Float> MultiFft<T> {
     /// Plan (collective over this run, one superstep): `below` gives the nested runs' sizes,
     /// outermost first, each a power of two (e.g. `[cores per package]`, or
-    /// [`hierarchy`]`(..)[1..]`).
+    /// [`hierarchy`]`(..)[1..]`). A top level of one process with one level below transforms
+    /// vectors shorter than [`NESTED_FROM`] alone, where nesting would cost more than it saves
+    /// ([`MultiFft::procs`] then says 1); [`MultiFft::nested`] always nests.
+    ///
+    /// ```
+    /// use mbsp_algorithms::fft::{MultiFft, NESTED_FROM};
+    /// mbsp::run(1, |ctx| {
+    ///     let short = MultiFft::<f64>::new(ctx, 1 << 10, &[2])?;
+    ///     assert_eq!(short.procs(ctx), 1, "alone: a nested run would cost more");
+    ///     let long = MultiFft::<f64>::new(ctx, NESTED_FROM, &[2])?;
+    ///     assert_eq!(long.procs(ctx), 2);
+    ///     short.free(ctx)?;
+    ///     long.free(ctx)
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
     pub fn new(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
+        let alone = ctx.nprocs() == 1 && n < NESTED_FROM && below.iter().any(|&c| c > 1);
+        Self::plan(ctx, n, if alone { &[] } else { below })
+    }
+
+    /// [`MultiFft::new`] without the shortcut for short vectors: the levels below always run
+    /// (to measure them, or where the second core is wanted whatever it costs).
+    pub fn nested(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
+        Self::plan(ctx, n, below)
+    }
+
+    fn plan(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         check_shape(ctx, n, p)?;
         if let Some(bad) = below.iter().find(|c| !c.is_power_of_two()) {
@@ -370,7 +403,7 @@ mod tests {
                 .map(|j| Complex::new((j % 7) as f64 - 3.0, (j % 3) as f64))
                 .collect();
             let setups = mbsp::run(1, |ctx| {
-                let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                let mut plan = MultiFft::<f64>::nested(ctx, n, &[c])?;
                 assert_eq!(
                     plan.nested_setups(),
                     Some(0),
@@ -397,6 +430,41 @@ mod tests {
             .pop()
             .unwrap();
             assert_eq!(setups, vec![Some(c); 8], "n = {n}, c = {c}");
+        }
+    }
+
+    /// A top level of one transforms short vectors alone (no nested run), long ones with its
+    /// nested run; both right, both ways.
+    #[test]
+    fn one_process_on_top_nests_only_where_it_pays() {
+        for n in [NESTED_FROM / 4, NESTED_FROM] {
+            let x: Vec<Complex<f64>> = (0..n)
+                .map(|j| Complex::new((j % 11) as f64 - 5.0, (j % 5) as f64))
+                .collect();
+            let mut want = x.clone();
+            crate::fft::fft(&mut want, 1).unwrap();
+            let (procs, forward, back) = mbsp::run(1, |ctx| {
+                let mut plan = MultiFft::<f64>::new(ctx, n, &[2])?;
+                let mut y = x.clone();
+                plan.forward(ctx, &mut y)?;
+                let forward = y.clone();
+                plan.inverse(ctx, &mut y)?;
+                let procs = plan.procs(ctx);
+                plan.free(ctx)?;
+                Ok((procs, forward, y))
+            })
+            .unwrap()
+            .pop()
+            .unwrap();
+            assert_eq!(procs, if n < NESTED_FROM { 1 } else { 2 }, "n = {n}");
+            let err = |a: &[Complex<f64>], b: &[Complex<f64>]| {
+                a.iter()
+                    .zip(b)
+                    .map(|(u, v)| (u - v).norm())
+                    .fold(0.0, f64::max)
+            };
+            assert!(err(&forward, &want) < 1e-9 * n as f64, "n = {n}");
+            assert!(err(&back, &x) < 1e-9, "n = {n}");
         }
     }
 

@@ -470,7 +470,7 @@ fn top_level_of_one_process_matches_flat() {
                     }
                 }
                 let nested = mbsp::run(1, |ctx| {
-                    let mut plan = MultiFft::<f64>::new(ctx, n, &[c])?;
+                    let mut plan = MultiFft::<f64>::nested(ctx, n, &[c])?;
                     assert_eq!(plan.procs(ctx), c);
                     let mut y = x.clone();
                     let mut out = Vec::new();
@@ -535,7 +535,7 @@ fn multi_bsp_on_synthetic_trees() {
                 .machine(loaded.clone())
                 .run(|ctx| {
                     let (p, me) = (ctx.nprocs(), ctx.pid());
-                    let mut plan = MultiFft::<f64>::new(ctx, n, &levels[1..])?;
+                    let mut plan = MultiFft::<f64>::nested(ctx, n, &levels[1..])?;
                     let mut local: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
                     plan.forward(ctx, &mut local)?;
                     for (i, v) in local.iter().enumerate() {

@@ -757,7 +757,7 @@ impl Plan {
         Ok(if below.is_empty() {
             Plan::Flat(BspFft::new(ctx, n)?)
         } else {
-            Plan::Nested(MultiFft::new(ctx, n, below)?)
+            Plan::Nested(MultiFft::nested(ctx, n, below)?)
         })
     }
     fn forward(&mut self, ctx: &mut Ctx, x: &mut [Complex<f64>]) -> mbsp::Result<()> {

@@ -574,7 +574,7 @@ fn algorithms(ctx: &mut Ctx) -> Result<()> {
             .all(|(a, b)| (a - b).norm() < 1e-9);
         check(ctx, back, "flat FFT round trip")?;
         flat.free(ctx)?;
-        let mut multi = MultiFft::<f64>::new(ctx, n, &[2])?;
+        let mut multi = MultiFft::<f64>::nested(ctx, n, &[2])?;
         let mut local = mine(&x);
         multi.forward(ctx, &mut local)?;
         check(
