@@ -466,4 +466,21 @@ fn any_process_may_ask_for_a_checkpoint() {
     let manifest = std::fs::read_to_string(taken[0].join("MANIFEST")).unwrap();
     assert!(manifest.contains("\nsuperstep 4\n"), "{manifest}");
     std::fs::remove_dir_all(&dir).unwrap();
+    // Alone (p = 1) too, asked or forced.
+    Run::new(1)
+        .checkpoints(Checkpoints::in_folder(&dir).keep(5))
+        .run(|ctx| {
+            ctx.request_checkpoint();
+            ctx.sync_checkpoint(&1u8)?;
+            ctx.sync_checkpoint(&2u8)?;
+            ctx.checkpoint(&3u8)
+        })
+        .unwrap();
+    let supersteps: Vec<String> = complete(&dir)
+        .iter()
+        .map(|d| std::fs::read_to_string(d.join("MANIFEST")).unwrap())
+        .map(|m| m.lines().nth(3).unwrap().to_string())
+        .collect();
+    assert_eq!(supersteps, ["superstep 1", "superstep 3"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
