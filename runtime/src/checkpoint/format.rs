@@ -44,7 +44,11 @@ pub(crate) struct Part<'a> {
     pub(crate) p: u32,
     /// The superstep the program was in right after the checkpoint's sync.
     pub(crate) superstep: u64,
+    /// The tag size in force for messages sent from the checkpoint on.
     pub(crate) tagsize: u64,
+    /// The tag size of the messages in the queue (that of the superstep they were sent in,
+    /// which a `set_tagsize` in it did not change).
+    pub(crate) queue_tagsize: u64,
     /// The state's type name and its postcard bytes.
     pub(crate) state_type: String,
     pub(crate) state: Vec<u8>,
@@ -95,6 +99,7 @@ impl Part<'_> {
         s.u32(self.p)?;
         s.u64(self.superstep)?;
         s.u64(self.tagsize)?;
+        s.u64(self.queue_tagsize)?;
         s.bytes(self.state_type.as_bytes())?;
         s.bytes(&self.state)?;
         s.u64(self.areas.len() as u64)?;
@@ -173,6 +178,7 @@ impl Part<'static> {
             p: r.u32()?,
             superstep: r.u64()?,
             tagsize: r.u64()?,
+            queue_tagsize: r.u64()?,
             state_type: r.string()?,
             state: r.bytes()?.to_vec(),
             areas: Vec::new(),
@@ -362,6 +368,7 @@ mod tests {
             p: 3,
             superstep: 42,
             tagsize: 4,
+            queue_tagsize: 2,
             state_type: "my::State".into(),
             state: vec![1, 2, 3],
             areas: vec![
@@ -380,7 +387,7 @@ mod tests {
             ],
             queue: vec![Msg {
                 from: 2,
-                tag: vec![9; 4],
+                tag: vec![9; 2],
                 payload: vec![5; 10],
             }],
         }

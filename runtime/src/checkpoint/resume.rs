@@ -414,17 +414,25 @@ impl Ctx {
                 }
             })
         };
-        let tagsize = usize::try_from(part.tagsize).unwrap_or(usize::MAX);
-        if tagsize != self.tagsize.get() {
-            self.set_tagsize(tagsize)?;
+        // The saved messages are sent again with the tag size they were sent with, in a
+        // superstep that also sets the tag size in force at the checkpoint (which a
+        // `set_tagsize` in the checkpoint's superstep made differ from the queue's).
+        let size = |t: u64| usize::try_from(t).unwrap_or(usize::MAX);
+        let (in_force, queued) = (size(part.tagsize), size(part.queue_tagsize));
+        let resend = queues.iter().any(|q| !q.is_empty());
+        if resend && queued != self.tagsize.get() {
+            self.set_tagsize(queued)?;
             self.sync()?;
         }
-        if queues.iter().any(|q| !q.is_empty()) {
-            for (to, queue) in queues.iter().enumerate() {
-                for m in queue.iter().filter(|m| m.from as usize == self.pid) {
-                    self.send(to, &m.tag, &m.payload)?;
-                }
+        if in_force != self.tagsize.get() {
+            self.set_tagsize(in_force)?;
+        }
+        for (to, queue) in queues.iter().enumerate() {
+            for m in queue.iter().filter(|m| m.from as usize == self.pid) {
+                self.send(to, &m.tag, &m.payload)?;
             }
+        }
+        if resend || in_force != self.tagsize.get() {
             self.sync()?;
         }
         self.step_offset = part.superstep.wrapping_sub(self.step);

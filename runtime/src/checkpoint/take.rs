@@ -232,6 +232,7 @@ impl Ctx {
             p: self.run.p as u32,
             superstep: self.superstep(),
             tagsize: self.tagsize.get() as u64,
+            queue_tagsize: self.st.borrow().queue.tagsize as u64,
             state_type: super::state_type::<S>(),
             state: bytes,
             areas,
@@ -253,7 +254,9 @@ impl Ctx {
         }
         let before = self.st.borrow().queue.clone();
         let mut out = Vec::with_capacity(before.left);
-        while let Some(m) = self.hpmove()? {
+        // Not `hpmove`: another process may have failed since the sync (the checkpoint is
+        // complete all the same), and `hpmove` would then refuse.
+        while let Some(m) = self.queued_message(true) {
             out.push(Msg {
                 from: m.from as u32,
                 tag: m.tag.to_vec(),

@@ -3,6 +3,7 @@
 //! skipped for older ones; a checkpoint that cannot be this run's is an error that says why.
 
 mod kill;
+mod model;
 
 use mbsp::{Checkpoints, Ctx, ErrorKind, Result, Run};
 use serde::{Deserialize, Serialize};

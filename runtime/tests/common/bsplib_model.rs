@@ -267,9 +267,6 @@ pub fn initial(i: usize, b: usize) -> Vec<u8> {
     (0..BUF_LEN).map(|j| (i * 100 + b * 10 + j) as u8).collect()
 }
 
-/// Run process `ctx.pid()`'s part of `prog`: its records after every sync, and its buffers
-/// (addresses), to be freed with [`free`] once the run is over (puts may land in them until its
-/// final sync).
 /// Superstep `k` is a lazy one (`Ctx::declare_incoming`) if every other one that could be is: one with
 /// only writes, puts and messages (no gets, registration or tag-size changes), but every third.
 /// Then process `i` declares the puts (non-empty) and messages addressed to it.
@@ -296,130 +293,161 @@ pub fn lazy_count(prog: &[Step], k: usize, i: usize) -> Option<usize> {
     })
 }
 
+/// Run process `ctx.pid()`'s part of `prog`: its records after every sync, and its buffers
+/// (addresses), to be freed with [`free`] once the run is over (puts may land in them until its
+/// final sync).
 pub fn process(ctx: &mut mbsp::Ctx, prog: &[Step]) -> mbsp::Result<(Vec<Record>, Vec<usize>)> {
-    {
-        let i = ctx.pid();
-        let bufs: Vec<*mut u8> = (0..BUFS)
-            .map(|b| Box::into_raw(initial(i, b).into_boxed_slice()) as *mut u8)
-            .collect();
-        let snapshot = |bufs: &[*mut u8]| -> Vec<Vec<u8>> {
-            bufs.iter()
-                // SAFETY: our buffers, read outside a sync.
-                .map(|&b| unsafe { std::slice::from_raw_parts(b, BUF_LEN) }.to_vec())
-                .collect()
-        };
-        let mut records = Vec::new();
-        let mut tagsize = 0;
-        for (k, step) in prog.iter().enumerate() {
-            for op in &step.ops[i] {
-                match op {
-                    // SAFETY: our buffer of BUF_LEN bytes (the generator keeps `off + len`
-                    // within it), written outside a sync.
-                    Op::Write { b, off, bytes } => unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            bytes.as_ptr(),
-                            bufs[*b].add(*off),
-                            bytes.len(),
-                        )
-                    },
-                    Op::Put {
-                        to,
-                        name,
-                        off,
-                        src,
-                        src_off,
-                        len,
-                    } => {
-                        // SAFETY: our buffer, read outside a sync.
-                        let data =
-                            unsafe { std::slice::from_raw_parts(bufs[*src].add(*src_off), *len) };
-                        ctx.put_raw(*to, data, bufs[*name], *off)?;
-                    }
-                    Op::Get {
-                        from,
-                        name,
-                        off,
-                        dst,
-                        dst_off,
-                        len,
-                        // SAFETY: the destination is our buffer (`dst_off + len` within it), alive
-                        // until after the run and not touched until the sync writes it.
-                    } => unsafe {
-                        ctx.get_raw(*from, bufs[*name], *off, bufs[*dst].add(*dst_off), *len)?;
-                    },
-                    Op::Send { to, tag, payload } => ctx.send(*to, tag, payload)?,
-                }
-            }
-            for call in &step.regs {
-                match call {
-                    RegCall::Push(per) => {
-                        let (b, len) = per[i];
-                        let ptr = b.map_or(std::ptr::null_mut(), |b| bufs[b]);
-                        // SAFETY: our buffers live until after the run.
-                        unsafe { ctx.push_reg_raw(ptr, len)? };
-                    }
-                    RegCall::Pop(per) => {
-                        let ptr = per[i].map_or(std::ptr::null(), |b| bufs[b] as *const u8);
-                        ctx.pop_reg_raw(ptr)?;
-                    }
-                }
-            }
-            if let Some(t) = step.tagsize {
-                let old = ctx.set_tagsize(t)?;
-                assert_eq!(old, tagsize, "set_tagsize returns the tag size in force");
-                tagsize = t;
-            }
-            if let Some(m) = lazy_count(prog, k, i) {
-                ctx.declare_incoming(m)?;
-            }
-            ctx.sync()?;
-            let q = ctx.qsize()?;
-            let mut rec = Record {
-                bufs: snapshot(&bufs),
-                qsize: (q.messages, q.bytes),
-                msgs: Vec::new(),
-            };
-            match step.drain[i] {
-                Drain::Keep => {}
-                Drain::HpMove => {
-                    while let Some(m) = ctx.hpmove()? {
-                        rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
-                    }
-                }
-                Drain::Move => {
-                    while let Some((len, tag)) = ctx.get_tag()? {
-                        let tag = tag.to_vec();
-                        let from = ctx.peek()?.expect("get_tag saw a message").from;
-                        let mut buf = vec![0u8; len];
-                        assert_eq!(ctx.move_message(&mut buf)?, Some(len));
-                        rec.msgs.push((from, tag, buf));
-                    }
-                    assert_eq!(ctx.move_message(&mut [0u8; 4])?, None);
-                }
-                Drain::PeekDrop => {
-                    while let Some(m) = ctx.peek()? {
-                        rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
-                        assert_eq!(ctx.move_message(&mut [])?, Some(m.payload.len()));
-                    }
-                }
-            }
-            if !matches!(step.drain[i], Drain::Keep) {
-                assert_eq!(
-                    ctx.qsize()?,
-                    mbsp::QueueSize::default(),
-                    "drained queue is empty"
-                );
-                assert!(ctx.hpmove()?.is_none());
-            }
-            records.push(rec);
-        }
-        // Free the buffers only after the final sync of the run: keep them alive until then by
-        // leaking into the result (freed by `free`).
-        Ok((
-            records,
-            bufs.into_iter().map(|b| b as usize).collect::<Vec<_>>(),
-        ))
+    let i = ctx.pid();
+    let bufs = buffers(i);
+    let mut records = Vec::new();
+    let mut tagsize = 0;
+    for k in 0..prog.len() {
+        issue(ctx, prog, k, &bufs, &mut tagsize)?;
+        ctx.sync()?;
+        records.push(drain(ctx, &prog[k], &bufs)?);
     }
+    // Free the buffers only after the final sync of the run: keep them alive until then by
+    // leaking into the result (freed by `free`).
+    Ok((
+        records,
+        bufs.into_iter().map(|b| b as usize).collect::<Vec<_>>(),
+    ))
+}
+
+/// Process `i`'s buffers, with their initial contents (freed with [`free`]).
+pub fn buffers(i: usize) -> Vec<*mut u8> {
+    (0..BUFS)
+        .map(|b| Box::into_raw(initial(i, b).into_boxed_slice()) as *mut u8)
+        .collect()
+}
+
+/// The contents of `bufs` (read outside a sync).
+pub fn snapshot(bufs: &[*mut u8]) -> Vec<Vec<u8>> {
+    bufs.iter()
+        // SAFETY: our buffers, read outside a sync.
+        .map(|&b| unsafe { std::slice::from_raw_parts(b, BUF_LEN) }.to_vec())
+        .collect()
+}
+
+/// Superstep `k` of process `ctx.pid()` up to its sync: its operations, registration calls,
+/// tag size and (for a lazy superstep) declared count.
+pub fn issue(
+    ctx: &mut mbsp::Ctx,
+    prog: &[Step],
+    k: usize,
+    bufs: &[*mut u8],
+    tagsize: &mut usize,
+) -> mbsp::Result<()> {
+    let (i, step) = (ctx.pid(), &prog[k]);
+    for op in &step.ops[i] {
+        match op {
+            // SAFETY: our buffer of BUF_LEN bytes (the generator keeps `off + len` within
+            // it), written outside a sync.
+            Op::Write { b, off, bytes } => unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), bufs[*b].add(*off), bytes.len())
+            },
+            Op::Put {
+                to,
+                name,
+                off,
+                src,
+                src_off,
+                len,
+            } => {
+                // SAFETY: our buffer, read outside a sync.
+                let data = unsafe { std::slice::from_raw_parts(bufs[*src].add(*src_off), *len) };
+                ctx.put_raw(*to, data, bufs[*name], *off)?;
+            }
+            Op::Get {
+                from,
+                name,
+                off,
+                dst,
+                dst_off,
+                len,
+                // SAFETY: the destination is our buffer (`dst_off + len` within it), alive
+                // until after the run and not touched until the sync writes it.
+            } => unsafe {
+                ctx.get_raw(*from, bufs[*name], *off, bufs[*dst].add(*dst_off), *len)?;
+            },
+            Op::Send { to, tag, payload } => ctx.send(*to, tag, payload)?,
+        }
+    }
+    registrations(ctx, step, bufs)?;
+    if let Some(t) = step.tagsize {
+        let old = ctx.set_tagsize(t)?;
+        assert_eq!(old, *tagsize, "set_tagsize returns the tag size in force");
+        *tagsize = t;
+    }
+    if let Some(m) = lazy_count(prog, k, i) {
+        ctx.declare_incoming(m)?;
+    }
+    Ok(())
+}
+
+/// The registration calls of `step` by process `ctx.pid()`.
+pub fn registrations(ctx: &mut mbsp::Ctx, step: &Step, bufs: &[*mut u8]) -> mbsp::Result<()> {
+    let i = ctx.pid();
+    for call in &step.regs {
+        match call {
+            RegCall::Push(per) => {
+                let (b, len) = per[i];
+                let ptr = b.map_or(std::ptr::null_mut(), |b| bufs[b]);
+                // SAFETY: our buffers live until after the run.
+                unsafe { ctx.push_reg_raw(ptr, len)? };
+            }
+            RegCall::Pop(per) => {
+                let ptr = per[i].map_or(std::ptr::null(), |b| bufs[b] as *const u8);
+                ctx.pop_reg_raw(ptr)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After the sync of `step`: process `ctx.pid()`'s record (its buffers, its queue's size) and
+/// its queue drained as `step` says.
+pub fn drain(ctx: &mut mbsp::Ctx, step: &Step, bufs: &[*mut u8]) -> mbsp::Result<Record> {
+    let i = ctx.pid();
+    let q = ctx.qsize()?;
+    let mut rec = Record {
+        bufs: snapshot(bufs),
+        qsize: (q.messages, q.bytes),
+        msgs: Vec::new(),
+    };
+    match step.drain[i] {
+        Drain::Keep => {}
+        Drain::HpMove => {
+            while let Some(m) = ctx.hpmove()? {
+                rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
+            }
+        }
+        Drain::Move => {
+            while let Some((len, tag)) = ctx.get_tag()? {
+                let tag = tag.to_vec();
+                let from = ctx.peek()?.expect("get_tag saw a message").from;
+                let mut buf = vec![0u8; len];
+                assert_eq!(ctx.move_message(&mut buf)?, Some(len));
+                rec.msgs.push((from, tag, buf));
+            }
+            assert_eq!(ctx.move_message(&mut [0u8; 4])?, None);
+        }
+        Drain::PeekDrop => {
+            while let Some(m) = ctx.peek()? {
+                rec.msgs.push((m.from, m.tag.to_vec(), m.payload.to_vec()));
+                assert_eq!(ctx.move_message(&mut [])?, Some(m.payload.len()));
+            }
+        }
+    }
+    if !matches!(step.drain[i], Drain::Keep) {
+        assert_eq!(
+            ctx.qsize()?,
+            mbsp::QueueSize::default(),
+            "drained queue is empty"
+        );
+        assert!(ctx.hpmove()?.is_none());
+    }
+    Ok(rec)
 }
 
 /// Free the buffers [`process`] returned (its run is over).
