@@ -129,19 +129,37 @@ impl Part<'_> {
         out
     }
 
-    /// This part with its areas copied (for the background writer).
-    pub(crate) fn into_owned(self) -> Part<'static> {
+    /// This part with its areas copied (for the background writer), into buffers of `spare`
+    /// where one is large enough (the smallest such), else new ones.
+    pub(crate) fn into_owned(self, spare: &mut Vec<Vec<u8>>) -> Part<'static> {
+        let mut copy = |b: &[u8]| {
+            let fits = spare
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.capacity() >= b.len())
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            let mut v = fits.map_or_else(Vec::new, |i| spare.swap_remove(i));
+            v.clear();
+            v.extend_from_slice(b);
+            v
+        };
         Part {
             areas: self
                 .areas
                 .into_iter()
                 .map(|a| Area {
-                    bytes: Cow::Owned(a.bytes.into_owned()),
+                    bytes: Cow::Owned(copy(&a.bytes)),
                     ..a
                 })
                 .collect(),
             ..self
         }
+    }
+
+    /// The buffers of this part's areas, for [`into_owned`](Self::into_owned) to reuse.
+    pub(crate) fn into_buffers(self) -> impl Iterator<Item = Vec<u8>> {
+        self.areas.into_iter().map(|a| a.bytes.into_owned())
     }
 }
 

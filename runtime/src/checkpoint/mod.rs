@@ -129,7 +129,9 @@ impl Checkpoints {
     /// thread of its own writes it (the last writer to finish writes the manifest); a
     /// checkpoint is complete some time after its sync (until then a restart uses the previous
     /// one), a process holds at most three parts in memory (one being written, one queued, one
-    /// waiting to be queued), and the run's end waits for the writers. A
+    /// waiting to be queued) and keeps the buffers of its last written copy for its next one
+    /// (a copy into them costs a memcpy, into fresh ones mostly page faults), and the run's end
+    /// waits for the writers. A
     /// checkpoint that cannot be written is reported at the next `sync_checkpoint` (an error
     /// there with [`required`](Self::required)) or, for the last ones, when the run ends.
     /// Over MPI ranks the parts are written in the foreground whatever this says (the ranks
@@ -305,6 +307,8 @@ pub(crate) struct Checkpointer {
     resume: Mutex<ResumeShared>,
     /// Per pid: the writer thread of its background checkpoints (started at the first one).
     writers: Vec<Mutex<Option<Writer>>>,
+    /// Per pid: the buffers of its last background copy, written and free again.
+    spare: Vec<Mutex<Vec<Vec<u8>>>>,
     /// The first background checkpoint that could not be written, not yet reported.
     failure: Mutex<Option<String>>,
 }
@@ -325,6 +329,7 @@ impl Checkpointer {
             reported: Condvar::new(),
             resume: Mutex::new(ResumeShared::default()),
             writers: (0..p).map(|_| Mutex::new(None)).collect(),
+            spare: (0..p).map(|_| Mutex::new(Vec::new())).collect(),
             failure: Mutex::new(None),
         }
     }

@@ -273,7 +273,8 @@ impl Ctx {
     fn write_checkpoint(&self, ck: &Arc<Checkpointer>, part: Part<'_>) -> Result<()> {
         let meta = self.meta_of(ck, &part);
         if ck.policy.background {
-            ck.hand_over(&meta, self.pid, part.into_owned());
+            let part = part.into_owned(&mut lock(&ck.spare[self.pid]));
+            ck.hand_over(&meta, self.pid, part);
             return Ok(());
         }
         ck.write_part(&meta, self.pid, &part);

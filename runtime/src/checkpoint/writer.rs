@@ -124,6 +124,10 @@ impl Checkpointer {
                 eprintln!("mbsp: warning: {message}");
                 lock(&self.failure).get_or_insert(message);
             }
+            // The copy's buffers serve the process's next checkpoint (fresh ones would cost a
+            // page fault per page, most of the copy's time); one part's worth is kept.
+            let mut spare = lock(&self.spare[job.pid]);
+            *spare = job.part.into_buffers().collect();
         }
     }
 
