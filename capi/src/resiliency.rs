@@ -126,8 +126,18 @@ pub(crate) fn sync(ctx: &mut Ctx, state: &mut CState) -> Result<()> {
     look(ctx, state)?;
     if let Some(registrations) = state.pending {
         ctx.sync()?;
-        if ctx.registrations() == registrations {
+        let now = ctx.registrations();
+        if now == registrations {
             restore(ctx, state)?;
+        } else if now > registrations {
+            return Err(ctx.misuse_error(
+                "bsp_sync",
+                format!(
+                    "the checkpoint to restore was taken with {registrations} registration(s) \
+                     per process; this run has {now} after this sync and has not been restored \
+                     (the restore happens at the sync that completes the same registrations)"
+                ),
+            ));
         }
         return Ok(());
     }

@@ -404,6 +404,28 @@ fn c_programs_checkpoint_and_restart_over_mpi_ranks() {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+    // Ranks whose environments give different policies: refused at bsp_begin, not a hang.
+    let dir = out_dir().join("ckpt-ranks-differ");
+    let out = Command::new("timeout")
+        .args(["120", "mpiexec", "-n", "1", "-env", "MBSP_CHECKPOINT_DIR"])
+        .arg(&dir)
+        .arg(&exe)
+        .args(["2", "10", ":", "-n", "1"])
+        .arg(&exe)
+        .args(["2", "10"])
+        .env_clear_mbsp()
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && out.status.code() != Some(124),
+        "{err}"
+    );
+    assert!(
+        err.contains("the ranks' checkpoint policies differ"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub(crate) const FLAG_DECLARED: u32 = 1 << 28;
 
 /// Someone asked for a checkpoint at this sync (`checkpoint/`): every process learns it from
 /// the ORed flags, so all checkpoint or none does.
-pub(crate) const FLAG_CHECKPOINT: u32 = 1 << 27;
+pub(crate) const FLAG_CHECKPOINT: u32 = 1 << 29;
 
 /// The flag of superstep `step`'s parity ([`FLAG_EVEN_STEP`]).
 #[inline]
@@ -43,7 +43,7 @@ pub(crate) fn step_flag(step: u64) -> u32 {
     }
 }
 
-// Flags ORed over all processes: bits 0..8 and 28 (`FLAG_*`), and the get-source bits 11..28.
+// Flags ORed over all processes: bits 0..8, 28 and 29 (`FLAG_*`), and the get-source bits 11..28.
 // Bits 8..11, 30 and 31 are the thread engine's barrier's own (`engine/threads/barrier.rs`).
 /// Bits 11..28: which registration slots (modulo 17) are read by a buffered get in this
 /// superstep, ORed over all processes — a get whose destination is in no such slot can be
@@ -51,6 +51,7 @@ pub(crate) fn step_flag(step: u64) -> u32 {
 const SOURCE_SHIFT: u32 = 11;
 const SOURCE_BITS: u32 = 17;
 const _: () = assert!(1 << (SOURCE_SHIFT + SOURCE_BITS) <= FLAG_DECLARED);
+const _: () = assert!(FLAG_CHECKPOINT > FLAG_DECLARED && FLAG_CHECKPOINT < 1 << 30);
 
 /// The get-source bit of registration slot `slot`.
 #[inline]

@@ -325,10 +325,32 @@ impl Manifest {
         for (pid, (len, crc)) in self.parts.iter().enumerate() {
             s += &format!("part {pid} {len} {crc:08x}\n");
         }
+        // Last, the CRC-32 of all the lines before it: a damaged manifest is found as one.
+        let crc = crc32fast::hash(s.as_bytes());
+        s += &format!("crc {crc:08x}\n");
         s
     }
 
     pub(crate) fn decode(text: &str) -> Result<Manifest, String> {
+        let body = text
+            .trim_end_matches('\n')
+            .rsplit_once('\n')
+            .map_or("", |(body, _)| body);
+        let last = text
+            .trim_end_matches('\n')
+            .rsplit('\n')
+            .next()
+            .unwrap_or("");
+        let want = last
+            .strip_prefix("crc ")
+            .and_then(|c| u32::from_str_radix(c, 16).ok());
+        let got = crc32fast::hash(format!("{body}\n").as_bytes());
+        if want != Some(got) {
+            return Err(format!(
+                "checksum mismatch (the last line is {last:?}; the CRC-32 of the others is \
+                 {got:08x}): the manifest is truncated or corrupted"
+            ));
+        }
         let mut lines = text.lines();
         let head = lines.next().unwrap_or("");
         if head != format!("{MANIFEST_HEAD} {VERSION}") {
@@ -446,11 +468,20 @@ mod tests {
             parts: vec![(100, 0xdead_beef), (90, 1)],
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
+        // A changed line is caught by the checksum; with a right checksum, by the parser.
         let text = m.encode().replace("part 1 90", "part 1 x");
+        let e = Manifest::decode(&text).unwrap_err();
+        assert!(e.starts_with("checksum mismatch"), "{e}");
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with("crc "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
         let e = Manifest::decode(&text).unwrap_err();
         assert_eq!(e, "a malformed line \"part 1 x 00000001\"");
         let e = Manifest::decode("").unwrap_err();
-        assert!(e.starts_with("first line \"\""), "{e}");
+        assert!(e.starts_with("checksum mismatch"), "{e}");
         let cut: String = m
             .encode()
             .lines()

@@ -146,6 +146,46 @@ impl Checkpoints {
         &self.dir
     }
 
+    /// `policy` as words, for ranks to check that they all run under the same one (each reads
+    /// its own environment).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn fingerprint(policy: Option<&Checkpoints>) -> Vec<u64> {
+        let Some(c) = policy else {
+            return vec![0];
+        };
+        let mut w = vec![
+            1,
+            c.every_supersteps.unwrap_or(0),
+            c.every.map_or(u64::MAX, |t| t.as_nanos() as u64),
+            c.keep as u64,
+            u64::from(c.required),
+            u64::from(c.background),
+        ];
+        words::put(&mut w, c.dir.as_os_str().as_encoded_bytes());
+        w
+    }
+
+    /// What a [`fingerprint`](Self::fingerprint) says, for an error.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn describe(words: &[u64]) -> String {
+        match words {
+            [0] => "no checkpoint policy".into(),
+            [1, k, t, keep, ..] => {
+                let mut at = 6;
+                let dir = String::from_utf8_lossy(&words::take(words, &mut at)).into_owned();
+                format!(
+                    "checkpoints in {dir:?}, every {k} supersteps, every {} s, keep {keep}",
+                    if *t == u64::MAX {
+                        "-".to_string()
+                    } else {
+                        format!("{}", *t as f64 * 1e-9)
+                    }
+                )
+            }
+            _ => "an unreadable policy".into(),
+        }
+    }
+
     /// The policy the environment gives ([`CHECKPOINT_ENV`]): `MBSP_CHECKPOINT_DIR` (the
     /// folder; unset: no policy), `MBSP_CHECKPOINT_EVERY` (supersteps),
     /// `MBSP_CHECKPOINT_SECONDS` and `MBSP_CHECKPOINT_KEEP`. A value that is not a number is an
@@ -303,7 +343,9 @@ pub(crate) struct Checkpointer {
     /// When the last checkpoint was taken (process 0's clock).
     last: Mutex<Instant>,
     progress: Mutex<Progress>,
-    reported: Condvar,
+    /// Per checkpoint (threads): how many processes have their part written or copied.
+    arrived: Mutex<std::collections::BTreeMap<u64, usize>>,
+    arrivals: Condvar,
     resume: Mutex<ResumeShared>,
     /// Per pid: the writer thread of its background checkpoints (started at the first one).
     writers: Vec<Mutex<Option<Writer>>>,
@@ -326,7 +368,8 @@ impl Checkpointer {
             resumed: (0..p).map(|_| AtomicBool::new(false)).collect(),
             last: Mutex::new(Instant::now()),
             progress: Mutex::new(Progress::default()),
-            reported: Condvar::new(),
+            arrived: Mutex::new(std::collections::BTreeMap::new()),
+            arrivals: Condvar::new(),
             resume: Mutex::new(ResumeShared::default()),
             writers: (0..p).map(|_| Mutex::new(None)).collect(),
             spare: (0..p).map(|_| Mutex::new(Vec::new())).collect(),

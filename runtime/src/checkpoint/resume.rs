@@ -109,6 +109,9 @@ impl Ctx {
                             _ => Vec::new(),
                         })
                         .collect();
+                    if self.pid == 0 {
+                        set_aside(&candidates[..round]);
+                    }
                     return self.restore(&ck, part, &queues).map(Some);
                 }
                 _ => {
@@ -145,8 +148,8 @@ impl Ctx {
         self.run.ckpt.is_some()
     }
 
-    /// The newest complete checkpoint in the run's folder (what [`Ctx::resume`] tries first),
-    /// read from its manifest without checking its parts; `None` without a policy, in a nested
+    /// The newest complete checkpoint in the run's folder whose manifest reads (what
+    /// [`Ctx::resume`] tries first), without checking its parts; `None` without a policy, in a nested
     /// run or when the folder has none. Not collective (every process reads the folder).
     ///
     /// ```
@@ -171,17 +174,13 @@ impl Ctx {
         };
         let found = complete_checkpoints(&ck.policy.dir)
             .map_err(|e| self.fail_with(self.error(ErrorKind::System, "newest_checkpoint", e)))?;
-        let Some((_, dir)) = found.into_iter().next() else {
+        // The newest whose manifest reads (a damaged one `resume` would go past too).
+        let Some((dir, manifest)) = found.into_iter().find_map(|(_, dir)| {
+            let text = std::fs::read_to_string(dir.join(files::MANIFEST)).ok()?;
+            Manifest::decode(&text).ok().map(|m| (dir, m))
+        }) else {
             return Ok(None);
         };
-        let path = dir.join(files::MANIFEST);
-        let manifest = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| Manifest::decode(&text))
-            .map_err(|e| {
-                let e = format!("{}: {e}", path.display());
-                self.fail_with(self.error(ErrorKind::System, "newest_checkpoint", e))
-            })?;
         Ok(Some(super::CheckpointInfo {
             folder: dir,
             superstep: manifest.superstep,
@@ -200,13 +199,13 @@ impl Ctx {
             if let Some(listed) = listed {
                 lock(&ck.resume).candidates = Some(listed);
             }
-            self.sync()?;
+            self.sync_step()?;
             lock(&ck.resume)
                 .candidates
                 .clone()
                 .unwrap_or(Ok(Vec::new()))
         } else {
-            self.sync()?;
+            self.sync_step()?;
             let mine = match &listed {
                 Some(Ok(found)) => std::iter::once(0)
                     .chain(found.iter().map(|f| f.0))
@@ -263,7 +262,7 @@ impl Ctx {
             }
             shared.verdicts[round][self.pid] = Some(verdict);
         }
-        self.sync()?;
+        self.sync_step()?;
         let verdicts = lock(&ck.resume).verdicts[round].clone();
         Ok(verdicts
             .into_iter()
@@ -422,7 +421,7 @@ impl Ctx {
         let resend = queues.iter().any(|q| !q.is_empty());
         if resend && queued != self.tagsize.get() {
             self.set_tagsize(queued)?;
-            self.sync()?;
+            self.sync_step()?;
         }
         if in_force != self.tagsize.get() {
             self.set_tagsize(in_force)?;
@@ -432,9 +431,9 @@ impl Ctx {
                 self.send(to, &m.tag, &m.payload)?;
             }
         }
-        if resend || in_force != self.tagsize.get() {
-            self.sync()?;
-        }
+        // Always a sync after the areas are copied in: before it, another process that
+        // finished its restore could `hpget` from or `hpput` into an area not restored yet.
+        self.sync_step()?;
         self.step_offset = part.superstep.wrapping_sub(self.step);
         *lock(&ck.last) = std::time::Instant::now();
         postcard::from_bytes(&part.state).map_err(|e| {
@@ -446,6 +445,23 @@ impl Ctx {
                 ),
             )
         })
+    }
+}
+
+/// Rename the damaged checkpoints a restart went past to `<folder>.damaged`: kept for a look,
+/// no longer counted among the complete ones the run keeps (`keep`), never tried again.
+fn set_aside(damaged: &[PathBuf]) {
+    for dir in damaged {
+        let mut to = dir.clone().into_os_string();
+        to.push(".damaged");
+        match std::fs::rename(dir, &to) {
+            Ok(()) => eprintln!(
+                "mbsp: checkpoint {} set aside as {}",
+                dir.display(),
+                PathBuf::from(&to).display()
+            ),
+            Err(e) => eprintln!("mbsp: could not set aside {}: {e}", dir.display()),
+        }
     }
 }
 

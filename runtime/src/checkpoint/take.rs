@@ -89,17 +89,8 @@ impl Ctx {
         self.ask(force)?;
         // A full sync: every process's flags, the ask included, are ORed in it.
         self.lazy.set(None);
-        self.sync()?;
-        let shown = self.superstep();
-        // Borrowed, not cloned, until a checkpoint is taken: the count of the run state's `Arc`
-        // is shared by all processes, and changing it at every call bounces its cache line.
-        let take = self.synced_flags.get() & FLAG_CHECKPOINT != 0
-            || self
-                .run
-                .ckpt
-                .as_deref()
-                .is_some_and(|ck| ck.policy.every_supersteps.is_some_and(|k| shown % k == 0));
-        if !take {
+        self.sync_step()?;
+        if self.synced_flags.get() & FLAG_CHECKPOINT == 0 {
             return Ok(());
         }
         let ck = self.run.ckpt.clone().expect("a checkpoint policy");
@@ -108,6 +99,24 @@ impl Ctx {
         }
         let part = self.snapshot(state, op)?;
         self.write_checkpoint(&ck, part)
+    }
+
+    /// A plain `sync` at which other processes checkpoint (they called `sync_checkpoint` or
+    /// `checkpoint`): a misuse. Over ranks this rank still joins the checkpoint's all-gather,
+    /// with its error as its part's report, so that no rank waits for it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn sync_in_checkpoint(&mut self) -> crate::error::Error {
+        let why = format!(
+            "pid {} called sync where the other processes called sync_checkpoint or \
+             checkpoint and took a checkpoint: every process makes the same call at a \
+             superstep that checkpoints",
+            self.pid
+        );
+        if !matches!(self.engine.kind(), crate::engine::state::Kind::Threads) {
+            let _ = self.engine_all_gather(&words::report(&Err(why.clone())));
+        }
+        self.misuse("sync", why)
     }
 
     /// A checkpoint over ranks: each rank writes its part (to the shared folder), the ranks
@@ -120,21 +129,35 @@ impl Ctx {
         state: &S,
         op: &'static str,
     ) -> Result<()> {
-        let (meta, report, failed) = match self.snapshot(state, op) {
-            Ok(part) => {
-                let meta = self.meta_of(ck, &part);
-                let report = ck.write_file(&meta, self.pid, &part);
-                (Some(meta), report, None)
+        // A panic (in the state's `Serialize`, say) is held until this rank has made the
+        // all-gather the others make: a rank that left it would leave them waiting.
+        let snapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match self.snapshot(state, op) {
+                Ok(part) => {
+                    let meta = self.meta_of(ck, &part);
+                    let report = ck.write_file(&meta, self.pid, &part);
+                    (Some(meta), report, None)
+                }
+                Err(e) => (
+                    None,
+                    Err(format!("pid {}: {}", self.pid, e.message())),
+                    Some(e),
+                ),
             }
-            Err(e) => (
-                None,
-                Err(format!("pid {}: {}", self.pid, e.message())),
-                Some(e),
-            ),
+        }));
+        let (meta, report, failed, panic) = match snapped {
+            Ok((meta, report, failed)) => (meta, report, failed, None),
+            Err(payload) => {
+                let why = format!("pid {}: a panic while saving its state", self.pid);
+                (None, Err(why), None, Some(payload))
+            }
         };
         let reports = self
             .engine_all_gather(&words::report(&report))
             .expect("ranks gather");
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
         if let Some(e) = failed {
             return Err(e);
         }
@@ -162,10 +185,16 @@ impl Ctx {
     }
 
     /// Before the sync: ask for a checkpoint at it when forced, when this process asked
-    /// (`request_checkpoint`), or (process 0) when the policy's time is up; report a background
-    /// checkpoint that could not be written (process 0).
+    /// (`request_checkpoint`), when the superstep count after it is a multiple of the policy's
+    /// `k`, or (process 0) when the policy's time is up; report a background checkpoint that
+    /// could not be written (process 0). The ask is the only thing that decides, so a process
+    /// that makes a plain `sync` where the others checkpoint learns it (`sync_in_checkpoint`).
     fn ask(&self, force: bool) -> Result<()> {
+        // Borrowed, not cloned: the count of the run state's `Arc` is shared by all
+        // processes, and changing it at every call would bounce its cache line.
         let ck = self.run.ckpt.as_deref().expect("a checkpoint policy");
+        let next = self.superstep().wrapping_add(1);
+        let every = ck.policy.every_supersteps.is_some_and(|k| next % k == 0);
         if self.pid == 0
             && ck.policy.background
             && let Some(message) = lock(&ck.failure).take()
@@ -181,7 +210,7 @@ impl Ctx {
         // every call would bounce between their cores.
         let pending = &ck.pending[self.pid];
         let asked = pending.load(RELAXED) && pending.swap(false, RELAXED);
-        if force || due_by_clock || asked {
+        if force || every || due_by_clock || asked {
             self.flag(FLAG_CHECKPOINT);
         }
         Ok(())
@@ -274,14 +303,16 @@ impl Ctx {
         let meta = self.meta_of(ck, &part);
         if ck.policy.background {
             let part = part.into_owned(&mut lock(&ck.spare[self.pid]));
+            self.await_snapshots(ck, meta.seq)?;
             ck.hand_over(&meta, self.pid, part);
             return Ok(());
         }
         ck.write_part(&meta, self.pid, &part);
+        drop(part);
+        self.await_snapshots(ck, meta.seq)?;
         if self.pid != 0 {
             return Ok(());
         }
-        self.await_parts(ck, meta.seq)?;
         match ck.seal(&meta) {
             Ok(()) => Ok(()),
             Err(message) => self.unwritten(ck, message),
@@ -299,26 +330,27 @@ impl Ctx {
         }
     }
 
-    /// Process 0: wait until every process reported its part of checkpoint `seq`, or the run
-    /// failed and every other process stopped before reporting. (A process that reported and
-    /// then failed leaves a complete checkpoint: it was taken at a sync where all was well.)
-    fn await_parts(&self, ck: &Checkpointer, seq: u64) -> Result<()> {
-        let mut progress = lock(&ck.progress);
+    /// Wait until every process has its part of checkpoint `seq` written (in the foreground)
+    /// or copied (in the background). Until then no process may leave the checkpoint's sync:
+    /// in the next superstep it could `hpput` into, or `hpget` from, memory another process is
+    /// still reading for its part. Gives up when the run fails (the checkpoint may then be
+    /// incomplete, and a restart uses the previous one).
+    fn await_snapshots(&self, ck: &Checkpointer, seq: u64) -> Result<()> {
+        let mut arrived = lock(&ck.arrived);
+        // Older checkpoints are done: every process left them before this sync.
+        arrived.retain(|&s, _| s >= seq);
+        *arrived.entry(seq).or_insert(0) += 1;
+        ck.arrivals.notify_all();
         loop {
-            if progress
-                .get(&seq)
-                .is_some_and(|parts| parts.iter().all(Option::is_some))
-            {
+            if arrived.get(&seq).copied() == Some(self.run.p) {
                 return Ok(());
             }
-            let others_stopped = self.run.stopped.load(crate::shim::Ordering::Acquire)
-                - usize::from(self.stopped.get());
-            if self.run.tree.is_aborted() && others_stopped + 1 >= self.run.p {
+            if self.run.tree.is_aborted() {
                 return Err(self.stopped("checkpoint"));
             }
-            progress = ck
-                .reported
-                .wait_timeout(progress, Duration::from_millis(20))
+            arrived = ck
+                .arrivals
+                .wait_timeout(arrived, Duration::from_millis(20))
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }

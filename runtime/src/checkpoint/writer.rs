@@ -15,7 +15,9 @@ impl Checkpointer {
     pub(super) fn write_file(&self, meta: &Meta, pid: usize, part: &Part<'_>) -> Report {
         let dir = files::checkpoint_dir(&self.policy.dir, meta.seq);
         let path = dir.join(files::part_name(pid));
+        // The checkpoint's folder is synced into the run's folder before its files go in.
         std::fs::create_dir_all(&dir)
+            .and_then(|()| files::sync_dir(&self.policy.dir))
             .and_then(|()| files::write_atomic_with(&path, |w| part.encode_to(w)))
             .map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -31,7 +33,6 @@ impl Checkpointer {
         parts[pid] = Some(written);
         let all = parts.iter().all(Option::is_some);
         drop(progress);
-        self.reported.notify_all();
         all
     }
 

@@ -215,10 +215,15 @@ fn resume_after_damage(name: &str, damage: impl Fn(&Path)) -> Vec<(Vec<f64>, Sta
         .run(|ctx| stencil(ctx, 9, Some((6, 1))));
     let newest = complete(&dir).pop().expect("checkpoints");
     damage(&newest);
+    let had_manifest = newest.join("MANIFEST").exists();
     let r = Run::new(2)
         .checkpoints(policy)
         .run(|ctx| stencil(ctx, 9, None))
         .unwrap();
+    // A damaged checkpoint the restart went past is set aside; one without a manifest was
+    // never a candidate (and is pruned once newer ones are complete).
+    let aside = PathBuf::from(format!("{}.damaged", newest.display()));
+    assert_eq!(aside.exists(), had_manifest, "{}", aside.display());
     std::fs::remove_dir_all(&dir).unwrap();
     r
 }
@@ -337,7 +342,14 @@ fn a_checkpoint_that_is_not_this_runs_is_refused_with_the_reason() {
     let manifest = complete(&dir)[0].join("MANIFEST");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let mine = text.lines().nth(1).unwrap().to_string();
-    std::fs::write(&manifest, text.replace(&mine, "program heat")).unwrap();
+    let body: String = text
+        .replace(&mine, "program heat")
+        .lines()
+        .filter(|l| !l.starts_with("crc "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let crc = crc32fast::hash(body.as_bytes());
+    std::fs::write(&manifest, format!("{body}crc {crc:08x}\n")).unwrap();
     let e = Run::new(2)
         .checkpoints(policy)
         .run(|ctx| stencil(ctx, 1, None))
@@ -388,6 +400,32 @@ fn misuses_are_errors_that_say_what_to_do() {
         e.message().starts_with("a nested run cannot checkpoint"),
         "{e}"
     );
+    // One process checkpoints where another makes a plain sync: an error, not a hang, whether
+    // the checkpoint is forced or due by the policy's superstep count.
+    let every = Checkpoints::in_folder(&dir).every_supersteps(1);
+    for (policy, forced) in [(policy.clone(), true), (every, false)] {
+        let e = Run::new(3)
+            .checkpoints(policy)
+            .run(|ctx| {
+                if ctx.pid() == 1 {
+                    ctx.sync()
+                } else if forced {
+                    ctx.checkpoint(&0u8)
+                } else {
+                    ctx.sync_checkpoint(&0u8)
+                }
+            })
+            .unwrap_err();
+        assert_eq!((e.op(), e.pid()), ("sync", Some(1)), "{e}");
+        assert!(
+            e.message().starts_with(
+                "pid 1 called sync where the other processes called sync_checkpoint or \
+                 checkpoint and took a checkpoint"
+            ),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let e = Run::new(1).run(|ctx| ctx.checkpoint(&0u8)).unwrap_err();
     assert!(
         e.message().starts_with("this run has no checkpoint policy"),

@@ -420,6 +420,22 @@ impl World {
         // are not in this address space).
         shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
         shared.prof = agree_profiled(&comm, sink);
+        // Each rank reads its own environment: the ranks must agree on the policy, or their
+        // checkpoints' collective calls would not match.
+        let prints =
+            super::wire::all_gather_words(&comm, &crate::Checkpoints::fingerprint(policy.as_ref()));
+        if let Some(r) = (1..prints.len()).find(|&r| prints[r] != prints[0]) {
+            return Err(Error::outside(
+                ErrorKind::Misuse,
+                op,
+                format!(
+                    "the ranks' checkpoint policies differ (Run::checkpoints or the \
+                     MBSP_CHECKPOINT_* environment): rank 0 has {}, rank {r} {}",
+                    crate::Checkpoints::describe(&prints[0]),
+                    crate::Checkpoints::describe(&prints[r])
+                ),
+            ));
+        }
         shared.ckpt = policy.map(|policy| {
             // The ranks number their checkpoints alike: above the newest any of them saw.
             let mut ck = crate::checkpoint::Checkpointer::new(policy, p);
