@@ -320,15 +320,10 @@ pub struct Ctx {
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
-    /// What [`Ctx::superstep`] adds to `step` (wrapping): a run resumed from a checkpoint
-    /// counts on from the checkpoint's superstep, while `step` keeps the protocol's parity.
-    pub(crate) step_offset: u64,
     pub(crate) start: Instant,
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
     pub(crate) flags: Cell<u32>,
-    /// The `FLAG_*` bits of every process ORed at the last full sync (set by the engines).
-    pub(crate) synced_flags: Cell<u32>,
     /// The tag size of messages sent in this superstep.
     pub(crate) tagsize: Cell<usize>,
     /// The last address resolved to a registration slot (raw primitives): (address, slot,
@@ -357,6 +352,13 @@ pub struct Ctx {
     pub(crate) written: RefCell<[Vec<u32>; 2]>,
     /// The last sync was lazy (the next one acknowledges the senders it read).
     pub(crate) prev_lazy: bool,
+    /// The `FLAG_*` bits of every process ORed at the last full sync that had
+    /// `FLAG_CHECKPOINT` among them (set by the engines, taken by `sync_checkpoint`; 0 when
+    /// no such sync is pending).
+    pub(crate) synced_flags: Cell<u32>,
+    /// What [`Ctx::superstep`] adds to `step` (wrapping): a run resumed from a checkpoint
+    /// counts on from the checkpoint's superstep, while `step` keeps the protocol's parity.
+    pub(crate) step_offset: u64,
     /// A `Ctx` belongs to its process's thread.
     _not_send: PhantomData<*const ()>,
 }

@@ -4,7 +4,6 @@
 
 use crate::ctx::Ctx;
 use crate::error::Result;
-use crate::flags::FLAG_CHECKPOINT;
 
 impl Ctx {
     /// End the superstep: wait for all processes, then carry out all communication requested
@@ -28,7 +27,9 @@ impl Ctx {
     /// ```
     pub fn sync(&mut self) -> Result<()> {
         self.sync_step()?;
-        if self.synced_flags.get() & FLAG_CHECKPOINT != 0 {
+        // Set by a sync at which some process asked for a checkpoint (and taken by the
+        // `sync_checkpoint` that reads it): here, the others checkpoint and this one does not.
+        if self.synced_flags.get() != 0 {
             return Err(self.sync_in_checkpoint());
         }
         Ok(())
@@ -36,13 +37,11 @@ impl Ctx {
 
     /// [`sync`](Self::sync) without the check that no other process checkpoints at it (for
     /// `sync_checkpoint` and `resume`, which make that check themselves or need none).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sync_step(&mut self) -> Result<()> {
         if self.end_outcome.is_some() {
             return Err(self.after_end("sync"));
         }
-        // Set again by a full sync; a lazy one leaves it empty.
-        self.synced_flags.set(0);
         if self.prof.is_some() {
             return self.profiled_sync(false);
         }

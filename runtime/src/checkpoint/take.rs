@@ -90,7 +90,8 @@ impl Ctx {
         // A full sync: every process's flags, the ask included, are ORed in it.
         self.lazy.set(None);
         self.sync_step()?;
-        if self.synced_flags.get() & FLAG_CHECKPOINT == 0 {
+        // Taken: the flag is set only by a sync at which someone asked.
+        if self.synced_flags.replace(0) & FLAG_CHECKPOINT == 0 {
             return Ok(());
         }
         let ck = self.run.ckpt.clone().expect("a checkpoint policy");

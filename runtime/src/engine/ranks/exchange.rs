@@ -7,7 +7,7 @@ use super::shm::Source;
 use super::wire::{decode_error, encode_error, split_stream};
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
-use crate::flags::{FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
+use crate::flags::{FLAG_CHECKPOINT, FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
 use crate::outbox::Outbox;
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -98,8 +98,9 @@ impl Ctx {
         let (state, flags) = self.rank_enter(net, ending);
         self.encode_streams(net, op, state, flags);
         let heard = self.exchange_headers(net, state, flags);
-        self.synced_flags
-            .set(heard.as_ref().map_or(0, |h| h.g as u32));
+        if let Some(h) = heard.as_ref().filter(|h| h.g as u32 & FLAG_CHECKPOINT != 0) {
+            self.synced_flags.set(h.g as u32);
+        }
         let Some(heard) = heard else {
             // The empty superstep: nothing else to exchange.
             self.rank_finish(net);

@@ -129,6 +129,8 @@ impl Engine for Threads {
     }
 
     /// The processes share memory: nothing to gather.
+    #[cold]
+    #[inline(never)]
     fn all_gather(_: &mut Ctx, _: &[u64]) -> Option<Vec<Vec<u64>>> {
         None
     }

@@ -3,8 +3,8 @@
 use crate::ctx::{Ctx, SyncPoint};
 use crate::error::{Error, Result};
 use crate::flags::{
-    FLAG_COMM, FLAG_DECLARED, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP, FLAG_OUTBOX, FLAG_REGS,
-    FLAG_TAGS, FLAG_UNDECLARED, step_flag,
+    FLAG_CHECKPOINT, FLAG_COMM, FLAG_DECLARED, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP,
+    FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS, FLAG_UNDECLARED, step_flag,
 };
 use crate::outbox::Outbox;
 use crate::requests::Coll;
@@ -56,7 +56,9 @@ impl Ctx {
         let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
         let flags = self.enter_full(ending, declared, pair)?;
         let g = self.barrier_one(op, flags, ending, pair)?;
-        self.synced_flags.set(g);
+        if g & FLAG_CHECKPOINT != 0 {
+            self.synced_flags.set(g);
+        }
         self.fault_point(SyncPoint::AfterBarrier1)?;
         if g == 0 && declared.is_none() {
             self.finish_sync(lazy);
