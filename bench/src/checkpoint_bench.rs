@@ -151,26 +151,6 @@ fn sync_costs(dir: &Path, iters: usize) -> Result<(f64, f64)> {
     Ok(r.map_err(|e| Error::io(format!("sync: {e}")))?[0])
 }
 
-/// The 2D Laplacian of a `k` x `k` grid.
-fn laplacian(k: usize) -> CooMatrix {
-    let mut e = Vec::with_capacity(5 * k * k);
-    for i in 0..k {
-        for j in 0..k {
-            let v = i * k + j;
-            e.push((v, v, 4.0));
-            if j + 1 < k {
-                e.push((v, v + 1, -1.0));
-                e.push((v + 1, v, -1.0));
-            }
-            if i + 1 < k {
-                e.push((v, v + k, -1.0));
-                e.push((v + k, v, -1.0));
-            }
-        }
-    }
-    CooMatrix::new(k * k, k * k, e).expect("a valid grid matrix")
-}
-
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -327,7 +307,7 @@ fn measure(o: &Options, dir: &Path) -> Result<Vec<Row>> {
 fn cg_rows(o: &Options, dir: &Path) -> Result<Vec<Row>> {
     let k = 700;
     eprintln!("checkpoint: CG on the Laplacian of a {k} x {k} grid, p = 2: partitioning");
-    let a = laplacian(k);
+    let a = CooMatrix::laplacian_2d(k, 0.0).expect("a grid that fits");
     let d = partition_square(&a, 2, &PartOptions::default())
         .map_err(|e| Error::io(format!("partitioning: {e}")))?
         .dist;

@@ -46,31 +46,6 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
     }
 }
 
-/// A 2D Poisson matrix (5-point Laplacian on a `k × k` grid) shifted by `shift` on the
-/// diagonal: symmetric positive definite, 5 nonzeros per interior row.
-pub fn laplacian(k: usize, shift: f64) -> CooMatrix {
-    let mut e = Vec::with_capacity(5 * k * k);
-    for i in 0..k {
-        for j in 0..k {
-            let r = i * k + j;
-            e.push((r, r, 4.0 + shift));
-            if i > 0 {
-                e.push((r, r - k, -1.0));
-            }
-            if i + 1 < k {
-                e.push((r, r + k, -1.0));
-            }
-            if j > 0 {
-                e.push((r, r - 1, -1.0));
-            }
-            if j + 1 < k {
-                e.push((r, r + 1, -1.0));
-            }
-        }
-    }
-    CooMatrix::new(k * k, k * k, e).expect("a valid grid matrix")
-}
-
 /// "1.23 ms" / "45.6 µs".
 fn time(s: f64) -> String {
     if s >= 1e-3 {
@@ -258,7 +233,7 @@ fn fft(m: &mbsp::Machine, params: &Measured, quick: bool, start: Instant) -> Res
 fn spmv(machine: &Params, quick: bool, start: Instant) -> Result<()> {
     section("SpMV: y = Ax on a 2D partition, against sequential CSR");
     let k = if quick { 60 } else { 300 };
-    let a = laplacian(k, 0.1);
+    let a = CooMatrix::laplacian_2d(k, 0.1).map_err(|e| Error::run(e.to_string()))?;
     progress(
         start,
         &format!(
@@ -316,21 +291,4 @@ fn spmv(machine: &Params, quick: bool, start: Instant) -> Result<()> {
     }
 
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn laplacian_shape() {
-        let a = laplacian(3, 0.5);
-        // 9 diagonal entries, 12 grid edges twice.
-        assert_eq!((a.rows, a.cols, a.nnz()), (9, 9, 9 + 24));
-        let row_sum: f64 = (0..a.nnz())
-            .filter(|&k| a.row_idx[k] == 4)
-            .map(|k| a.vals[k])
-            .sum();
-        assert_eq!(row_sum, 0.5); // the centre: 4.5 - 4
-    }
 }

@@ -10,25 +10,6 @@ use mbsp_algorithms::sparse::CooMatrix;
 use mbsp_algorithms::sparse::partition::{Options, partition_square};
 use mbsp_algorithms::sparse::spmv::{Spmv, SpmvPlan};
 
-/// The 2D Laplacian of a `k` x `k` grid (symmetric positive definite).
-fn laplacian(k: usize) -> CooMatrix {
-    let mut e = Vec::new();
-    for i in 0..k {
-        for j in 0..k {
-            let v = i * k + j;
-            e.push((v, v, 4.0));
-            for (di, dj) in [(0, 1), (1, 0)] {
-                if i + di < k && j + dj < k {
-                    let w = (i + di) * k + j + dj;
-                    e.push((v, w, -1.0));
-                    e.push((w, v, -1.0));
-                }
-            }
-        }
-    }
-    CooMatrix::new(k * k, k * k, e).unwrap()
-}
-
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -89,7 +70,7 @@ fn cg(
 
 #[test]
 fn cg_restarted_after_crashes_gives_the_uninterrupted_solution() {
-    let a = laplacian(12);
+    let a = CooMatrix::laplacian_2d(12, 0.0).unwrap();
     for p in [1, 2, 3, 4] {
         let d = partition_square(&a, p, &Options::default()).unwrap().dist;
         let plan = SpmvPlan::new(&a, &d).unwrap();
@@ -132,7 +113,7 @@ const CG_CHILD: &str = "MBSP_TEST_CG_CHILD";
 const KILLED_ITERS: usize = 150;
 
 fn cg_plan(p: usize) -> SpmvPlan {
-    let a = laplacian(60);
+    let a = CooMatrix::laplacian_2d(60, 0.0).unwrap();
     let d = partition_square(&a, p, &Options::default()).unwrap().dist;
     SpmvPlan::new(&a, &d).unwrap()
 }

@@ -37,7 +37,7 @@ mod files;
 mod format;
 mod resume;
 mod take;
-mod words;
+pub(crate) mod words;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -64,12 +64,12 @@ pub(crate) use format::Msg;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Checkpoints {
-    dir: PathBuf,
-    every_supersteps: Option<u64>,
-    every: Option<Duration>,
-    keep: usize,
-    required: bool,
-    background: bool,
+    pub(crate) dir: PathBuf,
+    pub(crate) every_supersteps: Option<u64>,
+    pub(crate) every: Option<Duration>,
+    pub(crate) keep: usize,
+    pub(crate) required: bool,
+    pub(crate) background: bool,
 }
 
 /// The environment variables that give a run a checkpoint policy
@@ -144,46 +144,6 @@ impl Checkpoints {
     /// The folder the checkpoints go to.
     pub fn folder(&self) -> &Path {
         &self.dir
-    }
-
-    /// `policy` as words, for ranks to check that they all run under the same one (each reads
-    /// its own environment).
-    #[cfg(feature = "mpi")]
-    pub(crate) fn fingerprint(policy: Option<&Checkpoints>) -> Vec<u64> {
-        let Some(c) = policy else {
-            return vec![0];
-        };
-        let mut w = vec![
-            1,
-            c.every_supersteps.unwrap_or(0),
-            c.every.map_or(u64::MAX, |t| t.as_nanos() as u64),
-            c.keep as u64,
-            u64::from(c.required),
-            u64::from(c.background),
-        ];
-        words::put(&mut w, c.dir.as_os_str().as_encoded_bytes());
-        w
-    }
-
-    /// What a [`fingerprint`](Self::fingerprint) says, for an error.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn describe(words: &[u64]) -> String {
-        match words {
-            [0] => "no checkpoint policy".into(),
-            [1, k, t, keep, ..] => {
-                let mut at = 6;
-                let dir = String::from_utf8_lossy(&words::take(words, &mut at)).into_owned();
-                format!(
-                    "checkpoints in {dir:?}, every {k} supersteps, every {} s, keep {keep}",
-                    if *t == u64::MAX {
-                        "-".to_string()
-                    } else {
-                        format!("{}", *t as f64 * 1e-9)
-                    }
-                )
-            }
-            _ => "an unreadable policy".into(),
-        }
     }
 
     /// The policy the environment gives ([`CHECKPOINT_ENV`]): `MBSP_CHECKPOINT_DIR` (the

@@ -422,8 +422,7 @@ impl World {
         shared.prof = agree_profiled(&comm, sink);
         // Each rank reads its own environment: the ranks must agree on the policy, or their
         // checkpoints' collective calls would not match.
-        let prints =
-            super::wire::all_gather_words(&comm, &crate::Checkpoints::fingerprint(policy.as_ref()));
+        let prints = super::wire::all_gather_words(&comm, &policy_words(policy.as_ref()));
         if let Some(r) = (1..prints.len()).find(|&r| prints[r] != prints[0]) {
             return Err(Error::outside(
                 ErrorKind::Misuse,
@@ -431,8 +430,8 @@ impl World {
                 format!(
                     "the ranks' checkpoint policies differ (Run::checkpoints or the \
                      MBSP_CHECKPOINT_* environment): rank 0 has {}, rank {r} {}",
-                    crate::Checkpoints::describe(&prints[0]),
-                    crate::Checkpoints::describe(&prints[r])
+                    describe_policy(&prints[0]),
+                    describe_policy(&prints[r])
                 ),
             ));
         }
@@ -545,5 +544,44 @@ fn agree_start(world: &SimpleCommunicator, mine: Option<&Error>) -> Result<()> {
             "run",
             format!("rank {k} could not start the run over MPI ranks (it reports why)"),
         )),
+    }
+}
+
+/// `policy` as words, for ranks to check that they all run under the same one (each reads
+/// its own environment).
+fn policy_words(policy: Option<&crate::Checkpoints>) -> Vec<u64> {
+    let Some(c) = policy else {
+        return vec![0];
+    };
+    let mut w = vec![
+        1,
+        c.every_supersteps.unwrap_or(0),
+        c.every.map_or(u64::MAX, |t| t.as_nanos() as u64),
+        c.keep as u64,
+        u64::from(c.required),
+        u64::from(c.background),
+    ];
+    crate::checkpoint::words::put(&mut w, c.dir.as_os_str().as_encoded_bytes());
+    w
+}
+
+/// What [`policy_words`] says, for an error.
+fn describe_policy(words: &[u64]) -> String {
+    match words {
+        [0] => "no checkpoint policy".into(),
+        [1, k, t, keep, ..] => {
+            let mut at = 6;
+            let dir = String::from_utf8_lossy(&crate::checkpoint::words::take(words, &mut at))
+                .into_owned();
+            format!(
+                "checkpoints in {dir:?}, every {k} supersteps, every {} s, keep {keep}",
+                if *t == u64::MAX {
+                    "-".to_string()
+                } else {
+                    format!("{}", *t as f64 * 1e-9)
+                }
+            )
+        }
+        _ => "an unreadable policy".into(),
     }
 }
