@@ -420,6 +420,15 @@ fn fft_bench_fits(o: &fft_bench::Options) -> Result<()> {
     need.check()
 }
 
+/// `mib` MiB in bytes, or a usage error naming `flag` where that overflows.
+fn mib_bytes(flag: &str, mib: usize) -> Result<usize> {
+    mib.checked_mul(1 << 20).ok_or_else(|| {
+        Error::usage(format!(
+            "{flag} {mib}: more bytes than this machine can address"
+        ))
+    })
+}
+
 /// Runs one benchmark.
 fn run(which: Bench) -> Result<()> {
     match which {
@@ -475,16 +484,10 @@ fn run(which: Bench) -> Result<()> {
         }
         Bench::Collectives(a) => {
             let large = if a.quick {
-                Some(1 << 20)
+                1 << 20
             } else {
-                a.large_mib.checked_mul(1 << 20)
+                mib_bytes("--large-mib", a.large_mib)?
             };
-            let large = large.ok_or_else(|| {
-                Error::usage(format!(
-                    "--large-mib {}: more bytes than this machine can address",
-                    a.large_mib
-                ))
-            })?;
             let o = collectives_bench::Options {
                 samples: if a.quick { 2 } else { a.samples },
                 procs: a.procs.0,
@@ -566,16 +569,10 @@ fn run(which: Bench) -> Result<()> {
                 )));
             }
             let bytes = if a.quick {
-                Some(16 << 20)
+                16 << 20
             } else {
-                a.mib.checked_mul(1 << 20)
+                mib_bytes("--mib", a.mib)?
             };
-            let bytes = bytes.ok_or_else(|| {
-                Error::usage(format!(
-                    "--mib {}: more bytes than this machine can address",
-                    a.mib
-                ))
-            })?;
             checkpoint_bench::run(&checkpoint_bench::Options {
                 bytes,
                 rounds: if a.quick { 1 } else { a.rounds },
