@@ -215,7 +215,7 @@ pub(crate) struct RunShared {
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
     /// Processes that have seen the run fail, or ended (see the thread engine's `quiesce`).
     pub(crate) stopped: CachePadded<AtomicUsize>,
-    pub(crate) layout: Layout,
+    pub(crate) layout: Arc<Layout>,
     /// How the run's processes wait (spin, yield, sleep): in syncs and immediate primitives.
     pub(crate) policy: WaitPolicy,
     /// For a nested run: the binding of the thread that starts it (kept by its process 0).
@@ -235,7 +235,7 @@ impl RunShared {
         parent_path: Vec<usize>,
         tree: Arc<Tree>,
         policy: WaitPolicy,
-        layout: Layout,
+        layout: Arc<Layout>,
         engine: RunEngine,
     ) -> Self {
         let p = layout.domains.len();

@@ -328,6 +328,7 @@ pub mod internals {
             Some(crate::place::OFF_BY_RUN),
         )
         .expect("plan");
+        let layout = std::sync::Arc::new(layout);
         use crate::engine::threads::state::{RunState, Shape};
         let shape = Shape {
             policy,

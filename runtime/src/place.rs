@@ -358,7 +358,10 @@ pub(crate) const OFF_BY_FORCE: NotBound = NotBound::Disabled {
 };
 
 /// The placement of one run: the machine, the policy, each process's domain, and whether
-/// bindings are applied.
+/// bindings are applied; with what starting the run asks of it worked out once (each
+/// process's CPUs, the barrier groups, the hardware threads), since a plan is kept and used
+/// again by every run of the same shape ([`Layout::cached`]).
+#[derive(Clone)]
 pub(crate) struct Layout {
     pub(crate) loaded: Loaded,
     pub(crate) binder: Binder,
@@ -368,6 +371,12 @@ pub(crate) struct Layout {
     /// Why binding is off for this run (and, by default, for the runs nested in it).
     pub(crate) off: Option<NotBound>,
     pub(crate) domains: Vec<Domain>,
+    /// Each process's OS CPUs (its domain's PUs, sorted): what it is bound to.
+    pub(crate) pus: Vec<Vec<u32>>,
+    /// Each process's barrier group: the first package of its domain.
+    pub(crate) groups: Vec<usize>,
+    /// Hardware threads really available to the run's processes (for the waiting policy).
+    pub(crate) cores: usize,
 }
 
 impl Layout {
@@ -388,6 +397,20 @@ impl Layout {
             Procs::Per(level) => plan_per(m, domain, level),
         };
         let binder = Binder::new(&loaded);
+        let pus = domains.iter().map(|d| d.pu_os(m)).collect();
+        let groups = domains
+            .iter()
+            .map(|d| d.packages(m).first().copied().unwrap_or(0))
+            .collect();
+        let all: std::collections::BTreeSet<usize> = domains
+            .iter()
+            .flat_map(|d| d.pus().iter().copied())
+            .collect();
+        let cores = if binder.applies() {
+            all.len()
+        } else {
+            all.len().min(hardware_threads())
+        };
         Ok(Layout {
             bind: off.is_none() && binder.applies(),
             off,
@@ -395,7 +418,56 @@ impl Layout {
             loaded,
             policy,
             domains,
+            pus,
+            groups,
+            cores,
         })
+    }
+
+    /// [`Layout::plan`], or the same plan made before on this thread. A plan depends only on
+    /// its inputs, and making one allocates a few dozen times (domains, CPU lists, sets):
+    /// about as much time as the rest of a nested run's start. A program that starts the same
+    /// run again and again (a nested run per multiply, a top-level run per call) plans it once;
+    /// each thread keeps its last [`KEPT_PLANS`] plans. `on_new` sees each plan made here
+    /// (warnings about it are printed once, when it is made).
+    pub(crate) fn cached(
+        loaded: &Loaded,
+        domain: &Domain,
+        procs: Procs,
+        policy: Policy,
+        off: Option<NotBound>,
+        on_new: impl FnOnce(&Layout),
+    ) -> std::result::Result<Arc<Layout>, PlanError> {
+        let same = |(within, asked, l): &(Domain, Procs, Arc<Layout>)| {
+            // The machine by identity: a kept plan holds its `Loaded`, so the address cannot
+            // be another machine's while the plan is kept.
+            Arc::ptr_eq(&l.loaded.machine, &loaded.machine)
+                && l.binder.applies() == loaded.bindable()
+                && *asked == procs
+                && l.policy == policy
+                && l.off == off
+                && within == domain
+        };
+        let hit = PLANS.with(|plans| {
+            let mut plans = plans.borrow_mut();
+            let at = plans.iter().position(same)?;
+            let kept = plans.remove(at);
+            let l = kept.2.clone();
+            plans.insert(0, kept);
+            Some(l)
+        });
+        if let Some(l) = hit {
+            return Ok(l);
+        }
+        let l = Layout::plan(loaded.clone(), domain, procs, policy, off)?;
+        on_new(&l);
+        let l = Arc::new(l);
+        PLANS.with(|plans| {
+            let mut plans = plans.borrow_mut();
+            plans.truncate(KEPT_PLANS - 1);
+            plans.insert(0, (domain.clone(), procs, l.clone()));
+        });
+        Ok(l)
     }
 
     pub(crate) fn machine(&self) -> &Arc<Machine> {
@@ -408,29 +480,17 @@ impl Layout {
         let why = self.binder.not_applied().or_else(|| self.off.clone());
         Binding::NotApplied(why.unwrap_or(OFF_BY_RUN))
     }
+}
 
-    /// Each process's barrier group: the first package of its domain.
-    pub(crate) fn groups(&self) -> Vec<usize> {
-        let m = self.machine();
-        self.domains
-            .iter()
-            .map(|d| d.packages(m).first().copied().unwrap_or(0))
-            .collect()
-    }
+/// How many plans each thread keeps ([`Layout::cached`]): a program alternates between a few
+/// shapes of run at most (a top-level run and the nested runs of each of its levels).
+const KEPT_PLANS: usize = 8;
 
-    /// Hardware threads really available to the run's processes (for the waiting policy).
-    pub(crate) fn cores_for(&self) -> usize {
-        let pus: std::collections::BTreeSet<usize> = self
-            .domains
-            .iter()
-            .flat_map(|d| d.pus().iter().copied())
-            .collect();
-        if self.binder.applies() {
-            pus.len()
-        } else {
-            pus.len().min(hardware_threads())
-        }
-    }
+thread_local! {
+    /// The plans this thread made last, newest first, with the domain each was made in and
+    /// the processes asked for ([`Layout::cached`]).
+    static PLANS: std::cell::RefCell<Vec<(Domain, Procs, Arc<Layout>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// What a process owns: the part of the machine it is placed on (and bound to, on the real

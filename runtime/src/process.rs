@@ -7,7 +7,7 @@ use crate::engine::state::ProcEngine;
 use crate::engine::threads::state::ProcState;
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::Layout;
-use mbsp_topology::{Binding, Domain};
+use mbsp_topology::Binding;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -62,50 +62,49 @@ thread_local! {
 /// computes on its whole share again. Nothing is bound when the placements are equal.
 pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
-    let domain = &layout.domains[pid];
     let (binding, saved) = if !layout.bind {
         (layout.unbound(), None)
     } else if pid == 0 {
-        let want = domain.pu_os(layout.machine());
+        let want = &layout.pus[pid];
         match &shared.inherited {
             // Bound where it should be (its placement is the parent's): nothing to do; else
             // bind now, and give the parent's binding back at the end.
             Some(Binding::Applied(parent)) if layout.binder.applies() => {
-                let restore = (parent != &want).then(|| parent.clone());
-                if BOUND.with(|b| b.borrow().as_ref() == Some(&want)) {
-                    (Binding::Applied(want), restore)
+                let restore = (parent != want).then(|| parent.clone());
+                if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
+                    (Binding::Applied(want.clone()), restore)
                 } else {
-                    (bind_remembered(layout, domain), restore)
+                    (bind_remembered(layout, want), restore)
                 }
             }
             Some(parent) => (parent.clone(), None),
             None => {
                 // `before` comes back at the end if the thread is elsewhere then (see `leave`).
                 let before = layout.binder.thread_cpus();
-                if before.as_ref() == Some(&want) {
+                if before.as_ref() == Some(want) {
                     BOUND.with(|c| *c.borrow_mut() = before.clone());
-                    (Binding::Applied(want), before)
+                    (Binding::Applied(want.clone()), before)
                 } else {
-                    (bind_remembered(layout, domain), before)
+                    (bind_remembered(layout, want), before)
                 }
             }
         }
     } else {
-        let want = domain.pu_os(layout.machine());
-        let cached = BOUND.with(|b| b.borrow().as_ref() == Some(&want));
+        let want = &layout.pus[pid];
+        let cached = BOUND.with(|b| b.borrow().as_ref() == Some(want));
         if cached && layout.binder.applies() {
-            (Binding::Applied(want), None)
+            (Binding::Applied(want.clone()), None)
         } else {
-            (bind_remembered(layout, domain), None)
+            (bind_remembered(layout, want), None)
         }
     };
     let engine = ProcEngine::Threads(ProcState::new(shared.engine.threads(), pid));
     (Ctx::new(shared.clone(), pid, binding, engine), saved)
 }
 
-/// Bind the calling thread to `domain` and remember where (see [`BOUND`]).
-fn bind_remembered(layout: &Layout, domain: &Domain) -> Binding {
-    let b = layout.binder.bind_thread(domain);
+/// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).
+fn bind_remembered(layout: &Layout, cpus: &[u32]) -> Binding {
+    let b = layout.binder.bind_thread_cpus(cpus);
     let now = match &b {
         Binding::Applied(cpus) => Some(cpus.clone()),
         _ => None,

@@ -9,7 +9,7 @@ use crate::process::{enter, leave, process, spawn_failed};
 use crate::team::{Launch, SpmdFn, Team};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
-use mbsp_topology::{Binding, Level, Loaded, Machine, Policy};
+use mbsp_topology::{Binding, Domain, Level, Loaded, Machine, NotBound, PlanError, Policy};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -379,8 +379,16 @@ impl Run {
 
     /// The placement of a top-level run: on the given or current machine, with the given or
     /// default (`MBSP_AFFINITY`) policy (under `MBSP_AFFINITY=force:...` the builder kept no
-    /// policy, so the environment's applies).
-    pub(crate) fn top_layout(&self) -> Result<Layout> {
+    /// policy, so the environment's applies); the plan this thread made for the same inputs
+    /// before, if it did ([`Layout::cached`]).
+    pub(crate) fn top_layout(&self) -> Result<Arc<Layout>> {
+        let (loaded, whole, policy, off) = self.top_inputs()?;
+        Layout::cached(&loaded, &whole, self.procs, policy, off, |_| {}).map_err(top_plan_error)
+    }
+
+    /// What a top-level run is planned from: the machine, the domain (all of it), the policy
+    /// and why binding is off, if it is; or the misuse that prevents planning.
+    fn top_inputs(&self) -> Result<(Loaded, Domain, Policy, Option<NotBound>)> {
         if self.procs == Procs::Count(0) {
             return Err(Error::outside(
                 ErrorKind::Misuse,
@@ -399,20 +407,19 @@ impl Run {
             })?,
         };
         let whole = loaded.machine.whole();
-        Layout::plan(
+        let off = match self.bind {
+            Some(true) => None,
+            Some(false) => Some(OFF_BY_RUN),
+            None if def_bind => None,
+            None if crate::place::forced_affinity().is_some() => Some(OFF_BY_FORCE),
+            None => Some(OFF_BY_ENV),
+        };
+        Ok((
             loaded,
-            &whole,
-            self.procs,
+            whole,
             self.policy.clone().unwrap_or(def_policy),
-            match self.bind {
-                Some(true) => None,
-                Some(false) => Some(OFF_BY_RUN),
-                None if def_bind => None,
-                None if crate::place::forced_affinity().is_some() => Some(OFF_BY_FORCE),
-                None => Some(OFF_BY_ENV),
-            },
-        )
-        .map_err(|e| Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e))
+            off,
+        ))
     }
 
     /// [`Run::begin`] for a run nested in the process owning `parent` (which becomes its
@@ -453,7 +460,7 @@ impl Run {
         ))
     }
 
-    fn nested_layout(&self, parent: &Ctx) -> Result<Layout> {
+    fn nested_layout(&self, parent: &Ctx) -> Result<Arc<Layout>> {
         if let Procs::Count(p) = self.procs {
             crate::limits::check_procs(p).map_err(|m| parent.misuse("run", m))?;
         }
@@ -467,20 +474,21 @@ impl Run {
             Some(false) => Some(OFF_BY_RUN),
             None => up.off.clone(),
         };
-        let layout = Layout::plan(up.loaded.clone(), parent.domain(), self.procs, policy, off)
-            .map_err(|e| {
-                let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
-                parent.fail_with(err.with_source(e))
-            })?;
-        crate::place::warn_stacking(&parent.path, self.procs, &layout);
-        Ok(layout)
+        let procs = self.procs;
+        Layout::cached(&up.loaded, parent.domain(), procs, policy, off, |layout| {
+            crate::place::warn_stacking(&parent.path, procs, layout)
+        })
+        .map_err(|e| {
+            let err = parent.error(ErrorKind::Misuse, "run", format!("nested run: {e}"));
+            parent.fail_with(err.with_source(e))
+        })
     }
 
     fn start<'a, F>(
         &self,
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
-        layout: Layout,
+        layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: Arc<F>,
@@ -588,7 +596,7 @@ impl Run {
         &self,
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
-        layout: Layout,
+        layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
@@ -659,14 +667,14 @@ impl Run {
     /// oversubscription table: docs/benchmarks.md).
     fn oversubscribed(&self, layout: &Layout) -> bool {
         self.tree_barrier
-            .unwrap_or_else(|| layout.domains.len() > 2 * layout.cores_for())
+            .unwrap_or_else(|| layout.domains.len() > 2 * layout.cores)
     }
 
     /// This run's waiting policy for `layout`.
     fn wait_policy_for(&self, layout: &Layout) -> WaitPolicy {
         let p = layout.domains.len();
         self.wait
-            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores_for()))
+            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores))
     }
 
     /// What the thread engine's state of a run placed by `layout` must be.
@@ -674,7 +682,7 @@ impl Run {
         let policy = self.wait_policy_for(layout);
         Shape {
             policy,
-            lazy_policy: policy.for_lazy_waits(layout.domains.len() > layout.cores_for()),
+            lazy_policy: policy.for_lazy_waits(layout.domains.len() > layout.cores),
             tree_barrier: self.oversubscribed(layout),
             lanes: self.lanes != Some(false),
             pair_barrier: self.pair_barrier != Some(false),
@@ -686,7 +694,7 @@ impl Run {
         &self,
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
-        layout: Layout,
+        layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> RunShared {
@@ -707,7 +715,7 @@ impl Run {
         team: &mut Team,
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
-        layout: Layout,
+        layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> Arc<RunShared> {
@@ -736,6 +744,12 @@ impl Run {
             None => b,
         }
     }
+}
+
+/// A top-level run that cannot be planned: a misuse (more processes than the policy can
+/// place, a manual list naming CPUs the machine lacks, ...).
+fn top_plan_error(e: PlanError) -> Error {
+    Error::outside(ErrorKind::Misuse, "run", e.to_string()).with_source(e)
 }
 
 fn thread_name(shared: &RunShared, pid: usize) -> String {

@@ -152,21 +152,24 @@ impl Binder {
 
     /// Bind the calling thread to the PUs of `d`.
     pub fn bind_thread(&self, d: &Domain) -> Binding {
+        if self.hwloc.is_none() {
+            return self.other_machine();
+        }
+        self.bind_thread_cpus(&d.pu_os(&self.machine))
+    }
+
+    /// [`Binder::bind_thread`] to the OS CPU indices `os` (a domain's
+    /// [`pu_os`](Domain::pu_os), worked out once by a caller that binds to it again and again).
+    pub fn bind_thread_cpus(&self, os: &[u32]) -> Binding {
         let Some(topo) = &self.hwloc else {
             return self.other_machine();
         };
-        let os = d.pu_os(&self.machine);
-        let set: CpuSet = os
-            .iter()
-            .map(|&i| i as usize)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .fold(CpuSet::new(), |mut s, i| {
-                s.set(i);
-                s
-            });
+        let mut set = CpuSet::new();
+        for &i in os {
+            set.set(i as usize);
+        }
         match topo.bind_cpu(&set, CpuBindingFlags::THREAD) {
-            Ok(()) => Binding::Applied(os),
+            Ok(()) => Binding::Applied(os.to_vec()),
             Err(e) => {
                 let why = e.to_string();
                 warn_once(&CPU_WARNED, "thread binding", &why);

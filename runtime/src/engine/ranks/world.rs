@@ -406,14 +406,14 @@ impl World {
             .map_err(|msg| Error::outside(ErrorKind::Misuse, op, msg));
         agree_start(&comm, decided.as_ref().err())?;
         let (share, how) = decided?;
-        layout.domains = vec![share.clone(); p];
+        place_all(&mut layout, &share, p);
         let binding = bind_rank(&layout, &share, saved.as_deref());
         super::share::report_rank(rank, p, (local, sets.len()), &m, &share, &how, &binding);
         let mut shared = RunShared::new(
             Vec::new(),
             Tree::new(),
             WaitPolicy::for_load(1, 1),
-            layout,
+            Arc::new(layout),
             RunEngine::Ranks,
         );
         // The other processes are mirrors: a failed sync never waits for their threads (they
@@ -466,14 +466,26 @@ fn rank_layout(options: &Run) -> Result<crate::place::Layout> {
         Policy::Manual(_) => Policy::Scattered,
         other => other.clone(),
     };
-    let mut layout = Run {
-        procs: Procs::Count(1),
-        policy: Some(planned),
-        ..options.clone()
-    }
-    .top_layout()?;
+    let mut layout = crate::place::Layout::clone(
+        &Run {
+            procs: Procs::Count(1),
+            policy: Some(planned),
+            ..options.clone()
+        }
+        .top_layout()?,
+    );
     layout.policy = policy;
     Ok(layout)
+}
+
+/// Place all `p` processes of `layout` in `share` (each rank's process owns its share of the
+/// node; the other ranks' processes are mirrors of it here).
+fn place_all(layout: &mut crate::place::Layout, share: &Domain, p: usize) {
+    let m = layout.loaded.machine.clone();
+    layout.pus = vec![share.pu_os(&m); p];
+    layout.groups = vec![share.packages(&m).first().copied().unwrap_or(0); p];
+    layout.cores = share.pus().len();
+    layout.domains = vec![share.clone(); p];
 }
 
 /// Bind this rank's thread to its share (when the run binds and the share is not where the

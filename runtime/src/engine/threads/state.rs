@@ -80,7 +80,7 @@ impl RunState {
     /// The thread engine's state of a run placed by `layout`, of `shape`.
     pub(crate) fn new(layout: &Layout, shape: Shape) -> Self {
         let p = layout.domains.len();
-        let groups = layout.groups();
+        let groups = layout.groups.clone();
         let barrier = Arc::new(if shape.tree_barrier {
             Barrier::tree(p, shape.policy)
         } else {
@@ -115,7 +115,7 @@ impl RunState {
             && self.barrier.policy() == shape.policy
             && self.lazy_policy == shape.lazy_policy
             && self.barrier.is_tree() == shape.tree_barrier
-            && self.groups == layout.groups()
+            && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
     }
 
