@@ -597,6 +597,72 @@ mod tests {
 
     /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
     /// plans that do not stack have none.
+    /// A plan is made once per thread for the same machine, domain, processes, policy and
+    /// binding, and anew when any of them differs; what it works out for the processes (CPUs,
+    /// barrier groups, hardware threads) is its domains'.
+    #[test]
+    fn plans_are_kept_per_inputs() {
+        let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
+        let whole = loaded.machine.whole();
+        let made = std::cell::Cell::new(0);
+        let get = |l: &Loaded, d: &Domain, p: usize, policy: Policy, off: Option<NotBound>| {
+            Layout::cached(l, d, Procs::Count(p), policy, off, |_| {
+                made.set(made.get() + 1)
+            })
+            .unwrap()
+        };
+        let a = get(&loaded, &whole, 4, Policy::Scattered, None);
+        let b = get(&loaded, &whole, 4, Policy::Scattered, None);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(made.get(), 1);
+        let others = [
+            get(&loaded, &whole, 2, Policy::Scattered, None),
+            get(&loaded, &whole, 4, Policy::Compact, None),
+            get(&loaded, &whole, 4, Policy::Scattered, Some(OFF_BY_RUN)),
+            get(&loaded, &a.domains[0], 4, Policy::Scattered, None),
+            // The same tree loaded again is another machine (its plans may not be bound alike).
+            get(
+                &Machine::synthetic("package:2 core:2 pu:2").unwrap(),
+                &whole,
+                4,
+                Policy::Scattered,
+                None,
+            ),
+        ];
+        assert_eq!(made.get(), 6);
+        for o in &others {
+            assert!(!Arc::ptr_eq(&a, o));
+        }
+        assert_eq!(others[3].domains.len(), 4);
+        assert!(others[2].off.is_some() && !others[2].bind);
+        // Kept plans come back newest first while the others are used (at most KEPT_PLANS).
+        let c = get(&loaded, &whole, 4, Policy::Scattered, None);
+        assert!(Arc::ptr_eq(&a, &c));
+        assert_eq!(made.get(), 6);
+        for p in 1..=KEPT_PLANS {
+            get(&loaded, &whole, p + 4, Policy::Scattered, None);
+        }
+        let d = get(&loaded, &whole, 4, Policy::Scattered, None);
+        assert!(
+            !Arc::ptr_eq(&a, &d),
+            "pushed out by {KEPT_PLANS} newer plans"
+        );
+        // What a plan works out is its domains'.
+        let m = &loaded.machine;
+        for l in [&a, &others[0], &others[3]] {
+            for (pid, dom) in l.domains.iter().enumerate() {
+                assert_eq!(l.pus[pid], dom.pu_os(m));
+                assert_eq!(l.groups[pid], dom.packages(m)[0]);
+            }
+            let pus: std::collections::BTreeSet<usize> = l
+                .domains
+                .iter()
+                .flat_map(|d| d.pus().iter().copied())
+                .collect();
+            assert_eq!(l.cores, pus.len().min(hardware_threads()));
+        }
+    }
+
     #[test]
     fn stacking_warnings() {
         let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
