@@ -466,14 +466,14 @@ fn rank_layout(options: &Run) -> Result<crate::place::Layout> {
         Policy::Manual(_) => Policy::Scattered,
         other => other.clone(),
     };
-    let mut layout = crate::place::Layout::clone(
-        &Run {
-            procs: Procs::Count(1),
-            policy: Some(planned),
-            ..options.clone()
-        }
-        .top_layout()?,
-    );
+    let kept = Run {
+        procs: Procs::Count(1),
+        policy: Some(planned),
+        ..options.clone()
+    }
+    .top_layout()?;
+    // A copy: the rank places its process in its share of the node.
+    let mut layout = crate::place::Layout::clone(&kept);
     layout.policy = policy;
     Ok(layout)
 }
