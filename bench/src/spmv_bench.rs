@@ -40,6 +40,12 @@
 //! and again at its end. A row's `% triad` is its GB/s against the triad on its thread count
 //! (1 for `sequential`, p otherwise): SpMV is memory bound and the triad is the practical limit.
 //!
+//! **Memory bound.** Per matrix, after the table: the bytes one multiply must move (the model
+//! above: the matrix in CSR, `x` read once, `y` written once) over the triad on p threads, as a
+//! lower bound on the time, and the hp multiply's time at p = 2 against it (target
+//! [`BOUND_TARGET`] on the matrices over [`LARGE_NNZ`] nonzeros). A variant that stores fewer
+//! bytes than CSR (iso-valued SELL keeps one value for a pattern matrix) can go below 1.
+//!
 //! **Nested against flat.** Where `hier`'s top level is one package (`hier_shape`: one package,
 //! or p not divisible by more), `plain` and `hier` at the same p are measured again in turn,
 //! [`TOP1_ROUNDS`] rounds (one with `--quick`); after the table, per matrix, hier's time over
@@ -418,6 +424,13 @@ impl Row {
     fn gbs(&self) -> f64 {
         self.bytes / self.seconds / 1e9
     }
+
+    /// The memory bound of one multiply on this row's threads: its bytes (the model) at the
+    /// STREAM triad's rate on as many threads, a lower bound on the time of any multiply that
+    /// moves CSR's bytes.
+    fn bound_seconds(&self, triad: &TriadFigures) -> f64 {
+        self.bytes / (triad.get(self.threads) * 1e9)
+    }
 }
 
 /// Checks that a file can be written at `path` (its directory exists), before a long run.
@@ -770,6 +783,10 @@ struct Target {
 /// Matrices above this many nonzeros count for the p = 2 speedup target.
 const LARGE_NNZ: usize = 200_000;
 
+/// How far over its memory bound the hp multiply at p = 2 may be on the matrices over
+/// [`LARGE_NNZ`] nonzeros (issue 42).
+const BOUND_TARGET: f64 = 1.5;
+
 fn has_variant(name: &str) -> bool {
     Variant::ALL.iter().any(|v| v.name() == name)
 }
@@ -796,6 +813,7 @@ fn matrices(rows: &[Row]) -> Vec<&str> {
 fn targets(rows: &[Row], triad: &TriadFigures) -> Vec<Target> {
     let mut out = Vec::new();
     hp_on_large_matrices(rows, &mut out);
+    hp_against_the_bound(rows, triad, &mut out);
     hp_against_plain(rows, &mut out);
     hp_puts_against_hp(rows, &mut out);
     for v in Variant::ALL.iter().map(|v| v.name()) {
@@ -869,6 +887,66 @@ fn hp_on_large_matrices(rows: &[Row], out: &mut Vec<Target>) {
                 worst.map_or(String::new(), |(x, m)| format!(", lowest {x:.2} ({m})")),
             ),
         });
+    }
+}
+
+/// hp at p = 2 against its memory bound, on the matrices over [`LARGE_NNZ`] nonzeros.
+fn hp_against_the_bound(rows: &[Row], triad: &TriadFigures, out: &mut Vec<Target>) {
+    let target = format!(
+        "hp at p = 2 within {BOUND_TARGET}x of the memory bound on matrices > {LARGE_NNZ} nnz"
+    );
+    let cases: Vec<(f64, &Row)> = rows
+        .iter()
+        .filter(|r| r.variant == "hp" && r.p == 2 && r.nnz > LARGE_NNZ)
+        .map(|r| (r.seconds / r.bound_seconds(triad), r))
+        .collect();
+    match cases.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        None => out.push(skipped(
+            target,
+            "skipped: no hp row at p = 2 on a matrix > 200000 nnz in this run".into(),
+        )),
+        Some((worst, w)) => {
+            let good = cases.iter().filter(|(x, _)| *x <= BOUND_TARGET).count();
+            out.push(Target {
+                target,
+                met: Some(good == cases.len()),
+                detail: format!(
+                    "{good} of {}; time / bound: geometric mean {:.2}, highest {worst:.2} ({})",
+                    cases.len(),
+                    geomean(cases.iter().map(|c| c.0)),
+                    w.matrix
+                ),
+            });
+        }
+    }
+}
+
+/// Per matrix: the bytes of one multiply, the memory bound on 1 and p threads, and the hp
+/// multiply's time against it at each p (the table's last section).
+fn print_bounds(rows: &[Row], triad: &TriadFigures) {
+    println!(
+        "
+memory bound per multiply: bytes (the model) / STREAM triad on p threads, a lower \
+         bound on the time of a multiply that moves CSR's bytes; hp's time over it"
+    );
+    println!(
+        "  {:<15} {:>9} {:>9} {:>3} {:>11} {:>11} {:>9}",
+        "matrix", "nnz", "MB", "p", "bound", "hp", "hp/bound"
+    );
+    for m in matrices(rows) {
+        for r in rows.iter().filter(|r| r.matrix == m && r.variant == "hp") {
+            let bound = r.bound_seconds(triad);
+            println!(
+                "  {:<15} {:>9} {:>9.2} {:>3} {:>8.1} µs {:>8.1} µs {:>9.2}",
+                r.matrix,
+                r.nnz,
+                r.bytes / 1e6,
+                r.p,
+                bound * 1e6,
+                r.seconds * 1e6,
+                r.seconds / bound
+            );
+        }
     }
 }
 
@@ -1102,6 +1180,9 @@ fn print_table(
             e.len()
         );
     }
+    if rows.iter().any(|r| r.variant == "hp") {
+        print_bounds(rows, triad);
+    }
     println!("\ntargets (from the issue):");
     for t in targets {
         println!("  [{:<6}] {}: {}", status(t), t.target, t.detail);
@@ -1136,6 +1217,7 @@ fn print_json(
             "volume": r.partition.map(|x| x.1),
             "max_h": r.partition.map(|x| x.2),
             "predicted_seconds": r.predicted,
+            "bound_seconds": r.bound_seconds(triad),
         })).collect::<Vec<Value>>(),
         "targets": targets.iter().map(|t| json!({
             "target": t.target, "met": t.met, "detail": t.detail,
@@ -1150,12 +1232,13 @@ fn write_csv(path: &Path, rows: &[Row], triad: &TriadFigures) -> std::io::Result
     crate::whole_file::write(path, |f| {
         writeln!(
             f,
-            "matrix,variant,p,mflops,speedup,gbs,triad_gbs,rel_error,partition_seconds,nnz,seconds"
+            "matrix,variant,p,mflops,speedup,gbs,triad_gbs,rel_error,partition_seconds,nnz,seconds,\
+             bound_seconds"
         )?;
         for r in rows {
             writeln!(
                 f,
-                "{},{},{},{:.2},{:.4},{:.3},{:.3},{:.3e},{},{},{:.6e}",
+                "{},{},{},{:.2},{:.4},{:.3},{:.3},{:.3e},{},{},{:.6e},{:.6e}",
                 r.matrix,
                 r.variant,
                 r.p,
@@ -1167,7 +1250,8 @@ fn write_csv(path: &Path, rows: &[Row], triad: &TriadFigures) -> std::io::Result
                 r.partition
                     .map_or(String::new(), |(s, _, _)| format!("{s:.4}")),
                 r.nnz,
-                r.seconds
+                r.seconds,
+                r.bound_seconds(triad)
             )?;
         }
         Ok(())

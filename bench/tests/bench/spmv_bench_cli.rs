@@ -74,6 +74,7 @@ fn quick_run_csv_json_and_plot() {
             .unwrap_or_else(|| panic!("no {name} column in {header}"))
     };
     let (rel, gbs, triad) = (col("rel_error"), col("gbs"), col("triad_gbs"));
+    let (seconds, bound) = (col("seconds"), col("bound_seconds"));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(rows.iter().all(|r| r.len() == columns.len()), "{text}");
     let cases: Vec<(String, String, u64)> = rows
@@ -84,9 +85,12 @@ fn quick_run_csv_json_and_plot() {
     for r in &rows {
         let number = |i: usize| -> f64 { r[i].parse().unwrap_or_else(|_| panic!("{r:?}")) };
         assert!(number(rel) <= 1e-12, "{r:?}");
-        for i in [3, 4, gbs, triad] {
+        for i in [3, 4, gbs, triad, bound] {
             assert!(number(i) > 0.0 && number(i).is_finite(), "{r:?}");
         }
+        // The bound is the bytes at the triad's rate: time / bound = triad / GB/s.
+        let (x, want) = (number(seconds) / number(bound), number(triad) / number(gbs));
+        assert!((x - want).abs() <= 1e-3 * want, "{r:?}: {x} against {want}");
         if r[1] == "sequential" {
             assert_eq!(number(4), 1.0, "{r:?}");
         }
@@ -123,6 +127,7 @@ fn quick_run_csv_json_and_plot() {
             "triad_gbs",
             "rel_error",
             "seconds",
+            "bound_seconds",
         ] {
             assert!(r[key].as_f64().is_some(), "no {key} in {r}");
         }
@@ -159,6 +164,9 @@ fn table_has_every_row_and_the_targets() {
         "rayon",
         "plain",
         "%triad",
+        "memory bound per multiply",
+        "hp/bound",
+        "within 1.5x of the memory bound",
         "targets",
     ] {
         assert!(out.contains(word), "no {word} in {out}");
