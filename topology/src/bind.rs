@@ -164,11 +164,15 @@ impl Binder {
         let Some(topo) = &self.hwloc else {
             return self.other_machine();
         };
-        let mut set = CpuSet::new();
-        for &i in os {
-            set.set(i as usize);
-        }
-        match topo.bind_cpu(&set, CpuBindingFlags::THREAD) {
+        let done = crate::affinity::set_thread(os).unwrap_or_else(|| {
+            let mut set = CpuSet::new();
+            for &i in os {
+                set.set(i as usize);
+            }
+            topo.bind_cpu(&set, CpuBindingFlags::THREAD)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        });
+        match done {
             Ok(()) => Binding::Applied(os.to_vec()),
             Err(e) => {
                 let why = e.to_string();
@@ -181,8 +185,10 @@ impl Binder {
     /// The calling thread's current CPU binding (OS indices), if it can be read.
     pub fn thread_cpus(&self) -> Option<Vec<u32>> {
         let topo = self.hwloc.as_ref()?;
-        let set = topo.cpu_binding(CpuBindingFlags::THREAD).ok()?;
-        Some(set.iter_set().map(|i| usize::from(i) as u32).collect())
+        crate::affinity::thread().or_else(|| {
+            let set = topo.cpu_binding(CpuBindingFlags::THREAD).ok()?;
+            Some(set.iter_set().map(|i| usize::from(i) as u32).collect())
+        })
     }
 
     /// Rebind the calling thread to the OS CPU indices `cpus` (e.g. what [`thread_cpus`]
@@ -190,7 +196,9 @@ impl Binder {
     ///
     /// [`thread_cpus`]: Binder::thread_cpus
     pub fn restore_thread(&self, cpus: &[u32]) {
-        if let Some(topo) = &self.hwloc {
+        if let Some(topo) = &self.hwloc
+            && crate::affinity::set_thread(cpus).is_none()
+        {
             let mut set = CpuSet::new();
             for &c in cpus {
                 set.set(c as usize);

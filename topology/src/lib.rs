@@ -22,6 +22,7 @@
 //! assert_eq!(plan[0].cores(&m).len(), 4);
 //! ```
 
+mod affinity;
 mod bind;
 mod error;
 mod load;

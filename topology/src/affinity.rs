@@ -1,0 +1,87 @@
+//! The calling thread's CPU affinity on Linux, set and read with one system call each.
+//!
+//! hwloc's thread binding makes the same system call, but around it allocates and converts
+//! two bitmaps (hwloc's, then glibc's `cpu_set_t`), checks the set against its topology and
+//! saves and restores `errno`: about 1 500 instructions a call, paid at every run's start and
+//! end (a top-level run binds the caller's thread and restores it; a nested run narrows its
+//! parent's thread and restores it). Here a `cpu_set_t` on the stack is filled and handed to
+//! the kernel. Sets that do not fit one (CPU numbers from 1024 up) are left to hwloc: the
+//! functions answer `None` and the caller falls back.
+
+/// Bind the calling thread to the OS CPUs `cpus`: `None` when this path cannot (not Linux, or
+/// a CPU number past a `cpu_set_t`), else the system call's result.
+#[cfg(target_os = "linux")]
+pub(crate) fn set_thread(cpus: &[u32]) -> Option<std::io::Result<()>> {
+    // SAFETY: an all-zero cpu_set_t is the empty set (a plain array of words).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        let c = usize::try_from(c).ok()?;
+        if c >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        // SAFETY: `c` is below CPU_SETSIZE, the number of bits in `set`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    Some(if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    })
+}
+
+/// The calling thread's OS CPUs: `None` when this path cannot read them (not Linux, or a
+/// machine whose CPU numbers do not fit a `cpu_set_t`: the kernel refuses the size).
+#[cfg(target_os = "linux")]
+pub(crate) fn thread() -> Option<Vec<u32>> {
+    // SAFETY: as in `set_thread`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a writable cpu_set_t of the size given; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: every index is below CPU_SETSIZE.
+    let cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) });
+    Some(cpus.map(|c| c as u32).collect())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn set_thread(_cpus: &[u32]) -> Option<std::io::Result<()>> {
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn thread() -> Option<Vec<u32>> {
+    None
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// What is set is read back, by this path and by hwloc's, and CPU numbers past a
+    /// `cpu_set_t` are left to hwloc.
+    #[test]
+    fn set_and_read_back() {
+        let before = super::thread().expect("readable");
+        assert!(!before.is_empty());
+        let one = [before[0]];
+        super::set_thread(&one).expect("handled").expect("bound");
+        assert_eq!(super::thread().as_deref(), Some(&one[..]));
+        let topo = hwlocality::Topology::new().expect("hwloc");
+        let seen = topo
+            .cpu_binding(hwlocality::cpu::binding::CpuBindingFlags::THREAD)
+            .expect("hwloc reads it");
+        assert_eq!(
+            seen.iter_set()
+                .map(|i| usize::from(i) as u32)
+                .collect::<Vec<_>>(),
+            one
+        );
+        super::set_thread(&before)
+            .expect("handled")
+            .expect("restored");
+        assert_eq!(super::thread(), Some(before));
+        assert!(super::set_thread(&[1 << 20]).is_none());
+    }
+}
