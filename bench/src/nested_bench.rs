@@ -1,10 +1,20 @@
 //! `mbsp-bench nested`: sync latency of a flat run of p processes against nested runs with the
-//! same total (2 × p/2), for compact and scattered placement, side by side in one run.
+//! same total (2 × p/2), for compact and scattered placement, side by side in one run; then
+//! the cost of starting and ending runs, against issue 42's targets (a top-level run of 2 in at
+//! most [`TOP_TARGET_NS`], a nested run in at most [`NESTED_TARGET_NS`]) with the cost of the
+//! two binding system calls such a run makes measured beside them (a thread narrowed to one
+//! CPU and widened back), the floor of every bound row on this machine.
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::{Policy, Run};
 use mbsp_tools::{Error, Result};
 use serde_json::json;
+
+/// Issue 42's target for starting and ending a top-level run of 2, in ns.
+const TOP_TARGET_NS: f64 = 5000.0;
+
+/// Issue 42's target for starting and ending a nested run of 2, in ns.
+const NESTED_TARGET_NS: f64 = 2000.0;
 
 /// Nanoseconds per empty sync of a flat run.
 fn flat(p: usize, policy: &Policy, iters: usize, samples: usize) -> Vec<f64> {
@@ -41,16 +51,55 @@ fn nested_start(
     iters: usize,
     samples: usize,
 ) -> Vec<f64> {
-    Run::new(outer)
-        .policy(policy.clone())
-        .run(|ctx| {
-            let nested = || Run::new(inner).reuse_threads(reuse);
-            timed(samples, iters, || {
-                ctx.run_with(nested(), |_| Ok(())).map(drop)
-            })
+    nested_start_with(
+        Run::new(outer).policy(policy.clone()),
+        inner,
+        reuse,
+        iters,
+        samples,
+    )
+}
+
+/// [`nested_start`] from the top-level run `top`.
+fn nested_start_with(
+    top: Run,
+    inner: usize,
+    reuse: bool,
+    iters: usize,
+    samples: usize,
+) -> Vec<f64> {
+    top.run(|ctx| {
+        let nested = || Run::new(inner).reuse_threads(reuse);
+        timed(samples, iters, || {
+            ctx.run_with(nested(), |_| Ok(())).map(drop)
         })
-        .expect("benchmark run")
-        .swap_remove(0)
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
+/// Nanoseconds of one pair of thread-binding system calls: the calling thread narrowed to its
+/// first CPU, then given all of them back (what a bound top-level run does to its caller, and
+/// a nested run to its parent's thread when process 0 owns less). `None` where threads are not
+/// bound (another machine's tree) or the thread has one CPU.
+fn binding_pair(iters: usize, samples: usize) -> Option<Vec<f64>> {
+    let loaded = mbsp::Machine::current().ok()?;
+    let binder = mbsp::topology::Binder::new(&loaded);
+    let all = binder.thread_cpus()?;
+    if !binder.applies() || all.len() < 2 {
+        return None;
+    }
+    let one = [all[0]];
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = std::time::Instant::now();
+        for _ in 0..iters {
+            binder.restore_thread(&one);
+            binder.restore_thread(&all);
+        }
+        out.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    Some(out)
 }
 
 /// Nanoseconds to start and end a top-level run of `p` processes with an empty function.
@@ -87,6 +136,23 @@ fn start_rows(samples: usize, quick: bool) -> Vec<(&'static str, Samples, Sample
                 1,
                 2,
                 &Policy::Scattered,
+                false,
+                spawn_iters,
+                samples,
+            )),
+        ),
+        (
+            "nested run of 2, in a top-level run of 1, unbound",
+            Samples(nested_start_with(
+                Run::new(1).bind(false),
+                2,
+                true,
+                iters,
+                samples,
+            )),
+            Samples(nested_start_with(
+                Run::new(1).bind(false),
+                2,
                 false,
                 spawn_iters,
                 samples,
@@ -192,6 +258,8 @@ pub fn run(o: &Options) -> Result<()> {
     }
     eprintln!("nested: starting and ending runs");
     let starts = start_rows(samples, quick);
+    let pair = binding_pair(if quick { 20 } else { 20_000 }, samples).map(Samples);
+    let targets = start_targets(&starts, pair.as_ref());
     if let Some(path) = &o.csv {
         write_csv(path, &rows, &starts).map_err(|e| Error::io("--csv").with_source(e))?;
     }
@@ -216,6 +284,8 @@ pub fn run(o: &Options) -> Result<()> {
                 "threads_per_run": fig(spawn),
                 "speedup": spawn.median() / team.median(),
             })).collect::<Vec<_>>(),
+            "binding_pair": pair.as_ref().map(fig),
+            "targets": targets.iter().map(|t| json!({ "target": t.text, "met": t.met })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
         return Ok(());
@@ -247,12 +317,12 @@ pub fn run(o: &Options) -> Result<()> {
     );
     println!("\nstarting and ending a run (empty function), median [min–max]");
     println!(
-        "  {:<48} {:<26} {:<26} {:>9}",
+        "  {:<52} {:<26} {:<26} {:>9}",
         "", "worker teams", "threads started per run", "speed-up"
     );
     for (name, team, spawn) in &starts {
         println!(
-            "  {name:<48} {:<26} {:<26} {:>8.1}x",
+            "  {name:<52} {:<26} {:<26} {:>8.1}x",
             team.show(ns),
             spawn.show(ns),
             spawn.median() / team.median()
@@ -262,7 +332,64 @@ pub fn run(o: &Options) -> Result<()> {
         "  (a top-level run binds the caller's thread as process 0 and restores it at the end: two\n   \
          binding system calls, which the unbound row leaves out)"
     );
+    match &pair {
+        Some(b) => println!(
+            "\none pair of thread-binding system calls (narrow to one CPU, widen back): {}",
+            b.show(ns)
+        ),
+        None => println!("\nthread binding not measured: threads are not bound here"),
+    }
+    println!("\ntargets (issue 42):");
+    for t in &targets {
+        println!("  [{}] {}", if t.met { "met   " } else { "missed" }, t.text);
+    }
     Ok(())
+}
+
+/// One of issue 42's start targets, judged on a row of the start table.
+struct StartTarget {
+    text: String,
+    met: bool,
+}
+
+/// The targets: a top-level run of 2 (caller bound, the default) within [`TOP_TARGET_NS`], a
+/// nested run of 2 within [`NESTED_TARGET_NS`], bound (the default) and unbound; each bound
+/// row names its binding calls' share (`pair`: one pair measured in the same run).
+fn start_targets(
+    starts: &[(&'static str, Samples, Samples)],
+    pair: Option<&Samples>,
+) -> Vec<StartTarget> {
+    let row = |name: &str| starts.iter().find(|r| r.0 == name).map(|r| r.1.median());
+    let calls = |bound: bool| match (bound, pair) {
+        (true, Some(b)) => format!(", of which one pair of binding calls {}", ns(b.median())),
+        _ => String::new(),
+    };
+    [
+        (
+            "top-level run of 2, caller bound (default)",
+            TOP_TARGET_NS,
+            true,
+        ),
+        (
+            "nested run of 2, in a top-level run of 1",
+            NESTED_TARGET_NS,
+            true,
+        ),
+        (
+            "nested run of 2, in a top-level run of 1, unbound",
+            NESTED_TARGET_NS,
+            false,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, target, bound)| {
+        let t = row(name)?;
+        Some(StartTarget {
+            text: format!("{name} <= {}: {}{}", ns(target), ns(t), calls(bound)),
+            met: t <= target,
+        })
+    })
+    .collect()
 }
 
 /// The figures as CSV, one line per figure: table (`sync` or `start`), p, policy (`sync`) or

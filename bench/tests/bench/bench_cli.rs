@@ -218,7 +218,8 @@ fn quick_owned_benchmark_csv_and_json() {
 }
 
 /// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
-/// inner, outer, start + end) and the four start rows (worker teams, threads per run), in both.
+/// inner, outer, start + end) and the five start rows (worker teams, threads per run), in both;
+/// issue 42's three start targets judged on them in the JSON.
 #[test]
 fn quick_nested_benchmark_csv_and_json() {
     let (v, text, _) = common::quick_json_csv("nested", &[]);
@@ -254,7 +255,7 @@ fn quick_nested_benchmark_csv_and_json() {
     }
     assert_eq!(syncs, want, "{text}");
     let starts = rows.iter().filter(|r| r[0] == "start").count();
-    assert_eq!(starts, 8, "four runs, two figures each: {text}");
+    assert_eq!(starts, 10, "five runs, two figures each: {text}");
     for r in &rows {
         let (median, lo, hi): (f64, f64, f64) = (
             r[4].parse().unwrap(),
@@ -264,8 +265,19 @@ fn quick_nested_benchmark_csv_and_json() {
         assert!(0.0 < lo && lo <= median && median <= hi, "{r:?}");
     }
     assert_eq!(v["syncs"].as_array().map(Vec::len), Some(6), "{v}");
-    assert_eq!(v["starts"].as_array().map(Vec::len), Some(4), "{v}");
+    assert_eq!(v["starts"].as_array().map(Vec::len), Some(5), "{v}");
     assert!(v["syncs"][0]["inner_over_flat"].as_f64().is_some(), "{v}");
+    let targets = v["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), 3, "{v}");
+    for (t, want) in targets
+        .iter()
+        .zip(["top-level run of 2", "nested run of 2", "unbound"])
+    {
+        assert!(t["met"].is_boolean(), "{t}");
+        assert!(t["target"].as_str().unwrap().contains(want), "{t}");
+    }
+    // The binding pair is measured where threads are bound (this machine's tree, 2+ CPUs).
+    assert!(v["binding_pair"].is_null() || v["binding_pair"]["median_ns"].as_f64().unwrap() > 0.0);
 }
 
 /// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns
