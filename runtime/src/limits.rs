@@ -58,8 +58,13 @@ const PER_PEER_BYTES: u128 = 24;
 /// }
 /// ```
 pub fn max_procs() -> Option<(usize, String)> {
+    limit().clone()
+}
+
+/// [`max_procs`], worked out once and borrowed (every run start checks it).
+fn limit() -> &'static Option<(usize, String)> {
     static LIMIT: std::sync::OnceLock<Option<(usize, String)>> = std::sync::OnceLock::new();
-    LIMIT.get_or_init(compute_max_procs).clone()
+    LIMIT.get_or_init(compute_max_procs)
 }
 
 fn compute_max_procs() -> Option<(usize, String)> {
@@ -138,8 +143,8 @@ fn physical_memory() -> Option<u128> {
 
 /// Refuse a run of `p` processes beyond [`max_procs`]: the message of the error.
 pub(crate) fn check_procs(p: usize) -> std::result::Result<(), String> {
-    match max_procs() {
-        Some((max, why)) if p > max => Err(format!(
+    match limit() {
+        Some((max, why)) if p > *max => Err(format!(
             "p = {p} processes cannot run on this machine: at most {max} can ({why})"
         )),
         _ => Ok(()),
