@@ -42,9 +42,22 @@ pub(crate) fn thread() -> Option<Vec<u32>> {
     if r != 0 {
         return None;
     }
-    // SAFETY: every index is below CPU_SETSIZE.
-    let cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) });
-    Some(cpus.map(|c| c as u32).collect())
+    // The set's words, scanned for set bits: testing its 1024 bits one by one costs more than
+    // the system call. glibc's cpu_set_t is an array of `unsigned long`, CPU c being bit
+    // c % BITS of word c / BITS (what CPU_ISSET tests; checked against it in the tests).
+    type Word = libc::c_ulong;
+    const WORDS: usize = std::mem::size_of::<libc::cpu_set_t>() / std::mem::size_of::<Word>();
+    // SAFETY: cpu_set_t is plain old data: an array of WORDS words.
+    let words: [Word; WORDS] = unsafe { std::mem::transmute(set) };
+    let mut cpus = Vec::new();
+    for (i, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            cpus.push(i as u32 * Word::BITS + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    Some(cpus)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -65,6 +78,20 @@ mod tests {
     fn set_and_read_back() {
         let before = super::thread().expect("readable");
         assert!(!before.is_empty());
+        // The words are read as CPU_ISSET reads them.
+        // SAFETY: a zeroed cpu_set_t is empty; pid 0 is this thread; indices below CPU_SETSIZE.
+        let isset: Vec<u32> = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .map(|c| c as u32)
+                .collect()
+        };
+        assert_eq!(before, isset);
         let one = [before[0]];
         super::set_thread(&one).expect("handled").expect("bound");
         assert_eq!(super::thread().as_deref(), Some(&one[..]));
