@@ -4,6 +4,7 @@
     python -m mbsp.bench --quick         # a smoke run of seconds (numbers not meaningful)
     python -m mbsp.bench --json          # one JSON object instead of the tables
     python -m mbsp.bench --csv FILE      # the rows as CSV too
+    python -m mbsp.bench --mtkahypar     # only the partitioner against Mt-KaHyPar (minutes)
 
 * SpMV: ``plan @ x`` of an ``SpmvPlan`` (kind ``hp``) at p = 2 against scipy.sparse's
   ``A @ x`` (CSR), on every shared matrix of over 200 000 nonzeros; target >= 1.7x. The same
@@ -13,6 +14,15 @@
 * Partitioner: the volume of ``mbsp.partition(path, p, seed=...)`` against that of the
   command ``mbsp partition --json`` with the same seed (found as MBSP_BIN, on PATH, or in the
   workspace's target folder); target: equal.
+
+* Mt-KaHyPar (opt-in, ``--mtkahypar``; needs the PyPI package ``mtkahypar``, else the section
+  is skipped with one line): ``mbsp.partition`` against Mt-KaHyPar on the fine-grain hypergraph
+  of the same matrix (every nonzero a vertex, every nonempty row and column a net; its km1
+  objective is then exactly the SpMV communication volume), 2 threads, the same eps, presets
+  QUALITY and DEFAULT, p = 4 and 64; Mt-KaHyPar's volume is recomputed from the partition it
+  returns, and its balance checked. Each case runs once per side (a partition takes seconds),
+  the two sides one after the other; the times are the partitioners' own (mbsp's
+  ``Partition.seconds``, Mt-KaHyPar's ``partition`` call), not reading or building the input.
 
 Each comparison alternates the two sides in rounds and compares medians of the rounds taken
 in the same minutes (the machine is shared and noisy: see the spread columns); the SpMV rounds
@@ -208,6 +218,110 @@ def bench_partition(files: List[pathlib.Path], ps: List[int], seed: int) -> List
     return rows
 
 
+def volume_of(rows: np.ndarray, cols: np.ndarray, parts: np.ndarray, m: int, n: int) -> int:
+    """The SpMV communication volume of a nonzero partition: the sum over rows and columns of
+    (distinct parts among the line's nonzeros) - 1, computed from scratch."""
+    total = 0
+    for lines, count in ((rows, m), (cols, n)):
+        pairs = np.unique(lines.astype(np.int64) * (int(parts.max()) + 1) + parts)
+        lam = np.bincount(pairs // (int(parts.max()) + 1), minlength=count)
+        total += int(np.maximum(lam - 1, 0).sum())
+    return total
+
+
+def fine_grain_nets(rows: np.ndarray, cols: np.ndarray, m: int, n: int) -> List[List[int]]:
+    """The nets of the fine-grain hypergraph (vertex k = nonzero k): one per row and one per
+    column with at least two nonzeros (a net of one pin is never cut)."""
+    nets: List[List[int]] = []
+    for lines, count in ((rows, m), (cols, n)):
+        order = np.argsort(lines, kind="stable")
+        bounds = np.searchsorted(lines[order], np.arange(count + 1))
+        for i in range(count):
+            lo, hi = bounds[i], bounds[i + 1]
+            if hi - lo >= 2:
+                nets.append(order[lo:hi].tolist())
+    return nets
+
+
+def bench_mtkahypar(files: List[pathlib.Path], ps: List[int], seed: int, eps: float,
+                    threads: int = 2) -> List[Dict[str, Any]]:
+    """mbsp.partition against Mt-KaHyPar (QUALITY and DEFAULT) on the fine-grain hypergraph;
+    [] with one line on stderr when the module is not importable."""
+    try:
+        import mtkahypar  # type: ignore[import-not-found]
+    except ImportError as e:
+        print(f"mbsp.bench: Mt-KaHyPar skipped: the Python module mtkahypar is not importable ({e}); "
+              "pip install mtkahypar", file=sys.stderr)
+        return []
+    mtk = mtkahypar.initialize(threads, False)
+    mtkahypar.set_seed(seed)
+    presets = [("QUALITY", mtkahypar.PresetType.QUALITY), ("DEFAULT", mtkahypar.PresetType.DEFAULT)]
+    rows: List[Dict[str, Any]] = []
+    for f in files:
+        name = f.name.split(".")[0]
+        A = mbsp.read_mtx(f)
+        r_, c_ = np.asarray(A.row), np.asarray(A.col)
+        m, n = A.shape
+        nnz = len(r_)
+        nets = fine_grain_nets(r_, c_, m, n)
+        for p in ps:
+            progress(f"mtkahypar {name} p = {p}: mbsp.partition ...")
+            ours = mbsp.partition(str(f), p, eps=eps, seed=seed, threads=threads)
+            ours_check = volume_of(r_, c_, np.asarray(ours.parts), m, n)
+            row: Dict[str, Any] = {
+                "table": "mtkahypar", "case": name, "nnz": nnz, "p": p, "eps": eps,
+                "volume": ours.volume, "seconds": ours.seconds,
+                "met": ours_check == ours.volume,
+            }
+            for label, preset in presets:
+                progress(f"mtkahypar {name} p = {p}: Mt-KaHyPar {label} ...")
+                ctx = mtk.context_from_preset(preset)
+                ctx.set_partitioning_parameters(p, eps, mtkahypar.Objective.KM1)
+                ctx.logging = False
+                hg = mtk.create_hypergraph(ctx, nnz, len(nets), nets)
+                t = time.perf_counter()
+                ph = hg.partition(ctx)
+                secs = time.perf_counter() - t
+                parts = np.fromiter((ph.block_id(v) for v in range(nnz)), dtype=np.int64, count=nnz)
+                vol = volume_of(r_, c_, parts, m, n)
+                sizes = np.bincount(parts, minlength=p)
+                key = label.lower()
+                row[f"{key}_volume"] = vol
+                row[f"{key}_reported_km1"] = int(ph.km1())
+                row[f"{key}_seconds"] = secs
+                row[f"{key}_imbalance"] = float(sizes.max() / (nnz / p) - 1)
+                row[f"{key}_ratio"] = ours.volume / vol if vol else float("nan")
+                row[f"{key}_time_ratio"] = ours.seconds / secs
+                row["met"] = row["met"] and vol == int(ph.km1())
+                progress(f"mtkahypar {name} p = {p}: mbsp {ours.volume} in {ours.seconds:.2f} s, "
+                         f"{label} {vol} in {secs:.2f} s")
+            rows.append(row)
+    return rows
+
+
+def print_mtkahypar(rows: List[Dict[str, Any]]) -> None:
+    sel = [r for r in rows if r["table"] == "mtkahypar"]
+    if not sel:
+        return
+    print(f"\nPartitioner against Mt-KaHyPar (fine-grain hypergraph, km1 = SpMV volume, eps = {sel[0]['eps']}, "
+          "2 threads); ratio = mbsp / Mt-KaHyPar")
+    print(f"  {'case':<16}{'p':>3}{'mbsp':>8}{'s':>7}{'QUALITY':>9}{'s':>7}{'vol x':>7}{'time x':>8}"
+          f"{'DEFAULT':>9}{'s':>7}{'vol x':>7}{'time x':>8}{'checked':>9}")
+    for r in sel:
+        print(f"  {r['case']:<16}{r['p']:>3}{r['volume']:>8}{r['seconds']:>7.2f}"
+              f"{r['quality_volume']:>9}{r['quality_seconds']:>7.2f}{r['quality_ratio']:>7.3f}{r['quality_time_ratio']:>8.3f}"
+              f"{r['default_volume']:>9}{r['default_seconds']:>7.2f}{r['default_ratio']:>7.3f}{r['default_time_ratio']:>8.3f}"
+              f"{'yes' if r['met'] else 'NO':>9}")
+    for key in ("quality", "default"):
+        g = float(np.exp(np.mean([np.log(r[f"{key}_ratio"]) for r in sel])))
+        t = float(np.exp(np.mean([np.log(r[f"{key}_time_ratio"]) for r in sel])))
+        print(f"mbsp / Mt-KaHyPar {key.upper()} over {len(sel)} cases: volume geometric mean {g:.3f} "
+              f"(range {min(r[f'{key}_ratio'] for r in sel):.3f}-{max(r[f'{key}_ratio'] for r in sel):.3f}), "
+              f"time geometric mean {t:.3f}")
+    print("checked: each volume recomputed from its partition equals the one reported "
+          "(mbsp's Partition.volume, Mt-KaHyPar's km1)")
+
+
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     keys: List[str] = []
     for r in rows:
@@ -272,6 +386,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--procs", type=int, default=2, help="processes of the SpMV and FFT (default 2)")
     ap.add_argument("--rounds", type=int, default=15, help="rounds per comparison (default 15)")
     ap.add_argument("--no-partition", action="store_true", help="skip the partitioner comparison")
+    ap.add_argument("--mtkahypar", action="store_true",
+                    help="only the partitioner against Mt-KaHyPar (QUALITY, DEFAULT; 2 threads) at p = 4 and 64 "
+                         "(needs the mtkahypar package; the shared matrices but G3_circuit unless files are given)")
     try:
         a = ap.parse_args(argv)
     except SystemExit as e:
@@ -297,6 +414,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         part_files = [f for f in files if not f.name.startswith("G3_circuit")]
     machine = repr(mbsp.Machine.detect())
+    if a.mtkahypar:
+        mfiles = files if a.files else [f for f in files if not f.name.startswith("G3_circuit")]
+        mrows = bench_mtkahypar(mfiles, [2, 4] if a.quick else [4, 64], seed=1, eps=0.03)
+        if a.csv and mrows:
+            write_csv(a.csv, mrows)
+        if a.json:
+            print(json.dumps({"machine": machine, "rows": mrows}, indent=1))
+        elif mrows:
+            print(f"mbsp.bench: {machine}")
+            print_mtkahypar(mrows)
+        return 0
     rows = bench_spmv(files, a.procs, rounds, budget) + bench_fft(logs, a.procs, rounds, budget * 5)
     if not a.no_partition:
         rows += bench_partition(part_files, ps, seed=1)
