@@ -16,8 +16,10 @@
 //!   oversubscribes a 2-core machine, with full and with lazy syncs.
 //! * Issue 42's patterns at p = 16 and 64, full and declared: a star (every process puts one
 //!   word to process 0), a ring halo, a sparse exchange (to pid + 1, + 5 and + 11), and the
-//!   ring of yielding threads beside them; the `Comm` one-word all-reduce at p = 16 with full
-//!   and with lazy syncs, and at p = 2 against the empty sync.
+//!   ring of yielding threads beside them; each pattern again with `Policy::Compact`
+//!   (consecutive pids share a core, where the default shares the cores round-robin); the
+//!   `Comm` one-word all-reduce at p = 16 with full and with lazy syncs, and at p = 2 against
+//!   the empty sync.
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::Ctx;
@@ -158,20 +160,32 @@ impl Pattern {
     }
 }
 
-/// The full-sync and declared figures of `pattern` at `p` (rows `at` and `at + 1`).
+/// The full-sync and declared figures of `pattern` at `p` (rows `at` and `at + 1`), placed
+/// by the default policy or by `Policy::Compact` (consecutive pids share a core).
 fn pattern_figures(
     pattern: Pattern,
     names: [&'static str; 2],
     p: usize,
     at: usize,
+    compact: bool,
 ) -> [Figure<'static>; 2] {
+    let run = move || {
+        let run = mbsp::Run::new(p);
+        if compact {
+            run.policy(mbsp::Policy::Compact)
+        } else {
+            run
+        }
+    };
     [
         Figure {
             name: names[0],
             p,
             against: None,
             take: Box::new(move |o: &Options| {
-                measure(p, o, move |ctx, x, i| pattern.step(ctx, x, i).map(|_| ()))
+                measure_on(run(), o, move |ctx, x, i| {
+                    pattern.step(ctx, x, i).map(|_| ())
+                })
             }),
         },
         Figure {
@@ -179,7 +193,7 @@ fn pattern_figures(
             p,
             against: Some((at, Some(0.5))),
             take: Box::new(move |o: &Options| {
-                measure(p, o, move |ctx, x, i| {
+                measure_on(run(), o, move |ctx, x, i| {
                     let m = pattern.step(ctx, x, i)?;
                     ctx.declare_incoming(m)
                 })
@@ -386,7 +400,8 @@ fn figures() -> Vec<Figure<'static>> {
             take: Box::new(|o: &Options| Ok(ring_floor(4, o))),
         },
     ];
-    // Issue 42's patterns on an oversubscribed machine.
+    // Issue 42's patterns on an oversubscribed machine, with the default placement (scattered:
+    // consecutive pids on different cores) and with compact (consecutive pids share a core).
     for p in [16, 64] {
         let at = figures.len();
         figures.extend(pattern_figures(
@@ -394,18 +409,42 @@ fn figures() -> Vec<Figure<'static>> {
             ["star (all to pid 0), full sync", "star, declared"],
             p,
             at,
+            false,
         ));
         figures.extend(pattern_figures(
             Pattern::Ring,
             ["ring halo, full sync", "ring halo, declared"],
             p,
             at + 2,
+            false,
         ));
         figures.extend(pattern_figures(
             Pattern::Sparse,
             ["sparse (to +1, +5, +11), full sync", "sparse, declared"],
             p,
             at + 4,
+            false,
+        ));
+        figures.extend(pattern_figures(
+            Pattern::Star,
+            ["compact: star, full sync", "compact: star, declared"],
+            p,
+            at + 6,
+            true,
+        ));
+        figures.extend(pattern_figures(
+            Pattern::Ring,
+            ["compact: ring halo, full sync", "compact: ring halo, declared"],
+            p,
+            at + 8,
+            true,
+        ));
+        figures.extend(pattern_figures(
+            Pattern::Sparse,
+            ["compact: sparse, full sync", "compact: sparse, declared"],
+            p,
+            at + 10,
+            true,
         ));
         figures.push(Figure {
             name: "reference: threads in a ring, yielding",
@@ -525,6 +564,12 @@ fn print_table(rows: &[Row]) {
         "targets (issue 42): star, ring and sparse exchange declared <= 0.5x their full sync at \
          p = 16 and 64; the Comm one-word all-reduce lazy <= 0.7x the full one at p = 16 and \
          <= 1.3x an empty sync at p = 2"
+    );
+    println!(
+        "placement at p = 16 and 64 on this machine's cores: the default (scattered) shares the \
+         cores round-robin, so every neighbour of a ring or of the sparse exchange is on another \
+         core; compact shares them in blocks of consecutive pids, so a process waiting for a \
+         neighbour yields its core to it"
     );
     let ring = rows[7].samples.median() / rows[5].samples.median();
     println!(

@@ -5,8 +5,8 @@
 //!   baselines (spinning barrier, `std::sync::Barrier`, memcpy).
 //! * `mbsp-bench nested` — sync latency of flat against nested runs, compact against scattered.
 //! * `mbsp-bench lazy` — lazy syncs (declared counts) against full syncs: a one-word exchange,
-//!   a ring halo exchange, a star, a ring and a sparse exchange at p = 16 and 64, the `Comm`
-//!   all-reduce.
+//!   a ring halo exchange, a star, a ring and a sparse exchange at p = 16 and 64 (default and
+//!   compact placement), the `Comm` all-reduce.
 //! * `mbsp-bench collectives` — the collectives against their BSP prediction and hand-written
 //!   put + sync, and sample sort against the sequential and rayon sorts.
 //! * `mbsp-bench fft` — the BSP FFT against sequential rustfft (and FFTW, feature `fftw`).
@@ -95,7 +95,7 @@ enum Bench {
     Nested(NestedArgs),
     /// Lazy syncs (declared counts, `Ctx::declare_incoming`) against full syncs: a one-word exchange at
     /// p = 2 against the empty sync, a ring halo exchange at p = 4, a star, a ring and a sparse
-    /// exchange at p = 16 and 64, the `Comm` one-word all-reduce.
+    /// exchange at p = 16 and 64 (default and compact placement), the `Comm` one-word all-reduce.
     Lazy(LazyArgs),
     /// Checkpoints: write bandwidth against the disk's, the cost to a superstep (foreground,
     /// background, a sync_checkpoint that takes none), and CG with a checkpoint every few

@@ -16,8 +16,12 @@
 //! * **Hardware threads only when cores run out** — with `C < p ≤ P` (PUs in the domain), each
 //!   process owns a single PU: first one PU of every core (in the policy's core order), then
 //!   the second PU of every core, and so on.
-//! * **Sharing** — with `p > P`, process `i` gets the PU process `i mod P` would get: PUs are
-//!   shared round-robin, so every PU carries ⌊p/P⌋ or ⌈p/P⌉ processes.
+//! * **Sharing** — with `p > P`, every PU carries ⌊p/P⌋ or ⌈p/P⌉ processes. Scattered: process
+//!   `i` gets the PU process `i mod P` would get (shared round-robin, neighbouring pids on
+//!   different PUs). Compact: consecutive pids get the same PU (shared in
+//!   blocks, neighbouring pids on one PU, so what they exchange stays in its caches and a
+//!   process waiting for its neighbour gives its PU to that neighbour; the first `p mod P` PUs
+//!   carry the extra ones).
 //! * **Manual** — the user gives each process's PUs (OS indices); they must exist and lie in the
 //!   domain.
 
@@ -130,8 +134,20 @@ pub fn plan(
             let pus: Vec<usize> = (0..rounds)
                 .flat_map(|r| per_core.iter().filter_map(move |v| v.get(r).copied()))
                 .collect();
+            // Compact blocks: the first p mod P PUs (one per core first, as above) carry one
+            // process more, so the extra load lands on distinct cores as round-robin's does.
+            let (q, r) = (p / pus.len(), p % pus.len());
+            let at = |i: usize| {
+                if *policy != Policy::Compact || p <= pus.len() {
+                    i % pus.len()
+                } else if i < r * (q + 1) {
+                    i / (q + 1)
+                } else {
+                    r + (i - r * (q + 1)) / q
+                }
+            };
             Ok((0..p)
-                .map(|i| Domain::from_pus(m, [pus[i % pus.len()]]))
+                .map(|i| Domain::from_pus(m, [pus[at(i)]]))
                 .collect())
         }
     }
@@ -261,8 +277,8 @@ fn split(m: &Machine, cores: &[usize], q: usize, depth: usize) -> Vec<Vec<usize>
 /// * **Compact** — `q` contiguous blocks of cores in logical order, as equal as they can be
 ///   (share 0 the first cores).
 /// * **Manual** — share `i` is set `i`.
-/// * More shares than cores: one PU each, as [`plan`] gives them (PUs shared round-robin beyond
-///   their number).
+/// * More shares than cores: one PU each, as [`plan`] gives them (PUs shared beyond their
+///   number: round-robin, or in blocks for compact).
 ///
 /// ```
 /// use mbsp_topology::{Machine, Policy, shares};

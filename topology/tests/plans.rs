@@ -251,12 +251,27 @@ fn check_plan(m: &Machine, p: usize, policy: &Policy, what: &str) {
     } else {
         // Single PUs; every core used once before any is used twice; beyond P, even sharing.
         assert!(d.iter().all(|x| x.pus().len() == 1), "{what}: one PU each");
-        let first: BTreeSet<usize> = d.iter().take(c).map(|x| x.cores(m)[0]).collect();
-        assert_eq!(
-            first.len(),
-            c,
-            "{what}: the first C processes cover all cores"
-        );
+        if *policy == Policy::Compact && p > u {
+            // Shared in blocks: the processes of a PU are consecutive pids.
+            let mut ends: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+            for (i, x) in d.iter().enumerate() {
+                let e = ends.entry(x.pus()[0]).or_insert((i, i));
+                e.1 = i;
+            }
+            for (pu, (lo, hi)) in &ends {
+                assert!(
+                    d[*lo..=*hi].iter().all(|x| x.pus()[0] == *pu),
+                    "{what}: compact shares PU {pu} in a block of pids"
+                );
+            }
+        } else {
+            let first: BTreeSet<usize> = d.iter().take(c).map(|x| x.cores(m)[0]).collect();
+            assert_eq!(
+                first.len(),
+                c,
+                "{what}: the first C processes cover all cores"
+            );
+        }
         let mut load: BTreeMap<usize, usize> = BTreeMap::new();
         for x in &d {
             *load.entry(x.pus()[0]).or_default() += 1;
@@ -594,4 +609,27 @@ fn core_sharing_of_plans() {
     let d = plan(&m, &m.whole(), 2, &Policy::Manual(vec![vec![0], vec![1]])).unwrap();
     assert_eq!(core_sharing(&m, &d), vec![2, 2]);
     assert!(core_sharing(&m, &[]).is_empty());
+}
+
+/// More processes than PUs: compact shares each PU with a block of consecutive pids (the first
+/// `p mod P` PUs, one per core first, carrying one more), scattered round-robin.
+#[test]
+fn sharing_is_in_blocks_for_compact_and_round_robin_for_scattered() {
+    let pu_of = |spec: &str, p: usize, policy: &Policy| -> Vec<usize> {
+        let m = Machine::synthetic(spec).unwrap().machine;
+        plan(&m, &m.whole(), p, policy)
+            .unwrap()
+            .iter()
+            .map(|d| d.pus()[0])
+            .collect()
+    };
+    let two = "package:1 core:2 pu:1";
+    assert_eq!(pu_of(two, 5, &Policy::Compact), vec![0, 0, 0, 1, 1]);
+    assert_eq!(pu_of(two, 5, &Policy::Scattered), vec![0, 1, 0, 1, 0]);
+    assert_eq!(pu_of(two, 64, &Policy::Compact)[..33].iter().filter(|&&u| u == 0).count(), 32);
+    // Two PUs per core: the PU order takes one PU of every core first, so the two PUs with a
+    // third process are on different cores.
+    let ht = "package:1 core:2 pu:2";
+    let got = pu_of(ht, 10, &Policy::Compact);
+    assert_eq!(got, vec![0, 0, 0, 2, 2, 2, 1, 1, 3, 3]);
 }

@@ -136,6 +136,33 @@ impl Member {
     }
 }
 
+/// The order of a [`Barrier::tree_in_order`] for processes placed on `cpus` (each process's
+/// CPU set): the processes that share a CPU set take turns with those of the other sets, first
+/// the first process of every set (in order of first appearance), then the second, and so on.
+/// A release then reaches every set within the first positions, so every core the processes
+/// share has a woken process to run at once: where the processes of a core are a block of pids
+/// (one core's processes woken by another's in pid order), the other core would wait idle for
+/// its first release. Processes that share nothing, or all share one set, keep pid order.
+pub(crate) fn tree_order(cpus: &[Vec<u32>]) -> Vec<u32> {
+    let mut sets: Vec<&[u32]> = Vec::new();
+    let mut key: Vec<(usize, usize, u32)> = Vec::with_capacity(cpus.len());
+    let mut seen: Vec<usize> = Vec::new();
+    for (pid, c) in cpus.iter().enumerate() {
+        let set = match sets.iter().position(|s| *s == &c[..]) {
+            Some(i) => i,
+            None => {
+                sets.push(c);
+                seen.push(0);
+                sets.len() - 1
+            }
+        };
+        key.push((seen[set], set, pid as u32));
+        seen[set] += 1;
+    }
+    key.sort_unstable();
+    key.into_iter().map(|(_, _, pid)| pid).collect()
+}
+
 /// Children per node of a [`Barrier::tree`].
 pub const TREE_ARITY: usize = 8;
 
@@ -197,6 +224,10 @@ pub struct Barrier {
     nodes: Box<[Node]>,
     /// A tree barrier's arrivals.
     arrival: CachePadded<Arrival>,
+    /// A tree barrier's order: the process at each position of the tree (position `k`'s
+    /// parent is position `(k - 1) / TREE_ARITY`), and each process's position.
+    order: Box<[u32]>,
+    position: Box<[u32]>,
     /// Every wait's stop condition.
     aborted: CachePadded<AtomicBool>,
     policy: WaitPolicy,
@@ -276,6 +307,8 @@ impl Barrier {
             signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
             nodes: Box::new([]),
             arrival: CachePadded::new(Arrival::new()),
+            order: Box::new([]),
+            position: Box::new([]),
             aborted: CachePadded::new(AtomicBool::new(false)),
             policy,
         }
@@ -284,7 +317,23 @@ impl Barrier {
     /// A tree barrier for `p ≥ 1` processes: for many more processes than cores (see the module
     /// documentation). No puts ride in it.
     pub fn tree(p: usize, policy: WaitPolicy) -> Self {
+        Self::tree_in_order((0..p as u32).collect(), policy)
+    }
+
+    /// A [`tree`](Self::tree) barrier whose positions hold the processes `order` (a
+    /// permutation of the pids): [`tree_order`] makes one that starts a release on every core
+    /// the processes share.
+    pub fn tree_in_order(order: Vec<u32>, policy: WaitPolicy) -> Self {
+        let p = order.len();
         assert!(p >= 1, "barrier of 0 processes");
+        let mut position = vec![u32::MAX; p];
+        for (k, &pid) in order.iter().enumerate() {
+            position[pid as usize] = k as u32;
+        }
+        assert!(
+            position.iter().all(|&k| k != u32::MAX),
+            "a tree order is a permutation of the pids"
+        );
         Barrier {
             p,
             rounds: 0,
@@ -299,9 +348,17 @@ impl Barrier {
                 })
                 .collect(),
             arrival: CachePadded::new(Arrival::new()),
+            order: order.into(),
+            position: position.into(),
             aborted: CachePadded::new(AtomicBool::new(false)),
             policy,
         }
+    }
+
+    /// A tree barrier's order ([`tree_in_order`](Self::tree_in_order)); empty for a
+    /// dissemination barrier.
+    pub(crate) fn order(&self) -> &[u32] {
+        &self.order
     }
 
     /// Whether this is a [`tree`](Self::tree) barrier.
@@ -433,17 +490,19 @@ impl Barrier {
             // Nobody ORs the next episode's flags before the release of this one.
             let flags = self.arrival.flags.swap(0, Ordering::Relaxed);
             all.store(((e as u64) << 32) | flags as u64, Ordering::Release);
-            if self.signals[0].notify() {
+            if self.signals[self.order[0] as usize].notify() {
                 me.waiter.woke();
             }
         }
         // With many more processes than cores, woken processes wait for a core as a rule, and
         // a process that yields until they run only delays them: the tree's waits do not watch
         // them (their patience is the fixed one).
-        let released = if me.pid == 0 {
-            self.await_episode(all, e, 0, &mut me.waiter, || false)?
+        let at = self.position[me.pid] as usize;
+        let released = if at == 0 {
+            self.await_episode(all, e, me.pid, &mut me.waiter, || false)?
         } else {
-            let parent = &self.nodes[(me.pid - 1) / TREE_ARITY].release;
+            let parent = self.order[(at - 1) / TREE_ARITY] as usize;
+            let parent = &self.nodes[parent].release;
             self.await_episode(parent, e, me.pid, &mut me.waiter, || false)?
         };
         // Release: what this process saw travels down its subtree. Then the sleep handshake's
@@ -451,9 +510,9 @@ impl Barrier {
         self.nodes[me.pid]
             .release
             .store(released, Ordering::Release);
-        let first = me.pid * TREE_ARITY + 1;
-        for child in first..(first + TREE_ARITY).min(self.p) {
-            if self.signals[child].notify() {
+        let first = at * TREE_ARITY + 1;
+        for &child in &self.order[first.min(self.p)..(first + TREE_ARITY).min(self.p)] {
+            if self.signals[child as usize].notify() {
                 me.waiter.woke();
             }
         }
@@ -709,6 +768,35 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// Processes sharing CPU sets take turns in the tree's order; pid order where nothing is
+    /// shared or everything is.
+    #[test]
+    fn tree_orders_alternate_the_shared_sets() {
+        let sets = |v: &[u32]| v.iter().map(|&c| vec![c]).collect::<Vec<_>>();
+        assert_eq!(tree_order(&sets(&[0, 0, 0, 1, 1, 1])), vec![0, 3, 1, 4, 2, 5]);
+        assert_eq!(tree_order(&sets(&[0, 1, 0, 1, 0])), vec![0, 1, 2, 3, 4]);
+        assert_eq!(tree_order(&sets(&[0, 0, 0, 1, 1])), vec![0, 3, 1, 4, 2]);
+        assert_eq!(tree_order(&sets(&[5, 6, 7])), vec![0, 1, 2]);
+        assert_eq!(tree_order(&vec![vec![0, 1]; 4]), vec![0, 1, 2, 3]);
+        assert_eq!(tree_order(&sets(&[1, 1, 0, 0])), vec![0, 2, 1, 3]);
+    }
+
+    /// A tree in another order than pids combines flags and ends like the plain one.
+    #[test]
+    fn tree_barriers_in_any_order_combine_flags() {
+        let p = 40;
+        let order: Vec<u32> = (0..p as u32).map(|k| (k * 7 + 3) % p as u32).collect();
+        for policy in policies() {
+            flags_round_trip_through(&Barrier::tree_in_order(order.clone(), policy), 20);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "permutation")]
+    fn a_tree_order_must_name_every_pid() {
+        let _ = Barrier::tree_in_order(vec![0, 0, 2], WaitPolicy::new(1, 1));
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl RunState {
         let p = layout.domains.len();
         let groups = layout.groups.clone();
         let barrier = Arc::new(if shape.tree_barrier {
-            Barrier::tree(p, shape.policy)
+            Barrier::tree_in_order(super::barrier::tree_order(&layout.pus), shape.policy)
         } else {
             Barrier::grouped(&groups, shape.policy)
         });
@@ -115,6 +115,7 @@ impl RunState {
             && self.barrier.policy() == shape.policy
             && self.lazy_policy == shape.lazy_policy
             && self.barrier.is_tree() == shape.tree_barrier
+            && (!shape.tree_barrier || self.barrier.order() == super::barrier::tree_order(&layout.pus))
             && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
     }
