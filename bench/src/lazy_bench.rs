@@ -434,7 +434,10 @@ fn figures() -> Vec<Figure<'static>> {
         ));
         figures.extend(pattern_figures(
             Pattern::Ring,
-            ["compact: ring halo, full sync", "compact: ring halo, declared"],
+            [
+                "compact: ring halo, full sync",
+                "compact: ring halo, declared",
+            ],
             p,
             at + 8,
             true,

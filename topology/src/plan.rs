@@ -146,9 +146,7 @@ pub fn plan(
                     r + (i - r * (q + 1)) / q
                 }
             };
-            Ok((0..p)
-                .map(|i| Domain::from_pus(m, [pus[at(i)]]))
-                .collect())
+            Ok((0..p).map(|i| Domain::from_pus(m, [pus[at(i)]])).collect())
         }
     }
 }

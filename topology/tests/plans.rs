@@ -626,7 +626,13 @@ fn sharing_is_in_blocks_for_compact_and_round_robin_for_scattered() {
     let two = "package:1 core:2 pu:1";
     assert_eq!(pu_of(two, 5, &Policy::Compact), vec![0, 0, 0, 1, 1]);
     assert_eq!(pu_of(two, 5, &Policy::Scattered), vec![0, 1, 0, 1, 0]);
-    assert_eq!(pu_of(two, 64, &Policy::Compact)[..33].iter().filter(|&&u| u == 0).count(), 32);
+    assert_eq!(
+        pu_of(two, 64, &Policy::Compact)[..33]
+            .iter()
+            .filter(|&&u| u == 0)
+            .count(),
+        32
+    );
     // Two PUs per core: the PU order takes one PU of every core first, so the two PUs with a
     // third process are on different cores.
     let ht = "package:1 core:2 pu:2";

@@ -231,7 +231,7 @@ mod tests {
         let alike = [vec![4, 5, 6, 7], vec![4, 5, 6, 7]];
         let (got, _) = share(tree, &alike, 0, &ShareSpec::Split, Policy::Scattered).unwrap();
         assert_eq!(got, vec![4, 5]);
-        // More ranks than CPUs: one each, shared round-robin.
+        // More ranks than CPUs: one each, shared (compact: in blocks of consecutive ranks).
         let many = vec![all.clone(); 10];
         let (got, _) = share(tree, &many, 9, &ShareSpec::Split, Policy::Compact).unwrap();
         assert_eq!(got.len(), 1);

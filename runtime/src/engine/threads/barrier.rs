@@ -36,8 +36,9 @@
 //! wake it, p ⌈log₂ p⌉ in all. [`Barrier::tree`] makes each process wait once: it ORs its flags
 //! into a shared word and counts itself in on a shared counter (with only a few processes
 //! running at a time, the contention of one counter is no cost); the last to arrive publishes
-//! the episode with the OR of all flags and wakes process 0, the root of a tree of
-//! [`TREE_ARITY`] children per node (process `i`'s parent is `(i - 1) / TREE_ARITY`); each
+//! the episode with the OR of all flags and wakes the root of a tree of [`TREE_ARITY`] children
+//! per node (position `k`'s parent is position `(k - 1) / TREE_ARITY`; the positions hold the
+//! processes in the order of [`tree_order`], which alternates the cores they share); each
 //! process waits for its parent's release word, publishes its own with the same value and wakes
 //! its children. So an episode costs about one wake-up per process, and the wake-ups are spread
 //! over the tree's nodes rather than made one after another by the last arriver. One release
@@ -775,7 +776,10 @@ mod tests {
     #[test]
     fn tree_orders_alternate_the_shared_sets() {
         let sets = |v: &[u32]| v.iter().map(|&c| vec![c]).collect::<Vec<_>>();
-        assert_eq!(tree_order(&sets(&[0, 0, 0, 1, 1, 1])), vec![0, 3, 1, 4, 2, 5]);
+        assert_eq!(
+            tree_order(&sets(&[0, 0, 0, 1, 1, 1])),
+            vec![0, 3, 1, 4, 2, 5]
+        );
         assert_eq!(tree_order(&sets(&[0, 1, 0, 1, 0])), vec![0, 1, 2, 3, 4]);
         assert_eq!(tree_order(&sets(&[0, 0, 0, 1, 1])), vec![0, 3, 1, 4, 2]);
         assert_eq!(tree_order(&sets(&[5, 6, 7])), vec![0, 1, 2]);

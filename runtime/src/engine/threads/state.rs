@@ -115,7 +115,8 @@ impl RunState {
             && self.barrier.policy() == shape.policy
             && self.lazy_policy == shape.lazy_policy
             && self.barrier.is_tree() == shape.tree_barrier
-            && (!shape.tree_barrier || self.barrier.order() == super::barrier::tree_order(&layout.pus))
+            && (!shape.tree_barrier
+                || self.barrier.order() == super::barrier::tree_order(&layout.pus))
             && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
     }
