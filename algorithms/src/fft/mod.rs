@@ -104,6 +104,7 @@ mod natural;
 mod num;
 mod oneshot;
 mod plan;
+mod simd;
 mod split;
 
 pub use multi::{Choice, FftCost, MultiFft, NESTED_FROM, Variant, hierarchy};

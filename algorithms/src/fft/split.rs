@@ -127,6 +127,24 @@ impl<T: Float> Twiddles<T> {
         }
     }
 
+    /// What [`slab`](Self::slab) multiplies: the slab's factor `k·ω^{±hi}` and the within-slab
+    /// factors `lo` (to be conjugated when `inverse`), for `len` entries from `e0`.
+    #[inline(always)]
+    pub(crate) fn slab_parts(
+        &self,
+        r: usize,
+        e0: usize,
+        k: Complex<T>,
+        inverse: bool,
+        len: usize,
+    ) -> (Complex<T>, &[Complex<T>]) {
+        let rows = self.hi.len() / self.hi_len;
+        let w = self.lo.len() / rows;
+        let hi = self.hi[(r - 1) * self.hi_len + e0 / SLAB];
+        let f = if inverse { k * hi.conj() } else { k * hi };
+        (f, &self.lo[(r - 1) * w..][..len])
+    }
+
     /// The rows `L` of the split these twiddles are for.
     pub(crate) fn rows(&self) -> usize {
         self.hi.len() / self.hi_len + 1
@@ -230,6 +248,17 @@ fn dif_pass_body<T: Float>(
         let (lo, hi) = local.split_at_mut(b);
         while e0 < b {
             let cl = SLAB.min(b - e0);
+            let (f, t) = tw.slab_parts(1, e0, one, inverse, cl);
+            if let (Some(x), Some(y), Some(f), Some(t)) = (
+                super::simd::f64s_mut(&mut lo[e0..e0 + cl]),
+                super::simd::f64s_mut(&mut hi[e0..e0 + cl]),
+                super::simd::f64_of(f),
+                super::simd::f64s(t),
+            ) && super::simd::dif2(x, y, f, t, inverse)
+            {
+                e0 += cl;
+                continue;
+            }
             tw.slab(1, e0, one, inverse, &mut w[..cl]);
             let rows = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);
             for ((x, y), w) in rows.zip(&w) {
@@ -477,6 +506,29 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         while e0 < b {
             let cl = SLAB.min(b - e0);
             let theirs = g.theirs.read(e0, &mut theirs[..cl])?;
+            let (f, t) = g.tw.slab_parts(1, e0, k1, g.inverse, cl);
+            if let (Some(y0), Some(y1), Some(th), Some(f), Some(t)) = (
+                super::simd::f64s_mut(&mut lo[e0..e0 + cl]),
+                super::simd::f64s_mut(&mut hi[e0..e0 + cl]),
+                super::simd::f64s(theirs),
+                super::simd::f64_of(f),
+                super::simd::f64s(t),
+            ) {
+                let k0 = g.inverse.then(|| super::simd::f64_of(k0)).flatten();
+                let (p0, p1) = (y0.as_mut_ptr(), y1.as_mut_ptr());
+                // Process 0's entries are a, process 1's c: ours in place (row 1 - me).
+                let (a, c) = if me == 0 {
+                    (p1 as *const _, th.as_ptr())
+                } else {
+                    (th.as_ptr(), p0 as *const _)
+                };
+                // SAFETY: the rows' slab and the fetched slab hold `cl` entries each; our own
+                // input is one of the outputs, entry for entry; nothing else overlaps.
+                if unsafe { super::simd::fly2(p0, p1, a, c, cl, k0, f, t, g.inverse) } {
+                    e0 += cl;
+                    continue;
+                }
+            }
             let w = &mut w[..cl];
             g.tw.slab(1, e0, k1, g.inverse, w);
             let outs = lo[e0..e0 + cl].iter_mut().zip(&mut hi[e0..e0 + cl]);

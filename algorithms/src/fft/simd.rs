@@ -1,0 +1,205 @@
+//! Hand-vectorised loops of the two passes of the flat transform with `p = 2` in two rows, for
+//! `f64` on x86-64 with AVX2 and FMA: two complex numbers per 256-bit register.
+//!
+//! Why by hand: the compiler keeps `Complex<f64>` arithmetic in 128-bit registers, one complex
+//! number per iteration with its shuffles, and the two passes around the kernels then took a
+//! third of a transform's time at `n = 2^17` (`perf`, docs/benchmarks.md). Each function returns
+//! `false` where it cannot run (another element type, another processor), and the caller runs
+//! its portable loop; the results agree with it to rounding (the products use fused
+//! multiply-adds).
+
+use super::num::{Complex, Float};
+use std::any::TypeId;
+
+type C = Complex<f64>;
+
+/// `x` as `f64` numbers when `T` is `f64`.
+#[inline(always)]
+pub(crate) fn f64s_mut<T: Float>(x: &mut [Complex<T>]) -> Option<&mut [C]> {
+    (TypeId::of::<T>() == TypeId::of::<f64>())
+        // SAFETY: `T` is `f64`: the same type.
+        .then(|| unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut C, x.len()) })
+}
+
+/// `x` as `f64` numbers when `T` is `f64`.
+#[inline(always)]
+pub(crate) fn f64s<T: Float>(x: &[Complex<T>]) -> Option<&[C]> {
+    (TypeId::of::<T>() == TypeId::of::<f64>())
+        // SAFETY: `T` is `f64`: the same type.
+        .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr() as *const C, x.len()) })
+}
+
+/// `z` as an `f64` number when `T` is `f64`.
+#[inline(always)]
+pub(crate) fn f64_of<T: Float>(z: Complex<T>) -> Option<C> {
+    f64s(std::slice::from_ref(&z)).map(|s| s[0])
+}
+
+/// Whether the loops here may run (the standard library caches the detection).
+#[inline]
+fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        super::split::avx2()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The DIF butterfly of two rows with the second row's twiddle: for every `j`,
+/// `(lo[j], hi[j]) ← (lo[j] + hi[j], (lo[j] − hi[j])·f·t[j])`, `t[j]` conjugated when `conj`
+/// (the inverse twiddles of `Twiddles::slab`). `false`: not run (see the module docs).
+pub(crate) fn dif2(lo: &mut [C], hi: &mut [C], f: C, t: &[C], conj: bool) -> bool {
+    assert!(hi.len() == lo.len() && t.len() >= lo.len());
+    if !available() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    unsafe {
+        avx2::dif2(lo, hi, f, t, conj)
+    };
+    true
+}
+
+/// The last pass's butterflies for `p = 2` in two rows: for every `j`,
+/// `(y0[j], y1[j]) ← (a + c, a − c)` with `a = a_src[j]` (times `k0` when given) and
+/// `c = c_src[j]·f·t[j]` (`t[j]` conjugated when `conj`). `false`: not run.
+///
+/// # Safety
+/// `y0` and `y1` are valid for `n` writes and `a_src` and `c_src` for `n` reads, with
+/// `t.len() ≥ n`; an input may be one of the outputs (entry `j` is read before entry `j` is
+/// written), and nothing else overlaps.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn fly2(
+    y0: *mut C,
+    y1: *mut C,
+    a_src: *const C,
+    c_src: *const C,
+    n: usize,
+    k0: Option<C>,
+    f: C,
+    t: &[C],
+    conj: bool,
+) -> bool {
+    assert!(t.len() >= n);
+    if !available() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 and FMA are present (checked); the pointers as the caller promises.
+    unsafe {
+        avx2::fly2(y0, y1, a_src, c_src, n, k0, f, t, conj)
+    };
+    true
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::C;
+    use std::arch::x86_64::*;
+
+    /// Two complex products `a·b` (`[re, im, re, im]` each).
+    #[inline(always)]
+    unsafe fn cmul(a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY (of the intrinsics in this module): the caller's target features.
+        unsafe {
+            let bre = _mm256_movedup_pd(b);
+            let bim = _mm256_permute_pd(b, 0b1111);
+            let swapped = _mm256_permute_pd(a, 0b0101);
+            // Even lanes a.re·b.re − a.im·b.im, odd lanes a.im·b.re + a.re·b.im.
+            _mm256_fmaddsub_pd(a, bre, _mm256_mul_pd(swapped, bim))
+        }
+    }
+
+    /// `f` twice.
+    #[inline(always)]
+    unsafe fn splat(f: C) -> __m256d {
+        unsafe { _mm256_setr_pd(f.re, f.im, f.re, f.im) }
+    }
+
+    /// The sign mask that conjugates two complex numbers (or none).
+    #[inline(always)]
+    unsafe fn conj_mask(conj: bool) -> __m256d {
+        unsafe {
+            if conj {
+                _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
+            } else {
+                _mm256_setzero_pd()
+            }
+        }
+    }
+
+    /// [`super::dif2`].
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dif2(lo: &mut [C], hi: &mut [C], f: C, t: &[C], conj: bool) {
+        let n = lo.len();
+        let (lp, hp, tp) = (
+            lo.as_mut_ptr() as *mut f64,
+            hi.as_mut_ptr() as *mut f64,
+            t.as_ptr() as *const f64,
+        );
+        unsafe {
+            let (fv, mask) = (splat(f), conj_mask(conj));
+            let mut j = 0;
+            while j + 2 <= n {
+                let x = _mm256_loadu_pd(lp.add(2 * j));
+                let y = _mm256_loadu_pd(hp.add(2 * j));
+                let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp.add(2 * j)), mask), fv);
+                _mm256_storeu_pd(lp.add(2 * j), _mm256_add_pd(x, y));
+                _mm256_storeu_pd(hp.add(2 * j), cmul(_mm256_sub_pd(x, y), w));
+                j += 2;
+            }
+            if j < n {
+                let tj = if conj { t[j].conj() } else { t[j] };
+                let (x, y) = (lo[j], hi[j]);
+                lo[j] = x + y;
+                hi[j] = (x - y) * (f * tj);
+            }
+        }
+    }
+
+    /// [`super::fly2`].
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn fly2(
+        y0: *mut C,
+        y1: *mut C,
+        a_src: *const C,
+        c_src: *const C,
+        n: usize,
+        k0: Option<C>,
+        f: C,
+        t: &[C],
+        conj: bool,
+    ) {
+        let (o0, o1) = (y0 as *mut f64, y1 as *mut f64);
+        let (ap, cp, tp) = (a_src as *const f64, c_src as *const f64, t.as_ptr() as *const f64);
+        unsafe {
+            let (fv, mask) = (splat(f), conj_mask(conj));
+            let kv = k0.map(|k| splat(k));
+            let mut j = 0;
+            while j + 2 <= n {
+                let mut a = _mm256_loadu_pd(ap.add(2 * j));
+                if let Some(kv) = kv {
+                    a = cmul(a, kv);
+                }
+                let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp.add(2 * j)), mask), fv);
+                let c = cmul(_mm256_loadu_pd(cp.add(2 * j)), w);
+                _mm256_storeu_pd(o0.add(2 * j), _mm256_add_pd(a, c));
+                _mm256_storeu_pd(o1.add(2 * j), _mm256_sub_pd(a, c));
+                j += 2;
+            }
+            if j < n {
+                let tj = if conj { t[j].conj() } else { t[j] };
+                let a = *a_src.add(j);
+                let a = k0.map_or(a, |k| a * k);
+                let c = *c_src.add(j) * (f * tj);
+                *y0.add(j) = a + c;
+                *y1.add(j) = a - c;
+            }
+        }
+    }
+}
