@@ -96,6 +96,58 @@ pub(crate) unsafe fn fly2(
     true
 }
 
+/// The radix-4 DIF butterflies of four rows with their twiddles, as `split::dif_pass` makes
+/// them: rows in natural order, out in bit-reversed order (frequencies 0, 2, 1, 3), the row of
+/// frequency `r` times `f[r−1]·t[r−1][j]` (`t` conjugated when `conj`: the inverse, whose `ω₄`
+/// is `+i`). `false`: not run.
+pub(crate) fn dif4(rows: [&mut [C]; 4], f: [C; 3], t: [&[C]; 3], conj: bool) -> bool {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && t.iter().all(|t| t.len() >= n));
+    if !available() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    unsafe {
+        avx2::dif4(rows, f, t, conj)
+    };
+    true
+}
+
+/// The last pass's butterflies for `p = 2` in four rows (two blocks per pack, interleaved in
+/// the output): for every `u` and `q < 2`, `(y0[2u+q], y1[2u+q]) ← (a + c, a − c)` with
+/// `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·f·t[2u+q]` (`t` conjugated when
+/// `conj`). `false`: not run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fly4(
+    y0: &mut [C],
+    y1: &mut [C],
+    a: [&[C]; 2],
+    c: [&[C]; 2],
+    k0: Option<C>,
+    f: C,
+    t: &[C],
+    conj: bool,
+) -> bool {
+    let n = a[0].len();
+    assert!(
+        a[1].len() == n
+            && c.iter().all(|c| c.len() == n)
+            && y0.len() == 2 * n
+            && y1.len() == 2 * n
+            && t.len() >= 2 * n
+    );
+    if !available() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    unsafe {
+        avx2::fly4(y0, y1, a, c, k0, f, t, conj)
+    };
+    true
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::C;
@@ -199,6 +251,109 @@ mod avx2 {
                 let c = *c_src.add(j) * (f * tj);
                 *y0.add(j) = a + c;
                 *y1.add(j) = a - c;
+            }
+        }
+    }
+
+    /// `±i·z` for two complex numbers: `−i` forward, `+i` when `conj`.
+    #[inline(always)]
+    unsafe fn times_i(z: __m256d, conj: bool) -> __m256d {
+        unsafe {
+            let swapped = _mm256_permute_pd(z, 0b0101);
+            let sign = if conj {
+                _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
+            } else {
+                _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
+            };
+            _mm256_xor_pd(swapped, sign)
+        }
+    }
+
+    /// [`super::dif4`].
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dif4(rows: [&mut [C]; 4], f: [C; 3], t: [&[C]; 3], conj: bool) {
+        let n = rows[0].len();
+        let [r0, r1, r2, r3] = rows;
+        let p: [*mut f64; 4] = [
+            r0.as_mut_ptr() as *mut f64,
+            r1.as_mut_ptr() as *mut f64,
+            r2.as_mut_ptr() as *mut f64,
+            r3.as_mut_ptr() as *mut f64,
+        ];
+        let tp: [*const f64; 3] = std::array::from_fn(|i| t[i].as_ptr() as *const f64);
+        unsafe {
+            let mask = conj_mask(conj);
+            let fv = [splat(f[0]), splat(f[1]), splat(f[2])];
+            let mut j = 0;
+            while j + 2 <= n {
+                let a0 = _mm256_loadu_pd(p[0].add(2 * j));
+                let a1 = _mm256_loadu_pd(p[1].add(2 * j));
+                let a2 = _mm256_loadu_pd(p[2].add(2 * j));
+                let a3 = _mm256_loadu_pd(p[3].add(2 * j));
+                let w = |i: usize| cmul(_mm256_xor_pd(_mm256_loadu_pd(tp[i].add(2 * j)), mask), fv[i]);
+                let (s02, d02) = (_mm256_add_pd(a0, a2), _mm256_sub_pd(a0, a2));
+                let (s13, d13) = (_mm256_add_pd(a1, a3), _mm256_sub_pd(a1, a3));
+                let e = times_i(d13, conj);
+                _mm256_storeu_pd(p[0].add(2 * j), _mm256_add_pd(s02, s13));
+                _mm256_storeu_pd(p[1].add(2 * j), cmul(_mm256_sub_pd(s02, s13), w(1)));
+                _mm256_storeu_pd(p[2].add(2 * j), cmul(_mm256_add_pd(d02, e), w(0)));
+                _mm256_storeu_pd(p[3].add(2 * j), cmul(_mm256_sub_pd(d02, e), w(2)));
+                j += 2;
+            }
+            if j < n {
+                let tw = |i: usize| f[i] * if conj { t[i][j].conj() } else { t[i][j] };
+                let (a0, a1, a2, a3) = (r0[j], r1[j], r2[j], r3[j]);
+                let (s02, d02) = (a0 + a2, a0 - a2);
+                let (s13, d13) = (a1 + a3, a1 - a3);
+                let e = if conj {
+                    C::new(-d13.im, d13.re)
+                } else {
+                    C::new(d13.im, -d13.re)
+                };
+                r0[j] = s02 + s13;
+                r1[j] = (s02 - s13) * tw(1);
+                r2[j] = (d02 + e) * tw(0);
+                r3[j] = (d02 - e) * tw(2);
+            }
+        }
+    }
+
+    /// Two complex numbers from two places.
+    #[inline(always)]
+    unsafe fn pair(lo: *const f64, hi: *const f64) -> __m256d {
+        unsafe { _mm256_set_m128d(_mm_loadu_pd(hi), _mm_loadu_pd(lo)) }
+    }
+
+    /// [`super::fly4`].
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn fly4(
+        y0: &mut [C],
+        y1: &mut [C],
+        a: [&[C]; 2],
+        c: [&[C]; 2],
+        k0: Option<C>,
+        f: C,
+        t: &[C],
+        conj: bool,
+    ) {
+        let n = a[0].len();
+        let (o0, o1) = (y0.as_mut_ptr() as *mut f64, y1.as_mut_ptr() as *mut f64);
+        let (a0, a1) = (a[0].as_ptr() as *const f64, a[1].as_ptr() as *const f64);
+        let (c0, c1) = (c[0].as_ptr() as *const f64, c[1].as_ptr() as *const f64);
+        let tp = t.as_ptr() as *const f64;
+        unsafe {
+            let (fv, mask) = (splat(f), conj_mask(conj));
+            let kv = k0.map(|k| splat(k));
+            for u in 0..n {
+                let mut av = pair(a0.add(2 * u), a1.add(2 * u));
+                if let Some(kv) = kv {
+                    av = cmul(av, kv);
+                }
+                let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp.add(4 * u)), mask), fv);
+                let cv = cmul(pair(c0.add(2 * u), c1.add(2 * u)), w);
+                _mm256_storeu_pd(o0.add(4 * u), _mm256_add_pd(av, cv));
+                _mm256_storeu_pd(o1.add(4 * u), _mm256_sub_pd(av, cv));
             }
         }
     }

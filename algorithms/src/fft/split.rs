@@ -220,6 +220,22 @@ fn dif_pass_body<T: Float>(
         let (r2, r3) = r23.split_at_mut(b);
         while e0 < b {
             let cl = SLAB.min(b - e0);
+            let parts: [_; 3] = std::array::from_fn(|r| tw.slab_parts(r + 1, e0, one, inverse, cl));
+            if let (Some(a0), Some(a1), Some(a2), Some(a3)) = (
+                super::simd::f64s_mut(&mut r0[e0..e0 + cl]),
+                super::simd::f64s_mut(&mut r1[e0..e0 + cl]),
+                super::simd::f64s_mut(&mut r2[e0..e0 + cl]),
+                super::simd::f64s_mut(&mut r3[e0..e0 + cl]),
+            ) {
+                let f = parts.map(|(f, _)| super::simd::f64_of(f));
+                let t = parts.map(|(_, t)| super::simd::f64s(t));
+                if let ([Some(f0), Some(f1), Some(f2)], [Some(t0), Some(t1), Some(t2)]) = (f, t)
+                    && super::simd::dif4([a0, a1, a2, a3], [f0, f1, f2], [t0, t1, t2], inverse)
+                {
+                    e0 += cl;
+                    continue;
+                }
+            }
             tw.slab(1, e0, one, inverse, &mut w[..cl]);
             tw.slab(2, e0, one, inverse, &mut w2[..cl]);
             tw.slab(3, e0, one, inverse, &mut w3[..cl]);
@@ -568,9 +584,24 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
             ((t0, t1), (m0, m1))
         };
         let (v0, len) = (2 * u0, 2 * cl);
+        let (lo, hi) = local.split_at_mut(b);
+        let (f, t) = g.tw.slab_parts(1, v0, k1, g.inverse, len);
+        if let (Some(y0), Some(y1), [Some(a0), Some(a1)], [Some(c0), Some(c1)], Some(f), Some(t)) = (
+            super::simd::f64s_mut(&mut lo[v0..v0 + len]),
+            super::simd::f64s_mut(&mut hi[v0..v0 + len]),
+            [x00, x01].map(super::simd::f64s),
+            [x10, x11].map(super::simd::f64s),
+            super::simd::f64_of(f),
+            super::simd::f64s(t),
+        ) {
+            let k0 = g.inverse.then(|| super::simd::f64_of(k0)).flatten();
+            if super::simd::fly4(y0, y1, [a0, a1], [c0, c1], k0, f, t, g.inverse) {
+                u0 += cl;
+                continue;
+            }
+        }
         let w = &mut w[..len];
         g.tw.slab(1, v0, k1, g.inverse, w);
-        let (lo, hi) = local.split_at_mut(b);
         let y0 = lo[v0..v0 + len].chunks_exact_mut(2);
         let y1 = hi[v0..v0 + len].chunks_exact_mut(2);
         let xs = (x00.iter().zip(x01)).zip(x10.iter().zip(x11));
