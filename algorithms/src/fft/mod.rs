@@ -29,7 +29,7 @@
 //! and `p` kernels of length `b` write pack `r` (the entries `k₁ ≡ r (mod p)` in order) out
 //! of place, straight into the pack buffer; the twiddles `ω_n^{s·k₁}` of step (2) are
 //! multiplied in by the receiver while it does step (4), one pass over cached slabs (for
-//! `p = 2`, the fetch, the twiddle and the butterfly are one loop). For `p = 2` and `n ≥ 2^19`
+//! `p = 2`, the fetch, the twiddle and the butterfly are one loop). For `p = 2` and `n ≥ 2^17`
 //! the local array is split in four rows instead (a radix-4 pass, kernels of `n/8`; each pack
 //! is then two blocks, which the receiver interleaves): rustfft's kernels get slower per flop
 //! once they outgrow the caches. [`kernel_len`] gives the kernels' length. Against a whole

@@ -21,9 +21,10 @@ pub(crate) const SLAB: usize = 512;
 /// Local lengths from which `p = 2` splits its local FFT in four rows instead of two (kernels
 /// of `n/8`). rustfft's kernels get slower per flop once they outgrow the caches, so kernels
 /// of a quarter of the local array instead of half pay for the extra radix-4 pass on long
-/// transforms, and not on shorter ones (the measurements behind the threshold:
-/// docs/benchmarks.md, `mbsp fft -p 2`).
-const QUAD_MIN: usize = 1 << 18;
+/// transforms, and not on shorter ones: with the passes vectorised by hand (`simd.rs`), from
+/// `n = 2^17` (kernels of `2^14` instead of `2^15`; four rows cost 8% more at `2^15` and 20%
+/// more at `2^16`, docs/benchmarks.md).
+const QUAD_MIN: usize = 1 << 16;
 
 /// The rows `L` the local array of a flat transform of length `n` over `p` processes is split
 /// into (its kernels have length `n/(p·L)`), or 0 when it is not split (`p = 1`, `p² > n`).
@@ -39,14 +40,16 @@ pub(crate) fn rows(n: usize, p: usize) -> usize {
 
 /// The length of the sequential kernels a flat transform of length `n` over `p` processes
 /// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; `n/8` for `p = 2` and
-/// `n ≥ 2^19`, split in four), else `n/p` (the rate of a kernel depends on its length through
+/// `n ≥ 2^17`, split in four), else `n/p` (the rate of a kernel depends on its length through
 /// the caches: this is the length to measure `r` at).
 ///
 /// ```
 /// use mbsp_algorithms::fft::kernel_len;
 /// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
 /// assert_eq!(kernel_len(1 << 20, 2), 1 << 17);
-/// assert_eq!(kernel_len(1 << 18, 2), 1 << 16);
+/// assert_eq!(kernel_len(1 << 18, 2), 1 << 15);
+/// assert_eq!(kernel_len(1 << 17, 2), 1 << 14); // four rows
+/// assert_eq!(kernel_len(1 << 16, 2), 1 << 14); // two rows
 /// assert_eq!(kernel_len(1 << 12, 2), 1 << 10);
 /// assert_eq!(kernel_len(1 << 20, 4), 1 << 16);
 /// assert_eq!(kernel_len(64, 16), 4); // p² > n: group-cyclic stages of n/p

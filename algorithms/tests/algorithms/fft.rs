@@ -235,13 +235,13 @@ fn single_precision() {
 }
 
 /// The split local FFT's special cases (`fft::kernel_len`): p = 2 splits its local array in
-/// four rows from n = 2^19 on and in two below; p = 4 uses the radix-4 pass. Forward and
+/// four rows from n = 2^17 on and in two below; p = 4 uses the radix-4 pass. Forward and
 /// inverse against sequential rustfft on both sides of the threshold, in f64 and f32, and
 /// repeated transforms on one plan (both pack parities).
 #[test]
 fn split_local_fft_on_both_sides_of_its_thresholds() {
     within(120, || {
-        for (m, p) in [(17, 2), (18, 2), (19, 2), (12, 4), (16, 4)] {
+        for (m, p) in [(16, 2), (17, 2), (18, 2), (19, 2), (12, 4), (16, 4)] {
             let n = 1usize << m;
             let x = random(n, 1000 + m as u64);
             for dir in [Direction::Forward, Direction::Inverse] {
