@@ -345,12 +345,16 @@ impl FftCost {
             // and the length-p transforms after the fetch, each with a twiddle multiplication
             // and its making per entry (5·log₂ L + 12 and 5·log₂ p + 12 flops per entry; their
             // memory traffic is taken to cost what it costs the kernels, as r is measured on
-            // kernels of the same length); then one superstep of direct gets.
+            // kernels of the same length); then one superstep of direct gets. With p = 2 the
+            // passes are vectorised by hand (`simd.rs`, f64 with AVX2: two complex numbers per
+            // instruction where the kernels' rate r counts one), so their twiddle work counts
+            // half.
             let e = nf / pf;
             let kernel = (e / rows as f64).max(1.0);
             let l = rows as f64;
+            let twiddles = if p == 2 { 12.0 } else { 24.0 };
             5.0 * e * lg(kernel) / i.r
-                + e * (5.0 * lg(l) + 5.0 * lg(pf) + 24.0) / i.r
+                + e * (5.0 * lg(l) + 5.0 * lg(pf) + twiddles) / i.r
                 + f.time(1, 2.0 * e * (pf - 1.0) / pf, true)
         } else {
             work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)

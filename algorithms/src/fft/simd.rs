@@ -40,7 +40,7 @@ pub(crate) fn f64_of<T: Float>(z: Complex<T>) -> Option<C> {
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        super::split::avx2()
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -156,7 +156,7 @@ mod avx2 {
     /// Two complex products `a·b` (`[re, im, re, im]` each).
     #[inline(always)]
     unsafe fn cmul(a: __m256d, b: __m256d) -> __m256d {
-        // SAFETY (of the intrinsics in this module): the caller's target features.
+        // SAFETY: the caller has the target features (every function of this module does).
         unsafe {
             let bre = _mm256_movedup_pd(b);
             let bim = _mm256_permute_pd(b, 0b1111);
@@ -169,12 +169,18 @@ mod avx2 {
     /// `f` twice.
     #[inline(always)]
     unsafe fn splat(f: C) -> __m256d {
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe { _mm256_setr_pd(f.re, f.im, f.re, f.im) }
     }
 
     /// The sign mask that conjugates two complex numbers (or none).
     #[inline(always)]
     unsafe fn conj_mask(conj: bool) -> __m256d {
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             if conj {
                 _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
@@ -193,6 +199,9 @@ mod avx2 {
             hi.as_mut_ptr() as *mut f64,
             t.as_ptr() as *const f64,
         );
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             let (fv, mask) = (splat(f), conj_mask(conj));
             let mut j = 0;
@@ -228,7 +237,14 @@ mod avx2 {
         conj: bool,
     ) {
         let (o0, o1) = (y0 as *mut f64, y1 as *mut f64);
-        let (ap, cp, tp) = (a_src as *const f64, c_src as *const f64, t.as_ptr() as *const f64);
+        let (ap, cp, tp) = (
+            a_src as *const f64,
+            c_src as *const f64,
+            t.as_ptr() as *const f64,
+        );
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             let (fv, mask) = (splat(f), conj_mask(conj));
             let kv = k0.map(|k| splat(k));
@@ -258,6 +274,9 @@ mod avx2 {
     /// `±i·z` for two complex numbers: `−i` forward, `+i` when `conj`.
     #[inline(always)]
     unsafe fn times_i(z: __m256d, conj: bool) -> __m256d {
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             let swapped = _mm256_permute_pd(z, 0b0101);
             let sign = if conj {
@@ -281,6 +300,9 @@ mod avx2 {
             r3.as_mut_ptr() as *mut f64,
         ];
         let tp: [*const f64; 3] = std::array::from_fn(|i| t[i].as_ptr() as *const f64);
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             let mask = conj_mask(conj);
             let fv = [splat(f[0]), splat(f[1]), splat(f[2])];
@@ -290,7 +312,12 @@ mod avx2 {
                 let a1 = _mm256_loadu_pd(p[1].add(2 * j));
                 let a2 = _mm256_loadu_pd(p[2].add(2 * j));
                 let a3 = _mm256_loadu_pd(p[3].add(2 * j));
-                let w = |i: usize| cmul(_mm256_xor_pd(_mm256_loadu_pd(tp[i].add(2 * j)), mask), fv[i]);
+                let w = |i: usize| {
+                    cmul(
+                        _mm256_xor_pd(_mm256_loadu_pd(tp[i].add(2 * j)), mask),
+                        fv[i],
+                    )
+                };
                 let (s02, d02) = (_mm256_add_pd(a0, a2), _mm256_sub_pd(a0, a2));
                 let (s13, d13) = (_mm256_add_pd(a1, a3), _mm256_sub_pd(a1, a3));
                 let e = times_i(d13, conj);
@@ -321,6 +348,9 @@ mod avx2 {
     /// Two complex numbers from two places.
     #[inline(always)]
     unsafe fn pair(lo: *const f64, hi: *const f64) -> __m256d {
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe { _mm256_set_m128d(_mm_loadu_pd(hi), _mm_loadu_pd(lo)) }
     }
 
@@ -342,6 +372,9 @@ mod avx2 {
         let (a0, a1) = (a[0].as_ptr() as *const f64, a[1].as_ptr() as *const f64);
         let (c0, c1) = (c[0].as_ptr() as *const f64, c[1].as_ptr() as *const f64);
         let tp = t.as_ptr() as *const f64;
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
         unsafe {
             let (fv, mask) = (splat(f), conj_mask(conj));
             let kv = k0.map(|k| splat(k));
