@@ -150,7 +150,8 @@ pub(crate) fn fly4(
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::C;
+    // The outer module's `C`, named afresh (a `super` path would read as one into `fft`).
+    type C = num_complex::Complex<f64>;
     use std::arch::x86_64::*;
 
     /// Two complex products `a·b` (`[re, im, re, im]` each).
