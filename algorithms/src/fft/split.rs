@@ -777,8 +777,26 @@ fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &C
     let [r0, r1, r2, r3] = rows;
     let len = r0.len();
     let mut j0 = 0;
+    let one = Complex::new(T::one(), T::zero());
     while j0 < len {
         let cl = SLAB.min(len - j0);
+        let e0 = p.cols.start + j0;
+        let parts: [_; 3] = std::array::from_fn(|r| p.tw.slab_parts(r + 1, e0, one, p.inverse, cl));
+        if let (Some(a0), Some(a1), Some(a2), Some(a3)) = (
+            super::simd::f64s_mut(&mut r0[j0..][..cl]),
+            super::simd::f64s_mut(&mut r1[j0..][..cl]),
+            super::simd::f64s_mut(&mut r2[j0..][..cl]),
+            super::simd::f64s_mut(&mut r3[j0..][..cl]),
+        ) {
+            let f = parts.map(|(f, _)| super::simd::f64_of(f));
+            let t = parts.map(|(_, t)| super::simd::f64s(t));
+            if let ([Some(f0), Some(f1), Some(f2)], [Some(t0), Some(t1), Some(t2)]) = (f, t)
+                && super::simd::dif4([a0, a1, a2, a3], [f0, f1, f2], [t0, t1, t2], p.inverse)
+            {
+                j0 += cl;
+                continue;
+            }
+        }
         row_twiddles(tile, p, 4, j0, cl);
         // Slices of exactly `cl` entries: no bounds checks in the loop.
         let (w1, rest) = tile.split_at(SLAB);
