@@ -15,7 +15,7 @@ type C = Complex<f64>;
 
 /// `x` as `f64` numbers when `T` is `f64`.
 #[inline(always)]
-pub(crate) fn f64s_mut<T: Float>(x: &mut [Complex<T>]) -> Option<&mut [C]> {
+fn f64s_mut<T: Float>(x: &mut [Complex<T>]) -> Option<&mut [C]> {
     (TypeId::of::<T>() == TypeId::of::<f64>())
         // SAFETY: `T` is `f64`: the same type.
         .then(|| unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut C, x.len()) })
@@ -23,7 +23,7 @@ pub(crate) fn f64s_mut<T: Float>(x: &mut [Complex<T>]) -> Option<&mut [C]> {
 
 /// `x` as `f64` numbers when `T` is `f64`.
 #[inline(always)]
-pub(crate) fn f64s<T: Float>(x: &[Complex<T>]) -> Option<&[C]> {
+fn f64s<T: Float>(x: &[Complex<T>]) -> Option<&[C]> {
     (TypeId::of::<T>() == TypeId::of::<f64>())
         // SAFETY: `T` is `f64`: the same type.
         .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr() as *const C, x.len()) })
@@ -31,16 +31,28 @@ pub(crate) fn f64s<T: Float>(x: &[Complex<T>]) -> Option<&[C]> {
 
 /// `z` as an `f64` number when `T` is `f64`.
 #[inline(always)]
-pub(crate) fn f64_of<T: Float>(z: Complex<T>) -> Option<C> {
+fn f64_of<T: Float>(z: Complex<T>) -> Option<C> {
     f64s(std::slice::from_ref(&z)).map(|s| s[0])
 }
 
-/// Whether the loops here may run (the standard library caches the detection).
+/// `k` as an `f64` number when `T` is `f64` (`Some(None)` for none).
+#[inline(always)]
+fn f64_opt<T: Float>(k: Option<Complex<T>>) -> Option<Option<C>> {
+    match k {
+        None => Some(None),
+        Some(k) => f64_of(k).map(Some),
+    }
+}
+
+/// Whether the loops here may run for `T` (f64, and the standard library's cached detection
+/// of AVX2 and FMA).
 #[inline]
-fn available() -> bool {
+fn available<T: Float>() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        TypeId::of::<T>() == TypeId::of::<f64>()
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -48,103 +60,152 @@ fn available() -> bool {
     }
 }
 
-/// The DIF butterfly of two rows with the second row's twiddle: for every `j`,
-/// `(lo[j], hi[j]) ← (lo[j] + hi[j], (lo[j] − hi[j])·f·t[j])`, `t[j]` conjugated when `conj`
-/// (the inverse twiddles of `Twiddles::slab`). `false`: not run (see the module docs).
-pub(crate) fn dif2(lo: &mut [C], hi: &mut [C], f: C, t: &[C], conj: bool) -> bool {
-    assert!(hi.len() == lo.len() && t.len() >= lo.len());
-    if !available() {
+/// The twiddles of a slab as `split::Twiddles::slab` makes them: entry `j`'s is `f·t[j]`, `t[j]`
+/// conjugated when `conj` (the inverse).
+#[derive(Clone, Copy)]
+pub(crate) struct SlabTwiddles<'a, T: Float> {
+    pub(crate) f: Complex<T>,
+    pub(crate) t: &'a [Complex<T>],
+    pub(crate) conj: bool,
+}
+
+impl<'a, T: Float> SlabTwiddles<'a, T> {
+    /// The same twiddles in `f64` numbers when `T` is `f64`.
+    #[inline(always)]
+    fn f64(self) -> Option<(C, &'a [C], bool)> {
+        Some((f64_of(self.f)?, f64s(self.t)?, self.conj))
+    }
+}
+
+/// The DIF butterfly of two rows with the second row's twiddles `w`: for every `j`,
+/// `(lo[j], hi[j]) ← (lo[j] + hi[j], (lo[j] − hi[j])·w[j])`. `false`: not run (see the module
+/// docs).
+pub(crate) fn dif2<T: Float>(
+    lo: &mut [Complex<T>],
+    hi: &mut [Complex<T>],
+    w: SlabTwiddles<'_, T>,
+) -> bool {
+    assert!(hi.len() == lo.len() && w.t.len() >= lo.len());
+    if !available::<T>() {
         return false;
     }
+    let (Some(lo), Some(hi), Some((f, t, conj))) = (f64s_mut(lo), f64s_mut(hi), w.f64()) else {
+        return false;
+    };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
     unsafe {
         avx2::dif2(lo, hi, f, t, conj)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (lo, hi, f, t, conj);
     true
 }
 
 /// The last pass's butterflies for `p = 2` in two rows: for every `j`,
 /// `(y0[j], y1[j]) ← (a + c, a − c)` with `a = a_src[j]` (times `k0` when given) and
-/// `c = c_src[j]·f·t[j]` (`t[j]` conjugated when `conj`). `false`: not run.
+/// `c = c_src[j]·w[j]`. `false`: not run.
 ///
 /// # Safety
 /// `y0` and `y1` are valid for `n` writes and `a_src` and `c_src` for `n` reads, with
-/// `t.len() ≥ n`; an input may be one of the outputs (entry `j` is read before entry `j` is
+/// `w.t.len() ≥ n`; an input may be one of the outputs (entry `j` is read before entry `j` is
 /// written), and nothing else overlaps.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn fly2(
-    y0: *mut C,
-    y1: *mut C,
-    a_src: *const C,
-    c_src: *const C,
+pub(crate) unsafe fn fly2<T: Float>(
+    y: [*mut Complex<T>; 2],
+    a_src: *const Complex<T>,
+    c_src: *const Complex<T>,
     n: usize,
-    k0: Option<C>,
-    f: C,
-    t: &[C],
-    conj: bool,
+    k0: Option<Complex<T>>,
+    w: SlabTwiddles<'_, T>,
 ) -> bool {
-    assert!(t.len() >= n);
-    if !available() {
+    assert!(w.t.len() >= n);
+    if !available::<T>() {
         return false;
     }
+    let (Some((f, t, conj)), Some(k0)) = (w.f64(), f64_opt(k0)) else {
+        return false;
+    };
+    // `T` is `f64` (checked): the pointers address `f64` numbers.
+    let (y, a_src, c_src) = (y.map(|p| p as *mut C), a_src as *const C, c_src as *const C);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and FMA are present (checked); the pointers as the caller promises.
     unsafe {
-        avx2::fly2(y0, y1, a_src, c_src, n, k0, f, t, conj)
+        avx2::fly2(y, a_src, c_src, n, k0, f, t, conj)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (y, a_src, c_src, k0, f, t, conj);
     true
 }
 
 /// The radix-4 DIF butterflies of four rows with their twiddles, as `split::dif_pass` makes
 /// them: rows in natural order, out in bit-reversed order (frequencies 0, 2, 1, 3), the row of
-/// frequency `r` times `f[r−1]·t[r−1][j]` (`t` conjugated when `conj`: the inverse, whose `ω₄`
-/// is `+i`). `false`: not run.
-pub(crate) fn dif4(rows: [&mut [C]; 4], f: [C; 3], t: [&[C]; 3], conj: bool) -> bool {
+/// frequency `r` times `w[r−1]` (the inverse's `ω₄` is `+i`: `w[0].conj`). `false`: not run.
+pub(crate) fn dif4<T: Float>(rows: [&mut [Complex<T>]; 4], w: [SlabTwiddles<'_, T>; 3]) -> bool {
     let n = rows[0].len();
-    assert!(rows.iter().all(|r| r.len() == n) && t.iter().all(|t| t.len() >= n));
-    if !available() {
+    assert!(rows.iter().all(|r| r.len() == n) && w.iter().all(|w| w.t.len() >= n));
+    if !available::<T>() {
         return false;
     }
+    let [Some(w0), Some(w1), Some(w2)] = w.map(|w| w.f64()) else {
+        return false;
+    };
+    let [r0, r1, r2, r3] = rows;
+    let (Some(r0), Some(r1), Some(r2), Some(r3)) =
+        (f64s_mut(r0), f64s_mut(r1), f64s_mut(r2), f64s_mut(r3))
+    else {
+        return false;
+    };
+    let (f, t, conj) = ([w0.0, w1.0, w2.0], [w0.1, w1.1, w2.1], w0.2);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
     unsafe {
-        avx2::dif4(rows, f, t, conj)
+        avx2::dif4([r0, r1, r2, r3], f, t, conj)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (r0, r1, r2, r3, f, t, conj);
     true
 }
 
 /// The last pass's butterflies for `p = 2` in four rows (two blocks per pack, interleaved in
 /// the output): for every `u` and `q < 2`, `(y0[2u+q], y1[2u+q]) ← (a + c, a − c)` with
-/// `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·f·t[2u+q]` (`t` conjugated when
-/// `conj`). `false`: not run.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fly4(
-    y0: &mut [C],
-    y1: &mut [C],
-    a: [&[C]; 2],
-    c: [&[C]; 2],
-    k0: Option<C>,
-    f: C,
-    t: &[C],
-    conj: bool,
+/// `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·w[2u+q]`. `false`: not run.
+pub(crate) fn fly4<T: Float>(
+    y: [&mut [Complex<T>]; 2],
+    a: [&[Complex<T>]; 2],
+    c: [&[Complex<T>]; 2],
+    k0: Option<Complex<T>>,
+    w: SlabTwiddles<'_, T>,
 ) -> bool {
     let n = a[0].len();
     assert!(
         a[1].len() == n
             && c.iter().all(|c| c.len() == n)
-            && y0.len() == 2 * n
-            && y1.len() == 2 * n
-            && t.len() >= 2 * n
+            && y.iter().all(|y| y.len() == 2 * n)
+            && w.t.len() >= 2 * n
     );
-    if !available() {
+    if !available::<T>() {
         return false;
     }
+    let [y0, y1] = y;
+    let (Some(y0), Some(y1), [Some(a0), Some(a1)], [Some(c0), Some(c1)], Some((f, t, conj))) = (
+        f64s_mut(y0),
+        f64s_mut(y1),
+        a.map(f64s),
+        c.map(f64s),
+        w.f64(),
+    ) else {
+        return false;
+    };
+    let Some(k0) = f64_opt(k0) else {
+        return false;
+    };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
     unsafe {
-        avx2::fly4(y0, y1, a, c, k0, f, t, conj)
+        avx2::fly4(y0, y1, [a0, a1], [c0, c1], k0, f, t, conj)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (y0, y1, a0, a1, c0, c1, k0, f, t, conj);
     true
 }
 
@@ -227,8 +288,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn fly2(
-        y0: *mut C,
-        y1: *mut C,
+        [y0, y1]: [*mut C; 2],
         a_src: *const C,
         c_src: *const C,
         n: usize,

@@ -12,6 +12,7 @@
 //! array (see "footprint" in the [module docs](super)).
 
 use super::num::{Complex, Float, butterflies, root};
+use super::simd::{self, SlabTwiddles};
 use crate::shared::Shared;
 use mbsp::Result;
 
@@ -130,8 +131,8 @@ impl<T: Float> Twiddles<T> {
         }
     }
 
-    /// What [`slab`](Self::slab) multiplies: the slab's factor `k·ω^{±hi}` and the within-slab
-    /// factors `lo` (to be conjugated when `inverse`), for `len` entries from `e0`.
+    /// What [`slab`](Self::slab) writes, unmultiplied (for the vectorised loops, `simd.rs`):
+    /// the slab's factor `k·ω^{±hi}` and the within-slab factors, for `len` entries from `e0`.
     #[inline(always)]
     pub(crate) fn slab_parts(
         &self,
@@ -140,12 +141,15 @@ impl<T: Float> Twiddles<T> {
         k: Complex<T>,
         inverse: bool,
         len: usize,
-    ) -> (Complex<T>, &[Complex<T>]) {
+    ) -> SlabTwiddles<'_, T> {
         let rows = self.hi.len() / self.hi_len;
         let w = self.lo.len() / rows;
         let hi = self.hi[(r - 1) * self.hi_len + e0 / SLAB];
-        let f = if inverse { k * hi.conj() } else { k * hi };
-        (f, &self.lo[(r - 1) * w..][..len])
+        SlabTwiddles {
+            f: if inverse { k * hi.conj() } else { k * hi },
+            t: &self.lo[(r - 1) * w..][..len],
+            conj: inverse,
+        }
     }
 
     /// The rows `L` of the split these twiddles are for.
@@ -223,21 +227,18 @@ fn dif_pass_body<T: Float>(
         let (r2, r3) = r23.split_at_mut(b);
         while e0 < b {
             let cl = SLAB.min(b - e0);
-            let parts: [_; 3] = std::array::from_fn(|r| tw.slab_parts(r + 1, e0, one, inverse, cl));
-            if let (Some(a0), Some(a1), Some(a2), Some(a3)) = (
-                super::simd::f64s_mut(&mut r0[e0..e0 + cl]),
-                super::simd::f64s_mut(&mut r1[e0..e0 + cl]),
-                super::simd::f64s_mut(&mut r2[e0..e0 + cl]),
-                super::simd::f64s_mut(&mut r3[e0..e0 + cl]),
+            let rows = [
+                &mut r0[e0..e0 + cl],
+                &mut r1[e0..e0 + cl],
+                &mut r2[e0..e0 + cl],
+                &mut r3[e0..e0 + cl],
+            ];
+            if simd::dif4(
+                rows,
+                std::array::from_fn(|r| tw.slab_parts(r + 1, e0, one, inverse, cl)),
             ) {
-                let f = parts.map(|(f, _)| super::simd::f64_of(f));
-                let t = parts.map(|(_, t)| super::simd::f64s(t));
-                if let ([Some(f0), Some(f1), Some(f2)], [Some(t0), Some(t1), Some(t2)]) = (f, t)
-                    && super::simd::dif4([a0, a1, a2, a3], [f0, f1, f2], [t0, t1, t2], inverse)
-                {
-                    e0 += cl;
-                    continue;
-                }
+                e0 += cl;
+                continue;
             }
             tw.slab(1, e0, one, inverse, &mut w[..cl]);
             tw.slab(2, e0, one, inverse, &mut w2[..cl]);
@@ -267,14 +268,8 @@ fn dif_pass_body<T: Float>(
         let (lo, hi) = local.split_at_mut(b);
         while e0 < b {
             let cl = SLAB.min(b - e0);
-            let (f, t) = tw.slab_parts(1, e0, one, inverse, cl);
-            if let (Some(x), Some(y), Some(f), Some(t)) = (
-                super::simd::f64s_mut(&mut lo[e0..e0 + cl]),
-                super::simd::f64s_mut(&mut hi[e0..e0 + cl]),
-                super::simd::f64_of(f),
-                super::simd::f64s(t),
-            ) && super::simd::dif2(x, y, f, t, inverse)
-            {
+            let w1 = tw.slab_parts(1, e0, one, inverse, cl);
+            if simd::dif2(&mut lo[e0..e0 + cl], &mut hi[e0..e0 + cl], w1) {
                 e0 += cl;
                 continue;
             }
@@ -525,28 +520,19 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         while e0 < b {
             let cl = SLAB.min(b - e0);
             let theirs = g.theirs.read(e0, &mut theirs[..cl])?;
-            let (f, t) = g.tw.slab_parts(1, e0, k1, g.inverse, cl);
-            if let (Some(y0), Some(y1), Some(th), Some(f), Some(t)) = (
-                super::simd::f64s_mut(&mut lo[e0..e0 + cl]),
-                super::simd::f64s_mut(&mut hi[e0..e0 + cl]),
-                super::simd::f64s(theirs),
-                super::simd::f64_of(f),
-                super::simd::f64s(t),
-            ) {
-                let k0 = g.inverse.then(|| super::simd::f64_of(k0)).flatten();
-                let (p0, p1) = (y0.as_mut_ptr(), y1.as_mut_ptr());
-                // Process 0's entries are a, process 1's c: ours in place (row 1 - me).
-                let (a, c) = if me == 0 {
-                    (p1 as *const _, th.as_ptr())
-                } else {
-                    (th.as_ptr(), p0 as *const _)
-                };
-                // SAFETY: the rows' slab and the fetched slab hold `cl` entries each; our own
-                // input is one of the outputs, entry for entry; nothing else overlaps.
-                if unsafe { super::simd::fly2(p0, p1, a, c, cl, k0, f, t, g.inverse) } {
-                    e0 += cl;
-                    continue;
-                }
+            let (p0, p1) = (lo[e0..].as_mut_ptr(), hi[e0..].as_mut_ptr());
+            // Process 0's entries are a, process 1's c: ours in place (row 1 - me).
+            let (a, c) = if me == 0 {
+                (p1 as *const _, theirs.as_ptr())
+            } else {
+                (theirs.as_ptr(), p0 as *const _)
+            };
+            let w1 = g.tw.slab_parts(1, e0, k1, g.inverse, cl);
+            // SAFETY: both rows hold `cl` entries from `e0`, the fetched slab `cl`; our own
+            // input is one of the outputs, entry for entry; nothing else overlaps.
+            if unsafe { simd::fly2([p0, p1], a, c, cl, g.inverse.then_some(k0), w1) } {
+                e0 += cl;
+                continue;
             }
             let w = &mut w[..cl];
             g.tw.slab(1, e0, k1, g.inverse, w);
@@ -588,20 +574,11 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         };
         let (v0, len) = (2 * u0, 2 * cl);
         let (lo, hi) = local.split_at_mut(b);
-        let (f, t) = g.tw.slab_parts(1, v0, k1, g.inverse, len);
-        if let (Some(y0), Some(y1), [Some(a0), Some(a1)], [Some(c0), Some(c1)], Some(f), Some(t)) = (
-            super::simd::f64s_mut(&mut lo[v0..v0 + len]),
-            super::simd::f64s_mut(&mut hi[v0..v0 + len]),
-            [x00, x01].map(super::simd::f64s),
-            [x10, x11].map(super::simd::f64s),
-            super::simd::f64_of(f),
-            super::simd::f64s(t),
-        ) {
-            let k0 = g.inverse.then(|| super::simd::f64_of(k0)).flatten();
-            if super::simd::fly4(y0, y1, [a0, a1], [c0, c1], k0, f, t, g.inverse) {
-                u0 += cl;
-                continue;
-            }
+        let y = [&mut lo[v0..v0 + len], &mut hi[v0..v0 + len]];
+        let w1 = g.tw.slab_parts(1, v0, k1, g.inverse, len);
+        if simd::fly4(y, [x00, x01], [x10, x11], g.inverse.then_some(k0), w1) {
+            u0 += cl;
+            continue;
         }
         let w = &mut w[..len];
         g.tw.slab(1, v0, k1, g.inverse, w);
@@ -781,21 +758,18 @@ fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &C
     while j0 < len {
         let cl = SLAB.min(len - j0);
         let e0 = p.cols.start + j0;
-        let parts: [_; 3] = std::array::from_fn(|r| p.tw.slab_parts(r + 1, e0, one, p.inverse, cl));
-        if let (Some(a0), Some(a1), Some(a2), Some(a3)) = (
-            super::simd::f64s_mut(&mut r0[j0..][..cl]),
-            super::simd::f64s_mut(&mut r1[j0..][..cl]),
-            super::simd::f64s_mut(&mut r2[j0..][..cl]),
-            super::simd::f64s_mut(&mut r3[j0..][..cl]),
+        let rows = [
+            &mut r0[j0..][..cl],
+            &mut r1[j0..][..cl],
+            &mut r2[j0..][..cl],
+            &mut r3[j0..][..cl],
+        ];
+        if simd::dif4(
+            rows,
+            std::array::from_fn(|r| p.tw.slab_parts(r + 1, e0, one, p.inverse, cl)),
         ) {
-            let f = parts.map(|(f, _)| super::simd::f64_of(f));
-            let t = parts.map(|(_, t)| super::simd::f64s(t));
-            if let ([Some(f0), Some(f1), Some(f2)], [Some(t0), Some(t1), Some(t2)]) = (f, t)
-                && super::simd::dif4([a0, a1, a2, a3], [f0, f1, f2], [t0, t1, t2], p.inverse)
-            {
-                j0 += cl;
-                continue;
-            }
+            j0 += cl;
+            continue;
         }
         row_twiddles(tile, p, 4, j0, cl);
         // Slices of exactly `cl` entries: no bounds checks in the loop.
