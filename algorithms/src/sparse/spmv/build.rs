@@ -20,9 +20,22 @@ impl SpmvPlan {
         d: &Distribution,
         shared_x: bool,
     ) -> Result<Self, SpmvError> {
+        Self::build_ordered(a, d, shared_x, None)
+    }
+
+    /// [`SpmvPlan::build`] with each process's owned `y` and `x` entries in the order of
+    /// `keys` (per global row, per global column; ties by index) instead of ascending index:
+    /// [`HierPlan::partition`](super::HierPlan::partition) groups a package's entries by the
+    /// core that uses them, so that each core reads and writes stretches of its own.
+    pub(super) fn build_ordered(
+        a: &CooMatrix,
+        d: &Distribution,
+        shared_x: bool,
+        keys: Option<(&[u32], &[u32])>,
+    ) -> Result<Self, SpmvError> {
         check(a, d)?;
         let p = d.p;
-        let mut builder = Builder::new(a, d, shared_x);
+        let mut builder = Builder::new(a, d, shared_x, keys);
         let procs: Vec<LocalSpmv> = nonzeros_by_process(d)
             .into_iter()
             .enumerate()
@@ -68,13 +81,23 @@ fn check(a: &CooMatrix, d: &Distribution) -> Result<(), SpmvError> {
     Ok(())
 }
 
-/// Position of each global index in its owner's ascending list of owned indices.
-fn positions(owner: &[u32], p: usize) -> (Vec<Vec<u32>>, Vec<u32>) {
+/// Each owner's list of owned indices, ascending (by `key`, then index, when given), and the
+/// position of each global index in its owner's list.
+fn positions(owner: &[u32], p: usize, key: Option<&[u32]>) -> (Vec<Vec<u32>>, Vec<u32>) {
     let mut owned: Vec<Vec<u32>> = vec![Vec::new(); p];
-    let mut pos = vec![0u32; owner.len()];
     for (i, &s) in owner.iter().enumerate() {
-        pos[i] = owned[s as usize].len() as u32;
         owned[s as usize].push(i as u32);
+    }
+    if let Some(key) = key {
+        for list in &mut owned {
+            list.sort_unstable_by_key(|&i| (key[i as usize], i));
+        }
+    }
+    let mut pos = vec![0u32; owner.len()];
+    for list in &owned {
+        for (q, &i) in list.iter().enumerate() {
+            pos[i as usize] = q as u32;
+        }
     }
     (owned, pos)
 }
@@ -128,10 +151,15 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(a: &'a CooMatrix, d: &'a Distribution, shared_x: bool) -> Self {
+    fn new(
+        a: &'a CooMatrix,
+        d: &'a Distribution,
+        shared_x: bool,
+        keys: Option<(&[u32], &[u32])>,
+    ) -> Self {
         let p = d.p;
-        let (x_owned, x_pos) = positions(&d.x_owner, p);
-        let (y_owned, y_pos) = positions(&d.y_owner, p);
+        let (x_owned, x_pos) = positions(&d.x_owner, p, keys.map(|k| k.1));
+        let (y_owned, y_pos) = positions(&d.y_owner, p, keys.map(|k| k.0));
         Builder {
             a,
             d,
@@ -200,9 +228,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Phase *order*: the rows owned here first (ascending, so `y` is written in order), then
-    /// the others grouped by owner (so the send buffer is written in order); within a row by
-    /// column.
+    /// Phase *order*: the rows owned here first (by their position in `y_owned`, so `y` is
+    /// written in order), then the others grouped by owner (and by position there, so the send
+    /// buffer is written in order); within a row by column.
     ///
     /// Sorted as packed keys (owner, row, column, index), not as indices with a key function:
     /// the function's three lookups at every comparison were most of the plan's build time.
@@ -214,7 +242,7 @@ impl<'a> Builder<'a> {
                 let (i, j) = (a.row_idx[k as usize], a.col_idx[k as usize]);
                 let t = d.y_owner[i as usize];
                 (u128::from(t) << 96)
-                    | (u128::from(i) << 64)
+                    | (u128::from(self.y_pos[i as usize]) << 64)
                     | (u128::from(j) << 32)
                     | u128::from(k)
             })

@@ -58,7 +58,11 @@ impl HierPlan {
         top: &Distribution,
         inner: &[Distribution],
     ) -> Result<Self, SpmvError> {
-        let top = SpmvPlan::new(a, top)?;
+        Self::over(a, SpmvPlan::new(a, top)?, inner)
+    }
+
+    /// [`HierPlan::new`] over a top plan already made.
+    fn over(a: &CooMatrix, top: SpmvPlan, inner: &[Distribution]) -> Result<Self, SpmvError> {
         if inner.len() != top.p() {
             return Err(SpmvError::InnerCount {
                 inner: inner.len(),
@@ -96,6 +100,15 @@ impl HierPlan {
     /// between cores and give each core its own stretch of `y`. [`HierPlan::partition_2d`]
     /// partitions the packages' parts with the partitioner as well.
     ///
+    /// Which rows and columns a block holds is chosen by the partitioner all the same: each
+    /// package's part is partitioned over its cores, and the package's owned `y` and `x`
+    /// entries ([`LocalSpmv::y_owned`], [`LocalSpmv::x_owned`]) are ordered by the core the
+    /// partition gives them to (ascending index within a core). The blocks of consecutive rows
+    /// are then the partition's rows, and each core reads mostly a stretch of the package's
+    /// `x` of its own, as the flat multiply's processes read their local `x`. In the matrix's
+    /// own order a block's rows may read columns all over `x`, which costs the cores their
+    /// caches (docs/benchmarks.md, "hier with one package on top").
+    ///
     /// ```
     /// use mbsp_algorithms::sparse::{CooMatrix, spmv::HierPlan, partition::Options};
     /// let a = CooMatrix::new(4, 4, (0..4).map(|i| (i, i, 1.0))).unwrap();
@@ -109,7 +122,20 @@ impl HierPlan {
         cores: usize,
         options: &Options,
     ) -> Result<Self, SpmvError> {
-        Self::partition_with(a, packages, options, |l| Ok(row_blocks(&l.matrix(), cores)))
+        let top = partition(a, packages, options)?;
+        let plan = SpmvPlan::new(a, &top.dist)?;
+        let plan = if cores > 1 {
+            let (rows, cols) = core_order(a, &plan, cores, options)?;
+            SpmvPlan::build_ordered(a, &top.dist, false, Some((&rows, &cols)))?
+        } else {
+            plan
+        };
+        let inner: Vec<Distribution> = plan
+            .procs
+            .iter()
+            .map(|l| row_blocks(&l.matrix(), cores))
+            .collect();
+        Self::over(a, plan, &inner)
     }
 
     /// [`HierPlan::partition`] with each package's part partitioned over its cores by the
@@ -167,6 +193,39 @@ impl HierPlan {
         };
         (words(&self.top), self.inner.iter().map(words).sum())
     }
+}
+
+/// Per global row and column of `a`, the core of its owning package that the partitioner gives
+/// it when each package's part in `top` is partitioned over `cores` (the keys by which
+/// [`HierPlan::partition`] orders the packages' vectors); entries a package owns but does not
+/// use get key 0.
+fn core_order(
+    a: &CooMatrix,
+    top: &SpmvPlan,
+    cores: usize,
+    options: &Options,
+) -> Result<(Vec<u32>, Vec<u32>), SpmvError> {
+    let (mut rows, mut cols) = (vec![0u32; a.rows], vec![0u32; a.cols]);
+    for l in &top.procs {
+        if l.nnz() == 0 {
+            continue;
+        }
+        let d = partition(&l.matrix(), cores, options)
+            .map_err(|e| SpmvError::Package {
+                package: l.pid,
+                source: Box::new(SpmvError::Partition(e)),
+            })?
+            .dist;
+        // Local rows `..own_rows` are the package's owned rows with nonzeros here, at
+        // `y_owned[dest[r]]`; local columns `..x_owned.len()` are its owned columns.
+        for (r, &q) in l.dest[..l.own_rows].iter().enumerate() {
+            rows[l.y_owned[q as usize] as usize] = d.y_owner[r];
+        }
+        for (c, &j) in l.x_owned.iter().enumerate() {
+            cols[j as usize] = d.x_owner[c];
+        }
+    }
+    Ok((rows, cols))
 }
 
 /// A distribution of `a` over `p` parts by blocks of consecutive rows with about `nnz / p`
@@ -459,8 +518,7 @@ impl<'p> HierSpmv<'p> {
                     // SAFETY: no other core's rows reach this stretch of `y` (`own_blocks`),
                     // and nobody else touches `y` before the nested run ends.
                     let ys = unsafe { y.slice_mut(block.clone()) };
-                    let rows = &sc.row_out;
-                    l.multiply_local_rows(xb, |r, v| ys[rows[r] as usize] = v, &mut sc.send);
+                    l.multiply_local_mapped(xb, ys, &sc.row_out, &mut sc.send);
                     for &q in &l.y_empty {
                         ys[sc.out[q as usize] as usize - block.start] = 0.0;
                     }
@@ -535,6 +593,84 @@ mod tests {
             assert_eq!(b[cores - 1].end, 1000, "{b:?}");
             assert!(b.windows(2).all(|w| w[0].end == w[1].start), "{b:?}");
             assert_eq!(plan.volumes().1, 0);
+        }
+    }
+
+    /// A grid whose rows and columns are numbered at random: row blocks in that order would
+    /// read `x` all over, but ordered by the partition each core of one package reads its own
+    /// stretch of the package's `x` but for the cut.
+    #[test]
+    fn row_blocks_under_one_package_read_their_own_stretch_of_x() {
+        let grid = CooMatrix::laplacian_2d(40, 0.0).unwrap();
+        let n = grid.rows;
+        // A fixed scramble: i -> i·k mod n with k coprime to n.
+        let k = 977;
+        let e: Vec<(usize, usize, f64)> = (0..grid.nnz())
+            .map(|z| {
+                let (i, j) = (grid.row_idx[z] as usize, grid.col_idx[z] as usize);
+                (i * k % n, j * k % n, grid.vals[z])
+            })
+            .collect();
+        let a = CooMatrix::new(n, n, e).unwrap();
+        // Nonzeros a core reads from the other half of the package's `x`.
+        let far = |plan: &HierPlan| -> usize {
+            plan.inner[0]
+                .procs
+                .iter()
+                .enumerate()
+                .map(|(c, l)| {
+                    let m = l.matrix();
+                    m.col_idx
+                        .iter()
+                        .filter(|&&j| (j as usize) * 2 / n != c)
+                        .count()
+                })
+                .sum()
+        };
+        let plan = HierPlan::partition(&a, 1, 2, &Options::default()).unwrap();
+        let unordered = {
+            let one = |len: usize| vec![0u32; len];
+            let top = Distribution {
+                p: 1,
+                nz_part: one(a.nnz()),
+                x_owner: one(a.cols),
+                y_owner: one(a.rows),
+            };
+            let local = SpmvPlan::new(&a, &top).unwrap().procs[0].matrix();
+            HierPlan::new(&a, &top, &[row_blocks(&local, 2)]).unwrap()
+        };
+        let (ordered, scrambled) = (far(&plan), far(&unordered));
+        assert!(ordered * 10 < a.nnz(), "{ordered} of {} read far", a.nnz());
+        assert!(
+            scrambled * 3 > a.nnz(),
+            "{scrambled} of {} read far",
+            a.nnz()
+        );
+        // Still a permutation of the rows and columns, and the same products.
+        let mut rows = plan.top.procs[0].y_owned.clone();
+        rows.sort_unstable();
+        assert!(rows.iter().copied().eq(0..n as u32));
+        let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64).collect();
+        let want: Vec<f64> = (0..n)
+            .map(|i| {
+                (0..a.nnz())
+                    .filter(|&z| a.row_idx[z] as usize == i)
+                    .map(|z| a.vals[z] * x[a.col_idx[z] as usize])
+                    .sum()
+            })
+            .collect();
+        let got = mbsp::run(1, |ctx| {
+            let mut spmv = HierSpmv::new(ctx, &plan)?;
+            let local = spmv.local();
+            let xs: Vec<f64> = local.x_owned.iter().map(|&j| x[j as usize]).collect();
+            spmv.x_mut(ctx)?.copy_from_slice(&xs);
+            let mut y = vec![0.0; local.y_owned.len()];
+            spmv.multiply(ctx, &mut y)?;
+            Ok(y)
+        })
+        .unwrap();
+        for (q, &i) in plan.top.procs[0].y_owned.iter().enumerate() {
+            assert!((got[0][q] - want[i as usize]).abs() < 1e-12, "row {i}");
         }
     }
 

@@ -262,6 +262,20 @@ impl LocalSpmv {
         }
     }
 
+    /// The local multiply with the sum of owned local row `r` written to `y[map[r]]` and the
+    /// others to their slots in `send` (owned rows without nonzeros here are left alone): what
+    /// [`multiply_local`](Self::multiply_local) does with `map` = `dest`.
+    ///
+    /// Not inlined on purpose: the kernel is only fast where `y` and `map` are plain slices in
+    /// its own frame. Inlined into a caller's closure that captures them (the nested run of
+    /// [`HierSpmv`]), the compiler reloaded them from the captured environment at every row,
+    /// which made the multiply markedly slower (docs/benchmarks.md, "hier with one package on
+    /// top").
+    #[inline(never)]
+    fn multiply_local_mapped(&self, xb: &[f64], y: &mut [f64], map: &[u32], send: &mut [f64]) {
+        self.multiply_local_rows(xb, |r, s| y[map[r] as usize] = s, send);
+    }
+
     /// The local multiply with the sum of owned local row `r` (`..own_rows`) handed to
     /// `own_row(r, sum)`, for callers that map local rows to their destinations themselves;
     /// owned rows without nonzeros here (`y_empty`) are left to the caller.
