@@ -365,11 +365,28 @@ impl<'s, 'a> CoreOut<'s, 'a> {
         unsafe { s.write(i, v) }
     }
 
-    /// [`set`](Self::set) for owned local row `r` of the core's plan.
-    fn set_row(&self, r: usize, v: f64) {
-        let (s, i) = self.decode(self.row_out[r]);
-        // SAFETY: entry `i` is this core's alone (`new`).
-        unsafe { s.write(i, v) }
+    /// The core's local multiply `l` on the package's `x` buffer `xb`, each owned row's sum
+    /// to its destination, the others' to `send`. Not inlined, and the destinations taken
+    /// out of `self` first, as in
+    /// [`LocalSpmv::multiply_local_mapped`](super::LocalSpmv::multiply_local_mapped): the
+    /// kernel then keeps them in registers instead of reloading them at every row.
+    #[inline(never)]
+    fn multiply(&self, l: &LocalSpmv, xb: &[f64], send: &mut [f64]) {
+        let (y, to_send, row_out) = (self.y, self.send, self.row_out);
+        l.multiply_local_rows(
+            xb,
+            |r, v| {
+                let d = row_out[r];
+                let (s, i) = if d & TO_SEND != 0 {
+                    (to_send, (d & !TO_SEND) as usize)
+                } else {
+                    (y, d as usize)
+                };
+                // SAFETY: entry `i` is this core's alone (`new`).
+                unsafe { s.write(i, v) }
+            },
+            send,
+        );
     }
 
     fn add(&self, q: usize, v: f64) {
@@ -526,7 +543,7 @@ impl<'p> HierSpmv<'p> {
                 }
                 // SAFETY: `sc.out` is this core's part of the inner plan (see `CoreOut::new`).
                 let mine = unsafe { CoreOut::new(&y, &send, &sc.out, &sc.row_out) };
-                l.multiply_local_rows(xb, |r, v| mine.set_row(r, v), &mut sc.send);
+                mine.multiply(l, xb, &mut sc.send);
                 for &q in &l.y_empty {
                     mine.set(q as usize, 0.0);
                 }
