@@ -166,6 +166,36 @@ pub(crate) fn dif4<T: Float>(rows: [&mut [Complex<T>]; 4], w: [SlabTwiddles<'_, 
     true
 }
 
+/// The radix-8 DIF butterflies of eight rows with their twiddles, as `split::radix8` makes
+/// them: rows in natural order in, frequencies 0, 4, 2, 6, 1, 5, 3, 7 out, the row of frequency
+/// `f ≥ 1` times `w[f−1]`. `false`: not run.
+pub(crate) fn dif8<T: Float>(rows: [&mut [Complex<T>]; 8], w: [SlabTwiddles<'_, T>; 7]) -> bool {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && w.iter().all(|w| w.t.len() >= n));
+    if !available::<T>() {
+        return false;
+    }
+    let w = w.map(|w| w.f64());
+    if w.iter().any(Option::is_none) {
+        return false;
+    }
+    let w = w.map(|w| w.expect("checked"));
+    let mut r64: [Option<&mut [C]>; 8] = rows.map(f64s_mut);
+    if r64.iter().any(Option::is_none) {
+        return false;
+    }
+    let rows: [&mut [C]; 8] = std::array::from_fn(|i| r64[i].take().expect("checked"));
+    let (f, t, conj) = (w.map(|w| w.0), w.map(|w| w.1), w[0].2);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    unsafe {
+        avx2::dif8(rows, f, t, conj)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (rows, f, t, conj);
+    true
+}
+
 /// The last pass's butterflies for `p = 2` in four rows (two blocks per pack, interleaved in
 /// the output): for every `u` and `q < 2`, `(y0[2u+q], y1[2u+q]) ← (a + c, a − c)` with
 /// `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·w[2u+q]`. `false`: not run.
@@ -402,6 +432,89 @@ mod avx2 {
                 r1[j] = (s02 - s13) * tw(1);
                 r2[j] = (d02 + e) * tw(0);
                 r3[j] = (d02 - e) * tw(2);
+            }
+        }
+    }
+
+    /// [`super::dif8`].
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dif8(rows: [&mut [C]; 8], f: [C; 7], t: [&[C]; 7], conj: bool) {
+        const FREQ: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
+        let n = rows[0].len();
+        let mut rows = rows;
+        let p: [*mut f64; 8] = std::array::from_fn(|i| rows[i].as_mut_ptr() as *mut f64);
+        let tp: [*const f64; 7] = std::array::from_fn(|i| t[i].as_ptr() as *const f64);
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        let sign = if conj { h } else { -h };
+        // ω₈ and ω₈³ (ω₈² = ∓i is `times_i`).
+        let (w1, w3) = (C::new(h, sign), C::new(-h, sign));
+        // SAFETY: this module's functions run only where AVX2 and FMA are present (their
+        // target features, or the caller's); the pointers address the entries the lengths checked
+        // by the callers allow.
+        unsafe {
+            let mask = conj_mask(conj);
+            let fv: [__m256d; 7] = std::array::from_fn(|i| splat(f[i]));
+            let (w1v, w3v) = (splat(w1), splat(w3));
+            // The radix-4 DIF of (a0, a1, a2, a3): frequencies 0, 2, 1, 3.
+            let dft4 = |a0: __m256d, a1: __m256d, a2: __m256d, a3: __m256d| {
+                let (s02, d02) = (_mm256_add_pd(a0, a2), _mm256_sub_pd(a0, a2));
+                let (s13, d13) = (_mm256_add_pd(a1, a3), _mm256_sub_pd(a1, a3));
+                let e = times_i(d13, conj);
+                [
+                    _mm256_add_pd(s02, s13),
+                    _mm256_sub_pd(s02, s13),
+                    _mm256_add_pd(d02, e),
+                    _mm256_sub_pd(d02, e),
+                ]
+            };
+            let mut j = 0;
+            while j + 2 <= n {
+                let x: [__m256d; 8] = std::array::from_fn(|i| _mm256_loadu_pd(p[i].add(2 * j)));
+                let b = dft4(
+                    _mm256_add_pd(x[0], x[4]),
+                    _mm256_add_pd(x[1], x[5]),
+                    _mm256_add_pd(x[2], x[6]),
+                    _mm256_add_pd(x[3], x[7]),
+                );
+                let d = dft4(
+                    _mm256_sub_pd(x[0], x[4]),
+                    cmul(_mm256_sub_pd(x[1], x[5]), w1v),
+                    times_i(_mm256_sub_pd(x[2], x[6]), conj),
+                    cmul(_mm256_sub_pd(x[3], x[7]), w3v),
+                );
+                let out = [b[0], b[1], b[2], b[3], d[0], d[1], d[2], d[3]];
+                _mm256_storeu_pd(p[0].add(2 * j), out[0]);
+                for i in 1..8 {
+                    let g = FREQ[i] - 1;
+                    let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp[g].add(2 * j)), mask), fv[g]);
+                    _mm256_storeu_pd(p[i].add(2 * j), cmul(out[i], w));
+                }
+                j += 2;
+            }
+            if j < n {
+                let mi = |z: C| {
+                    if conj {
+                        C::new(-z.im, z.re)
+                    } else {
+                        C::new(z.im, -z.re)
+                    }
+                };
+                let dft4 = |a0: C, a1: C, a2: C, a3: C| {
+                    let (s02, d02) = (a0 + a2, a0 - a2);
+                    let (s13, d13) = (a1 + a3, a1 - a3);
+                    let e = mi(d13);
+                    [s02 + s13, s02 - s13, d02 + e, d02 - e]
+                };
+                let x: [C; 8] = std::array::from_fn(|i| *(p[i] as *const C).add(j));
+                let b = dft4(x[0] + x[4], x[1] + x[5], x[2] + x[6], x[3] + x[7]);
+                let d = dft4(x[0] - x[4], (x[1] - x[5]) * w1, mi(x[2] - x[6]), (x[3] - x[7]) * w3);
+                let out = [b[0], b[1], b[2], b[3], d[0], d[1], d[2], d[3]];
+                *(p[0] as *mut C).add(j) = out[0];
+                for i in 1..8 {
+                    let g = FREQ[i] - 1;
+                    let tw = f[g] * if conj { t[g][j].conj() } else { t[g][j] };
+                    *(p[i] as *mut C).add(j) = out[i] * tw;
+                }
             }
         }
     }

@@ -824,8 +824,27 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
     let [r0, r1, r2, r3, r4, r5, r6, r7] = rows;
     let len = r0.len();
     let mut j0 = 0;
+    let one = Complex::new(T::one(), T::zero());
     while j0 < len {
         let cl = SLAB.min(len - j0);
+        let e0 = p.cols.start + j0;
+        let rows = [
+            &mut r0[j0..][..cl],
+            &mut r1[j0..][..cl],
+            &mut r2[j0..][..cl],
+            &mut r3[j0..][..cl],
+            &mut r4[j0..][..cl],
+            &mut r5[j0..][..cl],
+            &mut r6[j0..][..cl],
+            &mut r7[j0..][..cl],
+        ];
+        if simd::dif8(
+            rows,
+            std::array::from_fn(|f| p.tw.slab_parts(f + 1, e0, one, p.inverse, cl)),
+        ) {
+            j0 += cl;
+            continue;
+        }
         row_twiddles(tile, p, 8, j0, cl);
         // Slices of exactly `cl` entries: no bounds checks in the loop.
         let tw: [&[Complex<T>]; 8] =
