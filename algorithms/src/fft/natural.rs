@@ -28,8 +28,8 @@
 //! Every phase streams its part of the array once, as the flat transform's three passes do
 //! over a local array, and no phase copies a cyclic part out or scatters one back; phase 3 is
 //! a transpose the flat transform, in and out in the cyclic distribution, does not make. The
-//! kernels have the length of the flat transform's for `c = 2` (`n/4`, `n/8` from `n = 2^19`;
-//! the flat one's from `2^17`). The
+//! kernels have the length of the flat transform's for `c = 2` (`n/4`, `n/8` from `n = 2^17`).
+//! The
 //! tables and kernels are made once per plan, the buffers at the first transform (each
 //! process's own by that process; the output buffer, which every process reads in phase 3, by
 //! the parent), so a transform allocates, registers and communicates nothing: it costs the
@@ -76,7 +76,7 @@ struct Node<T: Float> {
 
 /// Lengths from which a top level of one process over two splits in four rows per process
 /// (kernels of `n/8`) instead of two.
-const NATURAL_QUAD_MIN: usize = 1 << 19;
+const NATURAL_QUAD_MIN: usize = 1 << 17;
 
 impl<T: Float> Natural<T> {
     /// The plan for length `n` over `c` nested processes, or `None` where the rows would be
@@ -86,9 +86,10 @@ impl<T: Float> Natural<T> {
             return None;
         }
         // Two processes: the rows of the flat transform's split, so that the kernels have its
-        // length (`n/4`, or `n/8` from `n = 2^19`; the flat one splits in four from `2^17`, which
-        // has not been measured here); more: four rows each
-        // (a tile of `4c` rows of a slab stays in the caches in phase 1).
+        // length (`n/4`, or `n/8` from `n = 2^17`: with the radix-8 column pass vectorised,
+        // eight rows cost less than four from there; below, the passes cost more than the
+        // shorter kernels save); more: four rows each (a tile of `4c` rows of a slab stays in
+        // the caches in phase 1).
         let q = match c {
             2 if n < 4 => 0,
             2 if n < NATURAL_QUAD_MIN => 2,

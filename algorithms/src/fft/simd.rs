@@ -486,7 +486,10 @@ mod avx2 {
                 _mm256_storeu_pd(p[0].add(2 * j), out[0]);
                 for i in 1..8 {
                     let g = FREQ[i] - 1;
-                    let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp[g].add(2 * j)), mask), fv[g]);
+                    let w = cmul(
+                        _mm256_xor_pd(_mm256_loadu_pd(tp[g].add(2 * j)), mask),
+                        fv[g],
+                    );
                     _mm256_storeu_pd(p[i].add(2 * j), cmul(out[i], w));
                 }
                 j += 2;
@@ -507,7 +510,12 @@ mod avx2 {
                 };
                 let x: [C; 8] = std::array::from_fn(|i| *(p[i] as *const C).add(j));
                 let b = dft4(x[0] + x[4], x[1] + x[5], x[2] + x[6], x[3] + x[7]);
-                let d = dft4(x[0] - x[4], (x[1] - x[5]) * w1, mi(x[2] - x[6]), (x[3] - x[7]) * w3);
+                let d = dft4(
+                    x[0] - x[4],
+                    (x[1] - x[5]) * w1,
+                    mi(x[2] - x[6]),
+                    (x[3] - x[7]) * w3,
+                );
                 let out = [b[0], b[1], b[2], b[3], d[0], d[1], d[2], d[3]];
                 *(p[0] as *mut C).add(j) = out[0];
                 for i in 1..8 {

@@ -444,9 +444,9 @@ fn multi_bsp_matches_rustfft() {
 fn top_level_of_one_process_matches_flat() {
     within(300, || {
         for c in [2usize, 4, 8] {
-            // From 2^19 two processes split in eight rows instead of four (the flat
+            // From 2^17 two processes split in eight rows instead of four (the flat
             // transform's split).
-            for m in [3u32, 4, 5, 7, 10, 13, 16, 19] {
+            for m in [3u32, 4, 5, 7, 10, 13, 16, 17, 19] {
                 let n = 1usize << m;
                 if n < c {
                     continue;
