@@ -1,5 +1,7 @@
-//! Hand-vectorised loops of the two passes of the flat transform with `p = 2` in two rows, for
-//! `f64` on x86-64 with AVX2 and FMA: two complex numbers per 256-bit register.
+//! Hand-vectorised loops of the two passes of the flat transform with `p = 2` in two and four
+//! rows, and of the radix-4 and radix-8 column passes of the natural-order transform (a top
+//! level of one process), for `f64` on x86-64 with AVX2 and FMA: two complex numbers per
+//! 256-bit register.
 //!
 //! Why by hand: the compiler keeps `Complex<f64>` arithmetic in 128-bit registers, one complex
 //! number per iteration with its shuffles, and the two passes around the kernels then took a
