@@ -746,28 +746,41 @@ fn row_twiddles<T: Float>(
     }
 }
 
+/// Entries `j0 .. j0 + cl` of each row: slices of exactly `cl` entries, so that the loops over
+/// them need no bounds checks.
+#[inline(always)]
+fn slab_of<'r, T: Float, const L: usize>(
+    rows: &'r mut [&mut [Complex<T>]; L],
+    j0: usize,
+    cl: usize,
+) -> [&'r mut [Complex<T>]; L] {
+    rows.each_mut().map(|r| &mut r[j0..][..cl])
+}
+
+/// The twiddles of rows `f = 1 .. L` for the `cl` columns from `j0` of the pass's columns, for
+/// the vectorised radix passes (`simd.rs`): entry `f - 1` is row `f`'s.
+#[inline(always)]
+fn slab_twiddles<'a, T: Float, const N: usize>(
+    p: &'a Columns<'_, T>,
+    j0: usize,
+    cl: usize,
+) -> [SlabTwiddles<'a, T>; N] {
+    let one = Complex::new(T::one(), T::zero());
+    std::array::from_fn(|f| {
+        p.tw.slab_parts(f + 1, p.cols.start + j0, one, p.inverse, cl)
+    })
+}
+
 /// [`columns_body`] for `L = 4` in one loop, as the flat transform's radix-4 pass: rows in
 /// natural order in, frequencies 0, 2, 1, 3 out, each times its twiddle (the tile holds them,
 /// row `f - 1`).
 #[inline(always)]
-fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
-    let [r0, r1, r2, r3] = rows;
-    let len = r0.len();
+fn radix4<T: Float>(mut rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &Columns<'_, T>) {
+    let len = rows[0].len();
     let mut j0 = 0;
-    let one = Complex::new(T::one(), T::zero());
     while j0 < len {
         let cl = SLAB.min(len - j0);
-        let e0 = p.cols.start + j0;
-        let rows = [
-            &mut r0[j0..][..cl],
-            &mut r1[j0..][..cl],
-            &mut r2[j0..][..cl],
-            &mut r3[j0..][..cl],
-        ];
-        if simd::dif4(
-            rows,
-            std::array::from_fn(|r| p.tw.slab_parts(r + 1, e0, one, p.inverse, cl)),
-        ) {
+        if simd::dif4(slab_of(&mut rows, j0, cl), slab_twiddles(p, j0, cl)) {
             j0 += cl;
             continue;
         }
@@ -776,8 +789,7 @@ fn radix4<T: Float>(rows: [&mut [Complex<T>]; 4], tile: &mut [Complex<T>], p: &C
         let (w1, rest) = tile.split_at(SLAB);
         let (w2, w3) = rest.split_at(SLAB);
         let (w1, w2, w3) = (&w1[..cl], &w2[..cl], &w3[..cl]);
-        let (a0, a1) = (&mut r0[j0..][..cl], &mut r1[j0..][..cl]);
-        let (a2, a3) = (&mut r2[j0..][..cl], &mut r3[j0..][..cl]);
+        let [a0, a1, a2, a3] = slab_of(&mut rows, j0, cl);
         for j in 0..cl {
             let (s02, d02) = (a0[j] + a2[j], a0[j] - a2[j]);
             let (s13, d13) = (a1[j] + a3[j], a1[j] - a3[j]);
@@ -821,27 +833,12 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
         [s02 + s13, s02 - s13, d02 + e, d02 - e]
     };
     const FREQ: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
-    let [r0, r1, r2, r3, r4, r5, r6, r7] = rows;
-    let len = r0.len();
+    let mut rows = rows;
+    let len = rows[0].len();
     let mut j0 = 0;
-    let one = Complex::new(T::one(), T::zero());
     while j0 < len {
         let cl = SLAB.min(len - j0);
-        let e0 = p.cols.start + j0;
-        let rows = [
-            &mut r0[j0..][..cl],
-            &mut r1[j0..][..cl],
-            &mut r2[j0..][..cl],
-            &mut r3[j0..][..cl],
-            &mut r4[j0..][..cl],
-            &mut r5[j0..][..cl],
-            &mut r6[j0..][..cl],
-            &mut r7[j0..][..cl],
-        ];
-        if simd::dif8(
-            rows,
-            std::array::from_fn(|f| p.tw.slab_parts(f + 1, e0, one, p.inverse, cl)),
-        ) {
+        if simd::dif8(slab_of(&mut rows, j0, cl), slab_twiddles(p, j0, cl)) {
             j0 += cl;
             continue;
         }
@@ -849,10 +846,7 @@ fn radix8<T: Float>(rows: [&mut [Complex<T>]; 8], tile: &mut [Complex<T>], p: &C
         // Slices of exactly `cl` entries: no bounds checks in the loop.
         let tw: [&[Complex<T>]; 8] =
             std::array::from_fn(|i| &tile[FREQ[i].max(1) * SLAB - SLAB..][..cl]);
-        let (a0, a1) = (&mut r0[j0..][..cl], &mut r1[j0..][..cl]);
-        let (a2, a3) = (&mut r2[j0..][..cl], &mut r3[j0..][..cl]);
-        let (a4, a5) = (&mut r4[j0..][..cl], &mut r5[j0..][..cl]);
-        let (a6, a7) = (&mut r6[j0..][..cl], &mut r7[j0..][..cl]);
+        let [a0, a1, a2, a3, a4, a5, a6, a7] = slab_of(&mut rows, j0, cl);
         for j in 0..cl {
             let (x0, x4) = (a0[j], a4[j]);
             let (x1, x5) = (a1[j], a5[j]);

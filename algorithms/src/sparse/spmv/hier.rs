@@ -582,6 +582,17 @@ mod tests {
         CooMatrix::new(n, n, e.collect::<Vec<_>>()).unwrap()
     }
 
+    /// The distribution of `a` over one package.
+    fn one_package(a: &CooMatrix) -> Distribution {
+        let one = |n: usize| vec![0u32; n];
+        Distribution {
+            p: 1,
+            nz_part: one(a.nnz()),
+            x_owner: one(a.cols),
+            y_owner: one(a.rows),
+        }
+    }
+
     /// The stretches of `y` each core writes alone, from a run of `plan.top.p()` processes.
     fn blocks(plan: &HierPlan) -> Vec<Vec<Option<std::ops::Range<usize>>>> {
         mbsp::run(plan.top.p(), |ctx| {
@@ -646,13 +657,7 @@ mod tests {
         };
         let plan = HierPlan::partition(&a, 1, 2, &Options::default()).unwrap();
         let unordered = {
-            let one = |len: usize| vec![0u32; len];
-            let top = Distribution {
-                p: 1,
-                nz_part: one(a.nnz()),
-                x_owner: one(a.cols),
-                y_owner: one(a.rows),
-            };
+            let top = one_package(&a);
             let local = SpmvPlan::new(&a, &top).unwrap().procs[0].matrix();
             HierPlan::new(&a, &top, &[row_blocks(&local, 2)]).unwrap()
         };
@@ -696,13 +701,7 @@ mod tests {
     #[test]
     fn partial_sums_keep_the_general_path() {
         let a = band(400);
-        let one = |n: usize| vec![0u32; n];
-        let top = Distribution {
-            p: 1,
-            nz_part: one(a.nnz()),
-            x_owner: one(a.cols),
-            y_owner: one(a.rows),
-        };
+        let top = one_package(&a);
         let local = SpmvPlan::new(&a, &top).unwrap().procs[0].matrix();
         let cyclic = |n: usize| (0..n).map(|k| (k % 2) as u32).collect::<Vec<_>>();
         let inner = Distribution {
