@@ -232,8 +232,9 @@ impl<'a> Builder<'a> {
     /// written in order), then the others grouped by owner (and by position there, so the send
     /// buffer is written in order); within a row by column.
     ///
-    /// Sorted as packed keys (owner, row, column, index), not as indices with a key function:
-    /// the function's three lookups at every comparison were most of the plan's build time.
+    /// Sorted as packed keys (owner, row's position at its owner, column, index), not as
+    /// indices with a key function: the function's three lookups at every comparison were most
+    /// of the plan's build time.
     fn order_nonzeros(&self, s: usize, nz: &mut Vec<u32>) {
         let (a, d) = (self.a, self.d);
         let (mut own, mut others): (Vec<u128>, Vec<u128>) = nz
