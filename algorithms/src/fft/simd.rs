@@ -139,32 +139,43 @@ pub(crate) unsafe fn fly2<T: Float>(
     true
 }
 
+/// The rows and their twiddles of a radix-`L` DIF pass as `f64` numbers (rows, twiddle
+/// factors, within-slab twiddles, conjugated), when the loops here may run for `T`; checks
+/// that the rows have one length and the twiddles cover it.
+#[allow(clippy::type_complexity)]
+fn radix_args<'r, 'w, T: Float, const L: usize, const W: usize>(
+    rows: [&'r mut [Complex<T>]; L],
+    w: [SlabTwiddles<'w, T>; W],
+) -> Option<([&'r mut [C]; L], [C; W], [&'w [C]; W], bool)> {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && w.iter().all(|w| w.t.len() >= n));
+    if !available::<T>() {
+        return None;
+    }
+    let w = w.map(|w| w.f64());
+    let mut rows = rows.map(f64s_mut);
+    if w.iter().any(Option::is_none) || rows.iter().any(Option::is_none) {
+        return None;
+    }
+    let w = w.map(|w| w.expect("checked"));
+    let rows = std::array::from_fn(|i| rows[i].take().expect("checked"));
+    Some((rows, w.map(|w| w.0), w.map(|w| w.1), w[0].2))
+}
+
 /// The radix-4 DIF butterflies of four rows with their twiddles, as `split::dif_pass` makes
 /// them: rows in natural order, out in bit-reversed order (frequencies 0, 2, 1, 3), the row of
 /// frequency `r` times `w[r−1]` (the inverse's `ω₄` is `+i`: `w[0].conj`). `false`: not run.
 pub(crate) fn dif4<T: Float>(rows: [&mut [Complex<T>]; 4], w: [SlabTwiddles<'_, T>; 3]) -> bool {
-    let n = rows[0].len();
-    assert!(rows.iter().all(|r| r.len() == n) && w.iter().all(|w| w.t.len() >= n));
-    if !available::<T>() {
-        return false;
-    }
-    let [Some(w0), Some(w1), Some(w2)] = w.map(|w| w.f64()) else {
+    let Some((rows, f, t, conj)) = radix_args(rows, w) else {
         return false;
     };
-    let [r0, r1, r2, r3] = rows;
-    let (Some(r0), Some(r1), Some(r2), Some(r3)) =
-        (f64s_mut(r0), f64s_mut(r1), f64s_mut(r2), f64s_mut(r3))
-    else {
-        return false;
-    };
-    let (f, t, conj) = ([w0.0, w1.0, w2.0], [w0.1, w1.1, w2.1], w0.2);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked (`radix_args`).
     unsafe {
-        avx2::dif4([r0, r1, r2, r3], f, t, conj)
+        avx2::dif4(rows, f, t, conj)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (r0, r1, r2, r3, f, t, conj);
+    let _ = (rows, f, t, conj);
     true
 }
 
@@ -172,24 +183,11 @@ pub(crate) fn dif4<T: Float>(rows: [&mut [Complex<T>]; 4], w: [SlabTwiddles<'_, 
 /// them: rows in natural order in, frequencies 0, 4, 2, 6, 1, 5, 3, 7 out, the row of frequency
 /// `f ≥ 1` times `w[f−1]`. `false`: not run.
 pub(crate) fn dif8<T: Float>(rows: [&mut [Complex<T>]; 8], w: [SlabTwiddles<'_, T>; 7]) -> bool {
-    let n = rows[0].len();
-    assert!(rows.iter().all(|r| r.len() == n) && w.iter().all(|w| w.t.len() >= n));
-    if !available::<T>() {
+    let Some((rows, f, t, conj)) = radix_args(rows, w) else {
         return false;
-    }
-    let w = w.map(|w| w.f64());
-    if w.iter().any(Option::is_none) {
-        return false;
-    }
-    let w = w.map(|w| w.expect("checked"));
-    let mut r64: [Option<&mut [C]>; 8] = rows.map(f64s_mut);
-    if r64.iter().any(Option::is_none) {
-        return false;
-    }
-    let rows: [&mut [C]; 8] = std::array::from_fn(|i| r64[i].take().expect("checked"));
-    let (f, t, conj) = (w.map(|w| w.0), w.map(|w| w.1), w[0].2);
+    };
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
+    // SAFETY: AVX2 and FMA are present (checked); the lengths are checked (`radix_args`).
     unsafe {
         avx2::dif8(rows, f, t, conj)
     };
