@@ -18,7 +18,12 @@
 //! vectors shorter than `NESTED_FROM` alone, where a nested run costs more than it saves), measured right after `mbsp-flat`
 //! at the same p in every round; after the table, its time over `mbsp-flat`'s at each n and p
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
-//! against the target of 1.05.
+//! against the target of 1.05. `mbsp-parts` is the same top level with the vector in the
+//! parts order (`Order::Parts`: the nested processes' cyclic parts end to end, the flat
+//! transform's distribution), measured right after `mbsp-top1` and compared the same way; its
+//! input is written back before each sample by a nested run, each part by its nested process,
+//! as each flat process writes its own local array, so that a sample starts with the data
+//! where a steady state of transforms leaves it.
 //!
 //! Wherever FFTW 3 is installed (`build.rs`; or with the cargo feature `fftw`), it is a
 //! baseline too: `fftw` on one thread and
@@ -28,7 +33,7 @@
 use crate::stats::{Samples, median};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    BspFft, Choice, Complex, Exchange, FftCost, MultiFft, flops, hierarchy, kernel_len,
+    BspFft, Choice, Complex, Exchange, FftCost, MultiFft, Order, flops, hierarchy, kernel_len,
     sequential_plan,
 };
 use mbsp_tools::fft::{random, rate, rel_error};
@@ -211,12 +216,17 @@ impl Figures {
         self.0.iter().find(|f| f.variant == variant && f.p == p)
     }
 
-    /// `mbsp-top1` against `mbsp-flat` at each p where both ran.
+    /// `mbsp-top1` and `mbsp-parts` against `mbsp-flat` at each p where both ran.
     fn top1_ratios(&self, n: usize) -> Vec<Top1> {
         self.0
             .iter()
-            .filter(|f| f.variant == "mbsp-top1")
-            .filter_map(|nested| {
+            .filter_map(|f| {
+                let variant = ["mbsp-top1", "mbsp-parts"]
+                    .into_iter()
+                    .find(|&v| v == f.variant)?;
+                Some((variant, f))
+            })
+            .filter_map(|(variant, nested)| {
                 let flat = self.find("mbsp-flat", nested.p)?;
                 let per_round: Vec<f64> = nested
                     .rounds
@@ -229,6 +239,7 @@ impl Figures {
                     (hi - lo) / median(&f.rounds)
                 };
                 Some(Top1 {
+                    variant,
                     n,
                     p: nested.p,
                     nested: median(&nested.times),
@@ -255,6 +266,8 @@ impl Figures {
 
 /// The Multi-BSP FFT on a top level of one process against the flat one at the same p.
 struct Top1 {
+    /// `mbsp-top1` (natural order) or `mbsp-parts`.
+    variant: &'static str,
     n: usize,
     p: usize,
     /// Median seconds of each.
@@ -289,23 +302,69 @@ fn bsp(x: &[C], p: usize, below: &[usize], samples: usize) -> (Samples, f64, Vec
     bsp_with(x, p, samples, &[&multi]).pop().expect("one plan")
 }
 
-/// A plan of the benchmark: Multi-BSP (flat with no levels below), or flat with an exchange.
+/// A plan of the benchmark: Multi-BSP (flat with no levels below), flat with an exchange, or
+/// Multi-BSP on a top level of one process in the parts order of a nested run of `c`.
 enum Plan {
     Multi(MultiFft<f64>),
     Flat(BspFft<f64>),
+    Parts(MultiFft<f64>, usize),
 }
 
 impl Plan {
     fn forward(&mut self, ctx: &mut mbsp::Ctx, local: &mut [C]) -> mbsp::Result<()> {
         match self {
-            Plan::Multi(plan) => plan.forward(ctx, local),
+            Plan::Multi(plan) | Plan::Parts(plan, _) => plan.forward(ctx, local),
             Plan::Flat(plan) => plan.forward(ctx, local),
         }
     }
 
+    /// This process's part of the vector `x` (`mine`, its cyclic part) as the plan takes it.
+    fn input(&self, mine: &[C]) -> Vec<C> {
+        match self {
+            Plan::Parts(_, c) => (0..*c)
+                .flat_map(|s| mine.iter().skip(s).step_by(*c).copied())
+                .collect(),
+            _ => mine.to_vec(),
+        }
+    }
+
+    /// The plan's output `local` in this process's cyclic part.
+    fn output(&self, local: &[C]) -> Vec<C> {
+        match self {
+            Plan::Parts(_, c) => {
+                let m = local.len() / c;
+                (0..local.len())
+                    .map(|j| local[(j % c) * m + j / c])
+                    .collect()
+            }
+            _ => local.to_vec(),
+        }
+    }
+
+    /// `local = input` before a sample, written by the processes that transform each entry
+    /// (as each flat process writes its own local array), so that a sample starts with the
+    /// data where a steady state of transforms leaves it: for the parts order, each part by
+    /// its nested process.
+    fn reset(&self, ctx: &mbsp::Ctx, local: &mut [C], input: &[C]) -> mbsp::Result<()> {
+        let Plan::Parts(_, c) = self else {
+            local.copy_from_slice(input);
+            return Ok(());
+        };
+        let m = local.len() / c;
+        let parts: Vec<std::sync::Mutex<&mut [C]>> =
+            local.chunks_mut(m).map(std::sync::Mutex::new).collect();
+        ctx.run(*c, |nctx| {
+            let s = nctx.pid();
+            let mut part = parts[s].lock().expect("each part has one writer");
+            part.copy_from_slice(&input[s * m..][..m]);
+            Ok(())
+        })?;
+        Ok(())
+    }
+
     fn free(self, ctx: &mut mbsp::Ctx) -> mbsp::Result<()> {
         match self {
-            Plan::Multi(plan) => plan.free(ctx),
+            Plan::Multi(plan) | Plan::Parts(plan, _) => plan.free(ctx),
             Plan::Flat(plan) => plan.free(ctx),
         }
     }
@@ -323,24 +382,27 @@ fn bsp_with(x: &[C], p: usize, samples: usize, make: &[MakePlan]) -> Vec<(Sample
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let mine: Vec<C> = (me..n).step_by(p).map(|i| x[i]).collect();
         let mut plans = Vec::with_capacity(k);
+        let mut inputs = Vec::with_capacity(k);
         let mut out = Vec::with_capacity(k);
         for make in make {
             ctx.sync()?;
             let t = Instant::now();
             let mut plan = make(ctx)?;
             let planning = t.elapsed().as_secs_f64();
-            let mut local = mine.clone();
+            let input = plan.input(&mine);
+            let mut local = input.clone();
             plan.forward(ctx, &mut local)?;
-            out.push((Vec::with_capacity(samples), planning, local.clone()));
+            out.push((Vec::with_capacity(samples), planning, plan.output(&local)));
             for _ in 0..warmups(n) {
                 plan.forward(ctx, &mut local)?;
             }
             plans.push(plan);
+            inputs.push(input);
         }
         let mut local = mine.clone();
         for _ in 0..samples {
-            for (plan, (times, _, _)) in plans.iter_mut().zip(&mut out) {
-                local.copy_from_slice(&mine);
+            for ((plan, input), (times, _, _)) in plans.iter_mut().zip(&inputs).zip(&mut out) {
+                plan.reset(ctx, &mut local, input)?;
                 ctx.sync()?;
                 let t = Instant::now();
                 plan.forward(ctx, &mut local)?;
@@ -426,7 +488,7 @@ pub fn run(o: &Options) -> Result<()> {
                 "predicted_seconds": r.predicted,
             })).collect::<Vec<Value>>(),
             "top1_over_flat": top1.iter().map(|t| json!({
-                "n": t.n, "p": t.p, "ratio": t.nested / t.flat,
+                "variant": t.variant, "n": t.n, "p": t.p, "ratio": t.nested / t.flat,
                 "round_ratio_min": t.range.0, "round_ratio_max": t.range.1,
                 "nested_spread": t.spreads.0, "flat_spread": t.spreads.1,
                 "target": TOP1_TARGET,
@@ -446,17 +508,19 @@ fn print_top1(top1: &[Top1]) {
         return;
     }
     println!(
-        "\nnested / flat: mbsp-top1 (a top level of 1 process, a nested run of p from n = 2^{}, \
-         alone below) over mbsp-flat at the same p, target <= {TOP1_TARGET:.2}; ratio of the \
-         medians, the range of the rounds' ratios, each side's spread over its rounds",
+        "\nnested / flat: a top level of 1 process over mbsp-flat at the same p, target <= \
+         {TOP1_TARGET:.2}; mbsp-top1: natural order, a nested run of p from n = 2^{}, alone \
+         below; mbsp-parts: the parts order, always a nested run of p. Ratio of the medians, \
+         the range of the rounds' ratios, each side's spread over its rounds",
         mbsp_algorithms::fft::NESTED_FROM.trailing_zeros()
     );
     for t in top1 {
         let ratio = t.nested / t.flat;
         println!(
-            "  2^{:<3} p = {}  {:>10} / {:>10} = {:.3}  (rounds {:.3}-{:.3}; spread {:.0}% / {:.0}%)  {}",
+            "  2^{:<3} p = {}  {:<10}  {:>10} / {:>10} = {:.3}  (rounds {:.3}-{:.3}; spread {:.0}% / {:.0}%)  {}",
             t.n.trailing_zeros(),
             t.p,
+            t.variant,
             crate::stats::ns(t.nested * 1e9),
             crate::stats::ns(t.flat * 1e9),
             ratio,
@@ -523,6 +587,15 @@ fn measure_length(o: &Options, lg: u32, levels: &[usize]) -> Result<Figures> {
             ));
             let (t, plan, y) = bsp(&x, 1, &[p], k);
             figs.add("mbsp-top1", p, t, plan, rel_error(&y, &want));
+            of(&format!(
+                "mbsp Multi-BSP, top level of 1 process, parts order, nested run of {p}"
+            ));
+            let parts = |ctx: &mut mbsp::Ctx| {
+                let plan = MultiFft::<f64>::with_order(ctx, n, &[p], Order::Parts)?;
+                Ok(Plan::Parts(plan, p))
+            };
+            let (t, plan, y) = bsp_with(&x, 1, k, &[&parts]).pop().expect("one plan");
+            figs.add("mbsp-parts", p, t, plan, rel_error(&y, &want));
             if !o.direct {
                 continue;
             }

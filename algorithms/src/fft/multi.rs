@@ -85,6 +85,56 @@ enum Levels<T: Float> {
     /// A top level of one process with one level below it: the nested run transforms the
     /// process's array in place (`natural.rs`).
     Natural(Natural<T>),
+    /// A top level of one process whose array holds the nested processes' parts end to end
+    /// ([`Order::Parts`]): each nested process transforms its part where it lies.
+    Parts(Below<T>),
+}
+
+/// Where a top level of one process keeps the vector ([`MultiFft::with_order`]).
+///
+/// The flat transform over `c` processes moves the vector between the cores once (its one
+/// exchange). With the vector in natural order in and out, a transform by a nested run of `c`
+/// moves it three times (the column pass, the kernels' rows and the transpose back; FFTW's
+/// distributed 1D transform needs the same three transposes for natural order). In the parts
+/// order the nested run is the flat transform with its processes' local arrays laid end to
+/// end, so it moves the vector once and costs what the flat run costs plus the nested run's
+/// start. Transforms that go forward and back with only entry-by-entry work in between
+/// (convolutions, spectral solvers) do not care where each frequency lies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Entry `j` of the vector (and frequency `j` of the output) at position `j`.
+    #[default]
+    Natural,
+    /// The cyclic parts of the `c` nested processes one after another, in and out: entry `j`
+    /// (and frequency `j`) at position `(j mod c)·(n/c) + j div c`, where `c` is
+    /// [`MultiFft::procs`]. Needs a top level of one process.
+    ///
+    /// ```
+    /// use mbsp_algorithms::fft::{Complex, MultiFft, Order};
+    /// let (n, c) = (1 << 12, 2);
+    /// let at = |j: usize| (j % c) * (n / c) + j / c; // where entry j lies
+    /// let x: Vec<Complex<f64>> = (0..n).map(|j| Complex::new((j % 7) as f64, 1.0)).collect();
+    /// let mut want = x.clone();
+    /// mbsp_algorithms::fft::fft(&mut want, 1)?;
+    /// mbsp::run(1, |ctx| {
+    ///     let mut plan = MultiFft::<f64>::with_order(ctx, n, &[c], Order::Parts)?;
+    ///     let mut a = vec![Complex::new(0.0, 0.0); n];
+    ///     for j in 0..n {
+    ///         a[at(j)] = x[j];
+    ///     }
+    ///     plan.forward(ctx, &mut a)?;
+    ///     for k in 0..n {
+    ///         assert!((a[at(k)] - want[k]).norm() < 1e-9);
+    ///     }
+    ///     plan.inverse(ctx, &mut a)?; // back, in the same order
+    ///     for j in 0..n {
+    ///         assert!((a[at(j)] - x[j]).norm() < 1e-9);
+    ///     }
+    ///     plan.free(ctx)
+    /// })?;
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    Parts,
 }
 
 /// Below this length a top level of one process transforms alone rather than with a nested run
@@ -124,15 +174,40 @@ impl<T: Float> MultiFft<T> {
         Self::plan(ctx, n, below)
     }
 
+    /// [`MultiFft::nested`] with the vector of a top level of one process in the given
+    /// [`Order`] (in and out). [`Order::Parts`] needs a top level of one process; the levels
+    /// below always run.
+    pub fn with_order(ctx: &mut Ctx, n: usize, below: &[usize], order: Order) -> Result<Self> {
+        if order == Order::Natural {
+            return Self::plan(ctx, n, below);
+        }
+        let p = ctx.nprocs();
+        check_shape(ctx, n, p)?;
+        if p != 1 {
+            return Err(ctx.misuse_error(
+                "fft",
+                format!(
+                    "Order::Parts needs a top level of one process, not {p}: over several \
+                     processes the vector is already cyclic over the top level"
+                ),
+            ));
+        }
+        check_fans(ctx, below)?;
+        let Some(parts) = Below::plan(n, below) else {
+            // No level below: one part, the natural order.
+            return Self::plan(ctx, n, below);
+        };
+        // The superstep every plan has (nothing to register or check: one process).
+        ctx.sync()?;
+        Ok(MultiFft {
+            levels: Levels::Parts(parts),
+        })
+    }
+
     fn plan(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         check_shape(ctx, n, p)?;
-        if let Some(bad) = below.iter().find(|c| !c.is_power_of_two()) {
-            return Err(ctx.misuse_error(
-                "fft",
-                format!("nested run of {bad} processes: fan-outs must be powers of two"),
-            ));
-        }
+        check_fans(ctx, below)?;
         let fans: Vec<usize> = below.iter().copied().filter(|&c| c > 1).collect();
         if let ([c], 1) = (&fans[..], p)
             && let Some(natural) = Natural::plan(n, (*c).min(n))
@@ -159,6 +234,7 @@ impl<T: Float> MultiFft<T> {
             * match &self.levels {
                 Levels::Cyclic { below, .. } => below.as_ref().map_or(1, Below::procs),
                 Levels::Natural(natural) => natural.procs(),
+                Levels::Parts(parts) => parts.procs(),
             }
     }
 
@@ -183,18 +259,17 @@ impl<T: Float> MultiFft<T> {
             Levels::Cyclic { top, below } => top.transform_with(ctx, local, dir, below.as_ref()),
             Levels::Natural(natural) => {
                 if local.len() != natural.len() {
-                    return Err(ctx.misuse_error(
-                        "fft",
-                        format!(
-                            "the local array of pid 0 has {} entries; a transform of n = {} \
-                             over 1 process needs n",
-                            local.len(),
-                            natural.len()
-                        ),
-                    ));
+                    return Err(one_process_len(ctx, local.len(), natural.len()));
                 }
                 natural.transform(ctx, local, dir == Direction::Inverse)?;
                 // The transform's superstep, as the flat one of one process has.
+                ctx.sync()
+            }
+            Levels::Parts(parts) => {
+                if local.len() != parts.len() {
+                    return Err(one_process_len(ctx, local.len(), parts.len()));
+                }
+                parts.transform_parts(ctx, local, dir)?;
                 ctx.sync()
             }
         }
@@ -207,7 +282,7 @@ impl<T: Float> MultiFft<T> {
     pub(crate) fn nested_setups(&self) -> Option<usize> {
         match &self.levels {
             Levels::Natural(natural) => Some(natural.setups()),
-            Levels::Cyclic { .. } => None,
+            Levels::Cyclic { .. } | Levels::Parts(_) => None,
         }
     }
 
@@ -215,9 +290,31 @@ impl<T: Float> MultiFft<T> {
     pub fn free(self, ctx: &mut Ctx) -> Result<()> {
         match self.levels {
             Levels::Cyclic { top, .. } => top.free(ctx),
-            Levels::Natural(_) => Ok(()),
+            Levels::Natural(_) | Levels::Parts(_) => Ok(()),
         }
     }
+}
+
+/// An error unless every nested run's size is a power of two.
+fn check_fans(ctx: &Ctx, below: &[usize]) -> Result<()> {
+    match below.iter().find(|c| !c.is_power_of_two()) {
+        Some(bad) => Err(ctx.misuse_error(
+            "fft",
+            format!("nested run of {bad} processes: fan-outs must be powers of two"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The error for a local array of the wrong length on a top level of one process.
+fn one_process_len(ctx: &Ctx, len: usize, n: usize) -> mbsp::Error {
+    ctx.misuse_error(
+        "fft",
+        format!(
+            "the local array of pid 0 has {len} entries; a transform of n = {n} over 1 \
+             process needs n"
+        ),
+    )
 }
 
 /// The fan-outs of the machine tree below `domain`, outermost first: packages, then NUMA nodes
@@ -470,6 +567,83 @@ mod tests {
             assert!(err(&forward, &want) < 1e-9 * n as f64, "n = {n}");
             assert!(err(&back, &x) < 1e-9, "n = {n}");
         }
+    }
+
+    /// The parts order: every shape of levels below a top level of one process (kept leaf
+    /// plans, levels below the parts, a leaf too short to split) gives the natural transform
+    /// at the parts' positions, both ways, over repeated transforms.
+    #[test]
+    fn parts_order_is_the_flat_distribution_end_to_end() {
+        for (n, below) in [
+            (1usize << 10, vec![2usize]),
+            (1 << 12, vec![4]),
+            (1 << 11, vec![2, 2]),
+            (8, vec![4]),
+        ] {
+            let c = below[0];
+            let at = |j: usize| (j % c) * (n / c) + j / c;
+            let x: Vec<Complex<f64>> = (0..n)
+                .map(|j| Complex::new((j % 13) as f64 - 6.0, (j % 4) as f64))
+                .collect();
+            let mut want = x.clone();
+            crate::fft::fft(&mut want, 1).unwrap();
+            let (procs, rounds) = mbsp::run(1, |ctx| {
+                let mut plan = MultiFft::<f64>::with_order(ctx, n, &below, Order::Parts)?;
+                let mut a = vec![Complex::new(0.0, 0.0); n];
+                for j in 0..n {
+                    a[at(j)] = x[j];
+                }
+                let mut rounds = Vec::new();
+                for _ in 0..3 {
+                    plan.forward(ctx, &mut a)?;
+                    let f: Vec<_> = (0..n).map(|k| a[at(k)]).collect();
+                    plan.inverse(ctx, &mut a)?;
+                    let b: Vec<_> = (0..n).map(|j| a[at(j)]).collect();
+                    rounds.push((f, b));
+                }
+                let procs = plan.procs(ctx);
+                plan.free(ctx)?;
+                Ok((procs, rounds))
+            })
+            .unwrap()
+            .pop()
+            .unwrap();
+            assert_eq!(procs, below.iter().product::<usize>(), "n = {n}, {below:?}");
+            let err = |a: &[Complex<f64>], b: &[Complex<f64>]| {
+                a.iter()
+                    .zip(b)
+                    .map(|(u, v)| (u - v).norm())
+                    .fold(0.0, f64::max)
+            };
+            for (f, b) in rounds {
+                assert!(err(&f, &want) < 1e-9 * n as f64, "n = {n}, {below:?}");
+                assert!(err(&b, &x) < 1e-9, "n = {n}, {below:?}");
+            }
+        }
+    }
+
+    /// The parts order over several top-level processes, or a local array of the wrong
+    /// length, is an error that says why.
+    #[test]
+    fn parts_order_misuse_is_an_error() {
+        let e = mbsp::run(2, |ctx| {
+            MultiFft::<f64>::with_order(ctx, 64, &[2], Order::Parts)?;
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("Order::Parts needs a top level of one process, not 2"),
+            "{e}"
+        );
+        let e = mbsp::run(1, |ctx| {
+            let mut plan = MultiFft::<f64>::with_order(ctx, 64, &[2], Order::Parts)?;
+            let mut short = vec![Complex::new(0.0, 0.0); 32];
+            plan.forward(ctx, &mut short)
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("has 32 entries; a transform of n = 64"), "{e}");
     }
 
     /// Nested levels below a top level of several processes keep the cyclic form.

@@ -1002,27 +1002,66 @@ impl<T: Float> Node<T> {
         let Some(kept) = &self.kept else {
             let mut loc = Vec::new();
             load(&mut loc);
-            let mut fft = BspFft::with_tables(nctx, self.tables.clone(), Exchange::DirectGet)?;
-            fft.transform_with(nctx, &mut loc, dir, self.below.as_ref())?;
-            fft.free(nctx)?;
+            self.plan_and_transform(nctx, dir, &mut loc)?;
             store(&loc);
             return Ok(());
         };
+        self.with_kept(nctx, kept, |k, nctx| {
+            load(&mut k.local);
+            k.fft.transform(nctx, &mut k.local, dir)?;
+            store(&k.local);
+            Ok(())
+        })
+    }
+
+    /// The local FFT of `local`, this nested process's part, where it lies (`Order::Parts`
+    /// of a top level of one process): nothing is copied in or out.
+    fn transform_in_place(
+        &self,
+        nctx: &mut Ctx,
+        dir: Direction,
+        local: &mut [Complex<T>],
+    ) -> Result<()> {
+        match &self.kept {
+            None => self.plan_and_transform(nctx, dir, local),
+            Some(kept) => self.with_kept(nctx, kept, |k, nctx| k.fft.transform(nctx, local, dir)),
+        }
+    }
+
+    /// A transform with a plan made, registered and freed in this nested run (levels below, or
+    /// a local FFT that is not split: their exchanges read registered packs).
+    fn plan_and_transform(
+        &self,
+        nctx: &mut Ctx,
+        dir: Direction,
+        local: &mut [Complex<T>],
+    ) -> Result<()> {
+        let mut fft = BspFft::with_tables(nctx, self.tables.clone(), Exchange::DirectGet)?;
+        fft.transform_with(nctx, local, dir, self.below.as_ref())?;
+        fft.free(nctx)
+    }
+
+    /// `f` with the kept plan (made at the first transform). A transform cut short leaves its
+    /// packs half handed over, so an error drops the plan: the next transform plans anew.
+    fn with_kept(
+        &self,
+        nctx: &mut Ctx,
+        kept: &Mutex<Option<Kept<T>>>,
+        f: impl FnOnce(&mut Kept<T>, &mut Ctx) -> Result<()>,
+    ) -> Result<()> {
         let mut slot = kept
             .lock()
             .map_err(|_| nctx.misuse_error("fft", "a nested process's plan is poisoned"))?;
         let k = slot.get_or_insert_with(|| Kept {
             fft: BspFft::kept(self.tables.clone()),
-            local: Vec::with_capacity(self.tables.m),
+            // Filled (and allocated) by the first copy in; in-place transforms never use it.
+            local: Vec::new(),
         });
-        load(&mut k.local);
-        if let Err(e) = k.fft.transform(nctx, &mut k.local, dir) {
-            // A transform cut short leaves its packs half handed over: plan anew next time.
+        let r = f(k, nctx);
+        if r.is_err() {
             *slot = None;
-            return Err(e);
         }
-        store(&k.local);
-        Ok(())
+        r
     }
 }
 
@@ -1051,6 +1090,11 @@ impl<T: Float> Below<T> {
         Some(Below { fanout: c, nodes })
     }
 
+    /// The length of the local array the nested run transforms.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes[0].tables.n
+    }
+
     /// The size of the nested run.
     pub(crate) fn fanout(&self) -> usize {
         self.fanout
@@ -1067,6 +1111,29 @@ impl<T: Float> Below<T> {
         sink: &(dyn Fn(usize, Complex<T>) + Sync),
     ) -> Result<()> {
         self.each_part(ctx, local, dir, &|_, k, v| sink(k, v))
+    }
+
+    /// The transform of `local` held as the nested processes' parts end to end
+    /// ([`Order::Parts`](super::Order::Parts)): nested process `t` transforms entries
+    /// `t·m .. (t+1)·m` (`m = len/c`) where they lie, with its kept plan; nothing is copied.
+    pub(crate) fn transform_parts(
+        &self,
+        ctx: &Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+    ) -> Result<()> {
+        let m = local.len() / self.fanout;
+        // One lock per part, each taken by its nested process alone: the parts are handed out
+        // without unsafe code.
+        let parts: Vec<Mutex<&mut [Complex<T>]>> = local.chunks_mut(m).map(Mutex::new).collect();
+        ctx.run(self.fanout, |nctx| {
+            let t = nctx.pid();
+            let mut part = parts[t]
+                .lock()
+                .map_err(|_| nctx.misuse_error("fft", "a nested process's part is poisoned"))?;
+            self.nodes[t].transform_in_place(nctx, dir, &mut part)
+        })?;
+        Ok(())
     }
 
     /// The nested run of the local FFT of `local`: nested process `t` transforms the cyclic

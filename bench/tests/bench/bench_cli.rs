@@ -514,26 +514,30 @@ fn under_mpiexec_only_bench_mpi_runs() {
     );
 }
 
-/// `fft --quick`: the Multi-BSP FFT on a top level of one process (`mbsp-top1`) beside the flat
-/// one at the same p in every round, right to rounding, and its nested/flat ratio per n with
-/// the range of the rounds' ratios and the target.
+/// `fft --quick`: the Multi-BSP FFT on a top level of one process, in natural order
+/// (`mbsp-top1`) and in the parts order (`mbsp-parts`), beside the flat one at the same p in
+/// every round, right to rounding, and each one's nested/flat ratio per n with the range of the
+/// rounds' ratios and the target.
 #[test]
 fn fft_reports_nested_over_flat_for_one_process_on_top() {
     let (code, out, err) = common::bench(&["fft", "--quick", "--procs", "1,2", "--json"]);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
     let rows = j["rows"].as_array().expect("rows");
-    let top1: Vec<&Value> = rows
-        .iter()
-        .filter(|r| r["variant"] == "mbsp-top1")
-        .collect();
-    assert_eq!(top1.len(), 5, "one per n of 2^10 .. 2^14: {rows:?}");
-    for r in &top1 {
-        assert_eq!(r["p"], 2, "{r}");
-        assert!(r["rel_error"].as_f64().unwrap() < 1e-12, "{r}");
+    for variant in ["mbsp-top1", "mbsp-parts"] {
+        let top1: Vec<&Value> = rows.iter().filter(|r| r["variant"] == variant).collect();
+        assert_eq!(top1.len(), 5, "one per n of 2^10 .. 2^14: {rows:?}");
+        for r in &top1 {
+            assert_eq!(r["p"], 2, "{r}");
+            assert!(r["rel_error"].as_f64().unwrap() < 1e-12, "{r}");
+        }
     }
     let ratios = j["top1_over_flat"].as_array().expect("top1_over_flat");
-    assert_eq!(ratios.len(), 5, "{ratios:?}");
+    assert_eq!(ratios.len(), 10, "{ratios:?}");
+    for variant in ["mbsp-top1", "mbsp-parts"] {
+        let of = ratios.iter().filter(|t| t["variant"] == variant).count();
+        assert_eq!(of, 5, "{variant}: {ratios:?}");
+    }
     for t in ratios {
         let (lo, hi) = (t["round_ratio_min"].as_f64(), t["round_ratio_max"].as_f64());
         let (ratio, lo, hi) = (t["ratio"].as_f64().unwrap(), lo.unwrap(), hi.unwrap());
@@ -543,8 +547,12 @@ fn fft_reports_nested_over_flat_for_one_process_on_top() {
     // The table says the same in words.
     let (code, out, err) = common::bench(&["fft", "--quick", "--procs", "2"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("nested / flat: mbsp-top1"), "{out}");
-    assert_eq!(out.matches(" p = 2 ").count(), 5, "{out}");
+    assert!(
+        out.contains("nested / flat: a top level of 1 process"),
+        "{out}"
+    );
+    assert_eq!(out.matches(" p = 2  mbsp-top1 ").count(), 5, "{out}");
+    assert_eq!(out.matches(" p = 2  mbsp-parts ").count(), 5, "{out}");
 }
 
 /// `checkpoint --quick`: the figures in order, each compared with its reference where it has
