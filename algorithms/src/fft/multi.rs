@@ -22,6 +22,10 @@
 //! sync, and each writing one contiguous block of the outputs (a transpose of the buffer's
 //! rows) back into the array. No cyclic part is copied out or scattered back, and after the
 //! first transform nothing is allocated, registered or checked.
+//! In the parts order ([`Order::Parts`], [`MultiFft::with_order`]) the array holds the
+//! nested processes' cyclic parts end to end instead, and each nested process runs the flat
+//! algorithm on its part in place: the vector crosses between the cores once per transform,
+//! as in a flat run, where natural order moves it three times.
 //!
 //! **Cost** of a transform with fan-outs `P` (top) and `c` (below), `p = P·c`: every process
 //! does `5(n/p)·log₂ n` flops and the pack and column passes over its `n/p` entries; the nested
