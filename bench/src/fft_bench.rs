@@ -20,10 +20,11 @@
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
 //! against the target of 1.05. `mbsp-parts` is the same top level with the vector in the
 //! parts order (`Order::Parts`: the nested processes' cyclic parts end to end, the flat
-//! transform's distribution), measured right after `mbsp-top1` and compared the same way; its
-//! input is written back before each sample by a nested run, each part by its nested process,
-//! as each flat process writes its own local array, so that a sample starts with the data
-//! where a steady state of transforms leaves it.
+//! transform's distribution), measured right after `mbsp-top1` and compared the same way.
+//! Where a top level of one process nests, its input is written back before each sample by a
+//! nested run, each block of `n/p` entries by the nested process that owns it in a steady
+//! state of transforms (its part in the parts order, the stretch of the output it writes in
+//! natural order), as each flat process writes its own local array.
 //!
 //! Wherever FFTW 3 is installed (`build.rs`; or with the cargo feature `fftw`), it is a
 //! baseline too: `fftw` on one thread and
@@ -343,20 +344,26 @@ impl Plan {
 
     /// `local = input` before a sample, written by the processes that transform each entry
     /// (as each flat process writes its own local array), so that a sample starts with the
-    /// data where a steady state of transforms leaves it: for the parts order, each part by
-    /// its nested process.
+    /// data where a steady state of transforms leaves it: on a top level of one process that
+    /// nests, by a nested run in which each nested process writes its block of `n/c` entries —
+    /// its part in the parts order, the stretch its last phase writes in natural order.
     fn reset(&self, ctx: &mbsp::Ctx, local: &mut [C], input: &[C]) -> mbsp::Result<()> {
-        let Plan::Parts(_, c) = self else {
+        let c = match self {
+            Plan::Parts(_, c) => *c,
+            Plan::Multi(plan) if ctx.nprocs() == 1 => plan.procs(ctx),
+            _ => 1,
+        };
+        if c <= 1 {
             local.copy_from_slice(input);
             return Ok(());
-        };
+        }
         let m = local.len() / c;
-        let parts: Vec<std::sync::Mutex<&mut [C]>> =
+        let blocks: Vec<std::sync::Mutex<&mut [C]>> =
             local.chunks_mut(m).map(std::sync::Mutex::new).collect();
-        ctx.run(*c, |nctx| {
+        ctx.run(c, |nctx| {
             let s = nctx.pid();
-            let mut part = parts[s].lock().expect("each part has one writer");
-            part.copy_from_slice(&input[s * m..][..m]);
+            let mut block = blocks[s].lock().expect("each block has one writer");
+            block.copy_from_slice(&input[s * m..][..m]);
             Ok(())
         })?;
         Ok(())
