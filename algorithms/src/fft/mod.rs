@@ -31,8 +31,9 @@
 //! multiplied in by the receiver while it does step (4), one pass over cached slabs (for
 //! `p = 2`, the fetch, the twiddle and the butterfly are one loop). For `p = 2` and `n ≥ 2^17`
 //! the local array is split in four rows instead (a radix-4 pass, kernels of `n/8`; each pack
-//! is then two blocks, which the receiver interleaves): rustfft's kernels get slower per flop
-//! once they outgrow the caches. [`kernel_len`] gives the kernels' length. Against a whole
+//! is then two blocks, which the receiver interleaves), and at `n = 2^18` and `2^20 … 2^22` in
+//! eight (a radix-8 pass, kernels of `n/16`, packs of four blocks): rustfft's kernels get
+//! slower per flop once they outgrow the caches. [`kernel_len`] gives the kernels' length. Against a whole
 //! local FFT followed by a twiddle-and-pack pass this saves a pass over memory and runs
 //! kernels `p` times shorter (they fit the caches better).
 //!
@@ -40,7 +41,9 @@
 //! written by its kernels into the rows of its local array that the other pack's kernels have
 //! already consumed, and the final pass reads it there. The transform then touches one pack of
 //! `n/4` entries besides its local array (the owned exchange's buffer, or the registered buffer
-//! of the parity in use with direct gets) instead of `n/2`.
+//! of the parity in use with direct gets) instead of `n/2`; with eight rows, plus `n/16` entries
+//! where the final pass keeps half of two of its own blocks that its outputs would overwrite
+//! before reading them.
 //!
 //! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
 //! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),

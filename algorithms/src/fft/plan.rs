@@ -412,14 +412,7 @@ impl<T: Float> BspFft<T> {
             mine,
             tag,
             scratch: Scratch::new(scratch_len),
-            slab: vec![
-                zero;
-                if t.split.is_some() && p == 2 {
-                    2 * split::SLAB
-                } else {
-                    0
-                }
-            ],
+            slab: vec![zero; slab_room(&t)],
             packs: Some(packs),
             parity: 0,
             // Only the p² > n path gathers all packs; the others work in the local array.
@@ -450,7 +443,7 @@ impl<T: Float> BspFft<T> {
             mine: if p > 2 { vec![zero; b] } else { Vec::new() },
             tag: Vec::new(),
             scratch: Scratch::new(scratch_len),
-            slab: vec![zero; if p == 2 { 2 * split::SLAB } else { 0 }],
+            slab: vec![zero; slab_room(&t)],
             packs: None,
             parity: 0,
             tile: Vec::new(),
@@ -960,6 +953,14 @@ fn reg<T>(packs: &Option<[Reg<T>; 2]>, par: usize) -> &Reg<T> {
 /// The registered packs of a plan that has them (see [`KEPT_PACKS`]).
 fn registered<T>(packs: &mut Option<[Reg<T>; 2]>) -> &mut [Reg<T>; 2] {
     packs.as_mut().expect(KEPT_PACKS)
+}
+
+/// The room of the gather pass of a plan with these tables (`p = 2` with a split local FFT).
+fn slab_room<T: Float>(t: &Tables<T>) -> usize {
+    match &t.split {
+        Some(tw) if t.p == 2 => split::gather2_room(t.m, tw.rows()),
+        _ => 0,
+    }
 }
 
 /// Marks the plan-check message of [`BspFft::new`].

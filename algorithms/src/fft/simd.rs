@@ -196,46 +196,49 @@ pub(crate) fn dif8<T: Float>(rows: [&mut [Complex<T>]; 8], w: [SlabTwiddles<'_, 
     true
 }
 
-/// The last pass's butterflies for `p = 2` in four rows (two blocks per pack, interleaved in
-/// the output): for every `u` and `q < 2`, `(y0[2u+q], y1[2u+q]) ← (a + c, a − c)` with
-/// `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·w[2u+q]`. `false`: not run.
-pub(crate) fn fly4<T: Float>(
+/// The last pass's butterflies for `p = 2` in `2Q` rows (`Q` = 2 or 4 blocks per pack,
+/// interleaved in the output): for every `u` and `q < Q`, `(y0[Q·u+q], y1[Q·u+q]) ← (a + c,
+/// a − c)` with `a = a_q[u]` (times `k0` when given) and `c = c_q[u]·w[Q·u+q]`. `false`: not
+/// run.
+pub(crate) fn fly_blocks<T: Float, const Q: usize>(
     y: [&mut [Complex<T>]; 2],
-    a: [&[Complex<T>]; 2],
-    c: [&[Complex<T>]; 2],
+    a: [&[Complex<T>]; Q],
+    c: [&[Complex<T>]; Q],
     k0: Option<Complex<T>>,
     w: SlabTwiddles<'_, T>,
 ) -> bool {
     let n = a[0].len();
     assert!(
-        a[1].len() == n
-            && c.iter().all(|c| c.len() == n)
-            && y.iter().all(|y| y.len() == 2 * n)
-            && w.t.len() >= 2 * n
+        Q.is_multiple_of(2)
+            && a.iter().chain(&c).all(|x| x.len() == n)
+            && y.iter().all(|y| y.len() == Q * n)
+            && w.t.len() >= Q * n
     );
     if !available::<T>() {
         return false;
     }
     let [y0, y1] = y;
-    let (Some(y0), Some(y1), [Some(a0), Some(a1)], [Some(c0), Some(c1)], Some((f, t, conj))) = (
-        f64s_mut(y0),
-        f64s_mut(y1),
-        a.map(f64s),
-        c.map(f64s),
-        w.f64(),
-    ) else {
+    let (Some(y0), Some(y1), Some((f, t, conj))) = (f64s_mut(y0), f64s_mut(y1), w.f64()) else {
         return false;
     };
+    let (a, c) = (a.map(f64s), c.map(f64s));
+    if a.iter().chain(&c).any(Option::is_none) {
+        return false;
+    }
+    let (a, c) = (
+        a.map(|x| x.expect("checked")),
+        c.map(|x| x.expect("checked")),
+    );
     let Some(k0) = f64_opt(k0) else {
         return false;
     };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and FMA are present (checked); the lengths are checked above.
     unsafe {
-        avx2::fly4(y0, y1, [a0, a1], [c0, c1], k0, f, t, conj)
+        avx2::fly_blocks(y0, y1, a, c, k0, f, t, conj)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (y0, y1, a0, a1, c0, c1, k0, f, t, conj);
+    let _ = (y0, y1, a, c, k0, f, t, conj);
     true
 }
 
@@ -536,14 +539,14 @@ mod avx2 {
         unsafe { _mm256_set_m128d(_mm_loadu_pd(hi), _mm_loadu_pd(lo)) }
     }
 
-    /// [`super::fly4`].
+    /// [`super::fly_blocks`]: `Q` blocks per pack.
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn fly4(
+    pub(super) unsafe fn fly_blocks<const Q: usize>(
         y0: &mut [C],
         y1: &mut [C],
-        a: [&[C]; 2],
-        c: [&[C]; 2],
+        a: [&[C]; Q],
+        c: [&[C]; Q],
         k0: Option<C>,
         f: C,
         t: &[C],
@@ -551,8 +554,10 @@ mod avx2 {
     ) {
         let n = a[0].len();
         let (o0, o1) = (y0.as_mut_ptr() as *mut f64, y1.as_mut_ptr() as *mut f64);
-        let (a0, a1) = (a[0].as_ptr() as *const f64, a[1].as_ptr() as *const f64);
-        let (c0, c1) = (c[0].as_ptr() as *const f64, c[1].as_ptr() as *const f64);
+        let (a, c) = (
+            a.map(|x| x.as_ptr() as *const f64),
+            c.map(|x| x.as_ptr() as *const f64),
+        );
         let tp = t.as_ptr() as *const f64;
         // SAFETY: this module's functions run only where AVX2 and FMA are present (their
         // target features, or the caller's); the pointers address the entries the lengths checked
@@ -561,14 +566,18 @@ mod avx2 {
             let (fv, mask) = (splat(f), conj_mask(conj));
             let kv = k0.map(|k| splat(k));
             for u in 0..n {
-                let mut av = pair(a0.add(2 * u), a1.add(2 * u));
-                if let Some(kv) = kv {
-                    av = cmul(av, kv);
+                // Outputs Q·u + 2h and + 2h + 1 from blocks 2h and 2h + 1, one register each.
+                for h in 0..Q / 2 {
+                    let v = Q * u + 2 * h;
+                    let mut av = pair(a[2 * h].add(2 * u), a[2 * h + 1].add(2 * u));
+                    if let Some(kv) = kv {
+                        av = cmul(av, kv);
+                    }
+                    let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp.add(2 * v)), mask), fv);
+                    let cv = cmul(pair(c[2 * h].add(2 * u), c[2 * h + 1].add(2 * u)), w);
+                    _mm256_storeu_pd(o0.add(2 * v), _mm256_add_pd(av, cv));
+                    _mm256_storeu_pd(o1.add(2 * v), _mm256_sub_pd(av, cv));
                 }
-                let w = cmul(_mm256_xor_pd(_mm256_loadu_pd(tp.add(4 * u)), mask), fv);
-                let cv = cmul(pair(c0.add(2 * u), c1.add(2 * u)), w);
-                _mm256_storeu_pd(o0.add(4 * u), _mm256_add_pd(av, cv));
-                _mm256_storeu_pd(o1.add(4 * u), _mm256_sub_pd(av, cv));
             }
         }
     }

@@ -9,7 +9,7 @@
 //!
 //! `p = 2` has its own kernel placement and final pass ([`kernels2`], [`gather2_pass`]): only
 //! the other process's pack goes to the registered buffer, this process's stays in its local
-//! array (see "footprint" in the [module docs](super)).
+//! array (see "footprint" in the [module docs](super)), in two, four or eight rows.
 
 use super::num::{Complex, Float, butterflies, root};
 use super::simd::{self, SlabTwiddles};
@@ -27,11 +27,22 @@ pub(crate) const SLAB: usize = 512;
 /// more at `2^16`, docs/benchmarks.md).
 const QUAD_MIN: usize = 1 << 16;
 
+/// Local lengths for which `p = 2` splits in eight rows (kernels of `n/16`) instead of four,
+/// as measured (docs/benchmarks.md): `n = 2^18` and `2^20 … 2^22`, where rustfft's kernels of
+/// `n/16` run enough faster per flop than those of `n/8` to pay for the radix-8 passes; not at
+/// `2^19` (kernels of `2^15` against `2^16`: 10% slower), nor from `2^23`, where both kernel
+/// lengths run from the last-level cache at the same rate.
+fn eight_rows(m: usize) -> bool {
+    matches!(m, 0x2_0000 | 0x8_0000 | 0x10_0000 | 0x20_0000)
+}
+
 /// The rows `L` the local array of a flat transform of length `n` over `p` processes is split
 /// into (its kernels have length `n/(p·L)`), or 0 when it is not split (`p = 1`, `p² > n`).
 pub(crate) fn rows(n: usize, p: usize) -> usize {
     if p <= 1 || p * p > n {
         0
+    } else if p == 2 && eight_rows(n / 2) {
+        8
     } else if p == 2 && n / 2 >= QUAD_MIN {
         4
     } else {
@@ -40,15 +51,17 @@ pub(crate) fn rows(n: usize, p: usize) -> usize {
 }
 
 /// The length of the sequential kernels a flat transform of length `n` over `p` processes
-/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; `n/8` for `p = 2` and
-/// `n ≥ 2^17`, split in four), else `n/p` (the rate of a kernel depends on its length through
-/// the caches: this is the length to measure `r` at).
+/// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; for `p = 2`, `n/8` from
+/// `n = 2^17`, split in four, and `n/16` at `n = 2^18` and `2^20 … 2^22`, split in eight),
+/// else `n/p` (the rate of a kernel depends on its length through the caches: this is the
+/// length to measure `r` at).
 ///
 /// ```
 /// use mbsp_algorithms::fft::kernel_len;
 /// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
-/// assert_eq!(kernel_len(1 << 20, 2), 1 << 17);
-/// assert_eq!(kernel_len(1 << 18, 2), 1 << 15);
+/// assert_eq!(kernel_len(1 << 20, 2), 1 << 16); // eight rows
+/// assert_eq!(kernel_len(1 << 19, 2), 1 << 16); // four rows
+/// assert_eq!(kernel_len(1 << 18, 2), 1 << 14); // eight rows
 /// assert_eq!(kernel_len(1 << 17, 2), 1 << 14); // four rows
 /// assert_eq!(kernel_len(1 << 16, 2), 1 << 14); // two rows
 /// assert_eq!(kernel_len(1 << 12, 2), 1 << 10);
@@ -284,8 +297,27 @@ fn dif_pass_body<T: Float>(
         }
         return;
     }
+    // Eight rows for p = 2: the tables' roots and bit reversal are those of length p.
+    let (roots8, bitrev8): ([Complex<T>; 4], [usize; 8]) = (
+        std::array::from_fn(|j| root(j, 8, -1.0, 1.0)),
+        [0, 4, 2, 6, 1, 5, 3, 7],
+    );
+    let (roots, bitrev) = if l == 8 && roots.len() < 4 {
+        (&roots8[..], &bitrev8[..])
+    } else {
+        (roots, bitrev)
+    };
     while e0 < b {
         let cl = SLAB.min(b - e0);
+        if l == 8 {
+            let mut rows = local.chunks_exact_mut(b).map(|r| &mut r[e0..e0 + cl]);
+            let rows = std::array::from_fn(|_| rows.next().expect("eight rows"));
+            let w = std::array::from_fn(|r| tw.slab_parts(r + 1, e0, one, inverse, cl));
+            if simd::dif8(rows, w) {
+                e0 += cl;
+                continue;
+            }
+        }
         dif_butterflies(&mut local[e0..], l, b, cl, roots, inverse);
         for i in 1..l {
             tw.slab(bitrev[i], e0, one, inverse, &mut w[..cl]);
@@ -420,6 +452,26 @@ fn own_rows(l: usize, me: usize) -> [usize; 2] {
     }
 }
 
+/// `p = 2` with eight rows: where this process's four blocks lie after [`kernels2`] (block `q`,
+/// the row of frequency `me + 2q`, at row `own_rows8(me)[q]` of `local`).
+///
+/// With `Q = 4` only the last row of each output row's four (rows 3 and 7) is never
+/// overwritten before it is read (the argument of [`own_rows`]: entry `u'` of row `k` sits at
+/// `k·c + u'`, reached by the outputs of entry `u` when `4u + 3 ≥ k·c + u'`). Rows 2 and 6 are
+/// safe for `u' ≤ 2c/3`: their second halves are copied aside once the gather reaches
+/// `u = c/2`, when the outputs have reached only position `2c` of each output row (the start
+/// of row 2 or 6), and read from there.
+fn own_rows8(me: usize) -> [usize; 4] {
+    if me == 0 { [2, 6, 3, 7] } else { [6, 2, 7, 3] }
+}
+
+/// The room the gather pass of `p = 2` needs besides the local array, for a local array of
+/// `m` entries split in `l` rows: a fetched slab and a copy of this process's own, and with
+/// eight rows the second halves of the blocks in rows 2 and 6 ([`own_rows8`]).
+pub(crate) fn gather2_room(m: usize, l: usize) -> usize {
+    2 * SLAB + if l == 8 { m / 8 } else { 0 }
+}
+
 /// The kernels of the split local FFT for `p = 2`: `run(row, out)` computes the FFT of `row`
 /// into `out`, destroying `row`. The rows of the other process's pack go to `pack` (its
 /// blocks in order, `c` entries each); this process's own rows go to the rows
@@ -441,6 +493,41 @@ pub(crate) fn kernels2<T: Float>(
         let (mine, theirs) = if me == 0 { (r0, r1) } else { (r1, r0) };
         run(theirs, &mut pack[..c]);
         run(mine, theirs);
+        return;
+    }
+    if l == 8 {
+        // Rows hold frequencies 0, 4, 2, 6, 1, 5, 3, 7. The other process's blocks (its
+        // frequencies in the order 0, 2, 4, 6 past its parity) go to the pack, then this
+        // process's to the rows `own_rows8`, each into a row already consumed.
+        let [r0, r1, r2, r3, r4, r5, r6, r7]: [&mut [Complex<T>]; 8] = {
+            let mut it = local.chunks_exact_mut(c);
+            std::array::from_fn(|_| it.next().expect("eight rows"))
+        };
+        let [p0, p1, p2, p3]: [&mut [Complex<T>]; 4] = {
+            let mut it = pack.chunks_exact_mut(c);
+            std::array::from_fn(|_| it.next().expect("four blocks"))
+        };
+        if me == 0 {
+            // Theirs: 1, 3, 5, 7 at rows 4, 6, 5, 7. Mine: 0, 2, 4, 6 at rows 0, 2, 1, 3.
+            run(r4, p0);
+            run(r6, p1);
+            run(r5, p2);
+            run(r7, p3);
+            run(r2, r6);
+            run(r3, r7);
+            run(r0, r2);
+            run(r1, r3);
+        } else {
+            // Theirs: 0, 2, 4, 6 at rows 0, 2, 1, 3. Mine: 1, 3, 5, 7 at rows 4, 6, 5, 7.
+            run(r0, p0);
+            run(r2, p1);
+            run(r1, p2);
+            run(r3, p3);
+            run(r6, r2);
+            run(r7, r3);
+            run(r4, r6);
+            run(r5, r7);
+        }
         return;
     }
     debug_assert_eq!(l, 4);
@@ -550,6 +637,9 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         }
         return Ok(());
     }
+    if g.l == 8 {
+        return gather8(local, g, k0, k1, &mut w);
+    }
     // Two blocks per pack (four rows), interleaved in the output; this process's are copied
     // before the slab's outputs are written (they share memory: see `own_rows`).
     debug_assert_eq!(g.l, 4);
@@ -576,7 +666,7 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         let (lo, hi) = local.split_at_mut(b);
         let y = [&mut lo[v0..v0 + len], &mut hi[v0..v0 + len]];
         let w1 = g.tw.slab_parts(1, v0, k1, g.inverse, len);
-        if simd::fly4(y, [x00, x01], [x10, x11], g.inverse.then_some(k0), w1) {
+        if simd::fly_blocks(y, [x00, x01], [x10, x11], g.inverse.then_some(k0), w1) {
             u0 += cl;
             continue;
         }
@@ -588,6 +678,92 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
         for (((y0, y1), ((a0, a1), (c0, c1))), w) in y0.zip(y1).zip(xs).zip(w.chunks_exact(2)) {
             (y0[0], y1[0]) = fly(*a0, *c0, &w[0]);
             (y0[1], y1[1]) = fly(*a1, *c1, &w[1]);
+        }
+        u0 += cl;
+    }
+    Ok(())
+}
+
+/// [`gather2_pass`] with eight rows: four blocks per pack, interleaved in the output. This
+/// process's blocks are copied out of `local` a slab at a time before the slab's outputs are
+/// written, and the second halves of those in rows 2 and 6 once, before the outputs reach
+/// them ([`own_rows8`]).
+#[inline(always)]
+fn gather8<T: Float>(
+    local: &mut [Complex<T>],
+    g: Gather2<'_, T>,
+    k0: Complex<T>,
+    k1: Complex<T>,
+    w: &mut [Complex<T>; SLAB],
+) -> Result<()> {
+    let Gather2 {
+        me,
+        mut theirs,
+        tw,
+        inverse,
+        slab,
+        ..
+    } = g;
+    let b = local.len() / 2;
+    let c = b / 4;
+    let at = own_rows8(me);
+    let quarter = SLAB / 4;
+    debug_assert!(c.is_multiple_of(quarter) && c >= 2 * SLAB, "rows of {c}");
+    let half = c / 2;
+    let (fetched, rest) = slab.split_at_mut(SLAB);
+    let (mine, tails) = rest.split_at_mut(SLAB);
+    let tails = &mut tails[..c];
+    // Block q's second half in `tails`, once copied: at tail[q]·half.
+    let tail: [Option<usize>; 4] = at.map(|r| match r {
+        2 => Some(0),
+        6 => Some(1),
+        _ => None,
+    });
+    let mut copied = false;
+    let mut u0 = 0;
+    while u0 < c {
+        let cl = quarter.min(c - u0);
+        if u0 >= half && !copied {
+            // The outputs have reached position 4·u0 < 2c + SLAB ≤ 2c + half of each output
+            // row: the second halves of rows 2 and 6 are intact.
+            for (q, t) in tail.iter().enumerate() {
+                if let Some(t) = t {
+                    tails[t * half..][..c - half]
+                        .copy_from_slice(&local[at[q] * c + half..][..c - half]);
+                }
+            }
+            copied = true;
+        }
+        for q in 0..4 {
+            let src = match tail[q] {
+                Some(t) if u0 >= half => &tails[t * half + u0 - half..][..cl],
+                _ => &local[at[q] * c + u0..][..cl],
+            };
+            mine[q * quarter..][..cl].copy_from_slice(src);
+        }
+        let mut got: [&[Complex<T>]; 4] = [&[]; 4];
+        for (q, chunk) in fetched.chunks_exact_mut(quarter).enumerate() {
+            got[q] = theirs.read(q * c + u0, &mut chunk[..cl])?;
+        }
+        let own: [&[Complex<T>]; 4] = std::array::from_fn(|q| &mine[q * quarter..][..cl]);
+        // Blocks of processes 0 and 1.
+        let (x0, x1) = if me == 0 { (own, got) } else { (got, own) };
+        let (v0, len) = (4 * u0, 4 * cl);
+        let (lo, hi) = local.split_at_mut(b);
+        let y = [&mut lo[v0..v0 + len], &mut hi[v0..v0 + len]];
+        let w1 = tw.slab_parts(1, v0, k1, inverse, len);
+        if simd::fly_blocks(y, x0, x1, inverse.then_some(k0), w1) {
+            u0 += cl;
+            continue;
+        }
+        let w = &mut w[..len];
+        tw.slab(1, v0, k1, inverse, w);
+        for u in 0..cl {
+            for q in 0..4 {
+                let a = if inverse { x0[q][u] * k0 } else { x0[q][u] };
+                let cv = x1[q][u] * w[4 * u + q];
+                (lo[v0 + 4 * u + q], hi[v0 + 4 * u + q]) = (a + cv, a - cv);
+            }
         }
         u0 += cl;
     }

@@ -235,13 +235,22 @@ fn single_precision() {
 }
 
 /// The split local FFT's special cases (`fft::kernel_len`): p = 2 splits its local array in
-/// four rows from n = 2^17 on and in two below; p = 4 uses the radix-4 pass. Forward and
+/// two rows below n = 2^17, in four from there, and in eight at 2^18 and 2^20 (whose final
+/// pass keeps half of two of its own blocks aside); p = 4 uses the radix-4 pass. Forward and
 /// inverse against sequential rustfft on both sides of the threshold, in f64 and f32, and
 /// repeated transforms on one plan (both pack parities).
 #[test]
 fn split_local_fft_on_both_sides_of_its_thresholds() {
     within(120, || {
-        for (m, p) in [(16, 2), (17, 2), (18, 2), (19, 2), (12, 4), (16, 4)] {
+        for (m, p) in [
+            (16, 2),
+            (17, 2),
+            (18, 2),
+            (19, 2),
+            (20, 2),
+            (12, 4),
+            (16, 4),
+        ] {
             let n = 1usize << m;
             let x = random(n, 1000 + m as u64);
             for dir in [Direction::Forward, Direction::Inverse] {
@@ -601,7 +610,7 @@ fn both_exchanges_match_sequential_rustfft() {
         for exchange in [Exchange::Owned, Exchange::DirectGet] {
             let cases: [(usize, &[u32]); 4] = [
                 (1, &[0, 6]),
-                (2, &[1, 2, 6, 11, 19]),
+                (2, &[1, 2, 6, 11, 18, 19]),
                 (4, &[3, 4, 9, 12]),
                 (8, &[5, 6, 10, 13]),
             ];
