@@ -297,16 +297,9 @@ fn dif_pass_body<T: Float>(
         }
         return;
     }
-    // Eight rows for p = 2: the tables' roots and bit reversal are those of length p.
-    let (roots8, bitrev8): ([Complex<T>; 4], [usize; 8]) = (
-        std::array::from_fn(|j| root(j, 8, -1.0, 1.0)),
-        [0, 4, 2, 6, 1, 5, 3, 7],
-    );
-    let (roots, bitrev) = if l == 8 && roots.len() < 4 {
-        (&roots8[..], &bitrev8[..])
-    } else {
-        (roots, bitrev)
-    };
+    // Eight rows for p = 2: the tables' roots and bit reversal are those of length p, so the
+    // portable loop makes its own (once, if the vectorised one cannot run).
+    let mut roots8: Option<Vec<Complex<T>>> = None;
     while e0 < b {
         let cl = SLAB.min(b - e0);
         if l == 8 {
@@ -318,6 +311,12 @@ fn dif_pass_body<T: Float>(
                 continue;
             }
         }
+        let (roots, bitrev) = if l == 8 && roots.len() < 4 {
+            let r8 = roots8.get_or_insert_with(|| (0..4).map(|j| root(j, 8, -1.0, 1.0)).collect());
+            (&r8[..], &[0, 4, 2, 6, 1, 5, 3, 7][..])
+        } else {
+            (roots, bitrev)
+        };
         dif_butterflies(&mut local[e0..], l, b, cl, roots, inverse);
         for i in 1..l {
             tw.slab(bitrev[i], e0, one, inverse, &mut w[..cl]);
