@@ -574,8 +574,9 @@ mod tests {
     }
 
     /// The parts order: every shape of levels below a top level of one process (kept leaf
-    /// plans, levels below the parts, a leaf too short to split) gives the natural transform
-    /// at the parts' positions, both ways, over repeated transforms.
+    /// plans in two, four and eight rows, levels below the parts, a leaf too short to split)
+    /// gives the natural transform at the parts' positions, both ways, over repeated
+    /// transforms.
     #[test]
     fn parts_order_is_the_flat_distribution_end_to_end() {
         for (n, below) in [
@@ -583,6 +584,8 @@ mod tests {
             (1 << 12, vec![4]),
             (1 << 11, vec![2, 2]),
             (8, vec![4]),
+            // Kept plans split in eight rows (`split::rows`).
+            (1 << 18, vec![2]),
         ] {
             let c = below[0];
             let at = |j: usize| (j % c) * (n / c) + j / c;
