@@ -33,7 +33,7 @@ const QUAD_MIN: usize = 1 << 16;
 /// `2^19` (kernels of `2^15` against `2^16`: 10% slower), nor from `2^23`, where both kernel
 /// lengths run from the last-level cache at the same rate.
 fn eight_rows(m: usize) -> bool {
-    matches!(m, 0x2_0000 | 0x8_0000 | 0x10_0000 | 0x20_0000)
+    [1 << 17, 1 << 19, 1 << 20, 1 << 21].contains(&m)
 }
 
 /// The rows `L` the local array of a flat transform of length `n` over `p` processes is split
