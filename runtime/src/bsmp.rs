@@ -446,7 +446,7 @@ impl Ctx {
         // sync, which needs `&mut self` and so ends every borrow handed out here. The run state
         // (and the outbox) outlives `self`.
         let ((tp, tl), (pp, pl), next) = unsafe {
-            sender.outboxes(q.parity, |outs| {
+            sender.outboxes(q.slot, |outs| {
                 let ob = outs[self.pid]
                     .as_deref()
                     .expect("queued sender has an outbox");

@@ -5,8 +5,8 @@
 //! Shared (per run, [`RunShared`]): the hierarchy's failure state, the placement, the waiting
 //! policy, the engine's part of the run (the thread engine's barrier, lanes and inboxes), and
 //! per process a [`ProcShared`] holding what other processes read: its registration table, its
-//! outboxes (two sets, by superstep parity), its collective requests, and how many syncs it has
-//! completed.
+//! outboxes (two or [`SLOTS`] sets, used by supersteps in turn), its collective requests, and how many
+//! syncs it has completed.
 //!
 //! Private (per process, inside [`Ctx`]): the superstep counter, requests not yet executed
 //! (gets, registration changes, hpsends, a new tag size), the view of the message queue, and the
@@ -20,13 +20,17 @@
 //! * the registration table: written by its owner only inside a sync, after the first barrier
 //!   and before a second one (which every sync with registration changes has); read by anyone
 //!   only outside syncs (and by the owner at any time);
-//! * the outboxes of parity `q`: written by their owner during supersteps of parity `q`; read by
-//!   receivers during the sync that ends such a superstep and during the following superstep
-//!   (the message queue). The owner writes parity `q` again only after the next sync's first
-//!   barrier, which no receiver passes before it has stopped reading (the queue is emptied
-//!   when a sync starts), or, when the sync in between is lazy, after every receiver has
-//!   acknowledged it (`engine/threads/lazy.rs`; over ranks, `engine/ranks/lazy.rs`);
-//! * the collective requests of parity `q`: like the outboxes, read right after barrier 1.
+//! * the outboxes of slot `o` ([`RunShared::slot`]): written by their owner during the supersteps whose
+//!   slot is `o`; read by receivers during the sync that ends such a superstep and during the
+//!   following superstep (the message queue). The owner writes slot `o` again only
+//!   as many supersteps later as the run has slots, and only once no receiver reads it any more: after a full sync
+//!   in between, whose first barrier no receiver passes before it has stopped reading (the
+//!   queue is emptied when a sync starts), or after every receiver has acknowledged it
+//!   (`engine/threads/lazy.rs`; over ranks, `engine/ranks/lazy.rs`);
+//! * the collective requests of parity `q` (two sets; they travel in full syncs only): read
+//!   right after barrier 1 of a sync ending a superstep of parity `q`, and written again by
+//!   their owner in a later such sync, before its barrier 1, once every process has completed
+//!   the sync that read them.
 //!
 //! ## Failure
 //!
@@ -75,13 +79,22 @@ pub enum SyncPoint {
     EnginePanic,
 }
 
-/// One process's outboxes of one parity, by destination pid (allocated on first use).
+/// The most sets of outboxes a process has, used by supersteps in turn
+/// ([`RunShared::slot`]). A set is refilled as many supersteps after it was filled as the run
+/// has sets, so a lazy sender may run that many supersteps less one ahead of its receivers'
+/// acknowledgements (`engine/threads/lazy.rs`). Runs with more processes than cores use
+/// `SLOTS`: a process then runs several supersteps per turn on its core instead of yielding
+/// in nearly every one. Other runs use two, which keeps the memory of buffered puts at two
+/// supersteps' worth.
+pub(crate) const SLOTS: usize = 3;
+
+/// One process's outboxes of one slot, by destination pid (allocated on first use).
 pub(crate) type Outboxes = Vec<Option<Box<CachePadded<Outbox>>>>;
 
 /// What one process shares with the others of its run.
 pub(crate) struct ProcShared {
     regs: SharedCell<RegTable>,
-    out: [SharedCell<Outboxes>; 2],
+    out: [SharedCell<Outboxes>; SLOTS],
     coll: [SharedCell<Coll>; 2],
     /// The get buffer of the process's last context, kept for the next run on this state
     /// (touched only by the process's own context, when it is made and when it is dropped).
@@ -102,7 +115,7 @@ impl ProcShared {
         let outs = || SharedCell::new((0..p).map(|_| None).collect::<Vec<_>>());
         ProcShared {
             regs: SharedCell::new(RegTable::default()),
-            out: [outs(), outs()],
+            out: std::array::from_fn(|_| outs()),
             coll: [
                 SharedCell::new(Coll::default()),
                 SharedCell::new(Coll::default()),
@@ -143,25 +156,26 @@ impl ProcShared {
         unsafe { self.regs.write(f) }
     }
 
-    /// Write the outboxes of parity `q`.
+    /// Write the outboxes of slot `o`.
     ///
     /// # Safety
-    /// Only the owner, during a superstep of parity `q` (or in its sync before barrier 1).
+    /// Only the owner, during a superstep of slot `o` (or in its sync before it announces them
+    /// or reaches barrier 1).
     #[inline]
-    pub(crate) unsafe fn outboxes_mut<R>(&self, q: usize, f: impl FnOnce(&mut Outboxes) -> R) -> R {
+    pub(crate) unsafe fn outboxes_mut<R>(&self, o: usize, f: impl FnOnce(&mut Outboxes) -> R) -> R {
         // SAFETY: forwarded to the caller.
-        unsafe { self.out[q].write(f) }
+        unsafe { self.out[o].write(f) }
     }
 
-    /// Read the outboxes of parity `q`.
+    /// Read the outboxes of slot `o`.
     ///
     /// # Safety
-    /// A process of the run between barrier 1 of a sync ending a superstep of parity `q` and
-    /// barrier 1 of the next sync.
+    /// The owner; or a receiver from the sync that ends a superstep of slot `o` (once the
+    /// owner has marked it, or after barrier 1) until it starts its next sync.
     #[inline]
-    pub(crate) unsafe fn outboxes<R>(&self, q: usize, f: impl FnOnce(&Outboxes) -> R) -> R {
+    pub(crate) unsafe fn outboxes<R>(&self, o: usize, f: impl FnOnce(&Outboxes) -> R) -> R {
         // SAFETY: forwarded to the caller.
-        unsafe { self.out[q].read(f) }
+        unsafe { self.out[o].read(f) }
     }
 
     /// Publish the collective requests of a superstep of parity `q`.
@@ -193,14 +207,16 @@ impl ProcShared {
 
     /// Mark every outbox as unwritten, keeping its buffers.
     fn clear_outboxes(&mut self) {
-        for q in 0..2 {
-            self.out[q].with_mut(|outs| {
+        for out in self.out.iter_mut() {
+            out.with_mut(|outs| {
                 for ob in outs.iter_mut().flatten() {
                     ob.clear();
                     ob.stamp = 0;
                 }
             });
-            self.coll[q].with_mut(|c| *c = Coll::default());
+        }
+        for coll in self.coll.iter_mut() {
+            coll.with_mut(|c| *c = Coll::default());
         }
     }
 }
@@ -226,6 +242,8 @@ pub(crate) struct RunShared {
     pub(crate) engine: RunEngine,
     /// A top-level run's checkpointing, when it has a policy (`checkpoint/`).
     pub(crate) ckpt: Option<Arc<crate::checkpoint::Checkpointer>>,
+    /// The sets of outboxes the processes use in turn: 2 or [`SLOTS`] (chosen by the engine).
+    pub(crate) slots: u64,
 }
 
 impl RunShared {
@@ -240,6 +258,8 @@ impl RunShared {
     ) -> Self {
         let p = layout.domains.len();
         engine.attach(&tree);
+        let slots = engine.slots() as u64;
+        debug_assert!(slots == 2 || slots == SLOTS as u64);
         RunShared {
             id: next_run_id(),
             p,
@@ -255,7 +275,28 @@ impl RunShared {
             prof: None,
             engine,
             ckpt: None,
+            slots,
         }
+    }
+
+    /// The outbox set (and inbox slot) of superstep `step`: supersteps use the run's sets in
+    /// turn.
+    #[inline(always)]
+    pub(crate) fn slot(&self, step: u64) -> usize {
+        // Two cases, so that neither divides.
+        (if self.slots == 2 {
+            step & 1
+        } else {
+            step % SLOTS as u64
+        }) as usize
+    }
+
+    /// The syncs a destination must have completed before a sender marks and announces in
+    /// its inbox slot of superstep `s` (thread engine): that of the superstep the slot served
+    /// last, where it took the slot's bits (none in the first supersteps).
+    #[inline]
+    pub(crate) fn slot_free_after(&self, s: u64) -> u64 {
+        (s + 1).saturating_sub(self.slots)
     }
 
     /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
@@ -279,8 +320,8 @@ impl RunShared {
         for proc in self.procs.iter_mut() {
             proc.regs.with_mut(|t| *t = RegTable::default());
             // Owned messages nobody received (the run failed, or nobody synced again).
-            for q in 0..2 {
-                proc.out[q].with_mut(|outs| outs.iter().flatten().for_each(|ob| ob.free_owned()));
+            for out in proc.out.iter_mut() {
+                out.with_mut(|outs| outs.iter().flatten().for_each(|ob| ob.free_owned()));
             }
         }
     }
@@ -347,9 +388,9 @@ pub struct Ctx {
     pub(crate) lazy: Cell<Option<u64>>,
     /// This process used an immediate primitive (hpput, hpget, direct_get) in this superstep.
     pub(crate) immediate: Cell<bool>,
-    /// By superstep parity: the destinations of this process's outboxes written in the last
-    /// superstep of that parity, in the order first written.
-    pub(crate) written: RefCell<[Vec<u32>; 2]>,
+    /// By slot ([`slot`]): the destinations of this process's outboxes written in the last
+    /// superstep of that slot, in the order first written.
+    pub(crate) written: RefCell<[Vec<u32>; SLOTS]>,
     /// The last sync was lazy (the next one acknowledges the senders it read).
     pub(crate) prev_lazy: bool,
     /// The `FLAG_*` bits of every process ORed at the last full sync that had
@@ -408,7 +449,7 @@ impl Ctx {
             engine,
             lazy: Cell::new(None),
             immediate: Cell::new(false),
-            written: RefCell::new([Vec::new(), Vec::new()]),
+            written: RefCell::new(Default::default()),
             prev_lazy: false,
             _not_send: PhantomData,
         }
@@ -674,15 +715,15 @@ impl Ctx {
     /// use (the receiver recognises it as fresh by its stamp).
     #[inline]
     pub(crate) fn with_outbox<R>(&self, pid: usize, f: impl FnOnce(&mut Outbox) -> R) -> R {
-        let (q, stamp) = ((self.step & 1) as usize, self.step + 1);
-        // SAFETY: our own outboxes of the current parity, during the superstep.
+        let (o, stamp) = (self.run.slot(self.step), self.step + 1);
+        // SAFETY: our own outboxes of the current slot, during the superstep.
         unsafe {
-            self.me().outboxes_mut(q, |outs| {
+            self.me().outboxes_mut(o, |outs| {
                 let ob = outs[pid].get_or_insert_with(Box::default);
                 if ob.stamp != stamp {
                     ob.clear();
                     ob.stamp = stamp;
-                    self.written.borrow_mut()[q].push(pid as u32);
+                    self.written.borrow_mut()[o].push(pid as u32);
                 }
                 f(ob)
             })

@@ -229,6 +229,22 @@ pub mod internals {
         run
     }
 
+    /// `run` whose processes use `slots` sets of outboxes in turn: 2, or 3 (the default for
+    /// more processes than cores, where a lazy sender may run two supersteps ahead of its
+    /// receivers), to test both on any machine.
+    ///
+    /// # Panics
+    /// For any other count.
+    pub fn slots(mut run: crate::Run, slots: usize) -> crate::Run {
+        assert!(
+            slots == 2 || slots == crate::ctx::SLOTS,
+            "slots: 2 or {}, not {slots}",
+            crate::ctx::SLOTS
+        );
+        run.slots = Some(slots);
+        run
+    }
+
     /// Make `ctx`'s process abort at `at` in its next sync that reaches that point, as if
     /// another process of the hierarchy had aborted then.
     pub fn fail_next_sync(ctx: &crate::Ctx, at: SyncPoint) {
@@ -289,8 +305,25 @@ pub mod internals {
         R: Send + 'static,
         F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
     {
+        model_run_slots(p, policy, lanes, 2, f)
+    }
+
+    /// [`model_run_lanes`] whose processes use `slots` sets of outboxes in turn (2 or 3: see
+    /// [`slots`]).
+    #[cfg(loom)]
+    pub fn model_run_slots<R, F>(
+        p: usize,
+        policy: crate::WaitPolicy,
+        lanes: bool,
+        slots: usize,
+        f: F,
+    ) -> Vec<crate::Result<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
+    {
         use std::sync::Arc;
-        let shared = model_shared(p, policy, lanes);
+        let shared = model_shared(p, policy, lanes, slots);
         let f = Arc::new(f);
         let handles: Vec<_> = (1..p)
             .map(|pid| {
@@ -314,6 +347,7 @@ pub mod internals {
         p: usize,
         policy: crate::WaitPolicy,
         lanes: bool,
+        slots: usize,
     ) -> std::sync::Arc<crate::ctx::RunShared> {
         static MACHINE: std::sync::OnceLock<mbsp_topology::Loaded> = std::sync::OnceLock::new();
         let loaded = MACHINE
@@ -336,6 +370,7 @@ pub mod internals {
             tree_barrier: false,
             lanes,
             pair_barrier: false,
+            slots,
         };
         let engine = crate::engine::state::RunEngine::Threads(RunState::new(&layout, shape));
         let shared = crate::ctx::RunShared::new(
@@ -357,7 +392,7 @@ pub mod internals {
     pub fn model_team(p: usize, runs: usize) -> Vec<(u64, Vec<crate::Result<u64>>)> {
         crate::team::model_launches(
             (0..runs)
-                .map(|_| model_shared(p, crate::WaitPolicy::new(1, 1), true))
+                .map(|_| model_shared(p, crate::WaitPolicy::new(1, 1), true, 2))
                 .collect(),
         )
     }

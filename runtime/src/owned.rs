@@ -232,7 +232,7 @@ impl Ctx {
         // stays valid), and the run state outlives `self`. No view of this message's payload
         // is alive (we hold `&mut self`): taking its buffer invalidates none.
         let (tag, len, next, front) = unsafe {
-            self.run.proc(from).outboxes(q.parity, |outs| {
+            self.run.proc(from).outboxes(q.slot, |outs| {
                 let ob = outs[self.pid]
                     .as_deref()
                     .expect("queued sender has an outbox");

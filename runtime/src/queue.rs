@@ -5,9 +5,9 @@
 /// The message queue as seen during one superstep.
 #[derive(Clone, Default)]
 pub(crate) struct Queue {
-    /// Processes whose outboxes (of parity `parity`) hold messages for us.
+    /// Processes whose outboxes (of slot `slot`, `ctx::slot`) hold messages for us.
     pub(crate) srcs: Vec<u32>,
-    pub(crate) parity: usize,
+    pub(crate) slot: usize,
     pub(crate) tagsize: usize,
     pub(crate) cur_src: usize,
     /// Byte offset of the current message in `srcs[cur_src]`'s message records.

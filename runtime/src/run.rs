@@ -103,6 +103,9 @@ pub struct Run {
     /// Whether declared syncs of a run of two take the barrier (default: yes); set by tests
     /// through `internals::pair_barrier`.
     pub(crate) pair_barrier: Option<bool>,
+    /// The sets of outboxes the processes use in turn (default: `ctx::SLOTS` for more
+    /// processes than cores, else 2); set by tests through `internals::slots`.
+    pub(crate) slots: Option<usize>,
     /// Where and when a top-level run checkpoints (`checkpoint/`).
     pub(crate) checkpoints: Option<crate::Checkpoints>,
 }
@@ -122,6 +125,7 @@ impl Run {
             tree_barrier: None,
             lanes: None,
             pair_barrier: None,
+            slots: None,
             checkpoints: None,
         }
     }
@@ -680,12 +684,18 @@ impl Run {
     /// What the thread engine's state of a run placed by `layout` must be.
     fn shape(&self, layout: &Layout) -> Shape {
         let policy = self.wait_policy_for(layout);
+        let more_than_cores = layout.domains.len() > layout.cores;
         Shape {
             policy,
-            lazy_policy: policy.for_lazy_waits(layout.domains.len() > layout.cores),
+            lazy_policy: policy.for_lazy_waits(more_than_cores),
             tree_barrier: self.oversubscribed(layout),
             lanes: self.lanes != Some(false),
             pair_barrier: self.pair_barrier != Some(false),
+            slots: self.slots.unwrap_or(if more_than_cores {
+                crate::ctx::SLOTS
+            } else {
+                2
+            }),
         }
     }
 

@@ -25,9 +25,9 @@ impl Ctx {
         self.lazy.set(None);
         self.immediate.set(false);
         self.step += 1;
-        // The destinations of two supersteps ago: a lazy sync has used them (its
-        // acknowledgements), and this superstep writes its own.
-        self.written.get_mut()[(self.step & 1) as usize].clear();
+        // The destinations of the superstep that used this slot last: a sync has used them (a lazy one waited for
+        // their acknowledgements), and this superstep writes its own.
+        self.written.get_mut()[self.run.slot(self.step)].clear();
         self.me().done.store(self.step, Ordering::Release);
     }
 
@@ -276,7 +276,7 @@ impl Ctx {
                 // SAFETY: as in `move_owned`: the sender does not touch this outbox before this
                 // process passes barrier 1 of this sync; their borrows ended (`&mut self`).
                 unsafe {
-                    self.run.proc(from as usize).outboxes(q.parity, |outs| {
+                    self.run.proc(from as usize).outboxes(q.slot, |outs| {
                         if let Some(ob) = outs[self.pid].as_deref() {
                             ob.free_owned();
                         }

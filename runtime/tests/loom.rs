@@ -9,7 +9,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_lanes, model_run_with};
+use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_slots, model_run_with};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 /// Sleep at once. Loom does not let a load return a value its thread saw before its last
@@ -20,6 +20,12 @@ const SLEEPY: WaitPolicy = WaitPolicy::new(0, 0);
 
 /// The waiting of `model_run`: one spin, one yield, then sleep.
 const TIGHT_LAZY: WaitPolicy = WaitPolicy::new(1, 1);
+
+/// The ways a lazy sync is modelled: through lanes or the inboxes, with two sets of outboxes,
+/// and through the inboxes with three (a sender then runs two supersteps ahead of a receiver
+/// that has not acknowledged; runs with lanes keep the wait of the superstep before); and the
+/// lazy supersteps each model makes, enough for every outbox set to be refilled once.
+const LAZY_WAYS: [(bool, usize, u64); 3] = [(true, 2, 3), (false, 2, 3), (false, 3, 4)];
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -239,13 +245,13 @@ fn the_last_of_two_workers_wakes_the_starter() {
 /// and the queue that the counting protocol does not order; the asserts check the data.
 #[test]
 fn lazy_supersteps_of_the_real_runtime() {
-    for lanes in [true, false] {
+    for (lanes, slots, steps) in LAZY_WAYS {
         model(2, move || {
-            let r = model_run_lanes(2, TIGHT_LAZY, lanes, |ctx| {
+            let r = model_run_slots(2, TIGHT_LAZY, lanes, slots, move |ctx| {
                 let (me, other) = (ctx.pid(), 1 - ctx.pid());
                 let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                for t in 1..=3u64 {
+                for t in 1..=steps {
                     ctx.put(other, &[t * 10 + me as u64; 4], &y, 0)?; // too big to ride
                     ctx.send(other, &[], &[t as u8])?;
                     ctx.declare_incoming(2)?;
@@ -268,13 +274,13 @@ fn lazy_supersteps_of_the_real_runtime() {
 /// 1 may still be reading (the queue is read in place during the next superstep).
 #[test]
 fn a_lazy_sender_runs_ahead_only_as_far_as_its_outboxes_are_free() {
-    for lanes in [true, false] {
+    for (lanes, slots, steps) in LAZY_WAYS {
         model(2, move || {
-            let r = model_run_lanes(2, TIGHT_LAZY, lanes, |ctx| {
+            let r = model_run_slots(2, TIGHT_LAZY, lanes, slots, move |ctx| {
                 let me = ctx.pid();
                 let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;
-                for t in 1..=3u64 {
+                for t in 1..=steps {
                     if me == 0 {
                         ctx.put(1, &[t; 4], &y, 0)?;
                         ctx.send(1, &[], &[t as u8])?;
@@ -321,9 +327,9 @@ fn a_lazy_count_that_cannot_be_met_fails() {
 /// reports, a read of an outbox the protocol does not order is reported too.
 #[test]
 fn sleeping_lazy_waits_are_woken() {
-    for lanes in [true, false] {
+    for (lanes, slots, _) in LAZY_WAYS {
         model(2, move || {
-            let r = model_run_lanes(2, SLEEPY, lanes, |ctx| {
+            let r = model_run_slots(2, SLEEPY, lanes, slots, |ctx| {
                 let (me, other) = (ctx.pid(), 1 - ctx.pid());
                 let y = ctx.push_reg(vec![0u64; 4])?;
                 ctx.sync()?;

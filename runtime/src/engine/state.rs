@@ -53,6 +53,16 @@ impl RunEngine {
         }
     }
 
+    /// The sets of outboxes the run's processes use in turn (`ctx::RunShared::slots`): the
+    /// thread engine's choice; two over ranks, which copy outboxes into streams at the sync.
+    pub(crate) fn slots(&self) -> usize {
+        match self {
+            RunEngine::Threads(t) => t.slots,
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => 2,
+        }
+    }
+
     /// Let `tree` stop every wait of the run when the hierarchy fails.
     pub(crate) fn attach(&self, tree: &Tree) {
         match self {
@@ -64,6 +74,9 @@ impl RunEngine {
 }
 
 /// The engine's part of one process's context.
+// One per process, reached on every primitive: the thread engine's part stays inline (a box
+// would cost an indirection on the hot path to save a few hundred bytes per process).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ProcEngine {
     /// The thread engine's barrier membership, riding puts and lazy-sync bookkeeping.
     Threads(ProcState),

@@ -7,29 +7,42 @@ use crate::common;
 use common::within;
 use mbsp::{Ctx, ErrorKind};
 
-/// Both ways a lazy sync announces its records: through lanes (runs of at most 16 processes)
-/// and through the receivers' inboxes (larger runs); every test here takes both.
-const LANES: [bool; 2] = [true, false];
+/// How a lazy sync announces its records (through lanes, as runs of at most 16 processes do,
+/// or through the receivers' inboxes, as larger runs do) and how many sets of outboxes the
+/// processes use in turn (2, or 3 as runs with more processes than cores do: a sender may then
+/// run two supersteps ahead of its receivers); every test here takes all four.
+const LANES: [Way; 4] = [(true, 2), (false, 2), (true, 3), (false, 3)];
 
-/// `mbsp::run`, announcing lazy syncs through lanes or not; runs of two make the lazy
-/// protocol's syncs too (by default their declared syncs take the barrier: tested at the end).
+/// Lanes or not, and the sets of outboxes.
+type Way = (bool, usize);
+
+/// `mbsp::run`, announcing lazy syncs through lanes or not, with 2 or 3 sets of outboxes; runs
+/// of two make the lazy protocol's syncs too (by default their declared syncs take the
+/// barrier: tested at the end).
 fn run_on<R: Send>(
-    lanes: bool,
+    (lanes, slots): Way,
     p: usize,
     f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
 ) -> mbsp::Result<Vec<R>> {
     let run = mbsp::internals::lanes(mbsp::Run::new(p), lanes);
+    let run = mbsp::internals::slots(run, slots);
     mbsp::internals::pair_barrier(run, false).run(f)
 }
 
-/// The tests of misuse at p = 2 run three ways: the lazy protocol through lanes and through
-/// inboxes, and as users get it, with the declared syncs at the barrier (`pair`: true).
-const PAIR_WAYS: [(bool, bool); 3] = [(true, false), (false, false), (true, true)];
+/// The tests of misuse at p = 2 run four ways: the lazy protocol through lanes and through
+/// inboxes (with 3 sets of outboxes too), and as users get it, with the declared syncs at the
+/// barrier (`pair`: true).
+const PAIR_WAYS: [(Way, bool); 4] = [
+    ((true, 2), false),
+    ((false, 2), false),
+    ((false, 3), false),
+    ((true, 2), true),
+];
 
 /// [`run_on`], or with `pair` a run as users get it (declared syncs of a run of two at the
 /// barrier).
 fn run_way<R: Send>(
-    (lanes, pair): (bool, bool),
+    (lanes, pair): (Way, bool),
     p: usize,
     f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
 ) -> mbsp::Result<Vec<R>> {
@@ -177,10 +190,67 @@ fn processes_drift_apart_without_mixing_supersteps() {
     }
 }
 
+/// How far a lazy sender runs ahead of a receiver that has not entered its sync: pid 0 puts
+/// to pid 1 in every superstep and receives nothing; pid 1 stops before its sync of superstep
+/// 2 until pid 0 has completed its syncs of supersteps 1 and 2. With three sets of outboxes
+/// (through the inboxes) pid 0 gets there: it waits for the acknowledgement of superstep 1
+/// only when superstep 4 refills that set. With two it must not (the acknowledgement of
+/// superstep 1 comes in pid 1's sync 2), so pid 1 gives up after a while and the run goes on;
+/// in both, every superstep's word lands in that superstep.
+#[test]
+fn a_lazy_sender_runs_two_supersteps_ahead_with_three_sets_of_outboxes() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    for slots in [2, 3] {
+        within(60, move || {
+            // 1 + the last superstep whose sync pid 0 has completed.
+            let reached = AtomicU64::new(0);
+            let logs = run_on((false, slots), 2, |ctx| {
+                let pid = ctx.pid();
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                let mut seen = Vec::new();
+                let mut ahead = false;
+                for t in 1..=5u64 {
+                    if pid == 0 {
+                        ctx.put(1, &[t], &x, 0)?;
+                    }
+                    if pid == 1 && t == 2 {
+                        // Two sets: pid 0 cannot get there, so give up after a second (with three it
+                        // comes at once: ten seconds mean it does not).
+                        let patience = if slots == 3 { 10_000 } else { 1000 };
+                        for _ in 0..patience {
+                            if reached.load(Ordering::Acquire) >= 3 {
+                                ahead = true;
+                                break;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
+                    ctx.declare_incoming(if pid == 1 { 1 } else { 0 })?;
+                    ctx.sync()?;
+                    if pid == 0 {
+                        reached.store(t + 1, Ordering::Release);
+                    } else {
+                        seen.push(ctx.local(&x)?[0]);
+                    }
+                }
+                Ok((seen, ahead))
+            })
+            .unwrap();
+            assert_eq!(logs[1].0, (1..=5).collect::<Vec<u64>>(), "slots {slots}");
+            assert_eq!(
+                logs[1].1,
+                slots == 3,
+                "slots {slots}: pid 0 two syncs ahead"
+            );
+        });
+    }
+}
+
 /// One process's wrong count fails the run (on the process that notices) within the hang
 /// detector's limit.
 fn wrong_count(
-    lanes: bool,
+    lanes: Way,
     p: usize,
     declare: impl Fn(usize) -> usize + Send + Sync + 'static,
 ) -> mbsp::Error {
@@ -466,7 +536,7 @@ fn declared_syncs_of_a_run_of_two_give_the_results_of_full_and_lazy_syncs() {
     within(60, || {
         let full = pair(|ctx| program(ctx, 60, false)).unwrap();
         let declared = pair(|ctx| program(ctx, 60, true)).unwrap();
-        let protocol = run_on(true, 2, |ctx| program(ctx, 60, true)).unwrap();
+        let protocol = run_on((true, 2), 2, |ctx| program(ctx, 60, true)).unwrap();
         assert_eq!(full, declared);
         assert_eq!(full, protocol);
     });

@@ -176,7 +176,7 @@ impl Ctx {
     /// The stream to each other rank in `net.send` (its length in `net.send_counts`): this
     /// rank's error if it failed, else `[outbox][get requests][large-put records]`.
     fn encode_streams(&mut self, net: &mut Net, op: &'static str, state: u64, flags: u32) {
-        let (me, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let (me, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
         net.send.clear();
         for j in 0..self.run.p {
             let start = net.send.len();
@@ -190,7 +190,7 @@ impl Ctx {
             } else if flags & (FLAG_COMM | FLAG_GETS) != 0 {
                 // SAFETY: our own outboxes, in our sync (no other thread touches them).
                 let has_out = unsafe {
-                    self.me().outboxes(q, |outs| match outs[j].as_deref() {
+                    self.me().outboxes(o, |outs| match outs[j].as_deref() {
                         Some(ob) if ob.stamp == fresh => {
                             ob.encode(&mut net.send);
                             true
@@ -485,20 +485,20 @@ impl Ctx {
         streams: &[std::ops::Range<usize>],
         tagsize: usize,
     ) -> u64 {
-        let (me, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let (me, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
-        queue.parity = q;
+        queue.slot = o;
         let mut records = 0;
         for (k, range) in streams.iter().enumerate() {
             let (count, bytes) = if k == me {
-                let (n, count, bytes) = self.deliver_own(q, fresh);
+                let (n, count, bytes) = self.deliver_own(o, fresh);
                 records += n;
                 (count, bytes)
             } else if !range.is_empty() {
                 let (ob, _, bigs) = split_stream(&net.recv[range.clone()]);
                 records += Outbox::encoded_records(ob) + bigs.len() as u64 / 3;
-                self.deliver_stream(k, ob, q, fresh)
+                self.deliver_stream(k, ob, o, fresh)
             } else {
                 (0, 0)
             };
@@ -564,16 +564,16 @@ impl Ctx {
 }
 
 impl Ctx {
-    /// Deliver this rank's own puts to itself of the superstep of parity `q` (stamped `fresh`);
+    /// Deliver this rank's own puts to itself of the superstep of slot `o` (stamped `fresh`);
     /// returns its records and its messages to itself (count, bytes), which stay in its outbox.
-    pub(super) fn deliver_own(&self, q: usize, fresh: u64) -> (u64, usize, usize) {
+    pub(super) fn deliver_own(&self, o: usize, fresh: u64) -> (u64, usize, usize) {
         let me = self.pid;
         // SAFETY: our own outboxes, in our sync; put destinations are our own registered
         // memory, with no live references (the caller holds `&mut self`'s sync).
         unsafe {
             self.run
                 .proc(me)
-                .outboxes(q, |outs| match outs[me].as_deref() {
+                .outboxes(o, |outs| match outs[me].as_deref() {
                     Some(ob) if ob.stamp == fresh => {
                         let n = ob.records();
                         ob.deliver_puts();
@@ -585,13 +585,13 @@ impl Ctx {
     }
 
     /// Deliver the puts of rank `k`'s encoded outbox `ob` (from its stream) and hand its
-    /// messages to `k`'s mirror's outbox for us (parity `q`, stamped `fresh`); returns the
+    /// messages to `k`'s mirror's outbox for us (slot `o`, stamped `fresh`); returns the
     /// messages (count, bytes).
     pub(super) fn deliver_stream(
         &self,
         k: usize,
         ob: &[u64],
-        q: usize,
+        o: usize,
         fresh: u64,
     ) -> (usize, usize) {
         let (puts, msgs, count, bytes, _) = Outbox::decode(ob);
@@ -604,7 +604,7 @@ impl Ctx {
             // SAFETY: the mirror of rank k exists on this rank only; only this thread touches
             // it.
             unsafe {
-                self.run.proc(k).outboxes_mut(q, |outs| {
+                self.run.proc(k).outboxes_mut(o, |outs| {
                     outs[me]
                         .get_or_insert_with(Box::default)
                         .set_messages(fresh, msgs, count, bytes)

@@ -179,10 +179,11 @@ impl Ctx {
         // Our records: our own outbox's, then streams until the count is met.
         // SAFETY: our own outbox, in our sync.
         let own = unsafe {
-            self.me().outboxes(q, |outs| match outs[me].as_deref() {
-                Some(ob) if ob.stamp == fresh => ob.records(),
-                _ => 0,
-            })
+            self.me()
+                .outboxes(self.run.slot(s), |outs| match outs[me].as_deref() {
+                    Some(ob) if ob.stamp == fresh => ob.records(),
+                    _ => 0,
+                })
         };
         let lazy = &mut net.lazy;
         lazy.heard.iter_mut().for_each(|h| *h = false);
@@ -239,7 +240,7 @@ impl Ctx {
         for &k in &from {
             lazy.heard[k] = true;
         }
-        self.lazy_deliver(net, &from, q);
+        self.lazy_deliver(net, &from);
         self.rank_finish(net);
         Ok(())
     }
@@ -313,7 +314,7 @@ impl Ctx {
         let nb = net.big.get_mut()[j].recs.len();
         // SAFETY: our own outboxes, in our sync.
         let has_out = unsafe {
-            self.me().outboxes(q, |outs| {
+            self.me().outboxes(self.run.slot(s), |outs| {
                 outs[j].as_deref().is_some_and(|ob| ob.stamp == fresh)
             })
         };
@@ -346,16 +347,17 @@ impl Ctx {
         buf.extend_from_slice(&[s, 0]);
         // SAFETY: as above.
         let mut records = unsafe {
-            self.me().outboxes(q, |outs| match outs[j].as_deref() {
-                Some(ob) if ob.stamp == fresh => {
-                    ob.encode(buf);
-                    ob.records()
-                }
-                _ => {
-                    Outbox::default().encode(buf);
-                    0
-                }
-            })
+            self.me()
+                .outboxes(self.run.slot(s), |outs| match outs[j].as_deref() {
+                    Some(ob) if ob.stamp == fresh => {
+                        ob.encode(buf);
+                        ob.records()
+                    }
+                    _ => {
+                        Outbox::default().encode(buf);
+                        0
+                    }
+                })
         };
         let big = &net.big.get_mut()[j];
         buf.extend_from_slice(&[0, nb as u64]);
@@ -533,8 +535,8 @@ impl Ctx {
 
     /// Deliver the streams of this lazy sync (from `from`, in rank order) and our own outbox,
     /// as a full sync does: large puts first, then puts and messages in rank order.
-    fn lazy_deliver(&mut self, net: &mut Net, from: &[usize], q: usize) {
-        let fresh = self.step + 1;
+    fn lazy_deliver(&mut self, net: &mut Net, from: &[usize]) {
+        let (o, fresh) = (self.run.slot(self.step), self.step + 1);
         {
             let shm = net.shm.get_mut();
             for &k in from {
@@ -561,16 +563,16 @@ impl Ctx {
         }
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = self.tagsize.get();
-        queue.parity = q;
+        queue.slot = o;
         let me = self.pid;
         let mut next = from.iter().peekable();
         for k in 0..self.run.p {
             let (count, bytes) = if k == me {
-                let (_, count, bytes) = self.deliver_own(q, fresh);
+                let (_, count, bytes) = self.deliver_own(o, fresh);
                 (count, bytes)
             } else if next.next_if_eq(&&k).is_some() {
                 let (ob, _, _) = split_stream(&net.lazy.inbox[k][2..]);
-                self.deliver_stream(k, ob, q, fresh)
+                self.deliver_stream(k, ob, o, fresh)
             } else {
                 (0, 0)
             };

@@ -5,23 +5,28 @@
 //! Every field is an atomic that other threads read or write; the methods state the ordering
 //! each pairing relies on once, so that the sync code (`engine/threads/`) does not repeat it.
 //!
-//! * `writers[q]`: a bitmap of the processes that wrote to this one in the superstep of parity
-//!   `q` now being synced. A sender sets its bit (Release) after it has filled its outbox;
+//! Each field comes in one copy per outbox slot of the run (`RunShared::slot`: the superstep
+//! modulo the run's slots, 2 or [`SLOTS`]), so that lazy senders up to that many supersteps
+//! less one ahead of this process do not mix their announcements with those it is taking.
+//!
+//! * `writers[o]`: a bitmap of the processes that wrote to this one in the superstep of slot
+//!   `o` now being synced. A sender sets its bit (Release) after it has filled its outbox;
 //!   the receiver takes the whole bitmap with a swap (Acquire) and then reads those outboxes,
 //!   and only those: a full sync reads p / 64 words instead of p outbox stamps, and a lazy sync
 //!   never touches the outboxes of a sender that did not write to it (that sender may already
 //!   be filling them for a later superstep).
-//! * `records[q]`: the put and message records lazy senders announced since the run began (a
+//! * `records[o]`: the put and message records lazy senders announced since the run began (a
 //!   sender adds after setting its bit, Release; the receiver waits until the count exceeds
 //!   what it has taken by its declared count, with Acquire loads, which then see every bit of
 //!   the senders counted). The receiver keeps what it has taken to itself (no write of its
 //!   own to the line that its senders write).
-//! * `acks[q]`: receivers add one when they no longer read an outbox this process filled in a
-//!   superstep of parity `q` (Release: their reads happen before the sender refills it).
-//! * `mode[q]`: `(superstep + 1) << 1 | lazy` of the last sync of a superstep of parity `q` that
+//! * `acks[o]`: receivers add one when they no longer read an outbox this process filled in a
+//!   superstep of slot `o` (Release: their reads happen before the sender refills it).
+//! * `mode[o]`: `(superstep + 1) << 1 | lazy` of the last sync of a superstep of slot `o` that
 //!   this process entered, stored after everything it sends in that sync is announced (Release),
 //!   so a process that reads it (Acquire) knows whether the count it waits for can still grow.
 
+use crate::ctx::SLOTS;
 use crate::shim::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
@@ -32,9 +37,9 @@ const BITS: usize = 64;
 /// `0 .. 64 * HEAD` mark and announce with one cache-line transfer).
 const HEAD: usize = 6;
 
-/// One parity's count and first bitmap words, and the acknowledgements of the other parity, in
-/// one cache line: a lazy sync of parity q acknowledges the senders of the superstep before
-/// (parity 1 - q) and then announces its own records, to the same processes in a symmetric
+/// One slot's count and first bitmap words, and the acknowledgements of the slot before, in
+/// one cache line: a lazy sync of slot o acknowledges the senders of the superstep before
+/// (slot o - 1) and then announces its own records, to the same processes in a symmetric
 /// exchange, so both land in one line.
 #[repr(C, align(64))]
 struct Head {
@@ -45,10 +50,12 @@ struct Head {
 
 /// One process's inbox (module documentation).
 pub(crate) struct Inbox {
-    head: [Head; 2],
-    /// Bitmap words `HEAD ..` by parity (runs of more than `64 * HEAD` processes).
-    tail: [Box<[AtomicU64]>; 2],
-    mode: CachePadded<[AtomicU64; 2]>,
+    head: [Head; SLOTS],
+    /// Bitmap words `HEAD ..` by slot (runs of more than `64 * HEAD` processes).
+    tail: [Box<[AtomicU64]>; SLOTS],
+    mode: CachePadded<[AtomicU64; SLOTS]>,
+    /// The slots the run uses (2 or `SLOTS`).
+    slots: usize,
 }
 
 /// The mode word of a sync of superstep `step` (`lazy`: one that waits only for its declared
@@ -59,8 +66,9 @@ pub(crate) fn mode_word(step: u64, lazy: bool) -> u64 {
 }
 
 impl Inbox {
-    /// The inbox of a process of a run of `p` processes.
-    pub(crate) fn new(p: usize) -> Self {
+    /// The inbox of a process of a run of `p` processes that uses `slots` slots.
+    pub(crate) fn new(p: usize, slots: usize) -> Self {
+        assert!((2..=SLOTS).contains(&slots), "2 to {SLOTS} slots");
         let head = || Head {
             records: AtomicU64::new(0),
             acks_other: AtomicU64::new(0),
@@ -72,45 +80,46 @@ impl Inbox {
                 .collect()
         };
         Inbox {
-            head: [head(), head()],
-            tail: [tail(), tail()],
-            mode: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
+            head: std::array::from_fn(|_| head()),
+            tail: std::array::from_fn(|_| tail()),
+            mode: CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))),
+            slots,
         }
     }
 
-    /// Bitmap word `k` of parity `q`.
+    /// Bitmap word `k` of slot `o`.
     #[inline]
-    fn word(&self, q: usize, k: usize) -> &AtomicU64 {
-        match self.head[q].bits.get(k) {
+    fn word(&self, o: usize, k: usize) -> &AtomicU64 {
+        match self.head[o].bits.get(k) {
             Some(w) => w,
-            None => &self.tail[q][k - HEAD],
+            None => &self.tail[o][k - HEAD],
         }
     }
 
     /// Forget a previous run (no process of the run is running).
     pub(crate) fn reset(&self) {
-        for q in 0..2 {
-            let h = &self.head[q];
-            for w in h.bits.iter().chain(self.tail[q].iter()) {
+        for o in 0..SLOTS {
+            let h = &self.head[o];
+            for w in h.bits.iter().chain(self.tail[o].iter()) {
                 w.store(0, Ordering::Relaxed);
             }
             h.records.store(0, Ordering::Relaxed);
             h.acks_other.store(0, Ordering::Relaxed);
-            self.mode[q].store(0, Ordering::Relaxed);
+            self.mode[o].store(0, Ordering::Relaxed);
         }
     }
 
-    /// Process `from` has filled its outbox of parity `q` for this process.
+    /// Process `from` has filled its outbox of slot `o` for this process.
     #[inline]
-    pub(crate) fn mark(&self, q: usize, from: usize) {
-        self.word(q, from / BITS)
+    pub(crate) fn mark(&self, o: usize, from: usize) {
+        self.word(o, from / BITS)
             .fetch_or(1 << (from % BITS), Ordering::Release);
     }
 
-    /// Take the senders marked for parity `q` (they are cleared), in pid order, into `out`.
+    /// Take the senders marked for slot `o` (they are cleared), in pid order, into `out`.
     #[inline]
-    pub(crate) fn take_writers(&self, q: usize, out: &mut Vec<u32>) {
-        let words = self.head[q].bits.iter().chain(self.tail[q].iter());
+    pub(crate) fn take_writers(&self, o: usize, out: &mut Vec<u32>) {
+        let words = self.head[o].bits.iter().chain(self.tail[o].iter());
         for (k, w) in words.enumerate() {
             if w.load(Ordering::Relaxed) == 0 {
                 continue;
@@ -123,41 +132,50 @@ impl Inbox {
         }
     }
 
-    /// A lazy sender announces `n` records for parity `q` (after marking itself).
+    /// A lazy sender announces `n` records for slot `o` (after marking itself).
     #[inline]
-    pub(crate) fn announce(&self, q: usize, n: u64) {
-        self.head[q].records.fetch_add(n, Ordering::Release);
+    pub(crate) fn announce(&self, o: usize, n: u64) {
+        self.head[o].records.fetch_add(n, Ordering::Release);
     }
 
-    /// Records announced for parity `q` since the run began.
+    /// Records announced for slot `o` since the run began.
     #[inline]
-    pub(crate) fn announced(&self, q: usize) -> u64 {
-        self.head[q].records.load(Ordering::Acquire)
+    pub(crate) fn announced(&self, o: usize) -> u64 {
+        self.head[o].records.load(Ordering::Acquire)
     }
 
     /// A receiver no longer reads the outbox this process filled for it in a superstep of
-    /// parity `q`.
+    /// slot `o`.
     #[inline]
-    pub(crate) fn ack(&self, q: usize) {
-        self.head[q ^ 1].acks_other.fetch_add(1, Ordering::Release);
+    pub(crate) fn ack(&self, o: usize) {
+        self.head[self.next(o)]
+            .acks_other
+            .fetch_add(1, Ordering::Release);
     }
 
-    /// Acknowledgements received for parity `q` since the run began.
+    /// Acknowledgements received for slot `o` since the run began.
     #[inline]
-    pub(crate) fn acks(&self, q: usize) -> u64 {
-        self.head[q ^ 1].acks_other.load(Ordering::Acquire)
+    pub(crate) fn acks(&self, o: usize) -> u64 {
+        self.head[self.next(o)].acks_other.load(Ordering::Acquire)
     }
 
-    /// This process enters the sync of superstep `step` (everything it sends there announced).
+    /// This process enters the sync of superstep `step`, of slot `o` (everything it sends
+    /// there announced).
     #[inline]
-    pub(crate) fn enter(&self, step: u64, lazy: bool) {
-        self.mode[(step & 1) as usize].store(mode_word(step, lazy), Ordering::Release);
+    pub(crate) fn enter(&self, o: usize, step: u64, lazy: bool) {
+        self.mode[o].store(mode_word(step, lazy), Ordering::Release);
     }
 
-    /// The mode word of the last sync of parity `q` this process entered (0: none).
+    /// The mode word of the last sync of slot `o` this process entered (0: none).
     #[inline]
-    pub(crate) fn mode(&self, q: usize) -> u64 {
-        self.mode[q].load(Ordering::Acquire)
+    pub(crate) fn mode(&self, o: usize) -> u64 {
+        self.mode[o].load(Ordering::Acquire)
+    }
+
+    /// The slot after `o` (whose head line holds the acknowledgements of `o`).
+    #[inline(always)]
+    fn next(&self, o: usize) -> usize {
+        if o + 1 == self.slots { 0 } else { o + 1 }
     }
 }
 
@@ -167,7 +185,7 @@ mod tests {
 
     #[test]
     fn writers_are_taken_once_in_pid_order() {
-        let inbox = Inbox::new(600);
+        let inbox = Inbox::new(600, 2);
         for from in [129, 0, 64, 3, 64, 599, 448] {
             inbox.mark(1, from);
         }
@@ -184,9 +202,9 @@ mod tests {
     fn mode_words_order_supersteps_and_mark_lazy_syncs() {
         assert!(mode_word(3, false) < mode_word(3, true));
         assert!(mode_word(3, true) < mode_word(4, false));
-        let inbox = Inbox::new(2);
-        inbox.enter(5, true);
-        assert_eq!(inbox.mode(1), mode_word(5, true));
+        let inbox = Inbox::new(2, 3);
+        inbox.enter(2, 5, true);
+        assert_eq!(inbox.mode(2), mode_word(5, true));
         assert_eq!(inbox.mode(0), 0);
     }
 }

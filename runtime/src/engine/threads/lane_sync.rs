@@ -65,13 +65,13 @@ impl Ctx {
     /// the bit in our lane), publish what we sent in our lanes, and enter the sync.
     fn ack_and_publish(&mut self) {
         let (s, pid) = (self.step, self.pid);
-        let (q, fresh) = ((s & 1) as usize, s + 1);
-        let prev = q ^ 1;
+        let (q, o, fresh) = ((s & 1) as usize, self.run.slot(s), s + 1);
         let run = self.run.engine.threads();
         {
             let written = self.written.borrow();
+            let prev = self.run.slot(s.wrapping_sub(1));
             for &from in &self.engine.threads().took {
-                if !written[q].contains(&from) {
+                if !written[o].contains(&from) {
                     run.inbox(from as usize).ack(prev);
                 }
             }
@@ -81,11 +81,11 @@ impl Ctx {
         me.took.clear();
         let lanes = lanes_of(run);
         let written = self.written.borrow();
-        for &d in &written[q] {
+        for &d in &written[o] {
             let acked = self.engine.threads().took_before.contains(&d);
-            // SAFETY: our own outbox of the current parity, during our own sync.
+            // SAFETY: our own outbox of the current slot, during our own sync.
             unsafe {
-                self.me().outboxes(q, |outs| {
+                self.me().outboxes(o, |outs| {
                     let (records, inline) = outs[d as usize]
                         .as_deref()
                         .map_or((0, Some(&[][..])), |ob| (ob.records(), ob.inline_only()));
@@ -96,7 +96,7 @@ impl Ctx {
             };
         }
         drop(written);
-        run.inbox(pid).enter(s, true);
+        run.inbox(pid).enter(o, s, true);
         self.wake_after_enter(s, true);
         self.engine.threads_mut().took_before.clear();
     }
@@ -158,13 +158,14 @@ impl Ctx {
     /// acknowledged our records of the superstep before (a bit per pid).
     fn take_lanes(&mut self, took: &[u32]) -> u32 {
         let (pid, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let o = self.run.slot(self.step);
         let run = &*self.run;
         let lanes = lanes_of(run.engine.threads());
         let mut buf = [0u64; LANE_WORDS];
         let mut acked_by = 0u32;
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = self.tagsize.get();
-        queue.parity = q;
+        queue.slot = o;
         for &k in took {
             let published = lanes.get(k as usize, pid, q).read(&mut buf);
             if published.acked {
@@ -179,7 +180,7 @@ impl Ctx {
                 None => {
                     // SAFETY: the sender filled that outbox for us before stamping the lane
                     // and leaves it alone until we acknowledge it (module documentation).
-                    let taken = unsafe { take_outbox(run, k, pid, q, fresh, queue) };
+                    let taken = unsafe { take_outbox(run, k, pid, o, fresh, queue) };
                     debug_assert_eq!(taken, published.records);
                 }
             }
@@ -223,7 +224,8 @@ impl Ctx {
     /// those that wrote to us acknowledged in their lanes (`acked_by`), the others in our
     /// inbox, which we wait for.
     fn settle_previous(&mut self, acked_by: u32) -> Result<()> {
-        let prev = ((self.step & 1) ^ 1) as usize;
+        let t = self.step.wrapping_sub(1);
+        let prev = self.run.slot(t);
         let (explicit, unacked) = {
             let written = self.written.borrow();
             let mut explicit = Vec::new();
@@ -242,9 +244,9 @@ impl Ctx {
             (explicit, unacked)
         };
         if !unacked.is_empty() {
-            return Err(self.unacked(&unacked, true));
+            return Err(self.unacked(&unacked, t, true));
         }
-        let due = self.await_acks(prev, &explicit)?;
+        let due = self.await_acks(prev, t, &explicit)?;
         self.engine.threads_mut().acks_due[prev] = due;
         Ok(())
     }

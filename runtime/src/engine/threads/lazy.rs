@@ -3,26 +3,42 @@
 //! instead of the inboxes below (`lane_sync.rs`); everything else here holds for both.
 //!
 //! ```text
-//! lazy sync, superstep s, parity q, declared m
+//! lazy sync, superstep s, slot o = s mod SLOTS, declared m
 //!   copy hpsend payloads and barrier-line puts into outboxes
-//!   ack: tell every sender read in the last sync that its outbox of parity 1-q is free
-//!   announce: for every destination written: mark our bit in its writers[q], add our records
-//!   enter: mode[q] = (s+1) << 1 | 1   (everything we send in s is announced)
+//!   ack: tell every sender read in the last sync that its outbox of slot o-1 is free
+//!   announce: for every destination written: mark our bit in its writers[o], add our records
+//!   enter: mode[o] = (s+1) << 1 | 1   (everything we send in s is announced)
 //!   fence; wake the acked and announced-to processes if asleep, and every lazy sleeper if
 //!     every process has now entered sync s
-//!   wait until announced(q) - taken >= m   (or: every process has entered sync s -> too few)
+//!   wait until announced(o) - taken >= m   (or: every process has entered sync s -> too few)
 //!   take the marked senders' outboxes: deliver puts, queue messages; records taken == m?
-//!   wait until every destination of superstep s-1 has acked (our parity 1-q outboxes are free)
+//!   our records of s-1 are now owed acks (their receivers ack them in this sync)
+//!   wait until every destination of superstep s+1-SLOTS has acked (the outboxes of slot o+1,
+//!     which superstep s+1 refills, are free)
 //! ```
+//!
+//! ## Slack
+//!
+//! A sender waits for the acknowledgements of a superstep only when it is about to refill
+//! that superstep's outboxes, `SLOTS` supersteps later (`ctx::SLOTS`): it may run up to
+//! `SLOTS - 1` supersteps ahead of a receiver that has not acknowledged yet. With more
+//! processes than cores a process then runs several supersteps per turn on its core before it
+//! yields, where with two sets it yielded in nearly every superstep (a star or a sparse
+//! exchange of 64 processes on 2 cores). Runs with lanes keep the wait of the superstep before
+//! (`lane_sync.rs`).
 //!
 //! ## Why no process reads or writes what another still uses
 //!
-//! * A receiver reads a sender's outboxes of parity q only for senders whose bit it took, and
+//! * A receiver reads a sender's outboxes of slot o only for senders whose bit it took, and
 //!   only until its next sync starts (the queue is emptied there); it acks them in that next
 //!   sync when it is lazy, and a full next sync is a barrier.
-//! * A sender refills its parity-q outboxes in superstep s+2 only after its sync s+1: when that
-//!   is lazy it waited for the acks of every destination of superstep s; when it is full, every
-//!   process has entered sync s+1.
+//! * A sender refills its slot-o outboxes in superstep s+SLOTS only after its sync
+//!   s+SLOTS-1: when that is lazy it waited for the acks of every destination of superstep s
+//!   (owed since its sync s+1); when a full sync came in between, every process had entered
+//!   it, and the sender checked there that every ack owed was in.
+//! * Inbox slots work the same way: a sender marks and announces in slot o of a destination
+//!   only once that destination has completed its sync of superstep s-SLOTS, where it took
+//!   that slot's bits last (at once when the destination wrote to it in superstep s-1).
 //! * Records that reach a receiver after it completed their superstep are never delivered into
 //!   a later one: the sender's ack wait fails when every destination has entered the next sync
 //!   without acking (lazy next sync), or the receiver finds their bit left over at its next
@@ -60,7 +76,7 @@
 
 use super::barrier::NO_RIDE;
 use super::inbox::mode_word;
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, SLOTS};
 use crate::error::{Error, Result};
 use crate::flags::FLAG_COMM;
 use crate::shim::Ordering;
@@ -93,20 +109,41 @@ impl Ctx {
         // The senders read in the last sync may refill those outboxes.
         self.ack_previous(true);
         self.announce_and_enter()?;
-        let q = (self.step & 1) as usize;
-        let base = self.engine.threads().records_taken[q];
+        let o = self.run.slot(self.step);
+        let base = self.engine.threads().records_taken[o];
         self.await_announced(m, base)?;
-        let got = self.receive(q, self.tagsize.get());
+        let got = self.receive(o, self.tagsize.get());
         self.check_announced(m, base, got)?;
-        self.engine.threads_mut().records_taken[q] = base + got;
-        // Our outboxes of the superstep before are free once their readers acked.
-        let prev = q ^ 1;
+        self.engine.threads_mut().records_taken[o] = base + got;
+        // Our records of the superstep before are acknowledged in this sync; the outboxes the
+        // next superstep refills are free once their readers have acknowledged them.
+        self.owe_previous();
+        self.settle_owed(self.run.slot(self.step + 1))?;
+        self.finish_sync(true);
+        Ok(())
+    }
+
+    /// The receivers of our records of the superstep before acknowledge them in this sync (it
+    /// or the one before is lazy): note them as owed, to wait for when their outboxes are
+    /// about to be refilled (`settle_owed`) or at the next full sync (`check_owed`).
+    pub(super) fn owe_previous(&mut self) {
+        if let Some(t) = self.step.checked_sub(1) {
+            self.engine.threads_mut().owed[self.run.slot(t)] = Some(t);
+        }
+    }
+
+    /// Wait for the acknowledgements owed for our outboxes of slot `o`, if any.
+    fn settle_owed(&mut self, o: usize) -> Result<()> {
+        let Some(t) = self.engine.threads().owed[o] else {
+            return Ok(());
+        };
         let acked = {
             let written = self.written.borrow();
-            self.await_acks(prev, &written[prev])
+            self.await_acks(o, t, &written[o])
         };
-        self.engine.threads_mut().acks_due[prev] = acked?;
-        self.finish_sync(true);
+        let me = self.engine.threads_mut();
+        me.acks_due[o] = acked?;
+        me.owed[o] = None;
         Ok(())
     }
 
@@ -114,9 +151,13 @@ impl Ctx {
     /// sleeps on that.
     fn announce_and_enter(&mut self) -> Result<()> {
         let s = self.step;
-        let announced = self.announce((s & 1) as usize);
+        let announced = self.announce(self.run.slot(s));
         if announced.is_ok() {
-            self.run.engine.threads().inbox(self.pid).enter(s, true);
+            self.run
+                .engine
+                .threads()
+                .inbox(self.pid)
+                .enter(self.run.slot(s), s, true);
             self.wake_after_enter(s, true);
         }
         self.engine.threads_mut().took_before.clear();
@@ -127,7 +168,7 @@ impl Ctx {
     /// other process has entered this sync: then a short count is final).
     fn await_announced(&mut self, m: u64, base: u64) -> Result<()> {
         let (s, pid, p) = (self.step, self.pid, self.run.p);
-        let q = (s & 1) as usize;
+        let q = self.run.slot(s);
         let mut waiter = self.engine.threads_mut().member.take_waiter();
         let run = &*self.run;
         let inbox = run.engine.threads().inbox(pid);
@@ -155,7 +196,7 @@ impl Ctx {
     /// (more announced than taken: records that came after we took our senders, too many or
     /// late from an earlier superstep).
     fn check_announced(&self, m: u64, base: u64, got: u64) -> Result<()> {
-        let (s, q) = (self.step, (self.step & 1) as usize);
+        let (s, q) = (self.step, self.run.slot(self.step));
         let run = &*self.run;
         let inbox = run.engine.threads().inbox(self.pid);
         // A sender we took may not have announced yet (it marks first): that takes a moment.
@@ -173,29 +214,32 @@ impl Ctx {
         Ok(())
     }
 
-    /// Wait until the receivers `dests` of our records of the superstep before (parity `prev`)
-    /// have acknowledged them in our inbox, one each; returns the acknowledgements then due
-    /// since the run began (the new `acks_due[prev]`). Fails when the run fails, or when every
-    /// one of `dests` has entered this sync without acknowledging (our records came late).
-    pub(super) fn await_acks(&self, prev: usize, dests: &[u32]) -> Result<u64> {
+    /// Wait until the receivers `dests` of our records of superstep `t` (slot `o`) have
+    /// acknowledged them in our inbox, one each; returns the acknowledgements then due since
+    /// the run began (the new `acks_due[o]`). Fails when the run fails, or when every one of
+    /// `dests` has entered its sync of superstep `t + 1` (where it acknowledges what it took)
+    /// without acknowledging (our records came late).
+    pub(super) fn await_acks(&self, o: usize, t: u64, dests: &[u32]) -> Result<u64> {
         let inbox = &self.run.engine.threads().inbox(self.pid);
-        let want = self.engine.threads().acks_due[prev] + dests.len() as u64;
-        if inbox.acks(prev) >= want {
+        let want = self.engine.threads().acks_due[o] + dests.len() as u64;
+        if inbox.acks(o) >= want {
             return Ok(want);
         }
-        let s = self.step;
         let acked = crate::wait::wait_until(
             self.run.engine.threads().lazy_policy,
             self.lazy_sleep(),
-            || (inbox.acks(prev) >= want).then_some(()),
-            || self.run.tree.is_aborted() || self.all_entered(s, dests.iter().map(|&d| d as usize)),
+            || (inbox.acks(o) >= want).then_some(()),
+            || {
+                self.run.tree.is_aborted()
+                    || self.all_entered(t + 1, dests.iter().map(|&d| d as usize))
+            },
         );
         if acked.is_err() {
             if self.run.tree.is_aborted() {
                 return Err(self.stopped("sync"));
             }
-            if inbox.acks(prev) < want {
-                return Err(self.unacked(dests, true));
+            if inbox.acks(o) < want {
+                return Err(self.unacked(dests, t, true));
             }
         }
         Ok(want)
@@ -224,8 +268,7 @@ impl Ctx {
         crate::shim::fence(Ordering::SeqCst);
         let barrier = &self.run.engine.threads().barrier;
         if lazy {
-            let q = (s & 1) as usize;
-            for &d in self.written.borrow()[q]
+            for &d in self.written.borrow()[self.run.slot(s)]
                 .iter()
                 .chain(&self.engine.threads().took_before)
             {
@@ -250,15 +293,15 @@ impl Ctx {
     /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
     /// everything it sends in `s` is announced.
     pub(super) fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
-        let (q, want) = ((s & 1) as usize, mode_word(s, false));
-        pids.all(|j| self.run.engine.threads().inbox(j).mode(q) >= want)
+        let (o, want) = (self.run.slot(s), mode_word(s, false));
+        pids.all(|j| self.run.engine.threads().inbox(j).mode(o) >= want)
     }
 
     /// Processes that entered the sync of superstep `s` as a full sync.
     fn full_syncs_at(&self, s: u64) -> Vec<usize> {
-        let (q, full) = ((s & 1) as usize, mode_word(s, false));
+        let (o, full) = (self.run.slot(s), mode_word(s, false));
         (0..self.run.p)
-            .filter(|&j| self.run.engine.threads().inbox(j).mode(q) == full)
+            .filter(|&j| self.run.engine.threads().inbox(j).mode(o) == full)
             .collect()
     }
 
@@ -325,10 +368,10 @@ impl Ctx {
         )
     }
 
-    /// The error of a sender whose records of the last superstep were never taken: every
-    /// destination has entered this sync without acknowledging them.
+    /// The error of a sender whose records of superstep `t` were never taken: every
+    /// destination has entered its next sync without acknowledging them.
     #[cold]
-    pub(super) fn unacked(&self, dests: &[u32], lazy_now: bool) -> Error {
+    pub(super) fn unacked(&self, dests: &[u32], t: u64, lazy_now: bool) -> Error {
         let s = self.step;
         let full = self.full_syncs_at(s);
         if lazy_now && !full.is_empty() {
@@ -340,15 +383,14 @@ impl Ctx {
                 "the puts/messages pid {} sent in superstep {} (to pid(s) {dests:?}) arrived \
                  after a receiver had completed that superstep (its declared count was met \
                  without them)",
-                self.pid,
-                s - 1
+                self.pid, t
             ),
         )
     }
 
     /// Senders whose outboxes taken in this sync belong to an earlier superstep.
     fn stale_senders(&self, s: u64) -> Vec<usize> {
-        let q = (s & 1) as usize;
+        let o = self.run.slot(s);
         let mut stale = Vec::new();
         for &i in &self.engine.threads().took {
             // SAFETY: we took the sender's bit: it filled this outbox for us and does not refill
@@ -356,7 +398,7 @@ impl Ctx {
             let stamp = unsafe {
                 self.run
                     .proc(i as usize)
-                    .outboxes(q, |outs| outs[self.pid].as_deref().map_or(0, |ob| ob.stamp))
+                    .outboxes(o, |outs| outs[self.pid].as_deref().map_or(0, |ob| ob.stamp))
             };
             if stamp != s + 1 {
                 stale.push(i as usize);
@@ -396,14 +438,15 @@ impl Ctx {
     /// some process of the first kind is followed by one of the second, and it reports the
     /// misuse (the run then fails everywhere). Looking at every process instead would cost
     /// p² loads per superstep over the run, which at p = 1000 was most of a superstep's work.
-    /// The other process cannot have moved past its sync of s + 1 before our barrier of s
-    /// completes, so a word below that of a full sync of s + 2 is from s or s + 1.
+    /// The other process's word in this superstep's slot is of superstep s, of an earlier
+    /// superstep of that slot (it did not enter sync s), or of s + SLOTS or later (it has moved
+    /// on since it passed this barrier, so its sync of s was full).
     pub(super) fn check_after_lazy(&self) -> Result<()> {
         let s = self.step;
-        let q = (s & 1) as usize;
-        let (full, next) = (mode_word(s, false), mode_word(s + 2, false));
+        let o = self.run.slot(s);
+        let (full, next) = (mode_word(s, false), mode_word(s + self.run.slots, false));
         let j = (self.pid + 1) % self.run.p;
-        let w = self.run.engine.threads().inbox(j).mode(q);
+        let w = self.run.engine.threads().inbox(j).mode(o);
         let lazy = if w != full && w < next {
             vec![j]
         } else {
@@ -430,10 +473,10 @@ impl Ctx {
     #[cold]
     pub(super) fn mixed_at_barrier(&self) -> Error {
         let s = self.step;
-        let q = (s & 1) as usize;
+        let o = self.run.slot(s);
         let full = mode_word(s, false);
         let others: Vec<usize> = (0..self.run.p)
-            .filter(|&j| self.run.engine.threads().inbox(j).mode(q) != full)
+            .filter(|&j| self.run.engine.threads().inbox(j).mode(o) != full)
             .collect();
         let who = if others.is_empty() {
             "another process".to_string()
@@ -451,17 +494,27 @@ impl Ctx {
         )
     }
 
-    /// In a full sync after a lazy one, after barrier 1: every destination of our outboxes of
-    /// the lazy superstep has entered this sync, so it has acknowledged them if it took them.
-    pub(super) fn check_acks_after_lazy(&mut self) -> Result<()> {
-        let prev = ((self.step & 1) ^ 1) as usize;
-        let due = self.written.borrow()[prev].len() as u64;
-        let want = self.engine.threads().acks_due[prev] + due;
-        if self.run.engine.threads().inbox(self.pid).acks(prev) < want {
-            let dests = self.written.borrow()[prev].clone();
-            return Err(self.unacked(&dests, false));
+    /// In a full sync, after barrier 1: every process has entered this sync, so every
+    /// acknowledgement we are owed (`owe_previous`; those of the superstep before when the
+    /// last sync was lazy) is in if its receiver took our records. Checks them all.
+    pub(super) fn check_owed(&mut self) -> Result<()> {
+        if self.prev_lazy {
+            self.owe_previous();
         }
-        self.engine.threads_mut().acks_due[prev] = want;
+        for o in 0..SLOTS {
+            let Some(t) = self.engine.threads().owed[o] else {
+                continue;
+            };
+            let due = self.written.borrow()[o].len() as u64;
+            let want = self.engine.threads().acks_due[o] + due;
+            if self.run.engine.threads().inbox(self.pid).acks(o) < want {
+                let dests = self.written.borrow()[o].clone();
+                return Err(self.unacked(&dests, t, false));
+            }
+            let me = self.engine.threads_mut();
+            me.acks_due[o] = want;
+            me.owed[o] = None;
+        }
         Ok(())
     }
 
@@ -470,7 +523,7 @@ impl Ctx {
     /// the barrier says so).
     pub(super) fn ack_previous(&mut self, lazy_now: bool) {
         if lazy_now || self.prev_lazy {
-            let prev = ((self.step & 1) ^ 1) as usize;
+            let prev = self.run.slot(self.step.wrapping_sub(1));
             for &from in &self.engine.threads().took {
                 self.run.engine.threads().inbox(from as usize).ack(prev);
             }
@@ -482,23 +535,23 @@ impl Ctx {
     }
 
     /// Mark and announce this superstep's outboxes at their destinations.
-    fn announce(&self, q: usize) -> Result<()> {
+    fn announce(&self, o: usize) -> Result<()> {
         let written = self.written.borrow();
-        for &d in &written[q] {
+        for &d in &written[o] {
             // A destination that wrote to us in the last superstep had entered the last sync,
-            // so it had completed the one before: its bits of this parity are free.
+            // so it had completed the one before: its bits of this slot are free.
             if !self.engine.threads().took_before.contains(&d) {
-                self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+                self.wait_completed(d as usize, self.run.slot_free_after(self.step))?;
             }
-            // SAFETY: our own outbox of the current parity, during our own sync.
+            // SAFETY: our own outbox of the current slot, during our own sync.
             let n = unsafe {
-                self.me().outboxes(q, |outs| {
+                self.me().outboxes(o, |outs| {
                     outs[d as usize].as_deref().map_or(0, |ob| ob.records())
                 })
             };
             let inbox = &self.run.engine.threads().inbox(d as usize);
-            inbox.mark(q, self.pid);
-            inbox.announce(q, n);
+            inbox.mark(o, self.pid);
+            inbox.announce(o, n);
         }
         Ok(())
     }
@@ -512,10 +565,10 @@ impl Ctx {
             return Ok(());
         }
         let s = syncs - 1;
-        let q = (s & 1) as usize;
+        let o = self.run.slot(s);
         let mixed = || {
-            self.run.engine.threads().inbox(self.pid).mode(q) == mode_word(s, true)
-                && self.run.engine.threads().inbox(d).mode(q) == mode_word(s, false)
+            self.run.engine.threads().inbox(self.pid).mode(o) == mode_word(s, true)
+                && self.run.engine.threads().inbox(d).mode(o) == mode_word(s, false)
         };
         let r = crate::wait::wait_until(
             self.run.engine.threads().barrier.policy(),

@@ -17,6 +17,7 @@
 use super::barrier::{Barrier, Member, Ride};
 use super::inbox::Inbox;
 use super::lane::Lanes;
+use crate::ctx::SLOTS;
 use crate::place::Layout;
 use crate::shim::{AtomicBool, AtomicU32, Ordering};
 use crate::tree::Tree;
@@ -58,6 +59,8 @@ pub(crate) struct RunState {
     pub(crate) pair_barrier: bool,
     /// How lazy syncs wait for records and acknowledgements ([`Shape::lazy_policy`]).
     pub(crate) lazy_policy: WaitPolicy,
+    /// The sets of outboxes the processes use in turn ([`Shape::slots`]).
+    pub(crate) slots: usize,
 }
 
 /// How a thread run's state is made: what [`Run`](crate::Run) chose for it.
@@ -74,6 +77,9 @@ pub(crate) struct Shape {
     pub(crate) lanes: bool,
     /// Declared syncs of a run of two take the barrier ([`RunState::pair_barrier`]).
     pub(crate) pair_barrier: bool,
+    /// The sets of outboxes the processes use in turn (`ctx::SLOTS`): 2, or `SLOTS` where a
+    /// lazy sender's slack pays (more processes than cores).
+    pub(crate) slots: usize,
 }
 
 impl RunState {
@@ -94,7 +100,7 @@ impl RunState {
             peers: (0..p)
                 .map(|_| {
                     CachePadded::new(Peer {
-                        inbox: Inbox::new(p),
+                        inbox: Inbox::new(p, shape.slots),
                         ended: AtomicBool::new(false),
                     })
                 })
@@ -104,6 +110,7 @@ impl RunState {
             lanes: if shape.lanes { Lanes::for_run(p) } else { None },
             pair_barrier: shape.pair_barrier && p == 2,
             lazy_policy: shape.lazy_policy,
+            slots: shape.slots,
         }
     }
 
@@ -119,6 +126,7 @@ impl RunState {
                 || self.barrier.order() == super::barrier::tree_order(&layout.pus))
             && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
+            && self.slots == shape.slots
     }
 
     /// Make the state ready for a new run of `shape` (exclusive access: the processes of the
@@ -160,11 +168,16 @@ pub(crate) struct ProcState {
     pub(crate) took: Vec<u32>,
     /// `took` of the sync before, during a lazy sync's announcements.
     pub(crate) took_before: Vec<u32>,
-    /// By superstep parity: acknowledgements this process waits for, since the run began.
-    pub(crate) acks_due: [u64; 2],
-    /// By superstep parity: records announced to this process that its lazy syncs took, since
-    /// the run began (the inbox's counts only grow: its senders alone write them).
-    pub(crate) records_taken: [u64; 2],
+    /// By slot (`ctx::slot`): acknowledgements this process has waited for, since the run
+    /// began.
+    pub(crate) acks_due: [u64; SLOTS],
+    /// By slot: the superstep whose records in this slot's outboxes are being acknowledged
+    /// by their receivers, and whose acknowledgements this process has not yet waited for
+    /// (`lazy.rs`: it waits before refilling the slot, or at the next full sync).
+    pub(crate) owed: [Option<u64>; SLOTS],
+    /// By slot: records announced to this process that its lazy syncs took, since the run
+    /// began (the inbox's counts only grow: its senders alone write them).
+    pub(crate) records_taken: [u64; SLOTS],
     /// In a run with lanes (`lane.rs`), by sender and parity: the stamp of the sender's last
     /// lane this process took (a later one it did not take came too late).
     pub(crate) lane_seen: Vec<[u64; 2]>,
@@ -180,8 +193,9 @@ impl ProcState {
             rode: vec![Ride::default(); rounds].into(),
             took: Vec::new(),
             took_before: Vec::new(),
-            acks_due: [0; 2],
-            records_taken: [0; 2],
+            acks_due: [0; SLOTS],
+            owed: [None; SLOTS],
+            records_taken: [0; SLOTS],
             lane_seen: Vec::new(),
         }
     }

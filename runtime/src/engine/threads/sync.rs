@@ -50,7 +50,7 @@ impl Ctx {
         declared: Option<u64>,
         pair: bool,
     ) -> Result<()> {
-        let q = (self.step & 1) as usize;
+        let (q, o) = ((self.step & 1) as usize, self.run.slot(self.step));
         // A declared sync that takes the barrier is a full one (the next one acknowledges
         // nothing); a declared final sync counts as lazy, which nothing after the end reads.
         let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
@@ -76,7 +76,7 @@ impl Ctx {
             self.barrier_two(op)?;
         }
         self.fault_point(SyncPoint::AfterBarrier2)?;
-        let got = self.deliver(q, g, declared.is_some(), sent_tagsize);
+        let got = self.deliver(o, g, declared.is_some(), sent_tagsize);
         if let Some(m) = declared.filter(|&m| m != got) {
             return Err(self.wrong_count(op, m, got, ending));
         }
@@ -90,7 +90,7 @@ impl Ctx {
     /// barrier.
     #[inline(always)]
     fn enter_full(&mut self, ending: bool, declared: Option<u64>, pair: bool) -> Result<u32> {
-        let q = (self.step & 1) as usize;
+        let (q, o) = ((self.step & 1) as usize, self.run.slot(self.step));
         if let (Some(m), true) = (declared, pair) {
             // What a lazy superstep refuses, this one refuses too.
             if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
@@ -109,12 +109,12 @@ impl Ctx {
         if flags & FLAG_COMM != 0 {
             self.flush_hpsends();
         }
-        self.mark_written(q)?;
+        self.mark_written(o)?;
         self.run
             .engine
             .threads()
             .inbox(self.pid)
-            .enter(self.step, false);
+            .enter(o, self.step, false);
         // A process that made a lazy sync of this superstep (a misuse) may sleep until every
         // process has entered it.
         self.wake_after_enter(self.step, false);
@@ -171,7 +171,7 @@ impl Ctx {
         if self.run.engine.threads().lazy_used.load(Ordering::Relaxed) {
             self.check_after_lazy()?;
             if self.prev_lazy {
-                self.check_acks_after_lazy()?;
+                self.check_owed()?;
             }
         }
         Ok(out.flags & !(FLAG_EVEN_STEP | FLAG_ODD_STEP | FLAG_DECLARED | FLAG_UNDECLARED))
@@ -214,7 +214,7 @@ impl Ctx {
     /// of every sender that wrote to our outbox, and queue its messages; returns the records
     /// taken when they are counted (`declared`: this superstep declared its count).
     #[inline]
-    fn deliver(&mut self, q: usize, g: u32, declared: bool, tagsize: usize) -> u64 {
+    fn deliver(&mut self, o: usize, g: u32, declared: bool, tagsize: usize) -> u64 {
         let mut got = 0;
         if g & FLAG_COMM != 0 {
             if declared {
@@ -227,7 +227,7 @@ impl Ctx {
             self.deliver_rides();
         }
         if g & FLAG_OUTBOX != 0 {
-            got += self.receive(q, tagsize);
+            got += self.receive(o, tagsize);
         }
         got
     }
@@ -350,21 +350,21 @@ impl Ctx {
 
     /// Tell every destination of this superstep's outboxes that we wrote to it (before the
     /// barrier, or before announcing in a lazy sync). After lazy syncs a destination may be
-    /// behind: its bits of this parity are free once it has completed the sync two supersteps
-    /// back (where it took them), which we wait for (usually at once).
+    /// behind: its bits of this slot are free once it has completed the sync `SLOTS`
+    /// supersteps back (where it took them), which we wait for (usually at once).
     #[inline]
-    pub(super) fn mark_written(&self, q: usize) -> Result<()> {
+    pub(super) fn mark_written(&self, o: usize) -> Result<()> {
         let written = self.written.borrow();
         let lazy_used = self.run.engine.threads().lazy_used.load(Ordering::Relaxed);
-        for &d in &written[q] {
+        for &d in &written[o] {
             if lazy_used {
-                self.wait_completed(d as usize, self.step.saturating_sub(1))?;
+                self.wait_completed(d as usize, self.run.slot_free_after(self.step))?;
             }
             self.run
                 .engine
                 .threads()
                 .inbox(d as usize)
-                .mark(q, self.pid);
+                .mark(o, self.pid);
         }
         Ok(())
     }
@@ -373,20 +373,20 @@ impl Ctx {
     /// returns the number of records taken and keeps the senders in `took`. Only their
     /// outboxes are read: a full sync reads p / 64 bitmap words instead of p outbox stamps, and
     /// a lazy one never touches an outbox another process may be refilling.
-    pub(super) fn receive(&mut self, q: usize, tagsize: usize) -> u64 {
+    pub(super) fn receive(&mut self, o: usize, tagsize: usize) -> u64 {
         let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
         let took = &mut self.engine.threads_mut().took;
         took.clear();
-        run.engine.threads().inbox(me).take_writers(q, took);
+        run.engine.threads().inbox(me).take_writers(o, took);
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
-        queue.parity = q;
+        queue.slot = o;
         let mut records = 0;
         for &i in took.iter() {
-            // SAFETY: the sender filled its parity-q outbox for us before marking us and leaves
+            // SAFETY: the sender filled its slot-o outbox for us before marking us and leaves
             // it alone until we have finished with it (the next sync's barrier 1, or our ack).
-            records += unsafe { take_outbox(run, i, me, q, fresh, queue) };
+            records += unsafe { take_outbox(run, i, me, o, fresh, queue) };
         }
         records
     }
@@ -429,7 +429,7 @@ impl Ctx {
     }
 }
 
-/// Deliver the puts of sender `i`'s outbox of parity `q` for process `me` and queue its
+/// Deliver the puts of sender `i`'s outbox of slot `o` for process `me` and queue its
 /// messages, if the outbox is of the superstep whose stamp is `fresh`; returns its records.
 ///
 /// # Safety
@@ -441,14 +441,14 @@ pub(super) unsafe fn take_outbox(
     run: &crate::ctx::RunShared,
     i: u32,
     me: usize,
-    q: usize,
+    o: usize,
     fresh: u64,
     queue: &mut crate::queue::Queue,
 ) -> u64 {
     let mut records = 0;
     // SAFETY: the caller's promise.
     unsafe {
-        run.proc(i as usize).outboxes(q, |outs| {
+        run.proc(i as usize).outboxes(o, |outs| {
             let Some(ob) = outs[me].as_deref() else {
                 return;
             };
