@@ -224,7 +224,11 @@ impl Ctx {
     /// those that wrote to us acknowledged in their lanes (`acked_by`), the others in our
     /// inbox, which we wait for.
     fn settle_previous(&mut self, acked_by: u32) -> Result<()> {
-        let t = self.step.wrapping_sub(1);
+        // A run's first superstep has none before it (and with three slots, the slot "before"
+        // superstep 0 would be its own).
+        let Some(t) = self.step.checked_sub(1) else {
+            return Ok(());
+        };
         let prev = self.run.slot(t);
         let (explicit, unacked) = {
             let written = self.written.borrow();

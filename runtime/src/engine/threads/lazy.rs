@@ -3,7 +3,7 @@
 //! instead of the inboxes below (`lane_sync.rs`); everything else here holds for both.
 //!
 //! ```text
-//! lazy sync, superstep s, slot o = s mod SLOTS, declared m
+//! lazy sync, superstep s, slot o = s mod S (the run's sets of outboxes), declared m
 //!   copy hpsend payloads and barrier-line puts into outboxes
 //!   ack: tell every sender read in the last sync that its outbox of slot o-1 is free
 //!   announce: for every destination written: mark our bit in its writers[o], add our records
@@ -13,32 +13,33 @@
 //!   wait until announced(o) - taken >= m   (or: every process has entered sync s -> too few)
 //!   take the marked senders' outboxes: deliver puts, queue messages; records taken == m?
 //!   our records of s-1 are now owed acks (their receivers ack them in this sync)
-//!   wait until every destination of superstep s+1-SLOTS has acked (the outboxes of slot o+1,
+//!   wait until every destination of superstep s+1-S has acked (the outboxes of slot o+1,
 //!     which superstep s+1 refills, are free)
 //! ```
 //!
 //! ## Slack
 //!
 //! A sender waits for the acknowledgements of a superstep only when it is about to refill
-//! that superstep's outboxes, `SLOTS` supersteps later (`ctx::SLOTS`): it may run up to
-//! `SLOTS - 1` supersteps ahead of a receiver that has not acknowledged yet. With more
-//! processes than cores a process then runs several supersteps per turn on its core before it
-//! yields, where with two sets it yielded in nearly every superstep (a star or a sparse
-//! exchange of 64 processes on 2 cores). Runs with lanes keep the wait of the superstep before
-//! (`lane_sync.rs`).
+//! that superstep's outboxes, S supersteps later: it may run up to S - 1 supersteps ahead of a
+//! receiver that has not acknowledged yet. Runs with more processes than cores have S = 3
+//! (`ctx::SLOTS`): a process then runs two supersteps per turn on its core before it yields,
+//! where with S = 2 it yielded in nearly every superstep (all to one, 64 processes on 2 cores:
+//! `mbsp-bench lazy`). Other runs have S = 2, which keeps buffered puts' memory at two
+//! supersteps' worth. Runs with lanes keep the wait of the superstep before (`lane_sync.rs`)
+//! whatever S.
 //!
 //! ## Why no process reads or writes what another still uses
 //!
 //! * A receiver reads a sender's outboxes of slot o only for senders whose bit it took, and
 //!   only until its next sync starts (the queue is emptied there); it acks them in that next
 //!   sync when it is lazy, and a full next sync is a barrier.
-//! * A sender refills its slot-o outboxes in superstep s+SLOTS only after its sync
-//!   s+SLOTS-1: when that is lazy it waited for the acks of every destination of superstep s
-//!   (owed since its sync s+1); when a full sync came in between, every process had entered
-//!   it, and the sender checked there that every ack owed was in.
+//! * A sender refills its slot-o outboxes in superstep s+S only after its sync s+S-1: when
+//!   that is lazy it waited for the acks of every destination of superstep s (owed since its
+//!   sync s+1); when a full sync came in between, every process had entered it, and the sender
+//!   checked there that every ack owed was in.
 //! * Inbox slots work the same way: a sender marks and announces in slot o of a destination
-//!   only once that destination has completed its sync of superstep s-SLOTS, where it took
-//!   that slot's bits last (at once when the destination wrote to it in superstep s-1).
+//!   only once that destination has completed its sync of superstep s-S, where it took that
+//!   slot's bits last (at once when the destination wrote to it in superstep s-1).
 //! * Records that reach a receiver after it completed their superstep are never delivered into
 //!   a later one: the sender's ack wait fails when every destination has entered the next sync
 //!   without acking (lazy next sync), or the receiver finds their bit left over at its next
@@ -56,8 +57,8 @@
 //! its next full sync arrives at the episode of the others' superstep from a later one. Every
 //! process ORs its superstep's parity into barrier 1's flags (`barrier::step_flag`): an episode
 //! that sees both parities fails on every process that completes it. A full sync after lazy
-//! ones also looks at the next process's mode word (one that skipped two episodes has the same
-//! parity again); each process looks at one, not at all p.
+//! ones also looks at the next process's mode word of the superstep's slot (one that skipped
+//! two episodes has the same parity again); each process looks at one, not at all p.
 //!
 //! ## Sleeping and waking
 //!
@@ -439,8 +440,8 @@ impl Ctx {
     /// misuse (the run then fails everywhere). Looking at every process instead would cost
     /// p² loads per superstep over the run, which at p = 1000 was most of a superstep's work.
     /// The other process's word in this superstep's slot is of superstep s, of an earlier
-    /// superstep of that slot (it did not enter sync s), or of s + SLOTS or later (it has moved
-    /// on since it passed this barrier, so its sync of s was full).
+    /// superstep of that slot (it did not enter sync s), or of s + S or later, S the run's
+    /// slots (it has moved on since it passed this barrier, so its sync of s was full).
     pub(super) fn check_after_lazy(&self) -> Result<()> {
         let s = self.step;
         let o = self.run.slot(s);
@@ -468,7 +469,7 @@ impl Ctx {
 
     /// The error of a full sync whose barrier episode had processes arriving from supersteps of
     /// both parities: some process made a lazy sync where others made a full one. Names the
-    /// processes whose last sync of this parity was not a full sync of this superstep, if any
+    /// processes whose last sync of this slot was not a full sync of this superstep, if any
     /// still shows it (one that moved on has overwritten its word).
     #[cold]
     pub(super) fn mixed_at_barrier(&self) -> Error {

@@ -6,8 +6,9 @@
 //! ## One superstep's sync
 //!
 //! ```text
-//! sync, superstep k, parity q = k mod 2
-//!   copy hpsend payloads into outboxes; publish registration/tag-size requests (coll[q])
+//! sync, superstep k, parity q = k mod 2, outbox slot o = k mod S (S = 2, or 3 for more
+//! processes than cores: `ctx::RunShared::slot`)
+//!   copy hpsend payloads into outboxes[o]; publish registration/tag-size requests (coll[q])
 //!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and whether processes ended
 //!   nothing anywhere? -> done (one barrier)
 //!   REGS|TAGS: compare own requests with pid 0's; apply own registration changes
@@ -17,7 +18,7 @@
 //!   write own gets' data; count this sync as done
 //! ```
 //! Every write lands in the writer's own memory, so no third barrier is needed: a process
-//! leaving the sync early can only touch its own memory and its next-parity outboxes.
+//! leaving the sync early can only touch its own memory and its next slot's outboxes.
 //!
 //! A superstep in which nobody communicated or changed registrations costs one barrier; puts
 //! of a few words ride in the barrier's own lines.
