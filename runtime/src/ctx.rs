@@ -43,7 +43,7 @@
 
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, SLOTS};
 use crate::place::{Layout, Placement};
 use crate::queue::Queue;
 use crate::registry::{Entry, Keep, RegOp, RegTable, SlotAlloc};
@@ -78,15 +78,6 @@ pub enum SyncPoint {
     /// processes (on either engine: tests of how a panic inside an engine ends the run).
     EnginePanic,
 }
-
-/// The most sets of outboxes a process has, used by supersteps in turn
-/// ([`RunShared::slot`]). A set is refilled as many supersteps after it was filled as the run
-/// has sets, so a lazy sender may run that many supersteps less one ahead of its receivers'
-/// acknowledgements (`engine/threads/lazy.rs`). Runs with more processes than cores use
-/// `SLOTS`: a process then runs several supersteps per turn on its core instead of yielding
-/// in nearly every one. Other runs use two, which keeps the memory of buffered puts at two
-/// supersteps' worth.
-pub(crate) const SLOTS: usize = 3;
 
 /// One process's outboxes of one slot, by destination pid (allocated on first use).
 pub(crate) type Outboxes = Vec<Option<Box<CachePadded<Outbox>>>>;

@@ -237,9 +237,9 @@ pub mod internals {
     /// For any other count.
     pub fn slots(mut run: crate::Run, slots: usize) -> crate::Run {
         assert!(
-            slots == 2 || slots == crate::ctx::SLOTS,
+            slots == 2 || slots == crate::outbox::SLOTS,
             "slots: 2 or {}, not {slots}",
-            crate::ctx::SLOTS
+            crate::outbox::SLOTS
         );
         run.slots = Some(slots);
         run

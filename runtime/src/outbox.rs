@@ -21,6 +21,15 @@ use crate::arena::{Arena, align8};
 use crate::pool::Handle;
 use bytemuck::Pod;
 
+/// The most sets of outboxes a process has, used by supersteps in turn
+/// (`ctx::RunShared::slot`). A set is refilled as many supersteps after it was filled as the run
+/// has sets, so a lazy sender may run that many supersteps less one ahead of its receivers'
+/// acknowledgements (`engine/threads/lazy.rs`). Runs with more processes than cores use
+/// `SLOTS`: a process then runs several supersteps per turn on its core instead of yielding
+/// in nearly every one. Other runs use two, which keeps the memory of buffered puts at two
+/// supersteps' worth.
+pub(crate) const SLOTS: usize = 3;
+
 const WORD: usize = std::mem::size_of::<u64>();
 
 /// The top 16 bits of a short record's header: its length; this value marks a long record.

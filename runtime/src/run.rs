@@ -103,7 +103,7 @@ pub struct Run {
     /// Whether declared syncs of a run of two take the barrier (default: yes); set by tests
     /// through `internals::pair_barrier`.
     pub(crate) pair_barrier: Option<bool>,
-    /// The sets of outboxes the processes use in turn (default: `ctx::SLOTS` for more
+    /// The sets of outboxes the processes use in turn (default: `outbox::SLOTS` for more
     /// processes than cores, else 2); set by tests through `internals::slots`.
     pub(crate) slots: Option<usize>,
     /// Where and when a top-level run checkpoints (`checkpoint/`).
@@ -692,7 +692,7 @@ impl Run {
             lanes: self.lanes != Some(false),
             pair_barrier: self.pair_barrier != Some(false),
             slots: self.slots.unwrap_or(if more_than_cores {
-                crate::ctx::SLOTS
+                crate::outbox::SLOTS
             } else {
                 2
             }),

@@ -26,7 +26,7 @@
 //!   this process entered, stored after everything it sends in that sync is announced (Release),
 //!   so a process that reads it (Acquire) knows whether the count it waits for can still grow.
 
-use crate::ctx::SLOTS;
+use crate::outbox::SLOTS;
 use crate::shim::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 

@@ -22,7 +22,7 @@
 //! A sender waits for the acknowledgements of a superstep only when it is about to refill
 //! that superstep's outboxes, S supersteps later: it may run up to S - 1 supersteps ahead of a
 //! receiver that has not acknowledged yet. Runs with more processes than cores have S = 3
-//! (`ctx::SLOTS`): a process then runs two supersteps per turn on its core before it yields,
+//! (`outbox::SLOTS`): a process then runs two supersteps per turn on its core before it yields,
 //! where with S = 2 it yielded in nearly every superstep (all to one, 64 processes on 2 cores:
 //! `mbsp-bench lazy`). Other runs have S = 2, which keeps buffered puts' memory at two
 //! supersteps' worth. Runs with lanes keep the wait of the superstep before (`lane_sync.rs`)
@@ -77,9 +77,10 @@
 
 use super::barrier::NO_RIDE;
 use super::inbox::mode_word;
-use crate::ctx::{Ctx, SLOTS};
+use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::flags::FLAG_COMM;
+use crate::outbox::SLOTS;
 use crate::shim::Ordering;
 use crate::wait::Sleep;
 

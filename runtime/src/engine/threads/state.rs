@@ -17,7 +17,7 @@
 use super::barrier::{Barrier, Member, Ride};
 use super::inbox::Inbox;
 use super::lane::Lanes;
-use crate::ctx::SLOTS;
+use crate::outbox::SLOTS;
 use crate::place::Layout;
 use crate::shim::{AtomicBool, AtomicU32, Ordering};
 use crate::tree::Tree;
@@ -77,7 +77,7 @@ pub(crate) struct Shape {
     pub(crate) lanes: bool,
     /// Declared syncs of a run of two take the barrier ([`RunState::pair_barrier`]).
     pub(crate) pair_barrier: bool,
-    /// The sets of outboxes the processes use in turn (`ctx::SLOTS`): 2, or `SLOTS` where a
+    /// The sets of outboxes the processes use in turn (`outbox::SLOTS`): 2, or `SLOTS` where a
     /// lazy sender's slack pays (more processes than cores).
     pub(crate) slots: usize,
 }
