@@ -29,8 +29,8 @@
 //! A lazy sync costs the arrival of the process's own data (one cache-line transfer per sender:
 //! in runs of up to 16 processes a *lane* that carries the count, an acknowledgement and up to
 //! six words of put records, `engine/threads/lane.rs`) and a glance at the acknowledgements of the superstep
-//! before (two supersteps before in runs of more than 16 processes with more processes than
-//! cores, whose senders may run two supersteps ahead), instead of a barrier over all processes: a halo exchange waits for its neighbours only, and a process with nothing to
+//! before (two supersteps before in runs with more processes than cores, whose senders may
+//! run two supersteps ahead), instead of a barrier over all processes: a halo exchange waits for its neighbours only, and a process with nothing to
 //! receive does not wait at all. A lazy wait spins, yields and then sleeps as the run's barrier
 //! waits do (`WaitPolicy`), until the announcement it waits for wakes it; processes that do not
 //! exchange data need not take turns on a core (`engine/threads/lazy.rs`).

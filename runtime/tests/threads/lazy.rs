@@ -193,18 +193,18 @@ fn processes_drift_apart_without_mixing_supersteps() {
 /// How far a lazy sender runs ahead of a receiver that has not entered its sync: pid 0 puts
 /// to pid 1 in every superstep and receives nothing; pid 1 stops before its sync of superstep
 /// 2 until pid 0 has completed its syncs of supersteps 1 and 2. With three sets of outboxes
-/// (through the inboxes) pid 0 gets there: it waits for the acknowledgement of superstep 1
+/// (through the inboxes or the lanes) pid 0 gets there: it waits for the acknowledgement of superstep 1
 /// only when superstep 4 refills that set. With two it must not (the acknowledgement of
 /// superstep 1 comes in pid 1's sync 2), so pid 1 gives up after a while and the run goes on;
 /// in both, every superstep's word lands in that superstep.
 #[test]
 fn a_lazy_sender_runs_two_supersteps_ahead_with_three_sets_of_outboxes() {
     use std::sync::atomic::{AtomicU64, Ordering};
-    for slots in [2, 3] {
+    for (lanes, slots) in [(false, 2), (true, 2), (false, 3), (true, 3)] {
         within(60, move || {
             // 1 + the last superstep whose sync pid 0 has completed.
             let reached = AtomicU64::new(0);
-            let logs = run_on((false, slots), 2, |ctx| {
+            let logs = run_on((lanes, slots), 2, |ctx| {
                 let pid = ctx.pid();
                 let x = ctx.push_reg(vec![0u64; 1])?;
                 ctx.sync()?;

@@ -1,8 +1,9 @@
 //! Lanes: how a lazy sync of a small run tells a receiver what it sent, in one cache line.
 //!
 //! In a run of at most [`LANE_P`] processes, every sender has one lane per receiver and
-//! superstep parity: a cache line that only the sender writes and only the receiver reads. In
-//! its lazy sync of superstep `s` (parity `q`) a sender publishes, for each destination it
+//! outbox slot (`ctx::RunShared::slot`: the superstep modulo the run's slots S, 2 or 3): a
+//! cache line that only the sender writes and only the receiver reads. In its lazy sync of
+//! superstep `s` (slot `o`) a sender publishes, for each destination it
 //! wrote to, the number of records it sent there, whether it took that destination's records
 //! of superstep `s - 1` (an acknowledgement that rides along, below), and, when they are all
 //! short puts that fit, the put records themselves; then the stamp `s + 1` (Release). The
@@ -14,18 +15,18 @@
 //!
 //! ## Why the receiver reads a line the sender no longer writes
 //!
-//! A sender rewrites its lane of parity `q` to a receiver in superstep `s + 2` only after that
-//! receiver has finished with the records of superstep `s`: the sender's sync `s + 1` waits for
-//! the receiver's acknowledgement, which is either an explicit one in the receiver's inbox
-//! (`Inbox::ack`) or, when the receiver writes to the sender in superstep `s + 1`, the
+//! A sender rewrites its lane of slot `o` to a receiver in superstep `s + S` only after that
+//! receiver has finished with the records of superstep `s`: the sender's sync `s + S - 1`
+//! waits for the receiver's acknowledgement, which is either an explicit one in the receiver's
+//! inbox (`Inbox::ack`) or, when the receiver writes to the sender in superstep `s + 1`, the
 //! `acked` bit of the receiver's own lane of that superstep, published after it cleared its
-//! message queue of superstep `s`. A lane's stamp therefore shows `s + 1` from the sender's
+//! message queue of superstep `s` (the sender reads it in its sync `s + 1`). A lane's stamp therefore shows `s + 1` from the sender's
 //! publication until the receiver's sync `s` has read it, and an older stamp otherwise.
 //!
 //! ## Sizes
 //!
-//! A run of `p` processes has `2 p²` lanes of one cache line each, padded to 128 bytes (64 KiB
-//! at `p = 16`); larger runs use the inbox path only.
+//! A run of `p` processes has `S p²` lanes of one cache line each, padded to 128 bytes (64 KiB
+//! at `p = 16` with two slots, 96 KiB with three); larger runs use the inbox path only.
 
 use crate::shim::{AtomicU64, Ordering};
 
@@ -132,6 +133,8 @@ impl Lane {
 /// The lanes of a run (module documentation).
 pub(crate) struct Lanes {
     p: usize,
+    /// Lanes per sender and receiver: one per outbox slot of the run.
+    slots: usize,
     lanes: Box<[Lane]>,
 }
 
@@ -141,18 +144,20 @@ impl Lanes {
         p <= LANE_P
     }
 
-    /// The lanes of a run of `p` processes, if it is small enough to use them.
-    pub(crate) fn for_run(p: usize) -> Option<Self> {
+    /// The lanes of a run of `p` processes that uses `slots` outbox slots, if it is small
+    /// enough to use them.
+    pub(crate) fn for_run(p: usize, slots: usize) -> Option<Self> {
         Self::fits(p).then(|| Lanes {
             p,
-            lanes: (0..2 * p * p).map(|_| Lane::new()).collect(),
+            slots,
+            lanes: (0..slots * p * p).map(|_| Lane::new()).collect(),
         })
     }
 
-    /// The lane of parity `q` from `from` to `to`.
+    /// The lane of slot `o` from `from` to `to`.
     #[inline]
-    pub(crate) fn get(&self, from: usize, to: usize, q: usize) -> &Lane {
-        &self.lanes[(from * self.p + to) * 2 + q]
+    pub(crate) fn get(&self, from: usize, to: usize, o: usize) -> &Lane {
+        &self.lanes[(from * self.p + to) * self.slots + o]
     }
 
     /// Forget a previous run (no process of the run is running).
@@ -169,7 +174,7 @@ mod tests {
 
     #[test]
     fn a_lane_carries_counts_acknowledgements_and_inline_records() {
-        let lanes = Lanes::for_run(3).expect("small run");
+        let lanes = Lanes::for_run(3, 3).expect("small run");
         let lane = lanes.get(2, 1, 1);
         assert_eq!(lane.stamp(), 0);
         lane.publish(8, 2, true, Some(&[5, 6, 7]));
@@ -184,8 +189,9 @@ mod tests {
         lane.publish(12, 0, false, Some(&[]));
         assert_eq!(lane.read(&mut buf).inline, Some(0));
         assert_eq!(lanes.get(1, 2, 1).stamp(), 0, "lanes are per direction");
+        assert_eq!(lanes.get(2, 1, 2).stamp(), 0, "lanes are per slot");
         lanes.reset();
         assert_eq!(lane.stamp(), 0);
-        assert!(Lanes::for_run(LANE_P + 1).is_none());
+        assert!(Lanes::for_run(LANE_P + 1, 2).is_none());
     }
 }

@@ -3,18 +3,20 @@
 //! sender owns.
 //!
 //! ```text
-//! lazy sync, superstep s, parity q, declared m
+//! lazy sync, superstep s, slot o, declared m
 //!   (records of s already in our outboxes)
 //!   ack the senders taken in the last sync: in our lane to them if we write to them now,
 //!     else in their inbox
 //!   publish, for every destination written: records, acked?, inline puts; stamp s + 1
-//!   enter: mode[q] = (s+1) << 1 | 1; fence; wake the destinations and acked senders if asleep
+//!   enter: mode[o] = (s+1) << 1 | 1; fence; wake the destinations and acked senders if asleep
 //!   poll the lanes to us until the stamped ones hold m records
 //!     (or every process has entered sync s: then a short count is final)
 //!   deliver them in pid order: inline puts from a copy of the lane, the rest from the outbox
 //!   check: no lane of s left untaken (too many), none of an earlier superstep (late)
 //!   acknowledgements of our records of s - 1: from the lanes we just took (their acked bit),
-//!     and in our inbox from the destinations that did not write to us
+//!     and owed in our inbox by the destinations that did not write to us
+//!   wait for the acknowledgements owed for superstep s+1-S (its outboxes and lanes are
+//!     refilled next): at once with S = 2, one superstep later with S = 3 (`lazy.rs`, "Slack")
 //! ```
 //!
 //! A receiver that writes to its sender in the next superstep acknowledges in its lane, which
@@ -25,13 +27,14 @@
 //! came too late (an error, as is a missing explicit acknowledgement once the destination has
 //! entered its sync). Records of a lane the receiver did not take stay visible there until
 //! the sender rewrites it, which it does only after an acknowledgement that never comes: the
-//! receiver finds them at its next lazy sync of that parity, or the sender's sync fails.
+//! receiver finds them at its next lazy sync of that slot, or the sender's sync fails.
 
 use super::lane::LANE_WORDS;
 use super::sync::take_outbox;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::outbox::Outbox;
+use crate::outbox::SLOTS;
 
 /// What the lanes to this process showed while it waited for its records: the senders whose
 /// stamped lanes it took, the senders not seen yet (a bit per pid), and the records taken.
@@ -50,7 +53,7 @@ impl Ctx {
         let p = self.run.p;
         let me = self.engine.threads_mut();
         if me.lane_seen.len() != p {
-            me.lane_seen = vec![[0; 2]; p];
+            me.lane_seen = vec![[0; SLOTS]; p];
         }
         self.ack_and_publish();
         let seen = self.await_lanes(m)?;
@@ -65,7 +68,7 @@ impl Ctx {
     /// the bit in our lane), publish what we sent in our lanes, and enter the sync.
     fn ack_and_publish(&mut self) {
         let (s, pid) = (self.step, self.pid);
-        let (q, o, fresh) = ((s & 1) as usize, self.run.slot(s), s + 1);
+        let (o, fresh) = (self.run.slot(s), s + 1);
         let run = self.run.engine.threads();
         {
             let written = self.written.borrow();
@@ -90,7 +93,7 @@ impl Ctx {
                         .as_deref()
                         .map_or((0, Some(&[][..])), |ob| (ob.records(), ob.inline_only()));
                     lanes
-                        .get(pid, d as usize, q)
+                        .get(pid, d as usize, o)
                         .publish(fresh, records, acked, inline);
                 })
             };
@@ -105,7 +108,7 @@ impl Ctx {
     /// entered this sync: then a short count is final).
     fn await_lanes(&mut self, m: u64) -> Result<Seen> {
         let (s, pid, p) = (self.step, self.pid, self.run.p);
-        let (q, fresh) = ((s & 1) as usize, s + 1);
+        let (o, fresh) = (self.run.slot(s), s + 1);
         let run = &*self.run;
         let lanes = lanes_of(run.engine.threads());
         let mut seen = Seen {
@@ -118,7 +121,7 @@ impl Ctx {
             while bits != 0 {
                 let k = bits.trailing_zeros();
                 bits &= bits - 1;
-                let lane = lanes.get(k as usize, pid, q);
+                let lane = lanes.get(k as usize, pid, o);
                 if lane.stamp() == fresh {
                     seen.pending &= !(1 << k);
                     seen.took.push(k);
@@ -157,8 +160,7 @@ impl Ctx {
     /// Deliver the records of the lanes `took` in pid order; returns the senders that
     /// acknowledged our records of the superstep before (a bit per pid).
     fn take_lanes(&mut self, took: &[u32]) -> u32 {
-        let (pid, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
-        let o = self.run.slot(self.step);
+        let (pid, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
         let run = &*self.run;
         let lanes = lanes_of(run.engine.threads());
         let mut buf = [0u64; LANE_WORDS];
@@ -167,7 +169,7 @@ impl Ctx {
         queue.tagsize = self.tagsize.get();
         queue.slot = o;
         for &k in took {
-            let published = lanes.get(k as usize, pid, q).read(&mut buf);
+            let published = lanes.get(k as usize, pid, o).read(&mut buf);
             if published.acked {
                 acked_by |= 1 << k;
             }
@@ -184,7 +186,7 @@ impl Ctx {
                     debug_assert_eq!(taken, published.records);
                 }
             }
-            self.engine.threads_mut().lane_seen[k as usize][q] = fresh;
+            self.engine.threads_mut().lane_seen[k as usize][o] = fresh;
         }
         acked_by
     }
@@ -192,7 +194,7 @@ impl Ctx {
     /// Records we did not take: of this superstep (beyond our count), or of an earlier one
     /// that came after we had completed it. Keeps the senders taken in `took`.
     fn check_untaken(&mut self, m: u64, seen: Seen) -> Result<()> {
-        let (pid, q, fresh) = (self.pid, (self.step & 1) as usize, self.step + 1);
+        let (pid, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
         let lanes = lanes_of(self.run.engine.threads());
         let Seen {
             mut took,
@@ -204,12 +206,12 @@ impl Ctx {
         while bits != 0 {
             let k = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let lane = lanes.get(k, pid, q);
+            let lane = lanes.get(k, pid, o);
             let t = lane.stamp();
             if t == fresh {
                 late += lane.records();
                 took.push(k as u32);
-            } else if t < fresh && t > self.engine.threads().lane_seen[k][q] {
+            } else if t < fresh && t > self.engine.threads().lane_seen[k][o] {
                 stale.push(k);
             }
         }
@@ -220,21 +222,20 @@ impl Ctx {
         Ok(())
     }
 
-    /// Our records of the superstep before are free once their receivers are done with them:
-    /// those that wrote to us acknowledged in their lanes (`acked_by`), the others in our
-    /// inbox, which we wait for.
+    /// Our records of the superstep before: the receivers that wrote to us acknowledged them
+    /// in their lanes (`acked_by`); the others acknowledge in our inbox, owed until the
+    /// outboxes and lanes of that superstep are about to be refilled. Then wait for the
+    /// acknowledgements owed for those the next superstep refills (`settle_owed`: the
+    /// superstep before with two slots, the one before that with three).
     fn settle_previous(&mut self, acked_by: u32) -> Result<()> {
         // A run's first superstep has none before it (and with three slots, the slot "before"
         // superstep 0 would be its own).
-        let Some(t) = self.step.checked_sub(1) else {
-            return Ok(());
-        };
-        let prev = self.run.slot(t);
-        let (explicit, unacked) = {
-            let written = self.written.borrow();
-            let mut explicit = Vec::new();
+        if let Some(t) = self.step.checked_sub(1) {
+            let prev = self.run.slot(t);
+            let mut explicit = std::mem::take(&mut self.engine.threads_mut().owed_dests[prev]);
+            explicit.clear();
             let mut unacked = Vec::new();
-            for &d in &written[prev] {
+            for &d in &self.written.borrow()[prev] {
                 if acked_by & (1 << d) != 0 {
                     continue;
                 }
@@ -245,14 +246,14 @@ impl Ctx {
                     explicit.push(d);
                 }
             }
-            (explicit, unacked)
-        };
-        if !unacked.is_empty() {
-            return Err(self.unacked(&unacked, t, true));
+            let me = self.engine.threads_mut();
+            me.owed_dests[prev] = explicit;
+            me.owed[prev] = Some(t);
+            if !unacked.is_empty() {
+                return Err(self.unacked(&unacked, t, true));
+            }
         }
-        let due = self.await_acks(prev, t, &explicit)?;
-        self.engine.threads_mut().acks_due[prev] = due;
-        Ok(())
+        self.settle_owed(self.run.slot(self.step + 1))
     }
 }
 

@@ -25,8 +25,9 @@
 //! (`outbox::SLOTS`): a process then runs two supersteps per turn on its core before it yields,
 //! where with S = 2 it yielded in nearly every superstep (all to one, 64 processes on 2 cores:
 //! `mbsp-bench lazy`). Other runs have S = 2, which keeps buffered puts' memory at two
-//! supersteps' worth. Runs with lanes keep the wait of the superstep before (`lane_sync.rs`)
-//! whatever S.
+//! supersteps' worth. Runs with lanes do the same with one lane per slot (`lane_sync.rs`): the
+//! acknowledgements a receiver gave in its lane are read at once, those owed in the inbox
+//! are awaited when their slot comes round.
 //!
 //! ## Why no process reads or writes what another still uses
 //!
@@ -130,19 +131,20 @@ impl Ctx {
     /// about to be refilled (`settle_owed`) or at the next full sync (`check_owed`).
     pub(super) fn owe_previous(&mut self) {
         if let Some(t) = self.step.checked_sub(1) {
-            self.engine.threads_mut().owed[self.run.slot(t)] = Some(t);
+            let o = self.run.slot(t);
+            let me = self.engine.threads_mut();
+            me.owed[o] = Some(t);
+            me.owed_dests[o].clear();
+            me.owed_dests[o].extend_from_slice(&self.written.borrow()[o]);
         }
     }
 
     /// Wait for the acknowledgements owed for our outboxes of slot `o`, if any.
-    fn settle_owed(&mut self, o: usize) -> Result<()> {
+    pub(super) fn settle_owed(&mut self, o: usize) -> Result<()> {
         let Some(t) = self.engine.threads().owed[o] else {
             return Ok(());
         };
-        let acked = {
-            let written = self.written.borrow();
-            self.await_acks(o, t, &written[o])
-        };
+        let acked = self.await_acks(o, t, &self.engine.threads().owed_dests[o]);
         let me = self.engine.threads_mut();
         me.acks_due[o] = acked?;
         me.owed[o] = None;
@@ -507,10 +509,10 @@ impl Ctx {
             let Some(t) = self.engine.threads().owed[o] else {
                 continue;
             };
-            let due = self.written.borrow()[o].len() as u64;
+            let due = self.engine.threads().owed_dests[o].len() as u64;
             let want = self.engine.threads().acks_due[o] + due;
             if self.run.engine.threads().inbox(self.pid).acks(o) < want {
-                let dests = self.written.borrow()[o].clone();
+                let dests = self.engine.threads().owed_dests[o].clone();
                 return Err(self.unacked(&dests, t, false));
             }
             let me = self.engine.threads_mut();

@@ -107,7 +107,11 @@ impl RunState {
                 .collect(),
             lazy_used: AtomicBool::new(false),
             lazy_sleepers: CachePadded::new(AtomicU32::new(0)),
-            lanes: if shape.lanes { Lanes::for_run(p) } else { None },
+            lanes: if shape.lanes {
+                Lanes::for_run(p, shape.slots)
+            } else {
+                None
+            },
             pair_barrier: shape.pair_barrier && p == 2,
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
@@ -175,12 +179,16 @@ pub(crate) struct ProcState {
     /// by their receivers, and whose acknowledgements this process has not yet waited for
     /// (`lazy.rs`: it waits before refilling the slot, or at the next full sync).
     pub(crate) owed: [Option<u64>; SLOTS],
+    /// By slot: the receivers whose acknowledgements `owed` awaits in this process's inbox
+    /// (every destination of that superstep, or in a lane sync those that did not acknowledge
+    /// in their lanes).
+    pub(crate) owed_dests: [Vec<u32>; SLOTS],
     /// By slot: records announced to this process that its lazy syncs took, since the run
     /// began (the inbox's counts only grow: its senders alone write them).
     pub(crate) records_taken: [u64; SLOTS],
-    /// In a run with lanes (`lane.rs`), by sender and parity: the stamp of the sender's last
+    /// In a run with lanes (`lane.rs`), by sender and slot: the stamp of the sender's last
     /// lane this process took (a later one it did not take came too late).
-    pub(crate) lane_seen: Vec<[u64; 2]>,
+    pub(crate) lane_seen: Vec<[u64; SLOTS]>,
 }
 
 impl ProcState {
@@ -195,6 +203,7 @@ impl ProcState {
             took_before: Vec::new(),
             acks_due: [0; SLOTS],
             owed: [None; SLOTS],
+            owed_dests: Default::default(),
             records_taken: [0; SLOTS],
             lane_seen: Vec::new(),
         }
