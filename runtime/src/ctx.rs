@@ -352,6 +352,9 @@ pub struct Ctx {
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
+    /// The outbox slot of the current superstep (`run.slot(step)`), kept beside `step` so
+    /// that a put or send does not compute it.
+    pub(crate) slot: usize,
     pub(crate) start: Instant,
     pub(crate) st: RefCell<Local>,
     /// `FLAG_*` bits of what this process did in the current superstep.
@@ -421,6 +424,7 @@ impl Ctx {
             pid,
             path,
             step: 0,
+            slot: 0,
             step_offset: 0,
             start: Instant::now(),
             st: RefCell::new(Local {
@@ -706,7 +710,7 @@ impl Ctx {
     /// use (the receiver recognises it as fresh by its stamp).
     #[inline]
     pub(crate) fn with_outbox<R>(&self, pid: usize, f: impl FnOnce(&mut Outbox) -> R) -> R {
-        let (o, stamp) = (self.run.slot(self.step), self.step + 1);
+        let (o, stamp) = (self.slot, self.step + 1);
         // SAFETY: our own outboxes of the current slot, during the superstep.
         unsafe {
             self.me().outboxes_mut(o, |outs| {

@@ -25,9 +25,10 @@ impl Ctx {
         self.lazy.set(None);
         self.immediate.set(false);
         self.step += 1;
-        // The destinations of the superstep that used this slot last: a sync has used them (a lazy one waited for
-        // their acknowledgements), and this superstep writes its own.
-        self.written.get_mut()[self.run.slot(self.step)].clear();
+        self.slot = self.run.slot(self.step);
+        // The destinations of the superstep that used this slot last: a sync has used them (a
+        // lazy one waited for their acknowledgements), and this superstep writes its own.
+        self.written.get_mut()[self.slot].clear();
         self.me().done.store(self.step, Ordering::Release);
     }
 
