@@ -10,9 +10,9 @@
 //! bytes, copied). In the sync the *receiver* walks
 //! the puts and copies them into its own memory (NUMA-local writes, no locks, no per-request
 //! allocation, header and data on the same cache lines), and during the next superstep reads the
-//! messages in place. Each process keeps two sets of outboxes, one per superstep parity, so that
-//! a sender can fill the next superstep's outboxes while slow receivers still read the previous
-//! ones. Outboxes are cache-line aligned so that a receiver checking the stamp of an outbox that
+//! messages in place. Each process keeps two sets of outboxes used by supersteps in turn (three
+//! with more processes than cores: [`SLOTS`]), so that a sender can fill the next superstep's
+//! outboxes while slow receivers still read the previous ones. Outboxes are cache-line aligned so that a receiver checking the stamp of an outbox that
 //! was not written this superstep hits in its cache; the first puts of a superstep (up to 48
 //! bytes of records, e.g. three one-word puts) are stored inline in that same cache line, so a
 //! small put costs the receiver a single cache-line transfer.
