@@ -176,7 +176,7 @@ impl Ctx {
     /// The stream to each other rank in `net.send` (its length in `net.send_counts`): this
     /// rank's error if it failed, else `[outbox][get requests][large-put records]`.
     fn encode_streams(&mut self, net: &mut Net, op: &'static str, state: u64, flags: u32) {
-        let (me, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
+        let (me, o, fresh) = (self.pid, self.slot, self.step + 1);
         net.send.clear();
         for j in 0..self.run.p {
             let start = net.send.len();
@@ -485,7 +485,7 @@ impl Ctx {
         streams: &[std::ops::Range<usize>],
         tagsize: usize,
     ) -> u64 {
-        let (me, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
+        let (me, o, fresh) = (self.pid, self.slot, self.step + 1);
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
         queue.slot = o;

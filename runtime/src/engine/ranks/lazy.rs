@@ -536,7 +536,7 @@ impl Ctx {
     /// Deliver the streams of this lazy sync (from `from`, in rank order) and our own outbox,
     /// as a full sync does: large puts first, then puts and messages in rank order.
     fn lazy_deliver(&mut self, net: &mut Net, from: &[usize]) {
-        let (o, fresh) = (self.run.slot(self.step), self.step + 1);
+        let (o, fresh) = (self.slot, self.step + 1);
         {
             let shm = net.shm.get_mut();
             for &k in from {

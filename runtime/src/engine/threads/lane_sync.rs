@@ -160,7 +160,7 @@ impl Ctx {
     /// Deliver the records of the lanes `took` in pid order; returns the senders that
     /// acknowledged our records of the superstep before (a bit per pid).
     fn take_lanes(&mut self, took: &[u32]) -> u32 {
-        let (pid, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
+        let (pid, o, fresh) = (self.pid, self.slot, self.step + 1);
         let run = &*self.run;
         let lanes = lanes_of(run.engine.threads());
         let mut buf = [0u64; LANE_WORDS];
@@ -194,7 +194,7 @@ impl Ctx {
     /// Records we did not take: of this superstep (beyond our count), or of an earlier one
     /// that came after we had completed it. Keeps the senders taken in `took`.
     fn check_untaken(&mut self, m: u64, seen: Seen) -> Result<()> {
-        let (pid, o, fresh) = (self.pid, self.run.slot(self.step), self.step + 1);
+        let (pid, o, fresh) = (self.pid, self.slot, self.step + 1);
         let lanes = lanes_of(self.run.engine.threads());
         let Seen {
             mut took,

@@ -112,7 +112,7 @@ impl Ctx {
         // The senders read in the last sync may refill those outboxes.
         self.ack_previous(true);
         self.announce_and_enter()?;
-        let o = self.run.slot(self.step);
+        let o = self.slot;
         let base = self.engine.threads().records_taken[o];
         self.await_announced(m, base)?;
         let got = self.receive(o, self.tagsize.get());
@@ -200,7 +200,7 @@ impl Ctx {
     /// (more announced than taken: records that came after we took our senders, too many or
     /// late from an earlier superstep).
     fn check_announced(&self, m: u64, base: u64, got: u64) -> Result<()> {
-        let (s, q) = (self.step, self.run.slot(self.step));
+        let (s, q) = (self.step, self.slot);
         let run = &*self.run;
         let inbox = run.engine.threads().inbox(self.pid);
         // A sender we took may not have announced yet (it marks first): that takes a moment.

@@ -50,7 +50,7 @@ impl Ctx {
         declared: Option<u64>,
         pair: bool,
     ) -> Result<()> {
-        let (q, o) = ((self.step & 1) as usize, self.run.slot(self.step));
+        let (q, o) = ((self.step & 1) as usize, self.slot);
         // A declared sync that takes the barrier is a full one (the next one acknowledges
         // nothing); a declared final sync counts as lazy, which nothing after the end reads.
         let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
@@ -90,7 +90,7 @@ impl Ctx {
     /// barrier.
     #[inline(always)]
     fn enter_full(&mut self, ending: bool, declared: Option<u64>, pair: bool) -> Result<u32> {
-        let (q, o) = ((self.step & 1) as usize, self.run.slot(self.step));
+        let (q, o) = ((self.step & 1) as usize, self.slot);
         if let (Some(m), true) = (declared, pair) {
             // What a lazy superstep refuses, this one refuses too.
             if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
