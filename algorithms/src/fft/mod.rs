@@ -33,7 +33,11 @@
 //! the local array is split in four rows instead (a radix-4 pass, kernels of `n/8`; each pack
 //! is then two blocks, which the receiver interleaves), and at `n = 2^18` and `2^20 … 2^22` in
 //! eight (a radix-8 pass, kernels of `n/16`, packs of four blocks): rustfft's kernels get
-//! slower per flop once they outgrow the caches. [`kernel_len`] gives the kernels' length. Against a whole
+//! slower per flop once they outgrow the caches. From `n = 2^22` it is split in 64 rows in two
+//! levels (a radix-8 pass over the local array, then one over each of its eight rows just
+//! before that row's kernels), so that the kernels (`n/128`) stay in L2; the rows come out in
+//! an order of frequencies the final pass reads as it is. [`kernel_len`] gives the kernels'
+//! length. Against a whole
 //! local FFT followed by a twiddle-and-pack pass this saves a pass over memory and runs
 //! kernels `p` times shorter (they fit the caches better).
 //!
@@ -43,7 +47,9 @@
 //! `n/4` entries besides its local array (the owned exchange's buffer, or the registered buffer
 //! of the parity in use with direct gets) instead of `n/2`; with eight rows, plus `n/16` entries
 //! where the final pass keeps half of two of its own blocks that its outputs would overwrite
-//! before reading them.
+//! before reading them. In two levels (from `n = 2^22`) its own pack has a buffer of its own
+//! (`n/4` entries more): with 32 blocks per pack the outputs would overwrite nearly all of it
+//! before reading it.
 //!
 //! **Cost** (`p² ≤ n`): `5(n/p)·log₂ n` flops plus `O(n/p)` for twiddles and packing, and one
 //! superstep with an h-relation of `h = 2·(n/p)·(p-1)/p` words (complex entries are two words),

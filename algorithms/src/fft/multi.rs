@@ -41,7 +41,9 @@
 //! runs: the split local FFT's kernels of [`kernel_len`](super::kernel_len) at `r`, and its two
 //! passes as their flops (a length-`L` and a length-`p` transform and a twiddle made and
 //! applied per entry and pass) at the same `r`, with `r` measured on kernels of that length
-//! with all `p` cores running them (`mbsp-bench fft`, `mbsp fft`). How well it predicts is
+//! with all `p` cores running them (`mbsp-bench fft`, `mbsp fft`); a split in two levels
+//! (`p = 2` from `n = 2^22`, kernels in L2) adds its two passes' memory traffic at the
+//! streaming rate `r_stream`. How well it predicts is
 //! measured by `mbsp-bench fft` (docs/benchmarks.md).
 
 use super::natural::Natural;
@@ -454,8 +456,19 @@ impl FftCost {
             let kernel = (e / rows as f64).max(1.0);
             let l = rows as f64;
             let twiddles = if p == 2 { 12.0 } else { 24.0 };
+            // A split in two levels keeps its kernels in L2 while the local array is far
+            // larger than the caches, so r (measured on those kernels) does not see that its
+            // first-level pass and its final pass stream the array from memory: each reads
+            // and writes four words per entry, 4/3 of a triad's element (two flops) at
+            // r_stream.
+            let stream = if rows > 8 {
+                2.0 * e * (4.0 / 3.0) * 2.0 / i.r_stream
+            } else {
+                0.0
+            };
             5.0 * e * lg(kernel) / i.r
                 + e * (5.0 * lg(l) + 5.0 * lg(pf) + twiddles) / i.r
+                + stream
                 + f.time(1, 2.0 * e * (pf - 1.0) / pf, true)
         } else {
             work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)

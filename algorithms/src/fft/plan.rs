@@ -239,9 +239,14 @@ impl<T: Float> Tables<T> {
     /// Tables of process `me` of `p` for length `n`. The inverse twiddles fold in `1/n`, or
     /// `1/p` when the local transforms are themselves scaled (nested BSP FFTs scale by `p/n`).
     pub(crate) fn new(n: usize, p: usize, me: usize, local_scaled: bool) -> Self {
-        let m = n / p;
         // Rows of the split local FFT (0: not split); nested processes' tables are not split.
         let rows = if local_scaled { 0 } else { split::rows(n, p) };
+        Self::with_rows(n, p, me, local_scaled, rows)
+    }
+
+    /// [`new`](Self::new) with the local FFT split in `rows` rows (0: not split).
+    fn with_rows(n: usize, p: usize, me: usize, local_scaled: bool, rows: usize) -> Self {
+        let m = n / p;
         let split = rows > 0;
         let fwd = T::rustfft_plan(if split { m / rows } else { m }, false);
         let scale = 1.0 / if local_scaled { p } else { n } as f64;
@@ -691,7 +696,12 @@ impl<T: Float> BspFft<T> {
             } else {
                 &mut pack[..b]
             };
-            split::kernels2(local, theirs, me, l, |row, out| {
+            let own = if l > 8 {
+                &mut self.slab[2 * split::SLAB..]
+            } else {
+                &mut [][..]
+            };
+            split::kernels2(local, theirs, own, me, tw, inverse, |row, out| {
                 kernel.process_outofplace_with_scratch(row, out, scratch)
             });
         } else {
@@ -733,13 +743,20 @@ impl<T: Float> BspFft<T> {
             } else {
                 Theirs::Fetch(&mut fetch)
             };
+            // With more than eight rows this process's own pack lies past the slabs.
+            let (slab, own) = if l > 8 {
+                self.slab.split_at_mut(2 * split::SLAB)
+            } else {
+                (&mut self.slab[..], &mut [][..])
+            };
             let gather = split::Gather2 {
                 me,
                 l,
                 theirs,
                 tw,
                 inverse,
-                slab: &mut self.slab,
+                slab,
+                own,
             };
             return split::gather2_pass(local, gather);
         }
@@ -1180,5 +1197,61 @@ impl<T: Float> Below<T> {
     ) -> Result<()> {
         // SAFETY: each nested process stores only the entries of its own cyclic part.
         self.each_part(ctx, local, dir, &|x, k, v| unsafe { x.write(k, v) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The largest difference between `got` and `want`, relative to `want`'s largest entry.
+    fn rel_error(got: &[Complex<f64>], want: &[Complex<f64>]) -> f64 {
+        let scale = want.iter().map(|w| w.norm()).fold(0.0, f64::max);
+        let diff = got.iter().zip(want).map(|(g, w)| (g - w).norm());
+        diff.fold(0.0, f64::max) / scale
+    }
+
+    /// Splits in two levels (16, 32 and 64 rows for two processes) at lengths far below the
+    /// ones `split::rows` gives them: forward against rustfft and back to the input, with
+    /// both exchanges, three times on one plan (both parities of packs).
+    #[test]
+    fn two_level_splits_match_rustfft() {
+        for rows in [16, 32, 64] {
+            for exchange in [Exchange::Owned, Exchange::DirectGet] {
+                for log in [13u32, 15] {
+                    let n = 1usize << log;
+                    let x: Vec<Complex<f64>> = (0..n)
+                        .map(|i| {
+                            let (a, b) = ((i * 7919) % 1000, (i * 104_729) % 997);
+                            Complex::new(a as f64 / 1000.0 - 0.5, b as f64 / 997.0 - 0.5)
+                        })
+                        .collect();
+                    let mut want = x.clone();
+                    f64::rustfft_plan(n, false).process(&mut want);
+                    let got = mbsp::run(2, |ctx| {
+                        let me = ctx.pid();
+                        let t = Arc::new(Tables::with_rows(n, 2, me, false, rows));
+                        let mut plan = BspFft::with_tables(ctx, t, exchange)?;
+                        let mine: Vec<Complex<f64>> = (me..n).step_by(2).map(|i| x[i]).collect();
+                        let (mut fwd, mut back) = (mine.clone(), mine.clone());
+                        for _ in 0..3 {
+                            fwd.copy_from_slice(&mine);
+                            plan.forward(ctx, &mut fwd)?;
+                            back.copy_from_slice(&fwd);
+                            plan.inverse(ctx, &mut back)?;
+                        }
+                        plan.free(ctx)?;
+                        Ok((fwd, back, mine))
+                    })
+                    .unwrap();
+                    for (me, (fwd, back, mine)) in got.iter().enumerate() {
+                        let want: Vec<Complex<f64>> = (me..n).step_by(2).map(|i| want[i]).collect();
+                        let case = format!("{rows} rows, {exchange:?}, n = 2^{log}, pid {me}");
+                        assert!(rel_error(fwd, &want) < 1e-13, "forward, {case}");
+                        assert!(rel_error(back, mine) < 1e-13, "inverse, {case}");
+                    }
+                }
+            }
+        }
     }
 }

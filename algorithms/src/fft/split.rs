@@ -9,7 +9,9 @@
 //!
 //! `p = 2` has its own kernel placement and final pass ([`kernels2`], [`gather2_pass`]): only
 //! the other process's pack goes to the registered buffer, this process's stays in its local
-//! array (see "footprint" in the [module docs](super)), in two, four or eight rows.
+//! array (see "footprint" in the [module docs](super)), in two, four or eight rows; from
+//! `n = 2^22` in 64 rows in two levels ([`DEEP_MIN`]), its own pack then in a buffer of its
+//! own.
 
 use super::num::{Complex, Float, butterflies, root};
 use super::simd::{self, SlabTwiddles};
@@ -28,12 +30,44 @@ pub(crate) const SLAB: usize = 512;
 const QUAD_MIN: usize = 1 << 16;
 
 /// Local lengths for which `p = 2` splits in eight rows (kernels of `n/16`) instead of four,
-/// as measured (docs/benchmarks.md): `n = 2^18` and `2^20 … 2^22`, where rustfft's kernels of
+/// as measured (docs/benchmarks.md): `n = 2^18`, `2^20` and `2^21`, where rustfft's kernels of
 /// `n/16` run enough faster per flop than those of `n/8` to pay for the radix-8 passes; not at
-/// `2^19` (kernels of `2^15` against `2^16`: 10% slower), nor from `2^23`, where both kernel
-/// lengths run from the last-level cache at the same rate.
+/// `2^19` (kernels of `2^15` against `2^16`: 10% slower). From `2^22` two levels
+/// ([`DEEP_MIN`]).
 fn eight_rows(m: usize) -> bool {
-    [1 << 17, 1 << 19, 1 << 20, 1 << 21].contains(&m)
+    [1 << 17, 1 << 19, 1 << 20].contains(&m)
+}
+
+/// Local lengths from which `p = 2` splits its local array in two levels, [`DEEP_ROWS`] rows
+/// in all (kernels of `n/128`). From `n = 2^22` the kernels of a split in four or eight rows
+/// (`2^18` and longer) run from the last-level cache, and rustfft's large kernels spend half
+/// their time in transposes; kernels of `2^15 … 2^16` stay in L2, and the splits' passes
+/// reorder nothing (the final pass reads the rows in their order of frequencies). Measured
+/// against four and eight rows at `2^21 … 2^24` (docs/benchmarks.md): 10–26% faster from
+/// `2^22`, no gain at `2^21`.
+const DEEP_MIN: usize = 1 << 21;
+
+/// The rows of a split in two levels ([`deep_levels`]: 8 × 8). 32 rows ran as fast at `2^22`
+/// and slower from `2^23`; 128 (three levels) slower everywhere measured.
+const DEEP_ROWS: usize = 64;
+
+/// The two levels `(L₁, L₂)` of a split in `8 < l ≤ 64` rows: a pass of length-`L₁`
+/// transforms down the local array's columns, then one of length `L₂` down the columns of each
+/// of its rows, seen as `L₂` rows (`kernels2` runs it row by row, just before the row's
+/// kernels, while the row is in cache).
+pub(crate) fn deep_levels(l: usize) -> (usize, usize) {
+    let l1 = if l == 16 { 4 } else { 8 };
+    (l1, l / l1)
+}
+
+/// `x`'s bits reversed in `log₂ l` bits.
+fn rev(x: usize, l: usize) -> usize {
+    let bits = l.trailing_zeros();
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
 }
 
 /// The rows `L` the local array of a flat transform of length `n` over `p` processes is split
@@ -41,6 +75,8 @@ fn eight_rows(m: usize) -> bool {
 pub(crate) fn rows(n: usize, p: usize) -> usize {
     if p <= 1 || p * p > n {
         0
+    } else if p == 2 && n / 2 >= DEEP_MIN {
+        DEEP_ROWS
     } else if p == 2 && eight_rows(n / 2) {
         8
     } else if p == 2 && n / 2 >= QUAD_MIN {
@@ -52,13 +88,15 @@ pub(crate) fn rows(n: usize, p: usize) -> usize {
 
 /// The length of the sequential kernels a flat transform of length `n` over `p` processes
 /// runs: `n/p²` when its local FFT is split (`1 < p`, `p² ≤ n`; for `p = 2`, `n/8` from
-/// `n = 2^17`, split in four, and `n/16` at `n = 2^18` and `2^20 … 2^22`, split in eight),
+/// `n = 2^17`, split in four, `n/16` at `n = 2^18`, `2^20` and `2^21`, split in eight, and
+/// `n/128` from `2^22`, split in 64 rows in two levels),
 /// else `n/p` (the rate of a kernel depends on its length through the caches: this is the
 /// length to measure `r` at).
 ///
 /// ```
 /// use mbsp_algorithms::fft::kernel_len;
 /// assert_eq!(kernel_len(1 << 20, 1), 1 << 20);
+/// assert_eq!(kernel_len(1 << 23, 2), 1 << 16); // 64 rows in two levels
 /// assert_eq!(kernel_len(1 << 20, 2), 1 << 16); // eight rows
 /// assert_eq!(kernel_len(1 << 19, 2), 1 << 16); // four rows
 /// assert_eq!(kernel_len(1 << 18, 2), 1 << 14); // eight rows
@@ -91,6 +129,9 @@ pub(crate) struct Twiddles<T: Float> {
     row_inv: Vec<Complex<T>>,
     /// Entries per row of `hi`.
     hi_len: usize,
+    /// The second level of a split in more than eight rows ([`deep_levels`]): the twiddles
+    /// of one first-level row's own split.
+    sub: Option<Box<Twiddles<T>>>,
 }
 
 impl<T: Float> Twiddles<T> {
@@ -98,6 +139,19 @@ impl<T: Float> Twiddles<T> {
     /// by `scale`.
     pub(crate) fn new(n: usize, p: usize, l: usize, me: usize, scale: f64) -> Self {
         let m = n / p;
+        // More than eight rows for p = 2: two levels. (p > 2 splits in p rows, one level.)
+        let (l, sub) = if p == 2 && l > 8 {
+            let (l1, l2) = deep_levels(l);
+            assert!(l2 <= 8, "a split in {l} rows");
+            // A row of m/l₁ entries split in l₂: ω_{m/l₁}^{r·u}, as for a transform of
+            // length 2m/l₁ over two processes.
+            (
+                l1,
+                Some(Box::new(Twiddles::new(2 * (m / l1), 2, l2, 0, 1.0))),
+            )
+        } else {
+            (l, None)
+        };
         let b = m / p;
         let (w, h) = (SLAB.min(b), b.div_ceil(SLAB));
         let root = |k: usize, sign: f64, scale: f64| root::<T>(k, n, sign, scale);
@@ -112,6 +166,7 @@ impl<T: Float> Twiddles<T> {
             row_fwd: (0..p).map(|s| root(s * me, -1.0, 1.0)).collect(),
             row_inv: (0..p).map(|s| root(s * me, 1.0, scale)).collect(),
             hi_len: h,
+            sub,
         }
     }
 
@@ -167,7 +222,26 @@ impl<T: Float> Twiddles<T> {
 
     /// The rows `L` of the split these twiddles are for.
     pub(crate) fn rows(&self) -> usize {
+        self.top_rows() * self.sub.as_ref().map_or(1, |s| s.rows())
+    }
+
+    /// The rows of the first level (all of them but in a two-level split).
+    fn top_rows(&self) -> usize {
         self.hi.len() / self.hi_len + 1
+    }
+
+    /// The frequency (mod `L`) of row `r` after the split's passes: row `i` of the first level
+    /// holds frequency `f₁ = bitrev_{L₁}(i)`, and its row `j` of the second level frequency
+    /// `f₂` of that row's transform, so entry `u` of row `r = i·L₂ + j` is entry
+    /// `f₁ + L₁·(f₂ + L₂·u)` of the local FFT.
+    pub(crate) fn freq(&self, r: usize) -> usize {
+        match &self.sub {
+            None => rev(r, self.top_rows()),
+            Some(sub) => {
+                let l2 = sub.rows();
+                rev(r / l2, self.top_rows()) + self.top_rows() * sub.freq(r % l2)
+            }
+        }
     }
 
     /// The factor of the row fetched from process `s`.
@@ -188,8 +262,27 @@ pub(crate) fn avx2() -> bool {
 
 /// The first pass: length-`l` DIF transforms down the columns of `local` seen as `l` rows
 /// (natural order in, bit-reversed out), and row `i` times `ω_m^{±bitrev(i)·u}`. `roots` and
-/// `bitrev` are those of length `l` (unused for `l = 2, 4`, done by hand).
+/// `bitrev` are those of length `l` (unused for `l = 2, 4`, done by hand). In a split in two
+/// levels only the first (`kernels2` does the second).
 pub(crate) fn dif_pass<T: Float>(
+    local: &mut [Complex<T>],
+    l: usize,
+    roots: &[Complex<T>],
+    bitrev: &[usize],
+    tw: &Twiddles<T>,
+    inverse: bool,
+) {
+    if tw.sub.is_some() {
+        // Two levels: the first here, the rest row by row before the row's kernels
+        // (`kernels2`), while the row is in cache.
+        dif_level(local, tw.top_rows(), roots, bitrev, tw, inverse);
+        return;
+    }
+    dif_level(local, l, roots, bitrev, tw, inverse)
+}
+
+/// One level of [`dif_pass`].
+fn dif_level<T: Float>(
     local: &mut [Complex<T>],
     l: usize,
     roots: &[Complex<T>],
@@ -465,26 +558,54 @@ fn own_rows8(me: usize) -> [usize; 4] {
 }
 
 /// The room the gather pass of `p = 2` needs besides the local array, for a local array of
-/// `m` entries split in `l` rows: a fetched slab and a copy of this process's own, and with
-/// eight rows the second halves of the blocks in rows 2 and 6 ([`own_rows8`]).
+/// `m` entries split in `l` rows: a fetched slab and a copy of this process's own, with
+/// eight rows the second halves of the blocks in rows 2 and 6 ([`own_rows8`]), and in two
+/// levels this process's whole pack (past the slabs).
 pub(crate) fn gather2_room(m: usize, l: usize) -> usize {
-    2 * SLAB + if l == 8 { m / 8 } else { 0 }
+    2 * SLAB
+        + match l {
+            8 => m / 8,
+            // This process's own pack, whole (see `kernels2`).
+            l if l > 8 => m / 2,
+            _ => 0,
+        }
 }
 
-/// The kernels of the split local FFT for `p = 2`: `run(row, out)` computes the FFT of `row`
-/// into `out`, destroying `row`. The rows of the other process's pack go to `pack` (its
-/// blocks in order, `c` entries each); this process's own rows go to the rows
-/// [`own_rows`] of `local` — rows the remote kernels have already consumed — so only half
-/// the local FFT leaves the local array and the registered pack holds only the other
-/// process's half (`n/p` entries fewer in cache per parity than a full pack).
+/// The kernels of the split local FFT for `p = 2` (`tw` the split's twiddles): `run(row,
+/// out)` computes the FFT of `row` into `out`, destroying `row`. The rows of the other
+/// process's pack go to `pack` (its blocks in order, `c` entries each); this process's own
+/// rows go to the rows [`own_rows`] of `local` — rows the remote kernels have already
+/// consumed — so only half the local FFT leaves the local array and the registered pack holds
+/// only the other process's half (`n/p` entries fewer in cache per parity than a full pack).
+/// In two levels ([`deep_levels`]) each first-level row gets its second-level pass here, just
+/// before its kernels, and this process's blocks go to `own` instead: the final pass's
+/// outputs would overwrite most of them before reading them if they stayed in `local`.
 pub(crate) fn kernels2<T: Float>(
     local: &mut [Complex<T>],
     pack: &mut [Complex<T>],
+    own: &mut [Complex<T>],
     me: usize,
-    l: usize,
+    tw: &Twiddles<T>,
+    inverse: bool,
     mut run: impl FnMut(&mut [Complex<T>], &mut [Complex<T>]),
 ) {
+    let l = tw.rows();
     let c = local.len() / l;
+    if let Some(sub) = tw.sub.as_deref() {
+        // Levels below the first, each first-level row's passes just before its kernels.
+        // Block q of either pack is the row of frequency s + 2q; this process's go to `own`
+        // (the outputs of the gather fill all of `local`).
+        let l2 = sub.rows();
+        for (i, row1) in local.chunks_exact_mut(c * l2).enumerate() {
+            dif_level(row1, l2, &[], &[], sub, inverse);
+            for (j, row) in row1.chunks_exact_mut(c).enumerate() {
+                let f = tw.freq(i * l2 + j);
+                let out = if f % 2 == me { &mut *own } else { &mut *pack };
+                run(row, &mut out[f / 2 * c..][..c]);
+            }
+        }
+        return;
+    }
     // After the DIF pass row position i holds frequency bitrev(i): (0, 1) for two rows,
     // (0, 2, 1, 3) for four. The other process's frequencies are those ≡ 1 - me (mod 2).
     if l == 2 {
@@ -553,7 +674,7 @@ pub(crate) fn kernels2<T: Float>(
 /// What the gather pass of `p = 2` needs besides the local array.
 pub(crate) struct Gather2<'a, T: Float> {
     pub(crate) me: usize,
-    /// The split's rows (2 or 4).
+    /// The split's rows (2, 4, 8 or, in two levels, more).
     pub(crate) l: usize,
     /// The other process's pack.
     pub(crate) theirs: Theirs<'a, T>,
@@ -561,6 +682,8 @@ pub(crate) struct Gather2<'a, T: Float> {
     pub(crate) inverse: bool,
     /// `2·SLAB` entries of room: a fetched slab and a copy of this process's own.
     pub(crate) slab: &'a mut [Complex<T>],
+    /// This process's own pack when split in more than eight rows (else empty).
+    pub(crate) own: &'a [Complex<T>],
 }
 
 /// The last pass for `p = 2`, after [`kernels2`]: fetch the other process's pack slab by
@@ -638,6 +761,12 @@ fn gather2_body<T: Float>(local: &mut [Complex<T>], mut g: Gather2<'_, T>) -> Re
     }
     if g.l == 8 {
         return gather8(local, g, k0, k1, &mut w);
+    }
+    match g.l {
+        16 => return gather_deep::<T, 8>(local, g, k0, k1, &mut w),
+        32 => return gather_deep::<T, 16>(local, g, k0, k1, &mut w),
+        64 => return gather_deep::<T, 32>(local, g, k0, k1, &mut w),
+        _ => {}
     }
     // Two blocks per pack (four rows), interleaved in the output; this process's are copied
     // before the slab's outputs are written (they share memory: see `own_rows`).
@@ -765,6 +894,62 @@ fn gather8<T: Float>(
             }
         }
         u0 += cl;
+    }
+    Ok(())
+}
+
+/// [`gather2_pass`] with `2Q` rows in two levels: `Q` blocks per pack, interleaved in the
+/// output, this process's read from its own pack (`g.own`), whole, outside `local`.
+#[inline(always)]
+fn gather_deep<T: Float, const Q: usize>(
+    local: &mut [Complex<T>],
+    g: Gather2<'_, T>,
+    k0: Complex<T>,
+    k1: Complex<T>,
+    w: &mut [Complex<T>; SLAB],
+) -> Result<()> {
+    let Gather2 {
+        me,
+        mut theirs,
+        tw,
+        inverse,
+        slab,
+        own,
+        ..
+    } = g;
+    let b = local.len() / 2;
+    let c = b / Q;
+    let step = SLAB / Q;
+    assert!(
+        own.len() == b && c.is_multiple_of(step) && slab.len() >= SLAB,
+        "rows of {c}"
+    );
+    let mut u0 = 0;
+    while u0 < c {
+        let mut got: [&[Complex<T>]; Q] = [&[]; Q];
+        for (q, chunk) in slab.chunks_exact_mut(step).take(Q).enumerate() {
+            got[q] = theirs.read(q * c + u0, chunk)?;
+        }
+        let mine: [&[Complex<T>]; Q] = std::array::from_fn(|q| &own[q * c + u0..][..step]);
+        // Blocks of processes 0 and 1.
+        let (x0, x1) = if me == 0 { (mine, got) } else { (got, mine) };
+        let v0 = Q * u0;
+        let (lo, hi) = local.split_at_mut(b);
+        let y = [&mut lo[v0..v0 + SLAB], &mut hi[v0..v0 + SLAB]];
+        let w1 = tw.slab_parts(1, v0, k1, inverse, SLAB);
+        if simd::fly_blocks(y, x0, x1, inverse.then_some(k0), w1) {
+            u0 += step;
+            continue;
+        }
+        tw.slab(1, v0, k1, inverse, &mut w[..]);
+        for u in 0..step {
+            for q in 0..Q {
+                let a = if inverse { x0[q][u] * k0 } else { x0[q][u] };
+                let cv = x1[q][u] * w[Q * u + q];
+                (lo[v0 + Q * u + q], hi[v0 + Q * u + q]) = (a + cv, a - cv);
+            }
+        }
+        u0 += step;
     }
     Ok(())
 }

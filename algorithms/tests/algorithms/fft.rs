@@ -235,8 +235,9 @@ fn single_precision() {
 }
 
 /// The split local FFT's special cases (`fft::kernel_len`): p = 2 splits its local array in
-/// two rows below n = 2^17, in four from there, and in eight at 2^18 and 2^20 (whose final
-/// pass keeps half of two of its own blocks aside); p = 4 uses the radix-4 pass. Forward and
+/// two rows below n = 2^17, in four from there, in eight at 2^18, 2^20 and 2^21 (whose final
+/// pass keeps half of two of its own blocks aside), and in 64 rows in two levels from 2^22
+/// (its own pack in a buffer of its own); p = 4 uses the radix-4 pass. Forward and
 /// inverse against sequential rustfft on both sides of the threshold, in f64 and f32, and
 /// repeated transforms on one plan (both pack parities).
 #[test]
@@ -248,6 +249,8 @@ fn split_local_fft_on_both_sides_of_its_thresholds() {
             (18, 2),
             (19, 2),
             (20, 2),
+            (21, 2),
+            (22, 2),
             (12, 4),
             (16, 4),
         ] {
