@@ -657,10 +657,9 @@ impl<T: Float> BspFft<T> {
         }
     }
 
-    /// The flat transform with sequential local work and `p² ≤ n`, its local FFT split into
-    /// a pass of length-`l` transforms and `l` kernels `l` times shorter (one pass less over
-    /// memory than a whole local FFT followed by twiddle-and-pack): see the [module docs](super).
-    fn transform_split(
+    /// Steps (1) and (2) of [`transform_split`](Self::transform_split): the first pass and
+    /// the kernels, which write the packs.
+    fn split_kernels(
         &mut self,
         ctx: &mut Ctx,
         local: &mut [Complex<T>],
@@ -716,6 +715,25 @@ impl<T: Float> BspFft<T> {
                 kernel.process_outofplace_with_scratch(row, out, scratch);
             }
         }
+        Ok(())
+    }
+
+    /// The flat transform with sequential local work and `p² ≤ n`, its local FFT split into
+    /// a pass of length-`l` transforms and `l` kernels `l` times shorter (one pass less over
+    /// memory than a whole local FFT followed by twiddle-and-pack): see the [module docs](super).
+    fn transform_split(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &mut [Complex<T>],
+        dir: Direction,
+        t: &Tables<T>,
+        tw: &Twiddles<T>,
+    ) -> Result<()> {
+        let inverse = dir == Direction::Inverse;
+        let (p, l) = (t.p, tw.rows());
+        self.split_kernels(ctx, local, dir, t, tw)?;
+        let owned = self.exchange == Exchange::Owned;
+        let (me, b) = (t.me, t.b);
         if owned {
             self.hand_over(ctx)?;
         } else {
