@@ -28,7 +28,10 @@
 //! Every phase streams its part of the array once, as the flat transform's three passes do
 //! over a local array, and no phase copies a cyclic part out or scatters one back; phase 3 is
 //! a transpose the flat transform, in and out in the cyclic distribution, does not make. The
-//! kernels have the length of the flat transform's for `c = 2` (`n/4`, `n/8` from `n = 2^17`).
+//! kernels have the length of the flat transform's for `c = 2` (`n/4`, `n/8` from `n = 2^17`),
+//! or nearly (`n/64` from `n = 2^22`, where phase 2 first splits each of its rows in eight with
+//! a radix-8 pass, as the flat transform's second level does, and phase 3 interleaves 64 rows:
+//! the kernels' outputs go to rows `f + L·f₂` of the buffer, `f₂` their frequency in the row).
 //! The
 //! tables and kernels are made once per plan, the buffers at the first transform (each
 //! process's own by that process; the output buffer, which every process reads in phase 3, by
@@ -51,6 +54,10 @@ pub(crate) struct Natural<T: Float> {
     /// Rows `L` and rows per process `q = L/c`.
     l: usize,
     q: usize,
+    /// Rows `L₂` each row is split in before its kernels (1: not split), and their twiddles
+    /// (`ω_R^{f₂·u}`, `R = n/L`): see [`NATURAL_DEEP_MIN`].
+    l2: usize,
+    sub: Option<Twiddles<T>>,
     /// `ω_L^j` for `j < L/2`, forward.
     roots: Vec<Complex<T>>,
     /// Bit reversal in `log₂ L` bits: row `i` holds frequency `bitrev[i]` after phase 1.
@@ -78,10 +85,25 @@ struct Node<T: Float> {
 /// (kernels of `n/8`) instead of two.
 const NATURAL_QUAD_MIN: usize = 1 << 17;
 
+/// Lengths from which a top level of one process over two splits each of its eight rows in
+/// eight more in phase 2, just before the row's kernels (kernels of `n/64`, in L2), as the flat
+/// transform splits in two levels from the same length (`split::DEEP_MIN`): the kernels'
+/// outputs go to the rows of their frequencies `f + L·f₂` of the buffer, and phase 3
+/// interleaves 64 rows instead of eight.
+const NATURAL_DEEP_MIN: usize = 1 << 22;
+
+/// The rows each row is split in from [`NATURAL_DEEP_MIN`].
+const NATURAL_DEEP_ROWS: usize = 8;
+
 impl<T: Float> Natural<T> {
     /// The plan for length `n` over `c` nested processes, or `None` where the rows would be
     /// empty (`n < L`): the caller then uses the cyclic levels.
     pub(crate) fn plan(n: usize, c: usize) -> Option<Self> {
+        Self::plan_from(n, c, NATURAL_DEEP_MIN)
+    }
+
+    /// [`plan`](Self::plan), splitting rows in two levels from length `deep_min`.
+    fn plan_from(n: usize, c: usize, deep_min: usize) -> Option<Self> {
         if c < 2 || !c.is_power_of_two() || !n.is_power_of_two() {
             return None;
         }
@@ -99,6 +121,12 @@ impl<T: Float> Natural<T> {
         if q == 0 || n < l {
             return None;
         }
+        let l2 = if c == 2 && n >= deep_min {
+            NATURAL_DEEP_ROWS
+        } else {
+            1
+        };
+        let r = n / l;
         let bits = l.trailing_zeros();
         Some(Natural {
             n,
@@ -111,7 +139,11 @@ impl<T: Float> Natural<T> {
                 .collect(),
             // Twiddles of a split of n·L over L processes: ω_n^{r·j} for j < n/L.
             tw: Twiddles::new(n * l, l, l, 0, 1.0),
-            fwd: T::rustfft_plan(n / l, false),
+            fwd: T::rustfft_plan(r / l2, false),
+            l2,
+            // A row of R split in L₂ rows: ω_R^{f₂·u}, as the flat transform of 2R over two
+            // processes has them.
+            sub: (l2 > 1).then(|| Twiddles::new(2 * r, 2, l2, 0, 1.0)),
             inv: OnceLock::new(),
             nodes: (0..c).map(|_| Mutex::new(None)).collect(),
             out: Mutex::new(Vec::new()),
@@ -140,7 +172,7 @@ impl<T: Float> Natural<T> {
     pub(crate) fn transform(&self, ctx: &Ctx, x: &mut [Complex<T>], inverse: bool) -> Result<()> {
         let kernel = if inverse {
             self.inv
-                .get_or_init(|| T::rustfft_plan(self.n / self.l, true))
+                .get_or_init(|| T::rustfft_plan(self.n / (self.l * self.l2), true))
                 .clone()
         } else {
             self.fwd.clone()
@@ -162,7 +194,7 @@ impl<T: Float> Natural<T> {
             let node = slot.get_or_insert_with(|| self.node(&*kernel));
             self.columns(&shared, s, node, inverse);
             nctx.sync()?;
-            self.kernels(&shared, &out, s, node, &*kernel);
+            self.kernels(&shared, &out, s, node, &*kernel, inverse);
             nctx.sync()?;
             self.interleave(&shared, &out, s, inverse);
             Ok(())
@@ -213,22 +245,34 @@ impl<T: Float> Natural<T> {
         s: usize,
         node: &mut Node<T>,
         k: &dyn Fft<T>,
+        inverse: bool,
     ) {
         let r = self.n / self.l;
+        let (l2, rk) = (self.l2, r / self.l2);
         let scratch = node.scratch.get(k.get_outofplace_scratch_len());
         for f in s * self.q..(s + 1) * self.q {
             let i = self.bitrev[f];
             // SAFETY: row `i` holds frequency `f`, which only this process transforms; the
-            // kernel destroys it, and nobody reads it again before it is overwritten after
-            // the next sync (phase 3). Row `f` of the buffer is this process's alone in this
-            // phase; the others read it only after the next sync.
-            let (row, dst) = unsafe {
-                (
-                    x.slice_mut(i * r..(i + 1) * r),
-                    out.slice_mut(f * r..(f + 1) * r),
-                )
-            };
-            k.process_outofplace_with_scratch(row, dst, scratch);
+            // kernel (and the second level's pass) destroys it, and nobody reads it again
+            // before it is overwritten after the next sync (phase 3).
+            let row = unsafe { x.slice_mut(i * r..(i + 1) * r) };
+            if let Some(sub) = &self.sub {
+                split::dif_pass(row, l2, &[], &[], sub, inverse);
+            }
+            for (j, part) in row.chunks_exact_mut(rk).enumerate() {
+                // Sub-row j holds frequency f₂ = bitrev(j) of the row's transform: entries
+                // f + L·(f₂ + L₂·u) of the output, row f + L·f₂ of the buffer.
+                let f2 = if l2 > 1 {
+                    j.reverse_bits() >> (usize::BITS - l2.trailing_zeros())
+                } else {
+                    0
+                };
+                let at = f + self.l * f2;
+                // SAFETY: row `at` of the buffer is this process's alone in this phase (its
+                // frequency f is); the others read it only after the next sync.
+                let dst = unsafe { out.slice_mut(at * rk..(at + 1) * rk) };
+                k.process_outofplace_with_scratch(part, dst, scratch);
+            }
         }
     }
 
@@ -242,14 +286,58 @@ impl<T: Float> Natural<T> {
         inverse: bool,
     ) {
         let scale = T::from_f64(1.0 / self.n as f64).expect("a float");
-        let us = block_range(self.n / self.l, self.c, s);
+        let l = self.l * self.l2;
+        let us = block_range(self.n / l, self.c, s);
         // SAFETY: the buffer was written in phase 2, before the last sync, and is written
         // again only after this nested run; entries `L·u ..` of `x` for `u` in `us` are this
         // process's alone (the blocks are disjoint), and every process has read the rows of
         // the array (phase 2) before the last sync.
         unsafe {
             let out = out.slice(0..self.n);
-            split::interleave_pass(x, out, self.l, us, inverse.then_some(scale))
+            split::interleave_pass(x, out, l, us, inverse.then_some(scale))
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows split in two levels (from a length far below `NATURAL_DEEP_MIN`): forward against
+    /// rustfft and back to the input, three times on one plan, in a top level of one process.
+    #[test]
+    fn two_levels_match_rustfft() {
+        for log in [12u32, 14, 17] {
+            let n = 1usize << log;
+            let x: Vec<Complex<f64>> = (0..n)
+                .map(|i| {
+                    let (a, b) = ((i * 7919) % 1000, (i * 104_729) % 997);
+                    Complex::new(a as f64 / 1000.0 - 0.5, b as f64 / 997.0 - 0.5)
+                })
+                .collect();
+            let mut want = x.clone();
+            f64::rustfft_plan(n, false).process(&mut want);
+            let plan = Natural::<f64>::plan_from(n, 2, 1 << 10).expect("a plan");
+            assert_eq!(plan.l2, NATURAL_DEEP_ROWS);
+            let got = mbsp::run(1, |ctx| {
+                let (mut fwd, mut back) = (x.clone(), x.clone());
+                for _ in 0..3 {
+                    fwd.copy_from_slice(&x);
+                    plan.transform(ctx, &mut fwd, false)?;
+                    back.copy_from_slice(&fwd);
+                    plan.transform(ctx, &mut back, true)?;
+                }
+                Ok((fwd, back))
+            })
+            .unwrap();
+            let err = |a: &[Complex<f64>], b: &[Complex<f64>]| {
+                let scale = b.iter().map(|v| v.norm()).fold(0.0, f64::max);
+                let diff = a.iter().zip(b).map(|(u, v)| (u - v).norm());
+                diff.fold(0.0, f64::max) / scale
+            };
+            let (fwd, back) = &got[0];
+            assert!(err(fwd, &want) < 1e-13, "forward, n = 2^{log}");
+            assert!(err(back, &x) < 1e-13, "inverse, n = 2^{log}");
+        }
     }
 }
