@@ -1229,6 +1229,50 @@ mod tests {
         diff.fold(0.0, f64::max) / scale
     }
 
+    /// The same splits in single precision, where our passes take their portable loops (the
+    /// vectorised ones are for f64): forward against rustfft in f64, and back.
+    #[test]
+    fn two_level_splits_in_single_precision() {
+        let n = 1usize << 14;
+        let x: Vec<Complex<f64>> = (0..n)
+            .map(|i| Complex::new(((i * 31) % 17) as f64 / 17.0, ((i * 7) % 13) as f64 / 13.0))
+            .collect();
+        let mut want = x.clone();
+        f64::rustfft_plan(n, false).process(&mut want);
+        for rows in [16, 32, 64] {
+            let got = mbsp::run(2, |ctx| {
+                let me = ctx.pid();
+                let t = Arc::new(Tables::<f32>::with_rows(n, 2, me, false, rows));
+                let mut plan = BspFft::with_tables(ctx, t, Exchange::Owned)?;
+                let mine: Vec<Complex<f32>> = (me..n)
+                    .step_by(2)
+                    .map(|i| Complex::new(x[i].re as f32, x[i].im as f32))
+                    .collect();
+                let mut fwd = mine.clone();
+                plan.forward(ctx, &mut fwd)?;
+                let mut back = fwd.clone();
+                plan.inverse(ctx, &mut back)?;
+                plan.free(ctx)?;
+                Ok((fwd, back, mine))
+            })
+            .unwrap();
+            let wide = |v: &[Complex<f32>]| -> Vec<Complex<f64>> {
+                v.iter()
+                    .map(|c| Complex::new(c.re as f64, c.im as f64))
+                    .collect()
+            };
+            for (me, (fwd, back, mine)) in got.iter().enumerate() {
+                let want: Vec<Complex<f64>> = (me..n).step_by(2).map(|i| want[i]).collect();
+                let case = format!("{rows} rows, f32, pid {me}");
+                assert!(rel_error(&wide(fwd), &want) < 1e-5, "forward, {case}");
+                assert!(
+                    rel_error(&wide(back), &wide(mine)) < 1e-5,
+                    "inverse, {case}"
+                );
+            }
+        }
+    }
+
     /// Splits in two levels (16, 32 and 64 rows for two processes) at lengths far below the
     /// ones `split::rows` gives them: forward against rustfft and back to the input, with
     /// both exchanges, three times on one plan (both parities of packs).
