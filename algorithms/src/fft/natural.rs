@@ -302,6 +302,7 @@ impl<T: Float> Natural<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fft::num::testing::{input, rel_error};
 
     /// Rows split in two levels (from a length far below `NATURAL_DEEP_MIN`): forward against
     /// rustfft and back to the input, three times on one plan, in a top level of one process.
@@ -309,12 +310,7 @@ mod tests {
     fn two_levels_match_rustfft() {
         for log in [12u32, 14, 17] {
             let n = 1usize << log;
-            let x: Vec<Complex<f64>> = (0..n)
-                .map(|i| {
-                    let (a, b) = ((i * 7919) % 1000, (i * 104_729) % 997);
-                    Complex::new(a as f64 / 1000.0 - 0.5, b as f64 / 997.0 - 0.5)
-                })
-                .collect();
+            let x = input(n);
             let mut want = x.clone();
             f64::rustfft_plan(n, false).process(&mut want);
             let plan = Natural::<f64>::plan_from(n, 2, 1 << 10).expect("a plan");
@@ -330,14 +326,9 @@ mod tests {
                 Ok((fwd, back))
             })
             .unwrap();
-            let err = |a: &[Complex<f64>], b: &[Complex<f64>]| {
-                let scale = b.iter().map(|v| v.norm()).fold(0.0, f64::max);
-                let diff = a.iter().zip(b).map(|(u, v)| (u - v).norm());
-                diff.fold(0.0, f64::max) / scale
-            };
             let (fwd, back) = &got[0];
-            assert!(err(fwd, &want) < 1e-13, "forward, n = 2^{log}");
-            assert!(err(back, &x) < 1e-13, "inverse, n = 2^{log}");
+            assert!(rel_error(fwd, &want) < 1e-13, "forward, n = 2^{log}");
+            assert!(rel_error(back, &x) < 1e-13, "inverse, n = 2^{log}");
         }
     }
 }

@@ -111,3 +111,26 @@ pub(crate) fn butterflies<T: Float>(
         len *= 2;
     }
 }
+
+/// What the FFT's unit tests share: an input and the error measure.
+#[cfg(test)]
+pub(crate) mod testing {
+    use num_complex::Complex;
+
+    /// A deterministic input of length `n` with entries in [-0.5, 0.5).
+    pub(crate) fn input(n: usize) -> Vec<Complex<f64>> {
+        (0..n)
+            .map(|i| {
+                let (a, b) = ((i * 7919) % 1000, (i * 104_729) % 997);
+                Complex::new(a as f64 / 1000.0 - 0.5, b as f64 / 997.0 - 0.5)
+            })
+            .collect()
+    }
+
+    /// The largest difference between `got` and `want`, relative to `want`'s largest entry.
+    pub(crate) fn rel_error(got: &[Complex<f64>], want: &[Complex<f64>]) -> f64 {
+        let scale = want.iter().map(|w| w.norm()).fold(0.0, f64::max);
+        let diff = got.iter().zip(want).map(|(g, w)| (g - w).norm());
+        diff.fold(0.0, f64::max) / scale
+    }
+}

@@ -1221,13 +1221,7 @@ impl<T: Float> Below<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The largest difference between `got` and `want`, relative to `want`'s largest entry.
-    fn rel_error(got: &[Complex<f64>], want: &[Complex<f64>]) -> f64 {
-        let scale = want.iter().map(|w| w.norm()).fold(0.0, f64::max);
-        let diff = got.iter().zip(want).map(|(g, w)| (g - w).norm());
-        diff.fold(0.0, f64::max) / scale
-    }
+    use crate::fft::num::testing::{input, rel_error};
 
     /// The same splits in single precision, where our passes take their portable loops (the
     /// vectorised ones are for f64): forward against rustfft in f64, and back.
@@ -1282,12 +1276,7 @@ mod tests {
             for exchange in [Exchange::Owned, Exchange::DirectGet] {
                 for log in [13u32, 15] {
                     let n = 1usize << log;
-                    let x: Vec<Complex<f64>> = (0..n)
-                        .map(|i| {
-                            let (a, b) = ((i * 7919) % 1000, (i * 104_729) % 997);
-                            Complex::new(a as f64 / 1000.0 - 0.5, b as f64 / 997.0 - 0.5)
-                        })
-                        .collect();
+                    let x = input(n);
                     let mut want = x.clone();
                     f64::rustfft_plan(n, false).process(&mut want);
                     let got = mbsp::run(2, |ctx| {
