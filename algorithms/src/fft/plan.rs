@@ -695,11 +695,7 @@ impl<T: Float> BspFft<T> {
             } else {
                 &mut pack[..b]
             };
-            let own = if l > 8 {
-                &mut self.slab[2 * split::SLAB..]
-            } else {
-                &mut [][..]
-            };
+            let own = slab_and_own(&mut self.slab, l).1;
             split::kernels2(local, theirs, own, me, tw, inverse, |row, out| {
                 kernel.process_outofplace_with_scratch(row, out, scratch)
             });
@@ -761,12 +757,7 @@ impl<T: Float> BspFft<T> {
             } else {
                 Theirs::Fetch(&mut fetch)
             };
-            // With more than eight rows this process's own pack lies past the slabs.
-            let (slab, own) = if l > 8 {
-                self.slab.split_at_mut(2 * split::SLAB)
-            } else {
-                (&mut self.slab[..], &mut [][..])
-            };
+            let (slab, own) = slab_and_own(&mut self.slab, l);
             let gather = split::Gather2 {
                 me,
                 l,
@@ -998,6 +989,16 @@ fn slab_room<T: Float>(t: &Tables<T>) -> usize {
     }
 }
 
+/// The gather pass's room in `slab` (`p = 2`, [`slab_room`]) and, split in `l > 8` rows (two
+/// levels), this process's own pack, which lies past the slabs; else empty.
+fn slab_and_own<T>(slab: &mut [Complex<T>], l: usize) -> (&mut [Complex<T>], &mut [Complex<T>]) {
+    if l > 8 {
+        slab.split_at_mut(2 * split::SLAB)
+    } else {
+        (slab, &mut [][..])
+    }
+}
+
 /// Marks the plan-check message of [`BspFft::new`].
 const PLAN_MAGIC: u64 = 0x4253_5046_4654_0001;
 
@@ -1223,14 +1224,13 @@ mod tests {
     use super::*;
     use crate::fft::num::testing::{input, rel_error};
 
-    /// The same splits in single precision, where our passes take their portable loops (the
-    /// vectorised ones are for f64): forward against rustfft in f64, and back.
+    /// The splits of `two_level_splits_match_rustfft` in single precision, where our passes
+    /// take their portable loops (the vectorised ones are for f64): forward against rustfft
+    /// in f64, and back.
     #[test]
     fn two_level_splits_in_single_precision() {
         let n = 1usize << 14;
-        let x: Vec<Complex<f64>> = (0..n)
-            .map(|i| Complex::new(((i * 31) % 17) as f64 / 17.0, ((i * 7) % 13) as f64 / 13.0))
-            .collect();
+        let x = input(n);
         let mut want = x.clone();
         f64::rustfft_plan(n, false).process(&mut want);
         for rows in [16, 32, 64] {
