@@ -375,6 +375,10 @@ pub(crate) struct Layout {
     pub(crate) pus: Vec<Vec<u32>>,
     /// Each process's barrier group: the first package of its domain.
     pub(crate) groups: Vec<usize>,
+    /// Process 0's PUs that no other process of the run is placed on (OS indices): where a
+    /// nested run's process 0, its parent's thread, may stay without being narrowed
+    /// ([`Layout::process0_stays_at`]).
+    pub(crate) alone0: Vec<u32>,
     /// Hardware threads really available to the run's processes (for the waiting policy).
     pub(crate) cores: usize,
 }
@@ -397,7 +401,8 @@ impl Layout {
             Procs::Per(level) => plan_per(m, domain, level),
         };
         let binder = Binder::new(&loaded);
-        let pus = domains.iter().map(|d| d.pu_os(m)).collect();
+        let pus: Vec<Vec<u32>> = domains.iter().map(|d| d.pu_os(m)).collect();
+        let alone0 = alone(&pus);
         let groups = domains
             .iter()
             .map(|d| d.packages(m).first().copied().unwrap_or(0))
@@ -420,8 +425,16 @@ impl Layout {
             domains,
             pus,
             groups,
+            alone0,
             cores,
         })
+    }
+
+    /// Whether process 0's thread, running on OS CPU `cpu` (`None`: unknown), may stay there
+    /// unnarrowed: `cpu` is one of process 0's PUs that no other process is placed on
+    /// (`process::enter` says why that is enough).
+    pub(crate) fn process0_stays_at(&self, cpu: Option<u32>) -> bool {
+        cpu.is_some_and(|c| self.alone0.contains(&c))
     }
 
     /// [`Layout::plan`], or the same plan made before on this thread. A plan depends only on
@@ -560,6 +573,18 @@ impl fmt::Display for Placement {
     }
 }
 
+/// The CPUs of `pus[0]` that no other entry of `pus` has.
+fn alone(pus: &[Vec<u32>]) -> Vec<u32> {
+    let Some((first, rest)) = pus.split_first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .copied()
+        .filter(|c| rest.iter().all(|o| !o.contains(c)))
+        .collect()
+}
+
 /// The number of hardware threads available to this program, as the standard library reports
 /// it when first asked ([`nprocs`](crate::nprocs)).
 pub(crate) fn hardware_threads() -> usize {
@@ -597,6 +622,35 @@ mod tests {
 
     /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
     /// plans that do not stack have none.
+    /// Process 0 may stay unnarrowed only on a PU of its own that no other process shares.
+    #[test]
+    fn process_zero_stays_only_on_a_pu_no_sibling_has() {
+        let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
+        let whole = loaded.machine.whole();
+        let plan = |p: usize, policy: Policy| {
+            Layout::plan(loaded.clone(), &whole, Procs::Count(p), policy, None).unwrap()
+        };
+        // One process per package: process 0 alone on package 0's PUs.
+        let two = plan(2, Policy::Scattered);
+        assert_eq!(two.alone0, two.pus[0]);
+        assert_eq!(two.alone0.len(), 4);
+        assert!(two.process0_stays_at(Some(two.pus[0][3])));
+        assert!(!two.process0_stays_at(Some(two.pus[1][0])));
+        assert!(!two.process0_stays_at(None));
+        // A run of one has its whole placement to itself.
+        for policy in [Policy::Compact, Policy::Scattered] {
+            let one = plan(1, policy);
+            assert_eq!(one.alone0, one.pus[0]);
+        }
+        // More processes than PUs: process 0 shares its PU, so it is always narrowed.
+        let many = plan(16, Policy::Compact);
+        assert!(many.alone0.is_empty());
+        assert!(!many.process0_stays_at(Some(many.pus[0][0])));
+        // Manual sets that overlap in part: the PUs only process 0 has.
+        let manual = plan(2, Policy::Manual(vec![vec![0, 1, 2], vec![2, 3]]));
+        assert_eq!(manual.alone0, vec![0, 1]);
+    }
+
     /// A plan is made once per thread for the same machine, domain, processes, policy and
     /// binding, and anew when any of them differs; what it works out for the processes (CPUs,
     /// barrier groups, hardware threads) is its domains'.

@@ -54,12 +54,17 @@ thread_local! {
 /// binding before the run when it has to be restored at the end ([`leave`]): process 0 of a
 /// top-level run is the caller's thread, and process 0 of a nested run is its parent's.
 ///
-/// Process 0 of a nested run narrows its thread to its own placement when the parent's is
-/// wider: a thread left on the parent's PUs shares them with its bound siblings, and the
-/// scheduler was seen keeping it on a sibling's core for whole runs (two processes on one core,
-/// half speed). When the nested run ends, the thread gets its parent's binding back, at every
-/// level of nesting: a rank's thread, say, that ran a nested run on its share's first core
-/// computes on its whole share again. Nothing is bound when the placements are equal.
+/// Process 0 of a nested run, when its parent's binding is wider than its placement, must not
+/// share a core with its bound siblings: a thread left on the parent's PUs was seen kept on a
+/// sibling's core by the scheduler for whole runs (two processes on one core, half speed). If
+/// the thread runs on a CPU of its placement that no sibling is placed on, it is left as it is:
+/// the scheduler does not move a running thread off a core nobody else wants, and the
+/// thread's binding stays its parent's. Else it is narrowed to its placement, and when the
+/// nested run ends it gets its parent's binding back, at every level of nesting: a rank's
+/// thread, say, that ran a nested run on its share's first core computes on its whole share
+/// again. A binding system call costs about as much as the rest of a nested run's start, and a
+/// widened thread stays where it was narrowed to: a program whose nested runs follow one
+/// another binds at the first one only. Nothing is bound when the placements are equal.
 pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
@@ -68,11 +73,15 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
         let want = &layout.pus[pid];
         match &shared.inherited {
             // Bound where it should be (its placement is the parent's): nothing to do; else
-            // bind now, and give the parent's binding back at the end.
+            // stay or narrow (above), and give the parent's binding back at the end.
             Some(Binding::Applied(parent)) if layout.binder.applies() => {
                 let restore = (parent != want).then(|| parent.clone());
                 if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
                     (Binding::Applied(want.clone()), restore)
+                } else if restore.is_some()
+                    && layout.process0_stays_at(layout.binder.current_cpu())
+                {
+                    (Binding::Applied(parent.clone()), None)
                 } else {
                     (bind_remembered(layout, want), restore)
                 }

@@ -60,6 +60,21 @@ pub(crate) fn thread() -> Option<Vec<u32>> {
     Some(cpus)
 }
 
+/// The OS CPU the calling thread runs on at this moment (`None` if it cannot be read). glibc
+/// answers from the thread's restartable-sequence area or the vDSO: a load, not a system
+/// call.
+#[cfg(target_os = "linux")]
+pub(crate) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's state.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn current_cpu() -> Option<u32> {
+    None
+}
+
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn set_thread(_cpus: &[u32]) -> Option<std::io::Result<()>> {
     None
@@ -95,6 +110,8 @@ mod tests {
         let one = [before[0]];
         super::set_thread(&one).expect("handled").expect("bound");
         assert_eq!(super::thread().as_deref(), Some(&one[..]));
+        // Bound to one CPU, the thread runs there (the kernel moves it before returning).
+        assert_eq!(super::current_cpu(), Some(one[0]));
         let topo = hwlocality::Topology::new().expect("hwloc");
         let seen = topo
             .cpu_binding(hwlocality::cpu::binding::CpuBindingFlags::THREAD)

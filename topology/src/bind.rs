@@ -191,6 +191,13 @@ impl Binder {
         })
     }
 
+    /// The OS CPU the calling thread runs on now, when bindings apply here and the system says
+    /// (a snapshot: the scheduler may move the thread anywhere its binding allows).
+    pub fn current_cpu(&self) -> Option<u32> {
+        self.hwloc.as_ref()?;
+        crate::affinity::current_cpu()
+    }
+
     /// Rebind the calling thread to the OS CPU indices `cpus` (e.g. what [`thread_cpus`]
     /// returned before a run).
     ///

@@ -195,11 +195,12 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
 }
 
 /// On the machine running the tests: in a nested run under a wider parent (a top-level run of
-/// one process spans the machine), process 0's thread is narrowed to its own placement like
-/// its siblings' threads, so it cannot share a sibling's core; after the nested run it has its
-/// parent's binding back, and the caller's binding comes back when the top-level run ends.
+/// one process spans the machine), every process but 0 is bound to its placement; process 0,
+/// the parent's thread, is either left on its parent's binding (it ran on a CPU of its own) or
+/// narrowed to its placement; after the nested run it has its parent's binding back, and the
+/// caller's binding comes back when the top-level run ends.
 #[test]
-fn nested_process_zero_is_narrowed_to_its_placement_and_restored_after() {
+fn nested_process_zero_keeps_or_narrows_its_binding_and_gets_it_back() {
     let loaded = Machine::current().unwrap();
     let binder = Binder::new(&loaded);
     let pus = loaded.machine.pus().len();
@@ -214,7 +215,7 @@ fn nested_process_zero_is_narrowed_to_its_placement_and_restored_after() {
                 let b = Binder::new(&Machine::current().unwrap());
                 let mut rounds = Vec::new();
                 for _ in 0..3 {
-                    let inner = ctx.run(pus, |n| Ok((n.placement().pus, b.thread_cpus())))?;
+                    let inner = ctx.run(pus, |n| Ok((n.placement(), b.thread_cpus())))?;
                     rounds.push((inner, b.thread_cpus()));
                 }
                 Ok((ctx.placement().pus, rounds))
@@ -222,21 +223,69 @@ fn nested_process_zero_is_narrowed_to_its_placement_and_restored_after() {
             .unwrap();
         let (top, rounds) = &r[0];
         for (inner, after) in rounds {
-            for (pid, (want, now)) in inner.iter().enumerate() {
-                assert_eq!(now.as_ref(), Some(want), "nested process {pid}");
+            for (pid, (place, now)) in inner.iter().enumerate() {
+                let Binding::Applied(bound) = &place.binding else {
+                    panic!("nested process {pid}: {}", place.binding);
+                };
+                assert_eq!(now.as_ref(), Some(bound), "nested process {pid}: the OS agrees");
+                if pid == 0 && bound == top {
+                    continue;
+                }
+                assert_eq!(bound, &place.pus, "nested process {pid}");
             }
             assert_eq!(
                 after.as_ref(),
                 Some(top),
                 "the parent's binding after the nested run"
             );
-            assert!(inner[0].0.iter().all(|p| top.contains(p)));
+            assert!(inner[0].0.pus.iter().all(|p| top.contains(p)));
         }
         assert_eq!(
             binder.thread_cpus(),
             before,
             "the caller's binding is restored"
         );
+    });
+}
+
+/// On the machine running the tests: a parent's thread that runs on a CPU where a sibling of
+/// its nested process 0 is placed is narrowed to process 0's placement for the nested run (so
+/// the two do not share a core), and gets its binding back after. The thread is moved to that
+/// CPU first (bound to it, then widened again: widening does not move it); the scheduler may
+/// move it away before the nested run starts, so this tries a few times.
+#[test]
+fn a_parent_on_a_siblings_cpu_is_narrowed_for_the_nested_run() {
+    let loaded = Machine::current().unwrap();
+    let binder = Binder::new(&loaded);
+    let pus = loaded.machine.pus().len();
+    if !binder.applies() || pus < 2 {
+        common::skip_here("not a real machine of 2 PUs or more: no binding to read back");
+        return;
+    }
+    within(60, move || {
+        let narrowed = Run::new(1)
+            .run(|ctx| {
+                let b = Binder::new(&Machine::current().unwrap());
+                let top = ctx.placement().pus;
+                let plan = ctx.run(2, |n| Ok(n.placement().pus))?;
+                let sibling = *plan[1].first().expect("a PU");
+                for _ in 0..20 {
+                    // On the sibling's CPU, with the parent's binding.
+                    b.restore_thread(&[sibling]);
+                    b.restore_thread(&top);
+                    let inner = ctx.run(2, |n| Ok((n.placement(), b.thread_cpus())))?;
+                    assert_eq!(b.thread_cpus().as_ref(), Some(&top), "given back");
+                    let (place, now) = &inner[0];
+                    if place.binding == Binding::Applied(place.pus.clone()) {
+                        assert_eq!(now.as_ref(), Some(&place.pus), "the OS agrees");
+                        assert!(!place.pus.contains(&sibling));
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .unwrap();
+        assert!(narrowed[0], "never narrowed in 20 tries");
     });
 }
 
