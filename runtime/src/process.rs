@@ -78,8 +78,7 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
                 let restore = (parent != want).then(|| parent.clone());
                 if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
                     (Binding::Applied(want.clone()), restore)
-                } else if restore.is_some()
-                    && layout.process0_stays_at(layout.binder.current_cpu())
+                } else if restore.is_some() && layout.process0_stays_at(layout.binder.current_cpu())
                 {
                     (Binding::Applied(parent.clone()), None)
                 } else {

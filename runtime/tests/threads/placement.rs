@@ -227,7 +227,11 @@ fn nested_process_zero_keeps_or_narrows_its_binding_and_gets_it_back() {
                 let Binding::Applied(bound) = &place.binding else {
                     panic!("nested process {pid}: {}", place.binding);
                 };
-                assert_eq!(now.as_ref(), Some(bound), "nested process {pid}: the OS agrees");
+                assert_eq!(
+                    now.as_ref(),
+                    Some(bound),
+                    "nested process {pid}: the OS agrees"
+                );
                 if pid == 0 && bound == top {
                     continue;
                 }
