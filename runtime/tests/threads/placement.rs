@@ -194,6 +194,19 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
     });
 }
 
+/// This machine's binder and PU count when bindings apply here and there are 2 PUs or more;
+/// else the test is skipped (`None`).
+fn real_machine_of_two_pus() -> Option<(Binder, usize)> {
+    let loaded = Machine::current().unwrap();
+    let binder = Binder::new(&loaded);
+    let pus = loaded.machine.pus().len();
+    if !binder.applies() || pus < 2 {
+        common::skip_here("not a real machine of 2 PUs or more: no binding to read back");
+        return None;
+    }
+    Some((binder, pus))
+}
+
 /// On the machine running the tests: in a nested run under a wider parent (a top-level run of
 /// one process spans the machine), every process but 0 is bound to its placement; process 0,
 /// the parent's thread, is either left on its parent's binding (it ran on a CPU of its own) or
@@ -201,13 +214,9 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
 /// caller's binding comes back when the top-level run ends.
 #[test]
 fn nested_process_zero_keeps_or_narrows_its_binding_and_gets_it_back() {
-    let loaded = Machine::current().unwrap();
-    let binder = Binder::new(&loaded);
-    let pus = loaded.machine.pus().len();
-    if !binder.applies() || pus < 2 {
-        common::skip_here("not a real machine of 2 PUs or more: no binding to read back");
+    let Some((binder, pus)) = real_machine_of_two_pus() else {
         return;
-    }
+    };
     within(60, move || {
         let before = binder.thread_cpus();
         let r = Run::new(1)
@@ -259,11 +268,7 @@ fn nested_process_zero_keeps_or_narrows_its_binding_and_gets_it_back() {
 /// move it away before the nested run starts, so this tries a few times.
 #[test]
 fn a_parent_on_a_siblings_cpu_is_narrowed_for_the_nested_run() {
-    let loaded = Machine::current().unwrap();
-    let binder = Binder::new(&loaded);
-    let pus = loaded.machine.pus().len();
-    if !binder.applies() || pus < 2 {
-        common::skip_here("not a real machine of 2 PUs or more: no binding to read back");
+    if real_machine_of_two_pus().is_none() {
         return;
     }
     within(60, move || {
