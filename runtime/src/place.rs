@@ -620,8 +620,6 @@ mod tests {
         );
     }
 
-    /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
-    /// plans that do not stack have none.
     /// Process 0 may stay unnarrowed only on a PU of its own that no other process shares.
     #[test]
     fn process_zero_stays_only_on_a_pu_no_sibling_has() {
@@ -717,6 +715,8 @@ mod tests {
         }
     }
 
+    /// The warning of a stacked nested run says where it stacks, why and what to do, by policy;
+    /// plans that do not stack have none.
     #[test]
     fn stacking_warnings() {
         let loaded = Machine::synthetic("package:2 core:2 pu:2").unwrap();
