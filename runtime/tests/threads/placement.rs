@@ -261,6 +261,59 @@ fn nested_process_zero_keeps_or_narrows_its_binding_and_gets_it_back() {
     });
 }
 
+/// On the machine running the tests, three levels (1, then one process per PU, then 2 stacked
+/// on the core of each middle process): the binding of every middle process's thread after each
+/// run nested in it is what it was before, also for process 0 when it kept its parent's wider
+/// binding (issue 44: at every level of nesting). Such a process 0 pays two binding calls per
+/// stacked run; binding it to its placement for the rest of its run would save them but change
+/// its binding across the nested run. The thread is put on process 0's CPU first so that it
+/// keeps the wider binding; the scheduler may move it, so this tries a few times and must see
+/// that case once.
+#[test]
+fn every_level_gets_its_binding_back_after_stacked_runs() {
+    let Some((binder, pus)) = real_machine_of_two_pus() else {
+        return;
+    };
+    within(60, move || {
+        let before = binder.thread_cpus();
+        let kept = Run::new(1)
+            .run(|ctx| {
+                let b = Binder::new(&Machine::current().unwrap());
+                let top = ctx.placement().pus;
+                let own = ctx.run(pus, |n| Ok(n.placement().pus[0]))?[0];
+                let mut kept = 0;
+                for _ in 0..20 {
+                    b.restore_thread(&[own]);
+                    b.restore_thread(&top);
+                    let middle = ctx.run(pus, |n| {
+                        let stacked = Run::new(2).policy(Policy::Compact);
+                        let mut seen = Vec::new();
+                        for _ in 0..3 {
+                            let was = b.thread_cpus();
+                            n.run_with(stacked.clone(), |_| Ok(()))?;
+                            seen.push((was, b.thread_cpus()));
+                        }
+                        Ok(seen)
+                    })?;
+                    assert_eq!(b.thread_cpus().as_ref(), Some(&top), "after the middle run");
+                    for (pid, seen) in middle.iter().enumerate() {
+                        for (was, now) in seen {
+                            assert_eq!(was, now, "middle pid {pid}: its binding across a run");
+                        }
+                    }
+                    kept += usize::from(middle[0][0].0.as_ref() == Some(&top));
+                }
+                Ok(kept)
+            })
+            .unwrap();
+        assert!(
+            kept[0] > 0,
+            "process 0 never kept its parent's binding in 20 tries"
+        );
+        assert_eq!(binder.thread_cpus(), before, "the caller's binding");
+    });
+}
+
 /// On the machine running the tests: a parent's thread that runs on a CPU where a sibling of
 /// its nested process 0 is placed is narrowed to process 0's placement for the nested run (so
 /// the two do not share a core), and gets its binding back after. The thread is moved to that
