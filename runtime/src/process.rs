@@ -75,12 +75,14 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
             // Bound where it should be (its placement is the parent's): nothing to do; else
             // stay or narrow (above), and give the parent's binding back at the end.
             Some(Binding::Applied(parent)) if layout.binder.applies() => {
-                let restore = (parent != want).then(|| parent.clone());
+                let mut restore = (parent != want).then(|| parent.clone());
                 if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
                     (Binding::Applied(want.clone()), restore)
-                } else if restore.is_some() && layout.process0_stays_at(layout.binder.current_cpu())
+                } else if let Some(parent) =
+                    restore.take_if(|_| layout.process0_stays_at(layout.binder.current_cpu()))
                 {
-                    (Binding::Applied(parent.clone()), None)
+                    // Stays: its binding is its parent's (the copy made for the restore).
+                    (Binding::Applied(parent), None)
                 } else {
                     (bind_remembered(layout, want), restore)
                 }
