@@ -437,6 +437,13 @@ impl Layout {
         cpu.is_some_and(|c| self.alone0.contains(&c))
     }
 
+    /// Whether a top-level run's process 0, the caller's thread running on OS CPU `cpu`, may
+    /// keep the caller's binding: as [`Layout::process0_stays_at`], unless the placement is
+    /// manual (a program that names process 0's CPUs has the caller's thread bound to them).
+    pub(crate) fn caller_stays_at(&self, cpu: Option<u32>) -> bool {
+        !matches!(self.policy, Policy::Manual(_)) && self.process0_stays_at(cpu)
+    }
+
     /// [`Layout::plan`], or the same plan made before on this thread. A plan depends only on
     /// its inputs, and making one allocates a few dozen times (domains, CPU lists, sets):
     /// about as much time as the rest of a nested run's start. A program that starts the same
@@ -647,6 +654,12 @@ mod tests {
         // Manual sets that overlap in part: the PUs only process 0 has.
         let manual = plan(2, Policy::Manual(vec![vec![0, 1, 2], vec![2, 3]]));
         assert_eq!(manual.alone0, vec![0, 1]);
+        // The caller's thread stays as process 0 does, but never under a manual placement.
+        assert!(manual.process0_stays_at(Some(0)));
+        assert!(!manual.caller_stays_at(Some(0)));
+        assert!(two.caller_stays_at(Some(two.pus[0][3])));
+        assert!(!two.caller_stays_at(Some(two.pus[1][0])));
+        assert!(!many.caller_stays_at(Some(many.pus[0][0])));
     }
 
     /// A plan is made once per thread for the same machine, domain, processes, policy and

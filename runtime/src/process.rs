@@ -54,7 +54,7 @@ thread_local! {
 /// binding before the run when it has to be restored at the end ([`leave`]): process 0 of a
 /// top-level run is the caller's thread, and process 0 of a nested run is its parent's.
 ///
-/// Process 0 of a nested run, when its parent's binding is wider than its placement, must not
+/// Process 0, when the binding its thread comes with is wider than its placement, must not
 /// share a core with its bound siblings: a thread left on the parent's PUs was seen kept on a
 /// sibling's core by the scheduler for whole runs (two processes on one core, half speed). If
 /// the thread runs on a CPU of its placement that no sibling is placed on, it is left as it is:
@@ -65,6 +65,13 @@ thread_local! {
 /// again. A binding system call costs about as much as the rest of a nested run's start, and a
 /// widened thread stays where it was narrowed to: a program whose nested runs follow one
 /// another binds at the first one only. Nothing is bound when the placements are equal.
+///
+/// The caller's thread, process 0 of a top-level run, follows the same rule unless the
+/// placement is manual (then it is bound to the CPUs the program named), and gets the caller's
+/// binding back at the end if anything narrowed it. A top-level run whose caller stays makes
+/// no binding call on its thread. The price is paid by runs nested in such a process 0 that
+/// stack several processes on its core: its thread keeps the caller's wider binding, so each
+/// of them narrows it and gives that binding back (two calls a nested run).
 pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
@@ -88,16 +95,18 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
                 }
             }
             Some(parent) => (parent.clone(), None),
-            None => {
-                // `before` comes back at the end if the thread is elsewhere then (see `leave`).
-                let before = layout.binder.thread_cpus();
-                if before.as_ref() == Some(want) {
-                    BOUND.with(|c| *c.borrow_mut() = before.clone());
-                    (Binding::Applied(want.clone()), before)
-                } else {
-                    (bind_remembered(layout, want), before)
+            // The caller's thread: `before` comes back at the end if the thread is elsewhere
+            // then (see `leave`).
+            None => match layout.binder.thread_cpus() {
+                // Bound where it should be, or staying (above): nothing to bind.
+                Some(before)
+                    if &before == want || layout.caller_stays_at(layout.binder.current_cpu()) =>
+                {
+                    BOUND.with(|c| *c.borrow_mut() = Some(before.clone()));
+                    (Binding::Applied(before.clone()), Some(before))
                 }
-            }
+                before => (bind_remembered(layout, want), before),
+            },
         }
     } else {
         let want = &layout.pus[pid];

@@ -173,8 +173,11 @@ fn bindings_on_this_machine_read_back_and_are_restored() {
                 let b = Binder::new(&Machine::current().unwrap());
                 let now = b.thread_cpus();
                 if let Binding::Applied(cpus) = &mine.binding {
-                    assert_eq!(cpus, &mine.pus);
-                    assert_eq!(now.as_ref(), Some(&mine.pus), "the OS agrees");
+                    // Process 0, the caller's thread, may keep the caller's binding.
+                    if ctx.pid() != 0 || Some(cpus) != before.as_ref() {
+                        assert_eq!(cpus, &mine.pus);
+                    }
+                    assert_eq!(now.as_ref(), Some(cpus), "the OS agrees");
                 }
                 let inner = ctx.run(2, |n| Ok(n.placement().pus))?;
                 assert_eq!(b.thread_cpus(), now, "restored after the nested run");
@@ -348,6 +351,77 @@ fn a_parent_on_a_siblings_cpu_is_narrowed_for_the_nested_run() {
             })
             .unwrap();
         assert!(narrowed[0], "never narrowed in 20 tries");
+    });
+}
+
+/// On the machine running the tests: the caller's thread, process 0 of a top-level run, keeps
+/// the caller's binding when it runs on a CPU of its placement that no other process has, is
+/// narrowed to its placement when it runs where another process is placed, and is always bound
+/// to the CPUs a manual placement names; after every run the caller's binding is back. The
+/// thread is put on the CPU first (bound to it, then widened: widening does not move it); the
+/// scheduler may move it before the run starts, so each case is tried a few times and must be
+/// seen once.
+#[test]
+fn the_callers_thread_keeps_its_binding_on_a_cpu_of_its_own_unless_placed_by_hand() {
+    let Some((binder, _)) = real_machine_of_two_pus() else {
+        return;
+    };
+    within(60, move || {
+        let wide = binder.thread_cpus().expect("the test thread's binding");
+        let plan = Run::new(2)
+            .policy(Policy::Scattered)
+            .run(|ctx| Ok(ctx.placement().pus))
+            .unwrap();
+        if plan[0] == wide {
+            common::skip_here("process 0 is placed on the whole binding: nothing to keep");
+            return;
+        }
+        let (own, sibling) = (plan[0][0], plan[1][0]);
+        let run = |policy: Policy| {
+            let r = Run::new(2)
+                .policy(policy)
+                .run(|ctx| {
+                    Ok((
+                        ctx.placement(),
+                        Binder::new(&Machine::current().unwrap()).thread_cpus(),
+                    ))
+                })
+                .unwrap();
+            assert_eq!(
+                binder.thread_cpus().as_ref(),
+                Some(&wide),
+                "the caller's binding is back"
+            );
+            let (place, now) = r.into_iter().next().unwrap();
+            let Binding::Applied(bound) = place.binding else {
+                panic!("process 0: {}", place.binding);
+            };
+            assert_eq!(now.as_ref(), Some(&bound), "the OS agrees");
+            (bound, place.pus)
+        };
+        let on = |cpu: u32| {
+            binder.restore_thread(&[cpu]);
+            binder.restore_thread(&wide);
+        };
+        let (mut kept, mut narrowed) = (false, false);
+        for _ in 0..20 {
+            on(own);
+            let (bound, pus) = run(Policy::Scattered);
+            kept |= bound == wide;
+            assert!(bound == wide || bound == pus, "kept or narrowed: {bound:?}");
+            on(sibling);
+            let (bound, pus) = run(Policy::Scattered);
+            narrowed |= bound == pus;
+            assert!(bound == wide || bound == pus, "kept or narrowed: {bound:?}");
+            on(own);
+            let (bound, pus) = run(Policy::Manual(plan.clone()));
+            assert_eq!(bound, pus, "a manual placement binds the caller's thread");
+        }
+        assert!(kept, "the caller's binding was never kept in 20 tries");
+        assert!(
+            narrowed,
+            "the caller's thread was never narrowed in 20 tries"
+        );
     });
 }
 
