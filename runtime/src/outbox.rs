@@ -2,9 +2,13 @@
 //!
 //! Buffered puts and messages are copied into the sender's outbox for that destination, as
 //! records in two append-only arenas: a put is `[length << 48 | dst address][data]` (a 16-byte
-//! record for one word; longer puts, and addresses beyond 48 bits, use the long form
-//! `[LONG][dst address][length][data]`), a message `[payload length][tag][payload]`, each part
-//! 8-byte aligned. An owned message (`owned.rs`) is a message record whose length word is
+//! record for one word; puts of [`PAD_FROM`] bytes or more, and addresses beyond 48 bits, use
+//! the long form
+//! `[LONG << 48 | pad][dst address][length][pad bytes][data]`), a message `[payload
+//! length][tag][payload]`, each part 8-byte aligned. The pad of a long put of
+//! [`PAD_FROM`] bytes or more places its data where neither copy of it (from the caller's
+//! source at the call, to the destination at the sync) reads and writes addresses that agree in
+//! their low 12 bits ([`pad_for`]); other records have none. An owned message (`owned.rs`) is a message record whose length word is
 //! flagged and whose body is `[index]` into the outbox's handles (the buffer handed over, not
 //! copied) or, over MPI ranks, `[element size][align << 32 | name length][name][payload]` (its
 //! bytes, copied). In the sync the *receiver* walks
@@ -36,15 +40,49 @@ const WORD: usize = std::mem::size_of::<u64>();
 const LONG: u64 = 0xFFFF;
 const SHIFT: u32 = 48;
 
-/// The header of a put record of `len` bytes to `dst`: one word, or three (long form).
+/// The header of a put record of `len` bytes to `dst`: one word, or three (the long form, its
+/// pad still 0: always from [`PAD_FROM`] bytes, which get a pad).
 #[inline(always)]
 fn header(dst: *mut u8, len: usize) -> ([u64; 3], usize) {
     let d = dst as u64;
-    if (len as u64) < LONG && d >> SHIFT == 0 {
+    if len < PAD_FROM && d >> SHIFT == 0 {
         ([(len as u64) << SHIFT | d, 0, 0], WORD)
     } else {
         ([LONG << SHIFT, d, len as u64], 3 * WORD)
     }
+}
+
+/// Puts of this many bytes or more get the long header and a pad before their data
+/// ([`pad_for`]); below, the pad could cost more memory than the put.
+pub(crate) const PAD_FROM: usize = 1024;
+
+/// How far, modulo a page, the data of a long put stays from its source and destination: a copy
+/// whose source and destination addresses agree in their low 12 bits, or nearly, has its loads
+/// wait for its own earlier stores to the same page offset (4K aliasing). A 4 KiB put whose
+/// source and outbox data were a few bytes apart modulo 4096 was copied several times slower
+/// than one with them half a page apart (AMD EPYC; docs/benchmarks.md), the more so when the
+/// outbox lines must first be taken back from the receiver's cache, as they must in every
+/// superstep that refills them.
+const FAR: u64 = 512;
+const PAGE: u64 = 4096;
+
+/// Whether addresses `a` and `b` are less than [`FAR`] apart modulo a page.
+fn near(a: u64, b: u64) -> bool {
+    !(FAR..=PAGE - FAR).contains(&(a.wrapping_sub(b) % PAGE))
+}
+
+/// The pad (a multiple of 8, below [`PAGE`]) that places the data of a long put, which would
+/// start at `at`, at least [`FAR`] bytes away, modulo a page, from both its source `src` and its
+/// destination `dst`; and, where that allows, at the source's offset within a cache line (a
+/// copy between addresses of the same alignment moves whole lines). Some pad below `PAGE`
+/// always fits: each address rules out less than a quarter of the page offsets.
+fn pad_for(at: u64, src: u64, dst: u64) -> u64 {
+    let first = (src & !7).wrapping_sub(at) % 64;
+    (0..PAGE / 8)
+        .map(|k| (first + 64 * k) % PAGE)
+        .chain((0..PAGE / 8).map(|k| 8 * k))
+        .find(|&pad| !near(at + pad, src) && !near(dst, at + pad))
+        .unwrap_or(0)
 }
 
 /// Append a short put record of `src` to `dst` to `words[*len..]` if it fits (and the short
@@ -206,19 +244,30 @@ impl Outbox {
     /// (nothing is queued then).
     #[inline]
     pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) -> Option<()> {
-        let (head, hlen) = header(dst, src.len());
+        let (mut head, hlen) = header(dst, src.len());
         // A slice has at most isize::MAX bytes: the record size cannot overflow.
         let rec = hlen + align8(src.len());
-        let at = if self.inline_len + rec <= INLINE * WORD {
+        let (at, pad) = if self.inline_len + rec <= INLINE * WORD {
             self.inline_len += rec;
             // SAFETY: in bounds of `inline` (checked above).
-            unsafe { (self.inline.as_mut_ptr() as *mut u8).add(self.inline_len - rec) }
-        } else {
+            let at = unsafe { (self.inline.as_mut_ptr() as *mut u8).add(self.inline_len - rec) };
+            (at, 0)
+        } else if src.len() < PAD_FROM {
             let off = self.puts.try_reserve(rec)?;
             // SAFETY: `try_reserve` made room for the record.
-            unsafe { self.puts.base_mut().add(off) }
+            (unsafe { self.puts.base_mut().add(off) }, 0)
+        } else {
+            // Room for the largest pad; the pad is chosen where the arena is after growing,
+            // and what it leaves unused is given back.
+            let off = self.puts.try_reserve(rec.checked_add(PAGE as usize)?)?;
+            // SAFETY: `try_reserve` made room for the record and any pad.
+            let at = unsafe { self.puts.base_mut().add(off) };
+            let pad = pad_for(at as u64 + hlen as u64, src.as_ptr() as u64, dst as u64) as usize;
+            self.puts.len = off + rec + pad;
+            head[0] |= pad as u64;
+            (at, pad)
         };
-        // SAFETY: `at` has room for the header and the data and is 8-aligned.
+        // SAFETY: `at` has room for the header, the pad and the data and is 8-aligned.
         unsafe {
             let h = at as *mut u64;
             h.write(head[0]);
@@ -226,7 +275,7 @@ impl Outbox {
                 h.add(1).write(head[1]);
                 h.add(2).write(head[2]);
             }
-            copy_bytes(src.as_ptr(), at.add(hlen), src.len());
+            copy_bytes(src.as_ptr(), at.add(hlen + pad), src.len());
         }
         self.put_count += 1;
         Some(())
@@ -335,10 +384,12 @@ impl Outbox {
                         WORD,
                     )
                 } else {
+                    // The pad is part of the header's extent: the data follows it.
+                    let pad = (w & ((1 << SHIFT) - 1)) as usize;
                     (
                         h.add(1).read() as *mut u8,
                         h.add(2).read() as usize,
-                        3 * WORD,
+                        3 * WORD + pad,
                     )
                 };
                 copy_bytes(base.add(off + hlen), dst, len);
@@ -474,5 +525,53 @@ mod tests {
         // SAFETY: every destination is in `dst`, which nothing else references.
         unsafe { ob.deliver_puts() };
         assert!(dst == want, "delivered bytes differ");
+    }
+
+    /// The pad keeps a long put's data away from its source and destination modulo a page,
+    /// whatever their offsets, and stays below a page.
+    #[test]
+    fn the_pad_keeps_the_data_off_the_page_offsets_of_source_and_destination() {
+        for at in (0..PAGE).step_by(8).map(|a| 0x10_0000 + a) {
+            for (src, dst) in [(at, at), (at + 3, at + 24), (at - 24, at + 2048), (7, 4093)] {
+                let pad = pad_for(at, src, dst);
+                assert!(pad < PAGE && pad % 8 == 0, "pad {pad}");
+                assert!(
+                    !near(at + pad, src) && !near(dst, at + pad),
+                    "{at} {src} {dst}: {pad}"
+                );
+            }
+        }
+        // Where it can, the data starts at the source's offset in its cache line.
+        let pad = pad_for(0x10_0018, 0x20_0800, 0x30_0000);
+        assert_eq!((0x10_0018 + pad) % 64, 0x20_0800 % 64);
+    }
+
+    /// Long puts from sources at every offset of a page, into destinations at every offset,
+    /// with the arena growing between them, come out whole: the pads are skipped.
+    #[test]
+    fn padded_puts_are_delivered_whole_at_every_offset() {
+        let n = PAD_FROM + 13;
+        let src: Vec<u8> = (0..PAGE as usize + n).map(|j| (j * 7 + 1) as u8).collect();
+        let mut dst = vec![0u8; 40 * (n + 8 + 200)];
+        let mut ob = Outbox::default();
+        let mut want = vec![0u8; dst.len()];
+        let mut at = 0;
+        for k in 0..40 {
+            let from = (k * 104 + 3) % PAGE as usize;
+            want[at..at + n].copy_from_slice(&src[from..from + n]);
+            // SAFETY: in bounds of `dst`.
+            ob.put(unsafe { dst.as_mut_ptr().add(at) }, &src[from..from + n])
+                .unwrap();
+            // One-byte puts between them: short records after padded ones.
+            // SAFETY: in bounds of `dst`.
+            ob.put(unsafe { dst.as_mut_ptr().add(at + n) }, &[k as u8 | 1])
+                .unwrap();
+            want[at + n] = k as u8 | 1;
+            at += n + 8 + (k * 61) % 200;
+        }
+        // SAFETY: every destination is in `dst`, which nothing else references.
+        unsafe { ob.deliver_puts() };
+        assert!(dst == want, "delivered bytes differ");
+        assert_eq!(ob.put_count, 80);
     }
 }
