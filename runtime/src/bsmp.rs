@@ -387,7 +387,8 @@ impl Ctx {
         self.check_send("hpsend", pid, tag, len)?;
         // The record (with the tag) is reserved now, so that the sync only copies the payload
         // and cannot run out of memory.
-        let Some(at) = self.with_outbox(pid, |ob| ob.reserve_message(tag, len)) else {
+        let Some(at) = self.with_outbox(pid, |ob| ob.reserve_message(tag, len, payload.as_ptr()))
+        else {
             return Err(self.no_room_for_message("hpsend", pid, tag.len(), len));
         };
         self.note_out(pid, tag.len() + len, true, false);

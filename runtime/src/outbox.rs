@@ -3,12 +3,13 @@
 //! Buffered puts and messages are copied into the sender's outbox for that destination, as
 //! records in two append-only arenas: a put is `[length << 48 | dst address][data]` (a 16-byte
 //! record for one word; puts of [`PAD_FROM`] bytes or more, and addresses beyond 48 bits, use
-//! the long form
-//! `[LONG << 48 | pad][dst address][length][pad bytes][data]`), a message `[payload
-//! length][tag][payload]`, each part 8-byte aligned. The pad of a long put of
-//! [`PAD_FROM`] bytes or more places its data where neither copy of it (from the caller's
-//! source at the call, to the destination at the sync) reads and writes addresses that agree in
-//! their low 12 bits ([`pad_for`]); other records have none. An owned message (`owned.rs`) is a message record whose length word is
+//! the long form `[LONG << 48 | pad][dst address][length][pad bytes][data]`), a message
+//! `[pad << 50 | payload length][tag][pad bytes][payload]`, each part 8-byte aligned. The pad of
+//! a put of [`PAD_FROM`] bytes or more places its data where neither copy of it (from the
+//! caller's source at the call, to the destination at the sync) reads and writes addresses that
+//! agree in their low 12 bits ([`pad_for`]); the pad of a message of as many bytes keeps its
+//! payload off its source's; other records have none.
+//! An owned message (`owned.rs`) is a message record whose length word is
 //! flagged and whose body is `[index]` into the outbox's handles (the buffer handed over, not
 //! copied) or, over MPI ranks, `[element size][align << 32 | name length][name][payload]` (its
 //! bytes, copied). In the sync the *receiver* walks
@@ -122,8 +123,12 @@ pub(crate) fn count_records(words: &[u64]) -> u64 {
 pub(crate) const HANDLE: u64 = 1 << 63;
 /// ... or an owned message copied as bytes, with its element type (over MPI ranks).
 pub(crate) const BYTES: u64 = 1 << 62;
+/// Bits 50..62 of a plain message's length word: the pad before its payload (the payload's
+/// place is chosen as a long put's data is: [`pad_for`]).
+const PAD_SHIFT: u32 = 50;
+const PAD_BITS: u64 = 0xFFF << PAD_SHIFT;
 /// The payload length in a message record's length word.
-const LEN: u64 = BYTES - 1;
+const LEN: u64 = (1 << PAD_SHIFT) - 1;
 
 /// What a message record holds besides its tag and payload.
 pub(crate) enum Kind<'a> {
@@ -285,15 +290,33 @@ impl Outbox {
     /// `len` bytes, write its length and tag, count it, and return the offset where its payload
     /// goes; `None` if the record's size overflows or its memory cannot be allocated (nothing
     /// changes then). The caller writes the payload with [`fill`](Outbox::fill) before the
-    /// receiver can read it (in its sync, before barrier 1, at the latest).
+    /// receiver can read it (in its sync, before barrier 1, at the latest). `src` is where the
+    /// payload will be copied from: a payload of [`PAD_FROM`] bytes or more gets a pad that
+    /// keeps it off `src`'s page offset ([`pad_for`]).
     #[inline]
-    pub(crate) fn reserve_message(&mut self, tag: &[u8], len: usize) -> Option<usize> {
-        self.reserve_record(tag, len, 0, len)
+    pub(crate) fn reserve_message(
+        &mut self,
+        tag: &[u8],
+        len: usize,
+        src: *const u8,
+    ) -> Option<usize> {
+        if len < PAD_FROM {
+            return self.reserve_record(tag, len, 0, len);
+        }
+        // Room for the largest pad before the payload, chosen where the arena is after
+        // growing, as for a long put; what it leaves unused is given back.
+        let at = self.reserve_record(tag, len, 0, len.checked_add(PAGE as usize)?)?;
+        let pad = pad_for(self.msgs.base() as u64 + at as u64, src as u64, src as u64);
+        self.msgs.len = at + pad as usize + align8(len);
+        let w = at - WORD - align8(tag.len());
+        // SAFETY: `w` is the record's length word, written by `reserve_record` just now.
+        unsafe { (self.msgs.base_mut().add(w) as *mut u64).write(len as u64 | pad << PAD_SHIFT) };
+        Some(at + pad as usize)
     }
 
     /// [`reserve_message`](Outbox::reserve_message) of a record of kind `kind` (0, [`HANDLE`]
     /// or [`BYTES`]) for a payload of `len` bytes (at most `LEN`), whose body after the tag
-    /// has `body` bytes; returns the offset of the body.
+    /// has `body` bytes; returns the offset of the body. Its pad is 0.
     #[inline]
     pub(crate) fn reserve_record(
         &mut self,
@@ -302,7 +325,9 @@ impl Outbox {
         kind: u64,
         body: usize,
     ) -> Option<usize> {
-        debug_assert!(len as u64 <= LEN);
+        if len as u64 > LEN {
+            return None;
+        }
         let rec = WORD.checked_add(align8(tag.len()))?.checked_add(body)?;
         let off = self.msgs.try_reserve(rec)?;
         let base = self.msgs.base_mut();
@@ -337,7 +362,7 @@ impl Outbox {
     /// `payload` must be valid for reading `len` bytes.
     #[inline]
     pub(crate) unsafe fn send(&mut self, tag: &[u8], payload: *const u8, len: usize) -> Option<()> {
-        let at = self.reserve_message(tag, len)?;
+        let at = self.reserve_message(tag, len, payload)?;
         // SAFETY: reserved for `len` bytes just now; `payload` is the caller's promise.
         unsafe { self.fill(at, payload, len) };
         Some(())
@@ -346,7 +371,8 @@ impl Outbox {
     /// Append a message of `len` bytes whose payload is the concatenation of `parts` (whose
     /// lengths add up to `len`); `None` as for [`send`](Outbox::send).
     pub(crate) fn send_parts(&mut self, tag: &[u8], parts: &[&[u8]], len: usize) -> Option<()> {
-        let mut at = self.reserve_message(tag, len)?;
+        let first = parts.first().map_or(std::ptr::null(), |p| p.as_ptr());
+        let mut at = self.reserve_message(tag, len, first)?;
         for part in parts {
             // SAFETY: the parts add up to the `len` bytes reserved.
             unsafe { self.fill(at, part.as_ptr(), part.len()) };
@@ -423,7 +449,8 @@ impl Outbox {
         let tag_at = off + WORD;
         let body = tag_at + align8(tagsize);
         let (payload, end, kind) = if w & (HANDLE | BYTES) == 0 {
-            (self.msgs.bytes(body, len), body + align8(len), Kind::Plain)
+            let at = body + ((w & PAD_BITS) >> PAD_SHIFT) as usize;
+            (self.msgs.bytes(at, len), at + align8(len), Kind::Plain)
         } else if w & HANDLE != 0 {
             let h = &self.owned[self.msg_word(body) as usize];
             (h.bytes(len), body + WORD, Kind::Handle(h))
@@ -544,6 +571,46 @@ mod tests {
         // Where it can, the data starts at the source's offset in its cache line.
         let pad = pad_for(0x10_0018, 0x20_0800, 0x30_0000);
         assert_eq!((0x10_0018 + pad) % 64, 0x20_0800 % 64);
+    }
+
+    /// Messages of every size around [`PAD_FROM`], from sources at many page offsets and with
+    /// tags, read back whole and in order: a padded payload's pad is skipped, its place keeps
+    /// off its source's page offset when it is copied, and the payload stays 8-byte aligned.
+    #[test]
+    fn padded_messages_read_back_whole() {
+        let tag = [7u8, 1, 2];
+        let src: Vec<u8> = (0..2 * PAGE as usize + 2 * PAD_FROM)
+            .map(|j| (j * 13 + 5) as u8)
+            .collect();
+        let mut ob = Outbox::default();
+        let mut sent = Vec::new();
+        for k in 0..60 {
+            let len = PAD_FROM - 3 + (k * 37) % (PAD_FROM + 50);
+            let from = (k * 328 + 1) % PAGE as usize;
+            let payload = &src[from..from + len];
+            // SAFETY: `payload` is valid for `len` bytes.
+            unsafe { ob.send(&tag, payload.as_ptr(), len) }.unwrap();
+            sent.push(payload);
+            // Where the copy went (a later growth of the arena moves it, after the copy).
+            let mut last = ob.record(0, tag.len());
+            while let Some(next) = last.next {
+                last = ob.record(next, tag.len());
+            }
+            if len >= PAD_FROM {
+                assert!(!near(last.payload.as_ptr() as u64, payload.as_ptr() as u64));
+            }
+        }
+        let mut off = Some(0);
+        for want in &sent {
+            let r = ob.record(off.expect("another record"), tag.len());
+            assert_eq!(r.tag, tag);
+            assert!(r.payload == *want, "payload of {} bytes", want.len());
+            assert_eq!(r.payload.as_ptr() as usize % 8, 0);
+            off = r.next;
+        }
+        assert_eq!(off, None);
+        assert_eq!(ob.msg_count, sent.len());
+        assert_eq!(ob.msg_bytes, sent.iter().map(|p| p.len()).sum::<usize>());
     }
 
     /// Long puts from sources at every offset of a page, into destinations at every offset,
