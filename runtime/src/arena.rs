@@ -49,6 +49,27 @@ impl Arena {
         Some(off)
     }
 
+    /// Reserve an entry of `head` bytes (a multiple of 8) and then `len` bytes placed after a
+    /// pad of its own: `place` gets the address the `len` bytes would have without a pad and
+    /// returns the pad (a multiple of 8, below `max_pad`). The arena grows first, with room for
+    /// the largest pad, so the address `place` sees is where the bytes are written; what the
+    /// pad leaves unused is given back. Returns the entry's offset and the pad; `None` as for
+    /// [`try_reserve`](Arena::try_reserve).
+    pub(crate) fn try_reserve_placed(
+        &mut self,
+        head: usize,
+        len: usize,
+        max_pad: usize,
+        place: impl FnOnce(u64) -> u64,
+    ) -> Option<(usize, usize)> {
+        debug_assert!(head % 8 == 0 && max_pad % 8 == 0);
+        let off = self.try_reserve(head.checked_add(max_pad)?.checked_add(len)?)?;
+        let pad = place(self.base() as u64 + (off + head) as u64) as usize;
+        debug_assert!(pad < max_pad && pad % 8 == 0, "a pad of {pad} bytes");
+        self.len = off + head + pad + align8(len);
+        Some((off, pad))
+    }
+
     /// Make sure that `n` more bytes (in entries of any sizes, each rounded up to 8) can be
     /// reserved without allocating; `None` if the memory cannot be allocated. The memory is
     /// only allocated here, not touched: it is zeroed as entries come to use it.

@@ -262,15 +262,15 @@ impl Outbox {
             // SAFETY: `try_reserve` made room for the record.
             (unsafe { self.puts.base_mut().add(off) }, 0)
         } else {
-            // Room for the largest pad; the pad is chosen where the arena is after growing,
-            // and what it leaves unused is given back.
-            let off = self.puts.try_reserve(rec.checked_add(PAGE as usize)?)?;
-            // SAFETY: `try_reserve` made room for the record and any pad.
-            let at = unsafe { self.puts.base_mut().add(off) };
-            let pad = pad_for(at as u64 + hlen as u64, src.as_ptr() as u64, dst as u64) as usize;
-            self.puts.len = off + rec + pad;
+            let (from, to) = (src.as_ptr() as u64, dst as u64);
+            let (off, pad) =
+                self.puts
+                    .try_reserve_placed(hlen, src.len(), PAGE as usize, |at| {
+                        pad_for(at, from, to)
+                    })?;
             head[0] |= pad as u64;
-            (at, pad)
+            // SAFETY: `try_reserve_placed` made room for the record and its pad.
+            (unsafe { self.puts.base_mut().add(off) }, pad)
         };
         // SAFETY: `at` has room for the header, the pad and the data and is 8-aligned.
         unsafe {
@@ -300,18 +300,7 @@ impl Outbox {
         len: usize,
         src: *const u8,
     ) -> Option<usize> {
-        if len < PAD_FROM {
-            return self.reserve_record(tag, len, 0, len);
-        }
-        // Room for the largest pad before the payload, chosen where the arena is after
-        // growing, as for a long put; what it leaves unused is given back.
-        let at = self.reserve_record(tag, len, 0, len.checked_add(PAGE as usize)?)?;
-        let pad = pad_for(self.msgs.base() as u64 + at as u64, src as u64, src as u64);
-        self.msgs.len = at + pad as usize + align8(len);
-        let w = at - WORD - align8(tag.len());
-        // SAFETY: `w` is the record's length word, written by `reserve_record` just now.
-        unsafe { (self.msgs.base_mut().add(w) as *mut u64).write(len as u64 | pad << PAD_SHIFT) };
-        Some(at + pad as usize)
+        self.reserve_placed(tag, len, 0, len, (len >= PAD_FROM).then_some(src))
     }
 
     /// [`reserve_message`](Outbox::reserve_message) of a record of kind `kind` (0, [`HANDLE`]
@@ -325,22 +314,42 @@ impl Outbox {
         kind: u64,
         body: usize,
     ) -> Option<usize> {
+        self.reserve_placed(tag, len, kind, body, None)
+    }
+
+    /// [`reserve_record`](Outbox::reserve_record), the body after a pad that keeps it off the
+    /// page offset of `src` ([`pad_for`]) if `src` is given.
+    fn reserve_placed(
+        &mut self,
+        tag: &[u8],
+        len: usize,
+        kind: u64,
+        body: usize,
+        src: Option<*const u8>,
+    ) -> Option<usize> {
         if len as u64 > LEN {
             return None;
         }
-        let rec = WORD.checked_add(align8(tag.len()))?.checked_add(body)?;
-        let off = self.msgs.try_reserve(rec)?;
+        let head = WORD.checked_add(align8(tag.len()))?;
+        let (off, pad) = match src {
+            Some(src) => {
+                let at = src as u64;
+                self.msgs
+                    .try_reserve_placed(head, body, PAGE as usize, |to| pad_for(to, at, at))?
+            }
+            None => (self.msgs.try_reserve(head.checked_add(body)?)?, 0),
+        };
         let base = self.msgs.base_mut();
-        // SAFETY: `try_reserve` made room for the length word and the aligned tag.
+        // SAFETY: the arena made room for the length word, the aligned tag and the pad.
         unsafe {
-            (base.add(off) as *mut u64).write(len as u64 | kind);
+            (base.add(off) as *mut u64).write(len as u64 | kind | (pad as u64) << PAD_SHIFT);
             if !tag.is_empty() {
                 copy_bytes(tag.as_ptr(), base.add(off + WORD), tag.len());
             }
         }
         self.msg_count += 1;
         self.msg_bytes += len;
-        Some(off + WORD + align8(tag.len()))
+        Some(off + head + pad)
     }
 
     /// Write `len` payload bytes at `off`, a payload offset from
