@@ -57,6 +57,28 @@ fn my_allocations() -> u64 {
 
 type C = Complex<f64>;
 
+/// The calling thread's allocations over `rounds` calls of `work`, beyond what `2 * rounds`
+/// calls of `empty` allocate (the runtime's share of the same nested runs: a transform starts
+/// two), after one call of `empty` to warm up.
+fn allocations_beyond(
+    ctx: &mut mbsp::Ctx,
+    rounds: usize,
+    empty: impl Fn(&mut mbsp::Ctx) -> mbsp::Result<()>,
+    mut work: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
+) -> mbsp::Result<u64> {
+    empty(ctx)?;
+    let before = my_allocations();
+    for _ in 0..2 * rounds {
+        empty(ctx)?;
+    }
+    let runtime = my_allocations() - before;
+    let before = my_allocations();
+    for _ in 0..rounds {
+        work(ctx)?;
+    }
+    Ok((my_allocations() - before).saturating_sub(runtime))
+}
+
 fn random(n: usize, seed: u64) -> Vec<C> {
     (0..n as u64)
         .map(|i| C::new(mix(seed ^ i) as f64 / u64::MAX as f64, 0.25))
@@ -186,19 +208,11 @@ fn one_process_on_top_allocates_nothing_per_transform() {
                         })
                         .map(drop)
                     };
-                    empty(ctx)?;
-                    let before = my_allocations();
-                    for _ in 0..2 * rounds {
-                        empty(ctx)?;
-                    }
-                    let runtime = my_allocations() - before;
-                    let before = my_allocations();
-                    for _ in 0..rounds {
+                    let allocated = allocations_beyond(ctx, rounds, empty, |ctx| {
                         plan.forward(ctx, &mut y)?;
                         assert!((y[1] - want[1]).norm() < 1e-9 * n as f64);
-                        plan.inverse(ctx, &mut y)?;
-                    }
-                    let allocated = (my_allocations() - before).saturating_sub(runtime);
+                        plan.inverse(ctx, &mut y)
+                    })?;
                     assert!(y.iter().zip(&x).all(|(a, b)| (a - b).norm() < 1e-9));
                     plan.free(ctx)?;
                     Ok(allocated)
@@ -248,19 +262,11 @@ fn nested_leaves_keep_their_plans() {
                 ctx.sync()?;
                 ctx.run(c, |_| Ok(())).map(drop)
             };
-            empty(ctx)?;
-            let before = my_allocations();
-            for _ in 0..2 * rounds {
-                empty(ctx)?;
-            }
-            let runtime = my_allocations() - before;
-            let before = my_allocations();
-            for _ in 0..rounds {
+            let allocated = allocations_beyond(ctx, rounds, empty, |ctx| {
                 plan.forward(ctx, &mut local)?;
                 assert!((local[1] - want[me + top]).norm() < 1e-9 * n as f64);
-                plan.inverse(ctx, &mut local)?;
-            }
-            let allocated = (my_allocations() - before).saturating_sub(runtime);
+                plan.inverse(ctx, &mut local)
+            })?;
             assert!(local.iter().zip(&mine).all(|(a, b)| (a - b).norm() < 1e-9));
             plan.free(ctx)?;
             Ok(allocated)
