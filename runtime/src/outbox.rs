@@ -8,7 +8,10 @@
 //! a put of [`PAD_FROM`] bytes or more places its data where neither copy of it (from the
 //! caller's source at the call, to the destination at the sync) reads and writes addresses that
 //! agree in their low 12 bits ([`pad_for`]); the pad of a message of as many bytes keeps its
-//! payload off its source's; other records have none.
+//! payload off its source's; other records have none. A bulk put (thread engine, [`BULK_FROM`]
+//! bytes or more: `engine/threads/bulk.rs`) keeps its data in the sender's bulk area for that
+//! destination, one per destination rather than one per outbox set, and its record here is
+//! `[LONG << 48 | BULK][dst address][length][offset in the bulk area]`.
 //! An owned message (`owned.rs`) is a message record whose length word is
 //! flagged and whose body is `[index]` into the outbox's handles (the buffer handed over, not
 //! copied) or, over MPI ranks, `[element size][align << 32 | name length][name][payload]` (its
@@ -65,7 +68,11 @@ pub(crate) const PAD_FROM: usize = 1024;
 /// outbox lines must first be taken back from the receiver's cache, as they must in every
 /// superstep that refills them.
 const FAR: u64 = 512;
-const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
+
+/// The flag, in a long put record's marker word (whose low bits hold a pad below [`PAGE`]),
+/// of a bulk put: its data is in the sender's bulk area at the offset in its fourth word.
+const BULK: u64 = 1 << 47;
 
 /// Whether addresses `a` and `b` are less than [`FAR`] apart modulo a page.
 fn near(a: u64, b: u64) -> bool {
@@ -77,7 +84,7 @@ fn near(a: u64, b: u64) -> bool {
 /// destination `dst`; and, where that allows, at the source's offset within a cache line (a
 /// copy between addresses of the same alignment moves whole lines). Some pad below `PAGE`
 /// always fits: each address rules out less than a quarter of the page offsets.
-fn pad_for(at: u64, src: u64, dst: u64) -> u64 {
+pub(crate) fn pad_for(at: u64, src: u64, dst: u64) -> u64 {
     let first = (src & !7).wrapping_sub(at) % 64;
     (0..PAGE / 8)
         .map(|k| (first + 64 * k) % PAGE)
@@ -191,6 +198,10 @@ pub(crate) struct Outbox {
     pub(crate) owned: Vec<Handle>,
     /// Put records written (a lazy receiver counts puts and messages).
     pub(crate) put_count: usize,
+    /// The address of the sender's bulk area for this destination if a bulk record is among
+    /// the puts, else 0 (`engine/threads/bulk.rs`): the area's place after the superstep's
+    /// last bulk put, where the area stays until the receiver has delivered them.
+    pub(crate) bulk: usize,
 }
 
 impl Outbox {
@@ -201,6 +212,7 @@ impl Outbox {
         self.msg_count = 0;
         self.msg_bytes = 0;
         self.put_count = 0;
+        self.bulk = 0;
         if !self.owned.is_empty() {
             self.free_owned();
             self.owned.clear();
@@ -282,6 +294,31 @@ impl Outbox {
             }
             copy_bytes(src.as_ptr(), at.add(hlen + pad), src.len());
         }
+        self.put_count += 1;
+        Some(())
+    }
+
+    /// Queue a bulk put of `len` bytes to `dst` whose data is at `off` in the sender's bulk
+    /// area for this destination, now at `area`; `None` if the record's memory cannot be
+    /// allocated (nothing is queued then). Always in the arena, never inline: a lane carries
+    /// only inline records, without the area.
+    pub(crate) fn put_bulk(
+        &mut self,
+        dst: *mut u8,
+        len: usize,
+        area: *const u8,
+        off: usize,
+    ) -> Option<()> {
+        let at = self.puts.try_reserve(4 * WORD)?;
+        // SAFETY: `try_reserve` made room for the four words, 8-aligned.
+        unsafe {
+            let h = self.puts.base_mut().add(at) as *mut u64;
+            h.write(LONG << SHIFT | BULK);
+            h.add(1).write(dst as u64);
+            h.add(2).write(len as u64);
+            h.add(3).write(off as u64);
+        }
+        self.bulk = area as usize;
         self.put_count += 1;
         Some(())
     }
@@ -396,39 +433,64 @@ impl Outbox {
     /// Every destination must be valid for writing and not aliased by a live reference; the
     /// sync protocol guarantees this for destinations owned by the calling receiver.
     pub(crate) unsafe fn deliver_puts(&self) {
-        // SAFETY: forwarded to the caller.
+        // SAFETY: forwarded to the caller; inline records are never bulk records.
         unsafe {
             Self::deliver(self.inline.as_ptr() as *const u8, self.inline_len);
-            Self::deliver(self.puts.base(), self.puts.len());
+            Self::deliver_from(self.puts.base(), self.puts.len(), self.bulk as *const u8);
         }
     }
 
     /// # Safety
-    /// `base .. base + end` holds put records; their destinations are valid (see above).
+    /// `base .. base + end` holds put records, none of them a bulk record; their destinations
+    /// are valid (see above).
+    #[inline]
     pub(crate) unsafe fn deliver(base: *const u8, end: usize) {
+        // SAFETY: forwarded to the caller.
+        unsafe { Self::deliver_from(base, end, std::ptr::null()) }
+    }
+
+    /// # Safety
+    /// As [`deliver`](Outbox::deliver), and `bulk` is the sender's bulk area holding the data
+    /// of the bulk records among them (`engine/threads/bulk.rs`), if there are any.
+    unsafe fn deliver_from(base: *const u8, end: usize, bulk: *const u8) {
         let mut off = 0;
         while off < end {
-            // SAFETY: records written by `put`; the destination is the caller's promise.
+            // SAFETY: records written by `put` and `put_bulk`; the destination is the caller's
+            // promise, and so is the bulk area of a bulk record.
             unsafe {
                 let h = base.add(off) as *const u64;
                 let w = h.read();
-                let (dst, len, hlen) = if w >> SHIFT != LONG {
+                let (dst, len, src, next) = if w >> SHIFT != LONG {
+                    let len = (w >> SHIFT) as usize;
+                    let data = off + WORD;
                     (
                         (w & ((1 << SHIFT) - 1)) as *mut u8,
-                        (w >> SHIFT) as usize,
-                        WORD,
+                        len,
+                        base.add(data),
+                        data + align8(len),
+                    )
+                } else if w & BULK != 0 {
+                    debug_assert!(!bulk.is_null(), "a bulk record without its area");
+                    (
+                        h.add(1).read() as *mut u8,
+                        h.add(2).read() as usize,
+                        bulk.add(h.add(3).read() as usize),
+                        off + 4 * WORD,
                     )
                 } else {
                     // The pad is part of the header's extent: the data follows it.
                     let pad = (w & ((1 << SHIFT) - 1)) as usize;
+                    let len = h.add(2).read() as usize;
+                    let data = off + 3 * WORD + pad;
                     (
                         h.add(1).read() as *mut u8,
-                        h.add(2).read() as usize,
-                        3 * WORD + pad,
+                        len,
+                        base.add(data),
+                        data + align8(len),
                     )
                 };
-                copy_bytes(base.add(off + hlen), dst, len);
-                off += hlen + align8(len);
+                copy_bytes(src, dst, len);
+                off = next;
             }
         }
     }

@@ -582,3 +582,38 @@ fn a_run_of_two_checks_declared_counts_at_the_barrier() {
         "{e}"
     );
 }
+
+/// A large put's data waits in the sender's area for the receiver (`bulk.rs`); a sender that
+/// runs ahead after a lazy sync must not overwrite it before the receiver has delivered it.
+/// Process 1 sleeps before each sync, so process 0 makes its next large put while process 1
+/// has not yet delivered the previous one.
+#[test]
+fn a_sender_ahead_of_its_receiver_never_overwrites_a_large_put_not_yet_delivered() {
+    const N: usize = 300_000;
+    for lanes in LANES {
+        within(60, move || {
+            let r = run_on(lanes, 2, |ctx| {
+                let pid = ctx.pid();
+                let x = ctx.push_reg(vec![0u8; N])?;
+                ctx.sync()?;
+                let mut firsts = Vec::new();
+                for t in 1..=4u8 {
+                    if pid == 0 {
+                        ctx.put(1, &vec![t; N], &x, 0)?;
+                        ctx.declare_incoming(0)?;
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        ctx.declare_incoming(1)?;
+                    }
+                    ctx.sync()?;
+                    let got = ctx.local(&x)?;
+                    firsts.push((got[0], got[N - 1], got.iter().all(|&b| b == got[0])));
+                }
+                Ok(firsts)
+            })
+            .unwrap();
+            let want: Vec<_> = (1..=4u8).map(|t| (t, t, true)).collect();
+            assert_eq!(r[1], want, "{lanes:?}");
+        });
+    }
+}

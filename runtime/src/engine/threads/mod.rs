@@ -8,6 +8,8 @@
 //! ```text
 //! sync, superstep k, parity q = k mod 2, outbox slot o = k mod S (S = 2, or 3 for more
 //! processes than cores: `ctx::RunShared::slot`)
+//!   (during the superstep: puts and messages were copied into outboxes[o]; the data of a put
+//!    of 256 KiB or more into the sender's one bulk area per destination instead, when free)
 //!   copy hpsend payloads into outboxes[o]; publish registration/tag-size requests (coll[q])
 //!   barrier 1 ........ combines flags: COMM, GETS, REGS, TAGS, and whether processes ended
 //!   nothing anywhere? -> done (one barrier)
@@ -43,10 +45,11 @@
 //! ## Modules
 //!
 //! `state` (what the engine keeps per run and per process), `barrier` (the barrier, whose
-//! lines carry small puts), `inbox` and `lane` (how lazy syncs announce), `sync` (the full
+//! lines carry small puts), `bulk` (where large puts wait for their receivers), `inbox` and `lane` (how lazy syncs announce), `sync` (the full
 //! sync above), `lazy` and `lane_sync` (syncs with declared counts).
 
 pub(crate) mod barrier;
+pub(crate) mod bulk;
 pub(crate) mod inbox;
 pub(crate) mod lane;
 mod lane_sync;
@@ -81,9 +84,13 @@ impl Engine for Threads {
     }
 
     /// A small put to a process that alone reads one of this process's barrier lines rides
-    /// in that line (`barrier.rs`) when the record fits.
+    /// in that line (`barrier.rs`) when the record fits; a large one is a bulk put where it can
+    /// be (`bulk.rs`).
     #[inline(always)]
     fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>> {
+        if src.len() >= bulk::BULK_FROM && ctx.bulk_put(pid, dst, src) {
+            return Some(Ok(()));
+        }
         let round = ctx.run.engine.threads().riders[ctx.pid][pid];
         let rides = &ctx.engine.threads().rides;
         (round != NO_RIDE && rides.borrow_mut()[round as usize].put(dst, src)).then_some(Ok(()))
@@ -138,6 +145,25 @@ impl Engine for Threads {
 }
 
 impl Ctx {
+    /// Queue a bulk put to `pid` if this process's bulk area for `pid` is free (`bulk.rs`):
+    /// the data goes into the area, a record pointing to it into this superstep's outbox.
+    /// Returns false, having queued nothing, where `pid` may still read the area or the memory
+    /// cannot be allocated; the put then goes into the outbox as any other (which says what
+    /// memory is missing, if any). So a sender never waits for a receiver here, and keeps the
+    /// slack the outbox sets give it.
+    fn bulk_put(&self, pid: usize, dst: *mut u8, src: &[u8]) -> bool {
+        let areas = &self.run.engine.threads().peers[self.pid].bulk;
+        // SAFETY: this process owns `areas` and is in superstep `self.step`.
+        let placed = unsafe { areas.put(pid, &self.run.procs[pid].done, self.step, dst, src) };
+        let recorded = placed.and_then(|(area, off)| {
+            self.with_outbox(pid, |ob| ob.put_bulk(dst, src.len(), area, off))
+        });
+        if recorded.is_some() {
+            self.flag(crate::flags::FLAG_OUTBOX);
+        }
+        recorded.is_some()
+    }
+
     /// After a failed sync: wait until every process of the run has stopped, so that none is
     /// still reading this process's memory (get sources, popped registrations, raw areas) when
     /// the error reaches user code. Every process stops promptly: the run is aborted, so its

@@ -15,6 +15,7 @@
 //!   sync, which holds the context mutably.
 
 use super::barrier::{Barrier, Member, Ride};
+use super::bulk::BulkAreas;
 use super::inbox::Inbox;
 use super::lane::Lanes;
 use crate::outbox::SLOTS;
@@ -33,6 +34,9 @@ pub(crate) struct Peer {
     pub(crate) inbox: Inbox,
     /// Set when the process's SPMD function has returned and it arrives at the final barrier.
     pub(crate) ended: AtomicBool,
+    /// Its bulk areas, by destination: touched by this process alone, their bytes read by
+    /// the destinations (`bulk.rs`).
+    pub(crate) bulk: BulkAreas,
 }
 
 /// The thread engine's part of a run's shared state (module documentation).
@@ -102,6 +106,7 @@ impl RunState {
                     CachePadded::new(Peer {
                         inbox: Inbox::new(p, shape.slots),
                         ended: AtomicBool::new(false),
+                        bulk: BulkAreas::new(p),
                     })
                 })
                 .collect(),
@@ -137,9 +142,10 @@ impl RunState {
     /// previous run have all dropped their contexts); its barrier is registered with `tree`.
     pub(crate) fn reuse(&mut self, shape: Shape) {
         self.pair_barrier = shape.pair_barrier && self.peers.len() == 2;
-        for peer in self.peers.iter() {
+        for peer in self.peers.iter_mut() {
             peer.inbox.reset();
             peer.ended.store(false, Ordering::Relaxed);
+            peer.bulk.reset();
         }
         self.lazy_used.store(false, Ordering::Relaxed);
         if let Some(lanes) = &self.lanes {
