@@ -26,7 +26,9 @@
 //!   as many supersteps later as the run has slots, and only once no receiver reads it any more: after a full sync
 //!   in between, whose first barrier no receiver passes before it has stopped reading (the
 //!   queue is emptied when a sync starts), or after every receiver has acknowledged it
-//!   (`engine/threads/lazy.rs`; over ranks, `engine/ranks/lazy.rs`);
+//!   (`engine/threads/lazy.rs`; over ranks, `engine/ranks/lazy.rs`). A bulk put's record points
+//!   into the sender's bulk area for the receiver, which has a rule of its own
+//!   (`engine/threads/bulk.rs`);
 //! * the collective requests of parity `q` (two sets; they travel in full syncs only): read
 //!   right after barrier 1 of a sync ending a superstep of parity `q`, and written again by
 //!   their owner in a later such sync, before its barrier 1, once every process has completed

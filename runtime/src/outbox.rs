@@ -35,7 +35,8 @@ use bytemuck::Pod;
 /// acknowledgements (`engine/threads/lazy.rs`). Runs with more processes than cores use
 /// `SLOTS`: a process then runs several supersteps per turn on its core instead of yielding
 /// in nearly every one. Other runs use two, which keeps the memory of buffered puts at two
-/// supersteps' worth.
+/// supersteps' worth (of puts under 256 KiB: larger ones wait in one area per destination
+/// where they can, `engine/threads/bulk.rs`).
 pub(crate) const SLOTS: usize = 3;
 
 const WORD: usize = std::mem::size_of::<u64>();

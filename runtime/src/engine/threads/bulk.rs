@@ -7,11 +7,12 @@
 //! destination in the receiver's sync. The outboxes come in sets used by supersteps in turn
 //! (`outbox::SLOTS`), so that a sender can fill the next superstep's outboxes while receivers
 //! still read the previous ones. For puts of megabytes that doubles the memory both copies
-//! walk through, and they run out of the caches: a 4 MiB copy alternating between two
-//! destination buffers took 1.25-1.4x as long as one into the same buffer every time (AMD EPYC,
-//! docs/benchmarks.md). So a put of [`BULK_FROM`] bytes or more writes its data into one area
-//! per destination ([`Bulk`]), reused every superstep, and only a four-word record into the
-//! outbox (`Outbox::put_bulk`), which carries the area's address to the receiver.
+//! walk through, and they run out of the caches sooner: a copy alternating between two
+//! destination buffers of a few MiB is markedly slower than one into the same buffer every time
+//! (docs/benchmarks.md, "Bulk puts"). So a put of [`BULK_FROM`] bytes or more (and less than
+//! [`BULK_TO`]) writes its data into one area per destination ([`Bulk`]), reused every
+//! superstep, and only a four-word record into the outbox (`Outbox::put_bulk`), which carries
+//! the area's address to the receiver.
 //!
 //! ## Who touches what when
 //!
@@ -36,9 +37,14 @@ use crate::arena::Arena;
 use crate::outbox::{PAGE, copy_bytes, pad_for};
 use crate::shim::{AtomicU64, Ordering, SharedCell};
 
-/// Puts of this many bytes or more are bulk puts. Below, the outbox sets' memory stays in the
-/// caches and a sender's slack of one superstep is worth more than the memory saved.
+/// Puts of at least `BULK_FROM` and less than `BULK_TO` bytes are bulk puts. Below, the outbox
+/// sets' memory stays in the caches. Above, no cache holds a put in either layout: the copies
+/// stream from memory alike, and an area beside the outbox sets would only add memory (a
+/// receiver still reading it sends the next put to the outbox: three copies' worth of memory
+/// instead of two); `collectives.c`'s 128 MiB cells ran slower with bulk puts there
+/// (docs/benchmarks.md, "Bulk puts").
 pub(crate) const BULK_FROM: usize = 256 << 10;
+pub(crate) const BULK_TO: usize = 32 << 20;
 
 /// One sender's bulk area for one destination (module documentation).
 #[derive(Default)]

@@ -89,7 +89,7 @@ impl Engine for Threads {
     /// be (`bulk.rs`).
     #[inline(always)]
     fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>> {
-        if src.len() >= bulk::BULK_FROM && ctx.bulk_put(pid, dst, src) {
+        if (bulk::BULK_FROM..bulk::BULK_TO).contains(&src.len()) && ctx.bulk_put(pid, dst, src) {
             return Some(Ok(()));
         }
         let round = ctx.run.engine.threads().riders[ctx.pid][pid];
