@@ -67,6 +67,18 @@ impl BulkAreas {
         BulkAreas((0..p).map(|_| SharedCell::new(None)).collect())
     }
 
+    /// The count of completed syncs `pid` must reach before the area for `pid` may be written
+    /// in superstep `step`: that of the superstep that wrote it last, unless that is `step`
+    /// (0 where nothing is written yet).
+    ///
+    /// # Safety
+    /// The caller is the process owning these areas.
+    pub(crate) unsafe fn free_after(&self, pid: usize, step: u64) -> u64 {
+        // SAFETY: only the owner touches the `Bulk` (module documentation).
+        let last = unsafe { self.0[pid].read(|b| b.as_ref().map_or(0, |b| b.stamp)) };
+        if last == step + 1 { 0 } else { last }
+    }
+
     /// Copy `src`, a put to `dst` in superstep `step` (the caller's, which owns these areas)
     /// to process `pid`, into the area for `pid`, if the area is free: `pid` has completed
     /// (`pid_done`, its count of completed syncs) the sync that delivers the area's last data.
@@ -83,12 +95,9 @@ impl BulkAreas {
         dst: *mut u8,
         src: &[u8],
     ) -> Option<(*const u8, usize)> {
-        let cell = &self.0[pid];
-        let stamp = step + 1;
-        // SAFETY: only the owner touches the `Bulk` (module documentation); `pid` may read
-        // the bytes meanwhile, never the `Bulk` itself.
-        let last = unsafe { cell.read(|b| b.as_ref().map_or(0, |b| b.stamp)) };
-        if last != stamp && last != 0 && pid_done.load(Ordering::Acquire) < last {
+        let (cell, stamp) = (&self.0[pid], step + 1);
+        // SAFETY: the caller owns the areas.
+        if pid_done.load(Ordering::Acquire) < unsafe { self.free_after(pid, step) } {
             return None;
         }
         // SAFETY: `pid` has delivered every record into the area (its count reached the stamp

@@ -150,12 +150,27 @@ impl Ctx {
     /// the data goes into the area, a record pointing to it into this superstep's outbox.
     /// Returns false, having queued nothing, where `pid` may still read the area or the memory
     /// cannot be allocated; the put then goes into the outbox as any other (which says what
-    /// memory is missing, if any). So a sender never waits for a receiver here, and keeps the
-    /// slack the outbox sets give it.
+    /// memory is missing, if any). A sender waits here only for a receiver that is finishing
+    /// the full sync both have passed the barriers of, never for one after a lazy sync, which
+    /// keeps the slack the outbox sets give it.
     fn bulk_put(&self, pid: usize, dst: *mut u8, src: &[u8]) -> bool {
         let areas = &self.run.engine.threads().peers[self.pid].bulk;
+        let done = &self.run.procs[pid].done;
+        // SAFETY: this process owns `areas`.
+        let need = unsafe { areas.free_after(pid, self.step) };
+        if !self.prev_lazy && done.load(Ordering::Acquire) < need {
+            // After a full sync, `pid` is past its barriers, delivering what it received: it
+            // completes the sync soon, and the area stays where the caches keep it. (After a
+            // lazy one, `pid` may not even have reached its sync: the put goes to the outbox.)
+            let _ = crate::wait::wait_until(
+                self.run.policy,
+                Sleep::Naps,
+                || (done.load(Ordering::Acquire) >= need).then_some(()),
+                || self.run.tree.is_aborted(),
+            );
+        }
         // SAFETY: this process owns `areas` and is in superstep `self.step`.
-        let placed = unsafe { areas.put(pid, &self.run.procs[pid].done, self.step, dst, src) };
+        let placed = unsafe { areas.put(pid, done, self.step, dst, src) };
         let recorded = placed.and_then(|(area, off)| {
             self.with_outbox(pid, |ob| ob.put_bulk(dst, src.len(), area, off))
         });
