@@ -25,11 +25,14 @@
 //! * The sender writes the area in a later superstep only once `j`'s count has reached the
 //!   stamp (Acquire): then `j` has stopped reading it, and no record points into it any more
 //!   (a record is delivered in the sync of its superstep or never). Until then a large put
-//!   to `j` goes into the outbox as a small one does: the sender never waits here. Within one superstep the
-//!   sender alone touches the area: `j` reads the records of superstep `s` only after the
-//!   sender has finished `s` (barrier 1 of the sync, or its announcement in a lazy one). The
-//!   area may grow, and so move, within the superstep: records hold offsets, and the outbox
-//!   holds the area's address after the superstep's last bulk put.
+//!   to `j` goes into the outbox as a small one does, except right after a full sync: `j` is
+//!   then past the sync's barriers, delivering, and the sender waits for it (`Ctx::bulk_put`)
+//!   rather than write a colder outbox. The area's safety rests on the check alone.
+//! * Within one superstep the sender alone touches the area: `j` reads the records of
+//!   superstep `s` only after the sender has finished `s` (barrier 1 of the sync, or its
+//!   announcement in a lazy one). The area may grow, and so move, within the superstep:
+//!   records hold offsets, and the outbox holds the area's address after the superstep's last
+//!   bulk put.
 //!
 //! The check costs one load of `j`'s count per bulk put.
 
