@@ -647,36 +647,37 @@ fn large_puts_arrive_whole_in_every_superstep() {
     const B: usize = 600_005; // a region per sender
     let byte =
         |t: usize, i: usize, j: usize, k: usize| ((t * 7 + i * 13 + j * 29 + k * 3) % 251) as u8;
-    let p = 3;
-    let r = run(p, move |ctx| {
-        let (me, p) = (ctx.pid(), ctx.nprocs());
-        let x = ctx.push_reg(vec![0u8; p * B])?;
-        ctx.sync()?;
-        let mut bad = Vec::new();
-        for t in 0..5 {
-            // Below and above the size of a bulk put, in turn.
-            let half = if t % 2 == 0 { B / 2 } else { B / 3 };
-            for j in 0..p {
-                let all: Vec<u8> = (0..B).map(|k| byte(t, me, j, k)).collect();
-                ctx.put(j, &all[..half], &x, me * B)?;
-                ctx.put(j, &all[half..half + 16], &x, me * B + half)?;
-                ctx.put(j, &all[half + 16..], &x, me * B + half + 16)?;
-            }
+    for p in common::procs([2, 3]) {
+        let r = run(p, move |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let x = ctx.push_reg(vec![0u8; p * B])?;
             ctx.sync()?;
-            let got = ctx.local(&x)?;
-            for i in 0..p {
-                if let Some(k) = (0..B).find(|&k| got[i * B + k] != byte(t, i, me, k)) {
-                    bad.push((t, i, k));
+            let mut bad = Vec::new();
+            for t in 0..5 {
+                // Below and above the size of a bulk put, in turn.
+                let half = if t % 2 == 0 { B / 2 } else { B / 3 };
+                for j in 0..p {
+                    let all: Vec<u8> = (0..B).map(|k| byte(t, me, j, k)).collect();
+                    ctx.put(j, &all[..half], &x, me * B)?;
+                    ctx.put(j, &all[half..half + 16], &x, me * B + half)?;
+                    ctx.put(j, &all[half + 16..], &x, me * B + half + 16)?;
+                }
+                ctx.sync()?;
+                let got = ctx.local(&x)?;
+                for i in 0..p {
+                    if let Some(k) = (0..B).find(|&k| got[i * B + k] != byte(t, i, me, k)) {
+                        bad.push((t, i, k));
+                    }
                 }
             }
+            Ok(bad)
+        })
+        .unwrap();
+        for (pid, bad) in r.iter().enumerate() {
+            assert!(
+                bad.is_empty(),
+                "p = {p}, pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
+            );
         }
-        Ok(bad)
-    })
-    .unwrap();
-    for (pid, bad) in r.iter().enumerate() {
-        assert!(
-            bad.is_empty(),
-            "pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
-        );
     }
 }
