@@ -89,9 +89,11 @@ pub(crate) struct ProcShared {
     regs: SharedCell<RegTable>,
     out: [SharedCell<Outboxes>; SLOTS],
     coll: [SharedCell<Coll>; 2],
-    /// The get buffer of the process's last context, kept for the next run on this state
-    /// (touched only by the process's own context, when it is made and when it is dropped).
+    /// The get buffer and the path vector of the process's last context, kept for the next
+    /// run on this state (touched only by the process's own context, when it is made and
+    /// when it is dropped).
     spare_getbuf: SharedCell<crate::arena::Arena>,
+    spare_path: SharedCell<Vec<usize>>,
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
 }
@@ -114,6 +116,7 @@ impl ProcShared {
                 SharedCell::new(Coll::default()),
             ],
             spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
+            spare_path: SharedCell::new(Vec::new()),
             done: CachePadded::new(AtomicU64::new(0)),
         }
     }
@@ -295,9 +298,11 @@ impl RunShared {
     /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
     /// processes of the previous run have all dropped their contexts); the engine's part is
     /// made ready by the caller, who knows the engine.
-    pub(crate) fn reuse(&mut self, parent_path: Vec<usize>, tree: Arc<Tree>) {
+    pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: Arc<Tree>) {
         self.id = next_run_id();
-        self.parent_path = parent_path;
+        // Into the vector the last run left (a nested run allocates nothing here).
+        self.parent_path.clear();
+        self.parent_path.extend_from_slice(parent_path);
         for proc in self.procs.iter_mut() {
             proc.reset();
         }
@@ -409,11 +414,18 @@ impl Ctx {
         binding: Binding,
         engine: ProcEngine,
     ) -> Ctx {
-        let mut path = run.parent_path.clone();
-        path.push(pid);
-        // SAFETY: only this process's contexts touch the spare buffer, one at a time (a run's
+        // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
         // contexts are made after the previous run's were dropped).
-        let getbuf = unsafe { run.proc(pid).spare_getbuf.write(std::mem::take) };
+        let (getbuf, mut path) = unsafe {
+            let me = run.proc(pid);
+            (
+                me.spare_getbuf.write(std::mem::take),
+                me.spare_path.write(std::mem::take),
+            )
+        };
+        path.clear();
+        path.extend_from_slice(&run.parent_path);
+        path.push(pid);
         let prof = run.prof.as_ref().map(|_| {
             let mut rec = crate::profile::record::Recorder::new(pid, run.p);
             let layout = &run.layout;
@@ -746,8 +758,15 @@ impl Drop for Ctx {
         }
         let mut getbuf = std::mem::take(&mut self.st.get_mut().getbuf);
         getbuf.clear();
+        let path = std::mem::take(&mut self.path);
         // SAFETY: as in `Ctx::new`.
-        unsafe { self.run.proc(self.pid).spare_getbuf.write(|b| *b = getbuf) };
+        unsafe {
+            let me = self.run.proc(self.pid);
+            me.spare_getbuf.write(|b| *b = getbuf);
+            me.spare_path.write(|p| *p = path);
+        }
+        // SAFETY: this context's process is leaving the run.
+        unsafe { self.engine.give_back(&self.run.engine, self.pid) };
     }
 }
 

@@ -4,7 +4,6 @@
 
 use crate::ctx::{Ctx, RunShared};
 use crate::engine::state::ProcEngine;
-use crate::engine::threads::state::ProcState;
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::Layout;
 use mbsp_topology::Binding;
@@ -117,7 +116,8 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
             (bind_remembered(layout, want), None)
         }
     };
-    let engine = ProcEngine::Threads(ProcState::new(shared.engine.threads(), pid));
+    // SAFETY: this thread runs process `pid`, entering the run.
+    let engine = ProcEngine::Threads(unsafe { shared.engine.threads().proc_state(pid) });
     (Ctx::new(shared.clone(), pid, binding, engine), saved)
 }
 

@@ -178,7 +178,7 @@ impl Run {
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
-        let results = self.launch(tree.clone(), Vec::new(), layout, None, sink.clone(), f);
+        let results = self.launch(tree.clone(), &[], layout, None, sink.clone(), f);
         let results = collect(results, &tree)?;
         let profile = sink.map(|sink| sink.take(p, Vec::new()));
         if let Some(profile) = &profile {
@@ -507,7 +507,7 @@ impl Run {
             let shared = self.shared_from(
                 &mut team,
                 tree.clone(),
-                parent_path,
+                &parent_path,
                 layout,
                 inherited,
                 sink.clone(),
@@ -526,7 +526,7 @@ impl Run {
         } else {
             let shared = Arc::new(self.new_shared(
                 tree.clone(),
-                parent_path,
+                &parent_path,
                 layout,
                 inherited,
                 sink.clone(),
@@ -580,10 +580,9 @@ impl Run {
             .profile
             .unwrap_or(parent.prof.is_some())
             .then(|| Arc::new(crate::profile::record::Sink::default()));
-        let path = parent.path.clone();
         let results = self.launch(
             tree.clone(),
-            path.clone(),
+            &parent.path,
             layout,
             inherited,
             sink.clone(),
@@ -591,7 +590,8 @@ impl Run {
         );
         let results = collect(results, &tree)?;
         if let (Some(sink), Some(rec)) = (sink, &parent.prof) {
-            rec.borrow_mut().add_nested(sink.take(p, path));
+            rec.borrow_mut()
+                .add_nested(sink.take(p, parent.path.clone()));
         }
         Ok(results)
     }
@@ -599,13 +599,13 @@ impl Run {
     fn launch<R: Send>(
         &self,
         tree: Arc<Tree>,
-        parent_path: Vec<usize>,
+        parent_path: &[usize],
         layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
     ) -> Vec<Result<R>> {
-        crate::place::report_run(&parent_path, &layout);
+        crate::place::report_run(parent_path, &layout);
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_spawned(shared, f);
@@ -703,15 +703,15 @@ impl Run {
     fn new_shared(
         &self,
         tree: Arc<Tree>,
-        parent_path: Vec<usize>,
+        parent_path: &[usize],
         layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> RunShared {
         let shape = self.shape(&layout);
         let engine = RunEngine::Threads(RunState::new(&layout, shape));
-        let ckpt = self.checkpointer(&parent_path, layout.domains.len());
-        let mut s = RunShared::new(parent_path, tree, shape.policy, layout, engine);
+        let ckpt = self.checkpointer(parent_path, layout.domains.len());
+        let mut s = RunShared::new(parent_path.to_vec(), tree, shape.policy, layout, engine);
         s.inherited = inherited;
         s.prof = sink;
         s.ckpt = ckpt;
@@ -724,7 +724,7 @@ impl Run {
         &self,
         team: &mut Team,
         tree: Arc<Tree>,
-        parent_path: Vec<usize>,
+        parent_path: &[usize],
         layout: Arc<Layout>,
         inherited: Option<Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
@@ -737,7 +737,7 @@ impl Run {
                     s.layout = layout;
                     s.inherited = inherited;
                     s.prof = sink;
-                    s.ckpt = self.checkpointer(&parent_path, s.p);
+                    s.ckpt = self.checkpointer(parent_path, s.p);
                     s.reuse(parent_path, tree);
                     return last;
                 }

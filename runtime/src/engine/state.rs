@@ -110,6 +110,23 @@ impl ProcEngine {
         }
     }
 
+    /// Give this process's engine state back to its run for the process's next run (the
+    /// thread engine keeps it: `RunState::proc_state`), leaving an empty one.
+    ///
+    /// # Safety
+    /// The caller runs process `pid` of `run`, leaving it (its context is being dropped).
+    pub(crate) unsafe fn give_back(&mut self, run: &RunEngine, pid: usize) {
+        match self {
+            ProcEngine::Threads(st) => {
+                let st = std::mem::replace(st, ProcState::empty());
+                // SAFETY: the caller's promise.
+                unsafe { run.threads().keep_proc_state(pid, st) };
+            }
+            #[cfg(feature = "mpi")]
+            ProcEngine::Ranks(_) => {}
+        }
+    }
+
     /// [`ProcEngine::threads`], mutably.
     #[inline(always)]
     pub(crate) fn threads_mut(&mut self) -> &mut ProcState {

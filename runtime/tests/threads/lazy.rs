@@ -254,23 +254,26 @@ fn wrong_count(
     p: usize,
     declare: impl Fn(usize) -> usize + Send + Sync + 'static,
 ) -> mbsp::Error {
-    within(60, move || {
-        run_on(lanes, p, |ctx| {
-            let (pid, p) = (ctx.pid(), ctx.nprocs());
-            let x = ctx.push_reg(vec![0u64; p])?;
-            ctx.sync()?;
-            for _ in 0..3 {
-                ctx.put((pid + 1) % p, &[1], &x, pid)?;
-                ctx.declare_incoming(1)?;
-                ctx.sync()?;
-            }
+    within(60, move || wrong_count_here(lanes, p, declare))
+}
+
+/// [`wrong_count`] on this thread (its team), without the hang detector.
+fn wrong_count_here(lanes: Way, p: usize, declare: impl Fn(usize) -> usize + Sync) -> mbsp::Error {
+    run_on(lanes, p, |ctx| {
+        let (pid, p) = (ctx.pid(), ctx.nprocs());
+        let x = ctx.push_reg(vec![0u64; p])?;
+        ctx.sync()?;
+        for _ in 0..3 {
             ctx.put((pid + 1) % p, &[1], &x, pid)?;
-            ctx.declare_incoming(declare(pid))?;
+            ctx.declare_incoming(1)?;
             ctx.sync()?;
-            Ok(())
-        })
-        .unwrap_err()
+        }
+        ctx.put((pid + 1) % p, &[1], &x, pid)?;
+        ctx.declare_incoming(declare(pid))?;
+        ctx.sync()?;
+        Ok(())
     })
+    .unwrap_err()
 }
 
 #[test]
@@ -614,6 +617,25 @@ fn a_sender_ahead_of_its_receiver_never_overwrites_a_large_put_not_yet_delivered
             .unwrap();
             let want: Vec<_> = (1..=4u8).map(|t| (t, t, true)).collect();
             assert_eq!(r[1], want, "{lanes:?}");
+        });
+    }
+}
+
+/// A process's lazy-sync bookkeeping is kept for its next run on the same team (so that a
+/// nested run allocates none of it) and made fresh there: runs after a failed lazy run, and
+/// after a good one, give the results of full syncs.
+#[test]
+fn runs_after_a_failed_lazy_run_start_afresh() {
+    for lanes in LANES {
+        within(60, move || {
+            for _ in 0..3 {
+                let e = wrong_count_here(lanes, 3, |pid| if pid == 2 { 2 } else { 1 });
+                assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+                let full = run_on(lanes, 3, |ctx| program(ctx, 20, false)).unwrap();
+                let lazy = run_on(lanes, 3, |ctx| program(ctx, 20, true)).unwrap();
+                let again = run_on(lanes, 3, |ctx| program(ctx, 20, true)).unwrap();
+                assert_eq!((&full, &full), (&lazy, &again), "{lanes:?}");
+            }
         });
     }
 }

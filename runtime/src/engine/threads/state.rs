@@ -20,7 +20,7 @@ use super::inbox::Inbox;
 use super::lane::Lanes;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
-use crate::shim::{AtomicBool, AtomicU32, Ordering};
+use crate::shim::{AtomicBool, AtomicU32, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -65,7 +65,18 @@ pub(crate) struct RunState {
     pub(crate) lazy_policy: WaitPolicy,
     /// The sets of outboxes the processes use in turn ([`Shape::slots`]).
     pub(crate) slots: usize,
+    /// By process: its state of the last run, kept for the next one (touched only by the
+    /// thread running that process: when it enters a run, and when it leaves it; a team's
+    /// runs never overlap), so that a nested run does not allocate it anew.
+    spare: Spares,
 }
+
+/// [`RunState`]'s kept process states, by process.
+struct Spares(Box<[SharedCell<Option<ProcState>>]>);
+
+// SAFETY: each cell is touched only by the thread running its process, when it enters and
+// when it leaves a run ([`RunState::proc_state`], [`RunState::keep_proc_state`]).
+unsafe impl Sync for Spares {}
 
 /// How a thread run's state is made: what [`Run`](crate::Run) chose for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +131,30 @@ impl RunState {
             pair_barrier: shape.pair_barrier && p == 2,
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
+            spare: Spares((0..p).map(|_| SharedCell::new(None)).collect()),
         }
+    }
+
+    /// Process `pid`'s state for a new run: the one it left at the end of its last run in this
+    /// state, made fresh, or a new one.
+    ///
+    /// # Safety
+    /// The caller runs process `pid` of this state's run, entering it.
+    pub(crate) unsafe fn proc_state(&self, pid: usize) -> ProcState {
+        // SAFETY: the caller's promise (see `spare`).
+        match unsafe { self.spare.0[pid].write(Option::take) } {
+            Some(kept) => kept.renewed(pid),
+            None => ProcState::new(self, pid),
+        }
+    }
+
+    /// Keep process `pid`'s state for its next run ([`RunState::proc_state`]).
+    ///
+    /// # Safety
+    /// The caller runs process `pid` of this state's run, leaving it.
+    pub(crate) unsafe fn keep_proc_state(&self, pid: usize, st: ProcState) {
+        // SAFETY: the caller's promise (see `spare`).
+        unsafe { self.spare.0[pid].write(|s| *s = Some(st)) };
     }
 
     /// Whether this state, made for a run of `p` processes, serves a new run placed by
@@ -198,6 +232,54 @@ pub(crate) struct ProcState {
 }
 
 impl ProcState {
+    /// This state, kept from a run that has ended, made as [`ProcState::new`] makes it for
+    /// process `pid` of a new run of the same state, its buffers kept.
+    fn renewed(mut self, pid: usize) -> Self {
+        let mut rides = std::mem::take(self.rides.get_mut());
+        let mut rode = std::mem::take(&mut self.rode);
+        for ride in rides.iter_mut().chain(rode.iter_mut()) {
+            ride.len = 0;
+        }
+        let mut owed_dests = self.owed_dests;
+        for d in owed_dests.iter_mut() {
+            d.clear();
+        }
+        let (mut took, mut took_before) = (self.took, self.took_before);
+        took.clear();
+        took_before.clear();
+        // Zeroed, not emptied: a lane sync then finds it of the run's size (`lane_sync.rs`).
+        let mut lane_seen = self.lane_seen;
+        lane_seen.fill([0; SLOTS]);
+        ProcState {
+            member: Member::new(pid),
+            rides: RefCell::new(rides),
+            rode,
+            took,
+            took_before,
+            acks_due: [0; SLOTS],
+            owed: [None; SLOTS],
+            owed_dests,
+            records_taken: [0; SLOTS],
+            lane_seen,
+        }
+    }
+
+    /// An empty state (allocates nothing), for a context whose state went back to its run.
+    pub(crate) fn empty() -> Self {
+        ProcState {
+            member: Member::new(0),
+            rides: RefCell::new(Box::default()),
+            rode: Box::default(),
+            took: Vec::new(),
+            took_before: Vec::new(),
+            acks_due: [0; SLOTS],
+            owed: [None; SLOTS],
+            owed_dests: Default::default(),
+            records_taken: [0; SLOTS],
+            lane_seen: Vec::new(),
+        }
+    }
+
     /// Process `pid`'s state in a run whose engine state is `run`.
     pub(crate) fn new(run: &RunState, pid: usize) -> Self {
         let rounds = run.barrier.rounds();
