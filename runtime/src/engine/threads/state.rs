@@ -240,27 +240,23 @@ impl ProcState {
         for ride in rides.iter_mut().chain(rode.iter_mut()) {
             ride.len = 0;
         }
-        let mut owed_dests = self.owed_dests;
-        for d in owed_dests.iter_mut() {
+        for d in self.owed_dests.iter_mut() {
             d.clear();
         }
-        let (mut took, mut took_before) = (self.took, self.took_before);
-        took.clear();
-        took_before.clear();
+        self.took.clear();
+        self.took_before.clear();
         // Zeroed, not emptied: a lane sync then finds it of the run's size (`lane_sync.rs`).
-        let mut lane_seen = self.lane_seen;
-        lane_seen.fill([0; SLOTS]);
+        self.lane_seen.fill([0; SLOTS]);
+        // Every other field as a new state has it (`empty` names them all).
         ProcState {
             member: Member::new(pid),
             rides: RefCell::new(rides),
             rode,
-            took,
-            took_before,
-            acks_due: [0; SLOTS],
-            owed: [None; SLOTS],
-            owed_dests,
-            records_taken: [0; SLOTS],
-            lane_seen,
+            took: std::mem::take(&mut self.took),
+            took_before: std::mem::take(&mut self.took_before),
+            owed_dests: std::mem::take(&mut self.owed_dests),
+            lane_seen: std::mem::take(&mut self.lane_seen),
+            ..ProcState::empty()
         }
     }
 
@@ -287,13 +283,7 @@ impl ProcState {
             member: Member::new(pid),
             rides: RefCell::new(vec![Ride::default(); rounds].into()),
             rode: vec![Ride::default(); rounds].into(),
-            took: Vec::new(),
-            took_before: Vec::new(),
-            acks_due: [0; SLOTS],
-            owed: [None; SLOTS],
-            owed_dests: Default::default(),
-            records_taken: [0; SLOTS],
-            lane_seen: Vec::new(),
+            ..ProcState::empty()
         }
     }
 }
