@@ -163,6 +163,14 @@ impl Signal {
     pub(crate) fn notify(&self) -> bool {
         // N of the handshake: orders the caller's store before the sleepers check.
         fence(Ordering::SeqCst);
+        self.notify_fenced()
+    }
+
+    /// [`notify`](Self::notify) for a caller that has issued the handshake's fence (N) itself,
+    /// after every store that makes a waiter's condition true: several notifications (and
+    /// other handshakes' checks) share one fence.
+    #[inline]
+    pub(crate) fn notify_fenced(&self) -> bool {
         if self.sleepers.load(Ordering::Relaxed) == 0 {
             return false;
         }

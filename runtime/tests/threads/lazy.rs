@@ -344,6 +344,44 @@ fn a_full_sync_among_lazy_ones_is_reported() {
     }
 }
 
+/// A lazy sync among full ones whose wait sleeps at once (nothing spins or yields): it waits
+/// for a record nobody sends, so only the last process to enter the superstep's sync can end
+/// its wait, by waking it once everybody has entered (a full sync does so after its barrier
+/// arrival's fence). Under the tree barrier no arrival notifies it otherwise: without that wake
+/// the run hangs. Each lazy pid, both barriers, all four ways, several times.
+#[test]
+fn a_sleeping_lazy_sync_among_full_ones_is_woken_to_fail() {
+    let sleepy = mbsp::WaitPolicy::new(0, 0);
+    for tree in [true, false] {
+        for (lanes, slots) in LANES {
+            for lazy_pid in 0..4 {
+                for _ in 0..5 {
+                    let e = within(60, move || {
+                        let run = mbsp::Run::new(4).wait_policy(sleepy);
+                        let run = mbsp::internals::tree_barrier(run, tree);
+                        let run = mbsp::internals::lanes(run, lanes);
+                        mbsp::internals::slots(run, slots)
+                            .run(move |ctx| {
+                                ctx.sync()?;
+                                if ctx.pid() == lazy_pid {
+                                    ctx.declare_incoming(1)?;
+                                }
+                                ctx.sync()?;
+                                Ok(())
+                            })
+                            .unwrap_err()
+                    });
+                    assert_eq!(e.kind(), ErrorKind::Misuse, "lazy pid {lazy_pid}: {e}");
+                    assert!(
+                        e.to_string().contains("lazy one"),
+                        "tree {tree}, lazy pid {lazy_pid}: {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A lazy sync that receives nothing among full ones, with four processes and the lazy one
 /// anywhere in the ring: it does not wait, so only the full syncs can notice (each looks at the
 /// next process only).

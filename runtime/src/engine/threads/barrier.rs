@@ -56,7 +56,7 @@
 //! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
-use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
@@ -405,12 +405,17 @@ impl Barrier {
     /// Arrive with `flags` (bits 0..8 and 11..30), wait for all processes, and return what they
     /// brought.
     pub fn wait(&self, me: &mut Member, flags: u32, ending: bool) -> Result<Outcome, Aborted> {
-        self.wait_riding(me, flags, ending, &[], &mut [])
+        self.wait_riding(me, flags, ending, &[], &mut [], || ())
     }
 
     /// [`wait`](Self::wait), with `out[k]` riding in this process's round-`k` line (for the
     /// line's one reader), and what rides in the lines this process reads copied to `inbox[k]`
     /// (`out` and `inbox` may be shorter than the number of rounds).
+    ///
+    /// `arrived` runs once this process has arrived, after a `fence(SeqCst)` that follows its
+    /// arrival and every store the caller made before the call, and before it waits: the
+    /// caller's side (N) of other sleep handshakes (`wait.rs`) shares the barrier's fence. It
+    /// runs only where there are other processes (at p = 1 nobody can sleep).
     pub fn wait_riding(
         &self,
         me: &mut Member,
@@ -418,6 +423,7 @@ impl Barrier {
         ending: bool,
         out: &[Ride],
         inbox: &mut [Ride],
+        arrived: impl FnOnce(),
     ) -> Result<Outcome, Aborted> {
         debug_assert!(flags & (RIDE_MASK | ENDED | SYNCED) == 0);
         if self.is_aborted() {
@@ -426,11 +432,19 @@ impl Barrier {
         me.episode = me.episode.wrapping_add(1);
         let (e, parity) = (me.episode, (me.episode & 1) as usize);
         let mut acc = flags | if ending { ENDED } else { SYNCED };
+        let mut arrived = Some(arrived);
         if self.is_tree() {
             debug_assert!(
                 out.iter().all(|r| r.len == 0),
                 "no puts ride in a tree barrier"
             );
+            if self.p > 1 {
+                // The tree's arrival is a read-modify-write, not a fence of the handshake.
+                fence(Ordering::SeqCst);
+                if let Some(f) = arrived.take() {
+                    f();
+                }
+            }
             acc = self.wait_tree(me, e, acc)?;
         }
         for k in 0..self.rounds {
@@ -444,10 +458,15 @@ impl Barrier {
             }
             let word = ((e as u64) << 32) | (acc | ride) as u64;
             // Release: the payload above travels with the word. Then the sleep handshake's
-            // notification (`wait.rs`): a reader asleep on its signal is woken.
+            // notification (`wait.rs`): its fence (N), shared with the caller's handshakes in
+            // the first round; a reader asleep on its signal is woken.
             mine.half[parity].word.store(word, Ordering::Release);
+            fence(Ordering::SeqCst);
+            if let Some(f) = arrived.take() {
+                f();
+            }
             for &r in self.readers_of(me.pid * self.rounds + k) {
-                if self.signals[r as usize].notify() {
+                if self.signals[r as usize].notify_fenced() {
                     me.waiter.woke();
                     me.woken = Some(r);
                 }
@@ -754,7 +773,8 @@ mod tests {
                                 }
                             }
                             let mut inbox = vec![Ride::default(); b.rounds()];
-                            b.wait_riding(&mut me, 1, false, &out, &mut inbox).unwrap();
+                            b.wait_riding(&mut me, 1, false, &out, &mut inbox, || ())
+                                .unwrap();
                             for (k, got) in inbox.iter().enumerate() {
                                 let src = b.sources(pid)[k] as usize;
                                 if riders[src][pid] == k as u8 {

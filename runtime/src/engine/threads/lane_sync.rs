@@ -100,7 +100,7 @@ impl Ctx {
         }
         drop(written);
         run.inbox(pid).enter(o, s, true);
-        self.wake_after_enter(s, true);
+        self.wake_after_enter(s);
         self.engine.threads_mut().took_before.clear();
     }
 

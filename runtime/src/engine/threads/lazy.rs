@@ -65,8 +65,9 @@
 //!
 //! A lazy wait that must sleep (oversubscription: its senders need its core) sleeps on the
 //! process's barrier signal, so that an abort wakes it, and counts itself in the run's
-//! `lazy_sleepers`. A process that enters a sync (`wake_after_enter`) issues one
-//! `fence(SeqCst)` after its acks, announcements and mode word, then runs the notifier's side
+//! `lazy_sleepers`. A process that enters a sync issues one `fence(SeqCst)` after its acks,
+//! announcements and mode word (a lazy sync in `wake_after_enter`, a full one in its barrier
+//! arrival, whose notification shares the fence), then runs the notifier's side
 //! of the sleep handshake (`wait.rs`): it wakes the processes it acked or announced to if they
 //! sleep; and if `lazy_sleepers` is not zero and every process has now entered the sync, it
 //! wakes every sleeper, whose stop condition now holds (a short count is then an error, never
@@ -78,7 +79,7 @@
 
 use super::barrier::NO_RIDE;
 use super::inbox::mode_word;
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, Result};
 use crate::flags::FLAG_COMM;
 use crate::outbox::SLOTS;
@@ -162,7 +163,7 @@ impl Ctx {
                 .threads()
                 .inbox(self.pid)
                 .enter(self.run.slot(s), s, true);
-            self.wake_after_enter(s, true);
+            self.wake_after_enter(s);
         }
         self.engine.threads_mut().took_before.clear();
         announced
@@ -258,47 +259,36 @@ impl Ctx {
         )
     }
 
-    /// Right after this process entered the sync of superstep `s` (`lazy`: a lazy one, after
-    /// acknowledging `took_before` and announcing to `written`): the notifier's side of the
-    /// sleep handshake (`wait.rs`) for every wait this may end. Those destinations and
-    /// acknowledged senders may sleep waiting for records or acknowledgements; and if every
-    /// process has now entered `s`, the stop condition of every lazy wait of `s` holds (a count
-    /// that is still short is final), so every lazy sleeper is woken. One fence covers all:
-    /// in the common case nobody sleeps, and this costs the fence and loads of lines that
-    /// stay in our cache (the signals and the sleeper count are written only by sleepers).
-    pub(super) fn wake_after_enter(&self, s: u64, lazy: bool) {
+    /// Right after this process entered the lazy sync of superstep `s`, after acknowledging
+    /// `took_before` and announcing to `written`: the notifier's side of the sleep handshake
+    /// (`wait.rs`) for every wait this may end. Those destinations and acknowledged senders may
+    /// sleep waiting for records or acknowledgements; and the sleepers whose stop condition
+    /// this entry completes are woken ([`wake_if_all_entered`]). One fence covers all: in the
+    /// common case nobody sleeps, and this costs the fence and loads of lines that stay in our
+    /// cache (the signals and the sleeper count are written only by sleepers). A full sync
+    /// runs [`wake_if_all_entered`] after its barrier arrival's fence instead.
+    pub(super) fn wake_after_enter(&self, s: u64) {
+        if self.run.p == 1 {
+            // Nobody else can sleep.
+            return;
+        }
         // N of the handshake: orders the acks, announcements and the mode word before the
         // loads of the sleeper counts below.
         crate::shim::fence(Ordering::SeqCst);
         let barrier = &self.run.engine.threads().barrier;
-        if lazy {
-            for &d in self.written.borrow()[self.run.slot(s)]
-                .iter()
-                .chain(&self.engine.threads().took_before)
-            {
-                barrier.signal(d as usize).wake_if_sleeping();
-            }
-        }
-        if self
-            .run
-            .engine
-            .threads()
-            .lazy_sleepers
-            .load(Ordering::Relaxed)
-            != 0
-            && self.all_entered(s, 0..self.run.p)
+        for &d in self.written.borrow()[self.run.slot(s)]
+            .iter()
+            .chain(&self.engine.threads().took_before)
         {
-            for j in (0..self.run.p).filter(|&j| j != self.pid) {
-                barrier.signal(j).wake_if_sleeping();
-            }
+            barrier.signal(d as usize).wake_if_sleeping();
         }
+        wake_if_all_entered(&self.run, self.pid, s);
     }
 
     /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
     /// everything it sends in `s` is announced.
-    pub(super) fn all_entered(&self, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
-        let (o, want) = (self.run.slot(s), mode_word(s, false));
-        pids.all(|j| self.run.engine.threads().inbox(j).mode(o) >= want)
+    pub(super) fn all_entered(&self, s: u64, pids: impl Iterator<Item = usize>) -> bool {
+        all_entered(&self.run, s, pids)
     }
 
     /// Processes that entered the sync of superstep `s` as a full sync.
@@ -593,4 +583,25 @@ impl Ctx {
             )),
         }
     }
+}
+
+/// The last part of the notifier's side of the sleep handshake (`wait.rs`) for process `me`,
+/// which has just entered the sync of superstep `s`, its mode word stored and a
+/// `fence(SeqCst)` issued after it (N): if some process sleeps in a lazy wait and every
+/// process has now entered `s`, the stop condition of every lazy wait of `s` holds (a count
+/// that is still short is final, and a full sync where others made lazy ones is a misuse to
+/// report), so every sleeper is woken.
+pub(super) fn wake_if_all_entered(run: &RunShared, me: usize, s: u64) {
+    let threads = run.engine.threads();
+    if threads.lazy_sleepers.load(Ordering::Relaxed) != 0 && all_entered(run, s, 0..run.p) {
+        for j in (0..run.p).filter(|&j| j != me) {
+            threads.barrier.signal(j).wake_if_sleeping();
+        }
+    }
+}
+
+/// Whether every process of `pids` has entered the sync of superstep `s` (or a later one).
+fn all_entered(run: &RunShared, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
+    let (o, want) = (run.slot(s), mode_word(s, false));
+    pids.all(|j| run.engine.threads().inbox(j).mode(o) >= want)
 }

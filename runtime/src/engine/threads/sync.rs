@@ -1,5 +1,6 @@
 //! The thread engine's sync (the protocol in the module documentation above).
 
+use super::lazy::wake_if_all_entered;
 use crate::ctx::{Ctx, SyncPoint};
 use crate::error::{Error, Result};
 use crate::flags::{
@@ -115,9 +116,6 @@ impl Ctx {
             .threads()
             .inbox(self.pid)
             .enter(o, self.step, false);
-        // A process that made a lazy sync of this superstep (a misuse) may sleep until every
-        // process has entered it.
-        self.wake_after_enter(self.step, false);
         if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
             // The requests of this parity were last read in the sync two supersteps back: after
             // a full sync every process had finished it, after a lazy one we make sure.
@@ -147,11 +145,17 @@ impl Ctx {
         pair: bool,
     ) -> Result<u32> {
         let arrived = {
-            let barrier = &self.run.engine.threads().barrier;
+            let (run, pid, step) = (&*self.run, self.pid, self.step);
+            let barrier = &run.engine.threads().barrier;
             let me = self.engine.threads_mut();
             let rides = me.rides.get_mut();
-            let flags = flags | step_flag(self.step);
-            let r = barrier.wait_riding(&mut me.member, flags, ending, rides, &mut me.rode);
+            let flags = flags | step_flag(step);
+            // A process that made a lazy sync of this superstep (a misuse) may sleep until
+            // every process has entered it: we wake it after our arrival's fence, which
+            // follows our mode word (`Inbox::enter` above).
+            let r = barrier.wait_riding(&mut me.member, flags, ending, rides, &mut me.rode, || {
+                wake_if_all_entered(run, pid, step)
+            });
             for ride in rides.iter_mut() {
                 ride.len = 0;
             }
