@@ -515,17 +515,26 @@ impl Ctx {
     /// At the start of a sync: tell the senders whose outboxes we read in the last sync that we
     /// have finished with them, when this sync or the last one is lazy (after two full syncs
     /// the barrier says so).
+    #[inline(always)]
     pub(super) fn ack_previous(&mut self, lazy_now: bool) {
         if lazy_now || self.prev_lazy {
-            let prev = self.run.slot(self.step.wrapping_sub(1));
-            for &from in &self.engine.threads().took {
-                self.run.engine.threads().inbox(from as usize).ack(prev);
-            }
+            self.ack_senders();
         }
         // Kept for the announcements of a lazy sync (see `announce`).
         let me = self.engine.threads_mut();
         std::mem::swap(&mut me.took, &mut me.took_before);
         me.took.clear();
+    }
+
+    /// Acknowledge the senders whose outboxes we read in the last sync ([`ack_previous`]).
+    ///
+    /// [`ack_previous`]: Self::ack_previous
+    #[inline(never)]
+    fn ack_senders(&self) {
+        let prev = self.run.slot(self.step.wrapping_sub(1));
+        for &from in &self.engine.threads().took {
+            self.run.engine.threads().inbox(from as usize).ack(prev);
+        }
     }
 
     /// Mark and announce this superstep's outboxes at their destinations.

@@ -356,8 +356,18 @@ impl Ctx {
     /// barrier, or before announcing in a lazy sync). After lazy syncs a destination may be
     /// behind: its bits of this slot are free once it has completed the sync `SLOTS`
     /// supersteps back (where it took them), which we wait for (usually at once).
-    #[inline]
+    #[inline(always)]
     pub(super) fn mark_written(&self, o: usize) -> Result<()> {
+        // Most supersteps of short syncs write to nobody: no call then.
+        if self.written.borrow()[o].is_empty() {
+            return Ok(());
+        }
+        self.mark_destinations(o)
+    }
+
+    /// [`mark_written`](Self::mark_written) of a superstep that wrote to some process.
+    #[inline(never)]
+    fn mark_destinations(&self, o: usize) -> Result<()> {
         let written = self.written.borrow();
         let lazy_used = self.run.engine.threads().lazy_used.load(Ordering::Relaxed);
         for &d in &written[o] {
