@@ -600,11 +600,21 @@ impl Ctx {
 /// process has now entered `s`, the stop condition of every lazy wait of `s` holds (a count
 /// that is still short is final, and a full sync where others made lazy ones is a misuse to
 /// report), so every sleeper is woken.
+#[inline(always)]
 pub(super) fn wake_if_all_entered(run: &RunShared, me: usize, s: u64) {
-    let threads = run.engine.threads();
-    if threads.lazy_sleepers.load(Ordering::Relaxed) != 0 && all_entered(run, s, 0..run.p) {
+    // Inlined: every full sync makes this check, and nobody sleeps but in a misuse.
+    if run.engine.threads().lazy_sleepers.load(Ordering::Relaxed) != 0 {
+        wake_sleepers_if_all_entered(run, me, s);
+    }
+}
+
+/// [`wake_if_all_entered`] once some process sleeps in a lazy wait.
+#[cold]
+#[inline(never)]
+fn wake_sleepers_if_all_entered(run: &RunShared, me: usize, s: u64) {
+    if all_entered(run, s, 0..run.p) {
         for j in (0..run.p).filter(|&j| j != me) {
-            threads.barrier.signal(j).wake_if_sleeping();
+            run.engine.threads().barrier.signal(j).wake_if_sleeping();
         }
     }
 }
