@@ -393,6 +393,37 @@ fn comm_program(ctx: &mut Ctx, seed: u64, n: usize, lazy: bool) -> mbsp::Result<
             "{}",
             what("allreduce_value")
         );
+        // One value that does not commute (2x2 matrices of u16, multiplied mod 2^16): every
+        // process combines in pid order; `allreduce_value` on even pids meets `allreduce` on a
+        // buffer of one element on odd ones (the same call).
+        let m2 = |q: usize| -> [u16; 4] {
+            let s = mix(seed ^ (q as u64 + 7));
+            [
+                s as u16,
+                (s >> 16) as u16,
+                (s >> 32) as u16,
+                (s >> 48) as u16,
+            ]
+        };
+        let mul2 = |a: [u16; 4], b: [u16; 4]| {
+            let dot =
+                |x: u16, y: u16, z: u16, w: u16| x.wrapping_mul(y).wrapping_add(z.wrapping_mul(w));
+            [
+                dot(a[0], b[0], a[1], b[2]),
+                dot(a[0], b[1], a[1], b[3]),
+                dot(a[2], b[0], a[3], b[2]),
+                dot(a[2], b[1], a[3], b[3]),
+            ]
+        };
+        let got = if me % 2 == 0 {
+            comm.allreduce_value(ctx, m2(me), mul2)?
+        } else {
+            let mut b = [m2(me)];
+            comm.allreduce(ctx, &mut b, mul2)?;
+            b[0]
+        };
+        let want = (1..p).fold(m2(0), |acc, q| mul2(acc, m2(q)));
+        assert_eq!(got, want, "{}", what("allreduce_value of a 2x2 matrix"));
         // Pieces of different lengths, some beyond a slot when n is large.
         let len = |q: usize| (mix(seed ^ q as u64) % (n as u64 + 1)) as usize;
         let local = |q: usize| -> Vec<u8> { (0..len(q)).map(|i| (q * 31 + i) as u8).collect() };
