@@ -20,6 +20,14 @@
 //!   (consecutive pids share a core, where the default shares the cores round-robin); the
 //!   `Comm` one-word all-reduce at p = 16 with full and with lazy syncs, and at p = 2 against
 //!   the empty sync.
+//!
+//! Where processes outnumber the cores, a superstep costs about what its context switches
+//! cost, so those rows also give the switches per process and superstep (the process's
+//! voluntary and involuntary switches from `getrusage` over the figure's runs, run starts
+//! included, divided by p and the supersteps). A full sync makes a little more than one
+//! switch per process; a declared sync can make fewer only where a process finds its senders'
+//! records of several supersteps when its turn comes, which depends on the order in which the
+//! kernel runs the threads of a core (docs/benchmarks.md, "Lazy syncs: the order of turns").
 
 use crate::stats::{Samples, ns, timed};
 use mbsp::Ctx;
@@ -251,7 +259,10 @@ fn ring_floor(p: usize, o: &Options) -> Samples {
 fn write_csv(path: &std::path::Path, rows: &[Row]) -> std::io::Result<()> {
     use std::io::Write;
     crate::whole_file::write(path, |f| {
-        writeln!(f, "kernel,p,median_ns,min_ns,max_ns,samples,ratio,target")?;
+        writeln!(
+            f,
+            "kernel,p,median_ns,min_ns,max_ns,samples,ratio,target,switches"
+        )?;
         for r in rows {
             let (lo, hi) = r.samples.range();
             let ratio = r
@@ -260,7 +271,7 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> std::io::Result<()> {
             let target = r.against.and_then(|(_, t)| t).map(|t| t.to_string());
             writeln!(
                 f,
-                "\"{}\",{},{:.1},{:.1},{:.1},{},{},{}",
+                "\"{}\",{},{:.1},{:.1},{:.1},{},{},{},{}",
                 r.name,
                 r.p,
                 r.samples.median(),
@@ -268,7 +279,8 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> std::io::Result<()> {
                 hi,
                 r.samples.0.len(),
                 ratio.unwrap_or_default(),
-                target.unwrap_or_default()
+                target.unwrap_or_default(),
+                r.switches.map_or(String::new(), |s| format!("{s:.3}"))
             )?;
         }
         Ok(())
@@ -292,6 +304,8 @@ struct Row {
     name: &'static str,
     p: usize,
     samples: Samples,
+    /// Context switches per process and superstep, where p exceeds the cores.
+    switches: Option<f64>,
     /// The row it is compared with (index), and the target ratio if the issue sets one.
     against: Option<(usize, Option<f64>)>,
 }
@@ -490,22 +504,51 @@ fn take_rounds(o: &Options, figures: Vec<Figure>) -> Result<Vec<Row>> {
         ..o.clone()
     };
     let mut taken: Vec<Vec<f64>> = vec![Vec::with_capacity(o.samples); figures.len()];
+    let mut switched: Vec<Option<u64>> = vec![Some(0); figures.len()];
     for round in 0..o.samples {
         for (k, f) in figures.iter().enumerate() {
+            let before = switches();
             taken[k].extend((f.take)(&one)?.0);
+            let during = before.zip(switches()).map(|(b, a)| a.saturating_sub(b));
+            switched[k] = switched[k].zip(during).map(|(s, d)| s + d);
         }
         eprintln!("lazy: round {} of {} done", round + 1, o.samples);
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(figures
         .into_iter()
         .zip(taken)
-        .map(|(f, samples)| Row {
-            name: f.name,
-            p: f.p,
-            samples: Samples(samples),
-            against: f.against,
+        .zip(switched)
+        .map(|((f, samples), switched)| {
+            // Each take: the registration's sync, a warm-up superstep and the timed ones.
+            let steps = o.samples * (iters_for(&one, f.p) + 2) * f.p;
+            Row {
+                name: f.name,
+                p: f.p,
+                samples: Samples(samples),
+                switches: switched
+                    .filter(|_| f.p > cores)
+                    .map(|s| s as f64 / steps as f64),
+                against: f.against,
+            }
         })
         .collect())
+}
+
+/// The context switches of this process's threads so far, voluntary and involuntary (Linux
+/// counts every thread's, those that ended included), or `None` where `getrusage` fails.
+fn switches() -> Option<u64> {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills in the `rusage` it is given a pointer to, or fails.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: zeroed is a valid `rusage` (plain integers), filled in by the call above.
+    let u = unsafe { u.assume_init() };
+    u64::try_from(u.ru_nvcsw)
+        .ok()
+        .zip(u64::try_from(u.ru_nivcsw).ok())
+        .map(|(v, i)| v + i)
 }
 
 /// The rows as one JSON object.
@@ -521,6 +564,7 @@ fn print_json(rows: &[Row]) {
                 "max_ns": r.samples.range().1,
                 "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
                 "target": r.against.and_then(|(_, t)| t),
+                "switches_per_process_superstep": r.switches,
             })
         })
         .collect();
@@ -533,8 +577,8 @@ fn print_json(rows: &[Row]) {
 /// The table, the targets, and the two references (the ring of threads, the cache-line floor).
 fn print_table(rows: &[Row]) {
     println!(
-        "  {:<42} {:>2}  {:<28} {:>22}",
-        "kernel", "p", "time per superstep", "ratio (target)"
+        "  {:<42} {:>2}  {:<28} {:>8}  {:>22}",
+        "kernel", "p", "time per superstep", "switches", "ratio (target)"
     );
     for r in rows {
         let ratio = match r.against {
@@ -552,10 +596,11 @@ fn print_table(rows: &[Row]) {
             None => String::new(),
         };
         println!(
-            "  {:<42} {:>2}  {:<28} {:>22}",
+            "  {:<42} {:>2}  {:<28} {:>8}  {:>22}",
             r.name,
             r.p,
             r.samples.show(ns),
+            r.switches.map_or(String::new(), |s| format!("{s:.2}")),
             ratio
         );
     }
@@ -573,6 +618,11 @@ fn print_table(rows: &[Row]) {
          cores round-robin, so every neighbour of a ring or of the sparse exchange is on another \
          core; compact shares them in blocks of consecutive pids, so a process waiting for a \
          neighbour yields its core to it"
+    );
+    println!(
+        "switches: context switches per process and superstep where p exceeds the cores (a full \
+         sync makes a little more than one; a declared one fewer only where a process's turn \
+         finds its senders' records of more than one superstep)"
     );
     let ring = rows[7].samples.median() / rows[5].samples.median();
     println!(

@@ -283,7 +283,8 @@ struct LazyArgs {
     #[arg(long)]
     json: bool,
     /// Also write the table as CSV (kernel, p, median_ns, min_ns, max_ns, samples, ratio,
-    /// target) to FILE.
+    /// target, switches: context switches per process and superstep where p exceeds the
+    /// cores) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
 }

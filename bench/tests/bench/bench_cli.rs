@@ -87,8 +87,9 @@ fn quick_benchmark_csv_and_json() {
     );
 }
 
-/// `lazy --quick --csv`: the eight figures, each with its process count and, where it is
-/// compared with another row, its ratio (and the target where there is one); the JSON
+/// `lazy --quick --csv`: the figures, each with its process count and, where it is compared
+/// with another row, its ratio (and the target where there is one), and its context
+/// switches per process and superstep exactly where its processes outnumber the cores; the JSON
 /// has the same figures.
 #[test]
 fn quick_lazy_benchmark_csv_and_json() {
@@ -96,7 +97,7 @@ fn quick_lazy_benchmark_csv_and_json() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("kernel,p,median_ns,min_ns,max_ns,samples,ratio,target")
+        Some("kernel,p,median_ns,min_ns,max_ns,samples,ratio,target,switches")
     );
     // The kernel names are quoted (they contain commas): split off the name first.
     let rows: Vec<(String, Vec<String>)> = lines
@@ -168,6 +169,14 @@ fn quick_lazy_benchmark_csv_and_json() {
         );
         assert!(0.0 < lo && lo <= median && median <= hi, "{name}: {r:?}");
         assert_eq!(r[4], "3", "{name}: three samples with --quick");
+        let p: usize = r[0].parse().unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if p > cores {
+            let switches: f64 = r[7].parse().unwrap_or_else(|_| panic!("{name}: {r:?}"));
+            assert!(switches > 0.0, "{name}: {r:?}");
+        } else {
+            assert_eq!(r[7], "", "{name}: no switches where p <= cores");
+        }
     }
     let kernels: Vec<&str> = v["lazy"]
         .as_array()
