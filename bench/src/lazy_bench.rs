@@ -24,8 +24,9 @@
 //! Where processes outnumber the cores, a superstep costs about what its context switches
 //! cost, so those rows also give the switches per process and superstep (the process's
 //! voluntary and involuntary switches from `getrusage` over the figure's runs, run starts
-//! included, divided by p and the supersteps). A full sync makes a little more than one
-//! switch per process; a declared sync can make fewer only where a process finds its senders'
+//! included, divided by p and the supersteps). A full sync makes at least one switch per
+//! process (every process must run and then wait; the barrier's wake-ups add more); a declared
+//! sync can make fewer only where a process finds its senders'
 //! records of several supersteps when its turn comes, which depends on the order in which the
 //! kernel runs the threads of a core (docs/benchmarks.md, "Lazy syncs: the order of turns").
 
@@ -621,8 +622,8 @@ fn print_table(rows: &[Row]) {
     );
     println!(
         "switches: context switches per process and superstep where p exceeds the cores (a full \
-         sync makes a little more than one; a declared one fewer only where a process's turn \
-         finds its senders' records of more than one superstep)"
+         sync makes at least one; a declared one fewer only where a process's turn finds its \
+         senders' records of more than one superstep)"
     );
     let ring = rows[7].samples.median() / rows[5].samples.median();
     println!(
