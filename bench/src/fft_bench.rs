@@ -15,7 +15,8 @@
 //!
 //! `mbsp-top1` is the Multi-BSP FFT on a top level of one process with a nested run of p
 //! below it (the fan-outs [1, p] of a one-package machine; `MultiFft::new`, which transforms
-//! vectors shorter than `NESTED_FROM` alone, where a nested run costs more than it saves), measured right after `mbsp-flat`
+//! vectors shorter than `MEASURED_FROM` alone, where a nested run costs more than it saves,
+//! and from there to `NESTED_FROM` whichever of the two it timed faster), measured right after `mbsp-flat`
 //! at the same p in every round; after the table, its time over `mbsp-flat`'s at each n and p
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
 //! against the target of 1.05. `mbsp-parts` is the same top level with the vector in the
@@ -516,9 +517,11 @@ fn print_top1(top1: &[Top1]) {
     }
     println!(
         "\nnested / flat: a top level of 1 process over mbsp-flat at the same p, target <= \
-         {TOP1_TARGET:.2}; mbsp-top1: natural order, a nested run of p from n = 2^{}, alone \
-         below; mbsp-parts: the parts order, always a nested run of p. Ratio of the medians, \
-         the range of the rounds' ratios, each side's spread over its rounds",
+         {TOP1_TARGET:.2}; mbsp-top1: natural order, alone below n = 2^{}, a nested run of p \
+         from 2^{}, the one timed faster when planned in between; mbsp-parts: the parts order, \
+         always a nested run of p. Ratio of the medians, the range of the rounds' ratios, each \
+         side's spread over its rounds",
+        mbsp_algorithms::fft::MEASURED_FROM.trailing_zeros(),
         mbsp_algorithms::fft::NESTED_FROM.trailing_zeros()
     );
     for t in top1 {

@@ -116,7 +116,7 @@ mod plan;
 mod simd;
 mod split;
 
-pub use multi::{Choice, FftCost, MultiFft, NESTED_FROM, Order, Variant, hierarchy};
+pub use multi::{Choice, FftCost, MEASURED_FROM, MultiFft, NESTED_FROM, Order, Variant, hierarchy};
 pub use num::{Complex, Float, sequential_plan};
 pub use oneshot::{PLAN_CACHE_ENTRIES, PLAN_CACHE_LEN, fft, fft_multi, ifft};
 pub use plan::{BspFft, Direction, Exchange};

@@ -143,19 +143,30 @@ pub enum Order {
     Parts,
 }
 
-/// Below this length a top level of one process transforms alone rather than with a nested run
-/// ([`MultiFft::new`]): the nested run's start and syncs, and the passes that move the vector
-/// between the nested processes' caches (three, where the flat transform has one exchange),
-/// cost more than the second core saves (`mbsp-bench fft`'s nested / flat table and
-/// docs/benchmarks.md have the crossover).
+/// From this length a top level of one process always transforms with its nested run
+/// ([`MultiFft::new`]); below [`MEASURED_FROM`] it always transforms alone, and in between it
+/// keeps whichever of the two ran faster when the plan was made. Nesting costs the nested run's
+/// start and syncs, and the passes that move the vector between the nested processes' caches
+/// (three, where the flat transform has one exchange); where that outweighs the second core
+/// depends on the machine (`mbsp-bench fft`'s nested / flat table and docs/benchmarks.md).
 pub const NESTED_FROM: usize = 1 << 15;
+
+/// Below this length a top level of one process transforms alone ([`MultiFft::new`]): the
+/// nested run's start is a large part of a transform this short (about a microsecond against
+/// 5-10 us), whatever the machine.
+pub const MEASURED_FROM: usize = 1 << 13;
 
 impl<T: Float> MultiFft<T> {
     /// Plan (collective over this run, one superstep): `below` gives the nested runs' sizes,
     /// outermost first, each a power of two (e.g. `[cores per package]`, or
     /// [`hierarchy`]`(..)[1..]`). A top level of one process with one level below transforms
-    /// vectors shorter than [`NESTED_FROM`] alone, where nesting would cost more than it saves
-    /// ([`MultiFft::procs`] then says 1); [`MultiFft::nested`] always nests.
+    /// vectors shorter than [`MEASURED_FROM`] alone, where nesting would cost more than it
+    /// saves ([`MultiFft::procs`] then says 1), and vectors of [`NESTED_FROM`] or more with
+    /// its nested run. In between it makes both plans, times a few transforms of each on a
+    /// vector of zeros, and keeps the faster (as FFTW's measured plans do: which one a run
+    /// keeps can differ from run to run, and with it the last bits of the results); the
+    /// timing takes a few supersteps of this one process and a few transforms' time.
+    /// [`MultiFft::nested`] always nests.
     ///
     /// ```
     /// use mbsp_algorithms::fft::{MultiFft, NESTED_FROM};
@@ -170,8 +181,42 @@ impl<T: Float> MultiFft<T> {
     /// # Ok::<(), mbsp::Error>(())
     /// ```
     pub fn new(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
-        let alone = ctx.nprocs() == 1 && n < NESTED_FROM && below.iter().any(|&c| c > 1);
-        Self::plan(ctx, n, if alone { &[] } else { below })
+        let one_on_top = ctx.nprocs() == 1 && below.iter().any(|&c| c > 1);
+        if !one_on_top || n >= NESTED_FROM {
+            Self::plan(ctx, n, below)
+        } else if n < MEASURED_FROM || !n.is_power_of_two() {
+            // (A length the plan refuses is refused by the plan alone, once.)
+            Self::plan(ctx, n, &[])
+        } else {
+            Self::faster(ctx, n, below)
+        }
+    }
+
+    /// The plan of a top level of one process alone and the nested one, timed in turn (a
+    /// warm-up, then three forward and inverse pairs each, on a vector of zeros: the work of
+    /// a transform does not depend on the values); the faster is kept, the other freed.
+    fn faster(ctx: &mut Ctx, n: usize, below: &[usize]) -> Result<Self> {
+        let mut plans = [Self::plan(ctx, n, &[])?, Self::plan(ctx, n, below)?];
+        let mut x = vec![Complex::new(T::zeroed(), T::zeroed()); n];
+        let mut best = [f64::INFINITY; 2];
+        for round in 0..4 {
+            for (plan, best) in plans.iter_mut().zip(&mut best) {
+                let t = std::time::Instant::now();
+                plan.forward(ctx, &mut x)?;
+                plan.inverse(ctx, &mut x)?;
+                if round > 0 {
+                    *best = best.min(t.elapsed().as_secs_f64());
+                }
+            }
+        }
+        let [alone, nested] = plans;
+        if best[1] < best[0] {
+            alone.free(ctx)?;
+            Ok(nested)
+        } else {
+            nested.free(ctx)?;
+            Ok(alone)
+        }
     }
 
     /// [`MultiFft::new`] without the shortcut for short vectors: the levels below always run
@@ -552,10 +597,16 @@ mod tests {
     }
 
     /// A top level of one transforms short vectors alone (no nested run), long ones with its
-    /// nested run; both right, both ways.
+    /// nested run, and those in between with whichever it measured faster; all right, both
+    /// ways.
     #[test]
     fn one_process_on_top_nests_only_where_it_pays() {
-        for n in [NESTED_FROM / 4, NESTED_FROM] {
+        for n in [
+            MEASURED_FROM / 2,
+            MEASURED_FROM,
+            NESTED_FROM / 2,
+            NESTED_FROM,
+        ] {
             let x: Vec<Complex<f64>> = (0..n)
                 .map(|j| Complex::new((j % 11) as f64 - 5.0, (j % 5) as f64))
                 .collect();
@@ -574,7 +625,11 @@ mod tests {
             .unwrap()
             .pop()
             .unwrap();
-            assert_eq!(procs, if n < NESTED_FROM { 1 } else { 2 }, "n = {n}");
+            match n {
+                n if n < MEASURED_FROM => assert_eq!(procs, 1, "n = {n}"),
+                n if n >= NESTED_FROM => assert_eq!(procs, 2, "n = {n}"),
+                _ => assert!(procs == 1 || procs == 2, "n = {n}: {procs}"),
+            }
             let err = |a: &[Complex<f64>], b: &[Complex<f64>]| {
                 a.iter()
                     .zip(b)
