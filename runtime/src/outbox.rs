@@ -180,24 +180,30 @@ pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
                 .write_unaligned(src.cast::<u128>().read_unaligned()),
             // A few words (a collective's header and value, a small struct): the first and the
             // last 16 or 8 bytes, overlapping where shorter, instead of a call into `memcpy`.
-            17..=32 => {
-                let (a, b) = (
-                    src.cast::<u128>().read_unaligned(),
-                    src.add(len - 16).cast::<u128>().read_unaligned(),
-                );
-                dst.cast::<u128>().write_unaligned(a);
-                dst.add(len - 16).cast::<u128>().write_unaligned(b);
-            }
-            9..=15 => {
-                let (a, b) = (
-                    src.cast::<u64>().read_unaligned(),
-                    src.add(len - 8).cast::<u64>().read_unaligned(),
-                );
-                dst.cast::<u64>().write_unaligned(a);
-                dst.add(len - 8).cast::<u64>().write_unaligned(b);
-            }
+            17..=32 => copy_ends::<u128>(src, dst, len),
+            9..=15 => copy_ends::<u64>(src, dst, len),
             _ => std::ptr::copy_nonoverlapping(src, dst, len),
         }
+    }
+}
+
+/// Copy `len` bytes as the first and the last `size_of::<W>()` (which overlap unless `len` is
+/// twice that): both loads before both stores.
+///
+/// # Safety
+/// As [`copy_bytes`], and `size_of::<W>() <= len <= 2 * size_of::<W>()`.
+#[inline(always)]
+unsafe fn copy_ends<W: Copy>(src: *const u8, dst: *mut u8, len: usize) {
+    let w = size_of::<W>();
+    debug_assert!(w <= len && len <= 2 * w);
+    // SAFETY: both words lie inside the `len` bytes at `src` and at `dst` (the caller's bounds).
+    unsafe {
+        let (a, b) = (
+            src.cast::<W>().read_unaligned(),
+            src.add(len - w).cast::<W>().read_unaligned(),
+        );
+        dst.cast::<W>().write_unaligned(a);
+        dst.add(len - w).cast::<W>().write_unaligned(b);
     }
 }
 
