@@ -15,106 +15,116 @@
 use super::hypergraph::Hypergraph;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// An addressable binary max-heap of vertices keyed by gain.
-struct Heap {
-    items: Vec<(i64, u32)>,
+/// The two priority queues of a bipartition (one per side): addressable binary max-heaps of
+/// vertices keyed by gain, sharing one position array. Sharing is sound because a vertex is
+/// queued on at most one side, its own: it changes side only after leaving its queue (a move
+/// removes it first; a rollback clears both queues first). One array instead of two halves
+/// the memory that the boundary scans touch, and `contains` needs no side lookup.
+struct Queues {
+    items: [Vec<(i64, u32)>; 2],
+    /// Index of each vertex in its side's `items`, or `ABSENT`.
     pos: Vec<u32>,
 }
 
 const ABSENT: u32 = u32::MAX;
 
-impl Heap {
+impl Queues {
     fn new(n: usize) -> Self {
-        Heap {
-            items: Vec::new(),
+        Queues {
+            items: [Vec::new(), Vec::new()],
             pos: vec![ABSENT; n],
         }
     }
 
+    /// Whether `v` is queued (on its own side).
     fn contains(&self, v: u32) -> bool {
         self.pos[v as usize] != ABSENT
     }
 
-    fn top(&self) -> Option<(i64, u32)> {
-        self.items.first().copied()
+    fn top(&self, s: usize) -> Option<(i64, u32)> {
+        self.items[s].first().copied()
     }
 
-    fn insert(&mut self, v: u32, key: i64) {
-        self.items.push((key, v));
-        let i = self.items.len() - 1;
+    fn insert(&mut self, s: usize, v: u32, key: i64) {
+        self.items[s].push((key, v));
+        let i = self.items[s].len() - 1;
         self.pos[v as usize] = i as u32;
-        self.up(i);
+        self.up(s, i);
     }
 
-    fn update(&mut self, v: u32, key: i64) {
+    /// New key of `v`, queued on side `s`.
+    fn update(&mut self, s: usize, v: u32, key: i64) {
         let i = self.pos[v as usize] as usize;
-        let old = self.items[i].0;
-        self.items[i].0 = key;
+        let old = self.items[s][i].0;
+        self.items[s][i].0 = key;
         if key > old {
-            self.up(i);
+            self.up(s, i);
         } else {
-            self.down(i);
+            self.down(s, i);
         }
     }
 
-    fn remove(&mut self, v: u32) {
+    /// Takes `v`, queued on side `s`, out.
+    fn remove(&mut self, s: usize, v: u32) {
         let i = self.pos[v as usize] as usize;
         self.pos[v as usize] = ABSENT;
-        let last = self.items.pop().expect("heap not empty");
-        if i < self.items.len() {
-            let old = self.items[i].0;
-            self.items[i] = last;
+        let last = self.items[s].pop().expect("heap not empty");
+        if i < self.items[s].len() {
+            let old = self.items[s][i].0;
+            self.items[s][i] = last;
             self.pos[last.1 as usize] = i as u32;
             if last.0 > old {
-                self.up(i);
+                self.up(s, i);
             } else {
-                self.down(i);
+                self.down(s, i);
             }
         }
     }
 
     fn clear(&mut self) {
-        for &(_, v) in &self.items {
-            self.pos[v as usize] = ABSENT;
+        for items in &mut self.items {
+            for &(_, v) in items.iter() {
+                self.pos[v as usize] = ABSENT;
+            }
+            items.clear();
         }
-        self.items.clear();
     }
 
-    fn up(&mut self, mut i: usize) {
+    fn up(&mut self, s: usize, mut i: usize) {
+        let items = &mut self.items[s];
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.items[parent].0 >= self.items[i].0 {
+            if items[parent].0 >= items[i].0 {
                 break;
             }
-            self.swap(i, parent);
+            items.swap(i, parent);
+            self.pos[items[i].1 as usize] = i as u32;
+            self.pos[items[parent].1 as usize] = parent as u32;
             i = parent;
         }
     }
 
-    fn down(&mut self, mut i: usize) {
+    fn down(&mut self, s: usize, mut i: usize) {
+        let items = &mut self.items[s];
         loop {
             let l = 2 * i + 1;
-            if l >= self.items.len() {
+            if l >= items.len() {
                 break;
             }
             let r = l + 1;
-            let c = if r < self.items.len() && self.items[r].0 > self.items[l].0 {
+            let c = if r < items.len() && items[r].0 > items[l].0 {
                 r
             } else {
                 l
             };
-            if self.items[i].0 >= self.items[c].0 {
+            if items[i].0 >= items[c].0 {
                 break;
             }
-            self.swap(i, c);
+            items.swap(i, c);
+            self.pos[items[i].1 as usize] = i as u32;
+            self.pos[items[c].1 as usize] = c as u32;
             i = c;
         }
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.items.swap(a, b);
-        self.pos[self.items[a].1 as usize] = a as u32;
-        self.pos[self.items[b].1 as usize] = b as u32;
     }
 }
 
@@ -161,7 +171,7 @@ pub(crate) struct Fm<'h> {
     count: Vec<[u32; 2]>,
     gain: Vec<i64>,
     locked: Vec<bool>,
-    heaps: [Heap; 2],
+    queues: Queues,
     w: [u64; 2],
     cut: u64,
     /// Rolling back a pass: gains are updated, queues are left alone.
@@ -175,7 +185,7 @@ impl<'h> Fm<'h> {
             count: vec![[0, 0]; h.nn()],
             gain: vec![0; h.nv()],
             locked: vec![false; h.nv()],
-            heaps: [Heap::new(h.nv()), Heap::new(h.nv())],
+            queues: Queues::new(h.nv()),
             w: [0, 0],
             cut: 0,
             undoing: false,
@@ -213,8 +223,10 @@ impl<'h> Fm<'h> {
         }
     }
 
-    /// Moves `v` to the other side and updates counts, gains, weights and the cut.
+    /// Moves `v` to the other side and updates counts, gains, weights and the cut. `v` must not
+    /// be queued (the queues' invariant), unless the queues are ignored (rolling back).
     fn apply(&mut self, v: usize, side: &mut [u8]) {
+        debug_assert!(self.undoing || !self.queues.contains(v as u32));
         let h = self.h;
         let s = side[v] as usize;
         let t = 1 - s;
@@ -273,11 +285,11 @@ impl<'h> Fm<'h> {
         if self.locked[u] || self.undoing {
             return;
         }
-        let heap = &mut self.heaps[side[u] as usize];
-        if heap.contains(u as u32) {
-            heap.update(u as u32, self.gain[u]);
+        let s = side[u] as usize;
+        if self.queues.contains(u as u32) {
+            self.queues.update(s, u as u32, self.gain[u]);
         } else {
-            heap.insert(u as u32, self.gain[u]);
+            self.queues.insert(s, u as u32, self.gain[u]);
         }
     }
 
@@ -299,9 +311,9 @@ impl<'h> Fm<'h> {
                 let c = self.count[e];
                 if c[0] > 0 && c[1] > 0 {
                     for &u in h.net(e) {
-                        let heap = &mut self.heaps[side[u as usize] as usize];
-                        if !heap.contains(u) {
-                            heap.insert(u, self.gain[u as usize]);
+                        if !self.queues.contains(u) {
+                            let s = side[u as usize] as usize;
+                            self.queues.insert(s, u, self.gain[u as usize]);
                         }
                     }
                 }
@@ -312,7 +324,7 @@ impl<'h> Fm<'h> {
             let mut best_len = 0usize;
             let mut deferred: Vec<u32> = Vec::new();
             while let Some(v) = self.pick(b, side, &mut deferred, &mut flooded) {
-                self.heaps[side[v] as usize].remove(v as u32);
+                self.queues.remove(side[v] as usize, v as u32);
                 self.locked[v] = true;
                 self.apply(v, side);
                 moves.push(v as u32);
@@ -325,9 +337,7 @@ impl<'h> Fm<'h> {
                 }
             }
             // Undo the moves after the best state, keeping gains exact (no queue insertions).
-            for heap in &mut self.heaps {
-                heap.clear();
-            }
+            self.queues.clear();
             self.undoing = true;
             while moves.len() > best_len {
                 let v = moves.pop().unwrap() as usize;
@@ -364,9 +374,9 @@ impl<'h> Fm<'h> {
         let h = self.h;
         loop {
             let mut best: Option<(i64, usize)> = None;
-            let mut blocked: Option<usize> = None;
+            let mut blocked: Option<(usize, usize)> = None;
             for s in 0..2 {
-                let Some((g, v)) = self.heaps[s].top() else {
+                let Some((g, v)) = self.queues.top(s) else {
                     continue;
                 };
                 let v = v as usize;
@@ -380,7 +390,7 @@ impl<'h> Fm<'h> {
                         best = Some((g, v));
                     }
                 } else if blocked.is_none() {
-                    blocked = Some(v);
+                    blocked = Some((s, v));
                 }
             }
             if let Some((_, v)) = best {
@@ -390,28 +400,16 @@ impl<'h> Fm<'h> {
                 *flooded = true;
                 let heavy = if self.w[0] > b.max[0] { 0 } else { 1 };
                 for (v, &s) in side.iter().enumerate() {
-                    if s as usize == heavy
-                        && !self.locked[v]
-                        && !self.heaps[heavy].contains(v as u32)
-                    {
-                        self.heaps[heavy].insert(v as u32, self.gain[v]);
+                    if s as usize == heavy && !self.locked[v] && !self.queues.contains(v as u32) {
+                        self.queues.insert(heavy, v as u32, self.gain[v]);
                     }
                 }
                 continue;
             }
-            let v = blocked?;
-            let s = self.side_of(v);
-            self.heaps[s].remove(v as u32);
+            let (s, v) = blocked?;
+            self.queues.remove(s, v as u32);
             self.locked[v] = true;
             deferred.push(v as u32);
-        }
-    }
-
-    fn side_of(&self, v: usize) -> usize {
-        if self.heaps[0].contains(v as u32) {
-            0
-        } else {
-            1
         }
     }
 }
@@ -471,9 +469,21 @@ mod tests {
                 }
                 assert_eq!(fm.cut, h.cut(&side));
                 assert_eq!(fm.w, h.side_weights(&side));
+                // As pick() does: a vertex leaves its queue before it moves.
                 let v = rng.below(h.nv());
+                if fm.queues.contains(v as u32) {
+                    fm.queues.remove(side[v] as usize, v as u32);
+                }
                 fm.apply(v, &mut side);
                 moved.push(v);
+                // Every queued vertex sits in its own side's queue under its current gain.
+                for (s, items) in fm.queues.items.iter().enumerate() {
+                    for (i, &(key, u)) in items.iter().enumerate() {
+                        assert_eq!(side[u as usize] as usize, s, "vertex {u} queued on {s}");
+                        assert_eq!(fm.queues.pos[u as usize] as usize, i);
+                        assert_eq!(key, fm.gain[u as usize]);
+                    }
+                }
             }
             // Rolling back keeps the books exact too.
             fm.undoing = true;
