@@ -73,7 +73,8 @@ pub(crate) fn cluster(
             }
             for &u in h.net(e as usize) {
                 let u = u as usize;
-                if side.is_some_and(|sd| sd[u] != sd[v]) {
+                // `v` itself is no candidate: not scoring it saves a pin of every net.
+                if u == v || side.is_some_and(|sd| sd[u] != sd[v]) {
                     continue;
                 }
                 if score[u] == 0.0 {
@@ -82,16 +83,13 @@ pub(crate) fn cluster(
                 score[u] += s;
             }
         }
-        // Best free neighbour, else best cluster to join (`v` itself was scored too: skipped).
+        // Best free neighbour, else best cluster to join.
         let mut best_free: Option<(f32, usize)> = None;
         let mut best_join: Option<(f32, usize)> = None;
         for &u in &touched {
             let u = u as usize;
             let sc = score[u];
             score[u] = 0.0;
-            if u == v {
-                continue;
-            }
             if cmap[u] == u32::MAX {
                 if wv + h.vwgt[u] as u64 <= max_weight && best_free.is_none_or(|(b, _)| sc > b) {
                     best_free = Some((sc, u));
