@@ -260,25 +260,30 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
         .collect();
     let (h, vertex) = sub.hypergraph(&by_row, None);
     // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
-    let tries: Vec<((u64, u64, u64), Vec<u8>)> =
+    let multilevel = || -> Vec<((u64, u64, u64), Vec<u8>)> {
         bisect(&h, b, if w > HUGE { 2 } else { INITIAL_TRIES }, rng)
             .into_iter()
             .map(|vside| {
                 let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
                 (b.key(weights(&side), sub.volume(&side)), side)
             })
-            .collect();
+            .collect()
+    };
     // Contiguous blocks of rows and of columns (the 1D splits), refined by one round: on
     // matrices whose numbering already follows their structure (bands, meshes in natural
-    // order) they are a floor the multilevel splits must beat.
-    let blocks = [
-        block_split(&sub.rstart, &sub.rline, b.target[0]),
-        block_split(&sub.cstart, &sub.cline, b.target[0]),
-    ];
-    let refined = blocks
+    // order) they are a floor the multilevel splits must beat. They need no random choice,
+    // so they run beside the coarsening, which has only itself to do.
+    let blocks = || -> Vec<((u64, u64, u64), Vec<u8>)> {
+        [
+            block_split(&sub.rstart, &sub.rline, b.target[0]),
+            block_split(&sub.cstart, &sub.cline, b.target[0]),
+        ]
         .into_iter()
         .enumerate()
-        .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, false, rng));
+        .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, None))
+        .collect()
+    };
+    let (tries, refined) = rayon::join(multilevel, blocks);
     let best_try = tries.into_iter().chain(refined).min_by_key(|(key, _)| *key);
     let (mut best, mut side) = best_try.expect("at least one try");
     // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
@@ -298,7 +303,8 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
             }
             multilevel_left -= 1;
         }
-        let (key, new) = round_of_refinement(sub, b, &side, round % 2 == 0, vcycle, rng);
+        let (key, new) =
+            round_of_refinement(sub, b, &side, round % 2 == 0, vcycle.then_some(&mut *rng));
         if (key.0, key.1) < (best.0, best.1) {
             if vcycle && (best.1 - key.1) * 200 < best.1 {
                 // A multilevel round that gained under 0.5% will not pay for another.
@@ -326,14 +332,14 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
 }
 
 /// One round of iterative refinement of `side`: regroup (rows or columns first), then FM on
-/// one level or a V-cycle. Returns the new split and its (violation, volume, deviation) key.
+/// one level, or a V-cycle when given the generator of its coarsening's random choices.
+/// Returns the new split and its (violation, volume, deviation) key.
 fn round_of_refinement(
     sub: &Sub,
     b: &Bounds,
     side: &[u8],
     prefer_rows: bool,
-    vcycle: bool,
-    rng: &mut SplitMix64,
+    vcycle: Option<&mut SplitMix64>,
 ) -> ((u64, u64, u64), Vec<u8>) {
     let (rcut, ccut) = sub.cut_lines(side);
     let by_row: Vec<bool> = (0..sub.len())
@@ -348,15 +354,19 @@ fn round_of_refinement(
     for (t, &v) in vertex.iter().enumerate() {
         start[v as usize] = side[t];
     }
-    let vside = if vcycle {
-        refine(&h, b, start, rng)
-    } else {
-        let mut s = start;
-        Fm::new(&h).refine(&mut s, b, PASSES);
-        s
+    let (vside, cut) = match vcycle {
+        Some(rng) => (refine(&h, b, start, rng), None),
+        None => {
+            let mut s = start;
+            let cut = Fm::new(&h).refine(&mut s, b, PASSES);
+            (s, Some(cut))
+        }
     };
     let new: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
-    (b.key(weights(&new), sub.volume(&new)), new)
+    // The hypergraph's cut is the split's volume (module doc): FM's books give it.
+    let volume = cut.unwrap_or_else(|| sub.volume(&new));
+    debug_assert_eq!(volume, sub.volume(&new));
+    (b.key(weights(&new), volume), new)
 }
 
 /// Side 0 = the first lines (in index order) up to `target0` nonzeros, side 1 the rest.
