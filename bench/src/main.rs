@@ -340,6 +340,9 @@ struct PartitionArgs {
     #[arg(long, value_name = "E", default_value = "0.03", allow_hyphen_values = true,
           value_parser = cli::non_negative("--eps"))]
     eps: f64,
+    /// The partitioner's quality setting (max-flow refinement; more time, lower volume).
+    #[arg(long)]
+    quality: bool,
     /// Also write the rows as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -595,6 +598,7 @@ fn run(which: Bench) -> Result<()> {
             eps: a.eps,
             csv: a.csv,
             json: a.json,
+            quality: a.quality,
             quick: a.quick,
         }),
         Bench::Spmv(a) => spmv_bench::run(&a.options()),

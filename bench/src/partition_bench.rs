@@ -29,6 +29,8 @@ pub struct Options {
     pub seed: u64,
     /// Allowed imbalance.
     pub eps: f64,
+    /// The partitioner's quality setting ([`partition::Options::quality`]).
+    pub quality: bool,
     /// Write the rows as CSV to this file.
     pub csv: Option<PathBuf>,
     /// Print one JSON object instead of the table.
@@ -290,6 +292,7 @@ pub fn run(o: &Options) -> Result<()> {
         eps: o.eps,
         seed: o.seed,
         threads: 0,
+        quality: o.quality,
         cancel: None,
     };
     let mut rows: Vec<Row> = Vec::new();
@@ -353,6 +356,7 @@ fn print_json(o: &Options, rows: &[Row], s: &Summary) {
         "machine": crate::machine::describe(),
         "eps": o.eps,
         "seed": o.seed,
+        "quality": o.quality,
         "reference": "Mondriaan 4.2.1, medium-grain, eps = 0.03",
         "rows": rows.iter().map(|r| json!({
             "matrix": r.matrix, "p": r.p, "nnz": r.nnz, "volume": r.volume,
@@ -390,9 +394,11 @@ fn print_table(o: &Options, rows: &[Row], s: &Summary) {
     println!("mbsp-bench partition: {}", crate::machine::describe());
     println!(
         "communication volume of y = Ax (sum of lambda - 1 over rows and columns), eps = {}, \
-         seed = {}; mondriaan: 4.2.1, medium-grain, eps = 0.03; row1d and checker2d: \
+         seed = {}{}; mondriaan: 4.2.1, medium-grain, eps = 0.03; row1d and checker2d: \
          baselines measured in this run",
-        o.eps, o.seed
+        o.eps,
+        o.seed,
+        if o.quality { ", quality setting" } else { "" }
     );
     println!(
         "\n  {:<16} {:>3} {:>9} {:>8} {:>9} {:>7} {:>8} {:>9} {:>9} {:>7} {:>9}",

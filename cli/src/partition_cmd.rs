@@ -33,6 +33,11 @@ pub struct Options {
     #[arg(long, value_name = "S", default_value = "1", allow_hyphen_values = true,
           value_parser = cli::seed("--seed"))]
     pub seed: u64,
+    /// Spend more time for a lower volume: every split ends with max-flow refinement
+    /// (about 2% less volume for 1.2x the time on the shared matrices; meshes and road
+    /// networks gain most).
+    #[arg(long)]
+    pub quality: bool,
     /// Prefix of the output files (default: the input path; a directory: the input's name
     /// inside it).
     #[arg(long, value_name = "PREFIX")]
@@ -103,11 +108,13 @@ pub fn run(o: &Options) -> Result<()> {
         a.nnz()
     );
 
-    eprintln!("partition: partitioning into {p} parts (eps {eps}, seed {seed})...");
+    let mode = if o.quality { ", quality" } else { "" };
+    eprintln!("partition: partitioning into {p} parts (eps {eps}, seed {seed}{mode})...");
     let opts = partition::Options {
         eps,
         seed,
         threads: 0,
+        quality: o.quality,
         cancel: None,
     };
     let r = partition::partition(&a, p, &opts).map_err(|e| Error::usage(e.to_string()))?;
@@ -140,6 +147,7 @@ pub fn run(o: &Options) -> Result<()> {
             "p": p,
             "eps": eps,
             "seed": seed,
+            "quality": o.quality,
             "volume": r.volume,
             "imbalance": r.imbalance,
             "max_h": r.max_h,

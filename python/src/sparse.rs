@@ -196,6 +196,7 @@ pub fn options(op: &str, eps: f64, seed: u64, threads: usize) -> PyResult<Option
         eps,
         seed,
         threads,
+        quality: false,
         cancel: None,
     })
 }

@@ -46,10 +46,16 @@ fn random_matrix(m: usize, n: usize, nnz: usize, seed: u64) -> CooMatrix {
 
 /// Partitions `a` and checks every invariant; returns the volume.
 fn check(a: &CooMatrix, p: usize, eps: f64, seed: u64) -> u64 {
+    check_with(a, p, eps, seed, false)
+}
+
+/// [`check`], with or without [`Options::quality`].
+fn check_with(a: &CooMatrix, p: usize, eps: f64, seed: u64, quality: bool) -> u64 {
     let opts = Options {
         eps,
         seed,
         threads: 0,
+        quality,
         cancel: None,
     };
     let r = partition(a, p, &opts).unwrap();
@@ -96,13 +102,59 @@ fn random_matrices_meet_balance_and_report_their_volume() {
         ];
         for (t, &(m, n, nnz)) in shapes.iter().enumerate() {
             let a = random_matrix(m, n, nnz, t as u64 + 1);
-            for p in [1, 2, 3, 4, 5, 7, 8, 16] {
-                check(&a, p, 0.03, 5);
+            for quality in [false, true] {
+                for p in [1, 2, 3, 4, 5, 7, 8, 16] {
+                    check_with(&a, p, 0.03, 5, quality);
+                }
+                check_with(&a, 4, 0.0, 5, quality);
+                check_with(&a, 6, 0.2, 5, quality);
             }
-            check(&a, 4, 0.0, 5);
-            check(&a, 6, 0.2, 5);
         }
     });
+}
+
+/// The quality setting's max-flow rounds find better cuts on meshes: never worse than the
+/// default on a 2D grid and a 3D grid, lower on at least one (every part within balance:
+/// `check_with`).
+#[test]
+fn quality_setting_lowers_the_volume_on_meshes() {
+    within(300, || {
+        let mut lower = 0;
+        for (dims, p) in [(vec![60, 60], 4), (vec![60, 60], 8), (vec![16, 16, 16], 4)] {
+            let a = grid_laplacian(&dims);
+            let fast = check_with(&a, p, 0.03, 1, false);
+            let good = check_with(&a, p, 0.03, 1, true);
+            assert!(
+                good <= fast,
+                "{dims:?}, p = {p}: quality {good} > default {fast}"
+            );
+            lower += usize::from(good < fast);
+        }
+        assert!(lower >= 1, "the quality setting never found a lower volume");
+    });
+}
+
+/// The Laplacian of a grid with the given side lengths (2 * dims + 1 point stencil).
+fn grid_laplacian(dims: &[usize]) -> CooMatrix {
+    let n: usize = dims.iter().product();
+    let mut e = Vec::new();
+    for i in 0..n {
+        e.push((i, i, 2.0 * dims.len() as f64));
+        let mut stride = 1;
+        let mut rest = i;
+        for &d in dims {
+            let x = rest % d;
+            rest /= d;
+            if x > 0 {
+                e.push((i, i - stride, -1.0));
+            }
+            if x + 1 < d {
+                e.push((i, i + stride, -1.0));
+            }
+            stride *= d;
+        }
+    }
+    CooMatrix::new(n, n, e).unwrap()
 }
 
 #[test]

@@ -219,3 +219,52 @@ fn hostile_input_is_one_clean_line() {
         assert!(out.is_empty());
     }
 }
+
+#[test]
+fn quality_setting_is_reported_and_never_worse() {
+    // A 30 x 30 grid's 5-point Laplacian, as a Matrix Market file.
+    let k: usize = 30;
+    let mut lines = Vec::new();
+    for x in 0..k {
+        for y in 0..k {
+            let i = x * k + y;
+            lines.push(format!("{} {} 4", i + 1, i + 1));
+            for (nx, ny) in [
+                (x.wrapping_sub(1), y),
+                (x + 1, y),
+                (x, y.wrapping_sub(1)),
+                (x, y + 1),
+            ] {
+                if nx < k && ny < k {
+                    lines.push(format!("{} {} -1", i + 1, nx * k + ny + 1));
+                }
+            }
+        }
+    }
+    let dir = common::scratch("partition_cli", "quality");
+    let file = dir.join("grid.mtx");
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n{}\n",
+        lines.len(),
+        lines.join("\n"),
+        n = k * k
+    );
+    std::fs::write(&file, text).unwrap();
+    let f = file.to_str().unwrap();
+    let nnz = lines.len();
+    let fast = partition_json(&["partition", f, "-p", "4", "--json"], k * k, k * k, nnz, 4);
+    let good = partition_json(
+        &["partition", f, "-p", "4", "--quality", "--json"],
+        k * k,
+        k * k,
+        nnz,
+        4,
+    );
+    assert_eq!(fast["quality"], false);
+    assert_eq!(good["quality"], true);
+    assert!(good["imbalance"].as_f64().unwrap() <= 0.03);
+    assert!(
+        good["volume"].as_u64() <= fast["volume"].as_u64(),
+        "{good} vs {fast}"
+    );
+}

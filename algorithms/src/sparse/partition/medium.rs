@@ -15,7 +15,8 @@
 //! otherwise, and the other way round on the next round — with every group inside one side, so
 //! the split is a valid start for FM on the new hypergraph (cheap single-level rounds) or for a
 //! multilevel V-cycle (when the cheap rounds stall), neither of which can make it worse. Rounds
-//! continue while they improve.
+//! continue while they improve. With the quality setting, max-flow rounds (module `flow`) on
+//! the regrouped hypergraph follow, while they improve.
 
 use super::super::CooMatrix;
 use super::bisect::PASSES;
@@ -38,6 +39,9 @@ const INITIAL_TRIES: usize = 3;
 const HUGE: usize = 2_000_000;
 /// At most this many rounds.
 const IR_MAX: usize = 40;
+/// With [`Options::quality`](super::Options::quality): at most this many max-flow rounds after
+/// iterative refinement (each stops the loop if it gains nothing).
+const FLOW_ROUNDS: usize = 4;
 /// At most this many multilevel rounds per split, and none after one that gained under 0.5%:
 /// on the shared matrices the first two give most of what V-cycles add, and further ones cost
 /// more time than their small gain is worth; on the large meshes they add little.
@@ -244,7 +248,7 @@ impl Sub {
 
 /// Splits the positions of `sub` into two sides within `b` (weights = nonzero counts) with
 /// small volume: a multilevel split of the medium-grain hypergraph, then iterative refinement.
-pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
+pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) -> Vec<u8> {
     let w = sub.len();
     let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
     let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
@@ -280,7 +284,7 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
         ]
         .into_iter()
         .enumerate()
-        .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, None))
+        .map(|(i, side)| round_of_refinement(sub, b, &side, i == 0, None, false))
         .collect()
     };
     let (tries, refined) = rayon::join(multilevel, blocks);
@@ -303,8 +307,14 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
             }
             multilevel_left -= 1;
         }
-        let (key, new) =
-            round_of_refinement(sub, b, &side, round % 2 == 0, vcycle.then_some(&mut *rng));
+        let (key, new) = round_of_refinement(
+            sub,
+            b,
+            &side,
+            round % 2 == 0,
+            vcycle.then_some(&mut *rng),
+            false,
+        );
         if (key.0, key.1) < (best.0, best.1) {
             if vcycle && (best.1 - key.1) * 200 < best.1 {
                 // A multilevel round that gained under 0.5% will not pay for another.
@@ -328,11 +338,26 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
             }
         }
     }
+    if quality {
+        // Max-flow rounds (module flow), the two regroupings in turn, while they improve.
+        for round in 0..FLOW_ROUNDS {
+            if b.cancelled() {
+                break;
+            }
+            let (key, new) = round_of_refinement(sub, b, &side, round % 2 == 0, None, true);
+            if (key.0, key.1) >= (best.0, best.1) {
+                break;
+            }
+            best = key;
+            side = new;
+        }
+    }
     side
 }
 
 /// One round of iterative refinement of `side`: regroup (rows or columns first), then FM on
-/// one level, or a V-cycle when given the generator of its coarsening's random choices.
+/// one level, or a V-cycle when given the generator of its coarsening's random choices, or
+/// (`flow`) a max-flow refinement followed by FM on one level when it improved anything.
 /// Returns the new split and its (violation, volume, deviation) key.
 fn round_of_refinement(
     sub: &Sub,
@@ -340,6 +365,7 @@ fn round_of_refinement(
     side: &[u8],
     prefer_rows: bool,
     vcycle: Option<&mut SplitMix64>,
+    flow: bool,
 ) -> ((u64, u64, u64), Vec<u8>) {
     let (rcut, ccut) = sub.cut_lines(side);
     let by_row: Vec<bool> = (0..sub.len())
@@ -356,6 +382,14 @@ fn round_of_refinement(
     }
     let (vside, cut) = match vcycle {
         Some(rng) => (refine(&h, b, start, rng), None),
+        None if flow => {
+            let mut s = start;
+            if !super::flow::refine(&h, b, &mut s) {
+                return (b.key(weights(side), sub.volume(side)), side.to_vec());
+            }
+            let cut = Fm::new(&h).refine(&mut s, b, PASSES);
+            (s, Some(cut))
+        }
         None => {
             let mut s = start;
             let cut = Fm::new(&h).refine(&mut s, b, PASSES);

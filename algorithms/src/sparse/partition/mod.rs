@@ -5,7 +5,8 @@
 //! halves get `⌊q/2⌋` and `⌈q/2⌉` parts). The volume of the final partition — `Σ (λ − 1)` over
 //! rows and columns — is the sum of the volumes of the splits. Each split uses the medium-grain
 //! hypergraph model (module `medium`), the multilevel bipartitioner (`bisect`: coarsening by
-//! matching, several initial splits, FM refinement on every level) and iterative refinement. The
+//! matching, several initial splits, FM refinement on every level) and iterative refinement
+//! (with [`Options::quality`], then max-flow refinement: module `flow`). The
 //! two halves of a split are partitioned in parallel (rayon). Every random choice comes from a
 //! generator seeded by the seed and the position in the recursion: the same seed gives the same
 //! partition whatever the number of threads.
@@ -15,6 +16,7 @@
 
 mod bisect;
 mod coarsen;
+mod flow;
 mod fm;
 mod hypergraph;
 mod kway;
@@ -45,6 +47,29 @@ pub struct Options {
     pub seed: u64,
     /// Threads to use (0: all available).
     pub threads: usize,
+    /// Spend more time for a lower volume: every split ends with rounds of max-flow refinement
+    /// (a minimum cut of a wide region around the cut, KaHyPar-MF's method), which finds
+    /// better cuts than moving one vertex at a time, most on meshes and road networks. On the
+    /// shared matrices: about 2% less volume (up to 11%) for about 1.2x the time (up to 2.4x)
+    /// (docs/benchmarks.md).
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, partition}};
+    /// let n = 40; // a 40 x 40 grid's Laplacian
+    /// let id = |i: usize, j: usize| i * n + j;
+    /// let a = CooMatrix::new(n * n, n * n, (0..n).flat_map(|i| (0..n).flat_map(move |j| {
+    ///     [(id(i, j), id(i, j), 4.0)].into_iter()
+    ///         .chain((i > 0).then(|| (id(i, j), id(i - 1, j), -1.0)))
+    ///         .chain((j > 0).then(|| (id(i, j), id(i, j - 1), -1.0)))
+    ///         .chain((i + 1 < n).then(|| (id(i, j), id(i + 1, j), -1.0)))
+    ///         .chain((j + 1 < n).then(|| (id(i, j), id(i, j + 1), -1.0)))
+    /// }))).unwrap();
+    /// let fast = partition(&a, 4, &Options::default()).unwrap();
+    /// let good = partition(&a, 4, &Options { quality: true, ..Options::default() }).unwrap();
+    /// assert!(good.volume <= fast.volume);
+    /// assert!(good.imbalance <= 0.03);
+    /// ```
+    pub quality: bool,
     /// A stop flag: once another thread sets it, the partitioner stops within one refinement
     /// pass (a pass over the current level's hypergraph) and returns
     /// [`PartitionError::Cancelled`]. For callers that must end a long partition on request
@@ -67,6 +92,7 @@ impl Default for Options {
             eps: 0.03,
             seed: 1,
             threads: 0,
+            quality: false,
             cancel: None,
         }
     }
@@ -278,7 +304,14 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
         (((1.0 + opts.eps) * nnz as f64 / p as f64).floor() as u64).max(nnz.div_ceil(p as u64));
     let nz: Vec<u32> = (0..a.nnz() as u32).collect();
     let cancel = opts.cancel.as_deref();
-    let job = || split(a, &nz, 0, p, lmax, opts.seed, cancel);
+    let run = Run {
+        a,
+        lmax,
+        seed: opts.seed,
+        quality: opts.quality,
+        cancel,
+    };
+    let job = || split(&run, &nz, 0, p);
     let (mut parts, volume) = if opts.threads == 0 {
         job()
     } else {
@@ -328,8 +361,18 @@ fn check(a: &CooMatrix, p: usize, opts: &Options) -> Result<(), PartitionError> 
 /// Below this many nonzeros the two halves of a split are partitioned one after the other.
 const PARALLEL_MIN: usize = 20_000;
 
+/// What every split of one partitioning shares.
+struct Run<'a> {
+    a: &'a CooMatrix,
+    /// Most nonzeros a final part may hold.
+    lmax: u64,
+    seed: u64,
+    quality: bool,
+    cancel: Option<&'a AtomicBool>,
+}
+
 /// Recursive bipartitioning of the nonzeros `nz` into the `q` parts `first..first + q`, each
-/// at most `lmax` nonzeros; returns the part of each entry of `nz`.
+/// at most `run.lmax` nonzeros; returns the part of each entry of `nz`.
 ///
 /// The imbalance allowed at this split is what is left of the overall budget, spread evenly
 /// over the splits still to come: with slack `δ = q·lmax/W − 1` and `L = ⌈log2 q⌉` levels to go,
@@ -337,15 +380,14 @@ const PARALLEL_MIN: usize = 20_000;
 /// leave more room below.
 /// With `cancel` set, it returns at once (every entry in part `first`: a valid result the
 /// caller throws away).
-fn split(
-    a: &CooMatrix,
-    nz: &[u32],
-    first: u32,
-    q: usize,
-    lmax: u64,
-    seed: u64,
-    cancel: Option<&AtomicBool>,
-) -> (Vec<u32>, u64) {
+fn split(run: &Run, nz: &[u32], first: u32, q: usize) -> (Vec<u32>, u64) {
+    let Run {
+        a,
+        lmax,
+        seed,
+        cancel,
+        ..
+    } = *run;
     let w = nz.len();
     if q == 1 || fm::is_set(cancel) {
         return (vec![first; w], 0);
@@ -380,7 +422,7 @@ fn split(
     };
     let mut rng = seeded_rng(seed ^ SplitMix64::mix(((first as u64) << 32) | q as u64));
     let sub = Sub::new(a, nz);
-    let side = medium::split(&sub, &b, &mut rng);
+    let side = medium::split(&sub, &b, run.quality, &mut rng);
     let cut = sub.volume(&side);
     drop(sub);
     let mut halves: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
@@ -389,13 +431,13 @@ fn split(
     }
     let ((p0, v0), (p1, v1)) = if w >= PARALLEL_MIN {
         rayon::join(
-            || split(a, &halves[0], first, q0, lmax, seed, cancel),
-            || split(a, &halves[1], first + q0 as u32, q1, lmax, seed, cancel),
+            || split(run, &halves[0], first, q0),
+            || split(run, &halves[1], first + q0 as u32, q1),
         )
     } else {
         (
-            split(a, &halves[0], first, q0, lmax, seed, cancel),
-            split(a, &halves[1], first + q0 as u32, q1, lmax, seed, cancel),
+            split(run, &halves[0], first, q0),
+            split(run, &halves[1], first + q0 as u32, q1),
         )
     };
     let mut out = Vec::with_capacity(w);
