@@ -292,6 +292,9 @@ fn grow(
     let mut weight = 0u64;
     let mut queue: VecDeque<u32> = VecDeque::new();
     let mut seen = vec![false; h.nv()];
+    // A net's pins are queued by the first member that reaches it; later ones would find them
+    // all seen (long nets would otherwise be scanned once per member).
+    let mut net_done = vec![false; h.nn()];
     for e in 0..h.nn() {
         let pins = h.net(e);
         let first = side[pins[0] as usize];
@@ -313,6 +316,9 @@ fn grow(
         region[u as usize] = (2 + members.len()) as u32;
         members.push(u);
         for &e in h.nets(u as usize) {
+            if std::mem::replace(&mut net_done[e as usize], true) {
+                continue;
+            }
             for &x in h.net(e as usize) {
                 if side[x as usize] == s && !seen[x as usize] {
                     seen[x as usize] = true;

@@ -35,7 +35,7 @@ const IR_PATIENCE: usize = 2;
 const INITIAL_TRIES: usize = 3;
 /// Splits of more than this many nonzeros try twice only (two uncoarsenings run side by side
 /// on two cores; on such matrices — meshes, circuits — the tries differ by a few percent) and
-/// skip the multilevel refinement rounds.
+/// skip the multilevel refinement rounds and the quality setting's max-flow rounds.
 const HUGE: usize = 2_000_000;
 /// At most this many rounds.
 const IR_MAX: usize = 40;
@@ -338,8 +338,9 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
             }
         }
     }
-    if quality {
-        // Max-flow rounds (module flow), the two regroupings in turn, while they improve.
+    // Max-flow rounds (module flow), the two regroupings in turn, while they improve; not on
+    // huge splits, whose regions would hold millions of vertices (seconds per flow).
+    if quality && w <= HUGE {
         for round in 0..FLOW_ROUNDS {
             if b.cancelled() {
                 break;

@@ -51,7 +51,8 @@ pub struct Options {
     /// (a minimum cut of a wide region around the cut, KaHyPar-MF's method), which finds
     /// better cuts than moving one vertex at a time, most on meshes and road networks. On the
     /// shared matrices: about 2% less volume (up to 11%) for about 1.2x the time (up to 2.4x)
-    /// (docs/benchmarks.md).
+    /// (docs/benchmarks.md). Splits of more than two million nonzeros skip it (their regions
+    /// would hold millions of vertices).
     ///
     /// ```
     /// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, partition}};
