@@ -186,12 +186,7 @@ fn farthest(h: &Hypergraph, start: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// A path of `n` unit vertices, nets {i, i + 1}.
-    fn path(n: usize) -> Hypergraph {
-        let pins: Vec<u32> = (0..n as u32 - 1).flat_map(|i| [i, i + 1]).collect();
-        let nptr: Vec<u32> = (0..n as u32).map(|e| 2 * e).collect();
-        Hypergraph::new(vec![1; n], vec![1; n - 1], nptr, pins)
-    }
+    use super::super::hypergraph::samples::path;
 
     #[test]
     fn a_path_is_cut_once() {

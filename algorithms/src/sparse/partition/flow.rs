@@ -478,12 +478,14 @@ fn attempt(
             }
         }
     }
-    debug_assert_eq!(b.key(h.side_weights(&new), h.cut(&new)), best.0);
-    let best = Some((best.0, new));
-    match best {
-        Some((key, new)) if key < old_key => Attempt::Better(new),
-        Some((key, _)) if key.0 > 0 => Attempt::Unbalanced,
-        _ => Attempt::NoSmallerCut,
+    let key = best.0;
+    debug_assert_eq!(b.key(h.side_weights(&new), h.cut(&new)), key);
+    if key < old_key {
+        Attempt::Better(new)
+    } else if key.0 > 0 {
+        Attempt::Unbalanced
+    } else {
+        Attempt::NoSmallerCut
     }
 }
 
@@ -492,12 +494,7 @@ mod tests {
     use super::super::seeded_rng;
     use super::*;
 
-    /// A path of `n` unit vertices, nets {i, i + 1}.
-    fn path(n: usize) -> Hypergraph {
-        let pins: Vec<u32> = (0..n as u32 - 1).flat_map(|i| [i, i + 1]).collect();
-        let nptr: Vec<u32> = (0..n as u32).map(|e| 2 * e).collect();
-        Hypergraph::new(vec![1; n], vec![1; n - 1], nptr, pins)
-    }
+    use super::super::hypergraph::samples::{path, random};
 
     #[test]
     fn a_zigzag_cut_of_a_path_becomes_one_cut() {
@@ -520,26 +517,8 @@ mod tests {
         let mut rng = seeded_rng(5);
         let mut improved = 0;
         for case in 0..400 {
-            let nv = 4 + rng.below(40);
-            let nn = 1 + rng.below(60);
-            let vwgt: Vec<u32> = (0..nv).map(|_| 1 + rng.below(4) as u32).collect();
-            let mut nptr = vec![0u32];
-            let mut pins = Vec::new();
-            let mut ncost = Vec::new();
-            for _ in 0..nn {
-                let size = 2 + rng.below(5.min(nv - 1));
-                let mut net: Vec<u32> = Vec::new();
-                while net.len() < size {
-                    let v = rng.below(nv) as u32;
-                    if !net.contains(&v) {
-                        net.push(v);
-                    }
-                }
-                pins.extend(net);
-                nptr.push(pins.len() as u32);
-                ncost.push(1 + rng.below(3) as u32);
-            }
-            let h = Hypergraph::new(vwgt, ncost, nptr, pins);
+            let h = random(&mut rng, 4, 40, 60);
+            let nv = h.nv();
             let total = h.total_weight();
             let half = total / 2;
             let slack = rng.below(6) as u64;

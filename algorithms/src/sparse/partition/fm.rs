@@ -421,26 +421,7 @@ mod tests {
     use mbsp::rng::SplitMix64;
 
     fn random_hypergraph(rng: &mut SplitMix64) -> Hypergraph {
-        let nv = 2 + rng.below(30);
-        let nn = 1 + rng.below(40);
-        let vwgt: Vec<u32> = (0..nv).map(|_| 1 + rng.below(4) as u32).collect();
-        let mut nptr = vec![0u32];
-        let mut pins = Vec::new();
-        let mut ncost = Vec::new();
-        for _ in 0..nn {
-            let size = 2 + rng.below(5.min(nv - 1));
-            let mut net: Vec<u32> = Vec::new();
-            while net.len() < size {
-                let v = rng.below(nv) as u32;
-                if !net.contains(&v) {
-                    net.push(v);
-                }
-            }
-            pins.extend(net);
-            nptr.push(pins.len() as u32);
-            ncost.push(1 + rng.below(3) as u32);
-        }
-        Hypergraph::new(vwgt, ncost, nptr, pins)
+        super::super::hypergraph::samples::random(rng, 2, 30, 40)
     }
 
     /// Gain of moving `v`, by recomputing the cut.

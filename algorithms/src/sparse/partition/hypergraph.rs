@@ -190,3 +190,47 @@ fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
     }
     Hypergraph::new(h.vwgt, ncost, nptr, pins)
 }
+
+/// Hypergraphs for the partitioner's unit tests.
+#[cfg(test)]
+pub(crate) mod samples {
+    use super::Hypergraph;
+    use mbsp::rng::SplitMix64;
+
+    /// A path of `n` unit vertices, nets {i, i + 1}.
+    pub fn path(n: usize) -> Hypergraph {
+        let pins: Vec<u32> = (0..n as u32 - 1).flat_map(|i| [i, i + 1]).collect();
+        let nptr: Vec<u32> = (0..n as u32).map(|e| 2 * e).collect();
+        Hypergraph::new(vec![1; n], vec![1; n - 1], nptr, pins)
+    }
+
+    /// `min_nv + below(nv_span)` vertices of weight 1-4, `1 + below(nn_span)` nets of 2-6
+    /// distinct pins and cost 1-3.
+    pub fn random(
+        rng: &mut SplitMix64,
+        min_nv: usize,
+        nv_span: usize,
+        nn_span: usize,
+    ) -> Hypergraph {
+        let nv = min_nv + rng.below(nv_span);
+        let nn = 1 + rng.below(nn_span);
+        let vwgt: Vec<u32> = (0..nv).map(|_| 1 + rng.below(4) as u32).collect();
+        let mut nptr = vec![0u32];
+        let mut pins = Vec::new();
+        let mut ncost = Vec::new();
+        for _ in 0..nn {
+            let size = 2 + rng.below(5.min(nv - 1));
+            let mut net: Vec<u32> = Vec::new();
+            while net.len() < size {
+                let v = rng.below(nv) as u32;
+                if !net.contains(&v) {
+                    net.push(v);
+                }
+            }
+            pins.extend(net);
+            nptr.push(pins.len() as u32);
+            ncost.push(1 + rng.below(3) as u32);
+        }
+        Hypergraph::new(vwgt, ncost, nptr, pins)
+    }
+}
