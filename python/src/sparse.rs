@@ -232,7 +232,8 @@ fn run_partition(
 
 /// Partitions the nonzeros of the matrix of the arrays into `p` parts.
 #[pyfunction]
-#[pyo3(signature = (a, p, eps, seed, square, threads=0))]
+#[pyo3(signature = (a, p, eps, seed, square, threads=0, quality=false))]
+#[allow(clippy::too_many_arguments)] // the Python function's keyword arguments
 fn partition_coo<'py>(
     py: Python<'py>,
     a: CooArgs<'py>,
@@ -241,9 +242,13 @@ fn partition_coo<'py>(
     seed: u64,
     square: bool,
     threads: usize,
+    quality: bool,
 ) -> PyResult<PartitionTuple<'py>> {
     const OP: &str = "partition";
-    let o = options(OP, eps, seed, threads)?;
+    let o = Options {
+        quality,
+        ..options(OP, eps, seed, threads)?
+    };
     let a = a.matrix(OP)?;
     let r = run_partition(py, std::sync::Arc::new(a), p, o, square)?;
     Ok(partition_tuple(py, r))
@@ -252,7 +257,8 @@ fn partition_coo<'py>(
 /// Reads a Matrix Market file and partitions it as `mbsp partition` does: the matrix's arrays
 /// and the partition.
 #[pyfunction]
-#[pyo3(signature = (path, p, eps, seed, square, threads=0))]
+#[pyo3(signature = (path, p, eps, seed, square, threads=0, quality=false))]
+#[allow(clippy::too_many_arguments)] // the Python function's keyword arguments
 fn partition_path<'py>(
     py: Python<'py>,
     path: &str,
@@ -261,8 +267,12 @@ fn partition_path<'py>(
     seed: u64,
     square: bool,
     threads: usize,
+    quality: bool,
 ) -> PyResult<(CooArrays<'py>, PartitionTuple<'py>)> {
-    let o = options("partition", eps, seed, threads)?;
+    let o = Options {
+        quality,
+        ..options("partition", eps, seed, threads)?
+    };
     errors::preflight(mbsp_tools::preflight::partition_file(path.as_ref(), p))?;
     let owned = path.to_string();
     let a = py

@@ -56,6 +56,26 @@ def test_a_path_partitions_as_the_mbsp_command_does(matrices, mbsp_command, tmp_
         assert np.array_equal(again.parts, r.parts)
 
 
+def test_quality_matches_the_command_and_is_never_worse(matrices, mbsp_command, tmp_path):
+    path = matrices / "bcsstk16.mtx"
+    out = subprocess.run(
+        [mbsp_command, "partition", str(path), "-p", "4", "--quality",
+         "--out", str(tmp_path / "q"), "--json"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    cli = json.loads(out.stdout)
+    assert cli["quality"] is True
+    good = mbsp.partition(str(path), 4, quality=True)
+    assert good.volume == cli["volume"]
+    assert good.imbalance <= 0.03
+    assert good.volume == volume_from_scratch(mbsp.read_mtx(path), good.parts, 4)
+    # A 2D grid: max-flow refinement never ends above the default.
+    n = 40
+    grid = sp.kronsum(laplacian_1d(n), laplacian_1d(n), format="csr")
+    assert mbsp.partition(grid, 4, quality=True).volume <= mbsp.partition(grid, 4).volume
+
+
 def test_metrics_are_those_of_the_parts():
     A = sp.random(300, 200, density=0.03, random_state=3, format="csr")
     for p in (1, 2, 3, 5):
