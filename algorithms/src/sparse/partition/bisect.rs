@@ -11,6 +11,7 @@
 //! (FM returns to its best state), so the result is never worse than the start.
 
 use super::coarsen::cluster;
+use super::flow;
 use super::fm::{Bounds, Fm};
 use super::hypergraph::Hypergraph;
 use super::seeded_rng;
@@ -71,8 +72,13 @@ impl<'h> Hierarchy<'h> {
         self.levels.last().unwrap_or(self.top)
     }
 
-    /// Projects a split of the coarsest level back to the top, refining on every level.
-    fn uncoarsen(&self, mut side: Vec<u8>, b: &Bounds) -> Vec<u8> {
+    /// Projects a split of the coarsest level back to the top, refining on every level by FM
+    /// and, with `flows`, on every level but the top by max-flow refinement too (then FM
+    /// again). A coarse level's flow region holds heavy vertices, so it reaches far in few
+    /// nodes and finds cuts FM cannot; the top level is left to the caller, whose split is
+    /// refined further before its own flow rounds (`medium::split`), and whose flows cost the
+    /// most.
+    fn uncoarsen(&self, mut side: Vec<u8>, b: &Bounds, flows: bool) -> Vec<u8> {
         for k in (0..self.levels.len()).rev() {
             let finer = if k == 0 {
                 self.top
@@ -80,7 +86,11 @@ impl<'h> Hierarchy<'h> {
                 &self.levels[k - 1]
             };
             let mut fine: Vec<u8> = self.maps[k].iter().map(|&c| side[c as usize]).collect();
-            Fm::new(finer).refine(&mut fine, b, PASSES);
+            let mut fm = Fm::new(finer);
+            fm.refine(&mut fine, b, PASSES);
+            if flows && k > 0 && flow::refine(finer, b, &mut fine) {
+                fm.refine(&mut fine, b, PASSES);
+            }
             side = fine;
         }
         side
@@ -92,22 +102,24 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Split
     let hi = Hierarchy::new(h, Some(start), b, rng);
     let mut s = hi.coarse_side.clone().expect("a starting split");
     Fm::new(hi.coarsest()).refine(&mut s, b, PASSES);
-    hi.uncoarsen(s, b)
+    hi.uncoarsen(s, b, false)
 }
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
-/// initial splits; returns the side (0 or 1) of every vertex for each try.
+/// initial splits; returns the side (0 or 1) of every vertex for each try. With `flows`, the
+/// levels below the top are refined by max-flow refinement too (the quality setting).
 pub(crate) fn bisect(
     h: &Hypergraph,
     b: &Bounds,
     tries: usize,
+    flows: bool,
     rng: &mut SplitMix64,
 ) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
     seeds
         .par_iter()
-        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut seeded_rng(seed)), b))
+        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut seeded_rng(seed)), b, flows))
         .collect()
 }
 
@@ -186,7 +198,7 @@ fn farthest(h: &Hypergraph, start: usize) -> usize {
 mod tests {
     use super::*;
 
-    use super::super::hypergraph::samples::path;
+    use super::super::hypergraph::samples::{path, random};
 
     #[test]
     fn a_path_is_cut_once() {
@@ -199,10 +211,45 @@ mod tests {
                 cancel: None,
             };
             for seed in 0..5 {
-                for side in bisect(&h, &b, 3, &mut seeded_rng(seed)) {
+                for side in bisect(&h, &b, 3, false, &mut seeded_rng(seed)) {
                     assert_eq!(h.cut(&side), 1, "n = {n}, seed {seed}");
                 }
             }
         }
+    }
+
+    /// With flows on the coarse levels (the quality setting), every try is still a split
+    /// within the bounds, a path is still cut once, and the flows change the outcome on some
+    /// of the hypergraphs (they run: the coarse levels have cuts to improve).
+    #[test]
+    fn flows_on_coarse_levels_keep_every_try_within_bounds() {
+        let h = path(3000);
+        let b = Bounds {
+            max: [1550, 1550],
+            target: [1500, 1500],
+            cancel: None,
+        };
+        for side in bisect(&h, &b, 3, true, &mut seeded_rng(7)) {
+            assert_eq!(h.cut(&side), 1);
+        }
+        let mut rng = seeded_rng(11);
+        let mut changed = 0;
+        for case in 0..40 {
+            let h = random(&mut rng, 600, 900, 1500);
+            let total = h.total_weight();
+            let b = Bounds {
+                max: [total * 52 / 100, total * 52 / 100],
+                target: [total / 2, total - total / 2],
+                cancel: None,
+            };
+            let plain = bisect(&h, &b, 2, false, &mut seeded_rng(case));
+            let flows = bisect(&h, &b, 2, true, &mut seeded_rng(case));
+            for side in &flows {
+                let w = h.side_weights(side);
+                assert!(w[0] <= b.max[0] && w[1] <= b.max[1], "case {case}: {w:?}");
+            }
+            changed += usize::from(plain != flows);
+        }
+        assert!(changed > 0, "the flows changed no split in 40 cases");
     }
 }

@@ -265,7 +265,9 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     let (h, vertex) = sub.hypergraph(&by_row, None);
     // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
     let multilevel = || -> Vec<((u64, u64, u64), Vec<u8>)> {
-        bisect(&h, b, if w > HUGE { 2 } else { INITIAL_TRIES }, rng)
+        let tries = if w > HUGE { 2 } else { INITIAL_TRIES };
+        // No flows on huge splits, as for the flow rounds below.
+        bisect(&h, b, tries, quality && w <= HUGE, rng)
             .into_iter()
             .map(|vside| {
                 let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
