@@ -349,10 +349,17 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, side: &mut [u8]) -> bool {
         return false;
     }
     let old_key = b.key(w, old_cut);
+    let mut tried = None;
     for alpha in ALPHAS {
         // Side s's region may hold up to alpha times the other side's slack, never all of s.
         let budget = |s: usize| (alpha * (b.max[1 - s] - w[1 - s])).min(w[s] / 2);
-        match attempt(h, b, side, [budget(0), budget(1)], old_key) {
+        let budgets = [budget(0), budget(1)];
+        // Where the slack is large, both budgets are capped at half a side for several
+        // alphas: the same region again would give the same unbalanced cut.
+        if tried.replace(budgets) == Some(budgets) {
+            continue;
+        }
+        match attempt(h, b, side, budgets, old_key) {
             Attempt::Better(new) => {
                 side.copy_from_slice(&new);
                 return true;
