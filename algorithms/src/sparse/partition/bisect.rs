@@ -22,6 +22,10 @@ use rayon::prelude::*;
 const COARSEST: usize = 200;
 /// Initial splits tried at the coarsest level.
 const TRIES: usize = 8;
+/// With flows, the coarse levels of more vertices than this are left to FM: Dinic's phases
+/// make a flow's cost grow faster than its region (seconds at 100 000 vertices), and on the
+/// shared matrices such levels gained little over the smaller ones (docs/benchmarks.md).
+const FLOW_LEVEL_MAX: usize = 20_000;
 /// FM passes per level.
 pub(crate) const PASSES: usize = 8;
 
@@ -73,11 +77,11 @@ impl<'h> Hierarchy<'h> {
     }
 
     /// Projects a split of the coarsest level back to the top, refining on every level by FM
-    /// and, with `flows`, on every level but the top by max-flow refinement too (then FM
-    /// again). A coarse level's flow region holds heavy vertices, so it reaches far in few
-    /// nodes and finds cuts FM cannot; the top level is left to the caller, whose split is
-    /// refined further before its own flow rounds (`medium::split`), and whose flows cost the
-    /// most.
+    /// and, with `flows`, on the coarse levels of at most `FLOW_LEVEL_MAX` vertices by
+    /// max-flow refinement too (then FM again). A coarse level's flow region holds heavy
+    /// vertices, so it reaches far in few nodes and finds cuts FM cannot; the top level is
+    /// left to the caller, whose split is refined further before its own flow rounds
+    /// (`medium::split`).
     fn uncoarsen(&self, mut side: Vec<u8>, b: &Bounds, flows: bool) -> Vec<u8> {
         for k in (0..self.levels.len()).rev() {
             let finer = if k == 0 {
@@ -88,7 +92,7 @@ impl<'h> Hierarchy<'h> {
             let mut fine: Vec<u8> = self.maps[k].iter().map(|&c| side[c as usize]).collect();
             let mut fm = Fm::new(finer);
             fm.refine(&mut fine, b, PASSES);
-            if flows && k > 0 && flow::refine(finer, b, &mut fine) {
+            if flows && k > 0 && finer.nv() <= FLOW_LEVEL_MAX && flow::refine(finer, b, &mut fine) {
                 fm.refine(&mut fine, b, PASSES);
             }
             side = fine;

@@ -33,6 +33,11 @@ const IR_PATIENCE: usize = 2;
 /// volume on the shared matrices and remove the worst outliers, for a little more time
 /// (docs/benchmarks.md).
 const INITIAL_TRIES: usize = 3;
+/// With [`Options::quality`](super::Options::quality), splits of fewer nonzeros than
+/// `QUALITY_SMALL` try `QUALITY_TRIES` times: at p = 64 most splits are that small, each try
+/// is cheap, and more starts find lower volumes there (docs/benchmarks.md).
+const QUALITY_TRIES: usize = 8;
+const QUALITY_SMALL: usize = 30_000;
 /// Splits of more than this many nonzeros try twice only (two uncoarsenings run side by side
 /// on two cores; on such matrices — meshes, circuits — the tries differ by a few percent) and
 /// skip the multilevel refinement rounds and the quality setting's max-flow rounds.
@@ -265,7 +270,11 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     let (h, vertex) = sub.hypergraph(&by_row, None);
     // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
     let multilevel = || -> Vec<((u64, u64, u64), Vec<u8>)> {
-        let tries = if w > HUGE { 2 } else { INITIAL_TRIES };
+        let tries = match w {
+            _ if w > HUGE => 2,
+            _ if quality && w < QUALITY_SMALL => QUALITY_TRIES,
+            _ => INITIAL_TRIES,
+        };
         // No flows on huge splits, as for the flow rounds below.
         bisect(&h, b, tries, quality && w <= HUGE, rng)
             .into_iter()
