@@ -9,7 +9,10 @@
 //! Lawler's pair of nodes `e_in → e_out` with capacity `cost(e)`, every pin `u → e_in` and
 //! `e_out → u` with infinite capacity; a minimum `s`–`t` cut then cuts exactly the nets a
 //! bipartition cuts. Nets with pins outside the region on both sides are cut whatever happens
-//! and are left out. The maximum flow is Dinic's.
+//! and are left out. The maximum flow comes from two search trees (module `search_trees`:
+//! Boykov and Kolmogorov's algorithm, which keeps its trees between augmentations); Dinic's,
+//! which rebuilds a level graph per phase, took much longer on large regions
+//! (docs/benchmarks.md) and stays as the tests' reference.
 //!
 //! Balance: at `alpha = 1` every minimum cut is a feasible split (side 0 can at most gain side
 //! 1's region, whose weight fits side 0's slack, and the other way round). Larger regions hold
@@ -17,6 +20,8 @@
 //! target weights is taken (the residual network's components in topological order); if none
 //! is feasible, the next smaller region is tried. A cut is taken only if it beats the split
 //! given.
+
+mod search_trees;
 
 use super::fm::Bounds;
 use super::hypergraph::Hypergraph;
@@ -70,8 +75,10 @@ impl Network {
         self.first.len() - 1
     }
 
-    /// Dinic's maximum flow from `s` to `t`, at most `limit` (the caller stops once the flow
-    /// reaches the cut it already has). Capacities become residual capacities.
+    /// Dinic's maximum flow from `s` to `t`, at most `limit`. Capacities become residual
+    /// capacities. The reference the search trees (module `search_trees`, which the
+    /// refinement uses) are tested against: an independent algorithm for the same value.
+    #[cfg(test)]
     fn max_flow(&mut self, s: usize, t: usize, limit: u64) -> u64 {
         let n = self.nodes();
         let mut flow = 0u64;
@@ -109,6 +116,7 @@ impl Network {
         flow
     }
 
+    #[cfg(test)]
     /// A blocking flow of the level graph, at most `most`: depth-first along current arcs;
     /// after each augmentation the search resumes from the first arc it saturated, not from
     /// `s`, so a path's unsaturated prefix is walked once.
@@ -445,7 +453,7 @@ fn attempt(
         .sum();
     let limit = touching - fixed.min(touching);
     let mut net = Network::new(node as usize, &arcs);
-    let flow = net.max_flow(0, 1, limit);
+    let flow = net.max_flow_trees(0, 1, limit);
     if flow >= limit {
         return Attempt::NoSmallerCut;
     }
@@ -502,6 +510,48 @@ mod tests {
     use super::*;
 
     use super::super::hypergraph::samples::{path, random};
+
+    /// The two search trees find Dinic's flow value on random networks (capacities 1-4 and
+    /// infinite, with and without a limit), and leave no residual path from source to sink.
+    #[test]
+    fn search_trees_find_dinics_flow() {
+        let mut rng = seeded_rng(3);
+        for case in 0..500 {
+            let n = 2 + rng.below(60);
+            let m = rng.below(6 * n);
+            let arcs: Vec<(u32, u32, u64)> = (0..m)
+                .filter_map(|_| {
+                    let (a, b) = (rng.below(n) as u32, rng.below(n) as u32);
+                    let c = if rng.below(4) == 0 {
+                        INF
+                    } else {
+                        1 + rng.below(4) as u64
+                    };
+                    (a != b).then_some((a, b, c))
+                })
+                .collect();
+            let limit = if case % 3 == 0 {
+                1 + rng.below(8) as u64
+            } else {
+                INF
+            };
+            let mut dinic = Network::new(n, &arcs);
+            let mut trees = Network::new(n, &arcs);
+            let want = dinic.max_flow(0, 1, limit);
+            let got = trees.max_flow_trees(0, 1, limit);
+            assert_eq!(
+                got.min(limit),
+                want.min(limit),
+                "case {case}: {n} nodes, {arcs:?}"
+            );
+            if want < limit {
+                assert!(
+                    !trees.reached_from(0)[1],
+                    "case {case}: a residual path is left"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_zigzag_cut_of_a_path_becomes_one_cut() {
