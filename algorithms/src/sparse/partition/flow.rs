@@ -185,13 +185,25 @@ impl Network {
 
     /// The nodes reachable from `s` through arcs with residual capacity.
     fn reached_from(&self, s: usize) -> Vec<bool> {
+        self.residual_reach(s, true)
+    }
+
+    /// The nodes that reach `t` through arcs with residual capacity.
+    fn reaching(&self, t: usize) -> Vec<bool> {
+        self.residual_reach(t, false)
+    }
+
+    /// Depth-first search from `root` along residual arcs (`forward`), or against them: an
+    /// arc x -> y with residual capacity is met from y as the reverse of an arc y -> x.
+    fn residual_reach(&self, root: usize, forward: bool) -> Vec<bool> {
         let mut seen = vec![false; self.nodes()];
-        seen[s] = true;
-        let mut stack = vec![s];
+        seen[root] = true;
+        let mut stack = vec![root];
         while let Some(x) = stack.pop() {
-            for a in self.first[x]..self.first[x + 1] {
-                let y = self.head[a as usize] as usize;
-                if self.cap[a as usize] > 0 && !seen[y] {
+            for a in self.first[x] as usize..self.first[x + 1] as usize {
+                let y = self.head[a] as usize;
+                let residual = if forward { a } else { self.rev[a] as usize };
+                if self.cap[residual] > 0 && !seen[y] {
                     seen[y] = true;
                     stack.push(y);
                 }
@@ -266,24 +278,6 @@ impl Network {
             }
         }
         out
-    }
-
-    /// The nodes that reach `t` through arcs with residual capacity.
-    fn reaching(&self, t: usize) -> Vec<bool> {
-        let mut seen = vec![false; self.nodes()];
-        seen[t] = true;
-        let mut stack = vec![t];
-        while let Some(y) = stack.pop() {
-            // An arc x -> y with residual capacity is the reverse of an arc y -> x.
-            for a in self.first[y]..self.first[y + 1] {
-                let x = self.head[a as usize] as usize;
-                if self.cap[self.rev[a as usize] as usize] > 0 && !seen[x] {
-                    seen[x] = true;
-                    stack.push(x);
-                }
-            }
-        }
-        seen
     }
 }
 
