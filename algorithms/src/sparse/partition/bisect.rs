@@ -22,9 +22,9 @@ use rayon::prelude::*;
 const COARSEST: usize = 200;
 /// Initial splits tried at the coarsest level.
 const TRIES: usize = 8;
-/// With flows, the coarse levels of more vertices than this are left to FM: Dinic's phases
-/// make a flow's cost grow faster than its region (seconds at 100 000 vertices), and on the
-/// shared matrices such levels gained little over the smaller ones (docs/benchmarks.md).
+/// With flows, the coarse levels of more vertices than this are left to FM: a flow's cost
+/// grows faster than its region, and on the shared matrices flows on larger levels found no
+/// lower volumes, with either maximum-flow algorithm (docs/benchmarks.md).
 const FLOW_LEVEL_MAX: usize = 20_000;
 /// FM passes per level.
 pub(crate) const PASSES: usize = 8;
@@ -111,7 +111,8 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Split
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
 /// initial splits; returns the side (0 or 1) of every vertex for each try. With `flows`, the
-/// levels below the top are refined by max-flow refinement too (the quality setting).
+/// coarse levels are refined by max-flow refinement too (the quality setting; see
+/// `Hierarchy::uncoarsen`).
 pub(crate) fn bisect(
     h: &Hypergraph,
     b: &Bounds,

@@ -55,7 +55,7 @@ impl Trees {
 impl Network {
     /// The maximum flow from `s` to `t`, or at least `limit` (the search stops once the flow
     /// reaches it: the caller needs only to know that). Capacities become residual
-    /// capacities. Gives the same flow value as [`Network::max_flow`].
+    /// capacities. The same flow value as Dinic's `max_flow`, the tests' reference.
     pub(super) fn max_flow_trees(&mut self, s: usize, t: usize, limit: u64) -> u64 {
         let n = self.nodes();
         let mut tr = Trees {
