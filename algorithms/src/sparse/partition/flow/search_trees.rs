@@ -34,14 +34,15 @@ const ORPHAN: u32 = u32::MAX - 1;
 struct Trees {
     tree: Vec<u8>,
     parent: Vec<u32>,
-    /// The augmentation in which `dist` was last known to be right.
-    time: Vec<u32>,
+    /// The augmentation in which `dist` was last known to be right (64 bits: a count of
+    /// augmentations never wraps around to a stale mark).
+    time: Vec<u64>,
     /// Arcs from the node to its terminal, where `time` is current.
     dist: Vec<u32>,
     active: VecDeque<u32>,
     queued: Vec<bool>,
     orphans: Vec<u32>,
-    now: u32,
+    now: u64,
 }
 
 impl Trees {
@@ -71,7 +72,7 @@ impl Network {
         for (x, side) in [(s, SOURCE), (t, SINK)] {
             tr.tree[x] = side;
             tr.parent[x] = ROOT;
-            tr.time[x] = u32::MAX;
+            tr.time[x] = u64::MAX;
             tr.activate(x);
         }
         let mut flow = 0u64;
