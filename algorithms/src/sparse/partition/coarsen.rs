@@ -9,8 +9,9 @@
 //! cluster of its best matched neighbour if the weight allows (this keeps the coarsening rate up
 //! on hypergraphs with many degree-1 vertices), else it stays alone.
 //!
-//! With `side` given (refining an existing bipartition), only vertices on the same side merge,
-//! so the bipartition projects exactly onto the coarse hypergraph.
+//! With `side` given (refining an existing bipartition, or a `p`-way partition's part labels),
+//! only vertices on the same side merge, so the partition projects exactly onto the coarse
+//! hypergraph.
 
 use super::hypergraph::Hypergraph;
 use mbsp::rng::SplitMix64;
@@ -20,10 +21,10 @@ const LONG_NET: usize = 64;
 const CACHE_SIZED: usize = 200_000;
 
 /// One coarsening step: the cluster of every vertex (`cmap`) and the number of clusters.
-pub(crate) fn cluster(
+pub(crate) fn cluster<L: Copy + PartialEq>(
     h: &Hypergraph,
     max_weight: u64,
-    side: Option<&[u8]>,
+    side: Option<&[L]>,
     rng: &mut SplitMix64,
 ) -> (Vec<u32>, usize) {
     let nv = h.nv();

@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// vertices keyed by gain, sharing one position array. Sharing is sound because a vertex is
 /// queued on at most one side, its own: it changes side only after leaving its queue (a move
 /// removes it first; a rollback clears both queues first). One array instead of two halves
-/// the memory that the boundary scans touch, and `contains` needs no side lookup.
-struct Queues {
+/// the memory that the boundary scans touch, and `contains` needs no side lookup. The k-way
+/// refinement (`kway_fm`) uses side 0 alone, as one addressable heap.
+pub(super) struct Queues {
     items: [Vec<(i64, u32)>; 2],
     /// Index of each vertex in its side's `items`, or `ABSENT`.
     pos: Vec<u32>,
@@ -29,7 +30,7 @@ struct Queues {
 const ABSENT: u32 = u32::MAX;
 
 impl Queues {
-    fn new(n: usize) -> Self {
+    pub(super) fn new(n: usize) -> Self {
         Queues {
             items: [Vec::new(), Vec::new()],
             pos: vec![ABSENT; n],
@@ -37,15 +38,15 @@ impl Queues {
     }
 
     /// Whether `v` is queued (on its own side).
-    fn contains(&self, v: u32) -> bool {
+    pub(super) fn contains(&self, v: u32) -> bool {
         self.pos[v as usize] != ABSENT
     }
 
-    fn top(&self, s: usize) -> Option<(i64, u32)> {
+    pub(super) fn top(&self, s: usize) -> Option<(i64, u32)> {
         self.items[s].first().copied()
     }
 
-    fn insert(&mut self, s: usize, v: u32, key: i64) {
+    pub(super) fn insert(&mut self, s: usize, v: u32, key: i64) {
         self.items[s].push((key, v));
         let i = self.items[s].len() - 1;
         self.pos[v as usize] = i as u32;
@@ -53,7 +54,7 @@ impl Queues {
     }
 
     /// New key of `v`, queued on side `s`.
-    fn update(&mut self, s: usize, v: u32, key: i64) {
+    pub(super) fn update(&mut self, s: usize, v: u32, key: i64) {
         let i = self.pos[v as usize] as usize;
         let old = self.items[s][i].0;
         self.items[s][i].0 = key;
@@ -65,7 +66,7 @@ impl Queues {
     }
 
     /// Takes `v`, queued on side `s`, out.
-    fn remove(&mut self, s: usize, v: u32) {
+    pub(super) fn remove(&mut self, s: usize, v: u32) {
         let i = self.pos[v as usize] as usize;
         self.pos[v as usize] = ABSENT;
         let last = self.items[s].pop().expect("heap not empty");
@@ -81,7 +82,7 @@ impl Queues {
         }
     }
 
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         for items in &mut self.items {
             for &(_, v) in items.iter() {
                 self.pos[v as usize] = ABSENT;

@@ -6,8 +6,10 @@
 //! rows and columns — is the sum of the volumes of the splits. Each split uses the medium-grain
 //! hypergraph model (module `medium`), the multilevel bipartitioner (`bisect`: coarsening by
 //! matching, several initial splits, FM refinement on every level) and iterative refinement
-//! (with [`Options::quality`], then max-flow refinement: module `flow`). The
-//! two halves of a split are partitioned in parallel (rayon). Every random choice comes from a
+//! (with [`Options::quality`], then max-flow refinement: module `flow`). The finished
+//! partition is refined as a whole: moves of row and column groups between parts (`kway`), and
+//! with [`Options::quality`] at `p >= 5` multilevel k-way FM on all parts at once with the whole
+//! balance bound (`kway_fm`). The two halves of a split are partitioned in parallel (rayon). Every random choice comes from a
 //! generator seeded by the seed and the position in the recursion: the same seed gives the same
 //! partition whatever the number of threads.
 //!
@@ -20,6 +22,7 @@ mod flow;
 mod fm;
 mod hypergraph;
 mod kway;
+mod kway_fm;
 mod medium;
 
 use super::{CooMatrix, Distribution, ShapeError};
@@ -49,10 +52,12 @@ pub struct Options {
     pub threads: usize,
     /// Spend more time for a lower volume: every split ends with rounds of max-flow refinement
     /// (a minimum cut of a wide region around the cut, KaHyPar-MF's method), which finds
-    /// better cuts than moving one vertex at a time, most on meshes and road networks. On the
-    /// shared matrices: about 2% less volume (up to 11%) for about 1.2x the time (up to 2.4x)
-    /// (docs/benchmarks.md). Splits of more than two million nonzeros skip it (their regions
-    /// would hold millions of vertices).
+    /// better cuts than moving one vertex at a time, most on meshes and road networks; the
+    /// coarse levels of every initial split get flows too, small splits more initial tries;
+    /// and with `p >= 5` the finished partition gets multilevel k-way FM on all parts at once
+    /// with the whole `eps`. On the shared matrices: about 5% less volume for about 1.7x the
+    /// time (docs/benchmarks.md). Splits of more than two million nonzeros skip the flows
+    /// (their regions would hold millions of vertices).
     ///
     /// ```
     /// use mbsp_algorithms::sparse::{CooMatrix, partition::{Options, partition}};
@@ -331,7 +336,11 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
     if fm::is_set(cancel) {
         return Err(PartitionError::Cancelled);
     }
-    let gained = kway::refine(a, &mut parts, p, lmax, KWAY_PASSES);
+    let mut gained = kway::refine(a, &mut parts, p, lmax, KWAY_PASSES);
+    if opts.quality && p >= kway_fm::MIN_PARTS {
+        let mut rng = seeded_rng(opts.seed ^ SplitMix64::mix(u64::MAX));
+        gained += kway_fm::refine(a, &mut parts, p, lmax, &mut rng, cancel);
+    }
     // (k-way passes are a few and cheap: none looks at the flag.)
     if fm::is_set(cancel) {
         return Err(PartitionError::Cancelled);
