@@ -33,9 +33,9 @@ pub struct Options {
     #[arg(long, value_name = "S", default_value = "1", allow_hyphen_values = true,
           value_parser = cli::seed("--seed"))]
     pub seed: u64,
-    /// Spend more time for a lower volume: every split ends with max-flow refinement
-    /// (about 2% less volume for 1.2x the time on the shared matrices; meshes and road
-    /// networks gain most).
+    /// Spend more time for a lower volume: max-flow refinement in every split and, with
+    /// p >= 5, k-way refinement of all parts at once (about 5% less volume for 1.7x the time
+    /// on the shared matrices; meshes, road networks and large p gain most).
     #[arg(long)]
     pub quality: bool,
     /// Prefix of the output files (default: the input path; a directory: the input's name

@@ -143,9 +143,10 @@ def partition(
     ``mbsp partition`` reads it: the result is that command's for the same seed). ``square``:
     give ``x_j`` and ``y_j`` the same owner (for CG and other iterations on a square matrix).
     ``threads``: threads of the partitioner (0: all). ``quality``: spend more time for a lower
-    volume (max-flow refinement after every split, as ``mbsp partition --quality``; about 2%
-    less volume for 1.2x the time on the shared matrices, most on meshes). Runs with the GIL
-    released; Ctrl-C interrupts.
+    volume (max-flow refinement after every split and on the coarse levels, and at ``p >= 5``
+    k-way refinement of all parts at once, as ``mbsp partition --quality``; about 5% less
+    volume for 1.7x the time on the shared matrices, most on meshes and at p = 64). Runs with
+    the GIL released; Ctrl-C interrupts.
 
     >>> import scipy.sparse as sp
     >>> A = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(300, 300))
