@@ -85,14 +85,15 @@ pub(crate) fn refine(
         levels.push(coarse);
         maps.push(cmap);
     }
+    // Each coarse level is dropped once refined: the finest levels, the largest, are refined
+    // with the coarse ones gone.
     let mut gained = 0u64;
-    for k in (0..=levels.len()).rev() {
-        if k < levels.len() {
-            labels = maps[k].iter().map(|&c| labels[c as usize]).collect();
-        }
-        let level = if k == 0 { &h } else { &levels[k - 1] };
-        gained += KwayFm::new(level, p, lmax, &labels).refine(&mut labels, rng, cancel);
+    while let Some(level) = levels.pop() {
+        gained += KwayFm::new(&level, p, lmax, &labels).refine(&mut labels, rng, cancel);
+        let cmap = maps.pop().expect("one clustering per level");
+        labels = cmap.iter().map(|&c| labels[c as usize]).collect();
     }
+    gained += KwayFm::new(&h, p, lmax, &labels).refine(&mut labels, rng, cancel);
     part.copy_from_slice(&labels);
     gained
 }
