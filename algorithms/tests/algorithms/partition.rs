@@ -186,16 +186,21 @@ fn beats_row_blocks_on_a_mesh() {
 fn same_seed_same_partition_whatever_the_threads() {
     within(300, || {
         let a = random_matrix(3000, 3000, 30_000, 9);
-        let opts = |seed, threads| Options {
-            seed,
-            threads,
-            ..Options::default()
-        };
-        let one = partition_nonzeros(&a, 8, &opts(1, 1)).unwrap();
-        let two = partition_nonzeros(&a, 8, &opts(1, 2)).unwrap();
-        assert_eq!(one, two);
-        let other = partition_nonzeros(&a, 8, &opts(2, 1)).unwrap();
-        assert_ne!(one, other, "another seed, another partition");
+        // The quality setting too: its flows run in the splits' threads, its k-way pass
+        // (p = 8) after them.
+        for quality in [false, true] {
+            let opts = |seed, threads| Options {
+                seed,
+                threads,
+                quality,
+                ..Options::default()
+            };
+            let one = partition_nonzeros(&a, 8, &opts(1, 1)).unwrap();
+            let two = partition_nonzeros(&a, 8, &opts(1, 2)).unwrap();
+            assert_eq!(one, two, "quality {quality}");
+            let other = partition_nonzeros(&a, 8, &opts(2, 1)).unwrap();
+            assert_ne!(one, other, "quality {quality}: another seed, another partition");
+        }
     });
 }
 
