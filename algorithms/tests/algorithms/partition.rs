@@ -199,7 +199,10 @@ fn same_seed_same_partition_whatever_the_threads() {
             let two = partition_nonzeros(&a, 8, &opts(1, 2)).unwrap();
             assert_eq!(one, two, "quality {quality}");
             let other = partition_nonzeros(&a, 8, &opts(2, 1)).unwrap();
-            assert_ne!(one, other, "quality {quality}: another seed, another partition");
+            assert_ne!(
+                one, other,
+                "quality {quality}: another seed, another partition"
+            );
         }
     });
 }
