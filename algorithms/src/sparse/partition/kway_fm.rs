@@ -33,7 +33,8 @@ use std::sync::atomic::AtomicBool;
 
 /// With fewer parts the bisections leave little to gain: recursive bisection into 4 parts has
 /// two levels, each with half of the allowed imbalance and its own V-cycles, and on the shared
-/// matrices this pass found 0.6% less volume there for 1.4x the time (docs/benchmarks.md).
+/// matrices at p = 4 this pass found little for much more time (docs/benchmarks.md has the
+/// figures).
 pub(crate) const MIN_PARTS: usize = 5;
 /// Coarsening stops at this many vertices per part, and clusters weigh at most the total over
 /// this many per part: small against the slack of a part (`eps · nnz / p`), so coarse vertices
