@@ -392,7 +392,7 @@ impl<'h> KwayFm<'h> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::metrics::volume;
+    use super::super::super::metrics::{part_sizes, volume};
     use super::*;
 
     /// A random `m x n` matrix with about `nnz` distinct nonzeros: a band plus scattered ones.
@@ -413,12 +413,9 @@ mod tests {
         CooMatrix::new(m, n, e).unwrap()
     }
 
+    /// Nonzeros per part, as the bound counts them.
     fn sizes(part: &[u32], p: usize) -> Vec<u64> {
-        let mut s = vec![0u64; p];
-        for &x in part {
-            s[x as usize] += 1;
-        }
-        s
+        part_sizes(part, p).into_iter().map(|n| n as u64).collect()
     }
 
     /// Single moves of positive gain (the volume recomputed from scratch) until none is left:
