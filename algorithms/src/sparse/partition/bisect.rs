@@ -110,9 +110,9 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Split
 }
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
-/// initial splits; returns the side (0 or 1) of every vertex for each try. With `flows`, the
-/// coarse levels are refined by max-flow refinement too (the quality setting; see
-/// `Hierarchy::uncoarsen`).
+/// initial splits; returns the side (0 or 1) of every vertex for each try whose initial split
+/// differs from the earlier tries' (at least one). With `flows`, the coarse levels are refined
+/// by max-flow refinement too (the quality setting; see `Hierarchy::uncoarsen`).
 pub(crate) fn bisect(
     h: &Hypergraph,
     b: &Bounds,
@@ -122,9 +122,21 @@ pub(crate) fn bisect(
 ) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
-    seeds
+    let mut starts: Vec<Vec<u8>> = seeds
         .par_iter()
-        .map(|&seed| hi.uncoarsen(initial(hi.coarsest(), b, &mut seeded_rng(seed)), b, flows))
+        .map(|&seed| initial(hi.coarsest(), b, &mut seeded_rng(seed)))
+        .collect();
+    // On a small coarsest level different tries often end in the same split; uncoarsening
+    // depends on nothing else, so each distinct split is uncoarsened once.
+    let mut distinct: Vec<Vec<u8>> = Vec::with_capacity(starts.len());
+    for s in starts.drain(..) {
+        if !distinct.contains(&s) {
+            distinct.push(s);
+        }
+    }
+    distinct
+        .into_par_iter()
+        .map(|s| hi.uncoarsen(s, b, flows))
         .collect()
 }
 

@@ -167,9 +167,14 @@ impl Bounds<'_> {
 }
 
 /// Reusable refinement state: pin counts per net and side, gains, locks, queues.
+///
+/// Besides its pin count, each net keeps the XOR of the ids of its pins on each side: when a
+/// side holds one pin of the net, that XOR is the pin, so the lone pin whose gain a move
+/// changes is found without scanning the net.
 pub(crate) struct Fm<'h> {
     h: &'h Hypergraph,
     count: Vec<[u32; 2]>,
+    lone: Vec<[u32; 2]>,
     gain: Vec<i64>,
     locked: Vec<bool>,
     queues: Queues,
@@ -184,6 +189,7 @@ impl<'h> Fm<'h> {
         Fm {
             h,
             count: vec![[0, 0]; h.nn()],
+            lone: vec![[0, 0]; h.nn()],
             gain: vec![0; h.nv()],
             locked: vec![false; h.nv()],
             queues: Queues::new(h.nv()),
@@ -199,10 +205,14 @@ impl<'h> Fm<'h> {
         self.cut = 0;
         for e in 0..h.nn() {
             let mut c = [0u32; 2];
+            let mut x = [0u32; 2];
             for &v in h.net(e) {
-                c[side[v as usize] as usize] += 1;
+                let s = side[v as usize] as usize;
+                c[s] += 1;
+                x[s] ^= v;
             }
             self.count[e] = c;
+            self.lone[e] = x;
             if c[0] > 0 && c[1] > 0 {
                 self.cut += h.ncost[e] as u64;
             }
@@ -250,14 +260,11 @@ impl<'h> Fm<'h> {
                 }
             } else if c[t] == 1 {
                 // The lone pin on `t` no longer uncuts the net by leaving.
-                let lone = h
-                    .net(e)
-                    .iter()
-                    .find(|&&u| side[u as usize] as usize == t && u as usize != v);
-                if let Some(&u) = lone {
-                    self.bump(u as usize, -cost, side);
-                }
+                self.bump(self.lone[e][t] as usize, -cost, side);
             }
+            let x = &mut self.lone[e];
+            x[s] ^= v as u32;
+            x[t] ^= v as u32;
             let c = [
                 if s == 0 { c[0] - 1 } else { c[0] + 1 },
                 if s == 1 { c[1] - 1 } else { c[1] + 1 },
@@ -272,10 +279,7 @@ impl<'h> Fm<'h> {
                 }
             } else if c[s] == 1 {
                 // The lone pin left on `s` would uncut the net by leaving.
-                let lone = h.net(e).iter().find(|&&u| side[u as usize] as usize == s);
-                if let Some(&u) = lone {
-                    self.bump(u as usize, cost, side);
-                }
+                self.bump(self.lone[e][s] as usize, cost, side);
             }
         }
     }
