@@ -128,18 +128,26 @@ impl Hypergraph {
             ncost.push(self.ncost[e]);
             hash.push(h ^ (pins.len() - start) as u64);
         }
-        let h = Hypergraph::new(vwgt, ncost, nptr, pins);
-        merge_identical(h, &hash)
+        let (ncost, nptr, pins) = merge_identical(ncost, nptr, pins, &hash);
+        Hypergraph::new(vwgt, ncost, nptr, pins)
     }
 }
 
 /// Merges nets with the same pin set (same hash, then compared exactly) into one net whose
-/// cost is the sum: the cut is unchanged and FM does the work once.
-fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
-    let mut order: Vec<u32> = (0..h.nn() as u32).collect();
+/// cost is the sum: the cut is unchanged and FM does the work once. Works on the nets alone
+/// (costs, `nptr`, pins), before the vertex -> nets direction is built.
+fn merge_identical(
+    ncost: Vec<u32>,
+    nptr: Vec<u32>,
+    pins: Vec<u32>,
+    hash: &[u64],
+) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let nn = ncost.len();
+    let net = |e: usize| &pins[nptr[e] as usize..nptr[e + 1] as usize];
+    let mut order: Vec<u32> = (0..nn as u32).collect();
     order.sort_unstable_by_key(|&e| (hash[e as usize], e));
-    let mut keep = vec![true; h.nn()];
-    let mut cost = h.ncost.clone();
+    let mut keep = vec![true; nn];
+    let mut cost = ncost.clone();
     let mut sorted_a: Vec<u32> = Vec::new();
     let mut sorted_b: Vec<u32> = Vec::new();
     let mut merged = 0usize;
@@ -154,15 +162,15 @@ fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
             for x in i + 1..j {
                 let ex = order[x] as usize;
                 sorted_a.clear();
-                sorted_a.extend_from_slice(h.net(ex));
+                sorted_a.extend_from_slice(net(ex));
                 sorted_a.sort_unstable();
                 for &ey in &order[i..x] {
                     let ey = ey as usize;
-                    if !keep[ey] || h.net(ey).len() != sorted_a.len() {
+                    if !keep[ey] || net(ey).len() != sorted_a.len() {
                         continue;
                     }
                     sorted_b.clear();
-                    sorted_b.extend_from_slice(h.net(ey));
+                    sorted_b.extend_from_slice(net(ey));
                     sorted_b.sort_unstable();
                     if sorted_a == sorted_b {
                         cost[ey] += cost[ex];
@@ -176,19 +184,19 @@ fn merge_identical(h: Hypergraph, hash: &[u64]) -> Hypergraph {
         i = j;
     }
     if merged == 0 {
-        return h;
+        return (ncost, nptr, pins);
     }
-    let mut nptr = vec![0u32];
-    let mut pins = Vec::with_capacity(h.pins.len());
-    let mut ncost = Vec::with_capacity(h.nn() - merged);
-    for e in 0..h.nn() {
+    let mut new_nptr = vec![0u32];
+    let mut new_pins = Vec::with_capacity(pins.len());
+    let mut new_cost = Vec::with_capacity(nn - merged);
+    for e in 0..nn {
         if keep[e] {
-            pins.extend_from_slice(h.net(e));
-            nptr.push(pins.len() as u32);
-            ncost.push(cost[e]);
+            new_pins.extend_from_slice(net(e));
+            new_nptr.push(new_pins.len() as u32);
+            new_cost.push(cost[e]);
         }
     }
-    Hypergraph::new(h.vwgt, ncost, nptr, pins)
+    (new_cost, new_nptr, new_pins)
 }
 
 /// Hypergraphs for the partitioner's unit tests.
