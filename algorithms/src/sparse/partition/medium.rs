@@ -49,8 +49,17 @@ const IR_MAX: usize = 40;
 const FLOW_ROUNDS: usize = 4;
 /// At most this many multilevel rounds per split, and none after one that gained under 0.5%:
 /// on the shared matrices the first two give most of what V-cycles add, and further ones cost
-/// more time than their small gain is worth; on the large meshes they add little.
+/// more time than their small gain is worth; on the large meshes they add little. The default
+/// setting stops after one: the second moved the volumes of the shared matrices by under 1%
+/// either way, for a coarsening and an uncoarsening more (docs/benchmarks.md).
 const V_CYCLES: usize = 2;
+const V_CYCLES_DEFAULT: usize = 1;
+/// In the default setting, a single-level round that gains less than this fraction of the
+/// volume (in units of 1/10 000) counts as a round without gain for `IR_PATIENCE` (it is still
+/// kept): the long tails of rounds that each gain a few lines cost a rebuild of the
+/// hypergraph and an FM run apiece, and on the shared matrices stopping them moved no volume
+/// by more than 1% except one that is 3% under Mondriaan's (docs/benchmarks.md).
+const IR_MIN_GAIN: u64 = 20;
 
 /// The nonzeros of a submatrix grouped by row and by column.
 pub(crate) struct Sub {
@@ -303,7 +312,12 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     let (mut best, mut side) = best_try.expect("at least one try");
     // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
     // large circuits and meshes (G3_circuit): none there.
-    let mut multilevel_left = if w > HUGE { 0 } else { V_CYCLES };
+    let mut multilevel_left = match w {
+        _ if w > HUGE => 0,
+        _ if quality => V_CYCLES,
+        _ => V_CYCLES_DEFAULT,
+    };
+    let min_gain = if quality { 0 } else { IR_MIN_GAIN };
     let mut stale = 0;
     // Cheap single-level rounds first; a multilevel round when they stop improving, back to
     // cheap rounds after a multilevel round that improved.
@@ -327,26 +341,31 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
             false,
         );
         if (key.0, key.1) < (best.0, best.1) {
-            if vcycle && (best.1 - key.1) * 200 < best.1 {
+            if vcycle && best.1.saturating_sub(key.1) * 200 < best.1 {
                 // A multilevel round that gained under 0.5% will not pay for another.
                 multilevel_left = 0;
             }
+            // (Same violation, so a lower volume.)
+            let small = !vcycle && key.0 == best.0 && (best.1 - key.1) * 10_000 < best.1 * min_gain;
             best = key;
             side = new;
-            stale = 0;
             vcycle = false;
+            if !small {
+                stale = 0;
+                continue;
+            }
         } else if vcycle {
             // A multilevel round that found nothing: the split is as good as this gets.
             break;
-        } else {
-            stale += 1;
-            if stale >= IR_PATIENCE {
-                if multilevel_left == 0 {
-                    break;
-                }
-                vcycle = true;
-                stale = 0;
+        }
+        // A single-level round without gain (or with too small a gain).
+        stale += 1;
+        if stale >= IR_PATIENCE {
+            if multilevel_left == 0 {
+                break;
             }
+            vcycle = true;
+            stale = 0;
         }
     }
     // Max-flow rounds (module flow), the two regroupings in turn, while they improve; not on
