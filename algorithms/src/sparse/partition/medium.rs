@@ -15,8 +15,9 @@
 //! otherwise, and the other way round on the next round — with every group inside one side, so
 //! the split is a valid start for FM on the new hypergraph (cheap single-level rounds) or for a
 //! multilevel V-cycle (when the cheap rounds stall), neither of which can make it worse. Rounds
-//! continue while they improve. With the quality setting, max-flow rounds (module `flow`) on
-//! the regrouped hypergraph follow, while they improve.
+//! continue while they improve (by default, while they improve by at least `IR_MIN_GAIN`). With
+//! the quality setting, max-flow rounds (module `flow`) on the regrouped hypergraph follow,
+//! while they improve.
 
 use super::super::CooMatrix;
 use super::bisect::PASSES;
