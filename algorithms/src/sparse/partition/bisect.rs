@@ -122,14 +122,14 @@ pub(crate) fn bisect(
 ) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
-    let mut starts: Vec<Vec<u8>> = seeds
+    let starts: Vec<Vec<u8>> = seeds
         .par_iter()
         .map(|&seed| initial(hi.coarsest(), b, &mut seeded_rng(seed)))
         .collect();
     // On a small coarsest level different tries often end in the same split; uncoarsening
     // depends on nothing else, so each distinct split is uncoarsened once.
     let mut distinct: Vec<Vec<u8>> = Vec::with_capacity(starts.len());
-    for s in starts.drain(..) {
+    for s in starts {
         if !distinct.contains(&s) {
             distinct.push(s);
         }

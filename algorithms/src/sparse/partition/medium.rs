@@ -51,15 +51,14 @@ const FLOW_ROUNDS: usize = 4;
 /// At most this many multilevel rounds per split, and none after one that gained under 0.5%:
 /// on the shared matrices the first two give most of what V-cycles add, and further ones cost
 /// more time than their small gain is worth; on the large meshes they add little. The default
-/// setting stops after one: the second moved the volumes of the shared matrices by under 1%
-/// either way, for a coarsening and an uncoarsening more (docs/benchmarks.md).
+/// setting stops after one: with `IR_MIN_GAIN` it leaves the shared matrices' volumes where
+/// they were on the whole (some up, some down) for less time (docs/benchmarks.md).
 const V_CYCLES: usize = 2;
 const V_CYCLES_DEFAULT: usize = 1;
 /// In the default setting, a single-level round that gains less than this fraction of the
 /// volume (in units of 1/10 000) counts as a round without gain for `IR_PATIENCE` (it is still
 /// kept): the long tails of rounds that each gain a few lines cost a rebuild of the
-/// hypergraph and an FM run apiece, and on the shared matrices stopping them moved no volume
-/// by more than 1% except one that is 3% under Mondriaan's (docs/benchmarks.md).
+/// hypergraph and an FM run apiece for next to no volume (docs/benchmarks.md).
 const IR_MIN_GAIN: u64 = 20;
 
 /// The nonzeros of a submatrix grouped by row and by column.
@@ -313,10 +312,12 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     let (mut best, mut side) = best_try.expect("at least one try");
     // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
     // large circuits and meshes (G3_circuit): none there.
-    let mut multilevel_left = match w {
-        _ if w > HUGE => 0,
-        _ if quality => V_CYCLES,
-        _ => V_CYCLES_DEFAULT,
+    let mut multilevel_left = if w > HUGE {
+        0
+    } else if quality {
+        V_CYCLES
+    } else {
+        V_CYCLES_DEFAULT
     };
     let min_gain = if quality { 0 } else { IR_MIN_GAIN };
     let mut stale = 0;
