@@ -309,7 +309,38 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     };
     let (tries, refined) = rayon::join(multilevel, blocks);
     let best_try = tries.into_iter().chain(refined).min_by_key(|(key, _)| *key);
-    let (mut best, mut side) = best_try.expect("at least one try");
+    let (best, side) = best_try.expect("at least one try");
+    let (mut best, mut side) = iterate(sub, b, quality, rng, best, side);
+    // Max-flow rounds (module flow), the two regroupings in turn, while they improve; not on
+    // huge splits, whose regions would hold millions of vertices (seconds per flow).
+    if quality && w <= HUGE {
+        for round in 0..FLOW_ROUNDS {
+            if b.cancelled() {
+                break;
+            }
+            let (key, new) = round_of_refinement(sub, b, &side, round % 2 == 0, None, true);
+            if (key.0, key.1) >= (best.0, best.1) {
+                break;
+            }
+            best = key;
+            side = new;
+        }
+    }
+    side
+}
+
+/// Iterative refinement of the split `side` (whose key is `best`): cheap single-level rounds
+/// first, a multilevel round when they stop improving, back to cheap rounds after a multilevel
+/// round that improved. Returns the final key and split.
+fn iterate(
+    sub: &Sub,
+    b: &Bounds,
+    quality: bool,
+    rng: &mut SplitMix64,
+    mut best: (u64, u64, u64),
+    mut side: Vec<u8>,
+) -> ((u64, u64, u64), Vec<u8>) {
+    let w = sub.len();
     // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
     // large circuits and meshes (G3_circuit): none there.
     let mut multilevel_left = if w > HUGE {
@@ -321,8 +352,6 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     };
     let min_gain = if quality { 0 } else { IR_MIN_GAIN };
     let mut stale = 0;
-    // Cheap single-level rounds first; a multilevel round when they stop improving, back to
-    // cheap rounds after a multilevel round that improved.
     let mut vcycle = false;
     for round in 0..IR_MAX {
         if b.cancelled() {
@@ -370,22 +399,7 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
             stale = 0;
         }
     }
-    // Max-flow rounds (module flow), the two regroupings in turn, while they improve; not on
-    // huge splits, whose regions would hold millions of vertices (seconds per flow).
-    if quality && w <= HUGE {
-        for round in 0..FLOW_ROUNDS {
-            if b.cancelled() {
-                break;
-            }
-            let (key, new) = round_of_refinement(sub, b, &side, round % 2 == 0, None, true);
-            if (key.0, key.1) >= (best.0, best.1) {
-                break;
-            }
-            best = key;
-            side = new;
-        }
-    }
-    side
+    (best, side)
 }
 
 /// One round of iterative refinement of `side`: regroup (rows or columns first), then FM on
