@@ -204,15 +204,19 @@ impl<'h> Fm<'h> {
         self.w = h.side_weights(side);
         self.cut = 0;
         for e in 0..h.nn() {
-            let mut c = [0u32; 2];
-            let mut x = [0u32; 2];
-            for &v in h.net(e) {
-                let s = side[v as usize] as usize;
-                c[s] += 1;
-                x[s] ^= v;
+            // Scalars, not arrays indexed by the side: an array built by indexed stores and
+            // read back whole waits on store forwarding, in the partitioner's hottest loops.
+            let pins = h.net(e);
+            let (mut ones, mut x_all, mut x1) = (0u32, 0u32, 0u32);
+            for &v in pins {
+                let s = side[v as usize] as u32;
+                ones += s;
+                x_all ^= v;
+                x1 ^= v & s.wrapping_neg();
             }
+            let c = [pins.len() as u32 - ones, ones];
             self.count[e] = c;
-            self.lone[e] = x;
+            self.lone[e] = [x_all ^ x1, x1];
             if c[0] > 0 && c[1] > 0 {
                 self.cut += h.ncost[e] as u64;
             }
@@ -250,34 +254,34 @@ impl<'h> Fm<'h> {
         for &e in h.nets(v) {
             let e = e as usize;
             let cost = h.ncost[e] as i64;
-            let c = self.count[e];
-            if c[t] == 0 {
+            // The counts as scalars (see `init`).
+            let [c0, c1] = self.count[e];
+            let (cs, ct) = if s == 0 { (c0, c1) } else { (c1, c0) };
+            if ct == 0 {
                 // The net was uncut: every other pin now gains by following `v`.
                 for &u in h.net(e) {
                     if u as usize != v {
                         self.bump(u as usize, cost, side);
                     }
                 }
-            } else if c[t] == 1 {
+            } else if ct == 1 {
                 // The lone pin on `t` no longer uncuts the net by leaving.
                 self.bump(self.lone[e][t] as usize, -cost, side);
             }
+            // `v` leaves one side's XOR and joins the other's.
             let x = &mut self.lone[e];
-            x[s] ^= v as u32;
-            x[t] ^= v as u32;
-            let c = [
-                if s == 0 { c[0] - 1 } else { c[0] + 1 },
-                if s == 1 { c[1] - 1 } else { c[1] + 1 },
-            ];
-            self.count[e] = c;
-            if c[s] == 0 {
+            x[0] ^= v as u32;
+            x[1] ^= v as u32;
+            let (cs, ct) = (cs - 1, ct + 1);
+            self.count[e] = if s == 0 { [cs, ct] } else { [ct, cs] };
+            if cs == 0 {
                 // The net is now uncut: moving any pin would cut it.
                 for &u in h.net(e) {
                     if u as usize != v {
                         self.bump(u as usize, -cost, side);
                     }
                 }
-            } else if c[s] == 1 {
+            } else if cs == 1 {
                 // The lone pin left on `s` would uncut the net by leaving.
                 self.bump(self.lone[e][s] as usize, cost, side);
             }
