@@ -354,7 +354,9 @@ fn iterate(
     let mut stale = 0;
     let mut vcycle = false;
     for round in 0..IR_MAX {
-        if b.cancelled() {
+        // A balanced split that cuts nothing cannot be beaten: a round only replaces the split
+        // with a strictly smaller (violation, volume).
+        if b.cancelled() || (best.0, best.1) == (0, 0) {
             break;
         }
         if vcycle {
