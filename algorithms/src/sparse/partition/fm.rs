@@ -199,10 +199,14 @@ impl<'h> Fm<'h> {
         }
     }
 
+    /// Counts, XORs, cut and gains of `side`, in one pass over the nets: a pin's gain is the sum
+    /// over its nets of `+cost` where it is its side's lone pin (found by the XOR) and `-cost`
+    /// where the net is uncut, so each net hands out its terms while its pins are in cache.
     fn init(&mut self, side: &[u8]) {
         let h = self.h;
         self.w = h.side_weights(side);
         self.cut = 0;
+        self.gain.fill(0);
         for e in 0..h.nn() {
             // Scalars, not arrays indexed by the side: an array built by indexed stores and
             // read back whole waits on store forwarding, in the partitioner's hottest loops.
@@ -215,26 +219,22 @@ impl<'h> Fm<'h> {
                 x1 ^= v & s.wrapping_neg();
             }
             let c = [pins.len() as u32 - ones, ones];
+            let x = [x_all ^ x1, x1];
             self.count[e] = c;
-            self.lone[e] = [x_all ^ x1, x1];
-            if c[0] > 0 && c[1] > 0 {
-                self.cut += h.ncost[e] as u64;
-            }
-        }
-        for (v, &s) in side.iter().enumerate() {
-            let s = s as usize;
-            let mut g = 0i64;
-            for &e in h.nets(v) {
-                let c = self.count[e as usize];
-                let cost = h.ncost[e as usize] as i64;
+            self.lone[e] = x;
+            let cost = h.ncost[e] as i64;
+            for s in 0..2 {
                 if c[s] == 1 {
-                    g += cost;
-                }
-                if c[1 - s] == 0 {
-                    g -= cost;
+                    self.gain[x[s] as usize] += cost;
                 }
             }
-            self.gain[v] = g;
+            if c[0] > 0 && c[1] > 0 {
+                self.cut += cost as u64;
+            } else {
+                for &v in pins {
+                    self.gain[v as usize] -= cost;
+                }
+            }
         }
     }
 
