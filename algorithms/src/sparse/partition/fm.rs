@@ -182,6 +182,8 @@ pub(crate) struct Fm<'h> {
     cut: u64,
     /// Rolling back a pass: gains are updated, queues are left alone.
     undoing: bool,
+    /// The cut nets at the start of a pass (a buffer kept between passes).
+    cut_nets: Vec<u32>,
 }
 
 impl<'h> Fm<'h> {
@@ -196,6 +198,7 @@ impl<'h> Fm<'h> {
             w: [0, 0],
             cut: 0,
             undoing: false,
+            cut_nets: Vec::new(),
         }
     }
 
@@ -316,17 +319,24 @@ impl<'h> Fm<'h> {
             let start_key = b.key(self.w, self.cut);
             // The boundary: pins of cut nets. (When a side is too heavy and there is no
             // boundary, pick() floods the queue with that side's vertices.)
-            for e in 0..h.nn() {
-                let c = self.count[e];
-                if c[0] > 0 && c[1] > 0 {
-                    for &u in h.net(e) {
-                        if !self.queues.contains(u) {
-                            let s = side[u as usize] as usize;
-                            self.queues.insert(s, u, self.gain[u as usize]);
-                        }
+            // The cut nets are listed first without a branch on whether each is cut: that
+            // branch is unpredictable, and this scan runs once per pass over every net.
+            let mut cut_nets = std::mem::take(&mut self.cut_nets);
+            cut_nets.resize(h.nn(), 0);
+            let mut k = 0;
+            for (e, c) in self.count.iter().enumerate() {
+                cut_nets[k] = e as u32;
+                k += usize::from((c[0] != 0) & (c[1] != 0));
+            }
+            for &e in &cut_nets[..k] {
+                for &u in h.net(e as usize) {
+                    if !self.queues.contains(u) {
+                        let s = side[u as usize] as usize;
+                        self.queues.insert(s, u, self.gain[u as usize]);
                     }
                 }
             }
+            self.cut_nets = cut_nets;
             let mut flooded = false;
             let mut moves: Vec<u32> = Vec::new();
             let mut best_key = start_key;
