@@ -60,13 +60,16 @@ pub(crate) fn cluster<L: Copy + PartialEq>(
     let mut cmap = vec![u32::MAX; nv];
     let mut cweight: Vec<u64> = Vec::with_capacity(nv / 2 + 1);
     let mut score = vec![0f32; nv];
-    let mut touched: Vec<u32> = Vec::new();
+    // The candidates of one vertex: `touched[..nt]`, written without a branch on whether each
+    // pin is new (that branch is unpredictable; a vertex has at most `nv` candidates).
+    let mut touched: Vec<u32> = vec![0; nv];
     for &v in &order {
         let v = v as usize;
         if cmap[v] != u32::MAX {
             continue;
         }
         let wv = h.vwgt[v] as u64;
+        let mut nt = 0;
         for &e in h.nets(v) {
             let s = weight[e as usize];
             if s == 0.0 {
@@ -78,16 +81,15 @@ pub(crate) fn cluster<L: Copy + PartialEq>(
                 if u == v || side.is_some_and(|sd| sd[u] != sd[v]) {
                     continue;
                 }
-                if score[u] == 0.0 {
-                    touched.push(u as u32);
-                }
+                touched[nt] = u as u32;
+                nt += usize::from(score[u] == 0.0);
                 score[u] += s;
             }
         }
         // Best free neighbour, else best cluster to join.
         let mut best_free: Option<(f32, usize)> = None;
         let mut best_join: Option<(f32, usize)> = None;
-        for &u in &touched {
+        for &u in &touched[..nt] {
             let u = u as usize;
             let sc = score[u];
             score[u] = 0.0;
@@ -102,7 +104,6 @@ pub(crate) fn cluster<L: Copy + PartialEq>(
                 }
             }
         }
-        touched.clear();
         if let Some((_, u)) = best_free {
             let c = cweight.len();
             cmap[v] = c as u32;
