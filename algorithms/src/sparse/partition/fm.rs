@@ -91,22 +91,27 @@ impl Queues {
         }
     }
 
+    // Sifting moves the parents (children) into a hole and writes the sifted item once, where
+    // swapping would write it at every level: the same comparisons and the same final heap.
     fn up(&mut self, s: usize, mut i: usize) {
         let items = &mut self.items[s];
+        let item = items[i];
         while i > 0 {
             let parent = (i - 1) / 2;
-            if items[parent].0 >= items[i].0 {
+            if items[parent].0 >= item.0 {
                 break;
             }
-            items.swap(i, parent);
+            items[i] = items[parent];
             self.pos[items[i].1 as usize] = i as u32;
-            self.pos[items[parent].1 as usize] = parent as u32;
             i = parent;
         }
+        items[i] = item;
+        self.pos[item.1 as usize] = i as u32;
     }
 
     fn down(&mut self, s: usize, mut i: usize) {
         let items = &mut self.items[s];
+        let item = items[i];
         loop {
             let l = 2 * i + 1;
             if l >= items.len() {
@@ -118,14 +123,15 @@ impl Queues {
             } else {
                 l
             };
-            if items[i].0 >= items[c].0 {
+            if item.0 >= items[c].0 {
                 break;
             }
-            items.swap(i, c);
+            items[i] = items[c];
             self.pos[items[i].1 as usize] = i as u32;
-            self.pos[items[c].1 as usize] = c as u32;
             i = c;
         }
+        items[i] = item;
+        self.pos[item.1 as usize] = i as u32;
     }
 }
 
