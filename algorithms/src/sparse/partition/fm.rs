@@ -361,12 +361,14 @@ impl<'h> Fm<'h> {
                     break;
                 }
             }
-            // Undo the moves after the best state, keeping gains exact (no queue insertions).
+            // Undo the moves after the best state, keeping gains exact (no queue insertions);
+            // the vertices moved back are free again for the next pass, as are the kept ones.
             self.queues.clear();
             self.undoing = true;
             while moves.len() > best_len {
                 let v = moves.pop().unwrap() as usize;
                 self.apply(v, side);
+                self.locked[v] = false;
             }
             self.undoing = false;
             for &v in &moves {
@@ -521,6 +523,35 @@ mod tests {
             assert_eq!(cut, h.cut(&side));
             let after = b.key(h.side_weights(&side), cut);
             assert!(after <= before, "{after:?} worse than {before:?}");
+        }
+    }
+
+    /// A refinement depends on its start alone, not on what the same `Fm` refined before:
+    /// every pass starts with every vertex free (the vertices a pass moved back included), so
+    /// `initial` may skip a start it has already refined, and a reused `Fm` finds what a fresh
+    /// one finds.
+    #[test]
+    fn refine_leaves_no_vertex_locked_behind() {
+        let mut rng = seeded_rng(13);
+        for _ in 0..300 {
+            let h = random_hypergraph(&mut rng);
+            let total = h.total_weight();
+            let half = total / 2;
+            let b = Bounds {
+                max: [half + 2, total - half + 2],
+                target: [half, total - half],
+                cancel: None,
+            };
+            let mut reused = Fm::new(&h);
+            for _ in 0..4 {
+                let start: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
+                let mut a = start.clone();
+                let mut c = start;
+                let cut_a = reused.refine(&mut a, &b, 8);
+                let cut_c = Fm::new(&h).refine(&mut c, &b, 8);
+                assert_eq!((cut_a, &a), (cut_c, &c));
+                assert!(reused.locked.iter().all(|&l| !l), "a vertex stayed locked");
+            }
         }
     }
 }
