@@ -145,25 +145,27 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
     let nv = h.nv();
     let mut fm = Fm::new(h);
     let mut best: Option<((u64, u64, u64), Vec<u8>)> = None;
+    // The vertices grown from so far: growing is deterministic, so a try from the same vertex
+    // would end in the same split, which cannot replace the best (only a strictly better one
+    // does). BFS's last vertex is often the same from different starts (a mesh's rim).
+    let mut grown: Vec<usize> = Vec::new();
     for t in 0..TRIES {
         let mut side = vec![0u8; nv];
         if nv > 0 {
             match t % 4 {
-                0 | 2 => {
+                0..=2 => {
                     // Greedy growing: side 1 starts as one vertex; FM, seeing side 0 too heavy,
                     // moves the best-connected vertices across until the split is balanced.
-                    // Half the time from a vertex far from a random one (a BFS's last vertex):
-                    // grown from the rim of a mesh, the part has one boundary, not two.
+                    // Two tries in four from a vertex far from a random one (a BFS's last
+                    // vertex): grown from the rim of a mesh, the part has one boundary, not two;
+                    // one from the random vertex itself; the fourth is a random split.
                     let start = rng.below(nv);
-                    side[if t % 4 == 0 {
-                        farthest(h, start)
-                    } else {
-                        start
-                    }] = 1;
-                }
-                1 => {
-                    let start = rng.below(nv);
-                    side[farthest(h, start)] = 1;
+                    let seed = if t % 4 == 2 { start } else { farthest(h, start) };
+                    if grown.contains(&seed) {
+                        continue;
+                    }
+                    grown.push(seed);
+                    side[seed] = 1;
                 }
                 _ => {
                     let mut order: Vec<u32> = (0..nv as u32).collect();
