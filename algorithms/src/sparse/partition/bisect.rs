@@ -160,7 +160,11 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
                     // vertex): grown from the rim of a mesh, the part has one boundary, not two;
                     // one from the random vertex itself; the fourth is a random split.
                     let start = rng.below(nv);
-                    let seed = if t % 4 == 2 { start } else { farthest(h, start) };
+                    let seed = if t % 4 == 2 {
+                        start
+                    } else {
+                        farthest(h, start)
+                    };
                     if grown.contains(&seed) {
                         continue;
                     }
