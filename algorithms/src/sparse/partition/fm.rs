@@ -451,6 +451,17 @@ mod tests {
         super::super::hypergraph::samples::random(rng, 2, 30, 40)
     }
 
+    /// Bounds of an even split of `h`, each side allowed `slack` over half.
+    fn halves(h: &Hypergraph, slack: u64) -> Bounds<'static> {
+        let total = h.total_weight();
+        let half = total / 2;
+        Bounds {
+            max: [half + slack, total - half + slack],
+            target: [half, total - half],
+            cancel: None,
+        }
+    }
+
     /// Gain of moving `v`, by recomputing the cut.
     fn brute_gain(h: &Hypergraph, side: &[u8], v: usize) -> i64 {
         let mut flipped = side.to_vec();
@@ -510,13 +521,7 @@ mod tests {
         let mut rng = seeded_rng(11);
         for _ in 0..300 {
             let h = random_hypergraph(&mut rng);
-            let total = h.total_weight();
-            let half = total / 2;
-            let b = Bounds {
-                max: [half + 3, total - half + 3],
-                target: [half, total - half],
-                cancel: None,
-            };
+            let b = halves(&h, 3);
             let mut side: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
             let before = b.key(h.side_weights(&side), h.cut(&side));
             let cut = Fm::new(&h).refine(&mut side, &b, 8);
@@ -535,13 +540,7 @@ mod tests {
         let mut rng = seeded_rng(13);
         for _ in 0..300 {
             let h = random_hypergraph(&mut rng);
-            let total = h.total_weight();
-            let half = total / 2;
-            let b = Bounds {
-                max: [half + 2, total - half + 2],
-                target: [half, total - half],
-                cancel: None,
-            };
+            let b = halves(&h, 2);
             let mut reused = Fm::new(&h);
             for _ in 0..4 {
                 let start: Vec<u8> = (0..h.nv()).map(|_| rng.below(2) as u8).collect();
