@@ -107,7 +107,8 @@ impl Hypergraph {
         let mut nptr = vec![0u32];
         let mut pins: Vec<u32> = Vec::with_capacity(self.pins.len());
         let mut ncost: Vec<u32> = Vec::with_capacity(self.nn());
-        let mut hash: Vec<u64> = Vec::with_capacity(self.nn());
+        // (hash of the pin set, net) of every kept net, for `merge_identical`.
+        let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(self.nn());
         for e in 0..self.nn() {
             let start = pins.len();
             let mut h = 0u64;
@@ -124,47 +125,49 @@ impl Hypergraph {
                 pins.truncate(start);
                 continue;
             }
+            keyed.push((h ^ (pins.len() - start) as u64, ncost.len() as u32));
             nptr.push(pins.len() as u32);
             ncost.push(self.ncost[e]);
-            hash.push(h ^ (pins.len() - start) as u64);
         }
-        let (ncost, nptr, pins) = merge_identical(ncost, nptr, pins, &hash);
+        let (ncost, nptr, pins) = merge_identical(ncost, nptr, pins, keyed);
         Hypergraph::new(vwgt, ncost, nptr, pins)
     }
 }
 
 /// Merges nets with the same pin set (same hash, then compared exactly) into one net whose
 /// cost is the sum: the cut is unchanged and FM does the work once. Works on the nets alone
-/// (costs, `nptr`, pins), before the vertex -> nets direction is built.
+/// (costs, `nptr`, pins; `keyed` holds each net's pin-set hash beside its number), before the
+/// vertex -> nets direction is built.
 fn merge_identical(
     ncost: Vec<u32>,
     nptr: Vec<u32>,
     pins: Vec<u32>,
-    hash: &[u64],
+    mut keyed: Vec<(u64, u32)>,
 ) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let nn = ncost.len();
     let net = |e: usize| &pins[nptr[e] as usize..nptr[e + 1] as usize];
-    let mut order: Vec<u32> = (0..nn as u32).collect();
-    order.sort_unstable_by_key(|&e| (hash[e as usize], e));
+    // Sorted as (hash, net) pairs rather than net numbers keyed by their hash: comparisons and
+    // the scan for runs of equal hashes then read the keys in place, not at random.
+    keyed.sort_unstable();
     let mut keep = vec![true; nn];
     let mut cost = ncost.clone();
     let mut sorted_a: Vec<u32> = Vec::new();
     let mut sorted_b: Vec<u32> = Vec::new();
     let mut merged = 0usize;
     let mut i = 0;
-    while i < order.len() {
+    while i < nn {
         let mut j = i + 1;
-        while j < order.len() && hash[order[j] as usize] == hash[order[i] as usize] {
+        while j < nn && keyed[j].0 == keyed[i].0 {
             j += 1;
         }
         if j - i > 1 {
             // Compare every later net of the run with the earlier survivors.
             for x in i + 1..j {
-                let ex = order[x] as usize;
+                let ex = keyed[x].1 as usize;
                 sorted_a.clear();
                 sorted_a.extend_from_slice(net(ex));
                 sorted_a.sort_unstable();
-                for &ey in &order[i..x] {
+                for &(_, ey) in &keyed[i..x] {
                     let ey = ey as usize;
                     if !keep[ey] || net(ey).len() != sorted_a.len() {
                         continue;
