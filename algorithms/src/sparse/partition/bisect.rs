@@ -76,28 +76,58 @@ impl<'h> Hierarchy<'h> {
         self.levels.last().unwrap_or(self.top)
     }
 
-    /// Projects a split of the coarsest level back to the top, refining on every level by FM
-    /// and, with `flows`, on the coarse levels of at most `FLOW_LEVEL_MAX` vertices by
-    /// max-flow refinement too (then FM again). A coarse level's flow region holds heavy
-    /// vertices, so it reaches far in few nodes and finds cuts FM cannot; the top level is
-    /// left to the caller, whose split is refined further before its own flow rounds
-    /// (`medium::split`).
-    fn uncoarsen(&self, mut side: Vec<u8>, b: &Bounds, flows: bool) -> Vec<u8> {
+    /// Projects splits of the coarsest level back to the top, all in step (in parallel),
+    /// refining each on every level by FM and, with `flows`, on the coarse levels of at most
+    /// `FLOW_LEVEL_MAX` vertices by max-flow refinement too (then FM again). A coarse level's
+    /// flow region holds heavy vertices, so it reaches far in few nodes and finds cuts FM
+    /// cannot; the top level is left to the caller, whose split is refined further before its
+    /// own flow rounds (`medium::split`).
+    ///
+    /// With `narrow`, only the best split on the level below the top goes on to the top level
+    /// (the first of equals): there the ranking of the splits rarely changes (on the shared
+    /// matrices the volumes came out the same on the whole), and the top level costs as much
+    /// as all the levels below it together. Without a level between the coarsest and the top,
+    /// the best on the top is returned; without any coarsening, every split.
+    fn uncoarsen(
+        &self,
+        mut sides: Vec<Vec<u8>>,
+        b: &Bounds,
+        flows: bool,
+        narrow: bool,
+    ) -> Vec<Vec<u8>> {
         for k in (0..self.levels.len()).rev() {
             let finer = if k == 0 {
                 self.top
             } else {
                 &self.levels[k - 1]
             };
-            let mut fine: Vec<u8> = self.maps[k].iter().map(|&c| side[c as usize]).collect();
-            let mut fm = Fm::new(finer);
-            fm.refine(&mut fine, b, PASSES);
-            if flows && k > 0 && finer.nv() <= FLOW_LEVEL_MAX && flow::refine(finer, b, &mut fine) {
-                fm.refine(&mut fine, b, PASSES);
-            }
-            side = fine;
+            let map = &self.maps[k];
+            let refined: Vec<((u64, u64, u64), Vec<u8>)> = sides
+                .into_par_iter()
+                .map(|side| {
+                    let mut fine: Vec<u8> = map.iter().map(|&c| side[c as usize]).collect();
+                    let mut fm = Fm::new(finer);
+                    let mut cut = fm.refine(&mut fine, b, PASSES);
+                    if flows
+                        && k > 0
+                        && finer.nv() <= FLOW_LEVEL_MAX
+                        && flow::refine(finer, b, &mut fine)
+                    {
+                        cut = fm.refine(&mut fine, b, PASSES);
+                    }
+                    (b.key(finer.side_weights(&fine), cut), fine)
+                })
+                .collect();
+            // (With a single level below the coarsest, the ranking is made on the top level.)
+            sides = if narrow && k <= 1 {
+                let best = refined.iter().map(|(key, _)| *key).min();
+                let first = refined.into_iter().find(|(key, _)| Some(*key) == best);
+                first.map(|(_, side)| side).into_iter().collect()
+            } else {
+                refined.into_iter().map(|(_, side)| side).collect()
+            };
         }
-        side
+        sides
     }
 }
 
@@ -106,18 +136,21 @@ pub(crate) fn refine(h: &Hypergraph, b: &Bounds, start: Vec<u8>, rng: &mut Split
     let hi = Hierarchy::new(h, Some(start), b, rng);
     let mut s = hi.coarse_side.clone().expect("a starting split");
     Fm::new(hi.coarsest()).refine(&mut s, b, PASSES);
-    hi.uncoarsen(s, b, false)
+    let mut top = hi.uncoarsen(vec![s], b, false, false);
+    top.pop().expect("one split in, one out")
 }
 
 /// Bipartitions `h` within `b` `tries` times (in parallel) from one coarsening and different
 /// initial splits; returns the side (0 or 1) of every vertex for each try whose initial split
 /// differs from the earlier tries' (at least one). With `flows`, the coarse levels are refined
-/// by max-flow refinement too (the quality setting; see `Hierarchy::uncoarsen`).
+/// by max-flow refinement too (the quality setting); with `narrow`, only the best of them is
+/// refined on the top level and returned (see `Hierarchy::uncoarsen`).
 pub(crate) fn bisect(
     h: &Hypergraph,
     b: &Bounds,
     tries: usize,
     flows: bool,
+    narrow: bool,
     rng: &mut SplitMix64,
 ) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
@@ -134,10 +167,7 @@ pub(crate) fn bisect(
             distinct.push(s);
         }
     }
-    distinct
-        .into_par_iter()
-        .map(|s| hi.uncoarsen(s, b, flows))
-        .collect()
+    hi.uncoarsen(distinct, b, flows, narrow)
 }
 
 /// The best of several initial splits of a small hypergraph.
@@ -234,11 +264,42 @@ mod tests {
                 cancel: None,
             };
             for seed in 0..5 {
-                for side in bisect(&h, &b, 3, false, &mut seeded_rng(seed)) {
+                for side in bisect(&h, &b, 3, false, false, &mut seeded_rng(seed)) {
                     assert_eq!(h.cut(&side), 1, "n = {n}, seed {seed}");
                 }
             }
         }
+    }
+
+    /// Narrowed, a bisection returns one split (all of them only when nothing was coarsened),
+    /// and it is one of the splits the same tries return unnarrowed: each try's path up the
+    /// levels depends on nothing else, narrowing only stops the others below the top.
+    #[test]
+    fn narrowing_keeps_one_of_the_tries() {
+        let mut rng = seeded_rng(5);
+        let mut several = 0;
+        for case in 0..40 {
+            let h = random(&mut rng, 600, 900, 1500);
+            let total = h.total_weight();
+            let b = Bounds {
+                max: [total * 52 / 100, total * 52 / 100],
+                target: [total / 2, total - total / 2],
+                cancel: None,
+            };
+            let all = bisect(&h, &b, 3, false, false, &mut seeded_rng(case));
+            let one = bisect(&h, &b, 3, false, true, &mut seeded_rng(case));
+            assert!(
+                one.iter().all(|s| all.contains(s)),
+                "case {case}: not one of the tries"
+            );
+            assert!(
+                one.len() == 1 || one == all,
+                "case {case}: {} splits",
+                one.len()
+            );
+            several += usize::from(all.len() > 1 && one.len() == 1);
+        }
+        assert!(several > 0, "no case had two distinct tries");
     }
 
     /// With flows on the coarse levels (the quality setting), every try is still a split
@@ -252,7 +313,7 @@ mod tests {
             target: [1500, 1500],
             cancel: None,
         };
-        for side in bisect(&h, &b, 3, true, &mut seeded_rng(7)) {
+        for side in bisect(&h, &b, 3, true, false, &mut seeded_rng(7)) {
             assert_eq!(h.cut(&side), 1);
         }
         let mut rng = seeded_rng(11);
@@ -265,8 +326,8 @@ mod tests {
                 target: [total / 2, total - total / 2],
                 cancel: None,
             };
-            let plain = bisect(&h, &b, 2, false, &mut seeded_rng(case));
-            let flows = bisect(&h, &b, 2, true, &mut seeded_rng(case));
+            let plain = bisect(&h, &b, 2, false, false, &mut seeded_rng(case));
+            let flows = bisect(&h, &b, 2, true, false, &mut seeded_rng(case));
             for side in &flows {
                 let w = h.side_weights(side);
                 assert!(w[0] <= b.max[0] && w[1] <= b.max[1], "case {case}: {w:?}");

@@ -285,7 +285,7 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
             _ => INITIAL_TRIES,
         };
         // No flows on huge splits, as for the flow rounds below.
-        bisect(&h, b, tries, quality && w <= HUGE, rng)
+        bisect(&h, b, tries, quality && w <= HUGE, !quality, rng)
             .into_iter()
             .map(|vside| {
                 let side: Vec<u8> = vertex.iter().map(|&v| vside[v as usize]).collect();
