@@ -12,41 +12,73 @@
 use super::super::CooMatrix;
 use super::super::metrics::Buckets;
 
-/// Per line (row or column), the parts holding it and how many nonzeros each holds there.
-struct Counts(Vec<Vec<(u32, u32)>>);
+/// Per line (row or column), the parts holding it and how many nonzeros each holds there, in
+/// one array: with `(start, len) = span[l]`, line `l`'s list is `slots[start..start + len]`,
+/// with room for as many parts as the line has nonzeros (at most `p`). One array instead of a
+/// `Vec` per line: the lines number in the hundreds of thousands, most with a single part.
+struct Counts {
+    span: Vec<(u32, u32)>,
+    slots: Vec<(u32, u32)>,
+}
 
 impl Counts {
-    fn new(lines: &[u32], nlines: usize, part: &[u32]) -> Self {
-        let mut c: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nlines];
-        for (k, &l) in lines.iter().enumerate() {
-            let list = &mut c[l as usize];
-            match list.iter_mut().find(|(s, _)| *s == part[k]) {
-                Some((_, n)) => *n += 1,
-                None => list.push((part[k], 1)),
-            }
+    fn new(lines: &[u32], nlines: usize, part: &[u32], p: usize) -> Self {
+        let mut room = vec![0u32; nlines];
+        for &l in lines {
+            room[l as usize] += 1;
         }
-        Counts(c)
+        let mut span = Vec::with_capacity(nlines);
+        let mut next = 0u32;
+        for r in room {
+            span.push((next, 0));
+            // (At most `p <= u32::MAX` parts and `nnz <= u32::MAX` nonzeros: no overflow.)
+            next += r.min(p as u32);
+        }
+        let mut c = Counts {
+            span,
+            slots: vec![(0, 0); next as usize],
+        };
+        for (k, &l) in lines.iter().enumerate() {
+            c.add(l as usize, part[k], 1);
+        }
+        c
+    }
+
+    fn len(&self, l: usize) -> usize {
+        self.span[l].1 as usize
+    }
+
+    fn list(&self, l: usize) -> &[(u32, u32)] {
+        let (start, len) = self.span[l];
+        &self.slots[start as usize..(start + len) as usize]
     }
 
     fn get(&self, l: usize, s: u32) -> u32 {
-        self.0[l]
+        self.list(l)
             .iter()
             .find(|(x, _)| *x == s)
             .map_or(0, |&(_, n)| n)
     }
 
+    /// Adds `delta` nonzeros of part `s` to line `l`: a part reaching zero leaves the list (the
+    /// last entry takes its place), a new part joins at the end.
     fn add(&mut self, l: usize, s: u32, delta: i64) {
-        let list = &mut self.0[l];
+        let (first, len) = (self.span[l].0 as usize, self.span[l].1 as usize);
+        let list = &mut self.slots[first..first + len];
         match list.iter().position(|(x, _)| *x == s) {
             Some(i) => {
                 let n = list[i].1 as i64 + delta;
                 if n == 0 {
-                    list.swap_remove(i);
+                    list[i] = list[len - 1];
+                    self.span[l].1 -= 1;
                 } else {
                     list[i].1 = n as u32;
                 }
             }
-            None => list.push((s, delta as u32)),
+            None => {
+                self.slots[first + len] = (s, delta as u32);
+                self.span[l].1 += 1;
+            }
         }
     }
 }
@@ -78,11 +110,18 @@ pub(crate) fn refine(
         cross: &a.row_idx,
         by_line: Buckets::new(&a.col_idx, a.cols),
     };
-    let mut rc = Counts::new(&a.row_idx, a.rows, part);
-    let mut cc = Counts::new(&a.col_idx, a.cols, part);
+    let mut rc = Counts::new(&a.row_idx, a.rows, part, p);
+    let mut cc = Counts::new(&a.col_idx, a.cols, part, p);
     // Scratch: how many nonzeros of the moving group lie in each crossing line.
     let mut mult = vec![0u32; a.rows.max(a.cols)];
     let mut crossing: Vec<u32> = Vec::new();
+    let mut parts: Vec<(u32, u32)> = Vec::new();
+    // Scratch: the line's members grouped by part (`grouped[first[i]..][..g]` for the `i`-th
+    // part of `parts`), and each part's index in `parts`.
+    let mut grouped: Vec<u32> = Vec::new();
+    let mut first: Vec<usize> = Vec::new();
+    let mut fill: Vec<usize> = Vec::new();
+    let mut index = vec![0u32; p];
     let mut total = 0u64;
     for _ in 0..max_passes {
         let mut gained = 0u64;
@@ -94,42 +133,61 @@ pub(crate) fn refine(
             };
             let nlines = side.by_line.start.len() - 1;
             for l in 0..nlines {
-                if own.0[l].len() < 2 {
+                if own.len(l) < 2 {
                     continue;
                 }
                 let members = side.by_line.get(l);
-                let parts: Vec<(u32, u32)> = own.0[l].clone();
-                for &(s, g) in &parts {
-                    // The group may have moved or shrunk earlier in this line's loop.
+                parts.clear();
+                parts.extend_from_slice(own.list(l));
+                // Every group of the line at once, in one pass over its members (a counting
+                // sort by part, members in line order within a group). A move below changes
+                // only the two groups it touches, and both are skipped from then on (their
+                // counts differ from the snapshot's), so the others' buckets stay true.
+                first.clear();
+                let mut at = 0;
+                for (i, &(s, g)) in parts.iter().enumerate() {
+                    index[s as usize] = i as u32;
+                    first.push(at);
+                    at += g as usize;
+                }
+                fill.clear();
+                fill.extend_from_slice(&first);
+                grouped.resize(members.len(), 0);
+                for &k in members {
+                    let i = index[part[k as usize] as usize] as usize;
+                    grouped[fill[i]] = k;
+                    fill[i] += 1;
+                }
+                for (i, &(s, g)) in parts.iter().enumerate() {
+                    // The group may have moved or grown earlier in this line's loop.
                     if own.get(l, s) != g {
                         continue;
                     }
-                    let group: Vec<u32> = members
-                        .iter()
-                        .copied()
-                        .filter(|&k| part[k as usize] == s)
-                        .collect();
+                    let group = &grouped[first[i]..first[i] + g as usize];
                     // The distinct crossing lines of the group, each with its multiplicity.
                     crossing.clear();
-                    for &k in &group {
+                    for &k in group {
                         let j = side.cross[k as usize] as usize;
                         if mult[j] == 0 {
                             crossing.push(j as u32);
                         }
                         mult[j] += 1;
                     }
+                    // What leaving `s` gains does not depend on the target: counted once.
+                    let mut leave = 1i64;
+                    for &j in &crossing {
+                        if other.get(j as usize, s) == mult[j as usize] {
+                            leave += 1;
+                        }
+                    }
                     let mut best: Option<(i64, u32)> = None;
-                    for &(t, _) in &own.0[l] {
+                    for &(t, _) in own.list(l) {
                         if t == s || sizes[t as usize] + g as u64 > lmax {
                             continue;
                         }
-                        let mut gain = 1i64;
+                        let mut gain = leave;
                         for &j in &crossing {
-                            let j = j as usize;
-                            if other.get(j, s) == mult[j] {
-                                gain += 1;
-                            }
-                            if other.get(j, t) == 0 {
+                            if other.get(j as usize, t) == 0 {
                                 gain -= 1;
                             }
                         }
@@ -141,7 +199,7 @@ pub(crate) fn refine(
                         mult[j as usize] = 0;
                     }
                     if let Some((gain, t)) = best {
-                        for &k in &group {
+                        for &k in group {
                             part[k as usize] = t;
                             other.add(side.cross[k as usize] as usize, s, -1);
                             other.add(side.cross[k as usize] as usize, t, 1);
