@@ -271,6 +271,16 @@ mod tests {
         }
     }
 
+    /// Even halves of `h`'s weight, each side allowed up to 52% of it.
+    fn halves_within_52(h: &Hypergraph) -> Bounds<'static> {
+        let total = h.total_weight();
+        Bounds {
+            max: [total * 52 / 100, total * 52 / 100],
+            target: [total / 2, total - total / 2],
+            cancel: None,
+        }
+    }
+
     /// Narrowed, a bisection returns one split (all of them only when nothing was coarsened),
     /// and it is one of the splits the same tries return unnarrowed: each try's path up the
     /// levels depends on nothing else, narrowing only stops the others below the top.
@@ -280,12 +290,7 @@ mod tests {
         let mut several = 0;
         for case in 0..40 {
             let h = random(&mut rng, 600, 900, 1500);
-            let total = h.total_weight();
-            let b = Bounds {
-                max: [total * 52 / 100, total * 52 / 100],
-                target: [total / 2, total - total / 2],
-                cancel: None,
-            };
+            let b = halves_within_52(&h);
             let all = bisect(&h, &b, 3, false, false, &mut seeded_rng(case));
             let one = bisect(&h, &b, 3, false, true, &mut seeded_rng(case));
             assert!(
@@ -320,12 +325,7 @@ mod tests {
         let mut changed = 0;
         for case in 0..40 {
             let h = random(&mut rng, 600, 900, 1500);
-            let total = h.total_weight();
-            let b = Bounds {
-                max: [total * 52 / 100, total * 52 / 100],
-                target: [total / 2, total - total / 2],
-                cancel: None,
-            };
+            let b = halves_within_52(&h);
             let plain = bisect(&h, &b, 2, false, false, &mut seeded_rng(case));
             let flows = bisect(&h, &b, 2, true, false, &mut seeded_rng(case));
             for side in &flows {
