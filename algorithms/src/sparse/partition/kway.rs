@@ -89,6 +89,56 @@ struct Side<'a> {
     by_line: Buckets,
 }
 
+/// The groups of one line: its members bucketed by part in one pass (a counting sort, members in
+/// line order within a group), instead of one filter over the line per part.
+///
+/// The buckets are a snapshot of the line's parts and counts when `bucket` ran. A move of a
+/// group changes only the two groups it touches (the one that leaves, the one it joins), and
+/// both then differ from the snapshot's counts, which the caller checks before `get`: the
+/// buckets it reads are always true.
+struct Groups {
+    /// The members, group after group in the order of the parts given to `bucket`.
+    members: Vec<u32>,
+    /// Where each group starts in `members`, and where it ends.
+    span: Vec<(usize, usize)>,
+    /// Each part's index among the parts given to `bucket` (stale for other parts).
+    index: Vec<u32>,
+}
+
+impl Groups {
+    fn new(p: usize) -> Self {
+        Groups {
+            members: Vec::new(),
+            span: Vec::new(),
+            index: vec![0; p],
+        }
+    }
+
+    /// Buckets `members` (positions of one line) by `part`; `parts` lists every part the
+    /// line's members are in, with the count of each.
+    fn bucket(&mut self, parts: &[(u32, u32)], members: &[u32], part: &[u32]) {
+        self.span.clear();
+        let mut at = 0;
+        for (i, &(s, g)) in parts.iter().enumerate() {
+            self.index[s as usize] = i as u32;
+            self.span.push((at, at));
+            at += g as usize;
+        }
+        self.members.resize(members.len(), 0);
+        for &k in members {
+            let span = &mut self.span[self.index[part[k as usize] as usize] as usize];
+            self.members[span.1] = k;
+            span.1 += 1;
+        }
+    }
+
+    /// The members of the `i`-th part given to `bucket`.
+    fn get(&self, i: usize) -> &[u32] {
+        let (start, end) = self.span[i];
+        &self.members[start..end]
+    }
+}
+
 /// Refines `part` in place; every part keeps at most `lmax` nonzeros (parts already above it
 /// only shrink). Returns the total decrease of the volume.
 pub(crate) fn refine(
@@ -116,12 +166,7 @@ pub(crate) fn refine(
     let mut mult = vec![0u32; a.rows.max(a.cols)];
     let mut crossing: Vec<u32> = Vec::new();
     let mut parts: Vec<(u32, u32)> = Vec::new();
-    // Scratch: the line's members grouped by part (`grouped[first[i]..][..g]` for the `i`-th
-    // part of `parts`), and each part's index in `parts`.
-    let mut grouped: Vec<u32> = Vec::new();
-    let mut first: Vec<usize> = Vec::new();
-    let mut fill: Vec<usize> = Vec::new();
-    let mut index = vec![0u32; p];
+    let mut groups = Groups::new(p);
     let mut total = 0u64;
     for _ in 0..max_passes {
         let mut gained = 0u64;
@@ -139,31 +184,14 @@ pub(crate) fn refine(
                 let members = side.by_line.get(l);
                 parts.clear();
                 parts.extend_from_slice(own.list(l));
-                // Every group of the line at once, in one pass over its members (a counting
-                // sort by part, members in line order within a group). A move below changes
-                // only the two groups it touches, and both are skipped from then on (their
-                // counts differ from the snapshot's), so the others' buckets stay true.
-                first.clear();
-                let mut at = 0;
+                groups.bucket(&parts, members, part);
                 for (i, &(s, g)) in parts.iter().enumerate() {
-                    index[s as usize] = i as u32;
-                    first.push(at);
-                    at += g as usize;
-                }
-                fill.clear();
-                fill.extend_from_slice(&first);
-                grouped.resize(members.len(), 0);
-                for &k in members {
-                    let i = index[part[k as usize] as usize] as usize;
-                    grouped[fill[i]] = k;
-                    fill[i] += 1;
-                }
-                for (i, &(s, g)) in parts.iter().enumerate() {
-                    // The group may have moved or grown earlier in this line's loop.
+                    // The group may have moved or grown earlier in this line's loop (then its
+                    // bucket is stale; see `Groups`).
                     if own.get(l, s) != g {
                         continue;
                     }
-                    let group = &grouped[first[i]..first[i] + g as usize];
+                    let group = groups.get(i);
                     // The distinct crossing lines of the group, each with its multiplicity.
                     crossing.clear();
                     for &k in group {
