@@ -18,6 +18,12 @@
 //! continue while they improve (by default, while they improve by at least `IR_MIN_GAIN`). With
 //! the quality setting, max-flow rounds (module `flow`) on the regrouped hypergraph follow,
 //! while they improve.
+//!
+//! The first split of a partitioning has the thread pool to itself, and its refinement rounds
+//! depend each on the one before, so by default two refinement paths race there, one per core:
+//! cheap rounds alone, and a V-cycle first followed by cheap rounds; the better split goes on.
+//! Both paths are fixed by the seed, not by who finishes first, so the result does not depend
+//! on the number of threads.
 
 use super::super::CooMatrix;
 use super::bisect::PASSES;
@@ -262,7 +268,14 @@ impl Sub {
 
 /// Splits the positions of `sub` into two sides within `b` (weights = nonzero counts) with
 /// small volume: a multilevel split of the medium-grain hypergraph, then iterative refinement.
-pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) -> Vec<u8> {
+/// `alone`: no other split runs meanwhile (the first split), so a second core is free.
+pub(crate) fn split(
+    sub: &Sub,
+    b: &Bounds,
+    quality: bool,
+    alone: bool,
+    rng: &mut SplitMix64,
+) -> Vec<u8> {
     let w = sub.len();
     let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
     let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
@@ -310,7 +323,12 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     let (tries, refined) = rayon::join(multilevel, blocks);
     let best_try = tries.into_iter().chain(refined).min_by_key(|(key, _)| *key);
     let (best, side) = best_try.expect("at least one try");
-    let (mut best, mut side) = iterate(sub, b, quality, rng, best, side);
+    let (mut best, mut side) = if alone && !quality && w <= HUGE {
+        race(sub, b, rng, best, side)
+    } else {
+        let plan = Plan::usual(w, quality);
+        iterate(sub, b, plan, rng, best, side)
+    };
     // Max-flow rounds (module flow), the two regroupings in turn, while they improve; not on
     // huge splits, whose regions would hold millions of vertices (seconds per flow).
     if quality && w <= HUGE {
@@ -329,30 +347,84 @@ pub(crate) fn split(sub: &Sub, b: &Bounds, quality: bool, rng: &mut SplitMix64) 
     side
 }
 
-/// Iterative refinement of the split `side` (whose key is `best`): cheap single-level rounds
-/// first, a multilevel round when they stop improving, back to cheap rounds after a multilevel
-/// round that improved. Returns the final key and split.
+/// The course of one iterative refinement: how many multilevel rounds it may run, whether it
+/// starts with one, and the smallest gain of a single-level round that resets its patience.
+#[derive(Clone, Copy)]
+struct Plan {
+    vcycles: usize,
+    vcycle_first: bool,
+    min_gain: u64,
+}
+
+impl Plan {
+    /// Cheap rounds first, a multilevel round when they stall.
+    fn usual(w: usize, quality: bool) -> Self {
+        Plan {
+            // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing
+            // on large circuits and meshes (G3_circuit): none there.
+            vcycles: if w > HUGE {
+                0
+            } else if quality {
+                V_CYCLES
+            } else {
+                V_CYCLES_DEFAULT
+            },
+            vcycle_first: false,
+            min_gain: if quality { 0 } else { IR_MIN_GAIN },
+        }
+    }
+}
+
+/// The default setting's refinement of a split that has the pool to itself: two paths from
+/// `side`, one per core — single-level rounds only, and a V-cycle first, then single-level
+/// rounds — and the better result (the first path's on a tie). The V-cycle path usually wins
+/// (a V-cycle from the initial split finds more than one after the cheap rounds have settled
+/// in a local minimum), the cheap path catches the splits where it does not, and the race
+/// takes as long as its longer path, usually less than the usual plan's cheap, V-cycle,
+/// cheap sequence (docs/benchmarks.md). The
+/// V-cycle path's generator is drawn from `rng` before either starts, so the result depends
+/// on the seed only.
+fn race(
+    sub: &Sub,
+    b: &Bounds,
+    rng: &mut SplitMix64,
+    best: (u64, u64, u64),
+    side: Vec<u8>,
+) -> ((u64, u64, u64), Vec<u8>) {
+    let mut rng_v = super::seeded_rng(rng.next_u64());
+    let usual = Plan::usual(sub.len(), false);
+    let cheap = Plan {
+        vcycles: 0,
+        ..usual
+    };
+    let vcycle = Plan {
+        vcycle_first: true,
+        ..usual
+    };
+    let start = side.clone();
+    let (a, v) = rayon::join(
+        || iterate(sub, b, cheap, rng, best, start),
+        || iterate(sub, b, vcycle, &mut rng_v, best, side),
+    );
+    if v.0 < a.0 { v } else { a }
+}
+
+/// Iterative refinement of the split `side` (whose key is `best`) as `plan` says: cheap
+/// single-level rounds first (unless the plan starts with a multilevel round), a multilevel
+/// round when they stop improving, back to cheap rounds after a multilevel round that
+/// improved. Returns the final key and split.
 fn iterate(
     sub: &Sub,
     b: &Bounds,
-    quality: bool,
+    plan: Plan,
     rng: &mut SplitMix64,
     mut best: (u64, u64, u64),
     mut side: Vec<u8>,
 ) -> ((u64, u64, u64), Vec<u8>) {
-    let w = sub.len();
-    // Multilevel rounds on huge splits cost a coarsening each and gain next to nothing on
-    // large circuits and meshes (G3_circuit): none there.
-    let mut multilevel_left = if w > HUGE {
-        0
-    } else if quality {
-        V_CYCLES
-    } else {
-        V_CYCLES_DEFAULT
-    };
-    let min_gain = if quality { 0 } else { IR_MIN_GAIN };
+    let mut multilevel_left = plan.vcycles;
+    let min_gain = plan.min_gain;
     let mut stale = 0;
-    let mut vcycle = false;
+    let mut vcycle = plan.vcycle_first;
     for round in 0..IR_MAX {
         // A balanced split that cuts nothing cannot be beaten: a round only replaces the split
         // with a strictly smaller (violation, volume).

@@ -314,6 +314,7 @@ fn nonzeros(a: &CooMatrix, p: usize, opts: &Options) -> Result<(Vec<u32>, u64), 
         a,
         lmax,
         seed: opts.seed,
+        p,
         quality: opts.quality,
         cancel,
     };
@@ -377,6 +378,8 @@ struct Run<'a> {
     /// Most nonzeros a final part may hold.
     lmax: u64,
     seed: u64,
+    /// Parts in all: the split of `p` parts is the first, which runs alone.
+    p: usize,
     quality: bool,
     cancel: Option<&'a AtomicBool>,
 }
@@ -432,7 +435,7 @@ fn split(run: &Run, nz: &[u32], first: u32, q: usize) -> (Vec<u32>, u64) {
     };
     let mut rng = seeded_rng(seed ^ SplitMix64::mix(((first as u64) << 32) | q as u64));
     let sub = Sub::new(a, nz);
-    let side = medium::split(&sub, &b, run.quality, &mut rng);
+    let side = medium::split(&sub, &b, run.quality, q == run.p, &mut rng);
     let cut = sub.volume(&side);
     drop(sub);
     let mut halves: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
