@@ -7,7 +7,9 @@
 //! each column `j` the group touches, may take `s` out of the column (`−1` if the group holds all
 //! of `s`'s nonzeros in `j`) and may bring `t` in (`+1` if `t` had none). A move is made when this
 //! gain is positive and `t` stays within the balance bound; then the same for column groups,
-//! pass after pass while the volume drops. Each pass costs `O(nnz · λ)`.
+//! pass after pass while the volume drops. The first pass costs `O(nnz · λ)`; later passes
+//! visit only the lines whose gains a move may have changed (see `Dirty`), which after the
+//! first pass are few.
 
 use super::super::CooMatrix;
 use super::super::metrics::Buckets;
@@ -139,6 +141,41 @@ impl Groups {
     }
 }
 
+/// The lines (rows, columns) a pass must visit. A group's gains depend on its own line's
+/// counts and on the counts of the lines it crosses, so a move of a group of line `l` can
+/// change the gains of `l`'s groups, of every group of a line crossing `l` (whose counts in
+/// `l` changed), and of every group of the same orientation as `l` that crosses one of the
+/// moved group's crossing lines (whose counts changed). Those lines are marked; every other
+/// line's groups have the gains they had when last visited, so visiting them again could
+/// only repeat a decision. (A move also frees room in its source part, which can unblock a
+/// move elsewhere that the balance bound refused; such a move waits for a later visit of its
+/// line. That leaves a little volume behind now and then and saves passes over every line.)
+struct Dirty {
+    lines: [Vec<bool>; 2],
+}
+
+impl Dirty {
+    /// Marks the lines around a move of a group of line `l` on side `own` (0 rows, 1
+    /// columns), whose crossing lines are `crossing`.
+    fn mark(&mut self, own: usize, l: usize, sides: [&Side; 2], crossing: &[u32]) {
+        let (rows, cols) = self.lines.split_at_mut(1);
+        let (mine, other) = if own == 0 {
+            (&mut rows[0], &mut cols[0])
+        } else {
+            (&mut cols[0], &mut rows[0])
+        };
+        mine[l] = true;
+        for &k in sides[own].by_line.get(l) {
+            other[sides[own].cross[k as usize] as usize] = true;
+        }
+        for &j in crossing {
+            for &k in sides[1 - own].by_line.get(j as usize) {
+                mine[sides[1 - own].cross[k as usize] as usize] = true;
+            }
+        }
+    }
+}
+
 /// Refines `part` in place; every part keeps at most `lmax` nonzeros (parts already above it
 /// only shrink). Returns the total decrease of the volume.
 pub(crate) fn refine(
@@ -167,18 +204,21 @@ pub(crate) fn refine(
     let mut crossing: Vec<u32> = Vec::new();
     let mut parts: Vec<(u32, u32)> = Vec::new();
     let mut groups = Groups::new(p);
+    let mut dirty = Dirty {
+        lines: [vec![true; a.rows], vec![true; a.cols]],
+    };
     let mut total = 0u64;
     for _ in 0..max_passes {
         let mut gained = 0u64;
-        for by_rows in [true, false] {
-            let (side, own, other) = if by_rows {
+        for o in [0, 1] {
+            let (side, own, other) = if o == 0 {
                 (&rows, &mut rc, &mut cc)
             } else {
                 (&cols, &mut cc, &mut rc)
             };
             let nlines = side.by_line.start.len() - 1;
             for l in 0..nlines {
-                if own.len(l) < 2 {
+                if !std::mem::replace(&mut dirty.lines[o][l], false) || own.len(l) < 2 {
                     continue;
                 }
                 let members = side.by_line.get(l);
@@ -227,6 +267,7 @@ pub(crate) fn refine(
                         mult[j as usize] = 0;
                     }
                     if let Some((gain, t)) = best {
+                        dirty.mark(o, l, [&rows, &cols], &crossing);
                         for &k in group {
                             part[k as usize] = t;
                             other.add(side.cross[k as usize] as usize, s, -1);
