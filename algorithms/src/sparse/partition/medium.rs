@@ -395,6 +395,7 @@ fn race(
     let usual = Plan::usual(sub.len(), false);
     let cheap = Plan {
         vcycles: 0,
+        vcycle_first: false,
         ..usual
     };
     let vcycle = Plan {
