@@ -9,7 +9,9 @@
 //! (with [`Options::quality`], then max-flow refinement: module `flow`). The finished
 //! partition is refined as a whole: moves of row and column groups between parts (`kway`), and
 //! with [`Options::quality`] at `p >= 5` multilevel k-way FM on all parts at once with the whole
-//! balance bound (`kway_fm`). The two halves of a split are partitioned in parallel (rayon). Every random choice comes from a
+//! balance bound (`kway_fm`). The two halves of a split are partitioned in parallel (rayon),
+//! and the first split, alone on the pool, races two refinement paths (`medium`). Every random
+//! choice comes from a
 //! generator seeded by the seed and the position in the recursion: the same seed gives the same
 //! partition whatever the number of threads.
 //!
