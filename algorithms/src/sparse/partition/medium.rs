@@ -381,9 +381,9 @@ impl Plan {
 /// (a V-cycle from the initial split finds more than one after the cheap rounds have settled
 /// in a local minimum), the cheap path catches the splits where it does not, and the race
 /// takes as long as its longer path, usually less than the usual plan's cheap, V-cycle,
-/// cheap sequence (docs/benchmarks.md). The
+/// cheap sequence (docs/benchmarks.md). The cheap path draws no random numbers and the
 /// V-cycle path's generator is drawn from `rng` before either starts, so the result depends
-/// on the seed only.
+/// on the seed only, not on which path ends first or how many threads there are.
 fn race(
     sub: &Sub,
     b: &Bounds,
