@@ -134,10 +134,17 @@ fn group(keys: &[u32], nkeys: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
 
 impl Sub {
     pub fn new(a: &CooMatrix, nz: &[u32]) -> Self {
-        let rk: Vec<u32> = nz.iter().map(|&k| a.row_idx[k as usize]).collect();
-        let ck: Vec<u32> = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
-        let (rline, rstart, rpos) = group(&rk, a.rows);
-        let (cline, cstart, cpos) = group(&ck, a.cols);
+        // The two groupings are independent: on the first split the second core is free.
+        let ((rline, rstart, rpos), (cline, cstart, cpos)) = rayon::join(
+            || {
+                let rk: Vec<u32> = nz.iter().map(|&k| a.row_idx[k as usize]).collect();
+                group(&rk, a.rows)
+            },
+            || {
+                let ck: Vec<u32> = nz.iter().map(|&k| a.col_idx[k as usize]).collect();
+                group(&ck, a.cols)
+            },
+        );
         Sub {
             rline,
             cline,
@@ -277,21 +284,23 @@ pub(crate) fn split(
     rng: &mut SplitMix64,
 ) -> Vec<u8> {
     let w = sub.len();
-    let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
-    let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
-    let by_row: Vec<bool> = (0..w)
-        .map(|t| {
-            let (r, c) = (rlen[sub.rline[t] as usize], clen[sub.cline[t] as usize]);
-            if r != c {
-                r < c
-            } else {
-                rng.next_u64() & 1 == 0
-            }
-        })
-        .collect();
-    let (h, vertex) = sub.hypergraph(&by_row, None);
     // Several multilevel splits (from one coarsening), in parallel; the best one is refined.
+    // The medium-grain hypergraph is built here, beside the block splits, which need only
+    // `sub`.
     let multilevel = || -> Vec<((u64, u64, u64), Vec<u8>)> {
+        let rlen: Vec<u32> = (0..sub.rows()).map(|l| sub.row(l).len() as u32).collect();
+        let clen: Vec<u32> = (0..sub.cols()).map(|l| sub.col(l).len() as u32).collect();
+        let by_row: Vec<bool> = (0..w)
+            .map(|t| {
+                let (r, c) = (rlen[sub.rline[t] as usize], clen[sub.cline[t] as usize]);
+                if r != c {
+                    r < c
+                } else {
+                    rng.next_u64() & 1 == 0
+                }
+            })
+            .collect();
+        let (h, vertex) = sub.hypergraph(&by_row, None);
         let tries = match w {
             _ if w > HUGE => 2,
             _ if quality && w < QUALITY_SMALL => QUALITY_TRIES,
