@@ -164,6 +164,8 @@ impl Dirty {
         } else {
             (&mut cols[0], &mut rows[0])
         };
+        // (Implied by the last loop, as `l` crosses each of its group's crossing lines; said
+        // here so that the marks read as the doc lists them.)
         mine[l] = true;
         for &k in sides[own].by_line.get(l) {
             other[sides[own].cross[k as usize] as usize] = true;
