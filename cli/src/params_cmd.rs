@@ -194,7 +194,7 @@ pub fn run(o: &Options) -> Result<()> {
     if let Some(path) = save_to {
         if !state.quiet() {
             eprintln!(
-                "mbsp params: warning: saving parameters measured on a busy machine ({}): every \
+                "mbsp params: warning: saving parameters measured on a busy or unsteady machine ({}): every \
                  prediction will use them; run `mbsp params --save` again when it is quiet",
                 state.causes().join("; ")
             );

@@ -6,12 +6,18 @@
 //! A [`Watch`] takes a [`Snapshot`] when it starts and whenever [`Watch::mark`] is called (once
 //! per round of a measurement); [`Watch::state`] turns them into a [`MachineState`]: the mean
 //! number of CPUs other processes kept busy, the stolen fraction, the frequency range, the
-//! worst round, and a plain verdict ([`MachineState::causes`]).
+//! worst round, the range of a cache line's round trip between two CPUs, and a plain verdict
+//! ([`MachineState::causes`]).
 //!
 //! Other processes' CPU time is the machine's busy time (`/proc/stat`: user, nice, system,
 //! irq, softirq) less this process's own (`/proc/self/stat`: utime, stime, all its threads),
 //! both in clock ticks. Where `/proc` cannot be read (not Linux) the state is unknown and says
 //! so; a measurement is then not called quiet.
+//!
+//! The round trip ([`line_exchange`](crate::line_exchange)) is taken at the start and at every
+//! mark. It catches what the counters cannot: on a virtual machine the hypervisor moves the
+//! virtual CPUs between physical cores, and a sync between two processes then takes several
+//! times longer or shorter with no other process running, no steal and the same clock.
 
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -22,6 +28,10 @@ pub const BUSY_CPUS: f64 = 0.1;
 pub const MAX_STEAL: f64 = 0.02;
 /// Frequency ratio (highest over lowest seen) above which the clock is called unstable.
 pub const MAX_FREQ_RATIO: f64 = 1.05;
+/// Ratio of the slowest to the fastest cache-line round trip between two CPUs seen at the
+/// watch's marks above which the machine is called unsteady: on a steady machine the probe
+/// repeats within a third or so, while a move of virtual CPUs changes it several times over.
+pub const MAX_LINE_RATIO: f64 = 1.5;
 
 /// The machine's counters at one moment.
 #[derive(Clone, Debug)]
@@ -33,6 +43,8 @@ pub struct Snapshot {
     own: Option<u64>,
     /// The current frequency of each CPU, MHz (cpufreq, else `/proc/cpuinfo`).
     freqs: Vec<f64>,
+    /// A cache line's round trip between two CPUs, ns (taken by a [`Watch`] only).
+    line_ns: Option<f64>,
 }
 
 /// The `cpu` line of `/proc/stat` as (busy, steal, total) ticks.
@@ -99,6 +111,17 @@ impl Snapshot {
             cpu: read("/proc/stat").as_deref().and_then(parse_stat),
             own: read("/proc/self/stat").as_deref().and_then(parse_self_stat),
             freqs: frequencies(),
+            line_ns: None,
+        }
+    }
+
+    /// [`now`](Self::now) and a cache line's round trip between two CPUs
+    /// ([`round_trip_ns`](crate::line_exchange::round_trip_ns): a few milliseconds at most).
+    pub fn probed() -> Snapshot {
+        let line_ns = crate::line_exchange::round_trip_ns();
+        Snapshot {
+            line_ns,
+            ..Snapshot::now()
         }
     }
 }
@@ -151,16 +174,17 @@ impl Default for Watch {
 }
 
 impl Watch {
-    /// Starts watching (the first snapshot).
+    /// Starts watching (the first snapshot, [`Snapshot::probed`]).
     pub fn start() -> Watch {
         Watch {
-            snaps: vec![Snapshot::now()],
+            snaps: vec![Snapshot::probed()],
         }
     }
 
-    /// Ends a round (a snapshot).
+    /// Ends a round (a snapshot, [`Snapshot::probed`]): call it while the measurement's own
+    /// threads are idle.
     pub fn mark(&mut self) {
-        self.snaps.push(Snapshot::now());
+        self.snaps.push(Snapshot::probed());
     }
 
     /// The machine's state over the whole watch, with its worst round.
@@ -190,11 +214,19 @@ impl Watch {
                 freqs.iter().copied().fold(0.0, f64::max),
             )
         });
+        let lines: Vec<f64> = self.snaps.iter().filter_map(|s| s.line_ns).collect();
+        let line_ns = (!lines.is_empty()).then(|| {
+            (
+                lines.iter().copied().fold(f64::INFINITY, f64::min),
+                lines.iter().copied().fold(0.0, f64::max),
+            )
+        });
         MachineState {
             whole,
             worst,
             rounds: rounds.len(),
             freq_mhz,
+            line_ns,
             load: load_average(),
         }
     }
@@ -221,6 +253,9 @@ pub struct MachineState {
     pub rounds: usize,
     /// Lowest and highest CPU frequency seen, MHz (`None`: not readable here).
     pub freq_mhz: Option<(f64, f64)>,
+    /// Fastest and slowest cache-line round trip between two CPUs seen at the marks, ns
+    /// (`None`: fewer than two CPUs, or never measured).
+    pub line_ns: Option<(f64, f64)>,
     /// The 1-minute load average at the end (it counts this measurement's own threads).
     pub load: Option<f64>,
 }
@@ -232,8 +267,14 @@ impl MachineState {
     /// ```
     /// use mbsp_tools::machine_state::{Interval, MachineState};
     /// let busy = Interval { seconds: 10.0, others_cpus: 0.9, steal: 0.0 };
-    /// let s = MachineState { whole: Some(busy), worst: Some(busy), rounds: 5, freq_mhz: None, load: None };
+    /// let s = MachineState {
+    ///     whole: Some(busy), worst: Some(busy), rounds: 5, freq_mhz: None, line_ns: None, load: None,
+    /// };
     /// assert_eq!(s.causes(), ["other processes kept 0.90 CPUs busy on average"]);
+    /// // Quiet by the counters, but the CPUs' distance changed between rounds:
+    /// let idle = Interval { others_cpus: 0.0, ..busy };
+    /// let moved = MachineState { whole: Some(idle), worst: Some(idle), line_ns: Some((34.0, 230.0)), ..s };
+    /// assert!(moved.causes()[0].starts_with("a cache line's round trip between two CPUs took 34-230 ns"));
     /// ```
     pub fn causes(&self) -> Vec<String> {
         let mut why = Vec::new();
@@ -266,7 +307,20 @@ impl MachineState {
         {
             why.push(format!("the clock varied from {lo:.0} to {hi:.0} MHz"));
         }
+        why.extend(self.line_cause());
         why
+    }
+
+    /// The cause "the CPUs' distance changed" ([`MAX_LINE_RATIO`]), if seen.
+    fn line_cause(&self) -> Option<String> {
+        let (lo, hi) = self.line_ns?;
+        (lo > 0.0 && hi / lo > MAX_LINE_RATIO).then(|| {
+            format!(
+                "a cache line's round trip between two CPUs took {lo:.0}-{hi:.0} ns across the \
+                 rounds (the CPUs' distance changed: on a virtual machine the hypervisor moved \
+                 its virtual CPUs); syncs and communication vary with it, streaming kernels less"
+            )
+        })
     }
 
     /// Whether nothing was seen that makes the measurement untrustworthy.
@@ -274,11 +328,12 @@ impl MachineState {
         self.causes().is_empty()
     }
 
-    /// One line for the end of a table: `machine: quiet (...)` or `machine: BUSY — causes`.
+    /// One line for the end of a table: `machine: quiet (...)`, or `BUSY` (or `UNSTEADY` where
+    /// the only cause is the CPUs' distance) with the causes.
     pub fn line(&self) -> String {
         let what = match self.whole {
             Some(w) => format!(
-                "other processes {:.2} CPUs, steal {:.1}%, clock {}",
+                "other processes {:.2} CPUs, steal {:.1}%, clock {}, line round trip {}",
                 w.others_cpus,
                 100.0 * w.steal,
                 self.freq_mhz.map_or("not readable".into(), |(lo, hi)| {
@@ -287,6 +342,13 @@ impl MachineState {
                     } else {
                         format!("{lo:.0}-{hi:.0} MHz")
                     }
+                }),
+                self.line_ns.map_or("not measured".into(), |(lo, hi)| {
+                    if hi - lo < 0.5 {
+                        format!("{hi:.0} ns")
+                    } else {
+                        format!("{lo:.0}-{hi:.0} ns")
+                    }
                 })
             ),
             None => "counters not readable".into(),
@@ -294,6 +356,12 @@ impl MachineState {
         let causes = self.causes();
         if causes.is_empty() {
             format!("machine state during the runs: quiet ({what})")
+        } else if causes.len() == 1 && self.line_cause().is_some() {
+            format!(
+                "machine state during the runs: UNSTEADY, not to be trusted: {} ({what}); \
+                 measure again, and compare only figures taken in the same rounds",
+                causes[0]
+            )
         } else {
             format!(
                 "machine state during the runs: BUSY, not to be trusted: {} ({what}); measure \
@@ -315,6 +383,7 @@ impl MachineState {
             "worst_round": iv(&self.worst),
             "rounds": self.rounds,
             "frequency_mhz": self.freq_mhz.map(|(lo, hi)| json!({"min": lo, "max": hi})),
+            "line_round_trip_ns": self.line_ns.map(|(lo, hi)| json!({"min": lo, "max": hi})),
             "load_average": self.load,
         })
     }
@@ -330,6 +399,7 @@ mod tests {
             cpu: Some(cpu),
             own: Some(own),
             freqs: vec![2000.0],
+            line_ns: None,
         }
     }
 
@@ -372,6 +442,57 @@ mod tests {
         .state();
         assert_eq!(s.causes(), ["the hypervisor stole 10.0% of the CPUs' time"]);
         assert!(s.line().contains("BUSY"), "{}", s.line());
+    }
+
+    #[test]
+    fn a_changed_line_round_trip_is_a_cause_of_its_own() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        let probe = |secs: f64, ns: f64| Snapshot {
+            line_ns: Some(ns),
+            ..snap(secs, (0, 0, 100 * cpus * (1 + secs as u64)), 0)
+        };
+        // Steady within the ratio: quiet, and the range is shown.
+        let steady = Watch {
+            snaps: vec![probe(0.0, 200.0), probe(1.0, 240.0), probe(2.0, 290.0)],
+        }
+        .state();
+        assert_eq!(steady.line_ns, Some((200.0, 290.0)));
+        assert!(steady.quiet(), "{:?}", steady.causes());
+        assert!(
+            steady.line().contains("line round trip 200-290 ns"),
+            "{}",
+            steady.line()
+        );
+        // One round in another state: unsteady, said with both figures.
+        let moved = Watch {
+            snaps: vec![probe(0.0, 220.0), probe(1.0, 34.0), probe(2.0, 230.0)],
+        }
+        .state();
+        let why = moved.causes();
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].contains("took 34-230 ns"), "{why:?}");
+        assert!(moved.line().contains("UNSTEADY"), "{}", moved.line());
+        assert_eq!(moved.json()["line_round_trip_ns"]["min"], 34.0);
+        // With another cause the machine is called busy, both causes named.
+        let mut busy = moved.clone();
+        busy.whole = Some(Interval {
+            seconds: 2.0,
+            others_cpus: 0.9,
+            steal: 0.0,
+        });
+        assert_eq!(busy.causes().len(), 2);
+        assert!(busy.line().contains("BUSY"), "{}", busy.line());
+        // Never measured (one CPU): no cause, and the line says so.
+        let none = Watch {
+            snaps: vec![snap(0.0, (0, 0, 0), 0), snap(1.0, (0, 0, 100 * cpus), 0)],
+        }
+        .state();
+        assert_eq!(none.line_ns, None);
+        assert!(
+            none.line().contains("line round trip not measured"),
+            "{}",
+            none.line()
+        );
     }
 
     #[test]

@@ -343,7 +343,7 @@ impl Report<'_> {
             let busy = if self.state.quiet() {
                 ""
             } else {
-                " (busy machine: not to be trusted)"
+                " (busy or unsteady machine: not to be trusted)"
             };
             for v in &verdicts {
                 let a = &self.rows[v.a];
@@ -405,7 +405,7 @@ impl Report<'_> {
         }
         if doubted {
             out.push_str(
-                "? the measurement is not to be trusted (a busy machine, or its interval wider \
+                "? the measurement is not to be trusted (a busy or unsteady machine, or its interval wider \
                  than ±10%, or too few runs): its miss says nothing about the model\n",
             );
         }
