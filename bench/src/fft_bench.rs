@@ -625,6 +625,7 @@ fn measure_length(o: &Options, lg: u32, levels: &[usize]) -> Result<Figures> {
             let (t, plan, y) = bsp(&x, levels[0], &levels[1..], k);
             figs.add("mbsp-multi", total, t, plan, rel_error(&y, &want));
         }
+        crate::watch::mark();
     }
     Ok(figs)
 }

@@ -514,6 +514,7 @@ fn take_rounds(o: &Options, figures: Vec<Figure>) -> Result<Vec<Row>> {
             switched[k] = switched[k].zip(during).map(|(s, d)| s + d);
         }
         eprintln!("lazy: round {} of {} done", round + 1, o.samples);
+        crate::watch::mark();
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(figures

@@ -42,6 +42,7 @@ mod partition_bench;
 mod sort_bench;
 mod spmv_bench;
 mod wait_bench;
+mod watch;
 mod whole_file;
 
 // The helpers shared with `mbsp`, under the paths the benchmarks use.
@@ -639,8 +640,14 @@ fn main() -> ExitCode {
         return report(&e, "mbsp-bench");
     }
     whole_file::on_interrupt();
+    watch::start();
     match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            if let Some(state) = watch::finish() {
+                eprintln!("{name}: {}", state.line());
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => report(&e, name),
     }
 }

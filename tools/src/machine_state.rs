@@ -28,6 +28,10 @@ pub const BUSY_CPUS: f64 = 0.1;
 pub const MAX_STEAL: f64 = 0.02;
 /// Frequency ratio (highest over lowest seen) above which the clock is called unstable.
 pub const MAX_FREQ_RATIO: f64 = 1.05;
+/// Shortest watch whose CPU counters are judged: `/proc/stat` counts in clock ticks (a
+/// hundredth of a second per CPU), so over a shorter run one stray tick of another process or
+/// of steal reads as a large fraction.
+pub const MIN_JUDGED_SECONDS: f64 = 0.5;
 /// Ratio of the slowest to the fastest cache-line round trip between two CPUs seen at the
 /// watch's marks above which the machine is called unsteady: on a steady machine the probe
 /// repeats within a third or so, while a move of virtual CPUs changes it several times over.
@@ -281,7 +285,9 @@ impl MachineState {
         let Some(w) = self.whole else {
             return vec!["the machine's CPU counters (/proc/stat) could not be read".into()];
         };
-        if w.others_cpus > BUSY_CPUS {
+        if w.seconds < MIN_JUDGED_SECONDS {
+            // Too few ticks to tell other processes or steal from a stray tick.
+        } else if w.others_cpus > BUSY_CPUS {
             why.push(format!(
                 "other processes kept {:.2} CPUs busy on average",
                 w.others_cpus
@@ -295,7 +301,7 @@ impl MachineState {
                 r.others_cpus, r.seconds
             ));
         }
-        if w.steal > MAX_STEAL {
+        if w.steal > MAX_STEAL && w.seconds >= MIN_JUDGED_SECONDS {
             why.push(format!(
                 "the hypervisor stole {:.1}% of the CPUs' time",
                 100.0 * w.steal
@@ -331,25 +337,28 @@ impl MachineState {
     /// One line for the end of a table: `machine: quiet (...)`, or `BUSY` (or `UNSTEADY` where
     /// the only cause is the CPUs' distance) with the causes.
     pub fn line(&self) -> String {
+        let range = |(lo, hi): (f64, f64), unit: &str| {
+            if hi - lo < 0.5 {
+                format!("{hi:.0} {unit}")
+            } else {
+                format!("{lo:.0}-{hi:.0} {unit}")
+            }
+        };
+        let clock = self
+            .freq_mhz
+            .map_or("not readable".into(), |f| range(f, "MHz"));
+        let line = self
+            .line_ns
+            .map_or("not measured".into(), |l| range(l, "ns"));
         let what = match self.whole {
+            Some(w) if w.seconds < MIN_JUDGED_SECONDS => format!(
+                "{:.2} s: too short for the CPU counters, clock {clock}, line round trip {line}",
+                w.seconds
+            ),
             Some(w) => format!(
-                "other processes {:.2} CPUs, steal {:.1}%, clock {}, line round trip {}",
+                "other processes {:.2} CPUs, steal {:.1}%, clock {clock}, line round trip {line}",
                 w.others_cpus,
-                100.0 * w.steal,
-                self.freq_mhz.map_or("not readable".into(), |(lo, hi)| {
-                    if hi - lo < 1.0 {
-                        format!("{hi:.0} MHz")
-                    } else {
-                        format!("{lo:.0}-{hi:.0} MHz")
-                    }
-                }),
-                self.line_ns.map_or("not measured".into(), |(lo, hi)| {
-                    if hi - lo < 0.5 {
-                        format!("{hi:.0} ns")
-                    } else {
-                        format!("{lo:.0}-{hi:.0} ns")
-                    }
-                })
+                100.0 * w.steal
             ),
             None => "counters not readable".into(),
         };
@@ -493,6 +502,36 @@ mod tests {
             "{}",
             none.line()
         );
+    }
+
+    #[test]
+    fn a_watch_too_short_for_the_tick_counters_is_not_judged_by_them() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        // A fifth of a second: a few stray ticks of steal and of other processes per CPU.
+        let short = Watch {
+            snaps: vec![
+                snap(0.0, (0, 0, 0), 0),
+                snap(0.2, (3 * cpus, cpus, 20 * cpus), 0),
+            ],
+        }
+        .state();
+        let w = short.whole.unwrap();
+        assert!(w.steal > MAX_STEAL && w.others_cpus > BUSY_CPUS, "{w:?}");
+        assert!(short.quiet(), "{:?}", short.causes());
+        assert!(
+            short.line().contains("too short for the CPU counters"),
+            "{}",
+            short.line()
+        );
+        // The same fractions over two seconds are causes.
+        let long = Watch {
+            snaps: vec![
+                snap(0.0, (0, 0, 0), 0),
+                snap(2.0, (30 * cpus, 10 * cpus, 200 * cpus), 0),
+            ],
+        }
+        .state();
+        assert_eq!(long.causes().len(), 2, "{:?}", long.causes());
     }
 
     #[test]
