@@ -30,7 +30,7 @@ struct Line(AtomicU64);
 /// Nanoseconds for one round trip of a cache line between two threads (one writes a number,
 /// the other answers with the same number in its own line, the first waits for it): the
 /// fastest mean over a few short batches. `None` when this process may use fewer than two CPUs,
-/// or when the two threads did not complete the probe within [`DEADLINE`] (they are not running
+/// or when the two threads did not complete the probe within 20 ms (they are not running
 /// at the same time).
 ///
 /// The threads are not bound: the scheduler puts two spinning threads on two idle CPUs, which
