@@ -1,0 +1,87 @@
+/* How long two CPUs take to hand a cache line back and forth: the floor of every sync between
+ * two processes, which on a virtual machine moves when the hypervisor moves the virtual CPUs.
+ *
+ * The method of mbsp_tools::line_exchange (tools/src/line_exchange.rs), in C so that
+ * scripts/bench-mcbsp can probe the machine between its C programs without building the Rust
+ * tools: two unbound threads, one writes a number into its cache line, the other answers with
+ * the same number in its own; the fastest mean of eight batches of 256 round trips is printed
+ * in nanoseconds. Exit status 1 when fewer than two threads ran at once within 20 ms (a busy
+ * machine, or one CPU). No BSPlib call. Usage: lineprobe
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define TRIPS 256
+#define BATCHES 8
+#define DEADLINE_S 0.02
+#define STOP UINT64_MAX
+
+/* Two lines apart, against adjacent-line prefetching. */
+static _Alignas(128) _Atomic uint64_t ping;
+static _Alignas(128) _Atomic uint64_t pong;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *answer(void *unused) {
+    (void)unused;
+    uint64_t seen = 0;
+    for (;;) {
+        const uint64_t v = atomic_load_explicit(&ping, memory_order_acquire);
+        if (v == STOP) {
+            return NULL;
+        }
+        if (v != seen) {
+            seen = v;
+            atomic_store_explicit(&pong, v, memory_order_release);
+        }
+    }
+}
+
+int main(void) {
+    pthread_t partner;
+    if (pthread_create(&partner, NULL, answer, NULL) != 0) {
+        fprintf(stderr, "lineprobe: cannot start a thread\n");
+        return 1;
+    }
+    const double start = now();
+    double best = -1.0;
+    uint64_t n = 0;
+    int late = 0;
+    for (int b = 0; b < BATCHES && !late; b++) {
+        const double t = now();
+        for (int i = 0; i < TRIPS && !late; i++) {
+            n++;
+            atomic_store_explicit(&ping, n, memory_order_release);
+            for (unsigned spins = 1; atomic_load_explicit(&pong, memory_order_acquire) != n;
+                 spins++) {
+                if (spins % 1024 == 0 && now() - start > DEADLINE_S) {
+                    late = 1;
+                    break;
+                }
+            }
+        }
+        if (!late) {
+            const double ns = (now() - t) * 1e9 / TRIPS;
+            if (best < 0 || ns < best) {
+                best = ns;
+            }
+        }
+        late = late || now() - start > DEADLINE_S;
+    }
+    atomic_store_explicit(&ping, STOP, memory_order_release);
+    pthread_join(partner, NULL);
+    if (best < 0) {
+        fprintf(stderr, "lineprobe: the two threads did not run at once within 20 ms\n");
+        return 1;
+    }
+    printf("line round trip: %.1f ns\n", best);
+    return 0;
+}
