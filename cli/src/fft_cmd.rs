@@ -201,9 +201,12 @@ pub fn measure(o: &Options, params: Option<&FftCost>) -> Result<Option<Outcome>>
 
 /// Runs `mbsp fft`: measures ([`measure`]) and prints.
 pub fn run(o: &Options) -> Result<()> {
+    let mut watch = mbsp_tools::machine_state::Watch::start();
     let Some(out) = measure(o, None)? else {
         return Ok(());
     };
+    watch.mark();
+    let state = watch.state();
     let Outcome {
         p,
         levels,
@@ -228,6 +231,7 @@ pub fn run(o: &Options) -> Result<()> {
             "planning_seconds": planning, "sequential_seconds": seq,
             "choice": chosen, "predicted_flat_seconds": choice.flat,
             "predicted_nested_seconds": if choice.nested.is_finite() { Some(choice.nested) } else { None },
+            "machine_state": state.json(),
         });
         println!("{j:#}");
     } else {
@@ -256,6 +260,7 @@ pub fn run(o: &Options) -> Result<()> {
             },
             mbsp_algorithms::cost::judge_prediction(secs, ran)
         );
+        println!("{}", state.line());
     }
     Ok(())
 }

@@ -187,7 +187,11 @@ pub fn run(o: &Options) -> Result<()> {
         variant.name(),
     ));
     let csr = Csr::new(&a);
+    // What the machine did while the multiplies ran (this rank's machine over ranks).
+    let mut watch = mbsp_tools::machine_state::Watch::start();
     let m = measure(&a, &csr, &x, &prep, variant, batches, per)?;
+    watch.mark();
+    let state = watch.state();
     let per_nz = match &prep.plan {
         Plan::Flat(plan) => plan_seconds_per_nz(plan)?,
         Plan::Hier(_) => None,
@@ -217,6 +221,7 @@ pub fn run(o: &Options) -> Result<()> {
             "volume": prep.volume, "max_h": prep.max_h, "nnz": a.nnz(), "m": a.rows, "n": a.cols,
             "packages": prep.shape.0, "cores_per_package": prep.shape.1,
             "seconds": t_bsp, "predicted_seconds": predicted,
+            "machine_state": state.json(),
         });
         println!("{v}");
     } else {
@@ -244,6 +249,7 @@ pub fn run(o: &Options) -> Result<()> {
                 mbsp_algorithms::cost::judge_prediction(t_bsp, t)
             ))
         );
+        println!("{}", state.line());
     }
     if max_rel_error > 1e-12 {
         return Err(Error::run(format!(
