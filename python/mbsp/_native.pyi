@@ -10,7 +10,8 @@ import numpy.typing as npt
 __all__ = [
     "BspError", "machine_tree", "placement", "params_in_force", "measure_params", "nprocs",
     "read_mtx", "write_mtx", "partition_coo", "partition_path", "measure_partition",
-    "write_mondriaan", "read_mondriaan", "NativePlan", "kept_runs", "fft_into",
+    "write_mondriaan", "read_mondriaan", "NativePlan", "kept_runs", "fft_into", "MachineWatch",
+    "machine_watch",
 ]
 
 class BspError(RuntimeError):
@@ -25,6 +26,16 @@ _Part = Tuple[_U32, _U32, _U32, int, float, int, float]
 _Dist = Tuple[int, _U32, _U32, _U32]
 
 def nprocs() -> int: ...
+
+@final
+class MachineWatch:
+    """What the machine did during a measurement: machine_watch() at the start, mark() between
+    rounds, state() at the end."""
+    def mark(self) -> None: ...
+    def state(self) -> Dict[str, Any]: ...
+
+def machine_watch() -> MachineWatch: ...
+
 def machine_tree(xml: Optional[str] = None, synthetic: Optional[str] = None) -> Dict[str, Any]: ...
 def placement(
     levels: List[str],

@@ -28,7 +28,10 @@
 Each comparison alternates the two sides in rounds and compares medians of the rounds taken
 in the same minutes (the machine is shared and noisy: see the spread columns); the SpMV rounds
 go over every matrix in turn, so that each matrix's rounds spread over the whole table rather
-than a few seconds of it. Progress goes to stderr.
+than a few seconds of it. The tables end with the machine's state during the runs (other
+processes' CPU time, stolen time, the clock, a cache line's round trip between two CPUs probed
+after every round: quiet, BUSY or UNSTEADY, as the commands say it); --json has it under
+"machine_state". Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 import mbsp
+from mbsp import _native
+
+# What the machine does during the benchmark: made in main, marked after every round.
+_WATCH: Optional[_native.MachineWatch] = None
 
 SPMV_MIN_NNZ = 200_000
 SPMV_TARGET = 1.7
@@ -94,6 +101,8 @@ def round_robin(groups: Sequence[Tuple[Sequence[Callable[[], Any]], int]], round
                 for _ in range(reps):
                     f()
                 out.append((time.perf_counter() - t) / reps)
+        if _WATCH is not None:
+            _WATCH.mark()
         if what:
             progress(f"{what}: round {r + 1} of {rounds}")
     return times
@@ -424,26 +433,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         part_files = [f for f in files if not f.name.startswith("G3_circuit")]
     machine = repr(mbsp.Machine.detect())
+    global _WATCH
+    _WATCH = _native.machine_watch()
     if a.mtkahypar:
         mfiles = files if a.files else [f for f in files if not f.name.startswith("G3_circuit")]
         mrows = bench_mtkahypar(mfiles, [2, 4] if a.quick else [4, 64], seed=1, eps=0.03)
         if a.csv and mrows:
             write_csv(a.csv, mrows)
+        _WATCH.mark()
+        state = _WATCH.state()
         if a.json:
-            print(json.dumps({"machine": machine, "rows": mrows}, indent=1))
+            print(json.dumps({"machine": machine, "rows": mrows, "machine_state": state}, indent=1))
         elif mrows:
             print(f"mbsp.bench: {machine}")
             print_mtkahypar(mrows)
+            print(state["line"])
         return 0
     rows = bench_spmv(files, a.procs, rounds, budget) + bench_fft(logs, a.procs, rounds, budget * 5)
     if not a.no_partition:
         rows += bench_partition(part_files, ps, seed=1)
+    _WATCH.mark()
+    state = _WATCH.state()
     if a.csv:
         write_csv(a.csv, rows)
     if a.json:
-        print(json.dumps({"machine": machine, "rows": rows}, indent=1))
+        print(json.dumps({"machine": machine, "rows": rows, "machine_state": state}, indent=1))
     else:
         print_tables(rows, machine)
+        print(state["line"])
     return 0
 
 

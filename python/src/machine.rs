@@ -2,7 +2,8 @@
 //! description), placements of (nested) plans, and the BSP parameters, as Python dicts, lists
 //! and numbers that the Python half turns into objects. They are built from the typed results
 //! of mbsp-tools ([`Tree`], [`Process`], [`Measurement`]) with the keys of the JSON that
-//! `mbsp topo --json` and `mbsp params --json` print, in the same (sorted) order.
+//! `mbsp topo --json` and `mbsp params --json` print, in the same (sorted) order. And a watch
+//! over a measurement ([`MachineWatch`]), for `python -m mbsp.bench`.
 
 use crate::errors;
 use mbsp_tools::machine::Tree;
@@ -297,7 +298,42 @@ fn nprocs() -> usize {
     mbsp::nprocs()
 }
 
+/// What the machine did during a measurement ([`mbsp_tools::machine_state::Watch`]): made at
+/// the start ([`machine_watch`]), marked between rounds (each mark probes a cache line's round
+/// trip between two CPUs for a millisecond or two), asked for its state at the end.
+#[pyclass(module = "mbsp._native")]
+struct MachineWatch {
+    watch: mbsp_tools::machine_state::Watch,
+}
+
+/// Starts watching the machine.
+#[pyfunction]
+fn machine_watch(py: Python<'_>) -> MachineWatch {
+    MachineWatch {
+        watch: py.detach(mbsp_tools::machine_state::Watch::start),
+    }
+}
+
+#[pymethods]
+impl MachineWatch {
+    /// Ends a round.
+    fn mark(&mut self, py: Python<'_>) {
+        py.detach(|| self.watch.mark());
+    }
+
+    /// The state so far: `MachineState::json`'s keys (`quiet`, `causes`, ...) and `line`, the
+    /// one-line verdict the commands print.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.watch.state();
+        let mut j = s.json();
+        j["line"] = serde_json::Value::String(s.line());
+        json_py(py, &j)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MachineWatch>()?;
+    m.add_function(wrap_pyfunction!(machine_watch, m)?)?;
     m.add_function(wrap_pyfunction!(machine_tree, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(params_in_force, m)?)?;

@@ -34,6 +34,14 @@ def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(
         assert r["mbsp_us"] > 0 and r["mbsp_p1_us"] > 0
         assert r["speedup_p1"] == pytest.approx(r["mbsp_p1_us"] / r["mbsp_us"])
     assert [r["case"] for r in rows if r["table"] == "fft"] == ["n = 2^12", "n = 2^18"]
+    # The machine's state over the run: a mark after every round of the two comparisons, the
+    # verdict line the tables end with, and the line probe's range where it could run.
+    state = result["machine_state"]
+    assert state["rounds"] >= 6 and isinstance(state["quiet"], bool)
+    assert state["line"].startswith("machine state during the runs: ")
+    assert state["quiet"] == (state["causes"] == [])
+    if state["line_round_trip_ns"] is not None:
+        assert 0 < state["line_round_trip_ns"]["min"] <= state["line_round_trip_ns"]["max"]
     # The partitioner against the command, same seed.
     part = [r for r in rows if r["table"] == "partition"]
     assert [(r["case"], r["p"]) for r in part] == [("bcsstk16", 2)]
