@@ -3,13 +3,17 @@
  *
  * The method of mbsp_tools::line_exchange (tools/src/line_exchange.rs), in C so that
  * scripts/bench-mcbsp can probe the machine between its C programs without building the Rust
- * tools: two unbound threads, one writes a number into its cache line, the other answers with
- * the same number in its own; the fastest mean of eight batches of 256 round trips is printed
- * in nanoseconds. Exit status 1 when fewer than two threads ran at once within 20 ms (a busy
- * machine, or one CPU). No BSPlib call. Usage: lineprobe
+ * tools: two threads, one writes a number into its cache line, the other answers with the
+ * same number in its own; the fastest mean of eight batches of 256 round trips is printed in
+ * nanoseconds. The threads are bound to the first two CPUs the process may use, the same pair
+ * at every probe (the Rust probe picks two cores of one package with hwloc; without hwloc this
+ * one takes the first two, which on one machine are always the same two). Exit status 1 when
+ * fewer than two CPUs are allowed or the two threads did not run at once within 20 ms (a busy
+ * machine). No BSPlib call. Usage: lineprobe
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,8 +34,23 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The CPUs of the two threads: the first two the process may use. */
+static int cpu[2] = {-1, -1};
+
+static void bind_to(int c) {
+    if (c < 0) {
+        return;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    /* Refused (a container may deny it): the probe runs unbound. */
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 static void *answer(void *unused) {
     (void)unused;
+    bind_to(cpu[1]);
     uint64_t seen = 0;
     for (;;) {
         const uint64_t v = atomic_load_explicit(&ping, memory_order_acquire);
@@ -46,6 +65,19 @@ static void *answer(void *unused) {
 }
 
 int main(void) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+        if (CPU_COUNT(&allowed) < 2) {
+            fprintf(stderr, "lineprobe: this process may use one CPU only\n");
+            return 1;
+        }
+        for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++) {
+            if (CPU_ISSET(c, &allowed)) {
+                cpu[k++] = c;
+            }
+        }
+    }
+    bind_to(cpu[0]);
     pthread_t partner;
     if (pthread_create(&partner, NULL, answer, NULL) != 0) {
         fprintf(stderr, "lineprobe: cannot start a thread\n");
