@@ -37,8 +37,9 @@ fn count(text: &str, prefix: &str) -> usize {
 fn fft_runs_over_the_ranks_and_rank_0_alone_prints() {
     let (code, out, err) = mpiexec(2, &["fft", "--n", "4096", "--reps", "2"]);
     assert_eq!(code, 0, "{out}{err}");
-    // The result line and the cost model's, once: rank 1 prints nothing.
-    assert_eq!(out.lines().count(), 2, "{out}");
+    // The result line, the cost model's and the machine's state, once: rank 1 prints nothing.
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(count(&out, "machine state during the runs: "), 1, "{out}");
     let line = out.lines().next().unwrap();
     assert!(
         line.starts_with("fft n = 4096 (forward), p = 2 (flat"),
