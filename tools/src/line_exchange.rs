@@ -25,9 +25,15 @@ const TRIPS: u64 = 256;
 /// Batches per probe; the fastest is the probe's result (a batch that was preempted or that
 /// waited for the partner to be scheduled is slower, never faster).
 const BATCHES: u64 = 8;
-/// The probe gives up after this long (a machine so busy that the partner thread does not run
-/// has a cause of its own in the watch: other processes' CPU time).
+/// The probe gives up after this long once both threads run (a machine so busy that the
+/// partner thread does not keep running has a cause of its own in the watch: other processes'
+/// CPU time).
 const DEADLINE: Duration = Duration::from_millis(20);
+/// How long the two threads may take to start on their CPUs: on a virtual machine an idle
+/// virtual CPU that a thread is bound to may take milliseconds to be scheduled again.
+const STARTUP: Duration = Duration::from_millis(100);
+/// In `pong` until the partner runs on its CPU.
+const NOT_READY: u64 = u64::MAX;
 
 /// One word on a cache line of its own (two lines, against adjacent-line prefetching).
 #[repr(align(128))]
@@ -92,8 +98,8 @@ fn bound_pair() -> Option<&'static (Binder, [u32; 2])> {
 /// Nanoseconds for one round trip of a cache line between two threads (one writes a number,
 /// the other answers with the same number in its own line, the first waits for it): the
 /// fastest mean over a few short batches. `None` when this process may use fewer than two CPUs,
-/// or when the two threads did not complete one batch within 20 ms (they are not running at
-/// the same time).
+/// when the partner did not start within 100 ms, or when the two threads did not complete one
+/// batch within 20 ms of it (they are not running at the same time).
 ///
 /// The two threads are bound to [`probe_pair`]'s CPUs where bindings apply here (both threads
 /// are the probe's own: the caller's binding is left alone). Call it when the measurement's own
@@ -108,11 +114,9 @@ pub fn round_trip_ns() -> Option<f64> {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return None;
     }
-    let (ping, pong) = (Line(AtomicU64::new(0)), Line(AtomicU64::new(0)));
+    let (ping, pong) = (Line(AtomicU64::new(0)), Line(AtomicU64::new(NOT_READY)));
     // u64::MAX in `ping` tells the partner to stop.
     const STOP: u64 = u64::MAX;
-    let start = Instant::now();
-    let late = || start.elapsed() > DEADLINE;
     let bind = |k: usize| {
         if let Some((binder, pair)) = bound_pair() {
             binder.bind_thread_cpus(&[pair[k]]);
@@ -122,6 +126,7 @@ pub fn round_trip_ns() -> Option<f64> {
         s.spawn(|| {
             bind(1);
             let mut seen = 0;
+            pong.0.store(seen, Ordering::Release);
             loop {
                 let v = ping.0.load(Ordering::Acquire);
                 if v == STOP {
@@ -138,7 +143,15 @@ pub fn round_trip_ns() -> Option<f64> {
         // This side runs on a thread of its own too, so the caller keeps its binding.
         let ping_side = s.spawn(|| {
             bind(0);
-            ping_loop(&ping, &pong, &late)
+            let start = Instant::now();
+            while pong.0.load(Ordering::Acquire) == NOT_READY {
+                if start.elapsed() > STARTUP {
+                    return f64::INFINITY;
+                }
+                std::thread::yield_now();
+            }
+            let start = Instant::now();
+            ping_loop(&ping, &pong, &|| start.elapsed() > DEADLINE)
         });
         let best = ping_side.join().unwrap_or(f64::INFINITY);
         ping.0.store(STOP, Ordering::Release);
