@@ -8,8 +8,8 @@
  * nanoseconds. The threads are bound to the first two CPUs the process may use, the same pair
  * at every probe (the Rust probe picks two cores of one package with hwloc; without hwloc this
  * one takes the first two, which on one machine are always the same two). Exit status 1 when
- * fewer than two CPUs are allowed or the two threads did not run at once within 20 ms (a busy
- * machine). No BSPlib call. Usage: lineprobe
+ * fewer than two CPUs are allowed, or the partner did not start within 100 ms, or the two threads
+ * did not complete a batch within 20 ms of it (a busy machine). No BSPlib call. Usage: lineprobe
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -22,11 +22,15 @@
 #define TRIPS 256
 #define BATCHES 8
 #define DEADLINE_S 0.02
+/* An idle virtual CPU a thread is bound to can take milliseconds to run it. */
+#define STARTUP_S 0.1
 #define STOP UINT64_MAX
+/* In pong until the partner runs on its CPU. */
+#define NOT_READY UINT64_MAX
 
 /* Two lines apart, against adjacent-line prefetching. */
 static _Alignas(128) _Atomic uint64_t ping;
-static _Alignas(128) _Atomic uint64_t pong;
+static _Alignas(128) _Atomic uint64_t pong = NOT_READY;
 
 static double now(void) {
     struct timespec t;
@@ -52,6 +56,7 @@ static void *answer(void *unused) {
     (void)unused;
     bind_to(cpu[1]);
     uint64_t seen = 0;
+    atomic_store_explicit(&pong, seen, memory_order_release);
     for (;;) {
         const uint64_t v = atomic_load_explicit(&ping, memory_order_acquire);
         if (v == STOP) {
@@ -83,7 +88,12 @@ int main(void) {
         fprintf(stderr, "lineprobe: cannot start a thread\n");
         return 1;
     }
-    const double start = now();
+    double start = now();
+    while (atomic_load_explicit(&pong, memory_order_acquire) == NOT_READY &&
+           now() - start < STARTUP_S) {
+        sched_yield();
+    }
+    start = now();
     double best = -1.0;
     uint64_t n = 0;
     int late = 0;
@@ -111,7 +121,8 @@ int main(void) {
     atomic_store_explicit(&ping, STOP, memory_order_release);
     pthread_join(partner, NULL);
     if (best < 0) {
-        fprintf(stderr, "lineprobe: the two threads did not run at once within 20 ms\n");
+        fprintf(stderr, "lineprobe: the two threads did not run at once (100 ms to start, then "
+                        "20 ms)\n");
         return 1;
     }
     printf("line round trip: %.1f ns\n", best);
