@@ -640,7 +640,10 @@ fn main() -> ExitCode {
         return report(&e, "mbsp-bench");
     }
     whole_file::on_interrupt();
-    watch::start();
+    // Not over ranks: each rank would watch (and probe) its own machine at the same moment.
+    if !matches!(cli.command, Bench::Mpi(_)) {
+        watch::start();
+    }
     match run(cli.command) {
         Ok(()) => {
             if let Some(state) = watch::finish() {

@@ -1,8 +1,9 @@
 //! The machine's state over one benchmark ([`mbsp_tools::machine_state`]): other processes'
 //! CPU time, stolen time, the clock, and a cache line's round trip between two CPUs probed at
 //! the start, at the end of every round of the benchmarks that take their figures in rounds,
-//! and at the end. `main` prints it on stderr after the benchmark, so that every table says
-//! whether its machine was quiet, busy or unsteady, whatever its format.
+//! and at the end. `main` prints it on stderr after the benchmark (every one but `mpi`, whose
+//! ranks would each watch their own machine), so that every table says whether its machine
+//! was quiet, busy or unsteady, whatever its format.
 
 use mbsp_tools::machine_state::{MachineState, Watch};
 use std::sync::Mutex;
