@@ -19,7 +19,10 @@
 //! and from there to `NESTED_FROM` whichever of the two it timed faster), measured right after `mbsp-flat`
 //! at the same p in every round; after the table, its time over `mbsp-flat`'s at each n and p
 //! (the ratio of the medians, the range of the rounds' ratios, and each side's spread),
-//! against the target of 1.05. `mbsp-parts` is the same top level with the vector in the
+//! against the target of 1.05. Every target's verdict (this one, and FFTW's and rustfft's
+//! below) comes from the 95% interval of the ratio over all samples of both
+//! (`mbsp_tools::stats::at_most`): met when the interval lies on the target's side, MISSED when
+//! it lies beyond it, unclear when it holds the target. `mbsp-parts` is the same top level with the vector in the
 //! parts order (`Order::Parts`: the nested processes' cyclic parts end to end, the flat
 //! transform's distribution), measured right after `mbsp-top1` and compared the same way.
 //! Where a top level of one process nests, its input is written back before each sample by a
@@ -32,7 +35,7 @@
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
 
-use crate::stats::{Samples, median};
+use crate::stats::{CONFIDENCE, Comparison, Samples, Verdict, at_most, median};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     BspFft, Choice, Complex, Exchange, FftCost, MultiFft, Order, flops, hierarchy, kernel_len,
@@ -81,6 +84,8 @@ struct Row {
     rel_error: f64,
     /// The BSP cost model's seconds (mbsp rows; r = rustfft's rate at the kernels' length with all p cores running them).
     predicted: Option<f64>,
+    /// Every sample's seconds, over the rounds (the targets' verdicts compare them).
+    times: Vec<f64>,
 }
 
 impl Row {
@@ -240,6 +245,7 @@ impl Figures {
                     let (lo, hi) = Samples(f.rounds.clone()).range();
                     (hi - lo) / median(&f.rounds)
                 };
+                let (c, verdict) = at_most(&nested.times, &flat.times, TOP1_TARGET, CONFIDENCE);
                 Some(Top1 {
                     variant,
                     n,
@@ -248,6 +254,8 @@ impl Figures {
                     flat: median(&flat.times),
                     range: Samples(per_round).range(),
                     spreads: (spread(nested), spread(flat)),
+                    c,
+                    verdict,
                 })
             })
             .collect()
@@ -258,10 +266,11 @@ impl Figures {
             n,
             variant: f.variant.into(),
             p: f.p,
-            seconds: Samples(f.times).median(),
+            seconds: median(&f.times),
             plan_seconds: f.plan_seconds,
             rel_error: f.rel_error,
             predicted: None,
+            times: f.times,
         })
     }
 }
@@ -279,6 +288,10 @@ struct Top1 {
     range: (f64, f64),
     /// (max - min) / median of the rounds' medians, nested and flat.
     spreads: (f64, f64),
+    /// The time ratio nested / flat over all samples of both, with its interval.
+    c: Comparison,
+    /// Against [`TOP1_TARGET`], at the interval's confidence.
+    verdict: Verdict,
 }
 
 /// The ratio a top level of one process may cost over the flat FFT (issue 41).
@@ -499,7 +512,8 @@ pub fn run(o: &Options) -> Result<()> {
                 "variant": t.variant, "n": t.n, "p": t.p, "ratio": t.nested / t.flat,
                 "round_ratio_min": t.range.0, "round_ratio_max": t.range.1,
                 "nested_spread": t.spreads.0, "flat_spread": t.spreads.1,
-                "target": TOP1_TARGET,
+                "target": TOP1_TARGET, "interval_lo": t.c.lo, "interval_hi": t.c.hi,
+                "interval_level": t.c.level, "verdict": t.verdict.word(),
             })).collect::<Vec<Value>>(),
         });
         println!("{j:#}");
@@ -519,30 +533,31 @@ fn print_top1(top1: &[Top1]) {
         "\nnested / flat: a top level of 1 process over mbsp-flat at the same p, target <= \
          {TOP1_TARGET:.2}; mbsp-top1: natural order, alone below n = 2^{}, a nested run of p \
          from 2^{}, the one timed faster when planned in between; mbsp-parts: the parts order, \
-         always a nested run of p. Ratio of the medians, the range of the rounds' ratios, each \
-         side's spread over its rounds",
+         always a nested run of p. Ratio of the medians, the {:.0}% interval of the time ratio \
+         over all samples of both (met: all of it at or below the target; MISSED: all above; \
+         unclear: it holds the target), the range of the rounds' ratios, each side's spread over \
+         its rounds",
         mbsp_algorithms::fft::MEASURED_FROM.trailing_zeros(),
-        mbsp_algorithms::fft::NESTED_FROM.trailing_zeros()
+        mbsp_algorithms::fft::NESTED_FROM.trailing_zeros(),
+        100.0 * CONFIDENCE
     );
     for t in top1 {
         let ratio = t.nested / t.flat;
         println!(
-            "  2^{:<3} p = {}  {:<10}  {:>10} / {:>10} = {:.3}  (rounds {:.3}-{:.3}; spread {:.0}% / {:.0}%)  {}",
+            "  2^{:<3} p = {}  {:<10}  {:>10} / {:>10} = {:.3} [{:.3}-{:.3}]  (rounds {:.3}-{:.3}; spread {:.0}% / {:.0}%)  {}",
             t.n.trailing_zeros(),
             t.p,
             t.variant,
             crate::stats::ns(t.nested * 1e9),
             crate::stats::ns(t.flat * 1e9),
             ratio,
+            t.c.lo,
+            t.c.hi,
             t.range.0,
             t.range.1,
             100.0 * t.spreads.0,
             100.0 * t.spreads.1,
-            if ratio <= TOP1_TARGET {
-                "met"
-            } else {
-                "missed"
-            }
+            t.verdict.word()
         );
     }
 }
@@ -765,8 +780,15 @@ fn predictions(rows: &[Row]) {
 
 /// The targets summary: per n from [`LARGE`] on, the flat BSP FFT on 2 processes against FFTW
 /// on 2 threads ([`FFTW_TARGET`]), and against sequential rustfft at 2^20 ([`RUSTFFT_TARGET`]).
+/// Each verdict comes from the interval of the speed ratio over all samples of both
+/// ([`at_most`] on the times): met, MISSED, or unclear where the interval holds the target.
 fn targets(rows: &[Row]) {
-    let verdict = |x: f64, t: f64| if x >= t { "met" } else { "missed" };
+    // The speed ratio `m / r` is the time ratio `r / m`: at least `t` when `m`'s time is at
+    // most `1 / t` of `r`'s. The interval is given as speed ratios too.
+    let verdict = |m: &Row, r: &Row, t: f64| {
+        let (c, v) = at_most(&m.times, &r.times, 1.0 / t, CONFIDENCE);
+        format!("[{:.2}-{:.2}] {}", 1.0 / c.hi, 1.0 / c.lo, v.word())
+    };
     let find = |n: usize, variant: &str, p: usize| {
         rows.iter()
             .find(|r| r.n == n && r.variant == variant && r.p == p)
@@ -778,13 +800,15 @@ fn targets(rows: &[Row]) {
              (>= {RUSTFFT_TARGET}: {})",
             m.gflops(),
             r.gflops(),
-            verdict(x, RUSTFFT_TARGET)
+            verdict(m, r, RUSTFFT_TARGET)
         );
     }
     println!(
         "\ntargets at p = 2, n >= 2^{}: mbsp-flat against fftw-threads (ratio of Gflop/s, >= \
-         {FFTW_TARGET})",
-        LARGE.trailing_zeros()
+         {FFTW_TARGET}; the {:.0}% interval of the ratio over all samples, and the verdict it \
+         allows)",
+        LARGE.trailing_zeros(),
+        100.0 * CONFIDENCE
     );
     if !cfg!(has_fftw) {
         println!("  (FFTW not built in: install libfftw3-dev and build again for this comparison)");
@@ -795,28 +819,33 @@ fn targets(rows: &[Row]) {
     if ns.is_empty() {
         println!("  (no n >= 2^{} in this run)", LARGE.trailing_zeros());
     }
-    let mut met = 0;
-    let mut seen = 0;
+    let mut tally = [0usize; 3];
     for &n in &ns {
         match (find(n, "mbsp-flat", 2), find(n, "fftw-threads", 2)) {
             (Some(m), Some(f)) => {
                 let x = m.gflops() / f.gflops();
-                seen += 1;
-                met += usize::from(x >= FFTW_TARGET);
+                let (_, v) = at_most(&m.times, &f.times, 1.0 / FFTW_TARGET, CONFIDENCE);
+                tally[v as usize] += 1;
                 println!(
                     "  2^{:<3} mbsp-flat p=2 {:>6.2} Gflop/s / fftw-threads p=2 {:>6.2} Gflop/s = \
                      {x:.2}  {}",
                     n.trailing_zeros(),
                     m.gflops(),
                     f.gflops(),
-                    verdict(x, FFTW_TARGET)
+                    verdict(m, f, FFTW_TARGET)
                 );
             }
             _ => println!("  2^{:<3} (needs 2 in --procs)", n.trailing_zeros()),
         }
     }
+    let seen: usize = tally.iter().sum();
     if seen > 0 {
-        println!("  met at {met} of {seen} sizes");
+        println!(
+            "  met at {} of {seen} sizes, MISSED at {}, unclear at {}",
+            tally[Verdict::Met as usize],
+            tally[Verdict::Missed as usize],
+            tally[Verdict::Unclear as usize]
+        );
     }
 }
 

@@ -332,6 +332,59 @@ pub fn compare(a: &[f64], b: &[f64], level: f64) -> Comparison {
     }
 }
 
+/// Where a measured time ratio stands against a target ([`at_most`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The whole confidence interval of the ratio is at or below the target.
+    Met,
+    /// The whole interval is above the target.
+    Missed,
+    /// The interval holds the target (the machine's noise, or a difference too small for
+    /// these samples), or there were too few samples to tell.
+    Unclear,
+}
+
+impl Verdict {
+    /// `met`, `MISSED` or `unclear`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Missed => "MISSED",
+            Verdict::Unclear => "unclear",
+        }
+    }
+}
+
+/// Whether the time of A is at most `target` times the time of B, from interleaved samples of
+/// both (seconds): the ratio and its interval at `level` as [`compare`] makes them, and the
+/// verdict that interval allows. A target on a rate (A at least `x` times B's Gflop/s) is
+/// `at_most(a, b, 1.0 / x, ..)` on the times. Medians alone say "met" or "missed" on a coin's
+/// toss when the target lies inside the noise; this says `Unclear` there.
+///
+/// ```
+/// use mbsp_tools::stats::{Verdict, at_most};
+/// let flat = [1.00, 1.02, 0.99, 1.01, 1.03, 0.98, 1.00];
+/// let nested = [1.01, 1.03, 1.00, 1.02, 1.04, 0.99, 1.01]; // about 1% slower
+/// assert_eq!(at_most(&nested, &flat, 1.05, 0.95).1, Verdict::Met);
+/// let slow = [1.20, 1.22, 1.19, 1.21, 1.23, 1.18, 1.20];
+/// assert_eq!(at_most(&slow, &flat, 1.05, 0.95).1, Verdict::Missed);
+/// let noisy = [0.7, 1.5, 0.9, 1.4, 1.0, 1.3, 0.8];
+/// let (c, v) = at_most(&noisy, &flat, 1.05, 0.95);
+/// assert_eq!(v, Verdict::Unclear);
+/// assert!(c.lo < 1.05 && c.hi > 1.05);
+/// assert_eq!(at_most(&slow[..2], &flat[..2], 1.05, 0.95).1, Verdict::Unclear);
+/// ```
+pub fn at_most(a: &[f64], b: &[f64], target: f64, level: f64) -> (Comparison, Verdict) {
+    let c = compare(a, b, level);
+    let v = match c.differ {
+        None => Verdict::Unclear,
+        Some(_) if c.hi <= target => Verdict::Met,
+        Some(_) if c.lo > target => Verdict::Missed,
+        Some(_) => Verdict::Unclear,
+    };
+    (c, v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -552,6 +552,22 @@ fn fft_reports_nested_over_flat_for_one_process_on_top() {
         let (ratio, lo, hi) = (t["ratio"].as_f64().unwrap(), lo.unwrap(), hi.unwrap());
         assert!(ratio > 0.0 && ratio.is_finite() && lo <= hi, "{t}");
         assert_eq!(t["target"].as_f64(), Some(1.05), "{t}");
+        // The verdict follows the 95% interval of the ratio over all samples of both.
+        let (ilo, ihi) = (t["interval_lo"].as_f64(), t["interval_hi"].as_f64());
+        let (ilo, ihi) = (ilo.unwrap(), ihi.unwrap());
+        assert!(0.0 < ilo && ilo <= ihi, "{t}");
+        // (A quick run's few samples may not reach 95%: then nothing can be told.)
+        let short = t["interval_level"].as_f64().unwrap() < 0.95;
+        let want = if short {
+            "unclear"
+        } else if ihi <= 1.05 {
+            "met"
+        } else if ilo > 1.05 {
+            "MISSED"
+        } else {
+            "unclear"
+        };
+        assert_eq!(t["verdict"].as_str(), Some(want), "{t}");
     }
     // The table says the same in words.
     let (code, out, err) = common::bench(&["fft", "--quick", "--procs", "2"]);

@@ -150,7 +150,18 @@ fn quick_run_csv_json_and_plot() {
         .collect();
     assert_eq!(threads, [1, 2]);
     assert!(best.iter().all(|t| t["gbs"].as_f64().unwrap() > 0.0));
-    assert!(!j["targets"].as_array().expect("targets").is_empty());
+    let targets = j["targets"].as_array().expect("targets");
+    assert!(!targets.is_empty());
+    // Each target's verdict in words, and `met` agreeing with it (null: unclear or skipped).
+    for t in targets {
+        let met = &t["met"];
+        match t["verdict"].as_str() {
+            Some("met") => assert_eq!(met, true, "{t}"),
+            Some("MISSED") => assert_eq!(met, false, "{t}"),
+            Some("unclear") | None => assert!(met.is_null(), "{t}"),
+            Some(other) => panic!("verdict {other}: {t}"),
+        }
+    }
 }
 
 #[test]
