@@ -118,14 +118,19 @@ impl Top1 {
     fn detail(&self) -> String {
         let (lo, hi) = self.range();
         let (h, f): (Vec<f64>, Vec<f64>) = self.rounds.iter().copied().unzip();
+        let c = at_most(&h, &f, TOP1_TARGET, CONFIDENCE).0;
         format!(
-            "{} p = {}: hier (1 x {}) {:.1} µs / plain {:.1} µs = {:.3} (rounds {lo:.3}-{hi:.3}, {} rounds)",
+            "{} p = {}: hier (1 x {}) {:.1} µs / plain {:.1} µs = {:.3}, {:.0}% interval \
+             {:.3}-{:.3} (rounds {lo:.3}-{hi:.3}, {} rounds)",
             self.matrix,
             self.p,
             self.p,
             median(&h) * 1e6,
             median(&f) * 1e6,
             self.ratio(),
+            100.0 * c.level,
+            c.lo,
+            c.hi,
             self.rounds.len()
         )
     }
@@ -1197,7 +1202,7 @@ fn print_table(
     }
     println!("\ntargets (from the issue):");
     for t in targets {
-        println!("  [{:<6}] {}: {}", status(t), t.target, t.detail);
+        println!("  [{:<7}] {}: {}", status(t), t.target, t.detail);
     }
 }
 
