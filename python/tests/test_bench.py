@@ -34,6 +34,12 @@ def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(
         assert r["mbsp_us"] > 0 and r["mbsp_p1_us"] > 0
         assert r["speedup_p1"] == pytest.approx(r["mbsp_p1_us"] / r["mbsp_us"])
     assert [r["case"] for r in rows if r["table"] == "fft"] == ["n = 2^12", "n = 2^18"]
+    # Timed targets are judged by the interval of the speed ratio over the rounds.
+    for r in rows:
+        if r["table"] in ("spmv", "fft"):
+            assert r["verdict"] in ("met", "MISSED", "unclear")
+            assert r["met"] == (r["verdict"] == "met")
+            assert 0 < r["ratio_lo"] <= r["ratio_hi"] and 0 < r["ratio_level"] <= 1
     # The machine's state over the run: a mark after every round of the two comparisons, the
     # verdict line the tables end with, and the line probe's range where it could run.
     state = result["machine_state"]
@@ -61,3 +67,26 @@ def test_bad_arguments_exit_with_status_2():
     out = subprocess.run([sys.executable, "-m", "mbsp.bench", "--rounds", "0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "must be at least 1" in out.stderr
+
+
+def test_a_verdict_follows_the_interval_of_the_ratio():
+    from mbsp import _native
+    flat = [1.00, 1.02, 0.99, 1.01, 1.03, 0.98, 1.00]
+    near = [1.01, 1.03, 1.00, 1.02, 1.04, 0.99, 1.01]
+    slow = [1.20, 1.22, 1.19, 1.21, 1.23, 1.18, 1.20]
+    noisy = [0.7, 1.5, 0.9, 1.4, 1.0, 1.3, 0.8]
+    assert _native.time_ratio_at_most(near, flat, 1.05)[4] == "met"
+    ratio, lo, hi, level, verdict = _native.time_ratio_at_most(slow, flat, 1.05)
+    assert verdict == "MISSED" and 1.05 < lo <= ratio <= hi and level >= 0.95
+    _, lo, hi, _, verdict = _native.time_ratio_at_most(noisy, flat, 1.05)
+    assert verdict == "unclear" and lo < 1.05 < hi
+    # Two rounds a side cannot give a 95% interval: nothing can be told.
+    assert _native.time_ratio_at_most(slow[:2], flat[:2], 1.05)[4] == "unclear"
+    # As the bench uses it: mbsp at least 1.2x as fast as the baseline.
+    fast = [t / 1.5 for t in flat]
+    assert bench.judged(fast, flat, 1.2)["verdict"] == "met"
+    assert bench.judged(flat, fast, 1.2)["verdict"] == "MISSED"
+    with pytest.raises(ValueError, match="positive finite times"):
+        _native.time_ratio_at_most([], flat, 1.05)
+    with pytest.raises(ValueError, match="positive target"):
+        _native.time_ratio_at_most(flat, flat, 0.0)
