@@ -342,7 +342,7 @@ fn time_ratio_at_most(
     target: f64,
 ) -> PyResult<(f64, f64, f64, f64, &'static str)> {
     let positive = |v: &[f64]| !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0);
-    if !positive(&a) || !positive(&b) || !(target.is_finite() && target > 0.0) {
+    if !(positive(&a) && positive(&b) && target.is_finite() && target > 0.0) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "time_ratio_at_most: needs positive finite times on both sides ({} and {} given) \
              and a positive target ({target})",
