@@ -29,8 +29,12 @@
 //! sync can make fewer only where a process finds its senders'
 //! records of several supersteps when its turn comes, which depends on the order in which the
 //! kernel runs the threads of a core (docs/benchmarks.md, "Lazy syncs: the order of turns").
+//!
+//! A figure with a target gives its ratio's 95% interval over the samples of both figures
+//! (taken in the same rounds) and the verdict it allows: met, MISSED, or unclear where the
+//! interval holds the target (`mbsp_tools::stats::at_most`).
 
-use crate::stats::{Samples, ns, timed};
+use crate::stats::{CONFIDENCE, Comparison, Samples, Verdict, at_most, ns, timed};
 use mbsp::Ctx;
 use mbsp_tools::{Error, Result};
 use serde_json::json;
@@ -311,6 +315,15 @@ struct Row {
     against: Option<(usize, Option<f64>)>,
 }
 
+impl Row {
+    /// Against its target, where it has one: the time ratio to the row it is compared with,
+    /// its 95% interval over the samples of both (taken in the same rounds), and the verdict.
+    fn judged(&self, rows: &[Row]) -> Option<(Comparison, Verdict)> {
+        let (b, t) = self.against?;
+        Some(at_most(&self.samples.0, &rows[b].samples.0, t?, CONFIDENCE))
+    }
+}
+
 /// Run the benchmark and print its table (or JSON): every figure sampled in rounds
 /// ([`take_rounds`]), then the CSV file, and the JSON or the table with the targets.
 pub fn run(o: &Options) -> Result<()> {
@@ -566,6 +579,8 @@ fn print_json(rows: &[Row]) {
                 "max_ns": r.samples.range().1,
                 "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
                 "target": r.against.and_then(|(_, t)| t),
+                "interval": r.judged(rows).map(|(c, _)| [c.lo, c.hi]),
+                "verdict": r.judged(rows).map(|(_, v)| v.word()),
                 "switches_per_process_superstep": r.switches,
             })
         })
@@ -587,12 +602,14 @@ fn print_table(rows: &[Row]) {
             Some((b, t)) => {
                 let x = r.samples.median() / rows[b].samples.median();
                 let base = if b == 0 { "empty" } else { "full" };
-                match t {
-                    Some(t) => format!(
-                        "{x:.2}x {base} (<= {t}: {})",
-                        crate::core_bench::verdict(x <= t)
+                match (t, r.judged(rows)) {
+                    (Some(t), Some((c, v))) => format!(
+                        "{x:.2}x {base} [{:.2}-{:.2}] (<= {t}: {})",
+                        c.lo,
+                        c.hi,
+                        v.word()
                     ),
-                    None => format!("{x:.2}x {base}"),
+                    _ => format!("{x:.2}x {base}"),
                 }
             }
             None => String::new(),

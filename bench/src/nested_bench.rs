@@ -6,7 +6,7 @@
 //! another process is placed measured beside them (the thread bound to one CPU and given its
 //! binding back). A run whose starter's thread runs on a CPU of its own makes none.
 
-use crate::stats::{Samples, ns, timed};
+use crate::stats::{CONFIDENCE, Samples, Verdict, median_at_most, ns, timed};
 use mbsp::{Policy, Run};
 use mbsp_tools::{Error, Result};
 use serde_json::json;
@@ -286,7 +286,9 @@ pub fn run(o: &Options) -> Result<()> {
                 "speedup": spawn.median() / team.median(),
             })).collect::<Vec<_>>(),
             "binding_pair": pair.as_ref().map(fig),
-            "targets": targets.iter().map(|t| json!({ "target": t.text, "met": t.met })).collect::<Vec<_>>(),
+            "targets": targets.iter().map(|t| json!({
+                "target": t.text, "met": t.verdict == Verdict::Met, "verdict": t.verdict.word(),
+            })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
         return Ok(());
@@ -343,21 +345,22 @@ pub fn run(o: &Options) -> Result<()> {
     }
     println!("\ntargets (issue 42):");
     for t in &targets {
-        println!("  [{}] {}", if t.met { "met   " } else { "missed" }, t.text);
+        println!("  [{:<7}] {}", t.verdict.word(), t.text);
     }
     Ok(())
 }
 
-/// One of issue 42's start targets, judged on a row of the start table.
+/// One of issue 42's start targets, judged on a row of the start table by the 95% interval
+/// of its median ([`median_at_most`]).
 struct StartTarget {
     text: String,
-    met: bool,
+    verdict: Verdict,
 }
 
 /// The targets: a top-level run of 2 (caller bound, the default) within [`TOP_TARGET_NS`], a
 /// nested run of 2 within [`NESTED_TARGET_NS`], bound (the default) and unbound.
 fn start_targets(starts: &[(&'static str, Samples, Samples)]) -> Vec<StartTarget> {
-    let row = |name: &str| starts.iter().find(|r| r.0 == name).map(|r| r.1.median());
+    let row = |name: &str| starts.iter().find(|r| r.0 == name).map(|r| &r.1);
     [
         ("top-level run of 2, caller bound (default)", TOP_TARGET_NS),
         ("nested run of 2, in a top-level run of 1", NESTED_TARGET_NS),
@@ -369,9 +372,18 @@ fn start_targets(starts: &[(&'static str, Samples, Samples)]) -> Vec<StartTarget
     .into_iter()
     .filter_map(|(name, target)| {
         let t = row(name)?;
+        let (ci, verdict) = median_at_most(&t.0, target, CONFIDENCE);
+        let interval = ci.map_or(String::new(), |c| {
+            format!(
+                " ({:.0}% interval {}-{})",
+                100.0 * c.level,
+                ns(c.lo),
+                ns(c.hi)
+            )
+        });
         Some(StartTarget {
-            text: format!("{name} <= {}: {}", ns(target), ns(t)),
-            met: t <= target,
+            text: format!("{name} <= {}: {}{interval}", ns(target), ns(t.median())),
+            verdict,
         })
     })
     .collect()

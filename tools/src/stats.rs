@@ -385,6 +385,32 @@ pub fn at_most(a: &[f64], b: &[f64], target: f64, level: f64) -> (Comparison, Ve
     (c, v)
 }
 
+/// Whether the typical value of `values` (a time, say) is at most `target`: the median's
+/// interval at `level` ([`median_interval`]) and the verdict it allows, as [`at_most`] judges a
+/// ratio. Unclear where the interval holds the target or the samples are too few for `level`.
+///
+/// ```
+/// use mbsp_tools::stats::{Verdict, median_at_most};
+/// let v = [2.1, 2.0, 2.2, 1.9, 2.0, 2.1, 2.0];
+/// assert_eq!(median_at_most(&v, 2.5, 0.95).1, Verdict::Met);
+/// assert_eq!(median_at_most(&v, 1.5, 0.95).1, Verdict::Missed);
+/// assert_eq!(median_at_most(&v, 2.05, 0.95).1, Verdict::Unclear);
+/// assert_eq!(median_at_most(&v[..3], 2.5, 0.95).1, Verdict::Unclear); // too few for 95%
+/// ```
+pub fn median_at_most(
+    values: &[f64],
+    target: f64,
+    level: f64,
+) -> (Option<MedianInterval>, Verdict) {
+    let ci = median_interval(values, level);
+    let v = match ci {
+        Some(c) if !c.short && c.hi <= target => Verdict::Met,
+        Some(c) if !c.short && c.lo > target => Verdict::Missed,
+        _ => Verdict::Unclear,
+    };
+    (ci, v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -186,6 +186,17 @@ fn quick_lazy_benchmark_csv_and_json() {
         .collect();
     let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(kernels, names);
+    // A figure with a target has a verdict from the interval of its ratio (three --quick
+    // samples a side cannot reach 95%: unclear); one without has neither.
+    for k in v["lazy"].as_array().unwrap() {
+        if k["target"].is_null() {
+            assert!(k["verdict"].is_null() && k["interval"].is_null(), "{k}");
+        } else {
+            assert_eq!(k["verdict"], "unclear", "{k}");
+            let i = k["interval"].as_array().expect("interval");
+            assert!(i[0].as_f64().unwrap() <= i[1].as_f64().unwrap(), "{k}");
+        }
+    }
     // A CSV that cannot be written is refused before the benchmark runs.
     let nowhere = dir.join("no/such/dir/lazy.csv");
     let (code, out, err) = common::bench(&["lazy", "--csv", nowhere.to_str().unwrap()]);
@@ -296,6 +307,10 @@ fn quick_nested_benchmark_csv_and_json() {
     {
         assert!(t["met"].is_boolean(), "{t}");
         assert!(t["target"].as_str().unwrap().contains(want), "{t}");
+        // Judged by the median's 95% interval: met only when all of it is within the target.
+        let verdict = t["verdict"].as_str().expect("verdict");
+        assert!(["met", "MISSED", "unclear"].contains(&verdict), "{t}");
+        assert_eq!(t["met"].as_bool(), Some(verdict == "met"), "{t}");
     }
     // The binding pair is measured where threads are bound (this machine's tree, 2+ CPUs).
     assert!(v["binding_pair"].is_null() || v["binding_pair"]["median_ns"].as_f64().unwrap() > 0.0);
