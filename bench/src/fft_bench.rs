@@ -35,7 +35,7 @@
 //! `fftw-threads` on p threads (its threads library, unbound threads) for each p > 1 of
 //! `--procs`, in place like the others, planned on the main thread.
 
-use crate::stats::{CONFIDENCE, Comparison, Samples, Verdict, at_most, median};
+use crate::stats::{CONFIDENCE, Comparison, Samples, Verdict, at_most, median, speedup_at_least};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
     BspFft, Choice, Complex, Exchange, FftCost, MultiFft, Order, flops, hierarchy, kernel_len,
@@ -781,13 +781,12 @@ fn predictions(rows: &[Row]) {
 /// The targets summary: per n from [`LARGE`] on, the flat BSP FFT on 2 processes against FFTW
 /// on 2 threads ([`FFTW_TARGET`]), and against sequential rustfft at 2^20 ([`RUSTFFT_TARGET`]).
 /// Each verdict comes from the interval of the speed ratio over all samples of both
-/// ([`at_most`] on the times): met, MISSED, or unclear where the interval holds the target.
+/// ([`speedup_at_least`]): met, MISSED, or unclear where the interval holds the target.
 fn targets(rows: &[Row]) {
-    // The speed ratio `m / r` is the time ratio `r / m`: at least `t` when `m`'s time is at
-    // most `1 / t` of `r`'s. The interval is given as speed ratios too.
+    // The interval and the verdict, in words, and the verdict.
     let verdict = |m: &Row, r: &Row, t: f64| {
-        let (c, v) = at_most(&m.times, &r.times, 1.0 / t, CONFIDENCE);
-        format!("[{:.2}-{:.2}] {}", 1.0 / c.hi, 1.0 / c.lo, v.word())
+        let (s, v) = speedup_at_least(&m.times, &r.times, t, CONFIDENCE);
+        (format!("[{:.2}-{:.2}] {}", s.lo, s.hi, v.word()), v)
     };
     let find = |n: usize, variant: &str, p: usize| {
         rows.iter()
@@ -800,7 +799,7 @@ fn targets(rows: &[Row]) {
              (>= {RUSTFFT_TARGET}: {})",
             m.gflops(),
             r.gflops(),
-            verdict(m, r, RUSTFFT_TARGET)
+            verdict(m, r, RUSTFFT_TARGET).0
         );
     }
     println!(
@@ -824,7 +823,7 @@ fn targets(rows: &[Row]) {
         match (find(n, "mbsp-flat", 2), find(n, "fftw-threads", 2)) {
             (Some(m), Some(f)) => {
                 let x = m.gflops() / f.gflops();
-                let (_, v) = at_most(&m.times, &f.times, 1.0 / FFTW_TARGET, CONFIDENCE);
+                let (words, v) = verdict(m, f, FFTW_TARGET);
                 tally[v as usize] += 1;
                 println!(
                     "  2^{:<3} mbsp-flat p=2 {:>6.2} Gflop/s / fftw-threads p=2 {:>6.2} Gflop/s = \
@@ -832,7 +831,7 @@ fn targets(rows: &[Row]) {
                     n.trailing_zeros(),
                     m.gflops(),
                     f.gflops(),
-                    verdict(m, f, FFTW_TARGET)
+                    words
                 );
             }
             _ => println!("  2^{:<3} (needs 2 in --procs)", n.trailing_zeros()),

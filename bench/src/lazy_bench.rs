@@ -571,6 +571,7 @@ fn print_json(rows: &[Row]) {
     let v: Vec<_> = rows
         .iter()
         .map(|r| {
+            let judged = r.judged(rows);
             json!({
                 "kernel": r.name,
                 "p": r.p,
@@ -579,8 +580,8 @@ fn print_json(rows: &[Row]) {
                 "max_ns": r.samples.range().1,
                 "ratio": r.against.map(|(b, _)| r.samples.median() / rows[b].samples.median()),
                 "target": r.against.and_then(|(_, t)| t),
-                "interval": r.judged(rows).map(|(c, _)| [c.lo, c.hi]),
-                "verdict": r.judged(rows).map(|(_, v)| v.word()),
+                "interval": judged.map(|(c, _)| [c.lo, c.hi]),
+                "verdict": judged.map(|(_, v)| v.word()),
                 "switches_per_process_superstep": r.switches,
             })
         })

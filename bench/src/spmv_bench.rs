@@ -64,7 +64,7 @@ use crate::partition_bench::{balanced_blocks, input_files};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
 use mbsp_tools::sparse::matrix_name;
 use mbsp_tools::spmv::{Csr, Per, Prepared, Variant, max_rel_error, measure, test_x};
-use mbsp_tools::stats::{CONFIDENCE, Verdict, at_most, median};
+use mbsp_tools::stats::{CONFIDENCE, Comparison, Verdict, at_most, median};
 use mbsp_tools::{Error, Result};
 use plotters::prelude::*;
 use rayon::prelude::*;
@@ -101,9 +101,9 @@ impl Top1 {
 
     /// Against [`TOP1_TARGET`] at [`CONFIDENCE`], from the interval of the time ratio over
     /// the rounds of both ([`at_most`]): unclear where it holds the target.
-    fn verdict(&self) -> Verdict {
+    fn judged(&self) -> (Comparison, Verdict) {
         let (h, f): (Vec<f64>, Vec<f64>) = self.rounds.iter().copied().unzip();
-        at_most(&h, &f, TOP1_TARGET, CONFIDENCE).1
+        at_most(&h, &f, TOP1_TARGET, CONFIDENCE)
     }
 
     /// The lowest and highest of the rounds' ratios.
@@ -115,10 +115,10 @@ impl Top1 {
         )
     }
 
-    fn detail(&self) -> String {
+    /// The case in words, with `c`, its [`judged`](Self::judged) interval.
+    fn detail(&self, c: &Comparison) -> String {
         let (lo, hi) = self.range();
         let (h, f): (Vec<f64>, Vec<f64>) = self.rounds.iter().copied().unzip();
-        let c = at_most(&h, &f, TOP1_TARGET, CONFIDENCE).0;
         format!(
             "{} p = {}: hier (1 x {}) {:.1} µs / plain {:.1} µs = {:.3}, {:.0}% interval \
              {:.3}-{:.3} (rounds {lo:.3}-{hi:.3}, {} rounds)",
@@ -521,10 +521,13 @@ pub fn run(o: &Options) -> Result<()> {
         plot(path, &rows).map_err(|e| e.context("--plot"))?;
     }
     let mut targets = targets(&rows, &figures);
-    targets.extend(top1.iter().map(|t| Target {
-        target: format!("hier with a top level of one package <= {TOP1_TARGET:.2}x plain"),
-        verdict: Some(t.verdict()),
-        detail: t.detail(),
+    targets.extend(top1.iter().map(|t| {
+        let (c, v) = t.judged();
+        Target {
+            target: format!("hier with a top level of one package <= {TOP1_TARGET:.2}x plain"),
+            verdict: Some(v),
+            detail: t.detail(&c),
+        }
     }));
     let (batch_counts, _) = batching(1, o.reps, o.quick);
     if o.json {

@@ -11,7 +11,7 @@ __all__ = [
     "BspError", "machine_tree", "placement", "params_in_force", "measure_params", "nprocs",
     "read_mtx", "write_mtx", "partition_coo", "partition_path", "measure_partition",
     "write_mondriaan", "read_mondriaan", "NativePlan", "kept_runs", "fft_into", "MachineWatch",
-    "machine_watch", "time_ratio_at_most",
+    "machine_watch", "speedup_at_least",
 ]
 
 class BspError(RuntimeError):
@@ -35,7 +35,7 @@ class MachineWatch:
     def state(self) -> Dict[str, Any]: ...
 
 def machine_watch() -> MachineWatch: ...
-def time_ratio_at_most(a: List[float], b: List[float], target: float) -> Tuple[float, float, float, float, str]: ...
+def speedup_at_least(a: List[float], b: List[float], target: float) -> Tuple[float, float, float, float, str]: ...
 
 def machine_tree(xml: Optional[str] = None, synthetic: Optional[str] = None) -> Dict[str, Any]: ...
 def placement(

@@ -114,9 +114,9 @@ def round_robin(groups: Sequence[Tuple[Sequence[Callable[[], Any]], int]], round
 def judged(mbsp_times: List[float], base_times: List[float], target: float) -> Dict[str, Any]:
     """The verdict on "mbsp at least `target` times as fast as the baseline" from the rounds of
     both: the speed ratio's interval and met / MISSED / unclear."""
-    _, lo, hi, level, verdict = _native.time_ratio_at_most(mbsp_times, base_times, 1.0 / target)
-    return {"met": verdict == "met", "verdict": verdict, "ratio_lo": 1.0 / hi,
-            "ratio_hi": 1.0 / lo, "ratio_level": level}
+    _, lo, hi, level, verdict = _native.speedup_at_least(mbsp_times, base_times, target)
+    return {"met": verdict == "met", "verdict": verdict, "ratio_lo": lo, "ratio_hi": hi,
+            "ratio_level": level}
 
 
 def spread(v: List[float]) -> float:
@@ -398,11 +398,10 @@ def print_tables(rows: List[Dict[str, Any]], machine: str) -> None:
                         ("partition", "partition volume equal to `mbsp partition`")):
         sel = [r for r in rows if r["table"] == table]
         if sel:
-            met = sum(r["met"] for r in sel)
-            # (The partitioner's rows are exact: met or not; the timed ones may be unclear.)
-            missed = sum(r.get("verdict", "MISSED" if not r["met"] else "met") == "MISSED" for r in sel)
+            # (The partitioner's rows are exact, met or not; the timed ones may be unclear.)
+            words = [r.get("verdict") or ("met" if r["met"] else "MISSED") for r in sel]
+            met, missed, unclear = (words.count(w) for w in ("met", "MISSED", "unclear"))
             word = "met" if met == len(sel) else "MISSED" if missed else "unclear"
-            unclear = len(sel) - met - missed
             print(f"target [{word}] {what}: met on {met} of {len(sel)}"
                   + (f", unclear on {unclear}" if unclear else ""))
     sel = [r for r in rows if r["table"] == "spmv" and r["p"] > 1]

@@ -331,12 +331,12 @@ impl MachineWatch {
     }
 }
 
-/// Whether the times `a` are at most `target` times the times `b` (seconds, interleaved
-/// samples of both): `mbsp_tools::stats::at_most` at 95%. Returns the time ratio a / b (the
-/// Hodges-Lehmann estimate), its interval, the interval's confidence, and the verdict: `met`,
-/// `MISSED` or `unclear` (the interval holds the target, or too few samples).
+/// Whether A (times `a`, seconds) is at least `target` times as fast as B (times `b`), from
+/// interleaved samples of both: `mbsp_tools::stats::speedup_at_least` at 95%. Returns the speed
+/// ratio b / a (the Hodges-Lehmann estimate), its interval, the interval's confidence, and the
+/// verdict: `met`, `MISSED` or `unclear` (the interval holds the target, or too few samples).
 #[pyfunction]
-fn time_ratio_at_most(
+fn speedup_at_least(
     a: Vec<f64>,
     b: Vec<f64>,
     target: f64,
@@ -344,19 +344,19 @@ fn time_ratio_at_most(
     let positive = |v: &[f64]| !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0);
     if !(positive(&a) && positive(&b) && target.is_finite() && target > 0.0) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "time_ratio_at_most: needs positive finite times on both sides ({} and {} given) \
+            "speedup_at_least: needs positive finite times on both sides ({} and {} given) \
              and a positive target ({target})",
             a.len(),
             b.len()
         )));
     }
-    let (c, v) = mbsp_tools::stats::at_most(&a, &b, target, mbsp_tools::stats::CONFIDENCE);
-    Ok((c.ratio, c.lo, c.hi, c.level, v.word()))
+    let (s, v) = mbsp_tools::stats::speedup_at_least(&a, &b, target, mbsp_tools::stats::CONFIDENCE);
+    Ok((s.ratio, s.lo, s.hi, s.level, v.word()))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MachineWatch>()?;
-    m.add_function(wrap_pyfunction!(time_ratio_at_most, m)?)?;
+    m.add_function(wrap_pyfunction!(speedup_at_least, m)?)?;
     m.add_function(wrap_pyfunction!(machine_watch, m)?)?;
     m.add_function(wrap_pyfunction!(machine_tree, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;

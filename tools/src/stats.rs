@@ -385,6 +385,42 @@ pub fn at_most(a: &[f64], b: &[f64], target: f64, level: f64) -> (Comparison, Ve
     (c, v)
 }
 
+/// A speed ratio and its interval ([`speedup_at_least`]): how many times as fast A is as B.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Speedup {
+    /// B's time over A's (the reciprocal of [`Comparison::ratio`]).
+    pub ratio: f64,
+    /// Lower end of its interval.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// The interval's confidence.
+    pub level: f64,
+}
+
+/// Whether A (times `a`) is at least `x` times as fast as B (times `b`): [`at_most`] on the
+/// times with the target `1 / x`, its ratio and interval turned into speed ratios.
+///
+/// ```
+/// use mbsp_tools::stats::{Verdict, speedup_at_least};
+/// let base = [1.00, 1.02, 0.99, 1.01, 1.03, 0.98, 1.00];
+/// let fast: Vec<f64> = base.iter().map(|t| t / 1.5).collect();
+/// let (s, v) = speedup_at_least(&fast, &base, 1.2, 0.95);
+/// assert_eq!(v, Verdict::Met);
+/// assert!(1.2 <= s.lo && s.lo <= s.ratio && s.ratio <= s.hi);
+/// assert_eq!(speedup_at_least(&base, &fast, 1.2, 0.95).1, Verdict::Missed);
+/// ```
+pub fn speedup_at_least(a: &[f64], b: &[f64], x: f64, level: f64) -> (Speedup, Verdict) {
+    let (c, v) = at_most(a, b, 1.0 / x, level);
+    let s = Speedup {
+        ratio: 1.0 / c.ratio,
+        lo: 1.0 / c.hi,
+        hi: 1.0 / c.lo,
+        level: c.level,
+    };
+    (s, v)
+}
+
 /// Whether the typical value of `values` (a time, say) is at most `target`: the median's
 /// interval at `level` ([`median_interval`]) and the verdict it allows, as [`at_most`] judges a
 /// ratio. Unclear where the interval holds the target or the samples are too few for `level`.
