@@ -268,6 +268,50 @@ fn mann_whitney_pmf(n: usize, m: usize) -> Vec<f64> {
     prev.swap_remove(m)
 }
 
+/// Pairs up to which [`compare`] uses the exact Mann–Whitney distribution (its cost grows as
+/// the square of the pairs); beyond, the normal approximation, which is accurate there.
+pub const EXACT_PAIRS: usize = 2_500;
+
+/// Samples per side that [`compare`] works with (see there).
+pub const MAX_SIDE: usize = 2_000;
+
+/// `values`, or `MAX_SIDE` evenly spaced order statistics of them when there are more.
+fn summarised(values: &[f64]) -> std::borrow::Cow<'_, [f64]> {
+    if values.len() <= MAX_SIDE {
+        return values.into();
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let last = (v.len() - 1) as f64;
+    let step = last / (MAX_SIDE - 1) as f64;
+    let picked: Vec<f64> = (0..MAX_SIDE)
+        .map(|i| v[(i as f64 * step).round() as usize])
+        .collect();
+    picked.into()
+}
+
+/// The standard normal distribution function, through the complementary error function
+/// (the Chebyshev fit of Numerical Recipes' `erfcc`: relative error below 1.2e-7).
+fn normal_cdf(z: f64) -> f64 {
+    const C: [f64; 10] = [
+        -1.265_512_23,
+        1.000_023_68,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_203_98,
+        1.488_515_87,
+        -0.822_152_23,
+        0.170_872_77,
+    ];
+    let x = -z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * x.abs());
+    let poly = C.iter().rev().fold(0.0, |acc, c| acc * t + c);
+    let erfc = t * (-x * x + poly).exp();
+    0.5 * if x >= 0.0 { erfc } else { 2.0 - erfc }
+}
+
 /// Compares two configurations' timings `a` and `b` (seconds, positive): the ratio of their
 /// typical times with a distribution-free confidence interval at `level` — the Hodges–Lehmann
 /// estimate and the Mann–Whitney interval of the difference of the logarithms (Lehmann,
@@ -285,7 +329,14 @@ fn mann_whitney_pmf(n: usize, m: usize) -> Vec<f64> {
 /// assert_eq!(same.differ, Some(false));
 /// assert_eq!(compare(&a[..2], &b[..2], 0.95).differ, None);
 /// ```
+///
+/// Cost: the `n·m` pairwise ratios, sorted; the exact Mann–Whitney distribution up to
+/// [`EXACT_PAIRS`] pairs, its normal approximation beyond. A side of more than [`MAX_SIDE`]
+/// samples is first summarised by that many evenly spaced order statistics (the interval is
+/// then that of `MAX_SIDE` samples: wider, never narrower), so that any sample counts a caller
+/// gives take bounded time and memory.
 pub fn compare(a: &[f64], b: &[f64], level: f64) -> Comparison {
+    let (a, b) = (summarised(a), summarised(b));
     let (n, m) = (a.len(), b.len());
     let mut d: Vec<f64> = a
         .iter()
@@ -303,12 +354,27 @@ pub fn compare(a: &[f64], b: &[f64], level: f64) -> Comparison {
         };
     }
     // The interval [d_(k), d_(nm+1-k)] holds the true shift with probability 1 - 2 P(U < k).
-    let pmf = mann_whitney_pmf(n, m);
+    // `cdf(u)` = P(U <= u), called for u = 0, 1, ... in turn: exactly, or (many pairs) by the
+    // normal approximation with a continuity correction.
+    let pairs = n * m;
+    let pmf = (pairs <= EXACT_PAIRS).then(|| mann_whitney_pmf(n, m));
+    let mean = pairs as f64 / 2.0;
+    let sd = (pairs as f64 * (n + m + 1) as f64 / 12.0).sqrt();
+    let mut sum = 0.0;
+    let mut cdf = |u: usize| match &pmf {
+        Some(f) => {
+            sum += f[u];
+            sum
+        }
+        None => normal_cdf((u as f64 + 0.5 - mean) / sd),
+    };
     let mut below = 0.0; // P(U < k)
     let mut k = 0;
-    while k < pmf.len() / 2 && 1.0 - 2.0 * (below + pmf[k]) >= level {
-        below += pmf[k];
+    let mut next = cdf(0); // P(U <= k)
+    while k < pairs.div_ceil(2) && 1.0 - 2.0 * next >= level {
+        below = next;
         k += 1;
+        next = cdf(k);
     }
     if k == 0 {
         // Too few samples: even [min, max] of the differences holds the shift with less
@@ -318,7 +384,7 @@ pub fn compare(a: &[f64], b: &[f64], level: f64) -> Comparison {
             ratio,
             lo,
             hi,
-            level: 1.0 - 2.0 * pmf[0],
+            level: 1.0 - 2.0 * next,
             differ: None,
         };
     }
@@ -450,6 +516,62 @@ pub fn median_at_most(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_normal_distribution_function() {
+        for (z, want) in [
+            (0.0, 0.5),
+            (1.959_964, 0.975),
+            (-1.959_964, 0.025),
+            (-3.0, 0.001_35),
+        ] {
+            assert!(
+                (normal_cdf(z) - want).abs() < 1e-5,
+                "z = {z}: {}",
+                normal_cdf(z)
+            );
+        }
+    }
+
+    /// Where `compare` switches to the normal approximation (past `EXACT_PAIRS`), it agrees
+    /// with the exact Mann–Whitney distribution in the tails the intervals are cut from.
+    #[test]
+    fn the_normal_approximation_agrees_with_the_exact_distribution_past_the_switch() {
+        let (n, m) = (60, 60);
+        assert!(n * m > EXACT_PAIRS);
+        let pmf = mann_whitney_pmf(n, m);
+        let (mean, sd) = (
+            (n * m) as f64 / 2.0,
+            ((n * m * (n + m + 1)) as f64 / 12.0).sqrt(),
+        );
+        let mut exact = 0.0;
+        for (u, p) in pmf.iter().enumerate().take(n * m / 2) {
+            exact += p;
+            if (0.001..0.05).contains(&exact) {
+                let approx = normal_cdf((u as f64 + 0.5 - mean) / sd);
+                assert!(
+                    (approx - exact).abs() < 0.002,
+                    "u = {u}: {approx} against {exact}"
+                );
+            }
+        }
+    }
+
+    /// Many samples take bounded time (summarised sides, the normal approximation) and still
+    /// tell a shift from none.
+    #[test]
+    fn many_samples_are_compared_without_blowing_up() {
+        let a: Vec<f64> = (0..20_000)
+            .map(|i| 1.0 + (i % 97) as f64 / 1000.0)
+            .collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 1.3).collect();
+        let c = compare(&a, &b, 0.95);
+        assert_eq!(c.differ, Some(true));
+        assert!(c.hi < 1.0 && (c.ratio - 1.0 / 1.3).abs() < 0.01, "{c:?}");
+        let same = compare(&a, &a[..5_000], 0.95);
+        assert_eq!(same.differ, Some(false), "{same:?}");
+        assert_eq!(summarised(&a).len(), MAX_SIDE);
+    }
 
     #[test]
     fn median_and_range() {
