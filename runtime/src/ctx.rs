@@ -196,7 +196,7 @@ impl ProcShared {
 
     /// Forget everything of a previous run (exclusive access: no process runs).
     pub(crate) fn reset(&mut self) {
-        self.regs.with_mut(|t| *t = RegTable::default());
+        self.regs.with_mut(RegTable::clear);
         self.clear_outboxes();
         self.done.store(0, Ordering::Relaxed);
     }
@@ -219,7 +219,10 @@ impl ProcShared {
 
 /// Everything the processes of one run share.
 pub(crate) struct RunShared {
-    pub(crate) id: u64,
+    /// This run's number, new for every run on this state. On a line of its own: the other
+    /// fields the processes read (`p`, `procs`, `parent_path`...) do not change from one run
+    /// to the next on a kept state, and stay in every core's cache (`Run::shared_from`).
+    pub(crate) id: CachePadded<u64>,
     pub(crate) p: usize,
     /// Pids from the top-level run down to the process that started this run.
     pub(crate) parent_path: Vec<usize>,
@@ -257,7 +260,7 @@ impl RunShared {
         let slots = engine.slots() as u64;
         debug_assert!(slots == 2 || slots == SLOTS as u64);
         RunShared {
-            id: next_run_id(),
+            id: CachePadded::new(next_run_id()),
             p,
             parent_path,
             tree,
@@ -299,24 +302,32 @@ impl RunShared {
     /// processes of the previous run have all dropped their contexts); the engine's part is
     /// made ready by the caller, who knows the engine.
     pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: Arc<Tree>) {
-        self.id = next_run_id();
+        *self.id = next_run_id();
         // Into the vector the last run left (a nested run allocates nothing here).
-        self.parent_path.clear();
-        self.parent_path.extend_from_slice(parent_path);
+        // Written only when it changes: every process reads it when it enters the run, and a
+        // line written here would have to cross to each of their cores.
+        if self.parent_path != parent_path {
+            self.parent_path.clear();
+            self.parent_path.extend_from_slice(parent_path);
+        }
         for proc in self.procs.iter_mut() {
             proc.reset();
         }
         self.stopped.store(0, Ordering::Relaxed);
         self.engine.attach(&tree);
-        self.tree = tree;
+        if !Arc::ptr_eq(&self.tree, &tree) {
+            self.tree = tree;
+        }
     }
 
     /// Release what a run that has ended still holds of its processes' memory (registered
     /// areas); keep the buffers.
     pub(crate) fn release(&mut self) {
-        self.ckpt = None;
+        if self.ckpt.is_some() {
+            self.ckpt = None;
+        }
         for proc in self.procs.iter_mut() {
-            proc.regs.with_mut(|t| *t = RegTable::default());
+            proc.regs.with_mut(RegTable::clear);
             // Owned messages nobody received (the run failed, or nobody synced again).
             for out in proc.out.iter_mut() {
                 out.with_mut(|outs| outs.iter().flatten().for_each(|ob| ob.free_owned()));

@@ -33,7 +33,7 @@ pub(crate) fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {
-    let (mut ctx, saved) = enter(&shared, pid);
+    let (mut ctx, saved) = enter(shared, pid);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = f(&mut ctx)?;
         ctx.end()?;
@@ -71,7 +71,7 @@ thread_local! {
 /// no binding call on its thread. The price is paid by runs nested in such a process 0 that
 /// stack several processes on its core: its thread keeps the caller's wider binding, so each
 /// of them narrows it and gives that binding back (two calls a nested run).
-pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
+pub(crate) fn enter(shared: Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
         (layout.unbound(), None)
@@ -118,7 +118,7 @@ pub(crate) fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32
     };
     // SAFETY: this thread runs process `pid`, entering the run.
     let engine = ProcEngine::Threads(unsafe { shared.engine.threads().proc_state(pid) });
-    (Ctx::new(shared.clone(), pid, binding, engine), saved)
+    (Ctx::new(shared, pid, binding, engine), saved)
 }
 
 /// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).
@@ -149,13 +149,15 @@ pub(crate) fn leave<R>(
     }
     let verdict = ctx.engine_leave(result.as_ref().err());
     let result = result.map_err(|e| verdict.unwrap_or(e));
-    let shared = ctx.run.clone();
+    // The layout outlives the context only where a binding is to be restored: a reference
+    // count that the run's other threads also change is touched no more than it must be.
+    let layout = saved.as_ref().map(|_| ctx.run.layout.clone());
     drop(ctx);
-    if let Some(cpus) = saved {
+    if let (Some(cpus), Some(layout)) = (saved, layout) {
         // Bound at the start (or narrowed for a nested run, or by one nested in this run):
         // put it back.
         if BOUND.with(|c| c.borrow().as_ref() != Some(&cpus)) {
-            shared.layout.binder.restore_thread(&cpus);
+            layout.binder.restore_thread(&cpus);
             BOUND.with(|c| *c.borrow_mut() = Some(cpus));
         }
     }

@@ -162,6 +162,19 @@ pub(crate) struct RegTable {
 }
 
 impl RegTable {
+    /// Forget every registration (a run that has ended). A table that never held one is left
+    /// untouched: it is another process's, and a line written here would cross to that
+    /// process's core when it next enters a run (`shim::Zero`).
+    pub(crate) fn clear(&mut self) {
+        let pristine = self.entries.capacity() == 0
+            && self.keep.capacity() == 0
+            && self.types.capacity() == 0
+            && self.order.capacity() == 0;
+        if !pristine {
+            *self = RegTable::default();
+        }
+    }
+
     #[inline]
     pub(crate) fn entry(&self, slot: u32) -> &Entry {
         self.entries.get(slot as usize).map_or(&FREE, |e| e)

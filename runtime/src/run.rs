@@ -515,7 +515,7 @@ impl Run {
             let f: Arc<BegunFn> = f;
             // SAFETY: the `Spmd` keeps `f` and waits for the launch (in `finish`, or when the
             // launch is dropped) before it drops `f`.
-            let launch = Box::new(unsafe { Launch::new(shared.clone(), &*f, process_dyn) });
+            let launch = Box::new(unsafe { Launch::new(shared.clone(), &*f, process_dyn, &team) });
             launch.dispatch(&mut team);
             let w = Workers::Team {
                 launch,
@@ -547,7 +547,7 @@ impl Run {
             }
             (shared, Workers::Spawned(threads))
         };
-        let (ctx, saved) = enter(&shared, 0);
+        let (ctx, saved) = enter(shared.clone(), 0);
         Spmd {
             ckpt: shared.ckpt.clone(),
             ctx: Some(ctx),
@@ -615,7 +615,7 @@ impl Run {
         let results = {
             // SAFETY: `launch` lives in this frame and waits for every worker, when dropped at
             // the latest, before `f` (borrowed by this call) can go away.
-            let launch = unsafe { Launch::new(shared.clone(), f, process_dyn) };
+            let launch = unsafe { Launch::new(shared.clone(), f, process_dyn, &team) };
             launch.dispatch(&mut team);
             let mut results = Vec::with_capacity(shared.p);
             results.push(process(shared.clone(), 0, f));
@@ -734,10 +734,21 @@ impl Run {
             if last.engine.threads().fits(&layout, shape) {
                 if let Some(s) = Arc::get_mut(&mut last) {
                     s.engine.threads_mut().reuse(shape);
-                    s.layout = layout;
-                    s.inherited = inherited;
-                    s.prof = sink;
-                    s.ckpt = self.checkpointer(parent_path, s.p);
+                    // Fields the processes read are written only when they change (each
+                    // line written here crosses to the cores of the run's other processes).
+                    if !Arc::ptr_eq(&s.layout, &layout) {
+                        s.layout = layout;
+                    }
+                    if s.inherited != inherited {
+                        s.inherited = inherited;
+                    }
+                    if s.prof.is_some() || sink.is_some() {
+                        s.prof = sink;
+                    }
+                    let ckpt = self.checkpointer(parent_path, s.p);
+                    if s.ckpt.is_some() || ckpt.is_some() {
+                        s.ckpt = ckpt;
+                    }
                     s.reuse(parent_path, tree);
                     return last;
                 }

@@ -17,6 +17,32 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Builder as ThreadBuilder, JoinHandle};
 
+/// Resetting a run's shared state for the next run on the same state (exclusive access: no
+/// process of either run is running).
+pub(crate) trait Zero {
+    /// Store zero (`false`), Relaxed, unless the atomic already holds it. A line of another
+    /// process's state that is only read stays shared by both cores, where a store would
+    /// take it from that process's cache and make it come back at its first touch in the
+    /// next run: one line crossing between cores each way for every word reset. (The next
+    /// run's processes see either value through the release that starts them.)
+    fn zero(&self);
+}
+
+macro_rules! zero_for {
+    ($($t:ty: $z:expr),*) => {$(
+        impl Zero for $t {
+            #[inline]
+            fn zero(&self) {
+                if self.load(Ordering::Relaxed) != $z {
+                    self.store($z, Ordering::Relaxed);
+                }
+            }
+        }
+    )*};
+}
+
+zero_for!(AtomicBool: false, AtomicU32: 0, AtomicU64: 0, AtomicUsize: 0);
+
 /// One step of a busy wait.
 #[inline]
 pub(crate) fn spin_hint() {

@@ -40,6 +40,7 @@ use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::shim::{AtomicU32, AtomicUsize, JoinHandle, Ordering, SharedCell, ThreadBuilder};
 use crate::wait::{Signal, Sleep, WaitPolicy, wait_until};
+use crossbeam_utils::CachePadded;
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -83,10 +84,11 @@ const IDLE: u32 = 0;
 const POSTED: u32 = 1;
 const EXIT: u32 = 2;
 
-/// A process for a worker to run: `run(data, pid)`; then wait for the next job as `idle` says.
+/// A process for a worker to run: `run(data, pid, done)`, `done` being the team's signal the
+/// last worker out notifies; then wait for the next job as `idle` says.
 #[derive(Clone, Copy)]
 struct Job {
-    run: unsafe fn(*const (), usize),
+    run: unsafe fn(*const (), usize, &Signal),
     data: *const (),
     pid: usize,
     idle: WaitPolicy,
@@ -94,6 +96,8 @@ struct Job {
 
 /// Where a worker waits for its next job.
 struct Mailbox {
+    /// The team's signal where starters wait for the last worker of a launch (`Team::done`).
+    done: Arc<CachePadded<Signal>>,
     /// `IDLE`, `POSTED` or `EXIT`.
     state: AtomicU32,
     /// Where the idle worker sleeps; notified after every change of `state` to non-`IDLE`.
@@ -109,8 +113,9 @@ unsafe impl Sync for Mailbox {}
 unsafe impl Send for Mailbox {}
 
 impl Mailbox {
-    fn new() -> Self {
+    fn new(done: Arc<CachePadded<Signal>>) -> Self {
         Mailbox {
+            done,
             state: AtomicU32::new(IDLE),
             signal: Signal::new(),
             job: SharedCell::new(None),
@@ -186,7 +191,7 @@ fn worker_main(mail: Arc<Mailbox>) {
         idle = job.idle;
         // SAFETY: the starter keeps the job's data alive until we count ourselves out, which
         // `run` does last (module documentation).
-        unsafe { (job.run)(job.data, job.pid) };
+        unsafe { (job.run)(job.data, job.pid, &mail.done) };
     }
 }
 
@@ -196,6 +201,12 @@ pub(crate) struct Team {
     stack: Option<usize>,
     /// The shared state of the last run, reusable by a run of the same size.
     pub(crate) last: Option<Arc<RunShared>>,
+    /// Where a starter waits for the last worker of its launch to count itself out. One per
+    /// team, made once and held by every worker's mailbox: a worker notifies it without
+    /// touching a reference count (a count the starter also changes would cross between the
+    /// two cores on every run), and may do so after the launch has gone (a stray notification
+    /// wakes a later launch's starter, who then checks its own condition).
+    done: Arc<CachePadded<Signal>>,
 }
 
 impl Team {
@@ -205,6 +216,7 @@ impl Team {
             workers: Vec::new(),
             stack,
             last: None,
+            done: Arc::new(CachePadded::new(Signal::new())),
         }
     }
 
@@ -244,7 +256,7 @@ impl Team {
     /// Make sure there are `n` workers; on failure return how many there are and the error.
     fn grow(&mut self, n: usize) -> std::result::Result<(), (usize, std::io::Error)> {
         while self.workers.len() < n {
-            let mail = Arc::new(Mailbox::new());
+            let mail = Arc::new(Mailbox::new(self.done.clone()));
             let mut b =
                 ThreadBuilder::new().name(format!("mbsp-worker-{}", self.workers.len() + 1));
             if let Some(s) = self.stack {
@@ -270,22 +282,30 @@ pub(crate) type SpmdFn<'f, R> = dyn Fn(&mut Ctx) -> Result<R> + Sync + 'f;
 pub(crate) type ProcessFn<R> = for<'a> fn(Arc<RunShared>, usize, &'a SpmdFn<'a, R>) -> Result<R>;
 
 /// One run handed to a team: what its workers need, in the starter's frame.
+///
+/// On one cache line of its own (for a result that fits), written by the starter before it
+/// posts the jobs: a worker reads it once when it starts, and writes it once when it ends
+/// (its result, then `remaining`) — in a run of two, the one line that crosses to the worker's
+/// core and back besides the job and the barrier's.
+#[repr(C, align(128))]
 pub(crate) struct Launch<R> {
     pub(crate) shared: Arc<RunShared>,
     /// The SPMD function; lifetime-erased, valid until every worker has counted itself out.
     f: *const SpmdFn<'static, R>,
-    /// Results of processes 1.., each written once by its worker before it counts itself out.
-    results: Box<[SharedCell<Option<Result<R>>>]>,
-    remaining: AtomicUsize,
-    /// Where the starter sleeps until the last worker has counted itself out; shared, since
-    /// the last worker notifies it when the launch may already be gone.
-    done: Arc<Signal>,
     /// Workers run `process` through this (it knows how to bind and make the context).
     process: ProcessFn<R>,
+    remaining: AtomicUsize,
+    /// The result of process 1, written once by its worker before it counts itself out.
+    first: SharedCell<Option<Result<R>>>,
+    /// The results of processes 2.., the same way (nothing allocated for a run of two).
+    rest: Box<[SharedCell<Option<Result<R>>>]>,
+    /// Where the starter sleeps until the last worker has counted itself out: the team's
+    /// ([`Team::done`]), which outlives the launch.
+    done: Arc<CachePadded<Signal>>,
 }
 
 impl<R> Launch<R> {
-    /// A launch of `shared`'s processes 1.. running `f`.
+    /// A launch of `shared`'s processes 1.. running `f`, on `team`'s workers.
     ///
     /// # Safety
     /// `f` must stay valid until [`Launch::wait`] has returned (the launch must not be leaked
@@ -294,17 +314,32 @@ impl<R> Launch<R> {
         shared: Arc<RunShared>,
         f: &'f SpmdFn<'f, R>,
         process: ProcessFn<R>,
+        team: &Team,
     ) -> Self {
         let p = shared.p;
         let f: *const SpmdFn<'f, R> = f;
+        // The workers' references to the run state, counted here (see `run_one`).
+        for _ in 1..p {
+            // SAFETY: `shared` is a live `Arc`.
+            unsafe { Arc::increment_strong_count(Arc::as_ptr(&shared)) };
+        }
         Launch {
             shared,
             // SAFETY: only the lifetime changes; validity is the caller's promise.
             f: unsafe { std::mem::transmute::<*const SpmdFn<'f, R>, *const SpmdFn<'static, R>>(f) },
-            results: (1..p).map(|_| SharedCell::new(None)).collect(),
-            remaining: AtomicUsize::new(p - 1),
-            done: Arc::new(Signal::new()),
             process,
+            remaining: AtomicUsize::new(p - 1),
+            first: SharedCell::new(None),
+            rest: (2..p).map(|_| SharedCell::new(None)).collect(),
+            done: team.done.clone(),
+        }
+    }
+
+    /// The result slot of process `pid` (1..p).
+    fn slot(&self, pid: usize) -> &SharedCell<Option<Result<R>>> {
+        match pid {
+            1 => &self.first,
+            _ => &self.rest[pid - 2],
         }
     }
 
@@ -320,7 +355,9 @@ impl<R> Launch<R> {
             Err((have, e)) => {
                 crate::process::spawn_failed(&self.shared, have + 1, e);
                 for _ in have..want {
-                    self.count_out();
+                    // SAFETY: the reference counted for a worker that never starts (`new`).
+                    unsafe { Arc::decrement_strong_count(Arc::as_ptr(&self.shared)) };
+                    self.count_out(&self.done);
                 }
                 have
             }
@@ -340,29 +377,32 @@ impl<R> Launch<R> {
     ///
     /// # Safety
     /// `data` is a live `Launch<R>` (see [`Launch::new`]).
-    unsafe fn run_one(data: *const (), pid: usize) {
+    unsafe fn run_one(data: *const (), pid: usize, done: &Signal) {
         // SAFETY: the caller's promise.
         let me = unsafe { &*(data as *const Self) };
         // SAFETY: `f` is valid until `wait` returns, which needs our count below.
         let f = unsafe { &*me.f };
-        let r = catch_unwind(AssertUnwindSafe(|| (me.process)(me.shared.clone(), pid, f)))
-            .unwrap_or_else(|_| {
+        // SAFETY: `new` counted a reference for each worker: this is ours. (Counted by the
+        // starter, so that the count's line does not cross to this core when the run starts.)
+        let shared = unsafe { Arc::from_raw(Arc::as_ptr(&me.shared)) };
+        let r =
+            catch_unwind(AssertUnwindSafe(|| (me.process)(shared, pid, f))).unwrap_or_else(|_| {
                 Err(Error::outside(
                     ErrorKind::Panic,
                     "run",
                     "a process thread panicked outside its SPMD function",
                 ))
             });
-        // SAFETY: slot `pid - 1` is written by this worker only, and read by the starter after
+        // SAFETY: slot `pid` is written by this worker only, and read by the starter after
         // `remaining` reaches 0.
-        unsafe { me.results[pid - 1].write(|slot| *slot = Some(r)) };
-        me.count_out();
+        unsafe { me.slot(pid).write(|slot| *slot = Some(r)) };
+        me.count_out(done);
     }
 
-    /// One process is done with the launch; the last one wakes the starter. The launch may be
-    /// gone right after the decrement, so the signal is taken (shared) before it.
-    fn count_out(&self) {
-        let done = self.done.clone();
+    /// One process is done with the launch; the last one wakes the starter through `done`,
+    /// the team's signal, which the caller holds: the launch may be gone right after the
+    /// decrement.
+    fn count_out(&self, done: &Signal) {
         // AcqRel: the result written before travels to the starter (and the last worker's
         // decrement carries every earlier worker's, through the read-modify-write chain).
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -384,7 +424,8 @@ impl<R> Launch<R> {
 
     /// The results of processes 1.. (call after [`Launch::wait`]).
     pub(crate) fn take_results(&self) -> impl Iterator<Item = Result<R>> + '_ {
-        self.results.iter().map(|slot| {
+        let first = (self.shared.p > 1).then_some(&self.first);
+        first.into_iter().chain(self.rest.iter()).map(|slot| {
             // SAFETY: every worker has counted itself out (`wait`), so nobody writes the slots.
             unsafe { slot.write(Option::take) }.unwrap_or_else(|| {
                 Err(Error::outside(
@@ -411,16 +452,16 @@ impl<R> Drop for Launch<R> {
 #[cfg(loom)]
 pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<u64>>)> {
     fn process(shared: Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
-        Ok(pid as u64 * 1000 + shared.id)
+        Ok(pid as u64 * 1000 + *shared.id)
     }
     let f = |_: &mut Ctx| Ok(0);
     let mut team = Team::empty(None);
     let out = runs
         .into_iter()
         .map(|shared| {
-            let id = shared.id;
+            let id = *shared.id;
             // SAFETY: `f` outlives the launch, which waits for its workers when dropped.
-            let launch = unsafe { Launch::new(shared, &f, process) };
+            let launch = unsafe { Launch::new(shared, &f, process, &team) };
             launch.dispatch(&mut team);
             launch.wait();
             (id, launch.take_results().collect())

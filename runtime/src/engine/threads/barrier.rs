@@ -56,7 +56,7 @@
 //! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
-use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, Zero, fence};
 use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
@@ -566,18 +566,19 @@ impl Barrier {
     /// it has ended); the stores are published to the new run's processes by the hand-over of
     /// their jobs.
     pub(crate) fn reset(&self) {
+        // Only what changed is written (`shim::Zero`).
         for line in self.lines.iter() {
             for h in line.half.iter() {
-                h.word.store(0, Ordering::Relaxed);
+                h.word.zero();
             }
         }
         for node in self.nodes.iter() {
-            node.release.store(0, Ordering::Relaxed);
+            node.release.zero();
         }
-        self.arrival.count.store(0, Ordering::Relaxed);
-        self.arrival.flags.store(0, Ordering::Relaxed);
-        self.arrival.all.store(0, Ordering::Relaxed);
-        self.aborted.store(false, Ordering::Relaxed);
+        self.arrival.count.zero();
+        self.arrival.flags.zero();
+        self.arrival.all.zero();
+        self.aborted.zero();
     }
 
     /// Make every current and future [`wait`](Self::wait) return [`Aborted`].

@@ -27,7 +27,7 @@
 //!   so a process that reads it (Acquire) knows whether the count it waits for can still grow.
 
 use crate::outbox::SLOTS;
-use crate::shim::{AtomicU64, Ordering};
+use crate::shim::{AtomicU64, Ordering, Zero};
 use crossbeam_utils::CachePadded;
 
 /// Bits per word of the writers bitmap.
@@ -101,11 +101,11 @@ impl Inbox {
         for o in 0..SLOTS {
             let h = &self.head[o];
             for w in h.bits.iter().chain(self.tail[o].iter()) {
-                w.store(0, Ordering::Relaxed);
+                w.zero();
             }
-            h.records.store(0, Ordering::Relaxed);
-            h.acks_other.store(0, Ordering::Relaxed);
-            self.mode[o].store(0, Ordering::Relaxed);
+            h.records.zero();
+            h.acks_other.zero();
+            self.mode[o].zero();
         }
     }
 

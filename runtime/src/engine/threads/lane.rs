@@ -28,7 +28,7 @@
 //! A run of `p` processes has `S p²` lanes of one cache line each, padded to 128 bytes (64 KiB
 //! at `p = 16` with two slots, 96 KiB with three); larger runs use the inbox path only.
 
-use crate::shim::{AtomicU64, Ordering};
+use crate::shim::{AtomicU64, Ordering, Zero};
 
 /// The largest run that uses lanes.
 pub(crate) const LANE_P: usize = 16;
@@ -163,7 +163,7 @@ impl Lanes {
     /// Forget a previous run (no process of the run is running).
     pub(crate) fn reset(&self) {
         for lane in self.lanes.iter() {
-            lane.stamp.store(0, Ordering::Relaxed);
+            lane.stamp.zero();
         }
     }
 }

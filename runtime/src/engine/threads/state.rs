@@ -20,7 +20,7 @@ use super::inbox::Inbox;
 use super::lane::Lanes;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
-use crate::shim::{AtomicBool, AtomicU32, Ordering, SharedCell};
+use crate::shim::{AtomicBool, AtomicU32, SharedCell, Zero};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -72,7 +72,10 @@ pub(crate) struct RunState {
 }
 
 /// [`RunState`]'s kept process states, by process.
-struct Spares(Box<[SharedCell<Option<ProcState>>]>);
+///
+/// Each on its own cache line: process 0's thread takes and keeps its state while the others'
+/// threads take and keep theirs.
+struct Spares(Box<[CachePadded<SharedCell<Option<ProcState>>>]>);
 
 // SAFETY: each cell is touched only by the thread running its process, when it enters and
 // when it leaves a run ([`RunState::proc_state`], [`RunState::keep_proc_state`]).
@@ -131,7 +134,11 @@ impl RunState {
             pair_barrier: shape.pair_barrier && p == 2,
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
-            spare: Spares((0..p).map(|_| SharedCell::new(None)).collect()),
+            spare: Spares(
+                (0..p)
+                    .map(|_| CachePadded::new(SharedCell::new(None)))
+                    .collect(),
+            ),
         }
     }
 
@@ -175,13 +182,17 @@ impl RunState {
     /// Make the state ready for a new run of `shape` (exclusive access: the processes of the
     /// previous run have all dropped their contexts); its barrier is registered with `tree`.
     pub(crate) fn reuse(&mut self, shape: Shape) {
-        self.pair_barrier = shape.pair_barrier && self.peers.len() == 2;
+        // (Every reset below writes only what changed: see `shim::Zero`.)
+        let pair_barrier = shape.pair_barrier && self.peers.len() == 2;
+        if self.pair_barrier != pair_barrier {
+            self.pair_barrier = pair_barrier;
+        }
         for peer in self.peers.iter_mut() {
             peer.inbox.reset();
-            peer.ended.store(false, Ordering::Relaxed);
+            peer.ended.zero();
             peer.bulk.reset();
         }
-        self.lazy_used.store(false, Ordering::Relaxed);
+        self.lazy_used.zero();
         if let Some(lanes) = &self.lanes {
             lanes.reset();
         }
