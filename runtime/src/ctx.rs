@@ -342,6 +342,50 @@ impl RunShared {
     }
 }
 
+/// A context's way to its run's shared state, without a reference count of its own where the
+/// run's starter keeps the state alive ([`RunRef::lent`]): the count is one cache line that
+/// every process of a run would change when it enters and when it leaves, each change taking
+/// the line from the core that changed it last.
+pub(crate) struct RunRef {
+    ptr: std::ptr::NonNull<RunShared>,
+    /// The state's keeper where nobody else keeps it (a run over ranks: its one process here).
+    _own: Option<Arc<RunShared>>,
+}
+
+impl RunRef {
+    /// The state `run`, kept alive by the caller.
+    ///
+    /// # Safety
+    /// `run` (an `Arc` of the caller, or one it knows is kept) must outlive the `RunRef`:
+    /// the starter of a run keeps its state until every process of the run has dropped its
+    /// context (`process::process`, `Run::launch`, `Spmd`).
+    pub(crate) unsafe fn lent(run: &Arc<RunShared>) -> Self {
+        RunRef {
+            ptr: std::ptr::NonNull::from(&**run),
+            _own: None,
+        }
+    }
+
+    /// The state `run`, kept alive by this reference.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn owned(run: Arc<RunShared>) -> Self {
+        RunRef {
+            ptr: std::ptr::NonNull::from(&*run),
+            _own: Some(run),
+        }
+    }
+}
+
+impl std::ops::Deref for RunRef {
+    type Target = RunShared;
+
+    #[inline(always)]
+    fn deref(&self) -> &RunShared {
+        // SAFETY: alive as long as this reference ([`RunRef::lent`]'s contract, or `_own`).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
 /// Private per-process state changed by `&self` primitives.
 #[derive(Default)]
 pub(crate) struct Local {
@@ -366,7 +410,7 @@ pub(crate) struct Local {
 /// ([`Ctx::local`]) are alive; [`Ctx::sync`] takes `&mut self`, so no such view survives a sync
 /// and the runtime's writes into registered memory never alias a live reference.
 pub struct Ctx {
-    pub(crate) run: Arc<RunShared>,
+    pub(crate) run: RunRef,
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
@@ -419,12 +463,7 @@ pub struct Ctx {
 impl Ctx {
     /// Process `pid`'s context in `run`, its thread bound as `binding` says, reaching the
     /// others through `engine`.
-    pub(crate) fn new(
-        run: Arc<RunShared>,
-        pid: usize,
-        binding: Binding,
-        engine: ProcEngine,
-    ) -> Ctx {
+    pub(crate) fn new(run: RunRef, pid: usize, binding: Binding, engine: ProcEngine) -> Ctx {
         // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
         // contexts are made after the previous run's were dropped).
         let (getbuf, mut path) = unsafe {

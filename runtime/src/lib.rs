@@ -328,10 +328,10 @@ pub mod internals {
         let handles: Vec<_> = (1..p)
             .map(|pid| {
                 let (s, f) = (shared.clone(), f.clone());
-                loom::thread::spawn(move || crate::process::process(s, pid, &*f))
+                loom::thread::spawn(move || crate::process::process(&s, pid, &*f))
             })
             .collect();
-        let mut out = vec![crate::process::process(shared, 0, &*f)];
+        let mut out = vec![crate::process::process(&shared, 0, &*f)];
         out.extend(
             handles
                 .into_iter()

@@ -2,7 +2,7 @@
 //! function run and the final sync ([`process`]), its outcome recorded and the thread's binding
 //! given back ([`leave`]).
 
-use crate::ctx::{Ctx, RunShared};
+use crate::ctx::{Ctx, RunRef, RunShared};
 use crate::engine::state::ProcEngine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::Layout;
@@ -29,11 +29,13 @@ pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
 }
 
 /// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
-pub(crate) fn process<R, F>(shared: Arc<RunShared>, pid: usize, f: &F) -> Result<R>
+pub(crate) fn process<R, F>(shared: &Arc<RunShared>, pid: usize, f: &F) -> Result<R>
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {
-    let (mut ctx, saved) = enter(shared, pid);
+    // SAFETY: the context is dropped (`leave`) before this call returns, and `shared` outlives
+    // the call.
+    let (mut ctx, saved) = unsafe { enter(shared, pid) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = f(&mut ctx)?;
         ctx.end()?;
@@ -71,7 +73,10 @@ thread_local! {
 /// no binding call on its thread. The price is paid by runs nested in such a process 0 that
 /// stack several processes on its core: its thread keeps the caller's wider binding, so each
 /// of them narrows it and gives that binding back (two calls a nested run).
-pub(crate) fn enter(shared: Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
+///
+/// # Safety
+/// `shared` must outlive the context ([`RunRef::lent`]).
+pub(crate) unsafe fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
         (layout.unbound(), None)
@@ -118,7 +123,9 @@ pub(crate) fn enter(shared: Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>
     };
     // SAFETY: this thread runs process `pid`, entering the run.
     let engine = ProcEngine::Threads(unsafe { shared.engine.threads().proc_state(pid) });
-    (Ctx::new(shared, pid, binding, engine), saved)
+    // SAFETY: the caller's promise.
+    let run = unsafe { RunRef::lent(shared) };
+    (Ctx::new(run, pid, binding, engine), saved)
 }
 
 /// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).

@@ -536,7 +536,7 @@ impl Run {
                 let (mine, f) = (shared.clone(), f.clone());
                 match self
                     .thread(&shared, pid)
-                    .spawn(move || process(mine, pid, &*f))
+                    .spawn(move || process(&mine, pid, &*f))
                 {
                     Ok(h) => threads.push(h),
                     Err(e) => {
@@ -547,7 +547,8 @@ impl Run {
             }
             (shared, Workers::Spawned(threads))
         };
-        let (ctx, saved) = enter(shared.clone(), 0);
+        // SAFETY: the `Spmd` keeps `shared` (`_shared`) until its context has been dropped.
+        let (ctx, saved) = unsafe { enter(&shared, 0) };
         Spmd {
             ckpt: shared.ckpt.clone(),
             ctx: Some(ctx),
@@ -558,6 +559,7 @@ impl Run {
                 let p = shared.p;
                 Box::new(move || Some(s.take(p, Vec::new()))) as TopProfile
             }),
+            _shared: Some(shared),
             _parent: PhantomData,
         }
     }
@@ -618,7 +620,7 @@ impl Run {
             let launch = unsafe { Launch::new(shared.clone(), f, process_dyn, &team) };
             launch.dispatch(&mut team);
             let mut results = Vec::with_capacity(shared.p);
-            results.push(process(shared.clone(), 0, f));
+            results.push(process(&shared, 0, f));
             launch.wait();
             results.extend(launch.take_results());
             results
@@ -638,7 +640,7 @@ impl Run {
                 let mine = shared.clone();
                 match self
                     .thread(&shared, pid)
-                    .spawn_scoped(scope, move || process(mine, pid, f))
+                    .spawn_scoped(scope, move || process(&mine, pid, f))
                 {
                     Ok(h) => handles.push(h),
                     Err(e) => {
@@ -648,7 +650,7 @@ impl Run {
                 }
             }
             let mut results = Vec::with_capacity(p);
-            results.push(process(shared.clone(), 0, f));
+            results.push(process(&shared, 0, f));
             for h in handles {
                 results.push(h.join().unwrap_or_else(|_| {
                     Err(Error::outside(
@@ -783,7 +785,7 @@ fn thread_name(shared: &RunShared, pid: usize) -> String {
 }
 
 /// [`process`] for a type-erased SPMD function (what team workers run).
-fn process_dyn<'a, R>(shared: Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) -> Result<R> {
+fn process_dyn<'a, R>(shared: &Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) -> Result<R> {
     process(shared, pid, f)
 }
 
@@ -877,6 +879,10 @@ pub struct Spmd<'a> {
     pub(crate) profile: Option<TopProfile>,
     /// The run's checkpointing, whose writer the end waits for.
     pub(crate) ckpt: Option<Arc<crate::checkpoint::Checkpointer>>,
+    /// The run's state, which process 0's context points to: kept until that context is
+    /// dropped (in `finish`, or as the field before this one). `None` where the context keeps
+    /// it (a run over ranks).
+    pub(crate) _shared: Option<Arc<RunShared>>,
     pub(crate) _parent: PhantomData<&'a mut Ctx>,
 }
 

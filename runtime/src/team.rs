@@ -279,7 +279,7 @@ impl Team {
 pub(crate) type SpmdFn<'f, R> = dyn Fn(&mut Ctx) -> Result<R> + Sync + 'f;
 
 /// How a worker runs process `pid` of a run with an SPMD function.
-pub(crate) type ProcessFn<R> = for<'a> fn(Arc<RunShared>, usize, &'a SpmdFn<'a, R>) -> Result<R>;
+pub(crate) type ProcessFn<R> = for<'a> fn(&Arc<RunShared>, usize, &'a SpmdFn<'a, R>) -> Result<R>;
 
 /// One run handed to a team: what its workers need, in the starter's frame.
 ///
@@ -318,11 +318,6 @@ impl<R> Launch<R> {
     ) -> Self {
         let p = shared.p;
         let f: *const SpmdFn<'f, R> = f;
-        // The workers' references to the run state, counted here (see `run_one`).
-        for _ in 1..p {
-            // SAFETY: `shared` is a live `Arc`.
-            unsafe { Arc::increment_strong_count(Arc::as_ptr(&shared)) };
-        }
         Launch {
             shared,
             // SAFETY: only the lifetime changes; validity is the caller's promise.
@@ -355,8 +350,6 @@ impl<R> Launch<R> {
             Err((have, e)) => {
                 crate::process::spawn_failed(&self.shared, have + 1, e);
                 for _ in have..want {
-                    // SAFETY: the reference counted for a worker that never starts (`new`).
-                    unsafe { Arc::decrement_strong_count(Arc::as_ptr(&self.shared)) };
                     self.count_out(&self.done);
                 }
                 have
@@ -382,17 +375,17 @@ impl<R> Launch<R> {
         let me = unsafe { &*(data as *const Self) };
         // SAFETY: `f` is valid until `wait` returns, which needs our count below.
         let f = unsafe { &*me.f };
-        // SAFETY: `new` counted a reference for each worker: this is ours. (Counted by the
-        // starter, so that the count's line does not cross to this core when the run starts.)
-        let shared = unsafe { Arc::from_raw(Arc::as_ptr(&me.shared)) };
-        let r =
-            catch_unwind(AssertUnwindSafe(|| (me.process)(shared, pid, f))).unwrap_or_else(|_| {
+        // The launch's state, kept by it until we count ourselves out (no reference counted
+        // here: see `ctx::RunRef`).
+        let r = catch_unwind(AssertUnwindSafe(|| (me.process)(&me.shared, pid, f))).unwrap_or_else(
+            |_| {
                 Err(Error::outside(
                     ErrorKind::Panic,
                     "run",
                     "a process thread panicked outside its SPMD function",
                 ))
-            });
+            },
+        );
         // SAFETY: slot `pid` is written by this worker only, and read by the starter after
         // `remaining` reaches 0.
         unsafe { me.slot(pid).write(|slot| *slot = Some(r)) };
@@ -451,7 +444,7 @@ impl<R> Drop for Launch<R> {
 /// dropped (its workers stopped and joined).
 #[cfg(loom)]
 pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<u64>>)> {
-    fn process(shared: Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
+    fn process(shared: &Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
         Ok(pid as u64 * 1000 + *shared.id)
     }
     let f = |_: &mut Ctx| Ok(0);

@@ -6,7 +6,7 @@
 use super::active::Active;
 use super::net::Net;
 use super::share::{ShareSpec, rank_share};
-use crate::ctx::{Ctx, RunShared};
+use crate::ctx::{Ctx, RunRef, RunShared};
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::place::{Procs, default_affinity};
@@ -283,6 +283,7 @@ impl World {
                     workers: None,
                     profile,
                     ckpt: None,
+                    _shared: None,
                     _parent: std::marker::PhantomData,
                 })
             }
@@ -444,7 +445,7 @@ impl World {
         });
         let net = Net::new(comm.duplicate(), active);
         let engine = ProcEngine::Ranks(Some(Box::new(net)));
-        let ctx = Ctx::new(Arc::new(shared), rank, binding, engine);
+        let ctx = Ctx::new(RunRef::owned(Arc::new(shared)), rank, binding, engine);
         if let Some(rec) = &ctx.prof {
             // Where this rank ran: its node, then its placement there.
             let mut rec = rec.borrow_mut();
