@@ -50,7 +50,7 @@ use crate::place::{Layout, Placement};
 use crate::queue::Queue;
 use crate::registry::{Entry, Keep, RegOp, RegTable, SlotAlloc};
 use crate::requests::{Coll, GetOp, HpSend};
-use crate::shim::{AtomicU64, AtomicUsize, Ordering, SharedCell};
+use crate::shim::{AtomicU64, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -96,6 +96,13 @@ pub(crate) struct ProcShared {
     spare_path: SharedCell<Vec<usize>>,
     /// Number of syncs this process has completed (its communication is then written).
     pub(crate) done: CachePadded<AtomicU64>,
+    /// The number ([`RunShared::id`]) of the last run in which this process stopped: saw the
+    /// run fail, or ended, and touches no memory of the others any more. Written by the
+    /// process alone (or for it by the starter, when its thread could not be started); never
+    /// reset, as run numbers only grow: a mark left by an earlier run on this state is lower
+    /// than the current run's. (One counter for the run, which every process added to at
+    /// its end, was a line that crossed between the cores on every run.)
+    stopped_in: AtomicU64,
 }
 
 // SAFETY: the cells are accessed only through the methods below, under the protocol in the
@@ -118,7 +125,22 @@ impl ProcShared {
             spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
             spare_path: SharedCell::new(Vec::new()),
             done: CachePadded::new(AtomicU64::new(0)),
+            stopped_in: AtomicU64::new(0),
         }
+    }
+
+    /// Mark this process stopped in run `id` ([`ProcShared::stopped_in`]).
+    #[inline]
+    pub(crate) fn mark_stopped(&self, id: u64) {
+        // Release: whatever the process did with the others' memory happens before a
+        // quiescing process sees the mark.
+        self.stopped_in.store(id, Ordering::Release);
+    }
+
+    /// Whether this process has stopped in run `id`, or a later one.
+    #[inline]
+    pub(crate) fn stopped_in(&self, id: u64) -> bool {
+        self.stopped_in.load(Ordering::Acquire) >= id
     }
 
     /// Read the registration table.
@@ -228,8 +250,6 @@ pub(crate) struct RunShared {
     pub(crate) parent_path: Vec<usize>,
     pub(crate) tree: Arc<Tree>,
     pub(crate) procs: Box<[CachePadded<ProcShared>]>,
-    /// Processes that have seen the run fail, or ended (see the thread engine's `quiesce`).
-    pub(crate) stopped: CachePadded<AtomicUsize>,
     pub(crate) layout: Arc<Layout>,
     /// How the run's processes wait (spin, yield, sleep): in syncs and immediate primitives.
     pub(crate) policy: WaitPolicy,
@@ -267,7 +287,6 @@ impl RunShared {
             procs: (0..p)
                 .map(|_| CachePadded::new(ProcShared::new(p)))
                 .collect(),
-            stopped: CachePadded::new(AtomicUsize::new(0)),
             layout,
             policy,
             inherited: None,
@@ -313,7 +332,6 @@ impl RunShared {
         for proc in self.procs.iter_mut() {
             proc.reset();
         }
-        self.stopped.store(0, Ordering::Relaxed);
         self.engine.attach(&tree);
         if !Arc::ptr_eq(&self.tree, &tree) {
             self.tree = tree;
@@ -411,6 +429,10 @@ pub(crate) struct Local {
 /// and the runtime's writes into registered memory never alias a live reference.
 pub struct Ctx {
     pub(crate) run: RunRef,
+    /// The run's number ([`RunShared::id`]), handed to the process by its starter: the
+    /// state's copy is written by the starter at every run, and each read of it from another
+    /// core would have to fetch the line.
+    pub(crate) run_id: u64,
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
@@ -463,7 +485,13 @@ pub struct Ctx {
 impl Ctx {
     /// Process `pid`'s context in `run`, its thread bound as `binding` says, reaching the
     /// others through `engine`.
-    pub(crate) fn new(run: RunRef, pid: usize, binding: Binding, engine: ProcEngine) -> Ctx {
+    pub(crate) fn new(
+        run: RunRef,
+        run_id: u64,
+        pid: usize,
+        binding: Binding,
+        engine: ProcEngine,
+    ) -> Ctx {
         // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
         // contexts are made after the previous run's were dropped).
         let (getbuf, mut path) = unsafe {
@@ -485,6 +513,7 @@ impl Ctx {
         });
         Ctx {
             run,
+            run_id,
             pid,
             path,
             step: 0,
@@ -794,8 +823,13 @@ impl Ctx {
     #[inline]
     pub(crate) fn note_stopped(&self) {
         if !self.stopped.replace(true) {
-            self.run.stopped.fetch_add(1, Ordering::AcqRel);
+            self.run.proc(self.pid).mark_stopped(self.run_id);
         }
+    }
+
+    /// Whether every process of the run has stopped ([`Ctx::note_stopped`]).
+    pub(crate) fn all_stopped(&self) -> bool {
+        self.run.procs.iter().all(|q| q.stopped_in(self.run_id))
     }
 }
 

@@ -50,7 +50,7 @@ impl Ctx {
         let ty = ElemType::of::<T>();
         let (slot, generation) = self.push_slot(ptr, bytes, false, ty, Some(keep));
         Ok(Reg {
-            id: RegId::new(slot, generation, *self.run.id, self.pid, self.step),
+            id: RegId::new(slot, generation, self.run_id, self.pid, self.step),
             mem: Some(mem),
         })
     }
@@ -114,7 +114,7 @@ impl Ctx {
         let ty = ElemType::of::<T>();
         let (slot, generation) = self.push_slot(std::ptr::null_mut(), 0, true, ty, None);
         Ok(Reg {
-            id: RegId::new(slot, generation, *self.run.id, self.pid, self.step),
+            id: RegId::new(slot, generation, self.run_id, self.pid, self.step),
             mem: None,
         })
     }
@@ -162,7 +162,7 @@ impl Ctx {
     pub fn pop_reg(&self, reg: impl Registration) -> Result<()> {
         self.live("pop_reg")?;
         let reg = reg.reg_id();
-        if reg.run != *self.run.id {
+        if reg.run != self.run_id {
             return Err(self.misuse("pop_reg", other_run()));
         }
         let pending_push = self
@@ -224,7 +224,7 @@ impl Ctx {
     /// Check that `reg` may name a slot for communication now; return (slot, generation).
     #[inline]
     fn usable<T>(&self, op: &'static str, reg: &RegId<T>) -> Result<(u32, u32)> {
-        if reg.run != *self.run.id {
+        if reg.run != self.run_id {
             return Err(self.misuse(op, other_run()));
         }
         if reg.pushed_in >= self.step {
@@ -313,14 +313,14 @@ impl Ctx {
         off: usize,
         len: usize,
     ) -> Result<(*mut u8, Option<Keep>)> {
-        if reg.run != *self.run.id || reg.owner != self.pid {
+        if reg.run != self.run_id || reg.owner != self.pid {
             return Err(self.misuse(
                 op,
                 format!(
                     "the destination must be this process's own memory, but it belongs to pid {} \
                      of {} run",
                     reg.owner,
-                    if reg.run == *self.run.id {
+                    if reg.run == self.run_id {
                         "this"
                     } else {
                         "another"
@@ -504,7 +504,7 @@ impl Ctx {
     /// process at the same sync, so an entry of the same generation is the same registration.
     #[inline]
     fn fast_remote<T>(&self, pid: usize, id: &RegId<T>, off: usize, len: usize) -> Option<*mut u8> {
-        if id.run != *self.run.id || id.pushed_in >= self.step {
+        if id.run != self.run_id || id.pushed_in >= self.step {
             return None;
         }
         self.fast_remote_slot(pid, (id.slot, id.generation), off, len)

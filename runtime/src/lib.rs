@@ -254,8 +254,7 @@ pub mod internals {
     /// Whether every process of `ctx`'s run has stopped touching the run's shared memory (has
     /// seen the run fail, or ended).
     pub fn all_stopped(ctx: &crate::Ctx) -> bool {
-        let run = &ctx.run;
-        run.stopped.load(crate::shim::Ordering::Acquire) >= run.p
+        ctx.all_stopped()
     }
 
     /// The barrier group (first package) of each process of `ctx`'s run, and each process's
@@ -328,10 +327,10 @@ pub mod internals {
         let handles: Vec<_> = (1..p)
             .map(|pid| {
                 let (s, f) = (shared.clone(), f.clone());
-                loom::thread::spawn(move || crate::process::process(&s, pid, &*f))
+                loom::thread::spawn(move || crate::process::process(&s, *s.id, pid, &*f))
             })
             .collect();
-        let mut out = vec![crate::process::process(&shared, 0, &*f)];
+        let mut out = vec![crate::process::process(&shared, *shared.id, 0, &*f)];
         out.extend(
             handles
                 .into_iter()

@@ -13,9 +13,9 @@ use std::sync::Arc;
 /// Record that process `pid`'s thread could not be started (the run is aborted); processes
 /// `pid..` never start, and count as stopped.
 pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
-    shared
-        .stopped
-        .fetch_add(shared.p - pid, crate::shim::Ordering::AcqRel);
+    for q in pid..shared.p {
+        shared.proc(q).mark_stopped(*shared.id);
+    }
     shared.tree.fail(&Error::new(
         ErrorKind::System,
         "run",
@@ -28,14 +28,16 @@ pub(crate) fn spawn_failed(shared: &RunShared, pid: usize, e: std::io::Error) {
     ));
 }
 
-/// Run `f` as process `pid`, then the final sync; any failure aborts the hierarchy.
-pub(crate) fn process<R, F>(shared: &Arc<RunShared>, pid: usize, f: &F) -> Result<R>
+/// Run `f` as process `pid` of run number `id` (`RunShared::id`, passed by the starter so
+/// that no process reads the state's copy), then the final sync; any failure aborts the
+/// hierarchy.
+pub(crate) fn process<R, F>(shared: &Arc<RunShared>, id: u64, pid: usize, f: &F) -> Result<R>
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {
     // SAFETY: the context is dropped (`leave`) before this call returns, and `shared` outlives
     // the call.
-    let (mut ctx, saved) = unsafe { enter(shared, pid) };
+    let (mut ctx, saved) = unsafe { enter(shared, id, pid) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = f(&mut ctx)?;
         ctx.end()?;
@@ -76,7 +78,11 @@ thread_local! {
 ///
 /// # Safety
 /// `shared` must outlive the context ([`RunRef::lent`]).
-pub(crate) unsafe fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<Vec<u32>>) {
+pub(crate) unsafe fn enter(
+    shared: &Arc<RunShared>,
+    id: u64,
+    pid: usize,
+) -> (Ctx, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
         (layout.unbound(), None)
@@ -125,7 +131,7 @@ pub(crate) unsafe fn enter(shared: &Arc<RunShared>, pid: usize) -> (Ctx, Option<
     let engine = ProcEngine::Threads(unsafe { shared.engine.threads().proc_state(pid) });
     // SAFETY: the caller's promise.
     let run = unsafe { RunRef::lent(shared) };
-    (Ctx::new(run, pid, binding, engine), saved)
+    (Ctx::new(run, id, pid, binding, engine), saved)
 }
 
 /// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).

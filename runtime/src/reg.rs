@@ -240,14 +240,14 @@ impl Ctx {
             return Err(self.stopped(op));
         }
         let id = &reg.id;
-        if id.run != *self.run.id || id.owner != self.pid {
+        if id.run != self.run_id || id.owner != self.pid {
             return Err(self.misuse(
                 op,
                 format!(
                     "this registration's memory belongs to pid {} of {} run; a process can only \
                      access its own registered memory locally",
                     id.owner,
-                    if id.run == *self.run.id {
+                    if id.run == self.run_id {
                         "this"
                     } else {
                         "another"

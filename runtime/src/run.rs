@@ -533,10 +533,10 @@ impl Run {
             ));
             let mut threads = Vec::with_capacity(shared.p - 1);
             for pid in 1..shared.p {
-                let (mine, f) = (shared.clone(), f.clone());
+                let (mine, f, id) = (shared.clone(), f.clone(), *shared.id);
                 match self
                     .thread(&shared, pid)
-                    .spawn(move || process(&mine, pid, &*f))
+                    .spawn(move || process(&mine, id, pid, &*f))
                 {
                     Ok(h) => threads.push(h),
                     Err(e) => {
@@ -548,7 +548,7 @@ impl Run {
             (shared, Workers::Spawned(threads))
         };
         // SAFETY: the `Spmd` keeps `shared` (`_shared`) until its context has been dropped.
-        let (ctx, saved) = unsafe { enter(&shared, 0) };
+        let (ctx, saved) = unsafe { enter(&shared, *shared.id, 0) };
         Spmd {
             ckpt: shared.ckpt.clone(),
             ctx: Some(ctx),
@@ -620,7 +620,7 @@ impl Run {
             let launch = unsafe { Launch::new(shared.clone(), f, process_dyn, &team) };
             launch.dispatch(&mut team);
             let mut results = Vec::with_capacity(shared.p);
-            results.push(process(&shared, 0, f));
+            results.push(process(&shared, *shared.id, 0, f));
             launch.wait();
             results.extend(launch.take_results());
             results
@@ -637,10 +637,10 @@ impl Run {
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
             for pid in 1..p {
-                let mine = shared.clone();
+                let (mine, id) = (shared.clone(), *shared.id);
                 match self
                     .thread(&shared, pid)
-                    .spawn_scoped(scope, move || process(&mine, pid, f))
+                    .spawn_scoped(scope, move || process(&mine, id, pid, f))
                 {
                     Ok(h) => handles.push(h),
                     Err(e) => {
@@ -650,7 +650,7 @@ impl Run {
                 }
             }
             let mut results = Vec::with_capacity(p);
-            results.push(process(&shared, 0, f));
+            results.push(process(&shared, *shared.id, 0, f));
             for h in handles {
                 results.push(h.join().unwrap_or_else(|_| {
                     Err(Error::outside(
@@ -785,8 +785,13 @@ fn thread_name(shared: &RunShared, pid: usize) -> String {
 }
 
 /// [`process`] for a type-erased SPMD function (what team workers run).
-fn process_dyn<'a, R>(shared: &Arc<RunShared>, pid: usize, f: &'a SpmdFn<'a, R>) -> Result<R> {
-    process(shared, pid, f)
+fn process_dyn<'a, R>(
+    shared: &Arc<RunShared>,
+    id: u64,
+    pid: usize,
+    f: &'a SpmdFn<'a, R>,
+) -> Result<R> {
+    process(shared, id, pid, f)
 }
 
 /// All results, or the root cause of the failure.

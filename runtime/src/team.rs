@@ -279,7 +279,11 @@ impl Team {
 pub(crate) type SpmdFn<'f, R> = dyn Fn(&mut Ctx) -> Result<R> + Sync + 'f;
 
 /// How a worker runs process `pid` of a run with an SPMD function.
-pub(crate) type ProcessFn<R> = for<'a> fn(&Arc<RunShared>, usize, &'a SpmdFn<'a, R>) -> Result<R>;
+///
+/// Its arguments: the run's state, the run's number (`RunShared::id`, from the launch's line
+/// rather than the state's), the pid and the function.
+pub(crate) type ProcessFn<R> =
+    for<'a> fn(&Arc<RunShared>, u64, usize, &'a SpmdFn<'a, R>) -> Result<R>;
 
 /// One run handed to a team: what its workers need, in the starter's frame.
 ///
@@ -290,6 +294,8 @@ pub(crate) type ProcessFn<R> = for<'a> fn(&Arc<RunShared>, usize, &'a SpmdFn<'a,
 #[repr(C, align(128))]
 pub(crate) struct Launch<R> {
     pub(crate) shared: Arc<RunShared>,
+    /// The run's number (`RunShared::id`), copied here for the workers.
+    id: u64,
     /// The SPMD function; lifetime-erased, valid until every worker has counted itself out.
     f: *const SpmdFn<'static, R>,
     /// Workers run `process` through this (it knows how to bind and make the context).
@@ -319,6 +325,7 @@ impl<R> Launch<R> {
         let p = shared.p;
         let f: *const SpmdFn<'f, R> = f;
         Launch {
+            id: *shared.id,
             shared,
             // SAFETY: only the lifetime changes; validity is the caller's promise.
             f: unsafe { std::mem::transmute::<*const SpmdFn<'f, R>, *const SpmdFn<'static, R>>(f) },
@@ -377,15 +384,14 @@ impl<R> Launch<R> {
         let f = unsafe { &*me.f };
         // The launch's state, kept by it until we count ourselves out (no reference counted
         // here: see `ctx::RunRef`).
-        let r = catch_unwind(AssertUnwindSafe(|| (me.process)(&me.shared, pid, f))).unwrap_or_else(
-            |_| {
+        let r = catch_unwind(AssertUnwindSafe(|| (me.process)(&me.shared, me.id, pid, f)))
+            .unwrap_or_else(|_| {
                 Err(Error::outside(
                     ErrorKind::Panic,
                     "run",
                     "a process thread panicked outside its SPMD function",
                 ))
-            },
-        );
+            });
         // SAFETY: slot `pid` is written by this worker only, and read by the starter after
         // `remaining` reaches 0.
         unsafe { me.slot(pid).write(|slot| *slot = Some(r)) };
@@ -444,7 +450,7 @@ impl<R> Drop for Launch<R> {
 /// dropped (its workers stopped and joined).
 #[cfg(loom)]
 pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<u64>>)> {
-    fn process(shared: &Arc<RunShared>, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
+    fn process(shared: &Arc<RunShared>, _: u64, pid: usize, _: &SpmdFn<'_, u64>) -> Result<u64> {
         Ok(pid as u64 * 1000 + *shared.id)
     }
     let f = |_: &mut Ctx| Ok(0);

@@ -21,7 +21,6 @@ use mpi::collective::CommunicatorCollectives;
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 /// The environment variable of the C ABI's BSPlib convention ([`launched_by_mpi`]): `1` puts
@@ -419,7 +418,9 @@ impl World {
         );
         // The other processes are mirrors: a failed sync never waits for their threads (they
         // are not in this address space).
-        shared.stopped.store(p.saturating_sub(1), Ordering::Relaxed);
+        for q in (0..p).filter(|&q| q != rank) {
+            shared.proc(q).mark_stopped(u64::MAX);
+        }
         shared.prof = agree_profiled(&comm, sink);
         // Each rank reads its own environment: the ranks must agree on the policy, or their
         // checkpoints' collective calls would not match.
@@ -445,7 +446,8 @@ impl World {
         });
         let net = Net::new(comm.duplicate(), active);
         let engine = ProcEngine::Ranks(Some(Box::new(net)));
-        let ctx = Ctx::new(RunRef::owned(Arc::new(shared)), rank, binding, engine);
+        let id = *shared.id;
+        let ctx = Ctx::new(RunRef::owned(Arc::new(shared)), id, rank, binding, engine);
         if let Some(rec) = &ctx.prof {
             // Where this rank ran: its node, then its placement there.
             let mut rec = rec.borrow_mut();

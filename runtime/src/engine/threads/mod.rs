@@ -187,11 +187,10 @@ impl Ctx {
     #[cold]
     pub(super) fn quiesce(&self) {
         self.note_stopped();
-        let (stopped, p) = (&self.run.stopped, self.run.p);
         let _ = crate::wait::wait_until(
             self.run.policy,
             Sleep::Naps,
-            || (stopped.load(Ordering::Acquire) >= p).then_some(()),
+            || self.all_stopped().then_some(()),
             || false,
         );
     }
