@@ -20,7 +20,7 @@ use super::inbox::Inbox;
 use super::lane::Lanes;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
-use crate::shim::{AtomicBool, AtomicU32, SharedCell, Zero};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, SharedCell, Zero};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -32,8 +32,11 @@ use std::sync::Arc;
 pub(crate) struct Peer {
     /// What senders and receivers tell this process about its data (`inbox.rs`).
     pub(crate) inbox: Inbox,
-    /// Set when the process's SPMD function has returned and it arrives at the final barrier.
-    pub(crate) ended: AtomicBool,
+    /// The number (`RunShared::id`) of the last run in which the process's SPMD function
+    /// returned and it arrived at the final barrier. Never reset: run numbers only grow, so a
+    /// mark of an earlier run on this state is lower than the current run's (a reset by the
+    /// starter would take the line from the process's core at every run).
+    pub(crate) ended: AtomicU64,
     /// Its bulk areas, by destination: touched by this process alone, their bytes read by
     /// the destinations (`bulk.rs`).
     pub(crate) bulk: BulkAreas,
@@ -119,7 +122,7 @@ impl RunState {
                 .map(|_| {
                     CachePadded::new(Peer {
                         inbox: Inbox::new(p, shape.slots),
-                        ended: AtomicBool::new(false),
+                        ended: AtomicU64::new(0),
                         bulk: BulkAreas::new(p),
                     })
                 })
@@ -189,7 +192,6 @@ impl RunState {
         }
         for peer in self.peers.iter_mut() {
             peer.inbox.reset();
-            peer.ended.zero();
             peer.bulk.reset();
         }
         self.lazy_used.zero();

@@ -128,7 +128,7 @@ impl Ctx {
         }
         if ending {
             let me = &self.run.engine.threads().peers[self.pid];
-            me.ended.store(true, Ordering::Relaxed);
+            me.ended.store(self.run_id, Ordering::Relaxed);
         }
         Ok(flags)
     }
@@ -432,6 +432,7 @@ impl Ctx {
             self.run.engine.threads().peers[i]
                 .ended
                 .load(Ordering::Relaxed)
+                == self.run_id
         });
         self.misuse(
             op,
