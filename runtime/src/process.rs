@@ -35,15 +35,22 @@ pub(crate) fn process<R, F>(shared: &Arc<RunShared>, id: u64, pid: usize, f: &F)
 where
     F: Fn(&mut Ctx) -> Result<R> + Sync + ?Sized,
 {
-    // SAFETY: the context is dropped (`leave`) before this call returns, and `shared` outlives
+    // `enter` and `leave` in their parts, the context made where it stays: it is large, and
+    // each move of it copies the lot.
+    let (binding, saved) = bind(shared, pid);
+    // SAFETY: the context is dropped below, before this call returns, and `shared` outlives
     // the call.
-    let (mut ctx, saved) = unsafe { enter(shared, id, pid) };
+    let mut ctx = unsafe { context(shared, id, pid, binding) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = f(&mut ctx)?;
         ctx.end()?;
         Ok(r)
     }));
-    leave(ctx, saved, outcome)
+    let result = conclude(&mut ctx, outcome);
+    let layout = saved.as_ref().map(|_| ctx.run.layout.clone());
+    drop(ctx);
+    restore(saved, layout);
+    result
 }
 
 thread_local! {
@@ -83,6 +90,14 @@ pub(crate) unsafe fn enter(
     id: u64,
     pid: usize,
 ) -> (Ctx, Option<Vec<u32>>) {
+    let (binding, saved) = bind(shared, pid);
+    // SAFETY: the caller's promise.
+    (unsafe { context(shared, id, pid, binding) }, saved)
+}
+
+/// The binding part of [`enter`]: the thread bound for process `pid`, and its binding before
+/// when it is to be restored.
+fn bind(shared: &RunShared, pid: usize) -> (Binding, Option<Vec<u32>>) {
     let layout = &shared.layout;
     let (binding, saved) = if !layout.bind {
         (layout.unbound(), None)
@@ -127,11 +142,20 @@ pub(crate) unsafe fn enter(
             (bind_remembered(layout, want), None)
         }
     };
+    (binding, saved)
+}
+
+/// The context part of [`enter`].
+///
+/// # Safety
+/// As [`enter`].
+#[inline(always)]
+unsafe fn context(shared: &Arc<RunShared>, id: u64, pid: usize, binding: Binding) -> Ctx {
     // SAFETY: this thread runs process `pid`, entering the run.
     let engine = ProcEngine::Threads(unsafe { shared.engine.threads().proc_state(pid) });
     // SAFETY: the caller's promise.
     let run = unsafe { RunRef::lent(shared) };
-    (Ctx::new(run, id, pid, binding, engine), saved)
+    Ctx::new(run, id, pid, binding, engine)
 }
 
 /// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).
@@ -156,16 +180,28 @@ pub(crate) fn leave<R>(
     saved: Option<Vec<u32>>,
     outcome: std::thread::Result<Result<R>>,
 ) -> Result<R> {
-    let result = outcome_of(&ctx, outcome);
-    if let Err(e) = &result {
-        ctx.run.tree.fail(e);
-    }
-    let verdict = ctx.engine_leave(result.as_ref().err());
-    let result = result.map_err(|e| verdict.unwrap_or(e));
+    let result = conclude(&mut ctx, outcome);
     // The layout outlives the context only where a binding is to be restored: a reference
     // count that the run's other threads also change is touched no more than it must be.
     let layout = saved.as_ref().map(|_| ctx.run.layout.clone());
     drop(ctx);
+    restore(saved, layout);
+    result
+}
+
+/// The result part of [`leave`], before the context is dropped.
+#[inline(always)]
+fn conclude<R>(ctx: &mut Ctx, outcome: std::thread::Result<Result<R>>) -> Result<R> {
+    let result = outcome_of(ctx, outcome);
+    if let Err(e) = &result {
+        ctx.run.tree.fail(e);
+    }
+    let verdict = ctx.engine_leave(result.as_ref().err());
+    result.map_err(|e| verdict.unwrap_or(e))
+}
+
+/// The binding part of [`leave`], after the context is dropped.
+fn restore(saved: Option<Vec<u32>>, layout: Option<Arc<Layout>>) {
     if let (Some(cpus), Some(layout)) = (saved, layout) {
         // Bound at the start (or narrowed for a nested run, or by one nested in this run):
         // put it back.
@@ -174,7 +210,6 @@ pub(crate) fn leave<R>(
             BOUND.with(|c| *c.borrow_mut() = Some(cpus));
         }
     }
-    result
 }
 
 /// A process's result, a panic made an error.
