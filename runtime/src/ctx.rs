@@ -89,13 +89,21 @@ pub(crate) struct ProcShared {
     regs: SharedCell<RegTable>,
     out: [SharedCell<Outboxes>; SLOTS],
     coll: [SharedCell<Coll>; 2],
+    /// Number of syncs this process has completed (its communication is then written).
+    pub(crate) done: CachePadded<AtomicU64>,
+    /// What only the process's own thread touches between runs, on lines of its own: the
+    /// starter's resets (`RunShared::reuse`, `release`) read the fields above at every run,
+    /// and a line that both touch would cross between their cores twice a run.
+    own: CachePadded<Own>,
+}
+
+/// [`ProcShared::own`].
+struct Own {
     /// The get buffer and the path vector of the process's last context, kept for the next
     /// run on this state (touched only by the process's own context, when it is made and
     /// when it is dropped).
     spare_getbuf: SharedCell<crate::arena::Arena>,
     spare_path: SharedCell<Vec<usize>>,
-    /// Number of syncs this process has completed (its communication is then written).
-    pub(crate) done: CachePadded<AtomicU64>,
     /// The number ([`RunShared::id`]) of the last run in which this process stopped: saw the
     /// run fail, or ended, and touches no memory of the others any more. Written by the
     /// process alone (or for it by the starter, when its thread could not be started); never
@@ -122,25 +130,27 @@ impl ProcShared {
                 SharedCell::new(Coll::default()),
                 SharedCell::new(Coll::default()),
             ],
-            spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
-            spare_path: SharedCell::new(Vec::new()),
             done: CachePadded::new(AtomicU64::new(0)),
-            stopped_in: AtomicU64::new(0),
+            own: CachePadded::new(Own {
+                spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
+                spare_path: SharedCell::new(Vec::new()),
+                stopped_in: AtomicU64::new(0),
+            }),
         }
     }
 
-    /// Mark this process stopped in run `id` ([`ProcShared::stopped_in`]).
+    /// Mark this process stopped in run `id` ([`Own::stopped_in`]).
     #[inline]
     pub(crate) fn mark_stopped(&self, id: u64) {
         // Release: whatever the process did with the others' memory happens before a
         // quiescing process sees the mark.
-        self.stopped_in.store(id, Ordering::Release);
+        self.own.stopped_in.store(id, Ordering::Release);
     }
 
     /// Whether this process has stopped in run `id`, or a later one.
     #[inline]
     pub(crate) fn stopped_in(&self, id: u64) -> bool {
-        self.stopped_in.load(Ordering::Acquire) >= id
+        self.own.stopped_in.load(Ordering::Acquire) >= id
     }
 
     /// Read the registration table.
@@ -332,8 +342,12 @@ impl RunShared {
         for proc in self.procs.iter_mut() {
             proc.reset();
         }
-        self.engine.attach(&tree);
-        if !Arc::ptr_eq(&self.tree, &tree) {
+        if Arc::ptr_eq(&self.tree, &tree) {
+            // The state's waits are the tree's since it was attached to it (a reused state
+            // brings the same barrier): stopped again if the hierarchy has failed since.
+            self.engine.recheck(&tree);
+        } else {
+            self.engine.attach(&tree);
             self.tree = tree;
         }
     }
@@ -497,8 +511,8 @@ impl Ctx {
         let (getbuf, mut path) = unsafe {
             let me = run.proc(pid);
             (
-                me.spare_getbuf.write(std::mem::take),
-                me.spare_path.write(std::mem::take),
+                me.own.spare_getbuf.write(std::mem::take),
+                me.own.spare_path.write(std::mem::take),
             )
         };
         path.clear();
@@ -846,8 +860,8 @@ impl Drop for Ctx {
         // SAFETY: as in `Ctx::new`.
         unsafe {
             let me = self.run.proc(self.pid);
-            me.spare_getbuf.write(|b| *b = getbuf);
-            me.spare_path.write(|p| *p = path);
+            me.own.spare_getbuf.write(|b| *b = getbuf);
+            me.own.spare_path.write(|p| *p = path);
         }
         // SAFETY: this context's process is leaving the run.
         unsafe { self.engine.give_back(&self.run.engine, self.pid) };

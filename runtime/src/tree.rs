@@ -62,6 +62,13 @@ impl Tree {
         lock(&self.first_error).clone()
     }
 
+    /// Stop `w` if the hierarchy has failed (a wait already added, reset for a new run).
+    pub(crate) fn stop_if_aborted<W: Stop + ?Sized>(&self, w: &W) {
+        if self.aborted.load(Ordering::SeqCst) {
+            w.stop();
+        }
+    }
+
     /// Add what the processes of a new run wait in; it is stopped at once if the hierarchy
     /// already failed.
     pub(crate) fn add_wait<W: Stop + 'static>(&self, w: &Arc<W>) {

@@ -71,6 +71,16 @@ impl RunEngine {
             RunEngine::Ranks => {}
         }
     }
+
+    /// [`RunEngine::attach`] again, to the tree the state is attached to already: its waits
+    /// stopped now if the hierarchy has failed.
+    pub(crate) fn recheck(&self, tree: &Tree) {
+        match self {
+            RunEngine::Threads(t) => tree.stop_if_aborted(&*t.barrier),
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => {}
+        }
+    }
 }
 
 /// The engine's part of one process's context.

@@ -35,8 +35,9 @@ pub(crate) struct Peer {
     /// The number (`RunShared::id`) of the last run in which the process's SPMD function
     /// returned and it arrived at the final barrier. Never reset: run numbers only grow, so a
     /// mark of an earlier run on this state is lower than the current run's (a reset by the
-    /// starter would take the line from the process's core at every run).
-    pub(crate) ended: AtomicU64,
+    /// starter would take the line from the process's core at every run). On a line of its
+    /// own, away from what the starter's resets read.
+    pub(crate) ended: CachePadded<AtomicU64>,
     /// Its bulk areas, by destination: touched by this process alone, their bytes read by
     /// the destinations (`bulk.rs`).
     pub(crate) bulk: BulkAreas,
@@ -122,7 +123,7 @@ impl RunState {
                 .map(|_| {
                     CachePadded::new(Peer {
                         inbox: Inbox::new(p, shape.slots),
-                        ended: AtomicU64::new(0),
+                        ended: CachePadded::new(AtomicU64::new(0)),
                         bulk: BulkAreas::new(p),
                     })
                 })
