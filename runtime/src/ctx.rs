@@ -32,7 +32,14 @@
 //! * the collective requests of parity `q` (two sets; they travel in full syncs only): read
 //!   right after barrier 1 of a sync ending a superstep of parity `q`, and written again by
 //!   their owner in a later such sync, before its barrier 1, once every process has completed
-//!   the sync that read them.
+//!   the sync that read them;
+//! * between two runs on a kept state: the starter resets what the last run left
+//!   ([`RunShared::reuse`], [`RunShared::release`]) while no process runs, writing a word only
+//!   where it changed (`shim::Zero`), since a line it writes must cross back to the core of the
+//!   process that uses it next. What a process writes between runs (its spare buffers and its
+//!   stop mark, [`ProcShared::own`]) is on lines of its own and touched by the starter only on
+//!   a failure; marks are stamped with the run's number (which only grows) instead of being
+//!   reset.
 //!
 //! ## Failure
 //!
@@ -40,8 +47,8 @@
 //! primitive on its `Ctx` fails too, including the local views of registered memory and the
 //! queue accessors, so user code that ignores an error cannot race with processes that are
 //! still communicating. A sync that fails does not return before every process of the run has
-//! stopped touching other processes' memory (the engine's `stop`): each process counts itself as
-//! stopped (once) when it first sees the failure or when it ends.
+//! stopped touching other processes' memory (the engine's `stop`): each process marks itself
+//! stopped (once, [`ProcShared::mark_stopped`]) when it first sees the failure or when it ends.
 
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
@@ -463,7 +470,7 @@ pub struct Ctx {
     /// generation); cleared whenever this process's registrations change.
     pub(crate) named_cache: Cell<Option<(*const u8, u32, u32)>>,
     pub(crate) binding: Binding,
-    /// This process has counted itself in `RunShared::stopped`.
+    /// This process has marked itself stopped (`ProcShared::mark_stopped`).
     pub(crate) stopped: Cell<bool>,
     /// The outcome of this process's end of the run ([`Ctx::end`]), once it has ended.
     pub(crate) end_outcome: Option<Result<()>>,

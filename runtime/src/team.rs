@@ -16,7 +16,7 @@
 //!   run process 0 itself                     takes the job; state = IDLE
 //!                                            runs process `pid` (Launch::run_one)
 //!                                            result written; remaining -= 1 (AcqRel)
-//!   wait until remaining == 0 (Acquire) ◀──── the last one notifies the launch's signal
+//!   wait until remaining == 0 (Acquire) ◀──── the last one notifies the team's signal
 //!   read the results; the team goes back to the pool
 //!
 //! shutdown: state = EXIT (Release); notify ─▶ sees EXIT: the thread ends; joined

@@ -29,8 +29,9 @@
 //!
 //! A process that fails (misuse, abort, panic, an error returned) marks the run's tree failed;
 //! every process stops at its next primitive, or at once when it waits in a barrier. A failed
-//! sync (and [`Engine::stop`]) returns only once every process of the run has counted itself
-//! stopped ([`Ctx::quiesce`]): no process is then still reading or writing this one's memory.
+//! sync (and [`Engine::stop`]) returns only once every process of the run has marked itself
+//! stopped in this run ([`Ctx::quiesce`]; each process stamps its own line with the run's
+//! number): no process is then still reading or writing this one's memory.
 //!
 //! ## Immediate primitives
 //!
