@@ -233,25 +233,46 @@ impl ProcShared {
         unsafe { self.coll[q].read(f) }
     }
 
-    /// Forget everything of a previous run (exclusive access: no process runs).
+    /// Forget the registrations and the sync count of a previous run (exclusive access: no
+    /// process runs). The outboxes and requests are the owner's to clear
+    /// ([`ProcShared::clear_at_entry`]).
     pub(crate) fn reset(&mut self) {
         self.regs.with_mut(RegTable::clear);
-        self.clear_outboxes();
         self.done.store(0, Ordering::Relaxed);
     }
 
-    /// Mark every outbox as unwritten, keeping its buffers.
-    fn clear_outboxes(&mut self) {
-        for out in self.out.iter_mut() {
-            out.with_mut(|outs| {
-                for ob in outs.iter_mut().flatten() {
-                    ob.clear();
-                    ob.stamp = 0;
-                }
-            });
+    /// Mark this process's outboxes unwritten (keeping their buffers) and its collective
+    /// requests unpublished, for a new run on this state: done by the process itself when it
+    /// enters the run, on lines it wrote last, rather than by the starter between runs (each
+    /// line the starter writes crosses to the process's core and back at every run).
+    ///
+    /// # Safety
+    /// The owner, entering a run, before its first sync. No other process reads them before
+    /// this process has reached a barrier or announced in this run: a receiver reads an
+    /// outbox after barrier 1 of a full sync, which this process has reached, or in a lazy
+    /// sync once this process has marked it in the receiver's inbox (reset before the run),
+    /// and the requests after barrier 1.
+    pub(crate) unsafe fn clear_at_entry(&self) {
+        for out in &self.out {
+            // SAFETY: the caller's promise.
+            unsafe {
+                out.write(|outs| {
+                    for ob in outs.iter_mut().flatten().filter(|ob| ob.stamp != 0) {
+                        ob.clear();
+                        ob.stamp = 0;
+                    }
+                })
+            };
         }
-        for coll in self.coll.iter_mut() {
-            coll.with_mut(|c| *c = Coll::default());
+        for coll in &self.coll {
+            // SAFETY: as above.
+            unsafe {
+                coll.write(|c| {
+                    if c.stamp != 0 {
+                        *c = Coll::default();
+                    }
+                })
+            };
         }
     }
 }
@@ -514,9 +535,11 @@ impl Ctx {
         engine: ProcEngine,
     ) -> Ctx {
         // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
-        // contexts are made after the previous run's were dropped).
+        // contexts are made after the previous run's were dropped); this process is entering
+        // the run, before its first sync (`clear_at_entry`).
         let (getbuf, mut path) = unsafe {
             let me = run.proc(pid);
+            me.clear_at_entry();
             (
                 me.own.spare_getbuf.write(std::mem::take),
                 me.own.spare_path.write(std::mem::take),
