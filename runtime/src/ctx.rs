@@ -427,7 +427,7 @@ impl RunRef {
     }
 
     /// The state `run`, kept alive by this reference.
-    #[cfg(feature = "mpi")]
+    #[allow(dead_code, reason = "the rank engine's (a build with MPI)")]
     pub(crate) fn owned(run: Arc<RunShared>) -> Self {
         RunRef {
             ptr: std::ptr::NonNull::from(&*run),
