@@ -65,6 +65,9 @@ fn fresh(ctx: &mut mbsp::Ctx) -> mbsp::Result<(usize, usize, usize, u64)> {
     ctx.sync()?;
     let left = (ctx.pid() + ctx.nprocs() - 1) % ctx.nprocs();
     assert_eq!(ctx.local(&a)?, &[0, left as u32 + 1]);
+    // Superstep 1 wrote the outboxes `messy` filled with a put and a message in its own
+    // superstep 1: nothing of those may come along.
+    assert_eq!(ctx.qsize()?.messages, 0, "a message of the run before");
     Ok(seen)
 }
 

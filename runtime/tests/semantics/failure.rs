@@ -319,7 +319,8 @@ fn an_abort_elsewhere_in_the_hierarchy_at_random_moments() {
 
 /// A failed sync waits for the processes that have not noticed the failure yet: pid 0 waits in
 /// its sync when pid 2 aborts; pid 1 is still computing (no primitive called); pid 0's sync
-/// returns only after pid 1 has stopped.
+/// returns only after pid 1 has stopped. Three rounds on one thread, so that the later ones run
+/// on the state the first left (its processes' stop marks from the round before must not count).
 #[test]
 fn a_failed_sync_waits_for_every_process_to_stop() {
     // Over ranks no other process touches a rank's memory outside the exchange (and one-sided
@@ -330,31 +331,44 @@ fn a_failed_sync_waits_for_every_process_to_stop() {
     }
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
-    let seen = std::sync::Arc::new(AtomicBool::new(false));
-    let s = seen.clone();
-    let e = within(60, move || {
-        run(3, |ctx| {
-            match ctx.pid() {
-                2 => {
-                    std::thread::sleep(Duration::from_millis(50));
-                    return Err(ctx.abort("early"));
-                }
-                1 => std::thread::sleep(Duration::from_millis(300)),
-                _ => {}
-            }
-            let r = ctx.sync();
-            if ctx.pid() == 0 {
-                s.store(all_stopped(ctx), Ordering::SeqCst);
-            }
-            r
-        })
-        .expect_err("aborted")
+    let rounds = within(60, move || {
+        (0..3)
+            .map(|_| {
+                // (all_stopped as pid 0 saw it, pid 1 had reached its sync by then)
+                let seen = [AtomicBool::new(false), AtomicBool::new(false)];
+                let late = AtomicBool::new(false);
+                let e = run(3, |ctx| {
+                    match ctx.pid() {
+                        2 => {
+                            std::thread::sleep(Duration::from_millis(50));
+                            return Err(ctx.abort("early"));
+                        }
+                        1 => {
+                            std::thread::sleep(Duration::from_millis(300));
+                            late.store(true, Ordering::SeqCst);
+                        }
+                        _ => {}
+                    }
+                    let r = ctx.sync();
+                    if ctx.pid() == 0 {
+                        seen[0].store(all_stopped(ctx), Ordering::SeqCst);
+                        seen[1].store(late.load(Ordering::SeqCst), Ordering::SeqCst);
+                    }
+                    r
+                })
+                .expect_err("aborted");
+                (e, seen.map(|s| s.into_inner()))
+            })
+            .collect::<Vec<_>>()
     });
-    assert_eq!(e.pid(), Some(2));
-    assert!(
-        seen.load(Ordering::SeqCst),
-        "pid 0 left its failed sync while pid 1 still ran"
-    );
+    for (round, (e, [stopped, late])) in rounds.into_iter().enumerate() {
+        assert_eq!(e.pid(), Some(2), "round {round}");
+        assert!(
+            stopped && late,
+            "round {round}: pid 0 left its failed sync while pid 1 still ran \
+             (all stopped: {stopped}, pid 1 at its sync: {late})"
+        );
+    }
 }
 
 /// A panic inside the engine's sync (a bug of mbsp's, injected here) ends the run with the

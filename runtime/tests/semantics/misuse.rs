@@ -357,6 +357,9 @@ fn a_process_ending_while_others_sync_is_an_error_not_a_hang() {
         return;
     }
     within(60, || {
+        // A run that ends well first: the failing one below reuses its state, whose end marks
+        // (every process's) must not count as ended in the next run.
+        run(3, |_| Ok(())).expect("a run of 3");
         let r = run(3, |ctx| {
             ctx.sync()?;
             if ctx.pid() != 2 {
