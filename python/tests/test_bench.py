@@ -41,13 +41,16 @@ def test_the_quick_run_prints_every_table_and_the_speedup_over_one_process(
             assert r["met"] == (r["verdict"] == "met")
             assert 0 < r["ratio_lo"] <= r["ratio_hi"] and 0 < r["ratio_level"] <= 1
     # The machine's state over the run: a mark after every round of the two comparisons, the
-    # verdict line the tables end with, and the line probe's range where it could run.
+    # verdict line the tables end with, the line probe's range where it could run, and the
+    # range of the local-work probe.
     state = result["machine_state"]
     assert state["rounds"] >= 6 and isinstance(state["quiet"], bool)
     assert state["line"].startswith("machine state during the runs: ")
     assert state["quiet"] == (state["causes"] == [])
     if state["line_round_trip_ns"] is not None:
         assert 0 < state["line_round_trip_ns"]["min"] <= state["line_round_trip_ns"]["max"]
+    # The fixed loop of local work is timed at every mark, on any machine.
+    assert 0 < state["local_work_us"]["min"] <= state["local_work_us"]["max"]
     # The partitioner against the command, same seed.
     part = [r for r in rows if r["table"] == "partition"]
     assert [(r["case"], r["p"]) for r in part] == [("bcsstk16", 2)]

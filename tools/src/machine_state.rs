@@ -18,6 +18,11 @@
 //! mark. It catches what the counters cannot: on a virtual machine the hypervisor moves the
 //! virtual CPUs between physical cores, and a sync between two processes then takes several
 //! times longer or shorter with no other process running, no steal and the same clock.
+//!
+//! So does a fixed loop of local work ([`local_work_us`]), timed at the same moments: a virtual
+//! CPU that shares its physical core with a busy neighbour computes at half speed or less, with
+//! the same clock, no steal counted and the same line round trip, and every figure of the
+//! measurement (local kernels, a run's start, a sync's own instructions) slows with it.
 
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -36,6 +41,29 @@ pub const MIN_JUDGED_SECONDS: f64 = 0.5;
 /// watch's marks above which the machine is called unsteady: on a steady machine the probe
 /// repeats within a third or so, while a move of virtual CPUs changes it several times over.
 pub const MAX_LINE_RATIO: f64 = 1.5;
+/// Ratio of the slowest to the fastest time of the fixed loop of local work
+/// ([`local_work_us`]) seen at the watch's marks above which the machine is called unsteady:
+/// on a steady CPU the loop repeats within a few percent.
+pub const MAX_WORK_RATIO: f64 = 1.3;
+
+/// Microseconds a fixed loop of local work takes on the calling thread: the fastest of five
+/// runs of 20 000 dependent multiply-adds (each through a compiler barrier, so that the loop
+/// is a chain of the same instructions on every machine and build). About 25-60 us each.
+pub fn local_work_us() -> f64 {
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut x: u64 = 1;
+        for _ in 0..20_000 {
+            x = std::hint::black_box(
+                x.wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407),
+            );
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e6);
+    }
+    best
+}
 
 /// The machine's counters at one moment.
 #[derive(Clone, Debug)]
@@ -49,6 +77,8 @@ pub struct Snapshot {
     freqs: Vec<f64>,
     /// A cache line's round trip between two CPUs, ns (taken by a [`Watch`] only).
     line_ns: Option<f64>,
+    /// The fixed loop of local work, us ([`local_work_us`]; taken by a [`Watch`] only).
+    work_us: Option<f64>,
 }
 
 /// The `cpu` line of `/proc/stat` as (busy, steal, total) ticks.
@@ -116,15 +146,19 @@ impl Snapshot {
             own: read("/proc/self/stat").as_deref().and_then(parse_self_stat),
             freqs: frequencies(),
             line_ns: None,
+            work_us: None,
         }
     }
 
-    /// [`now`](Self::now) and a cache line's round trip between two CPUs
-    /// ([`round_trip_ns`](crate::line_exchange::round_trip_ns): a few milliseconds at most).
+    /// [`now`](Self::now), a cache line's round trip between two CPUs
+    /// ([`round_trip_ns`](crate::line_exchange::round_trip_ns): a few milliseconds at most) and
+    /// the fixed loop of local work ([`local_work_us`]: a few tenths of a millisecond).
     pub fn probed() -> Snapshot {
         let line_ns = crate::line_exchange::round_trip_ns();
+        let work_us = Some(local_work_us());
         Snapshot {
             line_ns,
+            work_us,
             ..Snapshot::now()
         }
     }
@@ -218,19 +252,21 @@ impl Watch {
                 freqs.iter().copied().fold(0.0, f64::max),
             )
         });
-        let lines: Vec<f64> = self.snaps.iter().filter_map(|s| s.line_ns).collect();
-        let line_ns = (!lines.is_empty()).then(|| {
-            (
-                lines.iter().copied().fold(f64::INFINITY, f64::min),
-                lines.iter().copied().fold(0.0, f64::max),
-            )
-        });
+        let range = |v: Vec<f64>| {
+            (!v.is_empty()).then(|| {
+                (
+                    v.iter().copied().fold(f64::INFINITY, f64::min),
+                    v.iter().copied().fold(0.0, f64::max),
+                )
+            })
+        };
         MachineState {
             whole,
             worst,
             rounds: rounds.len(),
             freq_mhz,
-            line_ns,
+            line_ns: range(self.snaps.iter().filter_map(|s| s.line_ns).collect()),
+            work_us: range(self.snaps.iter().filter_map(|s| s.work_us).collect()),
             load: load_average(),
         }
     }
@@ -260,6 +296,9 @@ pub struct MachineState {
     /// Fastest and slowest cache-line round trip between two CPUs seen at the marks, ns
     /// (`None`: fewer than two CPUs, or never measured).
     pub line_ns: Option<(f64, f64)>,
+    /// Fastest and slowest time of the fixed loop of local work seen at the marks, us
+    /// ([`local_work_us`]; `None`: never measured).
+    pub work_us: Option<(f64, f64)>,
     /// The 1-minute load average at the end (it counts this measurement's own threads).
     pub load: Option<f64>,
 }
@@ -272,13 +311,17 @@ impl MachineState {
     /// use mbsp_tools::machine_state::{Interval, MachineState};
     /// let busy = Interval { seconds: 10.0, others_cpus: 0.9, steal: 0.0 };
     /// let s = MachineState {
-    ///     whole: Some(busy), worst: Some(busy), rounds: 5, freq_mhz: None, line_ns: None, load: None,
+    ///     whole: Some(busy), worst: Some(busy), rounds: 5, freq_mhz: None, line_ns: None,
+    ///     work_us: None, load: None,
     /// };
     /// assert_eq!(s.causes(), ["other processes kept 0.90 CPUs busy on average"]);
     /// // Quiet by the counters, but the CPUs' distance changed between rounds:
     /// let idle = Interval { others_cpus: 0.0, ..busy };
     /// let moved = MachineState { whole: Some(idle), worst: Some(idle), line_ns: Some((34.0, 230.0)), ..s };
     /// assert!(moved.causes()[0].starts_with("a cache line's round trip between two CPUs took 34-230 ns"));
+    /// // Or the CPUs' speed did:
+    /// let slowed = MachineState { whole: Some(idle), worst: Some(idle), work_us: Some((24.0, 55.0)), ..s };
+    /// assert!(slowed.causes()[0].starts_with("a fixed loop of local work took 24-55 us"));
     /// ```
     pub fn causes(&self) -> Vec<String> {
         let mut why = Vec::new();
@@ -314,6 +357,7 @@ impl MachineState {
             why.push(format!("the clock varied from {lo:.0} to {hi:.0} MHz"));
         }
         why.extend(self.line_cause());
+        why.extend(self.work_cause());
         why
     }
 
@@ -325,6 +369,18 @@ impl MachineState {
                 "a cache line's round trip between two CPUs took {lo:.0}-{hi:.0} ns across the \
                  rounds (the CPUs' distance changed: on a virtual machine the hypervisor moved \
                  its virtual CPUs); syncs and communication vary with it, streaming kernels less"
+            )
+        })
+    }
+
+    /// The cause "the CPUs' speed changed" ([`MAX_WORK_RATIO`]), if seen.
+    fn work_cause(&self) -> Option<String> {
+        let (lo, hi) = self.work_us?;
+        (lo > 0.0 && hi / lo > MAX_WORK_RATIO).then(|| {
+            format!(
+                "a fixed loop of local work took {lo:.0}-{hi:.0} us across the rounds (the CPUs' \
+                 speed changed: on a virtual machine a virtual CPU may share its core with a busy \
+                 neighbour); every figure varies with it"
             )
         })
     }
@@ -350,13 +406,18 @@ impl MachineState {
         let line = self
             .line_ns
             .map_or("not measured".into(), |l| range(l, "ns"));
+        let work = self
+            .work_us
+            .map_or("not measured".into(), |w| range(w, "us"));
         let what = match self.whole {
             Some(w) if w.seconds < MIN_JUDGED_SECONDS => format!(
-                "{:.2} s: too short for the CPU counters, clock {clock}, line round trip {line}",
+                "{:.2} s: too short for the CPU counters, clock {clock}, line round trip {line}, \
+                 local work {work}",
                 w.seconds
             ),
             Some(w) => format!(
-                "other processes {:.2} CPUs, steal {:.1}%, clock {clock}, line round trip {line}",
+                "other processes {:.2} CPUs, steal {:.1}%, clock {clock}, line round trip {line}, \
+                 local work {work}",
                 w.others_cpus,
                 100.0 * w.steal
             ),
@@ -365,11 +426,13 @@ impl MachineState {
         let causes = self.causes();
         if causes.is_empty() {
             format!("machine state during the runs: quiet ({what})")
-        } else if causes.len() == 1 && self.line_cause().is_some() {
+        } else if causes.len()
+            == usize::from(self.line_cause().is_some()) + usize::from(self.work_cause().is_some())
+        {
             format!(
                 "machine state during the runs: UNSTEADY, not to be trusted: {} ({what}); \
                  measure again, and compare only figures taken in the same rounds",
-                causes[0]
+                causes.join("; ")
             )
         } else {
             format!(
@@ -393,6 +456,7 @@ impl MachineState {
             "rounds": self.rounds,
             "frequency_mhz": self.freq_mhz.map(|(lo, hi)| json!({"min": lo, "max": hi})),
             "line_round_trip_ns": self.line_ns.map(|(lo, hi)| json!({"min": lo, "max": hi})),
+            "local_work_us": self.work_us.map(|(lo, hi)| json!({"min": lo, "max": hi})),
             "load_average": self.load,
         })
     }
@@ -409,6 +473,7 @@ mod tests {
             own: Some(own),
             freqs: vec![2000.0],
             line_ns: None,
+            work_us: None,
         }
     }
 
@@ -502,6 +567,48 @@ mod tests {
             "{}",
             none.line()
         );
+    }
+
+    #[test]
+    fn a_changed_speed_of_local_work_is_a_cause_of_its_own() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        let probe = |secs: f64, us: f64| Snapshot {
+            line_ns: Some(210.0),
+            work_us: Some(us),
+            ..snap(secs, (0, 0, 100 * cpus * (1 + secs as u64)), 0)
+        };
+        // Within the ratio: quiet, the range shown.
+        let steady = Watch {
+            snaps: vec![probe(0.0, 24.0), probe(1.0, 25.5), probe(2.0, 29.0)],
+        }
+        .state();
+        assert_eq!(steady.work_us, Some((24.0, 29.0)));
+        assert!(steady.quiet(), "{:?}", steady.causes());
+        assert!(
+            steady.line().contains("local work 24-29 us"),
+            "{}",
+            steady.line()
+        );
+        // Half speed for a round, the line round trip unchanged: unsteady, with both figures.
+        let slowed = Watch {
+            snaps: vec![probe(0.0, 24.0), probe(1.0, 55.0), probe(2.0, 25.0)],
+        }
+        .state();
+        let why = slowed.causes();
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].contains("took 24-55 us"), "{why:?}");
+        assert!(slowed.line().contains("UNSTEADY"), "{}", slowed.line());
+        assert_eq!(slowed.json()["local_work_us"]["max"], 55.0);
+        // Both the line and the speed moved: still unsteady (not busy), both causes named.
+        let both = MachineState {
+            line_ns: Some((34.0, 230.0)),
+            ..slowed.clone()
+        };
+        assert_eq!(both.causes().len(), 2);
+        assert!(both.line().contains("UNSTEADY"), "{}", both.line());
+        // The probe itself: positive and finite.
+        let us = local_work_us();
+        assert!(us > 0.0 && us.is_finite(), "{us}");
     }
 
     #[test]
