@@ -9,8 +9,8 @@
 //! * [`params`] — the BSP parameters (r, g, l) of every level of the machine tree, measured.
 //! * [`machine`] — a one-line description of this machine, and a machine tree as plain data.
 //! * [`machine_state`] — what else the machine did during a measurement (other processes' CPU
-//!   time, stolen time, the clock, the cache-line round trip between two CPUs): whether its
-//!   timings can be trusted.
+//!   time, stolen time, the clock, the cache-line round trip between two CPUs, the speed of a
+//!   fixed loop of local work): whether its timings can be trusted.
 //! * [`line_exchange`] — how long two CPUs take to hand a cache line back and forth.
 //! * [`placement`] — where the processes of a (nested) plan go, as plain data.
 //! * [`spmv`], [`fft`], [`sparse`] — the measurements of the SpMV and the FFT that several
