@@ -111,6 +111,8 @@ struct Own {
     /// when it is dropped).
     spare_getbuf: SharedCell<crate::arena::Arena>,
     spare_path: SharedCell<Vec<usize>>,
+    /// The CPU list of the last context's binding (`process::bind` fills it again).
+    spare_cpus: SharedCell<Vec<u32>>,
     /// The number ([`RunShared::id`]) of the last run in which this process stopped: saw the
     /// run fail, or ended, and touches no memory of the others any more. Written by the
     /// process alone (or for it by the starter, when its thread could not be started); never
@@ -141,9 +143,22 @@ impl ProcShared {
             own: CachePadded::new(Own {
                 spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
                 spare_path: SharedCell::new(Vec::new()),
+                spare_cpus: SharedCell::new(Vec::new()),
                 stopped_in: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// The CPU list that this process's last context was bound to, for the binding of its
+    /// next context (`process::bind`): a nested run then allocates nothing for it.
+    ///
+    /// # Safety
+    /// The owner's thread, entering a run (only this process's contexts touch the spares, one
+    /// at a time: see `Ctx::new`).
+    #[inline]
+    pub(crate) unsafe fn take_spare_cpus(&self) -> Vec<u32> {
+        // SAFETY: the caller's promise.
+        unsafe { self.own.spare_cpus.write(std::mem::take) }
     }
 
     /// Mark this process stopped in run `id` ([`Own::stopped_in`]).
@@ -358,7 +373,7 @@ impl RunShared {
     /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
     /// processes of the previous run have all dropped their contexts); the engine's part is
     /// made ready by the caller, who knows the engine.
-    pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: Arc<Tree>) {
+    pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: &Arc<Tree>) {
         *self.id = next_run_id();
         // Into the vector the last run left (a nested run allocates nothing here).
         // Written only when it changes: every process reads it when it enters the run, and a
@@ -370,13 +385,13 @@ impl RunShared {
         for proc in self.procs.iter_mut() {
             proc.reset();
         }
-        if Arc::ptr_eq(&self.tree, &tree) {
+        if Arc::ptr_eq(&self.tree, tree) {
             // The state's waits are the tree's since it was attached to it (a reused state
             // brings the same barrier): stopped again if the hierarchy has failed since.
             self.engine.recheck(&tree);
         } else {
-            self.engine.attach(&tree);
-            self.tree = tree;
+            self.engine.attach(tree);
+            self.tree = tree.clone();
         }
     }
 
@@ -887,11 +902,18 @@ impl Drop for Ctx {
         let mut getbuf = std::mem::take(&mut self.st.get_mut().getbuf);
         getbuf.clear();
         let path = std::mem::take(&mut self.path);
+        let cpus = match &mut self.binding {
+            Binding::Applied(cpus) => Some(std::mem::take(cpus)),
+            _ => None,
+        };
         // SAFETY: as in `Ctx::new`.
         unsafe {
             let me = self.run.proc(self.pid);
             me.own.spare_getbuf.write(|b| *b = getbuf);
             me.own.spare_path.write(|p| *p = path);
+            if let Some(cpus) = cpus {
+                me.own.spare_cpus.write(|c| *c = cpus);
+            }
         }
         // SAFETY: this context's process is leaving the run.
         unsafe { self.engine.give_back(&self.run.engine, self.pid) };

@@ -109,7 +109,7 @@ fn bind(shared: &RunShared, pid: usize) -> (Binding, Option<Vec<u32>>) {
             Some(Binding::Applied(parent)) if layout.binder.applies() => {
                 let mut restore = (parent != want).then(|| parent.clone());
                 if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
-                    (Binding::Applied(want.clone()), restore)
+                    (applied(shared, pid, want), restore)
                 } else if let Some(parent) =
                     restore.take_if(|_| layout.process0_stays_at(layout.binder.current_cpu()))
                 {
@@ -137,7 +137,7 @@ fn bind(shared: &RunShared, pid: usize) -> (Binding, Option<Vec<u32>>) {
         let want = &layout.pus[pid];
         let cached = BOUND.with(|b| b.borrow().as_ref() == Some(want));
         if cached && layout.binder.applies() {
-            (Binding::Applied(want.clone()), None)
+            (applied(shared, pid, want), None)
         } else {
             (bind_remembered(layout, want), None)
         }
@@ -156,6 +156,16 @@ unsafe fn context(shared: &Arc<RunShared>, id: u64, pid: usize, binding: Binding
     // SAFETY: the caller's promise.
     let run = unsafe { RunRef::lent(shared) };
     Ctx::new(run, id, pid, binding, engine)
+}
+
+/// `Binding::Applied(cpus)` for process `pid`, in the vector its last context's binding
+/// left: a thread bound where it already was allocates nothing for its binding.
+fn applied(shared: &RunShared, pid: usize, cpus: &[u32]) -> Binding {
+    // SAFETY: this thread runs process `pid`, entering the run.
+    let mut v = unsafe { shared.proc(pid).take_spare_cpus() };
+    v.clear();
+    v.extend_from_slice(cpus);
+    Binding::Applied(v)
 }
 
 /// Bind the calling thread to the OS CPUs `cpus` and remember where (see [`BOUND`]).

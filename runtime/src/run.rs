@@ -178,8 +178,8 @@ impl Run {
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
-        let results = self.launch(tree.clone(), &[], layout, None, sink.clone(), f);
-        let results = collect(results, &tree)?;
+        let results = self.launch(&tree, &[], layout, None, sink.clone(), f);
+        let results = results.collect(&tree)?;
         let profile = sink.map(|sink| sink.take(p, Vec::new()));
         if let Some(profile) = &profile {
             crate::profile::emit(profile);
@@ -458,7 +458,7 @@ impl Run {
             parent.run.tree.clone(),
             parent.path.clone(),
             layout,
-            Some(parent.binding.clone()),
+            Some(&parent.binding),
             sink,
             Arc::new(f),
         ))
@@ -493,7 +493,7 @@ impl Run {
         tree: Arc<Tree>,
         parent_path: Vec<usize>,
         layout: Arc<Layout>,
-        inherited: Option<Binding>,
+        inherited: Option<&Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: Arc<F>,
     ) -> Spmd<'a>
@@ -506,7 +506,7 @@ impl Run {
             let mut team = Team::take(self.stack_size);
             let shared = self.shared_from(
                 &mut team,
-                tree.clone(),
+                &tree,
                 &parent_path,
                 layout,
                 inherited,
@@ -524,13 +524,8 @@ impl Run {
             };
             (shared, w)
         } else {
-            let shared = Arc::new(self.new_shared(
-                tree.clone(),
-                &parent_path,
-                layout,
-                inherited,
-                sink.clone(),
-            ));
+            let shared =
+                Arc::new(self.new_shared(&tree, &parent_path, layout, inherited, sink.clone()));
             let mut threads = Vec::with_capacity(shared.p - 1);
             for pid in 1..shared.p {
                 let (mine, f, id) = (shared.clone(), f.clone(), *shared.id);
@@ -575,22 +570,15 @@ impl Run {
         }
         let layout = self.nested_layout(parent)?;
         let p = layout.domains.len();
-        let tree = parent.run.tree.clone();
-        let inherited = Some(parent.binding.clone());
+        let tree = &parent.run.tree;
+        let inherited = Some(&parent.binding);
         // Profiled with its parent (unless told otherwise), and attached to the parent's.
         let sink = self
             .profile
             .unwrap_or(parent.prof.is_some())
             .then(|| Arc::new(crate::profile::record::Sink::default()));
-        let results = self.launch(
-            tree.clone(),
-            &parent.path,
-            layout,
-            inherited,
-            sink.clone(),
-            f,
-        );
-        let results = collect(results, &tree)?;
+        let results = self.launch(tree, &parent.path, layout, inherited, sink.clone(), f);
+        let results = results.collect(tree)?;
         if let (Some(sink), Some(rec)) = (sink, &parent.prof) {
             rec.borrow_mut()
                 .add_nested(sink.take(p, parent.path.clone()));
@@ -600,13 +588,13 @@ impl Run {
 
     fn launch<R: Send>(
         &self,
-        tree: Arc<Tree>,
+        tree: &Arc<Tree>,
         parent_path: &[usize],
         layout: Arc<Layout>,
-        inherited: Option<Binding>,
+        inherited: Option<&Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
         f: &SpmdFn<'_, R>,
-    ) -> Vec<Result<R>> {
+    ) -> Results<R> {
         crate::place::report_run(parent_path, &layout);
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
@@ -619,10 +607,10 @@ impl Run {
             // the latest, before `f` (borrowed by this call) can go away.
             let launch = unsafe { Launch::new(shared.clone(), f, process_dyn, &team) };
             launch.dispatch(&mut team);
-            let mut results = Vec::with_capacity(shared.p);
+            let mut results = Results::with_capacity(shared.p);
             results.push(process(&shared, *shared.id, 0, f));
             launch.wait();
-            results.extend(launch.take_results());
+            launch.take_results().for_each(|r| results.push(r));
             results
         };
         let results = finish_checkpoints(&shared, results);
@@ -632,7 +620,7 @@ impl Run {
     }
 
     /// [`Run::launch`] with threads started for this run and joined at its end.
-    fn launch_spawned<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Vec<Result<R>> {
+    fn launch_spawned<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Results<R> {
         let p = shared.p;
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(p - 1);
@@ -649,7 +637,7 @@ impl Run {
                     }
                 }
             }
-            let mut results = Vec::with_capacity(p);
+            let mut results = Results::with_capacity(p);
             results.push(process(&shared, *shared.id, 0, f));
             for h in handles {
                 results.push(h.join().unwrap_or_else(|_| {
@@ -704,17 +692,23 @@ impl Run {
     /// New shared state of a run placed by `layout`.
     fn new_shared(
         &self,
-        tree: Arc<Tree>,
+        tree: &Arc<Tree>,
         parent_path: &[usize],
         layout: Arc<Layout>,
-        inherited: Option<Binding>,
+        inherited: Option<&Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> RunShared {
         let shape = self.shape(&layout);
         let engine = RunEngine::Threads(RunState::new(&layout, shape));
         let ckpt = self.checkpointer(parent_path, layout.domains.len());
-        let mut s = RunShared::new(parent_path.to_vec(), tree, shape.policy, layout, engine);
-        s.inherited = inherited;
+        let mut s = RunShared::new(
+            parent_path.to_vec(),
+            tree.clone(),
+            shape.policy,
+            layout,
+            engine,
+        );
+        s.inherited = inherited.cloned();
         s.prof = sink;
         s.ckpt = ckpt;
         s
@@ -725,10 +719,10 @@ impl Run {
     fn shared_from(
         &self,
         team: &mut Team,
-        tree: Arc<Tree>,
+        tree: &Arc<Tree>,
         parent_path: &[usize],
         layout: Arc<Layout>,
-        inherited: Option<Binding>,
+        inherited: Option<&Binding>,
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> Arc<RunShared> {
         let shape = self.shape(&layout);
@@ -741,8 +735,8 @@ impl Run {
                     if !Arc::ptr_eq(&s.layout, &layout) {
                         s.layout = layout;
                     }
-                    if s.inherited != inherited {
-                        s.inherited = inherited;
+                    if s.inherited.as_ref() != inherited {
+                        s.inherited = inherited.cloned();
                     }
                     if s.prof.is_some() || sink.is_some() {
                         s.prof = sink;
@@ -797,21 +791,52 @@ fn process_dyn<'a, R>(
 /// All results, or the root cause of the failure.
 /// The end of a run: wait for its background checkpoints to be written; one that could not
 /// be, when the policy requires them, becomes process 0's result.
-fn finish_checkpoints<R>(shared: &RunShared, mut results: Vec<Result<R>>) -> Vec<Result<R>> {
+fn finish_checkpoints<R>(shared: &RunShared, mut results: Results<R>) -> Results<R> {
     if let Some(e) = shared.ckpt.as_ref().and_then(|ck| ck.finish_run()) {
-        results[0] = Err(e);
+        results.fail_first(e);
     }
     results
 }
 
-fn collect<R>(results: Vec<Result<R>>, tree: &Tree) -> Result<Vec<R>> {
-    if results.iter().all(Result::is_ok) {
-        return Ok(results.into_iter().map(|r| r.ok().unwrap()).collect());
+/// The processes' results, pushed in pid order: their values while every one succeeds, and
+/// the first error (by pid) once one has failed. The values go straight where the caller gets
+/// them: no vector of `Result`s is made and taken apart at every run.
+struct Results<R> {
+    values: Vec<R>,
+    first_error: Option<Error>,
+}
+
+impl<R> Results<R> {
+    fn with_capacity(p: usize) -> Self {
+        Results {
+            values: Vec::with_capacity(p),
+            first_error: None,
+        }
     }
-    if let Some(e) = tree.error() {
-        return Err(e);
+
+    /// The next process's result.
+    fn push(&mut self, r: Result<R>) {
+        match r {
+            Ok(v) => self.values.push(v),
+            Err(e) => {
+                self.first_error.get_or_insert(e);
+            }
+        }
     }
-    Err(results.into_iter().find_map(Result::err).unwrap())
+
+    /// Process 0's result becomes `e` (the first by pid).
+    fn fail_first(&mut self, e: Error) {
+        self.first_error = Some(e);
+    }
+
+    /// All values, or the root cause of the failure: the hierarchy's error if it recorded
+    /// one, else the first process's error.
+    fn collect(self, tree: &Tree) -> Result<Vec<R>> {
+        match self.first_error {
+            None => Ok(self.values),
+            Some(e) => Err(tree.error().unwrap_or(e)),
+        }
+    }
 }
 
 impl Ctx {
@@ -938,7 +963,8 @@ impl Spmd<'_> {
             }
             return mine;
         };
-        let mut results = vec![mine];
+        let mut results = Results::with_capacity(1);
+        results.push(mine);
         match workers {
             Workers::Spawned(threads) => {
                 for h in threads {
@@ -957,7 +983,7 @@ impl Spmd<'_> {
                 _f,
             } => {
                 launch.wait();
-                results.extend(launch.take_results());
+                launch.take_results().for_each(|r| results.push(r));
                 let shared = launch.shared.clone();
                 drop(launch);
                 team.keep(shared);
@@ -965,9 +991,9 @@ impl Spmd<'_> {
             }
         }
         if let Some(e) = self.ckpt.take().and_then(|ck| ck.finish_run()) {
-            results[0] = Err(e);
+            results.fail_first(e);
         }
-        collect(results, &self.tree)?;
+        results.collect(&self.tree)?;
         self.report_profile();
         Ok(())
     }

@@ -96,9 +96,10 @@ impl Inbox {
         }
     }
 
-    /// Forget a previous run (no process of the run is running).
+    /// Forget a previous run (no process of the run is running). Slots beyond the run's
+    /// were never written (a reused state serves runs of the same slots).
     pub(crate) fn reset(&self) {
-        for o in 0..SLOTS {
+        for o in 0..self.slots {
             let h = &self.head[o];
             for w in h.bits.iter().chain(self.tail[o].iter()) {
                 w.zero();
