@@ -107,16 +107,17 @@ fn bind(shared: &RunShared, pid: usize) -> (Binding, Option<Vec<u32>>) {
             // Bound where it should be (its placement is the parent's): nothing to do; else
             // stay or narrow (above), and give the parent's binding back at the end.
             Some(Binding::Applied(parent)) if layout.binder.applies() => {
-                let mut restore = (parent != want).then(|| parent.clone());
+                let differs = parent != want;
                 if BOUND.with(|b| b.borrow().as_ref() == Some(want)) {
-                    (applied(shared, pid, want), restore)
-                } else if let Some(parent) =
-                    restore.take_if(|_| layout.process0_stays_at(layout.binder.current_cpu()))
-                {
-                    // Stays: its binding is its parent's (the copy made for the restore).
-                    (Binding::Applied(parent), None)
+                    (applied(shared, pid, want), differs.then(|| parent.clone()))
+                } else if differs && layout.process0_stays_at(layout.binder.current_cpu()) {
+                    // Stays: its binding is its parent's, and nothing is to be restored.
+                    (applied(shared, pid, parent), None)
                 } else {
-                    (bind_remembered(layout, want), restore)
+                    (
+                        bind_remembered(layout, want),
+                        differs.then(|| parent.clone()),
+                    )
                 }
             }
             Some(parent) => (parent.clone(), None),

@@ -1,7 +1,8 @@
 //! Communicable memory (`send_owned`, `move_owned`, the buffer pool; runtime/src/owned.rs) on the
 //! engine the harness selects (`common/engine.rs`: threads, or MPI ranks under `mpiexec`): round
 //! trips, the queue's order among ordinary messages, type checks, every buffer freed exactly
-//! once (failures included), and no allocation per superstep in a steady state.
+//! once (failures included), and no allocation per superstep in a steady state (nor per nested
+//! run on a reused team).
 //!
 //! This program's allocator counts, for a few watched allocation sizes, how many blocks of that
 //! size were allocated and freed (each test watches a size of its own, which nothing else here
@@ -499,6 +500,56 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
             "allocations per process in {steps} supersteps at p = {p} (lazy: {lazy})"
         );
     }
+}
+
+#[test]
+fn a_steady_loop_of_nested_runs_allocates_nothing() {
+    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
+        return;
+    }
+    // Started by pid 1 of a top-level run of 2: a worker thread bound to exactly its placement,
+    // where the nested run stacks both its processes, so their placement is the thread's
+    // binding and no binding call is made (pid 0, the test's thread, may keep a wider binding
+    // and narrow it or not as the scheduler places it: a system call that allocates).
+    // Counted: the starter's thread over the runs, and the worker running the nested pid 1
+    // (the team's, the same thread every time) between one run and the next.
+    const RUNS: usize = 200;
+    let (starter, worker) = within(120, || {
+        let at: Vec<std::sync::atomic::AtomicU64> = (0..RUNS).map(|_| Default::default()).collect();
+        let starter = mbsp::run(2, |ctx| {
+            let mut counted = 0;
+            if ctx.pid() == 1 {
+                for i in 0..RUNS + 5 {
+                    if i == 5 {
+                        counted = my_allocations();
+                    }
+                    ctx.run(2, |n| {
+                        if n.pid() == 1 && i >= 5 {
+                            at[i - 5].store(my_allocations(), Relaxed);
+                        }
+                        n.sync()
+                    })?;
+                }
+                counted = my_allocations() - counted;
+            }
+            ctx.sync()?;
+            Ok(counted)
+        })
+        .unwrap();
+        let worker: Vec<u64> = at
+            .windows(2)
+            .map(|w| w[1].load(Relaxed) - w[0].load(Relaxed))
+            .collect();
+        (starter[1], worker)
+    });
+    assert_eq!(
+        starter, 0,
+        "the starter's allocations in {RUNS} nested runs"
+    );
+    assert!(
+        worker.iter().all(|&n| n == 0),
+        "pid 1's allocations between one nested run and the next: {worker:?}"
+    );
 }
 
 #[test]
