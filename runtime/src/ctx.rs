@@ -388,7 +388,7 @@ impl RunShared {
         if Arc::ptr_eq(&self.tree, tree) {
             // The state's waits are the tree's since it was attached to it (a reused state
             // brings the same barrier): stopped again if the hierarchy has failed since.
-            self.engine.recheck(&tree);
+            self.engine.recheck(tree);
         } else {
             self.engine.attach(tree);
             self.tree = tree.clone();
