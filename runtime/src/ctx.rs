@@ -39,7 +39,10 @@
 //!   process that uses it next. What a process writes between runs (its spare buffers and its
 //!   stop mark, [`ProcShared::own`]) is on lines of its own and touched by the starter only on
 //!   a failure; marks are stamped with the run's number (which only grows) instead of being
-//!   reset.
+//!   reset. After a run that ended well, the sync counts ([`Done`]), the inbox mode words and
+//!   the barrier's episodes are not reset either: the next run counts on from them (every
+//!   process of the last run completed as many syncs and passed as many episodes), and the
+//!   starter resets them only after a run that failed.
 //!
 //! ## Failure
 //!
@@ -50,6 +53,7 @@
 //! stopped touching other processes' memory (the engine's `stop`): each process marks itself
 //! stopped (once, [`ProcShared::mark_stopped`]) when it first sees the failure or when it ends.
 
+use crate::done::Done;
 use crate::engine::state::{ProcEngine, RunEngine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::{Outbox, SLOTS};
@@ -97,7 +101,7 @@ pub(crate) struct ProcShared {
     out: [SharedCell<Outboxes>; SLOTS],
     coll: [SharedCell<Coll>; 2],
     /// Number of syncs this process has completed (its communication is then written).
-    pub(crate) done: CachePadded<AtomicU64>,
+    pub(crate) done: Done,
     /// What only the process's own thread touches between runs, on lines of its own: the
     /// starter's resets (`RunShared::reuse`, `release`) read the fields above at every run,
     /// and a line that both touch would cross between their cores twice a run.
@@ -139,7 +143,7 @@ impl ProcShared {
                 SharedCell::new(Coll::default()),
                 SharedCell::new(Coll::default()),
             ],
-            done: CachePadded::new(AtomicU64::new(0)),
+            done: Done::default(),
             own: CachePadded::new(Own {
                 spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
                 spare_path: SharedCell::new(Vec::new()),
@@ -248,12 +252,14 @@ impl ProcShared {
         unsafe { self.coll[q].read(f) }
     }
 
-    /// Forget the registrations and the sync count of a previous run (exclusive access: no
-    /// process runs). The outboxes and requests are the owner's to clear
-    /// ([`ProcShared::clear_at_entry`]).
-    pub(crate) fn reset(&mut self) {
+    /// Forget the registrations of a previous run, and its sync count unless the new run
+    /// `continues` it ([`Done`]) (exclusive access: no process runs). The outboxes and
+    /// requests are the owner's to clear ([`ProcShared::clear_at_entry`]).
+    pub(crate) fn reset(&mut self, continues: bool) {
         self.regs.with_mut(RegTable::clear);
-        self.done.store(0, Ordering::Relaxed);
+        if !continues {
+            self.done.reset();
+        }
     }
 
     /// Mark this process's outboxes unwritten (keeping their buffers) and its collective
@@ -372,8 +378,9 @@ impl RunShared {
 
     /// Make a finished run's state ready for a new run in `tree` (exclusive access: the
     /// processes of the previous run have all dropped their contexts); the engine's part is
-    /// made ready by the caller, who knows the engine.
-    pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: &Arc<Tree>) {
+    /// made ready by the caller, who knows the engine, and says whether the new run
+    /// `continues` the sync counts of the last ([`Done`]).
+    pub(crate) fn reuse(&mut self, parent_path: &[usize], tree: &Arc<Tree>, continues: bool) {
         *self.id = next_run_id();
         // Into the vector the last run left (a nested run allocates nothing here).
         // Written only when it changes: every process reads it when it enters the run, and a
@@ -383,7 +390,7 @@ impl RunShared {
             self.parent_path.extend_from_slice(parent_path);
         }
         for proc in self.procs.iter_mut() {
-            proc.reset();
+            proc.reset(continues);
         }
         if Arc::ptr_eq(&self.tree, tree) {
             // The state's waits are the tree's since it was attached to it (a reused state
@@ -490,6 +497,10 @@ pub struct Ctx {
     /// state's copy is written by the starter at every run, and each read of it from another
     /// core would have to fetch the line.
     pub(crate) run_id: u64,
+    /// The count of syncs this run's processes started with ([`Done`]): the syncs of the runs
+    /// before on this run state, when they ended well. This run's `done` counts and inbox mode
+    /// words count on from it.
+    pub(crate) base: u64,
     pub(crate) pid: usize,
     pub(crate) path: Vec<usize>,
     pub(crate) step: u64,
@@ -552,12 +563,13 @@ impl Ctx {
         // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
         // contexts are made after the previous run's were dropped); this process is entering
         // the run, before its first sync (`clear_at_entry`).
-        let (getbuf, mut path) = unsafe {
+        let (getbuf, mut path, base) = unsafe {
             let me = run.proc(pid);
             me.clear_at_entry();
             (
                 me.own.spare_getbuf.write(std::mem::take),
                 me.own.spare_path.write(std::mem::take),
+                me.done.base(),
             )
         };
         path.clear();
@@ -573,6 +585,7 @@ impl Ctx {
         Ctx {
             run,
             run_id,
+            base,
             pid,
             path,
             step: 0,

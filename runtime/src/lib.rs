@@ -97,6 +97,7 @@ mod arena;
 mod bsmp;
 mod checkpoint;
 mod ctx;
+mod done;
 mod drma;
 mod engine;
 mod error;

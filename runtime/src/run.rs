@@ -614,7 +614,7 @@ impl Run {
             results
         };
         let results = finish_checkpoints(&shared, results);
-        team.keep(shared);
+        team.keep(shared, results.ended_well());
         team.give_back();
         results
     }
@@ -726,10 +726,11 @@ impl Run {
         sink: Option<Arc<crate::profile::record::Sink>>,
     ) -> Arc<RunShared> {
         let shape = self.shape(&layout);
+        let continues = team.last_ended_well;
         if let Some(mut last) = team.last.take() {
             if last.engine.threads().fits(&layout, shape) {
                 if let Some(s) = Arc::get_mut(&mut last) {
-                    s.engine.threads_mut().reuse(shape);
+                    s.engine.threads_mut().reuse(shape, continues);
                     // Fields the processes read are written only when they change (each
                     // line written here crosses to the cores of the run's other processes).
                     if !Arc::ptr_eq(&s.layout, &layout) {
@@ -745,7 +746,7 @@ impl Run {
                     if s.ckpt.is_some() || ckpt.is_some() {
                         s.ckpt = ckpt;
                     }
-                    s.reuse(parent_path, tree);
+                    s.reuse(parent_path, tree, continues);
                     return last;
                 }
             }
@@ -822,6 +823,11 @@ impl<R> Results<R> {
                 self.first_error.get_or_insert(e);
             }
         }
+    }
+
+    /// Whether every process's result so far is a value.
+    fn ended_well(&self) -> bool {
+        self.first_error.is_none()
     }
 
     /// Process 0's result becomes `e` (the first by pid).
@@ -986,7 +992,7 @@ impl Spmd<'_> {
                 launch.take_results().for_each(|r| results.push(r));
                 let shared = launch.shared.clone();
                 drop(launch);
-                team.keep(shared);
+                team.keep(shared, results.ended_well());
                 team.give_back();
             }
         }

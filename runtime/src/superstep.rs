@@ -9,7 +9,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::flags::{FLAG_GETS, FLAG_REGS, FLAG_TAGS};
 use crate::registry::{RegOp, WILD, describe};
 use crate::requests::Coll;
-use crate::shim::Ordering;
 
 impl Ctx {
     /// Close the superstep: its requests are done, its counters move on (`lazy`: the sync
@@ -29,7 +28,7 @@ impl Ctx {
         // The destinations of the superstep that used this slot last: a sync has used them (a
         // lazy one waited for their acknowledgements), and this superstep writes its own.
         self.written.get_mut()[self.slot].clear();
-        self.me().done.store(self.step, Ordering::Release);
+        self.me().done.publish(self.base, self.step);
     }
 
     /// Copy the payloads of this superstep's hpsends into the records reserved for them.

@@ -201,6 +201,9 @@ pub(crate) struct Team {
     stack: Option<usize>,
     /// The shared state of the last run, reusable by a run of the same size.
     pub(crate) last: Option<Arc<RunShared>>,
+    /// Every process of the last run ended it well: a run on `last` counts on from its sync
+    /// counts and barrier episodes (`RunState::reuse`).
+    pub(crate) last_ended_well: bool,
     /// Where a starter waits for the last worker of its launch to count itself out. One per
     /// team, made once and held by every worker's mailbox: a worker notifies it without
     /// touching a reference count (a count the starter also changes would cross between the
@@ -216,6 +219,7 @@ impl Team {
             workers: Vec::new(),
             stack,
             last: None,
+            last_ended_well: false,
             done: Arc::new(CachePadded::new(Signal::new())),
         }
     }
@@ -245,11 +249,13 @@ impl Team {
     }
 
     /// Keep the state of a run that has ended for the next run, if nothing else holds it;
-    /// what the run registered is released now.
-    pub(crate) fn keep(&mut self, mut shared: Arc<RunShared>) {
+    /// what the run registered is released now. `ended_well`: every process's result was a
+    /// value (so all completed the same syncs).
+    pub(crate) fn keep(&mut self, mut shared: Arc<RunShared>, ended_well: bool) {
         if let Some(s) = Arc::get_mut(&mut shared) {
             s.release();
             self.last = Some(shared);
+            self.last_ended_well = ended_well;
         }
     }
 

@@ -1,6 +1,7 @@
 //! Lazy syncs (`Ctx::declare_incoming`): the same programs give the same results with declared counts as
 //! with full syncs, processes may drift apart without mixing supersteps, and every wrong count
-//! or misuse ends the run with an error naming it, never a hang.
+//! or misuse ends the run with an error naming it, never a hang. Runs on a reused run state
+//! count on from the sync counts, mode words and barrier episodes of the run before.
 
 use crate::common;
 
@@ -676,4 +677,113 @@ fn runs_after_a_failed_lazy_run_start_afresh() {
             }
         });
     }
+}
+
+/// Large puts (through the sender's area, `bulk.rs`) and immediate gets, each of which waits on
+/// the other process's count of completed syncs: every process puts 300 000 bytes to the next
+/// one, and after the sync reads one word of the next one's array with `hpget`.
+fn large_and_immediate(ctx: &mut Ctx, tag: u8) -> mbsp::Result<Vec<u64>> {
+    const N: usize = 300_000;
+    let (pid, p) = (ctx.pid(), ctx.nprocs());
+    let next = (pid + 1) % p;
+    let big = ctx.push_reg(vec![0u8; N])?;
+    let word = ctx.push_reg(vec![pid as u64 * 100 + tag as u64])?;
+    ctx.sync()?;
+    ctx.put(next, &vec![tag ^ pid as u8; N], &big, 0)?;
+    ctx.sync()?;
+    let mut got = [0u64];
+    // SAFETY: nobody writes `word` in this superstep.
+    unsafe { ctx.hpget(next, &word, 0, &mut got)? };
+    ctx.sync()?;
+    let b = ctx.local(&big)?;
+    Ok(vec![b[0] as u64, b[N - 1] as u64, got[0]])
+}
+
+/// A run on a reused run state counts on from the syncs, mode words and barrier episodes of
+/// the run before when that one ended well (`done::Done`, `Barrier::reopen`), and starts them
+/// again after a failed one. Nested runs of 3 on one team, of changing lengths (each starts at
+/// another count and slot parity), lazy and full, with large puts and immediate gets, and
+/// rounds that end with a failed nested run: each gives what the same program gives in a run
+/// of threads of its own.
+#[test]
+fn nested_runs_on_a_reused_state_count_on_from_the_last() {
+    for lanes in LANES {
+        within(120, move || {
+            let fresh = |steps: u64| {
+                let run = mbsp::internals::lanes(mbsp::Run::new(3).reuse_threads(false), lanes.0);
+                let run = mbsp::internals::slots(run, lanes.1);
+                let run = mbsp::internals::pair_barrier(run, false);
+                run.run(|ctx| {
+                    let mut log = program(ctx, steps, false)?;
+                    log.extend(large_and_immediate(ctx, steps as u8)?);
+                    Ok(log)
+                })
+                .unwrap()
+            };
+            let want: Vec<_> = (1..=5).map(fresh).collect();
+            for round in 0..3 {
+                mbsp::run(1, |ctx| {
+                    for k in 0..8u64 {
+                        let steps = 1 + (k * 3 + round) % 5;
+                        let run = mbsp::internals::lanes(mbsp::Run::new(3), lanes.0);
+                        let run = mbsp::internals::slots(run, lanes.1);
+                        let run = mbsp::internals::pair_barrier(run, false);
+                        let got = ctx.run_with(run, |n| {
+                            let mut log = program(n, steps, k % 2 == 1)?;
+                            log.extend(large_and_immediate(n, steps as u8)?);
+                            Ok(log)
+                        })?;
+                        assert_eq!(
+                            got,
+                            want[steps as usize - 1],
+                            "{lanes:?} round {round} run {k}"
+                        );
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                // A nested run that fails (a wrong count) on the same team's state.
+                let e = mbsp::run(1, |ctx| {
+                    let run = mbsp::internals::lanes(mbsp::Run::new(3), lanes.0);
+                    let run = mbsp::internals::slots(run, lanes.1);
+                    let run = mbsp::internals::pair_barrier(run, false);
+                    ctx.run_with(run, |n| {
+                        program(n, 2, true)?;
+                        n.declare_incoming(if n.pid() == 2 { 1 } else { 0 })?;
+                        n.sync()
+                    })
+                })
+                .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+            }
+        });
+    }
+}
+
+/// The barrier's words are not reset between runs that ended well: a run that follows one of
+/// a single episode (its end) waits in its first episode for a process that comes late, as
+/// the episodes count on (an episode counted from zero again would find the word the run
+/// before left, and pass).
+#[test]
+fn a_run_after_a_short_one_waits_for_a_late_process() {
+    within(60, || {
+        mbsp::run(1, |ctx| {
+            for _ in 0..5 {
+                ctx.run(3, |_| Ok(()))?;
+                let got = ctx.run(3, |n| {
+                    let x = n.push_reg(vec![0u64; 1])?;
+                    n.sync()?;
+                    if n.pid() == 2 {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        n.put(0, &[7u64], &x, 0)?;
+                    }
+                    n.sync()?;
+                    Ok(n.local(&x)?[0])
+                })?;
+                assert_eq!(got, vec![7, 0, 0]);
+            }
+            Ok(())
+        })
+        .unwrap();
+    });
 }

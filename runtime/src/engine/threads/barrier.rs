@@ -135,6 +135,16 @@ impl Member {
             woken: None,
         }
     }
+
+    /// Process `pid`'s member in the next run on the same barrier, when that run continues
+    /// this one's episodes ([`Barrier::reopen`]; after [`Barrier::reset`] the starter makes
+    /// every member new).
+    pub(crate) fn next_run(&self, pid: usize) -> Self {
+        Member {
+            episode: self.episode,
+            ..Member::new(pid)
+        }
+    }
 }
 
 /// The order of a [`Barrier::tree_in_order`] for processes placed on `cpus` (each process's
@@ -578,6 +588,17 @@ impl Barrier {
         self.arrival.count.zero();
         self.arrival.flags.zero();
         self.arrival.all.zero();
+        self.aborted.zero();
+    }
+
+    /// Ready the barrier for a run whose processes continue the episodes of the last, which
+    /// ended well ([`Member::next_run`]): every line holds an episode of that run which every
+    /// process has passed (a word is awaited by equality with a later episode), and a tree's
+    /// arrival count is a multiple of p with its flags emptied by the last arriver. Only an
+    /// abort (the hierarchy failed after the run ended) is forgotten. Nothing else is written:
+    /// the lines are the processes', and each written here would cross to the starter's core
+    /// and back.
+    pub(crate) fn reopen(&self) {
         self.aborted.zero();
     }
 

@@ -20,7 +20,7 @@
 //!   sender: in its supersteps, and by `RunState::reuse` with exclusive access.
 //! * Its bytes are read by `j` only in the sync that delivers the outbox records pointing into
 //!   them (the sync that ends the superstep `stamp - 1` that wrote them), through the address
-//!   and offsets in those records; `j` stores its count of completed syncs (`ProcShared::done`,
+//!   and offsets in those records; `j` stores its count of completed syncs (`done::Done`,
 //!   Release) after that sync's deliveries.
 //! * The sender writes the area in a later superstep only once `j`'s count has reached the
 //!   stamp (Acquire): then `j` has stopped reading it, and no record points into it any more
@@ -37,8 +37,9 @@
 //! The check costs one load of `j`'s count per bulk put.
 
 use crate::arena::Arena;
+use crate::done::Done;
 use crate::outbox::{PAGE, copy_bytes, pad_for};
-use crate::shim::{AtomicU64, Ordering, SharedCell};
+use crate::shim::SharedCell;
 
 /// Puts of at least `BULK_FROM` and less than `BULK_TO` bytes are bulk puts. Below, the outbox
 /// sets' memory stays in the caches. Above, no cache holds a put in either layout: the copies
@@ -84,7 +85,8 @@ impl BulkAreas {
 
     /// Copy `src`, a put to `dst` in superstep `step` (the caller's, which owns these areas)
     /// to process `pid`, into the area for `pid`, if the area is free: `pid` has completed
-    /// (`pid_done`, its count of completed syncs) the sync that delivers the area's last data.
+    /// (`pid_done`, its count of completed syncs, from the run's `base`) the sync that
+    /// delivers the area's last data.
     /// Returns where the data is (the area's address now, and the offset), or `None`, having
     /// copied nothing, if the area is not free or the memory cannot be allocated.
     ///
@@ -93,14 +95,15 @@ impl BulkAreas {
     pub(crate) unsafe fn put(
         &self,
         pid: usize,
-        pid_done: &AtomicU64,
+        pid_done: &Done,
+        base: u64,
         step: u64,
         dst: *mut u8,
         src: &[u8],
     ) -> Option<(*const u8, usize)> {
         let (cell, stamp) = (&self.0[pid], step + 1);
         // SAFETY: the caller owns the areas.
-        if pid_done.load(Ordering::Acquire) < unsafe { self.free_after(pid, step) } {
+        if pid_done.since(base) < unsafe { self.free_after(pid, step) } {
             return None;
         }
         // SAFETY: `pid` has delivered every record into the area (its count reached the stamp

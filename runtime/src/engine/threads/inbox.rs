@@ -25,6 +25,8 @@
 //! * `mode[o]`: `(superstep + 1) << 1 | lazy` of the last sync of a superstep of slot `o` that
 //!   this process entered, stored after everything it sends in that sync is announced (Release),
 //!   so a process that reads it (Acquire) knows whether the count it waits for can still grow.
+//!   Supersteps are counted on from the runs before on the same state ([`mode_word`]), so the
+//!   words need no reset between runs that ended well.
 
 use crate::outbox::SLOTS;
 use crate::shim::{AtomicU64, Ordering, Zero};
@@ -58,11 +60,13 @@ pub(crate) struct Inbox {
     slots: usize,
 }
 
-/// The mode word of a sync of superstep `step` (`lazy`: one that waits only for its declared
-/// records).
+/// The mode word of a sync of superstep `step` of a run whose processes started with `base`
+/// completed syncs (`done::Done`: the words count on across the runs of a state, as the sync
+/// counts do, so that a word left by an earlier run is always lower than any of this run's;
+/// `lazy`: one that waits only for its declared records).
 #[inline]
-pub(crate) fn mode_word(step: u64, lazy: bool) -> u64 {
-    (step + 1) << 1 | lazy as u64
+pub(crate) fn mode_word(base: u64, step: u64, lazy: bool) -> u64 {
+    (base + step + 1) << 1 | lazy as u64
 }
 
 impl Inbox {
@@ -96,9 +100,10 @@ impl Inbox {
         }
     }
 
-    /// Forget a previous run (no process of the run is running). Slots beyond the run's
-    /// were never written (a reused state serves runs of the same slots).
-    pub(crate) fn reset(&self) {
+    /// Forget a previous run (no process of the run is running), but for the mode words when
+    /// the new run `continues` its supersteps ([`mode_word`]). Slots beyond the run's were
+    /// never written (a reused state serves runs of the same slots).
+    pub(crate) fn reset(&self, continues: bool) {
         for o in 0..self.slots {
             let h = &self.head[o];
             for w in h.bits.iter().chain(self.tail[o].iter()) {
@@ -106,7 +111,9 @@ impl Inbox {
             }
             h.records.zero();
             h.acks_other.zero();
-            self.mode[o].zero();
+            if !continues {
+                self.mode[o].zero();
+            }
         }
     }
 
@@ -163,8 +170,8 @@ impl Inbox {
     /// This process enters the sync of superstep `step`, of slot `o` (everything it sends
     /// there announced).
     #[inline]
-    pub(crate) fn enter(&self, o: usize, step: u64, lazy: bool) {
-        self.mode[o].store(mode_word(step, lazy), Ordering::Release);
+    pub(crate) fn enter(&self, o: usize, base: u64, step: u64, lazy: bool) {
+        self.mode[o].store(mode_word(base, step, lazy), Ordering::Release);
     }
 
     /// The mode word of the last sync of slot `o` this process entered (0: none).
@@ -201,11 +208,12 @@ mod tests {
 
     #[test]
     fn mode_words_order_supersteps_and_mark_lazy_syncs() {
-        assert!(mode_word(3, false) < mode_word(3, true));
-        assert!(mode_word(3, true) < mode_word(4, false));
+        assert!(mode_word(0, 3, false) < mode_word(0, 3, true));
+        assert!(mode_word(0, 3, true) < mode_word(0, 4, false));
+        assert_eq!(mode_word(2, 3, true), mode_word(0, 5, true));
         let inbox = Inbox::new(2, 3);
-        inbox.enter(2, 5, true);
-        assert_eq!(inbox.mode(2), mode_word(5, true));
+        inbox.enter(2, 0, 5, true);
+        assert_eq!(inbox.mode(2), mode_word(0, 5, true));
         assert_eq!(inbox.mode(0), 0);
     }
 }

@@ -99,7 +99,7 @@ impl Ctx {
             };
         }
         drop(written);
-        run.inbox(pid).enter(o, s, true);
+        run.inbox(pid).enter(o, self.base, s, true);
         self.wake_after_enter(s);
         self.engine.threads_mut().took_before.clear();
     }

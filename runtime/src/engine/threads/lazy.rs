@@ -162,7 +162,7 @@ impl Ctx {
                 .engine
                 .threads()
                 .inbox(self.pid)
-                .enter(self.run.slot(s), s, true);
+                .enter(self.run.slot(s), self.base, s, true);
             self.wake_after_enter(s);
         }
         self.engine.threads_mut().took_before.clear();
@@ -282,18 +282,18 @@ impl Ctx {
         {
             barrier.signal(d as usize).wake_if_sleeping();
         }
-        wake_if_all_entered(&self.run, self.pid, s);
+        wake_if_all_entered(&self.run, self.pid, self.base, s);
     }
 
     /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
     /// everything it sends in `s` is announced.
     pub(super) fn all_entered(&self, s: u64, pids: impl Iterator<Item = usize>) -> bool {
-        all_entered(&self.run, s, pids)
+        all_entered(&self.run, self.base, s, pids)
     }
 
     /// Processes that entered the sync of superstep `s` as a full sync.
     fn full_syncs_at(&self, s: u64) -> Vec<usize> {
-        let (o, full) = (self.run.slot(s), mode_word(s, false));
+        let (o, full) = (self.run.slot(s), mode_word(self.base, s, false));
         (0..self.run.p)
             .filter(|&j| self.run.engine.threads().inbox(j).mode(o) == full)
             .collect()
@@ -438,7 +438,10 @@ impl Ctx {
     pub(super) fn check_after_lazy(&self) -> Result<()> {
         let s = self.step;
         let o = self.run.slot(s);
-        let (full, next) = (mode_word(s, false), mode_word(s + self.run.slots, false));
+        let (full, next) = (
+            mode_word(self.base, s, false),
+            mode_word(self.base, s + self.run.slots, false),
+        );
         let j = (self.pid + 1) % self.run.p;
         let w = self.run.engine.threads().inbox(j).mode(o);
         let lazy = if w != full && w < next {
@@ -468,7 +471,7 @@ impl Ctx {
     pub(super) fn mixed_at_barrier(&self) -> Error {
         let s = self.step;
         let o = self.run.slot(s);
-        let full = mode_word(s, false);
+        let full = mode_word(self.base, s, false);
         let others: Vec<usize> = (0..self.run.p)
             .filter(|&j| self.run.engine.threads().inbox(j).mode(o) != full)
             .collect();
@@ -564,19 +567,19 @@ impl Ctx {
     /// waits at a barrier that we will not reach).
     pub(super) fn wait_completed(&self, d: usize, syncs: u64) -> Result<()> {
         let done = &self.run.proc(d).done;
-        if done.load(Ordering::Acquire) >= syncs {
+        if done.since(self.base) >= syncs {
             return Ok(());
         }
         let s = syncs - 1;
         let o = self.run.slot(s);
         let mixed = || {
-            self.run.engine.threads().inbox(self.pid).mode(o) == mode_word(s, true)
-                && self.run.engine.threads().inbox(d).mode(o) == mode_word(s, false)
+            self.run.engine.threads().inbox(self.pid).mode(o) == mode_word(self.base, s, true)
+                && self.run.engine.threads().inbox(d).mode(o) == mode_word(self.base, s, false)
         };
         let r = crate::wait::wait_until(
             self.run.engine.threads().barrier.policy(),
             Sleep::Naps,
-            || (done.load(Ordering::Acquire) >= syncs).then_some(()),
+            || (done.since(self.base) >= syncs).then_some(()),
             || self.run.tree.is_aborted() || mixed(),
         );
         match r {
@@ -601,26 +604,27 @@ impl Ctx {
 /// that is still short is final, and a full sync where others made lazy ones is a misuse to
 /// report), so every sleeper is woken.
 #[inline(always)]
-pub(super) fn wake_if_all_entered(run: &RunShared, me: usize, s: u64) {
+pub(super) fn wake_if_all_entered(run: &RunShared, me: usize, base: u64, s: u64) {
     // Inlined: every full sync makes this check, and nobody sleeps but in a misuse.
     if run.engine.threads().lazy_sleepers.load(Ordering::Relaxed) != 0 {
-        wake_sleepers_if_all_entered(run, me, s);
+        wake_sleepers_if_all_entered(run, me, base, s);
     }
 }
 
 /// [`wake_if_all_entered`] once some process sleeps in a lazy wait.
 #[cold]
 #[inline(never)]
-fn wake_sleepers_if_all_entered(run: &RunShared, me: usize, s: u64) {
-    if all_entered(run, s, 0..run.p) {
+fn wake_sleepers_if_all_entered(run: &RunShared, me: usize, base: u64, s: u64) {
+    if all_entered(run, base, s, 0..run.p) {
         for j in (0..run.p).filter(|&j| j != me) {
             run.engine.threads().barrier.signal(j).wake_if_sleeping();
         }
     }
 }
 
-/// Whether every process of `pids` has entered the sync of superstep `s` (or a later one).
-fn all_entered(run: &RunShared, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
-    let (o, want) = (run.slot(s), mode_word(s, false));
+/// Whether every process of `pids` has entered the sync of superstep `s` (or a later one) of
+/// the run whose processes started with `base` syncs.
+fn all_entered(run: &RunShared, base: u64, s: u64, mut pids: impl Iterator<Item = usize>) -> bool {
+    let (o, want) = (run.slot(s), mode_word(base, s, false));
     pids.all(|j| run.engine.threads().inbox(j).mode(o) >= want)
 }

@@ -62,7 +62,6 @@ mod sync;
 use crate::ctx::Ctx;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::shim::Ordering;
 use crate::wait::Sleep;
 use barrier::NO_RIDE;
 use bytemuck::Pod;
@@ -159,19 +158,19 @@ impl Ctx {
         let done = &self.run.procs[pid].done;
         // SAFETY: this process owns `areas`.
         let need = unsafe { areas.free_after(pid, self.step) };
-        if !self.prev_lazy && done.load(Ordering::Acquire) < need {
+        if !self.prev_lazy && done.since(self.base) < need {
             // After a full sync, `pid` is past its barriers, delivering what it received: it
             // completes the sync soon, and the area stays where the caches keep it. (After a
             // lazy one, `pid` may not even have reached its sync: the put goes to the outbox.)
             let _ = crate::wait::wait_until(
                 self.run.policy,
                 Sleep::Naps,
-                || (done.load(Ordering::Acquire) >= need).then_some(()),
+                || (done.since(self.base) >= need).then_some(()),
                 || self.run.tree.is_aborted(),
             );
         }
         // SAFETY: this process owns `areas` and is in superstep `self.step`.
-        let placed = unsafe { areas.put(pid, done, self.step, dst, src) };
+        let placed = unsafe { areas.put(pid, done, self.base, self.step, dst, src) };
         let recorded = placed.and_then(|(area, off)| {
             self.with_outbox(pid, |ob| ob.put_bulk(dst, src.len(), area, off))
         });
@@ -215,7 +214,7 @@ impl Ctx {
     #[inline]
     fn wait_settled(&self, op: &'static str, pid: usize) -> Result<()> {
         let done = &self.run.procs[pid].done;
-        let seen = done.load(Ordering::Acquire);
+        let seen = done.since(self.base);
         if seen > self.step {
             return Err(self.ahead(op, pid, seen));
         }
@@ -225,7 +224,7 @@ impl Ctx {
         crate::wait::wait_until(
             self.run.policy,
             Sleep::Naps,
-            || (done.load(Ordering::Acquire) >= self.step).then_some(()),
+            || (done.since(self.base) >= self.step).then_some(()),
             || self.run.tree.is_aborted(),
         )
         .map_err(|_| self.stopped(op))

@@ -184,22 +184,36 @@ impl RunState {
     }
 
     /// Make the state ready for a new run of `shape` (exclusive access: the processes of the
-    /// previous run have all dropped their contexts); its barrier is registered with `tree`.
-    pub(crate) fn reuse(&mut self, shape: Shape) {
+    /// previous run have all dropped their contexts). A run that `continues` the last (which
+    /// ended well: every process passed the same barrier episodes and completed the same
+    /// syncs) counts on from its episodes, sync counts and mode words, which the last run's
+    /// processes wrote last and which stay where they are; else they start again from zero.
+    pub(crate) fn reuse(&mut self, shape: Shape, continues: bool) {
         // (Every reset below writes only what changed: see `shim::Zero`.)
         let pair_barrier = shape.pair_barrier && self.peers.len() == 2;
         if self.pair_barrier != pair_barrier {
             self.pair_barrier = pair_barrier;
         }
         for peer in self.peers.iter_mut() {
-            peer.inbox.reset();
+            peer.inbox.reset(continues);
             peer.bulk.reset();
         }
         self.lazy_used.zero();
         if let Some(lanes) = &self.lanes {
             lanes.reset();
         }
-        self.barrier.reset();
+        if continues {
+            self.barrier.reopen();
+        } else {
+            self.barrier.reset();
+            for (pid, spare) in self.spare.0.iter_mut().enumerate() {
+                spare.with_mut(|st| {
+                    if let Some(st) = st {
+                        st.member = Member::new(pid);
+                    }
+                });
+            }
+        }
     }
 
     /// Let `tree` stop this run's waits when the hierarchy fails.
@@ -263,7 +277,7 @@ impl ProcState {
         self.lane_seen.fill([0; SLOTS]);
         // Every other field as a new state has it (`empty` names them all).
         ProcState {
-            member: Member::new(pid),
+            member: self.member.next_run(pid),
             rides: RefCell::new(rides),
             rode,
             took: std::mem::take(&mut self.took),

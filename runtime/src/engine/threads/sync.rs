@@ -115,7 +115,7 @@ impl Ctx {
             .engine
             .threads()
             .inbox(self.pid)
-            .enter(o, self.step, false);
+            .enter(o, self.base, self.step, false);
         if flags & (FLAG_REGS | FLAG_TAGS) != 0 {
             // The requests of this parity were last read in the sync two supersteps back: after
             // a full sync every process had finished it, after a lazy one we make sure.
@@ -145,7 +145,7 @@ impl Ctx {
         pair: bool,
     ) -> Result<u32> {
         let arrived = {
-            let (run, pid, step) = (&*self.run, self.pid, self.step);
+            let (run, pid, base, step) = (&*self.run, self.pid, self.base, self.step);
             let barrier = &run.engine.threads().barrier;
             let me = self.engine.threads_mut();
             let rides = me.rides.get_mut();
@@ -154,7 +154,7 @@ impl Ctx {
             // every process has entered it: we wake it after our arrival's fence, which
             // follows our mode word (`Inbox::enter` above).
             let r = barrier.wait_riding(&mut me.member, flags, ending, rides, &mut me.rode, || {
-                wake_if_all_entered(run, pid, step)
+                wake_if_all_entered(run, pid, base, step)
             });
             for ride in rides.iter_mut() {
                 ride.len = 0;
