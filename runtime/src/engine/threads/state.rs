@@ -20,7 +20,7 @@ use super::inbox::Inbox;
 use super::lane::Lanes;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
-use crate::shim::{AtomicBool, AtomicU32, AtomicU64, SharedCell, Zero};
+use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
@@ -194,13 +194,24 @@ impl RunState {
         if self.pair_barrier != pair_barrier {
             self.pair_barrier = pair_barrier;
         }
+        // After a run that ended well with full syncs only, the inboxes and lanes are as a new
+        // run needs them and are not even read (their lines are the processes'): every
+        // sender's bit was taken by its receiver in the sync of its superstep, the lazy counts
+        // and the lanes were never written, and the mode words count on. (`lazy_used` is set
+        // by the first lazy sync of a run, through lanes or inboxes.)
+        let lazy_used = self.lazy_used.load(Ordering::Relaxed);
+        let reset = lazy_used || !continues;
         for peer in self.peers.iter_mut() {
-            peer.inbox.reset(continues);
+            if reset {
+                peer.inbox.reset(continues);
+            }
             peer.bulk.reset();
         }
-        self.lazy_used.zero();
-        if let Some(lanes) = &self.lanes {
+        if let Some(lanes) = self.lanes.as_ref().filter(|_| reset) {
             lanes.reset();
+        }
+        if lazy_used {
+            self.lazy_used.store(false, Ordering::Relaxed);
         }
         if continues {
             self.barrier.reopen();
