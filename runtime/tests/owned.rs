@@ -365,8 +365,10 @@ fn failures_with_owned_messages_in_flight_free_every_buffer() {
             continue;
         }
         let before = watched(1);
-        let r = within(60, move || {
-            run(3, move |ctx| {
+        // Counted when the run returns, on the thread that ran it: the buffers are freed by
+        // then, not when that thread's worker team is dropped.
+        let (r, after) = within(60, move || {
+            let r = run(3, move |ctx| {
                 let (me, p) = (ctx.pid(), ctx.nprocs());
                 for to in 0..p {
                     for _ in 0..2 {
@@ -392,14 +394,14 @@ fn failures_with_owned_messages_in_flight_free_every_buffer() {
                 ctx.sync()?;
                 ctx.sync()?;
                 Ok(())
-            })
+            });
+            (r, watched(1))
         });
         let e = r.expect_err("the run fails");
         assert!(
             matches!(e.kind(), ErrorKind::Panic | ErrorKind::Abort),
             "case {case}: {e}"
         );
-        let after = watched(1);
         let (allocated, freed) = (after.0 - before.0, after.1 - before.1);
         assert!(allocated > 0, "case {case}");
         assert_eq!(allocated, freed, "case {case}: every buffer freed once");
