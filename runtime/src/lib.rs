@@ -340,6 +340,63 @@ pub mod internals {
         out
     }
 
+    /// [`model_run_slots`] `runs` times on one run state, made ready between the runs as a
+    /// worker team's starter makes a kept state ready (`RunShared::release`, then
+    /// `RunState::reuse` and `RunShared::reuse`, the next run counting on from the last when
+    /// every process of that one ended well). The results of each run.
+    #[cfg(loom)]
+    pub fn model_runs_on_one_state<R, F>(
+        p: usize,
+        policy: crate::WaitPolicy,
+        lanes: bool,
+        slots: usize,
+        runs: usize,
+        f: F,
+    ) -> Vec<Vec<crate::Result<R>>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
+    {
+        use std::sync::Arc;
+        let mut shared = model_shared(p, policy, lanes, slots);
+        let f = Arc::new(f);
+        let mut all = Vec::with_capacity(runs);
+        for run in 0..runs {
+            if run > 0 {
+                let ended_well = all
+                    .last()
+                    .is_some_and(|r: &Vec<crate::Result<R>>| r.iter().all(|x| x.is_ok()));
+                let s = Arc::get_mut(&mut shared).expect("the processes have left");
+                s.release();
+                let shape = crate::engine::threads::state::Shape {
+                    policy,
+                    lazy_policy: policy,
+                    tree_barrier: false,
+                    lanes,
+                    pair_barrier: false,
+                    slots,
+                };
+                s.engine.threads_mut().reuse(shape, ended_well);
+                let tree = s.tree.clone();
+                s.reuse(&[], &tree, ended_well);
+            }
+            let handles: Vec<_> = (1..p)
+                .map(|pid| {
+                    let (s, f) = (shared.clone(), f.clone());
+                    loom::thread::spawn(move || crate::process::process(&s, *s.id, pid, &*f))
+                })
+                .collect();
+            let mut out = vec![crate::process::process(&shared, *shared.id, 0, &*f)];
+            out.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("process thread")),
+            );
+            all.push(out);
+        }
+        all
+    }
+
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
     /// small synthetic machine and not applied; waiting as `policy` says.
     #[cfg(loom)]

@@ -9,7 +9,9 @@
 use loom::sync::Arc;
 use loom::thread;
 use mbsp::WaitPolicy;
-use mbsp::internals::{Aborted, Barrier, Member, model_run, model_run_slots, model_run_with};
+use mbsp::internals::{
+    Aborted, Barrier, Member, model_run, model_run_slots, model_run_with, model_runs_on_one_state,
+};
 
 const TIGHT: WaitPolicy = WaitPolicy::new(1, 1);
 /// Sleep at once. Loom does not let a load return a value its thread saw before its last
@@ -298,6 +300,36 @@ fn a_lazy_sender_runs_ahead_only_as_far_as_its_outboxes_are_free() {
             });
             for x in r {
                 x.unwrap();
+            }
+        });
+    }
+}
+
+/// Two runs on one run state, the second counting on from the first's sync counts, mode
+/// words and barrier episodes (nothing reset between them): in each, pid 0 sends to pid 1 in
+/// lazy supersteps and so may run into the second run's syncs while pid 1 is still leaving
+/// the first or not yet in the second, reading pid 1's count and mode words as the first run
+/// left them. Loom reports any access the counts do not order; the asserts check the data.
+#[test]
+fn a_second_run_on_a_state_counts_on_from_the_first() {
+    for (lanes, slots) in [(true, 2), (false, 2)] {
+        model(2, move || {
+            let runs = model_runs_on_one_state(2, TIGHT_LAZY, lanes, slots, 2, move |ctx| {
+                let me = ctx.pid();
+                for t in 1..=2u8 {
+                    if me == 0 {
+                        ctx.send(1, &[], &[t])?;
+                    }
+                    ctx.declare_incoming(if me == 1 { 1 } else { 0 })?;
+                    ctx.sync()?;
+                    if me == 1 {
+                        assert_eq!(ctx.hpmove()?.expect("a message").payload, &[t]);
+                    }
+                }
+                Ok(())
+            });
+            for r in runs.into_iter().flatten() {
+                r.unwrap();
             }
         });
     }
