@@ -316,7 +316,8 @@ fn a_second_run_on_a_state_counts_on_from_the_first() {
         model(2, move || {
             let runs = model_runs_on_one_state(2, TIGHT_LAZY, lanes, slots, 2, move |ctx| {
                 let me = ctx.pid();
-                for t in 1..=2u8 {
+                // Three supersteps: the first outbox set is refilled within the run.
+                for t in 1..=3u8 {
                     if me == 0 {
                         ctx.send(1, &[], &[t])?;
                     }
