@@ -322,22 +322,9 @@ pub mod internals {
         R: Send + 'static,
         F: Fn(&mut crate::Ctx) -> crate::Result<R> + Send + Sync + 'static,
     {
-        use std::sync::Arc;
-        let shared = model_shared(p, policy, lanes, slots);
-        let f = Arc::new(f);
-        let handles: Vec<_> = (1..p)
-            .map(|pid| {
-                let (s, f) = (shared.clone(), f.clone());
-                loom::thread::spawn(move || crate::process::process(&s, *s.id, pid, &*f))
-            })
-            .collect();
-        let mut out = vec![crate::process::process(&shared, *shared.id, 0, &*f)];
-        out.extend(
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("process thread")),
-        );
-        out
+        model_runs_on_one_state(p, policy, lanes, slots, 1, f)
+            .pop()
+            .expect("one run")
     }
 
     /// [`model_run_slots`] `runs` times on one run state, made ready between the runs as a
@@ -368,14 +355,7 @@ pub mod internals {
                     .is_some_and(|r: &Vec<crate::Result<R>>| r.iter().all(|x| x.is_ok()));
                 let s = Arc::get_mut(&mut shared).expect("the processes have left");
                 s.release();
-                let shape = crate::engine::threads::state::Shape {
-                    policy,
-                    lazy_policy: policy,
-                    tree_barrier: false,
-                    lanes,
-                    pair_barrier: false,
-                    slots,
-                };
+                let shape = model_shape(policy, lanes, slots);
                 s.engine.threads_mut().reuse(shape, ended_well);
                 let tree = s.tree.clone();
                 s.reuse(&[], &tree, ended_well);
@@ -395,6 +375,23 @@ pub mod internals {
             all.push(out);
         }
         all
+    }
+
+    /// The thread engine's shape of the loom models' runs.
+    #[cfg(loom)]
+    fn model_shape(
+        policy: crate::WaitPolicy,
+        lanes: bool,
+        slots: usize,
+    ) -> crate::engine::threads::state::Shape {
+        crate::engine::threads::state::Shape {
+            policy,
+            lazy_policy: policy,
+            tree_barrier: false,
+            lanes,
+            pair_barrier: false,
+            slots,
+        }
     }
 
     /// The shared state of a run of `p` processes for the loom models: placement planned on a
@@ -420,16 +417,10 @@ pub mod internals {
         )
         .expect("plan");
         let layout = std::sync::Arc::new(layout);
-        use crate::engine::threads::state::{RunState, Shape};
-        let shape = Shape {
-            policy,
-            lazy_policy: policy,
-            tree_barrier: false,
-            lanes,
-            pair_barrier: false,
-            slots,
-        };
-        let engine = crate::engine::state::RunEngine::Threads(RunState::new(&layout, shape));
+        let shape = model_shape(policy, lanes, slots);
+        let engine = crate::engine::state::RunEngine::Threads(
+            crate::engine::threads::state::RunState::new(&layout, shape),
+        );
         let shared = crate::ctx::RunShared::new(
             Vec::new(),
             crate::tree::Tree::new(),
