@@ -610,7 +610,7 @@ impl Run {
             let mut results = Results::with_capacity(shared.p);
             results.push(process(&shared, *shared.id, 0, f));
             launch.wait();
-            launch.take_results().for_each(|r| results.push(r));
+            results.extend(launch.take_results());
             results
         };
         let results = finish_checkpoints(&shared, results);
@@ -845,6 +845,12 @@ impl<R> Results<R> {
     }
 }
 
+impl<R> Extend<Result<R>> for Results<R> {
+    fn extend<I: IntoIterator<Item = Result<R>>>(&mut self, results: I) {
+        results.into_iter().for_each(|r| self.push(r));
+    }
+}
+
 impl Ctx {
     /// Start a run of `p` processes nested in this one (MulticoreBSP's nested `bsp_begin`):
     /// this process becomes pid 0 of the nested run, `p - 1` new threads the others. The nested
@@ -989,7 +995,7 @@ impl Spmd<'_> {
                 _f,
             } => {
                 launch.wait();
-                launch.take_results().for_each(|r| results.push(r));
+                results.extend(launch.take_results());
                 let shared = launch.shared.clone();
                 drop(launch);
                 team.keep(shared, results.ended_well());

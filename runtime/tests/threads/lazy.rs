@@ -21,13 +21,19 @@ type Way = (bool, usize);
 /// of two make the lazy protocol's syncs too (by default their declared syncs take the
 /// barrier: tested at the end).
 fn run_on<R: Send>(
-    (lanes, slots): Way,
+    way: Way,
     p: usize,
     f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
 ) -> mbsp::Result<Vec<R>> {
-    let run = mbsp::internals::lanes(mbsp::Run::new(p), lanes);
+    run_of(way, mbsp::Run::new(p)).run(f)
+}
+
+/// `run` announcing lazy syncs and using outbox sets as `way` says, its declared syncs (at
+/// p = 2) not at the barrier.
+fn run_of((lanes, slots): Way, run: mbsp::Run) -> mbsp::Run {
+    let run = mbsp::internals::lanes(run, lanes);
     let run = mbsp::internals::slots(run, slots);
-    mbsp::internals::pair_barrier(run, false).run(f)
+    mbsp::internals::pair_barrier(run, false)
 }
 
 /// The tests of misuse at p = 2 run four ways: the lazy protocol through lanes and through
@@ -710,25 +716,20 @@ fn nested_runs_on_a_reused_state_count_on_from_the_last() {
     for lanes in LANES {
         within(120, move || {
             let fresh = |steps: u64| {
-                let run = mbsp::internals::lanes(mbsp::Run::new(3).reuse_threads(false), lanes.0);
-                let run = mbsp::internals::slots(run, lanes.1);
-                let run = mbsp::internals::pair_barrier(run, false);
-                run.run(|ctx| {
-                    let mut log = program(ctx, steps, false)?;
-                    log.extend(large_and_immediate(ctx, steps as u8)?);
-                    Ok(log)
-                })
-                .unwrap()
+                run_of(lanes, mbsp::Run::new(3).reuse_threads(false))
+                    .run(|ctx| {
+                        let mut log = program(ctx, steps, false)?;
+                        log.extend(large_and_immediate(ctx, steps as u8)?);
+                        Ok(log)
+                    })
+                    .unwrap()
             };
             let want: Vec<_> = (1..=5).map(fresh).collect();
             for round in 0..3 {
                 mbsp::run(1, |ctx| {
                     for k in 0..8u64 {
                         let steps = 1 + (k * 3 + round) % 5;
-                        let run = mbsp::internals::lanes(mbsp::Run::new(3), lanes.0);
-                        let run = mbsp::internals::slots(run, lanes.1);
-                        let run = mbsp::internals::pair_barrier(run, false);
-                        let got = ctx.run_with(run, |n| {
+                        let got = ctx.run_with(run_of(lanes, mbsp::Run::new(3)), |n| {
                             let mut log = program(n, steps, k % 2 == 1)?;
                             log.extend(large_and_immediate(n, steps as u8)?);
                             Ok(log)
@@ -744,10 +745,7 @@ fn nested_runs_on_a_reused_state_count_on_from_the_last() {
                 .unwrap();
                 // A nested run that fails (a wrong count) on the same team's state.
                 let e = mbsp::run(1, |ctx| {
-                    let run = mbsp::internals::lanes(mbsp::Run::new(3), lanes.0);
-                    let run = mbsp::internals::slots(run, lanes.1);
-                    let run = mbsp::internals::pair_barrier(run, false);
-                    ctx.run_with(run, |n| {
+                    ctx.run_with(run_of(lanes, mbsp::Run::new(3)), |n| {
                         program(n, 2, true)?;
                         n.declare_incoming(if n.pid() == 2 { 1 } else { 0 })?;
                         n.sync()
