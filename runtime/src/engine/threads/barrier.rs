@@ -56,6 +56,7 @@
 //! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
+use super::riders::Riders;
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, Zero, fence};
 use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
@@ -67,9 +68,6 @@ const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
-
-/// In [`Barrier::rider_rounds`]: no line of the sender is read by that destination alone.
-pub const NO_RIDE: u8 = u8::MAX;
 
 /// Words of put records a barrier line carries for its reader.
 pub const RIDE_WORDS: usize = 6;
@@ -389,21 +387,19 @@ impl Barrier {
 
     /// For every process: by destination pid, the round whose line (of that process) the
     /// destination alone reads — puts to it can ride there — or `NO_RIDE`.
-    pub fn rider_rounds(&self) -> Vec<Box<[u8]>> {
+    pub fn rider_rounds(&self) -> Riders {
         let r = self.rounds;
-        (0..self.p)
-            .map(|pid| {
-                let mut out = vec![NO_RIDE; self.p].into_boxed_slice();
-                for k in (0..r).rev() {
-                    if let &[reader] = self.readers_of(pid * r + k) {
-                        if reader as usize != pid {
-                            out[reader as usize] = k as u8; // the earliest round wins
-                        }
+        let mut out = Riders::none(self.p);
+        for pid in 0..self.p {
+            for k in (0..r).rev() {
+                if let &[reader] = self.readers_of(pid * r + k) {
+                    if reader as usize != pid {
+                        out.set(pid, reader as usize, k as u8); // the earliest round wins
                     }
                 }
-                out
-            })
-            .collect()
+            }
+        }
+        out
     }
 
     /// The processes that read line `line`.
@@ -638,6 +634,7 @@ impl Stop for Barrier {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::riders::NO_RIDE;
     use super::*;
     use crate::flags::FLAG_GETS;
 
@@ -712,8 +709,9 @@ mod tests {
 
     #[test]
     fn no_puts_ride_in_a_tree_barrier() {
-        for riders in Barrier::tree(9, WaitPolicy::for_load(9, 1)).rider_rounds() {
-            assert!(riders.iter().all(|&r| r == NO_RIDE));
+        let riders = Barrier::tree(9, WaitPolicy::for_load(9, 1)).rider_rounds();
+        for (pid, d) in (0..9).flat_map(|pid| (0..9).map(move |d| (pid, d))) {
+            assert_eq!(riders.round(pid, d), NO_RIDE);
         }
     }
 
@@ -772,12 +770,12 @@ mod tests {
             let riders = b.rider_rounds();
             let p = groups.len();
             if p == 2 {
-                assert_eq!((riders[0][1], riders[1][0]), (0, 0));
+                assert_eq!((riders.round(0, 1), riders.round(1, 0)), (0, 0));
             }
             if groups.iter().all(|&g| g == 0) && p.is_power_of_two() {
                 // Flat dissemination: i's round-k line is read by i + 2^k alone.
                 for k in 0..b.rounds() {
-                    assert_eq!(riders[0][1 << k], k as u8);
+                    assert_eq!(riders.round(0, 1 << k), k as u8);
                 }
             }
             std::thread::scope(|s| {
@@ -788,8 +786,8 @@ mod tests {
                         for episode in 0..50u64 {
                             let mut out = vec![Ride::default(); b.rounds()];
                             for d in 0..p {
-                                if riders[pid][d] != NO_RIDE {
-                                    let r = &mut out[riders[pid][d] as usize];
+                                if riders.round(pid, d) != NO_RIDE {
+                                    let r = &mut out[riders.round(pid, d) as usize];
                                     r.words[r.len] = (pid * 100 + d) as u64 + episode * 10_000;
                                     r.len += 1;
                                 }
@@ -799,7 +797,7 @@ mod tests {
                                 .unwrap();
                             for (k, got) in inbox.iter().enumerate() {
                                 let src = b.sources(pid)[k] as usize;
-                                if riders[src][pid] == k as u8 {
+                                if riders.round(src, pid) == k as u8 {
                                     let want = (src * 100 + pid) as u64 + episode * 10_000;
                                     assert_eq!(&got.words[..got.len], &[want], "{groups:?}");
                                 } else {

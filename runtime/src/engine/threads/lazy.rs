@@ -77,7 +77,6 @@
 //! process writes to one that did not write to it) still polls in naps: `done` is stored by
 //! every sync, full ones included, and is rarely awaited.
 
-use super::barrier::NO_RIDE;
 use super::inbox::mode_word;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, Result};
@@ -408,10 +407,8 @@ impl Ctx {
         let mut rides = std::mem::take(self.engine.threads_mut().rides.get_mut());
         let mut out = Ok(());
         for (round, ride) in rides.iter_mut().enumerate().filter(|(_, r)| r.len > 0) {
-            let riders = &self.run.engine.threads().riders[me];
-            let Some(d) =
-                (0..self.run.p).find(|&d| riders[d] != NO_RIDE && riders[d] as usize == round)
-            else {
+            let riders = &self.run.engine.threads().riders;
+            let Some(d) = riders.reader(me, round, self.run.p) else {
                 unreachable!("a ride has a reader");
             };
             if self

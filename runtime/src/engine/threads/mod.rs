@@ -56,6 +56,7 @@ pub(crate) mod inbox;
 pub(crate) mod lane;
 mod lane_sync;
 mod lazy;
+pub(crate) mod riders;
 pub(crate) mod state;
 mod sync;
 
@@ -63,8 +64,8 @@ use crate::ctx::Ctx;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::wait::Sleep;
-use barrier::NO_RIDE;
 use bytemuck::Pod;
+use riders::NO_RIDE;
 
 /// The thread engine (module documentation); its state is in `state.rs`.
 pub(crate) struct Threads;
@@ -92,7 +93,7 @@ impl Engine for Threads {
         if (bulk::BULK_FROM..bulk::BULK_TO).contains(&src.len()) && ctx.bulk_put(pid, dst, src) {
             return Some(Ok(()));
         }
-        let round = ctx.run.engine.threads().riders[ctx.pid][pid];
+        let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
         let rides = &ctx.engine.threads().rides;
         (round != NO_RIDE && rides.borrow_mut()[round as usize].put(dst, src)).then_some(Ok(()))
     }

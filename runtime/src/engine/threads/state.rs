@@ -18,6 +18,7 @@ use super::barrier::{Barrier, Member, Ride};
 use super::bulk::BulkAreas;
 use super::inbox::Inbox;
 use super::lane::Lanes;
+use super::riders::Riders;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, SharedCell};
@@ -49,7 +50,7 @@ pub(crate) struct RunState {
     /// Each process's barrier group (its first package).
     pub(crate) groups: Vec<usize>,
     /// By process, then destination: the barrier round in which puts to it can ride.
-    pub(crate) riders: Vec<Box<[u8]>>,
+    pub(crate) riders: Riders,
     /// By process: its inbox and end flag.
     pub(crate) peers: Box<[CachePadded<Peer>]>,
     /// Some process has made a lazy sync in this run (full syncs then check that every process
