@@ -102,6 +102,7 @@ mod drma;
 mod engine;
 mod error;
 mod flags;
+mod isolated;
 mod lazy;
 mod lend;
 mod limits;

@@ -57,6 +57,7 @@
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
 use super::riders::Riders;
+use crate::isolated::Isolated;
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, Zero, fence};
 use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
@@ -220,13 +221,13 @@ pub struct Barrier {
     p: usize,
     rounds: usize,
     /// Process `i`'s round-`k` source at `i * rounds + k`.
-    sources: Box<[u32]>,
+    sources: Isolated<u32>,
     /// Round `k` of process `i` at `i * rounds + k`.
     lines: Box<[CachePadded<Line>]>,
     /// The readers of line `l` (process `i`'s round `k` at `l = i * rounds + k`) at
     /// `readers[reader_at[l]..reader_at[l + 1]]`: whose signals its writer notifies.
-    readers: Box<[u32]>,
-    reader_at: Box<[u32]>,
+    readers: Isolated<u32>,
+    reader_at: Isolated<u32>,
     /// Process `i` sleeps on `signals[i]`.
     signals: Box<[CachePadded<Signal>]>,
     /// A tree barrier's words, by process (empty for a dissemination barrier).
@@ -235,8 +236,8 @@ pub struct Barrier {
     arrival: CachePadded<Arrival>,
     /// A tree barrier's order: the process at each position of the tree (position `k`'s
     /// parent is position `(k - 1) / TREE_ARITY`), and each process's position.
-    order: Box<[u32]>,
-    position: Box<[u32]>,
+    order: Isolated<u32>,
+    position: Isolated<u32>,
     /// Every wait's stop condition.
     aborted: CachePadded<AtomicBool>,
     policy: WaitPolicy,
@@ -309,15 +310,15 @@ impl Barrier {
         Barrier {
             p,
             rounds,
-            sources: sources.into(),
+            sources: Isolated::from_slice(&sources),
             lines: (0..p * rounds).map(|_| line()).collect(),
-            readers: readers_of.concat().into(),
-            reader_at: reader_at.into(),
+            readers: Isolated::from_slice(&readers_of.concat()),
+            reader_at: Isolated::from_slice(&reader_at),
             signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
             nodes: Box::new([]),
             arrival: CachePadded::new(Arrival::new()),
-            order: Box::new([]),
-            position: Box::new([]),
+            order: Isolated::default(),
+            position: Isolated::default(),
             aborted: CachePadded::new(AtomicBool::new(false)),
             policy,
         }
@@ -346,10 +347,10 @@ impl Barrier {
         Barrier {
             p,
             rounds: 0,
-            sources: Box::new([]),
+            sources: Isolated::default(),
             lines: Box::new([]),
-            readers: Box::new([]),
-            reader_at: Box::new([0]),
+            readers: Isolated::default(),
+            reader_at: Isolated::new(1, 0),
             signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
             nodes: (0..p)
                 .map(|_| Node {
@@ -357,8 +358,8 @@ impl Barrier {
                 })
                 .collect(),
             arrival: CachePadded::new(Arrival::new()),
-            order: order.into(),
-            position: position.into(),
+            order: Isolated::from_slice(&order),
+            position: Isolated::from_slice(&position),
             aborted: CachePadded::new(AtomicBool::new(false)),
             policy,
         }

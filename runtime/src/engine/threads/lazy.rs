@@ -408,7 +408,7 @@ impl Ctx {
         let mut out = Ok(());
         for (round, ride) in rides.iter_mut().enumerate().filter(|(_, r)| r.len > 0) {
             let riders = &self.run.engine.threads().riders;
-            let Some(d) = riders.reader(me, round, self.run.p) else {
+            let Some(d) = riders.reader(me, round) else {
                 unreachable!("a ride has a reader");
             };
             if self

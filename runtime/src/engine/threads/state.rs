@@ -19,6 +19,7 @@ use super::bulk::BulkAreas;
 use super::inbox::Inbox;
 use super::lane::Lanes;
 use super::riders::Riders;
+use crate::isolated::Isolated;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, SharedCell};
@@ -243,10 +244,12 @@ impl RunState {
 /// The thread engine's part of one process's context (module documentation).
 pub(crate) struct ProcState {
     pub(crate) member: Member,
-    /// Put records riding in this process's barrier lines at the next sync, by round.
-    pub(crate) rides: RefCell<Box<[Ride]>>,
+    /// Put records riding in this process's barrier lines at the next sync, by round. Written
+    /// in every superstep with such puts, so [`Isolated`] (as `rode`): no other process's data
+    /// shares their lines.
+    pub(crate) rides: RefCell<Isolated<Ride>>,
     /// Put records that rode in the lines this process read at the last barrier, by round.
-    pub(crate) rode: Box<[Ride]>,
+    pub(crate) rode: Isolated<Ride>,
     /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
     /// them when it has finished with them).
     pub(crate) took: Vec<u32>,
@@ -304,8 +307,8 @@ impl ProcState {
     pub(crate) fn empty() -> Self {
         ProcState {
             member: Member::new(0),
-            rides: RefCell::new(Box::default()),
-            rode: Box::default(),
+            rides: RefCell::new(Isolated::default()),
+            rode: Isolated::default(),
             took: Vec::new(),
             took_before: Vec::new(),
             acks_due: [0; SLOTS],
@@ -321,8 +324,8 @@ impl ProcState {
         let rounds = run.barrier.rounds();
         ProcState {
             member: Member::new(pid),
-            rides: RefCell::new(vec![Ride::default(); rounds].into()),
-            rode: vec![Ride::default(); rounds].into(),
+            rides: RefCell::new(Isolated::new(rounds, Ride::default())),
+            rode: Isolated::new(rounds, Ride::default()),
             ..ProcState::empty()
         }
     }
