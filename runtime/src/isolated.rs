@@ -18,6 +18,7 @@ const MARGIN: usize = 128;
 /// A boxed slice of `len` elements with [`MARGIN`] bytes of unused elements before and after
 /// it (module documentation). Empty slices allocate nothing.
 pub(crate) struct Isolated<T> {
+    /// The margins and the slice; `pad + len <= buf.len()` always.
     buf: Box<[T]>,
     /// Elements of margin before the slice.
     pad: usize,
@@ -54,18 +55,23 @@ impl<T> Default for Isolated<T> {
     }
 }
 
+// The slice is read in every sync: it is made from the pointer without the two bounds checks
+// of `&buf[pad..pad + len]`.
 impl<T> Deref for Isolated<T> {
     type Target = [T];
     #[inline(always)]
     fn deref(&self) -> &[T] {
-        &self.buf[self.pad..self.pad + self.len]
+        // SAFETY: `pad + len <= buf.len()` (`new` makes it so and nothing changes the three),
+        // so the range lies in the allocation; it borrows `self`.
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().add(self.pad), self.len) }
     }
 }
 
 impl<T> DerefMut for Isolated<T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut [T] {
-        &mut self.buf[self.pad..self.pad + self.len]
+        // SAFETY: as in `deref`, borrowing `self` mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_mut_ptr().add(self.pad), self.len) }
     }
 }
 
