@@ -254,47 +254,70 @@ impl Comm {
     }
 
     /// Put `h` into the slot of this process at every other process, followed by `data` where
-    /// `wants(q)`; sync; then check every other process's header against `h` (lengths too
-    /// unless `any_len`), so that no data is read unless every process made the same call.
-    fn post<T: Pod>(
+    /// `wants(q)`, and sync; [`checked`](Self::checked) then checks the headers, so that no
+    /// data is read unless every process made the same call.
+    #[inline]
+    fn send<T: Pod>(
         &mut self,
         ctx: &mut Ctx,
         h: &SlotHeader,
         data: &[T],
         wants: impl Fn(usize) -> bool,
-        any_len: bool,
     ) -> Result<()> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let words = HEADER_WORDS + bytes.len().div_ceil(8);
-        let head = h.encode();
-        self.out[..HEADER_WORDS].copy_from_slice(&head);
-        self.out[HEADER_WORDS..words].fill(0);
-        bytemuck::cast_slice_mut::<u64, u8>(&mut self.out[HEADER_WORDS..words])[..bytes.len()]
-            .copy_from_slice(bytes);
+        self.out[..HEADER_WORDS].copy_from_slice(&h.encode());
+        // Word by word: a small collective's few words cost less so than the calls of a
+        // general copy and fill.
+        let chunks = bytes.chunks_exact(8);
+        let rest = chunks.remainder();
+        for (w, c) in self.out[HEADER_WORDS..].iter_mut().zip(chunks) {
+            *w = u64::from_ne_bytes(c.try_into().expect("chunks of 8 bytes"));
+        }
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.out[words - 1] = u64::from_ne_bytes(b);
+        }
+        self.put_slot(ctx, &self.out[..words], wants)
+    }
+
+    /// Put `slot` (a header and its data) into this process's slot at every other process,
+    /// the data only where `wants(q)`, and sync.
+    #[inline]
+    fn put_slot(&self, ctx: &mut Ctx, slot: &[u64], wants: impl Fn(usize) -> bool) -> Result<()> {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let at = me * (HEADER_WORDS + self.capacity);
         for q in (0..p).filter(|&q| q != me) {
-            let w = if wants(q) { words } else { HEADER_WORDS };
-            ctx.put(q, &self.out[..w], &self.mailbox, at)?;
+            let w = if wants(q) { slot.len() } else { HEADER_WORDS };
+            ctx.put(q, &slot[..w], &self.mailbox, at)?;
         }
         if self.lazy {
             // One header put from every other process, whatever the operation.
             ctx.declare_incoming(p - 1)?;
         }
-        ctx.sync()?;
+        ctx.sync()
+    }
+
+    /// The mailbox after [`send`](Self::send), once every other process's header is checked
+    /// against `h` (lengths too unless `any_len`).
+    #[inline]
+    fn checked<'a>(&'a self, ctx: &'a Ctx, h: &SlotHeader, any_len: bool) -> Result<&'a [u64]> {
         let mb = ctx.local(&self.mailbox)?;
+        let head = h.encode();
         // The encoded headers are compared word by word (the encoding is one to one); `check`
         // decodes them only to report a difference. Word 1 holds the root and the length.
         let len_mask = if any_len { !0xFFFF_FFFF } else { !0 };
         let same =
             |w: &[u64]| w[0] == head[0] && (w[1] ^ head[1]) & len_mask == 0 && w[2] == head[2];
-        for q in (0..p).filter(|&q| q != me) {
+        let me = ctx.pid();
+        for q in (0..ctx.nprocs()).filter(|&q| q != me) {
             let s = q * (HEADER_WORDS + self.capacity);
             if !same(&mb[s..s + HEADER_WORDS]) {
                 self.check(ctx, mb, h, q, any_len)?;
             }
         }
-        Ok(())
+        Ok(mb)
     }
 
     /// An error unless `from`'s slot holds the header of the same call as `mine` (`len` is
@@ -347,7 +370,7 @@ impl Comm {
         Err(ctx.misuse_error(name, message))
     }
 
-    /// The data of `from`'s slot (whose header [`post`](Self::post) checked) and its length.
+    /// The data of `from`'s slot (whose header [`checked`](Self::checked) checked) and its length.
     fn slot<'a>(&self, mailbox: &'a [u64], from: usize) -> (&'a [u8], usize) {
         let s = from * (HEADER_WORDS + self.capacity);
         let h = SlotHeader::decode(&mailbox[s..s + HEADER_WORDS]);
@@ -378,9 +401,10 @@ impl Comm {
         check_root(ctx, Op::Broadcast, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Broadcast, Some(root), buf.len());
-        self.post(ctx, &h, buf, |_| me == root, false)?;
+        self.send(ctx, &h, buf, |_| me == root)?;
+        let mb = self.checked(ctx, &h, false)?;
         if me != root {
-            let (data, _) = self.slot(ctx.local(&self.mailbox)?, root);
+            let (data, _) = self.slot(mb, root);
             bytemuck::cast_slice_mut::<T, u8>(buf).copy_from_slice(data);
         }
         Ok(())
@@ -400,9 +424,10 @@ impl Comm {
         check_root(ctx, Op::Reduce, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Reduce, Some(root), buf.len());
-        self.post(ctx, &h, buf, |q| q == root, false)?;
+        self.send(ctx, &h, buf, |q| q == root)?;
+        let mb = self.checked(ctx, &h, false)?;
         if me == root {
-            self.fold(ctx, buf, 0..ctx.nprocs(), &op)?;
+            self.fold(mb, me, buf, 0..ctx.nprocs(), &op);
         }
         Ok(())
     }
@@ -419,8 +444,10 @@ impl Comm {
         }
         let p = ctx.nprocs();
         let h = self.header::<T>(Op::AllReduce, None, buf.len());
-        self.post(ctx, &h, buf, |_| true, false)?;
-        self.fold(ctx, buf, 0..p, &op)
+        self.send(ctx, &h, buf, |_| true)?;
+        let mb = self.checked(ctx, &h, false)?;
+        self.fold(mb, ctx.pid(), buf, 0..p, &op);
+        Ok(())
     }
 
     /// All-reduce of one value; one superstep.
@@ -430,9 +457,31 @@ impl Comm {
         x: T,
         op: F,
     ) -> Result<T> {
-        let mut b = [x];
-        self.allreduce(ctx, &mut b, op)?;
-        Ok(b[0])
+        let sz = size_of::<T>();
+        if sz > 8 || !self.fits::<T>(1) {
+            let mut b = [x];
+            self.allreduce(ctx, &mut b, op)?;
+            return Ok(b[0]);
+        }
+        // A value of one word (a dot product, a norm, a residual: an iterative solver's every
+        // iteration): its slot is made on the stack and the others' values read where they
+        // lie, the protocol of `allreduce` with less around it.
+        let h = self.header::<T>(Op::AllReduce, None, 1);
+        let mut word = [0u8; 8];
+        word[..sz].copy_from_slice(bytemuck::bytes_of(&x));
+        let head = h.encode();
+        let slot = [head[0], head[1], head[2], u64::from_ne_bytes(word)];
+        self.put_slot(ctx, &slot, |_| true)?;
+        let mb = self.checked(ctx, &h, false)?;
+        let (me, stride) = (ctx.pid(), HEADER_WORDS + self.capacity);
+        let value = |q: usize| {
+            if q == me {
+                x
+            } else {
+                bytemuck::pod_read_unaligned(&mb[q * stride + HEADER_WORDS].to_ne_bytes()[..sz])
+            }
+        };
+        Ok((1..ctx.nprocs()).fold(value(0), |acc, q| op(acc, value(q))))
     }
 
     /// [`Collectives::scan_inclusive`]; one superstep when `buf` fits a slot.
@@ -447,8 +496,10 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanInclusive, None, buf.len());
-        self.post(ctx, &h, buf, |q| q > me, false)?;
-        self.fold(ctx, buf, 0..me + 1, &op)
+        self.send(ctx, &h, buf, |q| q > me)?;
+        let mb = self.checked(ctx, &h, false)?;
+        self.fold(mb, me, buf, 0..me + 1, &op);
+        Ok(())
     }
 
     /// [`Collectives::scan_exclusive`]; one superstep when `buf` fits a slot.
@@ -464,12 +515,14 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanExclusive, None, buf.len());
-        self.post(ctx, &h, buf, |q| q > me, false)?;
+        self.send(ctx, &h, buf, |q| q > me)?;
+        let mb = self.checked(ctx, &h, false)?;
         if me == 0 {
             buf.fill(identity);
             return Ok(());
         }
-        self.fold(ctx, buf, 0..me, &op)
+        self.fold(mb, me, buf, 0..me, &op);
+        Ok(())
     }
 
     /// [`Collectives::allgather`]; one superstep when every piece fits a slot. The decision is
@@ -506,8 +559,8 @@ impl Comm {
             ));
         }
         let h = self.header::<T>(Op::AllGather, None, local.len());
-        self.post(ctx, &h, local, |_| true, true)?;
-        let mb = ctx.local(&self.mailbox)?;
+        self.send(ctx, &h, local, |_| true)?;
+        let mb = self.checked(ctx, &h, true)?;
         let mut pieces = Vec::with_capacity(p);
         for q in 0..p {
             pieces.push(if q == me {
@@ -519,20 +572,20 @@ impl Comm {
         Ok(Parts::concat(&pieces))
     }
 
-    /// Fold the slots of `from` (own data from `buf`; headers checked by
-    /// [`post`](Self::post)) in pid order into `buf`, element by element (at most a slot's
-    /// worth), so no accumulator is needed.
+    /// Fold the slots of `from` in `mb` (the mailbox, headers checked by
+    /// [`checked`](Self::checked); process `me`'s own data from `buf`) in pid order into `buf`,
+    /// element by element (at most a slot's worth), so no accumulator is needed.
+    #[inline]
     fn fold<T: Pod, F: Fn(T, T) -> T>(
         &self,
-        ctx: &Ctx,
+        mb: &[u64],
+        me: usize,
         buf: &mut [T],
         from: std::ops::Range<usize>,
         op: &F,
-    ) -> Result<()> {
-        let me = ctx.pid();
-        let mb = ctx.local(&self.mailbox)?;
+    ) {
         let Some(first) = from.clone().next() else {
-            return Ok(());
+            return;
         };
         let sz = size_of::<T>();
         let stride = HEADER_WORDS + self.capacity;
@@ -553,6 +606,5 @@ impl Comm {
             }
             *b = acc;
         }
-        Ok(())
     }
 }
