@@ -72,7 +72,7 @@ mod tests {
             let i = p / 2;
             match (0..p).find(|&d| (i + d) % 3 == 0) {
                 Some(d) => {
-                    let k = ((i * 7 + d) % 200) as usize;
+                    let k = (i * 7 + d) % 200;
                     assert_eq!(r.reader(i, k).map(|d| r.round(i, d)), Some(k as u8));
                 }
                 None => assert_eq!(r.reader(i, 0), None),
