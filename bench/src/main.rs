@@ -19,6 +19,8 @@
 //!   one-to-all and all-to-one puts against the balanced all-to-all.
 //! * `mbsp-bench owned` — owned messages (communicable memory): a 16 MiB hand-off against a
 //!   memcpy of it, and the allocations of a steady loop of owned messages.
+//! * `mbsp-bench layouts` — the same supersteps of two processes in processes whose heaps start
+//!   from different layouts: where a figure moves with the layout (false sharing).
 //! * `mbsp-bench mpi` — the MPI engine against plain MPI on the same ranks (under `mpiexec`).
 //!
 //! This crate depends on the MPI engine (mbsp-mpi: MPICH and libclang to build); `mbsp` does
@@ -34,6 +36,7 @@ mod core_bench;
 mod fft_bench;
 mod fftw;
 mod floor;
+mod layouts_bench;
 mod lazy_bench;
 mod mpi_bench;
 mod nested_bench;
@@ -94,6 +97,11 @@ enum Bench {
     Fft(FftArgs),
     /// Sync latency of a flat run of p against nested runs (2 x p/2), compact against scattered.
     Nested(NestedArgs),
+    /// The empty sync, a one-word put + sync, a one-word message and the `Comm` one-word
+    /// all-reduce at p = 2, in a process per heap layout (k small blocks allocated first): each
+    /// figure over the empty sync of the same round, and the layouts where it is more than 1.5x
+    /// its median (a small block sharing a cache line with one another core writes).
+    Layouts(LayoutsArgs),
     /// Lazy syncs (declared counts, `Ctx::declare_incoming`) against full syncs: a one-word exchange at
     /// p = 2 against the empty sync, a ring halo exchange at p = 4, a star, a ring and a sparse
     /// exchange at p = 16 and 64 (default and compact placement), the `Comm` one-word all-reduce.
@@ -167,6 +175,33 @@ struct WaitArgs {
     /// `syncs`, time per superstep in the mbsp columns) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+}
+
+/// `mbsp-bench layouts`.
+#[derive(clap::Args)]
+struct LayoutsArgs {
+    /// Heap layouts (one process each): k = 0 .. LAYOUTS - 1 small blocks allocated first.
+    #[arg(long, default_value = "16", value_parser = cli::at_least("--layouts", 1))]
+    layouts: usize,
+    /// Rounds per layout (the figures in turn each round; a warm-up round before them).
+    #[arg(long, default_value = "9", value_parser = cli::at_least("--rounds", 1))]
+    rounds: usize,
+    /// Supersteps per figure and round.
+    #[arg(long, default_value = "1000", value_parser = cli::at_least("--steps", 1))]
+    steps: usize,
+    /// A seconds-long smoke run (3 layouts, 2 rounds of 200 supersteps); the numbers are not
+    /// meaningful.
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also write the figures as CSV (layout, figure, ns, ratio) to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Internal: measure layout K in this process and print its figures as one JSON line.
+    #[arg(long, hide = true, value_name = "K")]
+    child: Option<usize>,
 }
 
 /// `mbsp-bench owned`.
@@ -472,6 +507,23 @@ fn run(which: Bench) -> Result<()> {
             wait_fits(&o)?;
             wait_bench::run(&o)
         }
+        Bench::Layouts(a) => {
+            let (layouts, rounds, steps) = if a.quick {
+                (3, 2, 200)
+            } else {
+                (a.layouts, a.rounds, a.steps)
+            };
+            if let Some(k) = a.child {
+                return layouts_bench::child(k, rounds, steps);
+            }
+            layouts_bench::run(&layouts_bench::Options {
+                layouts,
+                rounds,
+                steps,
+                json: a.json,
+                csv: a.csv,
+            })
+        }
         Bench::Owned(a) => {
             let mut o = if a.quick {
                 owned_bench::Options::quick()
@@ -615,6 +667,7 @@ fn main() -> ExitCode {
         Bench::Mpi(_) => "mbsp-bench mpi",
         Bench::Core(_) => "mbsp-bench core",
         Bench::Wait(_) => "mbsp-bench wait",
+        Bench::Layouts(_) => "mbsp-bench layouts",
         Bench::Owned(_) => "mbsp-bench owned",
         Bench::Collectives(_) => "mbsp-bench collectives",
         Bench::Fft(_) => "mbsp-bench fft",
@@ -640,8 +693,10 @@ fn main() -> ExitCode {
         return report(&e, "mbsp-bench");
     }
     whole_file::on_interrupt();
-    // Not over ranks: each rank would watch (and probe) its own machine at the same moment.
-    if !matches!(cli.command, Bench::Mpi(_)) {
+    // Not over ranks: each rank would watch (and probe) its own machine at the same moment;
+    // nor in a layout's process, whose parent watches.
+    let child = matches!(&cli.command, Bench::Layouts(a) if a.child.is_some());
+    if !matches!(cli.command, Bench::Mpi(_)) && !child {
         watch::start();
     }
     match run(cli.command) {

@@ -10,8 +10,9 @@
 //! ([`MachineState::causes`]).
 //!
 //! Other processes' CPU time is the machine's busy time (`/proc/stat`: user, nice, system,
-//! irq, softirq) less this process's own (`/proc/self/stat`: utime, stime, all its threads),
-//! both in clock ticks. Where `/proc` cannot be read (not Linux) the state is unknown and says
+//! irq, softirq) less this process's own (`/proc/self/stat`: utime, stime, all its threads,
+//! and cutime, cstime: the children it has waited for, such as the processes a benchmark runs
+//! its program in), both in clock ticks. Where `/proc` cannot be read (not Linux) the state is unknown and says
 //! so; a measurement is then not called quiet.
 //!
 //! The round trip ([`line_exchange`](crate::line_exchange)) is taken at the start and at every
@@ -102,8 +103,12 @@ fn parse_stat(text: &str) -> Option<(u64, u64, u64)> {
 fn parse_self_stat(text: &str) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): utime is field 14, index 11 here.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    // rest starts at field 3 (state): utime is field 14, index 11 here; stime, cutime and
+    // cstime follow.
+    f.get(11..15)?
+        .iter()
+        .map(|x| x.parse::<u64>().ok())
+        .sum::<Option<u64>>()
 }
 
 /// The frequencies, MHz: every CPU's cpufreq `scaling_cur_freq`, else `/proc/cpuinfo`'s
@@ -483,6 +488,9 @@ mod tests {
         assert_eq!(parse_stat(stat), Some((133, 7, 645)));
         let me = "4242 (my (odd) prog) R 1 2 3 4 5 6 7 8 9 10 123 45 0 0 20 0";
         assert_eq!(parse_self_stat(me), Some(168));
+        // Children waited for count as this process's own.
+        let parent = "4242 (bench) S 1 2 3 4 5 6 7 8 9 10 123 45 30 2 20 0";
+        assert_eq!(parse_self_stat(parent), Some(200));
         assert_eq!(
             parse_cpuinfo("cpu MHz\t\t: 2999.998\nflags\t: x\n"),
             [2999.998]

@@ -249,6 +249,60 @@ fn quick_owned_benchmark_csv_and_json() {
     }
 }
 
+/// `layouts --quick --json --csv`: a process per heap layout, the same figures in both; the
+/// ratios are each figure over the empty sync (1 for the empty sync itself), the summary's
+/// median and worst agree with the rows, and a layout count of 0 is refused with one line.
+#[test]
+fn quick_layouts_benchmark_csv_and_json() {
+    let (v, text, _) = common::quick_json_csv("layouts", &[]);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0], ["layout", "figure", "ns", "ratio"]);
+    let figures = [
+        "empty sync",
+        "put + sync",
+        "send + sync + move",
+        "Comm all-reduce",
+    ];
+    assert_eq!(rows.len(), 1 + 3 * figures.len(), "{text}");
+    let layouts = v["layouts"].as_array().expect("layouts");
+    assert_eq!(layouts.len(), 3, "{v}");
+    for (k, l) in layouts.iter().enumerate() {
+        assert_eq!(l["layout"], k, "{v}");
+        let at = |f: usize| &rows[1 + k * figures.len() + f];
+        assert_eq!(
+            (at(0)[0], at(0)[1], at(0)[3]),
+            (k.to_string().as_str(), "empty sync", "1")
+        );
+        for (f, name) in figures.iter().enumerate().skip(1) {
+            assert_eq!(at(f)[1], *name, "{text}");
+            let csv: f64 = at(f)[3].parse().expect("a ratio");
+            let json = l["ratios"][name].as_f64().expect("a ratio");
+            assert!(
+                csv > 0.0 && (csv - json).abs() <= 1e-9 * csv,
+                "{name}: {csv} {json}"
+            );
+        }
+    }
+    for name in &figures[1..] {
+        let s = &v["summary"][name];
+        let ratios: Vec<f64> = layouts
+            .iter()
+            .map(|l| l["ratios"][name].as_f64().unwrap())
+            .collect();
+        let worst = ratios.iter().copied().fold(f64::MIN, f64::max);
+        assert_eq!(s["worst_ratio"].as_f64(), Some(worst), "{v}");
+        let median = s["median_ratio"].as_f64().expect("median");
+        assert!(
+            ratios.iter().any(|&r| r <= median) && median <= worst,
+            "{v}"
+        );
+    }
+    let (code, out, err) = common::bench(&["layouts", "--layouts", "0"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--layouts 0"), "{err}");
+}
+
 /// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
 /// inner, outer, start + end) and the five start rows (worker teams, threads per run), in both;
 /// issue 42's three start targets judged on them in the JSON.
