@@ -22,6 +22,9 @@ use std::time::Instant;
 /// figure's median ratio over all layouts.
 pub const SUSPECT: f64 = 1.5;
 
+/// The most layouts a run takes (`--layouts`).
+pub const MAX_LAYOUTS: usize = 4096;
+
 /// The figures, in the order of the table: the empty sync first (the others' reference).
 pub const FIGURES: [&str; 4] = [
     "empty sync",

@@ -513,6 +513,13 @@ fn run(which: Bench) -> Result<()> {
             } else {
                 (a.layouts, a.rounds, a.steps)
             };
+            // Layout k allocates k small blocks: a few megabytes at the most.
+            let most = layouts_bench::MAX_LAYOUTS;
+            if layouts > most || a.child.is_some_and(|k| k >= most) {
+                return Err(Error::usage(format!(
+                    "--layouts {layouts}: at most {most} (layout k allocates k small blocks)"
+                )));
+            }
             if let Some(k) = a.child {
                 return layouts_bench::child(k, rounds, steps);
             }

@@ -297,10 +297,12 @@ fn quick_layouts_benchmark_csv_and_json() {
             "{v}"
         );
     }
-    let (code, out, err) = common::bench(&["layouts", "--layouts", "0"]);
-    assert_eq!((code, out.as_str()), (2, ""), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("--layouts 0"), "{err}");
+    for n in ["0", "4097"] {
+        let (code, out, err) = common::bench(&["layouts", "--layouts", n]);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("--layouts {n}")), "{err}");
+    }
 }
 
 /// `nested --quick --json --csv`: the sync table (p = 2, 4, 8, compact and scattered: flat,
