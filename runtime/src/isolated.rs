@@ -3,9 +3,10 @@
 //! A small heap block shares its cache line with whatever the allocator put beside it. When
 //! one core reads the block in every superstep while another core writes its neighbour in
 //! every superstep, each read is a cache-line transfer, although nothing in the block ever
-//! changes: a one-byte table lookup in `put` was seen to take more than half of the call's
-//! time that way. Which blocks end up neighbours depends on the order of earlier allocations,
-//! so the cost comes and goes between builds and runs of the same code. The small tables the
+//! changes (a one-byte table lookup in `put` was seen to cost more than the rest of the call
+//! that way). Which blocks end up neighbours depends on the order of earlier allocations, so
+//! the cost comes and goes between builds and runs of the same code (`mbsp-bench layouts`
+//! finds it). The small tables the
 //! processes of a run read in every sync, and the small buffers a process writes in every sync,
 //! are kept in `Isolated` slices: a margin of unused elements at both ends keeps every other
 //! heap block more than a cache-line pair away.
