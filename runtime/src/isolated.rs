@@ -76,12 +76,6 @@ impl<T> DerefMut for Isolated<T> {
     }
 }
 
-impl<T: std::fmt::Debug> std::fmt::Debug for Isolated<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
