@@ -10,6 +10,8 @@ use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::flags::{FLAG_COMM, FLAG_OUTBOX, FLAG_TAGS};
 use crate::limits::{MAX_MESSAGE, MAX_TAGSIZE};
+use crate::outbox::Record;
+use crate::queue::Queue;
 use crate::requests::HpSend;
 use bytemuck::Pod;
 
@@ -305,6 +307,12 @@ impl Ctx {
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag, payload.len())?;
+        if let Some(carried) = self.engine_send(pid, tag, payload) {
+            carried?;
+            self.note_out(pid, tag.len() + payload.len(), true, false);
+            self.flag(FLAG_COMM);
+            return Ok(());
+        }
         // SAFETY: `payload` is a valid slice.
         let sent = self.with_outbox(pid, |ob| unsafe {
             ob.send(tag, payload.as_ptr(), payload.len())
@@ -337,6 +345,7 @@ impl Ctx {
             .try_fold(0usize, |a, p| a.checked_add(p.len()))
             .unwrap_or(usize::MAX);
         self.check_send("send", pid, tag, len)?;
+        self.engine_to_outbox(pid)?;
         if self
             .with_outbox(pid, |ob| ob.send_parts(tag, parts, len))
             .is_none()
@@ -385,6 +394,7 @@ impl Ctx {
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         let len = payload.len();
         self.check_send("hpsend", pid, tag, len)?;
+        self.engine_to_outbox(pid)?;
         // The record (with the tag) is reserved now, so that the sync only copies the payload
         // and cannot run out of memory.
         let Some(at) = self.with_outbox(pid, |ob| ob.reserve_message(tag, len, payload.as_ptr()))
@@ -440,22 +450,18 @@ impl Ctx {
         if q.left == 0 {
             return None;
         }
-        let from = q.srcs[q.cur_src] as usize;
-        let sender = self.run.proc(from);
+        let from = q.srcs[q.cur_src].pid as usize;
         // SAFETY: the queue is read during the superstep after the one the messages were sent
         // in; their sender does not touch these outboxes before it passes barrier 1 of our next
-        // sync, which needs `&mut self` and so ends every borrow handed out here. The run state
-        // (and the outbox) outlives `self`.
+        // sync, which needs `&mut self` and so ends every borrow handed out here; nor does
+        // anything but that sync write our copy of the barrier lines. The run state (and the
+        // outbox) outlives `self`.
         let ((tp, tl), (pp, pl), next) = unsafe {
-            sender.outboxes(q.slot, |outs| {
-                let ob = outs[self.pid]
-                    .as_deref()
-                    .expect("queued sender has an outbox");
-                let (tag, payload, next) = ob.message(q.cur_off, q.tagsize);
+            self.front_record(q, |r| {
                 (
-                    (tag.as_ptr(), tag.len()),
-                    (payload.as_ptr(), payload.len()),
-                    next,
+                    (r.tag.as_ptr(), r.tag.len()),
+                    (r.payload.as_ptr(), r.payload.len()),
+                    r.next,
                 )
             })
         };
@@ -475,6 +481,29 @@ impl Ctx {
             payload,
             at: (&self.path, self.superstep()),
         })
+    }
+
+    /// Hand the record at the front of the queue `q` (not empty) to `f`: from its sender's
+    /// outbox, or from this process's copy of the barrier line it rode in.
+    ///
+    /// # Safety
+    /// `q` is this process's queue of the current superstep, whose senders leave the outboxes
+    /// it names alone until this process passes barrier 1 of its next sync.
+    #[inline]
+    pub(crate) unsafe fn front_record<R>(&self, q: &Queue, f: impl FnOnce(Record<'_>) -> R) -> R {
+        let src = q.srcs[q.cur_src];
+        if let Some(round) = src.rode {
+            return f(self.rode_record(round, q.cur_off));
+        }
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.run.proc(src.pid as usize).outboxes(q.slot, |outs| {
+                let ob = outs[self.pid]
+                    .as_deref()
+                    .expect("queued sender has an outbox");
+                f(ob.record(q.cur_off, q.tagsize))
+            })
+        }
     }
 
     /// Look at the first message without removing it; `None` if the queue is empty.

@@ -116,16 +116,6 @@ pub(crate) fn push_short(words: &mut [u64], len: &mut usize, dst: *mut u8, src: 
     true
 }
 
-/// The number of put records in `words` (the format of [`push_short`]).
-pub(crate) fn count_records(words: &[u64]) -> u64 {
-    let (mut at, mut n) = (0, 0);
-    while at < words.len() {
-        at += 1 + align8((words[at] >> SHIFT) as usize) / WORD;
-        n += 1;
-    }
-    n
-}
-
 /// Flags of a message record's length word: an owned message handed over as a buffer (the
 /// word after the tag indexes the outbox's handles) ...
 pub(crate) const HANDLE: u64 = 1 << 63;
@@ -518,14 +508,6 @@ impl Outbox {
                 off = next;
             }
         }
-    }
-
-    /// The message at byte offset `off` of the message records, for tag size `tagsize`:
-    /// (tag, payload, offset of the next message or `None` after the last).
-    #[inline]
-    pub(crate) fn message(&self, off: usize, tagsize: usize) -> (&[u8], &[u8], Option<usize>) {
-        let r = self.record(off, tagsize);
-        (r.tag, r.payload, r.next)
     }
 
     /// The word at byte offset `off` of the message records.

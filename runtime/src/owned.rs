@@ -167,6 +167,7 @@ impl Ctx {
         const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
         let bytes = std::mem::size_of_val(&payload[..]);
         self.check_send("send_owned", pid, tag, bytes)?;
+        self.engine_to_outbox(pid)?;
         let sent = self.engine_send_owned(pid, tag, payload);
         if sent.is_none() {
             return Err(self.no_room_for_message("send_owned", pid, tag.len(), bytes));
@@ -224,7 +225,7 @@ impl Ctx {
         if q.left == 0 {
             return Ok(None);
         }
-        let from = q.srcs[q.cur_src] as usize;
+        let from = q.srcs[q.cur_src].pid as usize;
         let want = TypeId::of::<T>();
         let size = size_of::<T>();
         // SAFETY: as in `next_message`: the sender leaves this outbox alone until this process
@@ -232,11 +233,7 @@ impl Ctx {
         // stays valid), and the run state outlives `self`. No view of this message's payload
         // is alive (we hold `&mut self`): taking its buffer invalidates none.
         let (tag, len, next, front) = unsafe {
-            self.run.proc(from).outboxes(q.slot, |outs| {
-                let ob = outs[self.pid]
-                    .as_deref()
-                    .expect("queued sender has an outbox");
-                let r = ob.record(q.cur_off, q.tagsize);
+            self.front_record(q, |r| {
                 let len = r.payload.len();
                 let front = match r.kind {
                     Kind::Handle(h) if h.elem.id == want => match h.take() {

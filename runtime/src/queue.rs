@@ -1,16 +1,28 @@
 //! The message queue as one process sees it during a superstep: which senders' outboxes hold
 //! messages for it and where it is in them. The messages stay in the senders' outboxes
-//! (`outbox.rs`) and are read in place (`bsmp.rs`, `owned.rs`).
+//! (`outbox.rs`), or in this process's copy of the barrier lines they rode in (thread engine:
+//! `engine/threads/ride.rs`), and are read in place (`bsmp.rs`, `owned.rs`).
+
+/// Where one sender's messages of the queue are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Src {
+    /// The sender.
+    pub(crate) pid: u32,
+    /// The barrier round whose line carried them, or `None`: the sender's outbox.
+    pub(crate) rode: Option<u8>,
+}
 
 /// The message queue as seen during one superstep.
 #[derive(Clone, Default)]
 pub(crate) struct Queue {
-    /// Processes whose outboxes (of slot `slot`, `ctx::slot`) hold messages for us.
-    pub(crate) srcs: Vec<u32>,
+    /// The senders of the messages, in pid order (each sender's messages are in one place:
+    /// `ride.rs` says why), with the outboxes of slot `slot` (`ctx::slot`).
+    pub(crate) srcs: Vec<Src>,
     pub(crate) slot: usize,
     pub(crate) tagsize: usize,
     pub(crate) cur_src: usize,
-    /// Byte offset of the current message in `srcs[cur_src]`'s message records.
+    /// Offset of the current message in `srcs[cur_src]`'s message records: in bytes in an
+    /// outbox, in words in a ride.
     pub(crate) cur_off: usize,
     pub(crate) left: usize,
     pub(crate) left_bytes: usize,

@@ -272,11 +272,12 @@ impl Ctx {
         let st = self.st.get_mut();
         let q = &mut st.queue;
         if q.owned > 0 {
-            for &from in &q.srcs {
+            // Owned messages never ride (`engine/threads/ride.rs`).
+            for from in q.srcs.iter().filter(|s| s.rode.is_none()) {
                 // SAFETY: as in `move_owned`: the sender does not touch this outbox before this
                 // process passes barrier 1 of this sync; their borrows ended (`&mut self`).
                 unsafe {
-                    self.run.proc(from as usize).outboxes(q.slot, |outs| {
+                    self.run.proc(from.pid as usize).outboxes(q.slot, |outs| {
                         if let Some(ob) = outs[self.pid].as_deref() {
                             ob.free_owned();
                         }

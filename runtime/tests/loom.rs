@@ -42,8 +42,9 @@ fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
 
 /// The real superstep code (runtime/src/sync.rs, ctx.rs, outbox.rs, barrier.rs) with two
 /// processes: registration, then a superstep with a riding put, a put through the outbox, a
-/// message and a get, then one in which the queue is read in place while the other process
-/// fills its outboxes of the other parity. Loom explores the interleavings and reports any
+/// riding message and a get, then one in which the queue is read in place while the other
+/// process fills its outbox of the other parity with a message too big to ride, read in place
+/// in the third. Loom explores the interleavings and reports any
 /// access to the shared cells (registration tables, outboxes, collective requests) that the
 /// barrier does not order; the asserts check the data.
 #[test]
@@ -56,17 +57,18 @@ fn supersteps_of_the_real_runtime() {
             ctx.sync()?;
             ctx.put(other, &[me as u64 + 1], &y, 0)?; // rides in the barrier line
             ctx.put(other, &[7u64; 4], &y, 4)?; // too big to ride: outbox
-            ctx.send(other, &[], &[me as u8 + 5])?;
+            ctx.send(other, &[], &[me as u8 + 5])?; // rides beside the put
             ctx.get(other, &x, 1..2, &y, 1)?;
             ctx.sync()?;
             let got = ctx.local(&y)?.to_vec();
             assert_eq!(&got[..2], &[other as u64 + 1, other as u64 * 10]);
             assert_eq!(&got[4..], &[7; 4]);
-            ctx.send(other, &[], &[9])?; // the other parity's outbox, while the queue is read
+            // Too big to ride: the other parity's outbox, while the queue is read.
+            ctx.send(other, &[], &[9; 48])?;
             let m = ctx.hpmove()?.expect("a message");
             assert_eq!(m.payload, &[other as u8 + 5]);
             ctx.sync()?;
-            assert_eq!(ctx.hpmove()?.expect("a message").payload, &[9]);
+            assert_eq!(ctx.hpmove()?.expect("a message").payload, &[9; 48]);
             Ok(())
         });
         for x in r {

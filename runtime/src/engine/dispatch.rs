@@ -41,6 +41,18 @@ impl Ctx {
         dispatch!(self, put(self, pid, dst, src))
     }
 
+    /// [`Engine::send`].
+    #[inline(always)]
+    pub(crate) fn engine_send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
+        dispatch!(self, send(self, pid, tag, payload))
+    }
+
+    /// [`Engine::to_outbox`].
+    #[inline]
+    pub(crate) fn engine_to_outbox(&self, pid: usize) -> Result<()> {
+        dispatch!(self, to_outbox(self, pid))
+    }
+
     /// [`Engine::send_owned`].
     #[inline]
     pub(crate) fn engine_send_owned<T: Pod>(

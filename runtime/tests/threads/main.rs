@@ -1,7 +1,7 @@
 //! The runtime's tests that run on the thread engine only (in the workspace's `cargo test`):
 //! a process's end of the run (`end`), lazy syncs (`lazy`), lending under panics (`lending`),
-//! placement on machine trees (`placement`), superstep profiles (`profile`), hostile sizes
-//! (`sizes`) and the topology-aware barrier (`topology_barrier`).
+//! placement on machine trees (`placement`), superstep profiles (`profile`), riding messages
+//! (`riding`), hostile sizes (`sizes`) and the topology-aware barrier (`topology_barrier`).
 //!
 //! One test binary for these files rather than one each: every test binary is compiled and
 //! linked on its own, with the shared helpers and the runtime's generic code again. Tests that
@@ -16,5 +16,6 @@ mod lazy;
 mod lending;
 mod placement;
 mod profile;
+mod riding;
 mod sizes;
 mod topology_barrier;

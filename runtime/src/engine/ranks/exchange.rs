@@ -618,7 +618,10 @@ impl Ctx {
     pub(super) fn queue_from(&mut self, k: usize, count: usize, bytes: usize) {
         if count > 0 {
             let queue = &mut self.st.get_mut().queue;
-            queue.srcs.push(k as u32);
+            queue.srcs.push(crate::queue::Src {
+                pid: k as u32,
+                rode: None,
+            });
             queue.left += count;
             queue.left_bytes += bytes;
         }

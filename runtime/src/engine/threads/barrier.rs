@@ -18,13 +18,15 @@
 //! knowledge, and only ⌈log₂ m⌉ transfers cross packages on the critical path (a flat
 //! dissemination over scattered pids would cross in nearly every round).
 //!
-//! **Riding puts.** A line read by exactly one other process carries, next to the episode word,
-//! up to [`RIDE_WORDS`] words of put records for that reader (a one-word put takes two). A
-//! process stages small puts to the reader of its round-`k` line ([`Barrier::rider_rounds`])
-//! instead of writing them to an outbox; the reader copies them out when it sees the episode
-//! (before the writer can reuse the line, two episodes later) and delivers them in the
-//! communication phase. So a superstep whose only communication is a few small puts to barrier
-//! partners costs no cache-line transfer beyond the barrier's own.
+//! **Riding puts and messages.** A line read by exactly one other process carries, next to the
+//! episode word, up to [`RIDE_WORDS`] words of put and message records for that reader (a
+//! one-word put or message takes two: `ride.rs`). A process stages small puts and messages to
+//! the reader of its round-`k` line ([`Barrier::rider_rounds`]) instead of writing them to an
+//! outbox; the reader copies them out when it sees the episode (before the writer can reuse the
+//! line, two episodes later), delivers the puts in the communication phase and reads the
+//! messages from its copy during the next superstep. So a superstep whose only communication
+//! is a few small puts or messages to barrier partners costs no cache-line transfer beyond the
+//! barrier's own.
 //!
 //! Each line holds two episode words and two payloads, used in alternate episodes: a process
 //! can only write a round-`k` word again two episodes later, after everybody has finished the
@@ -56,6 +58,7 @@
 //! publishes, each wake-up a context switch, so an episode would cost O(p² log p) switches
 //! instead of at most one per awaited word. Abort sets a flag and notifies every signal.
 
+use super::ride::{RIDE_WORDS, Ride};
 use super::riders::Riders;
 use crate::isolated::Isolated;
 use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, Zero, fence};
@@ -69,26 +72,6 @@ const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
-
-/// Words of put records a barrier line carries for its reader.
-pub const RIDE_WORDS: usize = 6;
-
-/// Put records riding in (or copied out of) one barrier line: `len` words of `words`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Ride {
-    /// The records (the put record format of the outboxes).
-    pub words: [u64; RIDE_WORDS],
-    /// Words in use.
-    pub len: usize,
-}
-
-impl Ride {
-    /// Append a put of `src` to `dst` if it fits; false if not.
-    #[inline]
-    pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) -> bool {
-        crate::outbox::push_short(&mut self.words, &mut self.len, dst, src)
-    }
-}
 
 /// What the processes brought to one barrier episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -488,13 +471,13 @@ impl Barrier {
                     woken.is_some_and(|r| self.signals[r as usize].sleeping())
                 })? as u32;
             let n = ((got & RIDE_MASK) >> RIDE_SHIFT) as usize;
-            if n > 0 {
-                if let Some(slot) = inbox.get_mut(k) {
-                    for (v, w) in slot.words.iter_mut().zip(&line.half[parity].ride[..n]) {
-                        *v = w.load(Ordering::Relaxed);
-                    }
-                    slot.len = n;
+            // Set even when nothing rode: the reader keeps what rode last time (its queue reads
+            // the messages there) until this episode.
+            if let Some(slot) = inbox.get_mut(k) {
+                for (v, w) in slot.words.iter_mut().zip(&line.half[parity].ride[..n]) {
+                    *v = w.load(Ordering::Relaxed);
                 }
+                slot.len = n;
             }
             acc |= got & !RIDE_MASK;
         }

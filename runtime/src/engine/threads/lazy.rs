@@ -78,6 +78,7 @@
 //! every sync, full ones included, and is rarely awaited.
 
 use super::inbox::mode_word;
+use super::ride::Rec;
 use crate::ctx::{Ctx, RunShared};
 use crate::error::{Error, Result};
 use crate::flags::FLAG_COMM;
@@ -400,8 +401,9 @@ impl Ctx {
         stale
     }
 
-    /// Move the puts riding in this process's barrier lines into its outboxes (a lazy sync has
-    /// no barrier to carry them).
+    /// Move the puts and messages riding in this process's barrier lines into its outboxes (a
+    /// lazy sync has no barrier to carry them). A destination's riding messages are all its
+    /// messages of the superstep (`ride.rs`), so appending them keeps their order.
     fn rides_to_outboxes(&mut self) -> Result<()> {
         let me = self.pid;
         let mut rides = std::mem::take(self.engine.threads_mut().rides.get_mut());
@@ -411,13 +413,23 @@ impl Ctx {
             let Some(d) = riders.reader(me, round) else {
                 unreachable!("a ride has a reader");
             };
-            if self
-                .with_outbox(d, |ob| ob.put_records(&ride.words[..ride.len]))
-                .is_none()
-            {
+            let mut ok = true;
+            self.with_outbox(d, |ob| {
+                ride.each(|rec| {
+                    ok &= match rec {
+                        Rec::Put(words) => ob.put_records(words),
+                        // SAFETY: `payload` is a valid slice.
+                        Rec::Msg(tag, payload) => unsafe {
+                            ob.send(tag, payload.as_ptr(), payload.len())
+                        },
+                    }
+                    .is_some()
+                })
+            });
+            if !ok {
                 out = Err(self.no_room_for_put(d, ride.len * 8));
             }
-            ride.len = 0;
+            ride.clear();
         }
         *self.engine.threads_mut().rides.get_mut() = rides;
         out

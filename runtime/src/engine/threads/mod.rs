@@ -56,6 +56,7 @@ pub(crate) mod inbox;
 pub(crate) mod lane;
 mod lane_sync;
 mod lazy;
+pub(crate) mod ride;
 pub(crate) mod riders;
 pub(crate) mod state;
 mod sync;
@@ -63,6 +64,8 @@ mod sync;
 use crate::ctx::Ctx;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::flags::{FLAG_COMM, FLAG_OUTBOX};
+use crate::outbox::{Kind, Record};
 use crate::wait::Sleep;
 use bytemuck::Pod;
 use riders::NO_RIDE;
@@ -96,6 +99,29 @@ impl Engine for Threads {
         let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
         let rides = &ctx.engine.threads().rides;
         (round != NO_RIDE && rides.borrow_mut()[round as usize].put(dst, src)).then_some(Ok(()))
+    }
+
+    /// A small message to a process that alone reads one of this process's barrier lines
+    /// rides in that line, as a small put does, while the ride is open to messages
+    /// (`ride.rs`).
+    #[inline(always)]
+    fn send(ctx: &Ctx, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
+        let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
+        if round == NO_RIDE {
+            return None;
+        }
+        if ctx.engine.threads().rides.borrow_mut()[round as usize].send(tag, payload) {
+            return Some(Ok(()));
+        }
+        ctx.close_ride(round, pid).err().map(Err)
+    }
+
+    #[inline]
+    fn to_outbox(ctx: &Ctx, pid: usize) -> Result<()> {
+        match ctx.run.engine.threads().riders.round(ctx.pid, pid) {
+            NO_RIDE => Ok(()),
+            round => ctx.close_ride(round, pid),
+        }
     }
 
     /// The buffer itself is handed over: one address space.
@@ -143,6 +169,54 @@ impl Engine for Threads {
     #[inline(never)]
     fn all_gather(_: &mut Ctx, _: &[u64]) -> Option<Vec<Vec<u64>>> {
         None
+    }
+}
+
+impl Ctx {
+    /// Close this process's ride of round `round` (whose reader is `pid`) to messages, moving
+    /// the messages riding there into the outbox for `pid` ([`Ride::close`]).
+    #[inline]
+    pub(super) fn close_ride(&self, round: u8, pid: usize) -> Result<()> {
+        let mut rides = self.engine.threads().rides.borrow_mut();
+        let ride = &mut rides[round as usize];
+        if ride.is_closed() {
+            return Ok(());
+        }
+        let mut failed = None;
+        let mut moved = false;
+        let ok = ride.close(|tag, payload| {
+            moved = true;
+            // SAFETY: `payload` is a valid slice.
+            let sent = self.with_outbox(pid, |ob| unsafe {
+                ob.send(tag, payload.as_ptr(), payload.len())
+            });
+            failed = failed.or(sent.is_none().then_some((tag.len(), payload.len())));
+            sent.is_some()
+        });
+        if moved {
+            self.flag(FLAG_COMM | FLAG_OUTBOX);
+        }
+        match (ok, failed) {
+            (false, Some((tag, len))) => Err(self.no_room_for_message("send", pid, tag, len)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The message record at word `off` (or the first after it) of what rode in this
+    /// process's line of round `round` at the last barrier: a queued message is there
+    /// (`sync.rs`, `deliver_rides`).
+    #[inline]
+    pub(crate) fn rode_record(&self, round: u8, off: usize) -> Record<'_> {
+        let Some((tag, payload, next)) = self.engine.threads().rode[round as usize].message(off)
+        else {
+            unreachable!("the queue names a message that rode in round {round}");
+        };
+        Record {
+            tag,
+            payload,
+            next,
+            kind: Kind::Plain,
+        }
     }
 }
 

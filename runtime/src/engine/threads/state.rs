@@ -1,7 +1,7 @@
 //! What the thread engine keeps: per run ([`RunState`], inside the run's shared state) its
 //! barrier, the barrier rounds small puts ride in, the lanes and inboxes of lazy syncs; per
-//! process ([`ProcState`], inside its context) its barrier membership, the puts riding in its
-//! barrier lines, and the bookkeeping of lazy syncs. Data only: the protocols that use it are
+//! process ([`ProcState`], inside its context) its barrier membership, the puts and messages
+//! riding in its barrier lines, and the bookkeeping of lazy syncs. Data only: the protocols that use it are
 //! `sync.rs`, `lazy.rs` and `lane_sync.rs` beside this file.
 //!
 //! ## Who touches what when
@@ -10,14 +10,16 @@
 //!   modules (`barrier.rs`, `lane.rs`, `inbox.rs`) state the orderings each access relies on.
 //! * `riders`, `groups` and `pair_barrier` are fixed when the run state is made (or reused for
 //!   a new run, with exclusive access) and only read while processes run.
-//! * [`ProcState`] belongs to its process's thread: `rides` is filled by `put` (through a
-//!   `RefCell`, as puts take `&Ctx`) and emptied by the sync; the rest is touched only by the
-//!   sync, which holds the context mutably.
+//! * [`ProcState`] belongs to its process's thread: `rides` is filled by `put` and `send`
+//!   (through a `RefCell`, as they take `&Ctx`) and emptied by the sync; `rode` is written by
+//!   the sync and its messages read by the queue during the next superstep (`bsmp.rs`); the
+//!   rest is touched only by the sync, which holds the context mutably.
 
-use super::barrier::{Barrier, Member, Ride};
+use super::barrier::{Barrier, Member};
 use super::bulk::BulkAreas;
 use super::inbox::Inbox;
 use super::lane::Lanes;
+use super::ride::Ride;
 use super::riders::Riders;
 use crate::isolated::Isolated;
 use crate::outbox::SLOTS;
@@ -244,11 +246,12 @@ impl RunState {
 /// The thread engine's part of one process's context (module documentation).
 pub(crate) struct ProcState {
     pub(crate) member: Member,
-    /// Put records riding in this process's barrier lines at the next sync, by round. Written
-    /// in every superstep with such puts, so [`Isolated`] (as `rode`): no other process's data
+    /// Put and message records riding in this process's barrier lines at the next sync, by
+    /// round. Written in every superstep with such records, so [`Isolated`] (as `rode`): no other process's data
     /// shares their lines.
     pub(crate) rides: RefCell<Isolated<Ride>>,
-    /// Put records that rode in the lines this process read at the last barrier, by round.
+    /// Put and message records that rode in the lines this process read at the last barrier,
+    /// by round: its queue reads the messages here until the next sync.
     pub(crate) rode: Isolated<Ride>,
     /// The senders whose outboxes this process read in its last sync (a lazy next sync tells
     /// them when it has finished with them).
@@ -281,7 +284,7 @@ impl ProcState {
         let mut rides = std::mem::take(self.rides.get_mut());
         let mut rode = std::mem::take(&mut self.rode);
         for ride in rides.iter_mut().chain(rode.iter_mut()) {
-            ride.len = 0;
+            ride.clear();
         }
         for d in self.owed_dests.iter_mut() {
             d.clear();

@@ -1,13 +1,14 @@
 //! The thread engine's sync (the protocol in the module documentation above).
 
 use super::lazy::wake_if_all_entered;
+use super::ride::Ride;
 use crate::ctx::{Ctx, SyncPoint};
 use crate::error::{Error, Result};
 use crate::flags::{
     FLAG_CHECKPOINT, FLAG_COMM, FLAG_DECLARED, FLAG_EVEN_STEP, FLAG_GETS, FLAG_ODD_STEP,
     FLAG_OUTBOX, FLAG_REGS, FLAG_TAGS, FLAG_UNDECLARED, step_flag,
 };
-use crate::outbox::Outbox;
+use crate::queue::Src;
 use crate::requests::Coll;
 use crate::shim::Ordering;
 
@@ -157,7 +158,7 @@ impl Ctx {
                 wake_if_all_entered(run, pid, base, step)
             });
             for ride in rides.iter_mut() {
-                ride.len = 0;
+                ride.clear();
             }
             r
         };
@@ -220,18 +221,25 @@ impl Ctx {
     #[inline]
     fn deliver(&mut self, o: usize, g: u32, declared: bool, tagsize: usize) -> u64 {
         let mut got = 0;
+        let mut rode_messages = false;
         if g & FLAG_COMM != 0 {
             if declared {
-                let rode = &self.engine.threads().rode;
-                got += rode
+                got += self
+                    .engine
+                    .threads()
+                    .rode
                     .iter()
-                    .map(|r| crate::outbox::count_records(&r.words[..r.len]))
+                    .map(Ride::records)
                     .sum::<u64>();
             }
-            self.deliver_rides();
+            rode_messages = self.deliver_rides(tagsize);
         }
         if g & FLAG_OUTBOX != 0 {
             got += self.receive(o, tagsize);
+            if rode_messages {
+                // Senders in pid order; each is in the queue once (`ride.rs`).
+                self.st.get_mut().queue.srcs.sort_by_key(|s| s.pid);
+            }
         }
         got
     }
@@ -280,7 +288,7 @@ impl Ctx {
         st.gets.clear();
         st.getbuf.clear();
         for ride in self.engine.threads_mut().rode.iter_mut() {
-            ride.len = 0;
+            ride.clear();
         }
         self.quiesce();
         e
@@ -335,21 +343,33 @@ impl Ctx {
             .collect()
     }
 
-    /// Deliver the puts that rode in the barrier lines we read.
-    fn deliver_rides(&mut self) {
-        for ride in self
-            .engine
-            .threads_mut()
-            .rode
-            .iter_mut()
-            .filter(|r| r.len > 0)
-        {
+    /// Deliver the puts that rode in the barrier lines we read, and queue the messages (they
+    /// stay in our copy of the lines until the next barrier); whether there were any.
+    fn deliver_rides(&mut self, tagsize: usize) -> bool {
+        let sources = self.run.engine.threads().barrier.sources(self.pid);
+        let queue = &mut self.st.get_mut().queue;
+        let mut any = false;
+        for (round, ride) in self.engine.threads().rode.iter().enumerate() {
+            if ride.len == 0 {
+                continue;
+            }
             // SAFETY: the records were made by `put` of a sender whose checks made their
             // destinations our own registered memory, kept alive by our table or graveyard,
             // with no live references (we hold `&mut self`).
-            unsafe { Outbox::deliver(ride.words.as_ptr() as *const u8, ride.len * 8) };
-            ride.len = 0;
+            let (count, bytes) = unsafe { ride.deliver_puts() };
+            if count > 0 {
+                queue.srcs.push(Src {
+                    pid: sources[round],
+                    rode: Some(round as u8),
+                });
+                queue.left += count;
+                queue.left_bytes += bytes;
+                any = true;
+            }
         }
+        // Set whether or not messages came: a checkpoint saves it with the queue.
+        queue.tagsize = tagsize;
+        any
     }
 
     /// Tell every destination of this superstep's outboxes that we wrote to it (before the
@@ -475,7 +495,7 @@ pub(super) unsafe fn take_outbox(
             records = ob.records();
             ob.deliver_puts();
             if ob.msg_count > 0 {
-                queue.srcs.push(i);
+                queue.srcs.push(Src { pid: i, rode: None });
                 queue.left += ob.msg_count;
                 queue.left_bytes += ob.msg_bytes;
                 queue.owned += ob.owned.len();

@@ -1,0 +1,271 @@
+//! [`Ride`]: the records that travel in one barrier line to its one reader (`barrier.rs`,
+//! "Riding puts"): small puts, and small messages.
+//!
+//! A put record has the outboxes' short form, `[length << 48 | dst address][data]`; a message
+//! record is `[MSG << 48 | tag length << 16 | payload length][tag][payload]`, each part 8-byte
+//! aligned. A put's length is below `outbox::PAD_FROM` (short records only), so `MSG` never
+//! starts a put record.
+//!
+//! **The queue's order.** The queue holds each sender's messages in the order it sent them
+//! (`owned.rs`), and the receiver reads a sender's riding messages or its outbox's, not both
+//! interleaved. So a sender's messages to one destination in one superstep either all ride or
+//! all go to the outbox: the first message that cannot ride (the line is full, or it is an
+//! `hpsend` or an owned message) first moves the riding ones into the outbox, in order, and
+//! closes the ride to messages until the next sync ([`Ride::close`]). Puts have no such order
+//! to keep and go on riding.
+
+use crate::arena::align8;
+use crate::outbox::{copy_bytes, push_short};
+
+/// Words of records a barrier line carries for its reader.
+pub const RIDE_WORDS: usize = 6;
+
+const WORD: usize = std::mem::size_of::<u64>();
+const SHIFT: u32 = 48;
+/// The top 16 bits of a message record's header.
+const MSG: u64 = 0xFFFE;
+/// The tag's and the payload's lengths in a message header.
+const LEN_BITS: u32 = 16;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+
+/// The records riding in (or copied out of) one barrier line: `len` words of `words`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ride {
+    /// The records.
+    pub words: [u64; RIDE_WORDS],
+    /// Words in use.
+    pub len: usize,
+    /// Messages to this line's reader go to the outbox for the rest of the superstep.
+    closed: bool,
+}
+
+/// One record of a ride.
+pub(crate) enum Rec<'a> {
+    /// A put: its words (header and data), in the outboxes' short form.
+    Put(&'a [u64]),
+    /// A message: its tag and payload.
+    Msg(&'a [u8], &'a [u8]),
+}
+
+impl Ride {
+    /// Append a put of `src` to `dst` if it fits; false if not.
+    #[inline]
+    pub(crate) fn put(&mut self, dst: *mut u8, src: &[u8]) -> bool {
+        push_short(&mut self.words, &mut self.len, dst, src)
+    }
+
+    /// Append a message of `tag` and `payload` if the ride is open to messages and the record
+    /// fits; false if not (the caller then closes it: [`close`](Self::close)).
+    #[inline]
+    pub(crate) fn send(&mut self, tag: &[u8], payload: &[u8]) -> bool {
+        let (t, n) = (align8(tag.len()) / WORD, align8(payload.len()) / WORD);
+        // Lengths that do not fit in the line cannot overflow the sum below: checked first.
+        if self.closed || t >= RIDE_WORDS || n >= RIDE_WORDS || self.len + 1 + t + n > RIDE_WORDS {
+            return false;
+        }
+        let at = self.len;
+        self.words[at] = MSG << SHIFT | (tag.len() as u64) << LEN_BITS | payload.len() as u64;
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut self.words);
+        let tag_at = (at + 1) * WORD;
+        bytes[tag_at..tag_at + tag.len()].copy_from_slice(tag);
+        let body = (at + 1 + t) * WORD;
+        // SAFETY: `payload.len()` bytes fit in the `n` words at `body` (checked above).
+        unsafe { copy_bytes(payload.as_ptr(), bytes[body..].as_mut_ptr(), payload.len()) };
+        self.len = at + 1 + t + n;
+        true
+    }
+
+    /// Close the ride to messages for the rest of the superstep, handing the messages riding
+    /// in it to `to_outbox` in the order they were sent (their puts stay); false if
+    /// `to_outbox` failed (it could not allocate), which fails the run.
+    pub(crate) fn close(&mut self, mut to_outbox: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
+        self.closed = true;
+        let mut kept = [0u64; RIDE_WORDS];
+        let (mut k, mut ok) = (0, true);
+        self.each(|r| match r {
+            Rec::Put(w) => {
+                kept[k..k + w.len()].copy_from_slice(w);
+                k += w.len();
+            }
+            Rec::Msg(tag, payload) => ok &= to_outbox(tag, payload),
+        });
+        self.words = kept;
+        self.len = k;
+        ok
+    }
+
+    /// Whether messages to this line's reader go to the outbox (until the next sync).
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Empty the ride and open it to messages again (at the sync).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.closed = false;
+    }
+
+    /// The number of records (puts and messages).
+    pub(crate) fn records(&self) -> u64 {
+        let mut n = 0;
+        self.each(|_| n += 1);
+        n
+    }
+
+    /// Copy every put into its destination; returns the messages' count and payload bytes.
+    ///
+    /// # Safety
+    /// Every put's destination must be valid for writing and not aliased by a live reference:
+    /// the sync guarantees it for the receiver's own registered memory.
+    pub(crate) unsafe fn deliver_puts(&self) -> (usize, usize) {
+        let (mut count, mut bytes) = (0, 0);
+        self.each(|r| match r {
+            Rec::Put(w) => {
+                let len = (w[0] >> SHIFT) as usize;
+                let dst = (w[0] & ((1 << SHIFT) - 1)) as *mut u8;
+                // SAFETY: the record's data words hold `len` bytes; the destination is the
+                // caller's promise.
+                unsafe { copy_bytes(w[1..].as_ptr() as *const u8, dst, len) };
+            }
+            Rec::Msg(_, payload) => {
+                count += 1;
+                bytes += payload.len();
+            }
+        });
+        (count, bytes)
+    }
+
+    /// The first message record at or after word `off`: its tag, its payload, and the word
+    /// offset to look from for the next message, if there is one.
+    pub(crate) fn message(&self, off: usize) -> Option<(&[u8], &[u8], Option<usize>)> {
+        let mut at = off;
+        let mut first: Option<(&[u8], &[u8], usize)> = None;
+        while at < self.len {
+            let (rec, end) = self.record(at);
+            if let Rec::Msg(tag, payload) = rec {
+                if let Some((t, p, next)) = first {
+                    return Some((t, p, Some(next)));
+                }
+                first = Some((tag, payload, end));
+            }
+            at = end;
+        }
+        first.map(|(t, p, _)| (t, p, None))
+    }
+
+    /// Every record, in order.
+    pub(crate) fn each<'a>(&'a self, mut f: impl FnMut(Rec<'a>)) {
+        let mut at = 0;
+        while at < self.len {
+            let (rec, end) = self.record(at);
+            f(rec);
+            at = end;
+        }
+    }
+
+    /// The record at word `at` and the word after it.
+    #[inline]
+    fn record(&self, at: usize) -> (Rec<'_>, usize) {
+        let w = self.words[at];
+        if w >> SHIFT != MSG {
+            let end = at + 1 + align8((w >> SHIFT) as usize) / WORD;
+            return (Rec::Put(&self.words[at..end]), end);
+        }
+        let (t, n) = (
+            ((w >> LEN_BITS) & LEN_MASK) as usize,
+            (w & LEN_MASK) as usize,
+        );
+        let bytes = bytemuck::cast_slice::<u64, u8>(&self.words);
+        let tag_at = (at + 1) * WORD;
+        let body = tag_at + align8(t);
+        let end = (body + align8(n)) / WORD;
+        (
+            Rec::Msg(&bytes[tag_at..tag_at + t], &bytes[body..body + n]),
+            end,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Puts and messages side by side: each comes back as sent, in order; a full line
+    /// refuses; closing keeps the puts and hands over the messages in order.
+    #[test]
+    fn puts_and_messages_share_a_line() {
+        let mut dst = [0u8; 16];
+        let mut r = Ride::default();
+        assert!(r.put(dst.as_mut_ptr(), &[1, 2, 3]));
+        assert!(r.send(&[9], &[4, 5, 6, 7, 8]));
+        assert!(r.send(&[], &[]));
+        // Two words for the put, three for the tagged message, one for the empty one.
+        assert_eq!((r.len, r.records()), (6, 3));
+        assert!(!r.send(&[], &[]), "the line is full");
+        let first = r.message(0).expect("a message");
+        assert_eq!((first.0, first.1), (&[9u8][..], &[4u8, 5, 6, 7, 8][..]));
+        let second = r
+            .message(first.2.expect("another"))
+            .expect("a second message");
+        assert_eq!((second.0, second.1, second.2), (&[][..], &[][..], None));
+        // SAFETY: the one put's destination is `dst`, not otherwise referenced.
+        assert_eq!(unsafe { r.deliver_puts() }, (2, 5));
+        assert_eq!(dst[..4], [1, 2, 3, 0]);
+
+        let mut moved = Vec::new();
+        assert!(r.close(|t, p| {
+            moved.push((t.to_vec(), p.to_vec()));
+            true
+        }));
+        assert_eq!(
+            moved,
+            vec![(vec![9], vec![4, 5, 6, 7, 8]), (vec![], vec![])]
+        );
+        assert_eq!((r.len, r.records()), (2, 1));
+        assert!(r.message(0).is_none());
+        assert!(!r.send(&[], &[1]), "a closed ride takes no messages");
+        assert!(r.put(dst.as_mut_ptr(), &[7]), "but puts");
+        r.clear();
+        assert!(r.send(&[], &[1]));
+    }
+
+    /// Tags and payloads of every length that fits, at every position.
+    #[test]
+    fn every_size_that_fits_comes_back() {
+        for lead in 0..RIDE_WORDS {
+            for t in 0..=40 {
+                for n in 0..=40 {
+                    let mut r = Ride::default();
+                    let mut dst = [0u8; 64];
+                    let put = vec![3u8; 8 * lead.saturating_sub(1)];
+                    if lead > 0 {
+                        assert!(r.put(dst.as_mut_ptr(), &put));
+                    }
+                    let tag: Vec<u8> = (0..t).map(|i| i as u8 ^ 0x55).collect();
+                    let payload: Vec<u8> = (0..n).map(|i| i as u8 ^ 0xAA).collect();
+                    let fits = lead + 1 + align8(t) / 8 + align8(n) / 8 <= RIDE_WORDS;
+                    assert_eq!(
+                        r.send(&tag, &payload),
+                        fits,
+                        "lead {lead}, tag {t}, {n} bytes"
+                    );
+                    match r.message(0) {
+                        Some((tg, pl, next)) => {
+                            assert!(fits);
+                            assert_eq!((tg, pl, next), (&tag[..], &payload[..], None));
+                        }
+                        None => assert!(!fits),
+                    }
+                    let (mut puts, mut msgs) = (0, 0);
+                    r.each(|rec| match rec {
+                        Rec::Put(_) => puts += 1,
+                        Rec::Msg(..) => msgs += 1,
+                    });
+                    assert_eq!((puts, msgs), (usize::from(lead > 0), usize::from(fits)));
+                }
+            }
+        }
+    }
+}
