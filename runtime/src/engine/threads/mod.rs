@@ -23,7 +23,7 @@
 //! leaving the sync early can only touch its own memory and its next slot's outboxes.
 //!
 //! A superstep in which nobody communicated or changed registrations costs one barrier; puts
-//! of a few words ride in the barrier's own lines.
+//! and messages of a few words ride in the barrier's own lines (`ride.rs`).
 //!
 //! ## Failure
 //!
@@ -46,7 +46,7 @@
 //! ## Modules
 //!
 //! `state` (what the engine keeps per run and per process), `barrier` (the barrier, whose
-//! lines carry small puts), `bulk` (where large puts wait for their receivers), `inbox` and
+//! lines carry small puts and messages: `ride`, `riders`), `bulk` (where large puts wait for their receivers), `inbox` and
 //! `lane` (how lazy syncs announce), `sync` (the full sync above), `lazy` and `lane_sync`
 //! (syncs with declared counts).
 
