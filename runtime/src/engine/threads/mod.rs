@@ -202,15 +202,11 @@ impl Ctx {
         }
     }
 
-    /// The message record at word `off` (or the first after it) of what rode in this
-    /// process's line of round `round` at the last barrier: a queued message is there
-    /// (`sync.rs`, `deliver_rides`).
+    /// The message record at word `off` of what rode in this process's line of round `round`
+    /// at the last barrier: a queued message is there (`sync.rs`, `deliver_rides`).
     #[inline]
     pub(crate) fn rode_record(&self, round: u8, off: usize) -> Record<'_> {
-        let Some((tag, payload, next)) = self.engine.threads().rode[round as usize].message(off)
-        else {
-            unreachable!("the queue names a message that rode in round {round}");
-        };
+        let (tag, payload, next) = self.engine.threads().rode[round as usize].message(off);
         Record {
             tag,
             payload,

@@ -114,15 +114,17 @@ impl Ride {
         n
     }
 
-    /// Copy every put into its destination; returns the messages' count and payload bytes.
+    /// Copy every put into its destination and drop it from the ride, which keeps only its
+    /// messages, in order, for [`message`](Self::message); returns their count and payload
+    /// bytes.
     ///
     /// # Safety
     /// Every put's destination must be valid for writing and not aliased by a live reference:
     /// the sync guarantees it for the receiver's own registered memory.
     #[inline]
-    pub(crate) unsafe fn deliver_puts(&self) -> (usize, usize) {
+    pub(crate) unsafe fn deliver_puts(&mut self) -> (usize, usize) {
         // A plain loop rather than `each`: this runs in every sync with riding puts.
-        let (mut count, mut bytes, mut at) = (0, 0, 0);
+        let (mut count, mut bytes, mut at, mut kept) = (0, 0, 0, 0);
         while at < self.len {
             let w = self.words[at];
             if w >> SHIFT != MSG {
@@ -137,30 +139,28 @@ impl Ride {
                     ((w >> LEN_BITS) & LEN_MASK) as usize,
                     (w & LEN_MASK) as usize,
                 );
+                let end = at + 1 + (align8(t) + align8(n)) / WORD;
+                self.words.copy_within(at..end, kept);
+                kept += end - at;
                 count += 1;
                 bytes += n;
-                at += 1 + (align8(t) + align8(n)) / WORD;
+                at = end;
             }
         }
+        self.len = kept;
         (count, bytes)
     }
 
-    /// The first message record at or after word `off`: its tag, its payload, and the word
-    /// offset to look from for the next message, if there is one.
-    pub(crate) fn message(&self, off: usize) -> Option<(&[u8], &[u8], Option<usize>)> {
-        let mut at = off;
-        let mut first: Option<(&[u8], &[u8], usize)> = None;
-        while at < self.len {
-            let (rec, end) = self.record(at);
-            if let Rec::Msg(tag, payload) = rec {
-                if let Some((t, p, next)) = first {
-                    return Some((t, p, Some(next)));
-                }
-                first = Some((tag, payload, end));
-            }
-            at = end;
-        }
-        first.map(|(t, p, _)| (t, p, None))
+    /// The message record at word `off` of a ride whose puts were delivered
+    /// ([`deliver_puts`](Self::deliver_puts)): its tag, its payload, and the word of the next
+    /// message, if there is one.
+    #[inline]
+    pub(crate) fn message(&self, off: usize) -> (&[u8], &[u8], Option<usize>) {
+        let (rec, end) = self.record(off);
+        let Rec::Msg(tag, payload) = rec else {
+            unreachable!("a delivered ride holds messages only");
+        };
+        (tag, payload, (end < self.len).then_some(end))
     }
 
     /// Every record, in order.
@@ -200,8 +200,9 @@ impl Ride {
 mod tests {
     use super::*;
 
-    /// Puts and messages side by side: each comes back as sent, in order; a full line
-    /// refuses; closing keeps the puts and hands over the messages in order.
+    /// Puts and messages side by side: a full line refuses; delivery writes the puts and keeps
+    /// the messages, which come back as sent, in order; closing keeps the puts and hands over
+    /// the messages in order.
     #[test]
     fn puts_and_messages_share_a_line() {
         let mut dst = [0u8; 16];
@@ -212,16 +213,18 @@ mod tests {
         // Two words for the put, three for the tagged message, one for the empty one.
         assert_eq!((r.len, r.records()), (6, 3));
         assert!(!r.send(&[], &[]), "the line is full");
-        let first = r.message(0).expect("a message");
-        assert_eq!((first.0, first.1), (&[9u8][..], &[4u8, 5, 6, 7, 8][..]));
-        let second = r
-            .message(first.2.expect("another"))
-            .expect("a second message");
-        assert_eq!((second.0, second.1, second.2), (&[][..], &[][..], None));
+        let sent = r;
+
         // SAFETY: the one put's destination is `dst`, not otherwise referenced.
         assert_eq!(unsafe { r.deliver_puts() }, (2, 5));
         assert_eq!(dst[..4], [1, 2, 3, 0]);
+        assert_eq!((r.len, r.records()), (4, 2), "the messages are kept");
+        let first = r.message(0);
+        assert_eq!((first.0, first.1), (&[9u8][..], &[4u8, 5, 6, 7, 8][..]));
+        let second = r.message(first.2.expect("another"));
+        assert_eq!(second, (&[][..], &[][..], None));
 
+        let mut r = sent;
         let mut moved = Vec::new();
         assert!(r.close(|t, p| {
             moved.push((t.to_vec(), p.to_vec()));
@@ -232,14 +235,14 @@ mod tests {
             vec![(vec![9], vec![4, 5, 6, 7, 8]), (vec![], vec![])]
         );
         assert_eq!((r.len, r.records()), (2, 1));
-        assert!(r.message(0).is_none());
         assert!(!r.send(&[], &[1]), "a closed ride takes no messages");
         assert!(r.put(dst.as_mut_ptr(), &[7]), "but puts");
         r.clear();
         assert!(r.send(&[], &[1]));
     }
 
-    /// Tags and payloads of every length that fits, at every position.
+    /// Tags and payloads of every length that fits, behind a put of every size that leaves
+    /// room.
     #[test]
     fn every_size_that_fits_comes_back() {
         for lead in 0..RIDE_WORDS {
@@ -254,24 +257,21 @@ mod tests {
                     let tag: Vec<u8> = (0..t).map(|i| i as u8 ^ 0x55).collect();
                     let payload: Vec<u8> = (0..n).map(|i| i as u8 ^ 0xAA).collect();
                     let fits = lead + 1 + align8(t) / 8 + align8(n) / 8 <= RIDE_WORDS;
-                    assert_eq!(
-                        r.send(&tag, &payload),
-                        fits,
-                        "lead {lead}, tag {t}, {n} bytes"
-                    );
-                    match r.message(0) {
-                        Some((tg, pl, next)) => {
-                            assert!(fits);
-                            assert_eq!((tg, pl, next), (&tag[..], &payload[..], None));
-                        }
-                        None => assert!(!fits),
-                    }
+                    let at = format!("lead {lead}, tag {t}, {n} bytes");
+                    assert_eq!(r.send(&tag, &payload), fits, "{at}");
                     let (mut puts, mut msgs) = (0, 0);
                     r.each(|rec| match rec {
                         Rec::Put(_) => puts += 1,
                         Rec::Msg(..) => msgs += 1,
                     });
                     assert_eq!((puts, msgs), (usize::from(lead > 0), usize::from(fits)));
+                    // SAFETY: the put's destination is `dst`, not otherwise referenced.
+                    let got = unsafe { r.deliver_puts() };
+                    assert_eq!(got, (msgs, if fits { n } else { 0 }), "{at}");
+                    if fits {
+                        assert_eq!(r.message(0), (&tag[..], &payload[..], None), "{at}");
+                    }
+                    assert!(dst[..put.len()].iter().all(|&b| b == 3), "{at}");
                 }
             }
         }

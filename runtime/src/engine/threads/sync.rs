@@ -349,7 +349,7 @@ impl Ctx {
         let sources = self.run.engine.threads().barrier.sources(self.pid);
         let queue = &mut self.st.get_mut().queue;
         let mut any = false;
-        for (round, ride) in self.engine.threads().rode.iter().enumerate() {
+        for (round, ride) in self.engine.threads_mut().rode.iter_mut().enumerate() {
             if ride.len == 0 {
                 continue;
             }
