@@ -1,4 +1,5 @@
-/* Empty syncs and one-word puts through the BSPlib interface, on every process at once.
+/* Empty syncs, one-word puts and one-word messages through the BSPlib interface, on every
+ * process at once.
  *
  * Only BSPlib calls, so that scripts/bench-mcbsp compiles this one source against libmbsp and
  * against MulticoreBSP for C and compares the two in alternating runs. Each loop is timed by
@@ -38,9 +39,23 @@ static void spmd(void) {
     if (x[1] != (double)((s + p - 1) % p)) {
         bsp_abort("syncput: the one-word put did not arrive\n");
     }
+    /* A message each way (tag size 0), moved out after the sync. */
+    double got = -1.0;
+    bsp_sync();
+    t0 = bsp_time();
+    for (long i = 0; i < reps; i++) {
+        bsp_send((s + 1) % p, NULL, &v, sizeof(double));
+        bsp_sync();
+        bsp_move(&got, sizeof(double));
+    }
+    const double send = (bsp_time() - t0) / (double)reps;
+    if (got != (double)((s + p - 1) % p)) {
+        bsp_abort("syncput: the one-word message did not arrive\n");
+    }
     if (s == 0) {
         printf("empty sync: %.4f us\n", empty * 1e6);
         printf("one-word put + sync: %.4f us\n", put * 1e6);
+        printf("one-word send + sync + move: %.4f us\n", send * 1e6);
     }
     bsp_pop_reg(x);
     bsp_sync();

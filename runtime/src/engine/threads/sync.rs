@@ -346,7 +346,7 @@ impl Ctx {
     /// Deliver the puts that rode in the barrier lines we read, and queue the messages (they
     /// stay in our copy of the lines until the next barrier); whether there were any.
     fn deliver_rides(&mut self, tagsize: usize) -> bool {
-        let sources = self.run.engine.threads().barrier.sources(self.pid);
+        let (run, me) = (&*self.run, self.pid);
         let queue = &mut self.st.get_mut().queue;
         let mut any = false;
         for (round, ride) in self.engine.threads_mut().rode.iter_mut().enumerate() {
@@ -359,7 +359,7 @@ impl Ctx {
             let (count, bytes) = unsafe { ride.deliver_puts() };
             if count > 0 {
                 queue.srcs.push(Src {
-                    pid: sources[round],
+                    pid: run.engine.threads().barrier.sources(me)[round],
                     rode: Some(round as u8),
                 });
                 queue.left += count;
