@@ -309,11 +309,8 @@ impl Ctx {
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag, payload.len())?;
-        if let Some(carried) = self.engine_send(pid, tag, payload) {
-            carried?;
-            self.note_out(pid, tag.len() + payload.len(), true, false);
-            self.flag(FLAG_COMM);
-            return Ok(());
+        if let Some(carried) = self.ride(pid, tag, payload) {
+            return carried;
         }
         // SAFETY: `payload` is a valid slice.
         let sent = self.with_outbox(pid, |ob| unsafe {
@@ -325,6 +322,19 @@ impl Ctx {
         self.note_out(pid, tag.len() + payload.len(), true, false);
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
+    }
+
+    /// A message (checked) carried by the engine itself where it can be (a small one riding in
+    /// a barrier line: `engine/threads/ride.rs`), or `None`: it goes to the outbox, and the
+    /// engine has moved there the messages to `pid` it carried (the queue's order).
+    #[inline]
+    fn ride(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
+        let carried = self.engine_send(pid, tag, payload)?;
+        if carried.is_ok() {
+            self.note_out(pid, tag.len() + payload.len(), true, false);
+            self.flag(FLAG_COMM);
+        }
+        Some(carried)
     }
 
     /// [`send`](Ctx::send) of one message whose payload is the concatenation of `parts`, copied
@@ -347,7 +357,21 @@ impl Ctx {
             .try_fold(0usize, |a, p| a.checked_add(p.len()))
             .unwrap_or(usize::MAX);
         self.check_send("send", pid, tag, len)?;
-        self.engine_to_outbox(pid)?;
+        // A payload that could ride is gathered first (the engine takes one slice).
+        const SMALL: usize = 40;
+        if len <= SMALL {
+            let mut buf = [0u8; SMALL];
+            let mut at = 0;
+            for part in parts {
+                buf[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            if let Some(carried) = self.ride(pid, tag, &buf[..len]) {
+                return carried;
+            }
+        } else {
+            self.engine_to_outbox(pid)?;
+        }
         if self
             .with_outbox(pid, |ob| ob.send_parts(tag, parts, len))
             .is_none()
@@ -378,7 +402,9 @@ impl Ctx {
     }
 
     /// High-performance send: the payload is not copied now but at the sync (the tag is copied
-    /// now). The message arrives like a [`send`](Ctx::send)'s.
+    /// now; a payload of a few words that rides in a barrier line is copied now too, the same
+    /// bytes, since it does not change before the sync). The message arrives like a
+    /// [`send`](Ctx::send)'s.
     ///
     /// # Safety
     /// `payload` must stay allocated and unchanged until this process's next sync.
@@ -396,7 +422,11 @@ impl Ctx {
     pub unsafe fn hpsend(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         let len = payload.len();
         self.check_send("hpsend", pid, tag, len)?;
-        self.engine_to_outbox(pid)?;
+        // A small one rides as a `send` does: copied now rather than at the sync, the same
+        // bytes (the payload stays unchanged until then: the caller's promise).
+        if let Some(carried) = self.ride(pid, tag, payload) {
+            return carried;
+        }
         // The record (with the tag) is reserved now, so that the sync only copies the payload
         // and cannot run out of memory.
         let Some(at) = self.with_outbox(pid, |ob| ob.reserve_message(tag, len, payload.as_ptr()))

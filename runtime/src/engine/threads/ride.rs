@@ -10,8 +10,9 @@
 //! (`owned.rs`), and the receiver reads a sender's riding messages or its outbox's, not both
 //! interleaved. So a sender's messages to one destination in one superstep either all ride or
 //! all go to the outbox: the first message that cannot ride (the line is full, or it is an
-//! `hpsend` or an owned message) first moves the riding ones into the outbox, in order, and
-//! closes the ride to messages until the next sync ([`Ride::close`]). Puts have no such order
+//! owned message) first moves the riding ones into the outbox, in order, and closes the ride
+//! to messages until the next sync ([`Ride::close`]). (`send`, `send_parts` and `hpsend` ride
+//! alike: an `hpsend`'s payload is copied at the call then, the same bytes as at the sync.) Puts have no such order
 //! to keep and go on riding.
 
 use crate::arena::align8;
