@@ -309,8 +309,8 @@ impl Ctx {
     #[inline]
     pub fn send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Result<()> {
         self.check_send("send", pid, tag, payload.len())?;
-        if let Some(carried) = self.ride(pid, tag, payload) {
-            return carried;
+        if self.ride(pid, tag, payload) {
+            return Ok(());
         }
         // SAFETY: `payload` is a valid slice.
         let sent = self.with_outbox(pid, |ob| unsafe {
@@ -324,17 +324,16 @@ impl Ctx {
         Ok(())
     }
 
-    /// A message (checked) carried by the engine itself where it can be (a small one riding in
-    /// a barrier line: `engine/threads/ride.rs`), or `None`: it goes to the outbox, and the
-    /// engine has moved there the messages to `pid` it carried (the queue's order).
+    /// Whether the engine carried a message (checked) itself (a small one riding in a barrier
+    /// line: `engine/threads/ride.rs`); if not, it goes to the outbox.
     #[inline]
-    fn ride(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
-        let carried = self.engine_send(pid, tag, payload)?;
-        if carried.is_ok() {
+    fn ride(&self, pid: usize, tag: &[u8], payload: &[u8]) -> bool {
+        let carried = self.engine_send(pid, tag, payload);
+        if carried {
             self.note_out(pid, tag.len() + payload.len(), true, false);
             self.flag(FLAG_COMM);
         }
-        Some(carried)
+        carried
     }
 
     /// [`send`](Ctx::send) of one message whose payload is the concatenation of `parts`, copied
@@ -366,11 +365,11 @@ impl Ctx {
                 buf[at..at + part.len()].copy_from_slice(part);
                 at += part.len();
             }
-            if let Some(carried) = self.ride(pid, tag, &buf[..len]) {
-                return carried;
+            if self.ride(pid, tag, &buf[..len]) {
+                return Ok(());
             }
         } else {
-            self.engine_to_outbox(pid)?;
+            self.engine_to_outbox(pid);
         }
         if self
             .with_outbox(pid, |ob| ob.send_parts(tag, parts, len))
@@ -424,8 +423,8 @@ impl Ctx {
         self.check_send("hpsend", pid, tag, len)?;
         // A small one rides as a `send` does: copied now rather than at the sync, the same
         // bytes (the payload stays unchanged until then: the caller's promise).
-        if let Some(carried) = self.ride(pid, tag, payload) {
-            return carried;
+        if self.ride(pid, tag, payload) {
+            return Ok(());
         }
         // The record (with the tag) is reserved now, so that the sync only copies the payload
         // and cannot run out of memory.

@@ -442,6 +442,34 @@ impl Outbox {
         Some(())
     }
 
+    /// Let `f` append messages, and put them ahead of the messages already here (a lazy
+    /// sync's riding messages, sent before these: `engine/threads/ride.rs`); `None` if memory
+    /// could not be found. The earlier records move as bytes: nothing in a record depends on
+    /// where it lies (a pad is counted from its record, an owned message names its handle by
+    /// index), and no `hpsend` reservation is pending (a sync flushes them first).
+    pub(crate) fn messages_first(
+        &mut self,
+        f: impl FnOnce(&mut Outbox) -> Option<()>,
+    ) -> Option<()> {
+        if self.msg_count == 0 {
+            return f(self);
+        }
+        let n = self.msgs.len();
+        let mut earlier = Vec::new();
+        earlier.try_reserve_exact(n).ok()?;
+        earlier.extend_from_slice(self.msgs.bytes(0, n));
+        let (count, bytes) = (self.msg_count, self.msg_bytes);
+        self.msgs.clear();
+        (self.msg_count, self.msg_bytes) = (0, 0);
+        let first = f(self);
+        self.msgs.try_room(n)?;
+        // SAFETY: `earlier` holds `n` bytes.
+        unsafe { self.msgs.push_raw(earlier.as_ptr(), n) };
+        self.msg_count += count;
+        self.msg_bytes += bytes;
+        first
+    }
+
     /// Copy every put into its destination.
     ///
     /// # Safety

@@ -167,7 +167,7 @@ impl Ctx {
         const { assert!(size_of::<T>() > 0, "owned messages of a zero-sized type") };
         let bytes = std::mem::size_of_val(&payload[..]);
         self.check_send("send_owned", pid, tag, bytes)?;
-        self.engine_to_outbox(pid)?;
+        self.engine_to_outbox(pid);
         let sent = self.engine_send_owned(pid, tag, payload);
         if sent.is_none() {
             return Err(self.no_room_for_message("send_owned", pid, tag.len(), bytes));

@@ -43,13 +43,13 @@ impl Ctx {
 
     /// [`Engine::send`].
     #[inline(always)]
-    pub(crate) fn engine_send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
+    pub(crate) fn engine_send(&self, pid: usize, tag: &[u8], payload: &[u8]) -> bool {
         dispatch!(self, send(self, pid, tag, payload))
     }
 
     /// [`Engine::to_outbox`].
     #[inline]
-    pub(crate) fn engine_to_outbox(&self, pid: usize) -> Result<()> {
+    pub(crate) fn engine_to_outbox(&self, pid: usize) {
         dispatch!(self, to_outbox(self, pid))
     }
 

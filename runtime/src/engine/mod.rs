@@ -62,14 +62,14 @@ pub(crate) trait Engine {
     fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>>;
 
     /// A message of `tag` and `payload` to process `pid` (checked by the caller) carried by
-    /// the engine itself, or `None` when it goes through the outbox; an error if the engine
-    /// could not make way for it there.
-    fn send(ctx: &Ctx, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>>;
+    /// the engine itself (true), or not: it goes through the outbox, and the engine carries no
+    /// more messages to `pid` in this superstep (the queue keeps each sender's messages in
+    /// the order sent, those the engine carried first).
+    fn send(ctx: &Ctx, pid: usize, tag: &[u8], payload: &[u8]) -> bool;
 
-    /// A message to `pid` is about to go through the outbox: the engine first moves there the
-    /// messages to `pid` it carries itself, and carries no more in this superstep (the queue
-    /// keeps each sender's messages in the order sent); an error if it could not allocate.
-    fn to_outbox(ctx: &Ctx, pid: usize) -> Result<()>;
+    /// A message to `pid` goes through the outbox without asking [`send`](Engine::send) (an
+    /// owned message): the engine carries no more messages to `pid` in this superstep.
+    fn to_outbox(ctx: &Ctx, pid: usize);
 
     /// Queue `payload` with `tag` as an owned message to `pid` (checked by the caller) in the
     /// outbox; `None` if the memory for its record cannot be allocated.

@@ -188,30 +188,37 @@ fn the_queue_keeps_its_order_when_messages_ride() {
     });
 }
 
-/// A one-word put and two small messages to the same process fill its line; the third message
-/// goes to the outbox and takes the two riding ones with it, in order, and so does the fourth;
-/// the put stays in the line. The next superstep rides again.
+/// A one-word put and two small messages to the same process fill its line; the third and
+/// fourth messages go to the outbox, and the receiver reads the two riding ones first, in
+/// order; the next superstep rides again. With full syncs, and with lazy ones (where the
+/// riding messages move to the outbox at the sync, ahead of the two already there).
 #[test]
-fn a_full_line_sends_the_riding_messages_ahead() {
+fn riding_messages_come_before_the_outbox_ones() {
     within(60, || {
-        let r = Run::new(2).run(|ctx| {
-            let other = 1 - ctx.pid();
-            let x = ctx.push_reg(vec![0u64; 1])?;
-            ctx.sync()?;
-            for round in 0..3u8 {
-                ctx.put(other, &[round as u64 + 40], &x, 0)?;
-                for k in 0..4u8 {
-                    ctx.send(other, &[], &[round, k])?;
-                }
+        for lazy in [false, true] {
+            let r = pair_barrier(Run::new(2), !lazy).run(move |ctx| {
+                let other = 1 - ctx.pid();
+                let x = ctx.push_reg(vec![0u64; 1])?;
                 ctx.sync()?;
-                assert_eq!(ctx.local(&x)?[0], round as u64 + 40);
-                for k in 0..4u8 {
-                    assert_eq!(ctx.hpmove()?.expect("four messages").payload, &[round, k]);
+                for round in 0..3u8 {
+                    ctx.put(other, &[round as u64 + 40], &x, 0)?;
+                    for k in 0..4u8 {
+                        ctx.send(other, &[], &[round, k])?;
+                    }
+                    if lazy {
+                        ctx.declare_incoming(5)?;
+                    }
+                    ctx.sync()?;
+                    assert_eq!(ctx.local(&x)?[0], round as u64 + 40);
+                    for k in 0..4u8 {
+                        let m = ctx.hpmove()?.expect("four messages");
+                        assert_eq!(m.payload, &[round, k], "lazy: {lazy}");
+                    }
+                    assert!(ctx.hpmove()?.is_none());
                 }
-                assert!(ctx.hpmove()?.is_none());
-            }
-            Ok(())
-        });
-        r.unwrap();
+                Ok(())
+            });
+            r.unwrap();
+        }
     });
 }

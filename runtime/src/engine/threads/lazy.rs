@@ -402,8 +402,8 @@ impl Ctx {
     }
 
     /// Move the puts and messages riding in this process's barrier lines into its outboxes (a
-    /// lazy sync has no barrier to carry them). A destination's riding messages are all its
-    /// messages of the superstep (`ride.rs`), so appending them keeps their order.
+    /// lazy sync has no barrier to carry them). A destination's riding messages were sent
+    /// before its outbox's messages (`ride.rs`), so they go ahead of them.
     fn rides_to_outboxes(&mut self) -> Result<()> {
         let me = self.pid;
         let mut rides = std::mem::take(self.engine.threads_mut().rides.get_mut());
@@ -413,18 +413,25 @@ impl Ctx {
             let Some(d) = riders.reader(me, round) else {
                 unreachable!("a ride has a reader");
             };
-            let mut ok = true;
-            self.with_outbox(d, |ob| {
+            let ok = self.with_outbox(d, |ob| {
+                let mut ok = true;
                 ride.each(|rec| {
-                    ok &= match rec {
-                        Rec::Put(words) => ob.put_records(words),
-                        // SAFETY: `payload` is a valid slice.
-                        Rec::Msg(tag, payload) => unsafe {
-                            ob.send(tag, payload.as_ptr(), payload.len())
-                        },
+                    if let Rec::Put(words) = rec {
+                        ok &= ob.put_records(words).is_some();
                     }
-                    .is_some()
-                })
+                });
+                let first = ob.messages_first(|ob| {
+                    let mut ok = true;
+                    ride.each(|rec| {
+                        if let Rec::Msg(tag, payload) = rec {
+                            // SAFETY: `payload` is a valid slice.
+                            ok &=
+                                unsafe { ob.send(tag, payload.as_ptr(), payload.len()) }.is_some();
+                        }
+                    });
+                    ok.then_some(())
+                });
+                ok && first.is_some()
             });
             if !ok {
                 out = Err(self.no_room_for_put(d, ride.len * 8));

@@ -64,7 +64,6 @@ mod sync;
 use crate::ctx::Ctx;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::flags::{FLAG_COMM, FLAG_OUTBOX};
 use crate::outbox::{Kind, Record};
 use crate::wait::Sleep;
 use bytemuck::Pod;
@@ -105,22 +104,25 @@ impl Engine for Threads {
     /// rides in that line, as a small put does, while the ride is open to messages
     /// (`ride.rs`).
     #[inline(always)]
-    fn send(ctx: &Ctx, pid: usize, tag: &[u8], payload: &[u8]) -> Option<Result<()>> {
+    fn send(ctx: &Ctx, pid: usize, tag: &[u8], payload: &[u8]) -> bool {
         let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
         if round == NO_RIDE {
-            return None;
+            return false;
         }
-        if ctx.engine.threads().rides.borrow_mut()[round as usize].send(tag, payload) {
-            return Some(Ok(()));
+        let mut rides = ctx.engine.threads().rides.borrow_mut();
+        let ride = &mut rides[round as usize];
+        if ride.send(tag, payload) {
+            return true;
         }
-        ctx.close_ride(round, pid).err().map(Err)
+        ride.close();
+        false
     }
 
     #[inline]
-    fn to_outbox(ctx: &Ctx, pid: usize) -> Result<()> {
-        match ctx.run.engine.threads().riders.round(ctx.pid, pid) {
-            NO_RIDE => Ok(()),
-            round => ctx.close_ride(round, pid),
+    fn to_outbox(ctx: &Ctx, pid: usize) {
+        let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
+        if round != NO_RIDE {
+            ctx.close_ride(round);
         }
     }
 
@@ -173,33 +175,10 @@ impl Engine for Threads {
 }
 
 impl Ctx {
-    /// Close this process's ride of round `round` (whose reader is `pid`) to messages, moving
-    /// the messages riding there into the outbox for `pid` ([`Ride::close`]).
+    /// Close this process's ride of round `round` to messages ([`Ride::close`]).
     #[inline]
-    pub(super) fn close_ride(&self, round: u8, pid: usize) -> Result<()> {
-        let mut rides = self.engine.threads().rides.borrow_mut();
-        let ride = &mut rides[round as usize];
-        if ride.is_closed() {
-            return Ok(());
-        }
-        let mut failed = None;
-        let mut moved = false;
-        let ok = ride.close(|tag, payload| {
-            moved = true;
-            // SAFETY: `payload` is a valid slice.
-            let sent = self.with_outbox(pid, |ob| unsafe {
-                ob.send(tag, payload.as_ptr(), payload.len())
-            });
-            failed = failed.or(sent.is_none().then_some((tag.len(), payload.len())));
-            sent.is_some()
-        });
-        if moved {
-            self.flag(FLAG_COMM | FLAG_OUTBOX);
-        }
-        match (ok, failed) {
-            (false, Some((tag, len))) => Err(self.no_room_for_message("send", pid, tag, len)),
-            _ => Ok(()),
-        }
+    pub(super) fn close_ride(&self, round: u8) {
+        self.engine.threads().rides.borrow_mut()[round as usize].close();
     }
 
     /// The message record at word `off` of what rode in this process's line of round `round`

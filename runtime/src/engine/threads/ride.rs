@@ -7,13 +7,14 @@
 //! starts a put record.
 //!
 //! **The queue's order.** The queue holds each sender's messages in the order it sent them
-//! (`owned.rs`), and the receiver reads a sender's riding messages or its outbox's, not both
-//! interleaved. So a sender's messages to one destination in one superstep either all ride or
-//! all go to the outbox: the first message that cannot ride (the line is full, or it is an
-//! owned message) first moves the riding ones into the outbox, in order, and closes the ride
-//! to messages until the next sync ([`Ride::close`]). (`send`, `send_parts` and `hpsend` ride
-//! alike: an `hpsend`'s payload is copied at the call then, the same bytes as at the sync.) Puts have no such order
-//! to keep and go on riding.
+//! (`owned.rs`). So once a message to a destination goes to the outbox (the line is full, or
+//! it is an owned message), the ride takes no more messages until the next sync
+//! ([`Ride::close`]): a sender's riding messages to a destination were all sent before its
+//! outbox messages to it, and the receiver reads them first (`sync.rs`, `deliver`). A lazy
+//! sync, which has no barrier to carry them, puts them ahead of the outbox's messages
+//! (`Outbox::messages_first`). Puts have no such order to keep and go on riding. (`send`,
+//! `send_parts` and `hpsend` ride alike: an `hpsend`'s payload is copied at the call then, the
+//! same bytes as at the sync.)
 
 use crate::arena::align8;
 use crate::outbox::{copy_bytes, push_short};
@@ -56,7 +57,7 @@ impl Ride {
     }
 
     /// Append a message of `tag` and `payload` if the ride is open to messages and the record
-    /// fits; false if not (the caller then closes it: [`close`](Self::close)).
+    /// fits; false if not (the message goes to the outbox: the caller closes the ride).
     #[inline]
     pub(crate) fn send(&mut self, tag: &[u8], payload: &[u8]) -> bool {
         let (t, n) = (align8(tag.len()) / WORD, align8(payload.len()) / WORD);
@@ -76,29 +77,11 @@ impl Ride {
         true
     }
 
-    /// Close the ride to messages for the rest of the superstep, handing the messages riding
-    /// in it to `to_outbox` in the order they were sent (their puts stay); false if
-    /// `to_outbox` failed (it could not allocate), which fails the run.
-    pub(crate) fn close(&mut self, mut to_outbox: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
-        self.closed = true;
-        let mut kept = [0u64; RIDE_WORDS];
-        let (mut k, mut ok) = (0, true);
-        self.each(|r| match r {
-            Rec::Put(w) => {
-                kept[k..k + w.len()].copy_from_slice(w);
-                k += w.len();
-            }
-            Rec::Msg(tag, payload) => ok &= to_outbox(tag, payload),
-        });
-        self.words = kept;
-        self.len = k;
-        ok
-    }
-
-    /// Whether messages to this line's reader go to the outbox (until the next sync).
+    /// Close the ride to messages for the rest of the superstep (a message to its reader went
+    /// to the outbox); the messages riding in it stay.
     #[inline]
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
     }
 
     /// Empty the ride and open it to messages again (at the sync).
@@ -202,8 +185,8 @@ mod tests {
     use super::*;
 
     /// Puts and messages side by side: a full line refuses; delivery writes the puts and keeps
-    /// the messages, which come back as sent, in order; closing keeps the puts and hands over
-    /// the messages in order.
+    /// the messages, which come back as sent, in order; a closed ride takes puts, not
+    /// messages, until it is cleared.
     #[test]
     fn puts_and_messages_share_a_line() {
         let mut dst = [0u8; 16];
@@ -226,16 +209,11 @@ mod tests {
         assert_eq!(second, (&[][..], &[][..], None));
 
         let mut r = sent;
-        let mut moved = Vec::new();
-        assert!(r.close(|t, p| {
-            moved.push((t.to_vec(), p.to_vec()));
-            true
-        }));
-        assert_eq!(
-            moved,
-            vec![(vec![9], vec![4, 5, 6, 7, 8]), (vec![], vec![])]
-        );
-        assert_eq!((r.len, r.records()), (2, 1));
+        r.close();
+        assert_eq!((r.len, r.records()), (6, 3), "closing keeps what rides");
+        r.clear();
+        assert!(r.put(dst.as_mut_ptr(), &[7]));
+        r.close();
         assert!(!r.send(&[], &[1]), "a closed ride takes no messages");
         assert!(r.put(dst.as_mut_ptr(), &[7]), "but puts");
         r.clear();

@@ -237,7 +237,8 @@ impl Ctx {
         if g & FLAG_OUTBOX != 0 {
             got += self.receive(o, tagsize);
             if rode_messages {
-                // Senders in pid order; each is in the queue once (`ride.rs`).
+                // Senders in pid order, each one's riding messages (queued first, and kept
+                // first by the stable sort) before its outbox's: it sent them first (`ride.rs`).
                 self.st.get_mut().queue.srcs.sort_by_key(|s| s.pid);
             }
         }
