@@ -39,6 +39,11 @@ pub struct Ride {
     pub len: usize,
     /// Messages to this line's reader go to the outbox for the rest of the superstep.
     closed: bool,
+    /// Words of the message records sent to this line's reader in this superstep, riding or
+    /// not: more than the line holds, and the next superstep starts closed ([`clear`]).
+    ///
+    /// [`clear`]: Self::clear
+    wanted: usize,
 }
 
 /// One record of a ride.
@@ -61,6 +66,8 @@ impl Ride {
     #[inline]
     pub(crate) fn send(&mut self, tag: &[u8], payload: &[u8]) -> bool {
         let (t, n) = (align8(tag.len()) / WORD, align8(payload.len()) / WORD);
+        // A payload has at most `MAX_MESSAGE` bytes, a tag `MAX_TAGSIZE`: no overflow.
+        self.wanted = self.wanted.saturating_add(1 + t + n);
         // Lengths that do not fit in the line cannot overflow the sum below: checked first.
         if self.closed || t >= RIDE_WORDS || n >= RIDE_WORDS || self.len + 1 + t + n > RIDE_WORDS {
             return false;
@@ -84,11 +91,21 @@ impl Ride {
         self.closed = true;
     }
 
-    /// Empty the ride and open it to messages again (at the sync).
+    /// Empty the ride at the sync. It opens to messages again unless this superstep sent its
+    /// reader more messages than the line holds: a superstep that repeats that pattern would
+    /// ride a few and send the rest through the outbox, which costs more than sending all
+    /// through it (the outbox's lines cross anyway, and the receiver reads two places).
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.len = 0;
-        self.closed = false;
+        self.closed = self.wanted > RIDE_WORDS;
+        self.wanted = 0;
+    }
+
+    /// Empty the ride and open it to messages (a new run, a failed sync).
+    #[inline]
+    pub(crate) fn reset(&mut self) {
+        *self = Ride::default();
     }
 
     /// The number of records (puts and messages).
@@ -218,6 +235,29 @@ mod tests {
         assert!(r.put(dst.as_mut_ptr(), &[7]), "but puts");
         r.clear();
         assert!(r.send(&[], &[1]));
+    }
+
+    /// A superstep that sent the reader more message words than the line holds closes the
+    /// next superstep's ride to messages; one that sent few opens it again; puts ride always.
+    #[test]
+    fn a_crowded_superstep_closes_the_next() {
+        let mut dst = [0u8; 8];
+        let mut r = Ride::default();
+        for _ in 0..4 {
+            r.send(&[], &[1]);
+        }
+        r.clear();
+        assert!(!r.send(&[], &[1]), "closed after 8 message words");
+        assert!(r.put(dst.as_mut_ptr(), &[2]));
+        r.clear();
+        assert!(r.send(&[], &[1]), "open after 2");
+        r.send(&[], &[1]);
+        r.send(&[], &[1]);
+        r.clear();
+        assert!(r.send(&[], &[1]), "open after 6, a full line");
+        r.send(&[], &[0; 48]);
+        r.reset();
+        assert!(r.send(&[], &[1]), "open after a reset");
     }
 
     /// Tags and payloads of every length that fits, behind a put of every size that leaves

@@ -284,7 +284,7 @@ impl ProcState {
         let mut rides = std::mem::take(self.rides.get_mut());
         let mut rode = std::mem::take(&mut self.rode);
         for ride in rides.iter_mut().chain(rode.iter_mut()) {
-            ride.clear();
+            ride.reset();
         }
         for d in self.owed_dests.iter_mut() {
             d.clear();

@@ -289,7 +289,7 @@ impl Ctx {
         st.gets.clear();
         st.getbuf.clear();
         for ride in self.engine.threads_mut().rode.iter_mut() {
-            ride.clear();
+            ride.reset();
         }
         self.quiesce();
         e
