@@ -4,9 +4,10 @@
 //! during superstep `k + 1` the receiver reads it there in place (`hpmove` hands out references
 //! into that buffer). On the thread engine a small message to a process that reads one of the
 //! sender's barrier lines rides in that line instead, and the receiver reads it from its copy
-//! of the line (`engine/threads/ride.rs`). Payloads start 8-byte aligned, so [`Message::payload_as`] can view them as
-//! `&[f64]`, `&[u64]`... without copying. Owned messages (`owned.rs`) share the queue; their
-//! payload is the buffer handed over, aligned for its element type.
+//! of the line (`engine/threads/ride.rs`). Payloads start 8-byte aligned, so
+//! [`Message::payload_as`] can view them as `&[f64]`, `&[u64]`... without copying. Owned
+//! messages (`owned.rs`) share the queue; their payload is the buffer handed over, aligned for
+//! its element type.
 
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};

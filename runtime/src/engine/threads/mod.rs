@@ -46,9 +46,9 @@
 //! ## Modules
 //!
 //! `state` (what the engine keeps per run and per process), `barrier` (the barrier, whose
-//! lines carry small puts and messages: `ride`, `riders`), `bulk` (where large puts wait for their receivers), `inbox` and
-//! `lane` (how lazy syncs announce), `sync` (the full sync above), `lazy` and `lane_sync`
-//! (syncs with declared counts).
+//! lines carry small puts and messages: `ride`, `riders`), `bulk` (where large puts wait for
+//! their receivers), `inbox` and `lane` (how lazy syncs announce), `sync` (the full sync
+//! above), `lazy` and `lane_sync` (syncs with declared counts).
 
 pub(crate) mod barrier;
 pub(crate) mod bulk;

@@ -1,8 +1,8 @@
 //! What the thread engine keeps: per run ([`RunState`], inside the run's shared state) its
 //! barrier, the barrier rounds small puts ride in, the lanes and inboxes of lazy syncs; per
 //! process ([`ProcState`], inside its context) its barrier membership, the puts and messages
-//! riding in its barrier lines, and the bookkeeping of lazy syncs. Data only: the protocols that use it are
-//! `sync.rs`, `lazy.rs` and `lane_sync.rs` beside this file.
+//! riding in its barrier lines, and the bookkeeping of lazy syncs. Data only: the protocols
+//! that use it are `sync.rs`, `lazy.rs` and `lane_sync.rs` beside this file.
 //!
 //! ## Who touches what when
 //!
@@ -247,8 +247,8 @@ impl RunState {
 pub(crate) struct ProcState {
     pub(crate) member: Member,
     /// Put and message records riding in this process's barrier lines at the next sync, by
-    /// round. Written in every superstep with such records, so [`Isolated`] (as `rode`): no other process's data
-    /// shares their lines.
+    /// round. Written in every superstep with such records, so [`Isolated`] (as `rode`): no
+    /// other process's data shares their lines.
     pub(crate) rides: RefCell<Isolated<Ride>>,
     /// Put and message records that rode in the lines this process read at the last barrier,
     /// by round: its queue reads the messages here until the next sync.
