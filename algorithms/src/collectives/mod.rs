@@ -55,7 +55,7 @@
 //! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch | `L` supersteps of `h = w` |
 //! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — | — |
 //!
-//! Every message also carries the call's header (`H` = 6 words); in a superstep of messages a
+//! Every message also carries the call's header (`H` = 4 words); in a superstep of messages a
 //! process sends the header alone to those it has no data for, which leaves `h` at the
 //! `(p-1)(w+H)` of the process with data; and the registered algorithms first exchange one
 //! header between every pair of processes: with many processes and little
@@ -63,7 +63,8 @@
 //! supersteps, and the trees are chosen (at p = 1000 a one-word all-reduce by messages is a
 //! million messages in all, by trees 20 supersteps of at most one message per process).
 //!
-//! Messages are copied twice (into the sender's outbox, out of it); direct gets once, so their `g`
+//! Messages are copied twice (into the sender's outbox, out of it; a header with one word of data
+//! rides in the barrier's line instead, as a small put does); direct gets once, so their `g`
 //! is lower, but each superstep that registers or deregisters memory costs a second barrier. The
 //! cheapest by [`cost::Params`](crate::cost::Params) is chosen from the length, which all processes
 //! agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather, scatter,
@@ -82,6 +83,7 @@ use bytemuck::Pod;
 pub use comm::Comm;
 use exposed::Exposed;
 use mbsp::{Ctx, Result};
+use smallvec::SmallVec;
 pub use wire::Op as Collective;
 use wire::{Call, Inbox, Op, copy_into};
 
@@ -107,7 +109,7 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    fn code(self) -> u16 {
+    fn code(self) -> u8 {
         match self {
             Algorithm::Auto | Algorithm::Messages => 0,
             Algorithm::Direct => 1,
@@ -444,7 +446,8 @@ impl Collectives {
         let read = |bytes: &[u8], i: usize| {
             bytemuck::pod_read_unaligned::<T>(&bytes[i * sz..(i + 1) * sz])
         };
-        let mut acc: Vec<T> = Vec::new();
+        // Inline for a few elements: a one-word reduction allocates nothing.
+        let mut acc: SmallVec<[T; 4]> = SmallVec::new();
         let (mut started, mut in_buf) = (false, false);
         for q in (0..p).filter(|&q| needs(q)) {
             if q == me {

@@ -9,9 +9,10 @@
 use super::elem;
 use bytemuck::{Pod, Zeroable};
 use mbsp::{Ctx, Error, Result};
+use smallvec::SmallVec;
 
-/// Marks messages sent by a collective ("BSPc").
-const MAGIC: u32 = 0x4253_5063;
+/// Marks messages sent by a collective.
+const MAGIC: u16 = 0xC011;
 
 /// No root (all-reduce, scan, all-gather, all-to-all).
 pub const NO_ROOT: u32 = u32::MAX;
@@ -80,30 +81,30 @@ impl Op {
     }
 }
 
-/// The first bytes of every message of a collective.
+/// The first bytes of every message of a collective: four words, so that a header with one
+/// word of data (a one-word reduction or broadcast) fits the 40 bytes of payload a barrier
+/// line carries to its reader on the thread engine, and such a superstep costs about a put's.
+/// The number of elements that follow is the body's length over `elem`, not a field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Header {
-    magic: u32,
-    op: u16,
+    magic: u16,
+    op: u8,
     /// Which algorithm the sender chose (0 = messages, 1.. = registered variants).
-    pub algo: u16,
-    pub root: u32,
+    pub algo: u8,
     pub from: u32,
+    pub root: u32,
     pub elem: u32,
-    _pad: u32,
     /// The sender's length in elements ([`ANY_LEN`] when lengths may differ).
     pub len: u64,
-    /// Per-operation extra: the number of elements of data that follow.
-    pub count: u64,
     /// The element type's fingerprint (see `elem.rs`).
     pub ty: u64,
 }
 
 pub const HEADER: usize = std::mem::size_of::<Header>();
 const _: () = assert!(
-    HEADER.is_multiple_of(8),
-    "data after the header must stay 8-byte aligned"
+    HEADER == 32,
+    "a header and one word of data must ride in a barrier line (40 bytes of payload)"
 );
 
 /// One process's call of a collective, as the headers describe it.
@@ -115,7 +116,7 @@ pub struct Call {
     /// The element type's fingerprint.
     pub ty: u64,
     pub len: u64,
-    pub algo: u16,
+    pub algo: u8,
 }
 
 impl Call {
@@ -130,17 +131,15 @@ impl Call {
         }
     }
 
-    pub fn header(&self, from: usize, count: usize) -> Header {
+    pub fn header(&self, from: usize) -> Header {
         Header {
             magic: MAGIC,
-            op: self.op as u16,
+            op: self.op as u8,
             algo: self.algo,
-            root: self.root,
             from: from as u32,
+            root: self.root,
             elem: self.elem,
-            _pad: 0,
             len: self.len,
-            count: count as u64,
             ty: self.ty,
         }
     }
@@ -161,7 +160,7 @@ impl Call {
         if h.magic != MAGIC {
             return Err(foreign_message(ctx, self, ""));
         }
-        let same = h.op == self.op as u16
+        let same = h.op == self.op as u8
             && h.root == self.root
             && h.elem == self.elem
             && h.ty == self.ty
@@ -175,17 +174,18 @@ impl Call {
             format!(
                 "processes disagree: pid {} called {}, pid {} called {}",
                 h.from,
-                Call::describe(Op::from_code(h.op), h.root, h.len, h.elem, h.ty),
+                Call::describe(Op::from_code(h.op.into()), h.root, h.len, h.elem, h.ty),
                 ctx.pid(),
                 Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty),
             ),
         ))
     }
 
-    /// Send `data` to `pid` behind this call's header (one copy, into the outbox); `tag` is a
-    /// zero tag of the current size.
+    /// Send `data` to `pid` behind this call's header (one copy: into the outbox, or into the
+    /// barrier line when header and data are small enough to ride); `tag` is a zero tag of the
+    /// current size.
     pub fn send<T: Pod>(&self, ctx: &Ctx, pid: usize, data: &[T], tag: &[u8]) -> Result<()> {
-        let h = self.header(ctx.pid(), data.len());
+        let h = self.header(ctx.pid());
         ctx.send_parts(
             pid,
             tag,
@@ -236,13 +236,14 @@ pub fn zero_tag(ctx: &Ctx) -> Vec<u8> {
 /// indexed by sender: `data[q]` is the data bytes pid `q` sent (at most one message per
 /// sender). Borrows the queue until the next sync.
 pub struct Inbox<'a> {
-    pub data: Vec<Option<&'a [u8]>>,
+    /// Inline up to this many processes: a small collective allocates nothing.
+    pub data: SmallVec<[Option<&'a [u8]>; 8]>,
 }
 
 impl<'a> Inbox<'a> {
     /// Move every message out of the queue, checking each against `call`.
     pub fn take(ctx: &'a Ctx, call: &Call) -> Result<Inbox<'a>> {
-        let mut data: Vec<Option<&'a [u8]>> = vec![None; ctx.nprocs()];
+        let mut data: SmallVec<[Option<&'a [u8]>; 8]> = SmallVec::from_elem(None, ctx.nprocs());
         while let Some(m) = ctx.hpmove()? {
             if m.payload.len() < HEADER {
                 return Err(call_error_short(ctx, call, m.payload.len()));
@@ -257,13 +258,20 @@ impl<'a> Inbox<'a> {
                     format!("a second message from pid {from} in one superstep"),
                 ));
             }
-            let want = h.count as usize * call.elem as usize;
-            if body.len() != want {
+            // Zero-sized elements come with no bytes.
+            if body
+                .len()
+                .checked_rem(call.elem as usize)
+                .unwrap_or(body.len())
+                != 0
+            {
                 return Err(ctx.misuse_error(
                     call.op.name(),
                     format!(
-                        "message from pid {from} holds {} bytes, its header says {want}",
-                        body.len()
+                        "message from pid {from} holds {} bytes of data, not a whole number of \
+                         {}-byte elements",
+                        body.len(),
+                        call.elem
                     ),
                 ));
             }
