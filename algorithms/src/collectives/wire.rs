@@ -259,12 +259,12 @@ impl<'a> Inbox<'a> {
                 ));
             }
             // Zero-sized elements come with no bytes.
-            if body
+            let whole = body
                 .len()
                 .checked_rem(call.elem as usize)
                 .unwrap_or(body.len())
-                != 0
-            {
+                == 0;
+            if !whole {
                 return Err(ctx.misuse_error(
                     call.op.name(),
                     format!(
@@ -333,4 +333,52 @@ fn foreign_message(ctx: &Ctx, call: &Call, what: &str) -> Error {
 /// Copy message bytes into typed elements (the bytes may not be aligned for `T`).
 pub fn copy_into<T: Pod>(dst: &mut [T], bytes: &[u8]) {
     bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process sends `body` behind a header of an all-reduce on one `u64`; the other takes
+    /// its inbox for the same call.
+    fn take_after(body: &'static [u8]) -> Result<Vec<Option<Vec<u8>>>> {
+        let got = mbsp::run(2, move |ctx| {
+            let call = Call::new::<u64>(Op::AllReduce, None, Some(1));
+            if ctx.pid() == 0 {
+                let h = call.header(0);
+                ctx.send_parts(1, &[], &[bytemuck::bytes_of(&h), body])?;
+            }
+            ctx.sync()?;
+            if ctx.pid() == 0 {
+                return Ok(vec![]);
+            }
+            let inbox = Inbox::take(ctx, &call)?;
+            Ok(inbox.data.iter().map(|d| d.map(<[u8]>::to_vec)).collect())
+        })?;
+        Ok(got[1].clone())
+    }
+
+    #[test]
+    fn the_body_is_what_follows_the_header() {
+        let got = take_after(&[7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        assert_eq!(
+            got[0].as_deref(),
+            Some(&[7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0][..])
+        );
+        assert_eq!(got[1], None);
+        assert_eq!(take_after(&[]).unwrap()[0].as_deref(), Some(&[][..]));
+    }
+
+    #[test]
+    fn a_body_of_part_of_an_element_is_refused() {
+        let e = take_after(&[1, 2, 3]).unwrap_err().to_string();
+        assert!(
+            e.contains("allreduce")
+                && e.contains(
+                    "message from pid 0 holds 3 bytes of data, not a whole number of \
+                               8-byte elements"
+                ),
+            "{e}"
+        );
+    }
 }
