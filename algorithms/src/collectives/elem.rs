@@ -30,7 +30,30 @@ pub fn name_of(tag: u64) -> Option<&'static str> {
 
 /// `"u64 (8 bytes)"`, or `"an element type of 8 bytes"` when the name is unknown here.
 pub fn describe(tag: u64, size: u32) -> String {
-    match name_of(tag) {
+    describe_name(name_of(tag), size)
+}
+
+/// The 32 bits of a fingerprint that a level-1 collective's message header carries (a header
+/// of three words rides in a barrier line with two words of data). Among the few element
+/// types a program passes to collectives, two that agree in these bits are as unlikely as a
+/// random 32-bit collision; a `Comm`'s slots keep all 64.
+pub fn fold(tag: u64) -> u32 {
+    (tag ^ tag >> 32) as u32
+}
+
+/// [`describe`] for a folded fingerprint.
+pub fn describe_folded(folded: u32, size: u32) -> String {
+    let names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let name = names
+        .iter()
+        .find(|(t, _)| fold(*t) == folded)
+        .map(|(_, n)| *n);
+    drop(names);
+    describe_name(name, size)
+}
+
+fn describe_name(name: Option<&str>, size: u32) -> String {
+    match name {
         Some(name) => format!("{name} ({size} bytes)"),
         None => format!("an element type of {size} bytes"),
     }
@@ -88,6 +111,9 @@ mod tests {
         assert_eq!(name_of(f), Some("f64"));
         assert_eq!(describe(u, 8), "u64 (8 bytes)");
         assert_eq!(describe(12345, 4), "an element type of 4 bytes");
+        assert_eq!(describe_folded(fold(u), 8), "u64 (8 bytes)");
+        assert_ne!(fold(f), fold(u));
+        assert_eq!(describe_folded(12345, 4), "an element type of 4 bytes");
         // Recorded once per thread and type, from any thread.
         let t = std::thread::spawn(fingerprint::<[u16; 3]>).join().unwrap();
         assert_eq!(name_of(t), Some("[u16; 3]"));

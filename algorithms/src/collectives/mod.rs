@@ -55,7 +55,7 @@
 //! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch | `L` supersteps of `h = w` |
 //! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — | — |
 //!
-//! Every message also carries the call's header (`H` = 4 words); in a superstep of messages a
+//! Every message also carries the call's header (`H` = 3 words); in a superstep of messages a
 //! process sends the header alone to those it has no data for, which leaves `h` at the
 //! `(p-1)(w+H)` of the process with data; and the registered algorithms first exchange one
 //! header between every pair of processes: with many processes and little
@@ -63,13 +63,13 @@
 //! supersteps, and the trees are chosen (at p = 1000 a one-word all-reduce by messages is a
 //! million messages in all, by trees 20 supersteps of at most one message per process).
 //!
-//! Messages are copied twice (into the sender's outbox, out of it; a header with one word of data
-//! rides in the barrier's line instead, as a small put does); direct gets once, so their `g`
-//! is lower, but each superstep that registers or deregisters memory costs a second barrier. The
-//! cheapest by [`cost::Params`](crate::cost::Params) is chosen from the length, which all processes
-//! agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather, scatter,
-//! all-gather and all-to-all are already `h`-optimal in one superstep, and their lengths may
-//! differ per process, so they always use messages.
+//! Messages are copied twice (into the sender's outbox, out of it; a header with up to two words
+//! of data rides in the barrier's line instead, as a small put does); direct gets once, so their
+//! `g` is lower, but each superstep that registers or deregisters memory costs a second barrier.
+//! The cheapest by [`cost::Params`](crate::cost::Params) is chosen from the length, which all
+//! processes agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather,
+//! scatter, all-gather and all-to-all are already `h`-optimal in one superstep, and their
+//! lengths may differ per process, so they always use messages.
 
 mod comm;
 mod elem;

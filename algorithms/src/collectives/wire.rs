@@ -81,10 +81,11 @@ impl Op {
     }
 }
 
-/// The first bytes of every message of a collective: four words, so that a header with one
-/// word of data (a one-word reduction or broadcast) fits the 40 bytes of payload a barrier
-/// line carries to its reader on the thread engine, and such a superstep costs about a put's.
-/// The number of elements that follow is the body's length over `elem`, not a field.
+/// The first bytes of every message of a collective: three words, so that a header with up
+/// to two words of data (a reduction or broadcast of one or two words) fits the 40 bytes of
+/// payload a barrier line carries to its reader on the thread engine, and such a superstep
+/// costs about a put's. The sender is the message's own [`from`](mbsp::Message::from); the
+/// number of elements that follow is the body's length over `elem`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Header {
@@ -92,19 +93,18 @@ pub struct Header {
     op: u8,
     /// Which algorithm the sender chose (0 = messages, 1.. = registered variants).
     pub algo: u8,
-    pub from: u32,
     pub root: u32,
     pub elem: u32,
+    /// The element type's fingerprint folded to 32 bits (see `elem.rs`).
+    pub ty: u32,
     /// The sender's length in elements ([`ANY_LEN`] when lengths may differ).
     pub len: u64,
-    /// The element type's fingerprint (see `elem.rs`).
-    pub ty: u64,
 }
 
 pub const HEADER: usize = std::mem::size_of::<Header>();
 const _: () = assert!(
-    HEADER == 32,
-    "a header and one word of data must ride in a barrier line (40 bytes of payload)"
+    HEADER == 24,
+    "a header and two words of data must ride in a barrier line (40 bytes of payload)"
 );
 
 /// One process's call of a collective, as the headers describe it.
@@ -131,20 +131,19 @@ impl Call {
         }
     }
 
-    pub fn header(&self, from: usize) -> Header {
+    pub fn header(&self) -> Header {
         Header {
             magic: MAGIC,
             op: self.op as u8,
             algo: self.algo,
-            from: from as u32,
             root: self.root,
             elem: self.elem,
+            ty: elem::fold(self.ty),
             len: self.len,
-            ty: self.ty,
         }
     }
 
-    fn describe(op: Option<Op>, root: u32, len: u64, elem: u32, ty: u64) -> String {
+    fn describe(op: Option<Op>, root: u32, len: u64, ty: &str) -> String {
         let mut s = op.map_or("an unknown collective", Op::name).to_string();
         if root != NO_ROOT {
             s += &format!(" with root {root}");
@@ -152,31 +151,32 @@ impl Call {
         if len != ANY_LEN {
             s += &format!(" on {len} elements");
         }
-        s + &format!(" of {}", elem::describe(ty, elem))
+        s + &format!(" of {ty}")
     }
 
-    /// An error unless `h` (received from another process) describes the same call.
-    pub fn check(&self, ctx: &Ctx, h: &Header) -> Result<()> {
+    /// An error unless `h` (received from pid `from`) describes the same call.
+    pub fn check(&self, ctx: &Ctx, from: usize, h: &Header) -> Result<()> {
         if h.magic != MAGIC {
             return Err(foreign_message(ctx, self, ""));
         }
         let same = h.op == self.op as u8
             && h.root == self.root
             && h.elem == self.elem
-            && h.ty == self.ty
+            && h.ty == elem::fold(self.ty)
             && h.len == self.len
             && h.algo == self.algo;
         if same {
             return Ok(());
         }
+        let theirs = elem::describe_folded(h.ty, h.elem);
+        let mine = elem::describe(self.ty, self.elem);
         Err(ctx.misuse_error(
             self.op.name(),
             format!(
-                "processes disagree: pid {} called {}, pid {} called {}",
-                h.from,
-                Call::describe(Op::from_code(h.op.into()), h.root, h.len, h.elem, h.ty),
+                "processes disagree: pid {from} called {}, pid {} called {}",
+                Call::describe(Op::from_code(h.op.into()), h.root, h.len, &theirs),
                 ctx.pid(),
-                Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty),
+                Call::describe(Some(self.op), self.root, self.len, &mine),
             ),
         ))
     }
@@ -185,7 +185,7 @@ impl Call {
     /// barrier line when header and data are small enough to ride); `tag` is a zero tag of the
     /// current size.
     pub fn send<T: Pod>(&self, ctx: &Ctx, pid: usize, data: &[T], tag: &[u8]) -> Result<()> {
-        let h = self.header(ctx.pid());
+        let h = self.header();
         ctx.send_parts(
             pid,
             tag,
@@ -221,7 +221,12 @@ impl Call {
                 "processes disagree: pid {from} sent pid {me} no message in this superstep, so \
                  it called no collective here (it synced, or called something else) or one that \
                  exchanges along a tree (another algorithm, or another root); pid {me} called {}",
-                Call::describe(Some(self.op), self.root, self.len, self.elem, self.ty)
+                Call::describe(
+                    Some(self.op),
+                    self.root,
+                    self.len,
+                    &elem::describe(self.ty, self.elem)
+                )
             ),
         )
     }
@@ -249,10 +254,10 @@ impl<'a> Inbox<'a> {
                 return Err(call_error_short(ctx, call, m.payload.len()));
             }
             let h: Header = bytemuck::pod_read_unaligned(&m.payload[..HEADER]);
-            call.check(ctx, &h)?;
+            let from = m.from;
+            call.check(ctx, from, &h)?;
             let body = &m.payload[HEADER..];
-            let from = h.from as usize;
-            if from >= data.len() || data[from].is_some() {
+            if data[from].is_some() {
                 return Err(ctx.misuse_error(
                     call.op.name(),
                     format!("a second message from pid {from} in one superstep"),
@@ -345,7 +350,7 @@ mod tests {
         let got = mbsp::run(2, move |ctx| {
             let call = Call::new::<u64>(Op::AllReduce, None, Some(1));
             if ctx.pid() == 0 {
-                let h = call.header(0);
+                let h = call.header();
                 ctx.send_parts(1, &[], &[bytemuck::bytes_of(&h), body])?;
             }
             ctx.sync()?;
