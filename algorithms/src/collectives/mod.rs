@@ -516,7 +516,7 @@ impl Collectives {
         if me != root {
             return Ok(None);
         }
-        let sources: Vec<Source<'_, T>> = (0..ctx.nprocs())
+        let sources: SmallVec<[Source<'_, T>; 8]> = (0..ctx.nprocs())
             .map(|q| {
                 Ok(if q == me {
                     Source::Local(local)
@@ -547,7 +547,7 @@ impl Collectives {
         call.send_all(ctx, |_| Some(local))?;
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, &call)?;
-        let sources: Vec<Source<'_, T>> = (0..p)
+        let sources: SmallVec<[Source<'_, T>; 8]> = (0..p)
             .map(|q| {
                 Ok(if q == me {
                     Source::Local(local)
@@ -726,7 +726,7 @@ impl Collectives {
         call.send_all(ctx, |q| Some(&send[offsets[q]..offsets[q + 1]]))?;
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, call)?;
-        let sources: Vec<Source<'_, T>> = (0..p)
+        let sources: SmallVec<[Source<'_, T>; 8]> = (0..p)
             .map(|q| {
                 Ok(if q == me {
                     Source::Local(&send[offsets[q]..offsets[q + 1]])
@@ -867,8 +867,11 @@ impl<T> Parts<T> {
 
 impl<T: Pod> Parts<T> {
     fn concat(sources: &[Source<'_, T>]) -> Parts<T> {
-        let counts: Vec<usize> = sources.iter().map(Source::len).collect();
-        let offsets = prefix(&counts);
+        let mut offsets = Vec::with_capacity(sources.len() + 1);
+        offsets.push(0);
+        for s in sources {
+            offsets.push(offsets[offsets.len() - 1] + s.len());
+        }
         let mut data = Vec::with_capacity(offsets[sources.len()]);
         for s in sources {
             match s {
