@@ -487,13 +487,17 @@ fn print_tables(rows: &[Row], levels: &[(usize, Params)], samples: usize) {
 /// The targets at p = 2, each with its verdict (the sort's from its JSON figures).
 fn print_targets(o: &Options, t: &Targets, memcpy_gbs: f64, sort: &Value) {
     println!("\ntargets at p = 2");
-    if let Some(x) = t.allreduce {
+    // Issue 42 item 3: the `Comm` one-word all-reduce (full syncs, its default) at p = 2 at
+    // most this many empty syncs. (Issue 25's 1.0 for the lazy form ended blocked: at p = 2 a
+    // sync is one cache line each way, and the exchange alone costs more.)
+    const COMM_TARGET: f64 = 1.3;
+    if let Some(x) = t.allreduce_full {
         println!(
-            "  all-reduce of one word (Comm, lazy syncs) / empty sync: {x:.2} (target <= 1.0: {}); \
-             with full syncs: {:.2}; one-word put + sync by hand / empty sync: {:.2}; level-1 \
+            "  all-reduce of one word (Comm) / empty sync: {x:.2} (target <= {COMM_TARGET}: {}); \
+             with lazy syncs: {:.2}; one-word put + sync by hand / empty sync: {:.2}; level-1 \
              allreduce / empty sync: {:.2}",
-            verdict(x <= 1.0),
-            t.allreduce_full.unwrap_or(f64::NAN),
+            verdict(x <= COMM_TARGET),
+            t.allreduce.unwrap_or(f64::NAN),
             t.hand.unwrap_or(f64::NAN),
             t.allreduce_level1.unwrap_or(f64::NAN),
         );
