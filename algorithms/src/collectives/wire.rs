@@ -104,7 +104,8 @@ pub struct Header {
 pub const HEADER: usize = std::mem::size_of::<Header>();
 const _: () = assert!(
     HEADER == 24,
-    "a header and two words of data must ride in a barrier line (40 bytes of payload)"
+    "a header and two words of data ride in a barrier line (40 bytes of payload), and the data \
+     after a header stays 8-byte aligned"
 );
 
 /// One process's call of a collective, as the headers describe it.
