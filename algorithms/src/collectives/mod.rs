@@ -220,13 +220,18 @@ impl Collectives {
         let block = pm / p.max(1) as f64 * w;
         let prm = &self.params;
         // Every message carries the call's header; the registered algorithms check the call
-        // with one header from every other process first.
+        // with one header from every other process first. Each message also costs what a
+        // request costs beyond its words (`g_msg`: queued, matched and moved on its own), which
+        // is what makes the p - 1 messages of one superstep dearer than a tree's one per step
+        // as p grows.
         let head = words(wire::HEADER, 1);
-        let checks = pm * head * prm.g;
+        let checks = prm.time_of(0, pm * head, pm);
         let tree = tree::rounds(p);
+        // `steps` supersteps of one message of `w` words and a header each.
+        let chain = |steps: usize| prm.time_of(steps, steps as f64 * (w + head), steps as f64);
         // A superstep that registers or deregisters costs two barriers.
         Some(match (a, op) {
-            (Algorithm::Messages | Algorithm::Auto, _) => prm.time(1, pm * (w + head), false),
+            (Algorithm::Messages | Algorithm::Auto, _) => prm.time_of(1, pm * (w + head), pm),
             (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true) + checks,
             (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => {
                 prm.time(5, 2.0 * block, true) + checks
@@ -239,16 +244,10 @@ impl Collectives {
             (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
                 prm.time(5, 2.0 * block, true) + w * prm.fresh + checks
             }
-            (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => {
-                prm.time(tree, tree as f64 * (w + head), false)
-            }
+            (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => chain(tree),
             // Reduce: to pid 0, and one more superstep when the root is another.
-            (Algorithm::Tree, Op::Reduce) => {
-                prm.time(tree + 1, (tree + 1) as f64 * (w + head), false)
-            }
-            (Algorithm::Tree, Op::AllReduce) => {
-                prm.time(2 * tree, 2.0 * tree as f64 * (w + head), false)
-            }
+            (Algorithm::Tree, Op::Reduce) => chain(tree + 1),
+            (Algorithm::Tree, Op::AllReduce) => chain(2 * tree),
             _ => return None,
         })
     }

@@ -283,15 +283,33 @@ fn large_data_takes_the_registered_algorithms_automatically() {
 /// `p²` messages), and they agree with the model at a process count that is not a power of two.
 ///
 /// The choice follows the parameters, so they are given here rather than taken from the machine
-/// (`Params::current`: a saved `mbsp params` file, or defaults whose `l` of 1 µs makes 1000
-/// processes' messages, 9 µs, cheaper than a tree's 20 supersteps): an empty superstep of 0.3 µs,
-/// the order of a barrier of two threads.
+/// (`Params::current`: a saved `mbsp params` file, or the defaults): an empty superstep of
+/// 0.3 µs, the order of a barrier of two threads. Each message costs `g_msg` beyond its words:
+/// without that term the 999 messages of one superstep at p = 1000 would look cheaper than a
+/// tree's 20 supersteps with the defaults' `l` of 1 µs.
 #[test]
 fn many_processes_take_the_trees_automatically() {
+    use mbsp::params::Params;
     use mbsp_algorithms::collectives::Collective;
-    let c = Collectives::default().params(mbsp::params::Params {
+    let defaults = Collectives::default().params(Params::DEFAULT);
+    assert_eq!(
+        defaults.plan(Collective::AllReduce, 1000, 1, 8).0,
+        Algorithm::Tree
+    );
+    let free_messages = Params {
+        g_msg: Params::DEFAULT.g,
+        ..Params::DEFAULT
+    };
+    assert_eq!(
+        Collectives::default()
+            .params(free_messages)
+            .plan(Collective::AllReduce, 1000, 1, 8)
+            .0,
+        Algorithm::Messages
+    );
+    let c = Collectives::default().params(Params {
         l: 3e-7,
-        ..mbsp::params::Params::DEFAULT
+        ..Params::DEFAULT
     });
     for op in [
         Collective::AllReduce,
