@@ -10,6 +10,7 @@ use super::elem;
 use bytemuck::{Pod, Zeroable};
 use mbsp::{Ctx, Error, Result};
 use smallvec::SmallVec;
+use std::borrow::Cow;
 
 /// Marks messages sent by a collective.
 const MAGIC: u16 = 0xC011;
@@ -233,9 +234,14 @@ impl Call {
     }
 }
 
-/// A zero tag of the tag size in force.
-pub fn zero_tag(ctx: &Ctx) -> Vec<u8> {
-    vec![0; ctx.tagsize()]
+/// A zero tag of the tag size in force: borrowed for the tag sizes programs use, so that a
+/// collective called while the caller's tag size is set allocates nothing for it.
+pub fn zero_tag(ctx: &Ctx) -> Cow<'static, [u8]> {
+    static ZEROS: [u8; 64] = [0; 64];
+    match ZEROS.get(..ctx.tagsize()) {
+        Some(zeros) => Cow::Borrowed(zeros),
+        None => Cow::Owned(vec![0; ctx.tagsize()]),
+    }
 }
 
 /// The messages this process received in a collective's superstep, checked against `call` and
