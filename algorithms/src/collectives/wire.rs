@@ -382,6 +382,24 @@ mod tests {
     }
 
     #[test]
+    fn zero_tags_of_every_size() {
+        mbsp::run(2, |ctx| {
+            for size in [0, 1, 12, 64, 65, 1000] {
+                ctx.set_tagsize(size)?;
+                ctx.sync()?;
+                let tag = zero_tag(ctx);
+                assert_eq!(tag.len(), size);
+                assert!(tag.iter().all(|&b| b == 0));
+                // The collective's messages go under it, and the caller's size stays.
+                let sum = crate::collectives::allreduce_value(ctx, 1u32, |a, b| a + b)?;
+                assert_eq!((sum, ctx.tagsize()), (2, size));
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
     fn a_body_of_part_of_an_element_is_refused() {
         let e = take_after(&[1, 2, 3]).unwrap_err().to_string();
         assert!(
