@@ -628,7 +628,7 @@ impl Collectives {
                     ),
                 ));
             }
-            offsets = prefix(counts);
+            offsets = prefix(counts.iter().copied());
             own = data[offsets[me]..offsets[me + 1]].to_vec();
         }
         // The root's pieces; the others send their headers alone.
@@ -721,7 +721,7 @@ impl Collectives {
                 ),
             ));
         }
-        let offsets = prefix(counts);
+        let offsets = prefix(counts.iter().copied());
         call.send_all(ctx, |q| Some(&send[offsets[q]..offsets[q + 1]]))?;
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, call)?;
@@ -866,11 +866,7 @@ impl<T> Parts<T> {
 
 impl<T: Pod> Parts<T> {
     fn concat(sources: &[Source<'_, T>]) -> Parts<T> {
-        let mut offsets = Vec::with_capacity(sources.len() + 1);
-        offsets.push(0);
-        for s in sources {
-            offsets.push(offsets[offsets.len() - 1] + s.len());
-        }
+        let offsets = prefix(sources.iter().map(Source::len));
         let mut data = Vec::with_capacity(offsets[sources.len()]);
         for s in sources {
             match s {
@@ -912,12 +908,12 @@ fn show_sum(total: Option<usize>) -> String {
 }
 
 /// Where each piece starts, and the total at the end (`counts` sum without overflow: checked
-/// by the callers).
-fn prefix(counts: &[usize]) -> Vec<usize> {
+/// by the callers, or the lengths of slices held in memory at once).
+fn prefix(counts: impl ExactSizeIterator<Item = usize>) -> Vec<usize> {
     let mut out = Vec::with_capacity(counts.len() + 1);
     let mut at = 0;
     out.push(0);
-    for &c in counts {
+    for c in counts {
         at += c;
         out.push(at);
     }
