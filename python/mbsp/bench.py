@@ -425,7 +425,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="only the partitioner against Mt-KaHyPar (QUALITY, DEFAULT; 2 threads) at p = 4 and 64 "
                          "(needs the mtkahypar package; the shared matrices but G3_circuit unless files are given)")
     try:
-        a = ap.parse_args(argv)
+        a = ap.parse_intermixed_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     if a.procs < 1 or a.rounds < 1:
