@@ -17,6 +17,7 @@ use super::hypergraph::Hypergraph;
 use super::seeded_rng;
 use mbsp::rng::SplitMix64;
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// Coarsening stops at this many vertices.
 const COARSEST: usize = 200;
@@ -155,9 +156,10 @@ pub(crate) fn bisect(
 ) -> Vec<Vec<u8>> {
     let hi = Hierarchy::new(h, None, b, rng);
     let seeds: Vec<u64> = (0..tries).map(|_| rng.next_u64()).collect();
+    let grown = Grown::default();
     let starts: Vec<Vec<u8>> = seeds
         .par_iter()
-        .map(|&seed| initial(hi.coarsest(), b, &mut seeded_rng(seed)))
+        .map(|&seed| initial(hi.coarsest(), b, &grown, &mut seeded_rng(seed)))
         .collect();
     // On a small coarsest level different tries often end in the same split; uncoarsening
     // depends on nothing else, so each distinct split is uncoarsened once.
@@ -170,17 +172,57 @@ pub(crate) fn bisect(
     hi.uncoarsen(distinct, b, flows, narrow)
 }
 
+/// The splits grown from single vertices of one coarsest level and refined by FM, shared by
+/// the tries of one bisection ([`initial`]): growing and refining depend on nothing but the
+/// vertex (FM starts each refinement from a clean state), so a try that grows from a vertex
+/// another try grew from takes that split instead of growing it again. Different tries often
+/// grow from the same vertex: a BFS's last vertex is the same from many starts (a mesh's rim).
+/// Two tries that grow from one vertex at the same time both compute it and store the same
+/// split, so what a try gets does not depend on the threads' timing.
+#[derive(Default)]
+struct Grown {
+    known: Mutex<Vec<(usize, Start)>>,
+    /// Splits taken from another try (tests check that tries do share).
+    #[cfg(test)]
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+/// An initial split and its (violation, cut, deviation) key.
+type Start = ((u64, u64, u64), Vec<u8>);
+
+impl Grown {
+    /// The split grown from `seed`: stored by an earlier try, else `grow()` stored.
+    fn get_or(&self, seed: usize, grow: impl FnOnce() -> Start) -> Start {
+        let known = |list: &[(usize, Start)]| {
+            list.iter()
+                .find(|(v, _)| *v == seed)
+                .map(|(_, start)| start.clone())
+        };
+        if let Some(start) = known(&self.known.lock().expect("no panic while held")) {
+            #[cfg(test)]
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return start;
+        }
+        let start = grow();
+        let mut list = self.known.lock().expect("no panic while held");
+        if known(&list).is_none() {
+            list.push((seed, start.clone()));
+        }
+        start
+    }
+}
+
 /// The best of several initial splits of a small hypergraph.
-fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
+fn initial(h: &Hypergraph, b: &Bounds, shared: &Grown, rng: &mut SplitMix64) -> Vec<u8> {
     let nv = h.nv();
     let mut fm = Fm::new(h);
-    let mut best: Option<((u64, u64, u64), Vec<u8>)> = None;
-    // The vertices grown from so far: growing is deterministic, so a try from the same vertex
-    // would end in the same split, which cannot replace the best (only a strictly better one
-    // does). BFS's last vertex is often the same from different starts (a mesh's rim).
+    let mut best: Option<Start> = None;
+    // The vertices this try grew from: a try from the same vertex would end in the same
+    // split, which cannot replace the best (only a strictly better one does).
     let mut grown: Vec<usize> = Vec::new();
     for t in 0..TRIES {
         let mut side = vec![0u8; nv];
+        let mut from = None;
         if nv > 0 {
             match t % 4 {
                 0..=2 => {
@@ -200,6 +242,7 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
                     }
                     grown.push(seed);
                     side[seed] = 1;
+                    from = Some(seed);
                 }
                 _ => {
                     let mut order: Vec<u32> = (0..nv as u32).collect();
@@ -215,8 +258,14 @@ fn initial(h: &Hypergraph, b: &Bounds, rng: &mut SplitMix64) -> Vec<u8> {
                 }
             }
         }
-        let cut = fm.refine(&mut side, b, PASSES);
-        let key = b.key(h.side_weights(&side), cut);
+        let refine = || {
+            let cut = fm.refine(&mut side, b, PASSES);
+            (b.key(h.side_weights(&side), cut), side)
+        };
+        let (key, side) = match from {
+            Some(seed) => shared.get_or(seed, refine),
+            None => refine(),
+        };
         if best.as_ref().is_none_or(|(k, _)| key < *k) {
             best = Some((key, side));
         }
@@ -305,6 +354,29 @@ mod tests {
             several += usize::from(all.len() > 1 && one.len() == 1);
         }
         assert!(several > 0, "no case had two distinct tries");
+    }
+
+    /// A try that grows from a vertex another try grew from takes that try's split, and it is
+    /// exactly the split it would have grown itself: sharing changes the work, not the result.
+    /// On a path every BFS ends at one of its two ends, so tries grow from the same vertices.
+    #[test]
+    fn tries_share_grown_splits_without_changing_them() {
+        let mut rng = seeded_rng(3);
+        let mut graphs = vec![path(300), path(1000)];
+        graphs.extend((0..20).map(|_| random(&mut rng, 150, 250, 400)));
+        let mut hits = 0;
+        for (case, h) in graphs.iter().enumerate() {
+            let b = halves_within_52(h);
+            let shared = Grown::default();
+            for t in 0..4 {
+                let seed = (case * 10 + t) as u64;
+                let alone = initial(h, &b, &Grown::default(), &mut seeded_rng(seed));
+                let with = initial(h, &b, &shared, &mut seeded_rng(seed));
+                assert_eq!(alone, with, "case {case}, try {t}");
+            }
+            hits += shared.hits.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        assert!(hits > 0, "no try took a split another had grown");
     }
 
     /// With flows on the coarse levels (the quality setting), every try is still a split
