@@ -217,9 +217,8 @@ fn initial(h: &Hypergraph, b: &Bounds, shared: &Grown, rng: &mut SplitMix64) -> 
     let nv = h.nv();
     let mut fm = Fm::new(h);
     let mut best: Option<Start> = None;
-    // The vertices this try grew from: a try from the same vertex would end in the same
-    // split, which cannot replace the best (only a strictly better one does).
-    let mut grown: Vec<usize> = Vec::new();
+    // A vertex this try (or another) grew from already gives the split it gave then, from
+    // `shared`, which cannot replace the best (only a strictly better one does).
     for t in 0..TRIES {
         let mut side = vec![0u8; nv];
         let mut from = None;
@@ -237,10 +236,6 @@ fn initial(h: &Hypergraph, b: &Bounds, shared: &Grown, rng: &mut SplitMix64) -> 
                     } else {
                         farthest(h, start)
                     };
-                    if grown.contains(&seed) {
-                        continue;
-                    }
-                    grown.push(seed);
                     side[seed] = 1;
                     from = Some(seed);
                 }
