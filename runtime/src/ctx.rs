@@ -552,7 +552,10 @@ pub struct Ctx {
 
 impl Ctx {
     /// Process `pid`'s context in `run`, its thread bound as `binding` says, reaching the
-    /// others through `engine`.
+    /// others through `engine`. Inlined: made where its caller keeps it, the context and the
+    /// engine state (both large) are not copied on the way (a nested run makes one per
+    /// process).
+    #[inline(always)]
     pub(crate) fn new(
         run: RunRef,
         run_id: u64,

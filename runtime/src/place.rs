@@ -471,10 +471,10 @@ impl Layout {
         let hit = PLANS.with(|plans| {
             let mut plans = plans.borrow_mut();
             let at = plans.iter().position(same)?;
-            let kept = plans.remove(at);
-            let l = kept.2.clone();
-            plans.insert(0, kept);
-            Some(l)
+            // Newest first: the plan asked for again, usually the newest already (a nested
+            // run in a loop), moves to the front.
+            plans[..=at].rotate_right(1);
+            Some(plans[0].2.clone())
         });
         if let Some(l) = hit {
             return Ok(l);

@@ -38,17 +38,20 @@ where
     // `enter` and `leave` in their parts, the context made where it stays: it is large, and
     // each move of it copies the lot.
     let (binding, saved) = bind(shared, pid);
-    // SAFETY: the context is dropped below, before this call returns, and `shared` outlives
-    // the call.
-    let mut ctx = unsafe { context(shared, id, pid, binding) };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let r = f(&mut ctx)?;
-        ctx.end()?;
-        Ok(r)
-    }));
-    let result = conclude(&mut ctx, outcome);
-    let layout = saved.as_ref().map(|_| ctx.run.layout.clone());
-    drop(ctx);
+    let (result, layout) = {
+        // SAFETY: the context is dropped at the end of this block, before this call returns,
+        // and `shared` outlives the call.
+        let mut ctx = unsafe { context(shared, id, pid, binding) };
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let r = f(&mut ctx)?;
+            ctx.end()?;
+            Ok(r)
+        }));
+        let result = conclude(&mut ctx, outcome);
+        (result, saved.as_ref().map(|_| ctx.run.layout.clone()))
+        // The context is dropped here, where it lies: `drop(ctx)` would first copy it (it is
+        // large) to a place of its own.
+    };
     restore(saved, layout);
     result
 }
@@ -187,17 +190,26 @@ fn bind_remembered(layout: &Layout, cpus: &[u32]) -> Binding {
 ///
 /// [`Engine::leave`]: crate::engine::Engine::leave
 pub(crate) fn leave<R>(
-    mut ctx: Ctx,
+    ctx: Ctx,
     saved: Option<Vec<u32>>,
     outcome: std::thread::Result<Result<R>>,
 ) -> Result<R> {
-    let result = conclude(&mut ctx, outcome);
-    // The layout outlives the context only where a binding is to be restored: a reference
-    // count that the run's other threads also change is touched no more than it must be.
-    let layout = saved.as_ref().map(|_| ctx.run.layout.clone());
-    drop(ctx);
+    let (result, layout) = conclude_and_drop(ctx, saved.is_some(), outcome);
     restore(saved, layout);
     result
+}
+
+/// The part of [`leave`] that needs the context, which is dropped where it lies when this
+/// returns (`drop(ctx)` would first copy it: it is large). Returns the layout too when a
+/// binding is to be restored: a reference count that the run's other threads also change is
+/// touched no more than it must be.
+fn conclude_and_drop<R>(
+    mut ctx: Ctx,
+    restoring: bool,
+    outcome: std::thread::Result<Result<R>>,
+) -> (Result<R>, Option<Arc<Layout>>) {
+    let result = conclude(&mut ctx, outcome);
+    (result, restoring.then(|| ctx.run.layout.clone()))
 }
 
 /// The result part of [`leave`], before the context is dropped.

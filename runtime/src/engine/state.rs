@@ -127,11 +127,8 @@ impl ProcEngine {
     /// The caller runs process `pid` of `run`, leaving it (its context is being dropped).
     pub(crate) unsafe fn give_back(&mut self, run: &RunEngine, pid: usize) {
         match self {
-            ProcEngine::Threads(st) => {
-                let st = std::mem::replace(st, ProcState::empty());
-                // SAFETY: the caller's promise.
-                unsafe { run.threads().keep_proc_state(pid, st) };
-            }
+            // SAFETY: the caller's promise.
+            ProcEngine::Threads(st) => unsafe { run.threads().keep_proc_state(pid, st) },
             #[cfg(feature = "mpi")]
             ProcEngine::Ranks(_) => {}
         }

@@ -157,19 +157,29 @@ impl RunState {
     /// The caller runs process `pid` of this state's run, entering it.
     pub(crate) unsafe fn proc_state(&self, pid: usize) -> ProcState {
         // SAFETY: the caller's promise (see `spare`).
-        match unsafe { self.spare.0[pid].write(Option::take) } {
-            Some(kept) => kept.renewed(pid),
-            None => ProcState::new(self, pid),
-        }
+        // Renewed where it is kept, and then moved out once (it is large).
+        // SAFETY: the caller's promise (see `spare`).
+        let kept = unsafe {
+            self.spare.0[pid].write(|kept| {
+                if let Some(st) = kept {
+                    st.renew(pid);
+                }
+                kept.take()
+            })
+        };
+        kept.unwrap_or_else(|| ProcState::new(self, pid))
     }
 
-    /// Keep process `pid`'s state for its next run ([`RunState::proc_state`]).
+    /// Keep process `pid`'s state for its next run ([`RunState::proc_state`]), leaving an
+    /// empty one in `st` (moved straight to where it is kept: it is large).
     ///
     /// # Safety
     /// The caller runs process `pid` of this state's run, leaving it.
-    pub(crate) unsafe fn keep_proc_state(&self, pid: usize, st: ProcState) {
+    pub(crate) unsafe fn keep_proc_state(&self, pid: usize, st: &mut ProcState) {
         // SAFETY: the caller's promise (see `spare`).
-        unsafe { self.spare.0[pid].write(|s| *s = Some(st)) };
+        unsafe {
+            self.spare.0[pid].write(|s| *s = Some(std::mem::replace(st, ProcState::empty())))
+        };
     }
 
     /// Whether this state, made for a run of `p` processes, serves a new run placed by
@@ -278,32 +288,36 @@ pub(crate) struct ProcState {
 }
 
 impl ProcState {
-    /// This state, kept from a run that has ended, made as [`ProcState::new`] makes it for
+    /// Make this state, kept from a run that has ended, as [`ProcState::new`] makes it for
     /// process `pid` of a new run of the same state, its buffers kept.
-    fn renewed(mut self, pid: usize) -> Self {
-        let mut rides = std::mem::take(self.rides.get_mut());
-        let mut rode = std::mem::take(&mut self.rode);
-        for ride in rides.iter_mut().chain(rode.iter_mut()) {
+    fn renew(&mut self, pid: usize) {
+        // Destructured, so that a field added to the state cannot be forgotten here.
+        let ProcState {
+            member,
+            rides,
+            rode,
+            took,
+            took_before,
+            acks_due,
+            owed,
+            owed_dests,
+            records_taken,
+            lane_seen,
+        } = self;
+        for ride in rides.get_mut().iter_mut().chain(rode.iter_mut()) {
             ride.reset();
         }
-        for d in self.owed_dests.iter_mut() {
+        for d in owed_dests.iter_mut() {
             d.clear();
         }
-        self.took.clear();
-        self.took_before.clear();
+        took.clear();
+        took_before.clear();
         // Zeroed, not emptied: a lane sync then finds it of the run's size (`lane_sync.rs`).
-        self.lane_seen.fill([0; SLOTS]);
-        // Every other field as a new state has it (`empty` names them all).
-        ProcState {
-            member: self.member.next_run(pid),
-            rides: RefCell::new(rides),
-            rode,
-            took: std::mem::take(&mut self.took),
-            took_before: std::mem::take(&mut self.took_before),
-            owed_dests: std::mem::take(&mut self.owed_dests),
-            lane_seen: std::mem::take(&mut self.lane_seen),
-            ..ProcState::empty()
-        }
+        lane_seen.fill([0; SLOTS]);
+        *member = member.next_run(pid);
+        *acks_due = [0; SLOTS];
+        *owed = [None; SLOTS];
+        *records_taken = [0; SLOTS];
     }
 
     /// An empty state (allocates nothing), for a context whose state went back to its run.
