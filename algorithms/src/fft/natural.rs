@@ -41,7 +41,7 @@
 use super::num::{Complex, Float, root};
 use super::split::{self, SLAB, Scratch, Twiddles};
 use crate::dist::block_range;
-use crate::shared::Shared;
+use crate::shared::{Padded, Shared};
 use mbsp::{Ctx, Result};
 use rustfft::Fft;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,8 +66,9 @@ pub(crate) struct Natural<T: Float> {
     tw: Twiddles<T>,
     fwd: Arc<dyn Fft<T>>,
     inv: OnceLock<Arc<dyn Fft<T>>>,
-    /// Per nested process: its buffers, made at its first transform.
-    nodes: Vec<Mutex<Option<Node<T>>>>,
+    /// Per nested process: its buffers, made at its first transform (each on lines of its
+    /// own: its process locks it at every transform).
+    nodes: Vec<Padded<Mutex<Option<Node<T>>>>>,
     /// The kernels' outputs, row `f` of `R` for frequency `f` (made at the first transform).
     out: Mutex<Vec<Complex<T>>>,
     /// How many times a nested process made its buffers (a test checks: once per plan).
@@ -145,7 +146,7 @@ impl<T: Float> Natural<T> {
             // processes has them.
             sub: (l2 > 1).then(|| Twiddles::new(2 * r, 2, l2, 0, 1.0)),
             inv: OnceLock::new(),
-            nodes: (0..c).map(|_| Mutex::new(None)).collect(),
+            nodes: (0..c).map(|_| Padded(Mutex::new(None))).collect(),
             out: Mutex::new(Vec::new()),
             setups: AtomicUsize::new(0),
         })
@@ -189,6 +190,7 @@ impl<T: Float> Natural<T> {
         ctx.run(self.c, |nctx| {
             let s = nctx.pid();
             let mut slot = self.nodes[s]
+                .0
                 .lock()
                 .map_err(|_| nctx.misuse_error("fft", "a nested process's buffers are poisoned"))?;
             let node = slot.get_or_insert_with(|| self.node(&*kernel));

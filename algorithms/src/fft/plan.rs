@@ -1009,6 +1009,10 @@ pub(crate) struct Below<T: Float> {
     nodes: Vec<Node<T>>,
 }
 
+/// On cache lines of its own (128 bytes: Intel's adjacent-line prefetch pairs 64-byte lines):
+/// nested process `t` locks and changes node `t` at every transform, and a neighbour on the
+/// same lines would take them from its core each time.
+#[repr(align(128))]
 struct Node<T: Float> {
     tables: Arc<Tables<T>>,
     below: Option<Below<T>>,
@@ -1160,15 +1164,15 @@ impl<T: Float> Below<T> {
         dir: Direction,
     ) -> Result<()> {
         let m = local.len() / self.fanout;
-        // One lock per part, each taken by its nested process alone: the parts are handed out
-        // without unsafe code.
-        let parts: Vec<Mutex<&mut [Complex<T>]>> = local.chunks_mut(m).map(Mutex::new).collect();
+        // Not a lock per part: the parent would make the locks (on one cache line) at every
+        // transform and the nested processes take them, each taking the line from the others.
+        let parts = Shared::new(local);
         ctx.run(self.fanout, |nctx| {
             let t = nctx.pid();
-            let mut part = parts[t]
-                .lock()
-                .map_err(|_| nctx.misuse_error("fft", "a nested process's part is poisoned"))?;
-            self.nodes[t].transform_in_place(nctx, dir, &mut part)
+            // SAFETY: every pid of the nested run runs this once, and pid `t` alone touches
+            // part `t`; the parent touches none before the nested run has ended.
+            let part = unsafe { parts.slice_mut(t * m..(t + 1) * m) };
+            self.nodes[t].transform_in_place(nctx, dir, part)
         })?;
         Ok(())
     }

@@ -28,7 +28,7 @@
 //! package only exchange partial sums, through the package's memory.
 
 use super::{LocalSpmv, Spmv, SpmvError, SpmvPlan};
-use crate::shared::Shared;
+use crate::shared::{Padded, Shared};
 use crate::sparse::partition::{Options, PartitionError, partition};
 use crate::sparse::{CooMatrix, Distribution};
 use mbsp::Ctx;
@@ -415,7 +415,9 @@ impl<'s, 'a> CoreOut<'s, 'a> {
 pub struct HierSpmv<'p> {
     top: Spmv<'p>,
     inner: &'p SpmvPlan,
-    scratch: Vec<Mutex<Scratch>>,
+    /// By core, each on cache lines of its own ([`Padded`]): every core locks and reads its
+    /// own at every multiply.
+    scratch: Vec<Padded<Mutex<Scratch>>>,
     /// Whether the cores of the package exchange partial sums (a nested superstep per
     /// multiply); not with row blocks ([`HierPlan::partition`]), whose cores sum their own rows.
     partial_sums: bool,
@@ -461,7 +463,7 @@ impl<'p> HierSpmv<'p> {
         } else {
             own_blocks(scratch)
         };
-        let scratch = scratch.into_iter().map(Mutex::new).collect();
+        let scratch = scratch.into_iter().map(|s| Padded(Mutex::new(s))).collect();
         Ok(HierSpmv {
             top: Spmv::for_part(ctx, top)?,
             inner,
@@ -528,6 +530,7 @@ impl<'p> HierSpmv<'p> {
                 const OP: &str = "spmv hier multiply";
                 let l = &inner.procs[n.pid()];
                 let mut sc = scratch[n.pid()]
+                    .0
                     .lock()
                     .map_err(|_| n.misuse_error(OP, "a core's buffers are poisoned"))?;
                 let sc = &mut *sc;
@@ -600,7 +603,7 @@ mod tests {
             let b = spmv
                 .scratch
                 .iter()
-                .map(|m| m.lock().unwrap().block.clone())
+                .map(|m| m.0.lock().unwrap().block.clone())
                 .collect();
             spmv.free(ctx)?;
             Ok(b)
