@@ -94,7 +94,10 @@ struct Job {
     idle: WaitPolicy,
 }
 
-/// Where a worker waits for its next job.
+/// Where a worker waits for its next job. On cache lines of its own (and away from its
+/// `Arc`'s counts): the worker spins on it, and a neighbour that another core writes would
+/// take the line from it (false sharing: the runs' costs then depend on where the heap put it).
+#[repr(align(128))]
 struct Mailbox {
     /// The team's signal where starters wait for the last worker of a launch (`Team::done`).
     done: Arc<CachePadded<Signal>>,
