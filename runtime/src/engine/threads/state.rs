@@ -156,7 +156,6 @@ impl RunState {
     /// # Safety
     /// The caller runs process `pid` of this state's run, entering it.
     pub(crate) unsafe fn proc_state(&self, pid: usize) -> ProcState {
-        // SAFETY: the caller's promise (see `spare`).
         // Renewed where it is kept, and then moved out once (it is large).
         // SAFETY: the caller's promise (see `spare`).
         let kept = unsafe {
