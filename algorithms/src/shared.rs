@@ -91,10 +91,3 @@ impl<'a, T> Shared<'a, T> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.len()) }
     }
 }
-
-/// A value on cache lines of its own: 128 bytes, as Intel's adjacent-line prefetch pairs
-/// 64-byte lines. For the per-process state of a nested level that its process changes at
-/// every run (a lock, say): neighbours on the same lines would take them from each other's
-/// cores every time.
-#[repr(align(128))]
-pub(crate) struct Padded<T>(pub(crate) T);

@@ -41,7 +41,8 @@
 use super::num::{Complex, Float, root};
 use super::split::{self, SLAB, Scratch, Twiddles};
 use crate::dist::block_range;
-use crate::shared::{Padded, Shared};
+use crate::shared::Shared;
+use crossbeam_utils::CachePadded;
 use mbsp::{Ctx, Result};
 use rustfft::Fft;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,7 +69,7 @@ pub(crate) struct Natural<T: Float> {
     inv: OnceLock<Arc<dyn Fft<T>>>,
     /// Per nested process: its buffers, made at its first transform (each on lines of its
     /// own: its process locks it at every transform).
-    nodes: Vec<Padded<Mutex<Option<Node<T>>>>>,
+    nodes: Vec<CachePadded<Mutex<Option<Node<T>>>>>,
     /// The kernels' outputs, row `f` of `R` for frequency `f` (made at the first transform).
     out: Mutex<Vec<Complex<T>>>,
     /// How many times a nested process made its buffers (a test checks: once per plan).
@@ -146,7 +147,7 @@ impl<T: Float> Natural<T> {
             // processes has them.
             sub: (l2 > 1).then(|| Twiddles::new(2 * r, 2, l2, 0, 1.0)),
             inv: OnceLock::new(),
-            nodes: (0..c).map(|_| Padded(Mutex::new(None))).collect(),
+            nodes: (0..c).map(|_| CachePadded::new(Mutex::new(None))).collect(),
             out: Mutex::new(Vec::new()),
             setups: AtomicUsize::new(0),
         })
@@ -190,7 +191,6 @@ impl<T: Float> Natural<T> {
         ctx.run(self.c, |nctx| {
             let s = nctx.pid();
             let mut slot = self.nodes[s]
-                .0
                 .lock()
                 .map_err(|_| nctx.misuse_error("fft", "a nested process's buffers are poisoned"))?;
             let node = slot.get_or_insert_with(|| self.node(&*kernel));

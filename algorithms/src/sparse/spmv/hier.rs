@@ -28,9 +28,10 @@
 //! package only exchange partial sums, through the package's memory.
 
 use super::{LocalSpmv, Spmv, SpmvError, SpmvPlan};
-use crate::shared::{Padded, Shared};
+use crate::shared::Shared;
 use crate::sparse::partition::{Options, PartitionError, partition};
 use crate::sparse::{CooMatrix, Distribution};
+use crossbeam_utils::CachePadded;
 use mbsp::Ctx;
 use std::sync::Mutex;
 
@@ -415,9 +416,9 @@ impl<'s, 'a> CoreOut<'s, 'a> {
 pub struct HierSpmv<'p> {
     top: Spmv<'p>,
     inner: &'p SpmvPlan,
-    /// By core, each on cache lines of its own ([`Padded`]): every core locks and reads its
-    /// own at every multiply.
-    scratch: Vec<Padded<Mutex<Scratch>>>,
+    /// By core, each on cache lines of its own: every core locks and reads its own at every
+    /// multiply, and neighbours on one line would take it from each other's cores each time.
+    scratch: Vec<CachePadded<Mutex<Scratch>>>,
     /// Whether the cores of the package exchange partial sums (a nested superstep per
     /// multiply); not with row blocks ([`HierPlan::partition`]), whose cores sum their own rows.
     partial_sums: bool,
@@ -463,7 +464,10 @@ impl<'p> HierSpmv<'p> {
         } else {
             own_blocks(scratch)
         };
-        let scratch = scratch.into_iter().map(|s| Padded(Mutex::new(s))).collect();
+        let scratch = scratch
+            .into_iter()
+            .map(|s| CachePadded::new(Mutex::new(s)))
+            .collect();
         Ok(HierSpmv {
             top: Spmv::for_part(ctx, top)?,
             inner,
@@ -530,7 +534,6 @@ impl<'p> HierSpmv<'p> {
                 const OP: &str = "spmv hier multiply";
                 let l = &inner.procs[n.pid()];
                 let mut sc = scratch[n.pid()]
-                    .0
                     .lock()
                     .map_err(|_| n.misuse_error(OP, "a core's buffers are poisoned"))?;
                 let sc = &mut *sc;
@@ -603,7 +606,7 @@ mod tests {
             let b = spmv
                 .scratch
                 .iter()
-                .map(|m| m.0.lock().unwrap().block.clone())
+                .map(|m| m.lock().unwrap().block.clone())
                 .collect();
             spmv.free(ctx)?;
             Ok(b)
