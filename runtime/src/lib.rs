@@ -392,6 +392,7 @@ pub mod internals {
             lanes,
             pair_barrier: false,
             slots,
+            share: true,
         }
     }
 
@@ -430,6 +431,16 @@ pub mod internals {
             engine,
         );
         std::sync::Arc::new(shared)
+    }
+
+    /// The claim protocol of shared deliveries alone (`engine/threads/share.rs`; inside
+    /// `loom::model`): the owner of a desk copies `jobs` (each a first cell, a length and the
+    /// byte it writes) in chunks of one cell into `cells` cells, checking each job's cells
+    /// after it, while `helpers` threads help until it marks its deliveries done. Returns the
+    /// cells at the end.
+    #[cfg(loom)]
+    pub fn model_share(cells: usize, jobs: &[(usize, usize, u8)], helpers: usize) -> Vec<u8> {
+        crate::engine::threads::share::model(cells, jobs, helpers)
     }
 
     /// The hand-off of processes to a worker team, alone (inside `loom::model`): `runs`

@@ -57,6 +57,11 @@ fn header(dst: *mut u8, len: usize) -> ([u64; 3], usize) {
     }
 }
 
+/// Puts of this many bytes or more are large: their receiver copies them with a function of its
+/// own ([`Outbox::deliver_puts_with`]), and their outbox says it holds one
+/// ([`Outbox::large`]). Below, the copy is too short to split between cores.
+pub(crate) const LARGE: usize = 512 << 10;
+
 /// Puts of this many bytes or more get the long header and a pad before their data
 /// ([`pad_for`]); below, the pad could cost more memory than the put.
 pub(crate) const PAD_FROM: usize = 1024;
@@ -217,6 +222,9 @@ pub(crate) struct Outbox {
     /// the puts, else 0 (`engine/threads/bulk.rs`): the area's place after the superstep's
     /// last bulk put, where the area stays until the receiver has delivered them.
     pub(crate) bulk: usize,
+    /// A put of [`LARGE`] bytes or more is among the puts (its receiver may share the copy
+    /// with this sender: `engine/threads/share.rs`).
+    pub(crate) large: bool,
 }
 
 impl Outbox {
@@ -228,6 +236,7 @@ impl Outbox {
         self.msg_bytes = 0;
         self.put_count = 0;
         self.bulk = 0;
+        self.large = false;
         if !self.owned.is_empty() {
             self.free_owned();
             self.owned.clear();
@@ -310,6 +319,7 @@ impl Outbox {
             copy_bytes(src.as_ptr(), at.add(hlen + pad), src.len());
         }
         self.put_count += 1;
+        self.large |= src.len() >= LARGE;
         Some(())
     }
 
@@ -335,6 +345,7 @@ impl Outbox {
         }
         self.bulk = area as usize;
         self.put_count += 1;
+        self.large |= len >= LARGE;
         Some(())
     }
 
@@ -475,11 +486,28 @@ impl Outbox {
     /// # Safety
     /// Every destination must be valid for writing and not aliased by a live reference; the
     /// sync protocol guarantees this for destinations owned by the calling receiver.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the ranks engine's
     pub(crate) unsafe fn deliver_puts(&self) {
-        // SAFETY: forwarded to the caller; inline records are never bulk records.
+        // SAFETY: forwarded to the caller.
+        unsafe { self.deliver_puts_with(|src, dst, len| copy_bytes(src, dst, len)) }
+    }
+
+    /// [`deliver_puts`](Outbox::deliver_puts), each put of [`LARGE`] bytes or more copied by
+    /// `large(src, dst, len)` instead (which a thread receiver shares with its helpers:
+    /// `engine/threads/share.rs`).
+    ///
+    /// # Safety
+    /// As [`deliver_puts`](Outbox::deliver_puts), and `large` copies what it is given.
+    pub(crate) unsafe fn deliver_puts_with(&self, large: impl Fn(*const u8, *mut u8, usize)) {
+        // SAFETY: forwarded to the caller; inline records are never bulk records, nor large.
         unsafe {
             Self::deliver(self.inline.as_ptr() as *const u8, self.inline_len);
-            Self::deliver_from(self.puts.base(), self.puts.len(), self.bulk as *const u8);
+            Self::deliver_from(
+                self.puts.base(),
+                self.puts.len(),
+                self.bulk as *const u8,
+                large,
+            );
         }
     }
 
@@ -489,13 +517,23 @@ impl Outbox {
     #[inline]
     pub(crate) unsafe fn deliver(base: *const u8, end: usize) {
         // SAFETY: forwarded to the caller.
-        unsafe { Self::deliver_from(base, end, std::ptr::null()) }
+        unsafe {
+            Self::deliver_from(base, end, std::ptr::null(), |src, dst, len| {
+                copy_bytes(src, dst, len)
+            })
+        }
     }
 
     /// # Safety
     /// As [`deliver`](Outbox::deliver), and `bulk` is the sender's bulk area holding the data
-    /// of the bulk records among them (`engine/threads/bulk.rs`), if there are any.
-    unsafe fn deliver_from(base: *const u8, end: usize, bulk: *const u8) {
+    /// of the bulk records among them (`engine/threads/bulk.rs`), if there are any; `large`
+    /// copies what it is given.
+    unsafe fn deliver_from(
+        base: *const u8,
+        end: usize,
+        bulk: *const u8,
+        large: impl Fn(*const u8, *mut u8, usize),
+    ) {
         let mut off = 0;
         while off < end {
             // SAFETY: records written by `put` and `put_bulk`; the destination is the caller's
@@ -532,7 +570,11 @@ impl Outbox {
                         data + align8(len),
                     )
                 };
-                copy_bytes(src, dst, len);
+                if len >= LARGE {
+                    large(src, dst, len);
+                } else {
+                    copy_bytes(src, dst, len);
+                }
                 off = next;
             }
         }

@@ -686,6 +686,7 @@ impl Run {
             } else {
                 2
             }),
+            share: !more_than_cores,
         }
     }
 

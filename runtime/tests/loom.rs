@@ -243,6 +243,31 @@ fn the_last_of_two_workers_wakes_the_starter() {
     });
 }
 
+/// Shared deliveries (engine/threads/share.rs): a receiver copies a job of two chunks that it
+/// and a helper claim, on a desk that held job 0 before. Loom reports a chunk copied twice or
+/// while the owner reads the job's cells (before the close of the job, a helper could claim a
+/// chunk of the old job number with the new job's length: this model found that); the asserts
+/// check that the job is whole once the owner closes it.
+#[test]
+fn a_helper_takes_chunks_of_a_receivers_copy() {
+    model(2, || {
+        let cells = mbsp::internals::model_share(2, &[(0, 2, 7)], 1);
+        assert_eq!(cells, [7, 7]);
+    });
+}
+
+/// Two jobs that overlap, one after the other, with a helper: the later job wins (a helper's
+/// copy of the first cannot land after the second's), and the second job, with more chunks
+/// than the first's claim word counted to, cannot be claimed under the first's number
+/// (without the close of each job, the owner here waits forever for a chunk counted twice).
+#[test]
+fn a_receivers_shared_copies_land_in_order() {
+    model(1, || {
+        let cells = mbsp::internals::model_share(5, &[(0, 2, 7), (1, 4, 9)], 1);
+        assert_eq!(cells, [7, 9, 9, 9, 9]);
+    });
+}
+
 /// Lazy syncs (`Ctx::declare_incoming`, engine/threads/lazy.rs) through the real superstep code: three
 /// supersteps in a row with declared counts, each with a put through the outbox and a message,
 /// so that each process refills an outbox of a parity the other may still be reading unless

@@ -681,3 +681,54 @@ fn large_puts_arrive_whole_in_every_superstep() {
         }
     }
 }
+
+/// Large puts (from 512 KiB, which a thread receiver shares with the senders that wait for
+/// it: `share.rs`) arrive whole: all to one and each to each in the same superstep, lengths
+/// that are no multiple of the chunk, odd offsets, a get beside them, sizes that change.
+#[test]
+fn large_puts_to_one_and_to_each_arrive_whole() {
+    const B: usize = 1_700_011; // a region per sender
+    let byte = |t: usize, i: usize, k: usize| ((t * 11 + i * 17 + k * 5 + k / 65_536) % 253) as u8;
+    for p in common::procs([2, 3]) {
+        let r = run(p, move |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let to_one = ctx.push_reg(vec![0u8; p * B])?;
+            let to_each = ctx.push_reg(vec![0u8; p * B])?;
+            let word = ctx.push_reg(vec![me as u64; 1])?;
+            let other = ctx.push_reg(vec![0u64; 1])?;
+            ctx.sync()?;
+            let mut bad = Vec::new();
+            for t in 0..4 {
+                let len = [B, 524_288, 1_048_583, 700_001][t];
+                let off = me * B + (B - len);
+                let all: Vec<u8> = (0..len).map(|k| byte(t, me, k)).collect();
+                ctx.put(0, &all, &to_one, off)?;
+                for j in 0..p {
+                    ctx.put(j, &all, &to_each, off)?;
+                }
+                ctx.get((me + 1) % p, &word, .., &other, 0)?;
+                ctx.sync()?;
+                if ctx.local(&other)?[0] != ((me + 1) % p) as u64 {
+                    bad.push((t, usize::MAX, 0));
+                }
+                for (area, check) in [(&to_one, me == 0), (&to_each, true)] {
+                    let got = ctx.local(area)?;
+                    for i in (0..p).filter(|_| check) {
+                        let at = i * B + (B - len);
+                        if let Some(k) = (0..len).find(|&k| got[at + k] != byte(t, i, k)) {
+                            bad.push((t, i, k));
+                        }
+                    }
+                }
+            }
+            Ok(bad)
+        })
+        .unwrap();
+        for (pid, bad) in r.iter().enumerate() {
+            assert!(
+                bad.is_empty(),
+                "p = {p}, pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
+            );
+        }
+    }
+}

@@ -17,6 +17,8 @@
 //!   GETS: read the sources of own gets into the get buffer
 //!   GETS|REGS: barrier 2 (all reads done, all tables updated)
 //!   COMM: for every sender that wrote to us: copy its puts into our memory, queue its messages
+//!     (a large put's copy shared with senders that help: `share.rs`)
+//!   OUTBOX: help the destinations of our large puts with their copies until they are done
 //!   write own gets' data; count this sync as done
 //! ```
 //! Every write lands in the writer's own memory, so no third barrier is needed: a process
@@ -47,8 +49,9 @@
 //!
 //! `state` (what the engine keeps per run and per process), `barrier` (the barrier, whose
 //! lines carry small puts and messages: `ride`, `riders`), `bulk` (where large puts wait for
-//! their receivers), `inbox` and `lane` (how lazy syncs announce), `sync` (the full sync
-//! above), `lazy` and `lane_sync` (syncs with declared counts).
+//! their receivers), `share` (large deliveries shared with the senders that wait for them),
+//! `inbox` and `lane` (how lazy syncs announce), `sync` (the full sync above), `lazy` and
+//! `lane_sync` (syncs with declared counts).
 
 pub(crate) mod barrier;
 pub(crate) mod bulk;
@@ -58,6 +61,7 @@ mod lane_sync;
 mod lazy;
 pub(crate) mod ride;
 pub(crate) mod riders;
+pub(crate) mod share;
 pub(crate) mod state;
 mod sync;
 

@@ -21,6 +21,7 @@ use super::inbox::Inbox;
 use super::lane::Lanes;
 use super::ride::Ride;
 use super::riders::Riders;
+use super::share::Desk;
 use crate::isolated::Isolated;
 use crate::outbox::SLOTS;
 use crate::place::Layout;
@@ -45,6 +46,8 @@ pub(crate) struct Peer {
     /// Its bulk areas, by destination: touched by this process alone, their bytes read by
     /// the destinations (`bulk.rs`).
     pub(crate) bulk: BulkAreas,
+    /// Where it lays out its large copies for helpers (`share.rs`).
+    pub(crate) desk: CachePadded<Desk>,
 }
 
 /// The thread engine's part of a run's shared state (module documentation).
@@ -73,6 +76,8 @@ pub(crate) struct RunState {
     pub(crate) lazy_policy: WaitPolicy,
     /// The sets of outboxes the processes use in turn ([`Shape::slots`]).
     pub(crate) slots: usize,
+    /// Senders help their receivers with large deliveries ([`Shape::share`]).
+    pub(crate) share: bool,
     /// By process: its state of the last run, kept for the next one (touched only by the
     /// thread running that process: when it enters a run, and when it leaves it; a team's
     /// runs never overlap), so that a nested run does not allocate it anew.
@@ -106,6 +111,9 @@ pub(crate) struct Shape {
     /// The sets of outboxes the processes use in turn (`outbox::SLOTS`): 2, or `SLOTS` where a
     /// lazy sender's slack pays (more processes than cores).
     pub(crate) slots: usize,
+    /// Senders help their receivers with large deliveries (`share.rs`): where every process
+    /// has a core, so that a helper's wait takes no receiver's.
+    pub(crate) share: bool,
 }
 
 impl RunState {
@@ -129,6 +137,7 @@ impl RunState {
                         inbox: Inbox::new(p, shape.slots),
                         ended: CachePadded::new(AtomicU64::new(0)),
                         bulk: BulkAreas::new(p),
+                        desk: CachePadded::new(Desk::default()),
                     })
                 })
                 .collect(),
@@ -142,6 +151,7 @@ impl RunState {
             pair_barrier: shape.pair_barrier && p == 2,
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
+            share: shape.share,
             spare: Spares(
                 (0..p)
                     .map(|_| CachePadded::new(SharedCell::new(None)))
@@ -207,6 +217,7 @@ impl RunState {
         if self.pair_barrier != pair_barrier {
             self.pair_barrier = pair_barrier;
         }
+        self.share = shape.share;
         // After a run that ended well with full syncs only, the inboxes and lanes are as a new
         // run needs them and are not even read (their lines are the processes'): every
         // sender's bit was taken by its receiver in the sync of its superstep, the lazy counts

@@ -79,6 +79,9 @@ impl Ctx {
         }
         self.fault_point(SyncPoint::AfterBarrier2)?;
         let got = self.deliver(o, g, declared.is_some(), sent_tagsize);
+        if g & FLAG_OUTBOX != 0 {
+            self.share_deliveries(o);
+        }
         if let Some(m) = declared.filter(|&m| m != got) {
             return Err(self.wrong_count(op, m, got, ending));
         }
@@ -243,6 +246,37 @@ impl Ctx {
             }
         }
         got
+    }
+
+    /// After our deliveries of a sync in which some process wrote to an outbox (`share.rs`):
+    /// tell our helpers that they are complete, then help each destination of a large put of
+    /// ours with its copies until its deliveries are complete too. No cycle of waits: each
+    /// process marks its own deliveries complete before it helps.
+    #[inline]
+    fn share_deliveries(&self, o: usize) {
+        let threads = self.run.engine.threads();
+        let mark = self.base.wrapping_add(self.step + 1);
+        threads.peers[self.pid].desk.delivered(mark);
+        if !threads.share {
+            return;
+        }
+        for &d in &self.written.borrow()[o] {
+            let d = d as usize;
+            // SAFETY: our own outboxes of this superstep, which receivers only read now.
+            let large = d != self.pid
+                && unsafe {
+                    self.me()
+                        .outboxes(o, |outs| outs[d].as_deref().is_some_and(|ob| ob.large))
+                };
+            if large {
+                // SAFETY: `d` opens jobs only to deliver puts (`take_outbox`), and we are not `d`.
+                unsafe {
+                    threads.peers[d]
+                        .desk
+                        .help(mark, self.run.policy, || self.run.tree.is_aborted())
+                };
+            }
+        }
     }
 
     /// Write this process's gets' data from the get buffer (those not written directly).
@@ -494,7 +528,11 @@ pub(super) unsafe fn take_outbox(
                 return;
             }
             records = ob.records();
-            ob.deliver_puts();
+            let desk = &run.engine.threads().peers[me].desk;
+            // SAFETY: the caller is `me`, the desk's owner; a put's source (the sender's
+            // outbox or bulk area) and destination (our memory) do not overlap, and nobody
+            // else writes either while we deliver.
+            ob.deliver_puts_with(|src, dst, len| desk.copy(src, dst, len));
             if ob.msg_count > 0 {
                 queue.srcs.push(Src { pid: i, rode: None });
                 queue.left += ob.msg_count;
