@@ -49,8 +49,9 @@
 //! the owner does next (its deliveries' Release of its count of completed syncs, for the
 //! others).
 //!
-//! Helpers wait for work only where the run has a core for every process: elsewhere a helper's
-//! wait would take the receiver's core.
+//! Helpers wait for work only where the run has a core for every process (elsewhere a helper's
+//! wait would take the receiver's core), and help only receivers in their own package (across
+//! packages their writes would be remote, where the receiver's are local).
 
 use crate::shim::{AtomicU64, AtomicUsize, Ordering, spin_hint};
 use crate::wait::{Sleep, WaitPolicy};

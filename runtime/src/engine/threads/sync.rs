@@ -250,7 +250,7 @@ impl Ctx {
 
     /// After our deliveries of a sync in which some process wrote to an outbox (`share.rs`):
     /// tell our helpers that they are complete, then help each destination of a large put of
-    /// ours with its copies until its deliveries are complete too. No cycle of waits: each
+    /// ours in our package with its copies until its deliveries are complete too. No cycle of waits: each
     /// process marks its own deliveries complete before it helps.
     #[inline]
     fn share_deliveries(&self, o: usize) {
@@ -262,8 +262,11 @@ impl Ctx {
         }
         for &d in &self.written.borrow()[o] {
             let d = d as usize;
-            // SAFETY: our own outboxes of this superstep, which receivers only read now.
+            // Across packages a helper's writes would be remote ones: receivers write their
+            // own memory there. SAFETY: our own outboxes of this superstep, which receivers
+            // only read now.
             let large = d != self.pid
+                && threads.groups[d] == threads.groups[self.pid]
                 && unsafe {
                     self.me()
                         .outboxes(o, |outs| outs[d].as_deref().is_some_and(|ob| ob.large))
