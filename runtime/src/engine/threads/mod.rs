@@ -96,8 +96,8 @@ impl Engine for Threads {
     /// be (`bulk.rs`).
     #[inline(always)]
     fn put(ctx: &Ctx, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>> {
-        if (bulk::BULK_FROM..bulk::BULK_TO).contains(&src.len()) && ctx.bulk_put(pid, dst, src) {
-            return Some(Ok(()));
+        if src.len() >= bulk::BULK_FROM {
+            return ctx.large_put(pid, dst, src);
         }
         let round = ctx.run.engine.threads().riders.round(ctx.pid, pid);
         let rides = &ctx.engine.threads().rides;
@@ -200,6 +200,16 @@ impl Ctx {
 }
 
 impl Ctx {
+    /// A put of at least `BULK_FROM` bytes: a bulk put where it can be (else the outbox's:
+    /// `None`), noted if its receiver may share its copy with us (`share.rs`).
+    #[inline(never)]
+    fn large_put(&self, pid: usize, dst: *mut u8, src: &[u8]) -> Option<Result<()>> {
+        if src.len() >= crate::outbox::LARGE && pid != self.pid {
+            self.engine.threads().sent_large.set(true);
+        }
+        (src.len() < bulk::BULK_TO && self.bulk_put(pid, dst, src)).then_some(Ok(()))
+    }
+
     /// Queue a bulk put to `pid` if this process's bulk area for `pid` is free (`bulk.rs`):
     /// the data goes into the area, a record pointing to it into this superstep's outbox.
     /// Returns false, having queued nothing, where `pid` may still read the area or the memory

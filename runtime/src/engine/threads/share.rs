@@ -53,7 +53,7 @@
 //! wait would take the receiver's core), and help only receivers in their own package (across
 //! packages their writes would be remote, where the receiver's are local).
 
-use crate::shim::{AtomicU64, AtomicUsize, Ordering, spin_hint};
+use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, spin_hint};
 use crate::wait::{Sleep, WaitPolicy};
 
 /// The bytes of one chunk a receiver or a helper claims. Large enough that claiming one (a
@@ -85,6 +85,9 @@ pub(crate) struct Desk {
     len: AtomicUsize,
     /// The mark of the last full sync whose deliveries the owner has completed.
     delivered: AtomicU64,
+    /// The owner has opened a job since it last marked its deliveries complete (touched by the
+    /// owner alone; on the line it writes anyway).
+    opened: AtomicBool,
 }
 
 impl Default for Desk {
@@ -97,6 +100,7 @@ impl Default for Desk {
             dst: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
+            opened: AtomicBool::new(false),
         }
     }
 }
@@ -128,6 +132,9 @@ impl Desk {
     /// by a helper; return once every chunk is copied (module documentation). The caller owns
     /// the desk.
     pub(crate) fn share(&self, job: Job, chunk: usize, copy: impl Fn(Job, usize, usize)) {
+        if !self.opened.load(Ordering::Relaxed) {
+            self.opened.store(true, Ordering::Relaxed);
+        }
         let chunks = job.len.div_ceil(chunk) as u64;
         if chunks <= 1 || chunks > INDEX {
             if job.len > 0 {
@@ -193,13 +200,20 @@ impl Desk {
         c < self.len.load(Ordering::Relaxed).div_ceil(chunk) as u64
     }
 
-    /// The owner has completed the deliveries of the full sync marked `mark`.
+    /// The owner has completed the deliveries of the full sync marked `mark`: helpers, who
+    /// wait only for receivers of their large puts, learn it if a job was opened since the
+    /// last mark (every large put is delivered through one).
+    #[inline]
     pub(crate) fn delivered(&self, mark: u64) {
-        self.delivered.store(mark, Ordering::Release);
+        if self.opened.load(Ordering::Relaxed) {
+            self.opened.store(false, Ordering::Relaxed);
+            self.delivered.store(mark, Ordering::Release);
+        }
     }
 
     /// Help the owner with its jobs until it has completed the deliveries of the full sync
-    /// marked `mark`, or `stop()`; between jobs, wait as `policy` says.
+    /// marked `mark`, or `stop()` (the run failed, or the owner has completed that sync);
+    /// between jobs, wait as `policy` says.
     ///
     /// # Safety
     /// Every job opened on this desk is a copy from the memory to the memory it names, valid as

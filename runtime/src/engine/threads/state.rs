@@ -29,7 +29,7 @@ use crate::shim::{AtomicBool, AtomicU32, AtomicU64, Ordering, SharedCell};
 use crate::tree::Tree;
 use crate::wait::WaitPolicy;
 use crossbeam_utils::CachePadded;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 /// What one process of a thread run shares with the others beyond the engine-independent
@@ -295,6 +295,9 @@ pub(crate) struct ProcState {
     /// In a run with lanes (`lane.rs`), by sender and slot: the stamp of the sender's last
     /// lane this process took (a later one it did not take came too late).
     pub(crate) lane_seen: Vec<[u64; SLOTS]>,
+    /// This superstep made a large put to another process (`share.rs`): its sync may help
+    /// the receivers copy it. (A `Cell`: puts take the context shared.)
+    pub(crate) sent_large: Cell<bool>,
 }
 
 impl ProcState {
@@ -313,6 +316,7 @@ impl ProcState {
             owed_dests,
             records_taken,
             lane_seen,
+            sent_large,
         } = self;
         for ride in rides.get_mut().iter_mut().chain(rode.iter_mut()) {
             ride.reset();
@@ -328,6 +332,7 @@ impl ProcState {
         *acks_due = [0; SLOTS];
         *owed = [None; SLOTS];
         *records_taken = [0; SLOTS];
+        sent_large.set(false);
     }
 
     /// An empty state (allocates nothing), for a context whose state went back to its run.
@@ -343,6 +348,7 @@ impl ProcState {
             owed_dests: Default::default(),
             records_taken: [0; SLOTS],
             lane_seen: Vec::new(),
+            sent_large: Cell::new(false),
         }
     }
 

@@ -249,15 +249,16 @@ impl Ctx {
     }
 
     /// After our deliveries of a sync in which some process wrote to an outbox (`share.rs`):
-    /// tell our helpers that they are complete, then help each destination of a large put of
-    /// ours in our package with its copies until its deliveries are complete too. No cycle of waits: each
-    /// process marks its own deliveries complete before it helps.
+    /// tell our helpers, if we shared a copy, that they are complete; then, if we made a large
+    /// put, help each destination of one in our package with its copies until its deliveries
+    /// are complete too. No cycle of waits: each process marks its own deliveries complete
+    /// before it helps.
     #[inline]
     fn share_deliveries(&self, o: usize) {
         let threads = self.run.engine.threads();
-        let mark = self.base.wrapping_add(self.step + 1);
-        threads.peers[self.pid].desk.delivered(mark);
-        if !threads.share {
+        let (mark, me) = (self.base.wrapping_add(self.step + 1), self.pid);
+        threads.peers[me].desk.delivered(mark);
+        if !self.engine.threads().sent_large.replace(false) || !threads.share {
             return;
         }
         for &d in &self.written.borrow()[o] {
@@ -265,20 +266,19 @@ impl Ctx {
             // Across packages a helper's writes would be remote ones: receivers write their
             // own memory there. SAFETY: our own outboxes of this superstep, which receivers
             // only read now.
-            let large = d != self.pid
-                && threads.groups[d] == threads.groups[self.pid]
+            let large = d != me
+                && threads.groups[d] == threads.groups[me]
                 && unsafe {
                     self.me()
                         .outboxes(o, |outs| outs[d].as_deref().is_some_and(|ob| ob.large))
                 };
-            if large {
-                // SAFETY: `d` opens jobs only to deliver puts (`take_outbox`), and we are not `d`.
-                unsafe {
-                    threads.peers[d]
-                        .desk
-                        .help(mark, self.run.policy, || self.run.tree.is_aborted())
-                };
+            if !large {
+                continue;
             }
+            let (done, step, base) = (&self.run.procs[d].done, self.step, self.base);
+            let stop = || self.run.tree.is_aborted() || done.since(base) > step;
+            // SAFETY: `d` opens jobs only to deliver puts (`take_outbox`), and we are not `d`.
+            unsafe { threads.peers[d].desk.help(mark, self.run.policy, stop) };
         }
     }
 
