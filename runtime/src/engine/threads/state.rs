@@ -217,7 +217,9 @@ impl RunState {
         if self.pair_barrier != pair_barrier {
             self.pair_barrier = pair_barrier;
         }
-        self.share = shape.share;
+        if self.share != shape.share {
+            self.share = shape.share;
+        }
         // After a run that ended well with full syncs only, the inboxes and lanes are as a new
         // run needs them and are not even read (their lines are the processes'): every
         // sender's bit was taken by its receiver in the sync of its superstep, the lazy counts
