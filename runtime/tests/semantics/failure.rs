@@ -477,3 +477,35 @@ fn exchanges_larger_than_one_mpi_call() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// The receiver of large puts (whose senders help it copy them once done with their own
+/// deliveries: `share.rs`) fails just before its deliveries, or after a superstep of them:
+/// the senders waiting to help stop with the run, nothing hangs.
+#[test]
+fn a_receiver_of_large_puts_that_fails_does_not_hold_its_helpers() {
+    if common::skip_test("fault injection points are the thread engine's sync phases") {
+        return;
+    }
+    for p in common::procs([2, 3]) {
+        for before in [true, false] {
+            let e = within(60, move || {
+                run(p, move |ctx| {
+                    let x = ctx.push_reg(vec![0u8; p << 20])?;
+                    ctx.sync()?;
+                    let block = vec![ctx.pid() as u8 + 1; 1 << 20];
+                    for step in 0..2 {
+                        ctx.put(0, &block, &x, ctx.pid() << 20)?;
+                        if ctx.pid() == 0 && (step == 1 || before) {
+                            fail_next_sync(ctx, SyncPoint::AfterBarrier2);
+                        }
+                        ctx.sync()?;
+                    }
+                    Ok(())
+                })
+                .expect_err("injected failure")
+            });
+            assert_eq!(e.kind(), ErrorKind::Abort, "{e}");
+            assert_eq!(e.pid(), Some(0), "p = {p}: {e}");
+        }
+    }
+}
