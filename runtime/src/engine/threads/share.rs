@@ -135,8 +135,9 @@ impl Desk {
         if !self.opened.load(Ordering::Relaxed) {
             self.opened.store(true, Ordering::Relaxed);
         }
+        // The index must hold the owner's overshoot past the last chunk, below the close.
         let chunks = job.len.div_ceil(chunk) as u64;
-        if chunks <= 1 || chunks > INDEX {
+        if chunks <= 1 || chunks >= INDEX {
             if job.len > 0 {
                 copy(job, 0, job.len);
             }
