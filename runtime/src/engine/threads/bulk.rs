@@ -9,10 +9,11 @@
 //! still read the previous ones. For puts of megabytes that doubles the memory both copies
 //! walk through, and they run out of the caches sooner: a copy alternating between two
 //! destination buffers of a few MiB is markedly slower than one into the same buffer every time
-//! (docs/benchmarks.md, "Bulk puts"). So a put of [`BULK_FROM`] bytes or more (and less than
-//! [`BULK_TO`]) writes its data into one area per destination ([`Bulk`]), reused every
-//! superstep, and only a four-word record into the outbox (`Outbox::put_bulk`), which carries
-//! the area's address to the receiver.
+//! (docs/benchmarks.md, "Bulk puts"), and where they stream from memory, a second set of
+//! outboxes is memory faulted in once more. So a put of [`BULK_FROM`] bytes or more writes its
+//! data into one area per destination ([`Bulk`]), reused every superstep, and only a four-word
+//! record into the outbox (`Outbox::put_bulk`), which carries the area's address to the
+//! receiver.
 //!
 //! ## Who touches what when
 //!
@@ -41,14 +42,14 @@ use crate::done::Done;
 use crate::outbox::{PAGE, copy_bytes, pad_for};
 use crate::shim::SharedCell;
 
-/// Puts of at least `BULK_FROM` and less than `BULK_TO` bytes are bulk puts. Below, the outbox
-/// sets' memory stays in the caches. Above, no cache holds a put in either layout: the copies
-/// stream from memory alike, and an area beside the outbox sets would only add memory (a
-/// receiver still reading it sends the next put to the outbox: three copies' worth of memory
-/// instead of two); `collectives.c`'s 128 MiB cells ran slower with bulk puts there
-/// (docs/benchmarks.md, "Bulk puts").
+/// Puts of at least `BULK_FROM` bytes are bulk puts; below, the outbox sets' memory stays in
+/// the caches. There is no upper bound: puts of 128 MiB, which no cache holds, once went to
+/// the outboxes, where each one's second superstep faulted in a second set of outboxes, and
+/// where one process received from all, senders waited for its delivery before refilling the
+/// area; since receivers share large copies with their senders (`share.rs`), the area is
+/// faster in every 128 MiB cell of `collectives.c` (docs/benchmarks.md, "Bulk puts of any
+/// size").
 pub(crate) const BULK_FROM: usize = 256 << 10;
-pub(crate) const BULK_TO: usize = 32 << 20;
 
 /// One sender's bulk area for one destination (module documentation).
 #[derive(Default)]

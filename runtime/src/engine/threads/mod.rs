@@ -207,7 +207,7 @@ impl Ctx {
         if src.len() >= crate::outbox::LARGE && pid != self.pid {
             self.engine.threads().sent_large.set(true);
         }
-        (src.len() < bulk::BULK_TO && self.bulk_put(pid, dst, src)).then_some(Ok(()))
+        self.bulk_put(pid, dst, src).then_some(Ok(()))
     }
 
     /// Queue a bulk put to `pid` if this process's bulk area for `pid` is free (`bulk.rs`):
