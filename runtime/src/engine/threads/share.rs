@@ -53,13 +53,16 @@
 //! wait would take the receiver's core), and help only receivers in their own package (across
 //! packages their writes would be remote, where the receiver's are local).
 
-use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, spin_hint};
+use crate::shim::{AtomicBool, AtomicU64, AtomicUsize, Ordering, spin_hint, yield_now};
 use crate::wait::{Sleep, WaitPolicy};
 
 /// The bytes of one chunk a receiver or a helper claims. Large enough that claiming one (a
 /// compare-exchange on a line both sides write) costs little beside its copy, small enough
 /// that a few megabytes split into many.
 pub(crate) const CHUNK: usize = 64 << 10;
+
+/// Spins of the owner's wait for its helpers' last chunks between yields of its core.
+const OWNER_SPINS: u32 = 1 << 12;
 
 /// Bits of the claim word that hold the next chunk; the rest numbers the job.
 const INDEX_BITS: u32 = 24;
@@ -160,8 +163,17 @@ impl Desk {
             copy(job, off, chunk.min(job.len - off));
             mine += 1;
         }
+        // Helpers copy the chunks they claimed without waiting for anything: this wait is as
+        // long as one chunk's copy, unless a helper lost its core (other load on the machine),
+        // when the owner gives its own up now and then.
+        let mut spins = 0u32;
         while self.helped.load(Ordering::Acquire) != chunks - mine {
-            spin_hint();
+            spins = spins.wrapping_add(1);
+            if spins % OWNER_SPINS == 0 {
+                yield_now();
+            } else {
+                spin_hint();
+            }
         }
         self.claim
             .store(number << INDEX_BITS | INDEX, Ordering::Relaxed);
