@@ -481,23 +481,14 @@ impl Outbox {
         first
     }
 
-    /// Copy every put into its destination.
+    /// Copy every put into its destination, each put of [`LARGE`] bytes or more by
+    /// `large(src, dst, len)` (which a thread receiver shares with its helpers:
+    /// `engine/threads/share.rs`; others pass [`copy_bytes`]).
     ///
     /// # Safety
     /// Every destination must be valid for writing and not aliased by a live reference; the
-    /// sync protocol guarantees this for destinations owned by the calling receiver.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the ranks engine's
-    pub(crate) unsafe fn deliver_puts(&self) {
-        // SAFETY: forwarded to the caller.
-        unsafe { self.deliver_puts_with(|src, dst, len| copy_bytes(src, dst, len)) }
-    }
-
-    /// [`deliver_puts`](Outbox::deliver_puts), each put of [`LARGE`] bytes or more copied by
-    /// `large(src, dst, len)` instead (which a thread receiver shares with its helpers:
-    /// `engine/threads/share.rs`).
-    ///
-    /// # Safety
-    /// As [`deliver_puts`](Outbox::deliver_puts), and `large` copies what it is given.
+    /// sync protocol guarantees this for destinations owned by the calling receiver. `large`
+    /// copies what it is given.
     pub(crate) unsafe fn deliver_puts_with(&self, large: impl Fn(*const u8, *mut u8, usize)) {
         // SAFETY: forwarded to the caller; inline records are never bulk records, nor large.
         unsafe {
@@ -720,7 +711,7 @@ mod tests {
             at += n;
         }
         // SAFETY: every destination is in `dst`, which nothing else references.
-        unsafe { ob.deliver_puts() };
+        unsafe { ob.deliver_puts_with(|s, d, n| copy_bytes(s, d, n)) };
         assert!(dst == want, "delivered bytes differ");
     }
 
@@ -807,7 +798,7 @@ mod tests {
             at += n + 8 + (k * 61) % 200;
         }
         // SAFETY: every destination is in `dst`, which nothing else references.
-        unsafe { ob.deliver_puts() };
+        unsafe { ob.deliver_puts_with(|s, d, n| copy_bytes(s, d, n)) };
         assert!(dst == want, "delivered bytes differ");
         assert_eq!(ob.put_count, 80);
     }

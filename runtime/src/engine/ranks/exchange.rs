@@ -8,7 +8,7 @@ use super::wire::{decode_error, encode_error, split_stream};
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::flags::{FLAG_CHECKPOINT, FLAG_COMM, FLAG_GETS, FLAG_REGS, FLAG_TAGS};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, copy_bytes};
 use mpi::ffi;
 use mpi::raw::AsRaw;
 
@@ -576,7 +576,7 @@ impl Ctx {
                 .outboxes(o, |outs| match outs[me].as_deref() {
                     Some(ob) if ob.stamp == fresh => {
                         let n = ob.records();
-                        ob.deliver_puts();
+                        ob.deliver_puts_with(|src, dst, len| copy_bytes(src, dst, len));
                         (n, ob.msg_count, ob.msg_bytes)
                     }
                     _ => (0, 0, 0),
