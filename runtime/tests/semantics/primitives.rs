@@ -638,6 +638,17 @@ fn a_get_destination_read_by_another_get_keeps_its_old_value_for_it() {
     r.unwrap();
 }
 
+/// Every process of a run of `p` found every put whole: its list of (superstep, sender, first
+/// wrong byte) is empty.
+fn assert_arrived_whole(p: usize, r: &[Vec<(usize, usize, usize)>]) {
+    for (pid, bad) in r.iter().enumerate() {
+        assert!(
+            bad.is_empty(),
+            "p = {p}, pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
+        );
+    }
+}
+
 /// Large puts (the thread engine keeps their data in one area per destination: `bulk.rs`)
 /// arrive whole in every superstep: two or three puts from each process to each, large and
 /// small, side by side (writes that overlap have no order: DESIGN.md), the area growing and
@@ -673,12 +684,7 @@ fn large_puts_arrive_whole_in_every_superstep() {
             Ok(bad)
         })
         .unwrap();
-        for (pid, bad) in r.iter().enumerate() {
-            assert!(
-                bad.is_empty(),
-                "p = {p}, pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
-            );
-        }
+        assert_arrived_whole(p, &r);
     }
 }
 
@@ -724,11 +730,6 @@ fn large_puts_to_one_and_to_each_arrive_whole() {
             Ok(bad)
         })
         .unwrap();
-        for (pid, bad) in r.iter().enumerate() {
-            assert!(
-                bad.is_empty(),
-                "p = {p}, pid {pid}: (superstep, sender, first wrong byte) {bad:?}"
-            );
-        }
+        assert_arrived_whole(p, &r);
     }
 }
