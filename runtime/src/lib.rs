@@ -79,7 +79,7 @@
 
 // The modules form layers, each using only those of the layers before it (tests/source.rs
 // checks that no module imports one that imports it back; docs/design.md draws the layers):
-// 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place, shape;
+// 1. leaves: shim, arena, error, wait, registry, params, rng, limits, place, shape, stream;
 // 2. records and pools: flags, pool, outbox, requests, queue, tree; profile (its types, the
 //    recorder, the report, JSON and timeline: all but its regions); checkpoint (its policy,
 //    files, format and writer thread: all but take and resume);
@@ -121,6 +121,7 @@ pub mod rng;
 mod run;
 mod shape;
 mod shim;
+mod stream;
 mod superstep;
 mod sync;
 mod team;

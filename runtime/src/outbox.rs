@@ -177,7 +177,7 @@ pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
             // last 16 or 8 bytes, overlapping where shorter, instead of a call into `memcpy`.
             17..=32 => copy_ends::<u128>(src, dst, len),
             9..=15 => copy_ends::<u64>(src, dst, len),
-            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+            _ => crate::stream::copy_any(src, dst, len),
         }
     }
 }

@@ -141,8 +141,8 @@ impl Engine for Threads {
         if len > 0 {
             ctx.wait_settled("hpput", pid)?;
             // SAFETY: `dst` is in bounds of a live registration; exclusivity is the caller's
-            // promise. `copy` tolerates overlap (a process may hpput into itself).
-            unsafe { std::ptr::copy(src, dst, len) };
+            // promise. The copy tolerates overlap (a process may hpput into itself).
+            unsafe { crate::stream::copy_may_overlap(src, dst, len) };
         }
         Ok(())
     }
@@ -160,7 +160,7 @@ impl Engine for Threads {
             ctx.wait_settled(op, pid)?;
             // SAFETY: the source is in bounds of a live registration and not written during
             // this superstep (caller's promise); `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(src, dst, len) };
+            unsafe { crate::stream::copy_may_overlap(src, dst, len) };
         }
         Ok(())
     }

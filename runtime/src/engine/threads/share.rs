@@ -123,10 +123,11 @@ impl Desk {
         };
         // SAFETY: the caller's promise, for every chunk of the job.
         self.share(job, CHUNK, |j, off, n| unsafe {
-            std::ptr::copy_nonoverlapping(
+            crate::stream::copy_part(
                 (j.src as *const u8).add(off),
                 (j.dst as *mut u8).add(off),
                 n,
+                j.len,
             )
         });
     }
@@ -234,10 +235,11 @@ impl Desk {
     pub(crate) unsafe fn help(&self, mark: u64, policy: WaitPolicy, stop: impl Fn() -> bool) {
         // SAFETY: the caller's promise, for every chunk claimed.
         let copy = |j: Job, off: usize, n: usize| unsafe {
-            std::ptr::copy_nonoverlapping(
+            crate::stream::copy_part(
                 (j.src as *const u8).add(off),
                 (j.dst as *mut u8).add(off),
                 n,
+                j.len,
             )
         };
         self.help_with(mark, CHUNK, &copy, |ready| {

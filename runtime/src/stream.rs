@@ -1,0 +1,165 @@
+//! Copies larger than the caches, stored past them.
+//!
+//! A copy through the cache reads each destination line before it writes it (the write
+//! allocates the line), and the line goes back to memory later: the destination crosses the
+//! memory bus twice and the source once. Streaming stores (x86's non-temporal stores) write
+//! whole lines straight to memory: one crossing each. They pay only where the destination
+//! would not have stayed in the cache anyway; below that, a process that reads the data next
+//! (the receiver of a put, the caller of a get) finds it in the shared cache and the cached copy
+//! wins. So only copies of at least [`STREAM_FROM`] bytes stream: with their source, twice that
+//! is more than the last-level cache of the machines this library targets holds for one
+//! process. docs/benchmarks.md has the crossovers measured.
+//!
+//! Streaming stores are weakly ordered: another thread may see a later ordinary store before
+//! them. [`copy`] ends with a store fence, so that the release store that publishes a copy (a
+//! count, a flag, a barrier's arrival) is seen after every byte of it, as after a cached copy.
+
+/// The length from which [`copy_any`] streams.
+pub(crate) const STREAM_FROM: usize = 64 << 20;
+
+/// Copy `len` bytes, streaming the stores if `whole`, the length of the copy this one is part
+/// of, is at least [`STREAM_FROM`].
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`]; no alignment is required.
+#[inline]
+pub(crate) unsafe fn copy_part(src: *const u8, dst: *mut u8, len: usize, whole: usize) {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        if whole >= STREAM_FROM {
+            copy(src, dst, len)
+        } else {
+            std::ptr::copy_nonoverlapping(src, dst, len)
+        }
+    }
+}
+
+/// Copy `len` bytes, streaming the stores if `len` is at least [`STREAM_FROM`].
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`]; no alignment is required.
+#[inline]
+pub(crate) unsafe fn copy_any(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: forwarded to the caller.
+    unsafe { copy_part(src, dst, len, len) }
+}
+
+/// Copy `len` bytes that may overlap (as [`std::ptr::copy`]), streaming the stores if `len` is
+/// at least [`STREAM_FROM`] and the two ranges do not overlap.
+///
+/// # Safety
+/// As [`std::ptr::copy`]; no alignment is required.
+#[inline]
+pub(crate) unsafe fn copy_may_overlap(src: *const u8, dst: *mut u8, len: usize) {
+    let (s, d) = (src as usize, dst as usize);
+    // SAFETY: forwarded to the caller; streamed only where the ranges are apart.
+    unsafe {
+        if len >= STREAM_FROM && (s.abs_diff(d) >= len) {
+            copy(src, dst, len)
+        } else {
+            std::ptr::copy(src, dst, len)
+        }
+    }
+}
+
+/// Copy `len` bytes with streaming stores where the target has them (then a store fence), or
+/// as [`std::ptr::copy_nonoverlapping`] where it has not.
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`]; no alignment is required.
+#[inline(never)]
+pub(crate) unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        x86::copy(src, dst, len)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, len)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    // SSE2 is part of every x86-64 processor: no feature detection needed.
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+
+    /// A cache line: streaming stores combine into whole lines, so the streamed part starts
+    /// at a line boundary of the destination.
+    const LINE: usize = 64;
+
+    /// # Safety
+    /// As [`std::ptr::copy_nonoverlapping`]; no alignment is required.
+    pub(super) unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+        let head = dst.align_offset(LINE).min(len);
+        let lines = (len - head) / LINE;
+        // SAFETY: every access below lies in the `len` bytes at `src` and at `dst` (the head,
+        // `lines` whole lines after it, and the rest); the streamed stores' addresses are
+        // 16-aligned (line-aligned plus multiples of 16); loads need no alignment.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            for i in 0..lines {
+                let at = head + i * LINE;
+                let s = src.add(at) as *const __m128i;
+                let d = dst.add(at) as *mut __m128i;
+                let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+                let (c, e) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+                _mm_stream_si128(d, a);
+                _mm_stream_si128(d.add(1), b);
+                _mm_stream_si128(d.add(2), c);
+                _mm_stream_si128(d.add(3), e);
+            }
+            let done = head + lines * LINE;
+            std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), len - done);
+            // The streamed stores are weakly ordered: fence them before whatever publishes.
+            _mm_sfence();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A streamed copy writes exactly the bytes asked, at every alignment of both ends and
+    /// every length around the line size, and nothing around them.
+    #[test]
+    fn a_streamed_copy_writes_exactly_the_bytes_asked() {
+        let src: Vec<u8> = (0..2048u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in [0, 1, 15, 16, 63, 64, 65, 127, 128, 129, 200, 511, 1000] {
+            for from in [0, 1, 8, 17, 63] {
+                for to in [0, 1, 16, 33, 64] {
+                    let mut dst = vec![0xAAu8; 2048];
+                    // SAFETY: both ranges are in bounds of distinct vectors.
+                    unsafe { copy(src.as_ptr().add(from), dst.as_mut_ptr().add(to), len) };
+                    let mut want = vec![0xAAu8; 2048];
+                    want[to..to + len].copy_from_slice(&src[from..from + len]);
+                    assert_eq!(dst, want, "len {len}, from {from}, to {to}");
+                }
+            }
+        }
+    }
+
+    /// Ranges long enough to stream but overlapping are moved as `memmove` moves them, and
+    /// ranges apart are copied whole.
+    #[test]
+    fn long_copies_that_overlap_are_moved() {
+        let len = STREAM_FROM + 100;
+        let pattern = |i: usize| (i % 251) as u8;
+        let mut v: Vec<u8> = (0..len + 3).map(pattern).collect();
+        // SAFETY: both ranges are in bounds of `v`.
+        unsafe { copy_may_overlap(v.as_ptr(), v.as_mut_ptr().add(3), len) };
+        assert!((0..3).all(|i| v[i] == pattern(i)));
+        assert!(
+            (0..len).all(|i| v[i + 3] == pattern(i)),
+            "an overlapping move lost bytes"
+        );
+        let mut w = vec![0u8; len + 1];
+        // SAFETY: distinct vectors, both long enough.
+        unsafe { copy_may_overlap(v.as_ptr(), w.as_mut_ptr().add(1), len) };
+        assert_eq!(w[0], 0);
+        assert!(w[1..] == v[..len], "a streamed copy lost bytes");
+    }
+}
