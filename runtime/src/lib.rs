@@ -203,6 +203,10 @@ pub mod internals {
 
     pub use crate::ctx::SyncPoint;
 
+    /// The length from which the thread engine's copies stream past the caches
+    /// (`stream.rs`), for tests that must reach those copies.
+    pub const STREAM_FROM: usize = crate::stream::STREAM_FROM;
+
     /// Lower the largest count of one MPI call to `n` words or bytes (`None`: MPI's own,
     /// 2^31 - 1), so that tests reach the exchanges too large for one call at sizes they can
     /// afford. Every rank sets the same limit, between runs.

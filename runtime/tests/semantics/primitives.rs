@@ -733,3 +733,62 @@ fn large_puts_to_one_and_to_each_arrive_whole() {
         assert_arrived_whole(p, &r);
     }
 }
+
+/// Copies long enough to stream past the caches (`internals::STREAM_FROM`) arrive whole at
+/// odd offsets: a put to the other process, puts of both to pid 0 (whose delivery the sender
+/// helps with, in chunks), an hpput, an hpget, and an hpput of a process into its own area
+/// whose ranges overlap (moved, never streamed).
+#[test]
+fn copies_past_the_caches_arrive_whole() {
+    const L: usize = mbsp::internals::STREAM_FROM + 4099;
+    let byte = |t: usize, i: usize, k: usize| ((t * 11 + i * 17 + k * 5 + k / 4096) % 253) as u8;
+    let r = run(2, move |ctx| {
+        let (me, other) = (ctx.pid(), 1 - ctx.pid());
+        let area = ctx.push_reg(vec![0u8; 2 * L + 16])?;
+        ctx.sync()?;
+        let mut bad = Vec::new();
+        let mut check = |t: usize, got: &[u8], at: usize, from: usize| {
+            if let Some(k) = (0..L).find(|&k| got[at + k] != byte(t, from, k)) {
+                bad.push((t, from, k));
+            }
+        };
+        // A put to the other process, and one of each to pid 0, side by side.
+        let mine: Vec<u8> = (0..L).map(|k| byte(0, me, k)).collect();
+        ctx.put(other, &mine, &area, 3)?;
+        ctx.sync()?;
+        check(0, &ctx.local(&area)?, 3, other);
+        let mine: Vec<u8> = (0..L).map(|k| byte(1, me, k)).collect();
+        ctx.put(0, &mine, &area, 5 + me * L)?;
+        ctx.sync()?;
+        if me == 0 {
+            let got = ctx.local(&area)?;
+            check(1, &got, 5, 0);
+            check(1, &got, 5 + L, 1);
+        }
+        // An hpput to the other process.
+        let mine: Vec<u8> = (0..L).map(|k| byte(2, me, k)).collect();
+        // SAFETY: nothing else writes the other process's area, nor reads it, this superstep.
+        unsafe { ctx.hpput(other, &mine, &area, 7)? };
+        ctx.sync()?;
+        check(2, &ctx.local(&area)?, 7, other);
+        // An hpget of what the other process got, into a vector of one's own.
+        let mut got = vec![0u8; L + 1];
+        // SAFETY: nobody writes the other process's area this superstep.
+        unsafe { ctx.hpget(other, &area, 7, &mut got[1..])? };
+        ctx.sync()?;
+        check(2, &got, 1, me);
+        // An hpput into one's own area whose ranges overlap: moved as memmove moves.
+        let own = ctx.local(&area)?[7..7 + L].to_vec();
+        let base = ctx.local(&area)?.as_ptr();
+        // SAFETY: both ranges lie in this process's area, which it alone touches this
+        // superstep (the other process's last hpget was before the sync).
+        unsafe { ctx.hpput_raw(me, base.add(7), base, 9, L)? };
+        ctx.sync()?;
+        if ctx.local(&area)?[9..9 + L] != own[..] {
+            bad.push((3, me, usize::MAX));
+        }
+        Ok(bad)
+    })
+    .unwrap();
+    assert_arrived_whole(2, &r);
+}
