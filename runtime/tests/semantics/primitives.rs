@@ -756,21 +756,21 @@ fn copies_past_the_caches_arrive_whole() {
         let mine: Vec<u8> = (0..L).map(|k| byte(0, me, k)).collect();
         ctx.put(other, &mine, &area, 3)?;
         ctx.sync()?;
-        check(0, &ctx.local(&area)?, 3, other);
+        check(0, ctx.local(&area)?, 3, other);
         let mine: Vec<u8> = (0..L).map(|k| byte(1, me, k)).collect();
         ctx.put(0, &mine, &area, 5 + me * L)?;
         ctx.sync()?;
         if me == 0 {
             let got = ctx.local(&area)?;
-            check(1, &got, 5, 0);
-            check(1, &got, 5 + L, 1);
+            check(1, got, 5, 0);
+            check(1, got, 5 + L, 1);
         }
         // An hpput to the other process.
         let mine: Vec<u8> = (0..L).map(|k| byte(2, me, k)).collect();
         // SAFETY: nothing else writes the other process's area, nor reads it, this superstep.
         unsafe { ctx.hpput(other, &mine, &area, 7)? };
         ctx.sync()?;
-        check(2, &ctx.local(&area)?, 7, other);
+        check(2, ctx.local(&area)?, 7, other);
         // An hpget of what the other process got, into a vector of one's own.
         let mut got = vec![0u8; L + 1];
         // SAFETY: nobody writes the other process's area this superstep.
