@@ -53,7 +53,7 @@ impl Engine for Ranks {
         if pid == ctx.pid {
             // SAFETY: as for the thread engine: our own registered memory (checked), which
             // nobody else touches in this superstep (the caller's promise).
-            unsafe { std::ptr::copy(src, dst, len) };
+            unsafe { crate::stream::copy_may_overlap(src, dst, len) };
             return Ok(());
         }
         // SAFETY: forwarded to the caller.
@@ -70,7 +70,7 @@ impl Engine for Ranks {
     ) -> Result<()> {
         if pid == ctx.pid {
             // SAFETY: as in `hpput`, for a source nobody writes in this superstep.
-            unsafe { std::ptr::copy(src, dst, len) };
+            unsafe { crate::stream::copy_may_overlap(src, dst, len) };
             return Ok(());
         }
         // SAFETY: forwarded to the caller.

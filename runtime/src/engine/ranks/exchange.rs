@@ -532,7 +532,7 @@ impl Ctx {
             };
             // SAFETY: the destination is this process's own memory (kept alive by the op
             // or promised by the raw caller), `len` bytes at `src` were received for it.
-            unsafe { std::ptr::copy_nonoverlapping(src, op.dst, op.len) };
+            unsafe { crate::stream::copy_any(src, op.dst, op.len) };
         }
         st.getbuf.clear();
     }

@@ -375,7 +375,7 @@ impl Ctx {
                 buf.resize(at + align8(bytes.len()) / 8, 0);
                 // SAFETY: the words just added hold `bytes.len()` bytes.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
+                    crate::stream::copy_any(
                         bytes.as_ptr(),
                         buf[at..].as_mut_ptr() as *mut u8,
                         bytes.len(),
@@ -557,7 +557,7 @@ impl Ctx {
                     // (our registered memory, no live references: we hold `&mut self`); the
                     // source is in its stream, or in its segment, which it leaves alone until
                     // every reader is done (module docs).
-                    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+                    unsafe { crate::stream::copy_any(src, dst, len) };
                 }
             }
         }

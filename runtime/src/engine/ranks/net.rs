@@ -245,11 +245,7 @@ impl Net {
                 // SAFETY: `off .. off + len` lies in our segment (checked by `place`), which
                 // no receiver reads before the sync (double buffering: module docs of `Shm`).
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src.as_ptr(),
-                        (base + off as u64) as *mut u8,
-                        src.len(),
-                    )
+                    crate::stream::copy_any(src.as_ptr(), (base + off as u64) as *mut u8, src.len())
                 };
                 b.recs
                     .push((dst as u64, src.len() as u64, Source::Shared(off)));
@@ -320,7 +316,7 @@ impl Net {
                     // registered memory, checked by rank k against its mirror of our table,
                     // with no live references (the caller holds `&mut Ctx`).
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
+                        crate::stream::copy_any(
                             (base + r[2]) as *const u8,
                             r[0] as *mut u8,
                             r[1] as usize,
