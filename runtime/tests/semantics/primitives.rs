@@ -741,23 +741,38 @@ fn large_puts_to_one_and_to_each_arrive_whole() {
 #[test]
 fn copies_past_the_caches_arrive_whole() {
     const L: usize = mbsp::internals::STREAM_FROM + 4099;
-    let byte = |t: usize, i: usize, k: usize| ((t * 11 + i * 17 + k * 5 + k / 4096) % 253) as u8;
+    // Each superstep's and sender's bytes: a block of a prime length (no chunk or line size is
+    // a multiple of it) repeated, so that they are cheap to make and to compare under
+    // scripts/memcheck, and a byte out of place still differs.
+    let data = |t: usize, i: usize| -> Vec<u8> {
+        let block: Vec<u8> = (0..4093)
+            .map(|k| ((t * 11 + i * 17 + k * 5) % 253) as u8)
+            .collect();
+        let mut v = Vec::with_capacity(L);
+        while v.len() < L {
+            let n = (L - v.len()).min(block.len());
+            v.extend_from_slice(&block[..n]);
+        }
+        v
+    };
     let r = run(2, move |ctx| {
         let (me, other) = (ctx.pid(), 1 - ctx.pid());
         let area = ctx.push_reg(vec![0u8; 2 * L + 16])?;
         ctx.sync()?;
         let mut bad = Vec::new();
         let mut check = |t: usize, got: &[u8], at: usize, from: usize| {
-            if let Some(k) = (0..L).find(|&k| got[at + k] != byte(t, from, k)) {
-                bad.push((t, from, k));
+            let want = data(t, from);
+            if got[at..at + L] != want[..] {
+                let k = (0..L).find(|&k| got[at + k] != want[k]);
+                bad.push((t, from, k.unwrap_or(usize::MAX)));
             }
         };
         // A put to the other process, and one of each to pid 0, side by side.
-        let mine: Vec<u8> = (0..L).map(|k| byte(0, me, k)).collect();
+        let mine = data(0, me);
         ctx.put(other, &mine, &area, 3)?;
         ctx.sync()?;
         check(0, ctx.local(&area)?, 3, other);
-        let mine: Vec<u8> = (0..L).map(|k| byte(1, me, k)).collect();
+        let mine = data(1, me);
         ctx.put(0, &mine, &area, 5 + me * L)?;
         ctx.sync()?;
         if me == 0 {
@@ -765,8 +780,10 @@ fn copies_past_the_caches_arrive_whole() {
             check(1, got, 5, 0);
             check(1, got, 5 + L, 1);
         }
-        // An hpput to the other process.
-        let mine: Vec<u8> = (0..L).map(|k| byte(2, me, k)).collect();
+        // An hpput to the other process, a superstep later: an hpput writes at once, and the
+        // other process reads its area in the superstep after a sync.
+        let mine = data(2, me);
+        ctx.sync()?;
         // SAFETY: nothing else writes the other process's area, nor reads it, this superstep.
         unsafe { ctx.hpput(other, &mine, &area, 7)? };
         ctx.sync()?;
