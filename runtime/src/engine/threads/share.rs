@@ -108,6 +108,28 @@ impl Default for Desk {
     }
 }
 
+impl Job {
+    /// Copy the job's `n` bytes from offset `off`, streamed past the caches if the whole job is
+    /// long enough (`stream.rs`: a chunk's copy is the job's, wherever it runs).
+    ///
+    /// # Safety
+    /// `src` and `dst` are valid for reading and writing the `len` bytes of the job, which do
+    /// not overlap and which nobody else touches meanwhile; `off + n <= len`.
+    #[inline]
+    unsafe fn copy(self, off: usize, n: usize) {
+        debug_assert!(off + n <= self.len);
+        // SAFETY: the caller's promise.
+        unsafe {
+            crate::stream::copy_part(
+                (self.src as *const u8).add(off),
+                (self.dst as *mut u8).add(off),
+                n,
+                self.len,
+            )
+        }
+    }
+}
+
 impl Desk {
     /// Copy `len` bytes from `src` to `dst`, sharing the chunks with whoever helps.
     ///
@@ -122,14 +144,7 @@ impl Desk {
             len,
         };
         // SAFETY: the caller's promise, for every chunk of the job.
-        self.share(job, CHUNK, |j, off, n| unsafe {
-            crate::stream::copy_part(
-                (j.src as *const u8).add(off),
-                (j.dst as *mut u8).add(off),
-                n,
-                j.len,
-            )
-        });
+        self.share(job, CHUNK, |j, off, n| unsafe { j.copy(off, n) });
     }
 
     /// Run `job` in chunks of `chunk` bytes, each copied by `copy(job, offset, bytes)` here or
@@ -234,14 +249,7 @@ impl Desk {
     /// [`copy`](Self::copy) requires, and the caller is not its owner.
     pub(crate) unsafe fn help(&self, mark: u64, policy: WaitPolicy, stop: impl Fn() -> bool) {
         // SAFETY: the caller's promise, for every chunk claimed.
-        let copy = |j: Job, off: usize, n: usize| unsafe {
-            crate::stream::copy_part(
-                (j.src as *const u8).add(off),
-                (j.dst as *mut u8).add(off),
-                n,
-                j.len,
-            )
-        };
+        let copy = |j: Job, off: usize, n: usize| unsafe { j.copy(off, n) };
         self.help_with(mark, CHUNK, &copy, |ready| {
             crate::wait::wait_until(policy, Sleep::Naps, ready, &stop).is_ok()
         });
