@@ -14,7 +14,8 @@
 //! them. [`copy`] ends with a store fence, so that the release store that publishes a copy (a
 //! count, a flag, a barrier's arrival) is seen after every byte of it, as after a cached copy.
 
-/// The length from which [`copy_any`] streams.
+/// The length from which a copy streams ([`copy_any`], [`copy_may_overlap`]; [`copy_part`] by
+/// the length of the whole copy).
 pub(crate) const STREAM_FROM: usize = 64 << 20;
 
 /// Copy `len` bytes, streaming the stores if `whole`, the length of the copy this one is part
@@ -68,7 +69,7 @@ pub(crate) unsafe fn copy_may_overlap(src: *const u8, dst: *mut u8, len: usize) 
 /// # Safety
 /// As [`std::ptr::copy_nonoverlapping`]; no alignment is required.
 #[inline(never)]
-pub(crate) unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: forwarded to the caller.
     unsafe {
