@@ -104,10 +104,28 @@ fn library(
         Collective::Reduce => c.reduce(ctx, 0, &mut b.data, sum),
         Collective::AllReduce => c.allreduce(ctx, &mut b.data, sum),
         Collective::ScanInclusive => c.scan_inclusive(ctx, &mut b.data, sum),
-        Collective::Gather => c.gather(ctx, 0, &b.data).map(drop),
-        Collective::Scatter => c.scatter(ctx, 0, &b.data).map(drop),
-        Collective::AllGather => c.allgather(ctx, &b.data).map(drop),
-        Collective::AllToAll => c.alltoall(ctx, &b.data).map(drop),
+        // The results go back to the pool, as the collectives' docs advise for loops of
+        // large ones; the next call takes its result from there.
+        Collective::Gather => {
+            let got = c.gather(ctx, 0, &b.data)?;
+            got.into_iter().for_each(|r| ctx.recycle(r.into_vec()));
+            Ok(())
+        }
+        Collective::Scatter => {
+            let got = c.scatter(ctx, 0, &b.data)?;
+            ctx.recycle(got);
+            Ok(())
+        }
+        Collective::AllGather => {
+            let got = c.allgather(ctx, &b.data)?;
+            ctx.recycle(got.into_vec());
+            Ok(())
+        }
+        Collective::AllToAll => {
+            let got = c.alltoall(ctx, &b.data)?;
+            ctx.recycle(got);
+            Ok(())
+        }
         _ => unreachable!("not benchmarked"),
     }
 }

@@ -569,7 +569,7 @@ impl Comm {
                 super::Source::Bytes(self.slot(mb, q).0)
             });
         }
-        Ok(Parts::concat(&pieces))
+        Parts::concat(ctx, &pieces)
     }
 
     /// Fold the slots of `from` in `mb` (the mailbox, headers checked by

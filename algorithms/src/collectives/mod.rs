@@ -70,6 +70,34 @@
 //! processes agree on ([`Algorithm::Auto`]); [`Collectives::algorithm`] forces one. Gather,
 //! scatter, all-gather and all-to-all are already `h`-optimal in one superstep, and their
 //! lengths may differ per process, so they always use messages.
+//!
+//! # Memory
+//!
+//! The vectors the collectives return (the [`Parts`] of gather, all-gather and all-to-all-v,
+//! the `Vec` of scatter and all-to-all) come from the process's buffer pool ([`Ctx::buffer`]).
+//! Give a result back with [`Ctx::recycle`] (`ctx.recycle(parts.into_vec())`) once done with
+//! it, and the next collective of that element type takes its result from the pool: a loop of
+//! large collectives then touches no fresh memory after its first call. That matters: the
+//! first touch of fresh memory costs a page fault per 4 KiB page, which for results of
+//! hundreds of MiB takes longer than the collective's copies. The scratch of the registered
+//! reductions and scans (`TwoPhase`), and the accumulator of a reduction by messages on the
+//! processes whose own contribution is not the first, come from the pool and go back to it,
+//! so the pool keeps the largest until the run ends (at most `max(64, 2p)` buffers per element
+//! type: [`Ctx::recycle`]).
+//!
+//! ```
+//! use mbsp_algorithms::collectives::Collectives;
+//! mbsp::run(2, |ctx| {
+//!     let mine = vec![ctx.pid() as f64; 1 << 10];
+//!     for _ in 0..3 {
+//!         let all = Collectives::default().allgather(ctx, &mine)?;
+//!         assert_eq!(all.part(1)[0], 1.0);
+//!         ctx.recycle(all.into_vec()); // the next call's result
+//!     }
+//!     Ok(())
+//! })?;
+//! # Ok::<(), mbsp::Error>(())
+//! ```
 
 mod comm;
 mod elem;
@@ -441,11 +469,8 @@ impl Collectives {
         let inbox = Inbox::take_all(ctx, &call)?;
         // Fold in pid order. Contributions before this process's own are folded into `acc`;
         // from its own on, the fold runs in place in `buf` (at p = 1: no copy at all).
-        let sz = size_of::<T>();
-        let read = |bytes: &[u8], i: usize| {
-            bytemuck::pod_read_unaligned::<T>(&bytes[i * sz..(i + 1) * sz])
-        };
-        // Inline for a few elements: a one-word reduction allocates nothing.
+        // Inline for a few elements: a one-word reduction allocates nothing; a longer `acc`
+        // comes from the pool and goes back to it.
         let mut acc: SmallVec<[T; 4]> = SmallVec::new();
         let (mut started, mut in_buf) = (false, false);
         for q in (0..p).filter(|&q| needs(q)) {
@@ -459,15 +484,18 @@ impl Collectives {
             } else {
                 let bytes = inbox.from(ctx, &call, q)?;
                 if in_buf {
-                    for (i, b) in buf.iter_mut().enumerate() {
-                        *b = op(*b, read(bytes, i));
-                    }
+                    fold_bytes(buf, bytes, &op);
                 } else if !started {
-                    acc.extend((0..buf.len()).map(|i| read(bytes, i)));
-                } else {
-                    for (i, a) in acc.iter_mut().enumerate() {
-                        *a = op(*a, read(bytes, i));
+                    if buf.len() > acc.inline_size() {
+                        let mut v = ctx.buffer(buf.len())?;
+                        Source::<T>::Bytes(bytes).append_to(&mut v);
+                        acc = SmallVec::from_vec(v);
+                    } else {
+                        let each = bytes.chunks_exact(size_of::<T>());
+                        acc.extend(each.map(bytemuck::pod_read_unaligned));
                     }
+                } else {
+                    fold_bytes(&mut acc, bytes, &op);
                 }
             }
             started = true;
@@ -478,6 +506,9 @@ impl Collectives {
             } else if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
                 buf.fill(id);
             }
+        }
+        if acc.spilled() {
+            ctx.recycle(acc.into_vec());
         }
         Ok(())
     }
@@ -524,7 +555,7 @@ impl Collectives {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Some(Parts::concat(&sources)))
+        Ok(Some(Parts::concat(ctx, &sources)?))
     }
 
     /// Every process's `local` (lengths may differ), in pid order, at every process.
@@ -555,7 +586,7 @@ impl Collectives {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Parts::concat(&sources))
+        Parts::concat(ctx, &sources)
     }
 
     /// Hand out the block distribution of `root`'s `data`: process `i` receives
@@ -629,7 +660,8 @@ impl Collectives {
                 ));
             }
             offsets = prefix(counts.iter().copied());
-            own = data[offsets[me]..offsets[me + 1]].to_vec();
+            own = ctx.buffer(counts[me])?;
+            own.extend_from_slice(&data[offsets[me]..offsets[me + 1]]);
         }
         // The root's pieces; the others send their headers alone.
         call.send_all(ctx, |q| {
@@ -638,9 +670,9 @@ impl Collectives {
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, &call)?;
         if me != root {
-            let bytes = inbox.from(ctx, &call, root)?;
-            own = vec![T::zeroed(); bytes.len() / size_of::<T>()];
-            copy_into(&mut own, bytes);
+            let piece = Source::Bytes(inbox.from(ctx, &call, root)?);
+            own = ctx.buffer(piece.len())?;
+            piece.append_to(&mut own);
         }
         Ok(own)
     }
@@ -734,7 +766,7 @@ impl Collectives {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Parts::concat(&sources))
+        Parts::concat(ctx, &sources)
     }
 }
 
@@ -827,7 +859,9 @@ pub fn alltoallv<T: Pod>(ctx: &mut Ctx, send: &[T], counts: &[usize]) -> Result<
 
 // ---------------------------------------------------------------------- results
 
-/// Per-process pieces in pid order, stored as one vector (`part(i)` is pid `i`'s piece).
+/// Per-process pieces in pid order, stored as one vector (`part(i)` is pid `i`'s piece), from
+/// the process's pool: give it back with `ctx.recycle(parts.into_vec())` (module docs,
+/// "Memory").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parts<T> {
     data: Vec<T>,
@@ -865,22 +899,15 @@ impl<T> Parts<T> {
 }
 
 impl<T: Pod> Parts<T> {
-    fn concat(sources: &[Source<'_, T>]) -> Parts<T> {
+    /// The pieces in pid order, in a vector from the process's pool (see the module's
+    /// "Memory").
+    fn concat(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         let offsets = prefix(sources.iter().map(Source::len));
-        let mut data = Vec::with_capacity(offsets[sources.len()]);
+        let mut data = ctx.buffer::<T>(offsets[sources.len()])?;
         for s in sources {
-            match s {
-                Source::Local(x) => data.extend_from_slice(x),
-                Source::Bytes(b) => match bytemuck::try_cast_slice::<u8, T>(b) {
-                    Ok(x) => data.extend_from_slice(x),
-                    Err(_) => data.extend(
-                        b.chunks_exact(size_of::<T>())
-                            .map(bytemuck::pod_read_unaligned::<T>),
-                    ),
-                },
-            }
+            s.append_to(&mut data);
         }
-        Parts { data, offsets }
+        Ok(Parts { data, offsets })
     }
 }
 
@@ -889,11 +916,42 @@ enum Source<'a, T> {
     Bytes(&'a [u8]),
 }
 
-impl<T> Source<'_, T> {
+impl<T: Pod> Source<'_, T> {
     fn len(&self) -> usize {
         match self {
             Source::Local(x) => x.len(),
             Source::Bytes(b) => b.len() / size_of::<T>(),
+        }
+    }
+
+    /// Append the piece's elements to `out` (a message's bytes need not be aligned for `T`).
+    fn append_to(&self, out: &mut Vec<T>) {
+        match self {
+            Source::Local(x) => out.extend_from_slice(x),
+            Source::Bytes(b) => match bytemuck::try_cast_slice::<u8, T>(b) {
+                Ok(x) => out.extend_from_slice(x),
+                Err(_) => out.extend(
+                    b.chunks_exact(size_of::<T>())
+                        .map(bytemuck::pod_read_unaligned::<T>),
+                ),
+            },
+        }
+    }
+}
+
+/// `dst[i] = op(dst[i], x[i])` for the elements `x` of a message's bytes (aligned for `T` or
+/// not).
+fn fold_bytes<T: Pod, F: Fn(T, T) -> T>(dst: &mut [T], bytes: &[u8], op: &F) {
+    match bytemuck::try_cast_slice::<u8, T>(bytes) {
+        Ok(x) => {
+            for (d, &x) in dst.iter_mut().zip(x) {
+                *d = op(*d, x);
+            }
+        }
+        Err(_) => {
+            for (d, x) in dst.iter_mut().zip(bytes.chunks_exact(size_of::<T>())) {
+                *d = op(*d, bytemuck::pod_read_unaligned(x));
+            }
         }
     }
 }
@@ -1007,10 +1065,13 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         _ if scan => p * mine.len(),
         _ => 0,
     };
-    let mut scratch = vec![T::zeroed(); scratch_len];
+    // From the pool and back to it: a loop of large scans takes no fresh memory (whose page
+    // faults would cost more than the scan's copies).
+    let mut scratch = ctx.buffer::<T>(scratch_len)?;
+    scratch.resize(scratch_len, T::zeroed());
     // A panicking operator unwinds out of the scope only after every process has stopped
     // reading `buf` and `scratch`.
-    ctx.lending(|ctx, lent| {
+    let done = ctx.lending(|ctx, lent| {
         let ex = Exposed::push(ctx, lent, buf)?;
         let sx = Exposed::push(ctx, lent, &mut scratch)?;
         exchange_headers(ctx, call)?;
@@ -1101,7 +1162,9 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         sx.pop(ctx)?;
         ex.pop(ctx)?;
         ctx.sync()
-    })
+    });
+    ctx.recycle(scratch);
+    done
 }
 
 /// Fetch from pid `q`'s scratch (or copy from this process's own).

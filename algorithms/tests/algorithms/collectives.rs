@@ -468,3 +468,74 @@ proptest! {
             .unwrap_or_else(|e| panic!("p {p} n {n} seed {seed} lazy {lazy}: {e}"));
     }
 }
+
+/// The vectors the collectives return come from the process's pool, and the scratch of large
+/// reductions and scans goes back to it: a loop of large collectives that recycles its results
+/// takes no fresh memory after its first call (docs/benchmarks.md: fresh memory's page faults
+/// cost more than the copies).
+#[test]
+fn results_come_from_the_pool_and_scratch_goes_back() {
+    within(120, || {
+        mbsp::run(2, |ctx| {
+            let me = ctx.pid();
+            let c = Collectives::default();
+            let local = vec![me as u64 + 1; 1000];
+            // One pooled buffer, large enough for every result below: each must be it.
+            let v = ctx.buffer::<u64>(4000)?;
+            let at = v.as_ptr();
+            ctx.recycle(v);
+            let parts = c.allgather(ctx, &local)?;
+            assert_eq!(parts.as_slice().as_ptr(), at, "allgather");
+            assert_eq!(parts.part(1), &[2; 1000]);
+            ctx.recycle(parts.into_vec());
+            if let Some(parts) = c.gather(ctx, 1, &local)? {
+                assert_eq!(parts.as_slice().as_ptr(), at, "gather");
+                assert_eq!(parts.part(0), &[1; 1000]);
+                ctx.recycle(parts.into_vec());
+            }
+            let mine = c.scatter(ctx, 0, if me == 0 { &local } else { &[] })?;
+            assert_eq!(mine.as_ptr(), at, "scatter at pid {me}");
+            assert_eq!(mine, vec![1; 500]);
+            ctx.recycle(mine);
+            let mine = c.alltoall(ctx, &local)?;
+            assert_eq!(mine.as_ptr(), at, "alltoall");
+            ctx.recycle(mine);
+            // Scratch: with the pool emptied, what it holds after a collective is what the
+            // collective gave back (a fresh buffer for one element has room for one).
+            let n = 10_000;
+            let held = ctx.buffer::<u64>(1)?;
+            assert!(held.capacity() >= 4000);
+            let cases = [
+                (Algorithm::TwoPhase, "scan", n, true),
+                (Algorithm::TwoPhase, "reduce", n / 2, true),
+                // By messages, pid 1 folds pid 0's contribution into an accumulator first.
+                (Algorithm::Messages, "allreduce", n, me == 1),
+            ];
+            for (algo, what, scratch, here) in cases {
+                let c = Collectives::default().algorithm(algo);
+                let mut b: Vec<u64> = (0..n as u64).map(|i| i * 3 + me as u64).collect();
+                match what {
+                    "scan" => c.scan_inclusive(ctx, &mut b, u64::wrapping_add)?,
+                    "reduce" => c.reduce(ctx, 0, &mut b, u64::wrapping_add)?,
+                    _ => c.allreduce(ctx, &mut b, u64::wrapping_add)?,
+                }
+                if what != "reduce" || me == 0 {
+                    let want = |i: u64| if what == "scan" && me == 0 { i * 3 } else { i * 6 + 1 };
+                    assert!((0..n as u64).all(|i| b[i as usize] == want(i)), "{what}");
+                }
+                let pooled = ctx.buffer::<u64>(1)?;
+                if here {
+                    assert!(
+                        pooled.capacity() >= scratch,
+                        "{what} by {algo:?} at pid {me}: the pool holds {} elements, not its \
+                         scratch of {scratch}",
+                        pooled.capacity()
+                    );
+                }
+            }
+            drop(held);
+            Ok(())
+        })
+        .unwrap();
+    });
+}
