@@ -118,6 +118,13 @@ mod reg;
 mod registry;
 mod requests;
 pub mod rng;
+
+/// Copies larger than the caches, stored past them as the runtime's own copies of that size
+/// are (its puts, gets and deliveries): for algorithms and programs that assemble results of
+/// hundreds of MiB.
+pub mod copies {
+    pub use crate::stream::{STREAM_FROM, append_all};
+}
 mod run;
 mod shape;
 mod shim;
@@ -202,10 +209,6 @@ pub mod internals {
     pub use crate::wait::Aborted;
 
     pub use crate::ctx::SyncPoint;
-
-    /// The length from which the thread engine's copies stream past the caches
-    /// (`stream.rs`), for tests that must reach those copies.
-    pub const STREAM_FROM: usize = crate::stream::STREAM_FROM;
 
     /// Lower the largest count of one MPI call to `n` words or bytes (`None`: MPI's own,
     /// 2^31 - 1), so that tests reach the exchanges too large for one call at sizes they can

@@ -904,8 +904,11 @@ impl<T: Pod> Parts<T> {
     fn concat(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         let offsets = prefix(sources.iter().map(Source::len));
         let mut data = ctx.buffer::<T>(offsets[sources.len()])?;
-        for s in sources {
-            s.append_to(&mut data);
+        let typed: Option<SmallVec<[&[T]; 8]>> = sources.iter().map(Source::typed).collect();
+        match typed {
+            // Past the caches when the result is larger than they are.
+            Some(pieces) => mbsp::copies::append_all(&mut data, &pieces),
+            None => sources.iter().for_each(|s| s.append_to(&mut data)),
         }
         Ok(Parts { data, offsets })
     }
@@ -924,12 +927,20 @@ impl<T: Pod> Source<'_, T> {
         }
     }
 
+    /// The piece as elements, if its bytes are aligned for `T`.
+    fn typed(&self) -> Option<&[T]> {
+        match self {
+            Source::Local(x) => Some(x),
+            Source::Bytes(b) => bytemuck::try_cast_slice(b).ok(),
+        }
+    }
+
     /// Append the piece's elements to `out` (a message's bytes need not be aligned for `T`).
     fn append_to(&self, out: &mut Vec<T>) {
         match self {
-            Source::Local(x) => out.extend_from_slice(x),
+            Source::Local(x) => mbsp::copies::append_all(out, &[x]),
             Source::Bytes(b) => match bytemuck::try_cast_slice::<u8, T>(b) {
-                Ok(x) => out.extend_from_slice(x),
+                Ok(x) => mbsp::copies::append_all(out, &[x]),
                 Err(_) => out.extend(
                     b.chunks_exact(size_of::<T>())
                         .map(bytemuck::pod_read_unaligned::<T>),

@@ -520,7 +520,13 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
                     _ => c.allreduce(ctx, &mut b, u64::wrapping_add)?,
                 }
                 if what != "reduce" || me == 0 {
-                    let want = |i: u64| if what == "scan" && me == 0 { i * 3 } else { i * 6 + 1 };
+                    let want = |i: u64| {
+                        if what == "scan" && me == 0 {
+                            i * 3
+                        } else {
+                            i * 6 + 1
+                        }
+                    };
                     assert!((0..n as u64).all(|i| b[i as usize] == want(i)), "{what}");
                 }
                 let pooled = ctx.buffer::<u64>(1)?;

@@ -734,13 +734,13 @@ fn large_puts_to_one_and_to_each_arrive_whole() {
     }
 }
 
-/// Copies long enough to stream past the caches (`internals::STREAM_FROM`) arrive whole at
+/// Copies long enough to stream past the caches (`copies::STREAM_FROM`) arrive whole at
 /// odd offsets: a put to the other process, puts of both to pid 0 (whose delivery the sender
 /// helps with, in chunks), an hpput, an hpget, and an hpput of a process into its own area
 /// whose ranges overlap (moved, never streamed).
 #[test]
 fn copies_past_the_caches_arrive_whole() {
-    const L: usize = mbsp::internals::STREAM_FROM + 4099;
+    const L: usize = mbsp::copies::STREAM_FROM + 4099;
     // Each superstep's and sender's bytes: a block of a prime length (no chunk or line size is
     // a multiple of it) repeated, so that they are cheap to make and to compare under
     // scripts/memcheck, and a byte out of place still differs.
