@@ -47,6 +47,23 @@ impl<'a, T: Pod> Exposed<'a, T> {
         })
     }
 
+    /// Register the first `len` elements of `v`'s spare capacity (`v` must have room for
+    /// them: [`Ctx::buffer`] gives an empty vector that has) without initializing them, inside
+    /// the lending scope `_lent`: scratch that this process fills with [`write`](Self::write)
+    /// and [`fill`](Self::fill) before anyone reads it, so it is not zeroed first (a pass over
+    /// memory as long as the copies). `v`'s length stays as it was.
+    pub fn push_spare(ctx: &Ctx, _lent: Lent<'_>, v: &'a mut Vec<T>, len: usize) -> Result<Self> {
+        let spare = &mut v.spare_capacity_mut()[..len];
+        let base = spare.as_mut_ptr().cast::<T>();
+        // SAFETY: as in `push`; the region is `v`'s, borrowed mutably for 'a.
+        unsafe { ctx.push_reg_raw(base.cast(), len * size_of::<T>()) }?;
+        Ok(Exposed {
+            base,
+            len,
+            _borrow: PhantomData,
+        })
+    }
+
     /// Pop the registration (effective at the next sync, which the caller must pass before
     /// returning).
     pub fn pop(&self, ctx: &Ctx) -> Result<()> {
@@ -83,7 +100,9 @@ impl<'a, T: Pod> Exposed<'a, T> {
     /// This process's elements in `r`, to read.
     ///
     /// # Safety
-    /// Nobody writes `r` of this buffer while the slice lives (other processes only read).
+    /// Nobody writes `r` of this buffer while the slice lives (other processes only read), and
+    /// every element of `r` is initialized (the buffer was exposed by [`push`](Self::push), or
+    /// the elements were written by [`write`](Self::write) or [`fill`](Self::fill)).
     pub unsafe fn range(&self, r: Range<usize>) -> &[T] {
         assert!(r.start <= r.end && r.end <= self.len);
         // SAFETY: in bounds; not written meanwhile (caller's promise).
@@ -93,12 +112,35 @@ impl<'a, T: Pod> Exposed<'a, T> {
     /// This process's elements in `r`, to write.
     ///
     /// # Safety
-    /// No other process reads `r` of this buffer while the slice lives, and no other slice of
-    /// this buffer overlapping `r` is alive.
+    /// No other process reads `r` of this buffer while the slice lives, no other slice of
+    /// this buffer overlapping `r` is alive, and every element of `r` is initialized (as for
+    /// [`range`](Self::range)).
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn range_mut(&self, r: Range<usize>) -> &mut [T] {
         assert!(r.start <= r.end && r.end <= self.len);
         // SAFETY: in bounds; exclusive by the caller's promise.
         unsafe { std::slice::from_raw_parts_mut(self.base.add(r.start), r.len()) }
+    }
+
+    /// Copy `src` into this process's elements from `at` on (initializing them).
+    ///
+    /// # Safety
+    /// No other process reads those elements, and no slice of them is alive, meanwhile.
+    pub unsafe fn write(&self, at: usize, src: &[T]) {
+        assert!(at <= self.len && src.len() <= self.len - at);
+        // SAFETY: in bounds; exclusive by the caller's promise; `src` is another borrow.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.add(at), src.len()) }
+    }
+
+    /// Set this process's elements in `r` to `x` (initializing them).
+    ///
+    /// # Safety
+    /// As [`write`](Self::write).
+    pub unsafe fn fill(&self, r: Range<usize>, x: T) {
+        assert!(r.start <= r.end && r.end <= self.len);
+        for i in r {
+            // SAFETY: in bounds; exclusive by the caller's promise.
+            unsafe { self.base.add(i).write(x) }
+        }
     }
 }

@@ -1077,14 +1077,14 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         _ => 0,
     };
     // From the pool and back to it: a loop of large scans takes no fresh memory (whose page
-    // faults would cost more than the scan's copies).
+    // faults would cost more than the scan's copies). Not zeroed: phase 1 writes all of it
+    // (every slot of every chunk of this process's block) before anyone reads it in phase 2.
     let mut scratch = ctx.buffer::<T>(scratch_len)?;
-    scratch.resize(scratch_len, T::zeroed());
     // A panicking operator unwinds out of the scope only after every process has stopped
     // reading `buf` and `scratch`.
     let done = ctx.lending(|ctx, lent| {
         let ex = Exposed::push(ctx, lent, buf)?;
-        let sx = Exposed::push(ctx, lent, &mut scratch)?;
+        let sx = Exposed::push_spare(ctx, lent, &mut scratch, scratch_len)?;
         exchange_headers(ctx, call)?;
         // Phase 1. Others read block q != me of this buffer; this process reads block `me`
         // of every buffer and writes only its block (all-reduce) or its scratch.
@@ -1110,11 +1110,13 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
                 if kind == Op::ScanExclusive {
                     let slot = q * mine.len() + rel;
                     // SAFETY: scratch is read by others only in phase 2.
-                    let out = unsafe { sx.range_mut(slot..slot + c) };
-                    if q == 0 {
-                        out.fill(identity.expect("exclusive scan has an identity"));
-                    } else {
-                        out.copy_from_slice(acc);
+                    unsafe {
+                        if q == 0 {
+                            let id = identity.expect("exclusive scan has an identity");
+                            sx.fill(slot..slot + c, id);
+                        } else {
+                            sx.write(slot, acc);
+                        }
                     }
                 }
                 if q == 0 {
@@ -1127,7 +1129,7 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
                 if kind == Op::ScanInclusive {
                     let slot = q * mine.len() + rel;
                     // SAFETY: as above.
-                    unsafe { sx.range_mut(slot..slot + c) }.copy_from_slice(acc);
+                    unsafe { sx.write(slot, acc) };
                 }
             }
             match kind {
@@ -1135,7 +1137,7 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
                 // phase 1 and no longer read by this process for this chunk.
                 Op::AllReduce => unsafe { ex.range_mut(at..at + c) }.copy_from_slice(acc),
                 // SAFETY: scratch is read by others only in phase 2.
-                Op::Reduce => unsafe { sx.range_mut(rel..rel + c) }.copy_from_slice(acc),
+                Op::Reduce => unsafe { sx.write(rel, acc) },
                 _ => {}
             }
             at += c;
@@ -1191,7 +1193,8 @@ unsafe fn sx_get<T: Pod>(
     me: usize,
 ) -> Result<()> {
     if q == me {
-        // SAFETY: this process's scratch is final and only read in phase 2.
+        // SAFETY: this process's scratch is final (all written in phase 1) and only read in
+        // phase 2.
         dst.copy_from_slice(unsafe { sx.range(offset..offset + dst.len()) });
         Ok(())
     } else {
