@@ -1057,7 +1057,9 @@ fn broadcast_registered<T: Pod>(
 /// Reduce, all-reduce and scans by two phases of direct gets. Phase 1: process `i` combines
 /// block `i` of every process's buffer, in pid order, chunk by chunk. Phase 2: reduce — the root
 /// fetches every combined block; all-reduce — everyone fetches every other combined block; scan —
-/// process `j` fetches, from every `i`, block `i`'s prefix up to `j`.
+/// process `j` fetches, from every `i`, block `i`'s prefix up to `j`. What a process computes
+/// for itself (the root's combined block, its own prefix of its block) goes straight into its
+/// buffer; only what others fetch goes through the scratch.
 fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
     ctx: &mut Ctx,
     call: &Call,
@@ -1068,12 +1070,12 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
     let (me, p, n) = (ctx.pid(), ctx.nprocs(), buf.len());
     let mine = block_range(n, p, me);
     let kind = call.op;
-    let scan = matches!(kind, Op::ScanInclusive | Op::ScanExclusive);
-    // Scratch: reduce — the combined block; scan — the p prefixes of the block; all-reduce
-    // combines into the buffer itself.
+    let root = call.root as usize;
+    // Scratch: reduce — the combined block, at the processes other than the root; scan — the
+    // block's prefixes for the p - 1 other processes; all-reduce combines into the buffer.
     let scratch_len = match kind {
-        Op::Reduce => mine.len(),
-        _ if scan => p * mine.len(),
+        Op::Reduce if me != root => mine.len(),
+        Op::ScanInclusive | Op::ScanExclusive => (p - 1) * mine.len(),
         _ => 0,
     };
     // From the pool and back to it: a loop of large scans takes no fresh memory (whose page
@@ -1086,8 +1088,49 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         let ex = Exposed::push(ctx, lent, buf)?;
         let sx = Exposed::push_spare(ctx, lent, &mut scratch, scratch_len)?;
         exchange_headers(ctx, call)?;
-        // Phase 1. Others read block q != me of this buffer; this process reads block `me`
-        // of every buffer and writes only its block (all-reduce) or its scratch.
+        let two = TwoPhase {
+            ex: &ex,
+            sx: &sx,
+            kind,
+            root,
+            me,
+            p,
+            n,
+        };
+        two.combine(ctx, identity, op)?;
+        ctx.sync()?;
+        two.fetch(ctx)?;
+        sx.pop(ctx)?;
+        ex.pop(ctx)?;
+        ctx.sync()
+    });
+    ctx.recycle(scratch);
+    done
+}
+
+/// One process's view of a registered reduction: its buffer and scratch, exposed.
+struct TwoPhase<'x, 'a, T> {
+    ex: &'x Exposed<'a, T>,
+    sx: &'x Exposed<'a, T>,
+    kind: Op,
+    root: usize,
+    me: usize,
+    p: usize,
+    n: usize,
+}
+
+impl<T: Pod> TwoPhase<'_, '_, T> {
+    /// Where process `owner`'s scratch keeps the prefix of its block for process `q != owner`.
+    fn slot(q: usize, owner: usize) -> usize {
+        if q > owner { q - 1 } else { q }
+    }
+
+    /// Phase 1. Others read block `q != me` of this buffer; this process reads block `me` of
+    /// every buffer, and writes only that block of its own buffer (each chunk after its last
+    /// read of it) and its scratch, which others read in phase 2 only.
+    fn combine<F: Fn(T, T) -> T>(&self, ctx: &Ctx, identity: Option<T>, op: &F) -> Result<()> {
+        let (ex, me, kind) = (self.ex, self.me, self.kind);
+        let mine = block_range(self.n, self.p, me);
         let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
         let mut acc = vec![T::zeroed(); chunk.min(mine.len())];
         let mut tmp = acc.clone();
@@ -1095,29 +1138,24 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         while at < mine.end {
             let c = chunk.min(mine.end - at);
             let (acc, tmp) = (&mut acc[..c], &mut tmp[..c]);
-            let rel = at - mine.start;
-            for q in 0..p {
-                let x: &[T] = if q == me {
-                    // SAFETY: nobody writes this process's block in phase 1 except this
-                    // process, below, after its last read of the chunk.
-                    unsafe { ex.range(at..at + c) }
-                } else {
+            for q in 0..self.p {
+                let x: &[T] = if q != me {
                     // SAFETY: nobody writes block `me` of pid q's buffer in phase 1; `tmp` is
                     // private.
                     unsafe { ex.get_from(ctx, q, at, tmp)? };
                     tmp
+                } else if kind == Op::ScanExclusive {
+                    // The chunk is about to be overwritten with the prefix before it.
+                    // SAFETY: nobody else reads or writes this block in phase 1.
+                    tmp.copy_from_slice(unsafe { ex.range(at..at + c) });
+                    tmp
+                } else {
+                    // SAFETY: as above; this process writes it below, after this last read.
+                    unsafe { ex.range(at..at + c) }
                 };
                 if kind == Op::ScanExclusive {
-                    let slot = q * mine.len() + rel;
-                    // SAFETY: scratch is read by others only in phase 2.
-                    unsafe {
-                        if q == 0 {
-                            let id = identity.expect("exclusive scan has an identity");
-                            sx.fill(slot..slot + c, id);
-                        } else {
-                            sx.write(slot, acc);
-                        }
-                    }
+                    let id = identity.expect("exclusive scan has an identity");
+                    self.keep(q, at, c, if q == 0 { Err(id) } else { Ok(acc) });
                 }
                 if q == 0 {
                     acc.copy_from_slice(x);
@@ -1127,78 +1165,74 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
                     }
                 }
                 if kind == Op::ScanInclusive {
-                    let slot = q * mine.len() + rel;
-                    // SAFETY: as above.
-                    unsafe { sx.write(slot, acc) };
+                    self.keep(q, at, c, Ok(acc));
                 }
             }
             match kind {
-                // SAFETY: this process's own block of its buffer, read by nobody else in
-                // phase 1 and no longer read by this process for this chunk.
-                Op::AllReduce => unsafe { ex.range_mut(at..at + c) }.copy_from_slice(acc),
-                // SAFETY: scratch is read by others only in phase 2.
-                Op::Reduce => unsafe { sx.write(rel, acc) },
+                Op::AllReduce => self.keep(me, at, c, Ok(acc)),
+                // The root keeps its block in its buffer; the others in their scratch.
+                Op::Reduce => self.keep(self.root, at, c, Ok(acc)),
                 _ => {}
             }
             at += c;
         }
-        ctx.sync()?;
-        // Phase 2. Reads go to scratch (reduce, scan) or to owners' own blocks (all-reduce),
-        // which nobody writes now; each process writes only its own buffer, outside the blocks
-        // others read.
-        let root = call.root as usize;
-        for q in 0..p {
-            let r = block_range(n, p, q);
+        Ok(())
+    }
+
+    /// Keep the `c` elements from `at` of block `me` combined for process `q` (a prefix, or
+    /// `Err(identity)` for all of them): in this process's own buffer if `q == me` (its final
+    /// value), else in the scratch, where `q` (or the root) fetches it in phase 2. For a
+    /// reduce the scratch holds one combined block: the root (`q != me`) names it.
+    fn keep(&self, q: usize, at: usize, c: usize, what: std::result::Result<&[T], T>) {
+        let mine = block_range(self.n, self.p, self.me);
+        let (to, from) = if q == self.me {
+            (self.ex, at)
+        } else {
+            let slot = if self.kind == Op::Reduce {
+                0
+            } else {
+                Self::slot(q, self.me)
+            };
+            (self.sx, slot * mine.len() + (at - mine.start))
+        };
+        // SAFETY: block `me` of this buffer is read by nobody else in phase 1, and this
+        // process no longer reads this chunk of it (`combine`); the scratch is read by others
+        // in phase 2 only; no slice of either is alive.
+        unsafe {
+            match what {
+                Ok(prefix) => to.write(from, prefix),
+                Err(id) => to.fill(from..from + c, id),
+            }
+        }
+    }
+
+    /// Phase 2. Reads go to the scratch (reduce, scan) or to owners' own blocks (all-reduce),
+    /// which nobody writes now; each process writes only its own buffer, outside the blocks
+    /// others read.
+    fn fetch(&self, ctx: &Ctx) -> Result<()> {
+        let (ex, me) = (self.ex, self.me);
+        for q in (0..self.p).filter(|&q| q != me) {
+            let r = block_range(self.n, self.p, q);
             if r.is_empty() {
                 continue;
             }
-            match kind {
-                Op::Reduce if me == root => {
-                    // SAFETY: pid q's scratch is final; this process's buffer is read by nobody
-                    // in phase 2.
-                    unsafe { sx_get(&sx, ctx, q, 0, ex.range_mut(r), me)? };
+            // SAFETY (all three): pid q's scratch, and block q of its buffer, are final and
+            // read-only now; this process writes block q != me of its own buffer, which others
+            // do not read in phase 2 (they read the scratch, or block `me` of this buffer).
+            unsafe {
+                match self.kind {
+                    Op::Reduce if me == self.root => {
+                        self.sx.get_from(ctx, q, 0, ex.range_mut(r))?
+                    }
+                    Op::AllReduce => ex.get_from(ctx, q, r.start, ex.range_mut(r))?,
+                    Op::ScanInclusive | Op::ScanExclusive => {
+                        let at = Self::slot(me, q) * r.len();
+                        self.sx.get_from(ctx, q, at, ex.range_mut(r))?
+                    }
+                    _ => {}
                 }
-                Op::AllReduce if q != me => {
-                    // SAFETY: block q of pid q is final and read-only now; this process writes
-                    // block q != me of its own buffer, which others do not read (they read
-                    // block `me` here).
-                    unsafe { ex.get_from(ctx, q, r.start, ex.range_mut(r))? };
-                }
-                _ if scan => {
-                    // SAFETY: pid q's scratch is final; this process's buffer is read by nobody
-                    // in phase 2.
-                    unsafe { sx_get(&sx, ctx, q, me * r.len(), ex.range_mut(r), me)? };
-                }
-                _ => {}
             }
         }
-        sx.pop(ctx)?;
-        ex.pop(ctx)?;
-        ctx.sync()
-    });
-    ctx.recycle(scratch);
-    done
-}
-
-/// Fetch from pid `q`'s scratch (or copy from this process's own).
-///
-/// # Safety
-/// As [`Exposed::get_from`]; for `q == me`, `dst` must not overlap the scratch.
-unsafe fn sx_get<T: Pod>(
-    sx: &Exposed<'_, T>,
-    ctx: &Ctx,
-    q: usize,
-    offset: usize,
-    dst: &mut [T],
-    me: usize,
-) -> Result<()> {
-    if q == me {
-        // SAFETY: this process's scratch is final (all written in phase 1) and only read in
-        // phase 2.
-        dst.copy_from_slice(unsafe { sx.range(offset..offset + dst.len()) });
         Ok(())
-    } else {
-        // SAFETY: forwarded to the caller.
-        unsafe { sx.get_from(ctx, q, offset, dst) }
     }
 }

@@ -507,9 +507,11 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
             let held = ctx.buffer::<u64>(1)?;
             assert!(held.capacity() >= 4000);
             let cases = [
-                (Algorithm::TwoPhase, "scan", n, true),
-                (Algorithm::TwoPhase, "exclusive scan", n, true),
-                (Algorithm::TwoPhase, "reduce", n / 2, true),
+                // Scans: the prefixes of a process's block for the other process; a reduce:
+                // the combined block, at the process that is not the root.
+                (Algorithm::TwoPhase, "scan", n / 2, true),
+                (Algorithm::TwoPhase, "exclusive scan", n / 2, true),
+                (Algorithm::TwoPhase, "reduce", n / 2, me == 1),
                 // By messages, pid 1 folds pid 0's contribution into an accumulator first.
                 (Algorithm::Messages, "allreduce", n, me == 1),
             ];
