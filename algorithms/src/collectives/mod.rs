@@ -1216,7 +1216,7 @@ impl<T: Pod> TwoPhase<'_, '_, T> {
             if r.is_empty() {
                 continue;
             }
-            // SAFETY (all three): pid q's scratch, and block q of its buffer, are final and
+            // SAFETY: (all three) pid q's scratch, and block q of its buffer, are final and
             // read-only now; this process writes block q != me of its own buffer, which others
             // do not read in phase 2 (they read the scratch, or block `me` of this buffer).
             unsafe {
