@@ -51,8 +51,8 @@
 //! | operation | messages (1 superstep) | registered, direct gets | trees (`L = ⌈log₂ p⌉`) |
 //! |---|---|---|---|
 //! | broadcast | `h = (p-1)w` | direct: `h = (p-1)w`, 2 supersteps; two-phase (scatter, all-gather): `h = 2(p-1)/p·w`, 3 | `L` supersteps of `h = w` |
-//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 (reduce: `+ w/p` words of scratch) | reduce `L` (+1 if the root is not pid 0), all-reduce `2L`, each `h = w` |
-//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `+ w` words of scratch | `L` supersteps of `h = w` |
+//! | reduce, all-reduce | `h = (p-1)w` | two-phase (reduce-scatter, gather / all-gather): `h = 2(p-1)/p·w`, 3 (reduce: `w/p` words of scratch on the processes other than the root) | reduce `L` (+1 if the root is not pid 0), all-reduce `2L`, each `h = w` |
+//! | scan | `h = (p-1)w` | two-phase (per block: prefixes over processes, then fetch): `h = 2(p-1)/p·w`, 3, `(p-1)/p·w` words of scratch | `L` supersteps of `h = w` |
 //! | gather, scatter, all-gather, all-to-all | `h` = the data a process sends or receives | — | — |
 //!
 //! Every message also carries the call's header (`H` = 3 words); in a superstep of messages a
@@ -261,17 +261,12 @@ impl Collectives {
         Some(match (a, op) {
             (Algorithm::Messages | Algorithm::Auto, _) => prm.time_of(1, pm * (w + head), pm),
             (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true) + checks,
-            (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => {
-                prm.time(5, 2.0 * block, true) + checks
-            }
-            // Plus writing fresh scratch: the combined block (reduce), the block's p prefixes
-            // (scan).
-            (Algorithm::TwoPhase, Op::Reduce) => {
-                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh + checks
-            }
-            (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
-                prm.time(5, 2.0 * block, true) + w * prm.fresh + checks
-            }
+            // The scratch of reduce and scan comes from the process's pool, so only a
+            // program's first call pays its first touch (`Params::fresh`): not charged here.
+            (
+                Algorithm::TwoPhase,
+                Op::Broadcast | Op::AllReduce | Op::Reduce | Op::ScanInclusive | Op::ScanExclusive,
+            ) => prm.time(5, 2.0 * block, true) + checks,
             (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => chain(tree),
             // Reduce: to pid 0, and one more superstep when the root is another.
             (Algorithm::Tree, Op::Reduce) => chain(tree + 1),
