@@ -74,21 +74,22 @@
 //! # Memory
 //!
 //! The vectors the collectives return (the [`Parts`] of gather, all-gather and all-to-all-v,
-//! the `Vec` of scatter and all-to-all) come from the process's buffer pool ([`Ctx::buffer`]).
+//! the `Vec` of scatter and all-to-all) come from the process's buffer pool ([`Ctx::buffer`])
+//! when they hold 64 KiB or more (smaller ones from the allocator, which is faster for them).
 //! Give a result back with [`Ctx::recycle`] (`ctx.recycle(parts.into_vec())`) once done with
 //! it, and the next collective of that element type takes its result from the pool: a loop of
 //! large collectives then touches no fresh memory after its first call. That matters: the
 //! first touch of fresh memory costs a page fault per 4 KiB page, which for results of
 //! hundreds of MiB takes longer than the collective's copies. The scratch of the registered
-//! reductions and scans (`TwoPhase`), and the accumulator of a reduction by messages on the
-//! processes whose own contribution is not the first, come from the pool and go back to it,
-//! so the pool keeps the largest until the run ends (at most `max(64, 2p)` buffers per element
-//! type: [`Ctx::recycle`]).
+//! reductions and scans (`TwoPhase`), and the accumulator (of 64 KiB or more) of a reduction
+//! by messages on the processes whose own contribution is not the first, come from the pool
+//! and go back to it, so the pool keeps the largest until the run ends (at most `max(64, 2p)`
+//! buffers per element type: [`Ctx::recycle`]).
 //!
 //! ```
 //! use mbsp_algorithms::collectives::Collectives;
 //! mbsp::run(2, |ctx| {
-//!     let mine = vec![ctx.pid() as f64; 1 << 10];
+//!     let mine = vec![ctx.pid() as f64; 1 << 14]; // 128 KiB each: results from the pool
 //!     for _ in 0..3 {
 //!         let all = Collectives::default().allgather(ctx, &mine)?;
 //!         assert_eq!(all.part(1)[0], 1.0);
@@ -482,7 +483,7 @@ impl Collectives {
                     fold_bytes(buf, bytes, &op);
                 } else if !started {
                     if buf.len() > acc.inline_size() {
-                        let mut v = ctx.buffer(buf.len())?;
+                        let mut v = result_vec(ctx, buf.len())?;
                         Source::<T>::Bytes(bytes).append_to(&mut v);
                         acc = SmallVec::from_vec(v);
                     } else {
@@ -655,7 +656,7 @@ impl Collectives {
                 ));
             }
             offsets = prefix(counts.iter().copied());
-            own = ctx.buffer(counts[me])?;
+            own = result_vec(ctx, counts[me])?;
             own.extend_from_slice(&data[offsets[me]..offsets[me + 1]]);
         }
         // The root's pieces; the others send their headers alone.
@@ -666,7 +667,7 @@ impl Collectives {
         let inbox = Inbox::take_all(ctx, &call)?;
         if me != root {
             let piece = Source::Bytes(inbox.from(ctx, &call, root)?);
-            own = ctx.buffer(piece.len())?;
+            own = result_vec(ctx, piece.len())?;
             piece.append_to(&mut own);
         }
         Ok(own)
@@ -854,9 +855,9 @@ pub fn alltoallv<T: Pod>(ctx: &mut Ctx, send: &[T], counts: &[usize]) -> Result<
 
 // ---------------------------------------------------------------------- results
 
-/// Per-process pieces in pid order, stored as one vector (`part(i)` is pid `i`'s piece), from
-/// the process's pool: give it back with `ctx.recycle(parts.into_vec())` (module docs,
-/// "Memory").
+/// Per-process pieces in pid order, stored as one vector (`part(i)` is pid `i`'s piece); give
+/// a large one back with `ctx.recycle(parts.into_vec())` for a later collective to reuse
+/// (module docs, "Memory").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parts<T> {
     data: Vec<T>,
@@ -898,9 +899,15 @@ impl<T: Pod> Parts<T> {
     /// "Memory").
     fn concat(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         let offsets = prefix(sources.iter().map(Source::len));
-        let mut data = ctx.buffer::<T>(offsets[sources.len()])?;
-        let typed: Option<SmallVec<[&[T]; 8]>> = sources.iter().map(Source::typed).collect();
-        match typed {
+        let mut data = result_vec(ctx, offsets[sources.len()])?;
+        let whole = offsets[sources.len()].saturating_mul(size_of::<T>());
+        let typed = || {
+            sources
+                .iter()
+                .map(Source::typed)
+                .collect::<Option<Vec<_>>>()
+        };
+        match (whole >= mbsp::copies::STREAM_FROM).then(typed).flatten() {
             // Past the caches when the result is larger than they are.
             Some(pieces) => mbsp::copies::append_all(&mut data, &pieces),
             None => sources.iter().for_each(|s| s.append_to(&mut data)),
@@ -932,16 +939,36 @@ impl<T: Pod> Source<'_, T> {
 
     /// Append the piece's elements to `out` (a message's bytes need not be aligned for `T`).
     fn append_to(&self, out: &mut Vec<T>) {
+        // Past the caches when the piece alone is larger than they are.
+        let append = |out: &mut Vec<T>, x: &[T]| match size_of_val(x) >= mbsp::copies::STREAM_FROM {
+            true => mbsp::copies::append_all(out, &[x]),
+            false => out.extend_from_slice(x),
+        };
         match self {
-            Source::Local(x) => mbsp::copies::append_all(out, &[x]),
+            Source::Local(x) => append(out, x),
             Source::Bytes(b) => match bytemuck::try_cast_slice::<u8, T>(b) {
-                Ok(x) => mbsp::copies::append_all(out, &[x]),
+                Ok(x) => append(out, x),
                 Err(_) => out.extend(
                     b.chunks_exact(size_of::<T>())
                         .map(bytemuck::pod_read_unaligned::<T>),
                 ),
             },
         }
+    }
+}
+
+/// From this many bytes on, a result (or an accumulator) comes from the process's pool: below,
+/// the allocator hands out blocks freed a moment ago faster than the pool, and without page
+/// faults (glibc maps fresh pages only from 128 KiB).
+const POOL_FROM: usize = 64 << 10;
+
+/// An empty vector with room for `n` elements: from the pool if they take at least
+/// [`POOL_FROM`] bytes, else from the allocator.
+fn result_vec<T: Pod>(ctx: &Ctx, n: usize) -> Result<Vec<T>> {
+    if n.saturating_mul(size_of::<T>()) >= POOL_FROM {
+        ctx.buffer(n)
+    } else {
+        Ok(Vec::with_capacity(n))
     }
 }
 

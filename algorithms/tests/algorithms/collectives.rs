@@ -480,23 +480,24 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
         mbsp::run(2, |ctx| {
             let me = ctx.pid();
             let c = Collectives::default();
-            let local = vec![me as u64 + 1; 1000];
+            // Results of at least 64 KiB (`POOL_FROM`) come from the pool: 10 000 words and more.
+            let local = vec![me as u64 + 1; 20_000];
             // One pooled buffer, large enough for every result below: each must be it.
-            let v = ctx.buffer::<u64>(4000)?;
+            let v = ctx.buffer::<u64>(40_000)?;
             let at = v.as_ptr();
             ctx.recycle(v);
             let parts = c.allgather(ctx, &local)?;
             assert_eq!(parts.as_slice().as_ptr(), at, "allgather");
-            assert_eq!(parts.part(1), &[2; 1000]);
+            assert!(parts.part(1) == [2; 20_000]);
             ctx.recycle(parts.into_vec());
             if let Some(parts) = c.gather(ctx, 1, &local)? {
                 assert_eq!(parts.as_slice().as_ptr(), at, "gather");
-                assert_eq!(parts.part(0), &[1; 1000]);
+                assert!(parts.part(0) == [1; 20_000]);
                 ctx.recycle(parts.into_vec());
             }
             let mine = c.scatter(ctx, 0, if me == 0 { &local } else { &[] })?;
             assert_eq!(mine.as_ptr(), at, "scatter at pid {me}");
-            assert_eq!(mine, vec![1; 500]);
+            assert!(mine == [1; 10_000]);
             ctx.recycle(mine);
             let mine = c.alltoall(ctx, &local)?;
             assert_eq!(mine.as_ptr(), at, "alltoall");
@@ -505,7 +506,7 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
             // collective gave back (a fresh buffer for one element has room for one).
             let n = 10_000;
             let held = ctx.buffer::<u64>(1)?;
-            assert!(held.capacity() >= 4000);
+            assert!(held.capacity() >= 40_000);
             let cases = [
                 // Scans: the prefixes of a process's block for the other process; a reduce:
                 // the combined block, at the process that is not the root.
