@@ -81,10 +81,10 @@
 //! large collectives then touches no fresh memory after its first call. That matters: the
 //! first touch of fresh memory costs a page fault per 4 KiB page, which for results of
 //! hundreds of MiB takes longer than the collective's copies. The scratch of the registered
-//! reductions and scans (`TwoPhase`), and the accumulator (of 64 KiB or more) of a reduction
-//! by messages on the processes whose own contribution is not the first, come from the pool
-//! and go back to it, so the pool keeps the largest until the run ends (at most `max(64, 2p)`
-//! buffers per element type: [`Ctx::recycle`]).
+//! reductions and scans (`TwoPhase`), and the accumulator of a reduction by messages on the
+//! processes whose own contribution is not the first, come from the pool and go back to it
+//! when they hold 64 KiB or more, so the pool keeps the largest until the run ends (at most
+//! `max(64, 2p)` buffers per element type: [`Ctx::recycle`]).
 //!
 //! ```
 //! use mbsp_algorithms::collectives::Collectives;
@@ -504,7 +504,7 @@ impl Collectives {
             }
         }
         if acc.spilled() {
-            ctx.recycle(acc.into_vec());
+            give_back(ctx, acc.into_vec());
         }
         Ok(())
     }
@@ -895,8 +895,8 @@ impl<T> Parts<T> {
 }
 
 impl<T: Pod> Parts<T> {
-    /// The pieces in pid order, in a vector from the process's pool (see the module's
-    /// "Memory").
+    /// The pieces in pid order, in a vector from the process's pool if it is large
+    /// ([`result_vec`]).
     fn concat(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         let offsets = prefix(sources.iter().map(Source::len));
         let mut data = result_vec(ctx, offsets[sources.len()])?;
@@ -969,6 +969,14 @@ fn result_vec<T: Pod>(ctx: &Ctx, n: usize) -> Result<Vec<T>> {
         ctx.buffer(n)
     } else {
         Ok(Vec::with_capacity(n))
+    }
+}
+
+/// Give `v` to the process's pool if it holds [`POOL_FROM`] bytes or more (where
+/// [`result_vec`] would take it from); free it otherwise.
+fn give_back<T: Pod>(ctx: &Ctx, v: Vec<T>) {
+    if v.capacity().saturating_mul(size_of::<T>()) >= POOL_FROM {
+        ctx.recycle(v);
     }
 }
 
@@ -1103,7 +1111,7 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
     // From the pool and back to it: a loop of large scans takes no fresh memory (whose page
     // faults would cost more than the scan's copies). Not zeroed: phase 1 writes all of it
     // (every slot of every chunk of this process's block) before anyone reads it in phase 2.
-    let mut scratch = ctx.buffer::<T>(scratch_len)?;
+    let mut scratch = result_vec::<T>(ctx, scratch_len)?;
     // A panicking operator unwinds out of the scope only after every process has stopped
     // reading `buf` and `scratch`.
     let done = ctx.lending(|ctx, lent| {
@@ -1126,7 +1134,7 @@ fn reduction_registered<T: Pod, F: Fn(T, T) -> T>(
         ex.pop(ctx)?;
         ctx.sync()
     });
-    ctx.recycle(scratch);
+    give_back(ctx, scratch);
     done
 }
 

@@ -504,7 +504,7 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
             ctx.recycle(mine);
             // Scratch: with the pool emptied, what it holds after a collective is what the
             // collective gave back (a fresh buffer for one element has room for one).
-            let n = 10_000;
+            let n = 20_000; // scratch of n / 2 words: 80 KiB, from the pool
             let held = ctx.buffer::<u64>(1)?;
             assert!(held.capacity() >= 40_000);
             let cases = [
