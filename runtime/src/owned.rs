@@ -389,4 +389,21 @@ impl Ctx {
         let limit = (2 * self.run.p).max(64);
         self.st.borrow_mut().pool.give(v, limit);
     }
+
+    /// Free every buffer this process's pool holds: those [`recycle`](Ctx::recycle) kept, and
+    /// those the collectives of `mbsp-algorithms` gave back (their large scratch and results).
+    /// The pool otherwise keeps them until the run ends; a program that is done with large
+    /// collectives and needs the memory for something else frees it here.
+    ///
+    /// ```
+    /// mbsp::run(1, |ctx| {
+    ///     ctx.recycle(vec![0u8; 1 << 20]);
+    ///     ctx.clear_pool();
+    ///     assert_eq!(ctx.buffer::<u8>(1)?.capacity(), 1); // a new one: the pool was empty
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn clear_pool(&self) {
+        self.st.borrow_mut().pool = Default::default();
+    }
 }

@@ -84,7 +84,8 @@
 //! reductions and scans (`TwoPhase`), and the accumulator of a reduction by messages on the
 //! processes whose own contribution is not the first, come from the pool and go back to it
 //! when they hold 64 KiB or more, so the pool keeps the largest until the run ends (at most
-//! `max(64, 2p)` buffers per element type: [`Ctx::recycle`]).
+//! `max(64, 2p)` buffers per element type: [`Ctx::recycle`]) or [`Ctx::clear_pool`] frees
+//! them.
 //!
 //! ```
 //! use mbsp_algorithms::collectives::Collectives;
@@ -657,7 +658,7 @@ impl Collectives {
             }
             offsets = prefix(counts.iter().copied());
             own = result_vec(ctx, counts[me])?;
-            own.extend_from_slice(&data[offsets[me]..offsets[me + 1]]);
+            Source::Local(&data[offsets[me]..offsets[me + 1]]).append_to(&mut own);
         }
         // The root's pieces; the others send their headers alone.
         call.send_all(ctx, |q| {
