@@ -263,12 +263,20 @@ impl Collectives {
         Some(match (a, op) {
             (Algorithm::Messages | Algorithm::Auto, _) => prm.time_of(1, pm * (w + head), pm),
             (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true) + checks,
-            // The scratch of reduce and scan comes from the process's pool, so only a
-            // program's first call pays its first touch (`Params::fresh`): not charged here.
-            (
-                Algorithm::TwoPhase,
-                Op::Broadcast | Op::AllReduce | Op::Reduce | Op::ScanInclusive | Op::ScanExclusive,
-            ) => prm.time(5, 2.0 * block, true) + checks,
+            (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => {
+                prm.time(5, 2.0 * block, true) + checks
+            }
+            // Plus a first touch (`Params::fresh`) of the scratch: the combined block (reduce),
+            // the block's prefixes (scan). The scratch comes from the pool now, so a loop pays
+            // it once; the term stays as a stand-in for the local passes over the blocks that
+            // the model lacks: without it the defaults pick two-phase from 64 KiB, where
+            // messages measure up to 2x faster (docs/benchmarks.md, "Large collectives").
+            (Algorithm::TwoPhase, Op::Reduce) => {
+                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh + checks
+            }
+            (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
+                prm.time(5, 2.0 * block, true) + w * prm.fresh + checks
+            }
             (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => chain(tree),
             // Reduce: to pid 0, and one more superstep when the root is another.
             (Algorithm::Tree, Op::Reduce) => chain(tree + 1),
