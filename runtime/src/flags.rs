@@ -43,13 +43,13 @@ pub(crate) fn step_flag(step: u64) -> u32 {
     }
 }
 
-// Flags ORed over all processes: bits 0..8, 28 and 29 (`FLAG_*`), and the get-source bits 11..28.
-// Bits 8..11, 30 and 31 are the thread engine's barrier's own (`engine/threads/barrier.rs`).
-/// Bits 11..28: which registration slots (modulo 17) are read by a buffered get in this
+// Flags ORed over all processes: bits 0..8, 28 and 29 (`FLAG_*`), and the get-source bits 12..28.
+// Bits 8..12, 30 and 31 are the thread engine's barrier's own (`engine/threads/barrier.rs`).
+/// Bits 12..28: which registration slots (modulo 16) are read by a buffered get in this
 /// superstep, ORed over all processes — a get whose destination is in no such slot can be
 /// written directly, without the get buffer (`engine/threads/sync.rs`).
-const SOURCE_SHIFT: u32 = 11;
-const SOURCE_BITS: u32 = 17;
+const SOURCE_SHIFT: u32 = 12;
+const SOURCE_BITS: u32 = 16;
 const _: () = assert!(1 << (SOURCE_SHIFT + SOURCE_BITS) <= FLAG_DECLARED);
 const _: () = assert!(FLAG_CHECKPOINT > FLAG_DECLARED && FLAG_CHECKPOINT < 1 << 30);
 

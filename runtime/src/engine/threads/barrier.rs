@@ -69,6 +69,11 @@ use crossbeam_utils::CachePadded;
 /// Bits 8..11 of a line's word: how many payload words ride with it (not ORed).
 const RIDE_SHIFT: u32 = 8;
 const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
+/// Bit 11 of a line's word: the writer filled its outbox for the line's reader ([`Ride::outbox`];
+/// not ORed).
+const OUTBOX_MARK: u32 = 1 << 11;
+/// The bits of a line's word that are the line's own, not the episode's flags.
+const LINE_BITS: u32 = RIDE_MASK | OUTBOX_MARK;
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
@@ -415,7 +420,7 @@ impl Barrier {
         inbox: &mut [Ride],
         arrived: impl FnOnce(),
     ) -> Result<Outcome, Aborted> {
-        debug_assert!(flags & (RIDE_MASK | ENDED | SYNCED) == 0);
+        debug_assert!(flags & (LINE_BITS | ENDED | SYNCED) == 0);
         if self.is_aborted() {
             return Err(Aborted);
         }
@@ -425,7 +430,7 @@ impl Barrier {
         let mut arrived = Some(arrived);
         if self.is_tree() {
             debug_assert!(
-                out.iter().all(|r| r.len == 0),
+                out.iter().all(|r| r.len == 0 && !r.outbox),
                 "no puts ride in a tree barrier"
             );
             if self.p > 1 {
@@ -440,11 +445,11 @@ impl Barrier {
         for k in 0..self.rounds {
             let mine = &self.lines[me.pid * self.rounds + k];
             let mut ride = 0;
-            if let Some(r) = out.get(k).filter(|r| r.len > 0) {
+            if let Some(r) = out.get(k) {
                 for (w, v) in mine.half[parity].ride.iter().zip(&r.words[..r.len]) {
                     w.store(*v, Ordering::Relaxed);
                 }
-                ride = (r.len as u32) << RIDE_SHIFT;
+                ride = (r.len as u32) << RIDE_SHIFT | if r.outbox { OUTBOX_MARK } else { 0 };
             }
             let word = ((e as u64) << 32) | (acc | ride) as u64;
             // Release: the payload above travels with the word. Then the sleep handshake's
@@ -478,11 +483,12 @@ impl Barrier {
                     *v = w.load(Ordering::Relaxed);
                 }
                 slot.len = n;
+                slot.outbox = got & OUTBOX_MARK != 0;
             }
-            acc |= got & !RIDE_MASK;
+            acc |= got & !LINE_BITS;
         }
         Ok(Outcome {
-            flags: acc & !(RIDE_MASK | ENDED | SYNCED),
+            flags: acc & !(LINE_BITS | ENDED | SYNCED),
             some_ended: acc & ENDED != 0,
             all_ended: acc & SYNCED == 0,
         })
@@ -745,9 +751,13 @@ mod tests {
     }
 
     /// Every process sends a word in each line that one other process alone reads; each reader
-    /// gets exactly those words, episode after episode (both parities).
+    /// gets exactly those words, episode after episode (both parities), and the outbox mark of
+    /// the episodes that set it (`Ride::outbox`) without it showing in the flags.
     #[test]
     fn puts_ride_to_the_one_reader_of_a_line() {
+        // Some pairs mark their outbox in some episodes, in both parities.
+        let marked =
+            |from: usize, to: usize, episode: u64| (from + 2 * to) as u64 % 3 == episode % 3;
         let shapes: [&[usize]; 5] = [&[0, 0], &[0; 5], &[0, 1, 0, 1], &[0, 0, 0, 1, 1], &[0; 8]];
         for groups in shapes {
             let b = Barrier::grouped(groups, WaitPolicy::for_load(1, 64));
@@ -774,18 +784,23 @@ mod tests {
                                     let r = &mut out[riders.round(pid, d) as usize];
                                     r.words[r.len] = (pid * 100 + d) as u64 + episode * 10_000;
                                     r.len += 1;
+                                    r.outbox = marked(pid, d, episode);
                                 }
                             }
                             let mut inbox = vec![Ride::default(); b.rounds()];
-                            b.wait_riding(&mut me, 1, false, &out, &mut inbox, || ())
+                            let got = b
+                                .wait_riding(&mut me, 1, false, &out, &mut inbox, || ())
                                 .unwrap();
+                            assert_eq!(got.flags, 1, "{groups:?}: the lines' own bits stay");
                             for (k, got) in inbox.iter().enumerate() {
                                 let src = b.sources(pid)[k] as usize;
                                 if riders.round(src, pid) == k as u8 {
                                     let want = (src * 100 + pid) as u64 + episode * 10_000;
                                     assert_eq!(&got.words[..got.len], &[want], "{groups:?}");
+                                    assert_eq!(got.outbox, marked(src, pid, episode));
                                 } else {
                                     assert_eq!(got.len, 0, "{groups:?} round {k}");
+                                    assert!(!got.outbox, "{groups:?} round {k}");
                                 }
                             }
                         }

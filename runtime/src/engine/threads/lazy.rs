@@ -116,7 +116,7 @@ impl Ctx {
         let o = self.slot;
         let base = self.engine.threads().records_taken[o];
         self.await_announced(m, base)?;
-        let got = self.receive(o, self.tagsize.get());
+        let got = self.receive(o, self.tagsize.get(), false);
         self.check_announced(m, base, got)?;
         self.engine.threads_mut().records_taken[o] = base + got;
         // Our records of the superstep before are acknowledged in this sync; the outboxes the

@@ -37,6 +37,10 @@ pub struct Ride {
     pub words: [u64; RIDE_WORDS],
     /// Words in use.
     pub len: usize,
+    /// The writer filled its outbox for the line's reader in this superstep: the reader takes
+    /// it at the sync. Carried by the line's word, so that a full sync's writer does not mark
+    /// the reader's inbox (`inbox.rs`), a cache line the reader would then fetch back.
+    pub outbox: bool,
     /// Messages to this line's reader go to the outbox for the rest of the superstep.
     closed: bool,
     /// Words of the message records sent to this line's reader in this superstep, riding or
@@ -98,6 +102,7 @@ impl Ride {
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.len = 0;
+        self.outbox = false;
         self.closed = self.wanted > RIDE_WORDS;
         self.wanted = 0;
     }

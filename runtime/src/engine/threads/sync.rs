@@ -2,6 +2,7 @@
 
 use super::lazy::wake_if_all_entered;
 use super::ride::Ride;
+use super::riders::NO_RIDE;
 use crate::ctx::{Ctx, SyncPoint};
 use crate::error::{Error, Result};
 use crate::flags::{
@@ -238,7 +239,7 @@ impl Ctx {
             rode_messages = self.deliver_rides(tagsize);
         }
         if g & FLAG_OUTBOX != 0 {
-            got += self.receive(o, tagsize);
+            got += self.receive(o, tagsize, true);
             if rode_messages {
                 // Senders in pid order, each one's riding messages (queued first, and kept
                 // first by the stable sort) before its outbox's: it sent them first (`ride.rs`).
@@ -427,16 +428,23 @@ impl Ctx {
     #[inline(never)]
     fn mark_destinations(&self, o: usize) -> Result<()> {
         let written = self.written.borrow();
-        let lazy_used = self.run.engine.threads().lazy_used.load(Ordering::Relaxed);
+        let threads = self.run.engine.threads();
+        let lazy_used = threads.lazy_used.load(Ordering::Relaxed);
+        let mut rides = self.engine.threads().rides.borrow_mut();
         for &d in &written[o] {
             if lazy_used {
                 self.wait_completed(d as usize, self.run.slot_free_after(self.step))?;
+            } else {
+                // A destination that alone reads one of our barrier lines learns it from that
+                // line (`Ride::outbox`): its inbox's line stays in its own cache. Not after
+                // lazy syncs, whose receivers take their senders from the inbox alone.
+                let round = threads.riders.round(self.pid, d as usize);
+                if round != NO_RIDE {
+                    rides[round as usize].outbox = true;
+                    continue;
+                }
             }
-            self.run
-                .engine
-                .threads()
-                .inbox(d as usize)
-                .mark(o, self.pid);
+            threads.inbox(d as usize).mark(o, self.pid);
         }
         Ok(())
     }
@@ -445,18 +453,33 @@ impl Ctx {
     /// returns the number of records taken and keeps the senders in `took`. Only their
     /// outboxes are read: a full sync reads p / 64 bitmap words instead of p outbox stamps, and
     /// a lazy one never touches an outbox another process may be refilling.
-    pub(super) fn receive(&mut self, o: usize, tagsize: usize) -> u64 {
+    pub(super) fn receive(&mut self, o: usize, tagsize: usize, rode: bool) -> u64 {
         let (me, fresh) = (self.pid, self.step + 1);
         let run = &*self.run;
-        let took = &mut self.engine.threads_mut().took;
+        let threads = self.engine.threads_mut();
+        let took = &mut threads.took;
         took.clear();
         run.engine.threads().inbox(me).take_writers(o, took);
+        if rode {
+            // The senders whose barrier lines said so (a full sync's `mark_destinations`),
+            // merged in pid order: the queue keeps the senders' messages in that order.
+            let sources = run.engine.threads().barrier.sources(me);
+            for (round, ride) in threads.rode.iter().enumerate() {
+                if ride.outbox {
+                    took.push(sources[round]);
+                }
+            }
+            if !took.is_sorted() {
+                took.sort_unstable();
+            }
+        }
         let queue = &mut self.st.get_mut().queue;
         queue.tagsize = tagsize;
         queue.slot = o;
         let mut records = 0;
         for &i in took.iter() {
-            // SAFETY: the sender filled its slot-o outbox for us before marking us and leaves
+            // SAFETY: the sender filled its slot-o outbox for us before marking us (in our
+            // inbox, or in its barrier line: both stores Release, our reads Acquire) and leaves
             // it alone until we have finished with it (the next sync's barrier 1, or our ack).
             records += unsafe { take_outbox(run, i, me, o, fresh, queue) };
         }
