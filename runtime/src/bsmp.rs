@@ -358,7 +358,7 @@ impl Ctx {
             .unwrap_or(usize::MAX);
         self.check_send("send", pid, tag, len)?;
         // A payload that could ride is gathered first (the engine takes one slice).
-        const SMALL: usize = 40;
+        const SMALL: usize = crate::engine::CARRIED_PAYLOAD;
         if len <= SMALL {
             let mut buf = [0u8; SMALL];
             let mut at = 0;

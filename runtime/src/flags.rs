@@ -43,14 +43,18 @@ pub(crate) fn step_flag(step: u64) -> u32 {
     }
 }
 
-// Flags ORed over all processes: bits 0..8, 28 and 29 (`FLAG_*`), and the get-source bits 12..28.
-// Bits 8..12, 30 and 31 are the thread engine's barrier's own (`engine/threads/barrier.rs`).
-/// Bits 12..28: which registration slots (modulo 16) are read by a buffered get in this
+// Flags ORed over all processes: bits 0..8, 28 and 29 (`FLAG_*`), and the get-source bits 14..28.
+// Bits 8..14, 30 and 31 are the thread engine's barrier's own (`engine/threads/barrier.rs`).
+/// Bits 14..28: which registration slots (modulo 14) are read by a buffered get in this
 /// superstep, ORed over all processes — a get whose destination is in no such slot can be
 /// written directly, without the get buffer (`engine/threads/sync.rs`).
-const SOURCE_SHIFT: u32 = 12;
-const SOURCE_BITS: u32 = 16;
+const SOURCE_SHIFT: u32 = 14;
+const SOURCE_BITS: u32 = 14;
 const _: () = assert!(1 << (SOURCE_SHIFT + SOURCE_BITS) <= FLAG_DECLARED);
+
+/// Bits 8..14, which no flag uses: an engine's own (the thread engine's barrier lines say
+/// there how many words ride with them, and whether an outbox waits).
+pub(crate) const ENGINE_BITS: u32 = ((1 << SOURCE_SHIFT) - 1) & !(FLAG_UNDECLARED * 2 - 1);
 const _: () = assert!(FLAG_CHECKPOINT > FLAG_DECLARED && FLAG_CHECKPOINT < 1 << 30);
 
 /// The get-source bit of registration slot `slot`.

@@ -42,6 +42,11 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use bytemuck::Pod;
 
+/// The largest payload an engine may carry itself ([`Engine::send`]: a message without a tag
+/// riding in the thread engine's barrier lines); `Ctx::send_parts` gathers parts up to this
+/// size before it asks.
+pub(crate) const CARRIED_PAYLOAD: usize = threads::ride::RIDE_PAYLOAD;
+
 /// What an engine does for the processes of its runs (module documentation). Its functions
 /// take the process's context, which holds the engine's own part of the process
 /// ([`state::ProcEngine`]) and of the run ([`state::RunEngine`]).

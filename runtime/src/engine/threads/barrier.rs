@@ -66,14 +66,16 @@ use crate::tree::Stop;
 use crate::wait::{Aborted, Signal, Sleep, WaitPolicy, Waiter};
 use crossbeam_utils::CachePadded;
 
-/// Bits 8..11 of a line's word: how many payload words ride with it (not ORed).
+/// Bits 8..13 of a line's word: how many payload words ride with it (not ORed).
 const RIDE_SHIFT: u32 = 8;
-const RIDE_MASK: u32 = 0x7 << RIDE_SHIFT;
-/// Bit 11 of a line's word: the writer filled its outbox for the line's reader ([`Ride::outbox`];
+const RIDE_MASK: u32 = 0x1F << RIDE_SHIFT;
+const _: () = assert!(RIDE_WORDS as u32 <= RIDE_MASK >> RIDE_SHIFT);
+/// Bit 13 of a line's word: the writer filled its outbox for the line's reader ([`Ride::outbox`];
 /// not ORed).
-const OUTBOX_MARK: u32 = 1 << 11;
+const OUTBOX_MARK: u32 = 1 << 13;
 /// The bits of a line's word that are the line's own, not the episode's flags.
 const LINE_BITS: u32 = RIDE_MASK | OUTBOX_MARK;
+const _: () = assert!(LINE_BITS & !crate::flags::ENGINE_BITS == 0, "no flag's bits");
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
@@ -196,13 +198,15 @@ struct Line {
     half: [Half; 2],
 }
 
-/// The episode word and the payload riding with it, in one cache line, so that a reader that
-/// sees the word finds the payload in the line it just fetched.
-#[repr(C, align(64))]
+/// The episode word and the payload riding with it: a reader that sees the word finds the
+/// first words of the payload in the line it just fetched, and the rest in the three lines
+/// after it, which it fetches only when they hold some (`ride.rs`, [`RIDE_WORDS`]).
+#[repr(C, align(256))]
 struct Half {
     word: AtomicU64,
     ride: [AtomicU64; RIDE_WORDS],
 }
+const _: () = assert!(size_of::<Half>() == 256, "four cache lines, the word's first");
 
 /// A flag-combining dissemination barrier for a fixed number of processes.
 pub struct Barrier {

@@ -19,8 +19,16 @@
 use crate::arena::align8;
 use crate::outbox::{copy_bytes, push_short};
 
-/// Words of records a barrier line carries for its reader.
-pub const RIDE_WORDS: usize = 6;
+/// Words of records a barrier line carries for its reader: with the episode word, four cache
+/// lines (`barrier.rs`, `Half`). The reader finds the first seven words in the line it polls;
+/// the next line comes with it (the core's adjacent-line prefetch) and the other two in
+/// parallel, so a put of up to 30 words rides for about one more transfer, where the outbox's
+/// lines would cost three or four one after another (the outbox's header, its records, the data).
+pub const RIDE_WORDS: usize = 31;
+
+/// Bytes of payload a message can have and still ride (with no tag, behind its record's header
+/// word): `Ctx::send_parts` gathers parts up to this size before it offers them to a ride.
+pub(crate) const RIDE_PAYLOAD: usize = (RIDE_WORDS - 1) * WORD;
 
 const WORD: usize = std::mem::size_of::<u64>();
 const SHIFT: u32 = 48;
@@ -216,23 +224,29 @@ mod tests {
         assert!(r.put(dst.as_mut_ptr(), &[1, 2, 3]));
         assert!(r.send(&[9], &[4, 5, 6, 7, 8]));
         assert!(r.send(&[], &[]));
-        // Two words for the put, three for the tagged message, one for the empty one.
-        assert_eq!((r.len, r.records()), (6, 3));
+        // Two words for the put, three for the tagged message, one for the empty one, and one
+        // message that fills the rest of the line.
+        let fill = vec![0xEE; (RIDE_WORDS - 7) * WORD];
+        assert!(!r.send(&[], &[0xEE; RIDE_WORDS * WORD]), "larger than the line");
+        assert!(r.send(&[], &fill));
+        assert_eq!((r.len, r.records()), (RIDE_WORDS, 4));
         assert!(!r.send(&[], &[]), "the line is full");
         let sent = r;
 
         // SAFETY: the one put's destination is `dst`, not otherwise referenced.
-        assert_eq!(unsafe { r.deliver_puts() }, (2, 5));
+        assert_eq!(unsafe { r.deliver_puts() }, (3, 5 + fill.len()));
         assert_eq!(dst[..4], [1, 2, 3, 0]);
-        assert_eq!((r.len, r.records()), (4, 2), "the messages are kept");
+        assert_eq!((r.len, r.records()), (RIDE_WORDS - 2, 3), "the messages are kept");
         let first = r.message(0);
         assert_eq!((first.0, first.1), (&[9u8][..], &[4u8, 5, 6, 7, 8][..]));
         let second = r.message(first.2.expect("another"));
-        assert_eq!(second, (&[][..], &[][..], None));
+        assert_eq!((second.0, second.1), (&[][..], &[][..]));
+        let third = r.message(second.2.expect("a third"));
+        assert_eq!(third, (&[][..], &fill[..], None));
 
         let mut r = sent;
         r.close();
-        assert_eq!((r.len, r.records()), (6, 3), "closing keeps what rides");
+        assert_eq!((r.len, r.records()), (RIDE_WORDS, 4), "closing keeps what rides");
         r.clear();
         assert!(r.put(dst.as_mut_ptr(), &[7]));
         r.close();
@@ -248,19 +262,25 @@ mod tests {
     fn a_crowded_superstep_closes_the_next() {
         let mut dst = [0u8; 8];
         let mut r = Ride::default();
-        for _ in 0..4 {
+        // Messages of two words each, one word more than the line holds.
+        for _ in 0..RIDE_WORDS / 2 + 1 {
             r.send(&[], &[1]);
         }
         r.clear();
-        assert!(!r.send(&[], &[1]), "closed after 8 message words");
+        assert!(!r.send(&[], &[1]), "closed after more message words than the line holds");
         assert!(r.put(dst.as_mut_ptr(), &[2]));
         r.clear();
         assert!(r.send(&[], &[1]), "open after 2");
-        r.send(&[], &[1]);
-        r.send(&[], &[1]);
+        for _ in 1..RIDE_WORDS / 2 {
+            r.send(&[], &[1]);
+        }
+        if RIDE_WORDS % 2 == 1 {
+            r.send(&[], &[]);
+        }
+        assert_eq!(r.len, RIDE_WORDS);
         r.clear();
-        assert!(r.send(&[], &[1]), "open after 6, a full line");
-        r.send(&[], &[0; 48]);
+        assert!(r.send(&[], &[1]), "open after a full line");
+        r.send(&[], &[0; RIDE_WORDS * WORD]);
         r.reset();
         assert!(r.send(&[], &[1]), "open after a reset");
     }
@@ -269,11 +289,13 @@ mod tests {
     /// room.
     #[test]
     fn every_size_that_fits_comes_back() {
+        // Every short length, and those around a full line.
+        let lengths = || (0..=40).chain(RIDE_PAYLOAD - 9..=RIDE_PAYLOAD + 1);
         for lead in 0..RIDE_WORDS {
-            for t in 0..=40 {
-                for n in 0..=40 {
+            for t in lengths() {
+                for n in lengths() {
                     let mut r = Ride::default();
-                    let mut dst = [0u8; 64];
+                    let mut dst = [0u8; RIDE_WORDS * WORD];
                     let put = vec![3u8; 8 * lead.saturating_sub(1)];
                     if lead > 0 {
                         assert!(r.put(dst.as_mut_ptr(), &put));
