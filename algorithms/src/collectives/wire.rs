@@ -82,10 +82,10 @@ impl Op {
     }
 }
 
-/// The first bytes of every message of a collective: three words, so that a header with up
-/// to two words of data (a reduction or broadcast of one or two words) fits the 40 bytes of
-/// payload a barrier line carries to its reader on the thread engine, and such a superstep
-/// costs about a put's. The sender is the message's own [`from`](mbsp::Message::from); the
+/// The first bytes of every message of a collective: three words, so that a header with one or
+/// two words of data (a reduction or broadcast of one or two words) fits the first cache line
+/// of what a barrier line carries to its reader on the thread engine (up to 27 words of data
+/// ride in all), and such a superstep costs about a put's. The sender is the message's own [`from`](mbsp::Message::from); the
 /// number of elements that follow is the body's length over `elem`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -105,8 +105,8 @@ pub struct Header {
 pub const HEADER: usize = std::mem::size_of::<Header>();
 const _: () = assert!(
     HEADER == 24,
-    "a header and two words of data ride in a barrier line (40 bytes of payload), and the data \
-     after a header stays 8-byte aligned"
+    "a header and two words of data ride in a barrier's first cache line, and the data after \
+     a header stays 8-byte aligned"
 );
 
 /// One process's call of a collective, as the headers describe it.

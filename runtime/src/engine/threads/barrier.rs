@@ -26,7 +26,9 @@
 //! line, two episodes later), delivers the puts in the communication phase and reads the
 //! messages from its copy during the next superstep. So a superstep whose only communication
 //! is a few small puts or messages to barrier partners costs no cache-line transfer beyond the
-//! barrier's own.
+//! barrier's own where they fit the first of the line's four cache lines, and about one more
+//! where they take more. The word also says whether the writer filled its outbox for the
+//! reader ([`Ride::outbox`]).
 //!
 //! Each line holds two episode words and two payloads, used in alternate episodes: a process
 //! can only write a round-`k` word again two episodes later, after everybody has finished the
