@@ -107,6 +107,23 @@ fn mbsp_put_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
     mbsp_put_sync_profiled(p, false, iters, samples)
 }
 
+/// A put of `words` words to the right neighbour, then sync.
+fn mbsp_short_put_sync(p: usize, words: usize, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::run(p, |ctx| {
+        let right = (ctx.pid() + 1) % ctx.nprocs();
+        let x = ctx.push_reg(vec![0u64; words])?;
+        let mut src = vec![0u64; words];
+        ctx.sync()?;
+        timed(samples, iters, || {
+            src[0] += 1;
+            ctx.put(right, &src, &x, 0)?;
+            ctx.sync()
+        })
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
 /// [`mbsp_put_sync`] with the superstep profiler on or off.
 fn mbsp_put_sync_profiled(p: usize, on: bool, iters: usize, samples: usize) -> Vec<f64> {
     mbsp::Run::new(p)
@@ -371,6 +388,7 @@ pub fn run(o: &Options) -> Result<()> {
     );
     empty_superstep(o, &mut rep, cores);
     one_word_put(o, &mut rep);
+    short_puts(o, &mut rep);
     bulk(o, &mut rep, cores);
     hrelations(o, &mut rep);
     profiler(o, &mut rep);
@@ -458,6 +476,43 @@ fn one_word_put(o: &Options, rep: &mut Report) {
                 o,
                 "      target at p = 2: at most 1.5x the empty sync: {}",
                 verdict(m.median() <= 1.5 * e.median())
+            );
+        }
+    }
+}
+
+/// Word counts of the short-put table: up to what rides in a barrier line (30 words, on the
+/// thread engine) and past it, into the outboxes.
+const SHORT_PUT_WORDS: [usize; 7] = [2, 5, 8, 16, 30, 31, 64];
+
+/// Puts of a few words to the right neighbour and a sync, against the empty sync: where the
+/// cost steps up from a put that rides in the barrier's lines to one through the outboxes.
+fn short_puts(o: &Options, rep: &mut Report) {
+    table!(
+        o,
+        "
+put of w words to the right neighbour + sync, against the empty sync (time per \
+         superstep; up to 30 words ride in the barrier's lines at p > 1)"
+    );
+    table!(
+        o,
+        "  {:>2}  {:>4}  {:<28} {:>14}",
+        "p",
+        "w",
+        "mbsp",
+        "vs empty sync"
+    );
+    for &p in o.procs.iter().filter(|&&p| p > 1) {
+        let e = figure(o, &|i, s| mbsp_sync(p, i, s));
+        rep.add("short puts", p, "empty sync", "ns", &e);
+        for w in SHORT_PUT_WORDS {
+            let m = figure(o, &|i, s| mbsp_short_put_sync(p, w, i, s));
+            rep.add("short puts", p, &format!("{w}-word put + sync"), "ns", &m);
+            table!(
+                o,
+                "  {p:>2}  {w:>4}  {:<28} {:>13.2}x",
+                m.show(ns),
+                m.median() / e.median()
             );
         }
     }

@@ -77,7 +77,10 @@ const _: () = assert!(RIDE_WORDS as u32 <= RIDE_MASK >> RIDE_SHIFT);
 const OUTBOX_MARK: u32 = 1 << 13;
 /// The bits of a line's word that are the line's own, not the episode's flags.
 const LINE_BITS: u32 = RIDE_MASK | OUTBOX_MARK;
-const _: () = assert!(LINE_BITS & !crate::flags::ENGINE_BITS == 0, "no flag's bits");
+const _: () = assert!(
+    LINE_BITS & !crate::flags::ENGINE_BITS == 0,
+    "no flag's bits"
+);
 /// Internal flags: the arrival was (not) the end of the process's SPMD function.
 const ENDED: u32 = 1 << 30;
 const SYNCED: u32 = 1 << 31;
@@ -208,7 +211,10 @@ struct Half {
     word: AtomicU64,
     ride: [AtomicU64; RIDE_WORDS],
 }
-const _: () = assert!(size_of::<Half>() == 256, "four cache lines, the word's first");
+const _: () = assert!(
+    size_of::<Half>() == 256,
+    "four cache lines, the word's first"
+);
 
 /// A flag-combining dissemination barrier for a fixed number of processes.
 pub struct Barrier {

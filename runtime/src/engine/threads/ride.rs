@@ -227,7 +227,10 @@ mod tests {
         // Two words for the put, three for the tagged message, one for the empty one, and one
         // message that fills the rest of the line.
         let fill = vec![0xEE; (RIDE_WORDS - 7) * WORD];
-        assert!(!r.send(&[], &[0xEE; RIDE_WORDS * WORD]), "larger than the line");
+        assert!(
+            !r.send(&[], &[0xEE; RIDE_WORDS * WORD]),
+            "larger than the line"
+        );
         assert!(r.send(&[], &fill));
         assert_eq!((r.len, r.records()), (RIDE_WORDS, 4));
         assert!(!r.send(&[], &[]), "the line is full");
@@ -236,7 +239,11 @@ mod tests {
         // SAFETY: the one put's destination is `dst`, not otherwise referenced.
         assert_eq!(unsafe { r.deliver_puts() }, (3, 5 + fill.len()));
         assert_eq!(dst[..4], [1, 2, 3, 0]);
-        assert_eq!((r.len, r.records()), (RIDE_WORDS - 2, 3), "the messages are kept");
+        assert_eq!(
+            (r.len, r.records()),
+            (RIDE_WORDS - 2, 3),
+            "the messages are kept"
+        );
         let first = r.message(0);
         assert_eq!((first.0, first.1), (&[9u8][..], &[4u8, 5, 6, 7, 8][..]));
         let second = r.message(first.2.expect("another"));
@@ -246,7 +253,11 @@ mod tests {
 
         let mut r = sent;
         r.close();
-        assert_eq!((r.len, r.records()), (RIDE_WORDS, 4), "closing keeps what rides");
+        assert_eq!(
+            (r.len, r.records()),
+            (RIDE_WORDS, 4),
+            "closing keeps what rides"
+        );
         r.clear();
         assert!(r.put(dst.as_mut_ptr(), &[7]));
         r.close();
@@ -267,7 +278,10 @@ mod tests {
             r.send(&[], &[1]);
         }
         r.clear();
-        assert!(!r.send(&[], &[1]), "closed after more message words than the line holds");
+        assert!(
+            !r.send(&[], &[1]),
+            "closed after more message words than the line holds"
+        );
         assert!(r.put(dst.as_mut_ptr(), &[2]));
         r.clear();
         assert!(r.send(&[], &[1]), "open after 2");
