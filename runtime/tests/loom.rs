@@ -53,22 +53,22 @@ fn supersteps_of_the_real_runtime() {
         let r = model_run(2, |ctx| {
             let (me, other) = (ctx.pid(), 1 - ctx.pid());
             let x = ctx.push_reg(vec![me as u64 * 10; 4])?;
-            let y = ctx.push_reg(vec![0u64; 8])?;
+            let y = ctx.push_reg(vec![0u64; 36])?;
             ctx.sync()?;
             ctx.put(other, &[me as u64 + 1], &y, 0)?; // rides in the barrier line
-            ctx.put(other, &[7u64; 4], &y, 4)?; // too big to ride: outbox
+            ctx.put(other, &[7u64; 32], &y, 4)?; // too big to ride: outbox
             ctx.send(other, &[], &[me as u8 + 5])?; // rides beside the put
             ctx.get(other, &x, 1..2, &y, 1)?;
             ctx.sync()?;
             let got = ctx.local(&y)?.to_vec();
             assert_eq!(&got[..2], &[other as u64 + 1, other as u64 * 10]);
-            assert_eq!(&got[4..], &[7; 4]);
+            assert_eq!(&got[4..], &[7; 32]);
             // Too big to ride: the other parity's outbox, while the queue is read.
-            ctx.send(other, &[], &[9; 48])?;
+            ctx.send(other, &[], &[9; 256])?;
             let m = ctx.hpmove()?.expect("a message");
             assert_eq!(m.payload, &[other as u8 + 5]);
             ctx.sync()?;
-            assert_eq!(ctx.hpmove()?.expect("a message").payload, &[9; 48]);
+            assert_eq!(ctx.hpmove()?.expect("a message").payload, &[9; 256]);
             Ok(())
         });
         for x in r {

@@ -54,10 +54,12 @@ fn program(seed: u64, p: usize, step: u64, pid: usize) -> Vec<(usize, Op)> {
     for i in 0..n {
         let d = next(p as u64) as usize;
         let tag = [pid as u8, step as u8, i as u8, 0xA5];
-        // Mostly small (riding where a line leads to `d`), some too big to ride.
+        // Mostly small (riding where a line leads to `d`, up to seven words each with tag and
+        // header, so that a busy superstep fills the line), some around what a line carries
+        // (232 bytes beside a tag) and past it.
         let len = match next(8) {
-            0 => 30 + next(60) as usize,
-            _ => next(17) as usize,
+            0 => 220 + next(60) as usize,
+            _ => next(40) as usize,
         };
         let payload: Vec<u8> = (0..len)
             .map(|k| (k as u8) ^ (i as u8) ^ pid as u8)
@@ -140,7 +142,7 @@ fn body(ctx: &mut Ctx, seed: u64, declare: bool) -> mbsp::Result<()> {
                 1 => {
                     let (len, t) = ctx.get_tag()?.expect(&at);
                     assert_eq!((len, t), (payload.len(), &tag[..]), "{at}");
-                    let mut buf = vec![0u8; 100];
+                    let mut buf = vec![0u8; 300];
                     let n = ctx.move_message(&mut buf)?.expect(&at);
                     assert_eq!(&buf[..n], &payload[..], "{at}");
                 }

@@ -81,22 +81,23 @@ fn communication_across_grouped_barriers() {
                     ctx.sync()?;
                     for step in 0..20u64 {
                         for d in 0..p {
-                            // One word to everyone (rides where it can), 16 more to one.
+                            // One word to everyone (rides where it can), 40 more to one
+                            // (more than a line carries: through the outbox).
                             ctx.put(d, &[step * 1000 + me as u64], &y, me)?;
                             if d == (me + 1) % p {
-                                ctx.put(d, &[step; 16], &y, p + 16 * me)?;
+                                ctx.put(d, &[step; 40], &y, p + 40 * me)?;
                             }
                             ctx.send_pod(d, &(), &[me as u64, step])?;
                         }
                         let left = (me + p - 1) % p;
-                        ctx.get(left, &x, 0..8, &y, 32 * p)?;
+                        ctx.get(left, &x, 0..8, &y, 48 * p)?;
                         ctx.sync()?;
                         let v = ctx.local(&y)?;
                         for (q, &got) in v[..p].iter().enumerate() {
                             assert_eq!(got, step * 1000 + q as u64);
                         }
-                        assert_eq!(&v[p + 16 * left..p + 16 * left + 16], &[step; 16]);
-                        assert_eq!(&v[32 * p..32 * p + 8], &[left as u64; 8]);
+                        assert_eq!(&v[p + 40 * left..p + 40 * left + 40], &[step; 40]);
+                        assert_eq!(&v[48 * p..48 * p + 8], &[left as u64; 8]);
                         let mut seen = vec![false; p];
                         while let Some(m) = ctx.hpmove()? {
                             let w = m.payload_as::<u64>();
