@@ -708,7 +708,9 @@ impl Collectives {
         }
         let k = send.len() / p;
         let call = Call::new::<T>(op, None, Some(k));
-        let parts = self.exchange(ctx, &call, send, &vec![k; p])?;
+        // Equal pieces need no counts nor offsets (a small all-to-all allocates its result
+        // alone).
+        let parts = self.exchange(ctx, &call, |q| &send[q * k..(q + 1) * k], false)?;
         Ok(parts.data)
     }
 
@@ -735,17 +737,7 @@ impl Collectives {
         counts: &[usize],
     ) -> Result<Parts<T>> {
         let call = Call::new::<T>(Op::AllToAllV, None, None);
-        self.exchange(ctx, &call, send, counts)
-    }
-
-    fn exchange<T: Pod>(
-        &self,
-        ctx: &mut Ctx,
-        call: &Call,
-        send: &[T],
-        counts: &[usize],
-    ) -> Result<Parts<T>> {
-        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let p = ctx.nprocs();
         let total = checked_sum(counts);
         if counts.len() != p || total != Some(send.len()) {
             return Err(ctx.misuse_error(
@@ -759,19 +751,35 @@ impl Collectives {
             ));
         }
         let offsets = prefix(counts.iter().copied());
-        call.send_all(ctx, |q| Some(&send[offsets[q]..offsets[q + 1]]))?;
+        self.exchange(ctx, &call, |q| &send[offsets[q]..offsets[q + 1]], true)
+    }
+
+    /// Send `piece(q)` to every other pid `q`, sync, and concatenate what each sent here in pid
+    /// order (this process's own piece in its place), with the parts' offsets if `offsets`.
+    fn exchange<'s, T: Pod>(
+        &self,
+        ctx: &mut Ctx,
+        call: &Call,
+        piece: impl Fn(usize) -> &'s [T],
+        offsets: bool,
+    ) -> Result<Parts<T>> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        call.send_all(ctx, |q| Some(piece(q)))?;
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, call)?;
         let sources: SmallVec<[Source<'_, T>; 8]> = (0..p)
             .map(|q| {
                 Ok(if q == me {
-                    Source::Local(&send[offsets[q]..offsets[q + 1]])
+                    Source::Local(piece(q))
                 } else {
                     Source::Bytes(inbox.from(ctx, call, q)?)
                 })
             })
             .collect::<Result<_>>()?;
-        Parts::concat(ctx, &sources)
+        match offsets {
+            true => Parts::concat(ctx, &sources),
+            false => Parts::concat_data(ctx, &sources),
+        }
     }
 }
 
@@ -908,8 +916,26 @@ impl<T: Pod> Parts<T> {
     /// ([`result_vec`]).
     fn concat(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         let offsets = prefix(sources.iter().map(Source::len));
-        let mut data = result_vec(ctx, offsets[sources.len()])?;
-        let whole = offsets[sources.len()].saturating_mul(size_of::<T>());
+        let data = Self::assemble(ctx, sources, offsets[sources.len()])?;
+        Ok(Parts { data, offsets })
+    }
+
+    /// [`concat`](Self::concat) without the offsets (an all-to-all returns the data alone).
+    fn concat_data(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
+        // The pieces lie in memory (the caller's, a message's): their lengths sum in range.
+        let total = sources.iter().map(Source::len).fold(0, usize::saturating_add);
+        let data = Self::assemble(ctx, sources, total)?;
+        Ok(Parts {
+            data,
+            offsets: Vec::new(),
+        })
+    }
+
+    /// The `total` elements of the pieces in pid order, in a vector from the process's pool if
+    /// it is large ([`result_vec`]).
+    fn assemble(ctx: &Ctx, sources: &[Source<'_, T>], total: usize) -> Result<Vec<T>> {
+        let mut data = result_vec(ctx, total)?;
+        let whole = total.saturating_mul(size_of::<T>());
         let typed = || {
             sources
                 .iter()
@@ -921,7 +947,7 @@ impl<T: Pod> Parts<T> {
             Some(pieces) => mbsp::copies::append_all(&mut data, &pieces),
             None => sources.iter().for_each(|s| s.append_to(&mut data)),
         }
-        Ok(Parts { data, offsets })
+        Ok(data)
     }
 }
 
