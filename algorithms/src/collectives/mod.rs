@@ -923,7 +923,10 @@ impl<T: Pod> Parts<T> {
     /// [`concat`](Self::concat) without the offsets (an all-to-all returns the data alone).
     fn concat_data(ctx: &Ctx, sources: &[Source<'_, T>]) -> Result<Parts<T>> {
         // The pieces lie in memory (the caller's, a message's): their lengths sum in range.
-        let total = sources.iter().map(Source::len).fold(0, usize::saturating_add);
+        let total = sources
+            .iter()
+            .map(Source::len)
+            .fold(0, usize::saturating_add);
         let data = Self::assemble(ctx, sources, total)?;
         Ok(Parts {
             data,
