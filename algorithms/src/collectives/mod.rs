@@ -208,6 +208,13 @@ impl Collectives {
             Algorithm::Messages,
             self.predict(op, Algorithm::Messages, p, n, elem),
         );
+        // Every other algorithm takes at least two supersteps, but for the tree of a broadcast
+        // or scan at p = 2, which costs what messages cost (and a tie keeps messages): a call
+        // whose messages cost at most 2 l is planned without the other predictions (small
+        // collectives plan on every call).
+        if best.1 <= 2.0 * self.params.l {
+            return best;
+        }
         for a in [Algorithm::Direct, Algorithm::TwoPhase, Algorithm::Tree] {
             if let Some(t) = self.predict_some(op, a, p, n, elem)
                 && t < best.1
@@ -290,13 +297,13 @@ impl Collectives {
         if p == 1 {
             return Algorithm::Messages;
         }
-        let a = match self.algorithm {
+        match self.algorithm {
+            // The plan picks only algorithms `op` has.
             Algorithm::Auto => self.plan(op, p, n, size_of::<T>()).0,
-            a => a,
-        };
-        match self.predict_some(op, a, p, n, size_of::<T>()) {
-            Some(_) => a,
-            None => Algorithm::Messages,
+            a => match self.predict_some(op, a, p, n, size_of::<T>()) {
+                Some(_) => a,
+                None => Algorithm::Messages,
+            },
         }
     }
 

@@ -279,6 +279,70 @@ fn large_data_takes_the_registered_algorithms_automatically() {
     });
 }
 
+/// The plan is the cheapest prediction over every algorithm (messages on a tie), whatever the
+/// parameters: its shortcut for small calls (messages at most 2 l) never changes the choice.
+#[test]
+fn the_plan_is_the_cheapest_prediction() {
+    use mbsp::params::Params;
+    use mbsp_algorithms::collectives::Collective;
+    let ops = [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::AllReduce,
+        Collective::ScanInclusive,
+        Collective::ScanExclusive,
+        Collective::Gather,
+        Collective::AllGather,
+        Collective::Scatter,
+        Collective::AllToAll,
+    ];
+    let machines = [
+        Params::DEFAULT,
+        Params {
+            l: 1.6e-7,
+            g: 1.6e-9,
+            g_msg: 2.5e-8,
+            g_direct: 7.7e-10,
+            ..Params::DEFAULT
+        },
+        Params {
+            l: 1e-9,
+            ..Params::DEFAULT
+        },
+        Params {
+            l: 1e-4,
+            g_msg: 1e-6,
+            ..Params::DEFAULT
+        },
+        Params {
+            g_msg: Params::DEFAULT.g,
+            ..Params::DEFAULT
+        },
+    ];
+    let algorithms = [Algorithm::Direct, Algorithm::TwoPhase, Algorithm::Tree];
+    for prm in machines {
+        let c = Collectives::default().params(prm);
+        for op in ops {
+            for p in [2, 3, 4, 7, 64, 1000] {
+                for n in [0, 1, 2, 5, 100, 1 << 12, 1 << 16, 1 << 22] {
+                    let messages = c.predict(op, Algorithm::Messages, p, n, 8);
+                    // `predict` falls back to messages for an algorithm `op` lacks.
+                    let best =
+                        algorithms
+                            .iter()
+                            .fold((Algorithm::Messages, messages), |best, &a| {
+                                match c.predict(op, a, p, n, 8) {
+                                    t if t < best.1 => (a, t),
+                                    _ => best,
+                                }
+                            });
+                    assert_eq!(c.plan(op, p, n, 8), best, "{op:?} p {p} n {n} {prm:?}");
+                }
+            }
+        }
+    }
+}
+
 /// With many processes and one word, the trees are chosen (a superstep of messages would be
 /// `p²` messages), and they agree with the model at a process count that is not a power of two.
 ///
