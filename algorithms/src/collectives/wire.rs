@@ -254,6 +254,7 @@ pub struct Inbox<'a> {
 
 impl<'a> Inbox<'a> {
     /// Move every message out of the queue, checking each against `call`.
+    #[inline]
     pub fn take(ctx: &'a Ctx, call: &Call) -> Result<Inbox<'a>> {
         let mut data: SmallVec<[Option<&'a [u8]>; 8]> = SmallVec::from_elem(None, ctx.nprocs());
         while let Some(m) = ctx.hpmove()? {
@@ -296,6 +297,7 @@ impl<'a> Inbox<'a> {
     /// [`Call::send_all`] sends them): a process that made no matching call is named after
     /// every header has been checked, so that a process that made another call is reported
     /// with both calls.
+    #[inline]
     pub fn take_all(ctx: &'a Ctx, call: &Call) -> Result<Inbox<'a>> {
         let inbox = Inbox::take(ctx, call)?;
         let me = ctx.pid();
