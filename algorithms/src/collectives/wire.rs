@@ -85,8 +85,9 @@ impl Op {
 /// The first bytes of every message of a collective: three words, so that a header with one or
 /// two words of data (a reduction or broadcast of one or two words) fits the first cache line
 /// of what a barrier line carries to its reader on the thread engine (up to 27 words of data
-/// ride in all), and such a superstep costs about a put's. The sender is the message's own [`from`](mbsp::Message::from); the
-/// number of elements that follow is the body's length over `elem`.
+/// ride in all), and such a superstep costs about a put's. The sender is the message's own
+/// [`from`](mbsp::Message::from); the number of elements that follow is the body's length over
+/// `elem`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Header {
