@@ -490,8 +490,7 @@ const SHORT_PUT_WORDS: [usize; 7] = [2, 5, 8, 16, 30, 31, 64];
 fn short_puts(o: &Options, rep: &mut Report) {
     table!(
         o,
-        "
-put of w words to the right neighbour + sync, against the empty sync (time per \
+        "\nput of w words to the right neighbour + sync, against the empty sync (time per \
          superstep; up to 30 words ride in the barrier's lines at p > 1)"
     );
     table!(
