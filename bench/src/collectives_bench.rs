@@ -264,9 +264,10 @@ fn measure(
     r.into_iter().next().expect("pid 0")
 }
 
-/// l, g and g_direct at `p`, measured now (seconds).
+/// l, l_reg, g and g_direct at `p`, measured now (seconds).
 fn params(p: usize, samples: usize, bytes: usize) -> Params {
     let l = Samples(mbsp_sync(p, 20_000, samples)).median() * 1e-9;
+    let l_reg = Samples(registering_sync(p, 2_000, samples)).median() * 1e-9;
     let bytes = bytes.min(16 << 20);
     let word = |gbs: f64| 8.0 / (gbs * 1e9);
     let g = word(Samples(mbsp_bulk(p, bytes, 3, samples, Bulk::Put)).median());
@@ -285,9 +286,26 @@ fn params(p: usize, samples: usize, bytes: usize) -> Params {
         g,
         g_direct,
         l,
+        l_reg,
         fresh,
         ..Params::DEFAULT
     }
+}
+
+/// Nanoseconds per superstep that registers or deregisters one slot (push_reg, sync, pop_reg,
+/// sync: half of one iteration), per sample.
+fn registering_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    let per_pair = mbsp::run(p, |ctx| {
+        timed(samples, iters, || {
+            let r = ctx.push_reg_empty::<u64>()?;
+            ctx.sync()?;
+            ctx.pop_reg(&r)?;
+            ctx.sync()
+        })
+    })
+    .expect("benchmark run")
+    .swap_remove(0);
+    per_pair.into_iter().map(|ns| ns / 2.0).collect()
 }
 
 fn size(bytes: usize) -> String {

@@ -42,6 +42,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         g_msg: l.fit(Prim::Put1).g,
         g_direct: l.fit(Prim::Direct).g,
         l: l.l,
+        l_reg: l.l_reg,
         fresh,
     }
 }

@@ -82,7 +82,7 @@ impl Args {
 pub fn table(levels: &[LevelParams]) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>9} {:>8} {:>15} {:>7} {:>8}",
+        "{:<8} {:<9} {:>3} {:>9} {:>9} {:>9} {:>8} {:>15} {:>7} {:>8} {:>9}",
         "level",
         "policy",
         "p",
@@ -92,7 +92,8 @@ pub fn table(levels: &[LevelParams]) -> String {
         "l µs",
         "l interval",
         "l flop",
-        "l' µs"
+        "l' µs",
+        "l reg µs"
     ));
     for prim in Prim::ALL {
         s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
@@ -109,7 +110,7 @@ pub fn table(levels: &[LevelParams]) -> String {
             format!("{:.3}?", put.l * 1e6)
         };
         s.push_str(&format!(
-            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>9.0} {:>8.3} {:>15} {:>7.0} {:>8}",
+            "{:<8} {:<9} {:>3} {:>9.0} {:>9.0} {:>9.0} {:>8.3} {:>15} {:>7.0} {:>8} {:>9.3}",
             l.level.name(),
             l.policy,
             l.p,
@@ -119,7 +120,8 @@ pub fn table(levels: &[LevelParams]) -> String {
             l.l * 1e6,
             format!("{:.3}-{:.3}", l.l_interval.0 * 1e6, l.l_interval.1 * 1e6),
             l.l * l.r_dense,
-            l_comm
+            l_comm,
+            l.l_reg * 1e6
         ));
         for prim in Prim::ALL {
             let f = l.fit(prim);
@@ -172,8 +174,9 @@ pub fn run(o: &Options) -> Result<()> {
     println!(
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
          8-byte word of a full h-relation (slope of a least-squares fit of time against h > 0; \
-         g put1 is the per-message g, g_msg); l' = the bulk-put fit's intercept (a superstep \
-         that communicates at all); flop units = time x r; fit err = worst RMS relative \
+         g put1 is the per-message g, g_msg; gets read what their owner wrote a superstep \
+         before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
+         l reg = a superstep that registers or deregisters; flop units = time x r; fit err = worst RMS relative \
          residual of the five fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
         fresh * 1e9
@@ -348,6 +351,7 @@ mod tests {
             r_stream: 1e9,
             l: 1e-6,
             l_interval: (0.9e-6, 1.1e-6, 0.96),
+            l_reg: 2e-6,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

@@ -150,7 +150,8 @@ class BspParams:
     """BSP parameters in seconds (``r`` and ``r_stream`` in flop/s), and where they come from.
 
     ``r`` is a compute-bound rate, ``r_stream`` a memory-bound one (the STREAM triad); ``g`` is
-    per word of bulk communication, ``g_msg`` per one-word message."""
+    per word of bulk communication, ``g_msg`` per one-word message; ``l_reg`` is a superstep that
+    registers or deregisters memory."""
 
     r: float
     g: float
@@ -159,6 +160,7 @@ class BspParams:
     fresh: float
     r_stream: float = 0.0
     g_msg: float = 0.0
+    l_reg: float = 0.0
     source: str = ""
 
     def to_dict(self) -> Dict[str, Any]:

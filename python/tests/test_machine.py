@@ -144,14 +144,14 @@ def test_mbsp_topology_is_honoured():
 
 def test_params_in_force_and_measured():
     p = mbsp.Machine.params()
-    assert p.r > 0 and p.g > 0 and p.l > 0 and p.source
+    assert p.r > 0 and p.g > 0 and p.l > 0 and p.l_reg > 0 and p.source
     assert "Mflop/s" in repr(p)
     measured = mbsp.Machine.detect().measure_params(levels=["machine"], quick=True)
     assert [lv.level for lv in measured.levels] == ["machine", "machine"]
     assert {lv.policy for lv in measured.levels} == {"scattered", "compact"}
     for lv in measured.levels:
         assert lv.p == mbsp.nprocs()
-        assert lv.r > 0 and lv.l > 0 and lv.g > 0
+        assert lv.r > 0 and lv.l > 0 and lv.g > 0 and lv.to_dict()["l_reg"] > 0
         assert set(lv.to_dict()["fits"]) >= {"put", "get"}
     assert measured.to_dict()["levels"][0]["level"] == "machine"
     with pytest.raises(ValueError, match="unknown level"):

@@ -4,9 +4,10 @@
 //! They come from [`Params::current`], which looks, in this order, for
 //!
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
-//!    `{"l": 1.2e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9, "fresh": 3.2e-9, "r": 1e9,
-//!    "r_stream": 1e9}`; keys may be omitted — files written before a key existed are read
-//!    with that key's default — and `mbsp params --json FILE` writes one);
+//!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
+//!    "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted — files written before
+//!    a key existed are read with that key's default (`l_reg`: twice the file's `l`) — and
+//!    `mbsp params --json FILE` writes one);
 //! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
 //!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
 //!    it), if that file exists;
@@ -41,10 +42,16 @@ pub struct Params {
     /// request is queued, matched and copied on its own). [`Params::time_of`] charges
     /// `g_msg - g` per request on top of `g` per word.
     pub g_msg: f64,
-    /// Seconds per 8-byte word copied by direct gets (one copy, reader-driven).
+    /// Seconds per 8-byte word copied by direct gets (one copy, reader-driven) of data that
+    /// its owner wrote in the superstep before, as a program fetches what another process has
+    /// just computed: the lines come from the owner's cache.
     pub g_direct: f64,
     /// Seconds per superstep (an empty sync).
     pub l: f64,
+    /// Seconds per superstep that registers or deregisters memory (a sync that checks every
+    /// process's registrations and waits at a second barrier before anyone may use them):
+    /// what the registered algorithms pay to expose a buffer and to withdraw it.
+    pub l_reg: f64,
     /// Seconds per 8-byte word of freshly allocated memory written for the first time (page
     /// faults and zeroing: scratch space of some algorithms).
     pub fresh: f64,
@@ -52,9 +59,10 @@ pub struct Params {
 
 impl Params {
     /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
-    /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
-    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns
-    /// and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of the same size). Predictions for
+    /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, first touch of
+    /// fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns, a streaming triad ≈ 1
+    /// Gflop/s and direct gets of data another core has just written as fast as bulk puts, on
+    /// an Intel Xeon VM of the same size; a registering superstep taken as two barriers). Predictions for
     /// another machine should use its own (`mbsp params --save`, or `mbsp params --json FILE`
     /// then `MBSP_PARAMS=FILE`).
     pub const DEFAULT: Params = Params {
@@ -62,8 +70,9 @@ impl Params {
         r_stream: 1.0e9,
         g: 1.6e-9,
         g_msg: 25e-9,
-        g_direct: 0.8e-9,
+        g_direct: 1.6e-9,
         l: 1.0e-6,
+        l_reg: 2.0e-6,
         fresh: 3.2e-9,
     };
 
@@ -107,13 +116,14 @@ impl Params {
     }
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
-    /// `l`, `fresh` (numbers, seconds or flop/s); missing keys keep their [`Params::DEFAULT`]
-    /// values (a file of an older `mbsp params` without `g_msg` has its one-word-put fit,
-    /// `g_put1`, which is read as `g_msg`).
+    /// `l`, `l_reg`, `fresh` (numbers, seconds or flop/s); missing keys keep their
+    /// [`Params::DEFAULT`] values, but a missing `l_reg` is twice the object's `l` (a file of
+    /// an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which is read
+    /// as `g_msg`).
     ///
     /// ```
     /// let p = mbsp::params::Params::from_json(r#"{"l": 2e-6, "g": 3e-9}"#).unwrap();
-    /// assert_eq!((p.l, p.g), (2e-6, 3e-9));
+    /// assert_eq!((p.l, p.g, p.l_reg), (2e-6, 3e-9, 4e-6));
     /// ```
     ///
     /// A text that is not JSON, or a value out of range, is a [`ParamsError`]:
@@ -146,6 +156,7 @@ impl Params {
             (g_msg_key, &mut p.g_msg, true),
             ("g_direct", &mut p.g_direct, true),
             ("l", &mut p.l, false),
+            ("l_reg", &mut p.l_reg, false),
             ("fresh", &mut p.fresh, true),
         ] {
             if let Some(x) = obj.get(key) {
@@ -159,6 +170,10 @@ impl Params {
                 *slot = x;
             }
         }
+        if !obj.contains_key("l_reg") {
+            // Files of an older `mbsp params`: a registering superstep as two barriers.
+            p.l_reg = 2.0 * p.l;
+        }
         Ok(p)
     }
 
@@ -171,7 +186,20 @@ impl Params {
     /// assert!((p.time(2, 1000.0, false) - 4e-6).abs() < 1e-15);
     /// ```
     pub fn time(&self, supersteps: usize, h: f64, direct: bool) -> f64 {
-        supersteps as f64 * self.l + h * if direct { self.g_direct } else { self.g }
+        self.time_reg(supersteps, 0, h, direct)
+    }
+
+    /// [`Params::time`] of `supersteps` plain supersteps and `registering` ones that register
+    /// or deregister ([`Params::l_reg`] each).
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g_direct: 1e-9, l: 1e-6, l_reg: 5e-6, ..Params::DEFAULT };
+    /// assert!((p.time_reg(1, 2, 1000.0, true) - 12e-6).abs() < 1e-15);
+    /// ```
+    pub fn time_reg(&self, supersteps: usize, registering: usize, h: f64, direct: bool) -> f64 {
+        let l = supersteps as f64 * self.l + registering as f64 * self.l_reg;
+        l + h * if direct { self.g_direct } else { self.g }
     }
 
     /// Predicted seconds of `supersteps` supersteps moving, through the process that
@@ -290,6 +318,13 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     *slot = whole;
                 }
             }
+            // Without its own `l_reg`, a level takes the whole machine's if the file gives
+            // one, else twice its own `l`.
+            params.l_reg = match (e.contains_key("l_reg"), obj.contains_key("l_reg")) {
+                (false, true) => top.l_reg,
+                (false, false) => 2.0 * params.l,
+                _ => params.l_reg,
+            };
             levels.push(LevelEntry {
                 level: name.to_string(),
                 p,
@@ -319,7 +354,9 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 7] = ["r", "r_stream", "g", "g_msg", "g_direct", "l", "fresh"];
+const KEYS: [&str; 8] = [
+    "r", "r_stream", "g", "g_msg", "g_direct", "l", "l_reg", "fresh",
+];
 
 /// A parameter file: the whole machine's values, the measured levels, and the keys it does not
 /// give.
@@ -341,7 +378,7 @@ impl ParsedFile {
     }
 }
 
-/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `l`, `fresh`) that the parameters in
+/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `l`, `l_reg`, `fresh`) that the parameters in
 /// force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
 /// prediction that uses one of them is not this machine's.
@@ -560,7 +597,30 @@ mod tests {
         let absent = parse_file(r#"{"g": 1e-9, "levels": [{"level": "machine", "g_put1": 2e-8}]}"#)
             .unwrap()
             .absent;
-        assert_eq!(absent, ["r", "r_stream", "g_direct", "l", "fresh"]);
+        assert_eq!(absent, ["r", "r_stream", "g_direct", "l", "l_reg", "fresh"]);
+    }
+
+    #[test]
+    fn a_registering_superstep_is_two_barriers_unless_measured() {
+        // No `l_reg` anywhere: twice each entry's own l.
+        let f = parse_file(
+            r#"{"l": 2e-7, "levels": [{"level": "machine", "p": 2},
+                                      {"level": "package", "p": 2, "l": 3e-7}]}"#,
+        )
+        .unwrap();
+        assert_eq!(f.top.l_reg, 4e-7);
+        assert_eq!(f.levels[0].params.l_reg, 4e-7);
+        assert_eq!(f.levels[1].params.l_reg, 6e-7);
+        // Measured at the top: levels without their own take it; a level's own wins.
+        let f = parse_file(
+            r#"{"l": 2e-7, "l_reg": 1e-6, "levels": [{"level": "machine", "p": 2},
+                                      {"level": "package", "p": 2, "l_reg": 9e-7}]}"#,
+        )
+        .unwrap();
+        assert_eq!(f.top.l_reg, 1e-6);
+        assert_eq!(f.levels[0].params.l_reg, 1e-6);
+        assert_eq!(f.levels[1].params.l_reg, 9e-7);
+        assert_eq!(Params::DEFAULT.l_reg, 2.0 * Params::DEFAULT.l);
     }
 
     #[test]

@@ -14,14 +14,21 @@
 //!   superstep lasts as long as its slowest process); its r's are the processes' mean.
 //! * **l** (seconds): the median time of an empty superstep, over many, with its confidence
 //!   interval ([`crate::stats::median_interval`]).
+//! * **l_reg** (seconds): the median time of a superstep that registers (or deregisters) one
+//!   slot — `push_reg`, sync, `pop_reg`, sync, halved: what the registered algorithms pay to
+//!   expose a buffer and withdraw it (every process checks every other's requests, then all
+//!   wait at a second barrier).
 //! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
 //!   superstep against h over full h-relations — every process sends h words and receives h
 //!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
 //!   communicating ([`Prim`]): single-word puts (`put1`), bulk puts (`put`: one put of h/(p-1)
 //!   words to each other process), bulk gets (`get`), single-word BSMP sends (`send1`, drained
 //!   by the receiver) and direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once,
-//!   then a sync). The fit's intercept is reported beside `l`, and its residual (root mean
-//!   square of the relative errors) says how well `l + g h` describes the machine.
+//!   then a sync). What the gets read, its owner wrote in the superstep before (a sync
+//!   earlier), as a program fetches what another process has just computed: read again
+//!   unchanged, the lines would already sit in the reader's cache and the copy would be local.
+//!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
+//!   relative errors) says how well `l + g h` describes the machine.
 //!
 //! Levels ([`Where`]: one nested run inside one object of the level, the other objects idle):
 //! the whole machine (one process per core), the packages (one process per package: the top
@@ -31,7 +38,8 @@
 //! changes who synchronises with whom first).
 //!
 //! The parameter file ([`Measurement::to_json`]) keeps the whole machine's values (scattered
-//! policy) as its top-level keys `r, g, g_direct, l, fresh` — what `Params::current()` reads —
+//! policy) as its top-level keys `r, g, g_direct, l, l_reg, fresh` — what `Params::current()`
+//! reads —
 //! and every measured level in `"levels"`, with the fits and their points, `g_msg` (the
 //! one-word-put fit's slope: the per-message g) and `r_stream`, and the machine's state during
 //! the measurement ([`crate::machine_state`]) under `"machine_state"`.
@@ -348,6 +356,8 @@ pub struct LevelParams {
     pub l: f64,
     /// The confidence interval of `l` ([`crate::stats::CONFIDENCE`]): (low, high, level).
     pub l_interval: (f64, f64, f64),
+    /// A superstep that registers or deregisters, seconds (median).
+    pub l_reg: f64,
     /// One fit per primitive, in [`Prim::ALL`] order.
     pub fits: Vec<(Prim, Fit)>,
 }
@@ -430,6 +440,7 @@ impl LevelParams {
             "l_interval": {"low": self.l_interval.0, "high": self.l_interval.1,
                            "confidence": self.l_interval.2},
             "l_comm": self.l_comm(),
+            "l_reg": self.l_reg,
             "g": self.g(),
             "g_direct": self.g_direct(),
             "g_msg": self.g_msg(),
@@ -515,6 +526,7 @@ struct Measured {
     r_stream: f64,
     l: f64,
     l_interval: (f64, f64, f64),
+    l_reg: f64,
     points: Vec<(Prim, Vec<(f64, f64)>)>,
 }
 
@@ -533,7 +545,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
     let others = (p - 1).max(1);
     let partner = |j: usize| (me + 1 + j) % p;
     let cap = o.max_h + others;
-    let src = ctx.push_reg(vec![1.0f64; cap])?;
+    let mut src = ctx.push_reg(vec![1.0f64; cap])?;
     let dst = ctx.push_reg(vec![0.0f64; cap])?;
     ctx.sync()?;
     let words = vec![2.0f64; cap];
@@ -550,7 +562,14 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
             let h = hs[i];
             // Words to or from each other process (the last may take fewer).
             let chunk = h.div_ceil(others);
+            let mut stamp = 0.0f64;
             let ns = timed(1, iters_for(o, h), || {
+                if matches!(prim, Prim::Get | Prim::Direct) {
+                    // Written by its owner a superstep before the others read it.
+                    stamp += 1.0;
+                    ctx.local_mut(&mut src)?[..h.min(cap)].fill(stamp);
+                    ctx.sync()?;
+                }
                 match prim {
                     Prim::Put1 => {
                         for k in 0..h {
@@ -567,9 +586,9 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
                             match prim {
                                 Prim::Put => ctx.put(partner(j), &words[..len], &dst, at)?,
                                 Prim::Get => ctx.get(partner(j), &src, at..at + len, &dst, at)?,
-                                // SAFETY: `src` is never written after its registration (every
-                                // process only reads it), and `got` is this process's own
-                                // memory.
+                                // SAFETY: `src` is written by its owner only in the superstep
+                                // before (the sync above separates them), and `got` is this
+                                // process's own memory.
                                 _ => unsafe {
                                     ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
                                 },
@@ -626,6 +645,14 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
     let ls = timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?;
     let ci = median_interval(&ls, CONFIDENCE).expect("at least one sample");
     let (l, l_interval) = (ci.median * 1e-9, (ci.lo * 1e-9, ci.hi * 1e-9, ci.level));
+    ctx.sync()?;
+    let regs = timed(o.samples, iters_for(o, 0), || {
+        let r = ctx.push_reg_empty::<f64>()?;
+        ctx.sync()?;
+        ctx.pop_reg(&r)?;
+        ctx.sync()
+    })?;
+    let l_reg = Samples(regs).median() * 1e-9 / 2.0;
     let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
     let mut points = Vec::new();
     for prim in Prim::ALL {
@@ -639,6 +666,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
         r_stream,
         l,
         l_interval,
+        l_reg,
         points,
     })
 }
@@ -670,6 +698,7 @@ pub fn measure_level(
         r_stream,
         l: first.l,
         l_interval: first.l_interval,
+        l_reg: first.l_reg,
         fits: first
             .points
             .into_iter()
@@ -729,6 +758,7 @@ impl Measurement {
             v["r"] = t.r_dense.into();
             v["r_stream"] = t.r_stream.into();
             v["l"] = t.l.into();
+            v["l_reg"] = t.l_reg.into();
             v["g"] = t.g().into();
             v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();
@@ -989,6 +1019,7 @@ mod tests {
             r_stream: 1e9,
             l: 1e-6,
             l_interval: (0.9e-6, 1.1e-6, 0.96),
+            l_reg: 2e-6,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

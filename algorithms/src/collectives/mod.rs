@@ -208,11 +208,12 @@ impl Collectives {
             Algorithm::Messages,
             self.predict(op, Algorithm::Messages, p, n, elem),
         );
-        // Every other algorithm takes at least two supersteps, but for the tree of a broadcast
-        // or scan at p = 2, which costs what messages cost (and a tie keeps messages): a call
-        // whose messages cost at most 2 l is planned without the other predictions (small
-        // collectives plan on every call).
-        if best.1 <= 2.0 * self.params.l {
+        // Every other algorithm takes at least two supersteps (two registering ones, for the
+        // direct broadcast), but for the tree of a broadcast or scan at p = 2, which costs what
+        // messages cost (and a tie keeps messages): a call whose messages cost at most 2 l (and
+        // 2 l_reg) is planned without the other predictions (small collectives plan on every
+        // call).
+        if best.1 <= 2.0 * self.params.l.min(self.params.l_reg) {
             return best;
         }
         for a in [Algorithm::Direct, Algorithm::TwoPhase, Algorithm::Tree] {
@@ -266,12 +267,13 @@ impl Collectives {
         let tree = tree::rounds(p);
         // `steps` supersteps of one message of `w` words and a header each.
         let chain = |steps: usize| prm.time_of(steps, steps as f64 * (w + head), steps as f64);
-        // A superstep that registers or deregisters costs two barriers.
+        // The registered algorithms register in their first superstep and deregister in their
+        // last (`Params::l_reg` each); two phases have one plain superstep between.
         Some(match (a, op) {
             (Algorithm::Messages | Algorithm::Auto, _) => prm.time_of(1, pm * (w + head), pm),
-            (Algorithm::Direct, Op::Broadcast) => prm.time(4, pm * w, true) + checks,
+            (Algorithm::Direct, Op::Broadcast) => prm.time_reg(0, 2, pm * w, true) + checks,
             (Algorithm::TwoPhase, Op::Broadcast | Op::AllReduce) => {
-                prm.time(5, 2.0 * block, true) + checks
+                prm.time_reg(1, 2, 2.0 * block, true) + checks
             }
             // Plus a first touch (`Params::fresh`) of the scratch: the combined block (reduce),
             // the block's prefixes (scan). The scratch comes from the pool now, so a loop pays
@@ -279,10 +281,10 @@ impl Collectives {
             // the model lacks: without it the defaults pick two-phase from 64 KiB, where
             // messages measure up to 2x faster (docs/benchmarks.md, "Large collectives").
             (Algorithm::TwoPhase, Op::Reduce) => {
-                prm.time(5, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh + checks
+                prm.time_reg(1, 2, 2.0 * block, true) + w / p.max(1) as f64 * prm.fresh + checks
             }
             (Algorithm::TwoPhase, Op::ScanInclusive | Op::ScanExclusive) => {
-                prm.time(5, 2.0 * block, true) + w * prm.fresh + checks
+                prm.time_reg(1, 2, 2.0 * block, true) + w * prm.fresh + checks
             }
             (Algorithm::Tree, Op::Broadcast | Op::ScanInclusive | Op::ScanExclusive) => chain(tree),
             // Reduce: to pid 0, and one more superstep when the root is another.

@@ -343,6 +343,53 @@ fn the_plan_is_the_cheapest_prediction() {
     }
 }
 
+/// The registered algorithms pay two registering supersteps, and their direct gets read what
+/// another core has just written: with the parameters `mbsp params` measured on a 2-vCPU Intel
+/// Xeon VM (l 0.155 µs, a registering superstep 0.95 µs, g 1.32 ns, direct gets of freshly
+/// written data 1.6 ns, g_msg 14.3 ns per word), every broadcast, reduce, all-reduce and scan
+/// of up to 16 384 words at p = 2 is planned by messages, which measured fastest there
+/// (docs/benchmarks.md, "Registering supersteps"). With a registering superstep priced as
+/// two barriers and direct gets of clean data (0.18 ns: the copy of lines already in the
+/// reader's cache, which `mbsp params` measured before), the plan broadcast 1 024 words and
+/// more by direct gets, which measured 3-5x slower.
+#[test]
+fn registering_supersteps_and_fresh_gets_keep_small_collectives_on_messages() {
+    use mbsp::params::Params;
+    use mbsp_algorithms::collectives::Collective;
+    let measured = Params {
+        l: 1.55e-7,
+        l_reg: 9.5e-7,
+        g: 1.32e-9,
+        g_direct: 1.6e-9,
+        g_msg: 1.43e-8,
+        ..Params::DEFAULT
+    };
+    let c = Collectives::default().params(measured);
+    for op in [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::AllReduce,
+        Collective::ScanInclusive,
+    ] {
+        for n in [1, 16, 256, 1024, 4096, 16384] {
+            assert_eq!(
+                c.plan(op, 2, n, 8).0,
+                Algorithm::Messages,
+                "{op:?} of {n} words"
+            );
+        }
+    }
+    let before = Collectives::default().params(Params {
+        l_reg: 2.0 * measured.l,
+        g_direct: 1.8e-10,
+        ..measured
+    });
+    assert_eq!(
+        before.plan(Collective::Broadcast, 2, 1024, 8).0,
+        Algorithm::Direct
+    );
+}
+
 /// With many processes and one word, the trees are chosen (a superstep of messages would be
 /// `p²` messages), and they agree with the model at a process count that is not a power of two.
 ///
