@@ -43,6 +43,9 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         g_direct: l.fit(Prim::Direct).g,
         l: l.l,
         l_reg: l.l_reg,
+        g_far: l.g_far,
+        g_direct_far: l.g_direct_far,
+        cache: l.cache,
         fresh,
     }
 }

@@ -98,6 +98,7 @@ pub fn table(levels: &[LevelParams]) -> String {
     for prim in Prim::ALL {
         s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
     }
+    s.push_str(&format!(" {:>11} {:>14}", "g far ns", "g dir. far ns"));
     s.push_str(&format!(" {:>9}\n", "fit err"));
     for l in levels {
         let put = l.fit(Prim::Put);
@@ -131,6 +132,11 @@ pub fn table(levels: &[LevelParams]) -> String {
                 format!("{:.2} | {:.1}{mark}", f.g * 1e9, f.g * l.r_dense)
             ));
         }
+        s.push_str(&format!(
+            " {:>11.2} {:>14.2}",
+            l.g_far * 1e9,
+            l.g_direct_far * 1e9
+        ));
         let worst = l.fits.iter().map(|(_, f)| f.residual).fold(0.0, f64::max);
         let mark = if worst > MAX_RESIDUAL { "?" } else { "" };
         s.push_str(&format!(" {:>8.1}%{mark}\n", 100.0 * worst));
@@ -176,9 +182,14 @@ pub fn run(o: &Options) -> Result<()> {
          8-byte word of a full h-relation (slope of a least-squares fit of time against h > 0; \
          g put1 is the per-message g, g_msg; gets read what their owner wrote a superstep \
          before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
-         l reg = a superstep that registers or deregisters; flop units = time x r; fit err = worst RMS relative \
+         l reg = a superstep that registers or deregisters; g far, g dir. far = bulk puts and \
+         direct gets of {}-{} words per process, beyond the caches (the private cache: {} \
+         KiB); flop units = time x r; fit err = worst RMS relative \
          residual of the five fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
+        m.far_h / 2,
+        m.far_h,
+        params::private_cache() / 1024.0,
         fresh * 1e9
     );
     println!("{}", state.line());
@@ -352,6 +363,9 @@ mod tests {
             l: 1e-6,
             l_interval: (0.9e-6, 1.1e-6, 0.96),
             l_reg: 2e-6,
+            g_far: 2e-9,
+            g_direct_far: 2e-9,
+            cache: 1e6,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

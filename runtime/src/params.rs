@@ -5,9 +5,10 @@
 //!
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
-//!    "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted — files written before
-//!    a key existed are read with that key's default (`l_reg`: twice the file's `l`) — and
-//!    `mbsp params --json FILE` writes one);
+//!    "g_far": 2.4e-9, "g_direct_far": 1.2e-9, "cache": 1048576, "fresh": 3.2e-9, "r": 1e9,
+//!    "r_stream": 1e9}`; keys may be omitted — files written before a key existed are read
+//!    with that key's default (`l_reg`: twice the file's `l`; `g_far` and `g_direct_far`: its
+//!    `g` and `g_direct`) — and `mbsp params --json FILE` writes one);
 //! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
 //!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
 //!    it), if that file exists;
@@ -46,6 +47,17 @@ pub struct Params {
     /// its owner wrote in the superstep before, as a program fetches what another process has
     /// just computed: the lines come from the owner's cache.
     pub g_direct: f64,
+    /// Seconds per 8-byte word of a full h-relation of bulk puts whose data lies far beyond
+    /// the caches (8 MiB per process and more): [`g`](Params::g) for data past
+    /// [`cache`](Params::cache).
+    pub g_far: f64,
+    /// Seconds per 8-byte word of direct gets far beyond the caches:
+    /// [`g_direct`](Params::g_direct) for data past [`cache`](Params::cache).
+    pub g_direct_far: f64,
+    /// Bytes a process's data may take and still be served from its cache (the core's
+    /// private L2 on the machine measured): [`Params::g_for`] and [`Params::g_direct_for`]
+    /// switch to the far rates past it.
+    pub cache: f64,
     /// Seconds per superstep (an empty sync).
     pub l: f64,
     /// Seconds per superstep that registers or deregisters memory (a sync that checks every
@@ -59,10 +71,11 @@ pub struct Params {
 
 impl Params {
     /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
-    /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, first touch of
-    /// fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns, a streaming triad ≈ 1
-    /// Gflop/s and direct gets of data another core has just written as fast as bulk puts, on
-    /// an Intel Xeon VM of the same size; a registering superstep taken as two barriers). Predictions for
+    /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
+    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns
+    /// and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of the same size; a registering
+    /// superstep taken as two barriers, the same g far beyond the caches as in them, a cache
+    /// of 1 MiB per process). Predictions for
     /// another machine should use its own (`mbsp params --save`, or `mbsp params --json FILE`
     /// then `MBSP_PARAMS=FILE`).
     pub const DEFAULT: Params = Params {
@@ -70,7 +83,10 @@ impl Params {
         r_stream: 1.0e9,
         g: 1.6e-9,
         g_msg: 25e-9,
-        g_direct: 1.6e-9,
+        g_direct: 0.8e-9,
+        g_far: 1.6e-9,
+        g_direct_far: 0.8e-9,
+        cache: 1048576.0,
         l: 1.0e-6,
         l_reg: 2.0e-6,
         fresh: 3.2e-9,
@@ -116,10 +132,11 @@ impl Params {
     }
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
-    /// `l`, `l_reg`, `fresh` (numbers, seconds or flop/s); missing keys keep their
-    /// [`Params::DEFAULT`] values, but a missing `l_reg` is twice the object's `l` (a file of
-    /// an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which is read
-    /// as `g_msg`).
+    /// `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh` (numbers, seconds, bytes or
+    /// flop/s); missing keys keep their [`Params::DEFAULT`] values, but a missing `l_reg` is
+    /// twice the object's `l` and a missing `g_far` or `g_direct_far` its `g` or `g_direct` (a
+    /// file of an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which
+    /// is read as `g_msg`).
     ///
     /// ```
     /// let p = mbsp::params::Params::from_json(r#"{"l": 2e-6, "g": 3e-9}"#).unwrap();
@@ -155,6 +172,9 @@ impl Params {
             ("g", &mut p.g, true),
             (g_msg_key, &mut p.g_msg, true),
             ("g_direct", &mut p.g_direct, true),
+            ("g_far", &mut p.g_far, true),
+            ("g_direct_far", &mut p.g_direct_far, true),
+            ("cache", &mut p.cache, true),
             ("l", &mut p.l, false),
             ("l_reg", &mut p.l_reg, false),
             ("fresh", &mut p.fresh, true),
@@ -170,9 +190,16 @@ impl Params {
                 *slot = x;
             }
         }
+        // Files of an older `mbsp params`: a registering superstep as two barriers, and no
+        // distinction between data in and beyond the caches.
         if !obj.contains_key("l_reg") {
-            // Files of an older `mbsp params`: a registering superstep as two barriers.
             p.l_reg = 2.0 * p.l;
+        }
+        if !obj.contains_key("g_far") {
+            p.g_far = p.g;
+        }
+        if !obj.contains_key("g_direct_far") {
+            p.g_direct_far = p.g_direct;
         }
         Ok(p)
     }
@@ -200,6 +227,50 @@ impl Params {
     pub fn time_reg(&self, supersteps: usize, registering: usize, h: f64, direct: bool) -> f64 {
         let l = supersteps as f64 * self.l + registering as f64 * self.l_reg;
         l + h * if direct { self.g_direct } else { self.g }
+    }
+
+    /// Seconds per word of bulk puts or messages for a process whose data of the superstep
+    /// (what it sends, receives and combines) takes `bytes`: [`g`](Params::g) up to
+    /// [`cache`](Params::cache), [`g_far`](Params::g_far) past it.
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g: 1e-9, g_far: 3e-9, cache: 1e6, ..Params::DEFAULT };
+    /// assert_eq!((p.g_for(1e5), p.g_for(1e7)), (1e-9, 3e-9));
+    /// ```
+    pub fn g_for(&self, bytes: f64) -> f64 {
+        if bytes > self.cache {
+            self.g_far
+        } else {
+            self.g
+        }
+    }
+
+    /// [`g_direct`](Params::g_direct) or [`g_direct_far`](Params::g_direct_far), as
+    /// [`Params::g_for`] chooses.
+    pub fn g_direct_for(&self, bytes: f64) -> f64 {
+        if bytes > self.cache {
+            self.g_direct_far
+        } else {
+            self.g_direct
+        }
+    }
+
+    /// These parameters for a superstep whose data takes `bytes` per process: `g` and
+    /// `g_direct` are [`Params::g_for`] and [`Params::g_direct_for`] of `bytes`.
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g: 1e-9, g_far: 3e-9, cache: 1e6, ..Params::DEFAULT };
+    /// assert_eq!(p.for_data(1e7).g, 3e-9);
+    /// assert_eq!(p.for_data(1e5), p);
+    /// ```
+    pub fn for_data(&self, bytes: f64) -> Params {
+        Params {
+            g: self.g_for(bytes),
+            g_direct: self.g_direct_for(bytes),
+            ..*self
+        }
     }
 
     /// Predicted seconds of `supersteps` supersteps moving, through the process that
@@ -313,18 +384,28 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                 (&["g_direct"], &mut params.g_direct, top.g_direct),
                 (&["l"], &mut params.l, top.l),
                 (&["fresh"], &mut params.fresh, top.fresh),
+                (&["cache"], &mut params.cache, top.cache),
             ] {
                 if !keys.iter().any(|k| e.contains_key(*k)) {
                     *slot = whole;
                 }
             }
-            // Without its own `l_reg`, a level takes the whole machine's if the file gives
-            // one, else twice its own `l`.
-            params.l_reg = match (e.contains_key("l_reg"), obj.contains_key("l_reg")) {
-                (false, true) => top.l_reg,
-                (false, false) => 2.0 * params.l,
-                _ => params.l_reg,
-            };
+            // Without its own `l_reg`, `g_far` or `g_direct_far`, a level takes the whole
+            // machine's if the file gives one, else what its own `l`, `g` or `g_direct` imply.
+            for (key, slot, whole, own) in [
+                ("l_reg", &mut params.l_reg, top.l_reg, 2.0 * params.l),
+                ("g_far", &mut params.g_far, top.g_far, params.g),
+                (
+                    "g_direct_far",
+                    &mut params.g_direct_far,
+                    top.g_direct_far,
+                    params.g_direct,
+                ),
+            ] {
+                if !e.contains_key(key) {
+                    *slot = if obj.contains_key(key) { whole } else { own };
+                }
+            }
             levels.push(LevelEntry {
                 level: name.to_string(),
                 p,
@@ -354,8 +435,18 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 8] = [
-    "r", "r_stream", "g", "g_msg", "g_direct", "l", "l_reg", "fresh",
+const KEYS: [&str; 11] = [
+    "r",
+    "r_stream",
+    "g",
+    "g_msg",
+    "g_direct",
+    "g_far",
+    "g_direct_far",
+    "cache",
+    "l",
+    "l_reg",
+    "fresh",
 ];
 
 /// A parameter file: the whole machine's values, the measured levels, and the keys it does not
@@ -378,7 +469,8 @@ impl ParsedFile {
     }
 }
 
-/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `l`, `l_reg`, `fresh`) that the parameters in
+/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `g_far`, `g_direct_far`, `cache`,
+/// `l`, `l_reg`, `fresh`) that the parameters in
 /// force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
 /// prediction that uses one of them is not this machine's.
@@ -597,7 +689,20 @@ mod tests {
         let absent = parse_file(r#"{"g": 1e-9, "levels": [{"level": "machine", "g_put1": 2e-8}]}"#)
             .unwrap()
             .absent;
-        assert_eq!(absent, ["r", "r_stream", "g_direct", "l", "l_reg", "fresh"]);
+        assert_eq!(
+            absent,
+            [
+                "r",
+                "r_stream",
+                "g_direct",
+                "g_far",
+                "g_direct_far",
+                "cache",
+                "l",
+                "l_reg",
+                "fresh"
+            ]
+        );
     }
 
     #[test]
@@ -621,6 +726,28 @@ mod tests {
         assert_eq!(f.levels[0].params.l_reg, 1e-6);
         assert_eq!(f.levels[1].params.l_reg, 9e-7);
         assert_eq!(Params::DEFAULT.l_reg, 2.0 * Params::DEFAULT.l);
+    }
+
+    #[test]
+    fn far_rates_are_the_near_ones_unless_measured() {
+        let f = parse_file(
+            r#"{"g": 1e-9, "g_direct": 2e-9, "levels": [
+                {"level": "machine", "p": 2, "g": 3e-9},
+                {"level": "package", "p": 2, "g_far": 7e-9}]}"#,
+        )
+        .unwrap();
+        assert_eq!((f.top.g_far, f.top.g_direct_far), (1e-9, 2e-9));
+        let (m, k) = (f.levels[0].params, f.levels[1].params);
+        assert_eq!((m.g_far, m.g_direct_far), (3e-9, 2e-9));
+        assert_eq!((k.g_far, k.g_direct_far), (7e-9, 2e-9));
+        let f = parse_file(
+            r#"{"g": 1e-9, "g_far": 4e-9, "cache": 65536, "levels": [
+                {"level": "machine", "p": 2, "g": 3e-9}]}"#,
+        )
+        .unwrap();
+        let m = f.levels[0].params;
+        assert_eq!((m.g_far, m.cache), (4e-9, 65536.0));
+        assert_eq!((m.g_for(65536.0), m.g_for(65537.0)), (3e-9, 4e-9));
     }
 
     #[test]

@@ -29,6 +29,13 @@
 //!   unchanged, the lines would already sit in the reader's cache and the copy would be local.
 //!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
 //!   relative errors) says how well `l + g h` describes the machine.
+//! * **g_far**, **g_direct_far** (seconds per word): bulk puts and direct gets far beyond the
+//!   caches, the slope between h = [`Options::far_h`] / 2 and `far_h` words (8 MiB per process
+//!   and more in a full measurement), where every copy moves at the memory's rate: a buffered
+//!   put copies each word twice (into the outbox, out of it), a direct get once, which in the
+//!   caches costs about the same and beyond them does not. **cache** (bytes): the core's
+//!   private L2 from the machine's tree (1 MiB when it says none), the size past which a
+//!   process's data is taken to be far.
 //!
 //! Levels ([`Where`]: one nested run inside one object of the level, the other objects idle):
 //! the whole machine (one process per core), the packages (one process per package: the top
@@ -77,6 +84,9 @@ pub struct Options {
     pub h_steps: usize,
     /// Doubles per array of the streaming triad (r_stream), per process.
     pub stream_n: usize,
+    /// Largest h, in words, of the h-relations far beyond the caches (`g_far`,
+    /// `g_direct_far`: the slope between `far_h / 2` and `far_h`).
+    pub far_h: usize,
     /// Only these levels (names: [`Where::name`]), if given.
     pub levels: Option<Vec<String>>,
     /// A stop flag: once another thread sets it, the measurement ends within one point of one
@@ -102,6 +112,7 @@ impl Options {
             max_h: 4096,
             h_steps: 8,
             stream_n: 1 << 21,
+            far_h: 1 << 20,
             levels: None,
             stop: None,
         }
@@ -115,6 +126,7 @@ impl Options {
             max_h: 1024,
             h_steps: 4,
             stream_n: 1 << 14,
+            far_h: 1 << 13,
             ..Options::full()
         }
     }
@@ -358,6 +370,12 @@ pub struct LevelParams {
     pub l_interval: (f64, f64, f64),
     /// A superstep that registers or deregisters, seconds (median).
     pub l_reg: f64,
+    /// Bulk puts far beyond the caches, seconds per word (the slowest process's).
+    pub g_far: f64,
+    /// Direct gets far beyond the caches, seconds per word (the slowest process's).
+    pub g_direct_far: f64,
+    /// The core's private cache, bytes ([`private_cache`]).
+    pub cache: f64,
     /// One fit per primitive, in [`Prim::ALL`] order.
     pub fits: Vec<(Prim, Fit)>,
 }
@@ -441,6 +459,9 @@ impl LevelParams {
                            "confidence": self.l_interval.2},
             "l_comm": self.l_comm(),
             "l_reg": self.l_reg,
+            "g_far": self.g_far,
+            "g_direct_far": self.g_direct_far,
+            "cache": self.cache,
             "g": self.g(),
             "g_direct": self.g_direct(),
             "g_msg": self.g_msg(),
@@ -528,6 +549,8 @@ struct Measured {
     l_interval: (f64, f64, f64),
     l_reg: f64,
     points: Vec<(Prim, Vec<(f64, f64)>)>,
+    g_far: f64,
+    g_direct_far: f64,
 }
 
 /// Repetitions of one sample of a superstep of `h` words (the same on every process).
@@ -544,7 +567,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let others = (p - 1).max(1);
     let partner = |j: usize| (me + 1 + j) % p;
-    let cap = o.max_h + others;
+    let cap = hs.iter().copied().max().unwrap_or(0) + others;
     let mut src = ctx.push_reg(vec![1.0f64; cap])?;
     let dst = ctx.push_reg(vec![0.0f64; cap])?;
     ctx.sync()?;
@@ -660,6 +683,10 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
         let pts = hs.iter().zip(times).map(|(&h, t)| (h as f64, t)).collect();
         points.push((prim, pts));
     }
+    let far = [o.far_h / 2, o.far_h];
+    let slope = |t: Vec<f64>| ((t[1] - t[0]) / (far[1] - far[0]).max(1) as f64).max(1e-12);
+    let g_far = slope(supersteps(ctx, o, Prim::Put, &far)?);
+    let g_direct_far = slope(supersteps(ctx, o, Prim::Direct, &far)?);
     Ok(Measured {
         r_daxpy,
         r_dense,
@@ -668,6 +695,8 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
         l_interval,
         l_reg,
         points,
+        g_far,
+        g_direct_far,
     })
 }
 
@@ -688,6 +717,8 @@ pub fn measure_level(
     // equal shares of it, and a superstep of equal streaming work lasts as long as the one
     // with the smallest (the kernels in cache run at about the same rate everywhere).
     let r_stream = all.iter().map(|m| m.r_stream).fold(f64::INFINITY, f64::min);
+    let slowest = |f: fn(&Measured) -> f64| all.iter().map(f).fold(0.0, f64::max);
+    let (g_far, g_direct_far) = (slowest(|m| m.g_far), slowest(|m| m.g_direct_far));
     let first = all.into_iter().next().expect("a run has a process");
     Ok(LevelParams {
         level,
@@ -699,6 +730,9 @@ pub fn measure_level(
         l: first.l,
         l_interval: first.l_interval,
         l_reg: first.l_reg,
+        g_far,
+        g_direct_far,
+        cache: private_cache(),
         fits: first
             .points
             .into_iter()
@@ -759,6 +793,9 @@ impl Measurement {
             v["r_stream"] = t.r_stream.into();
             v["l"] = t.l.into();
             v["l_reg"] = t.l_reg.into();
+            v["g_far"] = t.g_far.into();
+            v["g_direct_far"] = t.g_direct_far.into();
+            v["cache"] = t.cache.into();
             v["g"] = t.g().into();
             v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();
@@ -770,17 +807,30 @@ impl Measurement {
     }
 }
 
+/// Bytes of the private cache of the machine's first core (its L2, as the machine's tree
+/// gives it), or 1 MiB when the tree gives none: past it, a process's data is far
+/// ([`mbsp::params::Params::cache`]).
+pub fn private_cache() -> f64 {
+    let size = mbsp::Machine::current().ok().and_then(|loaded| {
+        let m = &loaded.machine;
+        let l2 = m.cores().first()?.l2?;
+        m.caches().get(l2).map(|c| c.size).filter(|&s| s > 0)
+    });
+    size.unwrap_or(1 << 20) as f64
+}
+
 /// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
 /// `max_h` words (what is sent and received, by put and by get) and the triad's three arrays,
 /// and the samples of every point.
 pub fn check_memory(o: &Options, p: usize) -> Result<()> {
     let mut need = Need::new();
     need.add(
-        (p as u128).saturating_mul(4 * o.max_h as u128),
+        (p as u128).saturating_mul(4 * o.max_h.max(o.far_h) as u128),
         8,
         format!(
-            "--max-h {}: 4 arrays of that many words on each of {p} processes",
-            o.max_h
+            "4 arrays of {} words (--max-h, and the h-relations beyond the caches) on each of \
+             {p} processes",
+            o.max_h.max(o.far_h)
         ),
     );
     need.add(
@@ -1020,6 +1070,9 @@ mod tests {
             l: 1e-6,
             l_interval: (0.9e-6, 1.1e-6, 0.96),
             l_reg: 2e-6,
+            g_far: 2e-9,
+            g_direct_far: 2e-9,
+            cache: 1e6,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

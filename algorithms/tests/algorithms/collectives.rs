@@ -624,8 +624,9 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
                 (Algorithm::TwoPhase, "scan", n / 2, true),
                 (Algorithm::TwoPhase, "exclusive scan", n / 2, true),
                 (Algorithm::TwoPhase, "reduce", n / 2, me == 1),
-                // By messages, pid 1 folds pid 0's contribution into an accumulator first.
-                (Algorithm::Messages, "allreduce", n, me == 1),
+                // By messages, no scratch: pid 1 folds pid 0's contribution and its own
+                // chunk by chunk into its buffer.
+                (Algorithm::Messages, "allreduce", 0, false),
             ];
             for (algo, what, scratch, here) in cases {
                 let c = Collectives::default().algorithm(algo);
@@ -651,6 +652,12 @@ fn results_come_from_the_pool_and_scratch_goes_back() {
                         pooled.capacity() >= scratch,
                         "{what} by {algo:?} at pid {me}: the pool holds {} elements, not its \
                          scratch of {scratch}",
+                        pooled.capacity()
+                    );
+                } else if scratch == 0 {
+                    assert!(
+                        pooled.capacity() < n,
+                        "{what} by {algo:?} at pid {me}: gave the pool {} elements",
                         pooled.capacity()
                     );
                 }
