@@ -483,6 +483,9 @@ impl Collectives {
         call.send_all(ctx, |q| needed_by(q).then_some(&*buf))?;
         ctx.sync()?;
         let inbox = Inbox::take_all(ctx, &call)?;
+        if buf.len() <= SMALL_FOLD {
+            return fold_small(ctx, &call, &inbox, buf, kind, identity, &op, &needs);
+        }
         // The contributions this process folds, in pid order (its own where it counts).
         let mut parts: SmallVec<[Part<'_>; 8]> = SmallVec::new();
         for q in (0..p).filter(|&q| needs(q)) {
@@ -491,22 +494,30 @@ impl Collectives {
                 false => Part::Bytes(inbox.from(ctx, &call, q)?),
             });
         }
-        match parts.first() {
-            None => {
-                if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
-                    buf.fill(id);
-                }
+        if parts.is_empty() {
+            if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
+                buf.fill(id);
             }
-            // From its own contribution on, the fold runs in place in `buf` (at p = 1: no
-            // copy at all).
-            Some(Part::Own) => {
-                for part in &parts[1..] {
-                    if let Part::Bytes(b) = part {
-                        fold_bytes(buf, b, &op);
-                    }
-                }
+            return Ok(());
+        }
+        // From its own contribution on, the fold runs in place in `buf` (at p = 1: no copy at
+        // all), and so does the one contribution before it if there is only one (at p = 2).
+        let own = parts.iter().position(|x| matches!(x, Part::Own));
+        let rest = match (own, parts[0]) {
+            (Some(0), _) => 1,
+            (Some(1), Part::Bytes(b)) => {
+                fold_bytes_before(buf, b, &op);
+                2
             }
-            Some(Part::Bytes(_)) => fold_parts(buf, &parts, &op),
+            _ => {
+                fold_parts(buf, &parts, &op);
+                parts.len()
+            }
+        };
+        for part in &parts[rest..] {
+            if let Part::Bytes(b) = part {
+                fold_bytes(buf, b, &op);
+            }
         }
         Ok(())
     }
@@ -1011,6 +1022,59 @@ fn give_back<T: Pod>(ctx: &Ctx, v: Vec<T>) {
     }
 }
 
+/// Reductions of at most this many elements fold through an accumulator on the stack.
+const SMALL_FOLD: usize = 4;
+
+/// A reduction by messages of at most [`SMALL_FOLD`] elements: contributions before this
+/// process's own are folded into an accumulator on the stack; from its own on, the fold runs in
+/// place in `buf`. Without the bookkeeping of [`fold_parts`], which a one-word reduction in a
+/// loop would pay on every call.
+#[allow(clippy::too_many_arguments)]
+fn fold_small<T: Pod, F: Fn(T, T) -> T>(
+    ctx: &Ctx,
+    call: &Call,
+    inbox: &Inbox<'_>,
+    buf: &mut [T],
+    kind: Op,
+    identity: Option<T>,
+    op: &F,
+    needs: &dyn Fn(usize) -> bool,
+) -> Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let mut acc: SmallVec<[T; SMALL_FOLD]> = SmallVec::new();
+    let (mut started, mut in_buf) = (false, false);
+    for q in (0..p).filter(|&q| needs(q)) {
+        if q == me {
+            if started {
+                for (b, &a) in buf.iter_mut().zip(&acc) {
+                    *b = op(a, *b);
+                }
+            }
+            in_buf = true;
+        } else {
+            let bytes = inbox.from(ctx, call, q)?;
+            if in_buf {
+                fold_bytes(buf, bytes, op);
+            } else if !started {
+                let each = bytes.chunks_exact(size_of::<T>());
+                acc.extend(each.map(bytemuck::pod_read_unaligned));
+            } else {
+                fold_bytes(&mut acc, bytes, op);
+            }
+        }
+        started = true;
+    }
+    if !in_buf {
+        if started {
+            let k = acc.len().min(buf.len());
+            buf[..k].copy_from_slice(&acc[..k]);
+        } else if let Some(id) = identity.filter(|_| kind == Op::ScanExclusive && me == 0) {
+            buf.fill(id);
+        }
+    }
+    Ok(())
+}
+
 /// One contribution to a fold: this process's own buffer, or a message's bytes.
 #[derive(Clone, Copy)]
 enum Part<'a> {
@@ -1052,6 +1116,23 @@ fn fold_parts<'a, T: Pod, F: Fn(T, T) -> T>(buf: &mut [T], parts: &[Part<'a>], o
             }
         }
         out.copy_from_slice(&acc);
+    }
+}
+
+/// `dst[i] = op(x[i], dst[i])` for the elements `x` of a message's bytes (aligned for `T` or
+/// not): a contribution that comes before `dst`'s in the fold's order.
+fn fold_bytes_before<T: Pod, F: Fn(T, T) -> T>(dst: &mut [T], bytes: &[u8], op: &F) {
+    match bytemuck::try_cast_slice::<u8, T>(bytes) {
+        Ok(x) => {
+            for (d, &x) in dst.iter_mut().zip(x) {
+                *d = op(x, *d);
+            }
+        }
+        Err(_) => {
+            for (d, x) in dst.iter_mut().zip(bytes.chunks_exact(size_of::<T>())) {
+                *d = op(bytemuck::pod_read_unaligned(x), *d);
+            }
+        }
     }
 }
 
