@@ -1095,7 +1095,7 @@ fn fold_parts<'a, T: Pod, F: Fn(T, T) -> T>(buf: &mut [T], parts: &[Part<'a>], o
     for (c, out) in buf.chunks_mut(chunk).enumerate() {
         // The bytes of this chunk in a message (shorter if the message is: the fold then
         // covers what it holds, as `fold_bytes` does).
-        let (from, len) = (c * chunk * size, out.len() * size);
+        let (from, len) = (c * chunk * size, size_of_val(out));
         let piece = |b: &'a [u8]| b.get(from..).map_or(&[][..], |b| &b[..len.min(b.len())]);
         acc.clear();
         for (i, part) in parts.iter().enumerate() {
