@@ -377,13 +377,20 @@ pub fn model(
             Some((params.time_of(1, h, h), "l + h g_msg", &["l", "g_msg"]))
         }
         Kernel::Hbulk => {
-            // One bulk put per destination.
-            let puts = (p - 1).max(1) as f64;
-            Some((
-                params.time_of(1, sizes.hbulk_h as f64, puts),
-                "l + h g (+ g_msg - g per put)",
-                &["l", "g"],
-            ))
+            // One bulk put per destination; what a process sends and receives, past its cache,
+            // moves at the far rate.
+            let (h, puts) = (sizes.hbulk_h as f64, (p - 1).max(1) as f64);
+            let bytes = 16.0 * h;
+            let t = params.for_data(bytes).time_of(1, h, puts);
+            Some(if bytes > params.cache {
+                (
+                    t,
+                    "l + h g_far (+ g_msg - g_far per put)",
+                    &["l", "g_far", "cache"],
+                )
+            } else {
+                (t, "l + h g (+ g_msg - g per put)", &["l", "g"])
+            })
         }
         Kernel::Fft | Kernel::Spmv => None,
     }
