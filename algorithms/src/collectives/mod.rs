@@ -1090,8 +1090,9 @@ enum Part<'a> {
 fn fold_parts<'a, T: Pod, F: Fn(T, T) -> T>(buf: &mut [T], parts: &[Part<'a>], op: &F) {
     let size = size_of::<T>();
     let chunk = (CHUNK_BYTES / size.max(1)).clamp(1, buf.len().max(1));
-    // Inline for a few elements: a one-word reduction allocates nothing.
-    let mut acc: SmallVec<[T; 4]> = SmallVec::with_capacity(chunk);
+    // One allocation of at most `CHUNK_BYTES` (reductions of a few elements fold on the stack,
+    // in `fold_small`).
+    let mut acc: Vec<T> = Vec::with_capacity(chunk);
     for (c, out) in buf.chunks_mut(chunk).enumerate() {
         // The bytes of this chunk in a message (shorter if the message is: the fold then
         // covers what it holds, as `fold_bytes` does).
@@ -1103,7 +1104,7 @@ fn fold_parts<'a, T: Pod, F: Fn(T, T) -> T>(buf: &mut [T], parts: &[Part<'a>], o
                 (0, Part::Own) => acc.extend_from_slice(out),
                 (0, Part::Bytes(b)) => {
                     let each = piece(b).chunks_exact(size);
-                    acc.extend(each.map(bytemuck::pod_read_unaligned));
+                    acc.extend(each.map(bytemuck::pod_read_unaligned::<T>));
                     // A short message: the rest of the chunk keeps this process's values.
                     acc.extend_from_slice(&out[acc.len().min(out.len())..]);
                 }
