@@ -232,14 +232,15 @@ impl ProcShared {
         unsafe { self.out[o].read(f) }
     }
 
-    /// Publish the collective requests of a superstep of parity `q`.
+    /// Publish the collective requests of a superstep of parity `q`: `f` rewrites them in
+    /// place (reusing the vectors of the ones it replaces).
     ///
     /// # Safety
     /// Only the owner, in its sync before barrier 1.
     #[inline]
-    pub(crate) unsafe fn publish(&self, q: usize, c: Coll) {
+    pub(crate) unsafe fn publish_with(&self, q: usize, f: impl FnOnce(&mut Coll)) {
         // SAFETY: forwarded to the caller.
-        unsafe { self.coll[q].write(|old| *old = c) }
+        unsafe { self.coll[q].write(f) }
     }
 
     /// Read the collective requests of parity `q`.

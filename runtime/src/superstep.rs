@@ -45,22 +45,29 @@ impl Ctx {
         self.st.get_mut().hpsends = hps;
     }
 
-    /// This process's collective requests of the superstep, to publish for the others.
+    /// This process's collective requests of the superstep, to publish for the others (the
+    /// rank engine sends them).
+    #[cfg(feature = "mpi")]
     pub(crate) fn own_coll(&mut self) -> Coll {
-        let st = self.st.get_mut();
-        Coll {
-            stamp: self.step + 1,
-            regs: st.reg_ops.iter().map(RegOp::signature).collect(),
-            wild: st
-                .reg_ops
-                .iter()
-                .filter_map(|o| match o {
-                    RegOp::PopNull { cands } => Some(cands.clone()),
-                    _ => None,
-                })
-                .collect(),
-            tagsize: st.new_tagsize,
-        }
+        let mut c = Coll::default();
+        self.fill_coll(&mut c);
+        c
+    }
+
+    /// Write this process's collective requests of the superstep into `c`, reusing its
+    /// vectors (the thread engine publishes them in place, allocating nothing in a loop of
+    /// registering supersteps).
+    pub(crate) fn fill_coll(&self, c: &mut Coll) {
+        let st = self.st.borrow();
+        c.stamp = self.step + 1;
+        c.regs.clear();
+        c.regs.extend(st.reg_ops.iter().map(RegOp::signature));
+        c.wild.clear();
+        c.wild.extend(st.reg_ops.iter().filter_map(|o| match o {
+            RegOp::PopNull { cands } => Some(cands.clone()),
+            _ => None,
+        }));
+        c.tagsize = st.new_tagsize;
     }
 
     /// Check that every process's registration and tag-size requests (`colls`, by pid) agree,
@@ -86,11 +93,28 @@ impl Ctx {
                 ));
             }
         };
+        let mut applied = Vec::new();
+        self.apply_requests(resolved, Some(&mut applied));
+        Ok(applied)
+    }
+
+    /// Apply this process's registration changes to its own table (its NULL pops resolved to
+    /// the slots of `resolved`, in order) and its tag-size change, once every process's
+    /// requests agree; the changes applied, in order, go to `applied` if given.
+    pub(crate) fn apply_requests(
+        &mut self,
+        resolved: Vec<u32>,
+        mut applied: Option<&mut Vec<(bool, u32, u32)>>,
+    ) {
         self.named_cache.set(None);
         let st = self.st.get_mut();
         let (ops, graveyard, slots) = (&mut st.reg_ops, &mut st.graveyard, &mut st.slots);
         let mut resolved = resolved.into_iter();
-        let mut applied = Vec::new();
+        let mut note = |change| {
+            if let Some(a) = applied.as_deref_mut() {
+                a.push(change);
+            }
+        };
         // SAFETY: our own table, between barrier 1 and barrier 2 (REGS forces barrier 2).
         unsafe {
             self.run.proc(self.pid).table_mut(|table| {
@@ -104,11 +128,11 @@ impl Ctx {
                     match op {
                         RegOp::Pop { slot } => {
                             slots.release(slot);
-                            applied.push((false, slot, 0));
+                            note((false, slot, 0));
                         }
                         RegOp::Push {
                             slot, generation, ..
-                        } => applied.push((true, slot, generation)),
+                        } => note((true, slot, generation)),
                         RegOp::PopNull { .. } => {}
                     }
                     table.apply(op, graveyard);
@@ -118,7 +142,6 @@ impl Ctx {
         if let Some(t) = st.new_tagsize.take() {
             self.tagsize.set(t);
         }
-        Ok(applied)
     }
 
     /// Whether the requests of all processes agree: the registration calls of every process
