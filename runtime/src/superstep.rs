@@ -45,18 +45,9 @@ impl Ctx {
         self.st.get_mut().hpsends = hps;
     }
 
-    /// This process's collective requests of the superstep, to publish for the others (the
-    /// rank engine sends them).
-    #[cfg(feature = "mpi")]
-    pub(crate) fn own_coll(&mut self) -> Coll {
-        let mut c = Coll::default();
-        self.fill_coll(&mut c);
-        c
-    }
-
-    /// Write this process's collective requests of the superstep into `c`, reusing its
-    /// vectors (the thread engine publishes them in place, allocating nothing in a loop of
-    /// registering supersteps).
+    /// Write this process's collective requests of the superstep into `c`, to publish for the
+    /// others, reusing its vectors (the thread engine publishes them in place, allocating
+    /// nothing in a loop of registering supersteps).
     pub(crate) fn fill_coll(&self, c: &mut Coll) {
         let st = self.st.borrow();
         c.stamp = self.step + 1;

@@ -506,7 +506,8 @@ impl Collectives {
         let rest = match (own, parts[0]) {
             (Some(0), _) => 1,
             (Some(1), Part::Bytes(b)) => {
-                fold_bytes_before(buf, b, &op);
+                // The message's element comes first: `op(x0, own)`.
+                fold_bytes(buf, b, &|own: T, x: T| op(x, own));
                 2
             }
             _ => {
@@ -1117,23 +1118,6 @@ fn fold_parts<'a, T: Pod, F: Fn(T, T) -> T>(buf: &mut [T], parts: &[Part<'a>], o
             }
         }
         out.copy_from_slice(&acc);
-    }
-}
-
-/// `dst[i] = op(x[i], dst[i])` for the elements `x` of a message's bytes (aligned for `T` or
-/// not): a contribution that comes before `dst`'s in the fold's order.
-fn fold_bytes_before<T: Pod, F: Fn(T, T) -> T>(dst: &mut [T], bytes: &[u8], op: &F) {
-    match bytemuck::try_cast_slice::<u8, T>(bytes) {
-        Ok(x) => {
-            for (d, &x) in dst.iter_mut().zip(x) {
-                *d = op(x, *d);
-            }
-        }
-        Err(_) => {
-            for (d, x) in dst.iter_mut().zip(bytes.chunks_exact(size_of::<T>())) {
-                *d = op(bytemuck::pod_read_unaligned(x), *d);
-            }
-        }
     }
 }
 

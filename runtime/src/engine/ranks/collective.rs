@@ -14,7 +14,8 @@ impl Ctx {
     /// as in the thread runtime, applied to our table, the mirrors and the window.
     pub(super) fn rank_collective(&mut self, net: &mut Net, g: u32) -> Result<()> {
         let me = self.pid;
-        let own = self.own_coll();
+        let mut own = Coll::default();
+        self.fill_coll(&mut own);
         let areas: Vec<(u64, u64)> = self
             .st
             .get_mut()
