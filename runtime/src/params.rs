@@ -48,7 +48,8 @@ pub struct Params {
     /// just computed: the lines come from the owner's cache.
     pub g_direct: f64,
     /// Seconds per 8-byte word of a full h-relation of bulk puts whose data lies far beyond
-    /// the caches (8 MiB per process and more): [`g`](Params::g) for data past
+    /// the caches (`mbsp params` measures it at 4-8 MiB per process): [`g`](Params::g) for
+    /// data past
     /// [`cache`](Params::cache).
     pub g_far: f64,
     /// Seconds per 8-byte word of direct gets far beyond the caches:

@@ -30,8 +30,8 @@
 //!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
 //!   relative errors) says how well `l + g h` describes the machine.
 //! * **g_far**, **g_direct_far** (seconds per word): bulk puts and direct gets far beyond the
-//!   caches, the slope between h = [`Options::far_h`] / 2 and `far_h` words (8 MiB per process
-//!   and more in a full measurement), where every copy moves at the memory's rate: a buffered
+//!   caches, the slope between h = [`Options::far_h`] / 2 and `far_h` words (4 and 8 MiB per
+//!   process in a full measurement), where every copy moves at the memory's rate: a buffered
 //!   put copies each word twice (into the outbox, out of it), a direct get once, which in the
 //!   caches costs about the same and beyond them does not. **cache** (bytes): the core's
 //!   private L2 from the machine's tree (1 MiB when it says none), the size past which a
@@ -45,8 +45,8 @@
 //! changes who synchronises with whom first).
 //!
 //! The parameter file ([`Measurement::to_json`]) keeps the whole machine's values (scattered
-//! policy) as its top-level keys `r, g, g_direct, l, l_reg, fresh` — what `Params::current()`
-//! reads —
+//! policy) as its top-level keys `r, g, g_direct, g_far, g_direct_far, cache, l, l_reg, fresh`
+//! — what `Params::current()` reads —
 //! and every measured level in `"levels"`, with the fits and their points, `g_msg` (the
 //! one-word-put fit's slope: the per-message g) and `r_stream`, and the machine's state during
 //! the measurement ([`crate::machine_state`]) under `"machine_state"`.
