@@ -3,7 +3,9 @@
 //! g_direct measured in the same run) and next to the same operation written by hand with put +
 //! sync, as a user would (registered buffers set up once, outside the timing); then sample sort
 //! against the sequential and rayon sorts. The one-word broadcast and all-reduce also run through
-//! a `Comm`, with full syncs (the default) and with lazy syncs.
+//! a `Comm`, with full syncs (the default) and with lazy syncs. Then the crossovers: at p = 2,
+//! broadcast, reduce, all-reduce and scan of a few sizes with each algorithm forced, beside
+//! the algorithm the plan picks with the parameters in force and its time over the fastest.
 
 use crate::core_bench::{Bulk, mbsp_bulk, mbsp_sync, memcpy};
 use crate::stats::{Samples, ns, timed};
@@ -31,6 +33,8 @@ pub struct Options {
     pub json: bool,
     /// Write the table as CSV to this file.
     pub csv: Option<String>,
+    /// Words per process of the crossover table's sizes.
+    pub crossover_words: Vec<usize>,
 }
 
 const OPS: [Collective; 8] = [
@@ -332,6 +336,7 @@ pub fn run(o: &Options) -> Result<()> {
     let (rows, levels) = measure_all(o, samples);
     let memcpy_gbs = Samples(memcpy(1, o.large, 3, samples)).median();
     let targets = Targets::of(&rows, memcpy_gbs);
+    let cross = crossovers(&o.crossover_words, samples);
     if let Some(path) = &o.csv {
         write_csv(path, &rows).map_err(|e| Error::io("--csv").with_source(e))?;
     }
@@ -359,11 +364,23 @@ pub fn run(o: &Options) -> Result<()> {
                 "broadcast_large_share_of_memcpy_p2": targets.broadcast_share,
             },
             "sort": sort,
+            "crossover": {
+                "p": 2,
+                "params": mbsp::params::source().to_string(),
+                "rows": cross.iter().map(|c| json!({
+                    "op": c.op.name(), "words": c.words,
+                    "ns": c.times.iter().map(|(a, t)| (format!("{a:?}"), json!(t)))
+                        .collect::<serde_json::Map<_, _>>(),
+                    "planned": format!("{:?}", c.planned),
+                    "planned_over_fastest": c.planned_over_fastest(),
+                })).collect::<Vec<_>>(),
+            },
         });
         println!("{j:#}");
         return Ok(());
     }
     print_tables(&rows, &levels, samples);
+    print_crossovers(&cross);
     let sort = sample_sort(o, samples);
     print_targets(o, &targets, memcpy_gbs, &sort);
     Ok(())
@@ -528,6 +545,126 @@ fn print_tables(rows: &[Row], levels: &[(usize, Params)], samples: usize) {
                 "{:.2}",
                 r.ours.median() / s.median()
             )),
+        );
+    }
+}
+
+/// One size of one operation at p = 2: each of its algorithms forced, and the plan's choice.
+struct Crossover {
+    op: Collective,
+    words: usize,
+    /// Median nanoseconds per call of each algorithm.
+    times: Vec<(Algorithm, f64)>,
+    /// What `Collectives::plan` picks with the parameters in force.
+    planned: Algorithm,
+}
+
+impl Crossover {
+    /// The planned algorithm's time over the fastest one's.
+    fn planned_over_fastest(&self) -> f64 {
+        let of = |a: Algorithm| {
+            self.times
+                .iter()
+                .find(|t| t.0 == a)
+                .map_or(f64::NAN, |t| t.1)
+        };
+        let fastest = self.times.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+        of(self.planned) / fastest
+    }
+}
+
+/// The crossover table: broadcast, reduce, all-reduce and inclusive scan of u64 sums at p = 2
+/// for each of `sizes` (words per process), each algorithm forced, its buffer written by its
+/// owner before every call (as a program's data would be).
+fn crossovers(sizes: &[usize], samples: usize) -> Vec<Crossover> {
+    let ops = [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::AllReduce,
+        Collective::ScanInclusive,
+    ];
+    let mut out = Vec::new();
+    for op in ops {
+        for &words in sizes {
+            eprintln!(
+                "mbsp-bench collectives: crossover, {} of {words} words",
+                op.name()
+            );
+            let algorithms: &[Algorithm] = match op {
+                Collective::Broadcast => {
+                    &[Algorithm::Messages, Algorithm::Direct, Algorithm::TwoPhase]
+                }
+                _ => &[Algorithm::Messages, Algorithm::TwoPhase],
+            };
+            let times = algorithms
+                .iter()
+                .map(|&a| (a, Samples(forced(op, a, words, samples)).median()))
+                .collect();
+            let planned = Collectives::default().plan(op, 2, words, 8).0;
+            out.push(Crossover {
+                op,
+                words,
+                times,
+                planned,
+            });
+        }
+    }
+    out
+}
+
+/// Nanoseconds per call of `op` by `algorithm` on `words` u64s per process at p = 2, per
+/// sample (pid 0's).
+fn forced(op: Collective, algorithm: Algorithm, words: usize, samples: usize) -> Vec<f64> {
+    let c = Collectives::default().algorithm(algorithm);
+    let iters = (1_000_000 / (words + 200)).clamp(2, 5000);
+    mbsp::run(2, |ctx| {
+        let mut b: Vec<u64> = (0..words as u64).collect();
+        timed(samples, iters, || {
+            // Every cache line of the data written by its owner (one word of eight: the rest
+            // of the call is what is timed).
+            for x in b.iter_mut().step_by(8) {
+                *x = x.wrapping_add(1);
+            }
+            match op {
+                Collective::Broadcast => c.broadcast(ctx, 0, &mut b),
+                Collective::Reduce => c.reduce(ctx, 0, &mut b, u64::wrapping_add),
+                Collective::AllReduce => c.allreduce(ctx, &mut b, u64::wrapping_add),
+                _ => c.scan_inclusive(ctx, &mut b, u64::wrapping_add),
+            }
+        })
+    })
+    .expect("benchmark run")
+    .swap_remove(0)
+}
+
+/// The crossover table.
+fn print_crossovers(cross: &[Crossover]) {
+    println!(
+        "\ncrossovers at p = 2 (u64 sums, each algorithm forced; every line of the buffer \
+         written by its owner before each call; planned = Collectives::plan with the parameters \
+         in force: {})",
+        mbsp::params::source()
+    );
+    println!(
+        "  {:<15} {:>8} {:>12} {:>12} {:>12} {:<9} {:>16}",
+        "operation", "words", "Messages", "TwoPhase", "Direct", "planned", "planned/fastest"
+    );
+    for c in cross {
+        let of = |a: Algorithm| {
+            c.times
+                .iter()
+                .find(|t| t.0 == a)
+                .map_or(String::new(), |t| ns(t.1))
+        };
+        println!(
+            "  {:<15} {:>8} {:>12} {:>12} {:>12} {:<9} {:>16.2}",
+            c.op.name(),
+            c.words,
+            of(Algorithm::Messages),
+            of(Algorithm::TwoPhase),
+            of(Algorithm::Direct),
+            format!("{:?}", c.planned),
+            c.planned_over_fastest()
         );
     }
 }

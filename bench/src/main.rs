@@ -563,6 +563,11 @@ fn run(which: Bench) -> Result<()> {
                 },
                 json: a.json,
                 csv: a.csv,
+                crossover_words: if a.quick {
+                    vec![16, 1024]
+                } else {
+                    vec![16, 1024, 16384, 262144]
+                },
             };
             collectives_fit(&o)?;
             collectives_bench::run(&o)
