@@ -135,6 +135,20 @@ impl Ctx {
         }
     }
 
+    /// Whether `c` holds requests that [`agree`](Self::agree) accepts with nothing to resolve
+    /// when every process made exactly them: no NULL pop, no slot popped twice, no tag-size
+    /// change. The thread engine's sync takes identical requests that pass this without
+    /// running `agree` (which copies every process's), so a rule added to `agree` belongs
+    /// here too.
+    pub(crate) fn plain_requests(c: &Coll) -> bool {
+        let pops = || c.regs.iter().filter(|r| !r.push).map(|r| r.slot);
+        c.wild.is_empty()
+            && c.tagsize.is_none()
+            && pops()
+                .enumerate()
+                .all(|(i, s)| pops().take(i).all(|t| t != s))
+    }
+
     /// Whether the requests of all processes agree: the registration calls of every process
     /// equal pid 0's (pushes of the same element type in the same slots, pops of the same
     /// slots; a NULL pop stands for the slot the others pop, which must be one of its null

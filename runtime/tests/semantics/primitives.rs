@@ -809,3 +809,20 @@ fn copies_past_the_caches_arrive_whole() {
     .unwrap();
     assert_arrived_whole(2, &r);
 }
+
+/// A registration popped twice in one superstep is refused, even when every process makes the
+/// same two pops (at the second call; the sync's check of identical requests would refuse them
+/// too).
+#[test]
+fn a_registration_popped_twice_in_one_superstep_is_refused() {
+    let e = mbsp::run(2, |ctx| {
+        let x = ctx.push_reg(vec![0u8; 4])?;
+        ctx.sync()?;
+        ctx.pop_reg(&x)?;
+        ctx.pop_reg(&x)?;
+        ctx.sync()
+    })
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("already being popped"), "{text}");
+}

@@ -369,8 +369,8 @@ impl Ctx {
     }
 
     /// Whether every process published exactly this process's registration requests for the
-    /// superstep of parity `q`, with no NULL pop and no slot popped twice: the usual case (a
-    /// registration made by all, a collective's exposed buffer), which `agree` would accept
+    /// superstep of parity `q`, and they are plain ([`Ctx::plain_requests`]): the usual case
+    /// (a registration made by all, a collective's exposed buffer), which `agree` would accept
     /// with nothing to resolve. Found by reading the others' requests where they lie: copying
     /// them all, as the general check does, allocated several vectors per registering sync.
     fn same_requests_everywhere(&self, q: usize) -> bool {
@@ -378,12 +378,8 @@ impl Ctx {
         // SAFETY: requests are written before barrier 1 and not again before the next sync's.
         unsafe {
             run.proc(me).coll(q, |mine| {
-                let pops = || mine.regs.iter().filter(|r| !r.push).map(|r| r.slot);
                 mine.stamp == stamp
-                    && mine.wild.is_empty()
-                    && pops()
-                        .enumerate()
-                        .all(|(i, s)| pops().take(i).all(|t| t != s))
+                    && Ctx::plain_requests(mine)
                     && (0..run.p).filter(|&pid| pid != me).all(|pid| {
                         run.proc(pid)
                             .coll(q, |c| c.stamp == stamp && c.regs == mine.regs)
