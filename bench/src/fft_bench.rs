@@ -483,7 +483,7 @@ pub fn run(o: &Options) -> Result<()> {
         let n = 1usize << lg;
         let figs = measure_length(o, lg, &levels)?;
         top1.extend(figs.top1_ratios(n));
-        let (choice, predicted) = predict(n, figs, &levels, cost, &mut rates);
+        let (choice, predicted) = predict(n, figs, &levels, cost, &mut rates)?;
         choices.extend(choice.map(|ch| (n, ch)));
         rows.extend(predicted);
     }
@@ -655,33 +655,34 @@ fn predict(
     levels: &[usize],
     cost: FftCost,
     rates: &mut BTreeMap<(usize, usize), f64>,
-) -> (Option<Choice>, Vec<Row>) {
+) -> Result<(Option<Choice>, Vec<Row>)> {
     let total: usize = levels.iter().product();
     let multi = !levels.is_empty() && total <= n;
     rates.insert((n, 1), flops(n) / figs.median("rustfft", 1));
-    let mut at = |p: usize| {
+    let mut at = |p: usize| -> Result<FftCost> {
         let mut c = cost;
-        let r = rate(rates, kernel_len(n, p), p);
+        let r = rate(rates, kernel_len(n, p), p)?;
         for prm in [&mut c.flat, &mut c.top, &mut c.inner] {
             prm.r = r;
         }
-        c
+        Ok(c)
     };
-    let choice = multi.then(|| at(total).choose(n, levels));
-    let rows = figs
-        .rows(n)
-        .map(|mut row| {
-            row.predicted = match row.variant.as_str() {
-                "mbsp-flat" => Some(at(row.p).choose(n, &[row.p]).flat),
-                // With one level the Multi-BSP FFT is the flat one.
-                "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
-                "mbsp-multi" => choice.map(|ch| ch.flat),
-                _ => None,
-            };
-            row
-        })
-        .collect();
-    (choice, rows)
+    let choice = match multi {
+        true => Some(at(total)?.choose(n, levels)),
+        false => None,
+    };
+    let mut rows = Vec::new();
+    for mut row in figs.rows(n) {
+        row.predicted = match row.variant.as_str() {
+            "mbsp-flat" => Some(at(row.p)?.choose(n, &[row.p]).flat),
+            // With one level the Multi-BSP FFT is the flat one.
+            "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
+            "mbsp-multi" => choice.map(|ch| ch.flat),
+            _ => None,
+        };
+        rows.push(row);
+    }
+    Ok((choice, rows))
 }
 
 /// Sequential rustfft's Gflop/s at length `n` (NaN if it was not measured).

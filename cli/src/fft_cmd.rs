@@ -168,7 +168,7 @@ pub fn measure(o: &Options, params: Option<&FftCost>) -> Result<Option<Outcome>>
     // on each core while all of them run it.
     let mut rates = std::collections::BTreeMap::from([((n, 1), flops(n) / seq)]);
     let cores = tree.iter().product();
-    let r = rate(&mut rates, kernel_len(n, cores), cores);
+    let r = rate(&mut rates, kernel_len(n, cores), cores)?;
     let mut cost = params
         .copied()
         .unwrap_or_else(|| mbsp_tools::params::fft_cost(&tree, &policy_in_force()));

@@ -3,6 +3,7 @@
 
 use crate::stats::Samples;
 use mbsp::rng::SplitMix64;
+use mbsp::{Result, Run};
 use mbsp_algorithms::fft::{Complex, flops, sequential_plan};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -47,49 +48,66 @@ pub fn rel_error(a: &[C], b: &[C]) -> f64 {
 /// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
 /// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
 /// processes: from `rates` (keyed by length and cores: a sweep's own measurements), else
-/// measured now (7 transforms per core, started in step; the slowest core's median) and kept
-/// in `rates`.
+/// measured now in a run of `cores` processes placed as a run is by default ([`rate_on`]) and
+/// kept in `rates`.
 ///
 /// ```
 /// let mut rates = std::collections::BTreeMap::new();
-/// let r = mbsp_tools::fft::rate(&mut rates, 256, 1);
+/// let r = mbsp_tools::fft::rate(&mut rates, 256, 1)?;
 /// assert!(r > 0.0);
 /// assert_eq!(rates[&(256, 1)], r);
+/// # Ok::<(), mbsp::Error>(())
 /// ```
-pub fn rate(rates: &mut BTreeMap<(usize, usize), f64>, len: usize, cores: usize) -> f64 {
-    let len = len.max(64);
-    *rates.entry((len, cores)).or_insert_with(|| {
-        let plan = sequential_plan::<f64>(len, false);
-        let x = random(len, SEED);
-        let start = std::sync::Barrier::new(cores);
-        // Every core runs its own transforms, in step; the slowest core's median counts.
-        let medians: Vec<f64> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..cores)
-                .map(|_| {
-                    let (plan, x, start) = (&plan, &x, &start);
-                    s.spawn(move || {
-                        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
-                        let mut y = x.clone();
-                        // An untimed transform first: the first one pays for touching the
-                        // scratch, the tables and the caches, and a cold core's clock.
-                        start.wait();
-                        plan.process_with_scratch(&mut y, &mut scratch);
-                        Samples::collect(7, || {
-                            y.copy_from_slice(x);
-                            start.wait();
-                            let t = Instant::now();
-                            plan.process_with_scratch(&mut y, &mut scratch);
-                            t.elapsed().as_secs_f64()
-                        })
-                        .median()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("a rate worker"))
-                .collect()
-        });
-        flops(len) / medians.into_iter().fold(0.0, f64::max)
-    })
+pub fn rate(rates: &mut BTreeMap<(usize, usize), f64>, len: usize, cores: usize) -> Result<f64> {
+    rate_on(rates, len, cores, |run| run)
 }
+
+/// [`rate`] measured in a run of `cores` processes that `place` configures (its policy and
+/// binding: the placement whose `r` is wanted): each process runs its own transforms, lined
+/// up by a sync, and the slowest process's median counts. The processes are pinned where the run puts them: threads left to the scheduler
+/// sometimes share a core for a whole measurement and halve the rate.
+///
+/// ```
+/// let mut rates = std::collections::BTreeMap::new();
+/// let r = mbsp_tools::fft::rate_on(&mut rates, 128, 2, |run| run.policy(mbsp::Policy::Scattered))?;
+/// assert_eq!(rates[&(128, 2)], r);
+/// # Ok::<(), mbsp::Error>(())
+/// ```
+pub fn rate_on(
+    rates: &mut BTreeMap<(usize, usize), f64>,
+    len: usize,
+    cores: usize,
+    place: impl FnOnce(Run) -> Run,
+) -> Result<f64> {
+    let len = len.max(64);
+    let key = (len, cores);
+    if let Some(&r) = rates.get(&key) {
+        return Ok(r);
+    }
+    let plan = sequential_plan::<f64>(len, false);
+    let x = random(len, SEED);
+    let medians = place(Run::new(cores)).run(|ctx| {
+        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
+        let mut y = x.clone();
+        // An untimed transform first: the first one pays for touching the scratch, the
+        // tables and the caches, and a cold core's clock.
+        ctx.sync()?;
+        plan.process_with_scratch(&mut y, &mut scratch);
+        let mut times = Vec::with_capacity(RATE_SAMPLES);
+        for _ in 0..RATE_SAMPLES {
+            y.copy_from_slice(&x);
+            ctx.sync()?;
+            let t = Instant::now();
+            plan.process_with_scratch(&mut y, &mut scratch);
+            times.push(t.elapsed().as_secs_f64());
+        }
+        Ok(Samples(times).median())
+    })?;
+    let r = flops(len) / medians.into_iter().fold(0.0, f64::max);
+    rates.insert(key, r);
+    Ok(r)
+}
+
+/// Transforms each process times in [`rate_on`]: enough that a few disturbed ones leave the
+/// median alone.
+const RATE_SAMPLES: usize = 15;

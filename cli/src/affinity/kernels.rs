@@ -682,9 +682,13 @@ fn fft_job<'a>(
     let handed_down = fans.len() > 1 && fans[0] == 1;
     let predict = {
         let fans = fans.clone();
+        let policy = pol.clone();
         move || -> Result<f64> {
             let mut rates = BTreeMap::new();
-            let r = mbsp_tools::fft::rate(&mut rates, kernel_len(n, p), p.min(mbsp::nprocs()));
+            // r where this configuration runs: its policy and binding.
+            let cores = p.min(mbsp::nprocs());
+            let place = |run: Run| run.policy(policy.policy.clone()).bind(policy.bind);
+            let r = mbsp_tools::fft::rate_on(&mut rates, kernel_len(n, p), cores, place)?;
             let mut cost = cost;
             for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
                 prm.r = r;
