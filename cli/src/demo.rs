@@ -39,7 +39,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         r: l.r_dense,
         r_stream: l.r_stream,
         g: l.fit(Prim::Put).g,
-        g_msg: l.fit(Prim::Put1).g,
+        g_msg: l.g_msg(),
         g_direct: l.fit(Prim::Direct).g,
         l: l.l,
         l_reg: l.l_reg,
