@@ -48,7 +48,8 @@
 //! policy) as its top-level keys `r, g, g_direct, g_far, g_direct_far, cache, l, l_reg, fresh`
 //! — what `Params::current()` reads —
 //! and every measured level in `"levels"`, with the fits and their points, `g_msg` (the
-//! one-word-put fit's slope: the per-message g) and `r_stream`, and the machine's state during
+//! one-word puts' slope through the empty superstep: the per-message g,
+//! [`LevelParams::g_msg`]) and `r_stream`, and the machine's state during
 //! the measurement ([`crate::machine_state`]) under `"machine_state"`.
 //!
 //! A fit is not a measurement to trust when its residual exceeds [`MAX_RESIDUAL`] or its
