@@ -38,10 +38,11 @@
 use crate::stats::{CONFIDENCE, Comparison, Samples, Verdict, at_most, median, speedup_at_least};
 use mbsp_algorithms::cost::Params;
 use mbsp_algorithms::fft::{
-    BspFft, Choice, Complex, Exchange, FftCost, MultiFft, Order, flops, hierarchy, kernel_len,
-    sequential_plan,
+    BspFft, Choice, Complex, Exchange, FftCost, MEASURED_FROM, MultiFft, NESTED_FROM, Order, flops,
+    hierarchy, kernel_len, sequential_plan,
 };
 use mbsp_tools::fft::{random, rate, rel_error};
+use mbsp_tools::params::nested_run_seconds;
 #[allow(unused_imports)]
 use mbsp_tools::{Classify, Error, Result};
 use plotters::prelude::*;
@@ -671,10 +672,29 @@ fn predict(
         true => Some(at(total)?.choose(n, levels)),
         false => None,
     };
+    // Sequential rustfft (measured): what a top level of one process costs when it
+    // transforms alone.
+    let alone = figs.median("rustfft", 1);
     let mut rows = Vec::new();
     for mut row in figs.rows(n) {
         row.predicted = match row.variant.as_str() {
             "mbsp-flat" => Some(at(row.p)?.choose(n, &[row.p]).flat),
+            // A top level of one process: the nested run (its start measured) as
+            // `MultiFft::new` runs it, alone below MEASURED_FROM, the cheaper in between.
+            top1 @ ("mbsp-top1" | "mbsp-parts") => {
+                let mut c = at(row.p)?;
+                c.nested_start = nested_run_seconds(row.p)?;
+                if top1 == "mbsp-parts" {
+                    Some(c.top_of_one(n, row.p, Order::Parts))
+                } else {
+                    let nested = c.top_of_one(n, row.p, Order::Natural);
+                    Some(match n {
+                        n if n < MEASURED_FROM => alone,
+                        n if n < NESTED_FROM => alone.min(nested),
+                        _ => nested,
+                    })
+                }
+            }
             // With one level the Multi-BSP FFT is the flat one.
             "mbsp-multi" if levels.len() > 1 => choice.map(|ch| ch.nested),
             "mbsp-multi" => choice.map(|ch| ch.flat),
@@ -755,27 +775,39 @@ fn print_table(o: &Options, rows: &[Row], levels: &[usize], choices: &[(usize, C
 
 /// How far the BSP predictions of the mbsp rows are from the measured times.
 fn predictions(rows: &[Row]) {
-    let errs: Vec<(usize, f64)> = rows
+    let errs: Vec<(usize, &str, f64)> = rows
         .iter()
-        .filter_map(|r| r.predicted.map(|t| (r.p, (t - r.seconds) / r.seconds)))
+        .filter_map(|r| {
+            let err = (r.predicted? - r.seconds) / r.seconds;
+            Some((r.p, r.variant.as_str(), err.abs()))
+        })
         .collect();
+    let line = |e: &[f64]| {
+        let within = e.iter().filter(|&&x| x <= 0.2).count();
+        format!(
+            "|predicted - measured| / measured median {:.0}%, max {:.0}%; within 20% in {within} \
+             of {}",
+            100.0 * median(e),
+            100.0 * e.iter().copied().fold(0.0, f64::max),
+            e.len()
+        )
+    };
     for p in [1, 2] {
-        let e: Vec<f64> = errs
-            .iter()
-            .filter(|x| x.0 == p)
-            .map(|x| x.1.abs())
-            .collect();
+        let e: Vec<f64> = errs.iter().filter(|x| x.0 == p).map(|x| x.2).collect();
         if e.is_empty() {
             continue;
         }
-        let within = e.iter().filter(|&&x| x <= 0.2).count();
-        println!(
-            "BSP prediction, mbsp rows at p = {p}: |predicted - measured| / measured median {:.0}%, \
-             max {:.0}%; within 20% in {within} of {}",
-            100.0 * median(&e),
-            100.0 * e.iter().copied().fold(0.0, f64::max),
-            e.len()
-        );
+        println!("BSP prediction, mbsp rows at p = {p}: {}", line(&e));
+        for v in ["mbsp-flat", "mbsp-multi", "mbsp-top1", "mbsp-parts"] {
+            let e: Vec<f64> = errs
+                .iter()
+                .filter(|x| x.0 == p && x.1 == v)
+                .map(|x| x.2)
+                .collect();
+            if !e.is_empty() {
+                println!("  {v:<10} {}", line(&e));
+            }
+        }
     }
 }
 

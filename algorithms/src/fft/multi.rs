@@ -562,6 +562,40 @@ impl FftCost {
             nested,
         }
     }
+
+    /// Predicted seconds of one transform of length `n` by a top level of one process whose
+    /// nested run of `c` processes transforms the array in its `order` (what
+    /// [`MultiFft::new`] and [`MultiFft::with_order`] run on fan-outs `[1, c]` when they nest;
+    /// a [`MultiFft::new`] below [`NESTED_FROM`] may transform alone instead, at the
+    /// sequential kernel's rate). The nested run is the flat transform of `c` processes with
+    /// the inner parameters, plus its start ([`FftCost::nested_start`]). In natural order its
+    /// first phase, length-`L` transforms down the columns, reads the rows every process wrote
+    /// in the last phase of the transform before: a transfer between the cores of the same
+    /// size as the flat transform's fetch, with few flops to hide it (the kernels' reads of
+    /// rows another process wrote hide behind their flops, and the last phase's transpose
+    /// costs what the flat transform's fused fetch costs), and a sync more.
+    ///
+    /// ```
+    /// use mbsp_algorithms::cost::Params;
+    /// use mbsp_algorithms::fft::{FftCost, Order};
+    /// let c = FftCost::uniform(Params { r: 1e10, ..Params::DEFAULT });
+    /// let flat = c.choose(1 << 20, &[2]).flat;
+    /// assert_eq!(c.top_of_one(1 << 20, 2, Order::Parts), flat + c.nested_start);
+    /// assert!(c.top_of_one(1 << 20, 2, Order::Natural) > flat + c.nested_start);
+    /// ```
+    pub fn top_of_one(&self, n: usize, c: usize, order: Order) -> f64 {
+        let below = FftCost {
+            flat: self.inner,
+            ..*self
+        };
+        let flat = below.choose(n, &[c]).flat + self.nested_start;
+        if order == Order::Parts || c < 2 {
+            return flat;
+        }
+        let (e, cf) = (n as f64 / c as f64, c as f64);
+        let h = 2.0 * e * (cf - 1.0) / cf;
+        flat + self.inner.l + h * self.inner.g_direct_for(16.0 * e)
+    }
 }
 
 #[cfg(test)]

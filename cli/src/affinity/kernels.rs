@@ -10,7 +10,7 @@ use super::report::Row;
 use super::{Experiment, Kernel, PolicySpec, Shape, levels_text, plan_of};
 use mbsp::{Binding, Ctx, Run};
 use mbsp_algorithms::cost::Params;
-use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, kernel_len};
+use mbsp_algorithms::fft::{BspFft, Complex, FftCost, MultiFft, Order, kernel_len};
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{HierPlan, HierSpmv, Spmv, SpmvPlan};
 use mbsp_algorithms::sparse::{CooMatrix, mtx};
@@ -693,20 +693,23 @@ fn fft_job<'a>(
             for prm in [&mut cost.flat, &mut cost.top, &mut cost.inner] {
                 prm.r = r;
             }
-            let choice = cost.choose(n, &fans);
             Ok(if nested {
-                choice.nested
+                cost.choose(n, &fans).nested
             } else if handed_down {
-                choice.flat + mbsp_tools::params::nested_run_seconds(p)?
+                // `MultiFft::nested`: natural order, the nested run's start measured.
+                cost.nested_start = mbsp_tools::params::nested_run_seconds(p)?;
+                cost.top_of_one(n, p, Order::Natural)
             } else {
-                choice.flat
+                cost.choose(n, &fans).flat
             })
         }
     };
     row.model = if nested {
         "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
     } else if handed_down {
-        "BSP FFT cost of the nested run, plus its start (measured); r of rustfft".into()
+        "BSP FFT cost of the nested run in natural order, plus its start (measured); r of \
+         rustfft"
+            .into()
     } else {
         "BSP FFT cost; r of rustfft at the kernel length".into()
     };
