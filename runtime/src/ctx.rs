@@ -627,6 +627,14 @@ impl Ctx {
         }
     }
 
+    /// Profiling: an owned message of a `tag`-byte tag and a `payload`-byte payload to `to`.
+    #[inline(always)]
+    pub(crate) fn note_owned(&self, to: usize, tag: usize, payload: usize) {
+        if let Some(r) = &self.prof {
+            r.borrow_mut().out_owned(to, tag, payload);
+        }
+    }
+
     /// Profiling: a get of `bytes` from `from` (`immediate`: copied now).
     #[inline(always)]
     pub(crate) fn note_get(&self, from: usize, bytes: usize, immediate: bool) {

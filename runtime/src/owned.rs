@@ -42,9 +42,10 @@
 //!
 //! Owned messages are messages: they sit in the one queue with the others, count as one record
 //! each in a lazy superstep's declared count ([`expect`](Ctx::declare_incoming)), count in
-//! [`qsize`](Ctx::qsize) (their payload bytes: length × element size) and in a profile's `h` (as
-//! a message of their payload bytes, as if copied: the h-relation measures what the receiver
-//! gets, whatever the transfer costs), and the byte accessors ([`peek`](Ctx::peek),
+//! [`qsize`](Ctx::qsize) (their payload bytes: length × element size) and in a profile as
+//! messages whose payload is copied at once (its words in the `h imm.` column, not in `h`: the
+//! receiver reads the payload where it lies, and that time is in its computation, as a direct
+//! get's is; the tag is queued and counts in `h`), and the byte accessors ([`peek`](Ctx::peek),
 //! [`get_tag`](Ctx::get_tag), [`move_message`](Ctx::move_message), [`hpmove`](Ctx::hpmove), the
 //! C ABI's `bsp_move`/`bsp_hpmove`) see their payload bytes (an owned message's payload is its
 //! buffer, aligned for its element type rather than to 8 bytes). Moving an ordinary message
@@ -172,7 +173,7 @@ impl Ctx {
         if sent.is_none() {
             return Err(self.no_room_for_message("send_owned", pid, tag.len(), bytes));
         }
-        self.note_out(pid, tag.len() + bytes, true, false);
+        self.note_owned(pid, tag.len(), bytes);
         self.flag(FLAG_COMM | FLAG_OUTBOX);
         Ok(())
     }

@@ -555,7 +555,7 @@ fn a_steady_loop_of_nested_runs_allocates_nothing() {
 }
 
 #[test]
-fn owned_messages_count_in_the_profile_as_their_bytes() {
+fn owned_messages_count_in_the_profile_as_their_bytes_their_payload_immediate() {
     if skip_test(
         "a thread run's profile (Run::run_profiled); send_owned counts the same on either engine",
     ) {
@@ -566,6 +566,10 @@ fn owned_messages_count_in_the_profile_as_their_bytes() {
             .run_profiled(|ctx| {
                 ctx.send_owned(1 - ctx.pid(), &[], vec![1u64; 100])?;
                 ctx.send(1 - ctx.pid(), &[], &[1u8; 8])?;
+                ctx.set_tagsize(9)?; // from the next superstep
+                ctx.sync()?;
+                // A tag of 9 bytes: two words queued, the payload's 100 words not copied.
+                ctx.send_owned(1 - ctx.pid(), &[7u8; 9], vec![1u64; 100])?;
                 ctx.sync()?;
                 Ok(())
             })
@@ -576,8 +580,17 @@ fn owned_messages_count_in_the_profile_as_their_bytes() {
     for me in &s.procs {
         assert_eq!((me.messages_sent, me.messages_received), (2, 2));
         assert_eq!((me.bytes_sent, me.words_sent), (808, 101));
+        // The payload is read where its sender wrote it: in the receiver's computation, as
+        // a direct get's words are, so it is out of the sync's h.
+        assert_eq!(me.immediate_words_sent, 100);
+        assert_eq!(me.immediate_words_received, 100);
     }
-    assert_eq!(s.h(), 101);
+    assert_eq!((s.h(), s.h_immediate(), s.requests()), (1, 100, 2));
+    let s = &prof.supersteps[1];
+    for me in &s.procs {
+        assert_eq!((me.bytes_sent, me.words_sent), (809, 102));
+    }
+    assert_eq!((s.h(), s.h_immediate()), (2, 100));
 }
 
 #[test]

@@ -124,6 +124,18 @@ impl Recorder {
         }
     }
 
+    /// An owned message to `to`: its tag is queued as a message's is, its payload never
+    /// copied (the receiver reads it where the sender wrote it, in its computation), so the
+    /// payload's words count as immediate ones, out of the sync's `h`.
+    #[inline]
+    pub(crate) fn out_owned(&mut self, to: usize, tag: usize, payload: usize) {
+        self.out(to, tag + payload, true, false);
+        if to != self.pid && to < self.p {
+            let all = (tag + payload).div_ceil(8) as u64;
+            self.peer(to).imm_out_words += all - tag.div_ceil(8) as u64;
+        }
+    }
+
     /// A get of `bytes` from `from` (`immediate`: copied now, not by the sync).
     #[inline]
     pub(crate) fn get(&mut self, from: usize, bytes: usize, immediate: bool) {
