@@ -426,8 +426,9 @@ struct Row {
     rel_error: f64,
     /// mbsp variants: partitioning and planning seconds, volume and max_h of the partition.
     partition: Option<(f64, u64, u64)>,
-    /// plain and hp: the BSP-predicted seconds per multiply (`SpmvPlan::predict`, with the
-    /// sequential CSR time per nonzero of the same group and g, l from `MBSP_PARAMS`).
+    /// The mbsp variants: the BSP-predicted seconds per multiply (`SpmvPlan::predict`, with the
+    /// local kernel's rate measured per plan and g, l from `MBSP_PARAMS`; hier:
+    /// `mbsp_tools::spmv::hier_prediction`).
     predicted: Option<f64>,
 }
 
@@ -715,6 +716,8 @@ fn measure_group(
                 "the SpMV's local rate",
             )?;
             r.predicted = Some(plan.predict(params, per_nz, v.predicts_hp()));
+        } else if let mbsp_tools::spmv::Plan::Hier(plan) = &prep.plan {
+            r.predicted = mbsp_tools::spmv::hier_prediction(plan, p)?;
         }
         group.push(r);
         if v == Variant::Plain {
@@ -1192,7 +1195,8 @@ fn print_table(
             continue;
         }
         println!(
-            "\nBSP prediction (plain, hp) at p = {p}, multiplies > 10 µs: |predicted - measured| / \
+            "\nBSP prediction (every mbsp variant) at p = {p}, multiplies > 10 µs: |predicted - \
+             measured| / \
              measured median {:.0}%, max {:.0}%, within 20% in {} of {}",
             100.0 * median(&e),
             100.0 * e.iter().copied().fold(0.0, f64::max),
