@@ -10,8 +10,9 @@
 //! * **r_stream** (flop/s): the STREAM triad `a = b + s·c` on [`Options::stream_n`] doubles
 //!   per array per process (far beyond the caches), every process at once: the rate of a
 //!   kernel that streams its data from memory, which a compute-bound r overstates severalfold.
-//!   A level's `r_stream` is its slowest process's (they share the memory bus unequally, and a
-//!   superstep lasts as long as its slowest process); its r's are the processes' mean.
+//!   Each pass is timed as a superstep, to the sync after it, and a level's `r_stream` is its
+//!   slowest process's median (they share the memory bus unequally, and a superstep lasts as
+//!   long as its slowest process); its r's are the processes' mean.
 //! * **l** (seconds): the median time of an empty superstep, over many, with its confidence
 //!   interval ([`crate::stats::median_interval`]).
 //! * **l_reg** (seconds): the median time of a superstep that registers (or deregisters) one
