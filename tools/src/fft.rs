@@ -45,8 +45,9 @@ pub fn rel_error(a: &[C], b: &[C]) -> f64 {
     (d / r).sqrt()
 }
 
-/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64) on
-/// each of `cores` cores while all of them run it — the BSP `r` of a run of that many
+/// rustfft's rate (flop/s) at length `len` (at least 64: shorter kernels are timed as 64),
+/// out of place as the split transform's kernels run, on each of `cores` cores while all of
+/// them run it — the BSP `r` of a run of that many
 /// processes: from `rates` (keyed by length and cores: a sweep's own measurements), else
 /// measured now in a run of `cores` processes placed as a run is by default ([`rate_on`]) and
 /// kept in `rates`.
@@ -87,18 +88,19 @@ pub fn rate_on(
     let plan = sequential_plan::<f64>(len, false);
     let x = random(len, SEED);
     let medians = place(Run::new(cores)).run(|ctx| {
-        let mut scratch = vec![C::default(); plan.get_inplace_scratch_len()];
-        let mut y = x.clone();
+        // Out of place, as the split transform's kernels run (`split::kernels2`).
+        let mut scratch = vec![C::default(); plan.get_outofplace_scratch_len()];
+        let (mut y, mut out) = (x.clone(), x.clone());
         // An untimed transform first: the first one pays for touching the scratch, the
         // tables and the caches, and a cold core's clock.
         ctx.sync()?;
-        plan.process_with_scratch(&mut y, &mut scratch);
+        plan.process_outofplace_with_scratch(&mut y, &mut out, &mut scratch);
         let mut times = Vec::with_capacity(RATE_SAMPLES);
         for _ in 0..RATE_SAMPLES {
             y.copy_from_slice(&x);
             ctx.sync()?;
             let t = Instant::now();
-            plan.process_with_scratch(&mut y, &mut scratch);
+            plan.process_outofplace_with_scratch(&mut y, &mut out, &mut scratch);
             times.push(t.elapsed().as_secs_f64());
         }
         Ok(Samples(times).median())
