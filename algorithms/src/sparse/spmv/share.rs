@@ -5,9 +5,13 @@
 //! other for a while. A process that finishes its rows early waits in the sync for the last
 //! one. With whole vectors shared, any process can compute any owned row of `y`: the rows a
 //! process owns are cut into [`BLOCKS`] blocks of chunks, and a process that has finished its
-//! own blocks takes blocks of the others' from their ends, while each owner takes its own from
-//! the front (so that the two meet in the middle, each keeping the part of `x` it has in its
-//! caches; in an iso-valued matrix the chunks with padding come last, `sell.rs`). Only the
+//! own blocks takes blocks of the others' from their other ends, while each owner takes its
+//! own from one end (so that the two meet in the middle, each keeping the part of `x` it has in
+//! its caches; in an iso-valued matrix the chunks with padding come last, `sell.rs`). Even
+//! processes take their own from the front, odd ones from the back: a partition gives both
+//! processes rows in most cache lines of `y`, and two processes that sweep `y` in the same
+//! direction write rows of the same lines at the same time and take each line from the other
+//! at every write; sweeping in opposite directions, they meet in one place only. Only the
 //! owned rows are shared: the partial sums of rows owned elsewhere go to the owner's send
 //! buffer, which the owner sends in the same superstep.
 //!
@@ -101,6 +105,25 @@ impl Shares {
     /// Closes `pid`'s queue: nothing to take in any epoch.
     pub(crate) fn close(&self, pid: usize) {
         self.lines[pid].queue.store(0, Ordering::Release);
+    }
+
+    /// Takes the next of `q`'s blocks for `q` itself, in multiply `epoch` for the `y` at `key`:
+    /// from the front for an even `q`, from the back for an odd one (see the module docs).
+    pub(crate) fn take_own(&self, q: usize, epoch: u16, key: usize) -> Option<u32> {
+        if q.is_multiple_of(2) {
+            self.take_front(q, epoch, key)
+        } else {
+            self.take_back(q, epoch, key)
+        }
+    }
+
+    /// Takes one of `q`'s blocks for another process: from the end `q` does not take from.
+    pub(crate) fn take_for_other(&self, q: usize, epoch: u16, key: usize) -> Option<u32> {
+        if q.is_multiple_of(2) {
+            self.take_back(q, epoch, key)
+        } else {
+            self.take_front(q, epoch, key)
+        }
     }
 
     /// Takes the next block from the front of `q`'s queue in multiply `epoch` for the `y` at

@@ -16,8 +16,8 @@
 //!    nonzero here get zero), the others into the send buffer;
 //! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv));
 //! 4. the owned rows of the others that they have not started yet, taken block by block from
-//!    the back of their queues (`share.rs`: the partitioner balances nonzeros, not time), then
-//!    a full sync;
+//!    the other ends of their queues (`share.rs`: the partitioner balances nonzeros, not time;
+//!    even processes take their own from the front, odd ones from the back), then a full sync;
 //! 5. `hpmove` every partial-sum message and add it into `y` in place.
 //!
 //! **Why the writes are sound.** The entries of `y` a process owns (`y_owned`) are disjoint
@@ -218,7 +218,7 @@ impl<'p> SharedSpmv<'p> {
         // same vectors as the owner's (the queue's key): see the module docs and `share.rs`.
         let write = |r: usize, s: f64| unsafe { y.write(r, s) };
         self.shares.open(pid, epoch, blocks(self.own.chunks()), key);
-        while let Some(b) = self.shares.take_front(pid, epoch, key) {
+        while let Some(b) = self.shares.take_own(pid, epoch, key) {
             self.own
                 .multiply_whole_chunks(x, block(self.own.chunks(), b), write);
         }
@@ -236,12 +236,12 @@ impl<'p> SharedSpmv<'p> {
             self.local
                 .send_partial_sums(ctx, &mut self.tag, &self.send)?
         };
-        // Then the blocks the others have not started, from the back of their queues.
+        // Then the blocks the others have not started, from the other ends of their queues.
         for q in (1..p).map(|i| (pid + i) % p) {
             let Some(m) = self.shares.own_of(q) else {
                 continue;
             };
-            while let Some(b) = self.shares.take_back(q, epoch, key) {
+            while let Some(b) = self.shares.take_for_other(q, epoch, key) {
                 m.multiply_whole_chunks(x, block(m.chunks(), b), write);
                 self.taken += 1;
             }
