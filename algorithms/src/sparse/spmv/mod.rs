@@ -64,6 +64,7 @@ mod error;
 mod guard;
 mod hier;
 mod hp;
+mod lines;
 mod sell;
 mod share;
 mod shared;

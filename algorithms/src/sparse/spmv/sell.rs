@@ -172,6 +172,12 @@ impl Sell {
         s
     }
 
+    /// The row of each chunk slot in the order the multiply writes them (`u32::MAX` for
+    /// padding slots).
+    pub(super) fn slot_rows(&self) -> &[u32] {
+        &self.row
+    }
+
     /// Whether every nonzero has one value, kept once ([module docs](self)).
     #[cfg(test)]
     fn is_iso(&self) -> bool {

@@ -21,7 +21,7 @@
 //! multiplies (epoch, 0, blocks); every take is a compare-and-swap that moves `front` up or
 //! `back` down while `front < back`, so each block is taken exactly once per epoch. A taker
 //! names the epoch it is in: the processes of a run multiply in lockstep (a multiply is one
-//! superstep), so a queue of another epoch is either not yet opened for this multiply (the
+//! superstep, or two for every multiply of a plan), so a queue of another epoch is either not yet opened for this multiply (the
 //! owner has not started it: nothing is taken, the owner takes everything itself) or left
 //! from before. A queue is closed (epoch 0, no blocks) when its process's multiply is made and
 //! dropped, so a run never sees the blocks of an earlier run.
@@ -35,6 +35,7 @@
 //! vectors the owner opened its queue with (the address of `y`, stored before the opening).
 //! The matrices are the plan's, immutable once made ([`Shares::own`]).
 
+use super::lines::Lines;
 use super::sell::Sell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -51,13 +52,16 @@ struct Line {
     /// for the same `y` (processes handed different vectors, against the API, keep to their
     /// own rows).
     key: AtomicUsize,
-    /// The process's owned rows over the global columns, renamed to their rows of `y`.
+    /// The process's owned rows over the global columns, renamed to their destinations
+    /// (`lines.rs`: a row of `y`, or a position of the buffer of mixed lines).
     own: OnceLock<Sell>,
 }
 
 /// One line per process of a plan; see the module docs.
 pub(crate) struct Shares {
     lines: Box<[Line]>,
+    /// Where the owned rows' sums go (`lines.rs`), made at the first use.
+    dest: OnceLock<Lines>,
 }
 
 const BITS: u32 = 24;
@@ -79,7 +83,13 @@ impl Shares {
     pub(crate) fn new(p: usize) -> Self {
         Shares {
             lines: (0..p).map(|_| Line::default()).collect(),
+            dest: OnceLock::new(),
         }
+    }
+
+    /// The destinations of the plan's owned rows, made once by `make`.
+    pub(crate) fn dest(&self, make: impl FnOnce() -> Lines) -> &Lines {
+        self.dest.get_or_init(make)
     }
 
     /// Process `pid`'s owned rows as made once by `make` (the same for every run of the plan).

@@ -8,17 +8,23 @@
 //! vectors, as long as the multiply itself on a matrix of a few nonzeros per row (measured:
 //! CHANGELOG.md, under the shared SpMV). [`SharedSpmv`] does neither. The vectors are one
 //! [`SharedVectors`], shared by the processes of the run; the local matrices are kept over the
-//! global columns; and process `s`, in one superstep:
+//! global columns; and process `s`, in one superstep (two where some cache line of `y` holds
+//! rows of more than one process):
 //!
 //! 1. fan-out: none; the local multiply reads each `x_j` straight from the caller's `x` (what a
 //!    direct get from `x_j`'s owner reads, without the copy);
 //! 2. local multiply: the sums of the rows `s` owns go straight into `y` (owned rows without a
-//!    nonzero here get zero), the others into the send buffer;
+//!    nonzero here get zero), the others into the send buffer; an owned row in a cache line of
+//!    `y` that rows of other processes share goes to `s`'s stretch of a buffer of the vectors
+//!    instead (`lines.rs`: two cores writing rows of one line take the line from each other at
+//!    every write);
 //! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv));
 //! 4. the owned rows of the others that they have not started yet, taken block by block from
 //!    the other ends of their queues (`share.rs`: the partitioner balances nonzeros, not time;
 //!    even processes take their own from the front, odd ones from the back), then a full sync;
-//! 5. `hpmove` every partial-sum message and add it into `y` in place.
+//! 5. `hpmove` every partial-sum message and add it in place (into `y` or the buffer);
+//! 6. where lines are shared: a full sync, then each process writes its run of the shared
+//!    lines of `y`, whole, from the buffer.
 //!
 //! **Why the writes are sound.** The entries of `y` a process owns (`y_owned`) are disjoint
 //! from the others'. Of the rows of `s` that have a nonzero here, each block is computed and
@@ -29,22 +35,29 @@
 //! back on drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so one run at a time uses a
 //! plan's parts and queues; and vectors are made for one plan ([`SharedVectors::new`]; a
 //! multiply with another plan's vectors is an error), so two plans never write one `y`. `x`
-//! is only read. `y` is complete once every process has returned from the multiply: after the
-//! next sync, or once the run has ended.
+//! is only read. The buffer of shared lines follows the same rules as `y` up to the sync of
+//! step 5 (each of its positions is one owned row's); after the sync of step 6 it is only read,
+//! and each row of a shared line is written by the one process whose run holds the line; a
+//! process that starts its next multiply while others still read writes the buffer's other
+//! half (`Lines::half`). `y` is complete once every process has returned from the multiply:
+//! after the next sync, or once the run has ended.
 //!
 //! Cost per multiply: `max_s 2 nz(s) + h_fanout g_direct + h_fanin g + l`, that of the hp
 //! multiply with direct gets (the reads of remote `x` are the same, without the copies), with
-//! `max_s 2 nz(s)` nearer the mean when a process is slower than the others.
+//! `max_s 2 nz(s)` nearer the mean when a process is slower than the others; where lines of
+//! `y` are shared, plus `l` and the writes of those lines from the buffer.
 
 use super::{
     LocalSpmv, SpmvPlan,
     guard::HpGuard,
+    lines::{self, Lines},
     sell::Sell,
     share::{BLOCKS, Shares},
 };
 use crate::shared::Shared;
 use crate::sparse::spmv::SpmvError;
 use mbsp::Ctx;
+use std::sync::atomic::AtomicU64;
 
 /// The whole `x` and `y` of multiplies by [`SharedSpmv`], shared by the processes of a run
 /// (made outside it, borrowed by all of them).
@@ -69,6 +82,8 @@ pub struct SharedVectors<'v> {
     plan: &'v SpmvPlan,
     x: &'v [f64],
     y: Shared<'v, f64>,
+    /// The sums of the rows of mixed lines (`lines.rs`), each process's in its stretch.
+    mixed: Box<[AtomicU64]>,
 }
 
 impl<'v> SharedVectors<'v> {
@@ -97,6 +112,7 @@ impl<'v> SharedVectors<'v> {
             plan,
             x,
             y: Shared::new(y),
+            mixed: plan.shares.dest(|| Lines::new(plan)).buffer(),
         })
     }
 }
@@ -117,8 +133,15 @@ pub struct SharedSpmv<'p> {
     epoch: u16,
     /// Blocks of other processes' rows computed here.
     taken: u64,
-    /// Owned global rows without a nonzero here.
+    /// Where the owned rows' sums go (`lines.rs`).
+    dest: &'p Lines,
+    /// The destinations of the owned rows, in `y_owned` order.
+    codes: &'p [u32],
+    /// The destinations of the owned rows without a nonzero here.
     empty_y: Vec<u32>,
+    /// This process's multiplies so far: which half of the buffer of mixed lines the next
+    /// one uses ([`Lines::half`]).
+    count: u64,
     send: Vec<f64>,
     slot_of: Vec<u32>,
     tag: Vec<u8>,
@@ -159,10 +182,11 @@ impl<'p> SharedSpmv<'p> {
             ));
         }
         let map = global_cols(plan, local);
-        let y = &local.y_owned;
+        let dest = plan.shares.dest(|| Lines::new(plan));
+        let codes = dest.codes(pid);
         let own_y: Vec<u32> = local.dest[..local.own_rows]
             .iter()
-            .map(|&q| y[q as usize])
+            .map(|&q| codes[q as usize])
             .collect();
         plan.shares.close(pid);
         Ok(SharedSpmv {
@@ -174,7 +198,10 @@ impl<'p> SharedSpmv<'p> {
             other: local.other.renamed(&map, &local.dest),
             epoch: 0,
             taken: 0,
-            empty_y: local.y_empty.iter().map(|&q| y[q as usize]).collect(),
+            dest,
+            codes,
+            empty_y: local.y_empty.iter().map(|&q| codes[q as usize]).collect(),
+            count: 0,
             send: local.send_buffer(),
             slot_of: local.slot_of(plan.p()),
             tag: Vec::new(),
@@ -193,7 +220,8 @@ impl<'p> SharedSpmv<'p> {
         self.taken
     }
 
-    /// `y = A x` on `v`, one superstep: this process writes its owned entries of `v`'s `y`.
+    /// `y = A x` on `v`, one superstep (two where lines of `y` are shared: see the module
+    /// docs): this process writes its owned entries of `v`'s `y`.
     /// Every process calls it with the same vectors; `y` is complete when all have returned
     /// (after the next sync, or when the run has ended). Its superstep carries nothing of the
     /// caller's (messages sent before the call make the fan-in fail).
@@ -208,30 +236,83 @@ impl<'p> SharedSpmv<'p> {
                 ),
             ));
         }
-        let (x, y) = (v.x, &v.y);
-        let (pid, p) = (self.local.pid, self.plan.p());
+        let dest = self.dest;
+        let (x, y, mixed) = (v.x, &v.y, &v.mixed[dest.half(self.count)..]);
+        self.count += 1;
+        let pid = self.local.pid;
         self.epoch = self.epoch.checked_add(1).unwrap_or(1);
         let (epoch, key) = (self.epoch, v.key());
-        // SAFETY: (every write of `write` here) a row of a block this thread took from a queue
+        // Why the writes below are sound: each is a row of a block this thread took from a queue
         // of this multiply, which no other thread writes (each block is taken once) and the
-        // owner reads only after the sync below; `v` is this plan's (checked above) and the
-        // same vectors as the owner's (the queue's key): see the module docs and `share.rs`.
-        let write = |r: usize, s: f64| unsafe { y.write(r, s) };
+        // owner reads only after the sync below, or an owned row without a nonzero here (see
+        // `compute`); `v` is this plan's (checked above) and the same vectors as the owner's
+        // (the queue's key): see the module docs and `share.rs`. Where lines of `y` are
+        // shared, a row of a shared line goes to the buffer instead (`lines.rs`), under the
+        // same rule; elsewhere the writes go to `y` without a test per row.
+        if dest.any_mixed() {
+            self.compute(ctx, x, epoch, key, |code, s| {
+                match dest.target(code as u32) {
+                    // SAFETY: as said above.
+                    Ok(r) => unsafe { y.write(r, s) },
+                    Err(k) => lines::store(mixed, k, s),
+                }
+            })?;
+        } else {
+            // SAFETY: as said above.
+            self.compute(ctx, x, epoch, key, |r, s| unsafe { y.write(r, s) })?;
+        }
+        ctx.sync()?;
+        let codes = self.codes;
+        self.local
+            .receive_partial_sums(ctx, OP, &self.slot_of, |q, s| {
+                match dest.target(codes[q]) {
+                    // SAFETY: as above.
+                    Ok(r) => unsafe { y.add(r, s) },
+                    Err(k) => lines::store(mixed, k, lines::load(mixed, k) + s),
+                }
+            })?;
+        if !dest.any_mixed() {
+            return Ok(());
+        }
+        // The mixed lines: every owner's sums are in the buffer once all have passed this sync;
+        // each line is written whole by the one process it falls to.
+        ctx.sync()?;
+        for &(r, k) in dest.scatter(pid) {
+            // SAFETY: rows of mixed lines are written by no one but this line's writer, and
+            // no process reads `y` before the multiply has ended on every process.
+            unsafe { y.write(r as usize, lines::load(mixed, k as usize)) };
+        }
+        Ok(())
+    }
+
+    /// Steps 2-4 of a multiply (see the module docs), each owned row's sum handed to
+    /// `write(destination, sum)`: this process's blocks, its owned rows without a nonzero
+    /// here, the partial sums of the others' rows and their messages, then the blocks the
+    /// others have not started.
+    fn compute(
+        &mut self,
+        ctx: &mut Ctx,
+        x: &[f64],
+        epoch: u16,
+        key: usize,
+        write: impl Fn(usize, f64) + Copy,
+    ) -> mbsp::Result<()> {
+        let (pid, p) = (self.local.pid, self.plan.p());
         self.shares.open(pid, epoch, blocks(self.own.chunks()), key);
         while let Some(b) = self.shares.take_own(pid, epoch, key) {
             self.own
                 .multiply_whole_chunks(x, block(self.own.chunks(), b), write);
         }
         for &i in &self.empty_y {
-            // SAFETY: (this write and the adds after the sync) entries this process owns
-            // without a nonzero here, which no other thread writes while this process holds its
-            // claim on the plan: see the module docs.
-            unsafe { y.write(i as usize, 0.0) };
+            // (This write and the adds after the sync) entries this process owns without a
+            // nonzero here, which no other thread writes while this process holds its claim on
+            // the plan: see the module docs.
+            write(i as usize, 0.0);
         }
         let send = &mut self.send[..];
         self.other.multiply_whole(x, |slot, s| send[slot] = s);
-        // SAFETY: `self.send` is neither changed nor freed before the sync below (`self` stays
-        // borrowed until we return).
+        // SAFETY: `self.send` is neither changed nor freed before the caller's sync (`self`
+        // stays borrowed until the multiply returns).
         unsafe {
             self.local
                 .send_partial_sums(ctx, &mut self.tag, &self.send)?
@@ -246,13 +327,7 @@ impl<'p> SharedSpmv<'p> {
                 self.taken += 1;
             }
         }
-        ctx.sync()?;
-        let owned = &self.local.y_owned[..];
-        self.local
-            .receive_partial_sums(ctx, OP, &self.slot_of, |q, s| {
-                // SAFETY: as above.
-                unsafe { y.add(owned[q] as usize, s) }
-            })
+        Ok(())
     }
 }
 
