@@ -717,7 +717,7 @@ fn measure_group(
             )?;
             r.predicted = Some(plan.predict(params, per_nz, v.predicts_hp()));
         } else if let mbsp_tools::spmv::Plan::Hier(plan) = &prep.plan {
-            r.predicted = mbsp_tools::spmv::hier_prediction(plan, p)?;
+            r.predicted = mbsp_tools::spmv::hier_prediction_in_force(plan, p)?;
         }
         group.push(r);
         if v == Variant::Plain {

@@ -5,8 +5,8 @@
 use crate::cli;
 use mbsp_algorithms::sparse::{CooMatrix, mondriaan, mtx};
 use mbsp_tools::spmv::{
-    Csr, DEFAULT_REPS, DEFAULT_SECONDS, Per, Plan, Prepared, Variant, hier_prediction, measure,
-    plan_seconds_per_nz, test_x,
+    Csr, DEFAULT_REPS, DEFAULT_SECONDS, Per, Plan, Prepared, Variant, hier_prediction_in_force,
+    measure, plan_seconds_per_nz, test_x,
 };
 use mbsp_tools::{Error, Result, preflight, run_on};
 use serde_json::json;
@@ -197,7 +197,7 @@ pub fn run(o: &Options) -> Result<()> {
         Plan::Hier(_) => None,
     };
     let hier_predicted = match &prep.plan {
-        Plan::Hier(plan) => hier_prediction(plan, p)?,
+        Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
         Plan::Flat(_) => None,
     };
     // Over ranks, the others are done: rank 0 has the results.

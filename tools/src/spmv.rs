@@ -363,12 +363,16 @@ pub fn hier_predict(
     top_comm + plan.inner.iter().map(package).fold(0.0, f64::max)
 }
 
-/// [`hier_predict`] with what this machine gives now: the slowest package's local rate
-/// ([`plan_seconds_per_nz`], each package's cores at once), the packages' parameters for the
-/// top level and the machine's of `p` processes below ([`crate::params::flat`]), both under
-/// the policy in force, and a nested run's start measured ([`crate::params::nested_run_seconds`]).
-/// `None` where no package's rate could be measured (every package without nonzeros).
-pub fn hier_prediction(plan: &HierPlan, p: usize) -> Result<Option<f64>> {
+/// [`hier_predict`] with the local rate and the nested run's start measured now: the slowest
+/// package's local rate ([`plan_seconds_per_nz`], each package's cores at once) and a nested
+/// run's start ([`crate::params::nested_run_seconds`]), with `top` for the level over the
+/// packages and `inner` for the cores below. `None` where no package's rate could be measured
+/// (every package without nonzeros).
+pub fn hier_prediction(
+    plan: &HierPlan,
+    top: &mbsp::params::Params,
+    inner: &mbsp::params::Params,
+) -> Result<Option<f64>> {
     let mut per_nz: Option<f64> = None;
     for ip in &plan.inner {
         if let Some(t) = plan_seconds_per_nz(ip)? {
@@ -378,12 +382,17 @@ pub fn hier_prediction(plan: &HierPlan, p: usize) -> Result<Option<f64>> {
     let Some(per_nz) = per_nz else {
         return Ok(None);
     };
-    let policy = crate::params::policy_in_force();
-    let top = mbsp::params::Params::for_placement("packages", plan.top.p(), &policy);
     let below = plan.inner.iter().map(|ip| ip.p()).max().unwrap_or(1);
     let start = crate::params::nested_run_seconds(below)?;
-    let inner = crate::params::flat(p);
-    Ok(Some(hier_predict(plan, &top, &inner, per_nz, start)))
+    Ok(Some(hier_predict(plan, top, inner, per_nz, start)))
+}
+
+/// [`hier_prediction`] with the parameters in force: the packages' for the top level and the
+/// machine's of `p` processes below ([`crate::params::flat`]), under the policy in force.
+pub fn hier_prediction_in_force(plan: &HierPlan, p: usize) -> Result<Option<f64>> {
+    let policy = crate::params::policy_in_force();
+    let top = mbsp::params::Params::for_placement("packages", plan.top.p(), &policy);
+    hier_prediction(plan, &top, &crate::params::flat(p))
 }
 
 /// Seconds per multiply of the BSP variant and of the sequential baseline, measured in the

@@ -898,14 +898,7 @@ fn spmv_job<'a>(
     let predict = {
         let plan = plan.clone();
         move || -> Result<Option<f64>> {
-            let mut spnz: Option<f64> = None;
-            for ip in &plan.inner {
-                if let Some(s) = mbsp_tools::spmv::plan_seconds_per_nz(ip)? {
-                    spnz = Some(spnz.map_or(s, |t: f64| t.max(s)));
-                }
-            }
-            let start = mbsp_tools::params::nested_run_seconds(inner)?;
-            Ok(spnz.map(|s| mbsp_tools::spmv::hier_predict(&plan, &top_params, &params, s, start)))
+            mbsp_tools::spmv::hier_prediction(&plan, &top_params, &params)
         }
     };
     row.model = "top (h_fanout + h_fanin) g + 2 l, then per package a nested run (measured) of \
