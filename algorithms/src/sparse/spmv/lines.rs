@@ -49,7 +49,12 @@ impl Lines {
     /// The layout of `plan`: through the buffer where some process writes its rows spread
     /// over `y` ([`spread`]), else every row to `y`.
     pub(crate) fn new(plan: &SpmvPlan) -> Lines {
-        Lines::layout(plan, spread(plan))
+        // Codes are `u32`: the buffer (at most the rows, each stretch padded to a line) must
+        // number past the rows within it, else every row goes to `y`.
+        let room = (plan.rows.checked_mul(2))
+            .and_then(|r| r.checked_add(LINE.checked_mul(plan.p())?))
+            .is_some_and(|most| most <= u32::MAX as usize);
+        Lines::layout(plan, room && spread(plan))
     }
 
     /// The layout with the rows of mixed lines through the buffer (`through`), or none: the
