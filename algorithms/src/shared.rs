@@ -53,19 +53,6 @@ impl<'a, T> Shared<'a, T> {
         unsafe { self.ptr.add(i).read() }
     }
 
-    /// Adds `v` to entry `i`.
-    ///
-    /// # Safety
-    /// No other thread reads or writes entry `i` meanwhile.
-    pub(crate) unsafe fn add(&self, i: usize, v: T)
-    where
-        T: std::ops::AddAssign,
-    {
-        assert!(i < self.len, "Shared::add: {i} >= {}", self.len);
-        // SAFETY: in bounds; exclusive by the caller's promise.
-        unsafe { *self.ptr.add(i) += v }
-    }
-
     /// Entries `r`, to read.
     ///
     /// # Safety

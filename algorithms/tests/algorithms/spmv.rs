@@ -680,6 +680,59 @@ fn shared_vectors_on_nested_plans() {
     });
 }
 
+/// [`SharedSpmv`] sums each row in the order of its columns whatever the plan: its `y` is the
+/// same, bit for bit, for every partition and number of processes, and equals a CRS multiply
+/// whose rows hold their entries by column (a matrix with repeated entries and values of
+/// mixed magnitudes, so that another order would change the last bits).
+#[test]
+fn shared_sums_are_the_same_bits_for_every_plan() {
+    within(120, || {
+        let mut rng = SplitMix64::new(23);
+        let mut a = random_matrix(&mut rng, 150, 110, 1400);
+        for (k, v) in a.vals.iter_mut().enumerate() {
+            *v *= [1e-8, 1.0, 3e7][k % 3];
+        }
+        // A repeated entry: summed by its values' bits.
+        let (r, c) = (a.row_idx[0], a.col_idx[0]);
+        a.row_idx.push(r);
+        a.col_idx.push(c);
+        a.vals.push(-0.75);
+        let x: Vec<f64> = (0..a.cols as u32).map(|j| x_at(j, 5) * 1.1).collect();
+        let mut order: Vec<usize> = (0..a.nnz()).collect();
+        order.sort_by_key(|&k| (a.row_idx[k], a.col_idx[k], a.vals[k].to_bits()));
+        let mut want = vec![0.0; a.rows];
+        for k in order {
+            want[a.row_idx[k] as usize] += a.vals[k] * x[a.col_idx[k] as usize];
+        }
+        let bits = |v: &[f64]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        for p in [1, 2, 3, 5] {
+            let cyclic = Distribution {
+                p,
+                nz_part: (0..a.nnz() as u32).map(|k| k % p as u32).collect(),
+                x_owner: (0..a.cols as u32).map(|j| j % p as u32).collect(),
+                y_owner: (0..a.rows as u32).map(|i| (i / 3) % p as u32).collect(),
+            };
+            let parted = partition(&a, p, &Options::default()).unwrap().dist;
+            for d in [cyclic, parted] {
+                let plan = SpmvPlan::new(&a, &d).unwrap();
+                // Vectors at every position in a cache line: each has its own rows per process.
+                let mut ys = vec![f64::NAN; a.rows + 8];
+                for o in [0, 3, 7] {
+                    let y = &mut ys[o..o + a.rows];
+                    let v = SharedVectors::new(&plan, &x, y).unwrap();
+                    mbsp::run(p, |ctx| {
+                        let mut spmv = SharedSpmv::new(ctx, &plan)?;
+                        spmv.multiply(ctx, &v)?;
+                        spmv.multiply(ctx, &v)
+                    })
+                    .unwrap();
+                    assert_eq!(bits(&ys[o..o + a.rows]), bits(&want), "p = {p}, offset {o}");
+                }
+            }
+        }
+    });
+}
+
 /// `got` equals `want` up to 1e-9 relative to the largest magnitude.
 fn near(got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len());

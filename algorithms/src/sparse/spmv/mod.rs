@@ -64,7 +64,7 @@ mod error;
 mod guard;
 mod hier;
 mod hp;
-mod lines;
+mod rows;
 mod sell;
 mod share;
 mod shared;

@@ -34,7 +34,7 @@
 //! have it, as in CRS. A matrix over a caller's whole `x` ([`Sell::renamed`]) has no such
 //! column: there a padding entry reads the column of its row's last entry, which adds `0 x_c
 //! = 0` to a sum that read `x_c` already, the same sum unless `x_c` is infinite (then `0 x_c`
-//! is NaN); a NaN sum is summed again without the padding ([`Sell::multiply_whole`]).
+//! is NaN); a NaN sum is summed again without the padding ([`Sell::multiply_whole_chunks`]).
 
 /// Rows per chunk: four independent sums (one AVX2 register of f64, or two SSE2 ones).
 const C: usize = 4;
@@ -172,12 +172,6 @@ impl Sell {
         s
     }
 
-    /// The row of each chunk slot in the order the multiply writes them (`u32::MAX` for
-    /// padding slots).
-    pub(super) fn slot_rows(&self) -> &[u32] {
-        &self.row
-    }
-
     /// Whether every nonzero has one value, kept once ([module docs](self)).
     #[cfg(test)]
     fn is_iso(&self) -> bool {
@@ -220,7 +214,7 @@ impl Sell {
     }
 
     /// The same rows with column `c` renamed `map[c]` and row `r` renamed `rows[r]`, for
-    /// [`multiply_whole`](Self::multiply_whole) (a local matrix turned into one over the
+    /// [`multiply_whole_chunks`](Self::multiply_whole_chunks) (a local matrix turned into one over the
     /// global columns that hands out the positions its caller writes, see `shared.rs`): each
     /// padding entry reads the column of its row's last entry, or of the chunk's first entry in
     /// a slot without a row. An iso-valued matrix puts its chunks without padding first and
@@ -351,11 +345,9 @@ impl Sell {
         }
     }
 
-    /// [`multiply`](Self::multiply) for a matrix made by [`renamed`](Self::renamed): `x` has
-    /// an entry for every column and no zero column; a NaN sum is summed again without the
-    /// padding (module docs), so every sum is that of CRS, bit for bit.
-    #[inline(always)]
-    pub(super) fn multiply_whole(&self, x: &[f64], out: impl FnMut(usize, f64)) {
+    /// [`multiply_whole_chunks`](Self::multiply_whole_chunks) of every chunk.
+    #[cfg(test)]
+    fn multiply_whole(&self, x: &[f64], out: impl FnMut(usize, f64)) {
         self.multiply_whole_chunks(x, 0..self.chunks(), out);
     }
 
@@ -364,7 +356,10 @@ impl Sell {
         self.ptr.len() - 1
     }
 
-    /// [`multiply_whole`](Self::multiply_whole) of the rows of chunks `ks` alone.
+    /// [`multiply`](Self::multiply) of the rows of chunks `ks`, for a matrix made by
+    /// [`renamed`](Self::renamed): `x` has an entry for every column and no zero column; a
+    /// NaN sum is summed again without the padding (module docs), so every sum is that of
+    /// CRS, bit for bit.
     #[inline(always)]
     pub(super) fn multiply_whole_chunks(
         &self,

@@ -3,17 +3,13 @@
 //! The partitioner balances nonzeros, not time: the same number of nonzeros takes longer where
 //! `x` is read from farther apart, and on a shared machine one core is often slower than the
 //! other for a while. A process that finishes its rows early waits in the sync for the last
-//! one. With whole vectors shared, any process can compute any owned row of `y`: the rows a
-//! process owns are cut into [`BLOCKS`] blocks of chunks, and a process that has finished its
-//! own blocks takes blocks of the others' from their other ends, while each owner takes its
-//! own from one end (so that the two meet in the middle, each keeping the part of `x` it has in
-//! its caches; in an iso-valued matrix the chunks with padding come last, `sell.rs`). Even
-//! processes take their own from the front, odd ones from the back: a partition gives both
-//! processes rows in most cache lines of `y`, and two processes that sweep `y` in the same
-//! direction write rows of the same lines at the same time and take each line from the other
-//! at every write; sweeping in opposite directions, they meet in one place only. Only the
-//! owned rows are shared: the partial sums of rows owned elsewhere go to the owner's send
-//! buffer, which the owner sends in the same superstep.
+//! one. With whole vectors shared, any process can compute any row of `y`: the rows a process
+//! computes (`rows.rs`) are cut into [`BLOCKS`] blocks of chunks, and a process that has
+//! finished its own blocks takes blocks of the others' from their other ends, while each owner
+//! takes its own from one end (so that the two meet in the middle, each keeping the part of
+//! `x` it has in its caches; in an iso-valued matrix the chunks with padding come last,
+//! `sell.rs`). Even processes take their own from the front, odd ones from the back: where
+//! one takes a block of the other's, the two then work at opposite ends of the other's rows.
 //!
 //! **The queue.** Each process's blocks are one word in a cache line of its own: the number of
 //! the multiply (`epoch`, 16 bits), the next block from the front and one past the last block
@@ -21,22 +17,23 @@
 //! multiplies (epoch, 0, blocks); every take is a compare-and-swap that moves `front` up or
 //! `back` down while `front < back`, so each block is taken exactly once per epoch. A taker
 //! names the epoch it is in: the processes of a run multiply in lockstep (a multiply is one
-//! superstep, or two for every multiply of a plan), so a queue of another epoch is either not yet opened for this multiply (the
+//! superstep), so a queue of another epoch is either not yet opened for this multiply (the
 //! owner has not started it: nothing is taken, the owner takes everything itself) or left
 //! from before. A queue is closed (epoch 0, no blocks) when its process's multiply is made and
 //! dropped, so a run never sees the blocks of an earlier run.
 //!
 //! **Why the writes are sound.** A block's rows are written by the one thread that took the
 //! block, in the multiply that took it; the rows of different blocks, and of different
-//! processes, are disjoint. The owner reads or adds to its rows only after the sync that ends
-//! the multiply, which every taker reaches after its last write (the sync orders them); and it
-//! opens its next multiply's queue (a release) after those adds, so a taker of the next
-//! multiply, whose take acquires that opening, writes after them. A taker takes only for the
-//! vectors the owner opened its queue with (the address of `y`, stored before the opening).
-//! The matrices are the plan's, immutable once made ([`Shares::own`]).
+//! processes, are disjoint. Every process ends a multiply with a sync, which every taker
+//! reaches after its last write, and opens its next multiply's queue after it (a release), so
+//! a taker of the next multiply, whose take acquires that opening, writes after everything of
+//! the one before. A taker takes only for the vectors the owner opened its queue with (the
+//! address of `y`, stored before the opening), so both use the same rows (`rows.rs`: they
+//! depend on where `y` lies). The matrices are the plan's, immutable once made
+//! ([`Shares::split`]).
 
-use super::lines::Lines;
-use super::sell::Sell;
+use super::SpmvPlan;
+use super::rows::{LINE, Split, Whole};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -52,16 +49,16 @@ struct Line {
     /// for the same `y` (processes handed different vectors, against the API, keep to their
     /// own rows).
     key: AtomicUsize,
-    /// The process's owned rows over the global columns, renamed to their destinations
-    /// (`lines.rs`: a row of `y`, or a position of the buffer of mixed lines).
-    own: OnceLock<Sell>,
 }
 
 /// One line per process of a plan; see the module docs.
 pub(crate) struct Shares {
     lines: Box<[Line]>,
-    /// Where the owned rows' sums go (`lines.rs`), made at the first use.
-    dest: OnceLock<Lines>,
+    /// The matrix whole (`rows.rs`), made at the first use.
+    whole: OnceLock<Whole>,
+    /// The rows of each process for vectors `y` whose first entry is at each position of its
+    /// cache line (`rows.rs`), made at the first use of such a `y`.
+    splits: [OnceLock<Split>; LINE],
 }
 
 const BITS: u32 = 24;
@@ -83,23 +80,20 @@ impl Shares {
     pub(crate) fn new(p: usize) -> Self {
         Shares {
             lines: (0..p).map(|_| Line::default()).collect(),
-            dest: OnceLock::new(),
+            whole: OnceLock::new(),
+            splits: Default::default(),
         }
     }
 
-    /// The destinations of the plan's owned rows, made once by `make`.
-    pub(crate) fn dest(&self, make: impl FnOnce() -> Lines) -> &Lines {
-        self.dest.get_or_init(make)
+    /// `plan`'s matrix whole, made once (`plan` must be the plan these shares are part of).
+    pub(crate) fn whole(&self, plan: &SpmvPlan) -> &Whole {
+        self.whole.get_or_init(|| Whole::new(plan))
     }
 
-    /// Process `pid`'s owned rows as made once by `make` (the same for every run of the plan).
-    pub(crate) fn own(&self, pid: usize, make: impl FnOnce() -> Sell) -> &Sell {
-        self.lines[pid].own.get_or_init(make)
-    }
-
-    /// Process `q`'s owned rows, if made.
-    pub(crate) fn own_of(&self, q: usize) -> Option<&Sell> {
-        self.lines[q].own.get()
+    /// The rows of each process of `plan` for vectors whose first entry is at position `o` of
+    /// its cache line, made once.
+    pub(crate) fn split(&self, plan: &SpmvPlan, o: usize) -> &Split {
+        self.splits[o % LINE].get_or_init(|| Split::new(plan, o % LINE))
     }
 
     /// Opens `pid`'s queue for its multiply `epoch` (not 0) with `blocks` blocks, writing to

@@ -7,57 +7,40 @@
 //! buffers before the multiply and assembles `y` from the parts after it: two passes over both
 //! vectors, as long as the multiply itself on a matrix of a few nonzeros per row (measured:
 //! CHANGELOG.md, under the shared SpMV). [`SharedSpmv`] does neither. The vectors are one
-//! [`SharedVectors`], shared by the processes of the run; the local matrices are kept over the
-//! global columns; and process `s`, in one superstep (two where some cache line of `y` holds
-//! rows of more than one process):
+//! [`SharedVectors`], shared by the processes of the run. Each process computes whole rows of
+//! `y`, whole cache lines of it, from the matrix over the global columns (`rows.rs`: each line
+//! goes to the process that owns most of its rows in the plan), and in one superstep:
 //!
-//! 1. fan-out: none; the local multiply reads each `x_j` straight from the caller's `x` (what a
-//!    direct get from `x_j`'s owner reads, without the copy);
-//! 2. local multiply: the sums of the rows `s` owns go straight into `y` (owned rows without a
-//!    nonzero here get zero), the others into the send buffer; an owned row in a cache line of
-//!    `y` that rows of other processes share goes to `s`'s stretch of a buffer of the vectors
-//!    instead (`lines.rs`: two cores writing rows of one line take the line from each other at
-//!    every write);
-//! 3. fan-in: one `hpsend` per owner of partial sums (as [`HpSpmv`](super::HpSpmv));
-//! 4. the owned rows of the others that they have not started yet, taken block by block from
-//!    the other ends of their queues (`share.rs`: the partitioner balances nonzeros, not time;
-//!    even processes take their own from the front, odd ones from the back), then a full sync;
-//! 5. `hpmove` every partial-sum message and add it in place (into `y` or the buffer);
-//! 6. where lines are shared: a full sync, then each process writes its run of the shared
-//!    lines of `y`, whole, from the buffer.
+//! 1. computes its rows block by block, reading each `x_j` straight from the caller's `x`
+//!    (what a direct get from `x_j`'s owner reads, without the copy) and writing each row's
+//!    sum straight into `y`;
+//! 2. takes the blocks of the others that they have not started yet, from the other ends of
+//!    their queues (`share.rs`: the partitioner balances nonzeros, not time);
+//! 3. a full sync.
 //!
-//! **Why the writes are sound.** The entries of `y` a process owns (`y_owned`) are disjoint
-//! from the others'. Of the rows of `s` that have a nonzero here, each block is computed and
-//! written by the one thread that took it from `s`'s queue in this multiply (`share.rs`); the
-//! other entries of `s` (owned rows without a nonzero here, the fan-in's adds) by `s` alone,
-//! the adds after the sync that every taker reaches after its writes. A process multiplies
-//! only while it holds its line of the plan's guard (claimed by [`SharedSpmv::new`], given
-//! back on drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so one run at a time uses a
-//! plan's parts and queues; and vectors are made for one plan ([`SharedVectors::new`]; a
-//! multiply with another plan's vectors is an error), so two plans never write one `y`. `x`
-//! is only read. The buffer of shared lines follows the same rules as `y` up to the sync of
-//! step 5 (each of its positions is one owned row's); after the sync of step 6 it is only read,
-//! and each row of a shared line is written by the one process whose run holds the line; a
-//! process that starts its next multiply while others still read writes the buffer's other
-//! half (`Lines::half`). `y` is complete once every process has returned from the multiply:
-//! after the next sync, or once the run has ended.
+//! No partial sums, no messages: a process reads any `x_j` where it lies, so a row needs no
+//! second process, and no two processes write one line of `y` (but where one takes a block of
+//! another's, at the block's ends).
 //!
-//! Cost per multiply: `max_s 2 nz(s) + h_fanout g_direct + h_fanin g + l`, that of the hp
-//! multiply with direct gets (the reads of remote `x` are the same, without the copies), with
-//! `max_s 2 nz(s)` nearer the mean when a process is slower than the others; where lines of
-//! `y` are shared, plus `l` and the writes of those lines from the buffer.
+//! **Why the writes are sound.** The rows of different processes are disjoint, and each block
+//! of a process's rows is computed and written by the one thread that took it from that
+//! process's queue in this multiply (`share.rs`); every writer reaches the sync that ends the
+//! multiply after its last write, and a process writes `y` again only in a later multiply. A
+//! process multiplies only while it holds its line of the plan's guard (claimed by
+//! [`SharedSpmv::new`], given back on drop; the claim [`HpSpmv`](super::HpSpmv) takes too), so
+//! one run at a time uses a plan's queues; and vectors are made for one plan
+//! ([`SharedVectors::new`]; a multiply with another plan's vectors is an error), so two plans
+//! never write one `y`. `x` is only read. `y` is complete once every process has returned from
+//! the multiply.
+//!
+//! Cost per multiply: `max_s 2 nz(s) + l`, the nonzeros of each process's rows at the rate
+//! of its reads of `x` (which cross between the cores where the partition cut the matrix,
+//! as a direct get's would), nearer the mean when a process is slower than the others.
 
-use super::{
-    LocalSpmv, SpmvPlan,
-    guard::HpGuard,
-    lines::{self, Lines},
-    sell::Sell,
-    share::{BLOCKS, Shares},
-};
+use super::{LocalSpmv, SpmvPlan, guard::HpGuard, rows::LINE, share::BLOCKS, share::Shares};
 use crate::shared::Shared;
 use crate::sparse::spmv::SpmvError;
 use mbsp::Ctx;
-use std::sync::atomic::AtomicU64;
 
 /// The whole `x` and `y` of multiplies by [`SharedSpmv`], shared by the processes of a run
 /// (made outside it, borrowed by all of them).
@@ -82,14 +65,17 @@ pub struct SharedVectors<'v> {
     plan: &'v SpmvPlan,
     x: &'v [f64],
     y: Shared<'v, f64>,
-    /// The sums of the rows of mixed lines (`lines.rs`), each process's in its stretch.
-    mixed: Box<[AtomicU64]>,
 }
 
 impl<'v> SharedVectors<'v> {
     /// Which vectors these are, for the queues of blocks (`share.rs`): where `y` is.
     fn key(&self) -> usize {
         self.y.addr()
+    }
+
+    /// The position of `y[0]` in its cache line, in entries (`rows.rs`).
+    fn offset(&self) -> usize {
+        self.y.addr() % (LINE * size_of::<f64>()) / size_of::<f64>()
     }
 
     /// The vectors of multiplies with `plan`: `x` of the matrix's columns, `y` of its rows.
@@ -112,7 +98,6 @@ impl<'v> SharedVectors<'v> {
             plan,
             x,
             y: Shared::new(y),
-            mixed: plan.shares.dest(|| Lines::new(plan)).buffer(),
         })
     }
 }
@@ -124,32 +109,15 @@ pub struct SharedSpmv<'p> {
     local: &'p LocalSpmv,
     guard: &'p HpGuard,
     shares: &'p Shares,
-    /// The owned local rows and the others, over the global columns, their rows renamed: the
-    /// owned ones to their global rows (the plan's, shared with the other processes: see
-    /// `share.rs`), the others to their slots in the send buffer.
-    own: &'p Sell,
-    other: Sell,
     /// This process's multiplies so far (wrapping past 0): the epoch of its queue of blocks.
     epoch: u16,
     /// Blocks of other processes' rows computed here.
     taken: u64,
-    /// Where the owned rows' sums go (`lines.rs`).
-    dest: &'p Lines,
-    /// The destinations of the owned rows, in `y_owned` order.
-    codes: &'p [u32],
-    /// The destinations of the owned rows without a nonzero here.
-    empty_y: Vec<u32>,
-    /// This process's multiplies so far: which half of the buffer of mixed lines the next
-    /// one uses ([`Lines::half`]).
-    count: u64,
-    send: Vec<f64>,
-    slot_of: Vec<u32>,
-    tag: Vec<u8>,
 }
 
 /// Global column of each local column of `local`, a part of `plan`: its own `x` entries first,
 /// then the fetched ones (see `SpmvPlan::build`).
-fn global_cols(plan: &SpmvPlan, local: &LocalSpmv) -> Vec<u32> {
+pub(super) fn global_cols(plan: &SpmvPlan, local: &LocalSpmv) -> Vec<u32> {
     if plan.shared_x {
         return (0..local.local_cols as u32).collect();
     }
@@ -164,14 +132,14 @@ fn global_cols(plan: &SpmvPlan, local: &LocalSpmv) -> Vec<u32> {
 
 impl<'p> SharedSpmv<'p> {
     /// This process's multiply of `plan`: claims its part of the plan (refused while another
-    /// multiply of this plan that claims, this or an [`HpSpmv`](super::HpSpmv), holds it) and
-    /// turns its local matrix into one over the global columns. Every process of the run calls
-    /// it; no superstep.
+    /// multiply of this plan that claims, this or an [`HpSpmv`](super::HpSpmv), holds it).
+    /// Every process of the run calls it; no superstep. The matrix of the rows this process
+    /// computes is made at its first multiply (once per plan, and the matrix whole once per
+    /// plan by the first process there).
     pub fn new(ctx: &mut Ctx, plan: &'p SpmvPlan) -> mbsp::Result<Self> {
         const OP: &str = "spmv shared";
         let pid = ctx.pid();
         plan.check_run(ctx, OP)?;
-        let local = &plan.procs[pid];
         if !plan.guard.claim(pid) {
             return Err(ctx.misuse_error(
                 OP,
@@ -181,30 +149,14 @@ impl<'p> SharedSpmv<'p> {
                 ),
             ));
         }
-        let map = global_cols(plan, local);
-        let dest = plan.shares.dest(|| Lines::new(plan));
-        let codes = dest.codes(pid);
-        let own_y: Vec<u32> = local.dest[..local.own_rows]
-            .iter()
-            .map(|&q| codes[q as usize])
-            .collect();
         plan.shares.close(pid);
         Ok(SharedSpmv {
             plan,
-            local,
+            local: &plan.procs[pid],
             guard: &plan.guard,
             shares: &plan.shares,
-            own: plan.shares.own(pid, || local.own.renamed(&map, &own_y)),
-            other: local.other.renamed(&map, &local.dest),
             epoch: 0,
             taken: 0,
-            dest,
-            codes,
-            empty_y: local.y_empty.iter().map(|&q| codes[q as usize]).collect(),
-            count: 0,
-            send: local.send_buffer(),
-            slot_of: local.slot_of(plan.p()),
-            tag: Vec::new(),
         })
     }
 
@@ -213,18 +165,16 @@ impl<'p> SharedSpmv<'p> {
         self.local
     }
 
-    /// The blocks of other processes' owned rows this process has computed in its multiplies
-    /// so far (taken from processes that had not started them when this one was done with its
-    /// own; see the module docs). Depends on timing: a measure, not a result.
+    /// The blocks of other processes' rows this process has computed in its multiplies so far
+    /// (taken from processes that had not started them when this one was done with its own;
+    /// see the module docs). Depends on timing: a measure, not a result.
     pub fn taken(&self) -> u64 {
         self.taken
     }
 
-    /// `y = A x` on `v`, one superstep (two where lines of `y` are shared: see the module
-    /// docs): this process writes its owned entries of `v`'s `y`.
-    /// Every process calls it with the same vectors; `y` is complete when all have returned
-    /// (after the next sync, or when the run has ended). Its superstep carries nothing of the
-    /// caller's (messages sent before the call make the fan-in fail).
+    /// `y = A x` on `v`, one superstep (see the module docs): this process writes its rows of
+    /// `v`'s `y`. Every process calls it with the same vectors; `y` is complete when all have
+    /// returned. Messages sent before the call are delivered by its sync, as by any other.
     pub fn multiply(&mut self, ctx: &mut Ctx, v: &SharedVectors<'_>) -> mbsp::Result<()> {
         const OP: &str = "spmv shared multiply";
         if !std::ptr::eq(v.plan, self.plan) {
@@ -236,90 +186,27 @@ impl<'p> SharedSpmv<'p> {
                 ),
             ));
         }
-        let dest = self.dest;
-        let (x, y, mixed) = (v.x, &v.y, &v.mixed[dest.half(self.count)..]);
-        self.count += 1;
-        let pid = self.local.pid;
+        let (pid, p) = (self.local.pid, self.plan.p());
+        let (x, y) = (v.x, &v.y);
         self.epoch = self.epoch.checked_add(1).unwrap_or(1);
         let (epoch, key) = (self.epoch, v.key());
-        // Why the writes below are sound: each is a row of a block this thread took from a queue
-        // of this multiply, which no other thread writes (each block is taken once) and the
-        // owner reads only after the sync below, or an owned row without a nonzero here (see
-        // `compute`); `v` is this plan's (checked above) and the same vectors as the owner's
-        // (the queue's key): see the module docs and `share.rs`. Where lines of `y` are
-        // shared, a row of a shared line goes to the buffer instead (`lines.rs`), under the
-        // same rule; elsewhere the writes go to `y` without a test per row.
-        if dest.any_mixed() {
-            self.compute(ctx, x, epoch, key, |code, s| {
-                match dest.target(code as u32) {
-                    // SAFETY: as said above.
-                    Ok(r) => unsafe { y.write(r, s) },
-                    Err(k) => lines::store(mixed, k, s),
-                }
-            })?;
-        } else {
-            // SAFETY: as said above.
-            self.compute(ctx, x, epoch, key, |r, s| unsafe { y.write(r, s) })?;
-        }
-        ctx.sync()?;
-        let codes = self.codes;
-        self.local
-            .receive_partial_sums(ctx, OP, &self.slot_of, |q, s| {
-                match dest.target(codes[q]) {
-                    // SAFETY: as above.
-                    Ok(r) => unsafe { y.add(r, s) },
-                    Err(k) => lines::store(mixed, k, lines::load(mixed, k) + s),
-                }
-            })?;
-        if !dest.any_mixed() {
-            return Ok(());
-        }
-        // The mixed lines: every owner's sums are in the buffer once all have passed this sync;
-        // each line is written whole by the one process it falls to.
-        ctx.sync()?;
-        for &(r, k) in dest.scatter(pid) {
-            // SAFETY: rows of mixed lines are written by no one but this line's writer, and
-            // no process reads `y` before the multiply has ended on every process.
-            unsafe { y.write(r as usize, lines::load(mixed, k as usize)) };
-        }
-        Ok(())
-    }
-
-    /// Steps 2-4 of a multiply (see the module docs), each owned row's sum handed to
-    /// `write(destination, sum)`: this process's blocks, its owned rows without a nonzero
-    /// here, the partial sums of the others' rows and their messages, then the blocks the
-    /// others have not started.
-    fn compute(
-        &mut self,
-        ctx: &mut Ctx,
-        x: &[f64],
-        epoch: u16,
-        key: usize,
-        write: impl Fn(usize, f64) + Copy,
-    ) -> mbsp::Result<()> {
-        let (pid, p) = (self.local.pid, self.plan.p());
-        self.shares.open(pid, epoch, blocks(self.own.chunks()), key);
+        let split = self.shares.split(self.plan, v.offset());
+        let whole = self.shares.whole(self.plan);
+        let own = split.part(pid, whole, self.plan.cols);
+        // Why the writes below are sound: each is a row of a block this thread took from a
+        // queue of this multiply, which no other thread writes (each block is taken once, and
+        // the rows of blocks and processes are disjoint) before the sync that ends the
+        // multiply; `v` is this plan's (checked above) and the same vectors as the owner's
+        // (the queue's key): see the module docs and `share.rs`.
+        // SAFETY: as said above.
+        let write = |r: usize, s: f64| unsafe { y.write(r, s) };
+        self.shares.open(pid, epoch, blocks(own.chunks()), key);
         while let Some(b) = self.shares.take_own(pid, epoch, key) {
-            self.own
-                .multiply_whole_chunks(x, block(self.own.chunks(), b), write);
+            own.multiply_whole_chunks(x, block(own.chunks(), b), write);
         }
-        for &i in &self.empty_y {
-            // (This write and the adds after the sync) entries this process owns without a
-            // nonzero here, which no other thread writes while this process holds its claim on
-            // the plan: see the module docs.
-            write(i as usize, 0.0);
-        }
-        let send = &mut self.send[..];
-        self.other.multiply_whole(x, |slot, s| send[slot] = s);
-        // SAFETY: `self.send` is neither changed nor freed before the caller's sync (`self`
-        // stays borrowed until the multiply returns).
-        unsafe {
-            self.local
-                .send_partial_sums(ctx, &mut self.tag, &self.send)?
-        };
         // Then the blocks the others have not started, from the other ends of their queues.
         for q in (1..p).map(|i| (pid + i) % p) {
-            let Some(m) = self.shares.own_of(q) else {
+            let Some(m) = split.part_of(q) else {
                 continue;
             };
             while let Some(b) = self.shares.take_for_other(q, epoch, key) {
@@ -327,7 +214,7 @@ impl<'p> SharedSpmv<'p> {
                 self.taken += 1;
             }
         }
-        Ok(())
+        ctx.sync()
     }
 }
 
