@@ -54,8 +54,9 @@ pub enum VariantArg {
     HpPuts,
     /// Packages (plain) with a nested run over each package's cores.
     Hier,
-    /// The hp multiply on whole vectors the processes share (`SharedSpmv`: `x` read in place,
-    /// each process writing its rows of `y` in place), as Python's `plan @ x`; threads only.
+    /// Whole vectors the processes share (`SharedSpmv`: `x` read in place, each process
+    /// summing whole rows of `y`, whole cache lines of it, in place; no messages), as Python's
+    /// `plan @ x`; threads only.
     Shared,
 }
 

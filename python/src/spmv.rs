@@ -3,11 +3,11 @@
 //! with the GIL released; CG is one run for the whole solve.
 //!
 //! Each multiply runs on a run this thread keeps ([`crate::live`]). An hp plan's multiply there
-//! is [`SharedSpmv`] on the caller's arrays ([`Io::Shared`]): each process reads the `x`
-//! entries of its nonzeros where the caller keeps them, writes the sums of its owned rows of `y`
-//! in place and sends partial sums of the others to their owners (one superstep); one sync
-//! before (the command) and one after (`y` complete). Cost: that of the hp multiply with direct
-//! gets (see `mbsp_algorithms::sparse::spmv`) plus two syncs. It saves what going through the
+//! is [`SharedSpmv`] on the caller's arrays ([`Io::Shared`]): each process computes whole rows
+//! of `y`, whole cache lines of it, reading the `x` entries of their nonzeros where the caller
+//! keeps them and writing the sums in place (one superstep, no messages); one sync before (the
+//! command) and one after (`y` complete). Cost: that of the hp multiply with direct gets
+//! without its fan-in (see `mbsp_algorithms::sparse::spmv`) plus two syncs. It saves what going through the
 //! parts costs (below: copying each process's owned `x` entries in and publishing them with a
 //! sync, assembling `y` from the processes' parts after another): two passes over both
 //! vectors, a large share of a multiply on matrices of a few nonzeros per row

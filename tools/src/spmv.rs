@@ -96,8 +96,9 @@ pub enum Variant {
     HpPuts,
     /// Packages (plain) with a nested run over each package's cores.
     Hier,
-    /// The hp multiply on whole vectors the processes share (`SharedSpmv`: `x` read in place,
-    /// each process writing its rows of `y` in place), as Python's `plan @ x`; threads only.
+    /// Whole vectors the processes share (`SharedSpmv`: `x` read in place, each process
+    /// summing whole rows of `y`, whole cache lines of it, in place; no messages), as Python's
+    /// `plan @ x`; threads only.
     Shared,
 }
 
@@ -122,7 +123,8 @@ impl Variant {
         }
     }
 
-    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`).
+    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`; the shared
+    /// multiply has no fan-in, a term of a few words' time on the shared matrices).
     pub fn predicts_hp(self) -> bool {
         matches!(self, Variant::Hp | Variant::Shared)
     }

@@ -24,10 +24,11 @@
 //!   put per owner and reader, planned once, with both supersteps ending in lazy syncs, or
 //!   `direct_get` straight from the owners' `x` (the default): one superstep per multiply, no
 //!   buffering of `x`, `x` written before a sync (checked: see [`HpSpmv::x_mut`]).
-//! * [`SharedSpmv`] — the hp multiply of processes that share the whole vectors
-//!   ([`SharedVectors`], the caller's `x` and `y`): the local matrices over the global columns
-//!   read `x` in place (no fan-out copies), each process writes its rows of `y` in place, the
-//!   fan-in as hp's; one superstep. For callers that hold whole vectors (the Python package).
+//! * [`SharedSpmv`] — the multiply of processes that share the whole vectors
+//!   ([`SharedVectors`], the caller's `x` and `y`): each process sums whole rows of `y`, whole
+//!   cache lines of it (each line to the process that owns most of its rows), reading `x` in
+//!   place (no fan-out copies) and writing `y` in place; no partial sums, no messages; one
+//!   superstep. For callers that hold whole vectors (the Python package).
 //! * [`HierSpmv`] — the Multi-BSP form: the plain variant over packages whose local multiply is
 //!   a nested BSP run over the package's cores, on a partition of each package's part
 //!   ([`HierPlan`]).
