@@ -40,6 +40,17 @@ impl<'a, T> Shared<'a, T> {
         unsafe { self.ptr.add(i).write(v) }
     }
 
+    /// Write entry `i` without a bounds check, for the hottest loops.
+    ///
+    /// # Safety
+    /// `i` is below the slice's length, and no other thread reads or writes entry `i`
+    /// meanwhile.
+    pub(crate) unsafe fn write_unchecked(&self, i: usize, v: T) {
+        debug_assert!(i < self.len, "Shared::write_unchecked: {i} >= {}", self.len);
+        // SAFETY: in bounds and exclusive by the caller's promise.
+        unsafe { self.ptr.add(i).write(v) }
+    }
+
     /// Read entry `i`.
     ///
     /// # Safety

@@ -197,9 +197,11 @@ impl<'p> SharedSpmv<'p> {
         // queue of this multiply, which no other thread writes (each block is taken once, and
         // the rows of blocks and processes are disjoint) before the sync that ends the
         // multiply; `v` is this plan's (checked above) and the same vectors as the owner's
-        // (the queue's key): see the module docs and `share.rs`.
+        // (the queue's key): see the module docs and `share.rs`. Every row a matrix of the
+        // split names is below the plan's rows (`rows.rs`), which is `y`'s length
+        // (`SharedVectors::new`): no check per row, a large part of a row of two nonzeros.
         // SAFETY: as said above.
-        let write = |r: usize, s: f64| unsafe { y.write(r, s) };
+        let write = |r: usize, s: f64| unsafe { y.write_unchecked(r, s) };
         self.shares.open(pid, epoch, blocks(own.chunks()), key);
         while let Some(b) = self.shares.take_own(pid, epoch, key) {
             own.multiply_whole_chunks(x, block(own.chunks(), b), write);
