@@ -709,7 +709,13 @@ fn measure_group(
         let mut r = input.row(v.name(), p, m.bsp, m.ratio);
         r.rel_error = m.max_rel_error;
         r.partition = Some((prep.partition_seconds, prep.volume, prep.max_h));
-        if let mbsp_tools::spmv::Plan::Flat(plan) = &prep.plan {
+        if let (mbsp_tools::spmv::Plan::Flat(plan), Variant::Shared) = (&prep.plan, v) {
+            let params = mbsp_algorithms::cost::Params::current();
+            r.predicted = Some(mbsp_tools::run_on::on_root(
+                mbsp_tools::spmv::shared_prediction(plan, params)?,
+                "the shared SpMV's local rate",
+            )?);
+        } else if let mbsp_tools::spmv::Plan::Flat(plan) = &prep.plan {
             let params = mbsp_algorithms::cost::Params::current();
             let per_nz = mbsp_tools::run_on::on_root(
                 mbsp_tools::spmv::plan_seconds_per_nz(plan)?,

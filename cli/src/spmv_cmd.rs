@@ -6,7 +6,7 @@ use crate::cli;
 use mbsp_algorithms::sparse::{CooMatrix, mondriaan, mtx};
 use mbsp_tools::spmv::{
     Csr, DEFAULT_REPS, DEFAULT_SECONDS, Per, Plan, Prepared, Variant, hier_prediction_in_force,
-    measure, plan_seconds_per_nz, test_x,
+    measure, plan_seconds_per_nz, shared_prediction, test_x,
 };
 use mbsp_tools::{Error, Result, preflight, run_on};
 use serde_json::json;
@@ -194,8 +194,14 @@ pub fn run(o: &Options) -> Result<()> {
     watch.mark();
     let state = watch.state();
     let per_nz = match &prep.plan {
-        Plan::Flat(plan) => plan_seconds_per_nz(plan)?,
-        Plan::Hier(_) => None,
+        Plan::Flat(plan) if variant != Variant::Shared => plan_seconds_per_nz(plan)?,
+        Plan::Flat(_) | Plan::Hier(_) => None,
+    };
+    let shared_predicted = match &prep.plan {
+        Plan::Flat(plan) if variant == Variant::Shared => {
+            shared_prediction(plan, &mbsp_tools::params::flat(plan.p()))?
+        }
+        Plan::Flat(_) | Plan::Hier(_) => None,
     };
     let hier_predicted = match &prep.plan {
         Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
@@ -216,7 +222,7 @@ pub fn run(o: &Options) -> Result<()> {
             per_nz,
             variant.predicts_hp(),
         )),
-        _ => hier_predicted,
+        _ => hier_predicted.or(shared_predicted),
     };
     if o.json {
         let v = json!({

@@ -10,7 +10,7 @@ use crate::run_on;
 use crate::stats::median;
 use mbsp_algorithms::sparse::partition::{Options as PartitionOptions, partition};
 use mbsp_algorithms::sparse::spmv::{
-    Fanout, HierPlan, HierSpmv, HpSpmv, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
+    Fanout, HierPlan, HierSpmv, HpSpmv, SHARED_BLOCKS, SharedSpmv, SharedVectors, Spmv, SpmvPlan,
 };
 use mbsp_algorithms::sparse::{CooMatrix, Distribution, metrics};
 use mbsp_algorithms::timer::RegionTimer;
@@ -83,7 +83,7 @@ impl Csr {
 /// use mbsp_tools::spmv::Variant;
 /// let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
 /// assert_eq!(names, ["plain", "hp", "hp-puts", "shared", "hier"]);
-/// assert!(Variant::Shared.predicts_hp() && !Variant::Plain.predicts_hp());
+/// assert!(Variant::Hp.predicts_hp() && !Variant::Shared.predicts_hp());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
@@ -123,10 +123,10 @@ impl Variant {
         }
     }
 
-    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`; the shared
-    /// multiply has no fan-in, a term of a few words' time on the shared matrices).
+    /// Whether the BSP prediction is the hp one (one superstep, direct reads of `x`). The
+    /// shared multiply has its own ([`shared_prediction`]).
     pub fn predicts_hp(self) -> bool {
-        matches!(self, Variant::Hp | Variant::Shared)
+        matches!(self, Variant::Hp)
     }
 }
 
@@ -328,6 +328,27 @@ pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
         ))
     })?;
     Ok(times.map(|t| t.iter().map(|(_, t)| t[0]).fold(0.0, f64::max) / most as f64))
+}
+
+/// The BSP prediction of one [`SharedSpmv`] multiply with the parameters `params`: the local
+/// phase as timed by every process at once ([`SpmvPlan::time_shared_rows`]: each process's
+/// whole rows over the whole `x`, the reads across the cores included; the largest), and one
+/// sync, `l` (no messages). `None` on the MPI ranks that do not print.
+pub fn shared_prediction(plan: &SpmvPlan, params: &mbsp::params::Params) -> Result<Option<f64>> {
+    let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+    let reps = (2_000_000 / most).clamp(1, 1000);
+    let times = run_on::gathered::<f64, _>(plan.p(), |ctx| {
+        ctx.sync()?; // start together
+        Ok((Vec::new(), vec![plan.time_shared_rows(ctx.pid(), reps)]))
+    })?;
+    Ok(times.map(|t| {
+        let each: Vec<f64> = t.iter().map(|(_, t)| t[0]).collect();
+        // Processes that finish their rows take the others' blocks (`share.rs`): the multiply
+        // ends near the mean of their times, one block of the slowest's later at most.
+        let mean = each.iter().sum::<f64>() / each.len() as f64;
+        let most = each.iter().copied().fold(0.0, f64::max);
+        (mean + most / SHARED_BLOCKS as f64).min(most) + params.l
+    }))
 }
 
 /// The BSP prediction of one hierarchical multiply ([`HierSpmv`]): the top level's fan-out and

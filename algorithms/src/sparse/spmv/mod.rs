@@ -79,6 +79,7 @@ pub use error::SpmvError;
 pub type PlanError = SpmvError;
 pub use hier::{HierPlan, HierSpmv, row_blocks};
 pub use hp::{Fanout, HpSpmv};
+pub use share::BLOCKS as SHARED_BLOCKS;
 pub use shared::{SharedSpmv, SharedVectors};
 
 /// A run of `len` entries fetched from process `from`, from position `src` of its owned `x`

@@ -9,8 +9,10 @@
 //! parts, one sent to the other as a message. Both serve processes with memories of their
 //! own; processes that share `x` and `y` can each read any `x_j` where it lies. So the shared
 //! multiply gives each line of `y` to one process, the one that owns most of its rows in the
-//! plan (ties to the lower pid: the partition's rows and their `x` reads stay where they
-//! were, except in lines it split), and that process computes the line's rows whole, from all
+//! plan (ties to the one with the fewest nonzeros so far: where nearly every line is split,
+//! ties are many, and the lower pid would take them all), so that the partition's rows and
+//! their `x` reads stay where they were except in lines it split; that process computes the
+//! line's rows whole, from all
 //! their nonzeros: no partial sums, no messages, no line written by two processes (except by
 //! a process that takes another's block, `share.rs`).
 //!
@@ -73,7 +75,7 @@ impl Whole {
 
     /// Nonzeros of the rows `rows`.
     #[cfg(test)]
-    fn nnz(&self, rows: &[u32]) -> usize {
+    pub(crate) fn nnz(&self, rows: &[u32]) -> usize {
         rows.iter()
             .map(|&r| self.ptr[r as usize + 1] - self.ptr[r as usize])
             .sum()
@@ -130,9 +132,9 @@ pub(crate) struct Split {
 }
 
 impl Split {
-    /// Each line of `y` to the process that owns most of its rows in `plan` (ties to the
-    /// lower pid), for `y[0]` at position `o` of its line.
-    pub(crate) fn new(plan: &SpmvPlan, o: usize) -> Split {
+    /// Each line of `y` to the process that owns most of its rows in `plan` (ties to the one
+    /// with the fewest nonzeros so far), for `y[0]` at position `o` of its line.
+    pub(crate) fn new(plan: &SpmvPlan, whole: &Whole, o: usize) -> Split {
         let p = plan.p();
         let mut owner = vec![0u32; plan.rows];
         for (s, l) in plan.procs.iter().enumerate() {
@@ -142,6 +144,7 @@ impl Split {
         }
         let mut rows = vec![Vec::new(); p];
         let mut count = vec![0usize; p];
+        let mut load = vec![0usize; p];
         // Line k holds rows `k·LINE - o ..` (the first line fewer).
         let mut start = 0usize;
         while start < plan.rows {
@@ -150,8 +153,11 @@ impl Split {
             for &s in &owner[start..end] {
                 count[s as usize] += 1;
             }
-            let most = (0..p).max_by_key(|&s| (count[s], std::cmp::Reverse(s)));
-            rows[most.unwrap_or(0)].extend(start as u32..end as u32);
+            let s = (0..p)
+                .max_by_key(|&s| (count[s], std::cmp::Reverse((load[s], s))))
+                .unwrap_or(0);
+            rows[s].extend(start as u32..end as u32);
+            load[s] += whole.ptr[end] - whole.ptr[start];
             start = end;
         }
         Split {
@@ -238,7 +244,8 @@ mod tests {
     }
 
     /// Every row goes to one process, every line of `y` (for each position of `y[0]` in its
-    /// line) to one process, and that process is the one owning most of the line's rows.
+    /// line) to one process, and that process is one owning most of the line's rows, the one
+    /// with the fewest nonzeros so far where several do.
     #[test]
     fn each_line_goes_whole_to_its_main_owner() {
         let a = random(203, 90, 900, 9);
@@ -252,7 +259,7 @@ mod tests {
         let plan = SpmvPlan::new(&a, &d).unwrap();
         let whole = Whole::new(&plan);
         for o in 0..LINE {
-            let split = Split::new(&plan, o);
+            let split = Split::new(&plan, &whole, o);
             let mut who = vec![usize::MAX; a.rows];
             for (s, rows) in split.rows.iter().enumerate() {
                 assert!(rows.windows(2).all(|w| w[0] < w[1]), "ascending");
@@ -273,17 +280,29 @@ mod tests {
                     );
                 }
             }
-            for r in 0..a.rows {
+            // Line by line in order, with the nonzeros given so far.
+            let mut load = [0usize; 3];
+            let mut r = 0;
+            while r < a.rows {
+                let rows: Vec<u32> = (r..a.rows)
+                    .take_while(|&q| line(q) == line(r))
+                    .map(|q| q as u32)
+                    .collect();
                 let mut count = [0usize; 3];
-                for q in (0..a.rows).filter(|&q| line(q) == line(r)) {
-                    count[d.y_owner[q] as usize] += 1;
+                for &q in &rows {
+                    count[d.y_owner[q as usize] as usize] += 1;
                 }
                 let best = *count.iter().max().unwrap();
-                assert_eq!(count[who[r]], best, "o = {o}, row {r}: {count:?}");
-                assert!(
-                    count[..who[r]].iter().all(|&c| c < best),
-                    "ties to the lower pid"
-                );
+                let s = who[r];
+                assert_eq!(count[s], best, "o = {o}, row {r}: {count:?}");
+                for t in (0..3).filter(|&t| t != s && count[t] == best) {
+                    assert!(
+                        (load[s], s) < (load[t], t),
+                        "o = {o}, row {r}: a tie to the less loaded"
+                    );
+                }
+                load[s] += whole.nnz(&rows);
+                r += rows.len();
             }
             let loads = split.loads(&whole);
             assert_eq!(loads.iter().sum::<usize>(), a.nnz());

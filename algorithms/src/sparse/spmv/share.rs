@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Blocks of each process's owned rows: enough that the last one taken is a small part of a
 /// multiply, few enough that taking one costs nothing next to computing it.
-pub(crate) const BLOCKS: u32 = 32;
+pub const BLOCKS: u32 = 32;
 
 #[repr(align(64))]
 #[derive(Default)]
@@ -93,7 +93,7 @@ impl Shares {
     /// The rows of each process of `plan` for vectors whose first entry is at position `o` of
     /// its cache line, made once.
     pub(crate) fn split(&self, plan: &SpmvPlan, o: usize) -> &Split {
-        self.splits[o % LINE].get_or_init(|| Split::new(plan, o % LINE))
+        self.splits[o % LINE].get_or_init(|| Split::new(plan, self.whole(plan), o % LINE))
     }
 
     /// Opens `pid`'s queue for its multiply `epoch` (not 0) with `blocks` blocks, writing to

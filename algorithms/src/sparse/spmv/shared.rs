@@ -220,6 +220,56 @@ impl<'p> SharedSpmv<'p> {
     }
 }
 
+impl SpmvPlan {
+    /// Seconds of process `pid`'s part of a [`SharedSpmv`] multiply, alone: its rows, whole,
+    /// over a whole `x` of ones, written into a whole `y` (on this thread; the best of three
+    /// batches of `multiplies`). Timed by every process of a run at once, the largest is the
+    /// local phase of a shared multiply on this machine, reads of `x` across the cores
+    /// included; what `mbsp spmv --variant shared` predicts with. Makes the process's rows'
+    /// matrix if no multiply has (once per plan).
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, spmv::SpmvPlan, partition::{partition, Options}};
+    /// let a = CooMatrix::new(3, 3, vec![(0, 0, 1.0), (1, 1, 2.0), (2, 0, 3.0)]).unwrap();
+    /// let plan = SpmvPlan::new(&a, &partition(&a, 2, &Options::default()).unwrap().dist).unwrap();
+    /// let t = plan.time_shared_rows(1, 10);
+    /// assert!(t > 0.0 && t < 1.0);
+    /// ```
+    pub fn time_shared_rows(&self, pid: usize, multiplies: usize) -> f64 {
+        assert!(
+            pid < self.p(),
+            "time_shared_rows: pid {pid} of {}",
+            self.p()
+        );
+        let x = vec![1.0; self.cols];
+        let mut y = vec![0.0; self.rows];
+        let ys = Shared::new(&mut y);
+        let o = ys.addr() % (LINE * size_of::<f64>()) / size_of::<f64>();
+        let own = self
+            .shares
+            .split(self, o)
+            .part(pid, self.shares.whole(self), self.cols);
+        let n = multiplies.max(1);
+        (0..3)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                for _ in 0..n {
+                    // SAFETY: the rows of a part are below `rows` (`rows.rs`), `y`'s length,
+                    // and no other thread sees `y`.
+                    own.multiply_whole_chunks(
+                        std::hint::black_box(&x),
+                        0..own.chunks(),
+                        |r, s| unsafe { ys.write_unchecked(r, s) },
+                    );
+                    // (The writes reach `y`: its pointer escapes here.)
+                    std::hint::black_box(&ys);
+                }
+                t.elapsed().as_secs_f64() / n as f64
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+}
+
 /// Blocks of a matrix of `chunks` chunks ([`BLOCKS`], fewer for a small one).
 fn blocks(chunks: usize) -> u32 {
     BLOCKS.min(chunks as u32)
