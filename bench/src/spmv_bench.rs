@@ -721,7 +721,11 @@ fn measure_group(
                 mbsp_tools::spmv::plan_seconds_per_nz(plan)?,
                 "the SpMV's local rate",
             )?;
-            r.predicted = Some(plan.predict(params, per_nz, v.predicts_hp()));
+            r.predicted = Some(if v == Variant::HpPuts {
+                plan.predict_puts(params, per_nz)
+            } else {
+                plan.predict(params, per_nz, v.predicts_hp())
+            });
         } else if let mbsp_tools::spmv::Plan::Hier(plan) = &prep.plan {
             r.predicted = mbsp_tools::spmv::hier_prediction_in_force(plan, p)?;
         }

@@ -217,11 +217,14 @@ pub fn run(o: &Options) -> Result<()> {
     let mflops = flops / t_bsp / 1e6;
     let speedup = m.ratio;
     let predicted = match (&prep.plan, per_nz) {
-        (Plan::Flat(plan), Some(per_nz)) => Some(plan.predict(
-            &mbsp_tools::params::flat(plan.p()),
-            per_nz,
-            variant.predicts_hp(),
-        )),
+        (Plan::Flat(plan), Some(per_nz)) => {
+            let params = mbsp_tools::params::flat(plan.p());
+            Some(if variant == Variant::HpPuts {
+                plan.predict_puts(&params, per_nz)
+            } else {
+                plan.predict(&params, per_nz, variant.predicts_hp())
+            })
+        }
         _ => hier_predicted.or(shared_predicted),
     };
     if o.json {

@@ -493,23 +493,65 @@ impl SpmvPlan {
         (h(&out_x, &in_x).unwrap_or(0), h(&out_y, &in_y).unwrap_or(0))
     }
 
+    /// The requests of one plain multiply: (fan-out, fan-in), each the largest over the
+    /// processes of the requests it issues or serves in that phase: one get per run of
+    /// consecutive `x` entries fetched from one owner, one put per owner of partial sums.
+    /// Where the entries a process needs lie scattered in their owner's `x` (a power-law
+    /// graph), a get moves a word or two and costs what a request costs, not `g` per word.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::SpmvPlan};
+    /// // Process 0 needs x1 and x3 of process 1, not x2: two runs, two gets.
+    /// let a = CooMatrix::new(2, 4, vec![(0, 0, 1.0), (0, 1, 2.0), (0, 3, 3.0), (1, 2, 4.0)]).unwrap();
+    /// let d = Distribution {
+    ///     p: 2,
+    ///     nz_part: vec![0, 0, 0, 1],
+    ///     x_owner: vec![0, 1, 1, 1],
+    ///     y_owner: vec![0, 1],
+    /// };
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// assert_eq!(plan.h_relations(), (2, 0));
+    /// assert_eq!(plan.requests(), (2, 0));
+    /// ```
+    pub fn requests(&self) -> (usize, usize) {
+        let p = self.p();
+        let (mut out_x, mut in_x) = (vec![0usize; p], vec![0usize; p]);
+        let (mut out_y, mut in_y) = (vec![0usize; p], vec![0usize; p]);
+        for l in &self.procs {
+            in_x[l.pid] += l.fetches.len();
+            for f in &l.fetches {
+                out_x[f.from as usize] += 1;
+            }
+            out_y[l.pid] += l.outs.len();
+            for o in &l.outs {
+                in_y[o.to as usize] += 1;
+            }
+        }
+        let h = |a: &[usize], b: &[usize]| a.iter().zip(b).map(|(x, y)| *x.max(y)).max();
+        (h(&out_x, &in_x).unwrap_or(0), h(&out_y, &in_y).unwrap_or(0))
+    }
+
     /// The BSP-predicted seconds of one multiply (the module's cost formula) with the machine
     /// parameters `params` and a local multiply that takes `seconds_per_nz` per nonzero (the
     /// local kernel's measured rate, e.g. from [`LocalSpmv::time_local_multiply`] on a plan of
     /// one process: SpMV is memory bound, so a flop rate would mislead):
-    /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + 2 l` for the plain variant; the
+    /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg - g) + 2 l` for
+    /// the plain variant, with `q` its [`requests`](Self::requests) (each request costs
+    /// `g_msg`, the per-message g, where its words would cost less: [`Params::time_of`]); the
     /// high-performance variant with direct gets (`hp`: [`Fanout::DirectGet`]) reads `x` once
-    /// (`g_direct`) and takes one superstep; with puts it costs what the plain formula says.
+    /// (`g_direct`) and takes one superstep; with puts, [`predict_puts`](Self::predict_puts).
+    ///
+    /// [`Params::time_of`]: crate::cost::Params::time_of
     ///
     /// ```
     /// use mbsp_algorithms::{cost::Params, sparse::{CooMatrix, Distribution, spmv::SpmvPlan}};
     /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
     /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
-    /// let params = Params { l: 1e-6, g: 1e-9, g_direct: 0.5e-9, ..Params::DEFAULT };
-    /// // Process 0 has 2 nonzeros; one word is fetched.
+    /// let params = Params { l: 1e-6, g: 1e-9, g_msg: 5e-9, g_direct: 0.5e-9, ..Params::DEFAULT };
+    /// // Process 0 has 2 nonzeros; one word is fetched, by one get (a request: g_msg in all).
     /// let t = plan.predict(&params, 1e-9, false);
-    /// assert!((t - (2e-9 + 1e-9 + 2e-6)).abs() < 1e-18);
+    /// assert!((t - (2e-9 + 1e-9 + 4e-9 + 2e-6)).abs() < 1e-18);
     /// ```
     pub fn predict(&self, params: &crate::cost::Params, seconds_per_nz: f64, hp: bool) -> f64 {
         let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
@@ -518,9 +560,44 @@ impl SpmvPlan {
         let comm = if hp {
             fan_out * params.g_direct + fan_in * params.g + params.l
         } else {
-            (fan_out + fan_in) * params.g + 2.0 * params.l
+            let (q_out, q_in) = self.requests();
+            params.time_of(2, fan_out + fan_in, (q_out + q_in) as f64)
         };
         work * seconds_per_nz + comm
+    }
+
+    /// [`predict`](Self::predict) for the hp multiply whose fan-out is puts
+    /// ([`Fanout::Puts`]): the plain formula, but with one put per owner and reader (the
+    /// runs packed into it), not a request per run.
+    ///
+    /// ```
+    /// use mbsp_algorithms::{cost::Params, sparse::{CooMatrix, Distribution, spmv::SpmvPlan}};
+    /// // Process 0 needs x1 and x3 of process 1: two runs, one put.
+    /// let a = CooMatrix::new(2, 4, vec![(0, 0, 1.0), (0, 1, 2.0), (0, 3, 3.0), (1, 2, 4.0)]).unwrap();
+    /// let d = Distribution {
+    ///     p: 2,
+    ///     nz_part: vec![0, 0, 0, 1],
+    ///     x_owner: vec![0, 1, 1, 1],
+    ///     y_owner: vec![0, 1],
+    /// };
+    /// let plan = SpmvPlan::new(&a, &d).unwrap();
+    /// let params = Params { l: 1e-6, g: 1e-9, g_msg: 5e-9, ..Params::DEFAULT };
+    /// // 3 nonzeros on process 0 at 1 ns; 2 words by one put (g_msg - g on top of 2 g); 2 l.
+    /// let t = plan.predict_puts(&params, 1e-9);
+    /// assert!((t - (3e-9 + 2e-9 + 4e-9 + 2e-6)).abs() < 1e-18);
+    /// assert!(plan.predict(&params, 1e-9, false) > t, "the plain multiply's two gets");
+    /// ```
+    pub fn predict_puts(&self, params: &crate::cost::Params, seconds_per_nz: f64) -> f64 {
+        let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
+        let (fan_out, fan_in) = self.h_relations();
+        let (_, q_in) = self.requests();
+        let q_out = self
+            .procs
+            .iter()
+            .map(|l| l.sources.len().max(l.readers.len()))
+            .max()
+            .unwrap_or(0);
+        work * seconds_per_nz + params.time_of(2, (fan_out + fan_in) as f64, (q_out + q_in) as f64)
     }
 }
 
