@@ -52,8 +52,8 @@
 //! summed at once, each in CRS order, so the sums are those of a CRS multiply, bit for bit).
 //!
 //! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
-//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg - g)
-//! + 2 l` (plain, `q` its requests: one get per run of `x` entries fetched from one owner, one
+//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg -
+//! g) + 2 l` (plain, `q` its requests: one get per run of `x` entries fetched from one owner, one
 //! put per owner of partial sums, [`SpmvPlan::requests`]; its second `l` is a lazy sync's,
 //! which waits only for a process's senders); the same with both `l` lazy ones and one put per
 //! owner and reader (hp with puts, [`SpmvPlan::predict_puts`]); `... + l` with
