@@ -29,6 +29,7 @@
 use super::sell::Sell;
 use super::{LocalSpmv, SpmvPlan};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Rows of `y` per cache line (8-byte entries in 64-byte lines).
 pub(crate) const LINE: usize = 8;
@@ -83,7 +84,7 @@ impl Whole {
 
     /// The rows `rows` (ascending) in SELL over the global columns, each named by its global
     /// row, for a multiply on the whole `x` of `cols` entries ([`Sell::multiply_whole_chunks`]).
-    fn sell(&self, rows: &[u32], cols: usize) -> Sell {
+    pub(crate) fn sell(&self, rows: &[u32], cols: usize) -> Sell {
         let mut ptr = Vec::with_capacity(rows.len() + 1);
         let (mut col, mut val) = (Vec::new(), Vec::new());
         ptr.push(0u32);
@@ -129,6 +130,8 @@ fn global_rows(plan: &SpmvPlan, local: &LocalSpmv) -> Vec<u32> {
 pub(crate) struct Split {
     rows: Vec<Vec<u32>>,
     parts: Box<[OnceLock<Sell>]>,
+    /// Parts made so far.
+    made: AtomicUsize,
 }
 
 impl Split {
@@ -163,13 +166,25 @@ impl Split {
         Split {
             rows,
             parts: (0..p).map(|_| OnceLock::new()).collect(),
+            made: AtomicUsize::new(0),
         }
     }
 
-    /// Process `s`'s matrix: its rows of `whole`, made once (by `s`, at its first multiply,
-    /// so that its memory is near the core that reads it).
-    pub(crate) fn part(&self, s: usize, whole: &Whole, cols: usize) -> &Sell {
-        self.parts[s].get_or_init(|| whole.sell(&self.rows[s], cols))
+    /// The rows process `s` computes, ascending.
+    pub(crate) fn rows(&self, s: usize) -> &[u32] {
+        &self.rows[s]
+    }
+
+    /// Process `s`'s matrix, made once by `make` (by `s`, at its first multiply, so that its
+    /// memory is near the core that reads it), and whether this call made the last part.
+    pub(crate) fn part(&self, s: usize, make: impl FnOnce() -> Sell) -> (&Sell, bool) {
+        let mut last = false;
+        let sell = self.parts[s].get_or_init(|| {
+            let sell = make();
+            last = self.made.fetch_add(1, Ordering::AcqRel) + 1 == self.parts.len();
+            sell
+        });
+        (sell, last)
     }
 
     /// Process `s`'s matrix, if made.

@@ -34,8 +34,9 @@
 
 use super::SpmvPlan;
 use super::rows::{LINE, Split, Whole};
-use std::sync::OnceLock;
+use super::sell::Sell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Blocks of each process's owned rows: enough that the last one taken is a small part of a
 /// multiply, few enough that taking one costs nothing next to computing it.
@@ -54,8 +55,10 @@ struct Line {
 /// One line per process of a plan; see the module docs.
 pub(crate) struct Shares {
     lines: Box<[Line]>,
-    /// The matrix whole (`rows.rs`), made at the first use.
-    whole: OnceLock<Whole>,
+    /// The matrix whole (`rows.rs`), made when a process's rows are to be made and dropped
+    /// once every process of a split has made its own (a copy of the matrix, needed only to
+    /// make them; made again if vectors at another position in their lines come).
+    whole: Mutex<Option<Arc<Whole>>>,
     /// The rows of each process for vectors `y` whose first entry is at each position of its
     /// cache line (`rows.rs`), made at the first use of such a `y`.
     splits: [OnceLock<Split>; LINE],
@@ -80,20 +83,35 @@ impl Shares {
     pub(crate) fn new(p: usize) -> Self {
         Shares {
             lines: (0..p).map(|_| Line::default()).collect(),
-            whole: OnceLock::new(),
+            whole: Mutex::new(None),
             splits: Default::default(),
         }
     }
 
-    /// `plan`'s matrix whole, made once (`plan` must be the plan these shares are part of).
-    pub(crate) fn whole(&self, plan: &SpmvPlan) -> &Whole {
-        self.whole.get_or_init(|| Whole::new(plan))
+    /// `plan`'s matrix whole (`plan` must be the plan these shares are part of), made if it
+    /// is not kept.
+    fn whole(&self, plan: &SpmvPlan) -> Arc<Whole> {
+        // (Made under the lock: whoever else wants it waits for it rather than making another.)
+        let mut w = self.whole.lock().unwrap_or_else(PoisonError::into_inner);
+        w.get_or_insert_with(|| Arc::new(Whole::new(plan))).clone()
     }
 
     /// The rows of each process of `plan` for vectors whose first entry is at position `o` of
     /// its cache line, made once.
     pub(crate) fn split(&self, plan: &SpmvPlan, o: usize) -> &Split {
-        self.splits[o % LINE].get_or_init(|| Split::new(plan, self.whole(plan), o % LINE))
+        self.splits[o % LINE].get_or_init(|| Split::new(plan, &self.whole(plan), o % LINE))
+    }
+
+    /// Process `s`'s matrix in the split for position `o` (made once, by the caller: `s`
+    /// itself, at its first multiply); the whole matrix is dropped once every process of the
+    /// split has its own.
+    pub(crate) fn part(&self, plan: &SpmvPlan, o: usize, s: usize) -> &Sell {
+        let split = self.split(plan, o);
+        let (sell, all) = split.part(s, || self.whole(plan).sell(split.rows(s), plan.cols));
+        if all {
+            *self.whole.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        }
+        sell
     }
 
     /// Opens `pid`'s queue for its multiply `epoch` (not 0) with `blocks` blocks, writing to
@@ -206,6 +224,35 @@ mod tests {
         s.close(0);
         assert_eq!(s.take_front(0, 2, 7), None);
         assert_eq!(s.take_front(1, 2, 7), None, "the other line is its own");
+    }
+
+    /// The whole matrix is kept while processes of a split still have to make their rows, and
+    /// dropped once all have; vectors at another position in their lines make it again.
+    #[test]
+    fn the_whole_matrix_lives_until_every_part_is_made() {
+        use crate::sparse::{CooMatrix, Distribution};
+        let a = CooMatrix::new(20, 20, (0..20).map(|i| (i, (i * 7) % 20, 1.0 + i as f64))).unwrap();
+        let d = Distribution {
+            p: 2,
+            nz_part: (0..20).map(|k| k % 2).collect(),
+            x_owner: (0..20).map(|j| j % 2).collect(),
+            y_owner: (0..20).map(|i| i / 10).collect(),
+        };
+        let plan = SpmvPlan::new(&a, &d).unwrap();
+        let kept = |s: &Shares| s.whole.lock().unwrap().is_some();
+        let s = &plan.shares;
+        assert!(!kept(s), "nothing made yet");
+        let p0 = s.part(&plan, 3, 0).chunks();
+        assert!(kept(s), "process 1 has still to make its rows");
+        let p1 = s.part(&plan, 3, 1).chunks();
+        assert!(!kept(s), "dropped once both are made");
+        assert_eq!(s.part(&plan, 3, 0).chunks(), p0, "made once");
+        assert!(!kept(s));
+        s.part(&plan, 5, 1);
+        assert!(kept(s), "another position: made again");
+        s.part(&plan, 5, 0);
+        assert!(!kept(s));
+        assert!(p0 + p1 > 0);
     }
 
     /// Threads take from both ends of one queue at once, many times: every block is taken by

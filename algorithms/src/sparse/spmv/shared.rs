@@ -191,8 +191,7 @@ impl<'p> SharedSpmv<'p> {
         self.epoch = self.epoch.checked_add(1).unwrap_or(1);
         let (epoch, key) = (self.epoch, v.key());
         let split = self.shares.split(self.plan, v.offset());
-        let whole = self.shares.whole(self.plan);
-        let own = split.part(pid, whole, self.plan.cols);
+        let own = self.shares.part(self.plan, v.offset(), pid);
         // Why the writes below are sound: each is a row of a block this thread took from a
         // queue of this multiply, which no other thread writes (each block is taken once, and
         // the rows of blocks and processes are disjoint) before the sync that ends the
@@ -245,10 +244,7 @@ impl SpmvPlan {
         let mut y = vec![0.0; self.rows];
         let ys = Shared::new(&mut y);
         let o = ys.addr() % (LINE * size_of::<f64>()) / size_of::<f64>();
-        let own = self
-            .shares
-            .split(self, o)
-            .part(pid, self.shares.whole(self), self.cols);
+        let own = self.shares.part(self, o, pid);
         let n = multiplies.max(1);
         (0..3)
             .map(|_| {
