@@ -17,10 +17,13 @@
 //! a process that takes another's block, `share.rs`).
 //!
 //! **Lines.** Which rows share a line depends on where `y` lies: row `r` is in line
-//! `(r + o) / 8` with `o` the position of `y[0]` in its line (`(address mod 64) / 8`). A
-//! [`Split`] is made for each `o` the plan's vectors come with (most allocators give every
-//! large vector the same `o`), once, from the matrix as a whole ([`Whole`], assembled once
-//! from the plan's parts).
+//! `(r + o) / 8` with `o` the position of `y[0]` in its line (`(address mod 64) / 8`). The
+//! [`Split`] is made once per plan, for the `o` of the first `y` multiplied (an allocator gives
+//! large vectors the same `o` as a rule), from the matrix as a whole ([`Whole`], assembled from
+//! the plan's parts and dropped once every process has made its rows). A `y` elsewhere in its
+//! lines is multiplied with the same rows: correct, the lines' boundaries then falling between
+//! rows of two processes where the owner changes (a few percent slower on matrices whose
+//! lines were mostly shared); one split rather than one per `o`, each a copy of the matrix.
 //!
 //! **Sums.** Each row is summed in the order of its columns (entries of one column, where the
 //! matrix repeats one, by their bits), whatever the partition: the shared multiply's `y` is

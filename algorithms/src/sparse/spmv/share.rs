@@ -28,9 +28,8 @@
 //! reaches after its last write, and opens its next multiply's queue after it (a release), so
 //! a taker of the next multiply, whose take acquires that opening, writes after everything of
 //! the one before. A taker takes only for the vectors the owner opened its queue with (the
-//! address of `y`, stored before the opening), so both use the same rows (`rows.rs`: they
-//! depend on where `y` lies). The matrices are the plan's, immutable once made
-//! ([`Shares::split`]).
+//! address of `y`, stored before the opening). The matrices are the plan's, immutable once
+//! made ([`Shares::part`]).
 
 use super::SpmvPlan;
 use super::rows::{LINE, Split, Whole};
@@ -55,13 +54,13 @@ struct Line {
 /// One line per process of a plan; see the module docs.
 pub(crate) struct Shares {
     lines: Box<[Line]>,
-    /// The matrix whole (`rows.rs`), made when a process's rows are to be made and dropped
-    /// once every process of a split has made its own (a copy of the matrix, needed only to
-    /// make them; made again if vectors at another position in their lines come).
+    /// The matrix whole (`rows.rs`), made when the processes' rows are to be made and
+    /// dropped once every process has made its own (a copy of the matrix, needed only to
+    /// make them).
     whole: Mutex<Option<Arc<Whole>>>,
-    /// The rows of each process for vectors `y` whose first entry is at each position of its
-    /// cache line (`rows.rs`), made at the first use of such a `y`.
-    splits: [OnceLock<Split>; LINE],
+    /// The rows of each process (`rows.rs`), for the position in its cache line of the first
+    /// `y` multiplied, made then.
+    split: OnceLock<Split>,
 }
 
 const BITS: u32 = 24;
@@ -84,7 +83,7 @@ impl Shares {
         Shares {
             lines: (0..p).map(|_| Line::default()).collect(),
             whole: Mutex::new(None),
-            splits: Default::default(),
+            split: OnceLock::new(),
         }
     }
 
@@ -96,15 +95,16 @@ impl Shares {
         w.get_or_insert_with(|| Arc::new(Whole::new(plan))).clone()
     }
 
-    /// The rows of each process of `plan` for vectors whose first entry is at position `o` of
-    /// its cache line, made once.
+    /// The rows of each process of `plan`, made once, for vectors whose first entry is at
+    /// position `o` of its cache line: those of the first multiply (`rows.rs`).
     pub(crate) fn split(&self, plan: &SpmvPlan, o: usize) -> &Split {
-        self.splits[o % LINE].get_or_init(|| Split::new(plan, &self.whole(plan), o % LINE))
+        self.split
+            .get_or_init(|| Split::new(plan, &self.whole(plan), o % LINE))
     }
 
-    /// Process `s`'s matrix in the split for position `o` (made once, by the caller: `s`
-    /// itself, at its first multiply); the whole matrix is dropped once every process of the
-    /// split has its own.
+    /// Process `s`'s matrix (made once, by the caller: `s` itself, at its first multiply,
+    /// with `o` as in [`split`](Self::split)); the whole matrix is dropped once every process
+    /// has its own.
     pub(crate) fn part(&self, plan: &SpmvPlan, o: usize, s: usize) -> &Sell {
         let split = self.split(plan, o);
         let (sell, all) = split.part(s, || self.whole(plan).sell(split.rows(s), plan.cols));
@@ -226,8 +226,8 @@ mod tests {
         assert_eq!(s.take_front(1, 2, 7), None, "the other line is its own");
     }
 
-    /// The whole matrix is kept while processes of a split still have to make their rows, and
-    /// dropped once all have; vectors at another position in their lines make it again.
+    /// The whole matrix is kept while processes still have to make their rows, and dropped
+    /// once all have; vectors at another position in their lines use the same rows.
     #[test]
     fn the_whole_matrix_lives_until_every_part_is_made() {
         use crate::sparse::{CooMatrix, Distribution};
@@ -247,11 +247,12 @@ mod tests {
         let p1 = s.part(&plan, 3, 1).chunks();
         assert!(!kept(s), "dropped once both are made");
         assert_eq!(s.part(&plan, 3, 0).chunks(), p0, "made once");
-        assert!(!kept(s));
-        s.part(&plan, 5, 1);
-        assert!(kept(s), "another position: made again");
-        s.part(&plan, 5, 0);
-        assert!(!kept(s));
+        assert_eq!(
+            s.part(&plan, 5, 1).chunks(),
+            p1,
+            "the first position's rows"
+        );
+        assert!(!kept(s), "not made again");
         assert!(p0 + p1 > 0);
     }
 
