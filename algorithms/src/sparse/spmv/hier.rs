@@ -282,6 +282,14 @@ struct Scratch {
     /// through [`CoreOut`] (a lookup and a branch per row) in its inner loop slow the kernel
     /// down markedly (docs/benchmarks.md).
     block: Option<std::ops::Range<usize>>,
+    /// Whether the rows this core sums land in [`Scratch::block`] in the order of its own
+    /// `y_owned`, each at its position there (`out[q] = block.start + q`): with one package
+    /// on top, always. The core's multiply is then the flat multiply's own
+    /// ([`LocalSpmv::multiply_local`] into the stretch), one compiled loop for both: copies
+    /// of the same loop compiled into two functions have run measurably apart (their
+    /// placement in the binary), and hier's local phase would differ from flat's for no
+    /// reason of its own (docs/benchmarks.md, "One kernel for flat and hier").
+    in_order: bool,
 }
 
 /// The cores' buffers with [`Scratch::block`] set where every core's rows go to a stretch of
@@ -309,6 +317,11 @@ fn own_blocks(mut cores: Vec<Scratch>) -> Vec<Scratch> {
         for d in &mut sc.row_out {
             *d -= block.start as u32;
         }
+        sc.in_order = sc
+            .out
+            .iter()
+            .enumerate()
+            .all(|(q, &d)| d as usize == block.start + q);
         sc.block = Some(block);
     }
     cores
@@ -452,6 +465,7 @@ impl<'p> HierSpmv<'p> {
                     out,
                     row_out,
                     block: None,
+                    in_order: false,
                 }
             })
             .collect();
@@ -541,6 +555,11 @@ impl<'p> HierSpmv<'p> {
                     // SAFETY: no other core's rows reach this stretch of `y` (`own_blocks`),
                     // and nobody else touches `y` before the nested run ends.
                     let ys = unsafe { y.slice_mut(block.clone()) };
+                    if sc.in_order {
+                        // `row_out` is `dest` here, and `ys` this core's `y` (`Scratch::in_order`).
+                        l.multiply_local(xb, ys, &mut sc.send);
+                        return Ok(());
+                    }
                     l.multiply_local_mapped(xb, ys, &sc.row_out, &mut sc.send);
                     for &q in &l.y_empty {
                         ys[sc.out[q as usize] as usize - block.start] = 0.0;
@@ -614,13 +633,31 @@ mod tests {
         .unwrap()
     }
 
+    /// Per process of the top level, per core, whether the core runs the flat multiply's
+    /// kernel ([`Scratch::in_order`]).
+    fn in_order(plan: &HierPlan) -> Vec<Vec<bool>> {
+        mbsp::run(plan.top.p(), |ctx| {
+            let spmv = HierSpmv::new(ctx, plan)?;
+            let b = spmv
+                .scratch
+                .iter()
+                .map(|m| m.lock().unwrap().in_order)
+                .collect();
+            spmv.free(ctx)?;
+            Ok(b)
+        })
+        .unwrap()
+    }
+
     /// Row blocks under one package: every core writes a stretch of the package's `y` of its
-    /// own, the stretches cover `y` in order, and no partial sums flow (no nested superstep).
+    /// own, the stretches cover `y` in order, no partial sums flow (no nested superstep), and
+    /// each core's rows are in the order of its stretch (it runs the flat kernel).
     #[test]
     fn row_blocks_under_one_package_write_their_own_stretches() {
         let a = band(1000);
         for cores in [2, 3, 4] {
             let plan = HierPlan::partition(&a, 1, cores, &Options::default()).unwrap();
+            assert_eq!(in_order(&plan), vec![vec![true; cores]]);
             let b = blocks(&plan).pop().unwrap();
             let b: Vec<_> = b.into_iter().map(|r| r.expect("a stretch")).collect();
             assert_eq!(b[0].start, 0, "{b:?}");
