@@ -32,7 +32,7 @@ fn progress(start: Instant, what: &str) {
 }
 
 /// The cost-function parameters of a measured level (bulk puts for `g`, direct gets for
-/// `g_direct`, first touch from `fresh`).
+/// `g_direct`, one-word direct gets for `g_direct_msg`, first touch from `fresh`).
 fn params_of(l: &LevelParams, fresh: f64) -> Params {
     use params::Prim;
     Params {
@@ -41,6 +41,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         g: l.fit(Prim::Put).g,
         g_msg: l.g_msg(),
         g_direct: l.fit(Prim::Direct).g,
+        g_direct_msg: l.g_direct_msg(),
         l: l.l,
         l_reg: l.l_reg,
         g_far: l.g_far,

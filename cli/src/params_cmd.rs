@@ -127,8 +127,13 @@ pub fn table(levels: &[LevelParams]) -> String {
         for prim in Prim::ALL {
             let f = l.fit(prim);
             let mark = if f.trusted() { "" } else { "?" };
-            // put1's column is the g_msg the file holds (fitted through the empty superstep).
-            let g = if prim == Prim::Put1 { l.g_msg() } else { f.g };
+            // put1's and direct1's columns are the g_msg and g_direct_msg the file holds
+            // (fitted through the empty superstep; at least the bulk direct gets' g).
+            let g = match prim {
+                Prim::Put1 => l.g_msg(),
+                Prim::Direct1 => l.g_direct_msg(),
+                _ => f.g,
+            };
             s.push_str(&format!(
                 " {:>17}",
                 format!("{:.2} | {:.1}{mark}", g * 1e9, g * l.r_dense)
@@ -182,12 +187,13 @@ pub fn run(o: &Options) -> Result<()> {
     println!(
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
          8-byte word of a full h-relation (slope of a least-squares fit of time against h > 0; \
-         g put1 is the per-message g, g_msg, fitted through the empty superstep's time; gets read what their owner wrote a superstep \
-         before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
+         g put1 is the per-message g, g_msg, fitted through the empty superstep's time; g \
+         direct1 the per-request g of direct gets, g_direct_msg; gets read what their owner \
+         wrote a superstep before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
          l reg = a superstep that registers or deregisters; g far, g dir. far = bulk puts and \
          direct gets of {}-{} words per process, beyond the caches (the private cache: {} \
          KiB); flop units = time x r; fit err = worst RMS relative \
-         residual of the five fits; first touch of fresh memory: {:.2} ns per word",
+         residual of the six fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
         m.far_h / 2,
         m.far_h,

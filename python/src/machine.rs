@@ -263,7 +263,8 @@ fn params_in_force(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, String)> {
         py,
         items!(py, {
             "r" => p.r, "r_stream" => p.r_stream, "g" => p.g, "g_msg" => p.g_msg,
-            "g_direct" => p.g_direct, "l" => p.l, "l_reg" => p.l_reg, "fresh" => p.fresh,
+            "g_direct" => p.g_direct, "g_direct_msg" => p.g_direct_msg, "l" => p.l,
+            "l_reg" => p.l_reg, "fresh" => p.fresh,
         }),
     )?;
     Ok((d, mbsp::params::source().to_string()))

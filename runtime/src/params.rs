@@ -5,10 +5,11 @@
 //!
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
-//!    "g_far": 2.4e-9, "g_direct_far": 1.2e-9, "cache": 1048576, "fresh": 3.2e-9, "r": 1e9,
-//!    "r_stream": 1e9}`; keys may be omitted — files written before a key existed are read
-//!    with that key's default (`l_reg`: twice the file's `l`; `g_far` and `g_direct_far`: its
-//!    `g` and `g_direct`) — and `mbsp params --json FILE` writes one);
+//!    "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9, "cache": 1048576,
+//!    "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted — files written before
+//!    a key existed are read with that key's default (`l_reg`: twice the file's `l`; `g_far`,
+//!    `g_direct_far` and `g_direct_msg`: its `g`, `g_direct` and `g_direct`) — and
+//!    `mbsp params --json FILE` writes one);
 //! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
 //!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
 //!    it), if that file exists;
@@ -47,6 +48,12 @@ pub struct Params {
     /// its owner wrote in the superstep before, as a program fetches what another process has
     /// just computed: the lines come from the owner's cache.
     pub g_direct: f64,
+    /// Seconds per request of a superstep of one-word direct gets (each `direct_get` its own
+    /// call: checks, the owner's sync count, a copy): the per-request g of direct gets, which
+    /// a fetch of many short runs pays instead of [`g_direct`](Params::g_direct) per word.
+    /// [`Params::direct_gets`] charges `g_direct_msg - g_direct` per request on top of
+    /// `g_direct` per word.
+    pub g_direct_msg: f64,
     /// Seconds per 8-byte word of a full h-relation of bulk puts whose data lies far beyond
     /// the caches (`mbsp params` measures it at 4-8 MiB per process): [`g`](Params::g) for
     /// data past
@@ -73,8 +80,9 @@ pub struct Params {
 impl Params {
     /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
     /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
-    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns
-    /// and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of the same size; a registering
+    /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns,
+    /// a one-word direct get ≈ 14 ns and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of
+    /// the same size; a registering
     /// superstep taken as two barriers, the same g far beyond the caches as in them, a cache
     /// of 1 MiB per process). Predictions for
     /// another machine should use its own (`mbsp params --save`, or `mbsp params --json FILE`
@@ -85,6 +93,7 @@ impl Params {
         g: 1.6e-9,
         g_msg: 25e-9,
         g_direct: 0.8e-9,
+        g_direct_msg: 14e-9,
         g_far: 1.6e-9,
         g_direct_far: 0.8e-9,
         cache: 1048576.0,
@@ -133,9 +142,10 @@ impl Params {
     }
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
-    /// `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh` (numbers, seconds, bytes or
-    /// flop/s); missing keys keep their [`Params::DEFAULT`] values, but a missing `l_reg` is
-    /// twice the object's `l` and a missing `g_far` or `g_direct_far` its `g` or `g_direct` (a
+    /// `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh` (numbers,
+    /// seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values, but a
+    /// missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far` or
+    /// `g_direct_msg` its `g`, `g_direct` or `g_direct` (a
     /// file of an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which
     /// is read as `g_msg`).
     ///
@@ -173,6 +183,7 @@ impl Params {
             ("g", &mut p.g, true),
             (g_msg_key, &mut p.g_msg, true),
             ("g_direct", &mut p.g_direct, true),
+            ("g_direct_msg", &mut p.g_direct_msg, true),
             ("g_far", &mut p.g_far, true),
             ("g_direct_far", &mut p.g_direct_far, true),
             ("cache", &mut p.cache, true),
@@ -201,6 +212,10 @@ impl Params {
         }
         if !obj.contains_key("g_direct_far") {
             p.g_direct_far = p.g_direct;
+        }
+        // Before the one-word direct gets were measured: a request costs what its word costs.
+        if !obj.contains_key("g_direct_msg") {
+            p.g_direct_msg = p.g_direct;
         }
         Ok(p)
     }
@@ -289,6 +304,21 @@ impl Params {
     /// ```
     pub fn time_of(&self, supersteps: usize, h: f64, messages: f64) -> f64 {
         supersteps as f64 * self.l + h * self.g + messages * (self.g_msg - self.g).max(0.0)
+    }
+
+    /// Predicted seconds of `h` words fetched by `requests` direct gets through the process
+    /// that fetches most (no sync): `h·g_direct + requests·(g_direct_msg − g_direct)` — each
+    /// `direct_get` call costs what a one-word one costs beyond its word.
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g_direct: 1e-9, g_direct_msg: 12e-9, ..Params::DEFAULT };
+    /// // 1000 words in 1000 one-word gets, then in one get.
+    /// assert!((p.direct_gets(1000.0, 1000.0) - 1000.0 * 12e-9).abs() < 1e-15);
+    /// assert!((p.direct_gets(1000.0, 1.0) - (1000.0 * 1e-9 + 11e-9)).abs() < 1e-15);
+    /// ```
+    pub fn direct_gets(&self, h: f64, requests: f64) -> f64 {
+        h * self.g_direct + requests * (self.g_direct_msg - self.g_direct).max(0.0)
     }
 }
 
@@ -391,8 +421,9 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     *slot = whole;
                 }
             }
-            // Without its own `l_reg`, `g_far` or `g_direct_far`, a level takes the whole
-            // machine's if the file gives one, else what its own `l`, `g` or `g_direct` imply.
+            // Without its own `l_reg`, `g_far`, `g_direct_far` or `g_direct_msg`, a level takes
+            // the whole machine's if the file gives one, else what its own `l`, `g` or
+            // `g_direct` imply.
             for (key, slot, whole, own) in [
                 ("l_reg", &mut params.l_reg, top.l_reg, 2.0 * params.l),
                 ("g_far", &mut params.g_far, top.g_far, params.g),
@@ -400,6 +431,12 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     "g_direct_far",
                     &mut params.g_direct_far,
                     top.g_direct_far,
+                    params.g_direct,
+                ),
+                (
+                    "g_direct_msg",
+                    &mut params.g_direct_msg,
+                    top.g_direct_msg,
                     params.g_direct,
                 ),
             ] {
@@ -436,12 +473,13 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "r",
     "r_stream",
     "g",
     "g_msg",
     "g_direct",
+    "g_direct_msg",
     "g_far",
     "g_direct_far",
     "cache",
@@ -470,8 +508,8 @@ impl ParsedFile {
     }
 }
 
-/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `g_far`, `g_direct_far`, `cache`,
-/// `l`, `l_reg`, `fresh`) that the parameters in
+/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `g_direct_msg`, `g_far`,
+/// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`) that the parameters in
 /// force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
 /// prediction that uses one of them is not this machine's.
@@ -663,6 +701,32 @@ mod tests {
     }
 
     #[test]
+    fn a_direct_get_request_costs_its_word_in_files_that_do_not_say() {
+        // An older file: no g_direct_msg anywhere; one level with a g_direct of its own.
+        let ParsedFile { top, levels, .. } = parse_file(
+            r#"{"g_direct": 2e-9, "levels": [
+                {"level": "machine", "p": 2},
+                {"level": "package", "p": 2, "g_direct": 3e-9}]}"#,
+        )
+        .unwrap();
+        assert_eq!(top.g_direct_msg, 2e-9);
+        assert_eq!(levels[0].params.g_direct_msg, 2e-9);
+        assert_eq!(levels[1].params.g_direct_msg, 3e-9, "its own g_direct");
+        assert_eq!(top.direct_gets(100.0, 100.0), 100.0 * 2e-9);
+        // A file that gives it: its levels without one take the machine's.
+        let ParsedFile { top, levels, .. } = parse_file(
+            r#"{"g_direct": 2e-9, "g_direct_msg": 14e-9, "levels": [
+                {"level": "machine", "p": 2},
+                {"level": "package", "p": 2, "g_direct_msg": 9e-9}]}"#,
+        )
+        .unwrap();
+        assert_eq!(top.g_direct_msg, 14e-9);
+        assert_eq!(levels[0].params.g_direct_msg, 14e-9);
+        assert_eq!(levels[1].params.g_direct_msg, 9e-9);
+        assert!(Params::from_json(r#"{"g_direct_msg": -1}"#).is_err());
+    }
+
+    #[test]
     fn older_files_are_read_and_the_per_message_g_found_where_it_was() {
         // Before g_msg and r_stream: the top level has neither; levels have the one-word-put
         // fit as g_put1.
@@ -696,6 +760,7 @@ mod tests {
                 "r",
                 "r_stream",
                 "g_direct",
+                "g_direct_msg",
                 "g_far",
                 "g_direct_far",
                 "cache",

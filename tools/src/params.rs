@@ -24,8 +24,9 @@
 //!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
 //!   communicating ([`Prim`]): single-word puts (`put1`), bulk puts (`put`: one put of h/(p-1)
 //!   words to each other process), bulk gets (`get`), single-word BSMP sends (`send1`, drained
-//!   by the receiver) and direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once,
-//!   then a sync). What the gets read, its owner wrote in the superstep before (a sync
+//!   by the receiver), direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once,
+//!   then a sync) and single-word direct gets (`direct1`: one `direct_get` call per word,
+//!   the per-request cost of direct gets, [`LevelParams::g_direct_msg`]). What the gets read, its owner wrote in the superstep before (a sync
 //!   earlier), as a program fetches what another process has just computed: read again
 //!   unchanged, the lines would already sit in the reader's cache and the copy would be local.
 //!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
@@ -150,11 +151,20 @@ pub enum Prim {
     Send1,
     /// One bulk `direct_get` per other process, then a sync.
     Direct,
+    /// Single-word `direct_get`s, then a sync.
+    Direct1,
 }
 
 impl Prim {
     /// All of them, in table order.
-    pub const ALL: [Prim; 5] = [Prim::Put1, Prim::Put, Prim::Get, Prim::Send1, Prim::Direct];
+    pub const ALL: [Prim; 6] = [
+        Prim::Put1,
+        Prim::Put,
+        Prim::Get,
+        Prim::Send1,
+        Prim::Direct,
+        Prim::Direct1,
+    ];
 
     /// Short name (table column, JSON key suffix).
     pub fn name(self) -> &'static str {
@@ -164,6 +174,7 @@ impl Prim {
             Prim::Get => "get",
             Prim::Send1 => "send1",
             Prim::Direct => "direct",
+            Prim::Direct1 => "direct1",
         }
     }
 }
@@ -457,6 +468,14 @@ impl LevelParams {
         self.fit(Prim::Direct).g.max(1e-12)
     }
 
+    /// The level's per-request g of direct gets: seconds per one-word `direct_get` in a
+    /// superstep of them, the `direct1` fit's slope, at least [`LevelParams::g_direct`] (a
+    /// request moves its word). Each call checks its arguments and the owner's sync count
+    /// before it copies, which a fetch of many short runs pays per run.
+    pub fn g_direct_msg(&self) -> f64 {
+        self.fit(Prim::Direct1).g.max(self.g_direct())
+    }
+
     /// The level as the parameter file holds it in `"levels"`, with the keys `Params` reads
     /// (`g` = bulk puts, `g_direct`), `fresh` (seconds per word of first touch) among them.
     pub fn to_json(&self, fresh: f64) -> Value {
@@ -491,6 +510,7 @@ impl LevelParams {
             "cache": self.cache,
             "g": self.g(),
             "g_direct": self.g_direct(),
+            "g_direct_msg": self.g_direct_msg(),
             "g_msg": self.g_msg(),
             "fresh": fresh,
             "fits": fits,
@@ -632,7 +652,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
             let chunk = h.div_ceil(others);
             let mut stamp = 0.0f64;
             let ns = timed(1, iters_for(o, h), || {
-                if matches!(prim, Prim::Get | Prim::Direct) {
+                if matches!(prim, Prim::Get | Prim::Direct | Prim::Direct1) {
                     // Written by its owner a superstep before the others read it.
                     stamp += 1.0;
                     ctx.local_mut(&mut src)?[..h.min(cap)].fill(stamp);
@@ -661,6 +681,20 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
                                     ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
                                 },
                             }
+                        }
+                    }
+                    Prim::Direct1 => {
+                        // Word k from partner k mod others, at k: every call its own request.
+                        for (k, w) in got[..h].iter_mut().enumerate() {
+                            // SAFETY: as the bulk direct gets above.
+                            unsafe {
+                                ctx.direct_get(
+                                    partner(k % others),
+                                    &src,
+                                    k,
+                                    std::slice::from_mut(w),
+                                )?
+                            };
                         }
                     }
                     Prim::Send1 => {
@@ -840,6 +874,7 @@ impl Measurement {
             v["g"] = t.g().into();
             v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();
+            v["g_direct_msg"] = t.g_direct_msg().into();
         }
         if let Some(s) = &self.state {
             v["machine_state"] = s.json();

@@ -24,7 +24,8 @@
 //! Cost: `max_s 2 nz(s) + (h_fanout + h_fanin) g + 2 l_lazy` with puts, where a lazy sync's
 //! `l_lazy` is the arrival of the process's own records (a process waits for the processes it
 //! reads from, then for those that send it partial sums, never for the others);
-//! `max_s 2 nz(s) + h_fanout g_direct + h_fanin g + l` with direct gets, one superstep whose
+//! `max_s 2 nz(s) + h_fanout g_direct + q_fanout (g_direct_msg - g_direct) + h_fanin g + l`
+//! with direct gets (`q` the gets, one per run of `x` entries), one superstep whose
 //! barrier waits for every process. Compared with [`Spmv`](super::Spmv), neither queues a
 //! `get` (executed in a sync) nor has a receive buffer: partial sums are added straight from
 //! the messages.

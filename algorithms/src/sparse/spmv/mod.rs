@@ -57,7 +57,8 @@
 //! put per owner of partial sums, [`SpmvPlan::requests`]; its second `l` is a lazy sync's,
 //! which waits only for a process's senders); the same with both `l` lazy ones and one put per
 //! owner and reader (hp with puts, [`SpmvPlan::predict_puts`]); `... + l` with
-//! `h_fanout g_direct` and no request term (hp with direct gets).
+//! `h_fanout g_direct + q_fanout (g_direct_msg - g_direct)` (hp with direct gets: one
+//! `direct_get` per run).
 //! Nothing is allocated per multiply.
 
 use super::{CooMatrix, Distribution};
@@ -541,29 +542,38 @@ impl SpmvPlan {
     /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg - g) + 2 l` for
     /// the plain variant, with `q` its [`requests`](Self::requests) (each request costs
     /// `g_msg`, the per-message g, where its words would cost less: [`Params::time_of`]); the
-    /// high-performance variant with direct gets (`hp`: [`Fanout::DirectGet`]) reads `x` once
-    /// (`g_direct`) and takes one superstep; with puts, [`predict_puts`](Self::predict_puts).
+    /// high-performance variant with direct gets (`hp`: [`Fanout::DirectGet`]) reads `x` once,
+    /// one `direct_get` per run of entries (`g_direct` per word and `g_direct_msg - g_direct`
+    /// per get: [`Params::direct_gets`]), and takes one superstep; with puts,
+    /// [`predict_puts`](Self::predict_puts).
     ///
     /// [`Params::time_of`]: crate::cost::Params::time_of
+    /// [`Params::direct_gets`]: crate::cost::Params::direct_gets
     ///
     /// ```
     /// use mbsp_algorithms::{cost::Params, sparse::{CooMatrix, Distribution, spmv::SpmvPlan}};
     /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
     /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
-    /// let params = Params { l: 1e-6, g: 1e-9, g_msg: 5e-9, g_direct: 0.5e-9, ..Params::DEFAULT };
+    /// let params = Params {
+    ///     l: 1e-6, g: 1e-9, g_msg: 5e-9, g_direct: 0.5e-9, g_direct_msg: 3e-9,
+    ///     ..Params::DEFAULT
+    /// };
     /// // Process 0 has 2 nonzeros; one word is fetched, by one get (a request: g_msg in all).
     /// let t = plan.predict(&params, 1e-9, false);
     /// assert!((t - (2e-9 + 1e-9 + 4e-9 + 2e-6)).abs() < 1e-18);
+    /// // hp: one direct get of one word (g_direct_msg in all), one superstep.
+    /// let t = plan.predict(&params, 1e-9, true);
+    /// assert!((t - (2e-9 + 3e-9 + 1e-6)).abs() < 1e-18);
     /// ```
     pub fn predict(&self, params: &crate::cost::Params, seconds_per_nz: f64, hp: bool) -> f64 {
         let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
         let (fan_out, fan_in) = self.h_relations();
         let (fan_out, fan_in) = (fan_out as f64, fan_in as f64);
+        let (q_out, q_in) = self.requests();
         let comm = if hp {
-            fan_out * params.g_direct + fan_in * params.g + params.l
+            params.direct_gets(fan_out, q_out as f64) + fan_in * params.g + params.l
         } else {
-            let (q_out, q_in) = self.requests();
             params.time_of(2, fan_out + fan_in, (q_out + q_in) as f64)
         };
         work * seconds_per_nz + comm
