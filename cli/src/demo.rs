@@ -32,7 +32,7 @@ fn progress(start: Instant, what: &str) {
 }
 
 /// The cost-function parameters of a measured level (bulk puts for `g`, direct gets for
-/// `g_direct`, one-word direct gets for `g_direct_msg`, first touch from `fresh`).
+/// `g_direct`, one-word direct gets and gets for `g_direct_msg` and `g_get_msg`, first touch from `fresh`).
 fn params_of(l: &LevelParams, fresh: f64) -> Params {
     use params::Prim;
     Params {
@@ -40,6 +40,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         r_stream: l.r_stream,
         g: l.fit(Prim::Put).g,
         g_msg: l.g_msg(),
+        g_get_msg: l.g_get_msg(),
         g_direct: l.fit(Prim::Direct).g,
         g_direct_msg: l.g_direct_msg(),
         l: l.l,

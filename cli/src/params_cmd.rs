@@ -127,10 +127,12 @@ pub fn table(levels: &[LevelParams]) -> String {
         for prim in Prim::ALL {
             let f = l.fit(prim);
             let mark = if f.trusted() { "" } else { "?" };
-            // put1's and direct1's columns are the g_msg and g_direct_msg the file holds
-            // (fitted through the empty superstep; at least the bulk direct gets' g).
+            // put1's, get1's and direct1's columns are the g_msg, g_get_msg and g_direct_msg
+            // the file holds (put1 fitted through the empty superstep; the others at least
+            // their bulk g).
             let g = match prim {
                 Prim::Put1 => l.g_msg(),
+                Prim::Get1 => l.g_get_msg(),
                 Prim::Direct1 => l.g_direct_msg(),
                 _ => f.g,
             };
@@ -188,12 +190,13 @@ pub fn run(o: &Options) -> Result<()> {
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
          8-byte word of a full h-relation (slope of a least-squares fit of time against h > 0; \
          g put1 is the per-message g, g_msg, fitted through the empty superstep's time; g \
-         direct1 the per-request g of direct gets, g_direct_msg; gets read what their owner \
+         get1 and g direct1 the per-request g of gets and of direct gets, g_get_msg and \
+         g_direct_msg; gets read what their owner \
          wrote a superstep before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
          l reg = a superstep that registers or deregisters; g far, g dir. far = bulk puts and \
          direct gets of {}-{} words per process, beyond the caches (the private cache: {} \
          KiB); flop units = time x r; fit err = worst RMS relative \
-         residual of the six fits; first touch of fresh memory: {:.2} ns per word",
+         residual of the seven fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
         m.far_h / 2,
         m.far_h,

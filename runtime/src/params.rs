@@ -5,11 +5,11 @@
 //!
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
-//!    "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9, "cache": 1048576,
-//!    "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted — files written before
-//!    a key existed are read with that key's default (`l_reg`: twice the file's `l`; `g_far`,
-//!    `g_direct_far` and `g_direct_msg`: its `g`, `g_direct` and `g_direct`) — and
-//!    `mbsp params --json FILE` writes one);
+//!    "g_get_msg": 45e-9, "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9,
+//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted —
+//!    files written before a key existed are read with that key's default (`l_reg`: twice the
+//!    file's `l`; `g_far`, `g_direct_far`, `g_direct_msg` and `g_get_msg`: its `g`,
+//!    `g_direct`, `g_direct` and `g_msg`) — and `mbsp params --json FILE` writes one);
 //! 2. this machine's saved parameters, [`saved_path`]: `$XDG_CONFIG_HOME/mbsp/params.json`, or
 //!    `~/.config/mbsp/params.json` when `XDG_CONFIG_HOME` is unset (`mbsp params --save` writes
 //!    it), if that file exists;
@@ -44,6 +44,12 @@ pub struct Params {
     /// request is queued, matched and copied on its own). [`Params::time_of`] charges
     /// `g_msg - g` per request on top of `g` per word.
     pub g_msg: f64,
+    /// Seconds per request of a full h-relation of one-word buffered gets: the per-request g
+    /// of gets (each a record that its owner's data answers in the sync: read into the get
+    /// buffer, then written), which a fetch of many short runs by `get` pays instead of
+    /// [`g`](Params::g) per word. [`Params::time_with_gets`] charges `g_get_msg - g` per get on
+    /// top of `g` per word.
+    pub g_get_msg: f64,
     /// Seconds per 8-byte word copied by direct gets (one copy, reader-driven) of data that
     /// its owner wrote in the superstep before, as a program fetches what another process has
     /// just computed: the lines come from the owner's cache.
@@ -81,17 +87,17 @@ impl Params {
     /// Parameters of a small current machine (measured on a 2-core AMD EPYC VM with
     /// `mbsp-bench core`, p = 2): empty sync up to 1 µs, bulk puts ≈ 5 GB/s, direct gets
     /// ≈ 10 GB/s, first touch of fresh memory ≈ 1.6 µs per 4 KiB page; a one-word put ≈ 25 ns,
-    /// a one-word direct get ≈ 14 ns and a streaming triad ≈ 1 Gflop/s on an Intel Xeon VM of
-    /// the same size; a registering
-    /// superstep taken as two barriers, the same g far beyond the caches as in them, a cache
-    /// of 1 MiB per process). Predictions for
-    /// another machine should use its own (`mbsp params --save`, or `mbsp params --json FILE`
-    /// then `MBSP_PARAMS=FILE`).
+    /// a one-word get ≈ 45 ns, a one-word direct get ≈ 14 ns and a streaming triad ≈ 1 Gflop/s
+    /// on an Intel Xeon VM of the same size; a registering superstep taken as two barriers,
+    /// the same g far beyond the caches as in them, a cache of 1 MiB per process). Predictions
+    /// for another machine should use its own (`mbsp params --save`, or `mbsp params --json
+    /// FILE` then `MBSP_PARAMS=FILE`).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         r_stream: 1.0e9,
         g: 1.6e-9,
         g_msg: 25e-9,
+        g_get_msg: 45e-9,
         g_direct: 0.8e-9,
         g_direct_msg: 14e-9,
         g_far: 1.6e-9,
@@ -141,11 +147,11 @@ impl Params {
         pick(&loaded().0.levels, level, p, policy).unwrap_or(*Params::current())
     }
 
-    /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_direct`,
-    /// `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh` (numbers,
-    /// seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values, but a
-    /// missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far` or
-    /// `g_direct_msg` its `g`, `g_direct` or `g_direct` (a
+    /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_get_msg`,
+    /// `g_direct`, `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`
+    /// (numbers, seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values,
+    /// but a missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far`,
+    /// `g_direct_msg` or `g_get_msg` its `g`, `g_direct`, `g_direct` or `g_msg` (a
     /// file of an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which
     /// is read as `g_msg`).
     ///
@@ -182,6 +188,7 @@ impl Params {
             ("r_stream", &mut p.r_stream, false),
             ("g", &mut p.g, true),
             (g_msg_key, &mut p.g_msg, true),
+            ("g_get_msg", &mut p.g_get_msg, true),
             ("g_direct", &mut p.g_direct, true),
             ("g_direct_msg", &mut p.g_direct_msg, true),
             ("g_far", &mut p.g_far, true),
@@ -216,6 +223,10 @@ impl Params {
         // Before the one-word direct gets were measured: a request costs what its word costs.
         if !obj.contains_key("g_direct_msg") {
             p.g_direct_msg = p.g_direct;
+        }
+        // Before the one-word gets were measured: a get request costs a put request's.
+        if !obj.contains_key("g_get_msg") {
+            p.g_get_msg = p.g_msg;
         }
         Ok(p)
     }
@@ -304,6 +315,20 @@ impl Params {
     /// ```
     pub fn time_of(&self, supersteps: usize, h: f64, messages: f64) -> f64 {
         supersteps as f64 * self.l + h * self.g + messages * (self.g_msg - self.g).max(0.0)
+    }
+
+    /// [`Params::time_of`] of `supersteps` supersteps moving `h` words in `messages` puts or
+    /// sends and `gets` buffered gets: each get costs `g_get_msg − g` beyond its word.
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { g: 1e-9, g_msg: 20e-9, g_get_msg: 30e-9, l: 1e-6, ..Params::DEFAULT };
+    /// // 100 one-word gets and one put of 100 words.
+    /// let t = p.time_with_gets(1, 200.0, 1.0, 100.0);
+    /// assert!((t - (1e-6 + 200e-9 + 19e-9 + 100.0 * 29e-9)).abs() < 1e-15);
+    /// ```
+    pub fn time_with_gets(&self, supersteps: usize, h: f64, messages: f64, gets: f64) -> f64 {
+        self.time_of(supersteps, h, messages) + gets * (self.g_get_msg - self.g).max(0.0)
     }
 
     /// Predicted seconds of `h` words fetched by `requests` direct gets through the process
@@ -421,9 +446,9 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     *slot = whole;
                 }
             }
-            // Without its own `l_reg`, `g_far`, `g_direct_far` or `g_direct_msg`, a level takes
-            // the whole machine's if the file gives one, else what its own `l`, `g` or
-            // `g_direct` imply.
+            // Without its own `l_reg`, `g_far`, `g_direct_far`, `g_direct_msg` or `g_get_msg`,
+            // a level takes the whole machine's if the file gives one, else what its own `l`,
+            // `g`, `g_direct` or `g_msg` imply.
             for (key, slot, whole, own) in [
                 ("l_reg", &mut params.l_reg, top.l_reg, 2.0 * params.l),
                 ("g_far", &mut params.g_far, top.g_far, params.g),
@@ -438,6 +463,12 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     &mut params.g_direct_msg,
                     top.g_direct_msg,
                     params.g_direct,
+                ),
+                (
+                    "g_get_msg",
+                    &mut params.g_get_msg,
+                    top.g_get_msg,
+                    params.g_msg,
                 ),
             ] {
                 if !e.contains_key(key) {
@@ -473,11 +504,12 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "r",
     "r_stream",
     "g",
     "g_msg",
+    "g_get_msg",
     "g_direct",
     "g_direct_msg",
     "g_far",
@@ -508,7 +540,7 @@ impl ParsedFile {
     }
 }
 
-/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_direct`, `g_direct_msg`, `g_far`,
+/// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_get_msg`, `g_direct`, `g_direct_msg`, `g_far`,
 /// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`) that the parameters in
 /// force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
@@ -727,6 +759,24 @@ mod tests {
     }
 
     #[test]
+    fn a_get_request_costs_a_put_request_in_files_that_do_not_say() {
+        let ParsedFile { top, levels, .. } = parse_file(
+            r#"{"g_msg": 20e-9, "levels": [
+                {"level": "machine", "p": 2},
+                {"level": "package", "p": 2, "g_msg": 18e-9}]}"#,
+        )
+        .unwrap();
+        assert_eq!(top.g_get_msg, 20e-9);
+        assert_eq!(levels[0].params.g_get_msg, 20e-9);
+        assert_eq!(levels[1].params.g_get_msg, 18e-9, "its own g_msg");
+        let ParsedFile { top, levels, .. } = parse_file(
+            r#"{"g_msg": 20e-9, "g_get_msg": 31e-9, "levels": [{"level": "machine", "p": 2}]}"#,
+        )
+        .unwrap();
+        assert_eq!((top.g_get_msg, levels[0].params.g_get_msg), (31e-9, 31e-9));
+    }
+
+    #[test]
     fn older_files_are_read_and_the_per_message_g_found_where_it_was() {
         // Before g_msg and r_stream: the top level has neither; levels have the one-word-put
         // fit as g_put1.
@@ -759,6 +809,7 @@ mod tests {
             [
                 "r",
                 "r_stream",
+                "g_get_msg",
                 "g_direct",
                 "g_direct_msg",
                 "g_far",

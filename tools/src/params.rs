@@ -21,12 +21,14 @@
 //!   wait at a second barrier).
 //! * **g** (seconds per 8-byte word): the slope of a least-squares fit of the time of one
 //!   superstep against h over full h-relations — every process sends h words and receives h
-//!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for five ways of
-//!   communicating ([`Prim`]): single-word puts (`put1`), bulk puts (`put`: one put of h/(p-1)
-//!   words to each other process), bulk gets (`get`), single-word BSMP sends (`send1`, drained
-//!   by the receiver), direct gets (`direct`: MulticoreBSP's `direct_get`, copied at once,
-//!   then a sync) and single-word direct gets (`direct1`: one `direct_get` call per word,
-//!   the per-request cost of direct gets, [`LevelParams::g_direct_msg`]). What the gets read, its owner wrote in the superstep before (a sync
+//!   words, spread evenly over the other processes — for h = 0, 512, ..., 4096, for seven ways
+//!   of communicating ([`Prim`]): single-word puts (`put1`), bulk puts (`put`: one put of
+//!   h/(p-1) words to each other process), bulk gets (`get`), single-word gets (`get1`: the
+//!   per-request cost of buffered gets, [`LevelParams::g_get_msg`]), single-word BSMP sends
+//!   (`send1`, drained by the receiver), direct gets (`direct`: MulticoreBSP's `direct_get`,
+//!   copied at once, then a sync) and single-word direct gets (`direct1`: one `direct_get`
+//!   call per word, the per-request cost of direct gets, [`LevelParams::g_direct_msg`]). What
+//!   the gets read, its owner wrote in the superstep before (a sync
 //!   earlier), as a program fetches what another process has just computed: read again
 //!   unchanged, the lines would already sit in the reader's cache and the copy would be local.
 //!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
@@ -147,6 +149,8 @@ pub enum Prim {
     Put,
     /// One bulk buffered get per other process.
     Get,
+    /// Single-word buffered gets.
+    Get1,
     /// Single-word BSMP messages (tag size 0), moved out by the receiver.
     Send1,
     /// One bulk `direct_get` per other process, then a sync.
@@ -157,10 +161,11 @@ pub enum Prim {
 
 impl Prim {
     /// All of them, in table order.
-    pub const ALL: [Prim; 6] = [
+    pub const ALL: [Prim; 7] = [
         Prim::Put1,
         Prim::Put,
         Prim::Get,
+        Prim::Get1,
         Prim::Send1,
         Prim::Direct,
         Prim::Direct1,
@@ -172,6 +177,7 @@ impl Prim {
             Prim::Put1 => "put1",
             Prim::Put => "put",
             Prim::Get => "get",
+            Prim::Get1 => "get1",
             Prim::Send1 => "send1",
             Prim::Direct => "direct",
             Prim::Direct1 => "direct1",
@@ -463,6 +469,14 @@ impl LevelParams {
         through_l.max(1e-12)
     }
 
+    /// The level's per-request g of buffered gets: seconds per one-word `get` in a superstep
+    /// of them, the `get1` fit's slope, at least [`LevelParams::g`]. A get is a request
+    /// that its owner's data answers in the sync (a record, a read into the get buffer, a
+    /// write), which costs more than a one-word put's record ([`LevelParams::g_msg`]).
+    pub fn g_get_msg(&self) -> f64 {
+        self.fit(Prim::Get1).g.max(self.g())
+    }
+
     /// The level's g of direct gets, seconds per word (positive, as [`LevelParams::g`]).
     pub fn g_direct(&self) -> f64 {
         self.fit(Prim::Direct).g.max(1e-12)
@@ -511,6 +525,7 @@ impl LevelParams {
             "g": self.g(),
             "g_direct": self.g_direct(),
             "g_direct_msg": self.g_direct_msg(),
+            "g_get_msg": self.g_get_msg(),
             "g_msg": self.g_msg(),
             "fresh": fresh,
             "fits": fits,
@@ -652,7 +667,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
             let chunk = h.div_ceil(others);
             let mut stamp = 0.0f64;
             let ns = timed(1, iters_for(o, h), || {
-                if matches!(prim, Prim::Get | Prim::Direct | Prim::Direct1) {
+                if matches!(prim, Prim::Get | Prim::Get1 | Prim::Direct | Prim::Direct1) {
                     // Written by its owner a superstep before the others read it.
                     stamp += 1.0;
                     ctx.local_mut(&mut src)?[..h.min(cap)].fill(stamp);
@@ -681,6 +696,11 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
                                     ctx.direct_get(partner(j), &src, at, &mut got[at..at + len])?
                                 },
                             }
+                        }
+                    }
+                    Prim::Get1 => {
+                        for k in 0..h {
+                            ctx.get(partner(k % others), &src, k..k + 1, &dst, k)?;
                         }
                     }
                     Prim::Direct1 => {
@@ -875,6 +895,7 @@ impl Measurement {
             v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();
             v["g_direct_msg"] = t.g_direct_msg().into();
+            v["g_get_msg"] = t.g_get_msg().into();
         }
         if let Some(s) = &self.state {
             v["machine_state"] = s.json();

@@ -52,10 +52,10 @@
 //! summed at once, each in CRS order, so the sums are those of a CRS multiply, bit for bit).
 //!
 //! Cost per multiply, with `nz(s)` the nonzeros of process `s` and `h` the fan-out and fan-in
-//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg -
-//! g) + 2 l` (plain, `q` its requests: one get per run of `x` entries fetched from one owner, one
-//! put per owner of partial sums, [`SpmvPlan::requests`]; its second `l` is a lazy sync's,
-//! which waits only for a process's senders); the same with both `l` lazy ones and one put per
+//! h-relations: `T = max_s 2 nz(s) + (h_fanout + h_fanin) g + q_fanout (g_get_msg - g) +
+//! q_fanin (g_msg - g) + 2 l` (plain, `q` its requests: one get per run of `x` entries fetched
+//! from one owner, one put per owner of partial sums, [`SpmvPlan::requests`]; its second `l`
+//! is a lazy sync's, which waits only for a process's senders); the same with both `l` lazy ones and one put per
 //! owner and reader (hp with puts, [`SpmvPlan::predict_puts`]); `... + l` with
 //! `h_fanout g_direct + q_fanout (g_direct_msg - g_direct)` (hp with direct gets: one
 //! `direct_get` per run).
@@ -539,15 +539,16 @@ impl SpmvPlan {
     /// parameters `params` and a local multiply that takes `seconds_per_nz` per nonzero (the
     /// local kernel's measured rate, e.g. from [`LocalSpmv::time_local_multiply`] on a plan of
     /// one process: SpMV is memory bound, so a flop rate would mislead):
-    /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + (q_fanout + q_fanin) (g_msg - g) + 2 l` for
-    /// the plain variant, with `q` its [`requests`](Self::requests) (each request costs
-    /// `g_msg`, the per-message g, where its words would cost less: [`Params::time_of`]); the
+    /// `max_s nz(s) t_nz + (h_fanout + h_fanin) g + q_fanout (g_get_msg - g) + q_fanin (g_msg -
+    /// g) + 2 l` for the plain variant, with `q` its [`requests`](Self::requests) (each get
+    /// costs `g_get_msg` and each put `g_msg`, the per-request g's, where its words would cost
+    /// less: [`Params::time_with_gets`]); the
     /// high-performance variant with direct gets (`hp`: [`Fanout::DirectGet`]) reads `x` once,
     /// one `direct_get` per run of entries (`g_direct` per word and `g_direct_msg - g_direct`
     /// per get: [`Params::direct_gets`]), and takes one superstep; with puts,
     /// [`predict_puts`](Self::predict_puts).
     ///
-    /// [`Params::time_of`]: crate::cost::Params::time_of
+    /// [`Params::time_with_gets`]: crate::cost::Params::time_with_gets
     /// [`Params::direct_gets`]: crate::cost::Params::direct_gets
     ///
     /// ```
@@ -556,12 +557,12 @@ impl SpmvPlan {
     /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
     /// let plan = SpmvPlan::new(&a, &d).unwrap();
     /// let params = Params {
-    ///     l: 1e-6, g: 1e-9, g_msg: 5e-9, g_direct: 0.5e-9, g_direct_msg: 3e-9,
-    ///     ..Params::DEFAULT
+    ///     l: 1e-6, g: 1e-9, g_msg: 5e-9, g_get_msg: 7e-9, g_direct: 0.5e-9,
+    ///     g_direct_msg: 3e-9, ..Params::DEFAULT
     /// };
-    /// // Process 0 has 2 nonzeros; one word is fetched, by one get (a request: g_msg in all).
+    /// // Process 0 has 2 nonzeros; one word is fetched, by one get (a request: g_get_msg).
     /// let t = plan.predict(&params, 1e-9, false);
-    /// assert!((t - (2e-9 + 1e-9 + 4e-9 + 2e-6)).abs() < 1e-18);
+    /// assert!((t - (2e-9 + 1e-9 + 6e-9 + 2e-6)).abs() < 1e-18);
     /// // hp: one direct get of one word (g_direct_msg in all), one superstep.
     /// let t = plan.predict(&params, 1e-9, true);
     /// assert!((t - (2e-9 + 3e-9 + 1e-6)).abs() < 1e-18);
@@ -574,7 +575,7 @@ impl SpmvPlan {
         let comm = if hp {
             params.direct_gets(fan_out, q_out as f64) + fan_in * params.g + params.l
         } else {
-            params.time_of(2, fan_out + fan_in, (q_out + q_in) as f64)
+            params.time_with_gets(2, fan_out + fan_in, q_in as f64, q_out as f64)
         };
         work * seconds_per_nz + comm
     }
