@@ -853,8 +853,10 @@ fn spmv_job<'a>(
         };
         // Threads here (the command refuses to run over MPI ranks), so the rate is measured,
         // in every round (see `Sample::predicted`).
-        row.model = "max nz t_nz + (h_fanout + h_fanin) g + 2 l; t_nz measured".into();
-        row.missing = missing(&["l", "g"]);
+        row.model = "max nz t_nz + (h_fanout + h_fanin) g + q_fanout (g_get_msg - g) + \
+                     q_fanin (g_msg - g) + 2 l; t_nz measured"
+            .into();
+        row.missing = missing(&["l", "g", "g_msg", "g_get_msg"]);
         return Ok(Box::new(move || {
             let spnz = model_input(mbsp_tools::spmv::plan_seconds_per_nz(&plan), "spmv").flatten();
             let predicted = spnz.map(|s| plan.predict(&params, s, false));
