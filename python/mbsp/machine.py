@@ -150,9 +150,9 @@ class BspParams:
     """BSP parameters in seconds (``r`` and ``r_stream`` in flop/s), and where they come from.
 
     ``r`` is a compute-bound rate, ``r_stream`` a memory-bound one (the STREAM triad); ``g`` is
-    per word of bulk communication, ``g_msg`` per one-word message, ``g_get_msg`` per one-word get, ``g_direct`` per
-    word of direct gets and ``g_direct_msg`` per one-word direct get; ``l_reg`` is a superstep that
-    registers or deregisters memory."""
+    per word of bulk communication, ``g_msg`` per one-word message, ``g_get_msg`` per one-word
+    get, ``g_direct`` per word of direct gets and ``g_direct_msg`` per one-word direct get;
+    ``l_reg`` is a superstep that registers or deregisters memory."""
 
     r: float
     g: float
