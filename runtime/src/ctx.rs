@@ -59,7 +59,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::outbox::{Outbox, SLOTS};
 use crate::place::{Layout, Placement};
 use crate::queue::Queue;
-use crate::registry::{Entry, Keep, RegOp, RegTable, SlotAlloc};
+use crate::registry::{Entry, KEPT_ROOM, Keep, RegOp, RegTable, SlotAlloc};
 use crate::requests::{Coll, GetOp, HpSend};
 use crate::shim::{AtomicU64, Ordering, SharedCell};
 use crate::tree::Tree;
@@ -106,6 +106,45 @@ pub(crate) struct ProcShared {
     /// starter's resets (`RunShared::reuse`, `release`) read the fields above at every run,
     /// and a line that both touch would cross between their cores twice a run.
     own: CachePadded<Own>,
+    /// The emptied lists of the process's last context, for its next run on this state
+    /// ([`Lists`]); touched, like `own`, only by the process's own contexts, when made and
+    /// when dropped.
+    spare_lists: CachePadded<SharedCell<Lists>>,
+}
+
+/// The lists of a process's [`Local`] that its next run on the same state reuses, emptied, so
+/// that a nested run in a loop allocates nothing for them once they have room: registration
+/// changes and free slots, gets, the message queue's senders. Each keeps its room up to
+/// [`KEPT_ROOM`] entries.
+#[derive(Default)]
+struct Lists {
+    reg_ops: Vec<RegOp>,
+    slots: SlotAlloc,
+    gets: Vec<GetOp>,
+    srcs: Vec<crate::queue::Src>,
+}
+
+impl Lists {
+    /// The lists of `st`, the private state of a context being dropped (the run has ended for
+    /// its process, and nobody touches its memory any more), emptied: what they held goes now
+    /// (the memory of registrations never applied, gets never made).
+    fn kept_from(st: &mut Local) -> Lists {
+        fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
+            if v.capacity() > KEPT_ROOM {
+                return Vec::new();
+            }
+            v.clear();
+            v
+        }
+        let mut slots = std::mem::take(&mut st.slots);
+        slots.reset();
+        Lists {
+            reg_ops: emptied(std::mem::take(&mut st.reg_ops)),
+            slots,
+            gets: emptied(std::mem::take(&mut st.gets)),
+            srcs: emptied(std::mem::take(&mut st.queue.srcs)),
+        }
+    }
 }
 
 /// [`ProcShared::own`].
@@ -144,6 +183,7 @@ impl ProcShared {
                 SharedCell::new(Coll::default()),
             ],
             done: Done::default(),
+            spare_lists: CachePadded::new(SharedCell::new(Lists::default())),
             own: CachePadded::new(Own {
                 spare_getbuf: SharedCell::new(crate::arena::Arena::default()),
                 spare_path: SharedCell::new(Vec::new()),
@@ -288,13 +328,7 @@ impl ProcShared {
         }
         for coll in &self.coll {
             // SAFETY: as above.
-            unsafe {
-                coll.write(|c| {
-                    if c.stamp != 0 {
-                        *c = Coll::default();
-                    }
-                })
-            };
+            unsafe { coll.write(Coll::unpublish) };
         }
     }
 }
@@ -567,12 +601,13 @@ impl Ctx {
         // SAFETY: only this process's contexts touch the spare buffers, one at a time (a run's
         // contexts are made after the previous run's were dropped); this process is entering
         // the run, before its first sync (`clear_at_entry`).
-        let (getbuf, mut path, base) = unsafe {
+        let (getbuf, mut path, lists, base) = unsafe {
             let me = run.proc(pid);
             me.clear_at_entry();
             (
                 me.own.spare_getbuf.write(std::mem::take),
                 me.own.spare_path.write(std::mem::take),
+                me.spare_lists.write(std::mem::take),
                 me.done.base(),
             )
         };
@@ -598,6 +633,13 @@ impl Ctx {
             start: Instant::now(),
             st: RefCell::new(Local {
                 getbuf,
+                reg_ops: lists.reg_ops,
+                slots: lists.slots,
+                gets: lists.gets,
+                queue: Queue {
+                    srcs: lists.srcs,
+                    ..Queue::default()
+                },
                 ..Local::default()
             }),
             flags: Cell::new(0),
@@ -926,6 +968,7 @@ impl Drop for Ctx {
         }
         let mut getbuf = std::mem::take(&mut self.st.get_mut().getbuf);
         getbuf.clear();
+        let lists = Lists::kept_from(self.st.get_mut());
         let path = std::mem::take(&mut self.path);
         let cpus = match &mut self.binding {
             Binding::Applied(cpus) => Some(std::mem::take(cpus)),
@@ -935,6 +978,7 @@ impl Drop for Ctx {
         unsafe {
             let me = self.run.proc(self.pid);
             me.own.spare_getbuf.write(|b| *b = getbuf);
+            me.spare_lists.write(|l| *l = lists);
             me.own.spare_path.write(|p| *p = path);
             if let Some(cpus) = cpus {
                 me.own.spare_cpus.write(|c| *c = cpus);

@@ -148,6 +148,13 @@ pub(crate) fn describe(ops: &[RegSig]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// The most entries a run state's lists keep room for from one run to the next (the tables,
+/// [`RegTable::clear`]; the request lists, `Coll::unpublish`; each process's lists of changes,
+/// free slots, gets and message senders, `ctx::Lists`): a nested run in a loop that registers
+/// and communicates allocates nothing once warm, and a run that registered thousands of areas
+/// leaves no large lists behind.
+pub(crate) const KEPT_ROOM: usize = 64;
+
 /// One process's registration entries. Each entry has a cache line of its own: every put to
 /// this process reads one, and a heap neighbour written by the owner (an outbox arena growing
 /// during the superstep, say) would otherwise make every such read a cache miss.
@@ -162,16 +169,28 @@ pub(crate) struct RegTable {
 }
 
 impl RegTable {
-    /// Forget every registration (a run that has ended). A table that never held one is left
-    /// untouched: it is another process's, and a line written here would cross to that
-    /// process's core when it next enters a run (`shim::Zero`).
+    /// Forget every registration (a run that has ended). An empty table is left untouched: it
+    /// is another process's, and a line written here would cross to that process's core when
+    /// it next enters a run (`shim::Zero`). A table of up to [`KEPT_ROOM`] slots keeps its
+    /// vectors for the next run on this state: a nested run in a loop that registers would
+    /// otherwise free them here (from the starter's thread, memory the process's thread
+    /// allocated) and allocate them again at its first `push_reg`.
     pub(crate) fn clear(&mut self) {
-        let pristine = self.entries.capacity() == 0
-            && self.keep.capacity() == 0
-            && self.types.capacity() == 0
-            && self.order.capacity() == 0;
-        if !pristine {
+        if self.entries.capacity() > KEPT_ROOM {
             *self = RegTable::default();
+            return;
+        }
+        if !self.entries.is_empty() {
+            self.entries.clear();
+        }
+        if !self.keep.is_empty() {
+            self.keep.clear();
+        }
+        if !self.types.is_empty() {
+            self.types.clear();
+        }
+        if !self.order.is_empty() {
+            self.order.clear();
         }
     }
 
@@ -300,6 +319,15 @@ impl SlotAlloc {
 
     pub(crate) fn release(&mut self, slot: u32) {
         self.free.push(slot);
+    }
+
+    /// Every slot free again (a new run), the free list's room kept up to [`KEPT_ROOM`].
+    pub(crate) fn reset(&mut self) {
+        if self.free.capacity() > KEPT_ROOM {
+            self.free = Vec::new();
+        }
+        self.free.clear();
+        self.next = 0;
     }
 }
 

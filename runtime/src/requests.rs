@@ -3,7 +3,7 @@
 //! new tag size) every process publishes for the others to check. Data only, below the
 //! context and the engines that carry the requests out.
 
-use crate::registry::{Keep, RegSig};
+use crate::registry::{KEPT_ROOM, Keep, RegSig};
 
 /// The collective requests of one superstep, published for validation at the sync.
 #[derive(Clone, Default)]
@@ -14,6 +14,26 @@ pub(crate) struct Coll {
     /// The candidate slots of each NULL pop, in order.
     pub(crate) wild: Vec<Vec<u32>>,
     pub(crate) tagsize: Option<usize>,
+}
+
+impl Coll {
+    /// Mark the requests unpublished for a new run on the same state (the owner, entering
+    /// it), keeping the lists' room when they are small: a nested run that registers would
+    /// otherwise allocate them again at its first registering sync. Requests never published
+    /// are left untouched (their line is not written).
+    pub(crate) fn unpublish(&mut self) {
+        if self.stamp == 0 {
+            return;
+        }
+        if self.regs.capacity() > KEPT_ROOM || self.wild.capacity() > KEPT_ROOM {
+            *self = Coll::default();
+            return;
+        }
+        self.stamp = 0;
+        self.regs.clear();
+        self.wild.clear();
+        self.tagsize = None;
+    }
 }
 
 /// A buffered get: read `len` bytes at `src` into the get buffer, later write them to `dst`.

@@ -555,6 +555,78 @@ fn a_steady_loop_of_nested_runs_allocates_nothing() {
 }
 
 #[test]
+fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
+    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
+        return;
+    }
+    // As above, each nested run registering an area of each process's stack (no allocation
+    // of the program's own) in a registering superstep, putting a word into the other's,
+    // getting one from it and sending it a message in the next, and every other run popping
+    // the area: the registration tables, the request lists and each process's private lists
+    // (changes, free slots, gets, message queue) keep their room from one run to the next.
+    const RUNS: usize = 200;
+    let (starter, worker) = within(120, || {
+        let at: Vec<std::sync::atomic::AtomicU64> = (0..RUNS).map(|_| Default::default()).collect();
+        let starter = mbsp::run(2, |ctx| {
+            let mut counted = 0;
+            if ctx.pid() == 1 {
+                for i in 0..RUNS + 5 {
+                    if i == 5 {
+                        counted = my_allocations();
+                    }
+                    ctx.run(2, |n| {
+                        let mut area = [0u64; 4];
+                        let at_area = area.as_mut_ptr() as *mut u8;
+                        // SAFETY: `area` outlives the registration, which the run's end
+                        // releases (the final sync returns only once nobody touches it).
+                        unsafe { n.push_reg_raw(at_area, 32)? };
+                        n.sync()?;
+                        // The other process registered its own `area` in the same order.
+                        n.put_raw(1 - n.pid(), &[7u8; 8], at_area, 8)?;
+                        let mut got = [0u8; 8];
+                        // SAFETY: `got` outlives the sync that writes it.
+                        unsafe { n.get_raw(1 - n.pid(), at_area, 0, got.as_mut_ptr(), 8)? };
+                        n.send(1 - n.pid(), &[], &[9u8; 8])?;
+                        n.sync()?;
+                        assert_eq!(area[1], u64::from_ne_bytes([7; 8]));
+                        assert_eq!(got, [0; 8], "the get reads the area before the put lands");
+                        let mut msg = [0u8; 8];
+                        assert_eq!(n.move_message(&mut msg)?, Some(8));
+                        assert_eq!(msg, [9; 8]);
+                        // Every other run pops it too (its slot goes to the free list).
+                        if i % 2 == 0 {
+                            n.pop_reg_raw(at_area)?;
+                            n.sync()?;
+                        }
+                        if n.pid() == 1 && i >= 5 {
+                            at[i - 5].store(my_allocations(), Relaxed);
+                        }
+                        Ok(())
+                    })?;
+                }
+                counted = my_allocations() - counted;
+            }
+            ctx.sync()?;
+            Ok(counted)
+        })
+        .unwrap();
+        let worker: Vec<u64> = at
+            .windows(2)
+            .map(|w| w[1].load(Relaxed) - w[0].load(Relaxed))
+            .collect();
+        (starter[1], worker)
+    });
+    assert_eq!(
+        starter, 0,
+        "the starter's allocations in {RUNS} nested runs that communicate"
+    );
+    assert!(
+        worker.iter().all(|&n| n == 0),
+        "pid 1's allocations between one communicating nested run and the next: {worker:?}"
+    );
+}
+
+#[test]
 fn owned_messages_count_in_the_profile_as_their_bytes_their_payload_immediate() {
     if skip_test(
         "a thread run's profile (Run::run_profiled); send_owned counts the same on either engine",
