@@ -4,7 +4,9 @@
 //! most [`TOP_TARGET_NS`], a nested run in at most [`NESTED_TARGET_NS`]) with the cost of the
 //! two binding system calls a run makes when its process 0 (the starter's thread) runs where
 //! another process is placed measured beside them (the thread bound to one CPU and given its
-//! binding back). A run whose starter's thread runs on a CPU of its own makes none.
+//! binding back). A run whose starter's thread runs on a CPU of its own makes none. One row
+//! runs a nested program as BSPlib programs are written (registering an array, then a put, a
+//! get and a message), so that what its runs allocate or free shows.
 
 use crate::stats::{CONFIDENCE, Samples, Verdict, median_at_most, ns, timed};
 use mbsp::{Policy, Run};
@@ -69,14 +71,46 @@ fn nested_start_with(
     iters: usize,
     samples: usize,
 ) -> Vec<f64> {
+    nested_runs_of(top, inner, reuse, iters, samples, |_| Ok(()))
+}
+
+/// Nanoseconds per nested run of `inner` processes running `body`, started by process 0 of the
+/// top-level run `top`.
+fn nested_runs_of(
+    top: Run,
+    inner: usize,
+    reuse: bool,
+    iters: usize,
+    samples: usize,
+    body: fn(&mut mbsp::Ctx) -> mbsp::Result<()>,
+) -> Vec<f64> {
     top.run(|ctx| {
         let nested = || Run::new(inner).reuse_threads(reuse);
-        timed(samples, iters, || {
-            ctx.run_with(nested(), |_| Ok(())).map(drop)
-        })
+        timed(samples, iters, || ctx.run_with(nested(), body).map(drop))
     })
     .expect("benchmark run")
     .swap_remove(0)
+}
+
+/// The body of a nested run as a BSPlib program's: each process registers an array of its
+/// own, puts a word into its right neighbour's and gets one from it, sends it a message, and
+/// syncs (two supersteps: registering, communicating).
+fn register_and_communicate(n: &mut mbsp::Ctx) -> mbsp::Result<()> {
+    let mut area = [0u64; 4];
+    let at = area.as_mut_ptr() as *mut u8;
+    // SAFETY: `area` outlives its registration, which the run's end releases once nobody
+    // touches it.
+    unsafe { n.push_reg_raw(at, 32)? };
+    n.sync()?;
+    let right = (n.pid() + 1) % n.nprocs();
+    n.put_raw(right, &[1u8; 8], at, 8)?;
+    let mut got = [0u8; 8];
+    // SAFETY: `got` outlives the sync that writes it.
+    unsafe { n.get_raw(right, at, 16, got.as_mut_ptr(), 8)? };
+    n.send(right, &[], &[2u8; 8])?;
+    n.sync()?;
+    while n.move_message(&mut [0u8; 8])?.is_some() {}
+    Ok(())
 }
 
 /// Nanoseconds of one pair of thread-binding system calls: the calling thread narrowed to its
@@ -157,6 +191,25 @@ fn start_rows(samples: usize, quick: bool) -> Vec<(&'static str, Samples, Sample
                 false,
                 spawn_iters,
                 samples,
+            )),
+        ),
+        (
+            "nested run of 2 that registers and communicates",
+            Samples(nested_runs_of(
+                Run::new(1),
+                2,
+                true,
+                iters,
+                samples,
+                register_and_communicate,
+            )),
+            Samples(nested_runs_of(
+                Run::new(1),
+                2,
+                false,
+                spawn_iters,
+                samples,
+                register_and_communicate,
             )),
         ),
         (
@@ -318,7 +371,10 @@ pub fn run(o: &Options) -> Result<()> {
     println!(
         "\n(inner/flat < 1: a sync among the p/2 processes of a nested run is cheaper than one over all p.)"
     );
-    println!("\nstarting and ending a run (empty function), median [min–max]");
+    println!(
+        "\nstarting and ending a run (an empty function, but where a row says what it does), \
+         median [min–max]"
+    );
     println!(
         "  {:<52} {:<26} {:<26} {:>9}",
         "", "worker teams", "threads started per run", "speed-up"
