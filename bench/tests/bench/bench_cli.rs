@@ -343,7 +343,7 @@ fn quick_nested_benchmark_csv_and_json() {
     }
     assert_eq!(syncs, want, "{text}");
     let starts = rows.iter().filter(|r| r[0] == "start").count();
-    assert_eq!(starts, 10, "five runs, two figures each: {text}");
+    assert_eq!(starts, 12, "six runs, two figures each: {text}");
     for r in &rows {
         let (median, lo, hi): (f64, f64, f64) = (
             r[4].parse().unwrap(),
@@ -353,7 +353,7 @@ fn quick_nested_benchmark_csv_and_json() {
         assert!(0.0 < lo && lo <= median && median <= hi, "{r:?}");
     }
     assert_eq!(v["syncs"].as_array().map(Vec::len), Some(6), "{v}");
-    assert_eq!(v["starts"].as_array().map(Vec::len), Some(5), "{v}");
+    assert_eq!(v["starts"].as_array().map(Vec::len), Some(6), "{v}");
     assert!(v["syncs"][0]["inner_over_flat"].as_f64().is_some(), "{v}");
     let targets = v["targets"].as_array().expect("targets");
     assert_eq!(targets.len(), 3, "{v}");
