@@ -114,20 +114,21 @@ pub(crate) struct ProcShared {
 
 /// The lists of a process's [`Local`] that its next run on the same state reuses, emptied, so
 /// that a nested run in a loop allocates nothing for them once they have room: registration
-/// changes and free slots, gets, the message queue's senders. Each keeps its room up to
-/// [`KEPT_ROOM`] entries.
+/// changes and free slots, gets, the message queue's senders (each keeping its room up to
+/// [`KEPT_ROOM`] entries), and the pool's stacks of buffers, without their buffers.
 #[derive(Default)]
 struct Lists {
     reg_ops: Vec<RegOp>,
     slots: SlotAlloc,
     gets: Vec<GetOp>,
     srcs: Vec<crate::queue::Src>,
+    pool: crate::pool::Pool,
 }
 
 impl Lists {
     /// The lists of `st`, the private state of a context being dropped (the run has ended for
     /// its process, and nobody touches its memory any more), emptied: what they held goes now
-    /// (the memory of registrations never applied, gets never made).
+    /// (the memory of registrations never applied, gets never made, the pool's buffers).
     fn kept_from(st: &mut Local) -> Lists {
         fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
             if v.capacity() > KEPT_ROOM {
@@ -138,11 +139,14 @@ impl Lists {
         }
         let mut slots = std::mem::take(&mut st.slots);
         slots.reset();
+        let mut pool = std::mem::take(&mut st.pool);
+        pool.free_buffers();
         Lists {
             reg_ops: emptied(std::mem::take(&mut st.reg_ops)),
             slots,
             gets: emptied(std::mem::take(&mut st.gets)),
             srcs: emptied(std::mem::take(&mut st.queue.srcs)),
+            pool,
         }
     }
 }
@@ -640,6 +644,7 @@ impl Ctx {
                     srcs: lists.srcs,
                     ..Queue::default()
                 },
+                pool: lists.pool,
                 ..Local::default()
             }),
             flags: Cell::new(0),

@@ -94,7 +94,24 @@ impl Handle {
 /// A process's pool of buffers, a stack of `Vec<T>` per element type `T`.
 #[derive(Default)]
 pub(crate) struct Pool {
-    stacks: Vec<(TypeId, Box<dyn Any>)>,
+    stacks: Vec<(TypeId, Box<dyn Stack>)>,
+}
+
+/// One element type's stack of buffers, its type erased.
+trait Stack: Any {
+    /// Free the buffers, keeping the stack's room.
+    fn free_buffers(&mut self);
+    fn as_any(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Pod> Stack for Vec<Vec<T>> {
+    fn free_buffers(&mut self) {
+        self.clear();
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
 impl Pool {
@@ -109,6 +126,7 @@ impl Pool {
         };
         self.stacks[i]
             .1
+            .as_any()
             .downcast_mut()
             .expect("the pool's stack of its type")
     }
@@ -136,6 +154,14 @@ impl Pool {
                 v.try_reserve_exact(n)?;
                 Ok(v)
             }
+        }
+    }
+
+    /// Free every pooled buffer (a run has ended: its buffers were for later buffers of that
+    /// run), keeping the stacks of each element type for the next run on the same state.
+    pub(crate) fn free_buffers(&mut self) {
+        for (_, stack) in &mut self.stacks {
+            stack.free_buffers();
         }
     }
 

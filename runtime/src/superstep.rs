@@ -136,14 +136,13 @@ impl Ctx {
     }
 
     /// Whether `c` holds requests that [`agree`](Self::agree) accepts with nothing to resolve
-    /// when every process made exactly them: no NULL pop, no slot popped twice, no tag-size
-    /// change. The thread engine's sync takes identical requests that pass this without
-    /// running `agree` (which copies every process's), so a rule added to `agree` belongs
-    /// here too.
+    /// when every process made exactly them (the same registration calls and the same tag
+    /// size): no NULL pop, no slot popped twice. The thread engine's sync takes identical
+    /// requests that pass this without running `agree` (which copies every process's), so a
+    /// rule added to `agree` belongs here too.
     pub(crate) fn plain_requests(c: &Coll) -> bool {
         let pops = || c.regs.iter().filter(|r| !r.push).map(|r| r.slot);
         c.wild.is_empty()
-            && c.tagsize.is_none()
             && pops()
                 .enumerate()
                 .all(|(i, s)| pops().take(i).all(|t| t != s))

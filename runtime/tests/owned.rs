@@ -560,10 +560,11 @@ fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
         return;
     }
     // As above, each nested run registering an area of each process's stack (no allocation
-    // of the program's own) in a registering superstep, putting a word into the other's,
-    // getting one from it and sending it a message in the next, and every other run popping
-    // the area: the registration tables, the request lists and each process's private lists
-    // (changes, free slots, gets, message queue) keep their room from one run to the next.
+    // of the program's own) and setting a tag size in its first superstep, putting a word
+    // into the other's, getting one from it and sending it a tagged message in the next, and
+    // every other run popping the area: the registration tables, the request lists and each
+    // process's private lists (changes, free slots, gets, message queue) keep their room from
+    // one run to the next, and a tag size all set alike is agreed without copying requests.
     const RUNS: usize = 200;
     let (starter, worker) = within(120, || {
         let at: Vec<std::sync::atomic::AtomicU64> = (0..RUNS).map(|_| Default::default()).collect();
@@ -580,13 +581,14 @@ fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
                         // SAFETY: `area` outlives the registration, which the run's end
                         // releases (the final sync returns only once nobody touches it).
                         unsafe { n.push_reg_raw(at_area, 32)? };
+                        n.set_tagsize(4)?;
                         n.sync()?;
                         // The other process registered its own `area` in the same order.
                         n.put_raw(1 - n.pid(), &[7u8; 8], at_area, 8)?;
                         let mut got = [0u8; 8];
                         // SAFETY: `got` outlives the sync that writes it.
                         unsafe { n.get_raw(1 - n.pid(), at_area, 0, got.as_mut_ptr(), 8)? };
-                        n.send(1 - n.pid(), &[], &[9u8; 8])?;
+                        n.send(1 - n.pid(), &[1, 2, 3, 4], &[9u8; 8])?;
                         n.sync()?;
                         assert_eq!(area[1], u64::from_ne_bytes([7; 8]));
                         assert_eq!(got, [0; 8], "the get reads the area before the put lands");

@@ -360,7 +360,7 @@ impl Ctx {
     /// all reach the same verdict without another barrier, and none communicates after a
     /// mismatch.
     fn collective(&mut self, q: usize, g: u32) -> Result<()> {
-        if g & FLAG_TAGS == 0 && self.same_requests_everywhere(q) {
+        if self.same_requests_everywhere(q) {
             self.apply_requests(Vec::new(), None);
             return Ok(());
         }
@@ -368,11 +368,12 @@ impl Ctx {
         self.collective_with(&colls, g).map(drop)
     }
 
-    /// Whether every process published exactly this process's registration requests for the
-    /// superstep of parity `q`, and they are plain ([`Ctx::plain_requests`]): the usual case
-    /// (a registration made by all, a collective's exposed buffer), which `agree` would accept
-    /// with nothing to resolve. Found by reading the others' requests where they lie: copying
-    /// them all, as the general check does, allocated several vectors per registering sync.
+    /// Whether every process published exactly this process's registration and tag-size
+    /// requests for the superstep of parity `q`, and they are plain ([`Ctx::plain_requests`]):
+    /// the usual case (a registration made by all, a collective's exposed buffer, a tag size
+    /// set by all), which `agree` would accept with nothing to resolve. Found by reading the
+    /// others' requests where they lie: copying them all, as the general check does, allocated
+    /// several vectors per registering sync.
     fn same_requests_everywhere(&self, q: usize) -> bool {
         let (stamp, run, me) = (self.step + 1, &*self.run, self.pid);
         // SAFETY: requests are written before barrier 1 and not again before the next sync's.
@@ -381,8 +382,9 @@ impl Ctx {
                 mine.stamp == stamp
                     && Ctx::plain_requests(mine)
                     && (0..run.p).filter(|&pid| pid != me).all(|pid| {
-                        run.proc(pid)
-                            .coll(q, |c| c.stamp == stamp && c.regs == mine.regs)
+                        run.proc(pid).coll(q, |c| {
+                            c.stamp == stamp && c.regs == mine.regs && c.tagsize == mine.tagsize
+                        })
                     })
             })
         }
