@@ -504,19 +504,17 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
     }
 }
 
-#[test]
-fn a_steady_loop_of_nested_runs_allocates_nothing() {
-    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
-        return;
-    }
-    // Started by pid 1 of a top-level run of 2: a worker thread bound to exactly its placement,
-    // where the nested run stacks both its processes, so their placement is the thread's
-    // binding and no binding call is made (pid 0, the test's thread, may keep a wider binding
-    // and narrow it or not as the scheduler places it: a system call that allocates).
-    // Counted: the starter's thread over the runs, and the worker running the nested pid 1
-    // (the team's, the same thread every time) between one run and the next.
-    const RUNS: usize = 200;
-    let (starter, worker) = within(120, || {
+/// The allocations of a loop of nested runs of 2 running `body(ctx, run)`, started by pid 1
+/// of a top-level run of 2: a worker thread bound to exactly its placement, where the nested
+/// run stacks both its processes, so their placement is the thread's binding and no binding
+/// call is made (pid 0, the test's thread, may keep a wider binding and narrow it or not as
+/// the scheduler places it: a system call that allocates). Counted after five runs: the
+/// starter's thread over `RUNS` runs, and the worker running the nested pid 1 (the team's, the
+/// same thread every time) from the end of its body in one run to the next.
+fn nested_run_allocations(
+    body: impl Fn(&mut Ctx, usize) -> mbsp::Result<()> + Send + Sync + 'static,
+) -> (u64, Vec<u64>) {
+    within(120, move || {
         let at: Vec<std::sync::atomic::AtomicU64> = (0..RUNS).map(|_| Default::default()).collect();
         let starter = mbsp::run(2, |ctx| {
             let mut counted = 0;
@@ -526,80 +524,7 @@ fn a_steady_loop_of_nested_runs_allocates_nothing() {
                         counted = my_allocations();
                     }
                     ctx.run(2, |n| {
-                        if n.pid() == 1 && i >= 5 {
-                            at[i - 5].store(my_allocations(), Relaxed);
-                        }
-                        n.sync()
-                    })?;
-                }
-                counted = my_allocations() - counted;
-            }
-            ctx.sync()?;
-            Ok(counted)
-        })
-        .unwrap();
-        let worker: Vec<u64> = at
-            .windows(2)
-            .map(|w| w[1].load(Relaxed) - w[0].load(Relaxed))
-            .collect();
-        (starter[1], worker)
-    });
-    assert_eq!(
-        starter, 0,
-        "the starter's allocations in {RUNS} nested runs"
-    );
-    assert!(
-        worker.iter().all(|&n| n == 0),
-        "pid 1's allocations between one nested run and the next: {worker:?}"
-    );
-}
-
-#[test]
-fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
-    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
-        return;
-    }
-    // As above, each nested run registering an area of each process's stack (no allocation
-    // of the program's own) and setting a tag size in its first superstep, putting a word
-    // into the other's, getting one from it and sending it a tagged message in the next, and
-    // every other run popping the area: the registration tables, the request lists and each
-    // process's private lists (changes, free slots, gets, message queue) keep their room from
-    // one run to the next, and a tag size all set alike is agreed without copying requests.
-    const RUNS: usize = 200;
-    let (starter, worker) = within(120, || {
-        let at: Vec<std::sync::atomic::AtomicU64> = (0..RUNS).map(|_| Default::default()).collect();
-        let starter = mbsp::run(2, |ctx| {
-            let mut counted = 0;
-            if ctx.pid() == 1 {
-                for i in 0..RUNS + 5 {
-                    if i == 5 {
-                        counted = my_allocations();
-                    }
-                    ctx.run(2, |n| {
-                        let mut area = [0u64; 4];
-                        let at_area = area.as_mut_ptr() as *mut u8;
-                        // SAFETY: `area` outlives the registration, which the run's end
-                        // releases (the final sync returns only once nobody touches it).
-                        unsafe { n.push_reg_raw(at_area, 32)? };
-                        n.set_tagsize(4)?;
-                        n.sync()?;
-                        // The other process registered its own `area` in the same order.
-                        n.put_raw(1 - n.pid(), &[7u8; 8], at_area, 8)?;
-                        let mut got = [0u8; 8];
-                        // SAFETY: `got` outlives the sync that writes it.
-                        unsafe { n.get_raw(1 - n.pid(), at_area, 0, got.as_mut_ptr(), 8)? };
-                        n.send(1 - n.pid(), &[1, 2, 3, 4], &[9u8; 8])?;
-                        n.sync()?;
-                        assert_eq!(area[1], u64::from_ne_bytes([7; 8]));
-                        assert_eq!(got, [0; 8], "the get reads the area before the put lands");
-                        let mut msg = [0u8; 8];
-                        assert_eq!(n.move_message(&mut msg)?, Some(8));
-                        assert_eq!(msg, [9; 8]);
-                        // Every other run pops it too (its slot goes to the free list).
-                        if i % 2 == 0 {
-                            n.pop_reg_raw(at_area)?;
-                            n.sync()?;
-                        }
+                        body(n, i)?;
                         if n.pid() == 1 && i >= 5 {
                             at[i - 5].store(my_allocations(), Relaxed);
                         }
@@ -617,6 +542,65 @@ fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
             .map(|w| w[1].load(Relaxed) - w[0].load(Relaxed))
             .collect();
         (starter[1], worker)
+    })
+}
+
+/// The nested runs of [`nested_run_allocations`].
+const RUNS: usize = 200;
+
+#[test]
+fn a_steady_loop_of_nested_runs_allocates_nothing() {
+    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
+        return;
+    }
+    let (starter, worker) = nested_run_allocations(|n, _| n.sync());
+    assert_eq!(
+        starter, 0,
+        "the starter's allocations in {RUNS} nested runs"
+    );
+    assert!(
+        worker.iter().all(|&n| n == 0),
+        "pid 1's allocations between one nested run and the next: {worker:?}"
+    );
+}
+
+#[test]
+fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
+    if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
+        return;
+    }
+    // Each nested run registers an area of each process's stack (no allocation of the
+    // program's own) and sets a tag size in its first superstep, puts a word into the other's,
+    // gets one from it and sends it a tagged message in the next, and every other run pops the
+    // area: the registration tables, the request lists and each process's private lists
+    // (changes, free slots, gets, message queue) keep their room from one run to the next, and
+    // a tag size all set alike is agreed without copying requests.
+    let (starter, worker) = nested_run_allocations(|n, i| {
+        let mut area = [0u64; 4];
+        let at_area = area.as_mut_ptr() as *mut u8;
+        // SAFETY: `area` outlives the registration, which the run's end releases (the final
+        // sync returns only once nobody touches it).
+        unsafe { n.push_reg_raw(at_area, 32)? };
+        n.set_tagsize(4)?;
+        n.sync()?;
+        // The other process registered its own `area` in the same order.
+        n.put_raw(1 - n.pid(), &[7u8; 8], at_area, 8)?;
+        let mut got = [0u8; 8];
+        // SAFETY: `got` outlives the sync that writes it.
+        unsafe { n.get_raw(1 - n.pid(), at_area, 0, got.as_mut_ptr(), 8)? };
+        n.send(1 - n.pid(), &[1, 2, 3, 4], &[9u8; 8])?;
+        n.sync()?;
+        assert_eq!(area[1], u64::from_ne_bytes([7; 8]));
+        assert_eq!(got, [0; 8], "the get reads the area before the put lands");
+        let mut msg = [0u8; 8];
+        assert_eq!(n.move_message(&mut msg)?, Some(8));
+        assert_eq!(msg, [9; 8]);
+        // Every other run pops it too (its slot goes to the free list).
+        if i % 2 == 0 {
+            n.pop_reg_raw(at_area)?;
+            n.sync()?;
+        }
+        Ok(())
     });
     assert_eq!(
         starter, 0,
