@@ -504,6 +504,23 @@ fn a_steady_loop_of_owned_messages_allocates_nothing() {
     }
 }
 
+/// Assert that a loop of nested runs of 2 running `body(ctx, run)` (`what` they do) allocates
+/// nothing once warm ([`nested_run_allocations`]).
+fn assert_nested_runs_allocate_nothing(
+    what: &str,
+    body: impl Fn(&mut Ctx, usize) -> mbsp::Result<()> + Send + Sync + 'static,
+) {
+    let (starter, worker) = nested_run_allocations(body);
+    assert_eq!(
+        starter, 0,
+        "the starter's allocations in {RUNS} nested runs {what}"
+    );
+    assert!(
+        worker.iter().all(|&n| n == 0),
+        "pid 1's allocations from one nested run {what} to the next: {worker:?}"
+    );
+}
+
 /// The allocations of a loop of nested runs of 2 running `body(ctx, run)`, started by pid 1
 /// of a top-level run of 2: a worker thread bound to exactly its placement, where the nested
 /// run stacks both its processes, so their placement is the thread's binding and no binding
@@ -553,15 +570,7 @@ fn a_steady_loop_of_nested_runs_allocates_nothing() {
     if skip_test("the nested runs are the thread engine's; this test starts its own top level") {
         return;
     }
-    let (starter, worker) = nested_run_allocations(|n, _| n.sync());
-    assert_eq!(
-        starter, 0,
-        "the starter's allocations in {RUNS} nested runs"
-    );
-    assert!(
-        worker.iter().all(|&n| n == 0),
-        "pid 1's allocations between one nested run and the next: {worker:?}"
-    );
+    assert_nested_runs_allocate_nothing("that only sync", |n, _| n.sync());
 }
 
 #[test]
@@ -575,7 +584,7 @@ fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
     // area: the registration tables, the request lists and each process's private lists
     // (changes, free slots, gets, message queue) keep their room from one run to the next, and
     // a tag size all set alike is agreed without copying requests.
-    let (starter, worker) = nested_run_allocations(|n, i| {
+    assert_nested_runs_allocate_nothing("that communicate", |n, i| {
         let mut area = [0u64; 4];
         let at_area = area.as_mut_ptr() as *mut u8;
         // SAFETY: `area` outlives the registration, which the run's end releases (the final
@@ -602,14 +611,6 @@ fn a_steady_loop_of_nested_runs_that_communicate_allocates_nothing() {
         }
         Ok(())
     });
-    assert_eq!(
-        starter, 0,
-        "the starter's allocations in {RUNS} nested runs that communicate"
-    );
-    assert!(
-        worker.iter().all(|&n| n == 0),
-        "pid 1's allocations between one communicating nested run and the next: {worker:?}"
-    );
 }
 
 #[test]
