@@ -173,18 +173,29 @@ impl Pattern {
     }
 }
 
-/// The full-sync and declared figures of `pattern` at `p` (rows `at` and `at + 1`), placed
-/// by the default policy or by `Policy::Compact` (consecutive pids share a core).
+/// How a pattern's run is started: placed by the default policy or by `Policy::Compact`
+/// (consecutive pids share a core), with a thread per process or as coroutines
+/// (`Run::coroutines`); and the row its full-sync figure is compared with (the same pattern on
+/// threads, for coroutines).
+#[derive(Clone, Copy)]
+struct How {
+    compact: bool,
+    coroutines: bool,
+    full_against: Option<usize>,
+}
+
+/// The full-sync and declared figures of `pattern` at `p` (rows `at` and `at + 1`), started
+/// as `how` says.
 fn pattern_figures(
     pattern: Pattern,
     names: [&'static str; 2],
     p: usize,
     at: usize,
-    compact: bool,
+    how: How,
 ) -> [Figure<'static>; 2] {
     let run = move || {
-        let run = mbsp::Run::new(p);
-        if compact {
+        let run = mbsp::Run::new(p).coroutines(how.coroutines);
+        if how.compact {
             run.policy(mbsp::Policy::Compact)
         } else {
             run
@@ -194,7 +205,7 @@ fn pattern_figures(
         Figure {
             name: names[0],
             p,
-            against: None,
+            against: how.full_against.map(|b| (b, None)),
             take: Box::new(move |o: &Options| {
                 measure_on(run(), o, move |ctx, x, i| {
                     pattern.step(ctx, x, i).map(|_| ())
@@ -432,51 +443,35 @@ fn figures() -> Vec<Figure<'static>> {
     // consecutive pids on different cores) and with compact (consecutive pids share a core).
     for p in [16, 64] {
         let at = figures.len();
-        figures.extend(pattern_figures(
-            Pattern::Star,
-            ["star (all to pid 0), full sync", "star, declared"],
-            p,
-            at,
-            false,
-        ));
-        figures.extend(pattern_figures(
-            Pattern::Ring,
-            ["ring halo, full sync", "ring halo, declared"],
-            p,
-            at + 2,
-            false,
-        ));
-        figures.extend(pattern_figures(
-            Pattern::Sparse,
-            ["sparse (to +1, +5, +11), full sync", "sparse, declared"],
-            p,
-            at + 4,
-            false,
-        ));
-        figures.extend(pattern_figures(
-            Pattern::Star,
-            ["compact: star, full sync", "compact: star, declared"],
-            p,
-            at + 6,
-            true,
-        ));
-        figures.extend(pattern_figures(
-            Pattern::Ring,
-            [
-                "compact: ring halo, full sync",
-                "compact: ring halo, declared",
-            ],
-            p,
-            at + 8,
-            true,
-        ));
-        figures.extend(pattern_figures(
-            Pattern::Sparse,
-            ["compact: sparse, full sync", "compact: sparse, declared"],
-            p,
-            at + 10,
-            true,
-        ));
+        let patterns = [
+            (Pattern::Star, "star (all to pid 0)"),
+            (Pattern::Ring, "ring halo"),
+            (Pattern::Sparse, "sparse (to +1, +5, +11)"),
+        ];
+        // Threads (scattered, then compact), then coroutines (the same two placements), each
+        // pattern's full sync and declared sync; a coroutine full sync is compared with the
+        // same pattern on threads.
+        let ways = [
+            (false, false, ""),
+            (true, false, "compact: "),
+            (false, true, "coroutines: "),
+            (true, true, "coroutines, compact: "),
+        ];
+        for (w, &(compact, coroutines, prefix)) in ways.iter().enumerate() {
+            for (k, &(pattern, name)) in patterns.iter().enumerate() {
+                let row = at + 2 * (patterns.len() * w + k);
+                let names = [
+                    leak(format!("{prefix}{name}, full sync")),
+                    leak(format!("{prefix}{name}, declared")),
+                ];
+                let how = How {
+                    compact,
+                    coroutines,
+                    full_against: coroutines.then(|| row - 2 * 2 * patterns.len()),
+                };
+                figures.extend(pattern_figures(pattern, names, p, row, how));
+            }
+        }
         figures.push(Figure {
             name: "reference: threads in a ring, yielding",
             p,
@@ -506,6 +501,11 @@ fn figures() -> Vec<Figure<'static>> {
         },
     ]);
     figures
+}
+
+/// A row name made at run time, for the program's life (a few dozen, once).
+fn leak(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
 }
 
 /// Samples of every figure: one of each per round, in turn.

@@ -96,6 +96,7 @@
 mod arena;
 mod bsmp;
 mod checkpoint;
+mod coroutines;
 mod ctx;
 mod done;
 mod drma;

@@ -108,6 +108,8 @@ pub struct Run {
     pub(crate) slots: Option<usize>,
     /// Where and when a top-level run checkpoints (`checkpoint/`).
     pub(crate) checkpoints: Option<crate::Checkpoints>,
+    /// Whether the processes run as coroutines, one thread per core (`coroutines.rs`).
+    pub(crate) coroutines: bool,
 }
 
 impl Run {
@@ -127,6 +129,7 @@ impl Run {
             pair_barrier: None,
             slots: None,
             checkpoints: None,
+            coroutines: false,
         }
     }
 
@@ -175,6 +178,12 @@ impl Run {
         f: &SpmdFn<'_, R>,
     ) -> Result<(Vec<R>, Option<crate::profile::Profile>)> {
         self.resolve_checkpoints()?;
+        if self.checkpoints.is_some() {
+            self.refuse_coroutines(
+                "checkpoints (Run::checkpoints or MBSP_CHECKPOINT_DIR): a checkpoint's \
+                 processes wait for each other outside the coroutines' turns",
+            )?;
+        }
         let layout = self.top_layout()?;
         let p = layout.domains.len();
         let tree = Tree::new();
@@ -287,6 +296,60 @@ impl Run {
         self
     }
 
+    /// Run the processes as coroutines: one thread per core the run is placed on, each taking
+    /// that core's processes in turns, a process running until it waits (in a sync, for a
+    /// message, for a nested run) and then handing the thread to the next one in user space
+    /// instead of yielding it to the kernel or sleeping (default: off, a thread per process).
+    ///
+    /// For runs with more processes than cores (16 or 64 processes on a laptop, BSPk-style
+    /// fine-grained programs): there a thread per process pays a kernel context switch at
+    /// nearly every wait, and a coroutine switch costs a hundredth of it (`mbsp-bench lazy`
+    /// prints both). With at most a process per core it changes nothing but the threads'
+    /// start, which is not reused from run to run.
+    ///
+    /// What changes for the program: processes of one core share its thread, so thread-locals
+    /// are shared by them, and code that blocks the thread until another process acts (a
+    /// channel or a lock between processes, a `std::sync::Barrier`) holds up that core's
+    /// processes, or deadlocks: communicate through the BSP primitives. Each process has a
+    /// stack of [`stack_size`](Self::stack_size) bytes (default 2 MiB, reserved, not committed).
+    /// Checkpoints ([`Run::checkpoints`]) and [`Run::begin`] (whose process 0 is the caller's
+    /// own thread) are refused with such runs.
+    ///
+    /// ```
+    /// // 32 processes pass tokens round a ring 100 times, every superstep declared (lazy).
+    /// let r = mbsp::Run::new(32).coroutines(true).run(|ctx| {
+    ///     let (p, me) = (ctx.nprocs(), ctx.pid());
+    ///     let slot = ctx.push_reg(vec![me])?;
+    ///     ctx.sync()?;
+    ///     for _ in 0..100 {
+    ///         let token = ctx.local(&slot)?[0];
+    ///         ctx.put((me + 1) % p, &[token], &slot, 0)?;
+    ///         ctx.declare_incoming(1)?;
+    ///         ctx.sync()?;
+    ///     }
+    ///     Ok(ctx.local(&slot)?[0])
+    /// })?;
+    /// // Process 0 holds the token that started 100 places before it: (0 - 100) mod 32.
+    /// assert_eq!(r[0], 28);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn coroutines(mut self, on: bool) -> Self {
+        self.coroutines = on;
+        self
+    }
+
+    /// The misuse of asking for coroutines where they cannot be had (`what`).
+    fn refuse_coroutines(&self, what: &str) -> Result<()> {
+        if !self.coroutines {
+            return Ok(());
+        }
+        Err(Error::outside(
+            ErrorKind::Misuse,
+            "run",
+            format!("Run::coroutines(true) cannot be combined with {what}"),
+        ))
+    }
+
     /// Checkpoint this run as `policy` says, and let it resume from the folder's newest
     /// complete checkpoint ([`Ctx::sync_checkpoint`], [`Ctx::resume`]). Without this, the
     /// policy comes from the environment ([`Checkpoints::from_env`](crate::Checkpoints::from_env)),
@@ -375,6 +438,7 @@ impl Run {
     where
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
+        self.refuse_coroutines("Run::begin: its process 0 is the caller's own thread")?;
         self.resolve_checkpoints()?;
         let layout = self.top_layout()?;
         let sink = self.top_sink();
@@ -442,6 +506,14 @@ impl Run {
         F: Fn(&mut Ctx) -> Result<()> + Send + Sync + 'static,
     {
         parent.live("run")?;
+        if self.coroutines {
+            return Err(parent.misuse(
+                "run",
+                "Run::coroutines(true) cannot be combined with Run::begin_nested: its process 0 \
+                 is the parent's own thread"
+                    .into(),
+            ));
+        }
         if self.procs == Procs::Count(0) {
             return Err(parent.misuse(
                 "run",
@@ -596,6 +668,10 @@ impl Run {
         f: &SpmdFn<'_, R>,
     ) -> Results<R> {
         crate::place::report_run(parent_path, &layout);
+        if self.coroutines {
+            let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
+            return self.launch_coroutines(shared, f);
+        }
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_spawned(shared, f);
@@ -654,6 +730,65 @@ impl Run {
 }
 
 impl Run {
+    /// [`Run::launch`] with the processes as coroutines (`coroutines.rs`): the processes placed
+    /// on the same PUs share a thread (on an unbound run: pid modulo the cores); the group of
+    /// process 0 runs on the calling thread, each other group on a thread started for this run.
+    fn launch_coroutines<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Results<R> {
+        let p = shared.p;
+        let groups = coroutine_groups(&shared.layout);
+        let stack = self.stack_size.unwrap_or(crate::coroutines::DEFAULT_STACK);
+        // Written once per process and run: no need for anything but a lock.
+        let slots: Vec<std::sync::Mutex<Option<Result<R>>>> =
+            (0..p).map(|_| std::sync::Mutex::new(None)).collect();
+        let run_group = |pids: &[usize]| {
+            let bodies = pids
+                .iter()
+                .map(|&pid| {
+                    let (shared, slots) = (&shared, &slots);
+                    Box::new(move || {
+                        let r =
+                            catch_unwind(AssertUnwindSafe(|| process(shared, *shared.id, pid, f)))
+                                .unwrap_or_else(|_| Err(outside_panic()));
+                        *slots[pid].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    }) as Box<dyn FnOnce() + '_>
+                })
+                .collect();
+            if let Err(e) = crate::coroutines::run_all(bodies, stack) {
+                // No stack: none of the group ran (their slots stay empty).
+                group_failed(&shared, pids, "a coroutine stack", e);
+            }
+        };
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(groups.len());
+            for pids in &groups[1..] {
+                let run_group = &run_group;
+                match self
+                    .thread(&shared, pids[0])
+                    .spawn_scoped(scope, move || run_group(pids))
+                {
+                    Ok(h) => handles.push(h),
+                    Err(e) => group_failed(&shared, pids, "the thread", e),
+                }
+            }
+            run_group(&groups[0]);
+            for h in handles {
+                let _ = h.join();
+            }
+        });
+        let mut results = Results::with_capacity(p);
+        results.extend(slots.into_iter().map(|s| {
+            let r = s.into_inner().unwrap_or_else(|e| e.into_inner());
+            r.unwrap_or_else(|| {
+                Err(Error::outside(
+                    ErrorKind::System,
+                    "run",
+                    "the process could not be started",
+                ))
+            })
+        }));
+        finish_checkpoints(&shared, results)
+    }
+
     /// Whether the run's barrier is a tree: by default when the processes of `layout` are more
     /// than twice its cores (`engine/threads/barrier.rs`). At twice as many processes as cores
     /// both barriers cost about the same, and the dissemination barrier carries small puts;
@@ -667,8 +802,15 @@ impl Run {
     /// This run's waiting policy for `layout`.
     fn wait_policy_for(&self, layout: &Layout) -> WaitPolicy {
         let p = layout.domains.len();
-        self.wait
-            .unwrap_or_else(|| WaitPolicy::for_load(p, layout.cores))
+        // A process coroutine's waits hand its thread on at once (`coroutines.rs`): spinning
+        // would only keep the core's other processes from running.
+        self.wait.unwrap_or_else(|| {
+            if self.coroutines {
+                WaitPolicy::new(0, 0)
+            } else {
+                WaitPolicy::for_load(p, layout.cores)
+            }
+        })
     }
 
     /// What the thread engine's state of a run placed by `layout` must be.
@@ -763,6 +905,60 @@ impl Run {
             None => b,
         }
     }
+}
+
+/// The processes of a run with coroutines, by the thread that runs them: those placed on the
+/// same PUs together (so that each thread is bound once), in pid order; on an unbound run,
+/// pid modulo the cores. Process 0's group comes first.
+fn coroutine_groups(layout: &Layout) -> Vec<Vec<usize>> {
+    let p = layout.domains.len();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    if layout.bind {
+        let mut keys: Vec<&[u32]> = Vec::new();
+        for pid in 0..p {
+            let key = layout.pus[pid].as_slice();
+            match keys.iter().position(|k| *k == key) {
+                Some(g) => groups[g].push(pid),
+                None => {
+                    keys.push(key);
+                    groups.push(vec![pid]);
+                }
+            }
+        }
+    } else {
+        let threads = layout.cores.clamp(1, p);
+        groups = (0..threads)
+            .map(|t| (t..p).step_by(threads).collect())
+            .collect();
+    }
+    groups
+}
+
+/// Record that the processes `pids` of a run with coroutines could not be started (`what`
+/// could not be made): they count as stopped, and the run is aborted.
+fn group_failed(shared: &RunShared, pids: &[usize], what: &str, e: std::io::Error) {
+    for &pid in pids {
+        shared.proc(pid).mark_stopped(*shared.id);
+    }
+    shared.tree.fail(&Error::new(
+        ErrorKind::System,
+        "run",
+        shared.parent_path.clone(),
+        None,
+        format!(
+            "could not make {what} for pids {pids:?} of {}: {e}",
+            shared.p
+        ),
+    ));
+}
+
+/// The error of a process whose thread panicked outside its SPMD function.
+fn outside_panic() -> Error {
+    Error::outside(
+        ErrorKind::Panic,
+        "run",
+        "a process thread panicked outside its SPMD function",
+    )
 }
 
 /// A top-level run that cannot be planned: a misuse (more processes than the policy can

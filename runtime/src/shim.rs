@@ -58,7 +58,12 @@ pub(crate) fn yield_now() {
     #[cfg(loom)]
     loom::thread::yield_now();
     #[cfg(not(loom))]
-    std::thread::yield_now();
+    if crate::coroutines::active() {
+        // The thread's other processes come first (`coroutines.rs`).
+        crate::coroutines::switch();
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 /// A futex word: threads sleep while it holds a value they saw, and are woken after it

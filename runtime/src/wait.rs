@@ -323,6 +323,20 @@ impl Waiter {
         stop: impl Fn() -> bool,
         waking: impl Fn() -> bool,
     ) -> Result<T, Aborted> {
+        if crate::coroutines::active() {
+            // A process coroutine: the thread belongs to the other processes of its core, so
+            // give it to them instead of spinning, yielding or sleeping (`coroutines.rs`).
+            self.patient = false;
+            return loop {
+                if let Some(v) = ready() {
+                    break Ok(v);
+                }
+                if stop() {
+                    break Err(Aborted);
+                }
+                crate::coroutines::switch();
+            };
+        }
         let patience = Patience::new(std::mem::take(&mut self.patient));
         let mut yields = 0u32;
         loop {

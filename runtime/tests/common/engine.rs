@@ -25,6 +25,8 @@ pub const ENGINE_ENV: &str = "MBSP_TEST_ENGINE";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
     Threads,
+    /// The thread engine with its processes as coroutines (`Run::coroutines`).
+    Coroutines,
     Ranks,
 }
 
@@ -33,9 +35,12 @@ pub fn engine() -> Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     *ENGINE.get_or_init(|| match std::env::var(ENGINE_ENV).as_deref() {
         Err(_) | Ok("" | "threads") => Engine::Threads,
+        Ok("coroutines") => Engine::Coroutines,
         Ok("ranks") if cfg!(feature = "mpi") => Engine::Ranks,
         Ok("ranks") => panic!("{ENGINE_ENV}=ranks needs the runtime's feature `mpi`"),
-        Ok(other) => panic!("{ENGINE_ENV}={other:?}: expected `threads` or `ranks`"),
+        Ok(other) => {
+            panic!("{ENGINE_ENV}={other:?}: expected `threads`, `coroutines` or `ranks`")
+        }
     })
 }
 
@@ -47,7 +52,7 @@ pub fn over_ranks() -> bool {
 /// The most processes a run can have here: unlimited on threads, the rank count over ranks.
 pub fn max_procs() -> usize {
     match engine() {
-        Engine::Threads => usize::MAX,
+        Engine::Threads | Engine::Coroutines => usize::MAX,
         Engine::Ranks => ranks::size(),
     }
 }
@@ -56,7 +61,7 @@ pub fn max_procs() -> usize {
 /// `println!` (scripts/test-ranks counts the notes of passing tests).
 fn note(line: String) {
     let speaks = match engine() {
-        Engine::Threads => true,
+        Engine::Threads | Engine::Coroutines => true,
         Engine::Ranks => ranks::rank() == 0,
     };
     if speaks {
@@ -142,7 +147,7 @@ pub fn procs<const N: usize>(ps: [usize; N]) -> Vec<usize> {
 /// milliseconds.
 pub fn limit<T: Ord>(n: T, ranks_n: T) -> T {
     match engine() {
-        Engine::Threads => n,
+        Engine::Threads | Engine::Coroutines => n,
         Engine::Ranks => n.min(ranks_n),
     }
 }
@@ -157,6 +162,10 @@ where
 {
     match engine() {
         Engine::Threads => mbsp::run(p, f).map_err(Failure::from),
+        Engine::Coroutines => mbsp::Run::new(p)
+            .coroutines(true)
+            .run(f)
+            .map_err(Failure::from),
         Engine::Ranks => ranks::run(p, f, |r: &R, out: &mut Vec<u8>| r.put(out))
             .map(|(_, all)| all.into_iter().map(|b| R::take(&mut &b[..])).collect()),
     }
@@ -175,6 +184,11 @@ where
         Engine::Threads => mbsp::run(p, f)
             .map(|v| v.into_iter().enumerate().collect())
             .map_err(Failure::from),
+        Engine::Coroutines => mbsp::Run::new(p)
+            .coroutines(true)
+            .run(f)
+            .map(|v| v.into_iter().enumerate().collect())
+            .map_err(Failure::from),
         Engine::Ranks => ranks::run(p, f, |_: &R, _: &mut Vec<u8>| {}).map(|(mine, _)| mine),
     }
 }
@@ -183,7 +197,7 @@ where
 /// its own (collective: every rank calls it after the same run).
 pub fn gather<R: Wire>(p: usize, local: Vec<(usize, R)>) -> Vec<R> {
     match engine() {
-        Engine::Threads => {
+        Engine::Threads | Engine::Coroutines => {
             assert_eq!(local.len(), p);
             local.into_iter().map(|(_, r)| r).collect()
         }

@@ -352,6 +352,14 @@ impl World {
         op: &'static str,
         sink: Option<Arc<Sink>>,
     ) -> Result<Option<Started>> {
+        if options.coroutines {
+            return Err(Error::outside(
+                ErrorKind::Misuse,
+                op,
+                "Run::coroutines(true) is for runs on threads: a run over MPI ranks has one \
+                 process per rank (a run nested in a rank's process may have coroutines)",
+            ));
+        }
         let active = Active::claim(op)?;
         let world = SimpleCommunicator::world();
         let size = self.size;
