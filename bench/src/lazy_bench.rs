@@ -20,6 +20,9 @@
 //!   (consecutive pids share a core, where the default shares the cores round-robin); the
 //!   `Comm` one-word all-reduce at p = 16 with full and with lazy syncs, and at p = 2 against
 //!   the empty sync.
+//! * The same patterns with the processes as coroutines (`Run::coroutines`: a core's processes
+//!   take turns on one thread, switching in user space at every wait), both placements, each
+//!   full sync compared with the same pattern on threads.
 //!
 //! Where processes outnumber the cores, a superstep costs about what its context switches
 //! cost, so those rows also give the switches per process and superstep (the process's
@@ -443,10 +446,11 @@ fn figures() -> Vec<Figure<'static>> {
     // consecutive pids on different cores) and with compact (consecutive pids share a core).
     for p in [16, 64] {
         let at = figures.len();
+        // (pattern, its short name, its name in the first row).
         let patterns = [
-            (Pattern::Star, "star (all to pid 0)"),
-            (Pattern::Ring, "ring halo"),
-            (Pattern::Sparse, "sparse (to +1, +5, +11)"),
+            (Pattern::Star, "star", "star (all to pid 0)"),
+            (Pattern::Ring, "ring halo", "ring halo"),
+            (Pattern::Sparse, "sparse", "sparse (to +1, +5, +11)"),
         ];
         // Threads (scattered, then compact), then coroutines (the same two placements), each
         // pattern's full sync and declared sync; a coroutine full sync is compared with the
@@ -458,11 +462,12 @@ fn figures() -> Vec<Figure<'static>> {
             (true, true, "coroutines, compact: "),
         ];
         for (w, &(compact, coroutines, prefix)) in ways.iter().enumerate() {
-            for (k, &(pattern, name)) in patterns.iter().enumerate() {
+            for (k, &(pattern, short, long)) in patterns.iter().enumerate() {
                 let row = at + 2 * (patterns.len() * w + k);
+                let first = if prefix.is_empty() { long } else { short };
                 let names = [
-                    leak(format!("{prefix}{name}, full sync")),
-                    leak(format!("{prefix}{name}, declared")),
+                    leak(format!("{prefix}{first}, full sync")),
+                    leak(format!("{prefix}{short}, declared")),
                 ];
                 let how = How {
                     compact,

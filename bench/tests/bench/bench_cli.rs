@@ -89,8 +89,8 @@ fn quick_benchmark_csv_and_json() {
 
 /// `lazy --quick --csv`: the figures, each with its process count and, where it is compared
 /// with another row, its ratio (and the target where there is one), and its context
-/// switches per process and superstep exactly where its processes outnumber the cores; the JSON
-/// has the same figures.
+/// switches per process and superstep exactly where its processes outnumber the cores (none
+/// needed for processes as coroutines); the JSON has the same figures.
 #[test]
 fn quick_lazy_benchmark_csv_and_json() {
     let (v, text, dir) = common::quick_json_csv("lazy", &[]);
@@ -141,6 +141,23 @@ fn quick_lazy_benchmark_csv_and_json() {
             ("compact: ring halo, declared", "16", true, "0.5"),
             ("compact: sparse, full sync", "16", false, ""),
             ("compact: sparse, declared", "16", true, "0.5"),
+            ("coroutines: star, full sync", "16", true, ""),
+            ("coroutines: star, declared", "16", true, "0.5"),
+            ("coroutines: ring halo, full sync", "16", true, ""),
+            ("coroutines: ring halo, declared", "16", true, "0.5"),
+            ("coroutines: sparse, full sync", "16", true, ""),
+            ("coroutines: sparse, declared", "16", true, "0.5"),
+            ("coroutines, compact: star, full sync", "16", true, ""),
+            ("coroutines, compact: star, declared", "16", true, "0.5"),
+            ("coroutines, compact: ring halo, full sync", "16", true, ""),
+            (
+                "coroutines, compact: ring halo, declared",
+                "16",
+                true,
+                "0.5"
+            ),
+            ("coroutines, compact: sparse, full sync", "16", true, ""),
+            ("coroutines, compact: sparse, declared", "16", true, "0.5"),
             ("reference: threads in a ring, yielding", "16", true, ""),
             ("star (all to pid 0), full sync", "64", false, ""),
             ("star, declared", "64", true, "0.5"),
@@ -154,6 +171,23 @@ fn quick_lazy_benchmark_csv_and_json() {
             ("compact: ring halo, declared", "64", true, "0.5"),
             ("compact: sparse, full sync", "64", false, ""),
             ("compact: sparse, declared", "64", true, "0.5"),
+            ("coroutines: star, full sync", "64", true, ""),
+            ("coroutines: star, declared", "64", true, "0.5"),
+            ("coroutines: ring halo, full sync", "64", true, ""),
+            ("coroutines: ring halo, declared", "64", true, "0.5"),
+            ("coroutines: sparse, full sync", "64", true, ""),
+            ("coroutines: sparse, declared", "64", true, "0.5"),
+            ("coroutines, compact: star, full sync", "64", true, ""),
+            ("coroutines, compact: star, declared", "64", true, "0.5"),
+            ("coroutines, compact: ring halo, full sync", "64", true, ""),
+            (
+                "coroutines, compact: ring halo, declared",
+                "64",
+                true,
+                "0.5"
+            ),
+            ("coroutines, compact: sparse, full sync", "64", true, ""),
+            ("coroutines, compact: sparse, declared", "64", true, "0.5"),
             ("reference: threads in a ring, yielding", "64", true, ""),
             ("Comm one-word all-reduce, full sync", "16", false, ""),
             ("Comm one-word all-reduce, lazy", "16", true, "0.7"),
@@ -173,7 +207,11 @@ fn quick_lazy_benchmark_csv_and_json() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if p > cores {
             let switches: f64 = r[7].parse().unwrap_or_else(|_| panic!("{name}: {r:?}"));
-            assert!(switches > 0.0, "{name}: {r:?}");
+            // Coroutines switch in user space: the kernel's count may be zero.
+            assert!(
+                switches > 0.0 || (name.starts_with("coroutines") && switches == 0.0),
+                "{name}: {r:?}"
+            );
         } else {
             assert_eq!(r[7], "", "{name}: no switches where p <= cores");
         }
