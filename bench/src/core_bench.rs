@@ -93,6 +93,15 @@ pub(crate) fn mbsp_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
         .swap_remove(0)
 }
 
+/// [`mbsp_sync`] with the processes as coroutines (`Run::coroutines`).
+pub(crate) fn coroutine_sync(p: usize, iters: usize, samples: usize) -> Vec<f64> {
+    mbsp::Run::new(p)
+        .coroutines(true)
+        .run(|ctx| timed(samples, iters, || ctx.sync()))
+        .expect("benchmark run")
+        .swap_remove(0)
+}
+
 /// Empty supersteps through mbsp with the superstep profiler on or off.
 fn mbsp_sync_profiled(p: usize, on: bool, iters: usize, samples: usize) -> Vec<f64> {
     mbsp::Run::new(p)
@@ -649,6 +658,13 @@ fn oversubscription(o: &Options, rep: &mut Report, cores: usize) {
     for r in &rows {
         rep.add("oversubscription", r.p, "mbsp", "ns", &r.mbsp);
         rep.add("oversubscription", r.p, "std Barrier", "ns", &r.std);
+        rep.add(
+            "oversubscription",
+            r.p,
+            "mbsp, coroutines",
+            "ns",
+            &r.coroutines,
+        );
     }
 }
 

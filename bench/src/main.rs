@@ -80,7 +80,8 @@ enum Bench {
     /// 512 processes and an oversubscribed ring, against a spinning barrier, std::sync::Barrier
     /// and memcpy.
     Core(CoreArgs),
-    /// The empty sync with up to 512 processes against std::sync::Barrier, and passes of 1000
+    /// The empty sync with up to 512 processes against std::sync::Barrier (and with the
+    /// processes as coroutines), and passes of 1000
     /// back-to-back syncs at p = 2 each after every process slept a second (the worst pass
     /// against the median: how fast waiting returns to spinning), and one-to-all and all-to-one
     /// puts of 4 and 48 KiB against the balanced all-to-all.
@@ -171,8 +172,8 @@ struct WaitArgs {
     #[arg(long)]
     json: bool,
     /// Also write the figures as CSV (table, p, pass, syncs, mbsp_ns, mbsp_ns_min,
-    /// mbsp_ns_max, std_barrier_ns, slept, preempted; put rows: pattern in `pass`, bytes in
-    /// `syncs`, time per superstep in the mbsp columns) to FILE.
+    /// mbsp_ns_max, std_barrier_ns, slept, preempted, coroutines_ns; put rows: pattern in
+    /// `pass`, bytes in `syncs`, time per superstep in the mbsp columns) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
 }

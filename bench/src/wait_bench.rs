@@ -94,6 +94,13 @@ pub fn mbsp_sync_many(p: usize, samples: usize, budget: Duration) -> Samples {
     Samples(crate::core_bench::mbsp_sync(p, iters, samples))
 }
 
+/// [`mbsp_sync_many`] with the processes as coroutines (`Run::coroutines`).
+pub fn coroutine_sync_many(p: usize, samples: usize, budget: Duration) -> Samples {
+    let probe = crate::core_bench::coroutine_sync(p, 32, 1)[0].max(1.0);
+    let iters = ((budget.as_nanos() as f64 / probe) as usize).clamp(16, 1_000_000);
+    Samples(crate::core_bench::coroutine_sync(p, iters, samples))
+}
+
 /// Nanoseconds per `std::sync::Barrier::wait` of `p` threads, like [`mbsp_sync_many`].
 pub fn std_barrier_many(p: usize, samples: usize, budget: Duration) -> Samples {
     let probe = crate::core_bench::std_sync(p, 32, 1)[0].max(1.0);
@@ -107,6 +114,8 @@ pub struct OversubRow {
     pub p: usize,
     /// Nanoseconds per empty mbsp sync.
     pub mbsp: Samples,
+    /// The same with the processes as coroutines (`Run::coroutines`).
+    pub coroutines: Samples,
     /// Nanoseconds per `std::sync::Barrier::wait`.
     pub std: Samples,
 }
@@ -118,6 +127,7 @@ pub fn oversubscription(procs: &[usize], samples: usize, budget: Duration) -> Ve
         .map(|&p| OversubRow {
             p,
             mbsp: mbsp_sync_many(p, samples, budget),
+            coroutines: coroutine_sync_many(p, samples, budget),
             std: std_barrier_many(p, samples, budget),
         })
         .collect()
@@ -136,23 +146,26 @@ fn oversub_target(p: usize) -> Option<f64> {
 pub fn print_oversubscription(rows: &[OversubRow], cores: usize) {
     println!(
         "empty sync of up to {} processes on {cores} hardware threads (time per sync); std \
-         Barrier: a mutex and condition variable, every waiter sleeps",
+         Barrier: a mutex and condition variable, every waiter sleeps; coroutines: the same \
+         mbsp run with its processes as coroutines (Run::coroutines)",
         rows.iter().map(|r| r.p).max().unwrap_or(0)
     );
     println!(
-        "  {:>4}  {:>7}  {:<30} {:<30} {:>9} {:>14}",
-        "p", "p/cores", "mbsp", "std Barrier", "std/mbsp", "mbsp per proc"
+        "  {:>4}  {:>7}  {:<30} {:<30} {:>9} {:>14}  {:<30} {:>8}",
+        "p", "p/cores", "mbsp", "std Barrier", "std/mbsp", "mbsp per proc", "coroutines", "co/mbsp"
     );
     for r in rows {
         let m = r.mbsp.median();
         print!(
-            "  {:>4}  {:>7.1}  {:<30} {:<30} {:>9.2} {:>14}",
+            "  {:>4}  {:>7.1}  {:<30} {:<30} {:>9.2} {:>14}  {:<30} {:>8.3}",
             r.p,
             r.p as f64 / cores as f64,
             r.mbsp.show(ns),
             r.std.show(ns),
             r.std.median() / m,
-            ns(m / r.p as f64)
+            ns(m / r.p as f64),
+            r.coroutines.show(ns),
+            r.coroutines.median() / m
         );
         match oversub_target(r.p) {
             Some(t) if cores == 2 => println!(
@@ -522,6 +535,7 @@ pub fn run(o: &Options) -> Result<()> {
             "oversubscription": rows.iter().map(|r| json!({
                 "p": r.p, "mbsp_sync_ns": r.mbsp.median(), "mbsp_sync_ns_min": r.mbsp.range().0,
                 "mbsp_sync_ns_max": r.mbsp.range().1, "std_barrier_ns": r.std.median(),
+                "coroutines_sync_ns": r.coroutines.median(),
             })).collect::<Vec<_>>(),
             "after_sleep": {
                 "p": p, "syncs_per_pass": o.syncs, "sleep_ms": o.sleep.as_millis() as u64,
@@ -559,24 +573,26 @@ fn write_csv(
     crate::whole_file::write(std::path::Path::new(path), |f| {
         writeln!(
             f,
-            "table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted"
+            "table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted,\
+             coroutines_ns"
         )?;
         for r in rows {
             let (lo, hi) = r.mbsp.range();
             writeln!(
                 f,
-                "oversubscription,{},,,{:.1},{:.1},{:.1},{:.1},,",
+                "oversubscription,{},,,{:.1},{:.1},{:.1},{:.1},,,{:.1}",
                 r.p,
                 r.mbsp.median(),
                 lo,
                 hi,
-                r.std.median()
+                r.std.median(),
+                r.coroutines.median()
             )?;
         }
         for (i, x) in passes.iter().enumerate() {
             writeln!(
                 f,
-                "after_sleep,2,{i},{syncs},{:.1},,,,{},{}",
+                "after_sleep,2,{i},{syncs},{:.1},,,,{},{},",
                 x.us * 1e3,
                 x.slept,
                 x.preempted
@@ -586,7 +602,7 @@ fn write_csv(
             let (lo, hi) = r.ns.range();
             writeln!(
                 f,
-                "puts,2,{},{},{:.1},{:.1},{:.1},,,",
+                "puts,2,{},{},{:.1},{:.1},{:.1},,,,",
                 r.pattern.name(),
                 r.bytes,
                 r.ns.median(),

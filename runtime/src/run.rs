@@ -304,8 +304,8 @@ impl Run {
     /// For runs with more processes than cores (16 or 64 processes on a laptop, BSPk-style
     /// fine-grained programs): there a thread per process pays a kernel context switch at
     /// nearly every wait, and a coroutine switch costs a hundredth of it (`mbsp-bench lazy`
-    /// prints both). With at most a process per core it changes nothing but the threads'
-    /// start, which is not reused from run to run.
+    /// and `mbsp-bench wait` print both). Threads are started per run, not reused. Where no
+    /// two processes would share a thread (at most one per core), the run goes as without it.
     ///
     /// What changes for the program: processes of one core share its thread, so thread-locals
     /// are shared by them, and code that blocks the thread until another process acts (a
@@ -668,7 +668,7 @@ impl Run {
         f: &SpmdFn<'_, R>,
     ) -> Results<R> {
         crate::place::report_run(parent_path, &layout);
-        if self.coroutines {
+        if self.shares_threads(&layout) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
             return self.launch_coroutines(shared, f);
         }
@@ -789,6 +789,13 @@ impl Run {
         finish_checkpoints(&shared, results)
     }
 
+    /// Whether the run's processes are coroutines sharing threads: asked for, and some thread
+    /// would have more than one (where each would have its own, coroutines would only add a
+    /// switch to every wait, and the run goes as without them).
+    fn shares_threads(&self, layout: &Layout) -> bool {
+        self.coroutines && coroutine_groups(layout).len() < layout.domains.len()
+    }
+
     /// Whether the run's barrier is a tree: by default when the processes of `layout` are more
     /// than twice its cores (`engine/threads/barrier.rs`). At twice as many processes as cores
     /// both barriers cost about the same, and the dissemination barrier carries small puts;
@@ -805,7 +812,7 @@ impl Run {
         // A process coroutine's waits hand its thread on at once (`coroutines.rs`): spinning
         // would only keep the core's other processes from running.
         self.wait.unwrap_or_else(|| {
-            if self.coroutines {
+            if self.shares_threads(layout) {
                 WaitPolicy::new(0, 0)
             } else {
                 WaitPolicy::for_load(p, layout.cores)

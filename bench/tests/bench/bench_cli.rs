@@ -410,7 +410,8 @@ fn quick_nested_benchmark_csv_and_json() {
     assert!(v["binding_pair"].is_null() || v["binding_pair"]["median_ns"].as_f64().unwrap() > 0.0);
 }
 
-/// `wait --quick`: the oversubscription rows (p = 2, 16), the passes (4) and the put patterns
+/// `wait --quick`: the oversubscription rows (p = 2, 16; threads and coroutines), the passes
+/// (4) and the put patterns
 /// (3 patterns x 2 sizes), as CSV and JSON.
 #[test]
 fn quick_wait_benchmark_csv_and_json() {
@@ -423,10 +424,20 @@ fn quick_wait_benchmark_csv_and_json() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted")
+        Some(
+            "table,p,pass,syncs,mbsp_ns,mbsp_ns_min,mbsp_ns_max,std_barrier_ns,slept,preempted,\
+             coroutines_ns"
+        )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert!(rows.iter().all(|r| r.len() == 10), "{text}");
+    assert!(rows.iter().all(|r| r.len() == 11), "{text}");
+    // The oversubscription rows have the same sync with the processes as coroutines.
+    assert!(
+        rows.iter()
+            .filter(|r| r[0] == "oversubscription")
+            .all(|r| r[10].parse::<f64>().unwrap() > 0.0),
+        "{text}"
+    );
     let tables: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
     assert_eq!(
         tables,
@@ -469,6 +480,12 @@ fn quick_wait_benchmark_csv_and_json() {
     let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}: {out}"));
     assert_eq!(j["oversubscription"].as_array().map(Vec::len), Some(2));
     assert_eq!(j["oversubscription"][1]["p"], 16);
+    assert!(
+        j["oversubscription"][1]["coroutines_sync_ns"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert_eq!(j["after_sleep"]["passes"].as_array().map(Vec::len), Some(4));
     assert_eq!(j["puts"].as_array().map(Vec::len), Some(6));
     assert_eq!(j["puts"][4]["pattern"], "one-to-all");

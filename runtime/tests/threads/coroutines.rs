@@ -91,6 +91,22 @@ fn a_core_s_processes_share_its_thread() {
     assert!(seen.iter().any(|s| s.0 == 0 && s.1 == caller));
 }
 
+/// Where no two processes would share a thread (one per hardware thread), the run goes as
+/// without coroutines: a thread per process.
+#[test]
+fn a_run_of_one_process_per_core_keeps_a_thread_each() {
+    let p = mbsp::nprocs();
+    let seen: Mutex<HashSet<ThreadId>> = Mutex::new(HashSet::new());
+    Run::new(p)
+        .coroutines(true)
+        .run(|ctx| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+            ctx.sync()
+        })
+        .unwrap();
+    assert_eq!(seen.into_inner().unwrap().len(), p);
+}
+
 /// A panic in one process of 32 ends the run with that process's error, while the others wait
 /// in syncs: nothing hangs, and the next run on the same thread works.
 #[test]
