@@ -63,36 +63,42 @@ pub(crate) fn switch() {}
 
 /// Run `bodies` as coroutines on the calling thread, each on a stack of `stack` bytes, in
 /// turns (a body's turn ends when it waits) until all have returned. A body must not unwind
-/// (catch its panics). Fails, before running anything, if a stack cannot be made.
+/// (catch its panics). Fails, before running anything, if a stack cannot be made. The stacks
+/// are kept for the thread's next coroutines ([`Stacks`]).
 #[cfg(not(loom))]
 pub(crate) fn run_all<'a>(
     bodies: Vec<Box<dyn FnOnce() + 'a>>,
     stack: usize,
 ) -> std::io::Result<()> {
-    use corosensei::stack::DefaultStack;
     use corosensei::{Coroutine, CoroutineResult, Yielder};
 
     let mut turns = Vec::with_capacity(bodies.len());
     for body in bodies {
-        let stack = DefaultStack::new(stack)?;
+        let stack = Stacks::take(stack)?;
         let run = move |y: &Yielder<(), ()>, ()| {
             CURRENT.with(|c| c.set(y));
             body();
         };
         // SAFETY: what `body` borrows outlives this call ('a), and every coroutine is driven
         // to completion below, or dropped (unwound) before this call returns.
-        turns.push(unsafe { Coroutine::with_stack_unchecked(stack, run) });
+        turns.push(Some(unsafe { Coroutine::with_stack_unchecked(stack, run) }));
     }
     // A nested `run_all` (a run with coroutines nested in a process coroutine) gives the outer
     // coroutine its yielder back when it returns.
     let outer = CURRENT.with(|c| c.replace(std::ptr::null()));
-    let mut rounds = 0u32;
-    while !turns.is_empty() {
-        turns.retain_mut(|co| {
+    let (mut live, mut rounds) = (turns.len(), 0u32);
+    while live > 0 {
+        for turn in &mut turns {
+            let Some(co) = turn else { continue };
             let done = matches!(co.resume(()), CoroutineResult::Return(()));
             CURRENT.with(|c| c.set(std::ptr::null()));
-            !done
-        });
+            if done {
+                if let Some(co) = turn.take() {
+                    Stacks::give_back(co.into_stack(), stack);
+                }
+                live -= 1;
+            }
+        }
         rounds = rounds.wrapping_add(1);
         if rounds % IDLE_ROUNDS == 0 {
             // Every coroutine of this thread may be waiting for a process of another thread:
@@ -103,6 +109,56 @@ pub(crate) fn run_all<'a>(
     CURRENT.with(|c| c.set(outer));
     Ok(())
 }
+
+/// The stacks of a thread's finished coroutines, kept for its next ones: making a stack maps
+/// memory and freeing one unmaps it, and an unmapping in a process of several threads makes
+/// the kernel flush the other CPUs' TLBs (an interrupt to each, dear on a virtual machine):
+/// tens of microseconds per process and run. At most [`KEPT_STACKS`] per thread, all of one
+/// size (a run asking for another size drops them); the pages a process touched stay mapped
+/// until the thread ends.
+#[cfg(not(loom))]
+struct Stacks;
+
+#[cfg(not(loom))]
+thread_local! {
+    static STACKS: std::cell::RefCell<(usize, Vec<corosensei::stack::DefaultStack>)> =
+        const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
+#[cfg(not(loom))]
+impl Stacks {
+    /// A stack of `size` bytes: a kept one, or a new one.
+    fn take(size: usize) -> std::io::Result<corosensei::stack::DefaultStack> {
+        let kept = STACKS
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                if s.0 == size { s.1.pop() } else { None }
+            })
+            .ok()
+            .flatten();
+        match kept {
+            Some(stack) => Ok(stack),
+            None => corosensei::stack::DefaultStack::new(size),
+        }
+    }
+
+    /// Keep `stack` (made for `size` bytes) for this thread's next coroutines.
+    fn give_back(stack: corosensei::stack::DefaultStack, size: usize) {
+        let _ = STACKS.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.0 != size {
+                *s = (size, Vec::new());
+            }
+            if s.1.len() < KEPT_STACKS {
+                s.1.push(stack);
+            }
+        });
+    }
+}
+
+/// The most stacks a thread keeps ([`Stacks`]).
+#[cfg(not(loom))]
+const KEPT_STACKS: usize = 1024;
 
 /// Under loom the bodies run one after the other (loom models no coroutines; nothing under
 /// loom starts a run with them).
@@ -150,6 +206,23 @@ mod tests {
         .unwrap();
         assert!(!active());
         assert_eq!(log.into_inner().join(" "), "a0 b0 c0 a1 c1 a2");
+    }
+
+    /// The stacks of finished coroutines serve the thread's next ones (of the same size).
+    #[test]
+    fn stacks_are_kept_for_the_next_coroutines() {
+        let kept = || STACKS.with(|s| (s.borrow().0, s.borrow().1.len()));
+        let bodies = |n: usize| {
+            (0..n)
+                .map(|_| Box::new(switch) as Box<dyn FnOnce()>)
+                .collect()
+        };
+        run_all(bodies(3), DEFAULT_STACK).unwrap();
+        assert_eq!(kept(), (DEFAULT_STACK, 3));
+        run_all(bodies(2), DEFAULT_STACK).unwrap();
+        assert_eq!(kept(), (DEFAULT_STACK, 3), "two taken, two given back");
+        run_all(bodies(1), 1 << 20).unwrap();
+        assert_eq!(kept(), (1 << 20, 1), "another size replaces them");
     }
 
     /// A run of coroutines inside a coroutine gives the outer one its turn-taking back.

@@ -304,8 +304,10 @@ impl Run {
     /// For runs with more processes than cores (16 or 64 processes on a laptop, BSPk-style
     /// fine-grained programs): there a thread per process pays a kernel context switch at
     /// nearly every wait, and a coroutine switch costs a hundredth of it (`mbsp-bench lazy`
-    /// and `mbsp-bench wait` print both). Threads are started per run, not reused. Where no
-    /// two processes would share a thread (at most one per core), the run goes as without it.
+    /// and `mbsp-bench wait` print both). Threads are started per run, not reused (a thread
+    /// keeps its coroutines' stacks, so the calling thread's are made once); a run costs
+    /// more to start than on threads. Where no two processes would share a thread (at most one
+    /// per core), the run goes as without it.
     ///
     /// What changes for the program: processes of one core share its thread, so thread-locals
     /// are shared by them, and code that blocks the thread until another process acts (a
