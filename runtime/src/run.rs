@@ -304,10 +304,10 @@ impl Run {
     /// For runs with more processes than cores (16 or 64 processes on a laptop, BSPk-style
     /// fine-grained programs): there a thread per process pays a kernel context switch at
     /// nearly every wait, and a coroutine switch costs a hundredth of it (`mbsp-bench lazy`
-    /// and `mbsp-bench wait` print both). Threads are started per run, not reused (a thread
-    /// keeps its coroutines' stacks, so the calling thread's are made once); a run costs
-    /// more to start than on threads. Where no two processes would share a thread (at most one
-    /// per core), the run goes as without it.
+    /// and `mbsp-bench wait` print both). The threads of the other cores are the calling
+    /// thread's parked workers, as for runs on threads ([`Run::reuse_threads`] is not
+    /// consulted), and each thread keeps its coroutines' stacks for the next run. Where no
+    /// two processes would share a thread (at most one per core), the run goes as without it.
     ///
     /// What changes for the program: processes of one core share its thread, so thread-locals
     /// are shared by them, and code that blocks the thread until another process acts (a
@@ -734,7 +734,7 @@ impl Run {
 impl Run {
     /// [`Run::launch`] with the processes as coroutines (`coroutines.rs`): the processes placed
     /// on the same PUs share a thread (on an unbound run: pid modulo the cores); the group of
-    /// process 0 runs on the calling thread, each other group on a thread started for this run.
+    /// process 0 runs on the calling thread, each other group on a worker of its team.
     fn launch_coroutines<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Results<R> {
         let p = shared.p;
         let groups = coroutine_groups(&shared.layout);
@@ -760,23 +760,23 @@ impl Run {
                 group_failed(&shared, pids, "a coroutine stack", e);
             }
         };
-        std::thread::scope(|scope| {
-            let mut handles = Vec::with_capacity(groups.len());
-            for pids in &groups[1..] {
-                let run_group = &run_group;
-                match self
-                    .thread(&shared, pids[0])
-                    .spawn_scoped(scope, move || run_group(pids))
-                {
-                    Ok(h) => handles.push(h),
-                    Err(e) => group_failed(&shared, pids, "the thread", e),
-                }
-            }
-            run_group(&groups[0]);
-            for h in handles {
-                let _ = h.join();
-            }
-        });
+        // The other groups run on the calling thread's team of parked workers (warm from run to
+        // run, each keeping its coroutines' stacks); they wait for their next job as an
+        // oversubscribed run's processes do, and the caller, whose group is done, for them as
+        // a run of a process per core does.
+        let mut team = Team::take(None);
+        let n = groups.len();
+        team.fan_out(
+            n,
+            WaitPolicy::for_load(p, shared.layout.cores),
+            WaitPolicy::for_load(n, n),
+            &|g| run_group(&groups[g]),
+            |g, e| {
+                let e = std::io::Error::new(e.kind(), e.to_string());
+                group_failed(&shared, &groups[g], "the thread", e);
+            },
+        );
+        team.give_back();
         let mut results = Results::with_capacity(p);
         results.extend(slots.into_iter().map(|s| {
             let r = s.into_inner().unwrap_or_else(|e| e.into_inner());

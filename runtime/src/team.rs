@@ -284,6 +284,97 @@ impl Team {
     }
 }
 
+/// Work for a team's workers and the calling thread: `work(i)` for `i` in `0..n`, `0` on the
+/// calling thread and `i` on worker `i - 1` (a run with coroutines: one group of processes
+/// each, `run.rs`). In the caller's frame, like a [`Launch`], which it follows: the caller never
+/// leaves the frame (its drop waits) before every worker has counted itself out.
+struct Fan<'w> {
+    work: &'w (dyn Fn(usize) + Sync),
+    remaining: AtomicUsize,
+    done: Arc<CachePadded<Signal>>,
+    wait: WaitPolicy,
+}
+
+impl Fan<'_> {
+    /// A worker's job: `work(i)`, then count itself out.
+    ///
+    /// # Safety
+    /// `data` is a live `Fan` (its caller waits for every worker before it goes away).
+    unsafe fn run_one(data: *const (), i: usize, done: &Signal) {
+        // SAFETY: the caller's promise.
+        let me = unsafe { &*(data as *const Fan<'_>) };
+        // `work` catches what it runs; a panic here would be the runtime's, and must not skip
+        // the count (the caller would wait forever).
+        let _ = catch_unwind(AssertUnwindSafe(|| (me.work)(i)));
+        me.count_out(done);
+    }
+
+    fn count_out(&self, done: &Signal) {
+        // AcqRel: what the work wrote travels to the caller.
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            done.notify();
+        }
+    }
+
+    fn wait(&self) {
+        let _ = wait_until(
+            self.wait,
+            Sleep::On(&self.done),
+            || (self.remaining.load(Ordering::Acquire) == 0).then_some(()),
+            || false,
+        );
+    }
+}
+
+impl Drop for Fan<'_> {
+    /// Never let the fan (and the work it lends) go away while a worker runs.
+    fn drop(&mut self) {
+        self.wait();
+    }
+}
+
+impl Team {
+    /// Run `work(0)` on the calling thread and `work(i)`, `i` in `1..n`, on the team's workers
+    /// (started if missing), and return once all have returned. Workers wait for their next
+    /// job as `idle` says, the caller for the workers as `wait` says. Where a worker cannot be
+    /// started, `missing(i, error)` is called instead of `work(i)` for it and every later one.
+    pub(crate) fn fan_out(
+        &mut self,
+        n: usize,
+        idle: WaitPolicy,
+        wait: WaitPolicy,
+        work: &(dyn Fn(usize) + Sync),
+        missing: impl Fn(usize, &std::io::Error),
+    ) {
+        let want = n.saturating_sub(1);
+        let have = match self.grow(want) {
+            Ok(()) => want,
+            Err((have, e)) => {
+                for i in have + 1..n {
+                    missing(i, &e);
+                }
+                have
+            }
+        };
+        let fan = Fan {
+            work,
+            remaining: AtomicUsize::new(have),
+            done: self.done.clone(),
+            wait,
+        };
+        for (w, worker) in self.workers[..have].iter().enumerate() {
+            worker.mail.post(Job {
+                run: Fan::run_one,
+                data: &fan as *const Fan<'_> as *const (),
+                pid: w + 1,
+                idle,
+            });
+        }
+        work(0);
+        // `fan`'s drop waits for the workers.
+    }
+}
+
 /// An SPMD function, as workers see it.
 pub(crate) type SpmdFn<'f, R> = dyn Fn(&mut Ctx) -> Result<R> + Sync + 'f;
 

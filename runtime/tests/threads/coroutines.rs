@@ -91,6 +91,25 @@ fn a_core_s_processes_share_its_thread() {
     assert!(seen.iter().any(|s| s.0 == 0 && s.1 == caller));
 }
 
+/// The threads of a run's other cores are the calling thread's parked workers, the same from
+/// run to run.
+#[test]
+fn the_next_run_reuses_the_threads() {
+    let threads = || {
+        let seen: Mutex<HashSet<ThreadId>> = Mutex::new(HashSet::new());
+        Run::new(12)
+            .coroutines(true)
+            .run(|ctx| {
+                seen.lock().unwrap().insert(std::thread::current().id());
+                ctx.sync()
+            })
+            .unwrap();
+        seen.into_inner().unwrap()
+    };
+    let first = threads();
+    assert_eq!(threads(), first);
+}
+
 /// Where no two processes would share a thread (one per hardware thread), the run goes as
 /// without coroutines: a thread per process.
 #[test]
