@@ -452,6 +452,15 @@ pub mod internals {
         crate::engine::threads::share::model(cells, jobs, helpers)
     }
 
+    /// The fan-out of a run with coroutines to a worker team, alone (inside `loom::model`):
+    /// `rounds` fan-outs of `n` pieces of work on one team whose workers start parked, piece
+    /// `i` writing `round * 100 + i` into a plain cell. Returns each round's cells as the
+    /// caller read them once `Team::fan_out` returned.
+    #[cfg(loom)]
+    pub fn model_fan_out(n: usize, rounds: usize) -> Vec<Vec<u64>> {
+        crate::team::model_fan_out(n, rounds)
+    }
+
     /// The hand-off of processes to a worker team, alone (inside `loom::model`): `runs`
     /// launches of `p` processes on one team whose workers start parked, each worker's process
     /// returning `pid * 1000 + ` the run's id, then the team's shutdown (its workers joined).

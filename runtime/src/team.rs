@@ -569,3 +569,36 @@ pub(crate) fn model_launches(runs: Vec<Arc<RunShared>>) -> Vec<(u64, Vec<Result<
     drop(team);
     out
 }
+
+/// The fan-out of work to a team (`internals::model_fan_out`): `rounds` fan-outs of `n` on one
+/// team whose workers start parked, `work(i)` writing `round * 100 + i` into cell `i` (a plain
+/// cell: loom reports a read of it not ordered after the write), then the team dropped.
+/// Returns each round's cells as the caller read them after `fan_out` returned.
+#[cfg(loom)]
+pub(crate) fn model_fan_out(n: usize, rounds: usize) -> Vec<Vec<u64>> {
+    struct Cells(Vec<SharedCell<u64>>);
+    // SAFETY: cell `i` is written by `work(i)` only, and read by the caller after `fan_out`
+    // returned (every worker counted out, AcqRel/Acquire): what the model checks.
+    unsafe impl Sync for Cells {}
+    impl Cells {
+        fn set(&self, i: usize, v: u64) {
+            // SAFETY: as for `Cells`.
+            unsafe { self.0[i].write(|c| *c = v) };
+        }
+    }
+    let mut team = Team::empty(None);
+    let policy = WaitPolicy::new(1, 1);
+    let out = (0..rounds as u64)
+        .map(|round| {
+            let cells = Cells((0..n).map(|_| SharedCell::new(0)).collect());
+            let work = |i: usize| cells.set(i, round * 100 + i as u64);
+            team.fan_out(n, policy, policy, &work, |_, _| {
+                unreachable!("loom threads start")
+            });
+            // SAFETY: as for `Cells`.
+            cells.0.iter().map(|c| unsafe { c.read(|v| *v) }).collect()
+        })
+        .collect();
+    drop(team);
+    out
+}

@@ -243,6 +243,18 @@ fn the_last_of_two_workers_wakes_the_starter() {
     });
 }
 
+/// A run with coroutines hands its other cores' groups to the team's workers
+/// (`Team::fan_out`): two rounds on a parked worker, each piece of work writing a plain cell
+/// that the caller reads once the fan-out returns. A lost wake-up is a deadlock, a read not
+/// ordered after the worker's write a data race; loom reports both.
+#[test]
+fn a_fan_out_to_a_parked_worker_twice() {
+    model(3, || {
+        let rounds = mbsp::internals::model_fan_out(2, 2);
+        assert_eq!(rounds, [vec![0, 1], vec![100, 101]]);
+    });
+}
+
 /// Shared deliveries (engine/threads/share.rs): a receiver copies a job of two chunks that it
 /// and a helper claim, on a desk that held job 0 before. Loom reports a chunk copied twice or
 /// while the owner reads the job's cells (before the close of the job, a helper could claim a
