@@ -3,6 +3,8 @@
 //! too, `MBSP_TEST_ENGINE=coroutines`), a failure ends the run as promptly, nested runs work
 //! inside such processes and with coroutines of their own, and what cannot work is refused.
 
+#[path = "../common/bsplib_model.rs"]
+mod bsplib_model;
 use crate::common;
 
 use common::within;
@@ -231,4 +233,29 @@ fn begin_and_checkpoints_are_refused() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Misuse);
     assert!(e.to_string().contains("begin_nested"), "{e}");
+}
+
+/// Random BSP programs (the sequential model's generator: puts, gets, messages with changing
+/// tag sizes, pushes and pops, lazy supersteps) on 12 and 24 processes as coroutines, several
+/// to a thread, checked against the sequential model of BSPlib.
+#[test]
+fn random_programs_of_many_coroutines_agree_with_the_sequential_model() {
+    use bsplib_model::*;
+    within(120, || {
+        for (p, seed) in [(12, 0xC0C0_u64), (12, 0xC0C1), (24, 0xC0C2)] {
+            let prog = generate(p, 30, seed);
+            let mine = Run::new(p)
+                .coroutines(true)
+                .run(|ctx| process(ctx, &prog))
+                .unwrap_or_else(|e| panic!("seed {seed:#x}, p {p}: {e}"));
+            let records: Vec<Vec<Record>> = mine
+                .into_iter()
+                .map(|(records, bufs)| {
+                    free(bufs);
+                    records
+                })
+                .collect();
+            check(p, &prog, &records).unwrap_or_else(|e| panic!("seed {seed:#x}, p {p}: {e}"));
+        }
+    });
 }
