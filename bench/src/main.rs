@@ -81,10 +81,10 @@ enum Bench {
     /// and memcpy.
     Core(CoreArgs),
     /// The empty sync with up to 512 processes against std::sync::Barrier (and with the
-    /// processes as coroutines), and passes of 1000
-    /// back-to-back syncs at p = 2 each after every process slept a second (the worst pass
-    /// against the median: how fast waiting returns to spinning), and one-to-all and all-to-one
-    /// puts of 4 and 48 KiB against the balanced all-to-all.
+    /// processes as coroutines), the start and end of such runs (threads against coroutines),
+    /// and passes of 1000 back-to-back syncs at p = 2 each after every process slept a second
+    /// (the worst pass against the median: how fast waiting returns to spinning), and
+    /// one-to-all and all-to-one puts of 4 and 48 KiB against the balanced all-to-all.
     Wait(WaitArgs),
     /// Owned messages (communicable memory): a 16 MiB buffer handed between 2 processes
     /// against a memcpy of it, and a loop of 10^5 supersteps of owned messages (allocations
@@ -172,8 +172,9 @@ struct WaitArgs {
     #[arg(long)]
     json: bool,
     /// Also write the figures as CSV (table, p, pass, syncs, mbsp_ns, mbsp_ns_min,
-    /// mbsp_ns_max, std_barrier_ns, slept, preempted, coroutines_ns; put rows: pattern in
-    /// `pass`, bytes in `syncs`, time per superstep in the mbsp columns) to FILE.
+    /// mbsp_ns_max, std_barrier_ns, slept, preempted, coroutines_ns; start rows: time per
+    /// run on threads in the mbsp columns; put rows: pattern in `pass`, bytes in `syncs`,
+    /// time per superstep in the mbsp columns) to FILE.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
 }

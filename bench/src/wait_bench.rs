@@ -4,6 +4,7 @@
 //!   costs is the context switches it needs (each process must run at least once per
 //!   superstep), next to `std::sync::Barrier` (a mutex and a condition variable: every waiter
 //!   sleeps, the last arriver wakes them all) with as many threads.
+//! * Starting and ending a run of as many processes, a thread each against coroutines.
 //! * Recovery after a long wait: passes of back-to-back empty syncs, each pass after every
 //!   process has slept (the shape of MulticoreBSP for C's barrier benchmark,
 //!   benchmarks/src/barrier.c): after the sleep the syncs must return to the fast path (spinning)
@@ -131,6 +132,78 @@ pub fn oversubscription(procs: &[usize], samples: usize, budget: Duration) -> Ve
             std: std_barrier_many(p, samples, budget),
         })
         .collect()
+}
+
+/// Nanoseconds to start and end a run of `p` processes that syncs once, with a thread per
+/// process (`coroutines` false) or with the processes as coroutines; `samples` times, each
+/// over about `budget` (the threads of both kinds are the calling thread's parked team, warm
+/// from the first run).
+pub fn run_start_many(p: usize, coroutines: bool, samples: usize, budget: Duration) -> Samples {
+    let run = || {
+        mbsp::Run::new(p)
+            .coroutines(coroutines)
+            .run(|ctx| ctx.sync())
+            .expect("benchmark run")
+    };
+    let t = Instant::now();
+    run(); // warm-up, and the probe that sizes the samples
+    let probe = t.elapsed().as_nanos().max(1) as f64;
+    let iters = ((budget.as_nanos() as f64 / probe) as usize).clamp(3, 100_000);
+    Samples(
+        (0..samples)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    run();
+                }
+                t.elapsed().as_nanos() as f64 / iters as f64
+            })
+            .collect(),
+    )
+}
+
+/// One row of the run start table.
+pub struct StartRow {
+    /// Processes.
+    pub p: usize,
+    /// Nanoseconds to start and end a run that syncs once, a thread per process.
+    pub threads: Samples,
+    /// The same with the processes as coroutines.
+    pub coroutines: Samples,
+}
+
+/// Measure the run start table: for each p, threads and coroutines in turn.
+pub fn run_starts(procs: &[usize], samples: usize, budget: Duration) -> Vec<StartRow> {
+    procs
+        .iter()
+        .map(|&p| StartRow {
+            p,
+            threads: run_start_many(p, false, samples, budget),
+            coroutines: run_start_many(p, true, samples, budget),
+        })
+        .collect()
+}
+
+/// Print the run start table.
+pub fn print_run_starts(rows: &[StartRow]) {
+    println!(
+        "\nstarting and ending a run that syncs once (time per run): a thread per process \
+         against the processes as coroutines (Run::coroutines; where no two share a thread the \
+         run goes as threads)"
+    );
+    println!(
+        "  {:>4}  {:<30} {:<30} {:>9}",
+        "p", "threads", "coroutines", "co/thr"
+    );
+    for r in rows {
+        println!(
+            "  {:>4}  {:<30} {:<30} {:>9.3}",
+            r.p,
+            r.threads.show(ns),
+            r.coroutines.show(ns),
+            r.coroutines.median() / r.threads.median()
+        );
+    }
 }
 
 /// The oversubscription targets (2 cores): P = 256 at most 3 ms, P = 512 at most 6 ms per sync.
@@ -427,6 +500,10 @@ pub fn run(o: &Options) -> Result<()> {
     if !o.json {
         print_oversubscription(&rows, cores);
     }
+    let starts = run_starts(&o.procs, o.samples, o.sample_time);
+    if !o.json {
+        print_run_starts(&starts);
+    }
     let p = 2;
     let passes = after_sleep(p, o.passes, o.syncs, o.sleep);
     let pass = Samples(passes.iter().map(|x| x.us).collect());
@@ -524,7 +601,7 @@ pub fn run(o: &Options) -> Result<()> {
         print_put_table(&puts);
     }
     if let Some(path) = &o.csv {
-        write_csv(path, &rows, &passes, o.syncs, &puts)
+        write_csv(path, &rows, &starts, &passes, o.syncs, &puts)
             .map_err(|e| Error::io("--csv").with_source(e))?;
     }
     if o.json {
@@ -536,6 +613,13 @@ pub fn run(o: &Options) -> Result<()> {
                 "p": r.p, "mbsp_sync_ns": r.mbsp.median(), "mbsp_sync_ns_min": r.mbsp.range().0,
                 "mbsp_sync_ns_max": r.mbsp.range().1, "std_barrier_ns": r.std.median(),
                 "coroutines_sync_ns": r.coroutines.median(),
+            })).collect::<Vec<_>>(),
+            "run_start": starts.iter().map(|r| json!({
+                "p": r.p, "threads_ns": r.threads.median(),
+                "threads_ns_min": r.threads.range().0, "threads_ns_max": r.threads.range().1,
+                "coroutines_ns": r.coroutines.median(),
+                "coroutines_ns_min": r.coroutines.range().0,
+                "coroutines_ns_max": r.coroutines.range().1,
             })).collect::<Vec<_>>(),
             "after_sleep": {
                 "p": p, "syncs_per_pass": o.syncs, "sleep_ms": o.sleep.as_millis() as u64,
@@ -561,11 +645,13 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Rows `table,p,pass,ns_per_sync,...`: one per oversubscription figure, one per pass and one
-/// per put figure (`pass` holds the pattern, `syncs` the bytes per put).
+/// Rows `table,p,pass,ns_per_sync,...`: one per oversubscription figure, one per run start
+/// figure (time per run: threads in the mbsp columns), one per pass and one per put figure
+/// (`pass` holds the pattern, `syncs` the bytes per put).
 fn write_csv(
     path: &str,
     rows: &[OversubRow],
+    starts: &[StartRow],
     passes: &[Pass],
     syncs: usize,
     puts: &[PutRow],
@@ -586,6 +672,18 @@ fn write_csv(
                 lo,
                 hi,
                 r.std.median(),
+                r.coroutines.median()
+            )?;
+        }
+        for r in starts {
+            let (lo, hi) = r.threads.range();
+            writeln!(
+                f,
+                "start,{},,,{:.1},{:.1},{:.1},,,,{:.1}",
+                r.p,
+                r.threads.median(),
+                lo,
+                hi,
                 r.coroutines.median()
             )?;
         }

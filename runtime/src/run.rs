@@ -671,8 +671,13 @@ impl Run {
     ) -> Results<R> {
         crate::place::report_run(parent_path, &layout);
         if self.shares_threads(&layout) {
-            let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
-            return self.launch_coroutines(shared, f);
+            // The coroutines' stack size is not the workers' (`launch_coroutines`).
+            let mut team = Team::take(None);
+            let shared = self.shared_from(&mut team, tree, parent_path, layout, inherited, sink);
+            let results = self.launch_coroutines(&mut team, &shared, f);
+            team.keep(shared, results.ended_well());
+            team.give_back();
+            return results;
         }
         if !self.reuse.unwrap_or_else(crate::team::reuse_by_default) {
             let shared = Arc::new(self.new_shared(tree, parent_path, layout, inherited, sink));
@@ -735,7 +740,12 @@ impl Run {
     /// [`Run::launch`] with the processes as coroutines (`coroutines.rs`): the processes placed
     /// on the same PUs share a thread (on an unbound run: pid modulo the cores); the group of
     /// process 0 runs on the calling thread, each other group on a worker of its team.
-    fn launch_coroutines<R: Send>(&self, shared: Arc<RunShared>, f: &SpmdFn<'_, R>) -> Results<R> {
+    fn launch_coroutines<R: Send>(
+        &self,
+        team: &mut Team,
+        shared: &Arc<RunShared>,
+        f: &SpmdFn<'_, R>,
+    ) -> Results<R> {
         let p = shared.p;
         let groups = coroutine_groups(&shared.layout);
         let stack = self.stack_size.unwrap_or(crate::coroutines::DEFAULT_STACK);
@@ -746,7 +756,7 @@ impl Run {
             let bodies = pids
                 .iter()
                 .map(|&pid| {
-                    let (shared, slots) = (&shared, &slots);
+                    let slots = &slots;
                     Box::new(move || {
                         let r =
                             catch_unwind(AssertUnwindSafe(|| process(shared, *shared.id, pid, f)))
@@ -757,14 +767,13 @@ impl Run {
                 .collect();
             if let Err(e) = crate::coroutines::run_all(bodies, stack) {
                 // No stack: none of the group ran (their slots stay empty).
-                group_failed(&shared, pids, "a coroutine stack", e);
+                group_failed(shared, pids, "a coroutine stack", e);
             }
         };
         // The other groups run on the calling thread's team of parked workers (warm from run to
         // run, each keeping its coroutines' stacks); they wait for their next job as an
         // oversubscribed run's processes do, and the caller, whose group is done, for them as
         // a run of a process per core does.
-        let mut team = Team::take(None);
         let n = groups.len();
         team.fan_out(
             n,
@@ -773,10 +782,9 @@ impl Run {
             &|g| run_group(&groups[g]),
             |g, e| {
                 let e = std::io::Error::new(e.kind(), e.to_string());
-                group_failed(&shared, &groups[g], "the thread", e);
+                group_failed(shared, &groups[g], "the thread", e);
             },
         );
-        team.give_back();
         let mut results = Results::with_capacity(p);
         results.extend(slots.into_iter().map(|s| {
             let r = s.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -788,7 +796,7 @@ impl Run {
                 ))
             })
         }));
-        finish_checkpoints(&shared, results)
+        finish_checkpoints(shared, results)
     }
 
     /// Whether the run's processes are coroutines sharing threads: asked for, and some thread

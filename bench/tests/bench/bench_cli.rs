@@ -410,8 +410,8 @@ fn quick_nested_benchmark_csv_and_json() {
     assert!(v["binding_pair"].is_null() || v["binding_pair"]["median_ns"].as_f64().unwrap() > 0.0);
 }
 
-/// `wait --quick`: the oversubscription rows (p = 2, 16; threads and coroutines), the passes
-/// (4) and the put patterns
+/// `wait --quick`: the oversubscription and run start rows (p = 2, 16; threads and
+/// coroutines), the passes (4) and the put patterns
 /// (3 patterns x 2 sizes), as CSV and JSON.
 #[test]
 fn quick_wait_benchmark_csv_and_json() {
@@ -434,7 +434,7 @@ fn quick_wait_benchmark_csv_and_json() {
     // The oversubscription rows have the same sync with the processes as coroutines.
     assert!(
         rows.iter()
-            .filter(|r| r[0] == "oversubscription")
+            .filter(|r| r[0] == "oversubscription" || r[0] == "start")
             .all(|r| r[10].parse::<f64>().unwrap() > 0.0),
         "{text}"
     );
@@ -444,6 +444,8 @@ fn quick_wait_benchmark_csv_and_json() {
         [
             ("oversubscription", "2"),
             ("oversubscription", "16"),
+            ("start", "2"),
+            ("start", "16"),
             ("after_sleep", "2"),
             ("after_sleep", "2"),
             ("after_sleep", "2"),
@@ -486,6 +488,12 @@ fn quick_wait_benchmark_csv_and_json() {
             .unwrap()
             > 0.0
     );
+    // Run starts: threads and coroutines, each p of the table.
+    assert_eq!(j["run_start"].as_array().map(Vec::len), Some(2));
+    assert_eq!(j["run_start"][1]["p"], 16);
+    for key in ["threads_ns", "coroutines_ns"] {
+        assert!(j["run_start"][1][key].as_f64().unwrap() > 0.0, "{out}");
+    }
     assert_eq!(j["after_sleep"]["passes"].as_array().map(Vec::len), Some(4));
     assert_eq!(j["puts"].as_array().map(Vec::len), Some(6));
     assert_eq!(j["puts"][4]["pattern"], "one-to-all");

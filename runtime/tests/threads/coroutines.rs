@@ -112,6 +112,50 @@ fn the_next_run_reuses_the_threads() {
     assert_eq!(threads(), first);
 }
 
+/// Runs in a row on one thread keep the last run's state where it fits (`Team::keep`): every
+/// run of a sequence with full and declared syncs, a failed run between good ones (after
+/// which the next starts its counts again), and runs on threads with the coroutines' waiting
+/// policy (which fit the same state), gives what a fresh run gives.
+#[test]
+fn runs_in_a_row_with_a_failure_between_them_agree_with_fresh_runs() {
+    within(120, || {
+        let offsets = [1usize, 5, 11];
+        let want = Run::new(16)
+            .reuse_threads(false)
+            .run(|ctx| exchange(ctx, 7, false, &offsets))
+            .unwrap();
+        let spin_free = mbsp::WaitPolicy::new(0, 0);
+        for round in 0..6 {
+            let lazy = round % 2 == 1;
+            let got = Run::new(16)
+                .coroutines(true)
+                .run(|ctx| exchange(ctx, 7, lazy, &offsets))
+                .unwrap();
+            assert_eq!(got, want, "round {round}, lazy {lazy}");
+            if round % 3 == 1 {
+                let e = Run::new(16)
+                    .coroutines(true)
+                    .run(|ctx| {
+                        if ctx.pid() == 9 {
+                            ctx.sync()?;
+                            return Err(ctx.abort("process 9 stops after one sync"));
+                        }
+                        exchange(ctx, 7, lazy, &offsets)
+                    })
+                    .unwrap_err();
+                assert_eq!(e.pid(), Some(9), "round {round}: {e}");
+            }
+            if round % 3 == 2 {
+                let threads = Run::new(16)
+                    .wait_policy(spin_free)
+                    .run(|ctx| exchange(ctx, 7, lazy, &offsets))
+                    .unwrap();
+                assert_eq!(threads, want, "round {round} on threads");
+            }
+        }
+    });
+}
+
 /// Where no two processes would share a thread (one per hardware thread), the run goes as
 /// without coroutines: a thread per process.
 #[test]
