@@ -22,7 +22,8 @@
 //!   the empty sync.
 //! * The same patterns with the processes as coroutines (`Run::coroutines`: a core's processes
 //!   take turns on one thread, switching in user space at every wait), both placements, each
-//!   full sync compared with the same pattern on threads.
+//!   full sync compared with the same pattern on threads; and the `Comm` all-reduce at p = 16
+//!   so, full and lazy, each compared with its full-sync figure on threads.
 //!
 //! Where processes outnumber the cores, a superstep costs about what its context switches
 //! cost, so those rows also give the switches per process and superstep (the process's
@@ -121,21 +122,24 @@ fn iters_for(o: &Options, p: usize) -> usize {
 }
 
 /// Nanoseconds per superstep of `p` processes each making one-word all-reduces with a
-/// [`Comm`](mbsp_algorithms::collectives::Comm), lazy or not.
-fn allreduce(p: usize, o: &Options, lazy: bool) -> Result<Samples> {
-    let by_pid = mbsp::run(p, |ctx| {
-        let mut comm = mbsp_algorithms::collectives::Comm::new(ctx)?;
-        comm.set_lazy(lazy);
-        let mut i = 0u64;
-        let out = timed(o.samples, iters_for(o, p), || {
-            i += 1;
-            comm.allreduce_value(ctx, i, |a, b| a.max(b)).map(|_| ())
-        })?;
-        comm.free(ctx)?;
-        ctx.sync()?;
-        Ok(out)
-    })
-    .map_err(|e| Error::run(format!("mbsp-bench lazy: {e}")))?;
+/// [`Comm`](mbsp_algorithms::collectives::Comm), lazy or not, with a thread per process or as
+/// coroutines (`Run::coroutines`).
+fn allreduce(p: usize, o: &Options, lazy: bool, coroutines: bool) -> Result<Samples> {
+    let run = mbsp::Run::new(p).coroutines(coroutines);
+    let by_pid = run
+        .run(|ctx| {
+            let mut comm = mbsp_algorithms::collectives::Comm::new(ctx)?;
+            comm.set_lazy(lazy);
+            let mut i = 0u64;
+            let out = timed(o.samples, iters_for(o, p), || {
+                i += 1;
+                comm.allreduce_value(ctx, i, |a, b| a.max(b)).map(|_| ())
+            })?;
+            comm.free(ctx)?;
+            ctx.sync()?;
+            Ok(out)
+        })
+        .map_err(|e| Error::run(format!("mbsp-bench lazy: {e}")))?;
     Ok(Samples(by_pid.into_iter().next().unwrap_or_default()))
 }
 
@@ -490,19 +494,33 @@ fn figures() -> Vec<Figure<'static>> {
             name: "Comm one-word all-reduce, full sync",
             p: 16,
             against: None,
-            take: Box::new(|o: &Options| allreduce(16, o, false)),
+            take: Box::new(|o: &Options| allreduce(16, o, false, false)),
         },
         Figure {
             name: "Comm one-word all-reduce, lazy",
             p: 16,
             against: Some((at, Some(0.7))),
-            take: Box::new(|o: &Options| allreduce(16, o, true)),
+            take: Box::new(|o: &Options| allreduce(16, o, true, false)),
         },
         Figure {
             name: "Comm one-word all-reduce",
             p: 2,
             against: Some((0, Some(1.3))),
-            take: Box::new(|o: &Options| allreduce(2, o, false)),
+            take: Box::new(|o: &Options| allreduce(2, o, false, false)),
+        },
+        // An iterative solver's all-reduce with 16 processes on the cores as coroutines, each
+        // compared with the full-sync all-reduce on threads.
+        Figure {
+            name: "Comm all-reduce, coroutines, full sync",
+            p: 16,
+            against: Some((at, None)),
+            take: Box::new(|o: &Options| allreduce(16, o, false, true)),
+        },
+        Figure {
+            name: "Comm all-reduce, coroutines, lazy",
+            p: 16,
+            against: Some((at, None)),
+            take: Box::new(|o: &Options| allreduce(16, o, true, true)),
         },
     ]);
     figures

@@ -192,6 +192,8 @@ fn quick_lazy_benchmark_csv_and_json() {
             ("Comm one-word all-reduce, full sync", "16", false, ""),
             ("Comm one-word all-reduce, lazy", "16", true, "0.7"),
             ("Comm one-word all-reduce", "2", true, "1.3"),
+            ("Comm all-reduce, coroutines, full sync", "16", true, ""),
+            ("Comm all-reduce, coroutines, lazy", "16", true, ""),
         ],
         "{text}"
     );
