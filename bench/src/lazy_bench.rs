@@ -23,7 +23,9 @@
 //! * The same patterns with the processes as coroutines (`Run::coroutines`: a core's processes
 //!   take turns on one thread, switching in user space at every wait), both placements, each
 //!   full sync compared with the same pattern on threads; and the `Comm` all-reduce at p = 16
-//!   so, full and lazy, each compared with its full-sync figure on threads.
+//!   so, full and lazy, each compared with its full-sync figure on threads, and at p = 64 (in
+//!   two supersteps there: `Comm` gathers at one process from 32 oversubscribed processes on)
+//!   on threads and as coroutines.
 //!
 //! Where processes outnumber the cores, a superstep costs about what its context switches
 //! cost, so those rows also give the switches per process and superstep (the process's
@@ -508,21 +510,44 @@ fn figures() -> Vec<Figure<'static>> {
             against: Some((0, Some(1.3))),
             take: Box::new(|o: &Options| allreduce(2, o, false, false)),
         },
-        // An iterative solver's all-reduce with 16 processes on the cores as coroutines, each
-        // compared with the full-sync all-reduce on threads.
-        Figure {
-            name: "Comm all-reduce, coroutines, full sync",
-            p: 16,
-            against: Some((at, None)),
-            take: Box::new(|o: &Options| allreduce(16, o, false, true)),
-        },
-        Figure {
-            name: "Comm all-reduce, coroutines, lazy",
-            p: 16,
-            against: Some((at, None)),
-            take: Box::new(|o: &Options| allreduce(16, o, true, true)),
-        },
     ]);
+    // An iterative solver's all-reduce with the processes as coroutines at p = 16, and all four
+    // ways at p = 64 (gathered at one process and spread back: `Comm`'s choice from 32
+    // processes on where they outnumber the cores), each compared with the full-sync
+    // all-reduce on threads of the same p.
+    for p in [16, 64] {
+        let full = if p == 16 { at } else { figures.len() };
+        if p == 64 {
+            figures.extend([
+                Figure {
+                    name: "Comm all-reduce, full sync",
+                    p,
+                    against: None,
+                    take: Box::new(move |o: &Options| allreduce(p, o, false, false)),
+                },
+                Figure {
+                    name: "Comm all-reduce, lazy",
+                    p,
+                    against: Some((full, None)),
+                    take: Box::new(move |o: &Options| allreduce(p, o, true, false)),
+                },
+            ]);
+        }
+        figures.extend([
+            Figure {
+                name: "Comm all-reduce, coroutines, full sync",
+                p,
+                against: Some((full, None)),
+                take: Box::new(move |o: &Options| allreduce(p, o, false, true)),
+            },
+            Figure {
+                name: "Comm all-reduce, coroutines, lazy",
+                p,
+                against: Some((full, None)),
+                take: Box::new(move |o: &Options| allreduce(p, o, true, true)),
+            },
+        ]);
+    }
     figures
 }
 

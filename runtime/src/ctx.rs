@@ -756,6 +756,29 @@ impl Ctx {
         Placement::new(self.machine(), self.domain(), self.binding.clone())
     }
 
+    /// Whether this run has more processes than the hardware threads it is placed on, so that
+    /// its processes take turns on them (kernel context switches, or coroutine switches with
+    /// [`Run::coroutines`](crate::Run::coroutines)); `false` for a run over MPI ranks. A
+    /// superstep of such a run costs its turns more than its data: an algorithm may then
+    /// prefer more supersteps of fewer records (`Comm`'s all-reduce gathers at one process
+    /// first from 32 processes on).
+    ///
+    /// ```
+    /// assert!(!mbsp::run(1, |ctx| Ok(ctx.oversubscribed()))?[0]);
+    /// let twice = 2 * mbsp::nprocs(); // two processes per hardware thread
+    /// assert!(mbsp::run(twice, |ctx| Ok(ctx.oversubscribed()))?[0]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn oversubscribed(&self) -> bool {
+        match self.run.engine {
+            crate::engine::state::RunEngine::Threads(_) => {
+                self.run.layout.domains.len() > self.run.layout.cores
+            }
+            #[cfg(feature = "mpi")]
+            crate::engine::state::RunEngine::Ranks => false,
+        }
+    }
+
     /// The PUs this process owns, as a [`Domain`] of [`Ctx::machine`].
     pub fn domain(&self) -> &Domain {
         &self.run.layout.domains[self.pid]

@@ -16,6 +16,18 @@
 //! are written only inside syncs (puts are delivered by their receiver), and read right after
 //! the collective's sync, so a slot is never overwritten before it is read.
 //!
+//! ## Runs that take turns on their cores
+//!
+//! In a run of 32 processes or more that outnumber their hardware threads
+//! ([`Ctx::oversubscribed`]), a superstep of `p (p - 1)` records costs more than a second
+//! superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) take
+//! two: every other process puts its slot to process 0, which checks every header, reduces
+//! in pid order and puts the result back with its header; each process checks that header
+//! before it reads the result. A mismatch is then named by process 0 (in the first superstep)
+//! or by the process whose call differs from process 0's (in the second), and the run ends
+//! with it. With lazy syncs process 0 declares `p - 1` records and the others none, then each
+//! of the others one.
+//!
 //! ## Lazy syncs (opt-in: [`Comm::set_lazy`])
 //!
 //! Since every process puts exactly one record (its header, with or without data) to every
@@ -49,14 +61,28 @@ use mbsp::{Ctx, Reg, Result};
 
 const HEADER_WORDS: usize = 3;
 
+/// Runs of this many processes or more that take turns on their hardware threads
+/// ([`Ctx::oversubscribed`]) all-reduce in two supersteps ([`Comm::allreduce_gathered`]): there
+/// the `p (p - 1)` records of one superstep cost more than a second superstep (with a thread
+/// per process, a second round of context switches), and a lazy one-superstep all-reduce waits
+/// on every other process (docs/benchmarks.md, "A gathered all-reduce").
+const GATHER_FROM: usize = 32;
+
+/// Whether this run's small all-reduces go in two supersteps (the same answer on every
+/// process: it depends on the run only).
+fn gathers(ctx: &Ctx) -> bool {
+    ctx.nprocs() >= GATHER_FROM && ctx.oversubscribed()
+}
+
 /// A set of collectives with a mailbox registered once, for programs that call them often.
 ///
 /// The level-1 free functions register nothing between calls, so a one-word all-reduce is a
 /// superstep of messages. A `Comm` registers, once, a small mailbox on every process (`p` slots
 /// of a few words), and its small collectives put straight into the receivers' slots: one
 /// superstep (ending with a lazy sync, in which each process waits only for the `p - 1` headers
-/// it receives, if [`set_lazy`](Self::set_lazy) asks for it). Data larger than a slot goes
-/// through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
+/// it receives, if [`set_lazy`](Self::set_lazy) asks for it; two supersteps for an all-reduce
+/// in a run of 32 or more processes that outnumber their cores: see the module
+/// documentation). Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
 /// checks every other's before using data, so mismatched, skipped or extra calls are reported
 /// as errors on every process. (Calls pair up in order, as syncs do: a call skipped in a loop of
 /// calls of the same shape cannot be told from one with other data, and is reported when one
@@ -264,6 +290,60 @@ impl Comm {
         data: &[T],
         wants: impl Fn(usize) -> bool,
     ) -> Result<()> {
+        let words = self.fill(h, data);
+        self.put_slot(ctx, &self.out[..words], wants)
+    }
+
+    /// A small all-reduce in two supersteps, for runs whose supersteps cost their processes'
+    /// turns more than their records ([`gathers`]): every other process puts its slot to
+    /// process 0, which checks every header, reduces, and puts the result back with its
+    /// header; each process checks process 0's header before it reads the result. `2 (p - 1)`
+    /// records instead of `p (p - 1)`.
+    fn allreduce_gathered<T: Pod, F: Fn(T, T) -> T>(
+        &mut self,
+        ctx: &mut Ctx,
+        h: &SlotHeader,
+        buf: &mut [T],
+        op: &F,
+    ) -> Result<()> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let words = self.fill(h, buf);
+        let (at, stride) = (0, HEADER_WORDS + self.capacity);
+        // Superstep 1: to process 0 (which receives p - 1 records, the others none).
+        if me != 0 {
+            ctx.put(0, &self.out[..words], &self.mailbox, me * stride)?;
+        }
+        if self.lazy {
+            ctx.declare_incoming(if me == 0 { p - 1 } else { 0 })?;
+        }
+        ctx.sync()?;
+        if me == 0 {
+            let mb = self.checked(ctx, h, false)?;
+            self.fold(mb, 0, buf, 0..p, op);
+            let words = self.fill(h, buf);
+            for q in 1..p {
+                ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+            }
+        }
+        // Superstep 2: back from process 0 (one record to each other process).
+        if self.lazy {
+            ctx.declare_incoming(if me == 0 { 0 } else { 1 })?;
+        }
+        ctx.sync()?;
+        if me != 0 {
+            let mb = ctx.local(&self.mailbox)?;
+            if SlotHeader::decode(&mb[at..at + HEADER_WORDS]) != *h {
+                self.check(ctx, mb, h, 0, false)?;
+            }
+            let (data, _) = self.slot(mb, 0);
+            bytemuck::cast_slice_mut::<T, u8>(buf).copy_from_slice(data);
+        }
+        Ok(())
+    }
+
+    /// Write `h` and `data` into `out`; returns the words written.
+    #[inline]
+    fn fill<T: Pod>(&mut self, h: &SlotHeader, data: &[T]) -> usize {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let words = HEADER_WORDS + bytes.len().div_ceil(8);
         self.out[..HEADER_WORDS].copy_from_slice(&h.encode());
@@ -279,7 +359,7 @@ impl Comm {
             b[..rest.len()].copy_from_slice(rest);
             self.out[words - 1] = u64::from_ne_bytes(b);
         }
-        self.put_slot(ctx, &self.out[..words], wants)
+        words
     }
 
     /// Put `slot` (a header and its data) into this process's slot at every other process,
@@ -444,6 +524,9 @@ impl Comm {
         }
         let p = ctx.nprocs();
         let h = self.header::<T>(Op::AllReduce, None, buf.len());
+        if gathers(ctx) {
+            return self.allreduce_gathered(ctx, &h, buf, &op);
+        }
         self.send(ctx, &h, buf, |_| true)?;
         let mb = self.checked(ctx, &h, false)?;
         self.fold(mb, ctx.pid(), buf, 0..p, &op);
@@ -467,6 +550,11 @@ impl Comm {
         // iteration): its slot is made on the stack and the others' values read where they
         // lie, the protocol of `allreduce` with less around it.
         let h = self.header::<T>(Op::AllReduce, None, 1);
+        if gathers(ctx) {
+            let mut b = [x];
+            self.allreduce_gathered(ctx, &h, &mut b, &op)?;
+            return Ok(b[0]);
+        }
         let mut word = [0u8; 8];
         word[..sz].copy_from_slice(bytemuck::bytes_of(&x));
         let head = h.encode();

@@ -580,6 +580,28 @@ proptest! {
     }
 }
 
+/// Runs of 32 processes or more that take turns on their hardware threads all-reduce small data
+/// through a `Comm` in two supersteps (gathered at process 0, then spread back): the same
+/// results as the model, with full and lazy syncs, with a thread per process and as
+/// coroutines. (Two processes per hardware thread at least, whatever the machine.)
+#[test]
+fn comm_in_oversubscribed_runs_matches_the_model() {
+    let p = 33.max(2 * mbsp::nprocs() + 1);
+    within(300, move || {
+        for coroutines in [false, true] {
+            for (lazy, n) in [(false, 2), (true, 5)] {
+                mbsp::Run::new(p)
+                    .coroutines(coroutines)
+                    .run(|ctx| {
+                        assert!(ctx.oversubscribed());
+                        comm_program(ctx, 42 + n as u64, n, lazy)
+                    })
+                    .unwrap_or_else(|e| panic!("p {p} lazy {lazy} coroutines {coroutines}: {e}"));
+            }
+        }
+    });
+}
+
 /// The vectors the collectives return come from the process's pool, and the scratch of large
 /// reductions and scans goes back to it: a loop of large collectives that recycles its results
 /// takes no fresh memory after its first call (docs/benchmarks.md: fresh memory's page faults

@@ -305,6 +305,80 @@ fn comm_calls_that_do_not_match() {
     );
 }
 
+/// A run of 32 processes or more that take turns on their hardware threads all-reduces through
+/// a `Comm` in two supersteps (process 0 gathers, then spreads the result): a mismatch is named
+/// by process 0, which checks every header, or by the process that checks process 0's; with
+/// lazy syncs a skipped call is the runtime's lazy-meets-full error.
+#[test]
+fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
+    let p = 33.max(2 * mbsp::nprocs() + 1);
+    expect_misuse(
+        p,
+        &[
+            "allreduce",
+            "disagree",
+            "f64 (8 bytes)",
+            "i64 (8 bytes)",
+            "pid 5",
+        ],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 5 {
+                comm.allreduce_value(ctx, 1i64, |a, b| a + b).map(drop)
+            } else {
+                comm.allreduce_value(ctx, 1.0f64, |a, b| a + b).map(drop)
+            }
+        },
+    );
+    expect_misuse(
+        p,
+        &["allreduce", "disagree", "on 1 elements", "on 2 elements"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = vec![1u64; 1 + usize::from(ctx.pid() == 0)];
+            comm.allreduce(ctx, &mut b, |a, b| a + b)
+        },
+    );
+    expect_misuse(
+        p,
+        &["allreduce", "pid 7 made no call of this Comm"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 7 {
+                return ctx.sync();
+            }
+            comm.allreduce_value(ctx, 1u64, |a, b| a + b).map(drop)
+        },
+    );
+    expect_misuse(
+        p,
+        &["allreduce", "skipped or added"],
+        skip_allreduce::<false>,
+    );
+    expect_misuse(p, LAZY_MEETS_FULL, skip_allreduce::<true>);
+    // Process 0, which gathers, skips the third call: the others find no result of it.
+    expect_misuse_any(
+        p,
+        &[
+            &["allreduce", "skipped or added"],
+            &["allreduce", "pid 0 made no call"],
+        ],
+        |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs() as u64);
+            let mut comm = Comm::new(ctx)?;
+            for i in 0..6u64 {
+                if me == 0 && i == 2 {
+                    ctx.sync()?;
+                    continue;
+                }
+                let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
+                assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
+            }
+            Ok(())
+        },
+    );
+}
+
 /// Element types of the same size: the headers carry the type, not only its size.
 #[test]
 fn element_types_of_one_size() {
