@@ -23,10 +23,15 @@
 //! superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) take
 //! two: every other process puts its slot to process 0, which checks every header, reduces
 //! in pid order and puts the result back with its header; each process checks that header
-//! before it reads the result. A mismatch is then named by process 0 (in the first superstep)
-//! or by the process whose call differs from process 0's (in the second), and the run ends
-//! with it. With lazy syncs process 0 declares `p - 1` records and the others none, then each
-//! of the others one.
+//! before it reads the result. Small broadcasts and reductions stay one superstep, with
+//! `2 (p - 1)` records: every other process puts its header to the root (with its data, for a
+//! reduction), and the root its header to every other process (with its data, for a
+//! broadcast); the root checks every header, the others the root's. A mismatch is then named
+//! by the root (process 0 for an all-reduce) or by a process whose call differs from the
+//! root's, and the run ends with it; a process that named another root, or made another of
+//! these calls, left its header elsewhere and is reported as one that made no call (the
+//! message says so). With lazy syncs each process declares what it receives: the root
+//! `p - 1` records, the others one (none in an all-reduce's first superstep).
 //!
 //! ## Lazy syncs (opt-in: [`Comm::set_lazy`])
 //!
@@ -65,7 +70,8 @@ const HEADER_WORDS: usize = 3;
 /// ([`Ctx::oversubscribed`]) all-reduce in two supersteps ([`Comm::allreduce_gathered`]): there
 /// the `p (p - 1)` records of one superstep cost more than a second superstep (with a thread
 /// per process, a second round of context switches), and a lazy one-superstep all-reduce waits
-/// on every other process (docs/benchmarks.md, "A gathered all-reduce").
+/// on every other process (docs/benchmarks.md, "A gathered all-reduce"). Their broadcasts and
+/// reductions send headers to and from the root only ([`Comm::send_rooted`]).
 const GATHER_FROM: usize = 32;
 
 /// Whether this run's small all-reduces go in two supersteps (the same answer on every
@@ -81,8 +87,9 @@ fn gathers(ctx: &Ctx) -> bool {
 /// of a few words), and its small collectives put straight into the receivers' slots: one
 /// superstep (ending with a lazy sync, in which each process waits only for the `p - 1` headers
 /// it receives, if [`set_lazy`](Self::set_lazy) asks for it; two supersteps for an all-reduce
-/// in a run of 32 or more processes that outnumber their cores: see the module
-/// documentation). Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
+/// in a run of 32 or more processes that outnumber their cores, where broadcasts and
+/// reductions send their headers to and from the root only: see the module documentation).
+/// Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
 /// checks every other's before using data, so mismatched, skipped or extra calls are reported
 /// as errors on every process. (Calls pair up in order, as syncs do: a call skipped in a loop of
 /// calls of the same shape cannot be told from one with other data, and is reported when one
@@ -331,14 +338,67 @@ impl Comm {
         }
         ctx.sync()?;
         if me != 0 {
-            let mb = ctx.local(&self.mailbox)?;
-            if SlotHeader::decode(&mb[at..at + HEADER_WORDS]) != *h {
-                self.check(ctx, mb, h, 0, false)?;
-            }
+            let mb = self.checked_from(ctx, h, 0)?;
             let (data, _) = self.slot(mb, 0);
             bytemuck::cast_slice_mut::<T, u8>(buf).copy_from_slice(data);
         }
         Ok(())
+    }
+
+    /// A rooted collective's superstep in a run that [`gathers`]: every other process puts its
+    /// header to `root` (with `data` unless `from_root`), and `root` puts its header to every
+    /// other process (with `data` if `from_root`), and sync: `2 (p - 1)` records instead of
+    /// every header to every process ([`checked_rooted`](Self::checked_rooted) then checks).
+    fn send_rooted<T: Pod>(
+        &mut self,
+        ctx: &mut Ctx,
+        h: &SlotHeader,
+        data: &[T],
+        root: usize,
+        from_root: bool,
+    ) -> Result<()> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let words = self.fill(h, data);
+        let stride = HEADER_WORDS + self.capacity;
+        // The data goes one way only; the other way carries the header alone.
+        let sends_data = (me == root) == from_root;
+        let w = if sends_data { words } else { HEADER_WORDS };
+        if me == root {
+            for q in (0..p).filter(|&q| q != root) {
+                ctx.put(q, &self.out[..w], &self.mailbox, root * stride)?;
+            }
+        } else {
+            ctx.put(root, &self.out[..w], &self.mailbox, me * stride)?;
+        }
+        if self.lazy {
+            ctx.declare_incoming(if me == root { p - 1 } else { 1 })?;
+        }
+        ctx.sync()
+    }
+
+    /// The mailbox after [`send_rooted`](Self::send_rooted), once `root` has checked every
+    /// other process's header and every other process `root`'s.
+    fn checked_rooted<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        h: &SlotHeader,
+        root: usize,
+    ) -> Result<&'a [u64]> {
+        if ctx.pid() == root {
+            self.checked(ctx, h, false)
+        } else {
+            self.checked_from(ctx, h, root)
+        }
+    }
+
+    /// The mailbox, once `from`'s header is checked against `h`.
+    fn checked_from<'a>(&'a self, ctx: &'a Ctx, h: &SlotHeader, from: usize) -> Result<&'a [u64]> {
+        let mb = ctx.local(&self.mailbox)?;
+        let s = from * (HEADER_WORDS + self.capacity);
+        if SlotHeader::decode(&mb[s..s + HEADER_WORDS]) != *h {
+            self.check(ctx, mb, h, from, false)?;
+        }
+        Ok(mb)
     }
 
     /// Write `h` and `data` into `out`; returns the words written.
@@ -423,9 +483,19 @@ impl Comm {
         }
         let name = Op::from_code(mine.op as u16).map_or("collective", Op::name);
         let me = ctx.pid();
+        // Where headers go to the root only, a process that named another root, or made an
+        // all-reduce where this one made a rooted call, left no header here.
+        let rooted = if gathers(ctx) {
+            " (in a run of 32 or more processes on fewer cores, broadcasts and reductions send \
+             their headers to their root only, all-reduces to pid 0: a process that named \
+             another root or called another of them is seen here as one that made no call)"
+        } else {
+            ""
+        };
         let message = if h.call == 0 {
             format!(
-                "processes disagree: pid {from} made no call of this Comm when pid {me} called {}",
+                "processes disagree: pid {from} made no call of this Comm when pid {me} called \
+                 {}{rooted}",
                 mine.describe()
             )
         } else if h.call != mine.call {
@@ -434,7 +504,7 @@ impl Comm {
             format!(
                 "processes disagree on the number of calls of this Comm: pid {from} made {} \
                  (the last: {}) when pid {me} made {} (this one: {}); a call was skipped or \
-                 added on one side",
+                 added on one side{rooted}",
                 h.call,
                 h.describe(),
                 mine.call,
@@ -481,8 +551,13 @@ impl Comm {
         check_root(ctx, Op::Broadcast, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Broadcast, Some(root), buf.len());
-        self.send(ctx, &h, buf, |_| me == root)?;
-        let mb = self.checked(ctx, &h, false)?;
+        let mb = if gathers(ctx) {
+            self.send_rooted(ctx, &h, buf, root, true)?;
+            self.checked_rooted(ctx, &h, root)?
+        } else {
+            self.send(ctx, &h, buf, |_| me == root)?;
+            self.checked(ctx, &h, false)?
+        };
         if me != root {
             let (data, _) = self.slot(mb, root);
             bytemuck::cast_slice_mut::<T, u8>(buf).copy_from_slice(data);
@@ -504,8 +579,13 @@ impl Comm {
         check_root(ctx, Op::Reduce, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Reduce, Some(root), buf.len());
-        self.send(ctx, &h, buf, |q| q == root)?;
-        let mb = self.checked(ctx, &h, false)?;
+        let mb = if gathers(ctx) {
+            self.send_rooted(ctx, &h, buf, root, false)?;
+            self.checked_rooted(ctx, &h, root)?
+        } else {
+            self.send(ctx, &h, buf, |q| q == root)?;
+            self.checked(ctx, &h, false)?
+        };
         if me == root {
             self.fold(mb, me, buf, 0..ctx.nprocs(), &op);
         }

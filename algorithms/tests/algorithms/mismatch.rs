@@ -306,9 +306,10 @@ fn comm_calls_that_do_not_match() {
 }
 
 /// A run of 32 processes or more that take turns on their hardware threads all-reduces through
-/// a `Comm` in two supersteps (process 0 gathers, then spreads the result): a mismatch is named
-/// by process 0, which checks every header, or by the process that checks process 0's; with
-/// lazy syncs a skipped call is the runtime's lazy-meets-full error.
+/// a `Comm` in two supersteps (process 0 gathers, then spreads the result), and broadcasts and
+/// reduces with headers to and from the root only: a mismatch is named by the root, which
+/// checks every header, or by a process that checks the root's; with lazy syncs a skipped call
+/// is the runtime's lazy-meets-full error.
 #[test]
 fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
     let p = 33.max(2 * mbsp::nprocs() + 1);
@@ -356,6 +357,41 @@ fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
         skip_allreduce::<false>,
     );
     expect_misuse(p, LAZY_MEETS_FULL, skip_allreduce::<true>);
+    // Rooted calls: another root (its header went elsewhere), another operation, a length.
+    expect_misuse(
+        p,
+        &["broadcast", "made no call", "name", "another root"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = [0u32; 2];
+            comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
+        },
+    );
+    expect_misuse_any(
+        p,
+        &[
+            &["disagree", "called broadcast", "called reduce"],
+            &["made no call", "another of them"],
+        ],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = [1u64; 2];
+            if ctx.pid() == 9 {
+                comm.broadcast(ctx, 3, &mut b)
+            } else {
+                comm.reduce(ctx, 3, &mut b, |a, b| a + b)
+            }
+        },
+    );
+    expect_misuse(
+        p,
+        &["reduce", "disagree", "on 1 elements", "on 2 elements"],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            let mut b = vec![1u64; 1 + usize::from(ctx.pid() == 11)];
+            comm.reduce(ctx, 4, &mut b, |a, b| a + b)
+        },
+    );
     // Process 0, which gathers, skips the third call: the others find no result of it.
     expect_misuse_any(
         p,
