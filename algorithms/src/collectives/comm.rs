@@ -74,8 +74,9 @@ const HEADER_WORDS: usize = 3;
 /// reductions send headers to and from the root only ([`Comm::send_rooted`]).
 const GATHER_FROM: usize = 32;
 
-/// Whether this run's small all-reduces go in two supersteps (the same answer on every
-/// process: it depends on the run only).
+/// Whether this run's small all-reduces go in two supersteps and its small broadcasts and
+/// reductions send headers to and from the root only (the same answer on every process: it
+/// depends on the run only).
 fn gathers(ctx: &Ctx) -> bool {
     ctx.nprocs() >= GATHER_FROM && ctx.oversubscribed()
 }
@@ -89,9 +90,10 @@ fn gathers(ctx: &Ctx) -> bool {
 /// it receives, if [`set_lazy`](Self::set_lazy) asks for it; two supersteps for an all-reduce
 /// in a run of 32 or more processes that outnumber their cores, where broadcasts and
 /// reductions send their headers to and from the root only: see the module documentation).
-/// Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and the element type, and every process
-/// checks every other's before using data, so mismatched, skipped or extra calls are reported
-/// as errors on every process. (Calls pair up in order, as syncs do: a call skipped in a loop of
+/// Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and
+/// the element type, and every process checks every other's before using data (in the runs
+/// above, the root every other's and the others the root's), so mismatched, skipped or extra
+/// calls are reported as errors. (Calls pair up in order, as syncs do: a call skipped in a loop of
 /// calls of the same shape cannot be told from one with other data, and is reported when one
 /// process ends having made more calls than another.)
 ///
