@@ -20,13 +20,14 @@
 //!
 //! In a run of 32 processes or more that outnumber their hardware threads
 //! ([`Ctx::oversubscribed`]), a superstep of `p (p - 1)` records costs more than a second
-//! superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) take
-//! two: every other process puts its slot to process 0, which checks every header, reduces
-//! in pid order and puts the result back with its header; each process checks that header
-//! before it reads the result. Small broadcasts and reductions stay one superstep, with
-//! `2 (p - 1)` records: every other process puts its header to the root (with its data, for a
-//! reduction), and the root its header to every other process (with its data, for a
-//! broadcast); the root checks every header, the others the root's. A mismatch is then named
+//! superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) and
+//! scans take two: every other process puts its slot to process 0, which checks every header,
+//! folds in pid order and puts each process its result (the whole fold, or its prefix) with
+//! its header; each process checks that header before it reads the result. Small broadcasts
+//! and reductions stay one superstep, with `2 (p - 1)` records: every other process puts its
+//! header to the root (with its data, for a reduction), and the root its header to every
+//! other process (with its data, for a broadcast); the root checks every header, the others
+//! the root's. A mismatch is then named
 //! by the root (process 0 for an all-reduce) or by a process whose call differs from the
 //! root's, and the run ends with it; a process that named another root, or made another of
 //! these calls, left its header elsewhere and is reported as one that made no call (the
@@ -36,7 +37,8 @@
 //! ## Lazy syncs (opt-in: [`Comm::set_lazy`])
 //!
 //! Since every process puts exactly one record (its header, with or without data) to every
-//! other process, each process knows it receives `p - 1` puts, and can declare them
+//! other process (in the runs above, what they say), each process knows it receives `p - 1`
+//! puts, and can declare them
 //! (`Ctx::declare_incoming`): the collective's sync is then lazy, and a process waits only for the arrival
 //! of the headers, not for a barrier over all processes. Full syncs stay the default: with a
 //! core per process a lazy sync moves more cache lines than the barrier (so runs of two make
@@ -66,17 +68,28 @@ use mbsp::{Ctx, Reg, Result};
 
 const HEADER_WORDS: usize = 3;
 
+/// What process 0 of a gathered collective ([`Comm::gathered`]) sends back.
+#[derive(Clone, Copy)]
+enum Gathered<T> {
+    /// Everyone's values folded (an all-reduce).
+    All,
+    /// Each process the fold through its own value (an inclusive scan).
+    Inclusive,
+    /// Each process the fold before its own value, process 0 the identity (an exclusive scan).
+    Exclusive(T),
+}
+
 /// Runs of this many processes or more that take turns on their hardware threads
-/// ([`Ctx::oversubscribed`]) all-reduce in two supersteps ([`Comm::allreduce_gathered`]): there
+/// ([`Ctx::oversubscribed`]) all-reduce and scan in two supersteps ([`Comm::gathered`]): there
 /// the `p (p - 1)` records of one superstep cost more than a second superstep (with a thread
 /// per process, a second round of context switches), and a lazy one-superstep all-reduce waits
 /// on every other process (docs/benchmarks.md, "A gathered all-reduce"). Their broadcasts and
 /// reductions send headers to and from the root only ([`Comm::send_rooted`]).
 const GATHER_FROM: usize = 32;
 
-/// Whether this run's small all-reduces go in two supersteps and its small broadcasts and
-/// reductions send headers to and from the root only (the same answer on every process: it
-/// depends on the run only).
+/// Whether this run's small all-reduces and scans go in two supersteps and its small
+/// broadcasts and reductions send headers to and from the root only (the same answer on every
+/// process: it depends on the run only).
 fn gathers(ctx: &Ctx) -> bool {
     ctx.nprocs() >= GATHER_FROM && ctx.oversubscribed()
 }
@@ -88,7 +101,7 @@ fn gathers(ctx: &Ctx) -> bool {
 /// of a few words), and its small collectives put straight into the receivers' slots: one
 /// superstep (ending with a lazy sync, in which each process waits only for the `p - 1` headers
 /// it receives, if [`set_lazy`](Self::set_lazy) asks for it; two supersteps for an all-reduce
-/// in a run of 32 or more processes that outnumber their cores, where broadcasts and
+/// or a scan in a run of 32 or more processes that outnumber their cores, where broadcasts and
 /// reductions send their headers to and from the root only: see the module documentation).
 /// Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and
 /// the element type, and every process checks every other's before using data (in the runs
@@ -315,6 +328,20 @@ impl Comm {
         buf: &mut [T],
         op: &F,
     ) -> Result<()> {
+        self.gathered(ctx, h, buf, op, Gathered::All)
+    }
+
+    /// [`allreduce_gathered`](Self::allreduce_gathered) for a reduction `kind`: the same two
+    /// supersteps, process 0 sending each other process its own result (for a scan, the
+    /// prefix through or before it, folded in pid order).
+    fn gathered<T: Pod, F: Fn(T, T) -> T>(
+        &mut self,
+        ctx: &mut Ctx,
+        h: &SlotHeader,
+        buf: &mut [T],
+        op: &F,
+        kind: Gathered<T>,
+    ) -> Result<()> {
         let (me, p) = (ctx.pid(), ctx.nprocs());
         let words = self.fill(h, buf);
         let (at, stride) = (0, HEADER_WORDS + self.capacity);
@@ -327,11 +354,47 @@ impl Comm {
         }
         ctx.sync()?;
         if me == 0 {
-            let mb = self.checked(ctx, h, false)?;
-            self.fold(mb, 0, buf, 0..p, op);
-            let words = self.fill(h, buf);
-            for q in 1..p {
-                ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+            self.checked(ctx, h, false)?;
+            match kind {
+                Gathered::All => {
+                    let mb = ctx.local(&self.mailbox)?;
+                    self.fold(mb, 0, buf, 0..p, op);
+                    let words = self.fill(h, buf);
+                    for q in 1..p {
+                        ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+                    }
+                }
+                Gathered::Inclusive | Gathered::Exclusive(_) => {
+                    // The prefix in pid order, in `out` after the header (which holds process
+                    // 0's own value now): sent before (exclusive) or after (inclusive) each
+                    // process's value joins it. `buf` keeps process 0's own value.
+                    let mb = ctx.local(&self.mailbox)?;
+                    let mb: &[u8] = bytemuck::cast_slice(mb);
+                    let sz = size_of::<T>();
+                    let inclusive = matches!(kind, Gathered::Inclusive);
+                    for q in 1..p {
+                        if !inclusive {
+                            ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+                        }
+                        let acc: &mut [u8] =
+                            bytemuck::cast_slice_mut(&mut self.out[HEADER_WORDS..]);
+                        let from = (q * stride + HEADER_WORDS) * 8;
+                        for i in 0..buf.len() {
+                            let (a, v) = (i * sz..(i + 1) * sz, from + i * sz);
+                            let x = op(
+                                bytemuck::pod_read_unaligned(&acc[a.clone()]),
+                                bytemuck::pod_read_unaligned(&mb[v..v + sz]),
+                            );
+                            acc[a].copy_from_slice(bytemuck::bytes_of(&x));
+                        }
+                        if inclusive {
+                            ctx.put(q, &self.out[..words], &self.mailbox, at)?;
+                        }
+                    }
+                    if let Gathered::Exclusive(identity) = kind {
+                        buf.fill(identity);
+                    }
+                }
             }
         }
         // Superstep 2: back from process 0 (one record to each other process).
@@ -489,8 +552,9 @@ impl Comm {
         // all-reduce where this one made a rooted call, left no header here.
         let rooted = if gathers(ctx) {
             " (in a run of 32 or more processes on fewer cores, broadcasts and reductions send \
-             their headers to their root only, all-reduces to pid 0: a process that named \
-             another root or called another of them is seen here as one that made no call)"
+             their headers to their root only, all-reduces and scans to pid 0: a process that \
+             named another root or called another of them is seen here as one that made no \
+             call)"
         } else {
             ""
         };
@@ -666,6 +730,9 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanInclusive, None, buf.len());
+        if gathers(ctx) {
+            return self.gathered(ctx, &h, buf, &op, Gathered::Inclusive);
+        }
         self.send(ctx, &h, buf, |q| q > me)?;
         let mb = self.checked(ctx, &h, false)?;
         self.fold(mb, me, buf, 0..me + 1, &op);
@@ -685,6 +752,9 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanExclusive, None, buf.len());
+        if gathers(ctx) {
+            return self.gathered(ctx, &h, buf, &op, Gathered::Exclusive(identity));
+        }
         self.send(ctx, &h, buf, |q| q > me)?;
         let mb = self.checked(ctx, &h, false)?;
         if me == 0 {
