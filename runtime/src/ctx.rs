@@ -770,13 +770,7 @@ impl Ctx {
     /// # Ok::<(), mbsp::Error>(())
     /// ```
     pub fn oversubscribed(&self) -> bool {
-        match self.run.engine {
-            crate::engine::state::RunEngine::Threads(_) => {
-                self.run.layout.domains.len() > self.run.layout.cores
-            }
-            #[cfg(feature = "mpi")]
-            crate::engine::state::RunEngine::Ranks => false,
-        }
+        self.run.engine.oversubscribed(&self.run.layout)
     }
 
     /// The PUs this process owns, as a [`Domain`] of [`Ctx::machine`].

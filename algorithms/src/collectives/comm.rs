@@ -316,24 +316,12 @@ impl Comm {
         self.put_slot(ctx, &self.out[..words], wants)
     }
 
-    /// A small all-reduce in two supersteps, for runs whose supersteps cost their processes'
-    /// turns more than their records ([`gathers`]): every other process puts its slot to
-    /// process 0, which checks every header, reduces, and puts the result back with its
-    /// header; each process checks process 0's header before it reads the result. `2 (p - 1)`
+    /// A small all-reduce or scan (`kind`) in two supersteps, for runs whose supersteps cost
+    /// their processes' turns more than their records ([`gathers`]): every other process puts
+    /// its slot to process 0, which checks every header, folds in pid order, and puts each
+    /// other process its result (the whole fold, or the prefix through or before it) with its
+    /// header; each process checks process 0's header before it reads its result. `2 (p - 1)`
     /// records instead of `p (p - 1)`.
-    fn allreduce_gathered<T: Pod, F: Fn(T, T) -> T>(
-        &mut self,
-        ctx: &mut Ctx,
-        h: &SlotHeader,
-        buf: &mut [T],
-        op: &F,
-    ) -> Result<()> {
-        self.gathered(ctx, h, buf, op, Gathered::All)
-    }
-
-    /// [`allreduce_gathered`](Self::allreduce_gathered) for a reduction `kind`: the same two
-    /// supersteps, process 0 sending each other process its own result (for a scan, the
-    /// prefix through or before it, folded in pid order).
     fn gathered<T: Pod, F: Fn(T, T) -> T>(
         &mut self,
         ctx: &mut Ctx,
@@ -671,7 +659,7 @@ impl Comm {
         let p = ctx.nprocs();
         let h = self.header::<T>(Op::AllReduce, None, buf.len());
         if gathers(ctx) {
-            return self.allreduce_gathered(ctx, &h, buf, &op);
+            return self.gathered(ctx, &h, buf, &op, Gathered::All);
         }
         self.send(ctx, &h, buf, |_| true)?;
         let mb = self.checked(ctx, &h, false)?;
@@ -698,7 +686,7 @@ impl Comm {
         let h = self.header::<T>(Op::AllReduce, None, 1);
         if gathers(ctx) {
             let mut b = [x];
-            self.allreduce_gathered(ctx, &h, &mut b, &op)?;
+            self.gathered(ctx, &h, &mut b, &op, Gathered::All)?;
             return Ok(b[0]);
         }
         let mut word = [0u8; 8];

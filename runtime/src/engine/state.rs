@@ -63,6 +63,17 @@ impl RunEngine {
         }
     }
 
+    /// Whether the processes of a run placed by `layout` outnumber the hardware threads they
+    /// are placed on (`Ctx::oversubscribed`); never over ranks, where each rank's process is
+    /// placed in a share of its own node.
+    pub(crate) fn oversubscribed(&self, layout: &crate::place::Layout) -> bool {
+        match self {
+            RunEngine::Threads(_) => layout.domains.len() > layout.cores,
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => false,
+        }
+    }
+
     /// Let `tree` stop every wait of the run when the hierarchy fails.
     pub(crate) fn attach(&self, tree: &Tree) {
         match self {
