@@ -773,6 +773,26 @@ impl Ctx {
         self.run.engine.oversubscribed(&self.run.layout)
     }
 
+    /// Whether this run's processes that share a hardware thread take turns on it as
+    /// coroutines ([`Run::coroutines`](crate::Run::coroutines)): asked for, and some thread
+    /// has more than one process. A wait then hands the thread to the next process in user
+    /// space, so that a superstep costs its records more than its turns: an algorithm that
+    /// trades records for supersteps may do so with fewer processes than on threads (`Comm`
+    /// gathers its small all-reduces from 8 processes on, not 32).
+    ///
+    /// ```
+    /// let twice = 2 * mbsp::nprocs(); // two processes per hardware thread
+    /// let on = |co: bool| mbsp::Run::new(twice).coroutines(co).run(|ctx| Ok(ctx.coroutines()));
+    /// assert!(on(true)?.iter().all(|&c| c));
+    /// assert!(!on(false)?[0]);
+    /// // One process per hardware thread: nothing to take turns on, the run goes as threads.
+    /// assert!(!mbsp::Run::new(1).coroutines(true).run(|ctx| Ok(ctx.coroutines()))?[0]);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn coroutines(&self) -> bool {
+        self.run.engine.coroutines()
+    }
+
     /// The PUs this process owns, as a [`Domain`] of [`Ctx::machine`].
     pub fn domain(&self) -> &Domain {
         &self.run.layout.domains[self.pid]

@@ -402,6 +402,7 @@ pub mod internals {
             pair_barrier: false,
             slots,
             share: true,
+            coroutines: false,
         }
     }
 

@@ -846,6 +846,7 @@ impl Run {
                 2
             }),
             share: !more_than_cores,
+            coroutines: self.shares_threads(layout),
         }
     }
 

@@ -19,8 +19,9 @@
 //! ## Runs that take turns on their cores
 //!
 //! In a run of 32 processes or more that outnumber their hardware threads
-//! ([`Ctx::oversubscribed`]), a superstep of `p (p - 1)` records costs more than a second
-//! superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) and
+//! ([`Ctx::oversubscribed`]), or of 8 or more that take turns on them as coroutines
+//! ([`Ctx::coroutines`]: a turn costs a switch in user space, so records weigh sooner), a
+//! superstep of `p (p - 1)` records costs more than a second superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) and
 //! scans take two: every other process puts its slot to process 0, which checks every header,
 //! folds in pid order and puts each process its result (the whole fold, or its prefix) with
 //! its header; each process checks that header before it reads the result. Small broadcasts
@@ -79,7 +80,7 @@ enum Gathered<T> {
     Exclusive(T),
 }
 
-/// Runs of this many processes or more that take turns on their hardware threads
+/// Runs of this many processes or more that take turns on their hardware threads as threads
 /// ([`Ctx::oversubscribed`]) all-reduce and scan in two supersteps ([`Comm::gathered`]): there
 /// the `p (p - 1)` records of one superstep cost more than a second superstep (with a thread
 /// per process, a second round of context switches), and a lazy one-superstep all-reduce waits
@@ -87,11 +88,22 @@ enum Gathered<T> {
 /// reductions send headers to and from the root only ([`Comm::send_rooted`]).
 const GATHER_FROM: usize = 32;
 
+/// [`GATHER_FROM`] for runs whose processes take turns as coroutines ([`Ctx::coroutines`]):
+/// a turn is a switch in user space, so the records of one superstep outweigh a second
+/// superstep from fewer processes on (at 4 processes on 2 cores neither way wins clearly;
+/// docs/benchmarks.md, "A gathered all-reduce").
+const GATHER_FROM_COROUTINES: usize = 8;
+
 /// Whether this run's small all-reduces and scans go in two supersteps and its small
 /// broadcasts and reductions send headers to and from the root only (the same answer on every
 /// process: it depends on the run only).
 fn gathers(ctx: &Ctx) -> bool {
-    ctx.nprocs() >= GATHER_FROM && ctx.oversubscribed()
+    let from = if ctx.coroutines() {
+        GATHER_FROM_COROUTINES
+    } else {
+        GATHER_FROM
+    };
+    ctx.nprocs() >= from && ctx.oversubscribed()
 }
 
 /// A set of collectives with a mailbox registered once, for programs that call them often.
@@ -101,7 +113,8 @@ fn gathers(ctx: &Ctx) -> bool {
 /// of a few words), and its small collectives put straight into the receivers' slots: one
 /// superstep (ending with a lazy sync, in which each process waits only for the `p - 1` headers
 /// it receives, if [`set_lazy`](Self::set_lazy) asks for it; two supersteps for an all-reduce
-/// or a scan in a run of 32 or more processes that outnumber their cores, where broadcasts and
+/// or a scan in a run of 32 or more processes that outnumber their cores (8 or more as
+/// coroutines), where broadcasts and
 /// reductions send their headers to and from the root only: see the module documentation).
 /// Data larger than a slot goes through [`Collectives`]. Slot headers carry a call counter and
 /// the element type, and every process checks every other's before using data (in the runs
@@ -539,8 +552,8 @@ impl Comm {
         // Where headers go to the root only, a process that named another root, or made an
         // all-reduce where this one made a rooted call, left no header here.
         let rooted = if gathers(ctx) {
-            " (in a run of 32 or more processes on fewer cores, broadcasts and reductions send \
-             their headers to their root only, all-reduces and scans to pid 0: a process that \
+            " (in a run of 32 or more processes on fewer cores, or 8 or more as coroutines, \
+             broadcasts and reductions send their headers to their root only, all-reduces and scans to pid 0: a process that \
              named another root or called another of them is seen here as one that made no \
              call)"
         } else {

@@ -582,20 +582,21 @@ proptest! {
 
 /// Runs of 32 processes or more that take turns on their hardware threads all-reduce small data
 /// through a `Comm` in two supersteps (gathered at process 0, then spread back), and broadcast
-/// and reduce it with headers to and from the root only: the same results as the model, with
-/// full and lazy syncs, with a thread per process and as coroutines, for data that fits a slot
-/// (n = 1, 4: one element) and data that does not (n = 2). (Two processes per hardware thread
-/// at least, whatever the machine.)
+/// and reduce it with headers to and from the root only, as do runs of 8 or more as coroutines:
+/// the same results as the model, with full and lazy syncs, for data that fits a slot (n = 1,
+/// 4: one element) and data that does not (n = 2). (Two processes per hardware thread at least,
+/// whatever the machine.)
 #[test]
 fn comm_in_oversubscribed_runs_matches_the_model() {
-    let p = 33.max(2 * mbsp::nprocs() + 1);
+    let twice = 2 * mbsp::nprocs() + 1;
     within(300, move || {
-        for coroutines in [false, true] {
+        for (coroutines, p) in [(false, 33.max(twice)), (true, 8.max(twice))] {
             for (lazy, n) in [(false, 1), (true, 4), (true, 2)] {
                 mbsp::Run::new(p)
                     .coroutines(coroutines)
                     .run(|ctx| {
                         assert!(ctx.oversubscribed());
+                        assert_eq!(ctx.coroutines(), coroutines);
                         comm_program(ctx, 42 + n as u64, n, lazy)
                     })
                     .unwrap_or_else(|e| panic!("p {p} lazy {lazy} coroutines {coroutines}: {e}"));

@@ -403,6 +403,43 @@ fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
     );
 }
 
+/// Runs of 8 or more processes as coroutines gather as runs of 32 on threads do: a broadcast
+/// that names another root at one process is reported with the gathering runs' hint (its
+/// header went to that root only), where a run of threads of fewer than 32 checks every header.
+#[test]
+fn comm_in_coroutine_runs_of_eight_sends_headers_to_the_root_only() {
+    let p = 8.max(2 * mbsp::nprocs() + 1);
+    let other_root: Program = |ctx| {
+        let mut comm = Comm::new(ctx)?;
+        let mut b = [0u32; 2];
+        comm.broadcast(ctx, usize::from(ctx.pid() == 2), &mut b)
+    };
+    let fail = |coroutines: bool| {
+        let e = within(60, move || {
+            mbsp::Run::new(p).coroutines(coroutines).run(other_root)
+        })
+        .expect_err("the run must fail");
+        assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+        e.to_string()
+    };
+    let text = fail(true);
+    for n in [
+        "broadcast",
+        "made no call",
+        "or 8 or more as coroutines",
+        "another root",
+    ] {
+        assert!(text.contains(n), "{text:?} should mention {n:?}");
+    }
+    if p < 32 {
+        let text = fail(false);
+        assert!(
+            text.contains("broadcast") && !text.contains("another root"),
+            "{text:?}"
+        );
+    }
+}
+
 /// Element types of the same size: the headers carry the type, not only its size.
 #[test]
 fn element_types_of_one_size() {

@@ -74,6 +74,16 @@ impl RunEngine {
         }
     }
 
+    /// Whether the processes of the run that share a hardware thread take turns on it as
+    /// coroutines (`Ctx::coroutines`); never over ranks.
+    pub(crate) fn coroutines(&self) -> bool {
+        match self {
+            RunEngine::Threads(t) => t.coroutines,
+            #[cfg(feature = "mpi")]
+            RunEngine::Ranks => false,
+        }
+    }
+
     /// Let `tree` stop every wait of the run when the hierarchy fails.
     pub(crate) fn attach(&self, tree: &Tree) {
         match self {

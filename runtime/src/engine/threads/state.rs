@@ -78,6 +78,8 @@ pub(crate) struct RunState {
     pub(crate) slots: usize,
     /// Senders help their receivers with large deliveries ([`Shape::share`]).
     pub(crate) share: bool,
+    /// The processes that share a thread take turns on it as coroutines ([`Shape::coroutines`]).
+    pub(crate) coroutines: bool,
     /// By process: its state of the last run, kept for the next one (touched only by the
     /// thread running that process: when it enters a run, and when it leaves it; a team's
     /// runs never overlap), so that a nested run does not allocate it anew.
@@ -114,6 +116,9 @@ pub(crate) struct Shape {
     /// Senders help their receivers with large deliveries (`share.rs`): where every process
     /// has a core, so that a helper's wait takes no receiver's.
     pub(crate) share: bool,
+    /// The processes that share a thread take turns on it as coroutines (`coroutines.rs`):
+    /// a wait costs a switch in user space, not a kernel's context switch.
+    pub(crate) coroutines: bool,
 }
 
 impl RunState {
@@ -152,6 +157,7 @@ impl RunState {
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
             share: shape.share,
+            coroutines: shape.coroutines,
             spare: Spares(
                 (0..p)
                     .map(|_| CachePadded::new(SharedCell::new(None)))
@@ -219,6 +225,9 @@ impl RunState {
         }
         if self.share != shape.share {
             self.share = shape.share;
+        }
+        if self.coroutines != shape.coroutines {
+            self.coroutines = shape.coroutines;
         }
         // After a run that ended well with full syncs only, the inboxes and lanes are as a new
         // run needs them and are not even read (their lines are the processes'): every
