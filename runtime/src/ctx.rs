@@ -761,7 +761,8 @@ impl Ctx {
     /// [`Run::coroutines`](crate::Run::coroutines)); `false` for a run over MPI ranks. A
     /// superstep of such a run costs its turns more than its data: an algorithm may then
     /// prefer more supersteps of fewer records (`Comm`'s all-reduce gathers at one process
-    /// first from 32 processes on).
+    /// first from 32 processes on; from 8 where [`Ctx::coroutines`] says the turns are
+    /// coroutines').
     ///
     /// ```
     /// assert!(!mbsp::run(1, |ctx| Ok(ctx.oversubscribed()))?[0]);
