@@ -1,5 +1,5 @@
 //! The runtime's tests that run on the thread engine only (in the workspace's `cargo test`):
-//! processes as coroutines (`coroutines`), a process's end of the run (`end`), lazy syncs (`lazy`), lending under panics (`lending`),
+//! processes as coroutines (`coroutines`), a process's end of the run (`end`), a run after a failed one (`failed`), lazy syncs (`lazy`), lending under panics (`lending`),
 //! placement on machine trees (`placement`), superstep profiles (`profile`), riding messages
 //! (`riding`), hostile sizes (`sizes`) and the topology-aware barrier (`topology_barrier`).
 //!
@@ -13,6 +13,7 @@ mod common;
 
 mod coroutines;
 mod end;
+mod failed;
 mod lazy;
 mod lending;
 mod placement;
