@@ -389,6 +389,51 @@ fn a_sleeping_lazy_sync_among_full_ones_is_woken_to_fail() {
     }
 }
 
+/// A star of lazy syncs whose receiver makes one full sync: its senders declare nothing, so
+/// they pass that superstep without waiting and go on putting to it, while it waits at its
+/// barrier for them. A sender then waits for the receiver's records or acknowledgements of a
+/// later superstep, which never come: the wait must end with the misuse (not hang), naming
+/// the receiver and the superstep of its full sync. Every way, 3, 4 and 16 processes (16 on
+/// threads and as coroutines), the full sync in the first superstep that declares and later.
+#[test]
+fn a_receiver_that_makes_a_full_sync_among_lazy_senders_is_reported() {
+    for way in LANES {
+        for (p, coroutines) in [(3, false), (4, false), (16, false), (16, true)] {
+            for full_at in [0u64, 3] {
+                let e = within(60, move || {
+                    run_of(way, mbsp::Run::new(p).coroutines(coroutines))
+                        .run(move |ctx| {
+                            let (me, p) = (ctx.pid(), ctx.nprocs());
+                            let x = ctx.push_reg(vec![0u64; p])?;
+                            ctx.sync()?;
+                            for i in 0..12u64 {
+                                if me != 0 {
+                                    ctx.put(0, &[i], &x, me)?;
+                                }
+                                if me != 0 || i != full_at {
+                                    ctx.declare_incoming(if me == 0 { p - 1 } else { 0 })?;
+                                }
+                                ctx.sync()?;
+                            }
+                            Ok(())
+                        })
+                        .unwrap_err()
+                });
+                let case = format!("{way:?}, p {p}, coroutines {coroutines}, full at {full_at}");
+                assert_eq!(e.kind(), ErrorKind::Misuse, "{case}: {e}");
+                let msg = e.to_string();
+                let superstep = format!("made a full sync in superstep {}", full_at + 1);
+                assert!(
+                    msg.contains("pid(s) [0]")
+                        && msg.contains(&superstep)
+                        && msg.contains("declare_incoming is collective"),
+                    "{case}: {msg}"
+                );
+            }
+        }
+    }
+}
+
 /// A lazy sync that receives nothing among full ones, with four processes and the lazy one
 /// anywhere in the ring: it does not wait, so only the full syncs can notice (each looks at the
 /// next process only).

@@ -137,7 +137,7 @@ impl Ctx {
                 poll(&mut seen);
                 (seen.got >= m).then_some(())
             },
-            || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
+            || run.tree.is_aborted() || self.lazy_wait_over(s, (0..p).filter(|&j| j != pid)),
             || false,
         );
         self.engine.threads_mut().member.restore_waiter(waiter);
@@ -145,6 +145,10 @@ impl Ctx {
             if run.tree.is_aborted() {
                 self.engine.threads_mut().took = seen.took;
                 return Err(self.stopped("sync"));
+            }
+            if let Some(e) = self.stuck_in_full((0..p).filter(|&j| j != pid)) {
+                self.engine.threads_mut().took = seen.took;
+                return Err(e);
             }
             // Every other process has entered sync s: every lane of s is stamped.
             poll(&mut seen);

@@ -181,13 +181,16 @@ impl Ctx {
             run.engine.threads().lazy_policy,
             self.lazy_sleep(),
             || (inbox.announced(q) - base >= m).then_some(()),
-            || run.tree.is_aborted() || self.all_entered(s, (0..p).filter(|&j| j != pid)),
+            || run.tree.is_aborted() || self.lazy_wait_over(s, (0..p).filter(|&j| j != pid)),
             || false,
         );
         self.engine.threads_mut().member.restore_waiter(waiter);
         if waited.is_err() {
             if self.run.tree.is_aborted() {
                 return Err(self.stopped("sync"));
+            }
+            if let Some(e) = self.stuck_in_full((0..p).filter(|&j| j != pid)) {
+                return Err(e);
             }
             let got = self.run.engine.threads().inbox(pid).announced(q) - base;
             if got < m {
@@ -236,12 +239,15 @@ impl Ctx {
             || (inbox.acks(o) >= want).then_some(()),
             || {
                 self.run.tree.is_aborted()
-                    || self.all_entered(t + 1, dests.iter().map(|&d| d as usize))
+                    || self.lazy_wait_over(t + 1, dests.iter().map(|&d| d as usize))
             },
         );
         if acked.is_err() {
             if self.run.tree.is_aborted() {
                 return Err(self.stopped("sync"));
+            }
+            if let Some(e) = self.stuck_in_full(dests.iter().map(|&d| d as usize)) {
+                return Err(e);
             }
             if inbox.acks(o) < want {
                 return Err(self.unacked(dests, t, true));
@@ -285,10 +291,46 @@ impl Ctx {
         wake_if_all_entered(&self.run, self.pid, self.base, s);
     }
 
-    /// Whether every process of `pids` has entered the sync of superstep `s` (or a later one):
-    /// everything it sends in `s` is announced.
-    pub(super) fn all_entered(&self, s: u64, pids: impl Iterator<Item = usize>) -> bool {
-        all_entered(&self.run, self.base, s, pids)
+    /// The stop condition of a lazy wait for what processes `pids` send or acknowledge in
+    /// their sync of superstep `t`, besides the run's failure: every one of them has entered
+    /// it (what they send is announced: a count is final), or the first that has not waits at
+    /// the barrier of a full sync where this process made a lazy one ([`stuck_at`]): it will
+    /// never enter, and the wait ends with that misuse. Costs what `all_entered` does, and the
+    /// look at one process's mode words.
+    ///
+    /// [`stuck_at`]: Self::stuck_at
+    pub(super) fn lazy_wait_over(&self, t: u64, mut pids: impl Iterator<Item = usize>) -> bool {
+        let (o, want) = (self.run.slot(t), mode_word(self.base, t, false));
+        let inboxes = |j: usize| self.run.engine.threads().inbox(j);
+        pids.find(|&j| inboxes(j).mode(o) < want)
+            .is_none_or(|j| self.stuck_at(j).is_some())
+    }
+
+    /// The superstep, if any, in which process `j` made a full sync where this one made a lazy
+    /// one, of the last supersteps before this one whose mode words are still in the slots (a
+    /// process runs ahead of a stuck one by at most that many supersteps before it waits for
+    /// it: the slack of its acknowledgements). `j` then waits at that sync's barrier for
+    /// processes that will not come: a process that declares nothing, as a star's senders do,
+    /// runs on past it and only later waits for `j`'s records or acknowledgements.
+    fn stuck_at(&self, j: usize) -> Option<u64> {
+        let inbox = |i: usize| self.run.engine.threads().inbox(i);
+        let first = self.step.saturating_sub(self.run.slots - 1);
+        (first..self.step).rev().find(|&u| {
+            let o = self.run.slot(u);
+            inbox(j).mode(o) == mode_word(self.base, u, false)
+                && inbox(self.pid).mode(o) == mode_word(self.base, u, true)
+        })
+    }
+
+    /// The misuse of a lazy wait that ended because one of `pids` waits in a full sync where
+    /// this process made a lazy one ([`stuck_at`](Self::stuck_at)), if one does.
+    #[cold]
+    pub(super) fn stuck_in_full(&self, pids: impl Iterator<Item = usize>) -> Option<Error> {
+        let mut stuck = pids.filter_map(|j| self.stuck_at(j).map(|u| (j, u)));
+        let (j, u) = stuck.next()?;
+        let mut full = vec![j];
+        full.extend(stuck.filter(|&(_, v)| v == u).map(|(i, _)| i));
+        Some(self.mixed_syncs_at(&full, u))
     }
 
     /// Processes that entered the sync of superstep `s` as a full sync.
@@ -321,12 +363,27 @@ impl Ctx {
     /// The error of processes that made a full sync where this one made a lazy one.
     #[cold]
     fn mixed_syncs(&self, full: &[usize]) -> Error {
+        self.mixed_syncs_at(full, self.step)
+    }
+
+    /// [`mixed_syncs`](Self::mixed_syncs) in superstep `u` (this one, or an earlier one whose
+    /// full sync the processes `full` still wait in).
+    #[cold]
+    fn mixed_syncs_at(&self, full: &[usize], u: u64) -> Error {
+        let now = if u == self.step {
+            String::new()
+        } else {
+            format!(
+                ", and went on to superstep {} (it declared nothing to wait for in between)",
+                self.step
+            )
+        };
         self.misuse(
             "sync",
             format!(
-                "pid(s) {full:?} made a full sync in superstep {} while pid {} made a lazy one \
+                "pid(s) {full:?} made a full sync in superstep {u} while pid {} made a lazy one{now} \
                  (declare_incoming is collective: every process declares in the same superstep)",
-                self.step, self.pid
+                self.pid
             ),
         )
     }
