@@ -150,6 +150,30 @@ pub struct Comm {
     /// The element type of the last call and its fingerprint: a loop of calls on one type
     /// hashes its `TypeId` once.
     last_ty: Option<(std::any::TypeId, u64)>,
+    /// Process 0's relay of a gathered all-gather ([`relay_words`]), kept from call to call.
+    relay: Vec<u64>,
+}
+
+/// Words after the slots of a mailbox in a run that [`gathers`], of `p` processes and slots of
+/// `capacity` data words: process 0's relay of a small all-gather, its header, every piece's
+/// length and every piece (each a whole number of words, at most `capacity`). `None` on
+/// overflow.
+fn relay_words(p: usize, capacity: usize) -> Option<usize> {
+    p.checked_mul(capacity)?
+        .checked_add(p)?
+        .checked_add(HEADER_WORDS)
+}
+
+/// Append `bytes` to `words`, the last word zero-padded.
+fn push_bytes(words: &mut Vec<u64>, bytes: &[u8]) {
+    let chunks = bytes.chunks_exact(8);
+    let rest = chunks.remainder();
+    words.extend(chunks.map(|c| u64::from_ne_bytes(c.try_into().expect("chunks of 8 bytes"))));
+    if !rest.is_empty() {
+        let mut b = [0u8; 8];
+        b[..rest.len()].copy_from_slice(rest);
+        words.push(u64::from_ne_bytes(b));
+    }
 }
 
 /// What a slot's header says.
@@ -213,9 +237,14 @@ impl Comm {
     /// [`MAX_SLOT_WORDS`](Self::MAX_SLOT_WORDS); a mailbox that cannot be allocated is an error.
     pub fn with_capacity(ctx: &mut Ctx, words: usize, coll: Collectives) -> Result<Comm> {
         let p = ctx.nprocs();
-        let total = (words <= Self::MAX_SLOT_WORDS)
+        let slots = (words <= Self::MAX_SLOT_WORDS)
             .then(|| (HEADER_WORDS + words).checked_mul(p))
             .flatten();
+        // Where small all-gathers relay through process 0, its relay lands after the slots.
+        let total = match gathers(ctx) {
+            true => slots.and_then(|s| s.checked_add(relay_words(p, words)?)),
+            false => slots,
+        };
         let mut mem = Vec::new();
         let Some(total) = total.filter(|&t| mem.try_reserve_exact(t).is_ok()) else {
             return Err(ctx.misuse_error(
@@ -239,6 +268,7 @@ impl Comm {
             coll,
             lazy: false,
             last_ty: None,
+            relay: Vec::new(),
         })
     }
 
@@ -537,7 +567,19 @@ impl Comm {
         any_len: bool,
     ) -> Result<()> {
         let s = from * (HEADER_WORDS + self.capacity);
-        let h = SlotHeader::decode(&mailbox[s..s + HEADER_WORDS]);
+        self.check_words(ctx, &mailbox[s..s + HEADER_WORDS], mine, from, any_len)
+    }
+
+    /// [`check`](Self::check) of `from`'s header in `words` (wherever it lies).
+    fn check_words(
+        &self,
+        ctx: &Ctx,
+        words: &[u64],
+        mine: &SlotHeader,
+        from: usize,
+        any_len: bool,
+    ) -> Result<()> {
+        let h = SlotHeader::decode(words);
         let same = h.call == mine.call
             && h.op == mine.op
             && h.elem == mine.elem
@@ -800,6 +842,9 @@ impl Comm {
             ));
         }
         let h = self.header::<T>(Op::AllGather, None, local.len());
+        if gathers(ctx) {
+            return self.allgather_gathered(ctx, &h, local);
+        }
         self.send(ctx, &h, local, |_| true)?;
         let mb = self.checked(ctx, &h, true)?;
         let mut pieces = Vec::with_capacity(p);
@@ -809,6 +854,89 @@ impl Comm {
             } else {
                 super::Source::Bytes(self.slot(mb, q).0)
             });
+        }
+        Parts::concat(ctx, &pieces)
+    }
+
+    /// A small all-gather in a run that [`gathers`], in two supersteps: every other process
+    /// puts its slot to process 0, which checks every header and puts every other process one
+    /// relay after its slots ([`relay_words`]: its header, every piece's length, the pieces);
+    /// each checks process 0's header in it before reading. `2 (p - 1)` records instead of
+    /// `p (p - 1)`. The pieces' lengths are those their senders checked against `max_len`.
+    fn allgather_gathered<T: Pod>(
+        &mut self,
+        ctx: &mut Ctx,
+        h: &SlotHeader,
+        local: &[T],
+    ) -> Result<Parts<T>> {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let stride = HEADER_WORDS + self.capacity;
+        let relay_at = p * stride;
+        let words = self.fill(h, local);
+        // Superstep 1: to process 0 (which receives p - 1 records, the others none).
+        if me != 0 {
+            ctx.put(0, &self.out[..words], &self.mailbox, me * stride)?;
+        }
+        if self.lazy {
+            ctx.declare_incoming(if me == 0 { p - 1 } else { 0 })?;
+        }
+        ctx.sync()?;
+        let mut gathered = None;
+        if me == 0 {
+            let mut relay = std::mem::take(&mut self.relay);
+            let mb = self.checked(ctx, h, true)?;
+            relay.clear();
+            relay.extend_from_slice(&h.encode());
+            let piece = |q: usize| -> (&[u8], usize) {
+                match q {
+                    0 => (bytemuck::cast_slice(local), local.len()),
+                    _ => self.slot(mb, q),
+                }
+            };
+            relay.extend((0..p).map(|q| piece(q).1 as u64));
+            for q in 0..p {
+                push_bytes(&mut relay, piece(q).0);
+            }
+            for q in 1..p {
+                ctx.put(q, &relay, &self.mailbox, relay_at)?;
+            }
+            let pieces: Vec<_> = (0..p)
+                .map(|q| match q {
+                    0 => super::Source::Local(local),
+                    _ => super::Source::Bytes(piece(q).0),
+                })
+                .collect();
+            // Nobody puts to process 0 in the next superstep: its slots stay as they are.
+            gathered = Some(Parts::concat(ctx, &pieces));
+            self.relay = relay;
+        }
+        // Superstep 2: the relay (one record to each other process).
+        if self.lazy {
+            ctx.declare_incoming(if me == 0 { 0 } else { 1 })?;
+        }
+        ctx.sync()?;
+        if let Some(parts) = gathered {
+            return parts;
+        }
+        let mb = ctx.local(&self.mailbox)?;
+        let relay = &mb[relay_at..];
+        let head = h.encode();
+        let mask = !0xFFFF_FFFF; // word 1's length: process 0's own
+        if relay[0] != head[0] || (relay[1] ^ head[1]) & mask != 0 || relay[2] != head[2] {
+            self.check_words(ctx, &relay[..HEADER_WORDS], h, 0, true)?;
+        }
+        let lens = &relay[HEADER_WORDS..HEADER_WORDS + p];
+        let data: &[u8] = bytemuck::cast_slice(&relay[HEADER_WORDS + p..]);
+        let mut at = 0;
+        let mut pieces = Vec::with_capacity(p);
+        for (q, &len) in lens.iter().enumerate() {
+            // Each at most a slot's worth (its sender checked it against `max_len`).
+            let bytes = len as usize * size_of::<T>();
+            pieces.push(match q == me {
+                true => super::Source::Local(local),
+                false => super::Source::Bytes(&data[at..at + bytes]),
+            });
+            at += bytes.div_ceil(8) * 8;
         }
         Parts::concat(ctx, &pieces)
     }

@@ -357,6 +357,9 @@ fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
         skip_allreduce::<false, 1>,
     );
     expect_misuse(p, LAZY_MEETS_FULL, skip_allreduce::<true, 1>);
+    // Process 0 skips with a full sync: the others declared nothing in the first superstep
+    // and wait for its result in the second (they must not hang).
+    expect_misuse(p, LAZY_MEETS_FULL, skip_allreduce::<true, 0>);
     // Rooted calls: another root (its header went elsewhere), another operation, a length.
     expect_misuse(
         p,
@@ -401,6 +404,37 @@ fn comm_calls_that_do_not_match_in_oversubscribed_runs() {
         ],
         skip_allreduce::<false, 0>,
     );
+    // All-gathers relay through process 0: it names a type that differs and a call another
+    // process skipped; the receivers of its relay name a call it skipped.
+    expect_misuse(
+        p,
+        &[
+            "allgather",
+            "disagree",
+            "f32 (4 bytes)",
+            "u32 (4 bytes)",
+            "pid 6",
+        ],
+        |ctx| {
+            let mut comm = Comm::new(ctx)?;
+            if ctx.pid() == 6 {
+                comm.allgather(ctx, &[1.0f32], 1).map(drop)
+            } else {
+                comm.allgather(ctx, &[1u32], 1).map(drop)
+            }
+        },
+    );
+    expect_misuse(
+        p,
+        &["allgather", "skipped or added", "pid 5"],
+        skip_allgather::<false, 5>,
+    );
+    expect_misuse(
+        p,
+        &["allgather", "skipped or added", "pid 0 made 2"],
+        skip_allgather::<false, 0>,
+    );
+    expect_misuse(p, LAZY_MEETS_FULL, skip_allgather::<true, 0>);
 }
 
 /// Runs of 8 or more processes as coroutines gather as runs of 32 on threads do: a broadcast
@@ -550,6 +584,25 @@ fn skip_allreduce<const LAZY: bool, const WHO: usize>(ctx: &mut Ctx) -> mbsp::Re
         }
         let got = comm.allreduce_value(ctx, i, |a, b| a + b)?;
         assert_eq!(got, i * p, "pid {me}, call {i}: data of another call");
+    }
+    Ok(())
+}
+
+/// All-gathers of the call number, in which pid `WHO` skips call 2 (and syncs instead).
+fn skip_allgather<const LAZY: bool, const WHO: usize>(ctx: &mut Ctx) -> mbsp::Result<()> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let mut comm = comm_of(ctx, LAZY)?;
+    for i in 0..6u64 {
+        if me == WHO && i == 2 {
+            ctx.sync()?;
+            continue;
+        }
+        let got = comm.allgather(ctx, &[i], 1)?;
+        assert_eq!(
+            got.as_slice(),
+            vec![i; p],
+            "pid {me}, call {i}: data of another call"
+        );
     }
     Ok(())
 }
