@@ -21,19 +21,21 @@
 //! In a run of 32 processes or more that outnumber their hardware threads
 //! ([`Ctx::oversubscribed`]), or of 8 or more that take turns on them as coroutines
 //! ([`Ctx::coroutines`]: a turn costs a switch in user space, so records weigh sooner), a
-//! superstep of `p (p - 1)` records costs more than a second superstep, and the small all-reduces (`allreduce` of a slot's worth, `allreduce_value`) and
-//! scans take two: every other process puts its slot to process 0, which checks every header,
-//! folds in pid order and puts each process its result (the whole fold, or its prefix) with
-//! its header; each process checks that header before it reads the result. Small broadcasts
-//! and reductions stay one superstep, with `2 (p - 1)` records: every other process puts its
-//! header to the root (with its data, for a reduction), and the root its header to every
-//! other process (with its data, for a broadcast); the root checks every header, the others
-//! the root's. A mismatch is then named
+//! superstep of `p (p - 1)` records costs more than a second superstep, and the small
+//! all-reduces (`allreduce` of a slot's worth, `allreduce_value`), scans and all-gathers take
+//! two: every other process puts its slot to process 0, which checks every header, folds in
+//! pid order and puts each process its result (the whole fold, or its prefix) with its
+//! header, or for an all-gather one relay of every piece after its header and their lengths
+//! (into room the mailbox has after its slots in such runs); each process checks that header
+//! before it reads the result. Small broadcasts and reductions stay one superstep, with
+//! `2 (p - 1)` records: every other process puts its header to the root (with its data, for a
+//! reduction), and the root its header to every other process (with its data, for a
+//! broadcast); the root checks every header, the others the root's. A mismatch is then named
 //! by the root (process 0 for an all-reduce) or by a process whose call differs from the
 //! root's, and the run ends with it; a process that named another root, or made another of
 //! these calls, left its header elsewhere and is reported as one that made no call (the
 //! message says so). With lazy syncs each process declares what it receives: the root
-//! `p - 1` records, the others one (none in an all-reduce's first superstep).
+//! `p - 1` records, the others one (none in the first superstep of the two-superstep calls).
 //!
 //! ## Lazy syncs (opt-in: [`Comm::set_lazy`])
 //!
@@ -233,7 +235,9 @@ impl Comm {
     }
 
     /// Register a mailbox of `words` data words (8 bytes) per process pair, and use `coll` for
-    /// data that does not fit (collective: one superstep). `words` is at most
+    /// data that does not fit (collective: one superstep). In runs that take turns on their
+    /// cores (module documentation) the mailbox has room for `p (words + 1) + 3` more words,
+    /// where process 0 relays small all-gathers. `words` is at most
     /// [`MAX_SLOT_WORDS`](Self::MAX_SLOT_WORDS); a mailbox that cannot be allocated is an error.
     pub fn with_capacity(ctx: &mut Ctx, words: usize, coll: Collectives) -> Result<Comm> {
         let p = ctx.nprocs();
@@ -808,8 +812,9 @@ impl Comm {
         Ok(())
     }
 
-    /// [`Collectives::allgather`]; one superstep when every piece fits a slot. The decision is
-    /// made from `max_len`, an upper bound of every process's length that all processes agree
+    /// [`Collectives::allgather`]; one superstep when every piece fits a slot (two, relayed by
+    /// process 0, in runs that take turns on their cores: see the module documentation). The
+    /// decision is made from `max_len`, an upper bound of every process's length that all processes agree
     /// on (a longer piece is an error).
     ///
     /// ```

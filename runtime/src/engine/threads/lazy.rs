@@ -50,7 +50,11 @@
 //!
 //! A wait for records or acks that cannot come ends as soon as every process it could come
 //! from has entered the sync (their `mode` words say so, and say whether that sync is lazy):
-//! then nothing more will arrive, and the count is final.
+//! then nothing more will arrive, and the count is final. It ends too when the first of them
+//! that has not entered it made a full sync of an earlier superstep in which this process made
+//! a lazy one (`stuck_at`): that process waits at its barrier for processes that will not
+//! come, and this one passed that superstep without waiting (it declared nothing, as a star's
+//! senders do). The misuse is reported, the run fails, and the barrier's wait ends with it.
 //!
 //! ## Mixed syncs
 //!
