@@ -370,7 +370,8 @@ fn lazy_syncs_over_ranks_observe_what_full_syncs_observe() {
     every_rank_succeeds("lazy", "selftest lazy");
 }
 
-/// A count that cannot be met, a count exceeded, a full sync among lazy ones and a panic
+/// A count that cannot be met, a count exceeded, a full sync among lazy ones (where the lazy
+/// ones wait, and where they declared nothing and went on) and a panic
 /// during lazy syncs each end the run on every rank with one error, without a hang (every
 /// launch has the hang detector's deadline).
 #[test]
@@ -399,6 +400,12 @@ fn lazy_misuse_and_failure_end_every_rank_with_one_error() {
             // differ), unless one of them noticed while waiting for its streams to be matched.
             (
                 "lazy-mixed-late",
+                format!("pid(s) [{last}] made a full sync in superstep 2 while pid"),
+            ),
+            // A star's senders declare nothing and pass the superstep in which its receiver
+            // made a full sync; they notice when they come to wait for it.
+            (
+                "lazy-star",
                 format!("pid(s) [{last}] made a full sync in superstep 2 while pid"),
             ),
             (

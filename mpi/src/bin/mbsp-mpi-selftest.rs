@@ -8,10 +8,11 @@
 //! while the others `hpget` from it (they must see the failure), `die` makes one rank kill
 //! itself with SIGKILL (mpiexec must then end the others); `timing` prints sync costs.
 //! `lazy` compares a program with declared counts (`Ctx::declare_incoming`) against the same with full
-//! syncs; `lazy-short`, `lazy-many`, `lazy-mixed` and `lazy-panic` make one rank declare too
-//! many or receive too many records, make a full sync among lazy ones, or panic while the
-//! others are in lazy syncs (the run must fail on every rank with one error);
-//! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep.
+//! syncs; `lazy-short`, `lazy-many`, `lazy-mixed` (`-late`, `lazy-star`) and `lazy-panic` make
+//! one rank declare too many or receive too many records, make a full sync among lazy ones, or
+//! panic while the others are in lazy syncs (the run must fail on every rank with one error);
+//! `lazy-mixed-late` lets the lazy ranks go on to a full sync of the next superstep,
+//! `lazy-star` to lazy syncs that wait for the rank that made the full one.
 //! `profile-env` starts a run each way there is (`World::run`, `run_profiled`, `begin`) for
 //! `MBSP_PROFILE` to report.
 
@@ -1148,7 +1149,8 @@ fn run_mode(ctx: &mut Ctx, mode: &str) -> Result<usize> {
         "abort-hpget" => abort_during_hpget(ctx)?,
         "stall" => stall(ctx)?,
         "lazy" => lazy_semantics(ctx)?,
-        "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-mixed-late" | "lazy-panic" => {
+        "lazy-short" | "lazy-many" | "lazy-mixed" | "lazy-mixed-late" | "lazy-star"
+        | "lazy-panic" => {
             return Err(lazy_misuse(ctx, mode));
         }
         "hybrid" => hybrid(ctx)?,
@@ -1227,7 +1229,8 @@ fn stall(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Modes `lazy-short`, `lazy-many`, `lazy-mixed`, `lazy-mixed-late` and `lazy-panic`: one rank
+/// Modes `lazy-short`, `lazy-many`, `lazy-mixed`, `lazy-mixed-late`, `lazy-star` and
+/// `lazy-panic`: one rank
 /// misuses declared counts (or panics) among lazy syncs; the run must fail on every rank. The
 /// error that ends the run.
 fn lazy_misuse(ctx: &mut Ctx, mode: &str) -> mbsp::Error {
@@ -1245,6 +1248,18 @@ fn lazy_misuse_steps(ctx: &mut Ctx, mode: &str) -> Result<()> {
     let next = (me + 1) % p;
     for step in 1..=10u64 {
         let odd = step == 2 && me == p - 1;
+        if mode == "lazy-star" {
+            // Everyone puts to the last rank, which makes a full sync in superstep 2: the
+            // others declare nothing and go on, then wait for its acknowledgements.
+            if me != p - 1 {
+                ctx.put(p - 1, &[step], &a, 0)?;
+            }
+            if !odd {
+                ctx.declare_incoming(if me == p - 1 { p - 1 } else { 0 })?;
+            }
+            ctx.sync()?;
+            continue;
+        }
         match mode {
             "lazy-many" if odd => {
                 // Two records for a receiver that declares one.
