@@ -434,6 +434,45 @@ fn a_receiver_that_makes_a_full_sync_among_lazy_senders_is_reported() {
     }
 }
 
+/// The same misuse where the lazy processes wait for the one in a full sync only much later,
+/// when one of them first writes to it: with 3 sets of outboxes a process waits before it
+/// announces to a destination that has not completed the sync that last used the slot, long
+/// after the superstep of the full sync (so the look at that superstep alone misses it).
+#[test]
+fn a_first_write_to_a_process_that_waits_in_an_old_full_sync_is_reported() {
+    for way in LANES {
+        for p in [3, 4] {
+            let e = within(60, move || {
+                run_of(way, mbsp::Run::new(p))
+                    .run(move |ctx| {
+                        let me = ctx.pid();
+                        let x = ctx.push_reg(vec![0u64; 1])?;
+                        ctx.sync()?;
+                        for i in 0..12u64 {
+                            if me == 1 && i == 8 {
+                                ctx.put(0, &[i], &x, 0)?;
+                            }
+                            if me != 0 || i != 1 {
+                                ctx.declare_incoming(usize::from(me == 0 && i == 8))?;
+                            }
+                            ctx.sync()?;
+                        }
+                        Ok(())
+                    })
+                    .unwrap_err()
+            });
+            let case = format!("{way:?}, p {p}");
+            assert_eq!(e.kind(), ErrorKind::Misuse, "{case}: {e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("pid(s) [0] made a full sync in superstep 2 while pid")
+                    && msg.contains("declare_incoming is collective"),
+                "{case}: {msg}"
+            );
+        }
+    }
+}
+
 /// A lazy sync that receives nothing among full ones, with four processes and the lazy one
 /// anywhere in the ring: it does not wait, so only the full syncs can notice (each looks at the
 /// next process only).

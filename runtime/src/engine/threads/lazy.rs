@@ -311,19 +311,24 @@ impl Ctx {
     }
 
     /// The superstep, if any, in which process `j` made a full sync where this one made a lazy
-    /// one, of the last supersteps before this one whose mode words are still in the slots (a
-    /// process runs ahead of a stuck one by at most that many supersteps before it waits for
-    /// it: the slack of its acknowledgements). `j` then waits at that sync's barrier for
-    /// processes that will not come: a process that declares nothing, as a star's senders do,
-    /// runs on past it and only later waits for `j`'s records or acknowledgements.
-    fn stuck_at(&self, j: usize) -> Option<u64> {
-        let inbox = |i: usize| self.run.engine.threads().inbox(i);
-        let first = self.step.saturating_sub(self.run.slots - 1);
-        (first..self.step).rev().find(|&u| {
-            let o = self.run.slot(u);
-            inbox(j).mode(o) == mode_word(self.base, u, false)
-                && inbox(self.pid).mode(o) == mode_word(self.base, u, true)
-        })
+    /// one: one of the supersteps since this process's last full sync (`lazy_since`) before the
+    /// current one, whose full sync `j`'s mode word in that superstep's slot still shows (it
+    /// has not entered a sync since, or not one that reuses the slot). `j` then waits at that
+    /// sync's barrier for processes that will not come, while this one went on without waiting
+    /// (it declared nothing, as a star's senders do) and only now waits for `j`. Costs a load
+    /// of each of `j`'s mode words.
+    pub(super) fn stuck_at(&self, j: usize) -> Option<u64> {
+        let inbox = self.run.engine.threads().inbox(j);
+        let since = self.engine.threads().lazy_since;
+        let (from, to) = (
+            mode_word(self.base, since, false),
+            mode_word(self.base, self.step, false),
+        );
+        (0..self.run.slots as usize)
+            .map(|o| inbox.mode(o))
+            .filter(|&w| w & 1 == 0 && (from..to).contains(&w))
+            .max()
+            .map(|w| (w >> 1) - self.base - 1)
     }
 
     /// The misuse of a lazy wait that ended because one of `pids` waits in a full sync where
@@ -653,16 +658,23 @@ impl Ctx {
             self.run.engine.threads().inbox(self.pid).mode(o) == mode_word(self.base, s, true)
                 && self.run.engine.threads().inbox(d).mode(o) == mode_word(self.base, s, false)
         };
+        // `d` may wait in a full sync of an earlier superstep where this process made a lazy
+        // one, and never complete the syncs awaited here (`stuck_at`).
+        let stuck = std::cell::Cell::new(None);
         let r = crate::wait::wait_until(
             self.run.engine.threads().barrier.policy(),
             Sleep::Naps,
             || (done.since(self.base) >= syncs).then_some(()),
-            || self.run.tree.is_aborted() || mixed(),
+            || {
+                stuck.set(self.stuck_at(d));
+                self.run.tree.is_aborted() || mixed() || stuck.get().is_some()
+            },
         );
-        match r {
-            Ok(()) => Ok(()),
-            Err(_) if self.run.tree.is_aborted() => Err(self.stopped("sync")),
-            Err(_) => Err(self.misuse(
+        match (r, stuck.get()) {
+            (Ok(()), _) => Ok(()),
+            (Err(_), _) if self.run.tree.is_aborted() => Err(self.stopped("sync")),
+            (Err(_), Some(u)) => Err(self.mixed_syncs_at(&[d], u)),
+            (Err(_), None) => Err(self.misuse(
                 "sync",
                 format!(
                     "pid {d} made a full sync in superstep {s} while pid {} made a lazy one \

@@ -309,6 +309,9 @@ pub(crate) struct ProcState {
     /// This superstep made a large put to another process (`share.rs`): its sync may help
     /// the receivers copy it. (A `Cell`: puts take the context shared.)
     pub(crate) sent_large: Cell<bool>,
+    /// The first superstep since this process's last full sync: its syncs from there to the
+    /// current one are lazy (`lazy.rs`, `Ctx::stuck_at`).
+    pub(crate) lazy_since: u64,
 }
 
 impl ProcState {
@@ -328,6 +331,7 @@ impl ProcState {
             records_taken,
             lane_seen,
             sent_large,
+            lazy_since,
         } = self;
         for ride in rides.get_mut().iter_mut().chain(rode.iter_mut()) {
             ride.reset();
@@ -344,6 +348,7 @@ impl ProcState {
         *owed = [None; SLOTS];
         *records_taken = [0; SLOTS];
         sent_large.set(false);
+        *lazy_since = 0;
     }
 
     /// An empty state (allocates nothing), for a context whose state went back to its run.
@@ -360,6 +365,7 @@ impl ProcState {
             records_taken: [0; SLOTS],
             lane_seen: Vec::new(),
             sent_large: Cell::new(false),
+            lazy_since: 0,
         }
     }
 

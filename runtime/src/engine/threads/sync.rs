@@ -59,6 +59,8 @@ impl Ctx {
         let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
         let flags = self.enter_full(ending, declared, pair)?;
         let g = self.barrier_one(op, flags, ending, pair)?;
+        // Every process has made this superstep's sync a full one (`Ctx::stuck_at`).
+        self.engine.threads_mut().lazy_since = self.step + 1;
         if g & FLAG_CHECKPOINT != 0 {
             self.synced_flags.set(g);
         }
