@@ -387,6 +387,29 @@ impl Ctx {
                 self.step
             )
         };
+        // A process whose full sync is its end (published before its mode word).
+        let run_id = self.run_id;
+        let ended: Vec<usize> = full
+            .iter()
+            .copied()
+            .filter(|&j| {
+                self.run.engine.threads().peers[j]
+                    .ended
+                    .load(Ordering::Relaxed)
+                    == run_id
+            })
+            .collect();
+        if !ended.is_empty() {
+            return self.misuse(
+                "sync",
+                format!(
+                    "pid(s) {ended:?} returned from the SPMD function in superstep {u} (a final \
+                     sync, a full one) while pid {} made a lazy sync there{now} (every process \
+                     must call sync the same number of times)",
+                    self.pid
+                ),
+            );
+        }
         self.misuse(
             "sync",
             format!(

@@ -118,6 +118,12 @@ impl Ctx {
             self.flush_hpsends();
         }
         self.mark_written(o)?;
+        if ending {
+            // Before the mode word, which publishes it: a lazy process that finds this one
+            // waiting in its final sync says that it ended (`Ctx::mixed_syncs_at`).
+            let me = &self.run.engine.threads().peers[self.pid];
+            me.ended.store(self.run_id, Ordering::Relaxed);
+        }
         self.run
             .engine
             .threads()
@@ -132,10 +138,6 @@ impl Ctx {
                 }
             }
             self.publish_collective(q);
-        }
-        if ending {
-            let me = &self.run.engine.threads().peers[self.pid];
-            me.ended.store(self.run_id, Ordering::Relaxed);
         }
         Ok(flags)
     }
