@@ -621,8 +621,10 @@ impl Ctx {
         let prof = run.prof.as_ref().map(|_| {
             let mut rec = crate::profile::record::Recorder::new(pid, run.p);
             let layout = &run.layout;
-            rec.place =
-                Placement::new(layout.machine(), &layout.domains[pid], binding.clone()).to_string();
+            let placement = Placement::new(layout.machine(), &layout.domains[pid], binding.clone());
+            rec.place = placement.to_string();
+            rec.pus = placement.pus;
+            rec.coroutines = run.engine.coroutines();
             Box::new(RefCell::new(rec))
         });
         Ctx {

@@ -29,6 +29,9 @@ impl Report {
             "l": self.l,
             "measured_seconds": measured,
             "predicted_seconds": predicted,
+            "turns": self.turns,
+            "coroutines": self.coroutines,
+            "missing_terms": self.missing_terms(),
             "supersteps": self.rows.iter().map(|r| serde_json::json!({
                 "superstep": r.superstep, "region": r.region.map(|i| self.region_name(i)),
                 "w": r.w, "imbalance": r.imbalance, "h": r.h,

@@ -297,6 +297,14 @@ pub struct Profile {
     /// Where each process ran, by pid: its placement (packages, NUMA nodes, cores, PUs and
     /// binding, as [`Placement`](crate::Placement) prints it), over MPI ranks with its node.
     pub places: Vec<String>,
+    /// The OS indices of the PUs each process's domain holds, by pid (empty over MPI ranks,
+    /// whose processes have a node each): processes with the same domain take turns on its
+    /// hardware threads when they outnumber them ([`Profile::turns`]).
+    pub pus: Vec<Vec<u32>>,
+    /// Whether processes that shared a hardware thread took turns on it as coroutines
+    /// ([`Run::coroutines`](crate::Run::coroutines)), rather than as threads the kernel
+    /// switches between.
+    pub coroutines: bool,
 }
 
 impl Profile {
@@ -356,8 +364,76 @@ impl Profile {
         common.last().copied()
     }
 
+    /// The groups of processes that took turns on the same hardware threads: the pids whose
+    /// domains hold the same PUs, and how many PUs that is (empty where they are not known).
+    fn turn_groups(&self) -> Vec<(Vec<usize>, usize)> {
+        let mut groups: Vec<(&[u32], Vec<usize>)> = Vec::new();
+        for (pid, pus) in self.pus.iter().enumerate() {
+            match groups.iter_mut().find(|(set, _)| *set == pus.as_slice()) {
+                Some((_, pids)) => pids.push(pid),
+                None => groups.push((pus, vec![pid])),
+            }
+        }
+        groups
+            .into_iter()
+            .filter(|(set, _)| !set.is_empty())
+            .map(|(set, pids)| (pids, set.len()))
+            .collect()
+    }
+
+    /// The most processes that took turns on one hardware thread: the largest group of
+    /// processes with the same domain over its PUs, rounded up; 1 where every process had a
+    /// hardware thread to itself, or where the PUs are not known (runs over MPI ranks).
+    ///
+    /// ```
+    /// // Four processes on a machine of one hardware thread take turns on it.
+    /// let one = mbsp::Machine::synthetic("package:1 core:1 pu:1").unwrap();
+    /// let run = mbsp::Run::new(4).machine(one);
+    /// let (_, profile) = run.run_profiled(|ctx| ctx.sync())?;
+    /// assert_eq!(profile.turns(), 4);
+    /// # Ok::<(), mbsp::Error>(())
+    /// ```
+    pub fn turns(&self) -> usize {
+        turns_of(&self.turn_groups())
+    }
+
+    /// The BSP prediction of superstep `s` (module documentation). Where processes took turns
+    /// on shared hardware threads, each group's buffered words and requests go through its
+    /// hardware threads one process after another, so the h-relation is the largest group's
+    /// sum over its PUs; so is the computation of coroutines, each of which computes
+    /// uninterrupted in its turn (a thread's measured compute time already holds the slices
+    /// the kernel gave the others meanwhile). What the turns cost themselves (switches, each
+    /// process's own part of the sync) is in no parameter: the report says so
+    /// ([`Report::turns`]).
+    fn predict(&self, s: &Superstep, params: &Params, groups: &[(Vec<usize>, usize)]) -> f64 {
+        if turns_of(groups) <= 1 {
+            return s.w() + params.time_of(1, s.h() as f64, s.requests() as f64);
+        }
+        let per_group = |f: &dyn Fn(&ProcStep) -> f64| {
+            groups
+                .iter()
+                .map(|(pids, pus)| {
+                    let sum: f64 = pids.iter().filter_map(|&q| s.procs.get(q)).map(f).sum();
+                    sum / *pus as f64
+                })
+                .fold(0.0, f64::max)
+        };
+        let w = if self.coroutines {
+            per_group(&|q| q.compute)
+        } else {
+            s.w()
+        };
+        let h = per_group(&|q| {
+            ((q.words_sent - q.immediate_words_sent)
+                .max(q.words_received - q.immediate_words_received)) as f64
+        });
+        let requests = per_group(&|q| q.requests_sent.max(q.requests_received) as f64);
+        w + params.time_of(1, h, requests)
+    }
+
     /// The report with `params` for this run and `nested(p)` for the runs nested in it.
     pub fn report_with(&self, params: &Params, nested: &dyn Fn(usize) -> Params) -> Report {
+        let groups = self.turn_groups();
         let rows: Vec<Row> = self
             .supersteps
             .iter()
@@ -373,7 +449,7 @@ impl Profile {
                     h_immediate: s.h_immediate(),
                     lazy: s.lazy(),
                     mean_wait: s.mean_wait(),
-                    predicted: s.w() + params.time_of(1, h as f64, s.requests() as f64),
+                    predicted: self.predict(s, params, &groups),
                     measured: s.measured(),
                 }
             })
@@ -453,6 +529,8 @@ impl Profile {
             p: self.p,
             path: self.path.clone(),
             started_in: self.started_in,
+            turns: turns_of(&groups),
+            coroutines: self.coroutines && turns_of(&groups) > 1,
             g: params.g,
             l: params.l,
             rows,
@@ -465,6 +543,15 @@ impl Profile {
                 .collect(),
         }
     }
+}
+
+/// The most processes per hardware thread over `groups` ([`Profile::turns`]).
+fn turns_of(groups: &[(Vec<usize>, usize)]) -> usize {
+    groups
+        .iter()
+        .map(|(pids, pus)| pids.len().div_ceil((*pus).max(1)))
+        .max()
+        .unwrap_or(1)
 }
 
 /// `text` to `path` through a temporary file in the same directory, renamed into place.

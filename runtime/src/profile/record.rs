@@ -60,6 +60,11 @@ pub(crate) struct Recorder {
     pub(crate) open: Vec<u32>,
     /// Where the process ran (its placement; over ranks, with its node).
     pub(crate) place: String,
+    /// The OS indices of the PUs its domain holds (the hardware threads it took turns on with
+    /// the processes of the same domain).
+    pub(crate) pus: Vec<u32>,
+    /// Whether processes sharing a hardware thread took turns on it as coroutines.
+    pub(crate) coroutines: bool,
 }
 
 impl Recorder {
@@ -77,6 +82,8 @@ impl Recorder {
             regions: Vec::new(),
             open: Vec::new(),
             place: String::new(),
+            pus: Vec::new(),
+            coroutines: false,
         }
     }
 
@@ -267,11 +274,14 @@ impl Sink {
             supersteps.push(Superstep { procs });
         }
         let mut places = vec![String::new(); p];
+        let mut pus = vec![Vec::new(); p];
         for r in &recs {
             if let Some(place) = places.get_mut(r.pid) {
                 place.clone_from(&r.place);
+                pus[r.pid].clone_from(&r.pus);
             }
         }
+        let coroutines = recs.iter().any(|r| r.coroutines);
         let mut nested: Vec<Profile> = Vec::new();
         for r in recs {
             nested.extend(r.nested);
@@ -284,6 +294,8 @@ impl Sink {
             regions,
             nested,
             places,
+            pus,
+            coroutines,
         }
     }
 }

@@ -18,7 +18,10 @@ pub struct Row {
     pub h_immediate: u64,
     /// The processes' mean wait for the others in the sync ([`Superstep::wait`](super::Superstep::wait)), seconds.
     pub mean_wait: f64,
-    /// `w + h·g + l`, seconds.
+    /// `w + h·g + m·(g_msg − g) + l`, seconds; where processes took turns on shared hardware
+    /// threads ([`Report::turns`]), with the largest group's words and requests (and, for
+    /// coroutines, its computation) summed over its hardware threads
+    /// ([`Profile`](super::Profile)'s module documentation).
     pub predicted: f64,
     /// The largest computation + sync time of any process, seconds.
     pub measured: f64,
@@ -103,6 +106,14 @@ pub struct Report {
     /// The superstep of the enclosing run in which this nested run ran
     /// ([`Profile::started_in`](super::Profile::started_in)).
     pub started_in: Option<usize>,
+    /// The most processes that took turns on one hardware thread
+    /// ([`Profile::turns`](super::Profile::turns)); 1 where each had its own. Above 1 the
+    /// prediction has no term for the turns themselves (switching between the processes, each
+    /// one's own part of every sync), which the BSP parameters, measured with one process per
+    /// hardware thread, leave out.
+    pub turns: usize,
+    /// Whether those turns were taken by coroutines ([`Profile::coroutines`](super::Profile::coroutines)).
+    pub coroutines: bool,
     /// The `g` used, seconds per word.
     pub g: f64,
     /// The `l` used, seconds.
@@ -124,6 +135,16 @@ impl Report {
         self.rows
             .iter()
             .fold((0.0, 0.0), |(m, p), r| (m + r.measured, p + r.predicted))
+    }
+
+    /// The costs the prediction has no term for: `"turns"` where processes took turns on
+    /// shared hardware threads ([`Report::turns`]); empty otherwise.
+    pub fn missing_terms(&self) -> Vec<&'static str> {
+        if self.turns > 1 {
+            vec!["turns"]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Totals of this run's supersteps.

@@ -121,6 +121,27 @@ fn lazy_note(n: usize) -> String {
     }
 }
 
+/// How far a run's prediction is off ([`judge_prediction`]); where its processes took turns on
+/// shared hardware threads, the term the model lacks instead of advice to re-measure (the
+/// parameters are right, the model is short).
+fn judge_run(r: &Report, measured: f64, predicted: f64) -> String {
+    if r.turns <= 1 || measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
+        return judge_prediction(measured, predicted);
+    }
+    format!(
+        "{:+.0}%; up to {} processes took turns on each hardware thread, {}: the model has no \
+         term for the turns (switching between them, each one's own part of every sync), which \
+         the BSP parameters, measured with one process per hardware thread, leave out",
+        100.0 * (predicted - measured) / measured,
+        r.turns,
+        if r.coroutines {
+            "as coroutines"
+        } else {
+            "as threads the kernel switches between"
+        }
+    )
+}
+
 /// One run: its header, regions, processes and supersteps (not the runs nested in it).
 fn write_run(r: &Report, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
     let pad = "  ".repeat(depth);
@@ -142,7 +163,7 @@ fn write_run(r: &Report, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Resul
         lazy_note(r.run_totals().lazy),
         secs(measured),
         secs(predicted),
-        judge_prediction(measured, predicted),
+        judge_run(r, measured, predicted),
         r.g * 1e9,
         r.l * 1e6
     )?;

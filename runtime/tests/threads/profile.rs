@@ -12,9 +12,13 @@ use mbsp::profile::Profile;
 /// p = 3. Superstep 0: register. Superstep 1: pid i puts (i + 1) words to i + 1 and one word
 /// to itself (not counted). Superstep 2: pid i gets 2 words from i + 2 and sends a message
 /// with a 4-byte tag and 10 bytes of payload to pid 0. Superstep 3 (to the end): nothing.
+/// On a synthetic machine of four hardware threads, so that no two processes take turns on
+/// one whatever the machine running the test (the report would price them together).
 fn known_program() -> Profile {
     within(60, || {
+        let four = mbsp::Machine::synthetic("package:1 core:4 pu:1").unwrap();
         Run::new(3)
+            .machine(four)
             .run_profiled(|ctx| {
                 let (me, p) = (ctx.pid(), ctx.nprocs());
                 let x = ctx.push_reg(vec![0u64; 8])?;
@@ -704,4 +708,74 @@ fn requests_are_counted_and_priced_by_the_per_message_g() {
     let row = &prof.report(&params).rows[1];
     let want = s.w() + s.h() as f64 * 1e-9 + 10.0 * 20e-9 + 1e-6;
     assert!((row.predicted - want).abs() < 1e-15, "{row:?}");
+}
+
+/// Six processes on a synthetic machine of two hardware threads, three per thread (compact:
+/// pids 0-2 on the first), each putting `pid + 1` one-word puts to the next: the report says
+/// that they took turns and prices each thread's words and requests together (and, as
+/// coroutines, its computation), where one process per thread would have priced the largest
+/// process's alone.
+#[test]
+fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
+    for coroutines in [false, true] {
+        let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
+        let (_, prof) = Run::new(6)
+            .machine(two)
+            .policy(mbsp::Policy::Compact)
+            .coroutines(coroutines)
+            .run_profiled(|ctx| {
+                let r = ctx.push_reg(vec![0u64; 8])?;
+                ctx.sync()?;
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                for i in 0..=me {
+                    ctx.put((me + 1) % p, &[i as u64], &r, i)?;
+                }
+                ctx.sync()
+            })
+            .unwrap();
+        assert_eq!(prof.turns(), 3, "coroutines: {coroutines}");
+        assert_eq!(prof.coroutines, coroutines);
+        let params = Params {
+            g: 1e-9,
+            g_msg: 21e-9,
+            l: 1e-6,
+            ..Params::DEFAULT
+        };
+        let report = prof.report(&params);
+        assert_eq!((report.turns, report.coroutines), (3, coroutines));
+        let s = &prof.supersteps[1];
+        // Words and requests of pids 0-2 and of 3-5, each process's larger side: 1 + 2 + 3
+        // received by pids 1-3 ... the second thread's pids 3, 4, 5 send 4, 5, 6 and receive
+        // 3, 4, 5: 15; the first's send 1, 2, 3 and receive 6, 1, 2: 6 + 2 + 3 = 11.
+        let sum = |pids: std::ops::Range<usize>, f: &dyn Fn(&mbsp::profile::ProcStep) -> f64| {
+            pids.map(|q| f(&s.procs[q])).sum::<f64>()
+        };
+        let compute = |q: &mbsp::profile::ProcStep| q.compute;
+        let w = if coroutines {
+            sum(0..3, &compute).max(sum(3..6, &compute))
+        } else {
+            s.w()
+        };
+        let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6;
+        let row = &report.rows[1];
+        assert!((row.predicted - want).abs() < 1e-15, "{row:?}, want {want}");
+        let text = report.to_string();
+        assert!(
+            text.contains("up to 3 processes took turns on each hardware thread"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(v["turns"], 3);
+        assert_eq!(v["missing_terms"], serde_json::json!(["turns"]));
+    }
+    // One process per hardware thread: no turns, nothing missing.
+    let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
+    let (_, prof) = Run::new(2)
+        .machine(two)
+        .run_profiled(|ctx| ctx.sync())
+        .unwrap();
+    let report = prof.report(&Params::DEFAULT);
+    assert_eq!((prof.turns(), report.turns), (1, 1));
+    assert!(report.missing_terms().is_empty());
+    assert!(!report.to_string().contains("took turns"));
 }

@@ -258,5 +258,7 @@ fn decode_profile(w: &[u64], at: &mut usize) -> Profile {
         regions,
         nested,
         places,
+        pus: Vec::new(),
+        coroutines: false,
     }
 }

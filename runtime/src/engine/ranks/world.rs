@@ -243,6 +243,8 @@ impl World {
                 regions: Vec::new(),
                 nested: Vec::new(),
                 places: vec![String::new(); p],
+                pus: Vec::new(),
+                coroutines: false,
             }),
         ))
     }
