@@ -49,6 +49,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         g_direct_far: l.g_direct_far,
         cache: l.cache,
         fresh,
+        ..Params::DEFAULT
     }
 }
 

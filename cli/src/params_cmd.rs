@@ -183,8 +183,11 @@ pub fn run(o: &Options) -> Result<()> {
     let fresh = params::fresh_per_word();
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let levels = params::measure_levels(&chosen, m, &mut watch)?;
+    let turns = params::turn_costs(m)?;
     let state = watch.state();
-    let measured = Measurement::new(levels, fresh).watched(state.clone());
+    let measured = Measurement::new(levels, fresh)
+        .with_turns(turns.clone())
+        .watched(state.clone());
     print!("{}", table(&measured.levels));
     println!(
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
@@ -203,6 +206,7 @@ pub fn run(o: &Options) -> Result<()> {
         params::private_cache() / 1024.0,
         fresh * 1e9
     );
+    println!("{}", turns_line(&turns));
     println!("{}", state.line());
     if let Some(path) = &o.json {
         write_json(path, &measured).map_err(|e| Error::io("--json").with_source(e))?;
@@ -227,6 +231,24 @@ pub fn run(o: &Options) -> Result<()> {
         save(&path, &measured)?;
     }
     Ok(())
+}
+
+/// What processes taking turns on the hardware threads add to a superstep, and the points
+/// behind it.
+fn turns_line(t: &params::Turns) -> String {
+    let points: Vec<String> = t
+        .points
+        .iter()
+        .map(|(k, th, co)| format!("{k}: {:.2} / {:.2} µs", th * 1e6, co * 1e6))
+        .collect();
+    format!(
+        "turns: each process beyond the first on a hardware thread adds {:.3} µs to a superstep \
+         as threads (turn), {:.3} µs as coroutines (turn_coroutine): the slopes of the empty \
+         superstep over processes per hardware thread (threads / coroutines, {})",
+        t.threads * 1e6,
+        t.coroutines * 1e6,
+        points.join("; ")
+    )
 }
 
 /// Writes the parameter file of `measured` to `path`, whole.

@@ -152,7 +152,9 @@ class BspParams:
     ``r`` is a compute-bound rate, ``r_stream`` a memory-bound one (the STREAM triad); ``g`` is
     per word of bulk communication, ``g_msg`` per one-word message, ``g_get_msg`` per one-word
     get, ``g_direct`` per word of direct gets and ``g_direct_msg`` per one-word direct get;
-    ``l_reg`` is a superstep that registers or deregisters memory."""
+    ``l_reg`` is a superstep that registers or deregisters memory; ``turn`` and
+    ``turn_coroutine`` are what each process beyond the first on a hardware thread adds to a
+    superstep, as threads and as coroutines."""
 
     r: float
     g: float
@@ -164,6 +166,8 @@ class BspParams:
     g_direct_msg: float = 0.0
     g_get_msg: float = 0.0
     l_reg: float = 0.0
+    turn: float = 0.0
+    turn_coroutine: float = 0.0
     source: str = ""
 
     def to_dict(self) -> Dict[str, Any]:

@@ -265,7 +265,8 @@ fn params_in_force(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, String)> {
             "r" => p.r, "r_stream" => p.r_stream, "g" => p.g, "g_msg" => p.g_msg,
             "g_get_msg" => p.g_get_msg,
             "g_direct" => p.g_direct, "g_direct_msg" => p.g_direct_msg, "l" => p.l,
-            "l_reg" => p.l_reg, "fresh" => p.fresh,
+            "l_reg" => p.l_reg, "fresh" => p.fresh, "turn" => p.turn,
+            "turn_coroutine" => p.turn_coroutine,
         }),
     )?;
     Ok((d, mbsp::params::source().to_string()))

@@ -6,7 +6,8 @@
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
 //!    "g_get_msg": 45e-9, "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9,
-//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9}`; keys may be omitted —
+//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9, "turn": 5e-6,
+//!    "turn_coroutine": 2e-7}`; keys may be omitted —
 //!    files written before a key existed are read with that key's default (`l_reg`: twice the
 //!    file's `l`; `g_far`, `g_direct_far`, `g_direct_msg` and `g_get_msg`: its `g`,
 //!    `g_direct`, `g_direct` and `g_msg`) — and `mbsp params --json FILE` writes one);
@@ -81,6 +82,15 @@ pub struct Params {
     /// Seconds per 8-byte word of freshly allocated memory written for the first time (page
     /// faults and zeroing: scratch space of some algorithms).
     pub fresh: f64,
+    /// Seconds a superstep costs for each process beyond the first that takes turns on a
+    /// hardware thread, when the processes are threads the kernel switches between (a run
+    /// with more processes than hardware threads): the slope of the empty superstep's time
+    /// over the processes per hardware thread (`mbsp params` measures it at 1, 4 and 16 per
+    /// hardware thread). [`Params::turns_time`].
+    pub turn: f64,
+    /// [`turn`](Params::turn) for processes that take turns as coroutines
+    /// ([`Run::coroutines`](crate::Run::coroutines)).
+    pub turn_coroutine: f64,
 }
 
 impl Params {
@@ -91,7 +101,9 @@ impl Params {
     /// on an Intel Xeon VM of the same size; a registering superstep taken as two barriers,
     /// the same g far beyond the caches as in them, a cache of 1 MiB per process). Predictions
     /// for another machine should use its own (`mbsp params --save`, or `mbsp params --json
-    /// FILE` then `MBSP_PARAMS=FILE`).
+    /// FILE` then `MBSP_PARAMS=FILE`). Processes beyond one per hardware thread add 5 µs each
+    /// to a superstep as threads and 0.2 µs as coroutines (the AMD VM, up to 32 per hardware
+    /// thread).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         r_stream: 1.0e9,
@@ -106,6 +118,8 @@ impl Params {
         l: 1.0e-6,
         l_reg: 2.0e-6,
         fresh: 3.2e-9,
+        turn: 5.0e-6,
+        turn_coroutine: 0.2e-6,
     };
 
     /// The parameters in force: read once from the file named by `MBSP_PARAMS`, else from
@@ -148,8 +162,8 @@ impl Params {
     }
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_get_msg`,
-    /// `g_direct`, `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`
-    /// (numbers, seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values,
+    /// `g_direct`, `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`,
+    /// `turn`, `turn_coroutine` (numbers, seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values,
     /// but a missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far`,
     /// `g_direct_msg` or `g_get_msg` its `g`, `g_direct`, `g_direct` or `g_msg` (a
     /// file of an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which
@@ -197,6 +211,8 @@ impl Params {
             ("l", &mut p.l, false),
             ("l_reg", &mut p.l_reg, false),
             ("fresh", &mut p.fresh, true),
+            ("turn", &mut p.turn, true),
+            ("turn_coroutine", &mut p.turn_coroutine, true),
         ] {
             if let Some(x) = obj.get(key) {
                 let what = if zero_ok { "non-negative" } else { "positive" };
@@ -315,6 +331,26 @@ impl Params {
     /// ```
     pub fn time_of(&self, supersteps: usize, h: f64, messages: f64) -> f64 {
         supersteps as f64 * self.l + h * self.g + messages * (self.g_msg - self.g).max(0.0)
+    }
+
+    /// What the turns of a superstep cost in which up to `turns` processes take turns on a
+    /// hardware thread, as coroutines or as threads: [`turn_coroutine`](Params::turn_coroutine)
+    /// or [`turn`](Params::turn) for each process beyond the first (nothing for one).
+    ///
+    /// ```
+    /// use mbsp::params::Params;
+    /// let p = Params { turn: 4e-6, turn_coroutine: 1e-7, ..Params::DEFAULT };
+    /// assert_eq!(p.turns_time(1, false), 0.0);
+    /// assert!((p.turns_time(8, false) - 28e-6).abs() < 1e-15);
+    /// assert!((p.turns_time(8, true) - 7e-7).abs() < 1e-15);
+    /// ```
+    pub fn turns_time(&self, turns: usize, coroutines: bool) -> f64 {
+        let each = if coroutines {
+            self.turn_coroutine
+        } else {
+            self.turn
+        };
+        turns.saturating_sub(1) as f64 * each
     }
 
     /// [`Params::time_of`] of `supersteps` supersteps moving `h` words in `messages` puts or
@@ -440,6 +476,12 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                 (&["g_direct"], &mut params.g_direct, top.g_direct),
                 (&["l"], &mut params.l, top.l),
                 (&["fresh"], &mut params.fresh, top.fresh),
+                (&["turn"], &mut params.turn, top.turn),
+                (
+                    &["turn_coroutine"],
+                    &mut params.turn_coroutine,
+                    top.turn_coroutine,
+                ),
                 (&["cache"], &mut params.cache, top.cache),
             ] {
                 if !keys.iter().any(|k| e.contains_key(*k)) {
@@ -504,7 +546,7 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 15] = [
     "r",
     "r_stream",
     "g",
@@ -518,6 +560,8 @@ const KEYS: [&str; 13] = [
     "l",
     "l_reg",
     "fresh",
+    "turn",
+    "turn_coroutine",
 ];
 
 /// A parameter file: the whole machine's values, the measured levels, and the keys it does not
@@ -541,7 +585,8 @@ impl ParsedFile {
 }
 
 /// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_get_msg`, `g_direct`, `g_direct_msg`, `g_far`,
-/// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`) that the parameters in
+/// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`, `turn`, `turn_coroutine`) that the
+/// parameters in
 /// force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
 /// prediction that uses one of them is not this machine's.
@@ -777,6 +822,26 @@ mod tests {
     }
 
     #[test]
+    fn the_turns_are_read_and_files_without_them_keep_the_defaults() {
+        let p = Params::from_json(r#"{"turn": 4e-6, "turn_coroutine": 1e-7}"#).unwrap();
+        assert_eq!((p.turn, p.turn_coroutine), (4e-6, 1e-7));
+        let old = Params::from_json(r#"{"l": 2e-6}"#).unwrap();
+        assert_eq!(
+            (old.turn, old.turn_coroutine),
+            (Params::DEFAULT.turn, Params::DEFAULT.turn_coroutine)
+        );
+        // A level without them takes the file's.
+        let f = parse_file(r#"{"turn": 3e-6, "levels": [{"level": "machine", "p": 2}]}"#).unwrap();
+        assert_eq!(f.levels[0].params.turn, 3e-6);
+        assert!(!f.absent.contains(&"turn") && f.absent.contains(&"turn_coroutine"));
+        let e = Params::from_json(r#"{"turn": -1}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"turn\" must be a non-negative number, not -1"
+        );
+    }
+
+    #[test]
     fn older_files_are_read_and_the_per_message_g_found_where_it_was() {
         // Before g_msg and r_stream: the top level has neither; levels have the one-word-put
         // fit as g_put1.
@@ -817,7 +882,9 @@ mod tests {
                 "cache",
                 "l",
                 "l_reg",
-                "fresh"
+                "fresh",
+                "turn",
+                "turn_coroutine"
             ]
         );
     }

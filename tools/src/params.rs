@@ -620,6 +620,84 @@ pub fn fresh_per_word() -> f64 {
     t.elapsed().as_secs_f64() / words as f64
 }
 
+/// What processes that take turns on the hardware threads add to a superstep: seconds per
+/// process beyond the first on a hardware thread, as threads the kernel switches between and
+/// as coroutines ([`mbsp::params::Params::turn`], [`mbsp::params::Params::turn_coroutine`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Turns {
+    /// The slope for threads, seconds.
+    pub threads: f64,
+    /// The slope for coroutines, seconds.
+    pub coroutines: f64,
+    /// The points it was fitted through: (processes per hardware thread, the empty
+    /// superstep's median seconds on threads, as coroutines).
+    pub points: Vec<(usize, f64, f64)>,
+}
+
+/// The most processes [`turn_costs`] starts.
+const TURN_MAX_P: usize = 1024;
+
+/// Measures [`Turns`]: the empty superstep of runs with 1, 4 and 16 processes per hardware
+/// thread of this machine (up to [`TURN_MAX_P`] processes), on threads and as coroutines, the
+/// median of `o.samples` samples each; each slope is the least-squares line through its points
+/// (at least 0). Runs are interleaved, threads and coroutines in turn, so that a change of the
+/// machine's state reaches both.
+pub fn turn_costs(o: &Options) -> Result<Turns> {
+    let hw = mbsp::nprocs().max(1);
+    let ks: Vec<usize> = [1usize, 4, 16]
+        .into_iter()
+        .filter(|&k| k == 1 || k.saturating_mul(hw) <= TURN_MAX_P)
+        .collect();
+    let empty = |p: usize, coroutines: bool| -> Result<f64> {
+        // About a millisecond of syncs per sample on threads at 16 per hardware thread.
+        let syncs = (200 / (p / hw).max(1)).max(10);
+        let r = Run::new(p)
+            .coroutines(coroutines)
+            .run(|ctx| {
+                for _ in 0..10 {
+                    ctx.sync()?;
+                }
+                let mut samples = Vec::with_capacity(o.samples);
+                for _ in 0..o.samples.max(1) {
+                    let t = Instant::now();
+                    for _ in 0..syncs {
+                        ctx.sync()?;
+                    }
+                    samples.push(t.elapsed().as_secs_f64() / syncs as f64);
+                }
+                Ok(Samples(samples).median())
+            })
+            .map_err(|e| Error::run(format!("mbsp params: the turns' run of {p}: {e}")))?;
+        Ok(r[0])
+    };
+    let mut points = Vec::with_capacity(ks.len());
+    for &k in &ks {
+        if o.stopped() {
+            return Err(Error::run("mbsp params: stopped"));
+        }
+        eprintln!("mbsp params: measuring turns, {k} per hardware thread ...");
+        let threads = empty(k * hw, false)?;
+        let coroutines = empty(k * hw, true)?;
+        points.push((k, threads, coroutines));
+    }
+    let slope = |y: &dyn Fn(&(usize, f64, f64)) -> f64| {
+        let n = points.len() as f64;
+        let kx = points.iter().map(|q| q.0 as f64).sum::<f64>() / n;
+        let ky = points.iter().map(y).sum::<f64>() / n;
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for q in &points {
+            sxy += (q.0 as f64 - kx) * (y(q) - ky);
+            sxx += (q.0 as f64 - kx).powi(2);
+        }
+        if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 }
+    };
+    Ok(Turns {
+        threads: slope(&|q| q.1),
+        coroutines: slope(&|q| q.2),
+        points,
+    })
+}
+
 /// What every process of a level measures; process 0's times are the level's.
 struct Measured {
     r_daxpy: f64,
@@ -847,6 +925,9 @@ pub struct Measurement {
     pub levels: Vec<LevelParams>,
     /// What else the machine did meanwhile (`None`: not watched).
     pub state: Option<MachineState>,
+    /// What processes taking turns on the hardware threads add to a superstep (`None`: not
+    /// measured).
+    pub turns: Option<Turns>,
 }
 
 impl Measurement {
@@ -857,7 +938,14 @@ impl Measurement {
             fresh,
             levels,
             state: None,
+            turns: None,
         }
+    }
+
+    /// The measurement with what the turns cost ([`turn_costs`]).
+    pub fn with_turns(mut self, turns: Turns) -> Measurement {
+        self.turns = Some(turns);
+        self
     }
 
     /// The measurement with the machine's state during it.
@@ -875,8 +963,9 @@ impl Measurement {
             .or(self.levels.first())
     }
 
-    /// The whole parameter file: `machine`, `fresh`, `levels` ([`LevelParams::to_json`]) and
-    /// the top level's `r`, `l`, `g`, `g_direct` ([`Measurement::top_level`]).
+    /// The whole parameter file: `machine`, `fresh`, `levels` ([`LevelParams::to_json`]), the
+    /// top level's `r`, `l`, `g`, `g_direct` ([`Measurement::top_level`]), and `turn`,
+    /// `turn_coroutine` when measured ([`Measurement::turns`]).
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "machine": self.machine,
@@ -896,6 +985,10 @@ impl Measurement {
             v["g_direct"] = t.g_direct().into();
             v["g_direct_msg"] = t.g_direct_msg().into();
             v["g_get_msg"] = t.g_get_msg().into();
+        }
+        if let Some(t) = &self.turns {
+            v["turn"] = t.threads.into();
+            v["turn_coroutine"] = t.coroutines.into();
         }
         if let Some(s) = &self.state {
             v["machine_state"] = s.json();
@@ -987,7 +1080,10 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     let fresh = fresh_per_word();
     let mut watch = Watch::start();
     let levels = measure_levels(&chosen, o, &mut watch)?;
-    Ok(Measurement::new(levels, fresh).watched(watch.state()))
+    let turns = turn_costs(o)?;
+    Ok(Measurement::new(levels, fresh)
+        .with_turns(turns)
+        .watched(watch.state()))
 }
 
 /// Measures each of the `chosen` levels under the scattered and the compact policy, with

@@ -31,7 +31,7 @@ impl Report {
             "predicted_seconds": predicted,
             "turns": self.turns,
             "coroutines": self.coroutines,
-            "missing_terms": self.missing_terms(),
+            "turn": self.turn,
             "supersteps": self.rows.iter().map(|r| serde_json::json!({
                 "superstep": r.superstep, "region": r.region.map(|i| self.region_name(i)),
                 "w": r.w, "imbalance": r.imbalance, "h": r.h,

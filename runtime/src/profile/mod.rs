@@ -402,9 +402,8 @@ impl Profile {
     /// hardware threads one process after another, so the h-relation is the largest group's
     /// sum over its PUs; so is the computation of coroutines, each of which computes
     /// uninterrupted in its turn (a thread's measured compute time already holds the slices
-    /// the kernel gave the others meanwhile). What the turns cost themselves (switches, each
-    /// process's own part of the sync) is in no parameter: the report says so
-    /// ([`Report::turns`]).
+    /// the kernel gave the others meanwhile). The turns themselves (switches, each process's
+    /// own part of the sync) cost [`Params::turns_time`].
     fn predict(&self, s: &Superstep, params: &Params, groups: &[(Vec<usize>, usize)]) -> f64 {
         if turns_of(groups) <= 1 {
             return s.w() + params.time_of(1, s.h() as f64, s.requests() as f64);
@@ -428,7 +427,7 @@ impl Profile {
                 .max(q.words_received - q.immediate_words_received)) as f64
         });
         let requests = per_group(&|q| q.requests_sent.max(q.requests_received) as f64);
-        w + params.time_of(1, h, requests)
+        w + params.time_of(1, h, requests) + params.turns_time(turns_of(groups), self.coroutines)
     }
 
     /// The report with `params` for this run and `nested(p)` for the runs nested in it.
@@ -531,6 +530,7 @@ impl Profile {
             started_in: self.started_in,
             turns: turns_of(&groups),
             coroutines: self.coroutines && turns_of(&groups) > 1,
+            turn: params.turns_time(2, self.coroutines),
             g: params.g,
             l: params.l,
             rows,

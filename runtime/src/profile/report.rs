@@ -107,13 +107,20 @@ pub struct Report {
     /// ([`Profile::started_in`](super::Profile::started_in)).
     pub started_in: Option<usize>,
     /// The most processes that took turns on one hardware thread
-    /// ([`Profile::turns`](super::Profile::turns)); 1 where each had its own. Above 1 the
-    /// prediction has no term for the turns themselves (switching between the processes, each
-    /// one's own part of every sync), which the BSP parameters, measured with one process per
-    /// hardware thread, leave out.
+    /// ([`Profile::turns`](super::Profile::turns)); 1 where each had its own. Above 1 every
+    /// superstep's prediction holds what the turns cost ([`Params::turns_time`]).
+    ///
+    /// [`Params::turns_time`]: crate::params::Params::turns_time
     pub turns: usize,
     /// Whether those turns were taken by coroutines ([`Profile::coroutines`](super::Profile::coroutines)).
     pub coroutines: bool,
+    /// The seconds each process beyond the first on a hardware thread added to a superstep's
+    /// prediction ([`Params::turn`] or [`Params::turn_coroutine`]; unused where
+    /// [`turns`](Self::turns) is 1).
+    ///
+    /// [`Params::turn`]: crate::params::Params::turn
+    /// [`Params::turn_coroutine`]: crate::params::Params::turn_coroutine
+    pub turn: f64,
     /// The `g` used, seconds per word.
     pub g: f64,
     /// The `l` used, seconds.
@@ -135,16 +142,6 @@ impl Report {
         self.rows
             .iter()
             .fold((0.0, 0.0), |(m, p), r| (m + r.measured, p + r.predicted))
-    }
-
-    /// The costs the prediction has no term for: `"turns"` where processes took turns on
-    /// shared hardware threads ([`Report::turns`]); empty otherwise.
-    pub fn missing_terms(&self) -> Vec<&'static str> {
-        if self.turns > 1 {
-            vec!["turns"]
-        } else {
-            Vec::new()
-        }
     }
 
     /// Totals of this run's supersteps.

@@ -121,24 +121,28 @@ fn lazy_note(n: usize) -> String {
     }
 }
 
-/// How far a run's prediction is off ([`judge_prediction`]); where its processes took turns on
-/// shared hardware threads, the term the model lacks instead of advice to re-measure (the
-/// parameters are right, the model is short).
+/// How far a run's prediction is off ([`judge_prediction`]), and, where its processes took
+/// turns on shared hardware threads, how the turns were priced.
 fn judge_run(r: &Report, measured: f64, predicted: f64) -> String {
-    if r.turns <= 1 || measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
-        return judge_prediction(measured, predicted);
+    let judged = judge_prediction(measured, predicted);
+    if r.turns <= 1 {
+        return judged;
     }
+    let (how, key) = if r.coroutines {
+        ("as coroutines", "turn_coroutine")
+    } else {
+        ("as threads the kernel switches between", "turn")
+    };
+    let default = if crate::params::defaulted().contains(&key) {
+        ", the default: measure this machine's with `mbsp params --save`"
+    } else {
+        ""
+    };
     format!(
-        "{:+.0}%; up to {} processes took turns on each hardware thread, {}: the model has no \
-         term for the turns (switching between them, each one's own part of every sync), which \
-         the BSP parameters, measured with one process per hardware thread, leave out",
-        100.0 * (predicted - measured) / measured,
+        "{judged}; up to {} processes took turns on each hardware thread {how} (each beyond the \
+         first: {:.2} µs per superstep, `{key}`{default})",
         r.turns,
-        if r.coroutines {
-            "as coroutines"
-        } else {
-            "as threads the kernel switches between"
-        }
+        r.turn * 1e6
     )
 }
 

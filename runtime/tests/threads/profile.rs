@@ -712,9 +712,9 @@ fn requests_are_counted_and_priced_by_the_per_message_g() {
 
 /// Six processes on a synthetic machine of two hardware threads, three per thread (compact:
 /// pids 0-2 on the first), each putting `pid + 1` one-word puts to the next: the report says
-/// that they took turns and prices each thread's words and requests together (and, as
+/// that they took turns, prices each thread's words and requests together (and, as
 /// coroutines, its computation), where one process per thread would have priced the largest
-/// process's alone.
+/// process's alone, and adds two turns per superstep at the parameters' price.
 #[test]
 fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
     for coroutines in [false, true] {
@@ -739,10 +739,14 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
             g: 1e-9,
             g_msg: 21e-9,
             l: 1e-6,
+            turn: 3e-6,
+            turn_coroutine: 5e-8,
             ..Params::DEFAULT
         };
         let report = prof.report(&params);
         assert_eq!((report.turns, report.coroutines), (3, coroutines));
+        let turn = if coroutines { 5e-8 } else { 3e-6 };
+        assert_eq!(report.turn, turn);
         let s = &prof.supersteps[1];
         // Words and requests of pids 0-2 and of 3-5, each process's larger side: 1 + 2 + 3
         // received by pids 1-3 ... the second thread's pids 3, 4, 5 send 4, 5, 6 and receive
@@ -756,7 +760,7 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
         } else {
             s.w()
         };
-        let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6;
+        let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6 + 2.0 * turn;
         let row = &report.rows[1];
         assert!((row.predicted - want).abs() < 1e-15, "{row:?}, want {want}");
         let text = report.to_string();
@@ -766,9 +770,10 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
         );
         let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(v["turns"], 3);
-        assert_eq!(v["missing_terms"], serde_json::json!(["turns"]));
+        assert_eq!(v["coroutines"], coroutines);
+        assert_eq!(v["turn"].as_f64(), Some(turn));
     }
-    // One process per hardware thread: no turns, nothing missing.
+    // One process per hardware thread: no turns to price.
     let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
     let (_, prof) = Run::new(2)
         .machine(two)
@@ -776,6 +781,8 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
         .unwrap();
     let report = prof.report(&Params::DEFAULT);
     assert_eq!((prof.turns(), report.turns), (1, 1));
-    assert!(report.missing_terms().is_empty());
+    let s = &prof.supersteps[0];
+    let want = s.w() + Params::DEFAULT.time_of(1, s.h() as f64, s.requests() as f64);
+    assert!((report.rows[0].predicted - want).abs() < 1e-15);
     assert!(!report.to_string().contains("took turns"));
 }
