@@ -183,11 +183,10 @@ pub fn run(o: &Options) -> Result<()> {
     let fresh = params::fresh_per_word();
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let levels = params::measure_levels(&chosen, m, &mut watch)?;
-    let turns = params::turn_costs(m)?;
+    let turns = params::turns_or_warn(m)?;
     let state = watch.state();
-    let measured = Measurement::new(levels, fresh)
-        .with_turns(turns.clone())
-        .watched(state.clone());
+    let mut measured = Measurement::new(levels, fresh).watched(state.clone());
+    measured.turns = turns.clone();
     print!("{}", table(&measured.levels));
     println!(
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
@@ -206,7 +205,9 @@ pub fn run(o: &Options) -> Result<()> {
         params::private_cache() / 1024.0,
         fresh * 1e9
     );
-    println!("{}", turns_line(&turns));
+    if let Some(turns) = &turns {
+        println!("{}", turns_line(turns));
+    }
     println!("{}", state.line());
     if let Some(path) = &o.json {
         write_json(path, &measured).map_err(|e| Error::io("--json").with_source(e))?;

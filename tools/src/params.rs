@@ -634,6 +634,23 @@ pub struct Turns {
     pub points: Vec<(usize, f64, f64)>,
 }
 
+/// [`turn_costs`], or `None` with a warning on stderr when its runs cannot be made (a limit
+/// on threads, say: the levels' parameters are worth keeping without them); a stop asked for
+/// is still an error.
+pub fn turns_or_warn(o: &Options) -> Result<Option<Turns>> {
+    match turn_costs(o) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if o.stopped() => Err(e),
+        Err(e) => {
+            eprintln!(
+                "mbsp params: warning: the turns were not measured ({e}); the file leaves turn \
+                 and turn_coroutine out (predictions use their defaults)"
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// The most processes [`turn_costs`] starts.
 const TURN_MAX_P: usize = 1024;
 
@@ -942,12 +959,6 @@ impl Measurement {
         }
     }
 
-    /// The measurement with what the turns cost ([`turn_costs`]).
-    pub fn with_turns(mut self, turns: Turns) -> Measurement {
-        self.turns = Some(turns);
-        self
-    }
-
     /// The measurement with the machine's state during it.
     pub fn watched(mut self, state: MachineState) -> Measurement {
         self.state = Some(state);
@@ -1080,10 +1091,9 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     let fresh = fresh_per_word();
     let mut watch = Watch::start();
     let levels = measure_levels(&chosen, o, &mut watch)?;
-    let turns = turn_costs(o)?;
-    Ok(Measurement::new(levels, fresh)
-        .with_turns(turns)
-        .watched(watch.state()))
+    let mut measured = Measurement::new(levels, fresh);
+    measured.turns = turns_or_warn(o)?;
+    Ok(measured.watched(watch.state()))
 }
 
 /// Measures each of the `chosen` levels under the scattered and the compact policy, with
@@ -1289,6 +1299,32 @@ mod tests {
         assert_eq!(v["levels"][0]["fits"]["put"]["trusted"], false);
         assert_eq!(v["levels"][0]["fresh"], 1e-9);
         assert_eq!(v["g"], v["levels"][0]["g"]);
+        assert!(v.get("turn").is_none(), "turns not measured: no keys");
+    }
+
+    /// The turns are measured at 1, 4 and 16 processes per hardware thread (as many as fit
+    /// under the cap), threads and coroutines, and written to the file.
+    #[test]
+    fn turns_are_measured_per_hardware_thread_and_written() {
+        let t = turn_costs(&Options::quick()).unwrap();
+        let hw = mbsp::nprocs();
+        let ks: Vec<usize> = t.points.iter().map(|q| q.0).collect();
+        let want: Vec<usize> = [1, 4, 16]
+            .into_iter()
+            .filter(|&k| k == 1 || k * hw <= TURN_MAX_P)
+            .collect();
+        assert_eq!(ks, want);
+        for &(_, threads, coroutines) in &t.points {
+            assert!(threads > 0.0 && coroutines > 0.0, "{t:?}");
+        }
+        assert!(t.threads >= 0.0 && t.coroutines >= 0.0 && t.threads.is_finite());
+        let mut m = Measurement::new(Vec::new(), 1e-9);
+        m.turns = Some(t.clone());
+        let v = m.to_json();
+        assert_eq!(v["turn"].as_f64(), Some(t.threads));
+        assert_eq!(v["turn_coroutine"].as_f64(), Some(t.coroutines));
+        let read = mbsp::params::Params::from_json(&v.to_string()).unwrap();
+        assert_eq!((read.turn, read.turn_coroutine), (t.threads, t.coroutines));
     }
 
     #[test]
