@@ -6,8 +6,8 @@
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
 //!    "g_get_msg": 45e-9, "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9,
-//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9, "turn": 5e-6,
-//!    "turn_coroutine": 2e-7}`; keys may be omitted —
+//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9, "turn": 6e-6,
+//!    "turn_coroutine": 5e-7}`; keys may be omitted —
 //!    files written before a key existed are read with that key's default (`l_reg`: twice the
 //!    file's `l`; `g_far`, `g_direct_far`, `g_direct_msg` and `g_get_msg`: its `g`,
 //!    `g_direct`, `g_direct` and `g_msg`) — and `mbsp params --json FILE` writes one);
@@ -101,9 +101,9 @@ impl Params {
     /// on an Intel Xeon VM of the same size; a registering superstep taken as two barriers,
     /// the same g far beyond the caches as in them, a cache of 1 MiB per process). Predictions
     /// for another machine should use its own (`mbsp params --save`, or `mbsp params --json
-    /// FILE` then `MBSP_PARAMS=FILE`). Processes beyond one per hardware thread add 5 µs each
-    /// to a superstep as threads and 0.2 µs as coroutines (the AMD VM, up to 32 per hardware
-    /// thread).
+    /// FILE` then `MBSP_PARAMS=FILE`). Processes beyond one per hardware thread add 6 µs each
+    /// to an empty superstep as threads and 0.5 µs as coroutines (the AMD VM, up to 16 per
+    /// hardware thread).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         r_stream: 1.0e9,
@@ -118,8 +118,8 @@ impl Params {
         l: 1.0e-6,
         l_reg: 2.0e-6,
         fresh: 3.2e-9,
-        turn: 5.0e-6,
-        turn_coroutine: 0.2e-6,
+        turn: 6.0e-6,
+        turn_coroutine: 0.5e-6,
     };
 
     /// The parameters in force: read once from the file named by `MBSP_PARAMS`, else from
@@ -163,7 +163,8 @@ impl Params {
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_get_msg`,
     /// `g_direct`, `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`,
-    /// `turn`, `turn_coroutine` (numbers, seconds, bytes or flop/s); missing keys keep their [`Params::DEFAULT`] values,
+    /// `turn`, `turn_coroutine` (numbers, seconds, bytes or flop/s); missing keys keep their
+    /// [`Params::DEFAULT`] values,
     /// but a missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far`,
     /// `g_direct_msg` or `g_get_msg` its `g`, `g_direct`, `g_direct` or `g_msg` (a
     /// file of an older `mbsp params` without `g_msg` has its one-word-put fit, `g_put1`, which

@@ -155,16 +155,22 @@ pub struct Superstep {
     pub procs: Vec<ProcStep>,
 }
 
+impl ProcStep {
+    /// The words this process sent or received through the sync (the larger), leaving out
+    /// those copied at once: its part of the superstep's h-relation.
+    pub fn buffered_words(&self) -> u64 {
+        (self.words_sent - self.immediate_words_sent)
+            .max(self.words_received - self.immediate_words_received)
+    }
+}
+
 impl Superstep {
     /// The h of the h-relation the sync carries: the largest number of words any process sent
     /// or received, leaving out those copied at once.
     pub fn h(&self) -> u64 {
         self.procs
             .iter()
-            .map(|s| {
-                (s.words_sent - s.immediate_words_sent)
-                    .max(s.words_received - s.immediate_words_received)
-            })
+            .map(ProcStep::buffered_words)
             .max()
             .unwrap_or(0)
     }
@@ -422,10 +428,7 @@ impl Profile {
         } else {
             s.w()
         };
-        let h = per_group(&|q| {
-            ((q.words_sent - q.immediate_words_sent)
-                .max(q.words_received - q.immediate_words_received)) as f64
-        });
+        let h = per_group(&|q| q.buffered_words() as f64);
         let requests = per_group(&|q| q.requests_sent.max(q.requests_received) as f64);
         w + params.time_of(1, h, requests) + params.turns_time(turns_of(groups), self.coroutines)
     }
