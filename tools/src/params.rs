@@ -655,7 +655,7 @@ pub fn turns_or_warn(o: &Options) -> Result<Option<Turns>> {
 const TURN_MAX_P: usize = 1024;
 
 /// Measures [`Turns`]: the empty superstep of runs with 1, 4 and 16 processes per hardware
-/// thread of this machine (up to [`TURN_MAX_P`] processes), on threads and as coroutines, the
+/// thread of this machine (up to 1024 processes), on threads and as coroutines, the
 /// median of `o.samples` samples each; each slope is the least-squares line through its points
 /// (at least 0). Runs are interleaved, threads and coroutines in turn, so that a change of the
 /// machine's state reaches both.
