@@ -384,6 +384,33 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
+    /// The processes of a run with coroutines, by the thread that runs them: those placed on the
+    /// same PUs together (so that each thread is bound once), in pid order; on an unbound run,
+    /// pid modulo the cores. Process 0's group comes first.
+    pub(crate) fn thread_groups(&self) -> Vec<Vec<usize>> {
+        let p = self.domains.len();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        if self.bind {
+            let mut keys: Vec<&[u32]> = Vec::new();
+            for pid in 0..p {
+                let key = self.pus[pid].as_slice();
+                match keys.iter().position(|k| *k == key) {
+                    Some(g) => groups[g].push(pid),
+                    None => {
+                        keys.push(key);
+                        groups.push(vec![pid]);
+                    }
+                }
+            }
+        } else {
+            let threads = self.cores.clamp(1, p);
+            groups = (0..threads)
+                .map(|t| (t..p).step_by(threads).collect())
+                .collect();
+        }
+        groups
+    }
+
     /// Plan `procs` processes in `domain` of `loaded`. Top-level runs get `loaded` from the
     /// caller or from [`Machine::current`], which detects the machine with hwloc on the first
     /// run of the program (a few milliseconds) and caches it for every later run. `off` says

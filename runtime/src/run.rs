@@ -747,7 +747,7 @@ impl Run {
         f: &SpmdFn<'_, R>,
     ) -> Results<R> {
         let p = shared.p;
-        let groups = coroutine_groups(&shared.layout);
+        let groups = shared.layout.thread_groups();
         let stack = self.stack_size.unwrap_or(crate::coroutines::DEFAULT_STACK);
         // Written once per process and run: no need for anything but a lock.
         let slots: Vec<std::sync::Mutex<Option<Result<R>>>> =
@@ -803,7 +803,7 @@ impl Run {
     /// would have more than one (where each would have its own, coroutines would only add a
     /// switch to every wait, and the run goes as without them).
     fn shares_threads(&self, layout: &Layout) -> bool {
-        self.coroutines && coroutine_groups(layout).len() < layout.domains.len()
+        self.coroutines && layout.thread_groups().len() < layout.domains.len()
     }
 
     /// Whether the run's barrier is a tree: by default when the processes of `layout` are more
@@ -923,33 +923,6 @@ impl Run {
             None => b,
         }
     }
-}
-
-/// The processes of a run with coroutines, by the thread that runs them: those placed on the
-/// same PUs together (so that each thread is bound once), in pid order; on an unbound run,
-/// pid modulo the cores. Process 0's group comes first.
-fn coroutine_groups(layout: &Layout) -> Vec<Vec<usize>> {
-    let p = layout.domains.len();
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    if layout.bind {
-        let mut keys: Vec<&[u32]> = Vec::new();
-        for pid in 0..p {
-            let key = layout.pus[pid].as_slice();
-            match keys.iter().position(|k| *k == key) {
-                Some(g) => groups[g].push(pid),
-                None => {
-                    keys.push(key);
-                    groups.push(vec![pid]);
-                }
-            }
-        }
-    } else {
-        let threads = layout.cores.clamp(1, p);
-        groups = (0..threads)
-            .map(|t| (t..p).step_by(threads).collect())
-            .collect();
-    }
-    groups
 }
 
 /// Record that the processes `pids` of a run with coroutines could not be started (`what`

@@ -115,7 +115,8 @@ fn the_next_run_reuses_the_threads() {
 /// Runs in a row on one thread keep the last run's state where it fits (`Team::keep`): every
 /// run of a sequence with full and declared syncs, a failed run between good ones (after
 /// which the next starts its counts again), and runs on threads with the coroutines' waiting
-/// policy (which fit the same state), gives what a fresh run gives.
+/// policy between them (whose tree barrier is not the coroutines' tree of threads, so the
+/// state is made again each way), gives what a fresh run gives.
 #[test]
 fn runs_in_a_row_with_a_failure_between_them_agree_with_fresh_runs() {
     within(120, || {

@@ -52,6 +52,18 @@
 //! its release lets anyone arrive in the next. No puts ride in a tree barrier
 //! ([`Barrier::rider_rounds`] says so).
 //!
+//! **Processes as coroutines: a tree of threads.** Where the processes of each thread take
+//! turns on it as coroutines (`coroutines.rs`), nobody sleeps, and what an episode costs is
+//! the cache lines that cross between the threads' cores (and the turns a thread takes before
+//! the process a release reached runs). A tree over the processes would cross at each of the
+//! p arrivals on the one counter and at every edge between cores. [`Barrier::by_thread`]
+//! combines each thread's processes first, on lines only that thread touches: they OR their
+//! flags into their thread's word and count themselves in on its counter; the thread's last
+//! arriver arrives for it on the run's counter, as a tree's process does, waits for the
+//! episode's publication and releases its thread's processes with its thread's own release
+//! word. So an episode crosses cores once per thread each way, and a thread's processes find
+//! their release in their next turn.
+//!
 //! Waiting is the runtime's one way to wait (`wait.rs`): spin, yield, then sleep on the
 //! waiting process's own [`Signal`], which the writer of a line notifies for each reader of the
 //! line after it publishes a word (a system call only when that reader sleeps). One signal per
@@ -177,6 +189,20 @@ struct Node {
     release: CachePadded<AtomicU64>,
 }
 
+/// One thread's processes in a [`Barrier::by_thread`]: where they arrive, and their release.
+/// Only the thread's own processes touch it (they run one at a time).
+struct Thread {
+    /// Arrivals of the thread's processes since the barrier was made (or reset).
+    count: AtomicU64,
+    /// The OR of the flags of the thread's processes that have arrived in this episode.
+    flags: AtomicU32,
+    /// The episode and the OR of all flags, once the thread's last arriver has seen it.
+    release: AtomicU64,
+    /// The thread's last arriver of the episode, which waits for the run's publication (whose
+    /// signal the publisher notifies).
+    last: AtomicU32,
+}
+
 /// Where the processes of a tree barrier arrive.
 struct Arrival {
     /// Arrivals since the barrier was made (or reset): an episode is complete when it reaches a
@@ -232,8 +258,13 @@ pub struct Barrier {
     signals: Box<[CachePadded<Signal>]>,
     /// A tree barrier's words, by process (empty for a dissemination barrier).
     nodes: Box<[Node]>,
-    /// A tree barrier's arrivals.
+    /// A tree barrier's arrivals (in a [`Barrier::by_thread`], the threads').
     arrival: CachePadded<Arrival>,
+    /// A [`Barrier::by_thread`]'s threads (empty otherwise); the processes of thread `t` are
+    /// `order[member_at[t]..member_at[t + 1]]`, and process `i`'s thread is `thread_of[i]`.
+    threads: Box<[CachePadded<Thread>]>,
+    member_at: Isolated<u32>,
+    thread_of: Isolated<u32>,
     /// A tree barrier's order: the process at each position of the tree (position `k`'s
     /// parent is position `(k - 1) / TREE_ARITY`), and each process's position.
     order: Isolated<u32>,
@@ -317,6 +348,9 @@ impl Barrier {
             signals: (0..p).map(|_| CachePadded::new(Signal::new())).collect(),
             nodes: Box::new([]),
             arrival: CachePadded::new(Arrival::new()),
+            threads: Box::new([]),
+            member_at: Isolated::default(),
+            thread_of: Isolated::default(),
             order: Isolated::default(),
             position: Isolated::default(),
             aborted: CachePadded::new(AtomicBool::new(false)),
@@ -358,6 +392,9 @@ impl Barrier {
                 })
                 .collect(),
             arrival: CachePadded::new(Arrival::new()),
+            threads: Box::new([]),
+            member_at: Isolated::default(),
+            thread_of: Isolated::default(),
             order: Isolated::from_slice(&order),
             position: Isolated::from_slice(&position),
             aborted: CachePadded::new(AtomicBool::new(false)),
@@ -365,8 +402,60 @@ impl Barrier {
         }
     }
 
+    /// A tree barrier for processes that take turns on threads as coroutines, `threads[t]`
+    /// the pids of thread `t` (a partition of `0..p`, none empty): see the module
+    /// documentation. No puts ride in it.
+    pub fn by_thread(threads: &[Vec<usize>], policy: WaitPolicy) -> Self {
+        let order: Vec<u32> = threads.iter().flatten().map(|&pid| pid as u32).collect();
+        assert!(
+            threads.iter().all(|t| !t.is_empty()),
+            "a thread of no processes"
+        );
+        let mut b = Self::tree_in_order(order, policy);
+        let mut thread_of = vec![0u32; b.p];
+        let mut member_at = vec![0u32];
+        for (t, pids) in threads.iter().enumerate() {
+            for &pid in pids {
+                thread_of[pid] = t as u32;
+            }
+            member_at.push(member_at[t] + pids.len() as u32);
+        }
+        b.threads = threads
+            .iter()
+            .map(|_| {
+                CachePadded::new(Thread {
+                    count: AtomicU64::new(0),
+                    flags: AtomicU32::new(0),
+                    release: AtomicU64::new(0),
+                    last: AtomicU32::new(0),
+                })
+            })
+            .collect();
+        b.member_at = Isolated::from_slice(&member_at);
+        b.thread_of = Isolated::from_slice(&thread_of);
+        b
+    }
+
+    /// Whether this is a [`by_thread`](Self::by_thread) barrier.
+    pub fn is_by_thread(&self) -> bool {
+        !self.threads.is_empty()
+    }
+
+    /// Whether this is the [`by_thread`](Self::by_thread) barrier of `threads`.
+    pub(crate) fn is_by_thread_of(&self, threads: &[Vec<usize>]) -> bool {
+        self.threads.len() == threads.len()
+            && threads.iter().enumerate().all(|(t, pids)| {
+                let at = self.member_at[t] as usize..self.member_at[t + 1] as usize;
+                self.order[at]
+                    .iter()
+                    .map(|&pid| pid as usize)
+                    .eq(pids.iter().copied())
+            })
+    }
+
     /// A tree barrier's order ([`tree_in_order`](Self::tree_in_order)); empty for a
-    /// dissemination barrier.
+    /// dissemination barrier; a [`by_thread`](Self::by_thread) barrier's threads' pids one
+    /// after another.
     pub(crate) fn order(&self) -> &[u32] {
         &self.order
     }
@@ -509,6 +598,9 @@ impl Barrier {
     /// An episode `e` of a tree barrier, arriving with `acc`; returns the OR of every
     /// process's (module documentation).
     fn wait_tree(&self, me: &mut Member, e: u32, acc: u32) -> Result<u32, Aborted> {
+        if self.is_by_thread() {
+            return self.wait_by_thread(me, e, acc);
+        }
         let count = &self.arrival.count;
         let all = &self.arrival.all;
         self.arrival.flags.fetch_or(acc, Ordering::Relaxed);
@@ -541,6 +633,54 @@ impl Barrier {
         let first = at * TREE_ARITY + 1;
         for &child in &self.order[first.min(self.p)..(first + TREE_ARITY).min(self.p)] {
             if self.signals[child as usize].notify() {
+                me.waiter.woke();
+            }
+        }
+        Ok(released as u32)
+    }
+
+    /// An episode `e` of a [`by_thread`](Self::by_thread) barrier, arriving with `acc`;
+    /// returns the OR of every process's (module documentation). The orderings are the tree's:
+    /// each counter's increments form one release sequence, so a thread's last arriver sees
+    /// its thread's flags and the run's last arriver every thread's; nobody ORs flags of the
+    /// next episode into a word before the release of this one, which follows its emptying.
+    fn wait_by_thread(&self, me: &mut Member, e: u32, acc: u32) -> Result<u32, Aborted> {
+        let t = self.thread_of[me.pid] as usize;
+        let (thread, members) = (&self.threads[t], self.member_at[t]..self.member_at[t + 1]);
+        thread.flags.fetch_or(acc, Ordering::Relaxed);
+        let size = u64::from(members.end - members.start);
+        if (thread.count.fetch_add(1, Ordering::AcqRel) + 1) % size != 0 {
+            let released =
+                self.await_episode(&thread.release, e, me.pid, &mut me.waiter, || false)?;
+            return Ok(released as u32);
+        }
+        // The thread's last arriver: it arrives for the thread.
+        let flags = thread.flags.swap(0, Ordering::Relaxed);
+        thread.last.store(me.pid as u32, Ordering::Relaxed);
+        self.arrival.flags.fetch_or(flags, Ordering::Relaxed);
+        let n = self.threads.len() as u64;
+        if (self.arrival.count.fetch_add(1, Ordering::AcqRel) + 1) % n == 0 {
+            let flags = self.arrival.flags.swap(0, Ordering::Relaxed);
+            self.arrival
+                .all
+                .store(((e as u64) << 32) | flags as u64, Ordering::Release);
+            // Each thread's last arriver stored its pid before its increment, which ours read
+            // after; none stores the next episode's before this one's publication.
+            for other in self.threads.iter() {
+                let last = other.last.load(Ordering::Relaxed) as usize;
+                if self.signals[last].notify() {
+                    me.waiter.woke();
+                }
+            }
+        }
+        let released =
+            self.await_episode(&self.arrival.all, e, me.pid, &mut me.waiter, || false)?;
+        // Release: the episode's flags travel to the thread's processes. Then the sleep
+        // handshake's notifications (`wait.rs`; processes as coroutines never sleep, but the
+        // barrier keeps the handshake wherever it runs).
+        thread.release.store(released, Ordering::Release);
+        for &pid in &self.order[members.start as usize..members.end as usize] {
+            if pid as usize != me.pid && self.signals[pid as usize].notify() {
                 me.waiter.woke();
             }
         }
@@ -586,6 +726,11 @@ impl Barrier {
         self.arrival.count.zero();
         self.arrival.flags.zero();
         self.arrival.all.zero();
+        for thread in self.threads.iter() {
+            thread.count.zero();
+            thread.flags.zero();
+            thread.release.zero();
+        }
         self.aborted.zero();
     }
 
@@ -707,6 +852,42 @@ mod tests {
                 flags_round_trip_through(&b, 20);
             }
         }
+    }
+
+    /// Threads of one process, of several, uneven and interleaved pids; every process a
+    /// thread of its own here, so that a wrong count or release would hang or fail.
+    #[test]
+    fn by_thread_barriers_combine_flags_and_end() {
+        let partitions: [&[&[usize]]; 6] = [
+            &[&[0]],
+            &[&[0], &[1]],
+            &[&[0, 1, 2, 3, 4]],
+            &[&[0, 2, 4], &[1, 3]],
+            &[&[3], &[0, 1], &[2, 4, 5, 6]],
+            &[
+                &[0, 3, 6, 9, 12, 15],
+                &[1, 4, 7, 10, 13],
+                &[2, 5, 8, 11, 14],
+            ],
+        ];
+        for policy in policies() {
+            for threads in partitions {
+                let threads: Vec<Vec<usize>> = threads.iter().map(|t| t.to_vec()).collect();
+                let b = Barrier::by_thread(&threads, policy);
+                assert!(b.is_tree() && b.is_by_thread() && b.is_by_thread_of(&threads));
+                let (p, riders) = (b.p, b.rider_rounds());
+                for (pid, d) in (0..p).flat_map(|pid| (0..p).map(move |d| (pid, d))) {
+                    assert_eq!(riders.round(pid, d), NO_RIDE, "no puts ride");
+                }
+                flags_round_trip_through(&b, 200);
+                b.reset();
+                flags_round_trip_through(&b, 20);
+            }
+        }
+        let b = Barrier::by_thread(&[vec![0, 2], vec![1, 3]], WaitPolicy::new(0, 0));
+        assert!(!b.is_by_thread_of(&[vec![0, 2, 1, 3]]));
+        assert!(!b.is_by_thread_of(&[vec![0, 2, 1], vec![3]]));
+        assert!(!Barrier::tree(4, WaitPolicy::new(0, 0)).is_by_thread());
     }
 
     #[test]

@@ -126,7 +126,9 @@ impl RunState {
     pub(crate) fn new(layout: &Layout, shape: Shape) -> Self {
         let p = layout.domains.len();
         let groups = layout.groups.clone();
-        let barrier = Arc::new(if shape.tree_barrier {
+        let barrier = Arc::new(if shape.tree_barrier && shape.coroutines {
+            Barrier::by_thread(&layout.thread_groups(), shape.policy)
+        } else if shape.tree_barrier {
             Barrier::tree_in_order(super::barrier::tree_order(&layout.pus), shape.policy)
         } else {
             Barrier::grouped(&groups, shape.policy)
@@ -205,8 +207,14 @@ impl RunState {
             && self.barrier.policy() == shape.policy
             && self.lazy_policy == shape.lazy_policy
             && self.barrier.is_tree() == shape.tree_barrier
-            && (!shape.tree_barrier
-                || self.barrier.order() == super::barrier::tree_order(&layout.pus))
+            && match (shape.tree_barrier, shape.coroutines) {
+                (false, _) => true,
+                (true, true) => self.barrier.is_by_thread_of(&layout.thread_groups()),
+                (true, false) => {
+                    !self.barrier.is_by_thread()
+                        && self.barrier.order() == super::barrier::tree_order(&layout.pus)
+                }
+            }
             && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
             && self.slots == shape.slots
