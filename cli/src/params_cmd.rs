@@ -183,9 +183,10 @@ pub fn run(o: &Options) -> Result<()> {
     let fresh = params::fresh_per_word();
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let levels = params::measure_levels(&chosen, m, &mut watch)?;
-    let turns = params::turns_or_warn(m)?;
+    let mut measured = Measurement::new(levels, fresh);
+    let turns = params::turns_or_warn(m, measured.g_msg())?;
     let state = watch.state();
-    let mut measured = Measurement::new(levels, fresh).watched(state.clone());
+    measured = measured.watched(state.clone());
     measured.turns = turns.clone();
     print!("{}", table(&measured.levels));
     println!(
@@ -237,17 +238,31 @@ pub fn run(o: &Options) -> Result<()> {
 /// What processes taking turns on the hardware threads add to a superstep, and the points
 /// behind it.
 fn turns_line(t: &params::Turns) -> String {
+    let us = |x: f64| x * 1e6;
     let points: Vec<String> = t
         .points
         .iter()
-        .map(|(k, th, co)| format!("{k}: {:.2} / {:.2} µs", th * 1e6, co * 1e6))
+        .map(|q| {
+            format!(
+                "{}: {:.2} / {:.2}, puts {:.2} / {:.2} µs",
+                q.k,
+                us(q.threads),
+                us(q.coroutines),
+                us(q.threads_put),
+                us(q.coroutines_put)
+            )
+        })
         .collect();
     format!(
         "turns: each process beyond the first on a hardware thread adds {:.3} µs to a superstep \
-         as threads (turn), {:.3} µs as coroutines (turn_coroutine): the slopes of the empty \
-         superstep over processes per hardware thread (threads / coroutines, {})",
-        t.threads * 1e6,
-        t.coroutines * 1e6,
+         as threads (turn), {:.3} µs as coroutines (turn_coroutine), and {:.3} / {:.3} µs more \
+         where the superstep communicates (turn_comm, turn_comm_coroutine: beyond a one-word \
+         put's g_msg): the slopes of the empty superstep and of one-word puts to the next \
+         process over processes per hardware thread (threads / coroutines, {})",
+        us(t.threads),
+        us(t.coroutines),
+        us(t.threads_comm),
+        us(t.coroutines_comm),
         points.join("; ")
     )
 }

@@ -154,7 +154,8 @@ class BspParams:
     get, ``g_direct`` per word of direct gets and ``g_direct_msg`` per one-word direct get;
     ``l_reg`` is a superstep that registers or deregisters memory; ``turn`` and
     ``turn_coroutine`` are what each process beyond the first on a hardware thread adds to a
-    superstep, as threads and as coroutines."""
+    superstep, as threads and as coroutines, and ``turn_comm`` and ``turn_comm_coroutine``
+    what it adds more where the superstep communicates."""
 
     r: float
     g: float
@@ -168,6 +169,8 @@ class BspParams:
     l_reg: float = 0.0
     turn: float = 0.0
     turn_coroutine: float = 0.0
+    turn_comm: float = 0.0
+    turn_comm_coroutine: float = 0.0
     source: str = ""
 
     def to_dict(self) -> Dict[str, Any]:

@@ -266,7 +266,8 @@ fn params_in_force(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, String)> {
             "g_get_msg" => p.g_get_msg,
             "g_direct" => p.g_direct, "g_direct_msg" => p.g_direct_msg, "l" => p.l,
             "l_reg" => p.l_reg, "fresh" => p.fresh, "turn" => p.turn,
-            "turn_coroutine" => p.turn_coroutine,
+            "turn_coroutine" => p.turn_coroutine, "turn_comm" => p.turn_comm,
+            "turn_comm_coroutine" => p.turn_comm_coroutine,
         }),
     )?;
     Ok((d, mbsp::params::source().to_string()))

@@ -6,8 +6,9 @@
 //! 1. the file named by `MBSP_PARAMS` (JSON, e.g.
 //!    `{"l": 1.2e-6, "l_reg": 2.4e-6, "g": 1.6e-9, "g_direct": 0.8e-9, "g_msg": 25e-9,
 //!    "g_get_msg": 45e-9, "g_direct_msg": 14e-9, "g_far": 2.4e-9, "g_direct_far": 1.2e-9,
-//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9, "turn": 6e-6,
-//!    "turn_coroutine": 5e-7}`; keys may be omitted —
+//!    "cache": 1048576, "fresh": 3.2e-9, "r": 1e9, "r_stream": 1e9, "turn": 5e-6,
+//!    "turn_coroutine": 1.5e-7, "turn_comm": 8e-7, "turn_comm_coroutine": 1.5e-7}`; keys may
+//!    be omitted —
 //!    files written before a key existed are read with that key's default (`l_reg`: twice the
 //!    file's `l`; `g_far`, `g_direct_far`, `g_direct_msg` and `g_get_msg`: its `g`,
 //!    `g_direct`, `g_direct` and `g_msg`) — and `mbsp params --json FILE` writes one);
@@ -91,6 +92,16 @@ pub struct Params {
     /// [`turn`](Params::turn) for processes that take turns as coroutines
     /// ([`Run::coroutines`](crate::Run::coroutines)).
     pub turn_coroutine: f64,
+    /// Seconds a superstep in which processes communicate costs for each process beyond the
+    /// first on a hardware thread, on top of [`turn`](Params::turn) and of its requests' own
+    /// g: the part of a communicating sync each process makes for itself (telling its
+    /// destinations, taking its senders' records, emptying its outboxes), one process after
+    /// another. `mbsp params` measures it as the slope of a superstep of one-word puts to the
+    /// next process over the processes per hardware thread, less the empty superstep's slope
+    /// and [`g_msg`](Params::g_msg). [`Params::turns_time`].
+    pub turn_comm: f64,
+    /// [`turn_comm`](Params::turn_comm) for processes that take turns as coroutines.
+    pub turn_comm_coroutine: f64,
 }
 
 impl Params {
@@ -101,9 +112,9 @@ impl Params {
     /// on an Intel Xeon VM of the same size; a registering superstep taken as two barriers,
     /// the same g far beyond the caches as in them, a cache of 1 MiB per process). Predictions
     /// for another machine should use its own (`mbsp params --save`, or `mbsp params --json
-    /// FILE` then `MBSP_PARAMS=FILE`). Processes beyond one per hardware thread add 6 µs each
-    /// to an empty superstep as threads and 0.5 µs as coroutines (the AMD VM, up to 16 per
-    /// hardware thread).
+    /// FILE` then `MBSP_PARAMS=FILE`). Processes beyond one per hardware thread add 5 µs each
+    /// to an empty superstep as threads and 0.15 µs as coroutines, and 0.8 µs and 0.15 µs more
+    /// to one that communicates (the AMD VM, up to 16 per hardware thread).
     pub const DEFAULT: Params = Params {
         r: 1.0e9,
         r_stream: 1.0e9,
@@ -118,8 +129,10 @@ impl Params {
         l: 1.0e-6,
         l_reg: 2.0e-6,
         fresh: 3.2e-9,
-        turn: 6.0e-6,
-        turn_coroutine: 0.5e-6,
+        turn: 5.0e-6,
+        turn_coroutine: 0.15e-6,
+        turn_comm: 0.8e-6,
+        turn_comm_coroutine: 0.15e-6,
     };
 
     /// The parameters in force: read once from the file named by `MBSP_PARAMS`, else from
@@ -163,7 +176,8 @@ impl Params {
 
     /// Parse a JSON object with any of the keys `r`, `r_stream`, `g`, `g_msg`, `g_get_msg`,
     /// `g_direct`, `g_direct_msg`, `g_far`, `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`,
-    /// `turn`, `turn_coroutine` (numbers, seconds, bytes or flop/s); missing keys keep their
+    /// `turn`, `turn_coroutine`, `turn_comm`, `turn_comm_coroutine` (numbers, seconds, bytes or
+    /// flop/s); missing keys keep their
     /// [`Params::DEFAULT`] values,
     /// but a missing `l_reg` is twice the object's `l` and a missing `g_far`, `g_direct_far`,
     /// `g_direct_msg` or `g_get_msg` its `g`, `g_direct`, `g_direct` or `g_msg` (a
@@ -214,6 +228,8 @@ impl Params {
             ("fresh", &mut p.fresh, true),
             ("turn", &mut p.turn, true),
             ("turn_coroutine", &mut p.turn_coroutine, true),
+            ("turn_comm", &mut p.turn_comm, true),
+            ("turn_comm_coroutine", &mut p.turn_comm_coroutine, true),
         ] {
             if let Some(x) = obj.get(key) {
                 let what = if zero_ok { "non-negative" } else { "positive" };
@@ -335,22 +351,31 @@ impl Params {
     }
 
     /// What the turns of a superstep cost in which up to `turns` processes take turns on a
-    /// hardware thread, as coroutines or as threads: [`turn_coroutine`](Params::turn_coroutine)
-    /// or [`turn`](Params::turn) for each process beyond the first (nothing for one).
+    /// hardware thread, as coroutines or as threads, and in which processes communicate or
+    /// not: for each process beyond the first (nothing for one),
+    /// [`turn_coroutine`](Params::turn_coroutine) or [`turn`](Params::turn), and where the
+    /// superstep communicates also [`turn_comm_coroutine`](Params::turn_comm_coroutine) or
+    /// [`turn_comm`](Params::turn_comm).
     ///
     /// ```
     /// use mbsp::params::Params;
-    /// let p = Params { turn: 4e-6, turn_coroutine: 1e-7, ..Params::DEFAULT };
-    /// assert_eq!(p.turns_time(1, false), 0.0);
-    /// assert!((p.turns_time(8, false) - 28e-6).abs() < 1e-15);
-    /// assert!((p.turns_time(8, true) - 7e-7).abs() < 1e-15);
+    /// let p = Params {
+    ///     turn: 4e-6, turn_coroutine: 1e-7, turn_comm: 1e-6, turn_comm_coroutine: 2e-7,
+    ///     ..Params::DEFAULT
+    /// };
+    /// assert_eq!(p.turns_time(1, false, true), 0.0);
+    /// assert!((p.turns_time(8, false, false) - 28e-6).abs() < 1e-15);
+    /// assert!((p.turns_time(8, true, false) - 7e-7).abs() < 1e-15);
+    /// assert!((p.turns_time(8, false, true) - 35e-6).abs() < 1e-15);
+    /// assert!((p.turns_time(8, true, true) - 21e-7).abs() < 1e-15);
     /// ```
-    pub fn turns_time(&self, turns: usize, coroutines: bool) -> f64 {
-        let each = if coroutines {
-            self.turn_coroutine
+    pub fn turns_time(&self, turns: usize, coroutines: bool, communicates: bool) -> f64 {
+        let (turn, comm) = if coroutines {
+            (self.turn_coroutine, self.turn_comm_coroutine)
         } else {
-            self.turn
+            (self.turn, self.turn_comm)
         };
+        let each = if communicates { turn + comm } else { turn };
         turns.saturating_sub(1) as f64 * each
     }
 
@@ -483,6 +508,12 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     &mut params.turn_coroutine,
                     top.turn_coroutine,
                 ),
+                (&["turn_comm"], &mut params.turn_comm, top.turn_comm),
+                (
+                    &["turn_comm_coroutine"],
+                    &mut params.turn_comm_coroutine,
+                    top.turn_comm_coroutine,
+                ),
                 (&["cache"], &mut params.cache, top.cache),
             ] {
                 if !keys.iter().any(|k| e.contains_key(*k)) {
@@ -547,7 +578,7 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
 }
 
 /// The keys of a parameter file.
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 17] = [
     "r",
     "r_stream",
     "g",
@@ -563,6 +594,8 @@ const KEYS: [&str; 15] = [
     "fresh",
     "turn",
     "turn_coroutine",
+    "turn_comm",
+    "turn_comm_coroutine",
 ];
 
 /// A parameter file: the whole machine's values, the measured levels, and the keys it does not
@@ -586,9 +619,8 @@ impl ParsedFile {
 }
 
 /// The keys (`r`, `r_stream`, `g`, `g_msg`, `g_get_msg`, `g_direct`, `g_direct_msg`, `g_far`,
-/// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`, `turn`, `turn_coroutine`) that the
-/// parameters in
-/// force do not give — neither at the top of the file nor for any level — so that
+/// `g_direct_far`, `cache`, `l`, `l_reg`, `fresh`, `turn`, `turn_coroutine`, `turn_comm`,
+/// `turn_comm_coroutine`) that the parameters in force do not give — neither at the top of the file nor for any level — so that
 /// [`Params::DEFAULT`]'s values stand in for them: all of them when no file is in force. A
 /// prediction that uses one of them is not this machine's.
 ///
@@ -824,17 +856,37 @@ mod tests {
 
     #[test]
     fn the_turns_are_read_and_files_without_them_keep_the_defaults() {
-        let p = Params::from_json(r#"{"turn": 4e-6, "turn_coroutine": 1e-7}"#).unwrap();
-        assert_eq!((p.turn, p.turn_coroutine), (4e-6, 1e-7));
-        let old = Params::from_json(r#"{"l": 2e-6}"#).unwrap();
+        let p = Params::from_json(
+            r#"{"turn": 4e-6, "turn_coroutine": 1e-7, "turn_comm": 2e-6,
+                "turn_comm_coroutine": 3e-7}"#,
+        )
+        .unwrap();
         assert_eq!(
-            (old.turn, old.turn_coroutine),
-            (Params::DEFAULT.turn, Params::DEFAULT.turn_coroutine)
+            (p.turn, p.turn_coroutine, p.turn_comm, p.turn_comm_coroutine),
+            (4e-6, 1e-7, 2e-6, 3e-7)
+        );
+        let old = Params::from_json(r#"{"l": 2e-6}"#).unwrap();
+        let d = Params::DEFAULT;
+        assert_eq!(
+            (
+                old.turn,
+                old.turn_coroutine,
+                old.turn_comm,
+                old.turn_comm_coroutine
+            ),
+            (d.turn, d.turn_coroutine, d.turn_comm, d.turn_comm_coroutine)
         );
         // A level without them takes the file's.
-        let f = parse_file(r#"{"turn": 3e-6, "levels": [{"level": "machine", "p": 2}]}"#).unwrap();
-        assert_eq!(f.levels[0].params.turn, 3e-6);
+        let f = parse_file(
+            r#"{"turn": 3e-6, "turn_comm": 5e-7, "levels": [{"level": "machine", "p": 2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.levels[0].params.turn, f.levels[0].params.turn_comm),
+            (3e-6, 5e-7)
+        );
         assert!(!f.absent.contains(&"turn") && f.absent.contains(&"turn_coroutine"));
+        assert!(!f.absent.contains(&"turn_comm") && f.absent.contains(&"turn_comm_coroutine"));
         let e = Params::from_json(r#"{"turn": -1}"#).unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -885,7 +937,9 @@ mod tests {
                 "l_reg",
                 "fresh",
                 "turn",
-                "turn_coroutine"
+                "turn_coroutine",
+                "turn_comm",
+                "turn_comm_coroutine"
             ]
         );
     }

@@ -622,29 +622,51 @@ pub fn fresh_per_word() -> f64 {
 
 /// What processes that take turns on the hardware threads add to a superstep: seconds per
 /// process beyond the first on a hardware thread, as threads the kernel switches between and
-/// as coroutines ([`mbsp::params::Params::turn`], [`mbsp::params::Params::turn_coroutine`]).
+/// as coroutines ([`mbsp::params::Params::turn`], [`mbsp::params::Params::turn_coroutine`]),
+/// and what they add more where the superstep communicates
+/// ([`mbsp::params::Params::turn_comm`], [`mbsp::params::Params::turn_comm_coroutine`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turns {
-    /// The slope for threads, seconds.
+    /// The empty superstep's slope for threads, seconds.
     pub threads: f64,
-    /// The slope for coroutines, seconds.
+    /// The empty superstep's slope for coroutines, seconds.
     pub coroutines: f64,
-    /// The points it was fitted through: (processes per hardware thread, the empty
-    /// superstep's median seconds on threads, as coroutines).
-    pub points: Vec<(usize, f64, f64)>,
+    /// For threads: the slope of a superstep in which every process puts one word to the next,
+    /// less the empty superstep's slope and the one-word put's own cost (`g_msg`), at least 0.
+    pub threads_comm: f64,
+    /// [`threads_comm`](Self::threads_comm) for coroutines.
+    pub coroutines_comm: f64,
+    /// The points they were fitted through.
+    pub points: Vec<TurnPoint>,
+}
+
+/// The supersteps of one run size in [`turn_costs`]: median seconds each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurnPoint {
+    /// Processes per hardware thread.
+    pub k: usize,
+    /// The empty superstep on threads.
+    pub threads: f64,
+    /// The empty superstep as coroutines.
+    pub coroutines: f64,
+    /// The superstep of one-word puts to the next process on threads.
+    pub threads_put: f64,
+    /// The same as coroutines.
+    pub coroutines_put: f64,
 }
 
 /// [`turn_costs`], or `None` with a warning on stderr when its runs cannot be made (a limit
 /// on threads, say: the levels' parameters are worth keeping without them); a stop asked for
 /// is still an error.
-pub fn turns_or_warn(o: &Options) -> Result<Option<Turns>> {
-    match turn_costs(o) {
+pub fn turns_or_warn(o: &Options, g_msg: f64) -> Result<Option<Turns>> {
+    match turn_costs(o, g_msg) {
         Ok(t) => Ok(Some(t)),
         Err(e) if o.stopped() => Err(e),
         Err(e) => {
             eprintln!(
-                "mbsp params: warning: the turns were not measured ({e}); the file leaves turn \
-                 and turn_coroutine out (predictions use their defaults)"
+                "mbsp params: warning: the turns were not measured ({e}); the file leaves turn, \
+                 turn_coroutine, turn_comm and turn_comm_coroutine out (predictions use their \
+                 defaults)"
             );
             Ok(None)
         }
@@ -654,35 +676,49 @@ pub fn turns_or_warn(o: &Options) -> Result<Option<Turns>> {
 /// The most processes [`turn_costs`] starts.
 const TURN_MAX_P: usize = 1024;
 
-/// Measures [`Turns`]: the empty superstep of runs with 1, 4 and 16 processes per hardware
-/// thread of this machine (up to 1024 processes), on threads and as coroutines, the
-/// median of `o.samples` samples each; each slope is the least-squares line through its points
-/// (at least 0). Runs are interleaved, threads and coroutines in turn, so that a change of the
-/// machine's state reaches both.
-pub fn turn_costs(o: &Options) -> Result<Turns> {
+/// Measures [`Turns`]: the empty superstep and one in which every process puts one word to the
+/// next, in runs with 1, 4 and 16 processes per hardware thread of this machine (up to 1024
+/// processes), on threads and as coroutines, the median of `o.samples` samples each (the two
+/// supersteps' samples alternate in one run); each slope is the least-squares line through
+/// its points (at least 0), and the communicating superstep's is given beyond the empty one's
+/// and `g_msg` (the per-message g measured with a process per hardware thread, which the
+/// profiler charges for each put on its own). Runs are interleaved, threads and coroutines in
+/// turn, so that a change of the machine's state reaches both.
+pub fn turn_costs(o: &Options, g_msg: f64) -> Result<Turns> {
     let hw = mbsp::nprocs().max(1);
     let ks: Vec<usize> = [1usize, 4, 16]
         .into_iter()
         .filter(|&k| k == 1 || k.saturating_mul(hw) <= TURN_MAX_P)
         .collect();
-    let empty = |p: usize, coroutines: bool| -> Result<f64> {
+    // (empty, with puts) medians of a run of `p`.
+    let point = |p: usize, coroutines: bool| -> Result<(f64, f64)> {
         // About a millisecond of syncs per sample on threads at 16 per hardware thread.
         let syncs = (200 / (p / hw).max(1)).max(10);
         let r = Run::new(p)
             .coroutines(coroutines)
             .run(|ctx| {
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                let word = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
                 for _ in 0..10 {
                     ctx.sync()?;
                 }
-                let mut samples = Vec::with_capacity(o.samples);
-                for _ in 0..o.samples.max(1) {
+                let n = o.samples.max(1);
+                let (mut empty, mut puts) = (Vec::with_capacity(n), Vec::with_capacity(n));
+                for _ in 0..n {
                     let t = Instant::now();
                     for _ in 0..syncs {
                         ctx.sync()?;
                     }
-                    samples.push(t.elapsed().as_secs_f64() / syncs as f64);
+                    empty.push(t.elapsed().as_secs_f64() / syncs as f64);
+                    let t = Instant::now();
+                    for i in 0..syncs {
+                        ctx.put((me + 1) % p, &[i as u64], &word, 0)?;
+                        ctx.sync()?;
+                    }
+                    puts.push(t.elapsed().as_secs_f64() / syncs as f64);
                 }
-                Ok(Samples(samples).median())
+                Ok((Samples(empty).median(), Samples(puts).median()))
             })
             .map_err(|e| Error::run(format!("mbsp params: the turns' run of {p}: {e}")))?;
         Ok(r[0])
@@ -693,24 +729,33 @@ pub fn turn_costs(o: &Options) -> Result<Turns> {
             return Err(Error::run("mbsp params: stopped"));
         }
         eprintln!("mbsp params: measuring turns, {k} per hardware thread ...");
-        let threads = empty(k * hw, false)?;
-        let coroutines = empty(k * hw, true)?;
-        points.push((k, threads, coroutines));
+        let (threads, threads_put) = point(k * hw, false)?;
+        let (coroutines, coroutines_put) = point(k * hw, true)?;
+        points.push(TurnPoint {
+            k,
+            threads,
+            coroutines,
+            threads_put,
+            coroutines_put,
+        });
     }
-    let slope = |y: &dyn Fn(&(usize, f64, f64)) -> f64| {
+    let slope = |y: &dyn Fn(&TurnPoint) -> f64| {
         let n = points.len() as f64;
-        let kx = points.iter().map(|q| q.0 as f64).sum::<f64>() / n;
+        let kx = points.iter().map(|q| q.k as f64).sum::<f64>() / n;
         let ky = points.iter().map(y).sum::<f64>() / n;
         let (mut sxy, mut sxx) = (0.0, 0.0);
         for q in &points {
-            sxy += (q.0 as f64 - kx) * (y(q) - ky);
-            sxx += (q.0 as f64 - kx).powi(2);
+            sxy += (q.k as f64 - kx) * (y(q) - ky);
+            sxx += (q.k as f64 - kx).powi(2);
         }
         if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 }
     };
+    let (threads, coroutines) = (slope(&|q| q.threads), slope(&|q| q.coroutines));
     Ok(Turns {
-        threads: slope(&|q| q.1),
-        coroutines: slope(&|q| q.2),
+        threads,
+        coroutines,
+        threads_comm: (slope(&|q| q.threads_put) - threads - g_msg).max(0.0),
+        coroutines_comm: (slope(&|q| q.coroutines_put) - coroutines - g_msg).max(0.0),
         points,
     })
 }
@@ -965,6 +1010,13 @@ impl Measurement {
         self
     }
 
+    /// The top level's per-message g ([`LevelParams::g_msg`]), or the default's where no level
+    /// was measured: what [`turn_costs`] takes a put's own cost to be.
+    pub fn g_msg(&self) -> f64 {
+        self.top_level()
+            .map_or(mbsp::params::Params::DEFAULT.g_msg, LevelParams::g_msg)
+    }
+
     /// The level whose values are the parameter file's top-level keys: the whole machine,
     /// scattered (else the first level measured).
     pub fn top_level(&self) -> Option<&LevelParams> {
@@ -976,7 +1028,8 @@ impl Measurement {
 
     /// The whole parameter file: `machine`, `fresh`, `levels` ([`LevelParams::to_json`]), the
     /// top level's `r`, `l`, `g`, `g_direct` ([`Measurement::top_level`]), and `turn`,
-    /// `turn_coroutine` when measured ([`Measurement::turns`]).
+    /// `turn_coroutine`, `turn_comm`, `turn_comm_coroutine` when measured
+    /// ([`Measurement::turns`]).
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "machine": self.machine,
@@ -1000,6 +1053,8 @@ impl Measurement {
         if let Some(t) = &self.turns {
             v["turn"] = t.threads.into();
             v["turn_coroutine"] = t.coroutines.into();
+            v["turn_comm"] = t.threads_comm.into();
+            v["turn_comm_coroutine"] = t.coroutines_comm.into();
         }
         if let Some(s) = &self.state {
             v["machine_state"] = s.json();
@@ -1092,7 +1147,7 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     let mut watch = Watch::start();
     let levels = measure_levels(&chosen, o, &mut watch)?;
     let mut measured = Measurement::new(levels, fresh);
-    measured.turns = turns_or_warn(o)?;
+    measured.turns = turns_or_warn(o, measured.g_msg())?;
     Ok(measured.watched(watch.state()))
 }
 
@@ -1306,25 +1361,36 @@ mod tests {
     /// under the cap), threads and coroutines, and written to the file.
     #[test]
     fn turns_are_measured_per_hardware_thread_and_written() {
-        let t = turn_costs(&Options::quick()).unwrap();
+        let t = turn_costs(&Options::quick(), 25e-9).unwrap();
         let hw = mbsp::nprocs();
-        let ks: Vec<usize> = t.points.iter().map(|q| q.0).collect();
+        let ks: Vec<usize> = t.points.iter().map(|q| q.k).collect();
         let want: Vec<usize> = [1, 4, 16]
             .into_iter()
             .filter(|&k| k == 1 || k * hw <= TURN_MAX_P)
             .collect();
         assert_eq!(ks, want);
-        for &(_, threads, coroutines) in &t.points {
-            assert!(threads > 0.0 && coroutines > 0.0, "{t:?}");
+        for q in &t.points {
+            let times = [q.threads, q.coroutines, q.threads_put, q.coroutines_put];
+            assert!(times.iter().all(|&x| x > 0.0 && x.is_finite()), "{t:?}");
         }
-        assert!(t.threads >= 0.0 && t.coroutines >= 0.0 && t.threads.is_finite());
+        let slopes = [t.threads, t.coroutines, t.threads_comm, t.coroutines_comm];
+        assert!(slopes.iter().all(|&x| x >= 0.0 && x.is_finite()), "{t:?}");
         let mut m = Measurement::new(Vec::new(), 1e-9);
         m.turns = Some(t.clone());
         let v = m.to_json();
         assert_eq!(v["turn"].as_f64(), Some(t.threads));
         assert_eq!(v["turn_coroutine"].as_f64(), Some(t.coroutines));
+        assert_eq!(v["turn_comm"].as_f64(), Some(t.threads_comm));
+        assert_eq!(v["turn_comm_coroutine"].as_f64(), Some(t.coroutines_comm));
         let read = mbsp::params::Params::from_json(&v.to_string()).unwrap();
-        assert_eq!((read.turn, read.turn_coroutine), (t.threads, t.coroutines));
+        // serde_json's shortest float text may miss the last bit.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+        assert!(close(read.turn, t.threads) && close(read.turn_coroutine, t.coroutines));
+        assert!(close(read.turn_comm, t.threads_comm), "{read:?}, {t:?}");
+        assert!(
+            close(read.turn_comm_coroutine, t.coroutines_comm),
+            "{read:?}, {t:?}"
+        );
     }
 
     #[test]

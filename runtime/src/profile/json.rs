@@ -32,6 +32,7 @@ impl Report {
             "turns": self.turns,
             "coroutines": self.coroutines,
             "turn": self.turn,
+            "turn_comm": self.turn_comm,
             "supersteps": self.rows.iter().map(|r| serde_json::json!({
                 "superstep": r.superstep, "region": r.region.map(|i| self.region_name(i)),
                 "w": r.w, "imbalance": r.imbalance, "h": r.h,

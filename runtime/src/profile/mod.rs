@@ -409,7 +409,8 @@ impl Profile {
     /// sum over its PUs; so is the computation of coroutines, each of which computes
     /// uninterrupted in its turn (a thread's measured compute time already holds the slices
     /// the kernel gave the others meanwhile). The turns themselves (switches, each process's
-    /// own part of the sync) cost [`Params::turns_time`].
+    /// own part of the sync, more of it where the superstep communicates) cost
+    /// [`Params::turns_time`].
     fn predict(&self, s: &Superstep, params: &Params, groups: &[(Vec<usize>, usize)]) -> f64 {
         if turns_of(groups) <= 1 {
             return s.w() + params.time_of(1, s.h() as f64, s.requests() as f64);
@@ -430,7 +431,9 @@ impl Profile {
         };
         let h = per_group(&|q| q.buffered_words() as f64);
         let requests = per_group(&|q| q.requests_sent.max(q.requests_received) as f64);
-        w + params.time_of(1, h, requests) + params.turns_time(turns_of(groups), self.coroutines)
+        let communicates = h > 0.0 || requests > 0.0;
+        w + params.time_of(1, h, requests)
+            + params.turns_time(turns_of(groups), self.coroutines, communicates)
     }
 
     /// The report with `params` for this run and `nested(p)` for the runs nested in it.
@@ -533,7 +536,9 @@ impl Profile {
             started_in: self.started_in,
             turns: turns_of(&groups),
             coroutines: self.coroutines && turns_of(&groups) > 1,
-            turn: params.turns_time(2, self.coroutines),
+            turn: params.turns_time(2, self.coroutines, false),
+            turn_comm: params.turns_time(2, self.coroutines, true)
+                - params.turns_time(2, self.coroutines, false),
             g: params.g,
             l: params.l,
             rows,

@@ -121,6 +121,13 @@ pub struct Report {
     /// [`Params::turn`]: crate::params::Params::turn
     /// [`Params::turn_coroutine`]: crate::params::Params::turn_coroutine
     pub turn: f64,
+    /// The seconds each process beyond the first on a hardware thread added, beyond
+    /// [`turn`](Self::turn), to the prediction of a superstep that communicates
+    /// ([`Params::turn_comm`] or [`Params::turn_comm_coroutine`]).
+    ///
+    /// [`Params::turn_comm`]: crate::params::Params::turn_comm
+    /// [`Params::turn_comm_coroutine`]: crate::params::Params::turn_comm_coroutine
+    pub turn_comm: f64,
     /// The `g` used, seconds per word.
     pub g: f64,
     /// The `l` used, seconds.

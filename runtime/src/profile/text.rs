@@ -128,21 +128,28 @@ fn judge_run(r: &Report, measured: f64, predicted: f64) -> String {
     if r.turns <= 1 {
         return judged;
     }
-    let (how, key) = if r.coroutines {
-        ("as coroutines", "turn_coroutine")
+    let (how, key, comm) = if r.coroutines {
+        ("as coroutines", "turn_coroutine", "turn_comm_coroutine")
     } else {
-        ("as threads the kernel switches between", "turn")
+        (
+            "as threads the kernel switches between",
+            "turn",
+            "turn_comm",
+        )
     };
-    let default = if crate::params::defaulted().contains(&key) {
-        ", the default: measure this machine's with `mbsp params --save`"
+    let absent = crate::params::defaulted();
+    let default = if absent.contains(&key) || absent.contains(&comm) {
+        "; defaults: measure this machine's with `mbsp params --save`"
     } else {
         ""
     };
     format!(
         "{judged}; up to {} processes took turns on each hardware thread {how} (each beyond the \
-         first: {:.2} µs per superstep, `{key}`{default})",
+         first: {:.2} µs per superstep, `{key}`, and {:.2} µs more where it communicates, \
+         `{comm}`{default})",
         r.turns,
-        r.turn * 1e6
+        r.turn * 1e6,
+        r.turn_comm * 1e6
     )
 }
 

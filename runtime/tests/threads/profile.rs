@@ -714,7 +714,8 @@ fn requests_are_counted_and_priced_by_the_per_message_g() {
 /// pids 0-2 on the first), each putting `pid + 1` one-word puts to the next: the report says
 /// that they took turns, prices each thread's words and requests together (and, as
 /// coroutines, its computation), where one process per thread would have priced the largest
-/// process's alone, and adds two turns per superstep at the parameters' price.
+/// process's alone, and adds two turns per superstep at the parameters' price (and their
+/// communication's where the superstep communicates).
 #[test]
 fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
     for coroutines in [false, true] {
@@ -741,12 +742,23 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
             l: 1e-6,
             turn: 3e-6,
             turn_coroutine: 5e-8,
+            turn_comm: 7e-7,
+            turn_comm_coroutine: 9e-9,
             ..Params::DEFAULT
         };
         let report = prof.report(&params);
         assert_eq!((report.turns, report.coroutines), (3, coroutines));
-        let turn = if coroutines { 5e-8 } else { 3e-6 };
+        let (turn, comm) = if coroutines {
+            (5e-8, 9e-9)
+        } else {
+            (3e-6, 7e-7)
+        };
         assert_eq!(report.turn, turn);
+        assert!(
+            (report.turn_comm - comm).abs() < 1e-18,
+            "{}",
+            report.turn_comm
+        );
         let s = &prof.supersteps[1];
         // Words and requests of pids 0-2 and of 3-5, each process's larger side: 1 + 2 + 3
         // received by pids 1-3 ... the second thread's pids 3, 4, 5 send 4, 5, 6 and receive
@@ -760,18 +772,36 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
         } else {
             s.w()
         };
-        let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6 + 2.0 * turn;
+        let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6 + 2.0 * (turn + comm);
         let row = &report.rows[1];
+        assert!((row.predicted - want).abs() < 1e-15, "{row:?}, want {want}");
+        // The first superstep only registers: its turns are an empty one's.
+        let s0 = &prof.supersteps[0];
+        let w0 = if coroutines {
+            let sum = |pids: std::ops::Range<usize>| pids.map(|q| s0.procs[q].compute).sum::<f64>();
+            sum(0..3).max(sum(3..6))
+        } else {
+            s0.w()
+        };
+        let row = &report.rows[0];
+        let want = w0 + 1e-6 + 2.0 * turn;
         assert!((row.predicted - want).abs() < 1e-15, "{row:?}, want {want}");
         let text = report.to_string();
         assert!(
             text.contains("up to 3 processes took turns on each hardware thread"),
             "{text}"
         );
+        let comm_key = if coroutines {
+            "`turn_comm_coroutine`"
+        } else {
+            "`turn_comm`"
+        };
+        assert!(text.contains(comm_key), "{text}");
         let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(v["turns"], 3);
         assert_eq!(v["coroutines"], coroutines);
         assert_eq!(v["turn"].as_f64(), Some(turn));
+        assert!((v["turn_comm"].as_f64().unwrap() - comm).abs() < 1e-18);
     }
     // One process per hardware thread: no turns to price.
     let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
