@@ -129,6 +129,17 @@ fn a_tree_barrier_combines_flags_and_ends_over_three_episodes() {
     }
 }
 
+/// The same episodes through the tree of threads of coroutine runs: two threads of one process
+/// each (both arrive on the run's counter, the last publishes), and one thread of two (its
+/// last arriver publishes and releases the other through the thread's word).
+#[test]
+fn a_tree_of_threads_combines_flags_and_ends_over_three_episodes() {
+    for policy in [TIGHT, SLEEPY] {
+        flags_and_ends_through(move || Barrier::by_thread(&[vec![0], vec![1]], policy));
+        flags_and_ends_through(move || Barrier::by_thread(&[vec![0, 1]], policy));
+    }
+}
+
 fn flags_and_ends(policy: WaitPolicy) {
     flags_and_ends_through(move || Barrier::new(2, policy));
 }
@@ -166,12 +177,15 @@ fn flags_and_ends_through(make: impl Fn() -> Barrier + Sync + Send + 'static) {
 /// Three processes asleep at once, no wake-up lost: in a tree barrier the last arriver wakes
 /// the root, which wakes its children (two notifiers per episode, each waking a different
 /// sleeper); in a dissemination barrier over groups {0, 1} and {2}, process 2's cross-package
-/// line has two readers, both of which its one publication must wake.
+/// line has two readers, both of which its one publication must wake; in a tree of threads
+/// {0, 2} and {1}, the publisher wakes each thread's last arriver, which wakes the rest of its
+/// thread.
 #[test]
 fn three_sleepy_processes_wake_each_other() {
     let tree: fn() -> Barrier = || Barrier::tree(3, SLEEPY);
     let grouped: fn() -> Barrier = || Barrier::grouped(&[0, 0, 1], SLEEPY);
-    for make in [tree, grouped] {
+    let threads: fn() -> Barrier = || Barrier::by_thread(&[vec![0, 2], vec![1]], SLEEPY);
+    for make in [tree, grouped, threads] {
         model(1, move || {
             let barrier = Arc::new(make());
             let body = |barrier: &Barrier, pid: usize| {
@@ -202,6 +216,7 @@ fn abort_releases_waiters() {
     for policy in [TIGHT, SLEEPY] {
         abort_releases(move || Barrier::new(2, policy));
         abort_releases(move || Barrier::tree(2, policy));
+        abort_releases(move || Barrier::by_thread(&[vec![0], vec![1]], policy));
     }
 }
 
