@@ -126,6 +126,10 @@ impl RunState {
     pub(crate) fn new(layout: &Layout, shape: Shape) -> Self {
         let p = layout.domains.len();
         let groups = layout.groups.clone();
+        // Coroutines never sleep, so a tree of threads costs a few cache lines between cores;
+        // threads of an oversubscribed run sleep, and there a thread's last arriver would
+        // wake its thread's sleepers one after another, which the tree of processes spreads
+        // over its nodes (measured: docs/benchmarks.md, "A tree of threads for coroutines").
         let barrier = Arc::new(if shape.tree_barrier && shape.coroutines {
             Barrier::by_thread(&layout.thread_groups(), shape.policy)
         } else if shape.tree_barrier {
