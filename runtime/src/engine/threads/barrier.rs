@@ -256,7 +256,8 @@ pub struct Barrier {
     reader_at: Isolated<u32>,
     /// Process `i` sleeps on `signals[i]`.
     signals: Box<[CachePadded<Signal>]>,
-    /// A tree barrier's words, by process (empty for a dissemination barrier).
+    /// A tree barrier's words, by process (empty for a dissemination barrier and a
+    /// [`Barrier::by_thread`]).
     nodes: Box<[Node]>,
     /// A tree barrier's arrivals (in a [`Barrier::by_thread`], the threads').
     arrival: CachePadded<Arrival>,
@@ -433,6 +434,8 @@ impl Barrier {
             .collect();
         b.member_at = Isolated::from_slice(&member_at);
         b.thread_of = Isolated::from_slice(&thread_of);
+        // The threads release their processes: no release word per process.
+        b.nodes = Box::new([]);
         b
     }
 
@@ -462,7 +465,7 @@ impl Barrier {
 
     /// Whether this is a [`tree`](Self::tree) barrier.
     pub fn is_tree(&self) -> bool {
-        !self.nodes.is_empty()
+        !self.nodes.is_empty() || self.is_by_thread()
     }
 
     /// The number of rounds of an episode.
