@@ -537,8 +537,11 @@ impl Profile {
             turns: turns_of(&groups),
             coroutines: self.coroutines && turns_of(&groups) > 1,
             turn: params.turns_time(2, self.coroutines, false),
-            turn_comm: params.turns_time(2, self.coroutines, true)
-                - params.turns_time(2, self.coroutines, false),
+            turn_comm: if self.coroutines {
+                params.turn_comm_coroutine
+            } else {
+                params.turn_comm
+            },
             g: params.g,
             l: params.l,
             rows,
