@@ -3,8 +3,7 @@
 //! ([`Sink`]), assembled into a [`Profile`].
 
 use super::{ProcStep, Profile, RegionName, Superstep};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
 
 /// What one process sent to and read from one other process in one superstep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,18 +24,174 @@ pub(crate) struct Peer {
     pub(crate) imm_in_words: u64,
 }
 
-/// One process's record of one superstep: the range of the recorder's `peers` that holds the
-/// peers it communicated with (one growing list for all supersteps: no allocation per step).
+impl Peer {
+    /// Its counts in a fixed order (the log's and the ranks' wire order).
+    pub(crate) fn counts(&self) -> [u64; 9] {
+        [
+            self.out_bytes,
+            self.out_words,
+            self.out_msgs,
+            self.out_reqs,
+            self.in_bytes,
+            self.in_words,
+            self.in_reqs,
+            self.imm_out_words,
+            self.imm_in_words,
+        ]
+    }
+
+    pub(crate) fn from_counts(c: [u64; 9]) -> Peer {
+        let [
+            out_bytes,
+            out_words,
+            out_msgs,
+            out_reqs,
+            in_bytes,
+            in_words,
+            in_reqs,
+            imm_out_words,
+            imm_in_words,
+        ] = c;
+        Peer {
+            out_bytes,
+            out_words,
+            out_msgs,
+            out_reqs,
+            in_bytes,
+            in_words,
+            in_reqs,
+            imm_out_words,
+            imm_in_words,
+        }
+    }
+}
+
+/// The peers of a process's closed supersteps, in order: each a peer's pid and its counts as
+/// LEB128 varints (7 bits a byte, the high bit set on all bytes but a number's last).
+///
+/// Counts of one superstep are mostly small and mostly zero: a put of a few words to one
+/// peer takes 10 bytes here, against 80 as a `(usize, Peer)`, and the log grows into fresh
+/// pages, each a fault the profile would count as the program's time.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PeerLog {
+    bytes: Vec<u8>,
+}
+
+impl PeerLog {
+    pub(crate) fn push(&mut self, q: usize, c: &Peer) {
+        // Ten numbers of at most ten bytes each.
+        let mut buf = [0u8; 100];
+        let mut n = 0;
+        for mut x in std::iter::once(q as u64).chain(c.counts()) {
+            while x >= 0x80 {
+                buf[n] = (x as u8) | 0x80;
+                x >>= 7;
+                n += 1;
+            }
+            buf[n] = x as u8;
+            n += 1;
+        }
+        self.bytes.extend_from_slice(&buf[..n]);
+    }
+
+    /// The entries from byte `at` on.
+    pub(crate) fn read_from(&self, at: usize) -> PeerReader<'_> {
+        PeerReader {
+            bytes: &self.bytes,
+            at,
+        }
+    }
+}
+
+/// Entries of a [`PeerLog`] read in order; [`PeerReader::at`] says where the next starts.
+pub(crate) struct PeerReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl PeerReader<'_> {
+    pub(crate) fn at(&self) -> usize {
+        self.at
+    }
+
+    /// The next varint; 0 past the end (a log only [`PeerLog::push`] wrote has none cut off).
+    fn number(&mut self) -> u64 {
+        let mut x = 0u64;
+        let mut shift = 0;
+        while let Some(&b) = self.bytes.get(self.at) {
+            self.at += 1;
+            if shift < 64 {
+                x |= u64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b < 0x80 {
+                break;
+            }
+        }
+        x
+    }
+}
+
+impl Iterator for PeerReader<'_> {
+    type Item = (usize, Peer);
+
+    fn next(&mut self) -> Option<(usize, Peer)> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let q = self.number() as usize;
+        let mut c = [0u64; 9];
+        for x in &mut c {
+            *x = self.number();
+        }
+        Some((q, Peer::from_counts(c)))
+    }
+}
+
+/// One process's record of one superstep: its times and how many entries it added to the
+/// recorder's `peers` (one growing log for all supersteps: no allocation per step; a step's
+/// peers follow those of the steps before it).
+///
+/// Kept small because a profiled run writes one per process per superstep into memory it has
+/// never touched: each fresh page costs a fault, a cost the profile would otherwise measure as
+/// the program's. Single precision keeps seven digits of a time, more than a clock read's
+/// jitter at any superstep length.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
-    pub(crate) compute: f64,
-    pub(crate) sync: f64,
-    pub(crate) peers: std::ops::Range<usize>,
-    /// The region innermost-open when the computation ended (index into `Recorder::regions`).
-    pub(crate) region: Option<u32>,
+    /// Seconds of computation, and of the sync that ended it.
+    pub(crate) compute: f32,
+    pub(crate) sync: f32,
+    /// How many peers it communicated with: distinct other processes, fewer than p, and p is
+    /// below 2^32 on any machine (`limits::procs_in`).
+    pub(crate) peers: u32,
+    /// The region innermost-open when the computation ended (index into `Recorder::regions`),
+    /// or [`NO_REGION`].
+    pub(crate) region: u32,
     /// The records this process declared it receives (`Ctx::declare_incoming`) when the sync
     /// that ended the superstep was a lazy one.
     pub(crate) declared: Option<u64>,
+}
+
+// A profiled run writes one per process per superstep: keep it at half a line.
+const _: () = assert!(std::mem::size_of::<Step>() == 32);
+
+/// [`Step::region`] when no region was open.
+pub(crate) const NO_REGION: u32 = u32::MAX;
+
+impl Step {
+    /// The region innermost-open when the computation ended.
+    pub(crate) fn region(&self) -> Option<u32> {
+        (self.region != NO_REGION).then_some(self.region)
+    }
+}
+
+/// The clock of profiled runs: the time-stamp counter where it ticks at a constant rate (two
+/// reads per superstep cost a fraction of `clock_gettime`'s, which the profile would measure
+/// as the program's), else the monotonic clock. Calibrated once per program, at the first
+/// profiled run's start.
+fn clock() -> &'static quanta::Clock {
+    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new)
 }
 
 /// The recorder in a profiled process's context.
@@ -44,13 +199,16 @@ pub(crate) struct Step {
 pub(crate) struct Recorder {
     pub(crate) pid: usize,
     pub(crate) p: usize,
-    pub(crate) last: Instant,
-    pub(crate) sync_start: Option<Instant>,
+    clock: quanta::Clock,
+    /// Raw clock readings: the end of the last sync (the computation's start), the start of
+    /// the sync under way.
+    last: u64,
+    sync_start: Option<u64>,
     /// This superstep's counts per peer (reused), and the peers touched (maybe repeated).
     pub(crate) cur: Vec<Peer>,
     pub(crate) touched: Vec<usize>,
     /// The peers of all closed supersteps, in order.
-    pub(crate) peers: Vec<(usize, Peer)>,
+    pub(crate) peers: PeerLog,
     pub(crate) steps: Vec<Step>,
     /// Profiles of the nested runs this process started.
     pub(crate) nested: Vec<Profile>,
@@ -69,14 +227,16 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub(crate) fn new(pid: usize, p: usize) -> Recorder {
+        let clock = clock().clone();
         Recorder {
             pid,
             p,
-            last: Instant::now(),
+            last: clock.raw(),
+            clock,
             sync_start: None,
             cur: vec![Peer::default(); p],
             touched: Vec::new(),
-            peers: Vec::new(),
+            peers: PeerLog::default(),
             steps: Vec::new(),
             nested: Vec::new(),
             regions: Vec::new(),
@@ -170,27 +330,29 @@ impl Recorder {
 
     /// The sync starts: the superstep's computation ends.
     pub(crate) fn sync_begins(&mut self) {
-        self.sync_start = Some(Instant::now());
+        self.sync_start = Some(self.clock.raw());
     }
 
     /// The sync is over (successfully or not): close the superstep (`declared`: the count
     /// this process declared, when the sync was lazy).
     pub(crate) fn sync_ends(&mut self, declared: Option<u64>) {
-        let now = Instant::now();
+        let now = self.clock.raw();
         let start = self.sync_start.take().unwrap_or(now);
-        let region = self.open.last().copied();
-        let first = self.peers.len();
+        let region = self.open.last().copied().unwrap_or(NO_REGION);
+        let mut count = 0u32;
         for q in self.touched.drain(..) {
             // A peer touched twice (counts that stayed zero) is taken once.
             let c = std::mem::take(&mut self.cur[q]);
             if c != Peer::default() {
-                self.peers.push((q, c));
+                self.peers.push(q, &c);
+                count += 1;
             }
         }
+        let seconds = |from, to| self.clock.delta_as_nanos(from, to) as f32 * 1e-9;
         self.steps.push(Step {
-            compute: start.duration_since(self.last).as_secs_f64(),
-            sync: now.duration_since(start).as_secs_f64(),
-            peers: first..self.peers.len(),
+            compute: seconds(self.last, start),
+            sync: seconds(start, now),
+            peers: count,
             region,
             declared,
         });
@@ -251,24 +413,30 @@ impl Sink {
             .collect();
         let steps = recs.iter().map(|r| r.steps.len()).max().unwrap_or(0);
         let mut supersteps = Vec::with_capacity(steps);
+        // Where each process's peers of superstep `i` start in its log.
+        let mut first = vec![0usize; recs.len()];
+        let mut mine: Vec<(usize, Peer)> = Vec::new();
         for i in 0..steps {
             let mut procs = vec![ProcStep::default(); p];
-            for (r, map) in recs.iter().zip(&maps) {
+            mine.clear();
+            for ((r, map), first) in recs.iter().zip(&maps).zip(&mut first) {
                 let Some(s) = r.steps.get(i) else { continue };
                 let me = &mut procs[r.pid];
-                me.compute = s.compute;
-                me.sync = s.sync;
-                me.region = s.region.map(|q| map[q as usize]);
+                me.compute = f64::from(s.compute);
+                me.sync = f64::from(s.sync);
+                me.region = s.region().map(|q| map[q as usize]);
                 me.declared = s.declared;
-                for (_, c) in &r.peers[s.peers.clone()] {
-                    me.add(c, true);
+                let mut log = r.peers.read_from(*first);
+                for (q, c) in log.by_ref().take(s.peers as usize) {
+                    me.add(&c, true);
+                    mine.push((q, c));
                 }
+                *first = log.at();
             }
             // The other side of each request.
-            for r in &recs {
-                let Some(s) = r.steps.get(i) else { continue };
-                for (q, c) in &r.peers[s.peers.clone()] {
-                    procs[*q].add(c, false);
+            for (q, c) in &mine {
+                if let Some(them) = procs.get_mut(*q) {
+                    them.add(c, false);
                 }
             }
             supersteps.push(Superstep { procs });
@@ -320,6 +488,44 @@ impl ProcStep {
             self.messages_sent += c.out_msgs;
         } else {
             self.messages_received += c.out_msgs;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn number() -> impl Strategy<Value = u64> {
+        // Mostly the small counts of real supersteps, and the edges of every varint length.
+        prop_oneof![
+            0u64..300,
+            any::<u64>(),
+            (0u32..64).prop_map(|b| 1u64 << b),
+            Just(u64::MAX)
+        ]
+    }
+
+    proptest! {
+        /// The log gives back every entry pushed, in order, from any entry's start on.
+        #[test]
+        fn peer_log_round_trips(entries in prop::collection::vec(
+            (0usize..100_000, prop::array::uniform9(number())), 0..40), from in 0usize..40) {
+            let mut log = PeerLog::default();
+            let mut starts = Vec::new();
+            for (q, c) in &entries {
+                starts.push(log.bytes.len());
+                log.push(*q, &Peer::from_counts(*c));
+            }
+            let back: Vec<(usize, [u64; 9])> = log.read_from(0).map(|(q, c)| (q, c.counts())).collect();
+            prop_assert_eq!(&back, &entries);
+            if from < entries.len() {
+                let mut r = log.read_from(starts[from]);
+                let (q, c) = r.next().unwrap();
+                prop_assert_eq!((q, c.counts()), entries[from]);
+                prop_assert_eq!(r.at(), starts.get(from + 1).copied().unwrap_or(log.bytes.len()));
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! nested runs it started) gathered to every rank, then assembled as for a thread run.
 
 use super::wire::all_gather_words;
-use crate::profile::record::{Peer, Recorder, Sink, Step};
+use crate::profile::record::{NO_REGION, Peer, Recorder, Sink, Step};
 use crate::profile::{ProcStep, Profile, RegionName, Superstep};
 use mpi::topology::SimpleCommunicator;
 
@@ -79,28 +79,18 @@ fn encode_recorder(r: &Recorder, w: &mut Vec<u64>) {
     }
     encode_str(&r.place, w);
     w.extend_from_slice(&[r.pid as u64, r.p as u64, r.steps.len() as u64]);
+    let mut log = r.peers.read_from(0);
     for s in &r.steps {
         w.extend_from_slice(&[
-            f64_word(s.compute),
-            f64_word(s.sync),
-            opt_word(s.region.map(|x| x as usize)),
+            f64_word(f64::from(s.compute)),
+            f64_word(f64::from(s.sync)),
+            opt_word(s.region().map(|x| x as usize)),
         ]);
         w.extend_from_slice(&declared_words(s.declared));
-        let peers = &r.peers[s.peers.clone()];
-        w.push(peers.len() as u64);
-        for (q, c) in peers {
-            w.extend_from_slice(&[
-                *q as u64,
-                c.out_bytes,
-                c.out_words,
-                c.out_msgs,
-                c.out_reqs,
-                c.in_bytes,
-                c.in_words,
-                c.in_reqs,
-                c.imm_out_words,
-                c.imm_in_words,
-            ]);
+        w.push(u64::from(s.peers));
+        for (q, c) in log.by_ref().take(s.peers as usize) {
+            w.push(q as u64);
+            w.extend_from_slice(&c.counts());
         }
     }
     w.push(r.nested.len() as u64);
@@ -131,8 +121,8 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
         let (compute, sync) = (f64::from_bits(next()), f64::from_bits(next()));
         let region = word_opt(next()).map(|x| x as u32);
         let declared = words_declared(next(), next());
-        let first = r.peers.len();
-        for _ in 0..next() {
+        let count = next();
+        for _ in 0..count {
             let q = next() as usize;
             let c = Peer {
                 out_bytes: next(),
@@ -145,13 +135,13 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
                 imm_out_words: next(),
                 imm_in_words: next(),
             };
-            r.peers.push((q, c));
+            r.peers.push(q, &c);
         }
         r.steps.push(Step {
-            compute,
-            sync,
-            peers: first..r.peers.len(),
-            region,
+            compute: compute as f32,
+            sync: sync as f32,
+            peers: count as u32,
+            region: region.unwrap_or(NO_REGION),
             declared,
         });
     }
