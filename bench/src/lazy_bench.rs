@@ -22,7 +22,8 @@
 //!   the empty sync.
 //! * The same patterns with the processes as coroutines (`Run::coroutines`: a core's processes
 //!   take turns on one thread, switching in user space at every wait), both placements, each
-//!   full sync compared with the same pattern on threads; and the `Comm` all-reduce at p = 16
+//!   full sync compared with the same pattern on threads (their declared syncs take the
+//!   barrier, counts checked: no target); and the `Comm` all-reduce at p = 16
 //!   so, full and lazy, each compared with its full-sync figure on threads, and at p = 64 (in
 //!   two supersteps there: `Comm` gathers at one process from 32 oversubscribed processes on)
 //!   on threads and as coroutines.
@@ -224,7 +225,9 @@ fn pattern_figures(
         Figure {
             name: names[1],
             p,
-            against: Some((at, Some(0.5))),
+            // Issue 42's target is for threads: coroutines make their declared syncs at the
+            // barrier, which costs them less than the lazy protocol.
+            against: Some((at, (!how.coroutines).then_some(0.5))),
             take: Box::new(move |o: &Options| {
                 measure_on(run(), o, move |ctx, x, i| {
                     let m = pattern.step(ctx, x, i)?;
@@ -411,7 +414,7 @@ fn figures() -> Vec<Figure<'static>> {
             take: Box::new(move |o: &Options| {
                 // A run of two makes declared syncs at the barrier (cheaper there); this row
                 // forces the lazy protocol that larger runs use.
-                let run = mbsp::internals::pair_barrier(mbsp::Run::new(2), false);
+                let run = mbsp::internals::declared_at_barrier(mbsp::Run::new(2), false);
                 measure_on(run, o, move |ctx, x, i| {
                     ctx.put(other(ctx), &[i], x, 0)?;
                     ctx.declare_incoming(1)

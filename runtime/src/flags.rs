@@ -21,8 +21,8 @@ pub(crate) const FLAG_OUTBOX: u32 = 16;
 pub(crate) const FLAG_EVEN_STEP: u32 = 32;
 /// See [`FLAG_EVEN_STEP`].
 pub(crate) const FLAG_ODD_STEP: u32 = 64;
-/// In a run whose declared syncs take the barrier (`RunShared::pair_barrier`): someone arrived
-/// at a sync of its superstep without declaring counts. A process that declared and sees it
+/// In a run whose declared syncs take the barrier (`RunState::declared_at_barrier`): someone
+/// arrived at a sync of its superstep without declaring counts. A process that declared and sees it
 /// knows that the processes did not all declare (`declare_incoming` is collective).
 pub(crate) const FLAG_UNDECLARED: u32 = 128;
 /// See [`FLAG_UNDECLARED`]: someone arrived having declared counts (a process that did not

@@ -41,16 +41,19 @@
 //! sync is one cache line each way that small puts ride in (`docs/semantics.md`, "When
 //! declaring pays").
 //!
-//! ## Runs of two
+//! ## Where the barrier is cheaper
 //!
 //! A thread run of two processes therefore makes its declared syncs at the barrier: the counts
 //! are checked after it (a wrong count fails the sync of the process that declared it), a get,
 //! registration or tag-size change in the superstep is refused as in any lazy superstep, and a
 //! superstep in which one process declared and the other did not is reported by both, through
 //! two barrier flags. What changes is only who waits: each process waits for the other, as in
-//! a full sync (a process expecting nothing is not released early). `internals::pair_barrier`
-//! turns this off (tests of the lazy protocol at p = 2); runs over MPI ranks keep the lazy
-//! protocol, which saves them the header all-to-all.
+//! a full sync (a process expecting nothing is not released early). So does a run whose
+//! processes take turns as coroutines (`Run::coroutines`): its barrier costs each thread a few
+//! cache lines, while the lazy protocol's waits, announcements and acknowledgements cost each
+//! process, and every process of a thread must run in every superstep anyway.
+//! `internals::declared_at_barrier` turns this off (tests of the lazy protocol); runs over MPI
+//! ranks keep the lazy protocol, which saves them the header all-to-all.
 
 use crate::ctx::Ctx;
 use crate::error::Result;

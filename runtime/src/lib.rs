@@ -232,11 +232,11 @@ pub mod internals {
         run
     }
 
-    /// `run` whose syncs with declared counts take the barrier when it has two processes
-    /// (`true`, the default) or always make the lazy protocol's sync (`false`), to test the
-    /// protocol at p = 2.
-    pub fn pair_barrier(mut run: crate::Run, on: bool) -> crate::Run {
-        run.pair_barrier = Some(on);
+    /// `run` whose syncs with declared counts take the barrier when it has two processes or
+    /// its processes take turns as coroutines (`true`, the default), or always make the lazy
+    /// protocol's sync (`false`), to test the protocol there.
+    pub fn declared_at_barrier(mut run: crate::Run, on: bool) -> crate::Run {
+        run.declared_at_barrier = Some(on);
         run
     }
 
@@ -399,7 +399,7 @@ pub mod internals {
             lazy_policy: policy,
             tree_barrier: false,
             lanes,
-            pair_barrier: false,
+            declared_at_barrier: false,
             slots,
             share: true,
             coroutines: false,

@@ -100,9 +100,9 @@ pub struct Run {
     /// Whether the run's lazy syncs announce through lanes (default: for at most `LANE_P`
     /// processes); set by tests through `internals::lanes`.
     pub(crate) lanes: Option<bool>,
-    /// Whether declared syncs of a run of two take the barrier (default: yes); set by tests
-    /// through `internals::pair_barrier`.
-    pub(crate) pair_barrier: Option<bool>,
+    /// Whether declared syncs of a run of two or of coroutines take the barrier (default: yes);
+    /// set by tests through `internals::declared_at_barrier`.
+    pub(crate) declared_at_barrier: Option<bool>,
     /// The sets of outboxes the processes use in turn (default: `outbox::SLOTS` for more
     /// processes than cores, else 2); set by tests through `internals::slots`.
     pub(crate) slots: Option<usize>,
@@ -126,7 +126,7 @@ impl Run {
             profile: None,
             tree_barrier: None,
             lanes: None,
-            pair_barrier: None,
+            declared_at_barrier: None,
             slots: None,
             checkpoints: None,
             coroutines: false,
@@ -839,7 +839,7 @@ impl Run {
             lazy_policy: policy.for_lazy_waits(more_than_cores),
             tree_barrier: self.oversubscribed(layout),
             lanes: self.lanes != Some(false),
-            pair_barrier: self.pair_barrier != Some(false),
+            declared_at_barrier: self.declared_at_barrier != Some(false),
             slots: self.slots.unwrap_or(if more_than_cores {
                 crate::outbox::SLOTS
             } else {

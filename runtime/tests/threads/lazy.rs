@@ -18,8 +18,8 @@ const LANES: [Way; 4] = [(true, 2), (false, 2), (true, 3), (false, 3)];
 type Way = (bool, usize);
 
 /// `mbsp::run`, announcing lazy syncs through lanes or not, with 2 or 3 sets of outboxes; runs
-/// of two make the lazy protocol's syncs too (by default their declared syncs take the
-/// barrier: tested at the end).
+/// of two and of coroutines make the lazy protocol's syncs too (by default their declared
+/// syncs take the barrier: tested at the end).
 fn run_on<R: Send>(
     way: Way,
     p: usize,
@@ -29,11 +29,11 @@ fn run_on<R: Send>(
 }
 
 /// `run` announcing lazy syncs and using outbox sets as `way` says, its declared syncs (at
-/// p = 2) not at the barrier.
+/// p = 2 or as coroutines) not at the barrier.
 fn run_of((lanes, slots): Way, run: mbsp::Run) -> mbsp::Run {
     let run = mbsp::internals::lanes(run, lanes);
     let run = mbsp::internals::slots(run, slots);
-    mbsp::internals::pair_barrier(run, false)
+    mbsp::internals::declared_at_barrier(run, false)
 }
 
 /// The tests of misuse at p = 2 run four ways: the lazy protocol through lanes and through
@@ -715,6 +715,112 @@ fn a_run_of_two_checks_declared_counts_at_the_barrier() {
     assert_eq!((e.kind(), e.path()), (ErrorKind::Misuse, &[0][..]), "{e}");
     assert!(
         e.to_string().contains("declare_incoming(2)") && e.to_string().contains("received 1"),
+        "{e}"
+    );
+}
+
+// ------------------------------------------------------------------------- coroutine runs
+// A run whose processes take turns as coroutines makes its declared syncs at the barrier too
+// (a few cache lines per thread there, against waits and acknowledgements per process), with
+// the same checks as a run of two.
+
+/// A run of `p` processes as coroutines on a machine of two hardware threads, as users get it:
+/// declared syncs take the barrier.
+fn coroutines<R: Send>(
+    p: usize,
+    f: impl Fn(&mut Ctx) -> mbsp::Result<R> + Sync,
+) -> mbsp::Result<Vec<R>> {
+    let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
+    mbsp::Run::new(p).machine(two).coroutines(true).run(f)
+}
+
+/// At p = 4 (two coroutines a thread, the dissemination barrier) and 16 (eight, the tree of
+/// threads): declared syncs give what full syncs and the lazy protocol give.
+#[test]
+fn declared_syncs_of_coroutines_give_the_results_of_full_and_lazy_syncs() {
+    within(120, || {
+        for p in [4, 16] {
+            let full = coroutines(p, |ctx| program(ctx, 40, false)).unwrap();
+            let declared = coroutines(p, |ctx| program(ctx, 40, true)).unwrap();
+            let two = mbsp::Machine::synthetic("package:1 core:2 pu:1").unwrap();
+            let run = mbsp::Run::new(p).machine(two).coroutines(true);
+            let protocol = run_of((false, 3), run)
+                .run(|ctx| program(ctx, 40, true))
+                .unwrap();
+            assert_eq!(full, declared, "p = {p}");
+            assert_eq!(full, protocol, "p = {p}");
+        }
+    });
+}
+
+/// Declared syncs of coroutines are barriers: no process starts superstep `s + 1` before
+/// every process has started superstep `s`, even where nobody receives anything (the lazy
+/// protocol would let a process that expects nothing run on at once).
+#[test]
+fn declared_syncs_of_coroutines_keep_the_processes_in_step() {
+    within(60, || {
+        let log = std::sync::Mutex::new(Vec::new());
+        coroutines(16, |ctx| {
+            for s in 0..4 {
+                log.lock().unwrap().push(s);
+                ctx.declare_incoming(0)?;
+                ctx.sync()?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let log = log.into_inner().unwrap();
+        assert!(log.is_sorted(), "{log:?}");
+    });
+}
+
+#[test]
+fn coroutines_check_declared_counts_and_that_all_declare() {
+    // Each process puts one word to the next in every superstep; in the last one, `declare`
+    // gives what each declares (None: it does not declare).
+    let wrong = |declare: fn(usize) -> Option<usize>| {
+        within(60, move || {
+            coroutines(16, move |ctx| {
+                let p = ctx.nprocs();
+                let x = ctx.push_reg(vec![0u64; 1])?;
+                ctx.sync()?;
+                for _ in 0..3 {
+                    ctx.put((ctx.pid() + 1) % p, &[1], &x, 0)?;
+                    ctx.declare_incoming(1)?;
+                    ctx.sync()?;
+                }
+                ctx.put((ctx.pid() + 1) % p, &[1], &x, 0)?;
+                if let Some(m) = declare(ctx.pid()) {
+                    ctx.declare_incoming(m)?;
+                }
+                ctx.sync()?;
+                Ok(())
+            })
+            .unwrap_err()
+        })
+    };
+    for (pid, m) in [(5, 0), (11, 2)] {
+        let e = wrong(if m == 0 {
+            |pid| Some(usize::from(pid != 5))
+        } else {
+            |pid| Some(if pid == 11 { 2 } else { 1 })
+        });
+        assert_eq!(
+            (e.kind(), e.op(), e.path()),
+            (ErrorKind::Misuse, "sync", &[pid][..]),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("declare_incoming({m}) in superstep 4"))
+                && msg.contains("received 1"),
+            "{msg}"
+        );
+    }
+    let e = wrong(|pid| (pid != 3).then_some(1));
+    assert_eq!(e.kind(), ErrorKind::Misuse, "{e}");
+    assert!(
+        e.to_string().contains("declare_incoming is collective"),
         "{e}"
     );
 }

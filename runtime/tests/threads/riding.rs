@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::within;
-use mbsp::internals::{lanes, pair_barrier};
+use mbsp::internals::{declared_at_barrier, lanes};
 use mbsp::{Ctx, Run};
 
 const STEPS: u64 = 10;
@@ -182,7 +182,7 @@ fn the_queue_keeps_its_order_when_messages_ride() {
                 Run::new(p).run(move |ctx| body(ctx, seed, false)).unwrap();
                 Run::new(p).run(move |ctx| body(ctx, seed, true)).unwrap();
                 for lanes_on in [true, false] {
-                    let run = lanes(pair_barrier(Run::new(p), false), lanes_on);
+                    let run = lanes(declared_at_barrier(Run::new(p), false), lanes_on);
                     run.run(move |ctx| body(ctx, seed, true)).unwrap();
                 }
             }
@@ -198,7 +198,7 @@ fn the_queue_keeps_its_order_when_messages_ride() {
 fn riding_messages_come_before_the_outbox_ones() {
     within(60, || {
         for lazy in [false, true] {
-            let r = pair_barrier(Run::new(2), !lazy).run(move |ctx| {
+            let r = declared_at_barrier(Run::new(2), !lazy).run(move |ctx| {
                 let other = 1 - ctx.pid();
                 let x = ctx.push_reg(vec![0u64; 1])?;
                 ctx.sync()?;

@@ -8,7 +8,7 @@
 //!
 //! * [`RunState`]'s barrier, lanes and inboxes are shared by the run's threads; their own
 //!   modules (`barrier.rs`, `lane.rs`, `inbox.rs`) state the orderings each access relies on.
-//! * `riders`, `groups` and `pair_barrier` are fixed when the run state is made (or reused for
+//! * `riders`, `groups` and `declared_at_barrier` are fixed when the run state is made (or reused for
 //!   a new run, with exclusive access) and only read while processes run.
 //! * [`ProcState`] belongs to its process's thread: `rides` is filled by `put` and `send`
 //!   (through a `RefCell`, as they take `&Ctx`) and emptied by the sync; `rode` is written by
@@ -67,11 +67,13 @@ pub(crate) struct RunState {
     pub(crate) lazy_sleepers: CachePadded<AtomicU32>,
     /// The lanes of a small run (`lane.rs`): its lazy syncs announce through them.
     pub(crate) lanes: Option<Lanes>,
-    /// A sync with declared counts takes the barrier, counts checked (`crate::lazy`, "Runs of
-    /// two"): runs of two processes, where the barrier is one cache line each way that small
-    /// puts ride in, cheaper than the lazy protocol. Off elsewhere, and where tests ask for
-    /// the lazy protocol (`internals::pair_barrier`).
-    pub(crate) pair_barrier: bool,
+    /// A sync with declared counts takes the barrier, counts checked (`crate::lazy`, "Where
+    /// the barrier is cheaper"): runs of two processes, where the barrier is one cache line
+    /// each way that small puts ride in, and runs whose processes take turns as coroutines,
+    /// whose barrier costs each thread a few cache lines while the lazy protocol's per-sender
+    /// waits and acknowledgements cost each process. Both cheaper than the lazy protocol. Off
+    /// elsewhere, and where tests ask for the lazy protocol (`internals::declared_at_barrier`).
+    pub(crate) declared_at_barrier: bool,
     /// How lazy syncs wait for records and acknowledgements ([`Shape::lazy_policy`]).
     pub(crate) lazy_policy: WaitPolicy,
     /// The sets of outboxes the processes use in turn ([`Shape::slots`]).
@@ -108,8 +110,9 @@ pub(crate) struct Shape {
     pub(crate) tree_barrier: bool,
     /// Lazy syncs announce through lanes (when the run is small enough for them).
     pub(crate) lanes: bool,
-    /// Declared syncs of a run of two take the barrier ([`RunState::pair_barrier`]).
-    pub(crate) pair_barrier: bool,
+    /// Declared syncs take the barrier where it is cheaper ([`RunState::declared_at_barrier`]):
+    /// asked for (the default), and the run has two processes or coroutines.
+    pub(crate) declared_at_barrier: bool,
     /// The sets of outboxes the processes use in turn (`outbox::SLOTS`): 2, or `SLOTS` where a
     /// lazy sender's slack pays (more processes than cores).
     pub(crate) slots: usize,
@@ -119,6 +122,14 @@ pub(crate) struct Shape {
     /// The processes that share a thread take turns on it as coroutines (`coroutines.rs`):
     /// a wait costs a switch in user space, not a kernel's context switch.
     pub(crate) coroutines: bool,
+}
+
+impl Shape {
+    /// Whether a run of `p` processes of this shape makes its declared syncs at the barrier
+    /// ([`RunState::declared_at_barrier`]).
+    pub(crate) fn declared_take_barrier(&self, p: usize) -> bool {
+        self.declared_at_barrier && (p == 2 || self.coroutines)
+    }
 }
 
 impl RunState {
@@ -159,7 +170,7 @@ impl RunState {
             } else {
                 None
             },
-            pair_barrier: shape.pair_barrier && p == 2,
+            declared_at_barrier: shape.declared_take_barrier(p),
             lazy_policy: shape.lazy_policy,
             slots: shape.slots,
             share: shape.share,
@@ -231,9 +242,9 @@ impl RunState {
     /// processes wrote last and which stay where they are; else they start again from zero.
     pub(crate) fn reuse(&mut self, shape: Shape, continues: bool) {
         // (Every reset below writes only what changed: see `shim::Zero`.)
-        let pair_barrier = shape.pair_barrier && self.peers.len() == 2;
-        if self.pair_barrier != pair_barrier {
-            self.pair_barrier = pair_barrier;
+        let declared_at_barrier = shape.declared_take_barrier(self.peers.len());
+        if self.declared_at_barrier != declared_at_barrier {
+            self.declared_at_barrier = declared_at_barrier;
         }
         if self.share != shape.share {
             self.share = shape.share;

@@ -33,12 +33,12 @@ impl Ctx {
         // out are freed here, before that.
         self.clear_queue();
         let declared = self.lazy.get();
-        // A run of two whose declared syncs take the barrier (`RunState::pair_barrier`).
-        let pair = self.run.engine.threads().pair_barrier && !ending;
+        // A run whose declared syncs take the barrier (`RunState::declared_at_barrier`).
+        let at_barrier = self.run.engine.threads().declared_at_barrier && !ending;
         match declared {
-            Some(m) if !ending && !pair => self.lazy_sync(m),
+            Some(m) if !ending && !at_barrier => self.lazy_sync(m),
             _ => self
-                .full_sync(op, ending, declared, pair)
+                .full_sync(op, ending, declared, at_barrier)
                 .map_err(|e| self.failed_sync(e)),
         }
     }
@@ -51,14 +51,14 @@ impl Ctx {
         op: &'static str,
         ending: bool,
         declared: Option<u64>,
-        pair: bool,
+        at_barrier: bool,
     ) -> Result<()> {
         let (q, o) = ((self.step & 1) as usize, self.slot);
         // A declared sync that takes the barrier is a full one (the next one acknowledges
         // nothing); a declared final sync counts as lazy, which nothing after the end reads.
-        let lazy = declared.is_some() && !self.run.engine.threads().pair_barrier;
-        let flags = self.enter_full(ending, declared, pair)?;
-        let g = self.barrier_one(op, flags, ending, pair)?;
+        let lazy = declared.is_some() && !self.run.engine.threads().declared_at_barrier;
+        let flags = self.enter_full(ending, declared, at_barrier)?;
+        let g = self.barrier_one(op, flags, ending, at_barrier)?;
         // Every process has made this superstep's sync a full one (`Ctx::stuck_at`).
         self.engine.threads_mut().lazy_since = self.step + 1;
         if g & FLAG_CHECKPOINT != 0 {
@@ -97,9 +97,9 @@ impl Ctx {
     /// outboxes, publish the collective requests; returns the flags this process brings to the
     /// barrier.
     #[inline(always)]
-    fn enter_full(&mut self, ending: bool, declared: Option<u64>, pair: bool) -> Result<u32> {
+    fn enter_full(&mut self, ending: bool, declared: Option<u64>, at_barrier: bool) -> Result<u32> {
         let (q, o) = ((self.step & 1) as usize, self.slot);
-        if let (Some(m), true) = (declared, pair) {
+        if let (Some(m), true) = (declared, at_barrier) {
             // What a lazy superstep refuses, this one refuses too.
             if let Some(e) = self.lazy_refusal(self.flags.get(), m) {
                 return Err(e);
@@ -107,7 +107,7 @@ impl Ctx {
         }
         self.ack_previous(false);
         let mut flags = self.flags.get();
-        if pair {
+        if at_barrier {
             flags |= if declared.is_some() {
                 FLAG_DECLARED
             } else {
@@ -151,7 +151,7 @@ impl Ctx {
         op: &'static str,
         flags: u32,
         ending: bool,
-        pair: bool,
+        at_barrier: bool,
     ) -> Result<u32> {
         let arrived = {
             let (run, pid, base, step) = (&*self.run, self.pid, self.base, self.step);
@@ -174,7 +174,8 @@ impl Ctx {
         if out.flags & (FLAG_EVEN_STEP | FLAG_ODD_STEP) == FLAG_EVEN_STEP | FLAG_ODD_STEP {
             return Err(self.mixed_at_barrier());
         }
-        if pair && out.flags & (FLAG_DECLARED | FLAG_UNDECLARED) == FLAG_DECLARED | FLAG_UNDECLARED
+        if at_barrier
+            && out.flags & (FLAG_DECLARED | FLAG_UNDECLARED) == FLAG_DECLARED | FLAG_UNDECLARED
         {
             return Err(self.declared_and_not());
         }
