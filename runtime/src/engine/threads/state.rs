@@ -132,21 +132,40 @@ impl Shape {
     }
 }
 
+/// Which barrier a run gets: the one choice that [`RunState::new`] makes and
+/// [`RunState::fits`] checks.
+enum BarrierKind {
+    /// A tree of threads (`Barrier::by_thread`) over these threads' processes.
+    ByThread(Vec<Vec<usize>>),
+    /// A tree of processes (`Barrier::tree_in_order`) in this order.
+    Tree(Vec<u32>),
+    /// A dissemination barrier over the layout's groups (`Barrier::grouped`).
+    Grouped,
+}
+
+impl BarrierKind {
+    fn of(layout: &Layout, shape: Shape) -> BarrierKind {
+        // Coroutines never sleep, so a tree of threads costs a few cache lines between cores;
+        // threads of an oversubscribed run sleep, and there a thread's last arriver would
+        // wake its thread's sleepers one after another, which the tree of processes spreads
+        // over its nodes (measured: docs/benchmarks.md, "A tree of threads for coroutines").
+        match (shape.tree_barrier, shape.coroutines) {
+            (true, true) => BarrierKind::ByThread(layout.thread_groups()),
+            (true, false) => BarrierKind::Tree(super::barrier::tree_order(&layout.pus)),
+            (false, _) => BarrierKind::Grouped,
+        }
+    }
+}
+
 impl RunState {
     /// The thread engine's state of a run placed by `layout`, of `shape`.
     pub(crate) fn new(layout: &Layout, shape: Shape) -> Self {
         let p = layout.domains.len();
         let groups = layout.groups.clone();
-        // Coroutines never sleep, so a tree of threads costs a few cache lines between cores;
-        // threads of an oversubscribed run sleep, and there a thread's last arriver would
-        // wake its thread's sleepers one after another, which the tree of processes spreads
-        // over its nodes (measured: docs/benchmarks.md, "A tree of threads for coroutines").
-        let barrier = Arc::new(if shape.tree_barrier && shape.coroutines {
-            Barrier::by_thread(&layout.thread_groups(), shape.policy)
-        } else if shape.tree_barrier {
-            Barrier::tree_in_order(super::barrier::tree_order(&layout.pus), shape.policy)
-        } else {
-            Barrier::grouped(&groups, shape.policy)
+        let barrier = Arc::new(match BarrierKind::of(layout, shape) {
+            BarrierKind::ByThread(threads) => Barrier::by_thread(&threads, shape.policy),
+            BarrierKind::Tree(order) => Barrier::tree_in_order(order, shape.policy),
+            BarrierKind::Grouped => Barrier::grouped(&groups, shape.policy),
         });
         let riders = barrier.rider_rounds();
         RunState {
@@ -221,14 +240,14 @@ impl RunState {
         p == layout.domains.len()
             && self.barrier.policy() == shape.policy
             && self.lazy_policy == shape.lazy_policy
-            && self.barrier.is_tree() == shape.tree_barrier
-            && match (shape.tree_barrier, shape.coroutines) {
-                (false, _) => true,
-                (true, true) => self.barrier.is_by_thread_of(&layout.thread_groups()),
-                (true, false) => {
-                    !self.barrier.is_by_thread()
-                        && self.barrier.order() == super::barrier::tree_order(&layout.pus)
+            && match BarrierKind::of(layout, shape) {
+                BarrierKind::ByThread(threads) => self.barrier.is_by_thread_of(&threads),
+                BarrierKind::Tree(order) => {
+                    self.barrier.is_tree()
+                        && !self.barrier.is_by_thread()
+                        && self.barrier.order() == order
                 }
+                BarrierKind::Grouped => !self.barrier.is_tree(),
             }
             && self.groups == layout.groups
             && self.lanes.is_some() == (shape.lanes && Lanes::fits(p))
