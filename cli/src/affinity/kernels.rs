@@ -603,7 +603,9 @@ fn h_relation(ctx: &mut Ctx, h: usize, words: bool) -> mbsp::Result<Step> {
     let len = slots * chunk;
     let reg = ctx.push_reg(vec![0u64; len])?;
     ctx.sync()?;
-    let src = vec![s as u64; chunk];
+    // Never zeros: a large zeroed vector is fresh pages that the kernel maps to its one
+    // shared zero page until written, and process 0's sends would read that one page.
+    let src = vec![s as u64 + 1; chunk];
     Ok(Box::new(move |ctx: &mut Ctx| {
         for j in 0..slots {
             let dest = (s + 1 + j % q) % p;
