@@ -406,11 +406,14 @@ impl Profile {
     /// The BSP prediction of superstep `s` (module documentation). Where processes took turns
     /// on shared hardware threads, each group's buffered words and requests go through its
     /// hardware threads one process after another, so the h-relation is the largest group's
-    /// sum over its PUs; so is the computation of coroutines, each of which computes
-    /// uninterrupted in its turn (a thread's measured compute time already holds the slices
-    /// the kernel gave the others meanwhile). The turns themselves (switches, each process's
-    /// own part of the sync, more of it where the superstep communicates) cost
-    /// [`Params::turns_time`].
+    /// sum over its PUs; so is the computation, at least the slowest process's. Coroutines
+    /// compute uninterrupted in their turns; threads woken one after another by the barrier
+    /// mostly do too, and a thread preempted while it computes counts the others' slices in
+    /// its own time, which the sum then counts twice. Measured on threads computing for
+    /// microseconds, the sum predicted closer than the slowest process's alone in every run
+    /// (docs/benchmarks.md, "Threads that take turns compute one after another"). The
+    /// turns themselves (switches, each process's own part of the sync, more of it where the
+    /// superstep communicates) cost [`Params::turns_time`].
     fn predict(&self, s: &Superstep, params: &Params, groups: &[(Vec<usize>, usize)]) -> f64 {
         if turns_of(groups) <= 1 {
             return s.w() + params.time_of(1, s.h() as f64, s.requests() as f64);
@@ -424,11 +427,7 @@ impl Profile {
                 })
                 .fold(0.0, f64::max)
         };
-        let w = if self.coroutines {
-            per_group(&|q| q.compute)
-        } else {
-            s.w()
-        };
+        let w = per_group(&|q| q.compute).max(s.w());
         let h = per_group(&|q| q.buffered_words() as f64);
         let requests = per_group(&|q| q.requests_sent.max(q.requests_received) as f64);
         let communicates = h > 0.0 || requests > 0.0;

@@ -19,8 +19,8 @@ pub struct Row {
     /// The processes' mean wait for the others in the sync ([`Superstep::wait`](super::Superstep::wait)), seconds.
     pub mean_wait: f64,
     /// `w + h·g + m·(g_msg − g) + l`, seconds; where processes took turns on shared hardware
-    /// threads ([`Report::turns`]), with the largest group's words and requests (and, for
-    /// coroutines, its computation) summed over its hardware threads
+    /// threads ([`Report::turns`]), with the largest group's words, requests and computation
+    /// summed over its hardware threads
     /// ([`Profile`](super::Profile)'s module documentation).
     pub predicted: f64,
     /// The largest computation + sync time of any process, seconds.

@@ -712,8 +712,8 @@ fn requests_are_counted_and_priced_by_the_per_message_g() {
 
 /// Six processes on a synthetic machine of two hardware threads, three per thread (compact:
 /// pids 0-2 on the first), each putting `pid + 1` one-word puts to the next: the report says
-/// that they took turns, prices each thread's words and requests together (and, as
-/// coroutines, its computation), where one process per thread would have priced the largest
+/// that they took turns, prices each thread's words, requests and computation together (as
+/// threads and as coroutines), where one process per thread would have priced the largest
 /// process's alone, and adds two turns per superstep at the parameters' price (and their
 /// communication's where the superstep communicates).
 #[test]
@@ -767,21 +767,15 @@ fn processes_that_take_turns_are_priced_by_their_hardware_thread() {
             pids.map(|q| f(&s.procs[q])).sum::<f64>()
         };
         let compute = |q: &mbsp::profile::ProcStep| q.compute;
-        let w = if coroutines {
-            sum(0..3, &compute).max(sum(3..6, &compute))
-        } else {
-            s.w()
-        };
+        let w = sum(0..3, &compute).max(sum(3..6, &compute));
         let want = w + 15.0 * 1e-9 + 15.0 * 20e-9 + 1e-6 + 2.0 * (turn + comm);
         let row = &report.rows[1];
         assert!((row.predicted - want).abs() < 1e-15, "{row:?}, want {want}");
         // The first superstep only registers: its turns are an empty one's.
         let s0 = &prof.supersteps[0];
-        let w0 = if coroutines {
+        let w0 = {
             let sum = |pids: std::ops::Range<usize>| pids.map(|q| s0.procs[q].compute).sum::<f64>();
             sum(0..3).max(sum(3..6))
-        } else {
-            s0.w()
         };
         let row = &report.rows[0];
         let want = w0 + 1e-6 + 2.0 * turn;
