@@ -518,7 +518,8 @@ mod tests {
                 starts.push(log.bytes.len());
                 log.push(*q, &Peer::from_counts(*c));
             }
-            let back: Vec<(usize, [u64; 9])> = log.read_from(0).map(|(q, c)| (q, c.counts())).collect();
+            let back: Vec<(usize, [u64; 9])> =
+                log.read_from(0).map(|(q, c)| (q, c.counts())).collect();
             prop_assert_eq!(&back, &entries);
             if from < entries.len() {
                 let mut r = log.read_from(starts[from]);

@@ -8,8 +8,8 @@
 //!
 //! * [`RunState`]'s barrier, lanes and inboxes are shared by the run's threads; their own
 //!   modules (`barrier.rs`, `lane.rs`, `inbox.rs`) state the orderings each access relies on.
-//! * `riders`, `groups` and `declared_at_barrier` are fixed when the run state is made (or reused for
-//!   a new run, with exclusive access) and only read while processes run.
+//! * `riders`, `groups` and `declared_at_barrier` are fixed when the run state is made (or
+//!   reused for a new run, with exclusive access) and only read while processes run.
 //! * [`ProcState`] belongs to its process's thread: `rides` is filled by `put` and `send`
 //!   (through a `RefCell`, as they take `&Ctx`) and emptied by the sync; `rode` is written by
 //!   the sync and its messages read by the queue during the next superstep (`bsmp.rs`); the
