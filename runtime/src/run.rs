@@ -315,7 +315,11 @@ impl Run {
     /// processes, or deadlocks: communicate through the BSP primitives. Each process has a
     /// stack of [`stack_size`](Self::stack_size) bytes (default 2 MiB, reserved, not committed).
     /// Checkpoints ([`Run::checkpoints`]) and [`Run::begin`] (whose process 0 is the caller's
-    /// own thread) are refused with such runs.
+    /// own thread) are refused with such runs. Declared syncs ([`Ctx::declare_incoming`]) keep
+    /// their checks but take the barrier, which costs such a run less than waiting for each
+    /// process's senders.
+    ///
+    /// [`Ctx::declare_incoming`]: crate::Ctx::declare_incoming
     ///
     /// ```
     /// // 32 processes pass tokens round a ring 100 times, every superstep declared (lazy).
