@@ -208,3 +208,33 @@ fn cg() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("CG needs a square matrix"));
 }
+
+/// A bad argument ends an example at once: exit status 2 and one line that names it and says
+/// what the program takes (no panic, no backtrace).
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    for (bin, args, usage) in [
+        (
+            env!("CARGO_BIN_EXE_heat"),
+            ["1000", "2x"],
+            "heat [N] [P] [STEPS]",
+        ),
+        (env!("CARGO_BIN_EXE_scan"), ["-5", "2"], "scan [N] [P]"),
+    ] {
+        let out = Command::new(bin)
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bin} {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let bad = if args[0] == "1000" {
+            "\"2x\""
+        } else {
+            "\"-5\""
+        };
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(bad) && err.contains(usage), "{err}");
+        assert!(out.stdout.is_empty(), "{bin} {args:?}");
+    }
+}

@@ -31,9 +31,7 @@ fn initial(n: usize) -> Vec<f64> {
 }
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P] [STEPS]");
     let n = args.next().unwrap_or(1_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);
     let steps = args.next().unwrap_or(500);

@@ -7,9 +7,7 @@
 //! `cargo run --release -p mbsp-examples --bin inner_product [-- N P]`
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);
 

@@ -17,10 +17,7 @@ use mbsp_algorithms::collectives::allreduce_value;
 use mbsp_algorithms::dist::block_range;
 
 fn main() -> Result<(), mbsp::Error> {
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("a number"))
-        .unwrap_or(10_000_000);
+    let n = mbsp_examples::numbers("[N]").next().unwrap_or(10_000_000);
     let x: Vec<f64> = (0..n).map(|i| 1.0 / (1.0 + i as f64)).collect();
 
     let per_package = Run::per(Level::Package).run(|ctx| {

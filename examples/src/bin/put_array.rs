@@ -18,9 +18,7 @@ fn put_array(ctx: &mut mbsp::Ctx, xs: &mbsp::Reg<u32>, n: usize) -> mbsp::Result
 }
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1 << 16);
     let p = args.next().unwrap_or_else(mbsp::nprocs);
     // A permutation of 0..n: element i holds perm(i); afterwards slot perm(i) holds perm(i),

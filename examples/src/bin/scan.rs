@@ -12,9 +12,7 @@ use mbsp_algorithms::dist::run_on_blocks;
 use mbsp_algorithms::timer::RegionTimer;
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(10_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);
 

@@ -34,9 +34,7 @@ fn all_gather_sparse_vec(ctx: &mut mbsp::Ctx, dense: &[f32]) -> mbsp::Result<(Ve
 }
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(10_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);
     let b = n.div_ceil(p);

@@ -11,9 +11,7 @@ use mbsp_algorithms::fft::{Complex, fft, ifft};
 use std::f64::consts::PI;
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1 << 16);
     let p = args.next().unwrap_or(2);
     let x = |j: usize| 2.0 * PI * j as f64 / n as f64;

@@ -19,9 +19,7 @@ use mbsp_algorithms::fft::{BspFft, Complex};
 use std::f64::consts::PI;
 
 fn main() -> Result<(), mbsp::Error> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<usize>().expect("a number"));
+    let mut args = mbsp_examples::numbers("[N] [P] [STEPS]");
     let n = args.next().unwrap_or(1 << 12);
     let p = args.next().unwrap_or(2);
     let steps = args.next().unwrap_or(100);
