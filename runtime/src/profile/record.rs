@@ -40,28 +40,18 @@ impl Peer {
         ]
     }
 
+    /// The inverse of [`Peer::counts`].
     pub(crate) fn from_counts(c: [u64; 9]) -> Peer {
-        let [
-            out_bytes,
-            out_words,
-            out_msgs,
-            out_reqs,
-            in_bytes,
-            in_words,
-            in_reqs,
-            imm_out_words,
-            imm_in_words,
-        ] = c;
         Peer {
-            out_bytes,
-            out_words,
-            out_msgs,
-            out_reqs,
-            in_bytes,
-            in_words,
-            in_reqs,
-            imm_out_words,
-            imm_in_words,
+            out_bytes: c[0],
+            out_words: c[1],
+            out_msgs: c[2],
+            out_reqs: c[3],
+            in_bytes: c[4],
+            in_words: c[5],
+            in_reqs: c[6],
+            imm_out_words: c[7],
+            imm_in_words: c[8],
         }
     }
 }

@@ -124,17 +124,7 @@ fn decode_recorder(w: &[u64], at: &mut usize) -> Recorder {
         let count = next();
         for _ in 0..count {
             let q = next() as usize;
-            let c = Peer {
-                out_bytes: next(),
-                out_words: next(),
-                out_msgs: next(),
-                out_reqs: next(),
-                in_bytes: next(),
-                in_words: next(),
-                in_reqs: next(),
-                imm_out_words: next(),
-                imm_in_words: next(),
-            };
+            let c = Peer::from_counts(std::array::from_fn(|_| next()));
             r.peers.push(q, &c);
         }
         r.steps.push(Step {
