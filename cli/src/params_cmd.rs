@@ -165,6 +165,25 @@ pub fn table(levels: &[LevelParams]) -> String {
     s
 }
 
+/// Each level's cache per process and far h: "machine: 16.5 MiB, h = 8388608; ...".
+fn far_ranges(levels: &[LevelParams]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for l in levels {
+        let s = format!(
+            "{} {}: h = {}, cache {:.1} MiB measured, {:.1} MiB by the tree",
+            l.level.name(),
+            l.policy,
+            l.far_h,
+            l.cache / 1048576.0,
+            l.cache_tree / 1048576.0,
+        );
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    seen.join("; ")
+}
+
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<()> {
     let m = &o.measure;
@@ -172,7 +191,7 @@ pub fn run(o: &Options) -> Result<()> {
     // Where --save will write, known before minutes of measuring.
     let save_to = o.save.then(save_path).transpose()?;
     let chosen = params::chosen_levels(m)?;
-    params::check_memory(m, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
+    params::check_memory(m, &chosen)?;
     println!("mbsp params: {}", mbsp_tools::machine::describe());
     println!(
         "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
@@ -197,13 +216,12 @@ pub fn run(o: &Options) -> Result<()> {
          g_direct_msg; gets read what their owner \
          wrote a superstep before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
          l reg = a superstep that registers or deregisters; g far, g dir. far = bulk puts and \
-         direct gets of {}-{} words per process, beyond the caches (the private cache: {} \
-         KiB); flop units = time x r; fit err = worst RMS relative \
+         direct gets of h words per process (time per word), past the cache a process has (its L2 \
+         and its share of the L3; measured: where bulk puts' time per word crosses halfway \
+         to g far; {}); flop units = time x r; fit err = worst RMS relative \
          residual of the seven fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
-        m.far_h / 2,
-        m.far_h,
-        params::private_cache() / 1024.0,
+        far_ranges(&measured.levels),
         fresh * 1e9
     );
     if let Some(turns) = &turns {
@@ -415,6 +433,8 @@ mod tests {
             g_far: 2e-9,
             g_direct_far: 2e-9,
             cache: 1e6,
+            cache_tree: 1e6,
+            far_h: 1 << 20,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

@@ -63,16 +63,16 @@ pub struct Params {
     /// `g_direct` per word.
     pub g_direct_msg: f64,
     /// Seconds per 8-byte word of a full h-relation of bulk puts whose data lies far beyond
-    /// the caches (`mbsp params` measures it at 4-8 MiB per process): [`g`](Params::g) for
-    /// data past
-    /// [`cache`](Params::cache).
+    /// the caches (`mbsp params` measures it with twice [`cache`](Params::cache) or more per
+    /// process): [`g`](Params::g) for data past [`cache`](Params::cache).
     pub g_far: f64,
     /// Seconds per 8-byte word of direct gets far beyond the caches:
     /// [`g_direct`](Params::g_direct) for data past [`cache`](Params::cache).
     pub g_direct_far: f64,
-    /// Bytes a process's data may take and still be served from its cache (the core's
-    /// private L2 on the machine measured): [`Params::g_for`] and [`Params::g_direct_for`]
-    /// switch to the far rates past it.
+    /// Bytes a process's data may take and still be served from its caches: `mbsp params`
+    /// measures where bulk puts' time per word crosses halfway from the in-cache rate to the
+    /// far one (the machine's tree gives its L2 and its share of the L3 where no edge shows).
+    /// [`Params::g_for`] and [`Params::g_direct_for`] switch to the far rates past it.
     pub cache: f64,
     /// Seconds per superstep (an empty sync).
     pub l: f64,

@@ -34,12 +34,15 @@
 //!   The fit's intercept is reported beside `l`, and its residual (root mean square of the
 //!   relative errors) says how well `l + g h` describes the machine.
 //! * **g_far**, **g_direct_far** (seconds per word): bulk puts and direct gets far beyond the
-//!   caches, the slope between h = [`Options::far_h`] / 2 and `far_h` words (4 and 8 MiB per
-//!   process in a full measurement), where every copy moves at the memory's rate: a buffered
-//!   put copies each word twice (into the outbox, out of it), a direct get once, which in the
-//!   caches costs about the same and beyond them does not. **cache** (bytes): the core's
-//!   private L2 from the machine's tree (1 MiB when it says none), the size past which a
-//!   process's data is taken to be far.
+//!   caches: the time per word, beyond the empty superstep, of one h-relation whose data (16
+//!   bytes per word of h, sent and received) is at least twice what the caches hold for a
+//!   process ([`Options::far_words`]; at least [`Options::far_h`], 4 MiB per array),
+//!   where every copy moves at the memory's rate: a buffered put copies each word twice
+//!   (into the outbox, out of it), a direct get once, which in the caches costs about the
+//!   same and beyond them does not. **cache** (bytes, [`level_cache`]): what the caches hold
+//!   for one process of the level, its core's L2 and its share of the L3 (1 MiB for an L2
+//!   the machine's tree does not give), the size past which a process's data is taken to be
+//!   far.
 //!
 //! Levels ([`Where`]: one nested run inside one object of the level, the other objects idle):
 //! the whole machine (one process per core), the packages (one process per package: the top
@@ -89,9 +92,14 @@ pub struct Options {
     pub h_steps: usize,
     /// Doubles per array of the streaming triad (r_stream), per process.
     pub stream_n: usize,
-    /// Largest h, in words, of the h-relations far beyond the caches (`g_far`,
-    /// `g_direct_far`: the slope between `far_h / 2` and `far_h`).
+    /// The h, in words, of the h-relations far beyond the caches (`g_far`, `g_direct_far`:
+    /// their time per word), at least; see [`far_past_cache`](Self::far_past_cache).
     pub far_h: usize,
+    /// Whether a level's far h-relations are taken past its processes' caches
+    /// ([`level_cache`]): `far_h` raised to the power of two at which a process's data (16
+    /// bytes per word of h, sent and received) is at least twice its cache (at most
+    /// [`MAX_FAR_H`]). A full measurement does; a smoke run does not.
+    pub far_past_cache: bool,
     /// Only these levels (names: [`Where::name`]), if given.
     pub levels: Option<Vec<String>>,
     /// A stop flag: once another thread sets it, the measurement ends within one point of one
@@ -117,7 +125,8 @@ impl Options {
             max_h: 4096,
             h_steps: 8,
             stream_n: 1 << 21,
-            far_h: 1 << 20,
+            far_h: 1 << 19,
+            far_past_cache: true,
             levels: None,
             stop: None,
         }
@@ -132,8 +141,35 @@ impl Options {
             h_steps: 4,
             stream_n: 1 << 14,
             far_h: 1 << 13,
+            far_past_cache: false,
             ..Options::full()
         }
+    }
+}
+
+/// The largest h, in words, of the far h-relations ([`Options::far_past_cache`]): 128 MiB
+/// per array, four arrays per process.
+pub const MAX_FAR_H: usize = 1 << 24;
+
+impl Options {
+    /// The h, in words, of the far h-relations of a level whose processes have `cache`
+    /// bytes of cache each ([`Options::far_past_cache`]).
+    ///
+    /// ```
+    /// let o = mbsp_tools::params::Options::full();
+    /// // 16.5 MiB of cache: 4 Mi words (64 MiB sent and received), twice the cache or more.
+    /// assert_eq!(o.far_words(16.5 * 1048576.0), 4 << 20);
+    /// assert_eq!(o.far_words(512.0 * 1024.0), o.far_h);
+    /// ```
+    pub fn far_words(&self, cache: f64) -> usize {
+        if !self.far_past_cache {
+            return self.far_h;
+        }
+        // 16 bytes per word against twice the cache: h >= cache / 8.
+        let need = (cache / 8.0).ceil().clamp(1.0, MAX_FAR_H as f64) as usize;
+        self.far_h
+            .max(need.next_power_of_two())
+            .min(MAX_FAR_H.max(self.far_h))
     }
 }
 
@@ -393,8 +429,16 @@ pub struct LevelParams {
     pub g_far: f64,
     /// Direct gets far beyond the caches, seconds per word (the slowest process's).
     pub g_direct_far: f64,
-    /// The core's private cache, bytes ([`private_cache`]).
+    /// The cache one process of the level has, bytes: where its data leaves the cache,
+    /// measured ([`leaves_cache`]), for the process with the least; the machine's tree's
+    /// figure ([`cache_tree`](Self::cache_tree)) where the measurement saw no edge.
     pub cache: f64,
+    /// What the machine's tree says one process of the level has: its L2 and its share of
+    /// the L3 ([`level_cache`]). On a virtual machine the L3 is shared with cores the tree
+    /// does not show.
+    pub cache_tree: f64,
+    /// The largest h of the far h-relations, words ([`Options::far_words`]).
+    pub far_h: usize,
     /// One fit per primitive, in [`Prim::ALL`] order.
     pub fits: Vec<(Prim, Fit)>,
 }
@@ -452,7 +496,8 @@ impl LevelParams {
     /// let level = LevelParams {
     ///     level: Where::Machine, policy: "compact", p: 2, r_daxpy: 1e9, r_dense: 1e9,
     ///     r_stream: 1e9, l: 1e-7, l_interval: (1e-7, 1e-7, 0.95), l_reg: 2e-7, g_far: 1e-9,
-    ///     g_direct_far: 1e-9, cache: 1e6, fits: vec![(Prim::Put1, fit)],
+    ///     g_direct_far: 1e-9, cache: 1e6, cache_tree: 1e6,
+    ///     far_h: 1 << 20, fits: vec![(Prim::Put1, fit)],
     /// };
     /// assert!((level.g_msg() - 2e-8).abs() < 1e-15);
     /// ```
@@ -522,6 +567,8 @@ impl LevelParams {
             "g_far": self.g_far,
             "g_direct_far": self.g_direct_far,
             "cache": self.cache,
+            "cache_tree": self.cache_tree,
+            "far_h": self.far_h,
             "g": self.g(),
             "g_direct": self.g_direct(),
             "g_direct_msg": self.g_direct_msg(),
@@ -771,6 +818,39 @@ struct Measured {
     points: Vec<(Prim, Vec<(f64, f64)>)>,
     g_far: f64,
     g_direct_far: f64,
+    /// The cache this process has, bytes: measured ([`leaves_cache`]), else the tree's.
+    cache: f64,
+}
+
+/// Sizes of bulk h-relations, halving from the far one, on which `mbsp params` finds where a
+/// process's data leaves the cache ([`leaves_cache`]).
+const LADDER: u32 = 7;
+
+/// Where a process's data leaves the cache, in bytes, from bulk puts of growing h (words) and
+/// their time per word: where the time per word first crosses halfway from the smallest
+/// size's to the largest's (interpolated in log h), at 16 bytes per word (sent and received).
+/// `None` when the largest costs less than 1.25 times the smallest per word: no cache edge
+/// to see (or noise larger than it).
+///
+/// ```
+/// use mbsp_tools::params::leaves_cache;
+/// // 1 ns per word up to 2^18 words, 3 ns from 2^19: the edge halfway between, in log h.
+/// let pts: Vec<(f64, f64)> =
+///     (16..22).map(|k| ((1u64 << k) as f64, if k < 19 { 1e-9 } else { 3e-9 })).collect();
+/// let edge = leaves_cache(&pts).unwrap();
+/// assert!((edge - 16.0 * 2f64.powf(18.5)).abs() < 1.0);
+/// assert_eq!(leaves_cache(&[(1.0, 1e-9), (2.0, 1.1e-9)]), None);
+/// ```
+pub fn leaves_cache(points: &[(f64, f64)]) -> Option<f64> {
+    let (near, far) = (points.first()?.1, points.last()?.1);
+    if far < 1.25 * near {
+        return None;
+    }
+    let mid = (near + far) / 2.0;
+    let i = points.iter().position(|&(_, w)| w > mid)?;
+    let ((h0, w0), (h1, w1)) = (points[i - 1], points[i]);
+    let frac = ((mid - w0) / (w1 - w0)).clamp(0.0, 1.0);
+    Some(16.0 * (h0.ln() + frac * (h1.ln() - h0.ln())).exp())
 }
 
 /// Repetitions of one sample of a superstep of `h` words (the same on every process).
@@ -883,7 +963,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
 }
 
 /// The measurements of one process of a level.
-fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
+fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measured> {
     // r: every process runs the kernels at once, lined up by a sync; the median of samples.
     let kernel_samples = o.samples.max(3);
     let reps = ((o.sample_ns / 2e3) as usize).max(4);
@@ -918,10 +998,21 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
         let pts = hs.iter().zip(times).map(|(&h, t)| (h as f64, t)).collect();
         points.push((prim, pts));
     }
-    let far = [o.far_h / 2, o.far_h];
-    let slope = |t: Vec<f64>| ((t[1] - t[0]) / (far[1] - far[0]).max(1) as f64).max(1e-12);
-    let g_far = slope(supersteps(ctx, o, Prim::Put, &far)?);
-    let g_direct_far = slope(supersteps(ctx, o, Prim::Direct, &far)?);
+    // Far: the time per word of one h-relation past the cache, beyond the empty superstep.
+    // Not a slope between two sizes: the copies change method with size (past
+    // `stream::STREAM_FROM` they stream past the caches), and a slope across the change
+    // prices neither.
+    // Bulk puts on a ladder of sizes up to it also find where the data leaves the cache.
+    let far = o.far_words(cache).max(1);
+    let ladder: Vec<usize> = (0..LADDER).rev().map(|i| (far >> i).max(1)).collect();
+    let per_word = |t: f64, h: usize| ((t - l) / h as f64).max(1e-12);
+    let puts: Vec<(f64, f64)> = ladder
+        .iter()
+        .zip(supersteps(ctx, o, Prim::Put, &ladder)?)
+        .map(|(&h, t)| (h as f64, per_word(t, h)))
+        .collect();
+    let g_far = puts.last().expect("a ladder").1;
+    let g_direct_far = per_word(supersteps(ctx, o, Prim::Direct, &[far])?[0], far);
     Ok(Measured {
         r_daxpy,
         r_dense,
@@ -932,6 +1023,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options) -> mbsp::Result<Measured> {
         points,
         g_far,
         g_direct_far,
+        cache: leaves_cache(&puts).unwrap_or(cache),
     })
 }
 
@@ -942,8 +1034,9 @@ pub fn measure_level(
     policy_name: &'static str,
     o: &Options,
 ) -> Result<LevelParams> {
+    let cache = level_cache(&mbsp::Machine::current().or_run()?.machine, level);
     let all = level
-        .run(policy, |ctx| measure_process(ctx, o))
+        .run(policy, |ctx| measure_process(ctx, o, cache))
         .map_err(|e| Error::from(e).context(format!("{} level, {policy_name}", level.name())))?;
     let p = all.len();
     let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
@@ -954,6 +1047,8 @@ pub fn measure_level(
     let r_stream = all.iter().map(|m| m.r_stream).fold(f64::INFINITY, f64::min);
     let slowest = |f: fn(&Measured) -> f64| all.iter().map(f).fold(0.0, f64::max);
     let (g_far, g_direct_far) = (slowest(|m| m.g_far), slowest(|m| m.g_direct_far));
+    // The process whose data leaves its cache first.
+    let measured_cache = all.iter().map(|m| m.cache).fold(f64::INFINITY, f64::min);
     let first = all.into_iter().next().expect("a run has a process");
     Ok(LevelParams {
         level,
@@ -967,7 +1062,9 @@ pub fn measure_level(
         l_reg: first.l_reg,
         g_far,
         g_direct_far,
-        cache: private_cache(),
+        cache: measured_cache,
+        cache_tree: cache,
+        far_h: o.far_words(cache),
         fits: first
             .points
             .into_iter()
@@ -1063,30 +1160,87 @@ impl Measurement {
     }
 }
 
-/// Bytes of the private cache of the machine's first core (its L2, as the machine's tree
-/// gives it), or 1 MiB when the tree gives none: past it, a process's data is far
-/// ([`mbsp::params::Params::cache`]).
-pub fn private_cache() -> f64 {
-    let size = mbsp::Machine::current().ok().and_then(|loaded| {
-        let m = &loaded.machine;
-        let l2 = m.cores().first()?.l2?;
-        m.caches().get(l2).map(|c| c.size).filter(|&s| s > 0)
-    });
-    size.unwrap_or(1 << 20) as f64
+/// Bytes of cache one process of `level` has to itself on `m`: its core's L2 and L3, each
+/// divided among the level's processes that use it (one process per core of the level, per
+/// hardware thread of core 0 for `core`, on the first core of each package for `packages`),
+/// for the process with the least; 1 MiB for an L2 the tree does not give. Past it, a
+/// process's data of a superstep is far ([`mbsp::params::Params::cache`]): an L3 shared by
+/// few cores holds many times a core's L2, and data there moves at the cache's rate.
+///
+/// ```
+/// use mbsp_tools::params::{Where, level_cache};
+/// // No caches in a synthetic tree: the L2 is taken to be 1 MiB, shared by a core's PUs.
+/// let m = mbsp::Machine::synthetic("package:1 core:2 pu:2").unwrap().machine;
+/// assert_eq!(level_cache(&m, Where::Machine), 1048576.0);
+/// assert_eq!(level_cache(&m, Where::Core), 524288.0);
+/// ```
+pub fn level_cache(m: &mbsp::Machine, level: Where) -> f64 {
+    let first = |cores: Option<&Vec<usize>>| cores.map_or(vec![], |c| c.to_vec());
+    // The level's cores, and how many of its processes each runs.
+    let cores: Vec<(usize, usize)> = match level {
+        Where::Machine => (0..m.cores().len()).map(|c| (c, 1)).collect(),
+        Where::Packages => m
+            .packages()
+            .iter()
+            .filter_map(|p| Some((*p.cores.first()?, 1)))
+            .collect(),
+        Where::Package => first(m.packages().first().map(|p| &p.cores))
+            .into_iter()
+            .map(|c| (c, 1))
+            .collect(),
+        Where::Numa => first(m.numas().first().map(|n| &n.cores))
+            .into_iter()
+            .map(|c| (c, 1))
+            .collect(),
+        Where::Core => m.cores().first().map_or(vec![], |c| vec![(0, c.pus.len())]),
+    };
+    let size = |i: usize| m.caches().get(i).map_or(0, |c| c.size) as f64;
+    // The level's processes under cache `i`.
+    let users = |i: usize, of: fn(&mbsp::topology::Core) -> Option<usize>| -> f64 {
+        cores
+            .iter()
+            .filter(|&&(c, _)| of(&m.cores()[c]) == Some(i))
+            .map(|&(_, n)| n as f64)
+            .sum()
+    };
+    cores
+        .iter()
+        .map(|&(c, n)| {
+            let core = &m.cores()[c];
+            let l2 = match core.l2.filter(|&i| size(i) > 0.0) {
+                Some(i) => size(i) / users(i, |c| c.l2),
+                None => (1u64 << 20) as f64 / n as f64,
+            };
+            let l3 = core.l3.map_or(0.0, |i| size(i) / users(i, |c| c.l3));
+            l2 + l3
+        })
+        .reduce(f64::min)
+        .unwrap_or((1u64 << 20) as f64)
 }
 
-/// Refuses a measurement that cannot fit in memory: on each of `p` processes, four arrays of
-/// `max_h` words (what is sent and received, by put and by get) and the triad's three arrays,
-/// and the samples of every point.
-pub fn check_memory(o: &Options, p: usize) -> Result<()> {
+/// Refuses a measurement of the `chosen` levels (with their process counts) that cannot fit
+/// in memory: on each process of the largest level, four arrays of `max_h` words or of the
+/// level's far h ([`Options::far_words`]: what is sent and received, by put and by get) and
+/// the triad's three arrays, and the samples of every point.
+pub fn check_memory(o: &Options, chosen: &[(Where, usize)]) -> Result<()> {
+    let machine = mbsp::Machine::current().or_run()?.machine;
+    let p = chosen.iter().map(|c| c.1).max().unwrap_or(1);
+    // The level whose arrays take the most.
+    let (arrays, words) = chosen
+        .iter()
+        .map(|&(w, p)| {
+            let words = o.max_h.max(o.far_words(level_cache(&machine, w)));
+            ((p as u128).saturating_mul(4 * words as u128), words)
+        })
+        .max()
+        .unwrap_or((4 * o.max_h as u128, o.max_h));
     let mut need = Need::new();
     need.add(
-        (p as u128).saturating_mul(4 * o.max_h.max(o.far_h) as u128),
+        arrays,
         8,
         format!(
-            "4 arrays of {} words (--max-h, and the h-relations beyond the caches) on each of \
-             {p} processes",
-            o.max_h.max(o.far_h)
+            "4 arrays of {words} words (--max-h, and the h-relations beyond the caches) on \
+             each process"
         ),
     );
     need.add(
@@ -1142,7 +1296,7 @@ pub fn chosen_levels(o: &Options) -> Result<Vec<(Where, usize)>> {
 /// with progress on stderr.
 pub fn measure(o: &Options) -> Result<Measurement> {
     let chosen = chosen_levels(o)?;
-    check_memory(o, chosen.iter().map(|c| c.1).max().unwrap_or(1))?;
+    check_memory(o, &chosen)?;
     let fresh = fresh_per_word();
     let mut watch = Watch::start();
     let levels = measure_levels(&chosen, o, &mut watch)?;
@@ -1331,6 +1485,8 @@ mod tests {
             g_far: 2e-9,
             g_direct_far: 2e-9,
             cache: 1e6,
+            cache_tree: 1e6,
+            far_h: 1 << 20,
             fits: Prim::ALL
                 .iter()
                 .map(|&p| {

@@ -515,7 +515,7 @@ impl FftCost {
             // first-level pass and its final pass stream the array from memory: each reads
             // and writes four words per entry, 4/3 of a triad's element (two flops) at
             // r_stream.
-            // A split in one level whose local array outgrows the cache streams the part the
+            // A split in one level whose data ([`split_bytes`]) outgrows the cache streams the part the
             // cache cannot hold in its first pass (the length-L transforms down the columns
             // read and write every entry, and r, measured on one row's kernel, does not see
             // it); its final pass streams too, but beside its fetch of the other packs, whose
@@ -523,7 +523,7 @@ impl FftCost {
             // the same minutes: the gap to the measured time grew with the array past the
             // cache as this term does (docs/benchmarks.md, "Predicted against measured").
             let pass = e * (4.0 / 3.0) * 2.0 / i.r_stream;
-            let bytes = 16.0 * e;
+            let bytes = split_bytes(e);
             let stream = if rows > 8 {
                 2.0 * pass
             } else if bytes > i.cache {
@@ -537,7 +537,7 @@ impl FftCost {
             // the two. Its data is the local array (16 bytes per entry).
             let before = 5.0 * e * lg(kernel) / i.r + e * (5.0 * lg(l) + twiddles / 2.0) / i.r;
             let last = e * (5.0 * lg(pf) + twiddles / 2.0) / i.r;
-            let fetch = 2.0 * e * (pf - 1.0) / pf * f.g_direct_for(16.0 * e);
+            let fetch = 2.0 * e * (pf - 1.0) / pf * f.g_direct_for(bytes);
             before + stream + f.l + last.max(fetch)
         } else {
             work(nf / pf, nf) + f.time(1, 2.0 * nf / pf * (pf - 1.0) / pf, true)
@@ -609,6 +609,14 @@ impl FftCost {
     }
 }
 
+/// Bytes a process of the split transform touches, for `e` entries per process (16 bytes
+/// each): its local array, the packs it exposes to the others and the packs it fetches from
+/// them (together as large as the local array). What the cache must hold for the transform to
+/// run from it.
+fn split_bytes(e: f64) -> f64 {
+    32.0 * e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,12 +653,13 @@ mod tests {
             (dear - free - (h * 2e-9 - last)).abs() < 1e-12,
             "{dear} {free}"
         );
-        // The local array (16 bytes per entry) past the cache: the far rate (and no time to
-        // stream the byte past the cache: `a_split_past_the_cache_streams_what_it_cannot_hold`).
+        // The transform's data (its array and the packs) past the cache: the far rate (and no
+        // time to stream the byte past the cache:
+        // `a_split_past_the_cache_streams_what_it_cannot_hold`).
         let far = flat(Params {
             g_direct: 1e-15,
             g_direct_far: 2e-9,
-            cache: 16.0 * e - 1.0,
+            cache: split_bytes(e) - 1.0,
             r_stream: 1e30,
             ..base
         });
@@ -668,13 +677,13 @@ mod tests {
             r: 1e10,
             r_stream: 1e9,
             l: 1e-6,
-            cache: 16.0 * e,
+            cache: split_bytes(e),
             ..Params::DEFAULT
         };
         let flat = |p: Params| FftCost::uniform(p).choose(n, &[2]).flat;
         let fits = flat(base);
         let half = flat(Params {
-            cache: 8.0 * e,
+            cache: split_bytes(e) / 2.0,
             ..base
         });
         let pass = e * 8.0 / 3.0 / 1e9;

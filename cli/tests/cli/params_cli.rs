@@ -139,3 +139,37 @@ fn bad_arguments_exit_2_with_one_line() {
         assert!(last.starts_with("mbsp params: "), "{args:?}: {err}");
     }
 }
+
+/// The cache a process of each level has (`level_cache`, the `cache_tree` of the file): its
+/// core's L2 and its share of the L3 among the level's processes, on real multi-socket trees.
+#[test]
+fn a_level_shares_the_l3_among_its_processes() {
+    use mbsp_tools::params::{Where, level_cache};
+    let load = |name: &str| {
+        let path = common::shared("topologies").join(name);
+        mbsp::Machine::xml(&path).unwrap().machine
+    };
+    let (k, m) = (1024.0, 1048576.0);
+    // Two packages of 8 cores (2 PUs each), a 256 KiB L2 per core, 20 MiB of L3 per package.
+    let intel = load("hwloc_32em64t-2n8c2t-pci-normalio.xml");
+    assert_eq!(
+        level_cache(&intel, Where::Machine),
+        256.0 * k + 20.0 * m / 8.0
+    );
+    assert_eq!(level_cache(&intel, Where::Packages), 256.0 * k + 20.0 * m);
+    assert_eq!(
+        level_cache(&intel, Where::Package),
+        256.0 * k + 20.0 * m / 8.0
+    );
+    assert_eq!(
+        level_cache(&intel, Where::Core),
+        (256.0 * k + 20.0 * m) / 2.0
+    );
+    // Two packages of 24 cores, 512 KiB of L2 per core, an 8 MiB L3 per 3 cores.
+    let epyc = load("mpibind_epyc-corona.xml");
+    assert_eq!(
+        level_cache(&epyc, Where::Machine),
+        512.0 * k + 8.0 * m / 3.0
+    );
+    assert_eq!(level_cache(&epyc, Where::Packages), 512.0 * k + 8.0 * m);
+}
