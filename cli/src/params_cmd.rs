@@ -434,6 +434,7 @@ mod tests {
             g_direct_far: 2e-9,
             cache: 1e6,
             cache_tree: 1e6,
+            ladder: vec![],
             far_h: 1 << 20,
             fits: Prim::ALL
                 .iter()

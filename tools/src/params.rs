@@ -437,6 +437,9 @@ pub struct LevelParams {
     /// the L3 ([`level_cache`]). On a virtual machine the L3 is shared with cores the tree
     /// does not show.
     pub cache_tree: f64,
+    /// The bulk puts `cache` was measured on, of the process with the least: (h in words,
+    /// seconds per word beyond the empty superstep), h halving from the far one.
+    pub ladder: Vec<(f64, f64)>,
     /// The largest h of the far h-relations, words ([`Options::far_words`]).
     pub far_h: usize,
     /// One fit per primitive, in [`Prim::ALL`] order.
@@ -497,7 +500,7 @@ impl LevelParams {
     ///     level: Where::Machine, policy: "compact", p: 2, r_daxpy: 1e9, r_dense: 1e9,
     ///     r_stream: 1e9, l: 1e-7, l_interval: (1e-7, 1e-7, 0.95), l_reg: 2e-7, g_far: 1e-9,
     ///     g_direct_far: 1e-9, cache: 1e6, cache_tree: 1e6,
-    ///     far_h: 1 << 20, fits: vec![(Prim::Put1, fit)],
+    ///     ladder: vec![], far_h: 1 << 20, fits: vec![(Prim::Put1, fit)],
     /// };
     /// assert!((level.g_msg() - 2e-8).abs() < 1e-15);
     /// ```
@@ -568,6 +571,7 @@ impl LevelParams {
             "g_direct_far": self.g_direct_far,
             "cache": self.cache,
             "cache_tree": self.cache_tree,
+            "cache_ladder": self.ladder.iter().map(|&(h, g)| json!([h, g])).collect::<Vec<_>>(),
             "far_h": self.far_h,
             "g": self.g(),
             "g_direct": self.g_direct(),
@@ -820,6 +824,8 @@ struct Measured {
     g_direct_far: f64,
     /// The cache this process has, bytes: measured ([`leaves_cache`]), else the tree's.
     cache: f64,
+    /// The bulk puts it was measured on: (h, seconds per word).
+    ladder: Vec<(f64, f64)>,
 }
 
 /// Sizes of bulk h-relations, halving from the far one, on which `mbsp params` finds where a
@@ -1024,6 +1030,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
         g_far,
         g_direct_far,
         cache: leaves_cache(&puts).unwrap_or(cache),
+        ladder: puts,
     })
 }
 
@@ -1048,7 +1055,11 @@ pub fn measure_level(
     let slowest = |f: fn(&Measured) -> f64| all.iter().map(f).fold(0.0, f64::max);
     let (g_far, g_direct_far) = (slowest(|m| m.g_far), slowest(|m| m.g_direct_far));
     // The process whose data leaves its cache first.
-    let measured_cache = all.iter().map(|m| m.cache).fold(f64::INFINITY, f64::min);
+    let least = all
+        .iter()
+        .min_by(|a, b| a.cache.total_cmp(&b.cache))
+        .expect("a run has a process");
+    let (measured_cache, ladder) = (least.cache, least.ladder.clone());
     let first = all.into_iter().next().expect("a run has a process");
     Ok(LevelParams {
         level,
@@ -1064,6 +1075,7 @@ pub fn measure_level(
         g_direct_far,
         cache: measured_cache,
         cache_tree: cache,
+        ladder,
         far_h: o.far_words(cache),
         fits: first
             .points
@@ -1486,6 +1498,7 @@ mod tests {
             g_direct_far: 2e-9,
             cache: 1e6,
             cache_tree: 1e6,
+            ladder: vec![],
             far_h: 1 << 20,
             fits: Prim::ALL
                 .iter()
