@@ -98,7 +98,10 @@ pub fn table(levels: &[LevelParams]) -> String {
     for prim in Prim::ALL {
         s.push_str(&format!(" {:>17}", format!("g {} ns|flop", prim.name())));
     }
-    s.push_str(&format!(" {:>11} {:>14}", "g far ns", "g dir. far ns"));
+    s.push_str(&format!(
+        " {:>11} {:>14} {:>10}",
+        "g far ns", "g dir. far ns", "cache MiB"
+    ));
     s.push_str(&format!(" {:>9}\n", "fit err"));
     for l in levels {
         let put = l.fit(Prim::Put);
@@ -141,10 +144,13 @@ pub fn table(levels: &[LevelParams]) -> String {
                 format!("{:.2} | {:.1}{mark}", g * 1e9, g * l.r_dense)
             ));
         }
+        // `*`: no edge showed on the ladder; the machine tree's figure stands.
+        let tree = if l.cache == l.cache_tree { "*" } else { "" };
         s.push_str(&format!(
-            " {:>11.2} {:>14.2}",
+            " {:>11.2} {:>14.2} {:>10}",
             l.g_far * 1e9,
-            l.g_direct_far * 1e9
+            l.g_direct_far * 1e9,
+            format!("{:.1}{tree}", l.cache / 1048576.0)
         ));
         let worst = l.fits.iter().map(|(_, f)| f.residual).fold(0.0, f64::max);
         let mark = if worst > MAX_RESIDUAL { "?" } else { "" };
@@ -165,16 +171,15 @@ pub fn table(levels: &[LevelParams]) -> String {
     s
 }
 
-/// Each level's cache per process and far h: "machine: 16.5 MiB, h = 8388608; ...".
+/// Each level's far h and the tree's cache per process: "machine: h = 4194304, the tree's
+/// cache 16.5 MiB; ...".
 fn far_ranges(levels: &[LevelParams]) -> String {
     let mut seen: Vec<String> = Vec::new();
     for l in levels {
         let s = format!(
-            "{} {}: h = {}, cache {:.1} MiB measured, {:.1} MiB by the tree",
+            "{}: h = {}, the tree's cache {:.1} MiB",
             l.level.name(),
-            l.policy,
             l.far_h,
-            l.cache / 1048576.0,
             l.cache_tree / 1048576.0,
         );
         if !seen.contains(&s) {
@@ -216,9 +221,10 @@ pub fn run(o: &Options) -> Result<()> {
          g_direct_msg; gets read what their owner \
          wrote a superstep before); l' = the bulk-put fit's intercept (a superstep that communicates at all); \
          l reg = a superstep that registers or deregisters; g far, g dir. far = bulk puts and \
-         direct gets of h words per process (time per word), past the cache a process has (its L2 \
-         and its share of the L3; measured: where bulk puts' time per word crosses halfway \
-         to g far; {}); flop units = time x r; fit err = worst RMS relative \
+         direct gets of h words per process (time per word), past what the caches hold for a \
+         process by the machine's tree (its L2 and its share of the L3); cache = where a \
+         process's data (sent and received) leaves its caches, measured where bulk puts' time \
+         per word crosses halfway to g far (* = no edge showed: the tree's figure) ({}); flop units = time x r; fit err = worst RMS relative \
          residual of the seven fits; first touch of fresh memory: {:.2} ns per word",
         100.0 * mbsp_tools::stats::CONFIDENCE,
         far_ranges(&measured.levels),
