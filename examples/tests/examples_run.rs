@@ -238,3 +238,34 @@ fn bad_arguments_exit_2_with_one_line() {
         assert!(out.stdout.is_empty(), "{bin} {args:?}");
     }
 }
+
+/// Examples that take files and words: a bad argument ends them with one line and status 2, a
+/// failure (a file that is not there) with one line naming it and status 1, never a `Debug`
+/// dump of the error.
+#[test]
+fn failures_and_bad_words_end_with_one_line() {
+    let run = |bin: &str, args: &[&str]| {
+        let out = Command::new(bin).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.lines().count(), 1, "{bin} {args:?}: {err}");
+        assert!(!err.contains(" { "), "a Debug dump: {err}");
+        (out.status.code(), err)
+    };
+    let cg = env!("CARGO_BIN_EXE_cg");
+    let (code, err) = run(cg, &["/nonexistent/a.mtx"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.starts_with("cg: /nonexistent/a.mtx: "), "{err}");
+    let (code, err) = run(cg, &["/nonexistent/a.mtx", "2x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("\"2x\" is not a process count (usage: cg [MATRIX] [P]"),
+        "{err}"
+    );
+    let (code, err) = run(cg, &["/nonexistent/a.mtx", "2", "1e-9", "10", "fast"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("variant \"fast\""), "{err}");
+    let heat = env!("CARGO_BIN_EXE_checkpoint_heat");
+    let (code, err) = run(heat, &["100", "2", "ten"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("\"ten\" is not a number of steps"), "{err}");
+}

@@ -243,16 +243,24 @@ fn cg_hp(ctx: &mut mbsp::Ctx, plan: &SpmvPlan, tol: f64, max_it: usize) -> mbsp:
     Ok((x, it, (rho / bb).sqrt()))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let file = args.first().map_or_else(default_matrix, PathBuf::from);
-    let p: usize = args.get(1).map_or(Ok(mbsp::nprocs()), |s| s.parse())?;
-    let tol: f64 = args.get(2).map_or(Ok(1e-10), |s| s.parse())?;
-    let max_it: usize = args.get(3).map_or(Ok(20_000), |s| s.parse())?;
-    let hp = match args.get(4).map(String::as_str) {
+const USAGE: &str = "[MATRIX] [P] [TOLERANCE] [MAX_ITERATIONS] [plain|hp]";
+
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
+    use mbsp_examples::arg;
+    let file = std::env::args()
+        .nth(1)
+        .map_or_else(default_matrix, PathBuf::from);
+    let p: usize = arg(1, mbsp::nprocs(), "a process count", USAGE);
+    let tol: f64 = arg(2, 1e-10, "a tolerance", USAGE);
+    let max_it: usize = arg(3, 20_000, "an iteration count", USAGE);
+    let hp = match std::env::args().nth(5).as_deref() {
         None | Some("plain") => false,
         Some("hp") => true,
-        Some(v) => return Err(format!("variant {v}: expected plain or hp").into()),
+        Some(v) => mbsp_examples::usage_error(&format!("variant {v:?}: plain or hp"), USAGE),
     };
     let a = mtx::read_path(&file)?;
     if a.rows != a.cols {

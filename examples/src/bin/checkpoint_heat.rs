@@ -69,12 +69,18 @@ fn heat(ctx: &mut Ctx, n: usize, steps: u64, crash_at: Option<u64>) -> mbsp::Res
     Ok(ctx.local(&u)?[1..=m].to_vec())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let n: usize = args.first().map_or(Ok(100_000), |a| a.parse())?;
-    let p: usize = args.get(1).map_or(Ok(mbsp::nprocs()), |a| a.parse())?;
-    let steps: u64 = args.get(2).map_or(Ok(300), |a| a.parse())?;
-    let folder = args.get(3).map_or_else(
+const USAGE: &str = "[N] [P] [STEPS] [FOLDER]";
+
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
+    use mbsp_examples::arg;
+    let n: usize = arg(0, 100_000, "a number", USAGE);
+    let p: usize = arg(1, mbsp::nprocs(), "a process count", USAGE);
+    let steps: u64 = arg(2, 300, "a number of steps", USAGE);
+    let folder = std::env::args().nth(4).map_or_else(
         || std::env::temp_dir().join(format!("mbsp-checkpoint-heat-{}", std::process::id())),
         std::path::PathBuf::from,
     );

@@ -30,7 +30,11 @@ fn initial(n: usize) -> Vec<f64> {
         .collect()
 }
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P] [STEPS]");
     let n = args.next().unwrap_or(1_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);

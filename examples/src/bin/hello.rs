@@ -2,7 +2,11 @@
 //!
 //! `cargo run --release -p mbsp-examples --bin hello [-- P]`
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     // P from the command line, or one process per hardware thread.
     let p = std::env::args()
         .nth(1)

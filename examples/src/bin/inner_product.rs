@@ -6,7 +6,11 @@
 //!
 //! `cargo run --release -p mbsp-examples --bin inner_product [-- N P]`
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);

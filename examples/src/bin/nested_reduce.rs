@@ -16,7 +16,11 @@ use mbsp::{Level, Run};
 use mbsp_algorithms::collectives::allreduce_value;
 use mbsp_algorithms::dist::block_range;
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let n = mbsp_examples::numbers("[N]").next().unwrap_or(10_000_000);
     let x: Vec<f64> = (0..n).map(|i| 1.0 / (1.0 + i as f64)).collect();
 

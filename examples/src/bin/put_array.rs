@@ -17,7 +17,11 @@ fn put_array(ctx: &mut mbsp::Ctx, xs: &mbsp::Reg<u32>, n: usize) -> mbsp::Result
     Ok(())
 }
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1 << 16);
     let p = args.next().unwrap_or_else(mbsp::nprocs);

@@ -15,7 +15,11 @@ fn reverse(ctx: &mut mbsp::Ctx, x: i64) -> mbsp::Result<i64> {
     Ok(ctx.local(&cell)?[0])
 }
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let p = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

@@ -11,7 +11,11 @@ use mbsp_algorithms::collectives::scan_exclusive;
 use mbsp_algorithms::dist::run_on_blocks;
 use mbsp_algorithms::timer::RegionTimer;
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(10_000_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);

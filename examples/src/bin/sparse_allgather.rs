@@ -33,7 +33,11 @@ fn all_gather_sparse_vec(ctx: &mut mbsp::Ctx, dense: &[f32]) -> mbsp::Result<(Ve
     Ok((idx, val))
 }
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(10_000);
     let p = args.next().unwrap_or_else(mbsp::nprocs);

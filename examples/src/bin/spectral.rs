@@ -10,7 +10,11 @@
 use mbsp_algorithms::fft::{Complex, fft, ifft};
 use std::f64::consts::PI;
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P]");
     let n = args.next().unwrap_or(1 << 16);
     let p = args.next().unwrap_or(2);

@@ -18,7 +18,11 @@ use mbsp_algorithms::dist::cyclic_indices;
 use mbsp_algorithms::fft::{BspFft, Complex};
 use std::f64::consts::PI;
 
-fn main() -> Result<(), mbsp::Error> {
+fn main() -> std::process::ExitCode {
+    mbsp_examples::report(run())
+}
+
+fn run() -> mbsp_examples::Outcome {
     let mut args = mbsp_examples::numbers("[N] [P] [STEPS]");
     let n = args.next().unwrap_or(1 << 12);
     let p = args.next().unwrap_or(2);
