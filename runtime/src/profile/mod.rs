@@ -415,6 +415,9 @@ impl Profile {
     /// turns themselves (switches, each process's own part of the sync, more of it where the
     /// superstep communicates) cost [`Params::turns_time`].
     fn predict(&self, s: &Superstep, params: &Params, groups: &[(Vec<usize>, usize)]) -> f64 {
+        // The near g even for data past the cache (not `Params::for_data`): `g_far` prices a
+        // whole superstep's copies, but a buffered put's copy at the call is in w already, and
+        // what is left of a large put past the cache costs about g per word.
         if turns_of(groups) <= 1 {
             return s.w() + params.time_of(1, s.h() as f64, s.requests() as f64);
         }
