@@ -149,9 +149,6 @@ pub struct Comm {
     coll: Collectives,
     /// End each collective's superstep with a lazy sync (declared counts).
     lazy: bool,
-    /// [`gathers`] of the run this `Comm` belongs to (its mailbox is registered there, so it
-    /// serves no other run).
-    gathers: bool,
     /// The element type of the last call and its fingerprint: a loop of calls on one type
     /// hashes its `TypeId` once.
     last_ty: Option<(std::any::TypeId, u64)>,
@@ -276,7 +273,6 @@ impl Comm {
             lazy: false,
             last_ty: None,
             relay: Vec::new(),
-            gathers: gathers(ctx),
         })
     }
 
@@ -547,19 +543,8 @@ impl Comm {
     /// against `h` (lengths too unless `any_len`).
     #[inline]
     fn checked<'a>(&'a self, ctx: &'a Ctx, h: &SlotHeader, any_len: bool) -> Result<&'a [u64]> {
-        self.checked_as(ctx, h, &h.encode(), any_len)
-    }
-
-    /// [`checked`](Self::checked) with `h` encoded already (`head`).
-    #[inline]
-    fn checked_as<'a>(
-        &'a self,
-        ctx: &'a Ctx,
-        h: &SlotHeader,
-        head: &[u64; HEADER_WORDS],
-        any_len: bool,
-    ) -> Result<&'a [u64]> {
         let mb = ctx.local(&self.mailbox)?;
+        let head = h.encode();
         // The encoded headers are compared word by word (the encoding is one to one); `check`
         // decodes them only to report a difference. Word 1 holds the root and the length.
         let len_mask = if any_len { !0xFFFF_FFFF } else { !0 };
@@ -612,7 +597,7 @@ impl Comm {
         let me = ctx.pid();
         // Where headers go to the root only, a process that named another root, or made an
         // all-reduce where this one made a rooted call, left no header here.
-        let rooted = if self.gathers {
+        let rooted = if gathers(ctx) {
             " (in a run of 32 or more processes on fewer cores, or 8 or more as coroutines, \
              broadcasts and reductions send their headers to their root only, all-reduces and scans to pid 0: a process that \
              named another root or called another of them is seen here as one that made no \
@@ -679,7 +664,7 @@ impl Comm {
         check_root(ctx, Op::Broadcast, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Broadcast, Some(root), buf.len());
-        let mb = if self.gathers {
+        let mb = if gathers(ctx) {
             self.send_rooted(ctx, &h, buf, root, true)?;
             self.checked_rooted(ctx, &h, root)?
         } else {
@@ -707,7 +692,7 @@ impl Comm {
         check_root(ctx, Op::Reduce, root)?;
         let me = ctx.pid();
         let h = self.header::<T>(Op::Reduce, Some(root), buf.len());
-        let mb = if self.gathers {
+        let mb = if gathers(ctx) {
             self.send_rooted(ctx, &h, buf, root, false)?;
             self.checked_rooted(ctx, &h, root)?
         } else {
@@ -732,7 +717,7 @@ impl Comm {
         }
         let p = ctx.nprocs();
         let h = self.header::<T>(Op::AllReduce, None, buf.len());
-        if self.gathers {
+        if gathers(ctx) {
             return self.gathered(ctx, &h, buf, &op, Gathered::All);
         }
         self.send(ctx, &h, buf, |_| true)?;
@@ -758,7 +743,7 @@ impl Comm {
         // iteration): its slot is made on the stack and the others' values read where they
         // lie, the protocol of `allreduce` with less around it.
         let h = self.header::<T>(Op::AllReduce, None, 1);
-        if self.gathers {
+        if gathers(ctx) {
             let mut b = [x];
             self.gathered(ctx, &h, &mut b, &op, Gathered::All)?;
             return Ok(b[0]);
@@ -768,7 +753,7 @@ impl Comm {
         let head = h.encode();
         let slot = [head[0], head[1], head[2], u64::from_ne_bytes(word)];
         self.put_slot(ctx, &slot, |_| true)?;
-        let mb = self.checked_as(ctx, &h, &head, false)?;
+        let mb = self.checked(ctx, &h, false)?;
         let (me, stride) = (ctx.pid(), HEADER_WORDS + self.capacity);
         let value = |q: usize| {
             if q == me {
@@ -792,7 +777,7 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanInclusive, None, buf.len());
-        if self.gathers {
+        if gathers(ctx) {
             return self.gathered(ctx, &h, buf, &op, Gathered::Inclusive);
         }
         self.send(ctx, &h, buf, |q| q > me)?;
@@ -814,7 +799,7 @@ impl Comm {
         }
         let me = ctx.pid();
         let h = self.header::<T>(Op::ScanExclusive, None, buf.len());
-        if self.gathers {
+        if gathers(ctx) {
             return self.gathered(ctx, &h, buf, &op, Gathered::Exclusive(identity));
         }
         self.send(ctx, &h, buf, |q| q > me)?;
@@ -862,7 +847,7 @@ impl Comm {
             ));
         }
         let h = self.header::<T>(Op::AllGather, None, local.len());
-        if self.gathers {
+        if gathers(ctx) {
             return self.allgather_gathered(ctx, &h, local);
         }
         self.send(ctx, &h, local, |_| true)?;
