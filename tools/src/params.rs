@@ -1187,7 +1187,9 @@ impl Measurement {
 /// assert_eq!(level_cache(&m, Where::Core), 524288.0);
 /// ```
 pub fn level_cache(m: &mbsp::Machine, level: Where) -> f64 {
-    let first = |cores: Option<&Vec<usize>>| cores.map_or(vec![], |c| c.to_vec());
+    let each = |cores: Option<&Vec<usize>>| -> Vec<(usize, usize)> {
+        cores.map_or(vec![], |c| c.iter().map(|&c| (c, 1)).collect())
+    };
     // The level's cores, and how many of its processes each runs.
     let cores: Vec<(usize, usize)> = match level {
         Where::Machine => (0..m.cores().len()).map(|c| (c, 1)).collect(),
@@ -1196,14 +1198,8 @@ pub fn level_cache(m: &mbsp::Machine, level: Where) -> f64 {
             .iter()
             .filter_map(|p| Some((*p.cores.first()?, 1)))
             .collect(),
-        Where::Package => first(m.packages().first().map(|p| &p.cores))
-            .into_iter()
-            .map(|c| (c, 1))
-            .collect(),
-        Where::Numa => first(m.numas().first().map(|n| &n.cores))
-            .into_iter()
-            .map(|c| (c, 1))
-            .collect(),
+        Where::Package => each(m.packages().first().map(|p| &p.cores)),
+        Where::Numa => each(m.numas().first().map(|n| &n.cores)),
         Where::Core => m.cores().first().map_or(vec![], |c| vec![(0, c.pus.len())]),
     };
     let size = |i: usize| m.caches().get(i).map_or(0, |c| c.size) as f64;
