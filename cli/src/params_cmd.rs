@@ -44,9 +44,18 @@ pub struct Args {
     /// per package), package (the cores of one), numa, core (its hardware threads).
     #[arg(long, value_delimiter = ',', value_name = "LEVEL,...")]
     pub levels: Option<Vec<String>>,
-    /// Samples per point (the median is used).
+    /// Samples per point in all (the median is used), shared among the rounds.
     #[arg(long, default_value = "7", value_parser = crate::cli::at_least("--samples", 1))]
     pub samples: usize,
+    /// Rounds: every level and policy is measured once per round, in a new random order each
+    /// round, so that a change of the machine's state meets all of them alike; each figure
+    /// is the median over the rounds (default: 3; 1 with --quick).
+    #[arg(long, value_parser = crate::cli::at_least("--rounds", 1))]
+    pub rounds: Option<usize>,
+    /// The seed of the rounds' random orders (default: from the clock; the output says which,
+    /// to repeat an order).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Largest h of the h-relations, in 8-byte words.
     #[arg(long, default_value = "4096", value_parser = crate::cli::at_least("--max-h", 8))]
     pub max_h: usize,
@@ -67,6 +76,8 @@ impl Args {
                 ..params::Options::full()
             }
         };
+        measure.rounds = self.rounds.unwrap_or(measure.rounds);
+        measure.seed = self.seed;
         measure.levels = self.levels;
         Options {
             measure,
@@ -191,7 +202,7 @@ fn far_ranges(levels: &[LevelParams]) -> String {
 
 /// Run `mbsp params`: measure, print, write the files.
 pub fn run(o: &Options) -> Result<()> {
-    let m = &o.measure;
+    let m = &o.measure.seeded();
     crate::affinity::refuse_forced("mbsp params")?;
     // Where --save will write, known before minutes of measuring.
     let save_to = o.save.then(save_path).transpose()?;
@@ -201,13 +212,17 @@ pub fn run(o: &Options) -> Result<()> {
     println!(
         "h-relations h = 0 ... {} words in {} steps, {} samples per point (median); r from a \
          48x48 dense product (DAXPY of 2048 beside it, and a STREAM triad of {} doubles per \
-         array), all processes at once\n",
-        m.max_h, m.h_steps, m.samples, m.stream_n
+         array), all processes at once; {}\n",
+        m.max_h,
+        m.h_steps,
+        m.samples.div_ceil(m.rounds.max(1)) * m.rounds.max(1),
+        m.stream_n,
+        rounds_phrase(m)
     );
     let fresh = params::fresh_per_word();
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let levels = params::measure_levels(&chosen, m, &mut watch)?;
-    let mut measured = Measurement::new(levels, fresh);
+    let mut measured = Measurement::new(levels, fresh).in_rounds(m);
     let turns = params::turns_or_warn(m, measured.g_msg())?;
     let state = watch.state();
     measured = measured.watched(state.clone());
@@ -261,6 +276,19 @@ pub fn run(o: &Options) -> Result<()> {
 
 /// What processes taking turns on the hardware threads add to a superstep, and the points
 /// behind it.
+/// How the configurations were ordered: "one round", or "3 rounds, each level and policy once
+/// per round in a random order (seed 42; --seed repeats it)".
+fn rounds_phrase(m: &params::Options) -> String {
+    match (m.rounds.max(1), m.seed) {
+        (1, _) => "one round".into(),
+        (r, Some(seed)) => format!(
+            "{r} rounds, each level and policy once per round in a random order (seed {seed}; \
+             --seed repeats it)"
+        ),
+        (r, None) => format!("{r} rounds, each level and policy once per round"),
+    }
+}
+
 fn turns_line(t: &params::Turns) -> String {
     let us = |x: f64| x * 1e6;
     let points: Vec<String> = t

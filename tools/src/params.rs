@@ -82,8 +82,17 @@ use std::time::Instant;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Samples per point (the median is used).
+    /// Samples per point in all (the median is used), taken in [`rounds`](Self::rounds):
+    /// `samples / rounds` per round, rounded up.
     pub samples: usize,
+    /// Rounds: every level and policy is measured once per round, the configurations in a
+    /// new random order each round, so that a change of the machine's state (a virtual
+    /// machine's CPUs moved, another job) reaches all of them alike instead of the one that
+    /// was being measured; each figure is then the median over the rounds (the empty
+    /// superstep's, over all its samples).
+    pub rounds: usize,
+    /// The seed of the rounds' orders (`None`: from the clock).
+    pub seed: Option<u64>,
     /// Nanoseconds one sample of a point should last (sets the repetitions).
     pub sample_ns: f64,
     /// Largest h of the h-relations, in words.
@@ -121,6 +130,8 @@ impl Options {
     pub fn full() -> Options {
         Options {
             samples: 7,
+            rounds: 3,
+            seed: None,
             sample_ns: 4e6,
             max_h: 4096,
             h_steps: 8,
@@ -136,6 +147,7 @@ impl Options {
     pub fn quick() -> Options {
         Options {
             samples: 3,
+            rounds: 1,
             sample_ns: 1e5,
             max_h: 1024,
             h_steps: 4,
@@ -143,6 +155,29 @@ impl Options {
             far_h: 1 << 13,
             far_past_cache: false,
             ..Options::full()
+        }
+    }
+}
+
+impl Options {
+    /// These options with the rounds' seed chosen (from the clock where none is given), so
+    /// that it can be reported and the order repeated.
+    pub fn seeded(&self) -> Options {
+        let seed = self.seed.unwrap_or_else(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            now.map_or(0, |d| d.as_nanos() as u64)
+        });
+        Options {
+            seed: Some(seed),
+            ..self.clone()
+        }
+    }
+
+    /// The options of one round: [`samples`](Self::samples) shared among the rounds.
+    fn per_round(&self) -> Options {
+        Options {
+            samples: self.samples.div_ceil(self.rounds.max(1)).max(1),
+            ..self.clone()
         }
     }
 }
@@ -812,12 +847,15 @@ pub fn turn_costs(o: &Options, g_msg: f64) -> Result<Turns> {
 }
 
 /// What every process of a level measures; process 0's times are the level's.
+#[derive(Clone)]
 struct Measured {
     r_daxpy: f64,
     r_dense: f64,
     r_stream: f64,
     l: f64,
     l_interval: (f64, f64, f64),
+    /// The empty superstep's samples, seconds (rounds pool them).
+    l_samples: Vec<f64>,
     l_reg: f64,
     points: Vec<(Prim, Vec<(f64, f64)>)>,
     g_far: f64,
@@ -826,6 +864,51 @@ struct Measured {
     cache: f64,
     /// The bulk puts it was measured on: (h, seconds per word).
     ladder: Vec<(f64, f64)>,
+}
+
+impl Measured {
+    /// One process's measurements in several rounds as one: every figure the median over the
+    /// rounds (each point of each line, each rung of the ladder), the empty superstep's over
+    /// all its samples, and where the data leaves the cache found again on the merged ladder
+    /// (`tree`: the tree's figure where no edge shows). One round is returned as it is.
+    fn merge(mut rounds: Vec<Measured>, tree: f64) -> Measured {
+        if rounds.len() <= 1 {
+            return rounds.pop().expect("at least one round");
+        }
+        let med = |f: &dyn Fn(&Measured) -> f64| {
+            crate::stats::median(&rounds.iter().map(f).collect::<Vec<_>>())
+        };
+        // The same sizes in every round: the median of each point's times.
+        let line = |get: &dyn Fn(&Measured) -> &[(f64, f64)]| -> Vec<(f64, f64)> {
+            let first = get(&rounds[0]);
+            (0..first.len())
+                .map(|j| (first[j].0, med(&|m: &Measured| get(m)[j].1)))
+                .collect()
+        };
+        let points = rounds[0]
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, (prim, _))| (*prim, line(&|m: &Measured| &m.points[i].1)))
+            .collect();
+        let ladder = line(&|m: &Measured| &m.ladder);
+        let l_samples: Vec<f64> = rounds.iter().flat_map(|m| m.l_samples.clone()).collect();
+        let ci = median_interval(&l_samples, CONFIDENCE).expect("at least one sample");
+        Measured {
+            r_daxpy: med(&|m| m.r_daxpy),
+            r_dense: med(&|m| m.r_dense),
+            r_stream: med(&|m| m.r_stream),
+            l: ci.median,
+            l_interval: (ci.lo, ci.hi, ci.level),
+            l_reg: med(&|m| m.l_reg),
+            g_far: med(&|m| m.g_far),
+            g_direct_far: med(&|m| m.g_direct_far),
+            cache: leaves_cache(&ladder).unwrap_or(tree),
+            points,
+            ladder,
+            l_samples,
+        }
+    }
 }
 
 /// Sizes of bulk h-relations, halving from the far one, on which `mbsp params` finds where a
@@ -989,6 +1072,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
     let ls = timed(o.samples, iters_for(o, 0) * 4, || ctx.sync())?;
     let ci = median_interval(&ls, CONFIDENCE).expect("at least one sample");
     let (l, l_interval) = (ci.median * 1e-9, (ci.lo * 1e-9, ci.hi * 1e-9, ci.level));
+    let l_samples: Vec<f64> = ls.iter().map(|t| t * 1e-9).collect();
     ctx.sync()?;
     let regs = timed(o.samples, iters_for(o, 0), || {
         let r = ctx.push_reg_empty::<f64>()?;
@@ -1025,6 +1109,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
         r_stream,
         l,
         l_interval,
+        l_samples,
         l_reg,
         points,
         g_far,
@@ -1034,7 +1119,9 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
     })
 }
 
-/// Measures one level under one policy (`policy_name` names it in the result and in errors).
+/// Measures one level under one policy (`policy_name` names it in the result and in errors),
+/// in `o.rounds` rounds one after another ([`measure_levels`] interleaves the rounds of
+/// several).
 pub fn measure_level(
     level: Where,
     policy: &Policy,
@@ -1042,10 +1129,52 @@ pub fn measure_level(
     o: &Options,
 ) -> Result<LevelParams> {
     let cache = level_cache(&mbsp::Machine::current().or_run()?.machine, level);
-    let all = level
+    let per = o.per_round();
+    let rounds = (0..o.rounds.max(1))
+        .map(|_| measure_round(level, policy, policy_name, &per, cache))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(combine(level, policy_name, rounds, o, cache))
+}
+
+/// One round of one level under one policy: every process's measurements (`o`: one round's
+/// options, [`Options::per_round`]).
+fn measure_round(
+    level: Where,
+    policy: &Policy,
+    policy_name: &'static str,
+    o: &Options,
+    cache: f64,
+) -> Result<Vec<Measured>> {
+    level
         .run(policy, |ctx| measure_process(ctx, o, cache))
-        .map_err(|e| Error::from(e).context(format!("{} level, {policy_name}", level.name())))?;
-    let p = all.len();
+        .map_err(|e| Error::from(e).context(format!("{} level, {policy_name}", level.name())))
+}
+
+/// The parameters of a level from its processes' measurements in every round (`rounds[r][i]`:
+/// process `i` in round `r`; `cache`: what the tree says its processes' caches hold).
+fn combine(
+    level: Where,
+    policy_name: &'static str,
+    rounds: Vec<Vec<Measured>>,
+    o: &Options,
+    cache: f64,
+) -> LevelParams {
+    let p = rounds.first().map_or(0, Vec::len);
+    let mut each: Vec<Vec<Measured>> = (0..p).map(|_| Vec::new()).collect();
+    for round in rounds {
+        assert_eq!(
+            round.len(),
+            p,
+            "a level runs as many processes in every round"
+        );
+        for (i, m) in round.into_iter().enumerate() {
+            each[i].push(m);
+        }
+    }
+    let all: Vec<Measured> = each
+        .into_iter()
+        .map(|r| Measured::merge(r, cache))
+        .collect();
     let mean = |f: fn(&Measured) -> f64| all.iter().map(f).sum::<f64>() / p as f64;
     let (r_daxpy, r_dense) = (mean(|m| m.r_daxpy), mean(|m| m.r_dense));
     // The slowest process's streaming rate: processes that share the memory bus do not get
@@ -1061,7 +1190,7 @@ pub fn measure_level(
         .expect("a run has a process");
     let (measured_cache, ladder) = (least.cache, least.ladder.clone());
     let first = all.into_iter().next().expect("a run has a process");
-    Ok(LevelParams {
+    LevelParams {
         level,
         policy: policy_name,
         p,
@@ -1082,7 +1211,7 @@ pub fn measure_level(
             .into_iter()
             .map(|(prim, pts)| (prim, Fit::of(pts)))
             .collect(),
-    })
+    }
 }
 
 /// The parameters measured on this machine: every level asked for, under both policies.
@@ -1099,6 +1228,9 @@ pub struct Measurement {
     /// What processes taking turns on the hardware threads add to a superstep (`None`: not
     /// measured).
     pub turns: Option<Turns>,
+    /// The rounds the levels were measured in ([`Options::rounds`]) and the seed of their
+    /// orders (`None`: not known).
+    pub rounds: (usize, Option<u64>),
 }
 
 impl Measurement {
@@ -1110,7 +1242,14 @@ impl Measurement {
             levels,
             state: None,
             turns: None,
+            rounds: (1, None),
         }
+    }
+
+    /// The measurement with the rounds and seed of `o` ([`Options::seeded`]).
+    pub fn in_rounds(mut self, o: &Options) -> Measurement {
+        self.rounds = (o.rounds.max(1), o.seed);
+        self
     }
 
     /// The measurement with the machine's state during it.
@@ -1135,7 +1274,8 @@ impl Measurement {
             .or(self.levels.first())
     }
 
-    /// The whole parameter file: `machine`, `fresh`, `levels` ([`LevelParams::to_json`]), the
+    /// The whole parameter file: `machine`, `fresh`, `rounds` and `seed`, `levels`
+    /// ([`LevelParams::to_json`]), the
     /// top level's `r`, `l`, `g`, `g_direct` ([`Measurement::top_level`]), and `turn`,
     /// `turn_coroutine`, `turn_comm`, `turn_comm_coroutine` when measured
     /// ([`Measurement::turns`]).
@@ -1143,6 +1283,8 @@ impl Measurement {
         let mut v = json!({
             "machine": self.machine,
             "fresh": self.fresh,
+            "rounds": self.rounds.0,
+            "seed": self.rounds.1,
             "levels": self.levels.iter().map(|l| l.to_json(self.fresh)).collect::<Vec<_>>(),
         });
         if let Some(t) = self.top_level() {
@@ -1307,46 +1449,103 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     check_memory(o, &chosen)?;
     let fresh = fresh_per_word();
     let mut watch = Watch::start();
+    let o = &o.seeded();
     let levels = measure_levels(&chosen, o, &mut watch)?;
-    let mut measured = Measurement::new(levels, fresh);
+    let mut measured = Measurement::new(levels, fresh).in_rounds(o);
     measured.turns = turns_or_warn(o, measured.g_msg())?;
     Ok(measured.watched(watch.state()))
 }
 
-/// Measures each of the `chosen` levels under the scattered and the compact policy, with
-/// progress on stderr (`mbsp params: measuring the machine level, p = 2, scattered ...`),
-/// marking `watch` after each.
+/// Measures each of the `chosen` levels under the scattered and the compact policy in
+/// `o.rounds` rounds, each round every configuration once in an order drawn from `o.seed`
+/// (the clock's when `None`), with progress on stderr (`mbsp params: round 1/3: the machine
+/// level, p = 2, scattered ...`), marking `watch` after each; the levels in `chosen`'s order,
+/// scattered before compact.
 pub fn measure_levels(
     chosen: &[(Where, usize)],
     o: &Options,
     watch: &mut Watch,
 ) -> Result<Vec<LevelParams>> {
-    let mut levels = Vec::new();
-    for &(level, p) in chosen {
-        for (policy, name) in [
-            (Policy::Scattered, "scattered"),
-            (Policy::Compact, "compact"),
-        ] {
+    let o = o.seeded();
+    let machine = mbsp::Machine::current().or_run()?.machine;
+    let configs: Vec<(Where, usize, Policy, &'static str)> = chosen
+        .iter()
+        .flat_map(|&(level, p)| {
+            [
+                (level, p, Policy::Scattered, "scattered"),
+                (level, p, Policy::Compact, "compact"),
+            ]
+        })
+        .collect();
+    let rounds = o.rounds.max(1);
+    let per = o.per_round();
+    let mut got: Vec<Vec<Vec<Measured>>> = configs.iter().map(|_| Vec::new()).collect();
+    for (round, order) in round_orders(configs.len(), rounds, o.seed.unwrap_or(0))
+        .into_iter()
+        .enumerate()
+    {
+        for i in order {
+            let (level, p, policy, name) = &configs[i];
             if o.stopped() {
                 return Err(Error::new(ErrorKind::Interrupted, STOPPED));
             }
+            let of = if rounds > 1 {
+                format!("round {}/{rounds}: ", round + 1)
+            } else {
+                String::new()
+            };
             eprintln!(
-                "mbsp params: measuring the {} level, p = {p}, {name} ...",
+                "mbsp params: {of}measuring the {} level, p = {p}, {name} ...",
                 level.name()
             );
             let t = Instant::now();
-            levels.push(measure_level(level, &policy, name, o).map_err(|e| {
+            let cache = level_cache(&machine, *level);
+            let measured = measure_round(*level, policy, name, &per, cache).map_err(|e| {
                 if o.stopped() {
                     Error::new(ErrorKind::Interrupted, STOPPED)
                 } else {
                     e
                 }
-            })?);
+            })?;
+            got[i].push(measured);
             watch.mark();
             eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
         }
     }
-    Ok(levels)
+    Ok(configs
+        .iter()
+        .zip(got)
+        .map(|((level, _, _, name), rounds)| {
+            combine(*level, name, rounds, &o, level_cache(&machine, *level))
+        })
+        .collect())
+}
+
+/// The order in which each of `rounds` rounds measures `n` configurations: one round in the
+/// given order, several each in an order shuffled from `seed` (the same seed, the same
+/// orders).
+///
+/// ```
+/// use mbsp_tools::params::round_orders;
+/// assert_eq!(round_orders(3, 1, 7), vec![vec![0, 1, 2]]);
+/// let orders = round_orders(4, 3, 7);
+/// assert_eq!(orders, round_orders(4, 3, 7));
+/// for mut o in orders {
+///     o.sort();
+///     assert_eq!(o, vec![0, 1, 2, 3]);
+/// }
+/// ```
+pub fn round_orders(n: usize, rounds: usize, seed: u64) -> Vec<Vec<usize>> {
+    let mut rng = mbsp::rng::SplitMix64::new(seed);
+    (0..rounds.max(1))
+        .map(|_| {
+            let mut order: Vec<usize> = (0..n).collect();
+            if rounds > 1 {
+                rng.shuffle(&mut order);
+            }
+            order
+        })
+        .collect()
 }
 
 /// The name `mbsp params` gives the placement policy runs use by default: `MBSP_AFFINITY`'s
@@ -1416,6 +1615,63 @@ pub fn nested_run_seconds(q: usize) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process's measurements in one round: every time `t` (the points' and the ladder's
+    /// scaled by their size), the empty superstep's samples `ls`.
+    fn round(t: f64, ls: &[f64], ladder: &[f64]) -> Measured {
+        Measured {
+            r_daxpy: t,
+            r_dense: t,
+            r_stream: t,
+            l: ls[0],
+            l_interval: (ls[0], ls[0], 0.5),
+            l_samples: ls.to_vec(),
+            l_reg: t,
+            points: vec![(Prim::Put1, vec![(0.0, t), (8.0, 8.0 * t)])],
+            g_far: *ladder.last().unwrap(),
+            g_direct_far: t,
+            cache: 1.0,
+            ladder: ladder
+                .iter()
+                .enumerate()
+                .map(|(k, &w)| ((1u64 << (16 + k)) as f64, w))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rounds_merge_into_medians_and_pool_the_empty_supersteps() {
+        let flat = [1e-9; 4];
+        let edge = [1e-9, 1e-9, 3e-9, 3e-9];
+        let merged = Measured::merge(
+            vec![
+                round(1.0, &[5.0, 6.0], &flat),
+                round(9.0, &[7.0, 8.0], &edge),
+                round(2.0, &[1.0, 9.0], &edge),
+            ],
+            64.0,
+        );
+        // Each figure the median of the rounds', not their mean (9 is one slow round).
+        assert_eq!(merged.r_dense, 2.0);
+        assert_eq!(merged.l_reg, 2.0);
+        assert_eq!(merged.points[0].0, Prim::Put1);
+        assert_eq!(merged.points[0].1, vec![(0.0, 2.0), (8.0, 16.0)]);
+        // The empty superstep's samples pooled: six of them, median 6.5.
+        assert_eq!(merged.l_samples.len(), 6);
+        assert_eq!(merged.l, 6.5);
+        assert!(merged.l_interval.0 <= 6.5 && 6.5 <= merged.l_interval.1);
+        // Two rounds of three show an edge: the merged ladder does, between its second and
+        // third rung; the far rate is the merged ladder's last.
+        assert_eq!(merged.ladder[2].1, 3e-9);
+        assert_eq!(merged.g_far, 3e-9);
+        assert!(merged.cache > 16.0 * 131072.0 && merged.cache < 16.0 * 262144.0);
+        // Where the merged ladder shows no edge, the tree's figure stands.
+        let none = Measured::merge(vec![round(1.0, &[1.0], &flat); 3], 64.0);
+        assert_eq!(none.cache, 64.0);
+        // One round is kept as it is.
+        let one = Measured::merge(vec![round(4.0, &[3.0], &edge)], 64.0);
+        assert_eq!((one.l, one.cache), (3.0, 1.0));
+    }
 
     #[test]
     fn a_stop_flag_ends_the_measurement_with_an_interrupted_error() {

@@ -122,6 +122,52 @@ fn every_level_of_a_synthetic_tree() {
     assert_eq!(levels, want);
 }
 
+/// Each level and policy measured once per round, in an order the seed repeats; the file
+/// says how many rounds and which seed.
+#[test]
+fn rounds_measure_every_configuration_once_in_the_seeds_order() {
+    let dir = common::scratch("params_cli", "rounds");
+    let json = dir.join("params.json");
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_mbsp"))
+            .args(["params", "--quick", "--levels", "machine", "--rounds", "3"])
+            .args(["--seed", "9", "--json", json.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let order: Vec<String> = stderr
+            .lines()
+            .filter(|l| l.contains(": measuring the machine level"))
+            .map(str::to_string)
+            .collect();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (order, v)
+    };
+    let (order, v) = run();
+    assert_eq!(order.len(), 6, "{order:?}");
+    for round in 1..=3 {
+        let of: Vec<&String> = order
+            .iter()
+            .filter(|l| l.contains(&format!("round {round}/3: ")))
+            .collect();
+        assert_eq!(of.len(), 2, "round {round}: {order:?}");
+        assert!(of.iter().any(|l| l.contains("scattered")), "{order:?}");
+        assert!(of.iter().any(|l| l.contains("compact")), "{order:?}");
+    }
+    assert_eq!(
+        (v["rounds"].as_u64(), v["seed"].as_u64()),
+        (Some(3), Some(9))
+    );
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    assert_eq!(levels[0]["policy"], "scattered");
+    assert_eq!(levels[1]["policy"], "compact");
+    assert!(levels.iter().all(|l| l["l"].as_f64().unwrap() > 0.0));
+    assert_eq!(run().0, order, "the same seed, the same order");
+}
+
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
     let dir = common::scratch("params_cli", "bad");
@@ -131,6 +177,8 @@ fn bad_arguments_exit_2_with_one_line() {
         (vec!["--levels", "bogus"], 2),
         (vec!["--levels", "numa"], 2),
         (vec!["--samples", "0"], 2),
+        (vec!["--rounds", "0"], 2),
+        (vec!["--seed", "-1"], 2),
         (vec!["--json", unwritable.to_str().unwrap()], 3),
     ] {
         let (code, _, err) = common::mbsp(&[&["params", "--quick"], &args[..]].concat());
