@@ -574,7 +574,28 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
         top,
         levels,
         absent,
+        unsteady: unsteady_in(obj),
     })
+}
+
+/// Why the file's own record of the machine's state (`"machine_state"`, which `mbsp params`
+/// writes) says it was busy or unsteady while it was measured: its first cause, or a phrase
+/// when it gives none; `None` for a quiet machine or a file without the record.
+fn unsteady_in(obj: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let state = obj.get("machine_state")?.as_object()?;
+    if state.get("quiet")?.as_bool()? {
+        return None;
+    }
+    let first = state
+        .get("causes")
+        .and_then(|c| c.as_array())
+        .and_then(|c| c.first())
+        .and_then(|c| c.as_str());
+    Some(
+        first
+            .unwrap_or("the machine was busy or unsteady")
+            .to_string(),
+    )
 }
 
 /// The keys of a parameter file.
@@ -605,6 +626,8 @@ struct ParsedFile {
     top: Params,
     levels: Vec<LevelEntry>,
     absent: Vec<&'static str>,
+    /// The file's record says the machine was busy or unsteady when it was measured: why.
+    unsteady: Option<String>,
 }
 
 impl ParsedFile {
@@ -614,6 +637,7 @@ impl ParsedFile {
             top: Params::DEFAULT,
             levels: Vec::new(),
             absent: KEYS.to_vec(),
+            unsteady: None,
         }
     }
 }
@@ -632,6 +656,20 @@ impl ParsedFile {
 /// ```
 pub fn defaulted() -> &'static [&'static str] {
     &loaded().0.absent
+}
+
+/// Why the parameter file in force was measured on a machine that was not quiet, as its own
+/// record (`"machine_state"`, written by `mbsp params`) says: the first cause it gives; `None`
+/// when it was quiet, or says nothing, or no file is in force. Predictions made with such
+/// parameters carry the machine's state of that moment; the prediction lines say so.
+///
+/// ```
+/// if let Some(why) = mbsp::params::measured_unsteady() {
+///     println!("the BSP parameters were measured on a busy or unsteady machine: {why}");
+/// }
+/// ```
+pub fn measured_unsteady() -> Option<&'static str> {
+    loaded().0.unsteady.as_deref()
 }
 
 /// Where the parameters in force come from ([`source`]).
@@ -721,11 +759,17 @@ pub fn source() -> &'static ParamsSource {
 /// assert!(bad.contains("mbsp params --save"));
 /// ```
 pub fn judge_prediction(measured: f64, predicted: f64) -> String {
-    judge_with(measured, predicted, source())
+    judge_with(measured, predicted, source(), measured_unsteady())
 }
 
-/// [`judge_prediction`] with the parameters from `from`.
-fn judge_with(measured: f64, predicted: f64, from: &ParamsSource) -> String {
+/// [`judge_prediction`] with the parameters from `from`, measured on a machine that was not
+/// quiet when `unsteady` says why.
+fn judge_with(
+    measured: f64,
+    predicted: f64,
+    from: &ParamsSource,
+    unsteady: Option<&str>,
+) -> String {
     if measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
         return "no measured time to compare with".into();
     }
@@ -734,13 +778,17 @@ fn judge_with(measured: f64, predicted: f64, from: &ParamsSource) -> String {
     if off.abs() <= 0.5 {
         return pct;
     }
-    let advice = match from {
-        ParamsSource::Saved(_) => {
+    let advice = match (from, unsteady) {
+        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(why)) => format!(
+            "the BSP parameters ({from}) were measured on a busy or unsteady machine ({why}): \
+             measure them again on a quiet machine (`mbsp params --save`)"
+        ),
+        (ParamsSource::Saved(_), None) => {
             "re-measure with `mbsp params --save` on a quiet machine, or the program's costs \
              are not the model's (look at the profile: MBSP_PROFILE=1)"
                 .to_string()
         }
-        other => format!(
+        (other, _) => format!(
             "the BSP parameters are {other}: measure this machine's with `mbsp params --save`"
         ),
     };
@@ -1072,30 +1120,55 @@ mod tests {
     }
 
     #[test]
+    fn a_file_measured_on_an_unsteady_machine_says_why() {
+        let file = |state: &str| parse_file(&format!(r#"{{"l": 1e-7{state}}}"#)).unwrap();
+        assert_eq!(file("").unsteady, None);
+        let quiet = r#", "machine_state": {"quiet": true, "causes": []}"#;
+        assert_eq!(file(quiet).unsteady, None);
+        let moved = r#", "machine_state": {"quiet": false, "causes": ["moved", "busy"]}"#;
+        assert_eq!(file(moved).unsteady.as_deref(), Some("moved"));
+        let bare = r#", "machine_state": {"quiet": false}"#;
+        assert_eq!(
+            file(bare).unsteady.as_deref(),
+            Some("the machine was busy or unsteady")
+        );
+    }
+
+    #[test]
     fn predictions_off_by_more_than_half_say_so() {
         let saved = ParamsSource::Saved("/x/mbsp/params.json".into());
-        assert_eq!(judge_with(2.0, 2.5, &ParamsSource::Default), "+25%");
-        assert_eq!(judge_with(2.0, 1.0, &ParamsSource::Default), "-50%");
-        let low = judge_with(1.0, 0.11, &ParamsSource::Default);
+        assert_eq!(judge_with(2.0, 2.5, &ParamsSource::Default, None), "+25%");
+        assert_eq!(judge_with(2.0, 1.0, &ParamsSource::Default, None), "-50%");
+        let low = judge_with(1.0, 0.11, &ParamsSource::Default, None);
         assert_eq!(
             low,
             "-89%: off by more than 50%; the BSP parameters are the defaults, not measured on \
              this machine: measure this machine's with `mbsp params --save`"
         );
-        let high = judge_with(1.0, 1.6, &ParamsSource::Env("p.json".into()));
+        let high = judge_with(1.0, 1.6, &ParamsSource::Env("p.json".into()), None);
         assert!(
             high.starts_with(
                 "+60%: off by more than 50%; the BSP parameters are MBSP_PARAMS=p.json"
             ),
             "{high}"
         );
-        let again = judge_with(1.0, 3.0, &saved);
+        let again = judge_with(1.0, 3.0, &saved, None);
         assert!(
             again.starts_with("+200%: off by more than 50%; re-measure with `mbsp params --save`")
         );
         assert_eq!(
-            judge_with(0.0, 1.0, &saved),
+            judge_with(0.0, 1.0, &saved, None),
             "no measured time to compare with"
         );
+        // A file measured on an unsteady machine: the advice names that, and the cause.
+        let unsteady = judge_with(1.0, 3.0, &saved, Some("the CPUs' distance changed"));
+        assert!(
+            unsteady.starts_with("+200%: off by more than 50%; the BSP parameters (this machine's"),
+            "{unsteady}"
+        );
+        assert!(unsteady.contains("busy or unsteady machine (the CPUs' distance changed)"));
+        assert_eq!(judge_with(1.0, 1.2, &saved, Some("x")), "+20%");
+        // The defaults were never measured: their advice stands.
+        assert!(judge_with(1.0, 3.0, &ParamsSource::Default, Some("x")).contains("defaults"));
     }
 }

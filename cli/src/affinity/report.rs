@@ -283,7 +283,8 @@ impl Report<'_> {
             .map(String::from)
             .to_vec(),
         ];
-        let (mut flagged, mut doubted) = (false, false);
+        let (mut flagged, mut doubted, mut unsteady_params) = (false, false, false);
+        let params_unsteady = mbsp::params::measured_unsteady();
         for r in &self.rows {
             let p = r.p.map_or("-".into(), |p| p.to_string());
             let (median, range, width, pred) = match (r.interval(), &r.skipped) {
@@ -300,6 +301,9 @@ impl Report<'_> {
                             let mark = if !trusted {
                                 doubted = true;
                                 " ?"
+                            } else if miss.abs() > MAX_MISS && params_unsteady.is_some() {
+                                unsteady_params = true;
+                                " ~"
                             } else if miss.abs() > MAX_MISS {
                                 flagged = true;
                                 " !"
@@ -403,6 +407,21 @@ impl Report<'_> {
                 100.0 * MAX_MISS
             ));
         }
+        if let Some(why) = params_unsteady {
+            out.push_str(&format!(
+                "{}the BSP parameters were measured on a busy or unsteady machine ({why}): \
+                 predictions carry that moment's state; measure them again on a quiet machine \
+                 (mbsp params --save)\n",
+                if unsteady_params {
+                    format!(
+                        "~ the prediction misses a trusted median by more than {:.0}%, but ",
+                        100.0 * MAX_MISS
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
         if doubted {
             out.push_str(
                 "? the measurement is not to be trusted (a busy or unsteady machine, or its interval wider \
@@ -480,6 +499,7 @@ impl Report<'_> {
             "confidence": CONFIDENCE,
             "quick": self.o.quick,
             "params": params_source(),
+            "params_unsteady": mbsp::params::measured_unsteady(),
             "rows": rows,
             "verdicts": verdicts,
         })

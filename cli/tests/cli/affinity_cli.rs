@@ -441,4 +441,16 @@ fn predictions_name_the_parameters_they_use() {
         )),
         "{out}"
     );
+    // A file whose own record says the machine moved while it was measured: the table and
+    // the JSON say so, with the cause.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    v["machine_state"] = serde_json::json!({"quiet": false, "causes": ["the vCPUs moved"]});
+    std::fs::write(&saved, v.to_string()).unwrap();
+    let out = run(&sync);
+    assert!(
+        out.contains("measured on a busy or unsteady machine (the vCPUs moved)"),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&run(&[&sync[..], &["--json"]].concat())).unwrap();
+    assert_eq!(json["params_unsteady"], "the vCPUs moved", "{json}");
 }
