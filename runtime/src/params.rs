@@ -575,7 +575,50 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
         levels,
         absent,
         unsteady: unsteady_in(obj),
+        cpu: cpu_in(obj),
     })
+}
+
+/// The CPU model a file records: its `cpu`, else (files of older versions) what its
+/// `machine` line gives before the first comma (`"AMD EPYC, 2 hardware threads, Linux ..."`).
+fn cpu_in(obj: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    if let Some(cpu) = obj.get("cpu").and_then(|c| c.as_str()) {
+        return Some(cpu.to_string());
+    }
+    let machine = obj.get("machine")?.as_str()?;
+    let (cpu, rest) = machine.split_once(", ")?;
+    rest.contains("hardware threads").then(|| cpu.to_string())
+}
+
+/// This machine's CPU model, as Linux names it (`model name` in `/proc/cpuinfo`); `None`
+/// where it does not say.
+///
+/// ```
+/// if let Some(cpu) = mbsp::params::cpu_model() {
+///     assert!(!cpu.is_empty());
+/// }
+/// ```
+pub fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    let model = line.split_once(':')?.1.trim();
+    (!model.is_empty()).then(|| model.to_string())
+}
+
+/// The CPU model the parameter file in force was measured on, when it is not this machine's
+/// ([`cpu_model`]): its predictions are another machine's. `None` when it is this machine's
+/// model, or the file (or this machine) does not say, or no file is in force.
+///
+/// ```
+/// if let Some(other) = mbsp::params::measured_elsewhere() {
+///     println!("the BSP parameters in force were measured on another machine: {other}");
+/// }
+/// ```
+pub fn measured_elsewhere() -> Option<&'static str> {
+    static HERE: OnceLock<Option<String>> = OnceLock::new();
+    let theirs = loaded().0.cpu.as_deref()?;
+    let here = HERE.get_or_init(cpu_model).as_deref()?;
+    (theirs != here).then_some(theirs)
 }
 
 /// Why the file's own record of the machine's state (`"machine_state"`, which `mbsp params`
@@ -628,6 +671,9 @@ struct ParsedFile {
     absent: Vec<&'static str>,
     /// The file's record says the machine was busy or unsteady when it was measured: why.
     unsteady: Option<String>,
+    /// The CPU model the file was measured on, as it records it (`cpu`, or the first part of
+    /// `machine` in files of older versions).
+    cpu: Option<String>,
 }
 
 impl ParsedFile {
@@ -638,6 +684,7 @@ impl ParsedFile {
             levels: Vec::new(),
             absent: KEYS.to_vec(),
             unsteady: None,
+            cpu: None,
         }
     }
 }
@@ -759,16 +806,29 @@ pub fn source() -> &'static ParamsSource {
 /// assert!(bad.contains("mbsp params --save"));
 /// ```
 pub fn judge_prediction(measured: f64, predicted: f64) -> String {
-    judge_with(measured, predicted, source(), measured_unsteady())
+    let doubt = match (measured_elsewhere(), measured_unsteady()) {
+        (Some(cpu), _) => Some(Doubt::Elsewhere(cpu)),
+        (None, Some(why)) => Some(Doubt::Unsteady(why)),
+        (None, None) => None,
+    };
+    judge_with(measured, predicted, source(), doubt)
 }
 
-/// [`judge_prediction`] with the parameters from `from`, measured on a machine that was not
-/// quiet when `unsteady` says why.
+/// Why the parameters in force may not be this machine's as it is now.
+#[derive(Clone, Copy, Debug)]
+enum Doubt<'a> {
+    /// Measured on another CPU model (the file's).
+    Elsewhere(&'a str),
+    /// Measured on a busy or unsteady machine (the file's cause).
+    Unsteady(&'a str),
+}
+
+/// [`judge_prediction`] with the parameters from `from`, and what the file says against them.
 fn judge_with(
     measured: f64,
     predicted: f64,
     from: &ParamsSource,
-    unsteady: Option<&str>,
+    doubt: Option<Doubt<'_>>,
 ) -> String {
     if measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
         return "no measured time to compare with".into();
@@ -778,8 +838,12 @@ fn judge_with(
     if off.abs() <= 0.5 {
         return pct;
     }
-    let advice = match (from, unsteady) {
-        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(why)) => format!(
+    let advice = match (from, doubt) {
+        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(Doubt::Elsewhere(cpu))) => format!(
+            "the BSP parameters ({from}) were measured on another machine ({cpu}): measure \
+             this machine's with `mbsp params --save`"
+        ),
+        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(Doubt::Unsteady(why))) => format!(
             "the BSP parameters ({from}) were measured on a busy or unsteady machine ({why}): \
              measure them again on a quiet machine (`mbsp params --save`)"
         ),
@@ -1120,6 +1184,20 @@ mod tests {
     }
 
     #[test]
+    fn a_file_names_the_cpu_it_was_measured_on() {
+        let cpu = |text: &str| parse_file(text).unwrap().cpu;
+        assert_eq!(cpu(r#"{"l": 1e-7}"#), None);
+        assert_eq!(
+            cpu(r#"{"cpu": "AMD EPYC 7B13", "machine": "x, 2 hardware threads"}"#).as_deref(),
+            Some("AMD EPYC 7B13")
+        );
+        // Older files: the machine line's first part.
+        let old = r#"{"machine": "Intel(R) Xeon(R) CPU @ 2.20GHz, 2 hardware threads, Linux 6"}"#;
+        assert_eq!(cpu(old).as_deref(), Some("Intel(R) Xeon(R) CPU @ 2.20GHz"));
+        assert_eq!(cpu(r#"{"machine": "a laptop"}"#), None);
+    }
+
+    #[test]
     fn a_file_measured_on_an_unsteady_machine_says_why() {
         let file = |state: &str| parse_file(&format!(r#"{{"l": 1e-7{state}}}"#)).unwrap();
         assert_eq!(file("").unsteady, None);
@@ -1161,14 +1239,29 @@ mod tests {
             "no measured time to compare with"
         );
         // A file measured on an unsteady machine: the advice names that, and the cause.
-        let unsteady = judge_with(1.0, 3.0, &saved, Some("the CPUs' distance changed"));
+        let unsteady = judge_with(
+            1.0,
+            3.0,
+            &saved,
+            Some(Doubt::Unsteady("the CPUs' distance changed")),
+        );
         assert!(
             unsteady.starts_with("+200%: off by more than 50%; the BSP parameters (this machine's"),
             "{unsteady}"
         );
         assert!(unsteady.contains("busy or unsteady machine (the CPUs' distance changed)"));
-        assert_eq!(judge_with(1.0, 1.2, &saved, Some("x")), "+20%");
+        assert_eq!(
+            judge_with(1.0, 1.2, &saved, Some(Doubt::Unsteady("x"))),
+            "+20%"
+        );
+        // Another CPU's parameters: the advice says whose.
+        let elsewhere = judge_with(1.0, 0.3, &saved, Some(Doubt::Elsewhere("Intel Xeon")));
+        assert!(
+            elsewhere.contains("were measured on another machine (Intel Xeon)"),
+            "{elsewhere}"
+        );
         // The defaults were never measured: their advice stands.
-        assert!(judge_with(1.0, 3.0, &ParamsSource::Default, Some("x")).contains("defaults"));
+        let defaults = judge_with(1.0, 3.0, &ParamsSource::Default, Some(Doubt::Unsteady("x")));
+        assert!(defaults.contains("defaults"), "{defaults}");
     }
 }

@@ -1274,7 +1274,8 @@ impl Measurement {
             .or(self.levels.first())
     }
 
-    /// The whole parameter file: `machine`, `fresh`, `rounds` and `seed`, `levels`
+    /// The whole parameter file: `machine`, `cpu` (the CPU model, which
+    /// [`mbsp::params::measured_elsewhere`] compares), `fresh`, `rounds` and `seed`, `levels`
     /// ([`LevelParams::to_json`]), the
     /// top level's `r`, `l`, `g`, `g_direct` ([`Measurement::top_level`]), and `turn`,
     /// `turn_coroutine`, `turn_comm`, `turn_comm_coroutine` when measured
@@ -1282,6 +1283,7 @@ impl Measurement {
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "machine": self.machine,
+            "cpu": mbsp::params::cpu_model(),
             "fresh": self.fresh,
             "rounds": self.rounds.0,
             "seed": self.rounds.1,

@@ -283,8 +283,24 @@ impl Report<'_> {
             .map(String::from)
             .to_vec(),
         ];
-        let (mut flagged, mut doubted, mut unsteady_params) = (false, false, false);
-        let params_unsteady = mbsp::params::measured_unsteady();
+        let (mut flagged, mut doubted, mut suspect_missed) = (false, false, false);
+        // What the parameter file's own record says against it (another CPU model, or a busy
+        // or unsteady machine while it was measured): then a miss blames the parameters.
+        let suspect = match (
+            mbsp::params::measured_elsewhere(),
+            mbsp::params::measured_unsteady(),
+        ) {
+            (Some(cpu), _) => Some(format!(
+                "the BSP parameters were measured on another machine ({cpu}): predictions are \
+                 that machine's; measure this one's (mbsp params --save)"
+            )),
+            (None, Some(why)) => Some(format!(
+                "the BSP parameters were measured on a busy or unsteady machine ({why}): \
+                 predictions carry that moment's state; measure them again on a quiet machine \
+                 (mbsp params --save)"
+            )),
+            (None, None) => None,
+        };
         for r in &self.rows {
             let p = r.p.map_or("-".into(), |p| p.to_string());
             let (median, range, width, pred) = match (r.interval(), &r.skipped) {
@@ -301,8 +317,8 @@ impl Report<'_> {
                             let mark = if !trusted {
                                 doubted = true;
                                 " ?"
-                            } else if miss.abs() > MAX_MISS && params_unsteady.is_some() {
-                                unsteady_params = true;
+                            } else if miss.abs() > MAX_MISS && suspect.is_some() {
+                                suspect_missed = true;
                                 " ~"
                             } else if miss.abs() > MAX_MISS {
                                 flagged = true;
@@ -407,12 +423,10 @@ impl Report<'_> {
                 100.0 * MAX_MISS
             ));
         }
-        if let Some(why) = params_unsteady {
+        if let Some(why) = &suspect {
             out.push_str(&format!(
-                "{}the BSP parameters were measured on a busy or unsteady machine ({why}): \
-                 predictions carry that moment's state; measure them again on a quiet machine \
-                 (mbsp params --save)\n",
-                if unsteady_params {
+                "{}{why}\n",
+                if suspect_missed {
                     format!(
                         "~ the prediction misses a trusted median by more than {:.0}%, but ",
                         100.0 * MAX_MISS
@@ -500,6 +514,7 @@ impl Report<'_> {
             "quick": self.o.quick,
             "params": params_source(),
             "params_unsteady": mbsp::params::measured_unsteady(),
+            "params_elsewhere": mbsp::params::measured_elsewhere(),
             "rows": rows,
             "verdicts": verdicts,
         })

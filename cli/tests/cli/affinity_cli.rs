@@ -453,4 +453,21 @@ fn predictions_name_the_parameters_they_use() {
     );
     let json: Value = serde_json::from_str(&run(&[&sync[..], &["--json"]].concat())).unwrap();
     assert_eq!(json["params_unsteady"], "the vCPUs moved", "{json}");
+    assert_eq!(json["params_elsewhere"], Value::Null, "{json}");
+    // A file of another CPU model: that is said first (where Linux names this one's).
+    if mbsp::params::cpu_model().is_none() {
+        return;
+    }
+    v["cpu"] = "a CPU this machine is not".into();
+    std::fs::write(&saved, v.to_string()).unwrap();
+    let out = run(&sync);
+    assert!(
+        out.contains("measured on another machine (a CPU this machine is not)"),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&run(&[&sync[..], &["--json"]].concat())).unwrap();
+    assert_eq!(
+        json["params_elsewhere"], "a CPU this machine is not",
+        "{json}"
+    );
 }
