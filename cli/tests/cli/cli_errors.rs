@@ -123,7 +123,8 @@ fn an_interrupt_leaves_no_output_file_behind() {
         let mut text = String::new();
         for line in BufReader::new(stderr).lines() {
             let line = line.unwrap();
-            if line.starts_with("mbsp params: measuring") {
+            // "mbsp params: round 1/3: measuring the machine level, ..."
+            if line.starts_with("mbsp params: ") && line.contains("measuring") {
                 let _ = started.send(());
             }
             text.push_str(&line);
