@@ -48,6 +48,7 @@ fn params_of(l: &LevelParams, fresh: f64) -> Params {
         g_far: l.g_far,
         g_direct_far: l.g_direct_far,
         cache: l.cache,
+        g_ladder: l.g_ladder(),
         fresh,
         ..Params::DEFAULT
     }

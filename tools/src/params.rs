@@ -573,6 +573,18 @@ impl LevelParams {
         self.fit(Prim::Direct1).g.max(self.g_direct())
     }
 
+    /// The ladder as a parameter file holds it (`cache_ladder`: `[h, seconds per word]` pairs,
+    /// which [`mbsp::params::Params::g_ladder`] reads).
+    pub fn ladder_json(&self) -> Value {
+        self.ladder.iter().map(|&(h, g)| json!([h, g])).collect()
+    }
+
+    /// The ladder as [`mbsp::params::Params::g_ladder`] holds it (empty where it is not one:
+    /// more rungs than it holds, or a figure that is not positive).
+    pub fn g_ladder(&self) -> mbsp::params::Ladder {
+        mbsp::params::Ladder::of_h_relations(&self.ladder).unwrap_or_default()
+    }
+
     /// The level as the parameter file holds it in `"levels"`, with the keys `Params` reads
     /// (`g` = bulk puts, `g_direct`), `fresh` (seconds per word of first touch) among them.
     pub fn to_json(&self, fresh: f64) -> Value {
@@ -606,7 +618,7 @@ impl LevelParams {
             "g_direct_far": self.g_direct_far,
             "cache": self.cache,
             "cache_tree": self.cache_tree,
-            "cache_ladder": self.ladder.iter().map(|&(h, g)| json!([h, g])).collect::<Vec<_>>(),
+            "cache_ladder": self.ladder_json(),
             "far_h": self.far_h,
             "g": self.g(),
             "g_direct": self.g_direct(),
@@ -1297,6 +1309,7 @@ impl Measurement {
             v["g_far"] = t.g_far.into();
             v["g_direct_far"] = t.g_direct_far.into();
             v["cache"] = t.cache.into();
+            v["cache_ladder"] = t.ladder_json();
             v["g"] = t.g().into();
             v["g_msg"] = t.g_msg().into();
             v["g_direct"] = t.g_direct().into();

@@ -377,12 +377,20 @@ pub fn model(
             Some((params.time_of(1, h, h), "l + h g_msg", &["l", "g_msg"]))
         }
         Kernel::Hbulk => {
-            // One bulk put per destination; what a process sends and receives, past its cache,
-            // moves at the far rate.
+            // One bulk put per destination; what a process sends and receives moves at the
+            // rate measured for that size where mbsp params' ladder reaches it, else at g or,
+            // past the cache, at the far rate.
             let (h, puts) = (sizes.hbulk_h as f64, (p - 1).max(1) as f64);
             let bytes = 16.0 * h;
             let t = params.for_data(bytes).time_of(1, h, puts);
-            Some(if bytes > params.cache {
+            Some(if params.g_ladder.at(bytes).is_some() {
+                (
+                    t,
+                    "l + h g(16h), the rate of mbsp params' ladder of bulk puts at that size (+ \
+                     g_msg - g per put)",
+                    &["l", "cache_ladder"],
+                )
+            } else if bytes > params.cache {
                 (
                     t,
                     "l + h g_far (+ g_msg - g_far per put)",

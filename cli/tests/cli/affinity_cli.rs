@@ -471,3 +471,41 @@ fn predictions_name_the_parameters_they_use() {
         "{json}"
     );
 }
+
+/// A parameter file's ladder of bulk puts prices the h-relation of the size it measured: the
+/// row's model says so and its prediction takes the ladder's rate, not `g`.
+#[test]
+fn bulk_h_relations_are_priced_by_the_ladder_where_it_reaches() {
+    let dir = common::scratch("affinity_cli", "ladder");
+    let file = dir.join("params.json");
+    // --quick's bulk h-relation is h = 4096 words each way: 64 KiB of data per process,
+    // between these two rungs (h = 2048 and 8192), both at 5 ns per word.
+    std::fs::write(
+        &file,
+        r#"{"l": 1e-6, "g": 1e-9, "g_msg": 2e-8, "cache": 1e9,
+            "cache_ladder": [[2048, 5e-9], [8192, 5e-9]]}"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
+        .args([
+            "affinity", "--quick", "--repeat", "1", "-k", "hbulk", "--json",
+        ])
+        .args(["--policy", "compact"])
+        .env("MBSP_PARAMS", &file)
+        .output()
+        .expect("start mbsp");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &v["rows"][0];
+    assert_eq!(row["kernel"], "hbulk", "{v}");
+    assert!(row["model"].as_str().unwrap().contains("ladder"), "{row}");
+    let p = row["p"].as_u64().unwrap() as f64;
+    let (h, g) = (4096.0, 5e-9);
+    let want = 1e-6 + h * g + (p - 1.0).max(1.0) * (2e-8 - g);
+    let got = row["predicted_seconds"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-12, "{got} against {want}: {row}");
+}

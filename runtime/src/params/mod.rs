@@ -23,6 +23,10 @@
 //! [`judge_prediction`] words how far a prediction is from a measurement, and says what to do
 //! when it misses by more than half.
 
+mod ladder;
+
+pub use ladder::{LADDER_MAX, Ladder};
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -74,6 +78,11 @@ pub struct Params {
     /// far one (the machine's tree gives its L2 and its share of the L3 where no edge shows).
     /// [`Params::g_for`] and [`Params::g_direct_for`] switch to the far rates past it.
     pub cache: f64,
+    /// Seconds per 8-byte word of h-relations of bulk puts at the sizes `mbsp params` measured
+    /// them on its way to [`g_far`](Params::g_far) (its `cache_ladder`): between its first and
+    /// last rung, [`Params::g_for`] takes the ladder's rate instead of `g` or `g_far`. Empty
+    /// (the defaults, files of older versions): the two rates alone.
+    pub g_ladder: Ladder,
     /// Seconds per superstep (an empty sync).
     pub l: f64,
     /// Seconds per superstep that registers or deregisters memory (a sync that checks every
@@ -126,6 +135,7 @@ impl Params {
         g_far: 1.6e-9,
         g_direct_far: 0.8e-9,
         cache: 1048576.0,
+        g_ladder: Ladder::EMPTY,
         l: 1.0e-6,
         l_reg: 2.0e-6,
         fresh: 3.2e-9,
@@ -261,6 +271,9 @@ impl Params {
         if !obj.contains_key("g_get_msg") {
             p.g_get_msg = p.g_msg;
         }
+        if let Some(v) = obj.get(LADDER_KEY) {
+            p.g_ladder = ladder_of(v)?;
+        }
         Ok(p)
     }
 
@@ -290,15 +303,23 @@ impl Params {
     }
 
     /// Seconds per word of bulk puts or messages for a process whose data of the superstep
-    /// (what it sends, receives and combines) takes `bytes`: [`g`](Params::g) up to
-    /// [`cache`](Params::cache), [`g_far`](Params::g_far) past it.
+    /// (what it sends, receives and combines) takes `bytes`: the [`g_ladder`](Params::g_ladder)'s
+    /// rate between its rungs, else [`g`](Params::g) up to [`cache`](Params::cache) and
+    /// [`g_far`](Params::g_far) past it.
     ///
     /// ```
-    /// use mbsp::params::Params;
+    /// use mbsp::params::{Ladder, Params};
     /// let p = Params { g: 1e-9, g_far: 3e-9, cache: 1e6, ..Params::DEFAULT };
     /// assert_eq!((p.g_for(1e5), p.g_for(1e7)), (1e-9, 3e-9));
+    /// // Measured on a ladder from 2 to 8 MB: its rates there.
+    /// let g_ladder = Ladder::new(&[(2e6, 0.5e-9), (8e6, 3e-9)]).unwrap();
+    /// let p = Params { g_ladder, ..p };
+    /// assert_eq!((p.g_for(1e5), p.g_for(2e6), p.g_for(1e7)), (1e-9, 0.5e-9, 3e-9));
     /// ```
     pub fn g_for(&self, bytes: f64) -> f64 {
+        if let Some(g) = self.g_ladder.at(bytes) {
+            return g;
+        }
         if bytes > self.cache {
             self.g_far
         } else {
@@ -520,6 +541,9 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
                     *slot = whole;
                 }
             }
+            if !e.contains_key(LADDER_KEY) {
+                params.g_ladder = top.g_ladder;
+            }
             // Without its own `l_reg`, `g_far`, `g_direct_far`, `g_direct_msg` or `g_get_msg`,
             // a level takes the whole machine's if the file gives one, else what its own `l`,
             // `g`, `g_direct` or `g_msg` imply.
@@ -641,8 +665,32 @@ fn unsteady_in(obj: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
     )
 }
 
+/// The key of a level's [`Ladder`] in a parameter file: `[h, seconds per word]` pairs, `h`
+/// the words each process sends (and receives), as `mbsp params` writes them.
+const LADDER_KEY: &str = "cache_ladder";
+
+/// The [`Ladder`] of a file's `cache_ladder` ([`Ladder::of_h_relations`]).
+fn ladder_of(v: &serde_json::Value) -> Result<Ladder, ParamsError> {
+    let bad = || {
+        ParamsError::invalid(format!(
+            "\"{LADDER_KEY}\" must be an array of [h, seconds per word] pairs, not {v}"
+        ))
+    };
+    let rungs = v
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|pair| match pair.as_array().map(|a| a.as_slice()) {
+            Some([h, g]) => Ok((h.as_f64().ok_or_else(bad)?, g.as_f64().ok_or_else(bad)?)),
+            _ => Err(bad()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ladder::of_h_relations(&rungs)
+        .map_err(|e| ParamsError::invalid(format!("\"{LADDER_KEY}\": {e}")))
+}
+
 /// The keys of a parameter file.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "r",
     "r_stream",
     "g",
@@ -653,6 +701,7 @@ const KEYS: [&str; 17] = [
     "g_far",
     "g_direct_far",
     "cache",
+    LADDER_KEY,
     "l",
     "l_reg",
     "fresh",
@@ -1045,6 +1094,7 @@ mod tests {
                 "g_far",
                 "g_direct_far",
                 "cache",
+                "cache_ladder",
                 "l",
                 "l_reg",
                 "fresh",
@@ -1181,6 +1231,54 @@ mod tests {
         assert_eq!(saved_path_in(None, None), None);
         let _ = std::fs::remove_dir_all(&xdg);
         let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_files_ladder_prices_the_sizes_it_measured() {
+        // The top level's ladder: h = 65536 words each way is 1 MiB of data per process.
+        let text = r#"{"g": 1e-9, "g_far": 2e-9, "cache": 1e7,
+            "cache_ladder": [[65536, 0.8e-9], [262144, 0.4e-9], [1048576, 1.6e-9]],
+            "levels": [{"level": "package", "p": 2},
+                       {"level": "core", "p": 2, "cache_ladder": [[65536, 3e-9]]}]}"#;
+        let f = parse_file(text).unwrap();
+        let p = f.top;
+        assert_eq!(p.g_for(1048576.0), 0.8e-9);
+        assert_eq!(p.g_for(4194304.0), 0.4e-9);
+        // Between rungs: between their rates; past the last and below the first, g_far and g.
+        let mid = p.g_for(8e6);
+        assert!(0.4e-9 < mid && mid < 1.6e-9, "{mid}");
+        assert_eq!((p.g_for(2e7), p.g_for(1e5)), (2e-9, 1e-9));
+        assert_eq!(p.for_data(4194304.0).g, 0.4e-9);
+        // A level without its own ladder takes the whole machine's; one with its own keeps it.
+        assert_eq!(f.levels[0].params.g_ladder, p.g_ladder);
+        assert_eq!(f.levels[1].params.g_for(1048576.0), 3e-9);
+        assert!(!f.absent.contains(&"cache_ladder"));
+        // Older files: no ladder, the two rates alone.
+        let old = parse_file(r#"{"g": 1e-9, "g_far": 2e-9, "cache": 1e6}"#).unwrap();
+        assert!(old.top.g_ladder.is_empty() && old.absent.contains(&"cache_ladder"));
+        assert_eq!(old.top.g_for(4194304.0), 2e-9);
+        // A malformed ladder is an error that names the key (and the level).
+        for (bad, says) in [
+            (
+                r#"{"cache_ladder": 3}"#,
+                "\"cache_ladder\" must be an array of [h, seconds",
+            ),
+            (r#"{"cache_ladder": [[1, 2, 3]]}"#, "pairs"),
+            (
+                r#"{"cache_ladder": [[8, 1e-9], [4, 1e-9]]}"#,
+                "sizes must increase",
+            ),
+            (
+                r#"{"levels": [{"level": "core", "cache_ladder": [[8, -1]]}]}"#,
+                "levels[0]: \"cache_ladder\": ladder rung 0",
+            ),
+        ] {
+            let Err(e) = parse_file(bad) else {
+                panic!("{bad} was read")
+            };
+            let e = e.to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

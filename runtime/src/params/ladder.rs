@@ -1,0 +1,158 @@
+//! The time per word of h-relations of bulk puts at several sizes, as `mbsp params` measures
+//! them: what one `g` cannot say where the rate depends on the size.
+//!
+//! Why: on a machine whose cores exchange data through their caches, a small h-relation reads
+//! lines the other core has just written (each line crosses between the cores), a larger one
+//! finds its data in the shared cache, and one past the caches streams from memory. The three
+//! rates can differ several times over (docs/benchmarks.md has a virtual machine's), so one
+//! `g` and one `g_far` price the middle sizes at the wrong rate. `mbsp params` times bulk
+//! puts on a ladder of sizes up to its far h-relation anyway (it finds the cache's edge
+//! there); the ladder prices the sizes between its rungs.
+
+use super::ParamsError;
+
+/// The most rungs a [`Ladder`] holds (`mbsp params` measures seven).
+pub const LADDER_MAX: usize = 8;
+
+/// Seconds per 8-byte word of h-relations of bulk puts, measured at a few sizes of a
+/// process's data (bytes sent and received per process, increasing): where
+/// [`Params::g_for`](super::Params::g_for) is asked for a size between the first rung and the
+/// last, it interpolates between the two rungs around it (linearly in the logarithms of both
+/// the size and the time per word). Small and `Copy`, as [`Params`](super::Params) is.
+///
+/// ```
+/// use mbsp::params::Ladder;
+/// let l = Ladder::new(&[(1e6, 1e-9), (4e6, 4e-9)]).unwrap();
+/// assert_eq!(l.at(1e6), Some(1e-9));
+/// // Halfway in log size: the geometric mean of the rungs' times.
+/// assert!((l.at(2e6).unwrap() - 2e-9).abs() < 1e-18);
+/// assert_eq!((l.at(5e5), l.at(5e6)), (None, None));
+/// assert!(Ladder::new(&[(4e6, 1e-9), (1e6, 1e-9)]).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ladder {
+    len: usize,
+    bytes: [f64; LADDER_MAX],
+    per_word: [f64; LADDER_MAX],
+}
+
+impl Ladder {
+    /// A ladder without rungs: [`Ladder::at`] is `None` everywhere.
+    pub const EMPTY: Ladder = Ladder {
+        len: 0,
+        bytes: [0.0; LADDER_MAX],
+        per_word: [0.0; LADDER_MAX],
+    };
+
+    /// A ladder of `(bytes per process, seconds per word)` rungs: at most [`LADDER_MAX`],
+    /// sizes increasing, every figure positive and finite (a [`ParamsError`] says which is
+    /// not).
+    pub fn new(rungs: &[(f64, f64)]) -> Result<Ladder, ParamsError> {
+        if rungs.len() > LADDER_MAX {
+            return Err(ParamsError::invalid(format!(
+                "a ladder holds at most {LADDER_MAX} sizes, not {}",
+                rungs.len()
+            )));
+        }
+        let mut l = Ladder::EMPTY;
+        for (i, &(bytes, per_word)) in rungs.iter().enumerate() {
+            let ok = |x: f64| x.is_finite() && x > 0.0;
+            if !ok(bytes) || !ok(per_word) {
+                return Err(ParamsError::invalid(format!(
+                    "ladder rung {i}: ({bytes}, {per_word}) is not a positive size and time"
+                )));
+            }
+            if i > 0 && bytes <= l.bytes[i - 1] {
+                return Err(ParamsError::invalid(format!(
+                    "ladder rung {i}: {bytes} bytes after {}: sizes must increase",
+                    l.bytes[i - 1]
+                )));
+            }
+            l.bytes[i] = bytes;
+            l.per_word[i] = per_word;
+            l.len = i + 1;
+        }
+        Ok(l)
+    }
+
+    /// A ladder of h-relations as `mbsp params` measures them: `(h, seconds per word)` rungs,
+    /// `h` the words each process sends and receives, so its data is `16·h` bytes.
+    ///
+    /// ```
+    /// use mbsp::params::Ladder;
+    /// let l = Ladder::of_h_relations(&[(65536.0, 1e-9)]).unwrap();
+    /// assert_eq!(l.rungs().next(), Some((1048576.0, 1e-9)));
+    /// ```
+    pub fn of_h_relations(rungs: &[(f64, f64)]) -> Result<Ladder, ParamsError> {
+        let bytes: Vec<(f64, f64)> = rungs.iter().map(|&(h, g)| (16.0 * h, g)).collect();
+        Ladder::new(&bytes)
+    }
+
+    /// The rungs, `(bytes per process, seconds per word)`, sizes increasing.
+    pub fn rungs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        (0..self.len).map(|i| (self.bytes[i], self.per_word[i]))
+    }
+
+    /// Whether the ladder has no rungs.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Seconds per word at `bytes` of data per process: a rung's own figure, or between two
+    /// rungs the log-log interpolation of theirs; `None` outside the rungs (and for an empty
+    /// ladder), where the single rates apply.
+    pub fn at(&self, bytes: f64) -> Option<f64> {
+        let n = self.len;
+        if n == 0 || !(bytes >= self.bytes[0] && bytes <= self.bytes[n - 1]) {
+            return None;
+        }
+        // The first rung at or above `bytes` (one exists: `bytes` is at most the last).
+        let hi = (0..n).find(|&i| self.bytes[i] >= bytes)?;
+        if hi == 0 || self.bytes[hi] == bytes {
+            return Some(self.per_word[hi]);
+        }
+        let lo = hi - 1;
+        let t = (bytes / self.bytes[lo]).ln() / (self.bytes[hi] / self.bytes[lo]).ln();
+        let (a, b) = (self.per_word[lo].ln(), self.per_word[hi].ln());
+        Some((a + t * (b - a)).exp())
+    }
+}
+
+impl Default for Ladder {
+    fn default() -> Self {
+        Ladder::EMPTY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ladder_interpolates_between_its_rungs_only() {
+        let l = Ladder::new(&[(1e6, 1e-9), (2e6, 0.5e-9), (8e6, 2e-9)]).unwrap();
+        assert_eq!(l.rungs().count(), 3);
+        assert_eq!(l.at(2e6), Some(0.5e-9));
+        assert_eq!(l.at(8e6), Some(2e-9));
+        // Halfway between 2 and 8 MB in log size: sqrt(0.5 * 2) ns.
+        assert!((l.at(4e6).unwrap() - 1e-9).abs() < 1e-18);
+        // A rate between its neighbours' everywhere between them.
+        for k in 1..100 {
+            let b = 1e6 + k as f64 * 7e4;
+            let g = l.at(b).unwrap();
+            assert!((0.5e-9..=2e-9).contains(&g), "{b}: {g}");
+        }
+        assert_eq!(l.at(0.99e6), None);
+        assert_eq!(l.at(f64::NAN), None);
+        assert_eq!(Ladder::EMPTY.at(1e6), None);
+        assert!(Ladder::EMPTY.is_empty() && !l.is_empty());
+    }
+
+    #[test]
+    fn a_bad_ladder_says_which_rung() {
+        let e = |r: &[(f64, f64)]| Ladder::new(r).unwrap_err().to_string();
+        assert!(e(&[(1e6, 1e-9), (1e6, 2e-9)]).contains("rung 1"));
+        assert!(e(&[(1e6, -1e-9)]).contains("rung 0"));
+        assert!(e(&[(1.0, 1e-9); 9]).contains("at most 8"));
+    }
+}
