@@ -927,6 +927,11 @@ impl Measured {
 /// process's data leaves the cache ([`leaves_cache`]).
 const LADDER: u32 = 7;
 
+/// Untimed supersteps before each sample of the ladder (and of the far direct gets): the
+/// rungs are interleaved, and a rung measured right after a larger one otherwise pays for
+/// bringing its data back into the caches, which a program repeating one size does not.
+const LADDER_WARM: usize = 3;
+
 /// Where a process's data leaves the cache, in bytes, from bulk puts of growing h (words) and
 /// their time per word: where the time per word first crosses halfway from the smallest
 /// size's to the largest's (interpolated in log h), at 16 bytes per word (sent and received).
@@ -964,7 +969,17 @@ fn iters_for(o: &Options, h: usize) -> usize {
 /// not one `h` after another, so that a change of the machine's state (this kind of machine
 /// switches between a fast and a slow one) spreads over every point instead of bending the
 /// line.
-fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Result<Vec<f64>> {
+///
+/// Each sample runs `warm` untimed supersteps of its `h` first (at least one): where the sizes
+/// span the caches, the superstep after a larger one finds the caches holding that one's data,
+/// and a single untimed superstep does not bring its own back.
+fn supersteps(
+    ctx: &mut Ctx,
+    o: &Options,
+    prim: Prim,
+    hs: &[usize],
+    warm: usize,
+) -> mbsp::Result<Vec<f64>> {
     let (me, p) = (ctx.pid(), ctx.nprocs());
     let others = (p - 1).max(1);
     let partner = |j: usize| (me + 1 + j) % p;
@@ -987,7 +1002,7 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
             // Words to or from each other process (the last may take fewer).
             let chunk = h.div_ceil(others);
             let mut stamp = 0.0f64;
-            let ns = timed(1, iters_for(o, h), || {
+            let mut step = || {
                 if matches!(prim, Prim::Get | Prim::Get1 | Prim::Direct | Prim::Direct1) {
                     // Written by its owner a superstep before the others read it.
                     stamp += 1.0;
@@ -1049,7 +1064,12 @@ fn supersteps(ctx: &mut Ctx, o: &Options, prim: Prim, hs: &[usize]) -> mbsp::Res
                     while ctx.move_message(&mut buf)?.is_some() {}
                 }
                 Ok(())
-            })?;
+            };
+            // `timed` runs one untimed superstep itself.
+            for _ in 1..warm {
+                step()?;
+            }
+            let ns = timed(1, iters_for(o, h), &mut step)?;
             samples[i].push(ns[0]);
         }
     }
@@ -1096,7 +1116,7 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
     let hs: Vec<usize> = (0..=o.h_steps).map(|i| i * o.max_h / o.h_steps).collect();
     let mut points = Vec::new();
     for prim in Prim::ALL {
-        let times = supersteps(ctx, o, prim, &hs)?;
+        let times = supersteps(ctx, o, prim, &hs, 1)?;
         let pts = hs.iter().zip(times).map(|(&h, t)| (h as f64, t)).collect();
         points.push((prim, pts));
     }
@@ -1110,11 +1130,14 @@ fn measure_process(ctx: &mut Ctx, o: &Options, cache: f64) -> mbsp::Result<Measu
     let per_word = |t: f64, h: usize| ((t - l) / h as f64).max(1e-12);
     let puts: Vec<(f64, f64)> = ladder
         .iter()
-        .zip(supersteps(ctx, o, Prim::Put, &ladder)?)
+        .zip(supersteps(ctx, o, Prim::Put, &ladder, LADDER_WARM)?)
         .map(|(&h, t)| (h as f64, per_word(t, h)))
         .collect();
     let g_far = puts.last().expect("a ladder").1;
-    let g_direct_far = per_word(supersteps(ctx, o, Prim::Direct, &[far])?[0], far);
+    let g_direct_far = per_word(
+        supersteps(ctx, o, Prim::Direct, &[far], LADDER_WARM)?[0],
+        far,
+    );
     Ok(Measured {
         r_daxpy,
         r_dense,
