@@ -9,7 +9,7 @@
 //! puts on a ladder of sizes up to its far h-relation anyway (it finds the cache's edge
 //! there); the ladder prices the sizes between its rungs.
 
-use super::ParamsError;
+use super::error::ParamsError;
 
 /// The most rungs a [`Ladder`] holds (`mbsp params` measures seven).
 pub const LADDER_MAX: usize = 8;

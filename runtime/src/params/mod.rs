@@ -23,8 +23,10 @@
 //! [`judge_prediction`] words how far a prediction is from a measurement, and says what to do
 //! when it misses by more than half.
 
+mod error;
 mod ladder;
 
+pub use error::ParamsError;
 pub use ladder::{LADDER_MAX, Ladder};
 
 use std::ffi::OsString;
@@ -427,41 +429,6 @@ impl Params {
     /// ```
     pub fn direct_gets(&self, h: f64, requests: f64) -> f64 {
         h * self.g_direct + requests * (self.g_direct_msg - self.g_direct).max(0.0)
-    }
-}
-
-/// Why a text of BSP parameters could not be used ([`Params::from_json`]).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ParamsError {
-    /// The text is not JSON; the parser's error is the [`source`](std::error::Error::source).
-    Json(serde_json::Error),
-    /// The JSON does not have the expected shape or a value is out of range (the message says
-    /// which key, and which entry of `"levels"`).
-    Invalid(String),
-}
-
-impl ParamsError {
-    fn invalid(message: impl Into<String>) -> Self {
-        ParamsError::Invalid(message.into())
-    }
-}
-
-impl std::fmt::Display for ParamsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParamsError::Json(e) => write!(f, "not JSON: {e}"),
-            ParamsError::Invalid(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for ParamsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ParamsError::Json(e) => Some(e),
-            ParamsError::Invalid(_) => None,
-        }
     }
 }
 
