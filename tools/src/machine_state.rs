@@ -66,6 +66,29 @@ pub fn local_work_us() -> f64 {
     best
 }
 
+/// Whether a run whose cache-line round trip between two CPUs lay in `run` (ns, fastest and
+/// slowest) saw the machine in another state than a measurement that saw `then` (a parameter
+/// file's record, [`mbsp::params::measured_line_ns`]): the two ranges lie apart by more than
+/// [`MAX_LINE_RATIO`]. Then the phrase that says so, with both ranges.
+///
+/// ```
+/// use mbsp_tools::machine_state::other_state;
+/// assert_eq!(other_state((95.0, 103.0), (90.0, 120.0)), None);
+/// let moved = other_state((95.0, 103.0), (387.0, 467.0)).unwrap();
+/// assert!(moved.contains("95-103 ns") && moved.contains("387-467 ns"), "{moved}");
+/// ```
+pub fn other_state(then: (f64, f64), run: (f64, f64)) -> Option<String> {
+    let apart = (run.0 / then.1).max(then.0 / run.1);
+    (then.1 > 0.0 && run.1 > 0.0 && apart > MAX_LINE_RATIO).then(|| {
+        format!(
+            "a cache line's round trip between two CPUs took {:.0}-{:.0} ns while they were \
+             measured and {:.0}-{:.0} ns in this run (the machine is in another state: on a \
+             virtual machine the hypervisor moved its virtual CPUs)",
+            then.0, then.1, run.0, run.1
+        )
+    })
+}
+
 /// The machine's counters at one moment.
 #[derive(Clone, Debug)]
 pub struct Snapshot {

@@ -248,6 +248,14 @@ fn params_source() -> String {
 }
 
 impl Report<'_> {
+    /// Whether the parameter file in force was measured in another state of this machine
+    /// than this run saw (their cache-line round trips lie apart), and how
+    /// ([`mbsp_tools::machine_state::other_state`]).
+    fn params_other_state(&self) -> Option<String> {
+        let then = mbsp::params::measured_line_ns()?;
+        mbsp_tools::machine_state::other_state(then, self.state.line_ns?)
+    }
+
     /// The packages column of a row: `0-1`, with `(not bound)` or `(planned)` (a program's:
     /// its binding is its own).
     fn packages(r: &Row) -> String {
@@ -288,18 +296,23 @@ impl Report<'_> {
         // or unsteady machine while it was measured): then a miss blames the parameters.
         let suspect = match (
             mbsp::params::measured_elsewhere(),
+            self.params_other_state(),
             mbsp::params::measured_unsteady(),
         ) {
-            (Some(cpu), _) => Some(format!(
+            (Some(cpu), _, _) => Some(format!(
                 "the BSP parameters were measured on another machine ({cpu}): predictions are \
                  that machine's; measure this one's (mbsp params --save)"
             )),
-            (None, Some(why)) => Some(format!(
+            (None, Some(why), _) => Some(format!(
+                "the BSP parameters were measured in another state of this machine ({why}): \
+                 predictions are of that state; measure them again now (mbsp params --save)"
+            )),
+            (None, None, Some(why)) => Some(format!(
                 "the BSP parameters were measured on a busy or unsteady machine ({why}): \
                  predictions carry that moment's state; measure them again on a quiet machine \
                  (mbsp params --save)"
             )),
-            (None, None) => None,
+            (None, None, None) => None,
         };
         for r in &self.rows {
             let p = r.p.map_or("-".into(), |p| p.to_string());
@@ -515,6 +528,7 @@ impl Report<'_> {
             "params": params_source(),
             "params_unsteady": mbsp::params::measured_unsteady(),
             "params_elsewhere": mbsp::params::measured_elsewhere(),
+            "params_other_state": self.params_other_state(),
             "rows": rows,
             "verdicts": verdicts,
         })

@@ -454,6 +454,27 @@ fn predictions_name_the_parameters_they_use() {
     let json: Value = serde_json::from_str(&run(&[&sync[..], &["--json"]].concat())).unwrap();
     assert_eq!(json["params_unsteady"], "the vCPUs moved", "{json}");
     assert_eq!(json["params_elsewhere"], Value::Null, "{json}");
+    // A file measured while a cache line's round trip took far longer than this run's: the
+    // machine is in another state, which is said before the file's own unsteadiness.
+    v["machine_state"]["line_round_trip_ns"] = serde_json::json!({"min": 1e7, "max": 1.2e7});
+    std::fs::write(&saved, v.to_string()).unwrap();
+    let json: Value = serde_json::from_str(&run(&[&sync[..], &["--json"]].concat())).unwrap();
+    if json["machine_state"]["line_round_trip_ns"].is_null() {
+        // One CPU: no round trip to compare.
+        assert_eq!(json["params_other_state"], Value::Null, "{json}");
+    } else {
+        let other = json["params_other_state"].as_str().unwrap_or_default();
+        assert!(
+            other.contains("10000000-12000000 ns while they were measured"),
+            "{json}"
+        );
+        let out = run(&sync);
+        assert!(
+            out.contains("measured in another state of this machine")
+                && !out.contains("measured on a busy or unsteady machine"),
+            "{out}"
+        );
+    }
     // A file of another CPU model: that is said first (where Linux names this one's).
     if mbsp::params::cpu_model().is_none() {
         return;

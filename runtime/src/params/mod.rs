@@ -566,6 +566,7 @@ fn parse_file(text: &str) -> Result<ParsedFile, ParamsError> {
         levels,
         absent,
         unsteady: unsteady_in(obj),
+        line_ns: line_ns_in(obj),
         cpu: cpu_in(obj),
     })
 }
@@ -687,6 +688,9 @@ struct ParsedFile {
     absent: Vec<&'static str>,
     /// The file's record says the machine was busy or unsteady when it was measured: why.
     unsteady: Option<String>,
+    /// The fastest and slowest cache line's round trip between two CPUs the file's record saw
+    /// while it was measured, seconds.
+    line_ns: Option<(f64, f64)>,
     /// The CPU model the file was measured on, as it records it (`cpu`, or the first part of
     /// `machine` in files of older versions).
     cpu: Option<String>,
@@ -700,6 +704,7 @@ impl ParsedFile {
             levels: Vec::new(),
             absent: KEYS.to_vec(),
             unsteady: None,
+            line_ns: None,
             cpu: None,
         }
     }
@@ -733,6 +738,29 @@ pub fn defaulted() -> &'static [&'static str] {
 /// ```
 pub fn measured_unsteady() -> Option<&'static str> {
     loaded().0.unsteady.as_deref()
+}
+
+/// The fastest and slowest round trip of a cache line between two CPUs, in nanoseconds, that
+/// the parameter file in force records for its measurement (`mbsp params` probes it between
+/// rounds: `machine_state.line_round_trip_ns`); `None` when no file is in force or it does
+/// not say. On a virtual machine the round trip moves several times over when the
+/// hypervisor moves the virtual CPUs, and syncs and communication move with it: a run that
+/// sees another round trip than the file's runs on another machine, in effect.
+///
+/// ```
+/// if let Some((lo, hi)) = mbsp::params::measured_line_ns() {
+///     assert!(lo <= hi);
+/// }
+/// ```
+pub fn measured_line_ns() -> Option<(f64, f64)> {
+    loaded().0.line_ns
+}
+
+/// `machine_state.line_round_trip_ns` of a file: `{"min": ns, "max": ns}`, both positive.
+fn line_ns_in(obj: &serde_json::Map<String, serde_json::Value>) -> Option<(f64, f64)> {
+    let line = obj.get("machine_state")?.get("line_round_trip_ns")?;
+    let (lo, hi) = (line.get("min")?.as_f64()?, line.get("max")?.as_f64()?);
+    (lo > 0.0 && hi >= lo && hi.is_finite()).then_some((lo, hi))
 }
 
 /// Where the parameters in force come from ([`source`]).
@@ -1246,6 +1274,17 @@ mod tests {
             let e = e.to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_file_says_the_line_round_trip_it_was_measured_with() {
+        let line = |text: &str| parse_file(text).unwrap().line_ns;
+        assert_eq!(line(r#"{"l": 1e-7}"#), None);
+        let state = r#"{"machine_state": {"quiet": true,
+            "line_round_trip_ns": {"min": 95.5, "max": 103.0}}}"#;
+        assert_eq!(line(state), Some((95.5, 103.0)));
+        let bad = r#"{"machine_state": {"line_round_trip_ns": {"min": 0, "max": 3}}}"#;
+        assert_eq!(line(bad), None);
     }
 
     #[test]
