@@ -245,6 +245,7 @@ pub fn run(o: &Options) -> Result<()> {
         far_ranges(&measured.levels),
         fresh * 1e9
     );
+    print!("{}", ladder_lines(&measured.levels));
     if let Some(turns) = &turns {
         println!("{}", turns_line(turns));
     }
@@ -286,6 +287,40 @@ fn rounds_phrase(m: &params::Options) -> String {
              --seed repeats it)"
         ),
         (r, None) => format!("{r} rounds, each level and policy once per round"),
+    }
+}
+
+/// Each level's ladder of bulk puts, one line each: the time per word at each size of a
+/// process's data, which predictions take between the first rung and the last
+/// (`Params::g_ladder`).
+fn ladder_lines(levels: &[LevelParams]) -> String {
+    let mut out = String::new();
+    for l in levels {
+        let ladder = l.g_ladder();
+        if ladder.is_empty() {
+            continue;
+        }
+        let rungs: Vec<String> = ladder
+            .rungs()
+            .map(|(bytes, g)| format!("{} {:.2}", mib(bytes), g * 1e9))
+            .collect();
+        out.push_str(&format!(
+            "ladder, {} level, {}: ns per word of bulk puts by data per process (sent and \
+             received; predictions take these rates between the first size and the last): {}\n",
+            l.level.name(),
+            l.policy,
+            rungs.join(", ")
+        ));
+    }
+    out
+}
+
+/// Bytes as `512 KiB`, `2 MiB`.
+fn mib(bytes: f64) -> String {
+    if bytes >= 1048576.0 {
+        format!("{} MiB", bytes / 1048576.0)
+    } else {
+        format!("{} KiB", bytes / 1024.0)
     }
 }
 
@@ -498,6 +533,19 @@ mod tests {
         assert!(
             t.contains("machine level, scattered: the put fit (negative intercept -48.3 µs)"),
             "{t}"
+        );
+        // The ladder's line: the rungs predictions use, not those below LADDER_MIN_H; none
+        // for a level without such rungs.
+        assert_eq!(ladder_lines(std::slice::from_ref(&level)), "");
+        let level = LevelParams {
+            ladder: vec![(2048.0, 2e-9), (65536.0, 0.85e-9), (131072.0, 0.4e-9)],
+            ..level
+        };
+        let lines = ladder_lines(std::slice::from_ref(&level));
+        assert!(
+            lines.starts_with("ladder, machine level, scattered: ")
+                && lines.ends_with(": 1 MiB 0.85, 2 MiB 0.40\n"),
+            "{lines}"
         );
     }
 }

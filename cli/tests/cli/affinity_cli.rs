@@ -499,18 +499,17 @@ fn predictions_name_the_parameters_they_use() {
 fn bulk_h_relations_are_priced_by_the_ladder_where_it_reaches() {
     let dir = common::scratch("affinity_cli", "ladder");
     let file = dir.join("params.json");
-    // --quick's bulk h-relation is h = 4096 words each way: 64 KiB of data per process,
-    // between these two rungs (h = 2048 and 8192), both at 5 ns per word.
+    // The bulk h-relation is h = 2^18 words each way (not --quick's, below the sizes a
+    // ladder keeps): 4 MiB of data per process, between these two rungs (h = 2^17 and 2^19),
+    // both at 5 ns per word.
     std::fs::write(
         &file,
         r#"{"l": 1e-6, "g": 1e-9, "g_msg": 2e-8, "cache": 1e9,
-            "cache_ladder": [[2048, 5e-9], [8192, 5e-9]]}"#,
+            "cache_ladder": [[131072, 5e-9], [524288, 5e-9]]}"#,
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mbsp"))
-        .args([
-            "affinity", "--quick", "--repeat", "1", "-k", "hbulk", "--json",
-        ])
+        .args(["affinity", "--repeat", "1", "-k", "hbulk", "--json"])
         .args(["--policy", "compact"])
         .env("MBSP_PARAMS", &file)
         .output()
@@ -525,7 +524,7 @@ fn bulk_h_relations_are_priced_by_the_ladder_where_it_reaches() {
     assert_eq!(row["kernel"], "hbulk", "{v}");
     assert!(row["model"].as_str().unwrap().contains("ladder"), "{row}");
     let p = row["p"].as_u64().unwrap() as f64;
-    let (h, g) = (4096.0, 5e-9);
+    let (h, g) = (262144.0, 5e-9);
     let want = 1e-6 + h * g + (p - 1.0).max(1.0) * (2e-8 - g);
     let got = row["predicted_seconds"].as_f64().unwrap();
     assert!((got - want).abs() < 1e-12, "{got} against {want}: {row}");

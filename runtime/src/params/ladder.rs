@@ -14,6 +14,11 @@ use super::error::ParamsError;
 /// The most rungs a [`Ladder`] holds (`mbsp params` measures seven).
 pub const LADDER_MAX: usize = 8;
 
+/// The fewest words per process of an h-relation whose rung [`Ladder::of_h_relations`] keeps:
+/// from here a superstep's and a put's own costs (tens of nanoseconds) are about a percent of
+/// the time its words take, or less.
+pub const LADDER_MIN_H: f64 = 16384.0;
+
 /// Seconds per 8-byte word of h-relations of bulk puts, measured at a few sizes of a
 /// process's data (bytes sent and received per process, increasing): where
 /// [`Params::g_for`](super::Params::g_for) is asked for a size between the first rung and the
@@ -76,15 +81,22 @@ impl Ladder {
     }
 
     /// A ladder of h-relations as `mbsp params` measures them: `(h, seconds per word)` rungs,
-    /// `h` the words each process sends and receives, so its data is `16·h` bytes.
+    /// `h` the words each process sends and receives, so its data is `16·h` bytes. Rungs of
+    /// fewer than [`LADDER_MIN_H`] words are left out: their time per word holds the
+    /// superstep's and the put's own costs, which `l` and `g_msg` price already (a quick
+    /// measurement's whole ladder lies there).
     ///
     /// ```
     /// use mbsp::params::Ladder;
-    /// let l = Ladder::of_h_relations(&[(65536.0, 1e-9)]).unwrap();
-    /// assert_eq!(l.rungs().next(), Some((1048576.0, 1e-9)));
+    /// let l = Ladder::of_h_relations(&[(4096.0, 3e-9), (65536.0, 1e-9)]).unwrap();
+    /// assert_eq!(l.rungs().collect::<Vec<_>>(), [(1048576.0, 1e-9)]);
     /// ```
     pub fn of_h_relations(rungs: &[(f64, f64)]) -> Result<Ladder, ParamsError> {
-        let bytes: Vec<(f64, f64)> = rungs.iter().map(|&(h, g)| (16.0 * h, g)).collect();
+        let bytes: Vec<(f64, f64)> = rungs
+            .iter()
+            .filter(|&&(h, _)| h.is_nan() || h >= LADDER_MIN_H)
+            .map(|&(h, g)| (16.0 * h, g))
+            .collect();
         Ladder::new(&bytes)
     }
 

@@ -27,7 +27,7 @@ mod error;
 mod ladder;
 
 pub use error::ParamsError;
-pub use ladder::{LADDER_MAX, Ladder};
+pub use ladder::{LADDER_MAX, LADDER_MIN_H, Ladder};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -1260,11 +1260,11 @@ mod tests {
             ),
             (r#"{"cache_ladder": [[1, 2, 3]]}"#, "pairs"),
             (
-                r#"{"cache_ladder": [[8, 1e-9], [4, 1e-9]]}"#,
+                r#"{"cache_ladder": [[131072, 1e-9], [65536, 1e-9]]}"#,
                 "sizes must increase",
             ),
             (
-                r#"{"levels": [{"level": "core", "cache_ladder": [[8, -1]]}]}"#,
+                r#"{"levels": [{"level": "core", "cache_ladder": [[65536, -1]]}]}"#,
                 "levels[0]: \"cache_ladder\": ladder rung 0",
             ),
         ] {
