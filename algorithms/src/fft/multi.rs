@@ -524,8 +524,12 @@ impl FftCost {
             // cache as this term does (docs/benchmarks.md, "Predicted against measured").
             let pass = e * (4.0 / 3.0) * 2.0 / i.r_stream;
             let bytes = split_bytes(e);
+            // How much of it streams: the ladder's far share of that data where `mbsp params`
+            // measured one (the rate rises over a range of sizes), else the part past `cache`.
             let stream = if rows > 8 {
                 2.0 * pass
+            } else if let Some(share) = i.g_ladder.far_share(bytes) {
+                pass * share
             } else if bytes > i.cache {
                 pass * (bytes - i.cache) / bytes
             } else {
@@ -690,6 +694,69 @@ mod tests {
         assert!((half - fits - pass / 2.0).abs() < 1e-12, "{half} {fits}");
         let none = flat(Params { cache: 0.0, ..base });
         assert!((none - fits - pass).abs() < 1e-12, "{none} {fits}");
+    }
+
+    /// Where `mbsp params` measured a ladder of bulk puts, the split streams the ladder's far
+    /// share of its first pass whatever `cache` says, and its fetch runs at the rate that share
+    /// puts between `g_direct` and `g_direct_far`.
+    #[test]
+    fn a_split_streams_the_ladders_far_share() {
+        let n = 1 << 20;
+        let e = (n / 2) as f64;
+        let bytes = split_bytes(e);
+        // Halfway from the fastest rung (1 ns) to the last (3 ns) at the transform's data.
+        let g_ladder =
+            mbsp::params::Ladder::new(&[(bytes / 4.0, 1e-9), (bytes, 2e-9), (bytes * 4.0, 3e-9)])
+                .unwrap();
+        let base = Params {
+            r: 1e10,
+            r_stream: 1e9,
+            l: 1e-6,
+            g_direct: 1e-15,
+            g_direct_far: 1e-15,
+            ..Params::DEFAULT
+        };
+        let flat = |p: Params| FftCost::uniform(p).choose(n, &[2]).flat;
+        let pass = e * 8.0 / 3.0 / 1e9;
+        for cache in [0.0, bytes, 1e12] {
+            let fits = flat(Params {
+                cache: 1e12,
+                ..base
+            });
+            let laddered = flat(Params {
+                cache,
+                g_ladder,
+                ..base
+            });
+            assert!(
+                (laddered - fits - pass / 2.0).abs() < 1e-12,
+                "{cache}: {laddered}"
+            );
+        }
+        // A fetch that costs more than the final pass's flops: at the rate halfway between.
+        let fetching = Params {
+            g_direct: 4e-9,
+            g_direct_far: 8e-9,
+            r_stream: 1e30,
+            ..base
+        };
+        let at = |g: f64| {
+            flat(Params {
+                g_direct: g,
+                g_direct_far: g,
+                cache: 1e12,
+                ..fetching
+            })
+        };
+        let laddered = flat(Params {
+            g_ladder,
+            ..fetching
+        });
+        assert!(
+            (laddered - at(6e-9)).abs() < 1e-12,
+            "{laddered} {}",
+            at(6e-9)
+        );
     }
 
     /// A top level of one process: the nested processes make their buffers at the first

@@ -128,6 +128,45 @@ impl Ladder {
         let (a, b) = (self.per_word[lo].ln(), self.per_word[hi].ln());
         Some((a + t * (b - a)).exp())
     }
+
+    /// How far past the caches data of `bytes` per process lies, as the ladder measured it:
+    /// where its rate at `bytes` lies between its fastest rung's (0: the data stays in a
+    /// cache) and its last rung's (1: it streams from memory), clamped to that range; 0 at or
+    /// below the fastest rung, 1 past the last. `None` for an empty ladder, below its first
+    /// rung, or a ladder whose last rung is its fastest (it shows no edge).
+    ///
+    /// Why not one edge: between the caches and memory the rate rises over a range of sizes
+    /// (a shared cache holds part of the data, other programs hold the rest), and a halfway
+    /// point found on a few noisy rungs jumps across that range from one measurement to the
+    /// next; the share follows the measured curve instead.
+    ///
+    /// ```
+    /// use mbsp::params::Ladder;
+    /// let l = Ladder::new(&[(1e6, 2e-9), (2e6, 1e-9), (4e6, 2e-9), (8e6, 3e-9)]).unwrap();
+    /// assert_eq!(l.far_share(1.5e6), Some(0.0)); // below the fastest rung: in a cache
+    /// assert!((l.far_share(4e6).unwrap() - 0.5).abs() < 1e-12);
+    /// assert_eq!((l.far_share(8e6), l.far_share(1e9)), (Some(1.0), Some(1.0)));
+    /// assert_eq!(l.far_share(5e5), None);
+    /// ```
+    pub fn far_share(&self, bytes: f64) -> Option<f64> {
+        let n = self.len;
+        if n == 0 || bytes.is_nan() || bytes < self.bytes[0] {
+            return None;
+        }
+        let fastest = (0..n).min_by(|&i, &j| self.per_word[i].total_cmp(&self.per_word[j]))?;
+        if fastest == n - 1 {
+            return None;
+        }
+        if bytes > self.bytes[n - 1] {
+            return Some(1.0);
+        }
+        if bytes <= self.bytes[fastest] {
+            return Some(0.0);
+        }
+        let (near, far) = (self.per_word[fastest], self.per_word[n - 1]);
+        let at = self.at(bytes)?;
+        Some(((at - near) / (far - near)).clamp(0.0, 1.0))
+    }
 }
 
 impl Default for Ladder {
@@ -158,6 +197,30 @@ mod tests {
         assert_eq!(l.at(f64::NAN), None);
         assert_eq!(Ladder::EMPTY.at(1e6), None);
         assert!(Ladder::EMPTY.is_empty() && !l.is_empty());
+    }
+
+    #[test]
+    fn the_far_share_follows_the_rungs_from_the_fastest_to_the_last() {
+        // Slow small puts (lines crossing between cores), fastest at 4 MB, memory from 16 MB.
+        let l =
+            Ladder::new(&[(1e6, 0.9e-9), (4e6, 0.4e-9), (16e6, 1.4e-9), (64e6, 2.4e-9)]).unwrap();
+        assert_eq!(l.far_share(2e6), Some(0.0));
+        assert!((l.far_share(16e6).unwrap() - 0.5).abs() < 1e-12);
+        let mut last = 0.0;
+        for k in 0..=100 {
+            let s = l.far_share(4e6 * 16f64.powf(k as f64 / 100.0)).unwrap();
+            assert!(s >= last && s <= 1.0, "{k}: {s} after {last}");
+            last = s;
+        }
+        assert_eq!(last, 1.0);
+        // A rung slower than the last (noise) is as far as the last.
+        let bumpy = Ladder::new(&[(1e6, 0.5e-9), (2e6, 3e-9), (4e6, 2e-9)]).unwrap();
+        assert_eq!(bumpy.far_share(2e6), Some(1.0));
+        // No edge: the last rung is the fastest.
+        let flat = Ladder::new(&[(1e6, 2e-9), (2e6, 1e-9)]).unwrap();
+        assert_eq!(flat.far_share(1.5e6), None);
+        assert_eq!(Ladder::EMPTY.far_share(1e6), None);
+        assert_eq!(l.far_share(f64::NAN), None);
     }
 
     #[test]

@@ -329,14 +329,43 @@ impl Params {
         }
     }
 
-    /// [`g_direct`](Params::g_direct) or [`g_direct_far`](Params::g_direct_far), as
-    /// [`Params::g_for`] chooses.
-    pub fn g_direct_for(&self, bytes: f64) -> f64 {
-        if bytes > self.cache {
-            self.g_direct_far
-        } else {
-            self.g_direct
+    /// How far past the caches data of `bytes` per process lies, from 0 (it stays in a
+    /// cache) to 1 (it streams from memory): the [`g_ladder`](Params::g_ladder)'s
+    /// [`far_share`](Ladder::far_share) where the ladder reaches `bytes`, else 0 up to
+    /// [`cache`](Params::cache) and 1 past it.
+    ///
+    /// ```
+    /// use mbsp::params::{Ladder, Params};
+    /// let p = Params { cache: 1e6, ..Params::DEFAULT };
+    /// assert_eq!((p.far_share(1e5), p.far_share(1e7)), (0.0, 1.0));
+    /// let g_ladder = Ladder::new(&[(2e6, 1e-9), (8e6, 2e-9), (32e6, 3e-9)]).unwrap();
+    /// let p = Params { g_ladder, ..p };
+    /// assert_eq!((p.far_share(1e5), p.far_share(1e9)), (0.0, 1.0));
+    /// assert!((p.far_share(8e6) - 0.5).abs() < 1e-12); // halfway from 1 to 3 ns per word
+    /// ```
+    pub fn far_share(&self, bytes: f64) -> f64 {
+        match self.g_ladder.far_share(bytes) {
+            Some(share) => share,
+            None if bytes > self.cache => 1.0,
+            None => 0.0,
         }
+    }
+
+    /// Seconds per word of direct gets of data that takes `bytes` per process: between
+    /// [`g_direct`](Params::g_direct) and [`g_direct_far`](Params::g_direct_far) by
+    /// [`Params::far_share`] (direct gets have no ladder of their own; where the data lies is
+    /// the same for both kinds of transfer).
+    ///
+    /// ```
+    /// use mbsp::params::{Ladder, Params};
+    /// let p = Params { g_direct: 1e-9, g_direct_far: 3e-9, cache: 1e6, ..Params::DEFAULT };
+    /// assert_eq!((p.g_direct_for(1e5), p.g_direct_for(1e7)), (1e-9, 3e-9));
+    /// let g_ladder = Ladder::new(&[(2e6, 1e-9), (8e6, 2e-9), (32e6, 3e-9)]).unwrap();
+    /// assert!((Params { g_ladder, ..p }.g_direct_for(8e6) - 2e-9).abs() < 1e-20);
+    /// ```
+    pub fn g_direct_for(&self, bytes: f64) -> f64 {
+        let share = self.far_share(bytes);
+        (1.0 - share) * self.g_direct + share * self.g_direct_far
     }
 
     /// These parameters for a superstep whose data takes `bytes` per process: `g` and
