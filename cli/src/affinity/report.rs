@@ -292,28 +292,10 @@ impl Report<'_> {
             .to_vec(),
         ];
         let (mut flagged, mut doubted, mut suspect_missed) = (false, false, false);
-        // What the parameter file's own record says against it (another CPU model, or a busy
-        // or unsteady machine while it was measured): then a miss blames the parameters.
-        let suspect = match (
-            mbsp::params::measured_elsewhere(),
-            self.params_other_state(),
-            mbsp::params::measured_unsteady(),
-        ) {
-            (Some(cpu), _, _) => Some(format!(
-                "the BSP parameters were measured on another machine ({cpu}): predictions are \
-                 that machine's; measure this one's (mbsp params --save)"
-            )),
-            (None, Some(why), _) => Some(format!(
-                "the BSP parameters were measured in another state of this machine ({why}): \
-                 predictions are of that state; measure them again now (mbsp params --save)"
-            )),
-            (None, None, Some(why)) => Some(format!(
-                "the BSP parameters were measured on a busy or unsteady machine ({why}): \
-                 predictions carry that moment's state; measure them again on a quiet machine \
-                 (mbsp params --save)"
-            )),
-            (None, None, None) => None,
-        };
+        // What the parameter file's own record says against it (another CPU model, another
+        // state of this machine than this run saw, or a busy or unsteady machine while it was
+        // measured): then a miss blames the parameters.
+        let suspect = mbsp::params::Doubt::in_force(self.params_other_state());
         for r in &self.rows {
             let p = r.p.map_or("-".into(), |p| p.to_string());
             let (median, range, width, pred) = match (r.interval(), &r.skipped) {

@@ -879,30 +879,86 @@ pub fn source() -> &'static ParamsSource {
 /// assert!(bad.contains("mbsp params --save"));
 /// ```
 pub fn judge_prediction(measured: f64, predicted: f64) -> String {
-    let doubt = match (measured_elsewhere(), measured_unsteady()) {
-        (Some(cpu), _) => Some(Doubt::Elsewhere(cpu)),
-        (None, Some(why)) => Some(Doubt::Unsteady(why)),
-        (None, None) => None,
-    };
-    judge_with(measured, predicted, source(), doubt)
+    judge_with(
+        measured,
+        predicted,
+        source(),
+        Doubt::in_force(None).as_ref(),
+    )
 }
 
-/// Why the parameters in force may not be this machine's as it is now.
-#[derive(Clone, Copy, Debug)]
-enum Doubt<'a> {
-    /// Measured on another CPU model (the file's).
-    Elsewhere(&'a str),
-    /// Measured on a busy or unsteady machine (the file's cause).
-    Unsteady(&'a str),
+/// Why the parameters in force may not be this machine's as it is now, as their file's own
+/// record says: a prediction made with them that misses blames them before the model.
+///
+/// ```
+/// use mbsp::params::Doubt;
+/// let d = Doubt::Unsteady("the vCPUs moved".into());
+/// assert!(d.to_string().starts_with("the BSP parameters were measured on a busy or unsteady"));
+/// assert!(d.to_string().contains("(the vCPUs moved)"));
+/// if let Some(doubt) = Doubt::in_force(None) {
+///     println!("{doubt}");
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Doubt {
+    /// Measured on another CPU model: the file's ([`measured_elsewhere`]).
+    Elsewhere(String),
+    /// Measured in another state of this machine than the caller's run saw (how: the caller's
+    /// finding, e.g. `mbsp_tools::machine_state::other_state` on [`measured_line_ns`]).
+    OtherState(String),
+    /// Measured on a busy or unsteady machine: the file's cause ([`measured_unsteady`]).
+    Unsteady(String),
+}
+
+impl Doubt {
+    /// The strongest doubt on the parameters in force: another CPU model, else another state
+    /// of this machine (`other_state`, the caller's finding; `None` for a caller that did not
+    /// watch its own run), else a busy or unsteady machine while they were measured; `None`
+    /// when their file says nothing against them (or no file is in force).
+    pub fn in_force(other_state: Option<String>) -> Option<Doubt> {
+        if let Some(cpu) = measured_elsewhere() {
+            return Some(Doubt::Elsewhere(cpu.to_string()));
+        }
+        if let Some(how) = other_state {
+            return Some(Doubt::OtherState(how));
+        }
+        measured_unsteady().map(|why| Doubt::Unsteady(why.to_string()))
+    }
+
+    /// The sentence that says it and what to do, naming where the parameters come from when
+    /// `from` is given.
+    pub fn explain(&self, from: Option<&ParamsSource>) -> String {
+        let params = match from {
+            Some(from) => format!("the BSP parameters ({from})"),
+            None => "the BSP parameters".to_string(),
+        };
+        match self {
+            Doubt::Elsewhere(cpu) => format!(
+                "{params} were measured on another machine ({cpu}): predictions are that \
+                 machine's; measure this one's (`mbsp params --save`)"
+            ),
+            Doubt::OtherState(how) => format!(
+                "{params} were measured in another state of this machine ({how}): predictions \
+                 are of that state; measure them again now (`mbsp params --save`)"
+            ),
+            Doubt::Unsteady(why) => format!(
+                "{params} were measured on a busy or unsteady machine ({why}): predictions \
+                 carry that moment's state; measure them again on a quiet machine (`mbsp \
+                 params --save`)"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Doubt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.explain(None))
+    }
 }
 
 /// [`judge_prediction`] with the parameters from `from`, and what the file says against them.
-fn judge_with(
-    measured: f64,
-    predicted: f64,
-    from: &ParamsSource,
-    doubt: Option<Doubt<'_>>,
-) -> String {
+fn judge_with(measured: f64, predicted: f64, from: &ParamsSource, doubt: Option<&Doubt>) -> String {
     if measured.is_nan() || measured <= 0.0 || !predicted.is_finite() {
         return "no measured time to compare with".into();
     }
@@ -912,14 +968,7 @@ fn judge_with(
         return pct;
     }
     let advice = match (from, doubt) {
-        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(Doubt::Elsewhere(cpu))) => format!(
-            "the BSP parameters ({from}) were measured on another machine ({cpu}): measure \
-             this machine's with `mbsp params --save`"
-        ),
-        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(Doubt::Unsteady(why))) => format!(
-            "the BSP parameters ({from}) were measured on a busy or unsteady machine ({why}): \
-             measure them again on a quiet machine (`mbsp params --save`)"
-        ),
+        (ParamsSource::Env(_) | ParamsSource::Saved(_), Some(doubt)) => doubt.explain(Some(from)),
         (ParamsSource::Saved(_), None) => {
             "re-measure with `mbsp params --save` on a quiet machine, or the program's costs \
              are not the model's (look at the profile: MBSP_PROFILE=1)"
@@ -1376,7 +1425,7 @@ mod tests {
             1.0,
             3.0,
             &saved,
-            Some(Doubt::Unsteady("the CPUs' distance changed")),
+            Some(&Doubt::Unsteady("the CPUs' distance changed".into())),
         );
         assert!(
             unsteady.starts_with("+200%: off by more than 50%; the BSP parameters (this machine's"),
@@ -1384,17 +1433,27 @@ mod tests {
         );
         assert!(unsteady.contains("busy or unsteady machine (the CPUs' distance changed)"));
         assert_eq!(
-            judge_with(1.0, 1.2, &saved, Some(Doubt::Unsteady("x"))),
+            judge_with(1.0, 1.2, &saved, Some(&Doubt::Unsteady("x".into()))),
             "+20%"
         );
         // Another CPU's parameters: the advice says whose.
-        let elsewhere = judge_with(1.0, 0.3, &saved, Some(Doubt::Elsewhere("Intel Xeon")));
+        let elsewhere = judge_with(
+            1.0,
+            0.3,
+            &saved,
+            Some(&Doubt::Elsewhere("Intel Xeon".into())),
+        );
         assert!(
             elsewhere.contains("were measured on another machine (Intel Xeon)"),
             "{elsewhere}"
         );
         // The defaults were never measured: their advice stands.
-        let defaults = judge_with(1.0, 3.0, &ParamsSource::Default, Some(Doubt::Unsteady("x")));
+        let defaults = judge_with(
+            1.0,
+            3.0,
+            &ParamsSource::Default,
+            Some(&Doubt::Unsteady("x".into())),
+        );
         assert!(defaults.contains("defaults"), "{defaults}");
     }
 }
