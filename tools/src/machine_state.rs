@@ -42,6 +42,9 @@ pub const MIN_JUDGED_SECONDS: f64 = 0.5;
 /// watch's marks above which the machine is called unsteady: on a steady machine the probe
 /// repeats within a third or so, while a move of virtual CPUs changes it several times over.
 pub const MAX_LINE_RATIO: f64 = 1.5;
+/// Fewest rounds that [`Watch::steady_rounds`] keeps: what a verdict between two
+/// configurations needs (`mbsp affinity`).
+pub const MIN_STEADY_ROUNDS: usize = 4;
 /// Ratio of the slowest to the fastest time of the fixed loop of local work
 /// ([`local_work_us`]) seen at the watch's marks above which the machine is called unsteady:
 /// on a steady CPU the loop repeats within a few percent.
@@ -203,28 +206,64 @@ pub struct Interval {
     pub steal: f64,
 }
 
+/// The counters' ticks from one snapshot to another: the machine's busy, stolen and total
+/// ticks over all CPUs, this process's own, and the wall time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ticks {
+    busy: u64,
+    steal: u64,
+    total: u64,
+    own: u64,
+    seconds: f64,
+}
+
+impl Ticks {
+    /// The ticks from `a` to `b`, if the counters could be read at both.
+    fn between(a: &Snapshot, b: &Snapshot) -> Option<Ticks> {
+        let ((b0, s0, t0), (b1, s1, t1)) = (a.cpu?, b.cpu?);
+        let (o0, o1) = (a.own?, b.own?);
+        Some(Ticks {
+            busy: b1.saturating_sub(b0),
+            steal: s1.saturating_sub(s0),
+            total: t1.checked_sub(t0)?,
+            own: o1.saturating_sub(o0),
+            seconds: b.at.duration_since(a.at).as_secs_f64(),
+        })
+    }
+
+    /// Both spans together (rounds that need not be adjacent).
+    fn add(self, o: Ticks) -> Ticks {
+        Ticks {
+            busy: self.busy + o.busy,
+            steal: self.steal + o.steal,
+            total: self.total + o.total,
+            own: self.own + o.own,
+            seconds: self.seconds + o.seconds,
+        }
+    }
+
+    fn interval(self) -> Interval {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        if self.total == 0 {
+            return Interval {
+                seconds: self.seconds,
+                others_cpus: 0.0,
+                steal: 0.0,
+            };
+        }
+        // Ticks of wall time per CPU in the span: total ticks over the CPUs counted.
+        let wall = self.total as f64 / cpus;
+        Interval {
+            seconds: self.seconds,
+            others_cpus: ((self.busy as f64 - self.own as f64) / wall).max(0.0),
+            steal: self.steal as f64 / self.total as f64,
+        }
+    }
+}
+
 /// The interval from `a` to `b`, if the counters could be read at both.
 fn between(a: &Snapshot, b: &Snapshot) -> Option<Interval> {
-    let ((b0, s0, t0), (b1, s1, t1)) = (a.cpu?, b.cpu?);
-    let (o0, o1) = (a.own?, b.own?);
-    let total = t1.checked_sub(t0)?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    if total == 0 {
-        return Some(Interval {
-            seconds: b.at.duration_since(a.at).as_secs_f64(),
-            others_cpus: 0.0,
-            steal: 0.0,
-        });
-    }
-    // Ticks of wall time per CPU in the interval: total ticks over the CPUs counted.
-    let wall = total as f64 / cpus;
-    let busy = b1.saturating_sub(b0) as f64;
-    let own = o1.saturating_sub(o0) as f64;
-    Some(Interval {
-        seconds: b.at.duration_since(a.at).as_secs_f64(),
-        others_cpus: ((busy - own) / wall).max(0.0),
-        steal: s1.saturating_sub(s0) as f64 / total as f64,
-    })
+    Ticks::between(a, b).map(Ticks::interval)
 }
 
 /// Snapshots taken through a measurement: at the start and at every [`Watch::mark`].
@@ -255,49 +294,133 @@ impl Watch {
 
     /// The machine's state over the whole watch, with its worst round.
     pub fn state(&self) -> MachineState {
-        let first = &self.snaps[0];
-        let last = self.snaps.last().unwrap_or(first);
-        let whole = if self.snaps.len() > 1 {
-            between(first, last)
-        } else {
-            None
-        };
-        let rounds: Vec<Interval> = self
-            .snaps
-            .windows(2)
-            .filter_map(|w| between(&w[0], &w[1]))
+        let all: Vec<usize> = (0..self.rounds()).collect();
+        self.state_of(&all)
+    }
+
+    /// Rounds marked so far.
+    pub fn rounds(&self) -> usize {
+        self.snaps.len() - 1
+    }
+
+    /// The machine's state over the given rounds alone (round `r` runs from the `r`-th
+    /// snapshot to the next; rounds past the last mark are ignored): the counters summed over
+    /// them, the probes taken at their ends. With no rounds, the start's probes alone.
+    pub fn state_of(&self, rounds: &[usize]) -> MachineState {
+        let spans: Vec<(&Snapshot, &Snapshot)> = rounds
+            .iter()
+            .filter(|&&r| r < self.rounds())
+            .map(|&r| (&self.snaps[r], &self.snaps[r + 1]))
             .collect();
+        let whole = spans
+            .iter()
+            .map(|(a, b)| Ticks::between(a, b))
+            .reduce(|x, y| Some(x?.add(y?)))
+            .flatten()
+            .map(Ticks::interval);
+        let intervals: Vec<Interval> = spans.iter().filter_map(|(a, b)| between(a, b)).collect();
         // A round shorter than a few clock ticks says nothing: the busiest of the rest.
-        let worst = rounds
+        let worst = intervals
             .iter()
             .filter(|r| r.seconds >= 0.05)
             .copied()
             .max_by(|a, b| a.others_cpus.total_cmp(&b.others_cpus));
-        let freqs: Vec<f64> = self.snaps.iter().flat_map(|s| s.freqs.clone()).collect();
-        let freq_mhz = (!freqs.is_empty()).then(|| {
-            (
-                freqs.iter().copied().fold(f64::INFINITY, f64::min),
-                freqs.iter().copied().fold(0.0, f64::max),
-            )
-        });
-        let range = |v: Vec<f64>| {
-            (!v.is_empty()).then(|| {
-                (
-                    v.iter().copied().fold(f64::INFINITY, f64::min),
-                    v.iter().copied().fold(0.0, f64::max),
-                )
-            })
+        let ends: Vec<&Snapshot> = if spans.is_empty() {
+            vec![&self.snaps[0]]
+        } else {
+            spans.iter().flat_map(|&(a, b)| [a, b]).collect()
         };
+        let freqs: Vec<f64> = ends.iter().flat_map(|s| s.freqs.clone()).collect();
         MachineState {
             whole,
             worst,
-            rounds: rounds.len(),
-            freq_mhz,
-            line_ns: range(self.snaps.iter().filter_map(|s| s.line_ns).collect()),
-            work_us: range(self.snaps.iter().filter_map(|s| s.work_us).collect()),
+            rounds: intervals.len(),
+            freq_mhz: range(&freqs),
+            line_ns: range(&ends.iter().filter_map(|s| s.line_ns).collect::<Vec<_>>()),
+            work_us: range(&ends.iter().filter_map(|s| s.work_us).collect::<Vec<_>>()),
             load: load_average(),
         }
     }
+
+    /// The rounds taken in one state of the machine, when the watch as a whole saw it change
+    /// (a cache line's round trip or the loop of local work moving by more than
+    /// [`MAX_LINE_RATIO`] or [`MAX_WORK_RATIO`]): the largest set of rounds whose probes, at
+    /// both ends of each, lie within those ratios of each other (ties: the faster state), if
+    /// it holds at least [`MIN_STEADY_ROUNDS`] and at least half of the rounds, and not all.
+    /// `None` otherwise: the watch was steady, or it found no state held for most of it.
+    ///
+    /// Why: on a virtual machine the hypervisor moves the virtual CPUs between states within
+    /// seconds, and a sync or a put costs several times more in one than in the other. Where a
+    /// measurement runs every configuration in every round, in random order, the rounds (or, if
+    /// it marks after every run, the runs) of one state compare the configurations as fairly
+    /// as all of them do, without the other state's figures widening every interval; the
+    /// choice is made on the probes, never on the figures. A state can still change and change
+    /// back between two probes: the shorter the rounds, the less of that.
+    pub fn steady_rounds(&self) -> Option<Vec<usize>> {
+        let n = self.rounds();
+        let whole = self.state();
+        if whole.line_cause().is_none() && whole.work_cause().is_none() {
+            return None;
+        }
+        let ends = |r: usize, f: fn(&Snapshot) -> Option<f64>| {
+            range(
+                &[&self.snaps[r], &self.snaps[r + 1]]
+                    .map(f)
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let line: Vec<Option<(f64, f64)>> = (0..n).map(|r| ends(r, |s| s.line_ns)).collect();
+        let work: Vec<Option<(f64, f64)>> = (0..n).map(|r| ends(r, |s| s.work_us)).collect();
+        // A probe kind that some round lacks (never measured, or failed) is not judged.
+        let judged = |v: &[Option<(f64, f64)>]| v.iter().all(Option::is_some);
+        let anchors = |v: &[Option<(f64, f64)>]| -> Vec<Option<f64>> {
+            if judged(v) {
+                v.iter().map(|x| x.map(|(lo, _)| lo)).collect()
+            } else {
+                vec![None]
+            }
+        };
+        let within = |x: Option<(f64, f64)>, anchor: Option<f64>, ratio: f64| match (x, anchor) {
+            (_, None) => true,
+            (Some((lo, hi)), Some(a)) => lo >= a && hi <= a * ratio,
+            (None, Some(_)) => false,
+        };
+        let mut best: Option<(Vec<usize>, f64, f64)> = None;
+        for a in anchors(&line) {
+            for b in anchors(&work) {
+                let group: Vec<usize> = (0..n)
+                    .filter(|&r| within(line[r], a, MAX_LINE_RATIO))
+                    .filter(|&r| within(work[r], b, MAX_WORK_RATIO))
+                    .collect();
+                let key = (a.unwrap_or(0.0), b.unwrap_or(0.0));
+                let better = match &best {
+                    None => true,
+                    Some((g, la, lb)) => {
+                        group.len() > g.len()
+                            || (group.len() == g.len() && (key.0, key.1) < (*la, *lb))
+                    }
+                };
+                if better {
+                    best = Some((group, key.0, key.1));
+                }
+            }
+        }
+        let (group, _, _) = best?;
+        (group.len() >= MIN_STEADY_ROUNDS && 2 * group.len() >= n && group.len() < n)
+            .then_some(group)
+    }
+}
+
+/// The lowest and highest of `v`, if it has any.
+fn range(v: &[f64]) -> Option<(f64, f64)> {
+    (!v.is_empty()).then(|| {
+        (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(0.0, f64::max),
+        )
+    })
 }
 
 /// The 1-minute load average (`/proc/loadavg`), if readable.
@@ -418,9 +541,15 @@ impl MachineState {
         self.causes().is_empty()
     }
 
-    /// One line for the end of a table: `machine: quiet (...)`, or `BUSY` (or `UNSTEADY` where
-    /// the only cause is the CPUs' distance) with the causes.
+    /// One line for the end of a table: `machine state during the runs: quiet (...)`, or
+    /// `BUSY` (or `UNSTEADY` where the only causes are the CPUs' distance or speed) with the
+    /// causes.
     pub fn line(&self) -> String {
+        self.line_during("the runs")
+    }
+
+    /// [`line`](Self::line), saying what the state is of: `machine state during {what}: ...`.
+    pub fn line_during(&self, during: &str) -> String {
         let range = |(lo, hi): (f64, f64), unit: &str| {
             if hi - lo < 0.5 {
                 format!("{hi:.0} {unit}")
@@ -453,18 +582,18 @@ impl MachineState {
         };
         let causes = self.causes();
         if causes.is_empty() {
-            format!("machine state during the runs: quiet ({what})")
+            format!("machine state during {during}: quiet ({what})")
         } else if causes.len()
             == usize::from(self.line_cause().is_some()) + usize::from(self.work_cause().is_some())
         {
             format!(
-                "machine state during the runs: UNSTEADY, not to be trusted: {} ({what}); \
+                "machine state during {during}: UNSTEADY, not to be trusted: {} ({what}); \
                  measure again, and compare only figures taken in the same rounds",
                 causes.join("; ")
             )
         } else {
             format!(
-                "machine state during the runs: BUSY, not to be trusted: {} ({what}); measure \
+                "machine state during {during}: BUSY, not to be trusted: {} ({what}); measure \
                  again when nothing else runs",
                 causes.join("; ")
             )
@@ -547,6 +676,71 @@ mod tests {
         .state();
         assert_eq!(s.causes(), ["the hypervisor stole 10.0% of the CPUs' time"]);
         assert!(s.line().contains("BUSY"), "{}", s.line());
+    }
+
+    /// A watch whose snapshot `i` probed `line[i]` ns and `work[i]` us, one second apart,
+    /// with idle counters.
+    fn probed_watch(line: &[f64], work: &[f64]) -> Watch {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        Watch {
+            snaps: (0..line.len())
+                .map(|i| Snapshot {
+                    line_ns: Some(line[i]),
+                    work_us: Some(work[i]),
+                    ..snap(i as f64, (0, 0, 100 * cpus * i as u64), 0)
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_rounds_of_one_state_are_found_by_their_probes() {
+        // Nine rounds; the line round trip far (400 ns) at the ends of rounds 2, 3 and 4.
+        let line = [
+            100.0, 105.0, 98.0, 400.0, 410.0, 102.0, 99.0, 101.0, 103.0, 100.0,
+        ];
+        let w = probed_watch(&line, &[22.0; 10]);
+        assert_eq!(w.rounds(), 9);
+        assert!(!w.state().quiet());
+        let kept = w.steady_rounds().unwrap();
+        assert_eq!(kept, [0, 1, 5, 6, 7, 8]);
+        let s = w.state_of(&kept);
+        assert!(s.quiet(), "{:?}", s.causes());
+        assert_eq!((s.rounds, s.line_ns), (6, Some((98.0, 105.0))));
+        // All rounds: the whole watch's state, counters included.
+        let whole = w.state();
+        assert_eq!((whole.rounds, whole.line_ns), (9, Some((98.0, 410.0))));
+        assert!((whole.whole.unwrap().seconds - 9.0).abs() < 1e-6);
+        assert!((s.whole.unwrap().seconds - 6.0).abs() < 1e-6);
+        // The slower state, if it holds most rounds, is the one kept (the figures are of it).
+        let far = [
+            400.0, 410.0, 405.0, 100.0, 420.0, 400.0, 415.0, 402.0, 100.0, 101.0,
+        ];
+        assert_eq!(
+            probed_watch(&far, &[22.0; 10]).steady_rounds().unwrap(),
+            [0, 1, 4, 5, 6]
+        );
+        // The loop of local work is judged the same way.
+        let mut work = [22.0; 10];
+        work[4] = 60.0;
+        assert_eq!(
+            probed_watch(&[100.0; 10], &work).steady_rounds().unwrap(),
+            [0, 1, 2, 5, 6, 7, 8]
+        );
+        // Steady: nothing to choose. No state held for half the rounds: nothing either.
+        assert_eq!(
+            probed_watch(&[100.0; 10], &[22.0; 10]).steady_rounds(),
+            None
+        );
+        let flipping = [
+            100.0, 400.0, 100.0, 400.0, 100.0, 100.0, 400.0, 100.0, 400.0, 100.0,
+        ];
+        assert_eq!(probed_watch(&flipping, &[22.0; 10]).steady_rounds(), None);
+        // Too few rounds for a verdict.
+        assert_eq!(
+            probed_watch(&[100.0, 100.0, 100.0, 400.0], &[22.0; 4]).steady_rounds(),
+            None
+        );
     }
 
     #[test]

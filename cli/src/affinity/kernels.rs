@@ -248,8 +248,9 @@ pub struct Cell<'a> {
     /// The row of the table.
     pub row: Row,
     job: Option<Job<'a>>,
-    /// The predictions made in the rounds so far (see [`Sample::predicted`]).
-    predictions: Vec<f64>,
+    /// The prediction made in each round so far (see [`Sample::predicted`]; `None`: none
+    /// that round).
+    predictions: Vec<Option<f64>>,
 }
 
 impl<'a> Cell<'a> {
@@ -278,10 +279,8 @@ impl<'a> Cell<'a> {
         // A model input measured once, when the command prepared the row, catches the machine
         // in one moment; measured in every round it is as interleaved as the figures, and the
         // median of the predictions is compared with the median of the figures.
-        if let Some(t) = s.predicted.filter(|t| t.is_finite()) {
-            self.predictions.push(t);
-            self.row.predicted = Some(mbsp_tools::stats::median(&self.predictions));
-        }
+        self.predictions.push(s.predicted.filter(|t| t.is_finite()));
+        self.predict();
         self.row.bound = match (first, self.row.bound, s.bound) {
             (true, _, b) => b,
             (false, Some(a), Some(b)) => Some(a && b),
@@ -295,6 +294,30 @@ impl<'a> Cell<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The row's prediction: the median of the rounds' own, where they made any.
+    fn predict(&mut self) {
+        let made: Vec<f64> = self.predictions.iter().flatten().copied().collect();
+        if !made.is_empty() {
+            self.row.predicted = Some(mbsp_tools::stats::median(&made));
+        }
+    }
+
+    /// Keeps the figures (and the predictions) of the given runs only, numbered from 0 in the
+    /// order they ran ([`mbsp_tools::machine_state::Watch::steady_rounds`]).
+    pub fn keep_runs(&mut self, kept: &[usize]) {
+        let samples = &self.row.samples;
+        self.row.samples = kept
+            .iter()
+            .filter_map(|&r| samples.get(r).copied())
+            .collect();
+        let predictions = &self.predictions;
+        self.predictions = kept
+            .iter()
+            .filter_map(|&r| predictions.get(r).copied())
+            .collect();
+        self.predict();
     }
 
     /// Whether it runs at all.

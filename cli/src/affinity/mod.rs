@@ -32,7 +32,7 @@ pub mod program;
 pub mod report;
 
 use crate::cli;
-use mbsp_tools::machine_state::{MachineState, Watch};
+use mbsp_tools::machine_state::Watch;
 use mbsp_tools::placement::{self, Count, Process};
 use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
@@ -232,6 +232,12 @@ pub struct Options {
     /// its supersteps from the MBSP_PROFILE JSON this command asks it for, else wall clock).
     #[arg(long)]
     pub wall_clock: bool,
+    /// Keep every run's figure even where the machine changed state during the rounds
+    /// (default: where the probes before and after every run show one state around at least
+    /// half of every configuration's runs, the figures are of those runs alone; the table says
+    /// how many).
+    #[arg(long)]
+    pub all_rounds: bool,
     /// Tiny sizes and few iterations (seconds in all: for a first look and for tests).
     #[arg(long)]
     pub quick: bool,
@@ -407,11 +413,12 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
     let seed = o.seed.unwrap_or_else(clock_seed);
-    let state = rounds(&mut cells, o.repeat, seed)?;
+    let rounds = rounds(&mut cells, o.repeat, seed, o.all_rounds)?;
     let rows = cells.into_iter().map(|c| c.row).collect();
     let out = report::Report {
         rows,
-        state,
+        state: rounds.state,
+        set_aside: rounds.set_aside,
         seed,
         e: &e,
         o,
@@ -452,11 +459,21 @@ fn clock_seed() -> u64 {
 }
 
 /// Runs `repeat` rounds of every cell that runs, each round in a random order of its own
-/// (from `seed`), watching the machine; progress on stderr.
-fn rounds(cells: &mut [kernels::Cell<'_>], repeat: usize, seed: u64) -> Result<MachineState> {
+/// (from `seed`), watching the machine before and after every run; progress on stderr. Unless
+/// `all_rounds`, where the machine changed state during the rounds but held one state around
+/// most runs ([`Watch::steady_rounds`], each run a span of the watch), the cells keep the
+/// figures of those runs alone.
+fn rounds(
+    cells: &mut [kernels::Cell<'_>],
+    repeat: usize,
+    seed: u64,
+    all_rounds: bool,
+) -> Result<report::Rounds> {
     let mut rng = mbsp::rng::SplitMix64::new(seed);
     let mut order: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].runs()).collect();
     let mut watch = Watch::start();
+    // The watch's spans: the cell of each, and which of its runs.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(repeat * order.len());
     let start = std::time::Instant::now();
     for round in 0..repeat {
         rng.shuffle(&mut order);
@@ -468,14 +485,66 @@ fn rounds(cells: &mut [kernels::Cell<'_>], repeat: usize, seed: u64) -> Result<M
         );
         for &i in &order {
             cells[i].run_once()?;
+            // Probed after every run, not every round: this machine kind changes state within
+            // seconds, within a round.
+            watch.mark();
+            spans.push((i, round));
         }
-        watch.mark();
     }
-    let state = watch.state();
-    if !state.quiet() {
-        eprintln!("affinity: warning: {}", state.line());
+    let whole = watch.state();
+    let kept = if all_rounds {
+        None
+    } else {
+        watch.steady_rounds()
+    };
+    let Some(kept) = kept else {
+        if !whole.quiet() {
+            eprintln!("affinity: warning: {}", whole.line());
+        }
+        return Ok(report::Rounds {
+            state: whole,
+            set_aside: None,
+        });
+    };
+    let mut runs_kept = vec![Vec::new(); cells.len()];
+    for &k in &kept {
+        let (cell, run) = spans[k];
+        runs_kept[cell].push(run);
     }
-    Ok(state)
+    // Every configuration keeps at least half of its runs, or none is set aside: a row whose
+    // runs fell mostly in the other state would be measured on too little.
+    let lost = order.iter().find(|&&i| 2 * runs_kept[i].len() < repeat);
+    if let Some(&i) = lost {
+        eprintln!(
+            "affinity: warning: {} ({} kept of {repeat} runs in one state of the machine: every \
+             run counts)",
+            whole.line(),
+            runs_kept[i].len()
+        );
+        return Ok(report::Rounds {
+            state: whole,
+            set_aside: None,
+        });
+    }
+    for (c, runs) in cells.iter_mut().zip(&runs_kept) {
+        c.keep_runs(runs);
+    }
+    let state = watch.state_of(&kept);
+    eprintln!(
+        "affinity: the machine changed state during the rounds; keeping the {} of {} runs taken \
+         in one state (--all-rounds keeps every run): {}",
+        kept.len(),
+        spans.len(),
+        state.line_during("those runs")
+    );
+    Ok(report::Rounds {
+        state,
+        set_aside: Some(report::SetAside {
+            kept: kept.len(),
+            runs: spans.len(),
+            whole,
+        }),
+    })
 }
 
 /// The plan of `levels` under `policy` on the loaded machine, as `mbsp topo` builds it.
@@ -549,6 +618,32 @@ mod tests {
     }
 
     #[test]
+    fn rounds_set_aside_take_their_figures_and_predictions_with_them() {
+        // Round r measures 10 + r seconds and predicts 20 + r, except round 2: no prediction.
+        let mut k = 0;
+        let mut cell = Cell::new(
+            row("fft"),
+            Box::new(move || {
+                k += 1;
+                Ok(Sample {
+                    secs: 9.0 + k as f64,
+                    bound: None,
+                    figure: None,
+                    predicted: (k != 3).then_some(19.0 + k as f64),
+                })
+            }),
+        );
+        for _ in 0..6 {
+            cell.run_once().unwrap();
+        }
+        assert_eq!(cell.row.predicted, Some(23.0));
+        cell.keep_runs(&[0, 2, 4, 5]);
+        assert_eq!(cell.row.samples, [10.0, 12.0, 14.0, 15.0]);
+        // The predictions of rounds 0, 4 and 5 (round 2 made none): their median.
+        assert_eq!(cell.row.predicted, Some(24.0));
+    }
+
+    #[test]
     fn rounds_run_every_configuration_once_each_in_orders_of_their_own() {
         let log = Mutex::new(Vec::new());
         let mut cells: Vec<Cell<'_>> = (0..6)
@@ -568,7 +663,7 @@ mod tests {
                 )
             })
             .collect();
-        rounds(&mut cells, 5, 42).unwrap();
+        rounds(&mut cells, 5, 42, true).unwrap();
         let log = log.lock().unwrap().clone();
         let orders: Vec<&[usize]> = log.chunks(6).collect();
         assert_eq!(orders.len(), 5);
@@ -604,7 +699,7 @@ mod tests {
                 )
             })
             .collect();
-        rounds(&mut cells, 5, 42).unwrap();
+        rounds(&mut cells, 5, 42, true).unwrap();
         assert_eq!(*again.lock().unwrap(), log);
         assert_eq!(cells[0].row.figure, "the program's");
     }

@@ -224,14 +224,53 @@ pub fn align(table: &[Vec<String>], right: &[usize]) -> String {
 pub struct Report<'a> {
     /// The rows, in the order of the table (kernel, shape, policy).
     pub rows: Vec<Row>,
-    /// What the machine did meanwhile.
+    /// What the machine did meanwhile (in the rounds kept).
     pub state: MachineState,
+    /// The rounds kept, where some were set aside.
+    pub set_aside: Option<SetAside>,
     /// The seed of the random order of each round.
     pub seed: u64,
     /// The experiment.
     pub e: &'a Experiment,
     /// The command line.
     pub o: &'a Options,
+}
+
+/// What the rounds left: the machine's state around the runs whose figures count, and how
+/// many those are when not all.
+pub struct Rounds {
+    /// The machine's state around the runs kept.
+    pub state: MachineState,
+    /// The runs kept, where the others were set aside.
+    pub set_aside: Option<SetAside>,
+}
+
+/// The runs taken in one state of the machine, kept where it changed state during the rounds
+/// ([`mbsp_tools::machine_state::Watch::steady_rounds`]).
+pub struct SetAside {
+    /// Runs kept.
+    pub kept: usize,
+    /// Runs made.
+    pub runs: usize,
+    /// The machine's state over every run.
+    pub whole: MachineState,
+}
+
+impl SetAside {
+    /// The lines under the table: what was set aside and why, then the state around the runs
+    /// kept.
+    fn lines(&self, state: &MachineState) -> String {
+        format!(
+            "runs: the figures are of the {} of {} runs taken in one state of the machine (by \
+             its probes before and after each run; a row's count is its interval's); the other \
+             {} were set aside (--all-rounds keeps them) — over all runs: {}\n{}\n",
+            self.kept,
+            self.runs,
+            self.runs - self.kept,
+            self.whole.causes().join("; "),
+            state.line_during("the runs kept"),
+        )
+    }
 }
 
 /// Where the predictions' parameters come from: the runtime's own lookup (`MBSP_PARAMS`, else
@@ -437,7 +476,10 @@ impl Report<'_> {
                  than ±10%, or too few runs): its miss says nothing about the model\n",
             );
         }
-        out.push_str(&format!("{}\n", self.state.line()));
+        match &self.set_aside {
+            Some(set_aside) => out.push_str(&set_aside.lines(&self.state)),
+            None => out.push_str(&format!("{}\n", self.state.line())),
+        }
         out.push_str(&format!("machine: {}\n", mbsp_tools::machine::describe()));
         out
     }
@@ -503,6 +545,9 @@ impl Report<'_> {
         json!({
             "machine": mbsp_tools::machine::describe(),
             "machine_state": self.state.json(),
+            "runs_kept": self.set_aside.as_ref().map(|a| a.kept),
+            "runs_set_aside": self.set_aside.as_ref().map(|a| a.runs - a.kept),
+            "machine_state_all_runs": self.set_aside.as_ref().map(|a| a.whole.json()),
             "repeat": self.o.repeat,
             "seed": self.seed,
             "confidence": CONFIDENCE,

@@ -202,6 +202,7 @@ fn runs_two_kernels_and_a_program_here() {
         "--plot",
         svg.to_str().unwrap(),
         "--json",
+        "--all-rounds",
         "--",
         "/bin/sh",
         "-c",
@@ -267,6 +268,9 @@ fn runs_two_kernels_and_a_program_here() {
         assert!(x["verdict"].as_str().unwrap().len() > 10, "{x}");
     }
     assert!(v["machine_state"]["causes"].is_array(), "{v:#}");
+    // --all-rounds: no run set aside, whatever the machine did.
+    assert!(v["runs_set_aside"].is_null(), "{v:#}");
+    assert!(v["machine_state_all_runs"].is_null(), "{v:#}");
     assert!(v["seed"].is_u64(), "{v:#}");
     for r in &rows[..8] {
         assert!(r["predicted_seconds"].as_f64().unwrap() > 0.0, "{r}");
@@ -333,6 +337,8 @@ fn the_table_has_a_row_per_kernel_and_policy() {
         "compact",
     ]);
     assert_eq!(code, 0, "{err}");
+    // One round: too few runs to set any aside, whatever the machine did.
+    assert!(out.contains("machine state during the runs: "), "{out}");
     let rows: Vec<&str> = out.lines().skip(1).take_while(|l| !l.is_empty()).collect();
     assert_eq!(rows.len(), 2, "{out}");
     assert!(
