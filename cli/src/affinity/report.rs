@@ -408,12 +408,19 @@ impl Report<'_> {
                 out.push_str(&format!("  {group}: {}{busy}\n", v.words(&self.rows)));
             }
         }
+        let runs = match &self.set_aside {
+            None => format!("{}", self.o.repeat),
+            Some(_) => {
+                let n = self.rows.iter().filter(|r| r.skipped.is_none());
+                let least = n.map(|r| r.samples.len()).min().unwrap_or(0);
+                format!("{least}-{} (those kept)", self.o.repeat)
+            }
+        };
         out.push_str(&format!(
-            "\nmedian and its {:.0}% confidence interval (order statistics) of {} runs per row, \
-             the configurations interleaved in rounds in random order (seed {}); ± = the \
+            "\nmedian and its {:.0}% confidence interval (order statistics) of {runs} runs per \
+             row, the configurations interleaved in rounds in random order (seed {}); ± = the \
              interval's half-width over the median\n",
             100.0 * CONFIDENCE,
-            self.o.repeat,
             self.seed
         ));
         let mut figures: Vec<String> = Vec::new();
