@@ -220,13 +220,13 @@ pub fn run(o: &Options) -> Result<()> {
         rounds_phrase(m)
     );
     let fresh = params::fresh_per_word();
-    let mut watch = mbsp_tools::machine_state::Watch::start();
-    let levels = params::measure_levels(&chosen, m, &mut watch)?;
-    let mut measured = Measurement::new(levels, fresh).in_rounds(m);
+    let levels = params::measure_levels(&chosen, m)?;
+    let mut measured = Measurement::new(levels.levels, fresh).in_rounds(m);
     let turns = params::turns_or_warn(m, measured.g_msg())?;
-    let state = watch.state();
+    let state = levels.state;
     measured = measured.watched(state.clone());
     measured.turns = turns.clone();
+    measured.set_aside = levels.set_aside;
     print!("{}", table(&measured.levels));
     println!(
         "\nl = empty superstep (median, and its {:.0}% confidence interval); g = seconds per \
@@ -249,7 +249,14 @@ pub fn run(o: &Options) -> Result<()> {
     if let Some(turns) = &turns {
         println!("{}", turns_line(turns));
     }
-    println!("{}", state.line());
+    match &measured.set_aside {
+        Some(set_aside) => println!(
+            "{}\n{}",
+            set_aside.line("measurements", "they would mix two states"),
+            state.line_during("the measurements kept")
+        ),
+        None => println!("{}", state.line()),
+    }
     if let Some(path) = &o.json {
         write_json(path, &measured).map_err(|e| Error::io("--json").with_source(e))?;
         eprintln!(

@@ -413,6 +413,63 @@ impl Watch {
     }
 }
 
+impl Watch {
+    /// [`steady_rounds`](Self::steady_rounds) for a measurement whose spans belong to groups
+    /// (`group[k]`: the configuration span `k` measured): the spans of one state, if every
+    /// group keeps at least half of its spans there; `None` otherwise (a configuration
+    /// measured mostly in the other state would rest on too little).
+    pub fn steady_spans(&self, group: &[usize]) -> Option<Vec<usize>> {
+        let kept = self.steady_rounds()?;
+        let groups = group.iter().copied().max().map_or(0, |g| g + 1);
+        let (mut all, mut held) = (vec![0usize; groups], vec![0usize; groups]);
+        for &g in group {
+            all[g] += 1;
+        }
+        for &k in &kept {
+            held[*group.get(k)?] += 1;
+        }
+        (0..groups).all(|g| 2 * held[g] >= all[g]).then_some(kept)
+    }
+}
+
+/// Measurements set aside because the machine was in another state around them
+/// ([`Watch::steady_spans`]): how many were kept, of how many, and the state over all of them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetAside {
+    /// Measurements kept.
+    pub kept: usize,
+    /// Measurements made.
+    pub of: usize,
+    /// The machine's state over all of them.
+    pub whole: MachineState,
+}
+
+impl SetAside {
+    /// One line for the end of a table: `{what}: the figures are of the 300 of 360 {what}
+    /// taken in one state of the machine ...; the other 60 were set aside ({keep}) — over all
+    /// {what}: the causes`.
+    pub fn line(&self, what: &str, keep: &str) -> String {
+        format!(
+            "{what}: the figures are of the {} of {} {what} taken in one state of the machine \
+             (by its probes before and after each); the other {} were set aside ({keep}) — over \
+             all {what}: {}",
+            self.kept,
+            self.of,
+            self.of - self.kept,
+            self.whole.causes().join("; "),
+        )
+    }
+
+    /// `{"kept": n, "set_aside": n, "machine_state_all": {...}}`.
+    pub fn json(&self) -> Value {
+        json!({
+            "kept": self.kept,
+            "set_aside": self.of - self.kept,
+            "machine_state_all": self.whole.json(),
+        })
+    }
+}
+
 /// The lowest and highest of `v`, if it has any.
 fn range(v: &[f64]) -> Option<(f64, f64)> {
     (!v.is_empty()).then(|| {
@@ -736,6 +793,13 @@ mod tests {
             100.0, 400.0, 100.0, 400.0, 100.0, 100.0, 400.0, 100.0, 400.0, 100.0,
         ];
         assert_eq!(probed_watch(&flipping, &[22.0; 10]).steady_rounds(), None);
+        // Groups: each must keep at least half of its spans (rounds 2, 3, 4 set aside).
+        let w = probed_watch(&line, &[22.0; 10]);
+        assert_eq!(
+            w.steady_spans(&[0, 1, 0, 1, 0, 1, 0, 1, 0]).unwrap().len(),
+            6
+        );
+        assert_eq!(w.steady_spans(&[0, 0, 1, 1, 1, 2, 2, 2, 2]), None);
         // Too few rounds for a verdict.
         assert_eq!(
             probed_watch(&[100.0, 100.0, 100.0, 400.0], &[22.0; 4]).steady_rounds(),

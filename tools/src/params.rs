@@ -64,7 +64,7 @@
 //! says why.
 
 use crate::error::{Classify, Error, ErrorKind, Result};
-use crate::machine_state::{MachineState, Watch};
+use crate::machine_state::{MachineState, SetAside, Watch};
 use crate::preflight::{self, Need};
 use crate::stats::{CONFIDENCE, Samples, fit_gl, median_interval, timed};
 use mbsp::{Ctx, Level, Policy, Run};
@@ -1266,6 +1266,9 @@ pub struct Measurement {
     /// The rounds the levels were measured in ([`Options::rounds`]) and the seed of their
     /// orders (`None`: not known).
     pub rounds: (usize, Option<u64>),
+    /// The measurements set aside, taken in another state of the machine than the ones the
+    /// levels hold (`None`: none).
+    pub set_aside: Option<SetAside>,
 }
 
 impl Measurement {
@@ -1278,6 +1281,7 @@ impl Measurement {
             state: None,
             turns: None,
             rounds: (1, None),
+            set_aside: None,
         }
     }
 
@@ -1347,6 +1351,9 @@ impl Measurement {
         }
         if let Some(s) = &self.state {
             v["machine_state"] = s.json();
+        }
+        if let Some(a) = &self.set_aside {
+            v["measurements_set_aside"] = a.json();
         }
         v
     }
@@ -1486,24 +1493,33 @@ pub fn measure(o: &Options) -> Result<Measurement> {
     let chosen = chosen_levels(o)?;
     check_memory(o, &chosen)?;
     let fresh = fresh_per_word();
-    let mut watch = Watch::start();
     let o = &o.seeded();
-    let levels = measure_levels(&chosen, o, &mut watch)?;
-    let mut measured = Measurement::new(levels, fresh).in_rounds(o);
+    let levels = measure_levels(&chosen, o)?;
+    let mut measured = Measurement::new(levels.levels, fresh).in_rounds(o);
     measured.turns = turns_or_warn(o, measured.g_msg())?;
-    Ok(measured.watched(watch.state()))
+    measured.set_aside = levels.set_aside;
+    Ok(measured.watched(levels.state))
+}
+
+/// The levels [`measure_levels`] measured, and the machine's state around them.
+#[derive(Clone, Debug)]
+pub struct Levels {
+    /// Each level under the scattered and the compact policy.
+    pub levels: Vec<LevelParams>,
+    /// The machine's state around the measurements the levels hold.
+    pub state: MachineState,
+    /// The measurements set aside, if any: taken in another state of the machine.
+    pub set_aside: Option<SetAside>,
 }
 
 /// Measures each of the `chosen` levels under the scattered and the compact policy in
 /// `o.rounds` rounds, each round every configuration once in an order drawn from `o.seed`
 /// (the clock's when `None`), with progress on stderr (`mbsp params: round 1/3: the machine
-/// level, p = 2, scattered ...`), marking `watch` after each; the levels in `chosen`'s order,
-/// scattered before compact.
-pub fn measure_levels(
-    chosen: &[(Where, usize)],
-    o: &Options,
-    watch: &mut Watch,
-) -> Result<Vec<LevelParams>> {
+/// level, p = 2, scattered ...`), probing the machine before and after each; the levels in
+/// `chosen`'s order, scattered before compact. Where the probes show that the machine changed
+/// state but held one around at least half of every configuration's measurements
+/// ([`Watch::steady_spans`]), each level is combined from those alone.
+pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> {
     let o = o.seeded();
     let machine = mbsp::Machine::current().or_run()?.machine;
     let configs: Vec<(Where, usize, Policy, &'static str)> = chosen
@@ -1518,45 +1534,145 @@ pub fn measure_levels(
     let rounds = o.rounds.max(1);
     let per = o.per_round();
     let mut got: Vec<Vec<Vec<Measured>>> = configs.iter().map(|_| Vec::new()).collect();
+    let mut watch = Watch::start();
+    // The configuration of each of the watch's spans.
+    let mut group = Vec::new();
+    let measure = |i: usize, of: &str| -> Result<Vec<Measured>> {
+        let (level, p, policy, name) = &configs[i];
+        if o.stopped() {
+            return Err(Error::new(ErrorKind::Interrupted, STOPPED));
+        }
+        eprintln!(
+            "mbsp params: {of}measuring the {} level, p = {p}, {name} ...",
+            level.name()
+        );
+        let t = Instant::now();
+        let cache = level_cache(&machine, *level);
+        let measured = measure_round(*level, policy, name, &per, cache).map_err(|e| {
+            if o.stopped() {
+                Error::new(ErrorKind::Interrupted, STOPPED)
+            } else {
+                e
+            }
+        })?;
+        eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
+        Ok(measured)
+    };
+    let mut record =
+        |i: usize, measured: Vec<Measured>, watch: &mut Watch, group: &mut Vec<usize>| {
+            got[i].push(measured);
+            watch.mark();
+            group.push(i);
+        };
     for (round, order) in round_orders(configs.len(), rounds, o.seed.unwrap_or(0))
         .into_iter()
         .enumerate()
     {
         for i in order {
-            let (level, p, policy, name) = &configs[i];
-            if o.stopped() {
-                return Err(Error::new(ErrorKind::Interrupted, STOPPED));
-            }
             let of = if rounds > 1 {
                 format!("round {}/{rounds}: ", round + 1)
             } else {
                 String::new()
             };
-            eprintln!(
-                "mbsp params: {of}measuring the {} level, p = {p}, {name} ...",
-                level.name()
-            );
-            let t = Instant::now();
-            let cache = level_cache(&machine, *level);
-            let measured = measure_round(*level, policy, name, &per, cache).map_err(|e| {
-                if o.stopped() {
-                    Error::new(ErrorKind::Interrupted, STOPPED)
-                } else {
-                    e
-                }
-            })?;
-            got[i].push(measured);
-            watch.mark();
-            eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
+            record(i, measure(i, &of)?, &mut watch, &mut group);
         }
     }
-    Ok(configs
+    // Where the machine changed state and a configuration was measured mostly in the other
+    // one, it is measured again (at most `rounds` more times each), so that every level can
+    // be combined from measurements of one state.
+    if rounds > 1 {
+        for extra in 1..=rounds {
+            let Some(kept) = watch.steady_rounds() else {
+                break;
+            };
+            let short = short_of_state(configs.len(), &group, &kept);
+            if short.is_empty() {
+                break;
+            }
+            for i in short {
+                let of = format!("again ({extra}/{rounds}: the machine was in another state): ");
+                record(i, measure(i, &of)?, &mut watch, &mut group);
+            }
+        }
+    }
+    let whole = watch.state();
+    let (state, set_aside) = match watch.steady_spans(&group) {
+        Some(kept) => {
+            keep_spans(&mut got, &group, &kept);
+            let state = watch.state_of(&kept);
+            eprintln!(
+                "mbsp params: the machine changed state during the rounds; keeping the {} of {} \
+                 measurements taken in one state: {}",
+                kept.len(),
+                group.len(),
+                state.line_during("those measurements")
+            );
+            let set_aside = SetAside {
+                kept: kept.len(),
+                of: group.len(),
+                whole,
+            };
+            (state, Some(set_aside))
+        }
+        None => (whole, None),
+    };
+    let levels = configs
         .iter()
         .zip(got)
         .map(|((level, _, _, name), rounds)| {
             combine(*level, name, rounds, &o, level_cache(&machine, *level))
         })
-        .collect())
+        .collect();
+    Ok(Levels {
+        levels,
+        state,
+        set_aside,
+    })
+}
+
+/// The configurations (of `n`; `group[k]`: the one the watch's span `k` measured) that have
+/// fewer than half of their spans among the `kept` ones: measured mostly in another state.
+///
+/// ```
+/// use mbsp_tools::params::short_of_state;
+/// // Configuration 1 was measured in spans 1, 3 and 5, and only span 5 was kept.
+/// assert_eq!(short_of_state(2, &[0, 1, 0, 1, 0, 1], &[0, 2, 4, 5]), [1]);
+/// ```
+pub fn short_of_state(n: usize, group: &[usize], kept: &[usize]) -> Vec<usize> {
+    (0..n)
+        .filter(|&i| {
+            let all = group.iter().filter(|&&g| g == i).count();
+            let held = kept.iter().filter(|&&k| group.get(k) == Some(&i)).count();
+            2 * held < all
+        })
+        .collect()
+}
+
+/// Keeps, of each configuration's measurements (`got[i]`, in the order taken), those whose
+/// span of the watch is among the `kept` ones (`group[k]`: the configuration span `k`
+/// measured).
+///
+/// ```
+/// use mbsp_tools::params::keep_spans;
+/// let mut got = vec![vec!["a0", "a1"], vec!["b0", "b1"]];
+/// keep_spans(&mut got, &[0, 1, 1, 0], &[0, 2, 3]);
+/// assert_eq!(got, [vec!["a0", "a1"], vec!["b1"]]);
+/// ```
+pub fn keep_spans<T>(got: &mut [Vec<T>], group: &[usize], kept: &[usize]) {
+    let mut keep: Vec<Vec<bool>> = got.iter().map(|g| vec![true; g.len()]).collect();
+    let mut nth = vec![0usize; got.len()];
+    for (k, &i) in group.iter().enumerate() {
+        if let Some(flag) = keep.get_mut(i).and_then(|f| f.get_mut(nth[i])) {
+            *flag = kept.contains(&k);
+        }
+        if let Some(n) = nth.get_mut(i) {
+            *n += 1;
+        }
+    }
+    for (g, keep) in got.iter_mut().zip(&keep) {
+        let mut flags = keep.iter();
+        g.retain(|_| *flags.next().unwrap_or(&true));
+    }
 }
 
 /// The order in which each of `rounds` rounds measures `n` configurations: one round in the
@@ -1735,7 +1851,7 @@ mod tests {
             stop: Some(stop),
             ..Options::full()
         };
-        let e = measure_levels(&[(Where::Machine, 2)], &full, &mut Watch::start()).unwrap_err();
+        let e = measure_levels(&[(Where::Machine, 2)], &full).unwrap_err();
         setter.join().unwrap();
         assert_eq!(e.kind(), ErrorKind::Interrupted, "{}", e.message());
     }

@@ -32,7 +32,7 @@ pub mod program;
 pub mod report;
 
 use crate::cli;
-use mbsp_tools::machine_state::Watch;
+use mbsp_tools::machine_state::{SetAside, Watch};
 use mbsp_tools::placement::{self, Count, Process};
 use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
@@ -492,10 +492,11 @@ fn rounds(
         }
     }
     let whole = watch.state();
+    let group: Vec<usize> = spans.iter().map(|&(cell, _)| cell).collect();
     let kept = if all_rounds {
         None
     } else {
-        watch.steady_rounds()
+        watch.steady_spans(&group)
     };
     let Some(kept) = kept else {
         if !whole.quiet() {
@@ -511,21 +512,6 @@ fn rounds(
         let (cell, run) = spans[k];
         runs_kept[cell].push(run);
     }
-    // Every configuration keeps at least half of its runs, or none is set aside: a row whose
-    // runs fell mostly in the other state would be measured on too little.
-    let lost = order.iter().find(|&&i| 2 * runs_kept[i].len() < repeat);
-    if let Some(&i) = lost {
-        eprintln!(
-            "affinity: warning: {} ({} kept of {repeat} runs in one state of the machine: every \
-             run counts)",
-            whole.line(),
-            runs_kept[i].len()
-        );
-        return Ok(report::Rounds {
-            state: whole,
-            set_aside: None,
-        });
-    }
     for (c, runs) in cells.iter_mut().zip(&runs_kept) {
         c.keep_runs(runs);
     }
@@ -539,9 +525,9 @@ fn rounds(
     );
     Ok(report::Rounds {
         state,
-        set_aside: Some(report::SetAside {
+        set_aside: Some(SetAside {
             kept: kept.len(),
-            runs: spans.len(),
+            of: spans.len(),
             whole,
         }),
     })

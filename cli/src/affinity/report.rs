@@ -9,7 +9,7 @@
 //! prediction is judged ("!" past [`MAX_MISS`]).
 
 use super::{Experiment, Options};
-use mbsp_tools::machine_state::MachineState;
+use mbsp_tools::machine_state::{MachineState, SetAside};
 use mbsp_tools::stats::{CONFIDENCE, Comparison, MedianInterval, compare, median_interval};
 use mbsp_tools::{Error, Result};
 use serde_json::{Value, json};
@@ -224,9 +224,9 @@ pub fn align(table: &[Vec<String>], right: &[usize]) -> String {
 pub struct Report<'a> {
     /// The rows, in the order of the table (kernel, shape, policy).
     pub rows: Vec<Row>,
-    /// What the machine did meanwhile (in the rounds kept).
+    /// What the machine did meanwhile (around the runs kept).
     pub state: MachineState,
-    /// The rounds kept, where some were set aside.
+    /// The runs set aside, if any: taken in another state of the machine.
     pub set_aside: Option<SetAside>,
     /// The seed of the random order of each round.
     pub seed: u64,
@@ -243,34 +243,6 @@ pub struct Rounds {
     pub state: MachineState,
     /// The runs kept, where the others were set aside.
     pub set_aside: Option<SetAside>,
-}
-
-/// The runs taken in one state of the machine, kept where it changed state during the rounds
-/// ([`mbsp_tools::machine_state::Watch::steady_rounds`]).
-pub struct SetAside {
-    /// Runs kept.
-    pub kept: usize,
-    /// Runs made.
-    pub runs: usize,
-    /// The machine's state over every run.
-    pub whole: MachineState,
-}
-
-impl SetAside {
-    /// The lines under the table: what was set aside and why, then the state around the runs
-    /// kept.
-    fn lines(&self, state: &MachineState) -> String {
-        format!(
-            "runs: the figures are of the {} of {} runs taken in one state of the machine (by \
-             its probes before and after each run; a row's count is its interval's); the other \
-             {} were set aside (--all-rounds keeps them) — over all runs: {}\n{}\n",
-            self.kept,
-            self.runs,
-            self.runs - self.kept,
-            self.whole.causes().join("; "),
-            state.line_during("the runs kept"),
-        )
-    }
 }
 
 /// Where the predictions' parameters come from: the runtime's own lookup (`MBSP_PARAMS`, else
@@ -484,7 +456,11 @@ impl Report<'_> {
             );
         }
         match &self.set_aside {
-            Some(set_aside) => out.push_str(&set_aside.lines(&self.state)),
+            Some(set_aside) => out.push_str(&format!(
+                "{}\n{}\n",
+                set_aside.line("runs", "--all-rounds keeps them"),
+                self.state.line_during("the runs kept")
+            )),
             None => out.push_str(&format!("{}\n", self.state.line())),
         }
         out.push_str(&format!("machine: {}\n", mbsp_tools::machine::describe()));
@@ -552,9 +528,7 @@ impl Report<'_> {
         json!({
             "machine": mbsp_tools::machine::describe(),
             "machine_state": self.state.json(),
-            "runs_kept": self.set_aside.as_ref().map(|a| a.kept),
-            "runs_set_aside": self.set_aside.as_ref().map(|a| a.runs - a.kept),
-            "machine_state_all_runs": self.set_aside.as_ref().map(|a| a.whole.json()),
+            "runs_set_aside": self.set_aside.as_ref().map(SetAside::json),
             "repeat": self.o.repeat,
             "seed": self.seed,
             "confidence": CONFIDENCE,
