@@ -461,8 +461,8 @@ fn clock_seed() -> u64 {
 /// Runs `repeat` rounds of every cell that runs, each round in a random order of its own
 /// (from `seed`), watching the machine before and after every run; progress on stderr. Unless
 /// `all_rounds`, where the machine changed state during the rounds but held one state around
-/// most runs ([`Watch::steady_rounds`], each run a span of the watch), the cells keep the
-/// figures of those runs alone.
+/// most runs, and most of every configuration's ([`Watch::steady_spans`], each run a span of
+/// the watch), the cells keep the figures of those runs alone.
 fn rounds(
     cells: &mut [kernels::Cell<'_>],
     repeat: usize,
@@ -604,8 +604,8 @@ mod tests {
     }
 
     #[test]
-    fn rounds_set_aside_take_their_figures_and_predictions_with_them() {
-        // Round r measures 10 + r seconds and predicts 20 + r, except round 2: no prediction.
+    fn runs_set_aside_take_their_figures_and_predictions_with_them() {
+        // Run r measures 10 + r seconds and predicts 20 + r, except run 2: no prediction.
         let mut k = 0;
         let mut cell = Cell::new(
             row("fft"),
@@ -625,7 +625,7 @@ mod tests {
         assert_eq!(cell.row.predicted, Some(23.0));
         cell.keep_runs(&[0, 2, 4, 5]);
         assert_eq!(cell.row.samples, [10.0, 12.0, 14.0, 15.0]);
-        // The predictions of rounds 0, 4 and 5 (round 2 made none): their median.
+        // The predictions of runs 0, 4 and 5 (run 2 made none): their median.
         assert_eq!(cell.row.predicted, Some(24.0));
     }
 
