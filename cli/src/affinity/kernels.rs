@@ -729,9 +729,9 @@ fn fft_job<'a>(
             Ok(if nested {
                 cost.choose(n, &fans).nested
             } else if handed_down {
-                // `MultiFft::nested`: natural order, the nested run's start measured.
+                // The parts order (`Plan::new`), the nested run's start measured.
                 cost.nested_start = mbsp_tools::params::nested_run_seconds(p)?;
-                cost.top_of_one(n, p, Order::Natural)
+                cost.top_of_one(n, p, Order::Parts)
             } else {
                 cost.choose(n, &fans).flat
             })
@@ -740,7 +740,7 @@ fn fft_job<'a>(
     row.model = if nested {
         "Multi-BSP FFT cost, packages' and a package's parameters; r of rustfft".into()
     } else if handed_down {
-        "BSP FFT cost of the nested run in natural order, plus its start (measured); r of \
+        "BSP FFT cost of the nested run in the parts order, plus its start (measured); r of \
          rustfft"
             .into()
     } else {
@@ -800,9 +800,16 @@ enum Plan {
 }
 
 impl Plan {
+    /// A top level of one process keeps its vector in the parts order: the flat row's
+    /// transform leaves each process's part in the BSP FFT's own distribution, and so does a
+    /// nested run in the parts order, so the two shapes do the same work. (The natural order
+    /// moves the vector between the cores twice more, for the caller's sake: `mbsp-bench
+    /// fft`'s `mbsp-top1` row.)
     fn new(ctx: &mut Ctx, n: usize, below: &[usize]) -> mbsp::Result<Plan> {
         Ok(if below.is_empty() {
             Plan::Flat(BspFft::new(ctx, n)?)
+        } else if ctx.nprocs() == 1 {
+            Plan::Nested(MultiFft::with_order(ctx, n, below, Order::Parts)?)
         } else {
             Plan::Nested(MultiFft::nested(ctx, n, below)?)
         })

@@ -334,14 +334,29 @@ fn the_table_has_a_row_per_kernel_and_policy() {
         "triad,fft",
         "--policy",
         "compact",
+        "--shape",
+        "flat",
+        "--shape",
+        "nested",
     ]);
     assert_eq!(code, 0, "{err}");
     // One round: too few runs to set any aside, whatever the machine did.
     assert!(out.contains("machine state during the runs: "), "{out}");
     let rows: Vec<&str> = out.lines().skip(1).take_while(|l| !l.is_empty()).collect();
-    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(rows.len(), 4, "{out}");
     assert!(
-        rows[0].starts_with("triad") && rows[1].starts_with("fft"),
+        rows[0].starts_with("triad") && rows[2].starts_with("fft"),
+        "{out}"
+    );
+    // The nested FFT (a top level of one process on this machine's one package, or one per
+    // package) transformed and checked its data, and says which model priced it.
+    assert!(
+        rows[3].contains("nested") && !rows[3].contains("skipped"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fft: BSP FFT cost of the nested run in the parts order")
+            || out.contains("Multi-BSP FFT cost"),
         "{out}"
     );
     assert!(
