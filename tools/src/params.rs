@@ -64,7 +64,7 @@
 //! says why.
 
 use crate::error::{Classify, Error, ErrorKind, Result};
-use crate::machine_state::{MachineState, SetAside, Watch};
+use crate::machine_state::{MachineState, SetAside, Watch, short_of_state};
 use crate::preflight::{self, Need};
 use crate::stats::{CONFIDENCE, Samples, fit_gl, median_interval, timed};
 use mbsp::{Ctx, Level, Policy, Run};
@@ -1628,24 +1628,6 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> 
         state,
         set_aside,
     })
-}
-
-/// The configurations (of `n`; `group[k]`: the one the watch's span `k` measured) that have
-/// fewer than half of their spans among the `kept` ones: measured mostly in another state.
-///
-/// ```
-/// use mbsp_tools::params::short_of_state;
-/// // Configuration 1 was measured in spans 1, 3 and 5, and only span 5 was kept.
-/// assert_eq!(short_of_state(2, &[0, 1, 0, 1, 0, 1], &[0, 2, 4, 5]), [1]);
-/// ```
-pub fn short_of_state(n: usize, group: &[usize], kept: &[usize]) -> Vec<usize> {
-    (0..n)
-        .filter(|&i| {
-            let all = group.iter().filter(|&&g| g == i).count();
-            let held = kept.iter().filter(|&&k| group.get(k) == Some(&i)).count();
-            2 * held < all
-        })
-        .collect()
 }
 
 /// Keeps, of each configuration's measurements (`got[i]`, in the order taken), those whose

@@ -32,7 +32,7 @@ pub mod program;
 pub mod report;
 
 use crate::cli;
-use mbsp_tools::machine_state::{SetAside, Watch};
+use mbsp_tools::machine_state::{SetAside, Watch, short_of_state};
 use mbsp_tools::placement::{self, Count, Process};
 use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
@@ -462,7 +462,8 @@ fn clock_seed() -> u64 {
 /// (from `seed`), watching the machine before and after every run; progress on stderr. Unless
 /// `all_rounds`, where the machine changed state during the rounds but held one state around
 /// most runs, and most of every configuration's ([`Watch::steady_spans`], each run a span of
-/// the watch), the cells keep the figures of those runs alone.
+/// the watch), the cells keep the figures of those runs alone; configurations that ran mostly
+/// in another state run again first.
 fn rounds(
     cells: &mut [kernels::Cell<'_>],
     repeat: usize,
@@ -489,6 +490,31 @@ fn rounds(
             // seconds, within a round.
             watch.mark();
             spans.push((i, round));
+        }
+    }
+    // Where the machine changed state and some configurations ran mostly in the other one,
+    // they run again (at most `repeat` more times each), so that every row can keep runs of
+    // one state.
+    let mut runs = vec![repeat; cells.len()];
+    for extra in 1..=if all_rounds { 0 } else { repeat } {
+        let Some(kept) = watch.steady_rounds() else {
+            break;
+        };
+        let group: Vec<usize> = spans.iter().map(|&(cell, _)| cell).collect();
+        let short = short_of_state(cells.len(), &group, &kept);
+        if short.is_empty() {
+            break;
+        }
+        eprintln!(
+            "affinity: again ({extra}/{repeat}): {} configurations ran mostly in another state \
+             of the machine than most runs",
+            short.len()
+        );
+        for i in short {
+            cells[i].run_once()?;
+            watch.mark();
+            spans.push((i, runs[i]));
+            runs[i] += 1;
         }
     }
     let whole = watch.state();

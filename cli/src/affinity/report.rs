@@ -380,13 +380,19 @@ impl Report<'_> {
                 out.push_str(&format!("  {group}: {}{busy}\n", v.words(&self.rows)));
             }
         }
-        let runs = match &self.set_aside {
-            None => format!("{}", self.o.repeat),
-            Some(_) => {
-                let n = self.rows.iter().filter(|r| r.skipped.is_none());
-                let least = n.map(|r| r.samples.len()).min().unwrap_or(0);
-                format!("{least}-{} (those kept)", self.o.repeat)
-            }
+        // Rows can differ: runs set aside, or run again where the machine was in another state.
+        let counts = || {
+            self.rows
+                .iter()
+                .filter(|r| r.skipped.is_none())
+                .map(|r| r.samples.len())
+        };
+        let (least, most) = (counts().min().unwrap_or(0), counts().max().unwrap_or(0));
+        let runs = match (&self.set_aside, least == most) {
+            (None, true) => format!("{least}"),
+            (None, false) => format!("{least}-{most}"),
+            (Some(_), true) => format!("{least} (those kept)"),
+            (Some(_), false) => format!("{least}-{most} (those kept)"),
         };
         out.push_str(&format!(
             "\nmedian and its {:.0}% confidence interval (order statistics) of {runs} runs per \
