@@ -358,8 +358,7 @@ impl Watch {
     /// back between two probes: the shorter the rounds, the less of that.
     pub fn steady_rounds(&self) -> Option<Vec<usize>> {
         let n = self.rounds();
-        let whole = self.state();
-        if whole.line_cause().is_none() && whole.work_cause().is_none() {
+        if !self.state().changed_state() {
             return None;
         }
         let ends = |r: usize, f: fn(&Snapshot) -> Option<f64>| {
@@ -611,6 +610,13 @@ impl MachineState {
         })
     }
 
+    /// Whether the machine changed state during the watch: a cache line's round trip or the
+    /// loop of local work moved by more than [`MAX_LINE_RATIO`] or [`MAX_WORK_RATIO`] (not
+    /// other processes, steal or the clock).
+    pub fn changed_state(&self) -> bool {
+        self.line_cause().is_some() || self.work_cause().is_some()
+    }
+
     /// Whether nothing was seen that makes the measurement untrustworthy.
     pub fn quiet(&self) -> bool {
         self.causes().is_empty()
@@ -808,6 +814,12 @@ mod tests {
             probed_watch(&[100.0; 10], &[22.0; 10]).steady_rounds(),
             None
         );
+        assert!(
+            !probed_watch(&[100.0; 10], &[22.0; 10])
+                .state()
+                .changed_state()
+        );
+        assert!(w.state().changed_state());
         let flipping = [
             100.0, 400.0, 100.0, 400.0, 100.0, 100.0, 400.0, 100.0, 400.0, 100.0,
         ];

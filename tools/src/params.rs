@@ -1579,13 +1579,15 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> 
     }
     // Where the machine changed state and a configuration was measured mostly in the other
     // one, it is measured again (at most `rounds` more times each), so that every level can
-    // be combined from measurements of one state.
+    // be combined from measurements of one state; where no state held around half of them,
+    // every configuration is measured once more first (once).
     if rounds > 1 {
         for extra in 1..=rounds {
-            let Some(kept) = watch.steady_rounds() else {
-                break;
+            let short = match watch.steady_rounds() {
+                Some(kept) => short_of_state(configs.len(), &group, &kept),
+                None if extra == 1 && watch.state().changed_state() => (0..configs.len()).collect(),
+                None => break,
             };
-            let short = short_of_state(configs.len(), &group, &kept);
             if short.is_empty() {
                 break;
             }
