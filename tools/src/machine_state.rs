@@ -42,6 +42,8 @@ pub const MIN_JUDGED_SECONDS: f64 = 0.5;
 /// watch's marks above which the machine is called unsteady: on a steady machine the probe
 /// repeats within a third or so, while a move of virtual CPUs changes it several times over.
 pub const MAX_LINE_RATIO: f64 = 1.5;
+/// Most candidate states (fastest probes) [`Watch::steady_rounds`] tries per kind of probe.
+const MAX_ANCHORS: usize = 64;
 /// Fewest rounds that [`Watch::steady_rounds`] keeps: what a verdict between two
 /// configurations needs (`mbsp affinity`).
 pub const MIN_STEADY_ROUNDS: usize = 4;
@@ -372,14 +374,27 @@ impl Watch {
         };
         let line: Vec<Option<(f64, f64)>> = (0..n).map(|r| ends(r, |s| s.line_ns)).collect();
         let work: Vec<Option<(f64, f64)>> = (0..n).map(|r| ends(r, |s| s.work_us)).collect();
-        // A probe kind that some round lacks (never measured, or failed) is not judged.
-        let judged = |v: &[Option<(f64, f64)>]| v.iter().all(Option::is_some);
-        let anchors = |v: &[Option<(f64, f64)>]| -> Vec<Option<f64>> {
-            if judged(v) {
-                v.iter().map(|x| x.map(|(lo, _)| lo)).collect()
-            } else {
-                vec![None]
+        // A probe kind that some round lacks (never measured, or failed), or that stayed within
+        // its ratio throughout, is not judged. The candidate states of one that moved start at
+        // the rounds' fastest probes: at most MAX_ANCHORS of them, spread over their order, so
+        // that a measurement of many spans costs a few million comparisons, not n³ (any anchor
+        // gives a set within the ratio; a nearby one, nearly the largest).
+        let anchors = |v: &[Option<(f64, f64)>], ratio: f64| -> Vec<Option<f64>> {
+            let mut lows: Vec<f64> = v.iter().filter_map(|x| x.map(|(lo, _)| lo)).collect();
+            let (lo, hi) = range(
+                &v.iter()
+                    .filter_map(|x| x.map(|(_, hi)| hi))
+                    .chain(lows.iter().copied())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or((0.0, 0.0));
+            if lows.len() < v.len() || lo <= 0.0 || hi / lo <= ratio {
+                return vec![None];
             }
+            lows.sort_by(f64::total_cmp);
+            lows.dedup();
+            let step = lows.len().div_ceil(MAX_ANCHORS);
+            lows.iter().step_by(step).map(|&a| Some(a)).collect()
         };
         let within = |x: Option<(f64, f64)>, anchor: Option<f64>, ratio: f64| match (x, anchor) {
             (_, None) => true,
@@ -387,8 +402,8 @@ impl Watch {
             (None, Some(_)) => false,
         };
         let mut best: Option<(Vec<usize>, f64, f64)> = None;
-        for a in anchors(&line) {
-            for b in anchors(&work) {
+        for a in anchors(&line, MAX_LINE_RATIO) {
+            for b in anchors(&work, MAX_WORK_RATIO) {
                 let group: Vec<usize> = (0..n)
                     .filter(|&r| within(line[r], a, MAX_LINE_RATIO))
                     .filter(|&r| within(work[r], b, MAX_WORK_RATIO))
@@ -831,6 +846,26 @@ mod tests {
             6
         );
         assert_eq!(w.steady_spans(&[0, 0, 1, 1, 1, 2, 2, 2, 2]), None);
+        // Many spans, both probes moving: the near state's spans are found among 2000.
+        let line: Vec<f64> = (0..2001)
+            .map(|i| {
+                if i % 8 == 7 {
+                    400.0
+                } else {
+                    100.0 + (i % 7) as f64
+                }
+            })
+            .collect();
+        let work: Vec<f64> = (0..2001)
+            .map(|i| if i % 20 == 19 { 60.0 } else { 22.0 })
+            .collect();
+        let kept = probed_watch(&line, &work).steady_rounds().unwrap();
+        let near = |i: usize| line[i] < 200.0 && work[i] < 30.0;
+        assert!(kept.iter().all(|&r| near(r) && near(r + 1)));
+        assert_eq!(
+            kept.len(),
+            (0..2000).filter(|&r| near(r) && near(r + 1)).count()
+        );
         // Too few rounds for a verdict.
         assert_eq!(
             probed_watch(&[100.0, 100.0, 100.0, 400.0], &[22.0; 4]).steady_rounds(),
