@@ -11,6 +11,8 @@
 //! * [`machine_state`] — what else the machine did during a measurement (other processes' CPU
 //!   time, stolen time, the clock, the cache-line round trip between two CPUs, the speed of a
 //!   fixed loop of local work): whether its timings can be trusted.
+//! * [`state_rounds`] — measurements in rounds, probed around each, kept from one state of the
+//!   machine and taken again where a configuration ran mostly in another.
 //! * [`line_exchange`] — how long two CPUs take to hand a cache line back and forth.
 //! * [`placement`] — where the processes of a (nested) plan go, as plain data.
 //! * [`spmv`], [`fft`], [`sparse`] — the measurements of the SpMV and the FFT that several
@@ -43,6 +45,7 @@ pub mod preflight;
 pub mod run_on;
 pub mod sparse;
 pub mod spmv;
+pub mod state_rounds;
 pub mod stats;
 
 pub use error::{Classify, Error, ErrorKind, Result};

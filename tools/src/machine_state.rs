@@ -187,8 +187,21 @@ impl Snapshot {
     /// ([`round_trip_ns`](crate::line_exchange::round_trip_ns): a few milliseconds at most) and
     /// the fixed loop of local work ([`local_work_us`]: a few tenths of a millisecond).
     pub fn probed() -> Snapshot {
-        let line_ns = crate::line_exchange::round_trip_ns();
-        let work_us = Some(local_work_us());
+        Snapshot::with_probes(crate::line_exchange::round_trip_ns(), Some(local_work_us()))
+    }
+
+    /// [`now`](Self::now) with the probes' figures given: a cache line's round trip, ns, and
+    /// the loop of local work, us — for a measurement that probes in a way of its own, and
+    /// for a test that plays a machine changing state.
+    ///
+    /// ```
+    /// use mbsp_tools::machine_state::{Snapshot, Watch};
+    /// let mut w = Watch::starting(Snapshot::with_probes(Some(100.0), Some(22.0)));
+    /// w.mark_with(Snapshot::with_probes(Some(400.0), Some(22.0)));
+    /// assert_eq!(w.state().line_ns, Some((100.0, 400.0)));
+    /// assert!(w.state().changed_state());
+    /// ```
+    pub fn with_probes(line_ns: Option<f64>, work_us: Option<f64>) -> Snapshot {
         Snapshot {
             line_ns,
             work_us,
@@ -283,15 +296,23 @@ impl Default for Watch {
 impl Watch {
     /// Starts watching (the first snapshot, [`Snapshot::probed`]).
     pub fn start() -> Watch {
-        Watch {
-            snaps: vec![Snapshot::probed()],
-        }
+        Watch::starting(Snapshot::probed())
+    }
+
+    /// Starts watching from the snapshot `first` (see [`Snapshot::with_probes`]).
+    pub fn starting(first: Snapshot) -> Watch {
+        Watch { snaps: vec![first] }
     }
 
     /// Ends a round (a snapshot, [`Snapshot::probed`]): call it while the measurement's own
     /// threads are idle.
     pub fn mark(&mut self) {
-        self.snaps.push(Snapshot::probed());
+        self.mark_with(Snapshot::probed());
+    }
+
+    /// Ends a round with the snapshot `s`, taken just now.
+    pub fn mark_with(&mut self, s: Snapshot) {
+        self.snaps.push(s);
     }
 
     /// The machine's state over the whole watch, with its worst round.

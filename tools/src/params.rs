@@ -64,8 +64,9 @@
 //! says why.
 
 use crate::error::{Classify, Error, ErrorKind, Result};
-use crate::machine_state::{MachineState, SetAside, Watch, short_of_state};
+use crate::machine_state::{MachineState, SetAside, Snapshot};
 use crate::preflight::{self, Need};
+use crate::state_rounds::{self, Pass};
 use crate::stats::{CONFIDENCE, Samples, fit_gl, median_interval, timed};
 use mbsp::{Ctx, Level, Policy, Run};
 use serde_json::{Value, json};
@@ -1534,14 +1535,20 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> 
     let rounds = o.rounds.max(1);
     let per = o.per_round();
     let mut got: Vec<Vec<Vec<Measured>>> = configs.iter().map(|_| Vec::new()).collect();
-    let mut watch = Watch::start();
-    // The configuration of each of the watch's spans.
-    let mut group = Vec::new();
-    let measure = |i: usize, of: &str| -> Result<Vec<Measured>> {
+    let measure = |i: usize, pass: Pass| -> Result<Vec<Measured>> {
         let (level, p, policy, name) = &configs[i];
         if o.stopped() {
             return Err(Error::new(ErrorKind::Interrupted, STOPPED));
         }
+        let of = match pass {
+            Pass::Round { round, rounds, .. } if rounds > 1 => {
+                format!("round {}/{rounds}: ", round + 1)
+            }
+            Pass::Round { .. } => String::new(),
+            Pass::Again { pass, passes, .. } => {
+                format!("again ({pass}/{passes}: the machine was in another state): ")
+            }
+        };
         eprintln!(
             "mbsp params: {of}measuring the {} level, p = {p}, {name} ...",
             level.name()
@@ -1558,66 +1565,38 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> 
         eprintln!("mbsp params:   done in {:.1} s", t.elapsed().as_secs_f64());
         Ok(measured)
     };
-    let mut record =
-        |i: usize, measured: Vec<Measured>, watch: &mut Watch, group: &mut Vec<usize>| {
-            got[i].push(measured);
-            watch.mark();
-            group.push(i);
-        };
-    for (round, order) in round_orders(configs.len(), rounds, o.seed.unwrap_or(0))
-        .into_iter()
-        .enumerate()
-    {
-        for i in order {
-            let of = if rounds > 1 {
-                format!("round {}/{rounds}: ", round + 1)
-            } else {
-                String::new()
-            };
-            record(i, measure(i, &of)?, &mut watch, &mut group);
-        }
-    }
     // Where the machine changed state and a configuration was measured mostly in the other
     // one, it is measured again (at most `rounds` more times each), so that every level can
     // be combined from measurements of one state; where no state held around half of them,
     // every configuration is measured once more first (once).
-    if rounds > 1 {
-        for extra in 1..=rounds {
-            let short = match watch.steady_rounds() {
-                Some(kept) => short_of_state(configs.len(), &group, &kept),
-                None if extra == 1 && watch.state().changed_state() => (0..configs.len()).collect(),
-                None => break,
-            };
-            if short.is_empty() {
-                break;
-            }
-            for i in short {
-                let of = format!("again ({extra}/{rounds}: the machine was in another state): ");
-                record(i, measure(i, &of)?, &mut watch, &mut group);
-            }
-        }
-    }
-    let whole = watch.state();
-    let (state, set_aside) = match watch.steady_spans(&group) {
-        Some(kept) => {
-            keep_spans(&mut got, &group, &kept);
-            let state = watch.state_of(&kept);
-            eprintln!(
-                "mbsp params: the machine changed state during the rounds; keeping the {} of {} \
-                 measurements taken in one state: {}",
-                kept.len(),
-                group.len(),
-                state.line_during("those measurements")
-            );
-            let set_aside = SetAside {
-                kept: kept.len(),
-                of: group.len(),
-                whole,
-            };
-            (state, Some(set_aside))
-        }
-        None => (whole, None),
+    let orders = round_orders(configs.len(), rounds, o.seed.unwrap_or(0));
+    let again = state_rounds::Options {
+        again: if rounds > 1 { rounds } else { 0 },
+        again_all: true,
+        all: false,
     };
+    let out = state_rounds::measure::<Error>(
+        configs.len(),
+        &orders,
+        again,
+        &mut Snapshot::probed,
+        &mut |i, pass| {
+            got[i].push(measure(i, pass)?);
+            Ok(())
+        },
+    )?;
+    let set_aside = out.set_aside();
+    if let Some(aside) = &set_aside {
+        out.keep(&mut got);
+        eprintln!(
+            "mbsp params: the machine changed state during the rounds; keeping the {} of {} \
+             measurements taken in one state: {}",
+            aside.kept,
+            aside.of,
+            out.state.line_during("those measurements")
+        );
+    }
+    let state = out.state;
     let levels = configs
         .iter()
         .zip(got)
@@ -1630,33 +1609,6 @@ pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> 
         state,
         set_aside,
     })
-}
-
-/// Keeps, of each configuration's measurements (`got[i]`, in the order taken), those whose
-/// span of the watch is among the `kept` ones (`group[k]`: the configuration span `k`
-/// measured).
-///
-/// ```
-/// use mbsp_tools::params::keep_spans;
-/// let mut got = vec![vec!["a0", "a1"], vec!["b0", "b1"]];
-/// keep_spans(&mut got, &[0, 1, 1, 0], &[0, 2, 3]);
-/// assert_eq!(got, [vec!["a0", "a1"], vec!["b1"]]);
-/// ```
-pub fn keep_spans<T>(got: &mut [Vec<T>], group: &[usize], kept: &[usize]) {
-    let mut keep: Vec<Vec<bool>> = got.iter().map(|g| vec![true; g.len()]).collect();
-    let mut nth = vec![0usize; got.len()];
-    for (k, &i) in group.iter().enumerate() {
-        if let Some(flag) = keep.get_mut(i).and_then(|f| f.get_mut(nth[i])) {
-            *flag = kept.contains(&k);
-        }
-        if let Some(n) = nth.get_mut(i) {
-            *n += 1;
-        }
-    }
-    for (g, keep) in got.iter_mut().zip(&keep) {
-        let mut flags = keep.iter();
-        g.retain(|_| *flags.next().unwrap_or(&true));
-    }
 }
 
 /// The order in which each of `rounds` rounds measures `n` configurations: one round in the

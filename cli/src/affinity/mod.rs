@@ -32,8 +32,9 @@ pub mod program;
 pub mod report;
 
 use crate::cli;
-use mbsp_tools::machine_state::{SetAside, Watch, short_of_state};
+use mbsp_tools::machine_state::Snapshot;
 use mbsp_tools::placement::{self, Count, Process};
+use mbsp_tools::state_rounds::{self, Pass};
 use mbsp_tools::{Error, Result};
 use mbsp_topology::{Level, Loaded, Machine, Policy};
 use std::path::PathBuf;
@@ -461,105 +462,94 @@ fn clock_seed() -> u64 {
 /// Runs `repeat` rounds of every cell that runs, each round in a random order of its own
 /// (from `seed`), watching the machine before and after every run; progress on stderr. Unless
 /// `all_rounds`, where the machine changed state during the rounds but held one state around
-/// most runs, and most of every configuration's ([`Watch::steady_spans`], each run a span of
-/// the watch), the cells keep the figures of those runs alone; configurations that ran mostly
-/// in another state run again first.
+/// most runs, and most of every configuration's, the cells keep the figures of those runs
+/// alone; configurations that ran mostly in another state run again first (at most `repeat`
+/// more times each; [`mbsp_tools::state_rounds`], each run a measurement).
 fn rounds(
     cells: &mut [kernels::Cell<'_>],
     repeat: usize,
     seed: u64,
     all_rounds: bool,
 ) -> Result<report::Rounds> {
+    rounds_probed(cells, repeat, seed, all_rounds, &mut Snapshot::probed)
+}
+
+/// [`rounds`], the machine probed by `probe`.
+fn rounds_probed(
+    cells: &mut [kernels::Cell<'_>],
+    repeat: usize,
+    seed: u64,
+    all_rounds: bool,
+    probe: &mut dyn FnMut() -> Snapshot,
+) -> Result<report::Rounds> {
     let mut rng = mbsp::rng::SplitMix64::new(seed);
     let mut order: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].runs()).collect();
-    let mut watch = Watch::start();
-    // The watch's spans: the cell of each, and which of its runs.
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(repeat * order.len());
+    let orders: Vec<Vec<usize>> = (0..repeat)
+        .map(|_| {
+            rng.shuffle(&mut order);
+            order.clone()
+        })
+        .collect();
     let start = std::time::Instant::now();
-    for round in 0..repeat {
-        rng.shuffle(&mut order);
-        eprintln!(
-            "affinity: round {} of {repeat}: {} configurations in random order ({:.1} s so far)",
-            round + 1,
-            order.len(),
-            start.elapsed().as_secs_f64()
-        );
-        for &i in &order {
-            cells[i].run_once()?;
-            // Probed after every run, not every round: this machine kind changes state within
-            // seconds, within a round.
-            watch.mark();
-            spans.push((i, round));
-        }
-    }
-    // Where the machine changed state and some configurations ran mostly in the other one,
-    // they run again (at most `repeat` more times each), so that every row can keep runs of
-    // one state.
-    let mut runs = vec![repeat; cells.len()];
-    for extra in 1..=if all_rounds { 0 } else { repeat } {
-        let Some(kept) = watch.steady_rounds() else {
-            break;
-        };
-        let group: Vec<usize> = spans.iter().map(|&(cell, _)| cell).collect();
-        let short = short_of_state(cells.len(), &group, &kept);
-        if short.is_empty() {
-            break;
-        }
-        eprintln!(
-            "affinity: again ({extra}/{repeat}): {} configurations ran mostly in another state \
-             of the machine than most runs",
-            short.len()
-        );
-        for i in short {
-            cells[i].run_once()?;
-            watch.mark();
-            spans.push((i, runs[i]));
-            runs[i] += 1;
-        }
-    }
-    let whole = watch.state();
-    let group: Vec<usize> = spans.iter().map(|&(cell, _)| cell).collect();
-    let kept = if all_rounds {
-        None
-    } else {
-        watch.steady_spans(&group)
+    let o = state_rounds::Options {
+        again: repeat,
+        again_all: false,
+        all: all_rounds,
     };
-    let Some(kept) = kept else {
-        if !whole.quiet() {
-            eprintln!("affinity: warning: {}", whole.line());
+    // Probed after every run, not every round: this machine kind changes state within
+    // seconds, within a round.
+    let out = state_rounds::measure(cells.len(), &orders, o, probe, &mut |i, pass| {
+        match pass {
+            Pass::Round {
+                round,
+                rounds,
+                index: 0,
+                len,
+            } => eprintln!(
+                "affinity: round {} of {rounds}: {len} configurations in random order ({:.1} s \
+                 so far)",
+                round + 1,
+                start.elapsed().as_secs_f64()
+            ),
+            Pass::Again {
+                pass,
+                passes,
+                index: 0,
+                len,
+            } => eprintln!(
+                "affinity: again ({pass}/{passes}): {len} configurations ran mostly in another \
+                 state of the machine than most runs"
+            ),
+            _ => {}
+        }
+        cells[i].run_once()
+    })?;
+    let Some(set_aside) = out.set_aside() else {
+        if !out.whole.quiet() {
+            eprintln!("affinity: warning: {}", out.whole.line());
         }
         return Ok(report::Rounds {
-            state: whole,
+            state: out.whole,
             set_aside: None,
         });
     };
-    let mut runs_kept = vec![Vec::new(); cells.len()];
-    for &k in &kept {
-        let (cell, run) = spans[k];
-        runs_kept[cell].push(run);
+    let kept = out.kept_of(cells.len());
+    for (c, runs) in cells.iter_mut().zip(kept) {
+        c.keep_runs(&runs);
     }
-    for (c, runs) in cells.iter_mut().zip(&runs_kept) {
-        c.keep_runs(runs);
-    }
-    let state = watch.state_of(&kept);
     eprintln!(
         "affinity: the machine changed state during the rounds; keeping the {} of {} runs taken \
          in one state (--all-rounds keeps every run): {}",
-        kept.len(),
-        spans.len(),
-        state.line_during("those runs")
+        set_aside.kept,
+        set_aside.of,
+        out.state.line_during("those runs")
     );
     Ok(report::Rounds {
-        state,
-        set_aside: Some(SetAside {
-            kept: kept.len(),
-            of: spans.len(),
-            whole,
-        }),
+        state: out.state,
+        set_aside: Some(set_aside),
     })
 }
 
-/// The plan of `levels` under `policy` on the loaded machine, as `mbsp topo` builds it.
 pub(crate) fn plan_of(m: &Machine, levels: &[Count], policy: &Policy) -> Result<Vec<Process>> {
     placement::plan(m, levels, policy)
         .map_err(|e| e.context(format!("the plan of {}", levels_text(levels))))
@@ -655,26 +645,41 @@ mod tests {
         assert_eq!(cell.row.predicted, Some(24.0));
     }
 
-    #[test]
-    fn rounds_run_every_configuration_once_each_in_orders_of_their_own() {
-        let log = Mutex::new(Vec::new());
-        let mut cells: Vec<Cell<'_>> = (0..6)
+    /// `n` cells whose runs log their index in `log`; cell `i`'s run `r` (its r-th) measures
+    /// `sample(i, r)`.
+    fn logging_cells<'a>(
+        n: usize,
+        log: &'a Mutex<Vec<usize>>,
+        sample: fn(usize, usize) -> Sample,
+    ) -> Vec<Cell<'a>> {
+        (0..n)
             .map(|i| {
-                let log = &log;
+                let mut r = 0;
                 Cell::new(
                     row(&format!("k{i}")),
                     Box::new(move || {
                         log.lock().unwrap().push(i);
-                        Ok(Sample {
-                            secs: 1.0 + i as f64,
-                            bound: Some(true),
-                            figure: None,
-                            predicted: None,
-                        })
+                        r += 1;
+                        Ok(sample(i, r - 1))
                     }),
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    fn secs(secs: f64) -> Sample {
+        Sample {
+            secs,
+            bound: Some(true),
+            figure: None,
+            predicted: None,
+        }
+    }
+
+    #[test]
+    fn rounds_run_every_configuration_once_each_in_orders_of_their_own() {
+        let log = Mutex::new(Vec::new());
+        let mut cells = logging_cells(6, &log, |i, _| secs(1.0 + i as f64));
         rounds(&mut cells, 5, 42, true).unwrap();
         let log = log.lock().unwrap().clone();
         let orders: Vec<&[usize]> = log.chunks(6).collect();
@@ -694,25 +699,51 @@ mod tests {
         }
         // The same seed, the same orders.
         let again = Mutex::new(Vec::new());
-        let mut cells: Vec<Cell<'_>> = (0..6)
-            .map(|i| {
-                let log = &again;
-                Cell::new(
-                    row("k"),
-                    Box::new(move || {
-                        log.lock().unwrap().push(i);
-                        Ok(Sample {
-                            secs: 1.0,
-                            bound: None,
-                            figure: Some("the program's"),
-                            predicted: None,
-                        })
-                    }),
-                )
-            })
-            .collect();
+        let mut cells = logging_cells(6, &again, |_, _| Sample {
+            figure: Some("the program's"),
+            ..secs(1.0)
+        });
         rounds(&mut cells, 5, 42, true).unwrap();
         assert_eq!(*again.lock().unwrap(), log);
         assert_eq!(cells[0].row.figure, "the program's");
+    }
+
+    #[test]
+    fn configurations_that_ran_in_another_state_run_again_and_keep_runs_of_one() {
+        // Cell i's run r measures 100 i + r seconds. The machine is far (a line's round trip
+        // of 400 ns, against 100) after every run of cell 2 in the first three rounds of five.
+        let log = Mutex::new(Vec::new());
+        let mut cells = logging_cells(4, &log, |i, r| secs((100 * i + r) as f64));
+        let probes = Mutex::new(Vec::new());
+        let mut probe = || {
+            let log = log.lock().unwrap();
+            let far = log.len() <= 12 && log.last() == Some(&2);
+            let line = if far { 400.0 } else { 100.0 };
+            probes.lock().unwrap().push(line);
+            Snapshot::with_probes(Some(line), Some(22.0))
+        };
+        let got = rounds_probed(&mut cells, 5, 7, false, &mut probe).unwrap();
+        let log = log.lock().unwrap().clone();
+        let probes = probes.lock().unwrap().clone();
+        assert!(log.len() > 20, "some cells ran again: {log:?}");
+        assert!(log[20..].contains(&2), "cell 2 ran again: {log:?}");
+        // Each cell keeps exactly the runs whose probes before and after were near.
+        let mut runs = [0usize; 4];
+        let mut want = vec![Vec::new(); 4];
+        for (k, &i) in log.iter().enumerate() {
+            if probes[k] == 100.0 && probes[k + 1] == 100.0 {
+                want[i].push((100 * i + runs[i]) as f64);
+            }
+            runs[i] += 1;
+        }
+        for (i, c) in cells.iter().enumerate() {
+            assert_eq!(c.row.samples, want[i], "cell {i}: {log:?} {probes:?}");
+            assert!(2 * want[i].len() >= runs[i], "cell {i} keeps half its runs");
+        }
+        let aside = got.set_aside.expect("runs set aside");
+        assert_eq!(aside.of, log.len());
+        assert_eq!(aside.kept, want.iter().map(Vec::len).sum::<usize>());
+        assert_eq!(got.state.line_ns, Some((100.0, 100.0)));
+        assert_eq!(aside.whole.line_ns, Some((100.0, 400.0)));
     }
 }
