@@ -1519,7 +1519,7 @@ pub struct Levels {
 /// level, p = 2, scattered ...`), probing the machine before and after each; the levels in
 /// `chosen`'s order, scattered before compact. Where the probes show that the machine changed
 /// state but held one around at least half of every configuration's measurements
-/// ([`Watch::steady_spans`]), each level is combined from those alone.
+/// ([`state_rounds::measure`]), each level is combined from those alone.
 pub fn measure_levels(chosen: &[(Where, usize)], o: &Options) -> Result<Levels> {
     let o = o.seeded();
     let machine = mbsp::Machine::current().or_run()?.machine;
