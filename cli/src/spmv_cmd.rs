@@ -6,7 +6,7 @@ use crate::cli;
 use mbsp_algorithms::sparse::{CooMatrix, mondriaan, mtx};
 use mbsp_tools::spmv::{
     Csr, DEFAULT_REPS, DEFAULT_SECONDS, Per, Plan, Prepared, Variant, hier_prediction_in_force,
-    measure, plan_seconds_per_nz, shared_prediction, test_x,
+    measure, shared_prediction, test_x,
 };
 use mbsp_tools::{Error, Result, preflight, run_on};
 use serde_json::json;
@@ -188,30 +188,45 @@ pub fn run(o: &Options) -> Result<()> {
         variant.name(),
     ));
     let csr = Csr::new(&a);
+    // The shared and the hierarchical multiplies' predictions time their local phases on this
+    // machine: once just before the multiplies and once just after, averaged (a shared machine
+    // changes speed within seconds, and one measurement taken in another state than the
+    // multiplies moved the prediction by a quarter). The plain and hp multiplies' local rate
+    // is timed in the batches themselves (`Measured::seconds_per_nz`).
+    let inputs = || -> Result<[Option<f64>; 2]> {
+        Ok([
+            match &prep.plan {
+                Plan::Flat(plan) if variant == Variant::Shared => {
+                    shared_prediction(plan, &mbsp_tools::params::flat(plan.p()))?
+                }
+                Plan::Flat(_) | Plan::Hier(_) => None,
+            },
+            match &prep.plan {
+                Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
+                Plan::Flat(_) => None,
+            },
+        ])
+    };
+    let before = inputs()?;
     // What the machine did while the multiplies ran (this rank's machine over ranks).
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let m = measure(&a, &csr, &x, &prep, variant, batches, per)?;
     watch.mark();
     let state = watch.state();
-    let per_nz = match &prep.plan {
-        Plan::Flat(plan) if variant != Variant::Shared => plan_seconds_per_nz(plan)?,
-        Plan::Flat(_) | Plan::Hier(_) => None,
-    };
-    let shared_predicted = match &prep.plan {
-        Plan::Flat(plan) if variant == Variant::Shared => {
-            shared_prediction(plan, &mbsp_tools::params::flat(plan.p()))?
-        }
-        Plan::Flat(_) | Plan::Hier(_) => None,
-    };
-    let hier_predicted = match &prep.plan {
-        Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
-        Plan::Flat(_) => None,
-    };
+    let after = inputs()?;
+    let [shared_predicted, hier_predicted] = std::array::from_fn(|i| match (before[i], after[i]) {
+        (Some(b), Some(a)) => Some((b + a) / 2.0),
+        (b, a) => b.or(a),
+    });
     // Over ranks, the others are done: rank 0 has the results.
     let Some(m) = m else {
         return Ok(());
     };
     let (t_bsp, t_seq, max_rel_error) = (m.bsp, m.seq, m.max_rel_error);
+    let per_nz = match &prep.plan {
+        Plan::Flat(plan) if variant != Variant::Shared => m.seconds_per_nz(plan),
+        Plan::Flat(_) | Plan::Hier(_) => None,
+    };
     let partition_seconds = prep.partition_seconds;
     let flops = 2.0 * a.nnz() as f64;
     let mflops = flops / t_bsp / 1e6;

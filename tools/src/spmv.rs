@@ -253,16 +253,20 @@ pub const DEFAULT_REPS: usize = 500;
 pub const DEFAULT_SECONDS: f64 = 2.0;
 
 /// Times `per` multiplies by `step` in `batches` batches inside a run; between them process
-/// 0 times as many sequential CSR multiplies (the others wait in the timer's sync). Returns
-/// (median seconds per BSP multiply, median seconds per sequential multiply, median ratio
-/// sequential / BSP of the batch pairs; the last two 0 off pid 0).
+/// 0 times as many sequential CSR multiplies (the others wait in the timer's sync), and, given
+/// `local` (which runs so many local multiplies of this process's part), every process times
+/// as many local multiplies at once, the slowest's time counting. Returns (median seconds per
+/// BSP multiply, median seconds per sequential multiply, median ratio sequential / BSP of the
+/// batch pairs; the last two 0 off pid 0; median seconds per local multiply, 0 without
+/// `local`).
 fn batches_of(
     ctx: &mut mbsp::Ctx,
     batches: usize,
     per: Per,
     seq: &dyn Fn(),
+    local: Option<&dyn Fn(usize)>,
     mut step: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
-) -> mbsp::Result<(f64, f64, f64)> {
+) -> mbsp::Result<(f64, f64, f64, f64)> {
     step(ctx)?; // warm-up
     let per = match per {
         Per::Exactly(n) => n,
@@ -276,7 +280,7 @@ fn batches_of(
             runs.clamp(1, most)
         }
     };
-    let (mut times, mut seqs) = (Vec::new(), Vec::new());
+    let (mut times, mut seqs, mut locals) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..batches {
         if ctx.pid() == 0 {
             let t = Instant::now();
@@ -295,6 +299,14 @@ fn batches_of(
             step(ctx)?;
         }
         times.push(timer.stop(ctx)? / per as f64);
+        // The model's rate of the local phase, taken in the same batches as the multiplies it
+        // predicts: one measurement after them saw another state of a shared machine as often
+        // as not.
+        if let Some(local) = local {
+            let timer = RegionTimer::start(ctx)?;
+            local(per);
+            locals.push(timer.stop(ctx)? / per as f64);
+        }
     }
     let ratio = if seqs.is_empty() {
         0.0
@@ -308,7 +320,12 @@ fn batches_of(
         )
     };
     let t_seq = if seqs.is_empty() { 0.0 } else { median(&seqs) };
-    Ok((median(&times), t_seq, ratio))
+    let t_local = if locals.is_empty() {
+        0.0
+    } else {
+        median(&locals)
+    };
+    Ok((median(&times), t_seq, ratio, t_local))
 }
 
 /// Seconds per nonzero of mbsp's local multiply kernel (SELL-C-σ) under `plan`, measured with
@@ -430,6 +447,20 @@ pub struct Measured {
     pub ratio: f64,
     /// The largest relative error of an entry of the result ([`max_rel_error`]).
     pub max_rel_error: f64,
+    /// Median seconds of the local phase alone (every process its part at once, the slowest
+    /// counting), timed in the same batches as the multiplies: the plain and hp variants'
+    /// (`None` for the others). Over the largest part's nonzeros, the rate
+    /// [`SpmvPlan::predict`] wants ([`Measured::seconds_per_nz`]).
+    pub local: Option<f64>,
+}
+
+impl Measured {
+    /// Seconds per nonzero of the local phase under `plan` ([`Measured::local`] over its
+    /// largest part's nonzeros), where it was timed.
+    pub fn seconds_per_nz(&self, plan: &SpmvPlan) -> Option<f64> {
+        let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+        self.local.map(|t| t / most as f64)
+    }
 }
 
 /// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
@@ -462,9 +493,12 @@ pub fn measure(
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, vec![t, ts, q]))
+                let part = &plan.procs[ctx.pid()];
+                let phase = |n: usize| part.run_local_multiplies(n);
+                let (t, ts, q, tl) = batches_of(ctx, batches, per, &seq, Some(&phase), |ctx| {
+                    spmv.multiply(ctx, &mut y)
+                })?;
+                Ok((y, vec![t, ts, q, tl]))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
@@ -480,9 +514,12 @@ pub fn measure(
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 ctx.sync()?;
                 let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
-                Ok((y, vec![t, ts, q]))
+                let part = &plan.procs[ctx.pid()];
+                let phase = |n: usize| part.run_local_multiplies(n);
+                let (t, ts, q, tl) = batches_of(ctx, batches, per, &seq, Some(&phase), |ctx| {
+                    spmv.multiply(ctx, &mut y)
+                })?;
+                Ok((y, vec![t, ts, q, tl]))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
@@ -497,7 +534,8 @@ pub fn measure(
             let v = SharedVectors::new(plan, x, &mut y).or_usage()?;
             let out = run_on::gathered(prep.p, |ctx| {
                 let mut spmv = SharedSpmv::new(ctx, plan)?;
-                let (t, ts, q) = batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &v))?;
+                let (t, ts, q, _) =
+                    batches_of(ctx, batches, per, &seq, None, |ctx| spmv.multiply(ctx, &v))?;
                 Ok((Vec::<f64>::new(), vec![t, ts, q]))
             });
             let Some(out) = out? else {
@@ -512,6 +550,7 @@ pub fn measure(
                 ratio,
                 seq,
                 max_rel_error: max_rel_error(a, x, &ys, &[(&all, &y)]),
+                local: None,
             }));
         }
         (Plan::Hier(plan), Variant::Hier) => (
@@ -520,8 +559,9 @@ pub fn measure(
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
-                let (t, ts, q) =
-                    batches_of(ctx, batches, per, &seq, |ctx| spmv.multiply(ctx, &mut y))?;
+                let (t, ts, q, _) = batches_of(ctx, batches, per, &seq, None, |ctx| {
+                    spmv.multiply(ctx, &mut y)
+                })?;
                 Ok((y, vec![t, ts, q]))
             }),
             plan.top
@@ -550,6 +590,7 @@ pub fn measure(
         ratio,
         seq,
         max_rel_error: max_rel_error(a, x, &ys, &parts),
+        local: out[0].1.get(3).copied(),
     }))
 }
 

@@ -233,21 +233,46 @@ impl LocalSpmv {
     /// assert!(t > 0.0 && t < 1.0);
     /// ```
     pub fn time_local_multiply(&self, multiplies: usize) -> f64 {
-        let mut x = vec![1.0; self.x_buffer_len()];
-        x[self.local_cols] = 0.0;
-        let mut y = vec![0.0; self.y_owned.len()];
-        let mut send = self.send_buffer();
+        let mut buffers = self.local_buffers();
         let n = multiplies.max(1);
         (0..3)
             .map(|_| {
                 let t = std::time::Instant::now();
-                for _ in 0..n {
-                    self.multiply_local(std::hint::black_box(&x), &mut y, &mut send);
-                    std::hint::black_box(&mut y);
-                }
+                self.local_multiplies(n, &mut buffers);
                 t.elapsed().as_secs_f64() / n as f64
             })
             .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Runs `multiplies` local multiplies (phase 2 alone, on this thread, `x` all ones),
+    /// untimed: for a caller that times them its own way, every process of a run at once
+    /// between two syncs, say, so that the slowest process's time is the local phase's.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::SpmvPlan};
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 1, nz_part: vec![0; 3], x_owner: vec![0; 2], y_owner: vec![0; 2] };
+    /// SpmvPlan::new(&a, &d).unwrap().procs[0].run_local_multiplies(10);
+    /// ```
+    pub fn run_local_multiplies(&self, multiplies: usize) {
+        let mut buffers = self.local_buffers();
+        self.local_multiplies(multiplies, &mut buffers);
+    }
+
+    /// `x` (all ones, its local columns' slot zero), `y` and the send buffer of the local
+    /// multiplies that [`time_local_multiply`](Self::time_local_multiply) and
+    /// [`run_local_multiplies`](Self::run_local_multiplies) run.
+    fn local_buffers(&self) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut x = vec![1.0; self.x_buffer_len()];
+        x[self.local_cols] = 0.0;
+        (x, vec![0.0; self.y_owned.len()], self.send_buffer())
+    }
+
+    fn local_multiplies(&self, n: usize, (x, y, send): &mut (Vec<f64>, Vec<f64>, Vec<f64>)) {
+        for _ in 0..n {
+            self.multiply_local(std::hint::black_box(x), y, send);
+            std::hint::black_box(&mut *y);
+        }
     }
 
     /// A send buffer with each destination's header word (the sender's number) in place.
