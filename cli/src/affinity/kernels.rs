@@ -876,7 +876,8 @@ fn spmv_job<'a>(
         Ok(t.elapsed().as_secs_f64() / iters as f64)
     };
     let bound = |ctx: &Ctx| matches!(ctx.placement().binding, Binding::Applied(_));
-    type Out = (f64, f64, bool);
+    // (seconds per multiply, relative error, bound, seconds per local phase alone: flat only).
+    type Out = (f64, f64, bool, f64);
     if let [p] = *fans {
         let plan = {
             let mut cache = mx.flat.lock().unwrap_or_else(|e| e.into_inner());
@@ -891,25 +892,33 @@ fn spmv_job<'a>(
                 }
             }
         };
-        // Threads here (the command refuses to run over MPI ranks), so the rate is measured,
-        // in every round (see `Sample::predicted`).
+        // The local phase's rate, t_nz, is timed in the same run as the multiplies, right
+        // after them, under the same placement (every process its part at once, from sync to
+        // sync): what this configuration's multiply computes at, in the machine's state of
+        // that run (see `Sample::predicted`).
         row.model = "max nz t_nz + (h_fanout + h_fanin) g + q_fanout (g_get_msg - g) + \
                      q_fanin (g_msg - g) + 2 l; t_nz measured"
             .into();
         row.missing = missing(&["l", "g", "g_msg", "g_get_msg"]);
+        let most_nz = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
         return Ok(Box::new(move || {
-            let spnz = model_input(mbsp_tools::spmv::plan_seconds_per_nz(&plan), "spmv").flatten();
-            let predicted = spnz.map(|s| plan.predict(&params, s, false));
             let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
                 let mut s = Spmv::new(ctx, &plan)?;
                 let local = s.local();
                 fill(&local.x_owned, s.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
                 let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
-                Ok((secs, check(&local.y_owned, &y), bound(ctx)))
+                ctx.sync()?;
+                let t = Instant::now();
+                plan.procs[ctx.pid()].run_local_multiplies(iters);
+                ctx.sync()?;
+                let phase = t.elapsed().as_secs_f64() / iters as f64;
+                Ok((secs, check(&local.y_owned, &y), bound(ctx), phase))
             })?;
+            let phase = r.iter().map(|x| x.3).fold(0.0, f64::max);
+            let predicted = plan.predict(&params, phase / most_nz as f64, false);
             checked(&r).map(|leaf| Sample {
-                predicted,
+                predicted: Some(predicted),
                 ..Sample::from(leaf)
             })
         }));
@@ -954,7 +963,7 @@ fn spmv_job<'a>(
             fill(&local.x_owned, s.x_mut(ctx)?);
             let mut y = vec![0.0; local.y_owned.len()];
             let secs = timed(ctx, &mut y, &mut |ctx, y| s.multiply(ctx, y))?;
-            Ok((secs, check(&local.y_owned, &y), bound(ctx)))
+            Ok((secs, check(&local.y_owned, &y), bound(ctx), 0.0))
         })?;
         let predicted = model_input(predict(), "spmv").flatten();
         checked(&r).map(|leaf| Sample {
@@ -965,7 +974,7 @@ fn spmv_job<'a>(
 }
 
 /// One repeat's figure (the slowest process) and binding, after checking its results.
-fn checked(r: &[(f64, f64, bool)]) -> Result<Leaf> {
+fn checked(r: &[(f64, f64, bool, f64)]) -> Result<Leaf> {
     let err = r.iter().map(|x| x.1).fold(0.0, f64::max);
     if err > 1e-12 {
         return Err(Error::run(format!(
