@@ -717,10 +717,14 @@ fn measure_group(
             )?);
         } else if let mbsp_tools::spmv::Plan::Flat(plan) = &prep.plan {
             let params = mbsp_algorithms::cost::Params::current();
-            let per_nz = mbsp_tools::run_on::on_root(
-                mbsp_tools::spmv::plan_seconds_per_nz(plan)?,
-                "the SpMV's local rate",
-            )?;
+            // The local phase timed in the same batches as the multiplies (`measure`).
+            let per_nz = match m.seconds_per_nz(plan) {
+                Some(t) => t,
+                None => mbsp_tools::run_on::on_root(
+                    mbsp_tools::spmv::plan_seconds_per_nz(plan)?,
+                    "the SpMV's local rate",
+                )?,
+            };
             r.predicted = Some(if v == Variant::HpPuts {
                 plan.predict_puts(params, per_nz)
             } else {
