@@ -273,7 +273,11 @@ fn spmv(machine: &Params, quick: bool, start: Instant) -> Result<()> {
         let Plan::Flat(plan) = &prep.plan else {
             unreachable!("flat plan")
         };
-        let per_nz = run_on::on_root(plan_seconds_per_nz(plan)?, "the SpMV's local rate")?;
+        // The local phase timed in the same batches as the multiplies (`measure`).
+        let per_nz = match r.seconds_per_nz(plan) {
+            Some(t) => t,
+            None => run_on::on_root(plan_seconds_per_nz(plan)?, "the SpMV's local rate")?,
+        };
         let predicted = plan.predict(machine, per_nz, variant == Variant::Hp);
         let mflops = |s: f64| 2.0 * a.nnz() as f64 / s / 1e6;
         println!(
