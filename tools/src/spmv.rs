@@ -463,6 +463,23 @@ impl Measured {
     }
 }
 
+/// [`batches_of`] of a flat plan's multiply `step`, with this process's local phase timed in
+/// every batch beside it: (seconds per multiply, per sequential multiply, their ratio, per
+/// local phase).
+fn flat_batches(
+    ctx: &mut mbsp::Ctx,
+    plan: &SpmvPlan,
+    batches: usize,
+    per: Per,
+    seq: &dyn Fn(),
+    step: impl FnMut(&mut mbsp::Ctx) -> mbsp::Result<()>,
+) -> mbsp::Result<Vec<f64>> {
+    let part = &plan.procs[ctx.pid()];
+    let phase = |n: usize| part.run_local_multiplies(n);
+    let (t, ts, q, tl) = batches_of(ctx, batches, per, seq, Some(&phase), step)?;
+    Ok(vec![t, ts, q, tl])
+}
+
 /// Times `batches` batches of `per` multiplies of the variant; between them process 0 times
 /// the same number of sequential CSR multiplies (the other processes wait in a sync), so both
 /// see the same machine state: this machine switches between a fast and a slow state, and
@@ -493,12 +510,10 @@ pub fn measure(
                 let local = spmv.local();
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 let mut y = vec![0.0; local.y_owned.len()];
-                let part = &plan.procs[ctx.pid()];
-                let phase = |n: usize| part.run_local_multiplies(n);
-                let (t, ts, q, tl) = batches_of(ctx, batches, per, &seq, Some(&phase), |ctx| {
+                let numbers = flat_batches(ctx, plan, batches, per, &seq, |ctx| {
                     spmv.multiply(ctx, &mut y)
                 })?;
-                Ok((y, vec![t, ts, q, tl]))
+                Ok((y, numbers))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),
@@ -514,12 +529,10 @@ pub fn measure(
                 fill(&local.x_owned, spmv.x_mut(ctx)?);
                 ctx.sync()?;
                 let mut y = vec![0.0; local.y_owned.len()];
-                let part = &plan.procs[ctx.pid()];
-                let phase = |n: usize| part.run_local_multiplies(n);
-                let (t, ts, q, tl) = batches_of(ctx, batches, per, &seq, Some(&phase), |ctx| {
+                let numbers = flat_batches(ctx, plan, batches, per, &seq, |ctx| {
                     spmv.multiply(ctx, &mut y)
                 })?;
-                Ok((y, vec![t, ts, q, tl]))
+                Ok((y, numbers))
             }),
             plan.procs.iter().map(|l| l.y_owned.as_slice()).collect(),
         ),

@@ -594,19 +594,10 @@ mod tests {
     fn a_prediction_made_in_every_round_is_their_median() {
         // Rounds predict 3, 1, NaN (not kept), 2: after each the row holds the median so far.
         let preds = [Some(3.0), Some(1.0), Some(f64::NAN), Some(2.0), None];
-        let mut k = 0;
-        let mut cell = Cell::new(
-            row("fft"),
-            Box::new(move || {
-                k += 1;
-                Ok(Sample {
-                    secs: 1.0,
-                    bound: None,
-                    figure: None,
-                    predicted: preds[k - 1],
-                })
-            }),
-        );
+        let mut cell = counting_cell(move |k| Sample {
+            predicted: preds[k],
+            ..secs(1.0)
+        });
         let mut seen = Vec::new();
         for _ in 0..preds.len() {
             cell.run_once().unwrap();
@@ -622,19 +613,10 @@ mod tests {
     #[test]
     fn runs_set_aside_take_their_figures_and_predictions_with_them() {
         // Run r measures 10 + r seconds and predicts 20 + r, except run 2: no prediction.
-        let mut k = 0;
-        let mut cell = Cell::new(
-            row("fft"),
-            Box::new(move || {
-                k += 1;
-                Ok(Sample {
-                    secs: 9.0 + k as f64,
-                    bound: None,
-                    figure: None,
-                    predicted: (k != 3).then_some(19.0 + k as f64),
-                })
-            }),
-        );
+        let mut cell = counting_cell(|r| Sample {
+            predicted: (r != 2).then_some(20.0 + r as f64),
+            ..secs(10.0 + r as f64)
+        });
         for _ in 0..6 {
             cell.run_once().unwrap();
         }
@@ -665,6 +647,18 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// A cell of `fft` whose `r`-th run (from 0) measures `sample(r)`.
+    fn counting_cell(mut sample: impl FnMut(usize) -> Sample + Send + 'static) -> Cell<'static> {
+        let mut r = 0;
+        Cell::new(
+            row("fft"),
+            Box::new(move || {
+                r += 1;
+                Ok(sample(r - 1))
+            }),
+        )
     }
 
     fn secs(secs: f64) -> Sample {
