@@ -191,7 +191,7 @@ pub fn run(o: &Options) -> Result<()> {
     // The shared and the hierarchical multiplies' predictions time their local phases on this
     // machine: once just before the multiplies and once just after, averaged (a shared machine
     // changes speed within seconds, and one measurement taken in another state than the
-    // multiplies moved the prediction by a quarter). The plain and hp multiplies' local rate
+    // multiplies moved the prediction as far as the state moved). The plain and hp local rate
     // is timed in the batches themselves (`Measured::seconds_per_nz`).
     let inputs = || -> Result<[Option<f64>; 2]> {
         Ok([
