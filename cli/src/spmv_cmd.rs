@@ -188,36 +188,24 @@ pub fn run(o: &Options) -> Result<()> {
         variant.name(),
     ));
     let csr = Csr::new(&a);
-    // The shared and the hierarchical multiplies' predictions time their local phases on this
-    // machine: once just before the multiplies and once just after, averaged (a shared machine
-    // changes speed within seconds, and one measurement taken in another state than the
-    // multiplies moved the prediction as far as the state moved). The plain and hp local rate
-    // is timed in the batches themselves (`Measured::seconds_per_nz`).
-    let inputs = || -> Result<[Option<f64>; 2]> {
-        Ok([
-            match &prep.plan {
-                Plan::Flat(plan) if variant == Variant::Shared => {
-                    shared_prediction(plan, &mbsp_tools::params::flat(plan.p()))?
-                }
-                Plan::Flat(_) | Plan::Hier(_) => None,
-            },
-            match &prep.plan {
-                Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
-                Plan::Flat(_) => None,
-            },
-        ])
-    };
-    let before = inputs()?;
     // What the machine did while the multiplies ran (this rank's machine over ranks).
     let mut watch = mbsp_tools::machine_state::Watch::start();
     let m = measure(&a, &csr, &x, &prep, variant, batches, per)?;
     watch.mark();
     let state = watch.state();
-    let after = inputs()?;
-    let [shared_predicted, hier_predicted] = std::array::from_fn(|i| match (before[i], after[i]) {
-        (Some(b), Some(a)) => Some((b + a) / 2.0),
-        (b, a) => b.or(a),
-    });
+    // The plain and hp multiplies' local rate is timed in the batches themselves
+    // (`Measured::seconds_per_nz`); the shared and hierarchical predictions time their local
+    // phases here.
+    let shared_predicted = match &prep.plan {
+        Plan::Flat(plan) if variant == Variant::Shared => {
+            shared_prediction(plan, &mbsp_tools::params::flat(plan.p()))?
+        }
+        Plan::Flat(_) | Plan::Hier(_) => None,
+    };
+    let hier_predicted = match &prep.plan {
+        Plan::Hier(plan) => hier_prediction_in_force(plan, p)?,
+        Plan::Flat(_) => None,
+    };
     // Over ranks, the others are done: rank 0 has the results.
     let Some(m) = m else {
         return Ok(());
