@@ -110,7 +110,8 @@ impl Outcome {
     /// ```
     /// # use mbsp_tools::machine_state::Snapshot;
     /// # use mbsp_tools::state_rounds::{Options, Outcome};
-    /// # let s = mbsp_tools::machine_state::Watch::starting(Snapshot::with_probes(None, None)).state();
+    /// # use mbsp_tools::machine_state::Watch;
+    /// # let s = Watch::starting(Snapshot::with_probes(None, None)).state();
     /// // Configuration 0 measured in spans 0 and 3, configuration 1 in 1 and 2; 1 set aside.
     /// let out = Outcome {
     ///     spans: vec![(0, 0), (1, 0), (1, 1), (0, 1)],
@@ -145,12 +146,12 @@ impl Outcome {
     }
 }
 
-/// Measures `n` configurations in rounds (`orders`: each round's configurations in order;
-/// a configuration may be left out of every round) with `measure(config, pass)`, probing the
-/// machine with `probe` before the first measurement and after every one (call it while the
-/// measurement's own threads are idle: [`Snapshot::probed`] spins two threads), then
-/// measures again and keeps as `o` says (the module's flow). The first error of `measure`
-/// ends it.
+/// Measures `n` configurations in rounds (`orders`: each round's configurations, numbers below
+/// `n`, in order; a configuration may be left out of every round) with `measure(config,
+/// pass)`, probing the machine with `probe` before the first measurement and after every one
+/// (call it while the measurement's own threads are idle: [`Snapshot::probed`] spins two
+/// threads), then measures again and keeps as `o` says (the module's flow). The first error
+/// of `measure` ends it.
 pub fn measure<E>(
     n: usize,
     orders: &[Vec<usize>],
