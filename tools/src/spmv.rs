@@ -335,7 +335,7 @@ fn batches_of(
 /// for the local phase (not the CSR baseline's: the kernels differ). `None` on the MPI ranks
 /// that do not print ([`run_on`]).
 pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
-    let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+    let most = plan.most_nnz().max(1);
     let reps = (2_000_000 / most).clamp(1, 1000);
     let times = run_on::gathered::<f64, _>(plan.p(), |ctx| {
         ctx.sync()?; // start together
@@ -352,7 +352,7 @@ pub fn plan_seconds_per_nz(plan: &SpmvPlan) -> Result<Option<f64>> {
 /// whole rows over the whole `x`, the reads across the cores included; the largest), and one
 /// sync, `l` (no messages). `None` on the MPI ranks that do not print.
 pub fn shared_prediction(plan: &SpmvPlan, params: &mbsp::params::Params) -> Result<Option<f64>> {
-    let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+    let most = plan.most_nnz().max(1);
     let reps = (2_000_000 / most).clamp(1, 1000);
     let times = run_on::gathered::<f64, _>(plan.p(), |ctx| {
         ctx.sync()?; // start together
@@ -388,7 +388,7 @@ pub fn hier_predict(
         0.0
     };
     let package = |ip: &SpmvPlan| {
-        let work = ip.procs.iter().map(|l| l.nnz()).max().unwrap_or(0) as f64 * seconds_per_nz;
+        let work = ip.most_nnz() as f64 * seconds_per_nz;
         if ip.p() == 1 {
             return work;
         }
@@ -458,7 +458,7 @@ impl Measured {
     /// Seconds per nonzero of the local phase under `plan` ([`Measured::local`] over its
     /// largest part's nonzeros), where it was timed.
     pub fn seconds_per_nz(&self, plan: &SpmvPlan) -> Option<f64> {
-        let most = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+        let most = plan.most_nnz().max(1);
         self.local.map(|t| t / most as f64)
     }
 }
@@ -700,7 +700,7 @@ mod tests {
                 .inner
                 .iter()
                 .map(|ip| {
-                    let nz = ip.procs.iter().map(|l| l.nnz()).max().unwrap() as f64;
+                    let nz = ip.most_nnz() as f64;
                     let fan_in = ip.h_relations().1 as f64;
                     let sums = if fan_in > 0.0 {
                         fan_in * 1e-8 + 1e-5

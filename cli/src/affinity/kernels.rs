@@ -900,7 +900,7 @@ fn spmv_job<'a>(
                      q_fanin (g_msg - g) + 2 l; t_nz measured"
             .into();
         row.missing = missing(&["l", "g", "g_msg", "g_get_msg"]);
-        let most_nz = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+        let most_nz = plan.most_nnz().max(1);
         return Ok(Box::new(move || {
             let r: Vec<Out> = top_run(&levels[0], pol).run(|ctx| {
                 let mut s = Spmv::new(ctx, &plan)?;

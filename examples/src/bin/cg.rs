@@ -105,7 +105,7 @@ fn sequential_cg(a: &CooMatrix, b: &[f64], tol: f64, max_it: usize) -> (Vec<f64>
 /// that share a hardware thread compute one after another), over the largest part: the
 /// measure [`predict_iteration`] charges it by. Each is the best of a few supersteps.
 fn parallel_rates(plan: &SpmvPlan) -> mbsp::Result<(f64, f64)> {
-    let most_nz = plan.procs.iter().map(|l| l.nnz()).max().unwrap_or(0).max(1);
+    let most_nz = plan.most_nnz().max(1);
     let most_rows = plan
         .procs
         .iter()

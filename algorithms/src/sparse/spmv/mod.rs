@@ -593,7 +593,7 @@ impl SpmvPlan {
     /// assert!((t - (2e-9 + 3e-9 + 1e-6)).abs() < 1e-18);
     /// ```
     pub fn predict(&self, params: &crate::cost::Params, seconds_per_nz: f64, hp: bool) -> f64 {
-        let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
+        let work = self.most_nnz() as f64;
         let (fan_out, fan_in) = self.h_relations();
         let (fan_out, fan_in) = (fan_out as f64, fan_in as f64);
         let (q_out, q_in) = self.requests();
@@ -603,6 +603,19 @@ impl SpmvPlan {
             params.time_with_gets(2, fan_out + fan_in, q_in as f64, q_out as f64)
         };
         work * seconds_per_nz + comm
+    }
+
+    /// The largest part's nonzeros (0 for a plan of no nonzeros): the local phase's critical
+    /// path, by which [`predict`](Self::predict) charges the time per nonzero.
+    ///
+    /// ```
+    /// use mbsp_algorithms::sparse::{CooMatrix, Distribution, spmv::SpmvPlan};
+    /// let a = CooMatrix::new(2, 2, vec![(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)]).unwrap();
+    /// let d = Distribution { p: 2, nz_part: vec![0, 0, 1], x_owner: vec![0, 1], y_owner: vec![0, 1] };
+    /// assert_eq!(SpmvPlan::new(&a, &d).unwrap().most_nnz(), 2);
+    /// ```
+    pub fn most_nnz(&self) -> usize {
+        self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0)
     }
 
     /// [`predict`](Self::predict) for the hp multiply whose fan-out is puts
@@ -627,7 +640,7 @@ impl SpmvPlan {
     /// assert!(plan.predict(&params, 1e-9, false) > t, "the plain multiply's two gets");
     /// ```
     pub fn predict_puts(&self, params: &crate::cost::Params, seconds_per_nz: f64) -> f64 {
-        let work = self.procs.iter().map(LocalSpmv::nnz).max().unwrap_or(0) as f64;
+        let work = self.most_nnz() as f64;
         let (fan_out, fan_in) = self.h_relations();
         let (_, q_in) = self.requests();
         let q_out = self
